@@ -1,0 +1,319 @@
+"""Raw text -> int32 token ids, int64 sentence offsets and document boundaries.
+
+Input: UTF-8 text, one sentence per line, an empty line between documents; the end of
+each file also ends a document. ``.gz``, ``.bz2`` and ``.xz`` files are read
+transparently, and a directory stands for the text files inside it.
+
+Encoding is one streaming tokenize pass that writes provisional ids to a scratch file,
+then a compiled pass that maps them to the final vocabulary. Peak memory is about the
+size of the output arrays, never a Python list of all tokens. The result is cached on
+disk, keyed by the input files and the settings, and memory-mapped when loaded.
+
+Rules: words outside the vocabulary are dropped from their sentence; a sentence left
+with no known word is dropped, and its neighbours become neighbours; a document left
+with no sentence disappears.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import io
+import json
+import lzma
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .tokenize import TOKENIZER_VERSION, tokenize_lines
+from .vocab import Vocab
+
+CACHE_FORMAT = "1"
+TEXT_SUFFIXES = (".txt", ".gz", ".bz2", ".xz", ".text", ".tok")
+_READ_HINT = 1 << 23  # characters per block handed to the tokenizer
+_SENTENCE_END = 0
+_DOCUMENT_END = 1
+
+
+class CorpusError(ValueError):
+    """The corpus cannot be read or gives nothing to train on."""
+
+
+@dataclass
+class Corpus:
+    """An encoded corpus.
+
+    tokens: int32 array, shape (n_tokens,), vocabulary ids of the kept words.
+    offsets: int64 array, shape (n_sentences + 1,), sentence s is tokens[offsets[s]:offsets[s+1]].
+    sent_doc: int32 array, shape (n_sentences,), document index of each sentence.
+    doc_offsets: int64 array, shape (n_documents + 1,), document d holds sentences
+        doc_offsets[d]:doc_offsets[d+1].
+    """
+
+    vocab: Vocab
+    tokens: np.ndarray
+    offsets: np.ndarray
+    sent_doc: np.ndarray
+    doc_offsets: np.ndarray
+    stats: dict = field(default_factory=dict)
+    cache_path: str | None = None
+
+    @property
+    def n_sentences(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def n_documents(self) -> int:
+        return len(self.doc_offsets) - 1
+
+
+def expand_inputs(paths) -> list[Path]:
+    """Resolve files and directories to a sorted list of readable text files."""
+    if not paths:
+        raise CorpusError("no corpus file given")
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(
+                f for f in p.iterdir() if f.is_file() and f.name.lower().endswith(TEXT_SUFFIXES)
+            )
+            if not found:
+                raise CorpusError(
+                    f"{p}: directory has no text files (looked for {', '.join(TEXT_SUFFIXES)})"
+                )
+            files.extend(found)
+        elif p.is_file():
+            files.append(p)
+        elif p.exists():
+            raise CorpusError(f"{p}: not a regular file")
+        else:
+            raise CorpusError(f"{p}: no such file or directory")
+    for f in files:
+        if not os.access(f, os.R_OK):
+            raise CorpusError(f"{f}: permission denied")
+    return files
+
+
+def open_text(path: Path) -> io.TextIOBase:
+    """Open a plain, gzip, bzip2 or xz file as UTF-8 text; invalid bytes become U+FFFD."""
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    if magic[:2] == b"\x1f\x8b":
+        raw = gzip.open(path, "rb")
+    elif magic[:3] == b"BZh":
+        raw = bz2.open(path, "rb")
+    elif magic[:6] == b"\xfd7zXZ\x00":
+        raw = lzma.open(path, "rb")
+    else:
+        raw = open(path, "rb")
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None)
+
+
+class _TypeIds(dict):
+    """word -> provisional id, ids handed out in order of first occurrence."""
+
+    def __init__(self):
+        super().__init__({"\n": _SENTENCE_END})
+
+    def __missing__(self, word):
+        value = self[word] = len(self) + 1  # ids 0 and 1 are the two markers
+        return value
+
+
+def _read_file(path: Path, types: _TypeIds, out, stats: dict, progress) -> None:
+    """Tokenize one file into provisional ids, appended to the binary stream ``out``."""
+    last = _DOCUMENT_END  # a blank line at the start of a file is no sentence
+    bad_lines = 0
+    n_tokens = 0
+    try:
+        with open_text(path) as fh:
+            while True:
+                lines = fh.readlines(_READ_HINT)
+                if not lines:
+                    break
+                block = "".join(lines)
+                if "\x00" in block:
+                    raise CorpusError(f"{path}: contains NUL bytes; this looks like binary data, not text")
+                if "\ufffd" in block:
+                    bad = sum("\ufffd" in line for line in lines)
+                    if bad > 0.5 * len(lines) and n_tokens == 0:
+                        raise CorpusError(f"{path}: mostly invalid UTF-8; this looks like binary data, not text")
+                    bad_lines += bad
+                if not block.endswith("\n"):
+                    block += "\n"
+                words = tokenize_lines(block)
+                ids = np.fromiter(map(types.__getitem__, words), dtype=np.int32, count=len(words))
+                if len(ids):
+                    prev = np.empty_like(ids)
+                    prev[0] = last
+                    prev[1:] = ids[:-1]
+                    ids[(ids == _SENTENCE_END) & (prev <= _DOCUMENT_END)] = _DOCUMENT_END
+                    last = int(ids[-1])
+                    ids.tofile(out)
+                    n_tokens += len(ids)
+                    progress(len(ids))
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise CorpusError(f"{path}: cannot read: {exc}") from None
+    tail = [_SENTENCE_END] if last > _DOCUMENT_END else []
+    np.array(tail + [_DOCUMENT_END], dtype=np.int32).tofile(out)
+    stats["invalid_utf8_lines"] = stats.get("invalid_utf8_lines", 0) + bad_lines
+
+
+def cache_key(files: list[Path], min_count: int, max_vocab: int) -> str:
+    """Key of the cached encoding: the files (path, size, mtime) and every setting."""
+    h = hashlib.sha256()
+    h.update(f"cache{CACHE_FORMAT}:tok{TOKENIZER_VERSION}:min{min_count}:max{max_vocab}".encode())
+    for f in files:
+        st = f.stat()
+        h.update(f"|{f.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:24]
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("SCBOW_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "scbow-numba" / "corpus"
+
+
+def load_corpus(
+    paths,
+    min_count: int = 5,
+    max_vocab: int = 0,
+    cache_dir: str | os.PathLike | None = None,
+    use_cache: bool = True,
+    progress=None,
+) -> Corpus:
+    """Encode ``paths`` (or load their cached encoding) into a :class:`Corpus`.
+
+    ``progress`` is called with the number of provisional tokens read so far; ``None``
+    for silence. With ``use_cache=False`` the encoding lives in a temporary directory.
+    """
+    files = expand_inputs(paths)
+    progress = progress or (lambda n: None)
+    if use_cache:
+        root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        target = root / cache_key(files, min_count, max_vocab)
+        if (target / "meta.json").is_file():
+            try:
+                return _load_cached(target)
+            except (OSError, ValueError, KeyError):
+                shutil.rmtree(target, ignore_errors=True)  # stale or broken: rebuild
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CorpusError(f"cannot create corpus cache directory {root}: {exc}") from None
+        work = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=root))
+    else:
+        target = None
+        work = Path(tempfile.mkdtemp(prefix="scbow-corpus-"))
+    try:
+        _build(files, min_count, max_vocab, work, progress)
+        if target is None:
+            return _load_cached(work, keep_dir=work)
+        try:
+            os.replace(work, target)
+        except OSError:
+            # another process finished the same cache first: use theirs
+            shutil.rmtree(work, ignore_errors=True)
+        return _load_cached(target)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def _build(files, min_count, max_vocab, work: Path, progress) -> None:
+    from .kernels.encode import compact_corpus  # numba: import only when encoding
+
+    types = _TypeIds()
+    stats: dict = {"files": [str(f) for f in files]}
+    raw_path = work / "raw.i32"
+    with open(raw_path, "wb") as out:
+        done = 0
+
+        def tick(n):
+            nonlocal done
+            done += n
+            progress(done)
+
+        for f in files:
+            _read_file(f, types, out, stats, tick)
+    raw = np.memmap(raw_path, dtype=np.int32, mode="r") if raw_path.stat().st_size else np.zeros(0, np.int32)
+    counts = np.zeros(len(types) + 1, dtype=np.int64)
+    block = 1 << 24
+    for lo in range(0, len(raw), block):
+        counts += np.bincount(raw[lo : lo + block], minlength=len(counts))
+    words = np.array(list(types.keys()), dtype=object)  # index = provisional id - 1 for words
+    word_counts = counts[2:]
+    word_strings = words[1:]
+    n_running = int(word_counts.sum())
+    if n_running == 0:
+        raise CorpusError("the corpus has no words (empty files or only blank lines)")
+    keep = np.flatnonzero(word_counts >= min_count)
+    # most frequent first; ties in order of first occurrence (argsort is stable)
+    keep = keep[np.argsort(-word_counts[keep], kind="stable")]
+    if max_vocab:
+        keep = keep[:max_vocab]
+    if len(keep) == 0:
+        raise CorpusError(
+            f"the vocabulary is empty: no word occurs at least {min_count} times "
+            f"({len(word_strings)} distinct words); lower --min-count"
+        )
+    remap = np.full(len(counts), -1, dtype=np.int32)
+    remap[keep + 2] = np.arange(len(keep), dtype=np.int32)
+    n_known = int(word_counts[keep].sum())
+    n_lines = int(counts[_SENTENCE_END])
+    tokens = np.lib.format.open_memmap(work / "tokens.npy", mode="w+", dtype=np.int32, shape=(n_known,))
+    offsets = np.zeros(n_lines + 1, dtype=np.int64)
+    sent_doc = np.zeros(max(n_lines, 1), dtype=np.int32)
+    n_tok, n_sent, n_doc = compact_corpus(raw, remap, tokens, offsets, sent_doc)
+    tokens.flush()
+    del tokens
+    del raw
+    raw_path.unlink()
+    np.save(work / "offsets.npy", offsets[: n_sent + 1])
+    np.save(work / "sent_doc.npy", sent_doc[:n_sent])
+    doc_offsets = np.zeros(n_doc + 1, dtype=np.int64)
+    doc_offsets[1:] = np.cumsum(np.bincount(sent_doc[:n_sent], minlength=n_doc))
+    np.save(work / "doc_offsets.npy", doc_offsets)
+    Vocab([str(w) for w in word_strings[keep]], word_counts[keep]).save(work / "vocab.txt")
+    stats.update(
+        raw_tokens=n_running,
+        distinct_words=len(word_strings),
+        tokens=int(n_tok),
+        sentences=int(n_sent),
+        documents=int(n_doc),
+        vocab_size=len(keep),
+        oov_rate=round(1.0 - n_known / n_running, 6),
+        min_count=min_count,
+        max_vocab=max_vocab,
+        tokenizer_version=TOKENIZER_VERSION,
+        cache_format=CACHE_FORMAT,
+    )
+    (work / "meta.json").write_text(json.dumps(stats, indent=1))
+
+
+def _load_cached(path: Path, keep_dir: Path | None = None) -> Corpus:
+    meta = json.loads((path / "meta.json").read_text())
+    if meta.get("cache_format") != CACHE_FORMAT:
+        raise ValueError("old cache format")
+    arrays = {
+        name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+        for name in ("tokens", "offsets", "sent_doc", "doc_offsets")
+    }
+    vocab = Vocab.load(path / "vocab.txt")
+    if len(arrays["tokens"]) != meta["tokens"] or len(arrays["offsets"]) != meta["sentences"] + 1:
+        raise ValueError("cache arrays do not match their metadata")
+    corpus = Corpus(vocab=vocab, stats=meta, cache_path=str(path), **arrays)
+    if keep_dir is not None:
+        # uncached encodings live in a temporary directory that goes with the process
+        import atexit
+
+        atexit.register(shutil.rmtree, keep_dir, True)
+    return corpus

@@ -1,0 +1,1 @@
+"""Compiled kernels. Importing any module here imports numba."""

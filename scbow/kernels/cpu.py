@@ -1,0 +1,301 @@
+"""Numba CPU kernels of Siamese CBOW training: arrays and scalars in, no objects.
+
+One example is a target sentence, its positives (the neighbouring sentences of the same
+document) and its negatives. ``example_step`` computes the sentence means, the cosine
+softmax loss and the analytic gradient (see ``scbow.reference``), then scatters the
+gradient onto the rows of the words of the example. ``train_batch`` runs many examples,
+split into one contiguous chunk per thread; threads write into the shared matrix without
+locks (Hogwild): an example touches only its own words' rows, so collisions are rare and
+benign. The batch kernel is written once and compiled twice: ``train_batch_serial``
+(cached, deterministic for a seed) and ``train_batch_parallel`` (``prange`` over chunks,
+not deterministic because updates race).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from ..reference import NORM_EPS
+
+# Reassociation lets LLVM vectorise the dot products; no-NaN flags stay off so that a
+# diverging run still produces the NaN the driver checks for.
+FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
+
+NEG_DOCUMENT = 0
+NEG_UNIFORM = 1
+
+# Layout of the integer parameters of train_batch.
+P_LO, P_HI, P_DONE, P_NEGATIVES, P_MAX_LEN, P_NEG_MODE, P_SEED, P_CHUNKS = range(8)
+N_IPARAMS = 8
+# Layout of the float parameters.
+P_LR, P_LR_MIN, P_TOTAL = range(3)
+N_FPARAMS = 3
+
+
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
+def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, coef):
+    """Loss of one example; add ``coef * (1/|x|) * dL/ds_x`` to ``out[w]`` for its words.
+
+    Parameters
+    ----------
+    W : array of float32, shape (V, d)
+        Embeddings the means are read from.
+    tokens : array of int32, shape (n_tokens,)
+    offsets : array of int64, shape (n_sentences + 1,)
+    members : array of int64, shape (k,)
+        Sentence indices: the target, then ``n_pos`` positives, then the negatives.
+    n_pos : int
+        Number of positives (>= 1).
+    max_len : int
+        Only the first ``max_len`` words of a sentence count; 0 for all.
+    buf : array of float32, shape (2, >= k, d)
+        Scratch: sentence means in ``buf[0]``, their gradients in ``buf[1]``.
+    work : array of float64, shape (4, >= k)
+        Scratch: norms, cosines, dL/dc and lengths.
+    out : array of float32 or float64, shape (V, d)
+        Receives the scaled gradient: ``W`` itself with ``coef = -lr`` for an SGD step
+        (all reads happen before any write), or a zero array with ``coef = 1`` for dL/dW.
+    coef : float
+
+    Returns
+    -------
+    loss : float
+    """
+    k = members.shape[0]
+    d = W.shape[1]
+    means = buf[0]
+    grads = buf[1]
+    norms = work[0]
+    cos = work[1]
+    g = work[2]
+    lens = work[3]
+    for m in range(k):
+        s = members[m]
+        start = offsets[s]
+        stop = offsets[s + 1]
+        if max_len > 0 and stop - start > max_len:
+            stop = start + max_len
+        row = means[m]
+        for j in range(d):
+            row[j] = 0.0
+        for t in range(start, stop):
+            w = tokens[t]
+            for j in range(d):
+                row[j] += W[w, j]
+        inv = np.float32(1.0 / (stop - start))
+        sq = np.float32(0.0)
+        for j in range(d):
+            row[j] *= inv
+            sq += row[j] * row[j]
+        norms[m] = max(math.sqrt(sq), NORM_EPS)
+        lens[m] = stop - start
+
+    si = means[0]
+    n_i = norms[0]
+    top = -2.0
+    for m in range(1, k):
+        dot = np.float32(0.0)
+        sj = means[m]
+        for j in range(d):
+            dot += si[j] * sj[j]
+        cos[m] = dot / (n_i * norms[m])
+        top = max(top, cos[m])
+    total = 0.0
+    for m in range(1, k):
+        g[m] = math.exp(cos[m] - top)
+        total += g[m]
+    log_total = math.log(total)
+    loss = 0.0
+    t_pos = 1.0 / n_pos
+    for m in range(1, k):
+        p = g[m] / total
+        if m <= n_pos:
+            loss -= t_pos * (cos[m] - top - log_total)
+            g[m] = p - t_pos
+        else:
+            g[m] = p
+
+    # dL/ds_i = sum_j g_j (s_j/(|s_i||s_j|) - c_j s_i/|s_i|^2)
+    # dL/ds_j = g_j (s_i/(|s_i||s_j|) - c_j s_j/|s_j|^2)
+    gi = grads[0]
+    a_i = 0.0
+    for j in range(d):
+        gi[j] = 0.0
+    for m in range(1, k):
+        sj = means[m]
+        gj = grads[m]
+        a = np.float32(g[m] / (n_i * norms[m]))
+        b = np.float32(g[m] * cos[m] / (norms[m] * norms[m]))
+        a_i += g[m] * cos[m]
+        for j in range(d):
+            gi[j] += a * sj[j]
+            gj[j] = a * si[j] - b * sj[j]
+    b_i = np.float32(a_i / (n_i * n_i))
+    for j in range(d):
+        gi[j] -= b_i * si[j]
+
+    for m in range(k):
+        s = members[m]
+        start = offsets[s]
+        stop = start + np.int64(lens[m])
+        scale = coef / lens[m]
+        gm = grads[m]
+        for t in range(start, stop):
+            w = tokens[t]
+            for j in range(d):
+                out[w, j] += scale * gm[j]
+    return loss
+
+
+@njit(cache=True, nogil=True)
+def _next(state):
+    """xorshift64* step; ``state`` is an array of uint64, shape (1,). Returns int64 >= 0."""
+    x = state[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    state[0] = x
+    return np.int64((x * np.uint64(2685821657736338717)) >> np.uint64(1))
+
+
+@njit(cache=True, nogil=True)
+def seed_state(seed, stream, state):
+    """Seed ``state`` (uint64, shape (1,)) from two integers with splitmix64."""
+    z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(stream) + np.uint64(0x632BE59BD9B4E019)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    if z == np.uint64(0):
+        z = np.uint64(0x2545F4914F6CDD1D)
+    state[0] = z
+
+
+@njit(cache=True, nogil=True)
+def fill_example(target, sent_doc, doc_offsets, n_neg, neg_mode, state, members):
+    """Write the sentences of the example of ``target`` into ``members``.
+
+    Parameters
+    ----------
+    target : int
+    sent_doc : array of int32, shape (n_sentences,)
+    doc_offsets : array of int64, shape (n_documents + 1,)
+    n_neg : int
+    neg_mode : int
+        NEG_DOCUMENT: negatives from the target's document when it has a sentence that is
+        neither the target nor a positive, else from the corpus; NEG_UNIFORM: corpus.
+    state : array of uint64, shape (1,)
+        Random state, advanced.
+    members : array of int64, shape (>= 3 + n_neg,)
+        Output: target, positives, negatives.
+
+    Returns
+    -------
+    (k, n_pos) : tuple of int
+        Sentences written and positives among them; n_pos = 0 when the target has no
+        neighbour in its document (no example).
+    """
+    n_sent = sent_doc.shape[0]
+    doc = sent_doc[target]
+    members[0] = target
+    n_pos = 0
+    if target > 0 and sent_doc[target - 1] == doc:
+        n_pos += 1
+        members[n_pos] = target - 1
+    if target + 1 < n_sent and sent_doc[target + 1] == doc:
+        n_pos += 1
+        members[n_pos] = target + 1
+    if n_pos == 0:
+        return 1, 0
+    lo = np.int64(0)
+    size = np.int64(n_sent)
+    if neg_mode == NEG_DOCUMENT:
+        d_lo = doc_offsets[doc]
+        d_size = doc_offsets[doc + 1] - d_lo
+        if d_size > 1 + n_pos:
+            lo = d_lo
+            size = d_size
+    for m in range(n_neg):
+        while True:
+            r = lo + _next(state) % size
+            if r != target and r != members[1] and (n_pos == 1 or r != members[2]):
+                break
+        members[1 + n_pos + m] = r
+    return 1 + n_pos + n_neg, n_pos
+
+
+def _train_batch_impl(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats):
+    """Train on the examples of targets ``order[lo:hi]``, one chunk per thread.
+
+    Parameters
+    ----------
+    W : array of float32, shape (V, d)
+        Updated in place.
+    tokens : array of int32, shape (n_tokens,)
+    offsets : array of int64, shape (n_sentences + 1,)
+    sent_doc : array of int32, shape (n_sentences,)
+    doc_offsets : array of int64, shape (n_documents + 1,)
+    order : array of int64, shape (n_targets,)
+        Target sentences of this epoch, shuffled; each has a neighbour.
+    fparams : array of float64, shape (3,)
+        lr, lr_min, total examples of the run (see P_LR...).
+    iparams : array of int64, shape (8,)
+        lo, hi, examples done before ``lo``, negatives, max_len, negative mode, seed,
+        chunks (see P_LO...).
+    stats : array of float64, shape (chunks, 2)
+        Output: loss sum and example count per chunk.
+    """
+    lo = iparams[P_LO]
+    hi = iparams[P_HI]
+    done = iparams[P_DONE]
+    n_neg = iparams[P_NEGATIVES]
+    max_len = iparams[P_MAX_LEN]
+    neg_mode = iparams[P_NEG_MODE]
+    seed = iparams[P_SEED]
+    n_chunks = iparams[P_CHUNKS]
+    lr0 = fparams[P_LR]
+    lr_min = fparams[P_LR_MIN]
+    total = fparams[P_TOTAL]
+    d = W.shape[1]
+    per = (hi - lo + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        members = np.empty(3 + n_neg, dtype=np.int64)
+        buf = np.empty((2, 3 + n_neg, d), dtype=np.float32)
+        work = np.empty((4, 3 + n_neg), dtype=np.float64)
+        state = np.empty(1, dtype=np.uint64)
+        seed_state(seed, done + c, state)
+        c_lo = lo + c * per
+        c_hi = min(hi, c_lo + per)
+        loss_sum = 0.0
+        count = 0
+        for e in range(c_lo, c_hi):
+            k, n_pos = fill_example(order[e], sent_doc, doc_offsets, n_neg, neg_mode, state, members)
+            if n_pos == 0:
+                continue
+            # progress of the whole run, as if the chunks were interleaved
+            position = done + (e - c_lo) * n_chunks + c
+            lr = max(lr_min, lr0 * (1.0 - position / total))
+            loss_sum += example_step(W, tokens, offsets, members[:k], n_pos, max_len, buf, work, W, -lr)
+            count += 1
+        stats[c, 0] = loss_sum
+        stats[c, 1] = count
+
+
+train_batch_serial = njit(cache=True, nogil=True)(_train_batch_impl)
+train_batch_parallel = njit(parallel=True, nogil=True)(_train_batch_impl)
+
+
+def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0):
+    """Loss and dense float64 gradient of one example, computed by ``example_step``.
+
+    The kernel path the trainer uses, exposed for tests against ``scbow.reference``.
+    """
+    members = np.ascontiguousarray(members, dtype=np.int64)
+    k = len(members)
+    grad = np.zeros(W.shape, dtype=np.float64)
+    buf = np.empty((2, k, W.shape[1]), dtype=np.float32)
+    work = np.empty((4, k), dtype=np.float64)
+    loss = example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, grad, 1.0)
+    return loss, grad

@@ -1,0 +1,71 @@
+"""Plain float64 NumPy oracle of the Siamese CBOW objective for ONE example.
+
+Every kernel, CPU and CUDA, is tested against :func:`loss_and_grad`. It is written for
+clarity, not speed, straight from the formulas in DESIGN.md:
+
+    s_x = mean of W[w] over the tokens w of sentence x (repeats count)
+    c_j = cos(s_i, s_j) for j in positives + negatives
+    p   = softmax(c);   t_j = 1/|P| for positives, 0 for negatives
+    L   = -sum_j t_j log p_j
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Norms are guarded as max(|s|, NORM_EPS); the kernels use the same rule.
+NORM_EPS = 1e-8
+
+
+def sentence_mean(W: np.ndarray, sentence) -> np.ndarray:
+    ids = np.asarray(sentence, dtype=np.int64)
+    if ids.size == 0:
+        raise ValueError("a sentence of an example must have at least one word")
+    return W[ids].astype(np.float64).mean(axis=0)
+
+
+def loss_and_grad(W, target, positives, negatives):
+    """Loss and dense gradient of one example.
+
+    Parameters
+    ----------
+    W : array of float, shape (V, d)
+        Embedding matrix (any float dtype; computed in float64).
+    target : sequence of int
+        Word ids of the target sentence.
+    positives, negatives : list of sequences of int
+        Word ids of each positive and each negative sentence (at least one positive).
+
+    Returns
+    -------
+    loss : float
+    grad : array of float64, shape (V, d)
+        dL/dW; rows of words not in the example are zero.
+    """
+    W = np.asarray(W)
+    if len(positives) < 1:
+        raise ValueError("an example needs at least one positive sentence")
+    others = list(positives) + list(negatives)
+    s_i = sentence_mean(W, target)
+    S = np.stack([sentence_mean(W, x) for x in others])  # (k, d)
+    n_i = max(np.linalg.norm(s_i), NORM_EPS)
+    n = np.maximum(np.linalg.norm(S, axis=1), NORM_EPS)  # (k,)
+    c = S @ s_i / (n * n_i)
+    z = c - c.max()
+    log_p = z - np.log(np.exp(z).sum())
+    p = np.exp(log_p)
+    t = np.zeros(len(others))
+    t[: len(positives)] = 1.0 / len(positives)
+    loss = float(-(t * log_p).sum())
+    g = p - t
+
+    dc_dsi = S / (n_i * n)[:, None] - c[:, None] * s_i[None, :] / n_i**2  # (k, d)
+    dc_dsj = s_i[None, :] / (n_i * n)[:, None] - c[:, None] * S / (n**2)[:, None]
+    dL_dsi = (g[:, None] * dc_dsi).sum(axis=0)
+    dL_dsj = g[:, None] * dc_dsj
+
+    grad = np.zeros(W.shape, dtype=np.float64)
+    for sentence, ds in zip([target] + others, [dL_dsi] + list(dL_dsj)):
+        ids = np.asarray(sentence, dtype=np.int64)
+        np.add.at(grad, ids, ds / len(ids))
+    return loss, grad
