@@ -82,6 +82,10 @@ def _load(model_path):
 @click.option("--lr", type=float, default=_D.lr, show_default=True, help="Starting learning rate, decayed linearly.")
 @click.option("--min-lr-fraction", type=float, default=_D.min_lr_fraction, show_default=True,
               help="Floor of the decayed learning rate, as a fraction of --lr.")
+@click.option("--weight-decay", type=float, default=_D.weight_decay, show_default=True,
+              help="L2 decay per word occurrence; keeps frequent words from dominating averages.")
+@click.option("--common-components", type=int, default=_D.common_components, show_default=True,
+              help="After training, centre sentence averages and remove this many principal directions (-1: off).")
 @click.option("--max-length", type=int, default=_D.max_length, show_default=True,
               help="Average only the first N known words of a sentence (0: all).")
 @click.option("--init-std", type=float, default=_D.init_std, show_default=True, help="Std. dev. of the initial vectors.")
@@ -155,47 +159,65 @@ def export(model_path, output, binary):
 def default_sts_paths() -> list[Path]:
     """``$SCBOW_STS_DIR``, else ``shared/data/sts`` or ``../shared/data/sts`` from here."""
     env = os.environ.get("SCBOW_STS_DIR")
+    if env and not Path(env).is_dir():
+        raise click.ClickException(f"SCBOW_STS_DIR={env}: no such directory")
     candidates = [Path(env)] if env else [Path("shared/data/sts"), Path("../shared/data/sts")]
     for c in candidates:
         if c.is_dir():
-            return sorted(c.glob("*.tsv"))
+            files = sorted(c.glob("*.tsv"))
+            if not files:
+                raise click.ClickException(f"{c}: no *.tsv STS files in the default STS folder")
+            return files
     raise click.ClickException("no STS files given and no default STS folder found; pass files or set SCBOW_STS_DIR")
 
 
 @main.command()
 @_model_option()
-@click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--baseline", type=click.Path(path_type=Path), default=None,
+              help="Word vectors to compare with (word2vec text or binary, or a model directory).")
+@click.option("--control", type=click.Choice(["overlap"]), default=None,
+              help="Add an untrained word-overlap control (alone when no -m is given).")
+@click.option("--resamples", type=click.IntRange(min=100), default=1000, show_default=True,
+              help="Bootstrap resamples for the 95% interval of a Pearson difference.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def evaluate(model_path, paths, as_json):
+def evaluate(model_path, paths, baseline, control, resamples, as_json):
     """Score a model on STS files (gold<TAB>s1<TAB>s2) or folders of *.tsv.
 
-    With no PATHS: the paper's SemEval sets from $SCBOW_STS_DIR or ../shared/data/sts.
+    With no PATHS: the paper's SemEval sets from $SCBOW_STS_DIR, else shared/data/sts or
+    ../shared/data/sts. Per set: pairs, pairs scored (a pair with a side without any known
+    word is not scored), Pearson and Spearman; then the mean over sets and the mean weighted
+    by pairs scored. --baseline and --control add column groups, each compared with the
+    model by a paired Wilcoxon test and a bootstrap interval of the Pearson difference.
     """
     import json
 
-    from .evaluate import read_sts, score_set, summarize
+    from .evaluate import OverlapControl, evaluate_systems, format_table, read_sts
+    from .formats import default_model_dir, load_model
 
     files: list[Path] = []
     for p in paths or default_sts_paths():
-        files.extend(sorted(p.glob("*.tsv")) if p.is_dir() else [p])
-    if not files:
-        raise click.ClickException("no STS files found")
-    model = _load(model_path)
-    scores = [score_set(model.embed, read_sts(f)) for f in files]
-    summary = summarize(scores)
-    if as_json:
-        out = {"sets": [{"name": s.name, "pairs": s.pairs, "scored": s.scored, "pearson": s.pearson,
-                         "spearman": s.spearman} for s in scores], **summary}
-        click.echo(json.dumps(out, indent=1))
-        return
-    width = max(len(s.name) for s in scores)
-    click.echo(f"{'set':<{width}}  {'pairs':>6} {'scored':>6}  {'pearson':>7} {'spearman':>8}")
-    for s in scores:
-        click.echo(f"{s.name:<{width}}  {s.pairs:>6} {s.scored:>6}  {s.pearson:>7.4f} {s.spearman:>8.4f}")
-    click.echo(f"{'mean':<{width}}  {'':>6} {'':>6}  {summary['pearson_mean']:>7.4f} {summary['spearman_mean']:>8.4f}")
-    click.echo(f"{'weighted':<{width}}  {'':>6} {'':>6}  {summary['pearson_weighted']:>7.4f} {summary['spearman_weighted']:>8.4f}")
-    click.echo("mean: unweighted over sets; weighted: by pairs scored. Pairs with a side that has "
-               "no known word are not scored.", err=True)
+        if p.is_dir():
+            found = sorted(p.glob("*.tsv"))
+            if not found:
+                raise click.ClickException(f"{p}: no *.tsv STS files in this directory")
+            files.extend(found)
+        else:
+            files.append(p)
+    sets = [read_sts(f) for f in files]
+    systems, sources = {}, {}
+    if model_path is not None or control is None:
+        path = model_path or default_model_dir()
+        systems["model"], sources["model"] = load_model(path).embed, str(path)
+    if baseline is not None:
+        if not baseline.exists():
+            raise click.ClickException(f"{baseline}: no such baseline vectors file")
+        systems["baseline"], sources["baseline"] = load_model(baseline).embed, str(baseline)
+    if control == "overlap":
+        systems["overlap"] = OverlapControl(dim=300).embed
+        sources["overlap"] = "untrained control: a fixed random 300-d vector per distinct token, averaged over all tokens"
+    report = {"sources": sources, **evaluate_systems(systems, sets, resamples=resamples)}
+    click.echo(json.dumps(report, indent=1) if as_json else format_table(report))
 
 
 if __name__ == "__main__":

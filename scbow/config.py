@@ -38,6 +38,13 @@ class TrainConfig:
     lr: float = 0.05
     # The learning rate decays linearly to lr * min_lr_fraction over all examples.
     min_lr_fraction: float = 0.0001
+    # L2 weight decay per word occurrence: frequent words pay it most often, which keeps
+    # them from dominating sentence averages (0 = the paper's plain objective).
+    weight_decay: float = 0.0
+    # After training, centre the corpus's sentence averages and project out this many of
+    # their principal directions, folded into the word vectors (-1 = leave vectors as
+    # trained, 0 = centre only).
+    common_components: int = 5
     # Only the first max_length known words of a sentence enter its average; 0 = all.
     max_length: int = 0
     # Standard deviation of the N(0, sigma) initialisation of the embeddings.
@@ -59,12 +66,18 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+        if not isinstance(self.common_components, int) or self.common_components < -1:
+            raise ConfigError(f"common_components must be an integer >= -1, got {self.common_components!r}")
+        if self.common_components >= self.dim:
+            raise ConfigError(f"common_components must be smaller than dim ({self.dim}), got {self.common_components}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise ConfigError(f"seed must be an integer, got {self.seed!r}")
         for name in ("lr", "init_std"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
                 raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
+        if not isinstance(self.weight_decay, (int, float)) or not math.isfinite(self.weight_decay) or self.weight_decay < 0:
+            raise ConfigError(f"weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
         if not (0.0 <= self.min_lr_fraction <= 1.0):
             raise ConfigError(f"min_lr_fraction must be in [0, 1], got {self.min_lr_fraction!r}")
         if self.negative_mode not in NEGATIVE_MODES:

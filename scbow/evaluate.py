@@ -1,18 +1,31 @@
-"""STS reading and scoring.
+"""STS reading and scoring, significance against a second system, and an overlap control.
 
 STS files: ``gold<TAB>sentence1<TAB>sentence2`` per line, UTF-8, no header. A pair is
-scored when both sentences have a known word; the rest are left out of the correlations
-and counted (``pairs`` vs ``scored``), never given an invented score.
+scored when both sentences have an embedding (a model: at least one known word); the rest
+are left out of the correlations and counted (``pairs`` vs ``scored``), never given an
+invented score.
+
+Two systems are compared on the pairs both of them scored, as in the paper (§3.3): a
+paired Wilcoxon signed-rank test on their predicted scores (it shows that the systems
+score the pairs differently, not which one is better) and a paired bootstrap confidence
+interval of the difference of their Pearson correlations (it does say which is better).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .tokenize import tokenize
+
+MEAN_NOTE = "mean: unweighted over sets; weighted: weighted by the pairs scored in each set"
+UNSCORED_NOTE = "pairs with a side without any known word (no embedding) are not scored"
+SIGNIFICANCE_LEVEL = 1e-4  # the paper's threshold for "significantly different"
 
 
 class STSError(ValueError):
@@ -37,9 +50,24 @@ class STSScore:
     predictions: np.ndarray  # float64, shape (pairs,), nan where not scored
 
 
+@dataclass
+class Comparison:
+    """System ``a`` against system ``b`` on one set, over the pairs both scored."""
+
+    name: str
+    common: int  # pairs both systems scored
+    wilcoxon_statistic: float
+    wilcoxon_p: float
+    pearson_diff: float  # Pearson of a minus Pearson of b, on the common pairs
+    ci_low: float
+    ci_high: float
+
+
 def read_sts(path: os.PathLike) -> STSSet:
     path = Path(path)
     gold, first, second = [], [], []
+    if path.is_dir():
+        raise STSError(f"{path}: is a directory, expected an STS file")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -79,31 +107,269 @@ def pair_cosines(embed, first, second) -> np.ndarray:
     return cos
 
 
-def score_set(embed, sts: STSSet) -> STSScore:
+def _correlations(gold: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
+    """Pearson and Spearman; nan when fewer than 3 pairs or either side is constant."""
     from scipy.stats import pearsonr, spearmanr
 
+    if len(gold) < 3 or np.ptp(gold) == 0 or np.ptp(pred) == 0:
+        return float("nan"), float("nan")
+    return float(pearsonr(gold, pred)[0]), float(spearmanr(gold, pred)[0])
+
+
+def score_set(embed, sts: STSSet) -> STSScore:
     pred = pair_cosines(embed, sts.first, sts.second)
     ok = np.isfinite(pred)
-    if ok.sum() >= 3 and np.ptp(pred[ok]) > 0:
-        pearson = float(pearsonr(sts.gold[ok], pred[ok])[0])
-        spearman = float(spearmanr(sts.gold[ok], pred[ok])[0])
-    else:
-        pearson = spearman = float("nan")
+    pearson, spearman = _correlations(sts.gold[ok], pred[ok])
     return STSScore(sts.name, len(sts.gold), int(ok.sum()), pearson, spearman, pred)
 
 
 def summarize(scores: list[STSScore]) -> dict:
-    """``mean``: unweighted mean over sets; ``weighted``: weighted by pairs scored."""
-    pearson = np.array([s.pearson for s in scores])
-    spearman = np.array([s.spearman for s in scores])
+    """``mean``: unweighted mean over sets; ``weighted``: weighted by pairs scored.
+
+    Sets without a correlation (nan) are left out of both; ``sets_in_mean`` counts the rest.
+    """
+    pearson = np.array([s.pearson for s in scores], dtype=np.float64)
+    spearman = np.array([s.spearman for s in scores], dtype=np.float64)
     weights = np.array([s.scored for s in scores], dtype=np.float64)
-    ok = np.isfinite(pearson) & (weights > 0)
+    ok = np.isfinite(pearson) & np.isfinite(spearman) & (weights > 0)
     if not ok.any():
         return {"pearson_mean": float("nan"), "spearman_mean": float("nan"),
-                "pearson_weighted": float("nan"), "spearman_weighted": float("nan")}
+                "pearson_weighted": float("nan"), "spearman_weighted": float("nan"), "sets_in_mean": 0}
     return {
         "pearson_mean": float(pearson[ok].mean()),
         "spearman_mean": float(spearman[ok].mean()),
         "pearson_weighted": float(np.average(pearson[ok], weights=weights[ok])),
         "spearman_weighted": float(np.average(spearman[ok], weights=weights[ok])),
+        "sets_in_mean": int(ok.sum()),
     }
+
+
+def wilcoxon_test(pred_a: np.ndarray, pred_b: np.ndarray) -> tuple[float, float]:
+    """Paired Wilcoxon signed-rank test of two systems' scores for the same pairs.
+
+    pred_a, pred_b: arrays of float64, shape (n,), nan where a system did not score a pair;
+    only the pairs both scored are used. Returns ``(statistic, p)``: identical scores give
+    ``(0.0, 1.0)``, fewer than 2 common pairs give nan.
+    """
+    from scipy.stats import wilcoxon
+
+    a, b = np.asarray(pred_a, dtype=np.float64), np.asarray(pred_b, dtype=np.float64)
+    ok = np.isfinite(a) & np.isfinite(b)
+    a, b = a[ok], b[ok]
+    if len(a) < 2:
+        return float("nan"), float("nan")
+    if np.all(a == b):
+        return 0.0, 1.0
+    result = wilcoxon(a, b)
+    return float(result.statistic), float(result.pvalue)
+
+
+def _rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson of each row of x with the same row of y (shape (r, n) -> (r,)); nan if constant."""
+    x = x - x.mean(axis=1, keepdims=True)
+    y = y - y.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+
+
+def bootstrap_pearson_diff(gold, pred_a, pred_b, resamples: int = 1000, seed: int = 0,
+                           level: float = 0.95) -> tuple[float, float, float]:
+    """Paired bootstrap of ``pearson(gold, a) - pearson(gold, b)``.
+
+    gold, pred_a, pred_b: arrays of float64, shape (n,); pairs where either system has no
+    score (nan) are dropped first. Pairs are resampled with replacement, the same pairs for
+    both systems; ``seed`` makes it reproducible. Returns ``(diff, low, high)``: the
+    difference on the common pairs and its percentile ``level`` interval (nan when fewer
+    than 3 common pairs).
+    """
+    gold = np.asarray(gold, dtype=np.float64)
+    a, b = np.asarray(pred_a, dtype=np.float64), np.asarray(pred_b, dtype=np.float64)
+    ok = np.isfinite(a) & np.isfinite(b)
+    gold, a, b = gold[ok], a[ok], b[ok]
+    n = len(gold)
+    nan = float("nan")
+    if n < 3:
+        return nan, nan, nan
+    diff = float(_rowwise_pearson(gold[None], a[None])[0] - _rowwise_pearson(gold[None], b[None])[0])
+    rng = np.random.default_rng(seed)
+    diffs = np.empty(resamples, dtype=np.float64)
+    chunk = max(1, 2_000_000 // n)  # bounds memory to a few arrays of ~2M float64
+    for start in range(0, resamples, chunk):
+        stop = min(start + chunk, resamples)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        g = gold[idx]
+        diffs[start:stop] = _rowwise_pearson(g, a[idx]) - _rowwise_pearson(g, b[idx])
+    diffs = diffs[np.isfinite(diffs)]
+    if len(diffs) == 0:
+        return diff, nan, nan
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(diffs, [tail, 100 - tail])
+    return diff, float(low), float(high)
+
+
+def compare(sts: STSSet, a: STSScore, b: STSScore, resamples: int = 1000, seed: int = 0) -> Comparison:
+    """Wilcoxon test and bootstrap 95% interval of system ``a`` against ``b`` on ``sts``."""
+    common = int((np.isfinite(a.predictions) & np.isfinite(b.predictions)).sum())
+    stat, p = wilcoxon_test(a.predictions, b.predictions)
+    diff, low, high = bootstrap_pearson_diff(sts.gold, a.predictions, b.predictions, resamples, seed)
+    return Comparison(sts.name, common, stat, p, diff, low, high)
+
+
+class OverlapControl:
+    """An untrained word-overlap control: a fixed random vector per distinct token.
+
+    Every token, in any vocabulary or none, gets a standard normal vector of ``dim`` values
+    drawn from a generator seeded by a hash of the token (BLAKE2b of its UTF-8 bytes, 8
+    bytes), so the vector depends on the token alone: it is the same in every run and
+    every process. A sentence is the average over all its tokens (repeated tokens count
+    twice), so the cosine of two sentences measures how much words they share. A sentence
+    without tokens has no embedding (a row of NaN).
+
+    ``embed`` has the contract of :meth:`scbow.model.Model.embed`, for benchmarks and
+    :func:`score_set`: ``OverlapControl(dim=300).embed``.
+    """
+
+    def __init__(self, dim: int = 300):
+        if dim <= 0:
+            raise ValueError(f"dim must be positive, got {dim}")
+        self.dim = dim
+        self._index: dict[str, int] = {}
+        self._vectors = np.empty((1024, dim), dtype=np.float64)  # rows of the tokens seen so far
+
+    def vector(self, token: str) -> np.ndarray:
+        """The vector of one token: array of float64, shape (dim,)."""
+        seed = int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
+        return np.random.default_rng(seed).standard_normal(self.dim)
+
+    def _id(self, token: str) -> int:
+        i = self._index.get(token)
+        if i is None:
+            i = self._index[token] = len(self._index)
+            if i == len(self._vectors):
+                self._vectors = np.concatenate([self._vectors, np.empty_like(self._vectors)])
+            self._vectors[i] = self.vector(token)
+        return i
+
+    def embed(self, sentences) -> np.ndarray:
+        """Sentence embeddings: array of float32, shape (n, dim); NaN rows for empty sentences."""
+        if isinstance(sentences, str):
+            raise TypeError("embed() takes a list of sentences; wrap a single sentence in a list")
+        ids: list[int] = []
+        lengths = np.zeros(len(sentences), dtype=np.int64)
+        for n, sentence in enumerate(sentences):
+            tokens = tokenize(sentence)
+            ids.extend(self._id(t) for t in tokens)
+            lengths[n] = len(tokens)
+        out = np.full((len(sentences), self.dim), np.nan, dtype=np.float32)
+        nonempty = lengths > 0
+        if ids:
+            rows = self._vectors[np.asarray(ids, dtype=np.int64)]
+            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
+            sums = np.add.reduceat(rows, starts, axis=0)
+            out[nonempty] = (sums / lengths[nonempty, None]).astype(np.float32)
+        return out
+
+
+def evaluate_systems(systems: dict, sets: list[STSSet], resamples: int = 1000, seed: int = 0) -> dict:
+    """Score every system on every set; compare the first system with each of the others.
+
+    systems: name -> ``embed(list[str]) -> (n, d)``, the first being the one evaluated.
+    Returns a JSON-ready dict (nan as None): per set the first system's ``scored``,
+    ``pearson`` and ``spearman``, and under ``comparisons[name]`` the other system's scores,
+    the pairs both scored (``common``), the Wilcoxon test and the Pearson difference
+    (first minus other) with its bootstrap 95% interval; then the first system's
+    ``pearson_mean``/``spearman_mean`` (unweighted over sets) and ``*_weighted`` (weighted by
+    pairs scored), and the same summaries for the others under ``comparisons``.
+    """
+    names = list(systems)
+    if not names:
+        raise ValueError("no system to evaluate")
+    primary, others = names[0], names[1:]
+    scores = {name: [score_set(systems[name], sts) for sts in sets] for name in names}
+    rows = []
+    for k, sts in enumerate(sets):
+        a = scores[primary][k]
+        row = {"name": sts.name, "pairs": a.pairs, "scored": a.scored, "pearson": a.pearson,
+               "spearman": a.spearman, "comparisons": {}}
+        for other in others:
+            b = scores[other][k]
+            c = compare(sts, a, b, resamples, seed)
+            row["comparisons"][other] = {
+                "scored": b.scored, "pearson": b.pearson, "spearman": b.spearman, "common": c.common,
+                "wilcoxon_statistic": c.wilcoxon_statistic, "wilcoxon_p": c.wilcoxon_p,
+                "pearson_diff": c.pearson_diff, "pearson_diff_ci95": [c.ci_low, c.ci_high],
+            }
+        rows.append(row)
+    report = {
+        "system": primary,
+        "sets": rows,
+        **summarize(scores[primary]),
+        "comparisons": {other: summarize(scores[other]) for other in others},
+        "notes": {"mean": MEAN_NOTE, "unscored": UNSCORED_NOTE,
+                  "wilcoxon": "paired signed-rank test of the two systems' cosines on the pairs both scored",
+                  "pearson_diff": f"Pearson of {primary} minus Pearson of the compared system, on the pairs both scored",
+                  "pearson_diff_ci95": f"paired bootstrap, {resamples} resamples of pairs, seed {seed}, percentile interval"},
+    }
+    return _nan_to_none(report)
+
+
+def _nan_to_none(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _nan_to_none(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_nan_to_none(v) for v in value]
+    return value
+
+
+def _num(value, width: int, fmt: str = ".4f") -> str:
+    return f"{'-' if value is None else format(value, fmt):>{width}}"
+
+
+def format_table(report: dict) -> str:
+    """A readable table of :func:`evaluate_systems`'s report, notes in the footer."""
+    primary = report["system"]
+    others = list(report["comparisons"])
+    width = max([len(s["name"]) for s in report["sets"]] + [len("weighted")])
+    groups = [(primary, 6 + 1 + 7 + 1 + 8)]
+    header = f"{'set':<{width}}  {'pairs':>6}  {'scored':>6} {'pearson':>7} {'spearman':>8}"
+    for other in others:
+        groups.append((other, 6 + 1 + 7 + 1 + 8 + 2 + 8 + 1 + 7 + 1 + 17))
+        header += f"  {'scored':>6} {'pearson':>7} {'spearman':>8}  {'wilcox p':>8} {'r diff':>7} {'95% CI':>17}"
+    top = " " * (width + 2 + 6 + 2) + "  ".join(f"{name[:w]:^{w}}" for name, w in groups)
+    lines = [f"{name}: {source}" for name, source in report.get("sources", {}).items()]
+    lines += [""] if lines else []
+    lines += [top.rstrip(), header]
+    for s in report["sets"]:
+        line = (f"{s['name']:<{width}}  {s['pairs']:>6}  {s['scored']:>6} {_num(s['pearson'], 7)} "
+                f"{_num(s['spearman'], 8)}")
+        for other in others:
+            c = s["comparisons"][other]
+            p = c["wilcoxon_p"]
+            ptext = "-" if p is None else f"{p:.1e}" + ("*" if p < SIGNIFICANCE_LEVEL else " ")
+            low, high = c["pearson_diff_ci95"]
+            ci = "-" if low is None else f"[{low:+.3f}, {high:+.3f}]"
+            line += (f"  {c['scored']:>6} {_num(c['pearson'], 7)} {_num(c['spearman'], 8)}  {ptext:>8} "
+                     f"{_num(c['pearson_diff'], 7, '+.4f')} {ci:>17}")
+        lines.append(line)
+    for label, key in (("mean", "mean"), ("weighted", "weighted")):
+        line = (f"{label:<{width}}  {'':>6}  {'':>6} {_num(report['pearson_' + key], 7)} "
+                f"{_num(report['spearman_' + key], 8)}")
+        for other in others:
+            o = report["comparisons"][other]
+            line += f"  {'':>6} {_num(o['pearson_' + key], 7)} {_num(o['spearman_' + key], 8)}" + " " * 36
+        lines.append(line.rstrip())
+    lines.append("")
+    lines.append(f"{MEAN_NOTE}; {UNSCORED_NOTE}.")
+    n_sets = len(report["sets"])
+    for name, summary in [(primary, report)] + [(o, report["comparisons"][o]) for o in others]:
+        if summary["sets_in_mean"] != n_sets:
+            lines.append(f"{name}: means over the {summary['sets_in_mean']} of {n_sets} sets that have a correlation.")
+    if others:
+        lines.append(f"wilcox p: paired Wilcoxon signed-rank test of the two systems' cosines on the pairs both "
+                     f"scored; * p < {SIGNIFICANCE_LEVEL:g} (the paper's threshold). It shows the systems differ, "
+                     f"not which is better.")
+        lines.append(f"r diff: Pearson of {primary} minus Pearson of the other system on the pairs both scored; "
+                     f"95% CI: paired bootstrap over pairs (interval excluding 0: the difference is significant).")
+    return "\n".join(lines)

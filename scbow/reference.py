@@ -6,7 +6,7 @@ clarity, not speed, straight from the formulas in DESIGN.md:
     s_x = mean of W[w] over the tokens w of sentence x (repeats count)
     c_j = cos(s_i, s_j) for j in positives + negatives
     p   = softmax(c);   t_j = 1/|P| for positives, 0 for negatives
-    L   = -sum_j t_j log p_j
+    L   = -sum_j t_j log p_j   (+ an optional per-occurrence L2 penalty, see below)
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def sentence_mean(W: np.ndarray, sentence) -> np.ndarray:
     return W[ids].astype(np.float64).mean(axis=0)
 
 
-def loss_and_grad(W, target, positives, negatives):
+def loss_and_grad(W, target, positives, negatives, weight_decay=0.0):
     """Loss and dense gradient of one example.
 
     Parameters
@@ -35,6 +35,9 @@ def loss_and_grad(W, target, positives, negatives):
         Word ids of the target sentence.
     positives, negatives : list of sequences of int
         Word ids of each positive and each negative sentence (at least one positive).
+    weight_decay : float
+        L2 penalty ``weight_decay/2 * |W[w]|^2`` added once per token of every sentence of
+        the example, so a word pays it for each occurrence (0 gives the paper's objective).
 
     Returns
     -------
@@ -68,4 +71,8 @@ def loss_and_grad(W, target, positives, negatives):
     for sentence, ds in zip([target] + others, [dL_dsi] + list(dL_dsj)):
         ids = np.asarray(sentence, dtype=np.int64)
         np.add.at(grad, ids, ds / len(ids))
+        if weight_decay:
+            rows = W[ids].astype(np.float64)
+            loss += 0.5 * weight_decay * float((rows * rows).sum())
+            np.add.at(grad, ids, weight_decay * rows)
     return loss, grad

@@ -7,7 +7,6 @@ driver checks the loss for NaN, draws the progress line and lets Ctrl-C through.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 
@@ -63,6 +62,59 @@ def init_vectors(n_words: int, config: TrainConfig) -> np.ndarray:
     return W
 
 
+def sample_sentence_means(W: np.ndarray, corpus: Corpus, n: int, seed: int) -> np.ndarray:
+    """Averages of up to ``n`` random corpus sentences: float64, shape (m, d)."""
+    rng = np.random.default_rng([seed, 2])
+    pick = np.sort(rng.choice(corpus.n_sentences, size=min(n, corpus.n_sentences), replace=False))
+    starts = np.asarray(corpus.offsets[pick])
+    stops = np.asarray(corpus.offsets[pick + 1])
+    out = np.empty((len(pick), W.shape[1]), dtype=np.float64)
+    step = 4096
+    for lo in range(0, len(pick), step):
+        a, b = starts[lo : lo + step], stops[lo : lo + step]
+        lengths = b - a
+        idx = np.repeat(b - np.cumsum(lengths), lengths) + np.arange(lengths.sum())
+        rows = W[np.asarray(corpus.tokens[idx])].astype(np.float64)
+        first = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        out[lo : lo + step] = np.add.reduceat(rows, first, axis=0) / lengths[:, None]
+    return out
+
+
+def remove_common_components(W: np.ndarray, corpus: Corpus, k: int, seed: int, sample: int = 100_000) -> None:
+    """Centre the sentence averages of the corpus and project out their top ``k`` directions.
+
+    Both are linear maps, and averaging commutes with a linear map, so applying them to
+    every word vector (in place) applies them to every sentence average: the model stays
+    "the plain average of word vectors". Averages share a large common component (frequent
+    words, style) that inflates every cosine; removing it is what SIF and all-but-the-top
+    do. Estimated on ``sample`` training sentences, never on evaluation data.
+    """
+    S = sample_sentence_means(W, corpus, sample, seed)
+    mean = S.mean(axis=0)
+    W -= mean.astype(np.float32)
+    if k > 0:
+        U = np.linalg.svd(S - mean, full_matrices=False)[2][:k]
+        W -= ((W.astype(np.float64) @ U.T) @ U).astype(np.float32)
+
+
+def kernel_params(config: TrainConfig, threads: int, total: int):
+    """The float64 and int64 parameter arrays of ``train_batch`` (layout in kernels.cpu)."""
+    from .kernels import cpu as K
+
+    fparams = np.zeros(K.N_FPARAMS, dtype=np.float64)
+    fparams[K.P_LR] = config.lr
+    fparams[K.P_LR_MIN] = config.lr * config.min_lr_fraction
+    fparams[K.P_TOTAL] = total
+    fparams[K.P_DECAY] = config.weight_decay
+    iparams = np.zeros(K.N_IPARAMS, dtype=np.int64)
+    iparams[K.P_NEGATIVES] = config.negatives
+    iparams[K.P_MAX_LEN] = config.max_length
+    iparams[K.P_NEG_MODE] = K.NEG_DOCUMENT if config.negative_mode == "document" else K.NEG_UNIFORM
+    iparams[K.P_SEED] = config.seed
+    iparams[K.P_CHUNKS] = threads
+    return fparams, iparams
+
+
 def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_dir=None, use_cache: bool = True,
           on_batch=None) -> TrainResult:
     """Train Siamese CBOW embeddings.
@@ -87,10 +139,10 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
             "document and at least 4 sentences in all"
         )
 
-    from . import kernels  # noqa: F401  (numba is imported here, not at package import)
-    from .kernels.cpu import NEG_DOCUMENT, NEG_UNIFORM, N_FPARAMS, N_IPARAMS, train_batch_parallel, train_batch_serial
+    import numba  # imported here, not at package import: `--help` stays fast
+
     from .kernels import cpu as K
-    import numba
+    from .kernels.cpu import train_batch_parallel, train_batch_serial
 
     W = init_vectors(len(corpus.vocab), config)
     tokens = np.ascontiguousarray(corpus.tokens)
@@ -105,16 +157,7 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
     else:
         numba.set_num_threads(threads)
         kernel = train_batch_parallel
-    fparams = np.zeros(N_FPARAMS, dtype=np.float64)
-    fparams[K.P_LR] = config.lr
-    fparams[K.P_LR_MIN] = config.lr * config.min_lr_fraction
-    fparams[K.P_TOTAL] = total
-    iparams = np.zeros(N_IPARAMS, dtype=np.int64)
-    iparams[K.P_NEGATIVES] = config.negatives
-    iparams[K.P_MAX_LEN] = config.max_length
-    iparams[K.P_NEG_MODE] = NEG_DOCUMENT if config.negative_mode == "document" else NEG_UNIFORM
-    iparams[K.P_SEED] = config.seed
-    iparams[K.P_CHUNKS] = threads
+    fparams, iparams = kernel_params(config, threads, total)
     stats = np.zeros((threads, 2), dtype=np.float64)
 
     bar = Progress(total, unit="ex", enabled=None if not quiet else False)
@@ -149,6 +192,8 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
         bar.close()
     if not np.isfinite(W).all():
         raise TrainingError("the embeddings hold NaN or inf: the learning rate is probably too high; try a smaller --lr")
+    if config.common_components >= 0:
+        remove_common_components(W, corpus, config.common_components, config.seed)
 
     info = {
         "corpus": {k: v for k, v in corpus.stats.items()},
@@ -165,6 +210,3 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
     model = Model(corpus.vocab, W, config.to_dict(), info)
     return TrainResult(model=model, seconds=seconds, examples=done, losses=losses)
 
-
-def default_threads() -> int:
-    return os.cpu_count() or 1

@@ -31,12 +31,12 @@ NEG_UNIFORM = 1
 P_LO, P_HI, P_DONE, P_NEGATIVES, P_MAX_LEN, P_NEG_MODE, P_SEED, P_CHUNKS = range(8)
 N_IPARAMS = 8
 # Layout of the float parameters.
-P_LR, P_LR_MIN, P_TOTAL = range(3)
-N_FPARAMS = 3
+P_LR, P_LR_MIN, P_TOTAL, P_DECAY = range(4)
+N_FPARAMS = 4
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
-def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, coef):
+def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, coef, decay):
     """Loss of one example; add ``coef * (1/|x|) * dL/ds_x`` to ``out[w]`` for its words.
 
     Parameters
@@ -59,10 +59,14 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
         Receives the scaled gradient: ``W`` itself with ``coef = -lr`` for an SGD step
         (all reads happen before any write), or a zero array with ``coef = 1`` for dL/dW.
     coef : float
+    decay : float
+        Weight decay: ``coef * decay * W[w]`` is added for every token occurrence too, the
+        gradient of ``decay/2 * |W[w]|^2`` per occurrence (see ``scbow.reference``).
 
     Returns
     -------
     loss : float
+        Without the weight-decay term (the data loss the driver reports).
     """
     k = members.shape[0]
     d = W.shape[1]
@@ -142,11 +146,16 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
         start = offsets[s]
         stop = start + np.int64(lens[m])
         scale = coef / lens[m]
+        shrink = coef * decay
         gm = grads[m]
         for t in range(start, stop):
             w = tokens[t]
-            for j in range(d):
-                out[w, j] += scale * gm[j]
+            if decay != 0.0:
+                for j in range(d):
+                    out[w, j] += scale * gm[j] + shrink * W[w, j]
+            else:
+                for j in range(d):
+                    out[w, j] += scale * gm[j]
     return loss
 
 
@@ -239,8 +248,8 @@ def _train_batch_impl(W, tokens, offsets, sent_doc, doc_offsets, order, fparams,
     doc_offsets : array of int64, shape (n_documents + 1,)
     order : array of int64, shape (n_targets,)
         Target sentences of this epoch, shuffled; each has a neighbour.
-    fparams : array of float64, shape (3,)
-        lr, lr_min, total examples of the run (see P_LR...).
+    fparams : array of float64, shape (4,)
+        lr, lr_min, total examples of the run, weight decay (see P_LR...).
     iparams : array of int64, shape (8,)
         lo, hi, examples done before ``lo``, negatives, max_len, negative mode, seed,
         chunks (see P_LO...).
@@ -258,6 +267,7 @@ def _train_batch_impl(W, tokens, offsets, sent_doc, doc_offsets, order, fparams,
     lr0 = fparams[P_LR]
     lr_min = fparams[P_LR_MIN]
     total = fparams[P_TOTAL]
+    decay = fparams[P_DECAY]
     d = W.shape[1]
     per = (hi - lo + n_chunks - 1) // n_chunks
     for c in prange(n_chunks):
@@ -277,7 +287,7 @@ def _train_batch_impl(W, tokens, offsets, sent_doc, doc_offsets, order, fparams,
             # progress of the whole run, as if the chunks were interleaved
             position = done + (e - c_lo) * n_chunks + c
             lr = max(lr_min, lr0 * (1.0 - position / total))
-            loss_sum += example_step(W, tokens, offsets, members[:k], n_pos, max_len, buf, work, W, -lr)
+            loss_sum += example_step(W, tokens, offsets, members[:k], n_pos, max_len, buf, work, W, -lr, decay)
             count += 1
         stats[c, 0] = loss_sum
         stats[c, 1] = count
@@ -287,7 +297,7 @@ train_batch_serial = njit(cache=True, nogil=True)(_train_batch_impl)
 train_batch_parallel = njit(parallel=True, nogil=True)(_train_batch_impl)
 
 
-def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0):
+def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0, weight_decay=0.0):
     """Loss and dense float64 gradient of one example, computed by ``example_step``.
 
     The kernel path the trainer uses, exposed for tests against ``scbow.reference``.
@@ -297,5 +307,12 @@ def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0):
     grad = np.zeros(W.shape, dtype=np.float64)
     buf = np.empty((2, k, W.shape[1]), dtype=np.float32)
     work = np.empty((4, k), dtype=np.float64)
-    loss = example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, grad, 1.0)
+    loss = example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, grad, 1.0, weight_decay)
+    if weight_decay:
+        ids = []
+        for s in members:
+            stop = offsets[s + 1] if max_len <= 0 else min(offsets[s + 1], offsets[s] + max_len)
+            ids.append(tokens[offsets[s]:stop])
+        rows = W[np.concatenate(ids)].astype(np.float64)
+        loss += 0.5 * weight_decay * float((rows * rows).sum())
     return loss, grad

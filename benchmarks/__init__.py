@@ -1,0 +1,1 @@
+"""Benchmark scripts; each prints a report and saves it under ``benchmarks/results/``."""
