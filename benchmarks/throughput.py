@@ -15,10 +15,10 @@ What is measured, in order:
 4. Compile time of the first call of ``train_batch_serial`` (cached on disk) and of
    ``train_batch_parallel`` (never cached), each on a tiny batch.
 5. The training kernel over one epoch of shuffled targets, batch by batch as
-   ``scbow.train.train`` drives it, ``--repeats`` times per thread count, thread counts
+   ``scbow.trainer.train`` drives it, ``--repeats`` times per thread count, thread counts
    alternating. Only the kernel calls are timed, as in ``train``.
 6. End to end: raw text to a saved model, one epoch on 2 threads, through
-   ``scbow.train.train(use_cache=False)`` and ``scbow.formats.save_model``. The kernels are
+   ``scbow.trainer.train(use_cache=False)`` and ``scbow.formats.save_model``. The kernels are
    already compiled in this process, so compile time (4.) is not included.
 """
 
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from scbow.config import TrainConfig
-from scbow.train import kernel_params
+from scbow.trainer import kernel_params
 
 from .common import (
     CORPORA,
@@ -157,10 +157,10 @@ def bench_cache(path: Path, config: TrainConfig, cache_dir: Path):
 
 
 class KernelBench:
-    """The arrays and parameters ``scbow.train.train`` hands the batch kernel, for one epoch."""
+    """The arrays and parameters ``scbow.trainer.train`` hands the batch kernel, for one epoch."""
 
     def __init__(self, corpus, config: TrainConfig):
-        from scbow.train import trainable_targets
+        from scbow.trainer import trainable_targets
 
         self.config = config
         self.n_words = len(corpus.vocab)
@@ -193,7 +193,7 @@ class KernelBench:
     def run(self, kernel, threads: int, n_targets: int | None = None) -> dict:
         """Train a fresh matrix on the first ``n_targets`` targets (all: one epoch)."""
         from scbow.kernels import cpu as K
-        from scbow.train import BATCH, init_vectors
+        from scbow.trainer import BATCH, init_vectors
 
         n = len(self.order) if n_targets is None else min(n_targets, len(self.order))
         W = init_vectors(self.n_words, self.config)
@@ -303,14 +303,14 @@ def bench_kernel(bench: KernelBench, threads: list[int], repeats: int) -> dict:
 
 
 def _batch() -> int:
-    from scbow.train import BATCH
+    from scbow.trainer import BATCH
 
     return BATCH
 
 
 def bench_end_to_end(path: Path, config: TrainConfig, out_dir: Path, threads: int) -> dict:
     from scbow.formats import save_model
-    from scbow.train import train
+    from scbow.trainer import train
 
     with timed() as total:
         result = train([path], config.replace(epochs=1, threads=threads), quiet=True, use_cache=False)

@@ -21,6 +21,6 @@ def load(path):
 
 def train(corpus, config=None, **kwargs):
     """Train on ``corpus`` (paths or an encoded Corpus); returns the :class:`Model`."""
-    from .train import train as _train
+    from .trainer import train as _train
 
     return _train(corpus, config, **kwargs).model

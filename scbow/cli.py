@@ -12,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from .config import DEVICES, NEGATIVE_MODES, ConfigError, TrainConfig
+from .config import DEVICES, NEGATIVE_MODES, TrainConfig
+from .errors import ConfigError
 
 _D = TrainConfig()
 
@@ -27,10 +28,7 @@ def _flag(message: str) -> str:
 
 class _Group(click.Group):
     def invoke(self, ctx):
-        from .corpus import CorpusError
-        from .evaluate import STSError
-        from .formats import ModelError
-        from .train import TrainingError
+        from .errors import CorpusError, ModelError, STSError, TrainingError
 
         try:
             return super().invoke(ctx)
@@ -85,7 +83,8 @@ def _load(model_path):
 @click.option("--weight-decay", type=float, default=_D.weight_decay, show_default=True,
               help="L2 decay per word occurrence; keeps frequent words from dominating averages.")
 @click.option("--common-components", type=int, default=_D.common_components, show_default=True,
-              help="After training, centre sentence averages and remove this many principal directions (-1: off).")
+              help="After training, centre sentence averages and remove this many principal directions "
+                   "(at most dim/10; -1: off).")
 @click.option("--max-length", type=int, default=_D.max_length, show_default=True,
               help="Average only the first N known words of a sentence (0: all).")
 @click.option("--init-std", type=float, default=_D.init_std, show_default=True, help="Std. dev. of the initial vectors.")
@@ -108,7 +107,7 @@ def train(corpus, output, cache_dir, no_cache, quiet, **hyper):
     if config.device == "cuda":
         raise click.ClickException("--device cuda is not available in this version; use --device cpu")
     output = check_output_dir(output or default_model_dir())
-    from .train import train as run_training
+    from .trainer import train as run_training
 
     result = run_training(list(corpus), config, quiet=quiet, cache_dir=cache_dir, use_cache=not no_cache)
     save_model(result.model, output)

@@ -14,14 +14,13 @@ NEGATIVE_MODES = ("document", "uniform")
 DEVICES = ("cpu", "cuda")
 
 
-class ConfigError(ValueError):
-    """A hyperparameter value that cannot train a model."""
+from .errors import ConfigError
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    # 100 dims: on the STS-B dev set 100, 200 and 300 dims scored within noise of each
-    # other on our corpora, and 100 trains about 2.5x faster (benchmarks/results/sweep.md).
+    # Defaults were chosen on the STS-B dev set; the runs are in benchmarks/results/sweep.md.
+    # 100 dims: 300 trains about 2.5x slower for no clear gain on the dev set.
     dim: int = 100
     # Negatives per example; the paper found 2 best among 1, 2, 5, 10.
     negatives: int = 2
@@ -34,17 +33,20 @@ class TrainConfig:
     max_vocab: int = 0
     # Passes over the corpus; quality is still rising after several epochs on small data.
     epochs: int = 5
-    # Starting learning rate of per-example SGD, chosen on the STS-B dev set.
-    lr: float = 0.05
+    # Starting learning rate of per-example SGD. The loss is scale invariant (cosines), so
+    # lr mostly sets how fast norms grow; with weight decay the product lr * weight_decay
+    # is the per-occurrence shrink factor.
+    lr: float = 0.02
     # The learning rate decays linearly to lr * min_lr_fraction over all examples.
     min_lr_fraction: float = 0.0001
     # L2 weight decay per word occurrence: frequent words pay it most often, which keeps
     # them from dominating sentence averages (0 = the paper's plain objective).
-    weight_decay: float = 0.0
+    weight_decay: float = 10.0
     # After training, centre the corpus's sentence averages and project out this many of
     # their principal directions, folded into the word vectors (-1 = leave vectors as
-    # trained, 0 = centre only).
-    common_components: int = 5
+    # trained, 0 = centre only). With weight decay, k = 5..20 all scored within 0.01 on the
+    # dev set; without it the effect of k is erratic. At most dim // 10 are removed.
+    common_components: int = 10
     # Only the first max_length known words of a sentence enter its average; 0 = all.
     max_length: int = 0
     # Standard deviation of the N(0, sigma) initialisation of the embeddings.
@@ -68,16 +70,19 @@ class TrainConfig:
                 raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
         if not isinstance(self.common_components, int) or self.common_components < -1:
             raise ConfigError(f"common_components must be an integer >= -1, got {self.common_components!r}")
-        if self.common_components >= self.dim:
-            raise ConfigError(f"common_components must be smaller than dim ({self.dim}), got {self.common_components}")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
-            raise ConfigError(f"seed must be an integer, got {self.seed!r}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed < 2**63:
+            raise ConfigError(f"seed must be an integer in [0, 2**63), got {self.seed!r}")
         for name in ("lr", "init_std"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
                 raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
         if not isinstance(self.weight_decay, (int, float)) or not math.isfinite(self.weight_decay) or self.weight_decay < 0:
             raise ConfigError(f"weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
+        if self.lr * self.weight_decay >= 1.0:
+            raise ConfigError(
+                f"lr * weight_decay must be below 1, got {self.lr:g} * {self.weight_decay:g}: every occurrence "
+                "of a word shrinks its vector by that fraction; lower --lr or --weight-decay"
+            )
         if not (0.0 <= self.min_lr_fraction <= 1.0):
             raise ConfigError(f"min_lr_fraction must be in [0, 1], got {self.min_lr_fraction!r}")
         if self.negative_mode not in NEGATIVE_MODES:

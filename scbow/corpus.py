@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import CorpusError  # noqa: F401  (re-exported)
 from .tokenize import TOKENIZER_VERSION, tokenize_lines
 from .vocab import Vocab
 
@@ -38,10 +39,6 @@ TEXT_SUFFIXES = (".txt", ".gz", ".bz2", ".xz", ".text", ".tok")
 _READ_HINT = 1 << 23  # characters per block handed to the tokenizer
 _SENTENCE_END = 0
 _DOCUMENT_END = 1
-
-
-class CorpusError(ValueError):
-    """The corpus cannot be read or gives nothing to train on."""
 
 
 @dataclass

@@ -21,15 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import STSError  # noqa: F401  (re-exported)
+
 from .tokenize import tokenize
 
 MEAN_NOTE = "mean: unweighted over sets; weighted: weighted by the pairs scored in each set"
 UNSCORED_NOTE = "pairs with a side without any known word (no embedding) are not scored"
 SIGNIFICANCE_LEVEL = 1e-4  # the paper's threshold for "significantly different"
-
-
-class STSError(ValueError):
-    """An STS file that cannot be read."""
 
 
 @dataclass

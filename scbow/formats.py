@@ -22,15 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import ModelError  # noqa: F401  (re-exported)
 from .model import Model
 from .vocab import Vocab
 
 FORMAT_VERSION = 1
 MODEL_FILES = ("vectors.npy", "vocab.txt", "config.json")
-
-
-class ModelError(ValueError):
-    """A model directory or vectors file that cannot be read or written."""
 
 
 def default_model_dir() -> Path:
@@ -42,12 +39,24 @@ def default_model_dir() -> Path:
     return Path(base) / "scbow-numba" / "model"
 
 
+def is_model_dir(path: Path) -> bool:
+    """True for a directory holding only model files, with a config.json of ours."""
+    names = {p.name for p in path.iterdir()}
+    if not names <= set(MODEL_FILES) or "config.json" not in names:
+        return False
+    try:
+        meta = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        return False
+    return isinstance(meta, dict) and isinstance(meta.get("format_version"), int)
+
+
 def check_output_dir(path: os.PathLike) -> Path:
     """Fail early (before training) if a model cannot be written at ``path``."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ModelError(f"{path}: exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()) and not (path / "config.json").is_file():
+    if path.is_dir() and any(path.iterdir()) and not is_model_dir(path):
         raise ModelError(f"{path}: directory is not empty and holds no model; refusing to replace it")
     parent = path.resolve().parent
     try:
@@ -171,6 +180,10 @@ def load_word2vec(path: os.PathLike) -> Model:
         if n < 0 or dim <= 0:
             raise ModelError(f"{path}: bad word2vec header {header!r}")
         body = fh.read()
+    # every vector takes at least 2 bytes a value in text ("0 ") and 4 in binary
+    if n * (2 * dim + 1) > len(body) + n:
+        raise ModelError(f"{path}: truncated word2vec file (header says {n} vectors of {dim} dims, "
+                         f"the file holds {len(body):,} bytes)")
     words: list[str] = []
     vectors = np.empty((n, dim), dtype=np.float32)
     binary = _looks_binary(body, dim)

@@ -141,21 +141,40 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
     for j in range(d):
         gi[j] -= b_i * si[j]
 
+    if decay != 0.0:
+        # decay first, once per distinct word with its occurrence count, so that every
+        # read of W comes before any write even when out is W
+        n_tok = 0
+        for m in range(k):
+            n_tok += np.int64(lens[m])
+        ids = np.empty(n_tok, dtype=np.int32)
+        p = 0
+        for m in range(k):
+            start = offsets[members[m]]
+            for t in range(start, start + np.int64(lens[m])):
+                ids[p] = tokens[t]
+                p += 1
+        ids.sort()
+        i = 0
+        while i < n_tok:
+            w = ids[i]
+            c = 1
+            while i + c < n_tok and ids[i + c] == w:
+                c += 1
+            f = coef * decay * c
+            for j in range(d):
+                out[w, j] += f * W[w, j]
+            i += c
+
     for m in range(k):
-        s = members[m]
-        start = offsets[s]
+        start = offsets[members[m]]
         stop = start + np.int64(lens[m])
         scale = coef / lens[m]
-        shrink = coef * decay
         gm = grads[m]
         for t in range(start, stop):
             w = tokens[t]
-            if decay != 0.0:
-                for j in range(d):
-                    out[w, j] += scale * gm[j] + shrink * W[w, j]
-            else:
-                for j in range(d):
-                    out[w, j] += scale * gm[j]
+            for j in range(d):
+                out[w, j] += scale * gm[j]
     return loss
 
 

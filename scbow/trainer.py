@@ -13,17 +13,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .config import TrainConfig
-from .corpus import Corpus, CorpusError, load_corpus
+from .corpus import Corpus, load_corpus
+from .errors import CorpusError, TrainingError
 from .model import Model
 from .progress import Progress
 
 # Examples per kernel call: long enough to amortise the thread launch, short enough for
 # a lively progress line and a prompt Ctrl-C.
 BATCH = 1 << 15
-
-
-class TrainingError(RuntimeError):
-    """Training diverged or cannot start."""
 
 
 @dataclass
@@ -193,7 +190,7 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
     if not np.isfinite(W).all():
         raise TrainingError("the embeddings hold NaN or inf: the learning rate is probably too high; try a smaller --lr")
     if config.common_components >= 0:
-        remove_common_components(W, corpus, config.common_components, config.seed)
+        remove_common_components(W, corpus, min(config.common_components, config.dim // 10), config.seed)
 
     info = {
         "corpus": {k: v for k, v in corpus.stats.items()},

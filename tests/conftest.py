@@ -1,0 +1,160 @@
+"""Shared fixtures of the scbow-numba test suite.
+
+Real data is read from ``../shared/data`` beside the repository (never copied into it);
+tests that need it skip cleanly when it is absent. Every test runs with its corpus cache
+and default model location in a temporary directory, so nothing is written to $HOME.
+"""
+
+from __future__ import annotations
+
+import itertools
+import lzma
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+CORPUS_1M = DATA_DIR / "corpus" / "gutenberg-1M.txt.xz"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    """Point every default location (cache, model, XDG dirs) into a temporary directory."""
+    base = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
+    monkeypatch.setenv("SCBOW_MODEL", str(base / "default-model"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(base / "xdg-cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(base / "xdg-data"))
+    monkeypatch.delenv("SCBOW_STS_DIR", raising=False)
+    yield
+
+
+def _corpus_slice(tmp_path_factory, n_lines: int) -> Path:
+    if not CORPUS_1M.is_file():
+        pytest.skip(f"real corpus not available at {CORPUS_1M}")
+    out = tmp_path_factory.mktemp("gutenberg") / f"gutenberg-{n_lines}.txt"
+    with lzma.open(CORPUS_1M, "rt", encoding="utf-8") as fh:
+        lines = list(itertools.islice(fh, n_lines))
+    out.write_text("".join(lines), encoding="utf-8")
+    return out
+
+
+_slices: dict = {}
+
+
+@pytest.fixture(scope="session")
+def gutenberg_slice(tmp_path_factory):
+    """``gutenberg_slice(n)``: path of a text file with the first n lines of the 1M corpus."""
+
+    def get(n_lines: int) -> Path:
+        if n_lines not in _slices:
+            _slices[n_lines] = _corpus_slice(tmp_path_factory, n_lines)
+        return _slices[n_lines]
+
+    return get
+
+
+WORDS = (
+    "the a cat dog bird fish tree house river stone sun moon rain wind fire king queen "
+    "child man woman ran sat saw ate sang slept walked said found lost big small red old new"
+).split()
+
+
+def synthetic_text(n_docs: int = 4, sents_per_doc: int = 30, seed: int = 0) -> str:
+    """Deterministic text: documents separated by blank lines, 3-9 words per sentence."""
+    rng = random.Random(seed)
+    docs = []
+    for _ in range(n_docs):
+        sents = []
+        for _ in range(sents_per_doc):
+            words = [rng.choice(WORDS) for _ in range(rng.randint(3, 9))]
+            sents.append(" ".join(words).capitalize() + rng.choice([".", "!", "?"]))
+        docs.append("\n".join(sents) + "\n")
+    return "\n".join(docs)
+
+
+@pytest.fixture
+def small_corpus_file(tmp_path) -> Path:
+    path = tmp_path / "small.txt"
+    path.write_text(synthetic_text(), encoding="utf-8")
+    return path
+
+
+
+CASES = ("distinct", "length1", "repeated", "shared", "mixed_lengths")
+
+
+def build_example(case: str, n_pos: int, n_neg: int, seed: int = 0):
+    """Sentences of one example as lists of word ids: ``(V, target, positives, negatives)``.
+
+    The vocabulary always has two extra ids that no sentence uses (V-2 and V-1).
+    ``distinct``: no word shared, lengths 1-5; ``length1``: one word per sentence;
+    ``repeated``: words repeated inside each sentence; ``shared``: a pool of 5 words, so
+    words repeat inside and across sentences; ``mixed_lengths``: target of length 1,
+    other lengths 1 to 10 drawn from a shared pool.
+    """
+    rng = np.random.default_rng(seed)
+    k = 1 + n_pos + n_neg
+    sentences = []
+    if case == "distinct":
+        nxt = 0
+        for n in rng.integers(1, 6, size=k):
+            sentences.append(list(range(nxt, nxt + int(n))))
+            nxt += int(n)
+        used = nxt
+    elif case == "length1":
+        sentences = [[i] for i in range(k)]
+        used = k
+    elif case == "repeated":
+        for m in range(k):
+            a, b = 2 * m, 2 * m + 1
+            n = int(rng.integers(3, 7))
+            s = [a, a, b] + [int(x) for x in rng.choice([a, b], size=n - 3)]
+            sentences.append([int(x) for x in rng.permutation(s)])
+        used = 2 * k
+    elif case == "shared":
+        pool = 5
+        for _ in range(k):
+            sentences.append([int(x) for x in rng.integers(0, pool, size=int(rng.integers(1, 7)))])
+        sentences[1].append(sentences[0][0])  # the target and its first positive share a word
+        sentences[-1].append(sentences[0][-1])  # and so does the last sentence
+        used = pool
+    elif case == "mixed_lengths":
+        pool = 8
+        sentences.append([0])
+        for m in range(1, k):
+            n = 1 + (m * 3) % 10
+            sentences.append([int(x) for x in rng.integers(0, pool, size=n)])
+        used = pool
+    else:
+        raise ValueError(case)
+    V = used + 2
+    return V, sentences[0], sentences[1 : 1 + n_pos], sentences[1 + n_pos :]
+
+
+def pack(sentences, shuffle_seed=None, extra=0):
+    """Pack sentences into (tokens int32, offsets int64, members int64).
+
+    With ``shuffle_seed`` the sentences are stored in a random order among ``extra``
+    unrelated one-word sentences (word id 0), and ``members`` says where each one is.
+    """
+    order = list(range(len(sentences)))
+    stored = [list(s) for s in sentences]
+    if shuffle_seed is not None:
+        rng = np.random.default_rng(shuffle_seed)
+        stored += [[0]] * extra
+        perm = rng.permutation(len(stored))
+        stored = [stored[i] for i in perm]
+        where = {int(old): new for new, old in enumerate(perm)}
+        order = [where[i] for i in order]
+    tokens = np.array([w for s in stored for w in s], dtype=np.int32)
+    offsets = np.zeros(len(stored) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(s) for s in stored])
+    return tokens, offsets, np.array(order, dtype=np.int64)
+
+
+@pytest.fixture(scope="session")
+def make_text():
+    return synthetic_text

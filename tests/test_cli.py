@@ -1,0 +1,358 @@
+"""The ``scbow-numba`` command line, through click's CliRunner and a few real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from scbow.cli import main
+from scbow.formats import load_model, load_word2vec
+
+
+def make_runner() -> CliRunner:
+    try:
+        return CliRunner(mix_stderr=False)  # click 8.1: keep stderr apart
+    except TypeError:
+        return CliRunner()  # click >= 8.2: stdout and stderr are always apart
+
+
+@pytest.fixture
+def runner():
+    return make_runner()
+
+
+def assert_clean_error(result, *fragments):
+    """A handled failure: exit 1, exactly one 'Error: ...' line, no exception escaped."""
+    assert result.exit_code != 0, result.output
+    # CliRunner swallows tracebacks: an unhandled exception shows up here instead
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, result.output
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+    return errors[0]
+
+
+TRAIN = ["--dim", "16", "--epochs", "1", "--min-count", "1", "--threads", "1", "-q"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, make_text):
+    """A model trained once through the CLI, shared by the read-only tests."""
+    base = tmp_path_factory.mktemp("cli")
+    corpus = base / "corpus.txt"
+    corpus.write_text(make_text(n_docs=4, sents_per_doc=40, seed=3), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
+        mp.setenv("SCBOW_MODEL", str(base / "unused-default"))
+        result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / "model"), *TRAIN])
+    assert result.exit_code == 0, result.output
+    return base / "model"
+
+
+def test_train_writes_a_model(tmp_path, runner, small_corpus_file):
+    out = tmp_path / "model"
+    result = runner.invoke(main, ["train", str(small_corpus_file), "-o", str(out), "--dim", "16", "--epochs", "1",
+                                  "--min-count", "1", "--threads", "1", "--seed", "5",
+                                  "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    assert sorted(os.listdir(out)) == ["config.json", "vectors.npy", "vocab.txt"]
+    model = load_model(out)
+    assert model.dim == 16
+    assert model.config["seed"] == 5 and model.config["min_count"] == 1
+    assert "cat" in model and np.isfinite(model.vectors).all()
+    assert "trained 1 epoch" in result.stderr  # the summary goes to stderr, not stdout
+    assert result.stdout == ""
+    assert any((tmp_path / "cache").iterdir())
+
+
+def test_similarity_prints_a_float_and_names_unknown_words(runner, trained):
+    result = runner.invoke(main, ["similarity", "-m", str(trained), "The cat sat xyzzy.", "A dog ran!"])
+    assert result.exit_code == 0, result.output
+    value = float(result.stdout.strip())
+    assert -1.0 <= value <= 1.0
+    assert value == pytest.approx(load_model(trained).similarity("The cat sat xyzzy.", "A dog ran!"), abs=1e-4)
+    assert "xyzzy" in result.stderr and "sentence 1" in result.stderr
+    assert "sentence 2" not in result.stderr
+    same = runner.invoke(main, ["similarity", "-m", str(trained), "the big dog", "Dog the big"])
+    assert float(same.stdout) == pytest.approx(1.0, abs=1e-4)
+
+
+@pytest.mark.parametrize("sides", [("the cat", "qwerty zxcv"), ("qwerty", "asdf")])
+def test_similarity_without_a_known_word_fails_cleanly(runner, trained, sides):
+    result = runner.invoke(main, ["similarity", "-m", str(trained), *sides])
+    line = assert_clean_error(result, "no word in the vocabulary")
+    assert result.stdout == ""  # no invented number
+    assert ("sentence 1" in line) == (sides[0] == "qwerty")
+
+
+def test_similarity_missing_model(tmp_path, runner):
+    result = runner.invoke(main, ["similarity", "-m", str(tmp_path / "nope"), "a", "b"])
+    assert_clean_error(result, "no such model")
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_export(tmp_path, runner, trained, binary):
+    out = tmp_path / ("v.bin" if binary else "v.txt")
+    result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(out), *(["--binary"] if binary else [])])
+    assert result.exit_code == 0, result.output
+    model = load_model(trained)
+    back = load_word2vec(out)
+    assert back.vocab.words == model.vocab.words
+    assert np.array_equal(back.vectors, model.vectors)
+    KeyedVectors = pytest.importorskip("gensim.models").KeyedVectors
+    kv = KeyedVectors.load_word2vec_format(str(out), binary=binary)
+    np.testing.assert_allclose(kv[model.vocab.words[3]], model.vectors[3], atol=1e-6)
+
+
+def test_export_missing_model(tmp_path, runner):
+    result = runner.invoke(main, ["export", "-m", str(tmp_path / "nope"), "-o", str(tmp_path / "v.txt")])
+    assert_clean_error(result, "no such model")
+    assert not (tmp_path / "v.txt").exists()
+
+
+STS_LINES = [
+    ("5.0", "The cat sat.", "A cat sat!"),
+    ("4.2", "The big dog ran.", "A big dog walked."),
+    ("0.5", "The sun said nothing.", "Fish ate the old tree."),
+    ("1.0", "The queen sang.", "A river of stone."),
+    ("3.5", "The king slept.", "The king walked."),
+    ("2.0", "Red moon, big rain.", "The moon was red."),
+    ("0.0", "Zyx qwv", "The cat sat."),  # a side without known words: not scored
+]
+
+
+@pytest.fixture
+def sts_file(tmp_path):
+    path = tmp_path / "toy.tsv"
+    path.write_text("".join("\t".join(row) + "\n" for row in STS_LINES), encoding="utf-8")
+    return path
+
+
+def test_evaluate_json(runner, trained, sts_file):
+    result = runner.invoke(main, ["evaluate", "-m", str(trained), "--json", str(sts_file)])
+    assert result.exit_code == 0, result.output
+
+    def reject(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    report = json.loads(result.stdout, parse_constant=reject)  # no NaN/Infinity tokens
+    [row] = report["sets"]
+    assert row["name"] == "toy"
+    assert row["pairs"] == 7 and row["scored"] == 6
+    assert -1.0 <= row["pearson"] <= 1.0 and -1.0 <= row["spearman"] <= 1.0
+    assert report["pearson_mean"] == pytest.approx(row["pearson"])
+    assert report["pearson_weighted"] == pytest.approx(row["pearson"])
+
+
+def test_evaluate_table_and_default_sts_dir(tmp_path, runner, trained, sts_file, monkeypatch):
+    sts_dir = tmp_path / "sts"
+    sts_dir.mkdir()
+    (sts_dir / "one.tsv").write_text(sts_file.read_text(encoding="utf-8"), encoding="utf-8")
+    (sts_dir / "two.tsv").write_text(sts_file.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setenv("SCBOW_STS_DIR", str(sts_dir))
+    result = runner.invoke(main, ["evaluate", "-m", str(trained)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert any(line.startswith("one ") for line in lines) and any(line.startswith("two ") for line in lines)
+    assert any(line.startswith("mean") for line in lines) and any(line.startswith("weighted") for line in lines)
+    # a directory argument gives the same sets
+    as_dir = runner.invoke(main, ["evaluate", "-m", str(trained), "--json", str(sts_dir)])
+    assert [s["name"] for s in json.loads(as_dir.stdout)["sets"]] == ["one", "two"]
+
+
+def test_evaluate_on_the_real_sts_files(runner, trained):
+    from conftest import DATA_DIR
+
+    path = DATA_DIR / "sts" / "2012.MSRvid.tsv"
+    if not path.is_file():
+        pytest.skip("real STS data not available")
+    result = runner.invoke(main, ["evaluate", "-m", str(trained), "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    [row] = json.loads(result.stdout)["sets"]
+    assert row["pairs"] == 750 and 0 < row["scored"] <= 750
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [("3.0\tonly two fields\n", "fields"), ("high\ta cat\ta dog\n", "not a number"),
+     ("nan\ta cat\ta dog\n", "not finite"), ("\n\n", "no sentence pairs")],
+)
+def test_evaluate_malformed_tsv(tmp_path, runner, trained, content, fragment):
+    path = tmp_path / "bad.tsv"
+    path.write_text("4.0\tthe cat\tthe dog\n" + content if "pairs" not in fragment else content)
+    result = runner.invoke(main, ["evaluate", "-m", str(trained), str(path)])
+    assert_clean_error(result, fragment)
+
+
+def test_evaluate_missing_sts_file(tmp_path, runner, trained):
+    result = runner.invoke(main, ["evaluate", "-m", str(trained), str(tmp_path / "nope.tsv")])
+    assert_clean_error(result, "nope.tsv")
+
+
+def test_evaluate_missing_model(tmp_path, runner, sts_file):
+    result = runner.invoke(main, ["evaluate", "-m", str(tmp_path / "nope"), str(sts_file)])
+    assert_clean_error(result, "no such model")
+
+
+def test_default_model_location(tmp_path, runner, small_corpus_file, monkeypatch):
+    home = tmp_path / "share" / "model"
+    monkeypatch.setenv("SCBOW_MODEL", str(home))
+    result = runner.invoke(main, ["train", str(small_corpus_file), *TRAIN])
+    assert result.exit_code == 0, result.output
+    assert (home / "vectors.npy").is_file()
+    sim = runner.invoke(main, ["similarity", "the cat", "the dog"])
+    assert sim.exit_code == 0, sim.output
+    assert -1 <= float(sim.stdout) <= 1
+    exported = runner.invoke(main, ["export", "-o", str(tmp_path / "v.txt")])
+    assert exported.exit_code == 0, exported.output
+    assert load_word2vec(tmp_path / "v.txt").vocab.words == load_model(home).vocab.words
+    # training again replaces the default model
+    again = runner.invoke(main, ["train", str(small_corpus_file), *TRAIN[:-1], "--dim", "8", "-q"])
+    assert again.exit_code == 0, again.output
+    assert load_model(home).dim == 8
+
+
+# ---------------------------------------------------------------------------------------
+# Bad input: one line 'Error: ...', exit 1, nothing written
+
+
+@pytest.fixture
+def binary_file(tmp_path):
+    path = tmp_path / "data.bin"
+    path.write_bytes(bytes(range(256)) * 64)
+    return path
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["{missing}"], "no such file"),
+        (["{empty}"], "no words"),
+        (["{binary}"], "binary"),
+        (["{corpus}", "--dim", "0"], "--dim"),
+        (["{corpus}", "--epochs", "0"], "--epochs"),
+        (["{corpus}", "--negatives", "0"], "--negatives"),
+        (["{corpus}", "--lr", "0"], "--lr"),
+        (["{corpus}", "--lr", "nan"], "--lr"),
+        (["{corpus}", "--lr", "inf"], "--lr"),
+        (["{corpus}", "--lr", "-0.1"], "--lr"),
+        (["{corpus}", "--threads", "-1"], "--threads"),
+        (["{corpus}", "--min-count", "0"], "--min-count"),
+        (["{corpus}", "--max-vocab", "-5"], "--max-vocab"),
+        (["{corpus}", "--init-std", "0"], "--init-std"),
+        (["{corpus}", "--weight-decay", "-1"], "--weight-decay"),
+        (["{corpus}", "--min-count", "100000"], "vocabulary is empty"),
+        (["{corpus}", "--threads", "100000"], "threads"),
+        (["{corpus}", "--lr", "1e30"], "--lr"),
+        (["{corpus}", "--device", "cuda"], "cuda"),
+        (["{corpus}", "--cache-dir", "{corpus}"], "cache"),
+        (["{corpus}", "{missing}"], "no such file"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else None,
+)
+def test_train_bad_input(tmp_path, runner, small_corpus_file, binary_file, args, fragment):
+    (tmp_path / "empty.txt").write_text("")
+    paths = {"missing": tmp_path / "missing.txt", "empty": tmp_path / "empty.txt", "binary": binary_file,
+             "corpus": small_corpus_file}
+    out = tmp_path / "out" / "model"
+    # small, valid settings first: the flag under test comes later and wins
+    argv = ["train", "-o", str(out), "--cache-dir", str(tmp_path / "cache"), *TRAIN,
+            *[a.format(**paths) for a in args]]
+    result = runner.invoke(main, argv)
+    assert_clean_error(result, fragment)
+    assert not out.exists()
+    assert result.stdout == ""
+
+
+def test_train_output_is_an_existing_file(tmp_path, runner, small_corpus_file):
+    out = tmp_path / "model"
+    out.write_text("not a model")
+    result = runner.invoke(main, ["train", str(small_corpus_file), "-o", str(out), *TRAIN])
+    assert_clean_error(result, "not a directory")
+    assert out.read_text() == "not a model"
+
+
+def test_train_output_is_a_directory_of_other_things(tmp_path, runner, small_corpus_file):
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    result = runner.invoke(main, ["train", str(small_corpus_file), "-o", str(out), *TRAIN])
+    assert_clean_error(result, "refusing")
+    assert os.listdir(out) == ["notes.txt"]
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**63)])
+def test_train_out_of_range_seed(tmp_path, runner, small_corpus_file, seed):
+    out = tmp_path / "model"
+    result = runner.invoke(main, ["train", str(small_corpus_file), "-o", str(out), *TRAIN, "--seed", seed])
+    if result.exit_code == 0:
+        assert (out / "vectors.npy").is_file()  # accepting the seed is fine too
+    else:
+        assert_clean_error(result, "--seed")
+        assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------------
+# Real processes
+
+
+def run_python(*args, env_extra=None, **kw):
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, env=env, **kw)
+
+
+def test_python_m_scbow_help():
+    proc = run_python("-m", "scbow", "--help")
+    assert proc.returncode == 0, proc.stderr
+    for command in ("train", "similarity", "export", "evaluate"):
+        assert command in proc.stdout
+
+
+HELP_IMPORTS = """
+    import sys
+    from scbow.cli import main
+    try:
+        main(sys.argv[1:], prog_name="scbow-numba")
+    except SystemExit as exc:
+        assert exc.code == 0, exc.code
+    print("HEAVY=" + ",".join(m for m in ("numpy", "numba", "scipy") if m in sys.modules))
+"""
+
+
+def heavy_imports_of(*argv):
+    proc = run_python("-c", textwrap.dedent(HELP_IMPORTS), *argv)
+    assert proc.returncode == 0, proc.stderr
+    assert "Usage:" in proc.stdout
+    return proc.stdout.rstrip().rsplit("HEAVY=", 1)[1].split(",")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["train", "--help"], ["similarity", "--help"], ["evaluate", "--help"]])
+def test_help_does_not_import_numba(argv):
+    heavy = heavy_imports_of(*argv)
+    assert "numba" not in heavy and "scipy" not in heavy, heavy
+
+
+def test_top_level_help_does_not_import_numpy():
+    assert heavy_imports_of("--help") == [""]
+
+
+def test_subcommand_help_does_not_import_numpy():
+    assert heavy_imports_of("train", "--help") == [""]
+
+
+def test_error_in_a_real_process_is_one_line(tmp_path):
+    proc = run_python("-m", "scbow", "train", str(tmp_path / "missing.txt"), "-o", str(tmp_path / "m"),
+                      env_extra={"SCBOW_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("Error:"), proc.stderr
+    assert not (tmp_path / "m").exists()

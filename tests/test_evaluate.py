@@ -1,0 +1,272 @@
+"""STS reading, scoring, significance tests and the overlap control (scbow.evaluate)."""
+
+import hashlib
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy.stats import pearsonr, spearmanr, wilcoxon
+
+from scbow.evaluate import (
+    OverlapControl,
+    STSError,
+    STSScore,
+    _rowwise_pearson,
+    bootstrap_pearson_diff,
+    evaluate_systems,
+    format_table,
+    pair_cosines,
+    read_sts,
+    score_set,
+    summarize,
+    wilcoxon_test,
+)
+from scbow.model import Model
+from scbow.vocab import Vocab
+
+WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house"]
+
+PAIRS = [
+    (4.8, "The cat sat on the mat.", "A cat sat on a mat"),
+    (0.4, "The dog ran.", "A red house"),
+    (3.1, "A big dog", "the big cat"),
+    (1.9, "small red house", "the dog sat"),
+    (2.5, "The cat ran on the mat", "the dog ran on a mat"),
+    (0.0, "zebra quagga", "the cat"),  # first side has no known word: not scored
+    (4.0, "Big house", "a big house"),
+]
+
+
+def tiny_model(dim=6, seed=3):
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((len(WORDS), dim)).astype(np.float32)
+    return Model(Vocab(WORDS, np.arange(len(WORDS), 0, -1)), vectors)
+
+
+def write_sts(path, pairs=PAIRS):
+    path.write_text("".join(f"{g}\t{a}\t{b}\n" for g, a, b in pairs), encoding="utf-8")
+    return path
+
+
+# --- read_sts -------------------------------------------------------------------------
+
+
+def test_read_sts_parses_fields_name_blank_lines_and_crlf(tmp_path):
+    path = tmp_path / "2012.toy.tsv"
+    path.write_bytes("4.5\tOne é.\tTwo\r\n\n  \n0\ta\tb\n".encode())
+    sts = read_sts(path)
+    assert sts.name == "2012.toy"
+    assert sts.gold.dtype == np.float64 and sts.gold.tolist() == [4.5, 0.0]
+    assert sts.first == ["One é.", "a"] and sts.second == ["Two", "b"]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("4.5\tonly one sentence\n", "line 1 has 2 tab-separated fields, expected 3"),
+        ("1\ta\tb\n2\ta\tb\textra\n", "line 2 has 4 tab-separated fields"),
+        ("high\ta\tb\n", "line 1: gold score 'high' is not a number"),
+        ("\ta\tb\n", "gold score '' is not a number"),
+        ("nan\ta\tb\n", "is not finite"),
+        ("\n\n", "no sentence pairs"),
+    ],
+)
+def test_read_sts_malformed(tmp_path, content, message):
+    path = tmp_path / "bad.tsv"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(STSError, match=message):
+        read_sts(path)
+
+
+def test_read_sts_unreadable(tmp_path):
+    with pytest.raises(STSError, match="cannot read"):
+        read_sts(tmp_path / "missing.tsv")
+    with pytest.raises(STSError, match="is a directory"):
+        read_sts(tmp_path)
+    latin = tmp_path / "latin1.tsv"
+    latin.write_bytes("1\tcaf\xe9\tb\n".encode("latin-1"))
+    with pytest.raises(STSError, match="not UTF-8"):
+        read_sts(latin)
+
+
+# --- scoring ----------------------------------------------------------------------------
+
+
+def test_score_set_matches_scipy_and_leaves_out_pairs_without_known_words(tmp_path):
+    model = tiny_model()
+    sts = read_sts(write_sts(tmp_path / "toy.tsv"))
+    score = score_set(model.embed, sts)
+
+    expected = np.array([model.similarity(a, b) for _, a, b in PAIRS])
+    assert np.isnan(expected[5]) and np.isnan(score.predictions[5])
+    np.testing.assert_allclose(score.predictions, expected, rtol=1e-6, equal_nan=True)
+    assert (score.pairs, score.scored) == (7, 6)
+
+    ok = np.isfinite(expected)
+    gold = np.array([g for g, _, _ in PAIRS])
+    assert score.pearson == pytest.approx(pearsonr(gold[ok], expected[ok])[0], abs=1e-6)
+    assert score.spearman == pytest.approx(spearmanr(gold[ok], expected[ok])[0], abs=1e-6)
+
+
+def test_pair_cosines_zero_or_missing_embedding_is_nan():
+    def embed(sentences):
+        table = {"x": [1.0, 0.0], "y": [0.0, 2.0], "zero": [0.0, 0.0], "none": [np.nan, np.nan]}
+        return np.array([table[s] for s in sentences])
+
+    cos = pair_cosines(embed, ["x", "x", "zero", "none"], ["x", "y", "x", "x"])
+    np.testing.assert_allclose(cos, [1.0, 0.0, np.nan, np.nan], equal_nan=True)
+
+
+def test_score_set_without_enough_scored_pairs_is_nan(tmp_path):
+    sts = read_sts(write_sts(tmp_path / "t.tsv", [(1, "cat", "dog"), (2, "zebra", "cat"), (3, "the mat", "a mat")]))
+    score = score_set(tiny_model().embed, sts)
+    assert score.scored == 2 and np.isnan(score.pearson) and np.isnan(score.spearman)
+
+
+def _score(name, pearson, spearman, scored, pairs=None):
+    return STSScore(name, pairs or scored, scored, pearson, spearman, np.zeros(0))
+
+
+def test_summarize_mean_is_over_sets_weighted_is_by_scored_pairs():
+    scores = [_score("a", 0.5, 0.4, 100), _score("b", 0.2, 0.1, 300, pairs=320), _score("c", np.nan, np.nan, 2)]
+    s = summarize(scores)
+    assert s["pearson_mean"] == pytest.approx((0.5 + 0.2) / 2)
+    assert s["spearman_mean"] == pytest.approx((0.4 + 0.1) / 2)
+    assert s["pearson_weighted"] == pytest.approx((0.5 * 100 + 0.2 * 300) / 400)
+    assert s["spearman_weighted"] == pytest.approx((0.4 * 100 + 0.1 * 300) / 400)
+    assert s["sets_in_mean"] == 2
+    assert np.isnan(summarize([_score("c", np.nan, np.nan, 2)])["pearson_mean"])
+
+
+# --- significance -----------------------------------------------------------------------
+
+
+def synthetic(n=400, seed=7):
+    rng = np.random.default_rng(seed)
+    gold = rng.uniform(0, 5, n)
+    good = gold / 5 + 0.1 * rng.standard_normal(n)
+    bad = gold / 5 + 0.8 * rng.standard_normal(n)
+    return gold, good, bad
+
+
+def test_wilcoxon_uses_common_pairs_and_matches_scipy():
+    _, good, bad = synthetic()
+    bad = bad + 0.3  # a systematic shift: the systems clearly score the pairs differently
+    good[:5] = np.nan
+    bad[-3:] = np.nan
+    stat, p = wilcoxon_test(good, bad)
+    ref = wilcoxon(good[5:-3], bad[5:-3])
+    assert stat == pytest.approx(ref.statistic) and p == pytest.approx(ref.pvalue)
+    assert p < 1e-4
+
+
+def test_wilcoxon_identical_and_degenerate():
+    _, good, _ = synthetic()
+    assert wilcoxon_test(good, good.copy()) == (0.0, 1.0)
+    stat, p = wilcoxon_test(np.array([1.0, np.nan]), np.array([np.nan, 2.0]))
+    assert np.isnan(stat) and np.isnan(p)
+
+
+def test_bootstrap_clearly_better_system_excludes_zero():
+    gold, good, bad = synthetic()
+    diff, low, high = bootstrap_pearson_diff(gold, good, bad, resamples=1000, seed=0)
+    assert diff == pytest.approx(pearsonr(gold, good)[0] - pearsonr(gold, bad)[0])
+    assert 0 < low < diff < high
+    diff, low, high = bootstrap_pearson_diff(gold, bad, good, resamples=1000, seed=0)
+    assert low < diff < high < 0
+
+
+def test_bootstrap_identical_systems_contains_zero_and_is_reproducible():
+    gold, good, bad = synthetic()
+    assert bootstrap_pearson_diff(gold, good, good.copy()) == (0.0, 0.0, 0.0)
+    first = bootstrap_pearson_diff(gold, good, bad, resamples=200, seed=5)
+    assert bootstrap_pearson_diff(gold, good, bad, resamples=200, seed=5) == first
+    assert bootstrap_pearson_diff(gold, good, bad, resamples=200, seed=6) != first
+
+
+def test_bootstrap_drops_unscored_pairs_and_needs_three():
+    gold, good, bad = synthetic(n=50)
+    good_nan = good.copy()
+    good_nan[:10] = np.nan
+    diff, _, _ = bootstrap_pearson_diff(gold, good_nan, bad, resamples=100)
+    assert diff == pytest.approx(pearsonr(gold[10:], good[10:])[0] - pearsonr(gold[10:], bad[10:])[0])
+    assert all(np.isnan(bootstrap_pearson_diff(gold[:2], good[:2], bad[:2])))
+
+
+def test_rowwise_pearson_matches_numpy():
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((5, 30)), rng.standard_normal((5, 30))
+    expected = [np.corrcoef(x[i], y[i])[0, 1] for i in range(5)]
+    np.testing.assert_allclose(_rowwise_pearson(x, y), expected)
+
+
+# --- overlap control --------------------------------------------------------------------
+
+
+def test_overlap_control_identical_sentences_have_cosine_one():
+    control = OverlapControl(dim=50)
+    cos = pair_cosines(control.embed, ["The zebra grazed.", "a b"], ["the ZEBRA grazed .", "c d"])
+    assert cos[0] == pytest.approx(1.0, abs=1e-6)
+    assert abs(cos[1]) < 0.5  # no shared token: nearly orthogonal random vectors
+
+
+def test_overlap_control_averages_all_tokens_repeats_count():
+    control = OverlapControl(dim=20)
+    emb = control.embed(["Qwxz qwxz the", ""])
+    assert emb.shape == (2, 20) and emb.dtype == np.float32
+    expected = (2 * control.vector("qwxz") + control.vector("the")) / 3
+    np.testing.assert_allclose(emb[0], expected, rtol=1e-5)
+    assert np.isnan(emb[1]).all()
+    with pytest.raises(TypeError):
+        control.embed("one sentence")
+
+
+def test_overlap_control_is_deterministic_and_independent_of_vocabulary():
+    sentences = ["the cat sat", "a quagga", "the cat sat"]
+    first = OverlapControl(dim=30)
+    # a different history of seen tokens (a different "vocabulary") does not change a vector
+    second = OverlapControl(dim=30)
+    second.embed([f"word{i}" for i in range(2000)] + ["zebra cat"])
+    np.testing.assert_array_equal(first.embed(sentences), second.embed(sentences))
+    np.testing.assert_array_equal(first.embed(sentences[:1]), first.embed(sentences)[:1])
+    seed = int.from_bytes(hashlib.blake2b(b"cat", digest_size=8).digest(), "little")
+    np.testing.assert_array_equal(first.vector("cat"), np.random.default_rng(seed).standard_normal(30))
+
+
+def test_overlap_control_is_the_same_in_another_process():
+    code = "from scbow.evaluate import OverlapControl; print(repr(float(OverlapControl(8).embed(['naïve cat'])[0, 3])))"
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert float(out.stdout) == float(OverlapControl(8).embed(["naïve cat"])[0, 3])
+
+
+# --- report -----------------------------------------------------------------------------
+
+
+def test_evaluate_systems_report_and_table(tmp_path):
+    sets = [read_sts(write_sts(tmp_path / "toy.tsv")), read_sts(write_sts(tmp_path / "toy2.tsv", PAIRS[:5]))]
+    model = tiny_model()
+    report = evaluate_systems({"model": model.embed, "overlap": OverlapControl(16).embed}, sets, resamples=200)
+    assert report["system"] == "model" and [s["name"] for s in report["sets"]] == ["toy", "toy2"]
+    toy = report["sets"][0]
+    assert (toy["pairs"], toy["scored"]) == (7, 6)
+    over = toy["comparisons"]["overlap"]
+    assert over["scored"] == 7 and over["common"] == 6
+    assert set(over) >= {"pearson", "spearman", "wilcoxon_statistic", "wilcoxon_p", "pearson_diff", "pearson_diff_ci95"}
+    assert report["pearson_mean"] == pytest.approx(np.mean([s["pearson"] for s in report["sets"]]))
+    assert report["pearson_weighted"] == pytest.approx((toy["pearson"] * 6 + report["sets"][1]["pearson"] * 5) / 11)
+    assert report["comparisons"]["overlap"]["sets_in_mean"] == 2
+
+    table = format_table(report)
+    assert "toy2" in table and "wilcox p" in table and "95% CI" in table
+    assert "mean: unweighted over sets; weighted: weighted by the pairs scored" in table
+    assert "without any known word" in table
+
+
+def test_report_turns_nan_into_null(tmp_path):
+    sets = [read_sts(write_sts(tmp_path / "t.tsv", [(1, "cat", "dog"), (2, "zebra", "cat"), (3, "the", "a")]))]
+    report = evaluate_systems({"model": tiny_model().embed}, sets)
+    assert report["sets"][0]["pearson"] is None and report["pearson_mean"] is None
+    assert " - " in format_table(report)

@@ -1,0 +1,356 @@
+"""Model directories, word2vec import/export, and the Model's embed/similarity API."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+import scbow
+from scbow.formats import (
+    FORMAT_VERSION,
+    ModelError,
+    export_word2vec,
+    load_model,
+    load_word2vec,
+    save_model,
+)
+from scbow.model import Model
+from scbow.vocab import Vocab
+
+WORDS = ["the", ",", "cat", "don't", "état", "sat", "dog", "naïve", "o'clock", "."]
+
+
+def make_model(seed=0, dim=7, words=WORDS) -> Model:
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((len(words), dim)).astype(np.float32)
+    vectors[0, 0] = 1e-30  # tiny and huge values survive the text format
+    vectors[1, 1] = -3.4e38
+    counts = np.arange(len(words), 0, -1) * 10
+    config = {"dim": dim, "lr": 0.05, "negative_mode": "document", "seed": seed}
+    info = {"corpus": {"sentences": 123}, "training": {"examples": 456, "final_loss": 1.2}}
+    return Model(Vocab(words, counts), vectors, config, info)
+
+
+def assert_same_model(a: Model, b: Model):
+    assert a.vocab.words == b.vocab.words
+    assert np.array_equal(np.asarray(a.vectors), np.asarray(b.vectors))
+
+
+# ---------------------------------------------------------------------------------------
+# Model directories
+
+
+@pytest.mark.parametrize("mmap", [True, False])
+def test_save_load_round_trip(tmp_path, mmap):
+    model = make_model()
+    out = save_model(model, tmp_path / "m")
+    assert sorted(os.listdir(out)) == ["config.json", "vectors.npy", "vocab.txt"]
+    loaded = load_model(out, mmap=mmap)
+    assert_same_model(model, loaded)
+    assert loaded.vocab.counts.tolist() == model.vocab.counts.tolist()
+    assert loaded.vectors.dtype == np.float32
+    assert isinstance(loaded.vectors, np.memmap) == mmap
+    assert loaded.config == model.config
+    assert loaded.info == model.info
+    meta = json.loads((out / "config.json").read_text())
+    assert meta["format_version"] == FORMAT_VERSION
+    assert meta["config"] == model.config
+    # a loaded model is usable
+    assert loaded.similarity("the cat", "the cat") == pytest.approx(1.0, abs=1e-6)
+
+
+def test_scbow_load_reads_directories_and_word2vec_files(tmp_path):
+    model = make_model()
+    save_model(model, tmp_path / "m")
+    export_word2vec(model, tmp_path / "v.txt")
+    assert_same_model(scbow.load(tmp_path / "m"), model)
+    assert_same_model(scbow.load(tmp_path / "v.txt"), model)
+
+
+def test_save_replaces_an_existing_model_atomically(tmp_path):
+    path = tmp_path / "m"
+    save_model(make_model(seed=1), path)
+    new = make_model(seed=2, dim=5, words=WORDS[:4])
+    save_model(new, path)
+    assert_same_model(load_model(path), new)
+    assert load_model(path).dim == 5
+    assert sorted(os.listdir(tmp_path)) == ["m"]  # no temporary or old copies left
+
+
+def test_failed_save_keeps_the_old_model(tmp_path):
+    path = tmp_path / "m"
+    old = make_model(seed=1)
+    save_model(old, path)
+    broken = make_model(seed=2)
+
+    def fail(_path):
+        raise OSError(28, "No space left on device")
+
+    broken.vocab.save = fail
+    with pytest.raises(ModelError, match="No space left"):
+        save_model(broken, path)
+    assert_same_model(load_model(path), old)
+    assert sorted(os.listdir(tmp_path)) == ["m"]
+
+
+def test_save_into_an_empty_directory(tmp_path):
+    (tmp_path / "m").mkdir()
+    save_model(make_model(), tmp_path / "m")
+    assert_same_model(load_model(tmp_path / "m"), make_model())
+
+
+def test_save_creates_missing_parents(tmp_path):
+    save_model(make_model(), tmp_path / "a" / "b" / "m")
+    assert (tmp_path / "a" / "b" / "m" / "vectors.npy").is_file()
+
+
+def test_refuses_a_non_model_directory(tmp_path):
+    d = tmp_path / "precious"
+    d.mkdir()
+    (d / "thesis.tex").write_text("years of work")
+    with pytest.raises(ModelError, match="not empty"):
+        save_model(make_model(), d)
+    assert os.listdir(d) == ["thesis.tex"]
+    assert (d / "thesis.tex").read_text() == "years of work"
+
+
+def test_refuses_a_directory_that_only_looks_like_a_model(tmp_path):
+    d = tmp_path / "project"
+    d.mkdir()
+    (d / "config.json").write_text('{"name": "my-app"}')
+    (d / "thesis.tex").write_text("years of work")
+    try:
+        save_model(make_model(), d)
+    except ModelError:
+        pass
+    assert (d / "thesis.tex").read_text() == "years of work"
+
+
+def test_refuses_to_write_over_a_file(tmp_path):
+    f = tmp_path / "m"
+    f.write_text("a file")
+    with pytest.raises(ModelError, match="not a directory"):
+        save_model(make_model(), f)
+    assert f.read_text() == "a file"
+
+
+@pytest.fixture
+def saved(tmp_path):
+    return save_model(make_model(), tmp_path / "m")
+
+
+def test_load_missing_dir(tmp_path):
+    with pytest.raises(ModelError, match="no such model"):
+        load_model(tmp_path / "nope")
+
+
+@pytest.mark.parametrize("name", ["vectors.npy", "vocab.txt", "config.json"])
+def test_load_missing_file(saved, name):
+    (saved / name).unlink()
+    with pytest.raises(ModelError, match=name):
+        load_model(saved)
+
+
+@pytest.mark.parametrize("mmap", [True, False])
+@pytest.mark.parametrize("keep", [0.5, 0.99, 0.1])
+def test_load_truncated_vectors(saved, mmap, keep):
+    data = (saved / "vectors.npy").read_bytes()
+    (saved / "vectors.npy").write_bytes(data[: int(len(data) * keep)])
+    with pytest.raises(ModelError, match="vectors"):
+        load_model(saved, mmap=mmap)
+
+
+def test_load_vectors_of_the_wrong_dtype(saved):
+    np.save(saved / "vectors.npy", np.zeros((len(WORDS), 7), dtype=np.float64))
+    with pytest.raises(ModelError, match="float32"):
+        load_model(saved)
+
+
+def test_load_pickled_vectors_is_refused(saved):
+    np.save(saved / "vectors.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ModelError):
+        load_model(saved)
+
+
+def test_load_shape_mismatch(saved):
+    lines = (saved / "vocab.txt").read_text().splitlines()
+    (saved / "vocab.txt").write_text("\n".join(lines[:-2]) + "\n")
+    with pytest.raises(ModelError, match="rows"):
+        load_model(saved)
+
+
+def test_load_malformed_vocab(saved):
+    (saved / "vocab.txt").write_text("the 10\ncat\n")
+    with pytest.raises(ModelError, match="vocab.txt"):
+        load_model(saved)
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe garbage", b"[1, 2]", b'{"config": {}}'])
+def test_load_bad_config_json(saved, content):
+    (saved / "config.json").write_bytes(content)
+    with pytest.raises(ModelError, match="config.json"):
+        load_model(saved)
+
+
+def test_load_newer_format_version(saved):
+    meta = json.loads((saved / "config.json").read_text())
+    meta["format_version"] = FORMAT_VERSION + 1
+    (saved / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelError, match="newer"):
+        load_model(saved)
+
+
+# ---------------------------------------------------------------------------------------
+# word2vec
+
+
+@pytest.fixture(scope="module")
+def gensim_kv():
+    return pytest.importorskip("gensim.models").KeyedVectors
+
+
+def test_export_text_read_by_gensim_and_back(tmp_path, gensim_kv):
+    model = make_model()
+    path = export_word2vec(model, tmp_path / "v.txt")
+    header = path.read_bytes().split(b"\n", 1)[0]
+    assert header == f"{len(WORDS)} 7".encode()
+    kv = gensim_kv.load_word2vec_format(str(path), binary=False)
+    assert list(kv.index_to_key) == WORDS
+    np.testing.assert_allclose(kv.vectors, model.vectors, rtol=1e-6, atol=1e-6)
+    back = load_word2vec(path)
+    assert back.info["format"] == "word2vec-text"
+    assert_same_model(back, model)  # 9 significant digits round-trip float32 exactly
+
+
+def test_export_binary_read_by_gensim_and_back(tmp_path, gensim_kv):
+    model = make_model()
+    path = export_word2vec(model, tmp_path / "v.bin", binary=True)
+    kv = gensim_kv.load_word2vec_format(str(path), binary=True)
+    assert list(kv.index_to_key) == WORDS
+    assert np.array_equal(kv.vectors, model.vectors)
+    back = load_word2vec(path)
+    assert back.info["format"] == "word2vec-binary"
+    assert_same_model(back, model)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_read_files_written_by_gensim(tmp_path, gensim_kv, binary):
+    model = make_model(seed=5)
+    kv = gensim_kv(vector_size=model.dim)
+    kv.add_vectors(model.vocab.words, np.asarray(model.vectors))
+    path = tmp_path / ("g.bin" if binary else "g.txt")
+    kv.save_word2vec_format(str(path), binary=binary)
+    back = load_word2vec(path)
+    assert back.vocab.words == WORDS
+    if binary:
+        assert np.array_equal(back.vectors, model.vectors)
+    else:
+        np.testing.assert_allclose(back.vectors, model.vectors, rtol=1e-6)
+
+
+def test_export_replaces_a_file_and_refuses_a_directory(tmp_path):
+    (tmp_path / "v.txt").write_text("old")
+    export_word2vec(make_model(), tmp_path / "v.txt")
+    assert load_word2vec(tmp_path / "v.txt").vocab.words == WORDS
+    with pytest.raises(ModelError, match="directory"):
+        export_word2vec(make_model(), tmp_path)
+    with pytest.raises(ModelError, match="no such directory"):
+        export_word2vec(make_model(), tmp_path / "missing" / "v.txt")
+    assert sorted(os.listdir(tmp_path)) == ["v.txt"]
+
+
+@pytest.mark.parametrize(
+    "binary, cut",
+    # (cutting a text file inside its last number leaves a valid, shorter number: undetectable)
+    [(False, 20), (False, 0.5), (False, 0.05), (True, 2), (True, 20), (True, 0.5), (True, 0.05)],
+)
+def test_truncated_word2vec(tmp_path, binary, cut):
+    path = export_word2vec(make_model(), tmp_path / "v", binary=binary)
+    data = path.read_bytes()
+    n = int(len(data) * cut) if isinstance(cut, float) else len(data) - cut
+    path.write_bytes(data[:n])
+    with pytest.raises(ModelError, match="truncated|malformed"):
+        load_word2vec(path)
+
+
+@pytest.mark.parametrize("content", [b"", b"hello world\n", b"3\n", b"-1 5\n", b"2 0\n"])
+def test_bad_word2vec_header(tmp_path, content):
+    (tmp_path / "v.txt").write_bytes(content)
+    with pytest.raises(ModelError):
+        load_model(tmp_path / "v.txt")
+
+
+def test_word2vec_with_a_repeated_word(tmp_path):
+    (tmp_path / "v.txt").write_text("2 2\na 1 2\na 3 4\n")
+    with pytest.raises(ModelError, match="repeated"):
+        load_word2vec(tmp_path / "v.txt")
+
+
+# ---------------------------------------------------------------------------------------
+# Model API
+
+
+@pytest.fixture
+def tiny():
+    words = ["the", "cat", "sat", "dog", "."]
+    vectors = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 2, 1], [1, 1, 1]], dtype=np.float32)
+    return Model(Vocab(words, [5, 4, 3, 2, 1]), vectors)
+
+
+def test_embed(tiny):
+    out = tiny.embed(["The cat!", "xyzzy plugh", "", "cat cat dog", "."])
+    assert out.dtype == np.float32 and out.shape == (5, 3)
+    np.testing.assert_allclose(out[0], [0.5, 0.5, 0])  # "!" is unknown and left out
+    assert np.isnan(out[1]).all() and np.isnan(out[2]).all()
+    np.testing.assert_allclose(out[3], [0, 4 / 3, 1 / 3], rtol=1e-6)
+    np.testing.assert_allclose(out[4], [1, 1, 1])
+    assert tiny.embed([]).shape == (0, 3)
+    with pytest.raises(TypeError):
+        tiny.embed("a single string")
+
+
+def test_ids_names_unknown_words(tiny):
+    assert tiny.ids("The zebra sat , quickly") == ([0, 2], ["zebra", ",", "quickly"])
+
+
+def test_similarity(tiny):
+    assert tiny.similarity("the cat", "cat the") == pytest.approx(1.0)
+    assert tiny.similarity("cat", "sat") == pytest.approx(0.0, abs=1e-7)
+    assert tiny.similarity("cat", "dog") == pytest.approx(2 / math.sqrt(5), rel=1e-6)
+    assert math.isnan(tiny.similarity("the cat", "xyzzy zebra"))
+    assert math.isnan(tiny.similarity("", "the"))
+    assert math.isnan(tiny.similarity("qwerty", "asdf"))
+
+
+def test_getitem_and_contains(tiny):
+    assert "cat" in tiny and "zebra" not in tiny
+    np.testing.assert_array_equal(tiny["dog"], [0, 2, 1])
+    with pytest.raises(KeyError, match="zebra"):
+        tiny["zebra"]
+
+
+def test_most_similar(tiny):
+    result = tiny.most_similar("cat", topn=3)
+    assert [w for w, _ in result][:2] == ["dog", "."]
+    assert result[2][0] in ("the", "sat")  # both orthogonal to "cat"
+    assert result[0][1] == pytest.approx(2 / math.sqrt(5))
+    assert result[1][1] == pytest.approx(1 / math.sqrt(3))
+    assert result[2][1] == pytest.approx(0.0, abs=1e-7)
+    assert all(w != "cat" for w, _ in tiny.most_similar("cat", topn=4))
+    with pytest.raises(KeyError):
+        tiny.most_similar("zebra")
+
+
+def test_model_rejects_mismatched_vectors():
+    with pytest.raises(ValueError):
+        Model(Vocab(["a", "b"], [1, 1]), np.zeros((3, 2), dtype=np.float32))
+
+
+def test_word2vec_header_larger_than_the_file(tmp_path):
+    (tmp_path / "v.txt").write_text("100000000000 300\nthe 1 2 3\n")
+    with pytest.raises(ModelError):
+        load_model(tmp_path / "v.txt")

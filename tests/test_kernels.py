@@ -1,0 +1,334 @@
+"""The Numba CPU kernels against the float64 oracle ``scbow.reference``."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from scbow.reference import loss_and_grad
+
+from conftest import CASES, build_example, pack
+
+cpu = pytest.importorskip("scbow.kernels.cpu")
+
+DIMS = (3, 8, 32)
+NEGATIVES = (1, 2, 5, 10)
+POSITIVES = (1, 2)
+
+
+def seed_of(*key) -> int:
+    return zlib.crc32(repr(key).encode())
+
+
+def assert_grad_close(grad, ref, rtol=1e-4):
+    """float32 agreement: every entry within rtol of the largest reference entry."""
+    scale = np.abs(ref).max()
+    assert scale > 0
+    err = np.abs(grad - ref).max()
+    assert err <= rtol * scale, f"max |kernel - reference| = {err:g}, max |reference| = {scale:g}"
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("n_pos", POSITIVES)
+@pytest.mark.parametrize("n_neg", NEGATIVES)
+@pytest.mark.parametrize("dim", DIMS)
+def test_example_loss_grad_matches_reference(case, n_pos, n_neg, dim):
+    seed = seed_of(case, n_pos, n_neg, dim)
+    V, target, positives, negatives = build_example(case, n_pos, n_neg, seed=seed)
+    W = (0.1 * np.random.default_rng(seed).standard_normal((V, dim))).astype(np.float32)
+    # the example's sentences sit in a random order among unrelated sentences
+    tokens, offsets, members = pack([target, *positives, *negatives], shuffle_seed=seed, extra=3)
+    loss, grad = cpu.example_loss_grad(W, tokens, offsets, members, n_pos)
+    ref_loss, ref_grad = loss_and_grad(W, target, positives, negatives)
+    assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
+    assert grad.shape == W.shape
+    assert_grad_close(grad, ref_grad)
+    # rows of words outside the example are untouched
+    assert not grad[[V - 2, V - 1]].any()
+
+
+@pytest.mark.parametrize("max_len", [1, 2, 3])
+@pytest.mark.parametrize("n_pos", POSITIVES)
+def test_max_len_truncation_matches_reference_on_truncated_sentences(max_len, n_pos):
+    seed = seed_of("max_len", max_len, n_pos)
+    V, target, positives, negatives = build_example("mixed_lengths", n_pos, 5, seed=seed)
+    assert max(len(s) for s in positives + negatives) > max_len  # truncation happens
+    W = (0.1 * np.random.default_rng(seed).standard_normal((V, 8))).astype(np.float32)
+    tokens, offsets, members = pack([target, *positives, *negatives], shuffle_seed=seed, extra=2)
+    loss, grad = cpu.example_loss_grad(W, tokens, offsets, members, n_pos, max_len=max_len)
+
+    def cut(s):
+        return s[:max_len]
+
+    ref_loss, ref_grad = loss_and_grad(W, cut(target), [cut(s) for s in positives], [cut(s) for s in negatives])
+    assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
+    assert_grad_close(grad, ref_grad)
+    # and truncation matters: the untruncated reference is a different example
+    full_loss, _ = loss_and_grad(W, target, positives, negatives)
+    assert abs(full_loss - ref_loss) > 1e-4
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("n_pos", POSITIVES)
+def test_weight_decay_gradient_matches_reference(case, n_pos):
+    seed = seed_of("decay", case, n_pos)
+    V, target, positives, negatives = build_example(case, n_pos, 3, seed=seed)
+    W = (0.5 * np.random.default_rng(seed).standard_normal((V, 8))).astype(np.float32)
+    tokens, offsets, members = pack([target, *positives, *negatives], shuffle_seed=seed, extra=2)
+    loss, grad = cpu.example_loss_grad(W, tokens, offsets, members, n_pos, weight_decay=0.3)
+    ref_loss, ref_grad = loss_and_grad(W, target, positives, negatives, weight_decay=0.3)
+    assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
+    assert_grad_close(grad, ref_grad)
+    # the decay term is really there
+    plain_loss, plain_grad = loss_and_grad(W, target, positives, negatives)
+    assert ref_loss > plain_loss + 1e-3
+    assert np.abs(plain_grad - ref_grad).max() > 1e-2 * np.abs(ref_grad).max()
+
+
+def sgd_step(case, n_pos, lr, decay):
+    seed = seed_of("sgd", case, n_pos)
+    V, target, positives, negatives = build_example(case, n_pos, 3, seed=seed)
+    W0 = np.random.default_rng(seed).standard_normal((V, 8)).astype(np.float32)
+    tokens, offsets, members = pack([target, *positives, *negatives])
+    k = len(members)
+    buf = np.empty((2, k, 8), dtype=np.float32)
+    work = np.empty((4, k), dtype=np.float64)
+    W = W0.copy()
+    loss = cpu.example_step(W, tokens, offsets, members, n_pos, 0, buf, work, W, -lr, decay)
+    ref_loss, ref_grad = loss_and_grad(W0, target, positives, negatives, weight_decay=decay)
+    return W0, W, loss, ref_loss, ref_grad
+
+
+def check_sgd_step(W0, W, loss, ref_loss, ref_grad, lr, decay):
+    if decay == 0:  # the kernel returns the data loss, without the decay term
+        assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
+    expected = W0.astype(np.float64) - lr * ref_grad
+    assert np.abs(W - W0).max() > 1e-2  # the step is large enough to see an ordering bug
+    err = np.abs(W - expected).max()
+    assert err <= 1e-4 * lr * np.abs(ref_grad).max() + 1e-6, err
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("n_pos", POSITIVES)
+def test_example_step_in_place_is_one_sgd_step(case, n_pos):
+    """``out=W, coef=-lr`` must read every mean before writing any row."""
+    lr = 0.5
+    check_sgd_step(*sgd_step(case, n_pos, lr, 0.0), lr, 0.0)
+
+
+@pytest.mark.parametrize("case", ["distinct", "length1"])
+def test_example_step_in_place_with_weight_decay_distinct_words(case):
+    lr, decay = 0.5, 0.1
+    check_sgd_step(*sgd_step(case, 2, lr, decay), lr, decay)
+
+
+@pytest.mark.parametrize("case", ["repeated", "shared"])
+def test_example_step_in_place_with_weight_decay_repeated_words(case):
+    lr, decay = 0.5, 0.1
+    check_sgd_step(*sgd_step(case, 2, lr, decay), lr, decay)
+
+
+# ---------------------------------------------------------------------------------------
+# Sampling
+
+DOC_SIZES = (1, 2, 3, 4, 6, 40, 60, 84)
+
+
+def doc_arrays(sizes=DOC_SIZES):
+    sent_doc = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
+    doc_offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    doc_offsets[1:] = np.cumsum(sizes)
+    return sent_doc, doc_offsets
+
+
+def draw(target, sent_doc, doc_offsets, n_neg, mode, state):
+    members = np.full(3 + n_neg, -7, dtype=np.int64)
+    k, n_pos = cpu.fill_example(target, sent_doc, doc_offsets, n_neg, mode, state, members)
+    return members, k, n_pos
+
+
+@pytest.mark.parametrize("mode", [cpu.NEG_DOCUMENT, cpu.NEG_UNIFORM])
+@pytest.mark.parametrize("n_neg", NEGATIVES)
+def test_fill_example_invariants(mode, n_neg):
+    sent_doc, doc_offsets = doc_arrays()
+    n_sent = len(sent_doc)
+    state = np.zeros(1, dtype=np.uint64)
+    cpu.seed_state(seed_of("fill", mode, n_neg), 0, state)
+    for target in range(n_sent):
+        doc = sent_doc[target]
+        lo, hi = doc_offsets[doc], doc_offsets[doc + 1]
+        neighbours = {s for s in (target - 1, target + 1) if lo <= s < hi}
+        for _ in range(5):
+            members, k, n_pos = draw(target, sent_doc, doc_offsets, n_neg, mode, state)
+            assert members[0] == target
+            if not neighbours:
+                assert (k, n_pos) == (1, 0)
+                continue
+            assert n_pos == len(neighbours)
+            assert k == 1 + n_pos + n_neg
+            # positives: the neighbours in the same document, never across a boundary
+            assert set(members[1 : 1 + n_pos].tolist()) == neighbours
+            negs = members[1 + n_pos : k]
+            assert ((negs >= 0) & (negs < n_sent)).all()
+            assert target not in negs
+            assert not neighbours & set(negs.tolist())
+            if mode == cpu.NEG_DOCUMENT and hi - lo > 1 + n_pos:
+                assert ((negs >= lo) & (negs < hi)).all(), (target, negs)
+
+
+def collect_negatives(target, mode, n_calls, n_neg=10, seed=3):
+    sent_doc, doc_offsets = doc_arrays()
+    state = np.zeros(1, dtype=np.uint64)
+    cpu.seed_state(seed, 0, state)
+    out = []
+    for _ in range(n_calls):
+        members, k, n_pos = draw(target, sent_doc, doc_offsets, n_neg, mode, state)
+        out.extend(members[1 + n_pos : k].tolist())
+    return np.array(out), sent_doc, doc_offsets
+
+
+def test_document_mode_draws_from_the_whole_target_document():
+    sent_doc, doc_offsets = doc_arrays()
+    doc = len(DOC_SIZES) - 1
+    lo, hi = int(doc_offsets[doc]), int(doc_offsets[doc + 1])
+    target = lo + 10
+    negs, _, _ = collect_negatives(target, cpu.NEG_DOCUMENT, 300)
+    assert ((negs >= lo) & (negs < hi)).all()
+    # every sentence of the book but the target and its two neighbours gets drawn
+    assert set(negs.tolist()) == set(range(lo, hi)) - {target - 1, target, target + 1}
+
+
+def test_document_mode_falls_back_to_the_corpus_for_a_small_document():
+    sent_doc, doc_offsets = doc_arrays()
+    target = int(doc_offsets[1])  # first sentence of the 2-sentence document
+    negs, _, _ = collect_negatives(target, cpu.NEG_DOCUMENT, 50)
+    outside = sent_doc[negs] != 1
+    assert outside.all()  # only the target and its positive are in the document
+    assert len(set(sent_doc[negs].tolist())) >= 5
+
+
+def test_uniform_mode_spans_documents():
+    sent_doc, doc_offsets = doc_arrays()
+    doc = 6  # 60 of the 200 sentences
+    target = int(doc_offsets[doc]) + 5
+    negs, _, _ = collect_negatives(target, cpu.NEG_UNIFORM, 300)
+    assert len(negs) == 3000
+    frac_outside = float((sent_doc[negs] != doc).mean())
+    assert 0.62 < frac_outside < 0.80  # 140 of the 197 candidates lie outside the document
+    assert set(sent_doc[negs].tolist()) == set(range(len(DOC_SIZES)))
+    counts = np.bincount(negs, minlength=len(sent_doc))
+    candidates = np.setdiff1d(np.arange(len(sent_doc)), [target - 1, target, target + 1])
+    assert (counts[candidates] > 0).all()
+    assert counts[[target - 1, target, target + 1]].sum() == 0
+    assert counts.max() < 45  # about 15 each: roughly uniform
+
+
+def test_seed_state_is_deterministic_and_streams_differ():
+    def sequence(seed, stream):
+        sent_doc, doc_offsets = doc_arrays()
+        state = np.zeros(1, dtype=np.uint64)
+        cpu.seed_state(seed, stream, state)
+        assert state[0] != 0
+        return [draw(150, sent_doc, doc_offsets, 5, cpu.NEG_UNIFORM, state)[0].tolist() for _ in range(20)]
+
+    assert sequence(1, 0) == sequence(1, 0)
+    assert sequence(1, 0) != sequence(2, 0)
+    assert sequence(1, 0) != sequence(1, 1)
+
+
+# ---------------------------------------------------------------------------------------
+# The batch kernel
+
+
+def toy_corpus(seed=0, doc_sizes=(7, 1, 12, 5, 20), vocab=40):
+    rng = np.random.default_rng(seed)
+    sentences = [rng.integers(0, vocab, size=int(rng.integers(1, 9))).tolist() for _ in range(sum(doc_sizes))]
+    tokens = np.array([w for s in sentences for w in s], dtype=np.int32)
+    offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(s) for s in sentences])
+    sent_doc, doc_offsets = doc_arrays(doc_sizes)
+    return sentences, tokens, offsets, sent_doc, doc_offsets, vocab
+
+
+def batch_params(lo, hi, done, n_neg, seed, chunks, lr, total, max_len=0, mode=None, min_frac=1e-4, decay=0.0):
+    fparams = np.zeros(cpu.N_FPARAMS, dtype=np.float64)
+    fparams[cpu.P_LR] = lr
+    fparams[cpu.P_LR_MIN] = lr * min_frac
+    fparams[cpu.P_TOTAL] = total
+    fparams[cpu.P_DECAY] = decay
+    iparams = np.zeros(cpu.N_IPARAMS, dtype=np.int64)
+    iparams[cpu.P_LO] = lo
+    iparams[cpu.P_HI] = hi
+    iparams[cpu.P_DONE] = done
+    iparams[cpu.P_NEGATIVES] = n_neg
+    iparams[cpu.P_MAX_LEN] = max_len
+    iparams[cpu.P_NEG_MODE] = cpu.NEG_DOCUMENT if mode is None else mode
+    iparams[cpu.P_SEED] = seed
+    iparams[cpu.P_CHUNKS] = chunks
+    return fparams, iparams
+
+
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_train_batch_serial_replays_reference_sgd(chunks):
+    """Per chunk: fill_example with the chunk's random stream, then an SGD step with the
+    linear learning rate at the example's position in the run (chunks interleaved)."""
+    sentences, tokens, offsets, sent_doc, doc_offsets, V = toy_corpus()
+    order = np.random.default_rng(5).permutation(len(sentences)).astype(np.int64)
+    lo, hi, done, total, lr0, n_neg, seed = 2, 30, 100, 400, 0.3, 2, 9
+    assert 7 in order[lo:hi]  # sentence 7 is alone in its document: skipped, no example
+    W0 = (0.1 * np.random.default_rng(1).standard_normal((V, 6))).astype(np.float32)
+    W = W0.copy()
+    fparams, iparams = batch_params(lo, hi, done, n_neg, seed, chunks, lr0, total)
+    stats = np.zeros((chunks, 2))
+    cpu.train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats)
+
+    Wr = W0.astype(np.float64)
+    members = np.empty(3 + n_neg, dtype=np.int64)
+    per = -(-(hi - lo) // chunks)
+    for c in range(chunks):  # the serial kernel runs the chunks one after the other
+        state = np.zeros(1, dtype=np.uint64)
+        cpu.seed_state(seed, done + c, state)
+        c_lo, c_hi = lo + c * per, min(hi, lo + (c + 1) * per)
+        loss_sum, count = 0.0, 0
+        for e in range(c_lo, c_hi):
+            k, n_pos = cpu.fill_example(order[e], sent_doc, doc_offsets, n_neg, cpu.NEG_DOCUMENT, state, members)
+            if n_pos == 0:
+                continue
+            position = done + (e - c_lo) * chunks + c
+            lr = max(lr0 * 1e-4, lr0 * (1 - position / total))
+            sents = [sentences[m] for m in members[:k]]
+            loss, grad = loss_and_grad(Wr, sents[0], sents[1 : 1 + n_pos], sents[1 + n_pos :])
+            Wr -= lr * grad
+            loss_sum += loss
+            count += 1
+        assert stats[c, 1] == count
+        assert stats[c, 0] == pytest.approx(loss_sum, rel=1e-4)
+    assert stats[:, 1].sum() == (hi - lo) - 1
+    moved = np.abs(Wr - W0).max()
+    assert moved > 1e-2
+    assert np.abs(W - Wr).max() <= 1e-3 * moved
+
+
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_train_batch_serial_is_deterministic(chunks):
+    _, tokens, offsets, sent_doc, doc_offsets, V = toy_corpus(seed=4)
+    order = np.random.default_rng(2).permutation(len(sent_doc)).astype(np.int64)
+    W0 = (0.01 * np.random.default_rng(3).standard_normal((V, 16))).astype(np.float32)
+
+    def run(seed):
+        W = W0.copy()
+        fparams, iparams = batch_params(0, len(order), 0, 3, seed, chunks, 0.5, 2 * len(order))
+        stats = np.zeros((chunks, 2))
+        cpu.train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats)
+        return W, stats
+
+    W1, s1 = run(11)
+    W2, s2 = run(11)
+    W3, _ = run(12)
+    assert np.array_equal(W1.view(np.uint32), W2.view(np.uint32))  # bit for bit
+    assert np.array_equal(s1, s2)
+    assert s1[:, 1].sum() == len(order) - 1  # every target but the lone sentence
+    assert not np.array_equal(W1, W0)
+    assert not np.array_equal(W1, W3)
