@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import STSError  # noqa: F401  (re-exported)
-
+from .model import mean_rows
 from .tokenize import tokenize
 
 MEAN_NOTE = "mean: unweighted over sets; weighted: weighted by the pairs scored in each set"
@@ -258,14 +258,7 @@ class OverlapControl:
             tokens = tokenize(sentence)
             ids.extend(self._id(t) for t in tokens)
             lengths[n] = len(tokens)
-        out = np.full((len(sentences), self.dim), np.nan, dtype=np.float32)
-        nonempty = lengths > 0
-        if ids:
-            rows = self._vectors[np.asarray(ids, dtype=np.int64)]
-            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
-            sums = np.add.reduceat(rows, starts, axis=0)
-            out[nonempty] = (sums / lengths[nonempty, None]).astype(np.float32)
-        return out
+        return mean_rows(self._vectors, np.asarray(ids, dtype=np.int64), lengths).astype(np.float32)
 
 
 def evaluate_systems(systems: dict, sets: list[STSSet], resamples: int = 1000, seed: int = 0) -> dict:

@@ -69,14 +69,7 @@ class Model:
             known = [i for i in map(index.get, tokenize(sentence)) if i is not None]
             ids.extend(known)
             lengths[n] = len(known)
-        out = np.full((len(sentences), self.dim), np.nan, dtype=np.float32)
-        nonempty = lengths > 0
-        if ids:
-            rows = np.asarray(self.vectors[np.asarray(ids, dtype=np.int64)], dtype=np.float64)
-            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
-            sums = np.add.reduceat(rows, starts, axis=0)
-            out[nonempty] = (sums / lengths[nonempty, None]).astype(np.float32)
-        return out
+        return mean_rows(self.vectors, np.asarray(ids, dtype=np.int64), lengths).astype(np.float32)
 
     def similarity(self, s1: str, s2: str) -> float:
         """Cosine of the two sentence averages; nan when a side has no known word."""
@@ -91,6 +84,22 @@ class Model:
         scores[self.vocab.index[word]] = -np.inf
         top = np.argsort(-scores)[:topn]
         return [(self.vocab.words[i], float(scores[i])) for i in top]
+
+
+def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Average consecutive groups of rows of ``vectors``.
+
+    ids: array of int, shape (lengths.sum(),), the rows of every group one after another.
+    lengths: array of int, shape (n,), group sizes.
+    Returns float64, shape (n, vectors.shape[1]); a group of size 0 gives a row of NaN.
+    """
+    out = np.full((len(lengths), vectors.shape[1]), np.nan, dtype=np.float64)
+    nonempty = lengths > 0
+    if len(ids):
+        rows = np.asarray(vectors[ids], dtype=np.float64)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[nonempty]
+        out[nonempty] = np.add.reduceat(rows, starts, axis=0) / lengths[nonempty, None]
+    return out
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

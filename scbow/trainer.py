@@ -15,7 +15,7 @@ import numpy as np
 from .config import TrainConfig
 from .corpus import Corpus, load_corpus
 from .errors import CorpusError, TrainingError
-from .model import Model
+from .model import Model, mean_rows
 from .progress import Progress
 
 # Examples per kernel call: long enough to amortise the thread launch, short enough for
@@ -66,14 +66,12 @@ def sample_sentence_means(W: np.ndarray, corpus: Corpus, n: int, seed: int) -> n
     starts = np.asarray(corpus.offsets[pick])
     stops = np.asarray(corpus.offsets[pick + 1])
     out = np.empty((len(pick), W.shape[1]), dtype=np.float64)
-    step = 4096
+    step = 4096  # bounds the gathered rows to a few hundred MB
     for lo in range(0, len(pick), step):
         a, b = starts[lo : lo + step], stops[lo : lo + step]
         lengths = b - a
-        idx = np.repeat(b - np.cumsum(lengths), lengths) + np.arange(lengths.sum())
-        rows = W[np.asarray(corpus.tokens[idx])].astype(np.float64)
-        first = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        out[lo : lo + step] = np.add.reduceat(rows, first, axis=0) / lengths[:, None]
+        positions = np.repeat(b - np.cumsum(lengths), lengths) + np.arange(lengths.sum())
+        out[lo : lo + step] = mean_rows(W, np.asarray(corpus.tokens[positions]), lengths)
     return out
 
 
@@ -193,7 +191,7 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
         remove_common_components(W, corpus, min(config.common_components, config.dim // 10), config.seed)
 
     info = {
-        "corpus": {k: v for k, v in corpus.stats.items()},
+        "corpus": dict(corpus.stats),
         "training": {
             "examples": done,
             "targets_per_epoch": n_targets,
