@@ -96,7 +96,8 @@ def sgd_step(case, n_pos, lr, decay):
     buf = np.empty((2, k, 8), dtype=np.float32)
     work = np.empty((4, k), dtype=np.float64)
     W = W0.copy()
-    loss = cpu.example_step(W, tokens, offsets, members, n_pos, 0, buf, work, W, -lr, decay)
+    counts = np.zeros(V, dtype=np.int32)
+    loss = cpu.example_step(W, tokens, offsets, members, n_pos, 0, buf, work, W, -lr, decay, counts)
     ref_loss, ref_grad = loss_and_grad(W0, target, positives, negatives, weight_decay=decay)
     return W0, W, loss, ref_loss, ref_grad
 

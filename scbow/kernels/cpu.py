@@ -36,7 +36,7 @@ N_FPARAMS = 4
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
-def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, coef, decay):
+def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, coef, decay, counts):
     """Loss of one example; add ``coef * (1/|x|) * dL/ds_x`` to ``out[w]`` for its words.
 
     Parameters
@@ -62,6 +62,8 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
     decay : float
         Weight decay: ``coef * decay * W[w]`` is added for every token occurrence too, the
         gradient of ``decay/2 * |W[w]|^2`` per occurrence (see ``scbow.reference``).
+    counts : array of int32, shape (V,)
+        Scratch, all zero on entry and on return: occurrences of each word in the example.
 
     Returns
     -------
@@ -142,29 +144,10 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
         gi[j] -= b_i * si[j]
 
     if decay != 0.0:
-        # decay first, once per distinct word with its occurrence count, so that every
-        # read of W comes before any write even when out is W
-        n_tok = 0
-        for m in range(k):
-            n_tok += np.int64(lens[m])
-        ids = np.empty(n_tok, dtype=np.int32)
-        p = 0
         for m in range(k):
             start = offsets[members[m]]
             for t in range(start, start + np.int64(lens[m])):
-                ids[p] = tokens[t]
-                p += 1
-        ids.sort()
-        i = 0
-        while i < n_tok:
-            w = ids[i]
-            c = 1
-            while i + c < n_tok and ids[i + c] == w:
-                c += 1
-            f = coef * decay * c
-            for j in range(d):
-                out[w, j] += f * W[w, j]
-            i += c
+                counts[tokens[t]] += 1
 
     for m in range(k):
         start = offsets[members[m]]
@@ -173,8 +156,22 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
         gm = grads[m]
         for t in range(start, stop):
             w = tokens[t]
-            for j in range(d):
-                out[w, j] += scale * gm[j]
+            c = counts[w]
+            if c > 0:
+                # first occurrence: no write has reached row w yet, so W[w] is the value
+                # the gradient was computed at even when out is W; decay it once, c times
+                counts[w] = 0
+                f = coef * decay * c
+                # copy W[w] into a free row first: when out is W, reading and writing the
+                # same row in one loop defeats vectorisation (the overlap check fails)
+                old = means[0]
+                for j in range(d):
+                    old[j] = W[w, j]
+                for j in range(d):
+                    out[w, j] += scale * gm[j] + f * old[j]
+            else:
+                for j in range(d):
+                    out[w, j] += scale * gm[j]
     return loss
 
 
@@ -293,6 +290,7 @@ def _train_batch_impl(W, tokens, offsets, sent_doc, doc_offsets, order, fparams,
         members = np.empty(3 + n_neg, dtype=np.int64)
         buf = np.empty((2, 3 + n_neg, d), dtype=np.float32)
         work = np.empty((4, 3 + n_neg), dtype=np.float64)
+        counts = np.zeros(W.shape[0], dtype=np.int32)
         state = np.empty(1, dtype=np.uint64)
         seed_state(seed, done + c, state)
         c_lo = lo + c * per
@@ -306,7 +304,7 @@ def _train_batch_impl(W, tokens, offsets, sent_doc, doc_offsets, order, fparams,
             # progress of the whole run, as if the chunks were interleaved
             position = done + (e - c_lo) * n_chunks + c
             lr = max(lr_min, lr0 * (1.0 - position / total))
-            loss_sum += example_step(W, tokens, offsets, members[:k], n_pos, max_len, buf, work, W, -lr, decay)
+            loss_sum += example_step(W, tokens, offsets, members[:k], n_pos, max_len, buf, work, W, -lr, decay, counts)
             count += 1
         stats[c, 0] = loss_sum
         stats[c, 1] = count
@@ -326,7 +324,8 @@ def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0, weight_deca
     grad = np.zeros(W.shape, dtype=np.float64)
     buf = np.empty((2, k, W.shape[1]), dtype=np.float32)
     work = np.empty((4, k), dtype=np.float64)
-    loss = example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, grad, 1.0, weight_decay)
+    counts = np.zeros(W.shape[0], dtype=np.int32)
+    loss = example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, grad, 1.0, weight_decay, counts)
     if weight_decay:
         ids = []
         for s in members:
