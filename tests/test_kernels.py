@@ -333,3 +333,22 @@ def test_train_batch_serial_is_deterministic(chunks):
     assert s1[:, 1].sum() == len(order) - 1  # every target but the lone sentence
     assert not np.array_equal(W1, W0)
     assert not np.array_equal(W1, W3)
+
+
+def test_in_place_decay_of_a_frequent_word_never_flips_its_row():
+    # word 1 occurs 12 times in the example: the exact step would scale its row by
+    # 1 - 12 * lr * decay = -5; the kernel caps the shrink, so the row is zeroed and then
+    # receives only the data gradient
+    sentences = [[1, 2, 1, 1, 1], [1, 3, 1, 1], [1, 4, 1, 1], [5, 1, 6], [7, 8]]
+    lr, decay = 0.5, 1.0
+    W0 = np.random.default_rng(3).standard_normal((9, 6)).astype(np.float32)
+    tokens, offsets, members = pack(sentences)
+    k = len(members)
+    W = W0.copy()
+    cpu.example_step(W, tokens, offsets, members, 2, 0, np.empty((2, k, 6), np.float32),
+                     np.empty((4, k)), W, -lr, decay, np.zeros(9, np.int32))
+    _, data_grad = loss_and_grad(W0, sentences[0], sentences[1:3], sentences[3:])
+    np.testing.assert_allclose(W[1], -lr * data_grad[1], rtol=1e-4, atol=1e-6)
+    # a word seen once still gets the exact step
+    _, full_grad = loss_and_grad(W0, sentences[0], sentences[1:3], sentences[3:], weight_decay=decay)
+    np.testing.assert_allclose(W[7], W0[7] - lr * full_grad[7], rtol=1e-4, atol=1e-6)

@@ -61,7 +61,8 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
     coef : float
     decay : float
         Weight decay: ``coef * decay * W[w]`` is added for every token occurrence too, the
-        gradient of ``decay/2 * |W[w]|^2`` per occurrence (see ``scbow.reference``).
+        gradient of ``decay/2 * |W[w]|^2`` per occurrence (see ``scbow.reference``). In an
+        SGD step (``coef < 0``) a word's total shrink is capped at its whole row.
     counts : array of int32, shape (V,)
         Scratch, all zero on entry and on return: occurrences of each word in the example.
 
@@ -161,7 +162,10 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
                 # first occurrence: no write has reached row w yet, so W[w] is the value
                 # the gradient was computed at even when out is W; decay it once, c times
                 counts[w] = 0
-                f = coef * decay * c
+                # an SGD step shrinks the row by c * lr * decay; past 1 it would flip the
+                # row's sign and diverge, so a step at most zeroes it (a gradient, coef > 0,
+                # is never capped)
+                f = max(coef * decay * c, -1.0)
                 # copy W[w] into a free row first: when out is W, reading and writing the
                 # same row in one loop defeats vectorisation (the overlap check fails)
                 old = means[0]
