@@ -44,7 +44,7 @@ class TrainConfig:
     weight_decay: float = 10.0
     # After training, centre the corpus's sentence averages and project out this many of
     # their principal directions, folded into the word vectors (-1 = leave vectors as
-    # trained, 0 = centre only). With weight decay, k = 5..20 all scored within 0.01 on the
+    # trained, 0 = centre only). With weight decay, k = 5..20 all scored within about 0.02 on the
     # dev set; without it the effect of k is erratic. At most dim // 10 are removed.
     common_components: int = 10
     # Only the first max_length known words of a sentence enter its average; 0 = all.
