@@ -110,17 +110,131 @@ def kernel_params(config: TrainConfig, threads: int, total: int):
     return fparams, iparams
 
 
+@dataclass
+class TrainState:
+    """Where a run is: enough to report progress, write a checkpoint or resume.
+
+    ``epoch`` and ``lo`` name the next batch: it starts at position ``lo`` of the shuffled
+    targets of epoch ``epoch`` (0-based); ``done`` examples were trained before it. The
+    kernel draws its negatives from ``(seed, done)``, and the shuffle of epoch e is the
+    e-th permutation of a generator seeded by ``seed``, so a run resumed from a state
+    replays the remaining batches exactly (bit for bit with one thread).
+    """
+
+    epoch: int = 0
+    lo: int = 0
+    done: int = 0
+    total: int = 0
+    targets_per_epoch: int = 0
+    kernel_seconds: float = 0.0
+    losses: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"epoch": self.epoch, "lo": self.lo, "done": self.done, "total": self.total,
+                "targets_per_epoch": self.targets_per_epoch, "kernel_seconds": self.kernel_seconds,
+                "losses": list(self.losses)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainState":
+        return cls(**{k: d[k] for k in ("epoch", "lo", "done", "total", "targets_per_epoch",
+                                         "kernel_seconds", "losses")})
+
+
+class Hook:
+    """Called by :func:`train` between kernel calls; the base class does nothing.
+
+    ``vectors()`` returns the current matrix as a host float32 array (the live array on
+    CPU; a copy from the GPU on CUDA, so call it only when needed). Time spent in hooks
+    is not counted as training time. A hook may raise to stop the run.
+    """
+
+    def after_batch(self, state: TrainState, vectors) -> None:
+        pass
+
+    def after_epoch(self, state: TrainState, vectors) -> None:
+        pass
+
+
+class CpuBackend:
+    """Runs batches with the Numba CPU kernels on a host matrix, updated in place."""
+
+    name = "cpu"
+
+    def __init__(self, W: np.ndarray, corpus: Corpus, config: TrainConfig, threads: int, total: int):
+        import numba  # imported here, not at package import: `--help` stays fast
+
+        from .kernels import cpu as K
+        from .kernels.cpu import train_batch_parallel, train_batch_serial
+
+        self.K = K
+        self.W = W
+        self.arrays = (np.ascontiguousarray(corpus.tokens), np.ascontiguousarray(corpus.offsets),
+                       np.ascontiguousarray(corpus.sent_doc), np.ascontiguousarray(corpus.doc_offsets))
+        if threads == 1:
+            self.kernel = train_batch_serial
+        else:
+            numba.set_num_threads(threads)
+            self.kernel = train_batch_parallel
+        self.fparams, self.iparams = kernel_params(config, threads, total)
+        self.stats = np.zeros((threads, 2), dtype=np.float64)
+        self.order = None
+
+    def begin_epoch(self, order: np.ndarray) -> None:
+        self.order = order
+
+    def run(self, lo: int, hi: int, done: int) -> tuple[float, int]:
+        """Train targets ``order[lo:hi]``; returns the loss sum and the examples trained."""
+        K, ip = self.K, self.iparams
+        ip[K.P_LO], ip[K.P_HI], ip[K.P_DONE] = lo, hi, done
+        tokens, offsets, sent_doc, doc_offsets = self.arrays
+        self.kernel(self.W, tokens, offsets, sent_doc, doc_offsets, self.order, self.fparams, ip, self.stats)
+        return float(self.stats[:, 0].sum()), int(self.stats[:, 1].sum())
+
+    def vectors(self) -> np.ndarray:
+        return self.W
+
+    def close(self) -> np.ndarray:
+        """The final matrix on the host."""
+        return self.W
+
+
+def make_backend(W, corpus, config, threads, total):
+    if config.device == "cpu":
+        return CpuBackend(W, corpus, config, threads, total)
+    if config.device == "cuda":
+        try:
+            from .cuda import CudaBackend  # raises TrainingError when no GPU or numba-cuda
+        except ImportError:
+            raise TrainingError("--device cuda is not available in this version; use --device cpu") from None
+        return CudaBackend(W, corpus, config, threads, total)
+    raise TrainingError(f"unknown device {config.device!r}")
+
+
+def epoch_orders(targets: np.ndarray, seed: int, first: int = 0):
+    """Yield the shuffled targets of epochs ``first``, ``first + 1``, ...
+
+    Epoch e's order is the e-th permutation drawn from a generator seeded by ``seed``, so
+    a resumed run sees the same orders as an uninterrupted one.
+    """
+    rng = np.random.default_rng([seed, 1])
+    for _ in range(first):
+        rng.permutation(len(targets))
+    while True:
+        yield targets[rng.permutation(len(targets))]
+
+
 def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_dir=None, use_cache: bool = True,
-          on_batch=None) -> TrainResult:
+          on_batch=None, hooks=(), init: np.ndarray | None = None, start: TrainState | None = None) -> TrainResult:
     """Train Siamese CBOW embeddings.
 
     ``corpus`` is a :class:`~scbow.corpus.Corpus` or paths of text files. ``on_batch``,
-    if given, is called as ``on_batch(examples_done, W)`` after every kernel call.
+    if given, is called as ``on_batch(examples_done, W)`` after every kernel call;
+    ``hooks`` are :class:`Hook` objects. ``init`` is a starting matrix (float32, one row
+    per vocabulary word) instead of the random one; ``start`` resumes a run from a
+    :class:`TrainState` (with ``init`` holding that state's matrix).
     """
     config = config or TrainConfig()
-    if config.device != "cpu":
-        raise TrainingError(f"device {config.device!r} is not handled by the CPU trainer")
-    threads = resolve_threads(config.threads)
+    threads = resolve_threads(config.threads) if config.device == "cpu" else max(config.threads, 1)
     if not isinstance(corpus, Corpus):
         reading = Progress(0, unit="tok", enabled=None if not quiet else False)
         corpus = load_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir,
@@ -133,75 +247,81 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
             f"{corpus.n_documents} documents; an example needs a sentence with a neighbour in its "
             "document and at least 4 sentences in all"
         )
-
-    import numba  # imported here, not at package import: `--help` stays fast
-
-    from .kernels import cpu as K
-    from .kernels.cpu import train_batch_parallel, train_batch_serial
-
-    W = init_vectors(len(corpus.vocab), config)
-    tokens = np.ascontiguousarray(corpus.tokens)
-    offsets = np.ascontiguousarray(corpus.offsets)
-    sent_doc = np.ascontiguousarray(corpus.sent_doc)
-    doc_offsets = np.ascontiguousarray(corpus.doc_offsets)
     n_targets = len(targets)
     total = n_targets * config.epochs
-
-    if threads == 1:
-        kernel = train_batch_serial
+    if init is None:
+        W = init_vectors(len(corpus.vocab), config)
     else:
-        numba.set_num_threads(threads)
-        kernel = train_batch_parallel
-    fparams, iparams = kernel_params(config, threads, total)
-    stats = np.zeros((threads, 2), dtype=np.float64)
+        if init.shape != (len(corpus.vocab), config.dim):
+            raise TrainingError(f"initial vectors have shape {init.shape}; this run needs "
+                                f"{(len(corpus.vocab), config.dim)}")
+        W = np.array(init, dtype=np.float32, order="C", copy=True)
+    state = TrainState(total=total, targets_per_epoch=n_targets)
+    if start is not None:
+        if start.total != total or start.targets_per_epoch != n_targets:
+            raise TrainingError(
+                f"cannot resume: the saved run has {start.targets_per_epoch:,} targets per epoch and "
+                f"{start.total:,} examples in all, this one {n_targets:,} and {total:,} (different corpus or epochs)")
+        state = TrainState.from_dict(start.to_dict())
+
+    backend = make_backend(W, corpus, config, threads, total)
+    hooks = list(hooks)
+    if on_batch is not None:
+        class _OnBatch(Hook):
+            def after_batch(self, st, vectors):
+                on_batch(st.done, vectors())
+        hooks.append(_OnBatch())
 
     bar = Progress(total, unit="ex", enabled=None if not quiet else False)
-    losses: list[float] = []
-    done = 0
-    seconds = 0.0
-    shuffle = np.random.default_rng([config.seed, 1])
+    bar.update(state.done)
+    orders = epoch_orders(targets, config.seed, state.epoch)
     try:
-        for epoch in range(config.epochs):
-            order = shuffle.permutation(targets)
-            for lo in range(0, n_targets, BATCH):
-                hi = min(lo + BATCH, n_targets)
-                iparams[K.P_LO] = lo
-                iparams[K.P_HI] = hi
-                iparams[K.P_DONE] = done
+        while state.epoch < config.epochs:
+            epoch = state.epoch
+            backend.begin_epoch(next(orders))
+            while state.lo < n_targets:
+                lo, hi = state.lo, min(state.lo + BATCH, n_targets)
                 t0 = time.perf_counter()
-                kernel(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats)
-                seconds += time.perf_counter() - t0
-                n = stats[:, 1].sum()
-                loss = stats[:, 0].sum() / max(n, 1)
-                done += hi - lo
+                loss_sum, n = backend.run(lo, hi, state.done)
+                state.kernel_seconds += time.perf_counter() - t0
+                loss = loss_sum / max(n, 1)
+                state.done += hi - lo
+                state.lo = hi
                 if not np.isfinite(loss):
                     raise TrainingError(
-                        f"the loss became {loss} after {done:,} examples: the learning rate "
+                        f"the loss became {loss} after {state.done:,} examples: the learning rate "
                         f"({config.lr:g}) is probably too high; try a smaller --lr"
                     )
-                losses.append(float(loss))
-                bar.update(done, prefix=f"epoch {epoch + 1}/{config.epochs} ", suffix=f"loss {loss:.4f}")
-                if on_batch is not None:
-                    on_batch(done, W)
+                state.losses.append(float(loss))
+                bar.update(state.done, prefix=f"epoch {epoch + 1}/{config.epochs} ", suffix=f"loss {loss:.4f}")
+                for hook in hooks:
+                    hook.after_batch(state, backend.vectors)
+            state.epoch += 1
+            state.lo = 0
+            for hook in hooks:
+                hook.after_epoch(state, backend.vectors)
     finally:
         bar.close()
+    W = backend.close()
     if not np.isfinite(W).all():
         raise TrainingError("the embeddings hold NaN or inf: the learning rate is probably too high; try a smaller --lr")
     if config.common_components >= 0:
         remove_common_components(W, corpus, min(config.common_components, config.dim // 10), config.seed)
 
+    seconds = state.kernel_seconds
+    losses = state.losses
     info = {
         "corpus": dict(corpus.stats),
         "training": {
-            "examples": done,
+            "device": config.device,
+            "examples": state.done,
             "targets_per_epoch": n_targets,
             "threads": threads,
             "kernel_seconds": round(seconds, 3),
-            "examples_per_second": round(done / seconds, 1) if seconds else None,
+            "examples_per_second": round(state.done / seconds, 1) if seconds else None,
             "first_loss": losses[0] if losses else None,
             "final_loss": float(np.mean(losses[-max(1, len(losses) // 20):])) if losses else None,
         },
     }
     model = Model(corpus.vocab, W, config.to_dict(), info)
-    return TrainResult(model=model, seconds=seconds, examples=done, losses=losses)
-
+    return TrainResult(model=model, seconds=seconds, examples=state.done, losses=losses)
