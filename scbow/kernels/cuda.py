@@ -1,0 +1,420 @@
+"""numba.cuda kernels of Siamese CBOW training: the GPU twin of ``kernels.cpu``.
+
+Launch shape: one thread block per example, its threads spread over the embedding
+dimensions (thread ``t`` owns columns ``t, t + T, t + 2T, ...``); a grid of a few thousand
+blocks strides over the examples of a launch. Thread 0 draws the example (same sampler and
+random generator as the CPU kernel) and computes the softmax; every other step is split by
+column: the sentence means, the partial sums of norms and dot products (then a tree
+reduction in shared memory), the gradient of each mean and the scatter onto the rows.
+A thread keeps the means of its columns in local memory, so no shared array grows with
+the dimension.
+
+Updates: every example adds its gradient to the rows of its words with ``cuda.atomic.add``
+on float32, never with plain writes. On a CPU two Hogwild threads rarely touch the same row
+at once, but thousands of concurrent GPU examples all contain "the", "," and "."; a plain
+read-modify-write would drop most of the updates to exactly the rows that matter most.
+Float32 atomic adds are native on every GPU numba-cuda supports and cost about a store
+for rows nobody else touches.
+
+Weight decay is multiplicative (a row shrinks by ``c * lr * decay`` of itself, capped at
+the whole row), and an atomic *add* of ``-f * W_old`` from many concurrent examples that all
+read the same ``W_old`` compounds wrongly: three concurrent capped decays of "the" would
+give ``W - 3W = -2W`` and the row would grow without bound. So the one write per word and
+example that carries the decay is a compare-and-swap loop on the float's bits,
+``W <- W * (1 + f) + g``, applied to the current value; the word's other occurrences are
+plain atomic adds. Within one example the order matches the CPU kernel exactly: every mean
+is read before any row is written, and the decayed write of a word comes first.
+
+Everything is arrays and scalars; the kernels are built per (max sentences per example,
+dimension, threads per block) because CUDA local and shared arrays need sizes known at
+compile time. The same code runs in Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``),
+which is how the tests run without a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from types import SimpleNamespace
+
+import numpy as np
+from numba import cuda
+from numba.core import config as _numba_config
+
+from ..reference import NORM_EPS
+from .cpu import NEG_DOCUMENT, P_DECAY, P_DONE, P_HI, P_LO, P_LR, P_LR_MIN, P_MAX_LEN, P_NEG_MODE, P_NEGATIVES, P_SEED, P_TOTAL
+
+SIMULATOR = bool(_numba_config.ENABLE_CUDASIM)
+
+# Words of an example whose decay factor is kept in shared memory; the rare example with
+# more tokens recomputes the factor of the rest (same result, more work).
+MAX_SHARED_TOKENS = 1024
+
+if SIMULATOR:
+    def _float_as_int(x):
+        return np.float32(x).view(np.int32)
+
+    def _int_as_float(i):
+        return np.int32(i).view(np.float32)
+else:  # pragma: no cover - needs a GPU
+    from numba.cuda import libdevice
+
+    _float_as_int = libdevice.float_as_int
+    _int_as_float = libdevice.int_as_float
+
+
+# ---------------------------------------------------------------------------------------
+# Sampling: the device twin of kernels.cpu.seed_state, _next and fill_example (same
+# numbers for the same seed and stream).
+
+
+@cuda.jit(device=True)
+def seed_state(seed, stream, state):
+    """Seed ``state`` (uint64, shape (1,)) from two integers with splitmix64."""
+    z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(stream) + np.uint64(0x632BE59BD9B4E019)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    if z == np.uint64(0):
+        z = np.uint64(0x2545F4914F6CDD1D)
+    state[0] = z
+
+
+@cuda.jit(device=True)
+def next_random(state):
+    """xorshift64* step; ``state`` is uint64, shape (1,). Returns int64 >= 0."""
+    x = state[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    state[0] = x
+    return np.int64((x * np.uint64(2685821657736338717)) >> np.uint64(1))
+
+
+@cuda.jit(device=True)
+def fill_example(target, sent_doc, doc_offsets, n_neg, neg_mode, state, members):
+    """Write target, positives and negatives of ``target`` into ``members``.
+
+    Same contract as ``kernels.cpu.fill_example``: returns ``(k, n_pos)``, ``n_pos = 0``
+    when the target has no neighbour in its document; negatives are never the target or
+    a positive; NEG_DOCUMENT draws from the target's document when it has a sentence that
+    is neither, else from all sentences, NEG_UNIFORM from all sentences.
+    """
+    n_sent = sent_doc.shape[0]
+    doc = sent_doc[target]
+    members[0] = target
+    n_pos = 0
+    if target > 0 and sent_doc[target - 1] == doc:
+        n_pos += 1
+        members[n_pos] = target - 1
+    if target + 1 < n_sent and sent_doc[target + 1] == doc:
+        n_pos += 1
+        members[n_pos] = target + 1
+    if n_pos == 0:
+        return 1, 0
+    lo = np.int64(0)
+    size = np.int64(n_sent)
+    if neg_mode == NEG_DOCUMENT:
+        d_lo = doc_offsets[doc]
+        d_size = doc_offsets[doc + 1] - d_lo
+        if d_size > 1 + n_pos:
+            lo = d_lo
+            size = d_size
+    for m in range(n_neg):
+        r = lo + next_random(state) % size
+        while r == target or r == members[1] or (n_pos == 2 and r == members[2]):
+            r = lo + next_random(state) % size
+        members[1 + n_pos + m] = r
+    return 1 + n_pos + n_neg, n_pos
+
+
+@cuda.jit
+def sample_kernel(targets, sent_doc, doc_offsets, n_neg, neg_mode, seed, members, kn):
+    """Draw the example of ``targets[i]`` with stream ``i`` (one thread each; for tests).
+
+    targets: int64 (n,); sent_doc: int32 (n_sentences,); doc_offsets: int64 (n_docs + 1,);
+    members: int64 (n, >= 3 + n_neg) output; kn: int64 (n, 2) output (k, n_pos).
+    """
+    i = cuda.grid(1)
+    if i < targets.shape[0]:
+        state = cuda.local.array(1, np.uint64)
+        seed_state(seed, i, state)
+        k, n_pos = fill_example(targets[i], sent_doc, doc_offsets, n_neg, neg_mode, state, members[i])
+        kn[i, 0] = k
+        kn[i, 1] = n_pos
+
+
+# ---------------------------------------------------------------------------------------
+# One example, by one thread block
+
+
+@cuda.jit(device=True)
+def decay_factor(p, tokens, starts, lens, k, coef, decay):
+    """Decay coefficient of the token at flat position ``p`` of the example.
+
+    ``max(coef * decay * c, -1)`` at the first occurrence of a word that occurs ``c`` times
+    in the example (the CPU kernel's rule: a step at most zeroes a row), 0 at the others.
+    """
+    m = 0
+    q0 = 0
+    while p >= q0 + lens[m]:
+        q0 += lens[m]
+        m += 1
+    w = tokens[starts[m] + p - q0]
+    c = 0
+    q = 0
+    for m2 in range(k):
+        for t in range(starts[m2], starts[m2] + lens[m2]):
+            if tokens[t] == w:
+                if q < p:
+                    return 0.0
+                c += 1
+            q += 1
+    return max(coef * decay * c, -1.0)
+
+
+@cuda.jit(device=True)
+def sentence_spans(offsets, members, k, max_len, starts, lens):
+    """First token and length (at most ``max_len`` if > 0) of each sentence of the example."""
+    for m in range(k):
+        s = members[m]
+        start = offsets[s]
+        n = offsets[s + 1] - start
+        if max_len > 0 and n > max_len:
+            n = max_len
+        starts[m] = start
+        lens[m] = n
+
+
+def shared_bytes(k_max: int, threads: int) -> int:
+    """Static shared memory of a block of the kernels :func:`build` makes, in bytes."""
+    return 8 * 3 * k_max + 16 + 12 * k_max + 8 * k_max * threads + 4 * MAX_SHARED_TOKENS + 16
+
+
+@lru_cache(maxsize=None)
+def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
+    """Kernels for examples of at most ``k_max`` sentences, ``dim`` columns, ``threads`` per block.
+
+    ``threads`` must be a power of two (tree reduction). Returns a namespace with
+    ``train`` (the training kernel), ``example`` (one example with given sentences, for
+    tests) and the sizes.
+    """
+    if threads < 1 or threads & (threads - 1):
+        raise ValueError(f"threads per block must be a power of two, got {threads}")
+    T = threads
+    R = (dim + T - 1) // T  # columns per thread
+    K = k_max
+    KR = K * R
+    Q = 2 * K
+    MAXTOK = MAX_SHARED_TOKENS
+
+    @cuda.jit(device=True)
+    def example_block(W, Wi, out, tokens, offsets, members, k, n_pos, max_len, coef, decay, in_place,
+                      starts, lens, coefs, red, fdec, scal, means, work):
+        """Loss of one example (into ``scal[0]``) and its scaled gradient added to ``out``.
+
+        All threads of the block call it, after thread 0 filled ``starts`` and ``lens`` with
+        :func:`sentence_spans` and a ``syncthreads``. ``out`` is ``W`` itself for an SGD step
+        (``in_place = 1``, ``coef = -lr``; decayed writes go through ``Wi``, the int32 bits
+        of ``W`` flattened) or a zero float32 array for ``coef * dL/dW`` (``in_place = 0``).
+        """
+        tid = cuda.threadIdx.x
+        # means of this thread's columns, partial squared norms and dots with the target
+        for m in range(k):
+            start = starts[m]
+            stop = start + lens[m]
+            inv = np.float32(1.0) / np.float32(lens[m])
+            sq = np.float32(0.0)
+            dot = np.float32(0.0)
+            for r in range(R):
+                j = tid + r * T
+                acc = np.float32(0.0)
+                if j < dim:
+                    for t in range(start, stop):
+                        acc += W[tokens[t], j]
+                    acc *= inv
+                means[m * R + r] = acc
+                sq += acc * acc
+                dot += means[r] * acc
+            red[m, tid] = sq
+            red[K + m, tid] = dot
+        cuda.syncthreads()
+        half = T // 2
+        while half > 0:
+            if tid < half:
+                for m in range(k):
+                    red[m, tid] += red[m, tid + half]
+                    red[K + m, tid] += red[K + m, tid + half]
+            cuda.syncthreads()
+            half //= 2
+
+        if tid == 0:
+            # work rows: norms, cosines, dL/dc
+            n_i = max(math.sqrt(red[0, 0]), NORM_EPS)
+            top = -2.0
+            for m in range(1, k):
+                work[0, m] = max(math.sqrt(red[m, 0]), NORM_EPS)
+                work[1, m] = red[K + m, 0] / (n_i * work[0, m])
+                top = max(top, work[1, m])
+            total = 0.0
+            for m in range(1, k):
+                work[2, m] = math.exp(work[1, m] - top)
+                total += work[2, m]
+            log_total = math.log(total)
+            loss = 0.0
+            t_pos = 1.0 / n_pos
+            a_i = 0.0
+            for m in range(1, k):
+                prob = work[2, m] / total
+                g = prob
+                if m <= n_pos:
+                    loss -= t_pos * (work[1, m] - top - log_total)
+                    g = prob - t_pos
+                # dL/ds_i = sum_j g_j (s_j/(|s_i||s_j|) - c_j s_i/|s_i|^2)
+                # dL/ds_j = g_j (s_i/(|s_i||s_j|) - c_j s_j/|s_j|^2)
+                coefs[0, m] = g / (n_i * work[0, m])
+                coefs[1, m] = g * work[1, m] / (work[0, m] * work[0, m])
+                a_i += g * work[1, m]
+            coefs[1, 0] = a_i / (n_i * n_i)
+            for m in range(k):
+                coefs[2, m] = coef / lens[m]
+            scal[0] = loss
+
+        if decay != 0.0:
+            n_tok = 0
+            for m in range(k):
+                n_tok += lens[m]
+            for q in range(tid, min(n_tok, MAXTOK), T):
+                fdec[q] = decay_factor(q, tokens, starts, lens, k, coef, decay)
+        cuda.syncthreads()
+
+        # gradients of the means, column by column, in place of the means
+        for r in range(R):
+            s_i = means[r]
+            g_i = -coefs[1, 0] * s_i
+            for m in range(1, k):
+                g_i += coefs[0, m] * means[m * R + r]
+            for m in range(1, k):
+                means[m * R + r] = coefs[0, m] * s_i - coefs[1, m] * means[m * R + r]
+            means[r] = g_i
+
+        p = 0
+        for m in range(k):
+            scale = coefs[2, m]
+            for t in range(starts[m], starts[m] + lens[m]):
+                w = tokens[t]
+                f = np.float32(0.0)
+                if decay != 0.0:
+                    if p < MAXTOK:
+                        f = fdec[p]
+                    else:
+                        f = np.float32(decay_factor(p, tokens, starts, lens, k, coef, decay))
+                for r in range(R):
+                    j = tid + r * T
+                    if j < dim:
+                        gv = scale * means[m * R + r]
+                        if in_place != 0 and f != 0:
+                            idx = w * dim + j
+                            old = Wi[idx]
+                            while True:
+                                new = _int_as_float(old) * (np.float32(1.0) + f) + gv
+                                seen = cuda.atomic.cas(Wi, idx, old, _float_as_int(new))
+                                if seen == old:
+                                    break
+                                old = seen
+                        else:
+                            cuda.atomic.add(out, (w, j), gv + f * W[w, j])
+                p += 1
+
+    @cuda.jit
+    def train(W, Wi, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats):
+        """Train on the examples of targets ``order[lo:hi]``, one block per example at a time.
+
+        W: float32 (V, dim), updated in place; Wi: int32 (V * dim,), the same memory;
+        tokens: int32 (n_tokens,); offsets: int64 (n_sentences + 1,); sent_doc: int32
+        (n_sentences,); doc_offsets: int64 (n_docs + 1,); order: int64 (n_targets,);
+        fparams: float64 (4,) and iparams: int64 (8,), the layout of kernels.cpu;
+        stats: float64 (grid, 2) output, loss sum and examples per block.
+
+        The example at position ``e`` is number ``done + e - lo`` of the run: its learning
+        rate is ``max(lr_min, lr * (1 - position / total))`` and its negatives come from
+        the random stream ``(seed, position)``, whatever the launch shape.
+        """
+        tid = cuda.threadIdx.x
+        members = cuda.shared.array(K, np.int64)
+        starts = cuda.shared.array(K, np.int64)
+        lens = cuda.shared.array(K, np.int64)
+        kn = cuda.shared.array(2, np.int64)
+        coefs = cuda.shared.array((3, K), np.float32)
+        red = cuda.shared.array((Q, T), np.float32)
+        fdec = cuda.shared.array(MAXTOK, np.float32)
+        scal = cuda.shared.array(2, np.float64)
+        means = cuda.local.array(KR, np.float32)
+        work = cuda.local.array((3, K), np.float64)
+        state = cuda.local.array(1, np.uint64)
+
+        lo = iparams[P_LO]
+        hi = iparams[P_HI]
+        done = iparams[P_DONE]
+        n_neg = iparams[P_NEGATIVES]
+        max_len = iparams[P_MAX_LEN]
+        neg_mode = iparams[P_NEG_MODE]
+        seed = iparams[P_SEED]
+        lr0 = fparams[P_LR]
+        lr_min = fparams[P_LR_MIN]
+        total = fparams[P_TOTAL]
+        decay = fparams[P_DECAY]
+        loss_sum = 0.0
+        count = 0
+        e = lo + cuda.blockIdx.x
+        while e < hi:
+            if tid == 0:
+                position = done + (e - lo)
+                seed_state(seed, position, state)
+                k, n_pos = fill_example(order[e], sent_doc, doc_offsets, n_neg, neg_mode, state, members)
+                kn[0] = k
+                kn[1] = n_pos
+                scal[1] = max(lr_min, lr0 * (1.0 - position / total))
+                sentence_spans(offsets, members, k, max_len, starts, lens)
+            cuda.syncthreads()
+            if kn[1] > 0:
+                example_block(W, Wi, W, tokens, offsets, members, kn[0], kn[1], max_len, -scal[1], decay, 1,
+                              starts, lens, coefs, red, fdec, scal, means, work)
+                if tid == 0:
+                    loss_sum += scal[0]
+                    count += 1
+            cuda.syncthreads()
+            e += cuda.gridDim.x
+        if tid == 0:
+            stats[cuda.blockIdx.x, 0] = loss_sum
+            stats[cuda.blockIdx.x, 1] = count
+
+    @cuda.jit
+    def example(W, Wi, out, tokens, offsets, members_in, fparams, iparams, loss_out):
+        """One example with given sentences, by one block (the kernel path, for tests).
+
+        members_in: int64 (k,), target, positives, negatives; fparams: float64 (2,) coef and
+        decay; iparams: int64 (3,) n_pos, max_len, in_place; loss_out: float64 (1,).
+        """
+        tid = cuda.threadIdx.x
+        members = cuda.shared.array(K, np.int64)
+        starts = cuda.shared.array(K, np.int64)
+        lens = cuda.shared.array(K, np.int64)
+        coefs = cuda.shared.array((3, K), np.float32)
+        red = cuda.shared.array((Q, T), np.float32)
+        fdec = cuda.shared.array(MAXTOK, np.float32)
+        scal = cuda.shared.array(2, np.float64)
+        means = cuda.local.array(KR, np.float32)
+        work = cuda.local.array((3, K), np.float64)
+        k = members_in.shape[0]
+        if tid == 0:
+            for m in range(k):
+                members[m] = members_in[m]
+            sentence_spans(offsets, members, k, iparams[1], starts, lens)
+        cuda.syncthreads()
+        example_block(W, Wi, out, tokens, offsets, members, k, iparams[0], iparams[1], fparams[0], fparams[1],
+                      iparams[2], starts, lens, coefs, red, fdec, scal, means, work)
+        if tid == 0:
+            loss_out[0] = scal[0]
+
+    return SimpleNamespace(train=train, example=example, k_max=K, dim=dim, threads=T)

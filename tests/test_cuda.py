@@ -1,0 +1,539 @@
+"""The numba.cuda kernels and the ``--device cuda`` backend against ``scbow.reference``.
+
+Without a GPU these run in Numba's CUDA simulator (tests/conftest.py sets
+NUMBA_ENABLE_CUDASIM=1 before numba loads): every CUDA thread is a Python thread, so the
+inputs are tiny (dimension 8, a few dozen examples). On a machine with a GPU the same tests
+run on it, and the quality check against the CPU path runs too.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import scbow.cuda as scuda
+from scbow.config import TrainConfig
+from scbow.errors import TrainingError
+from scbow.reference import loss_and_grad
+
+from conftest import DATA_DIR, build_example, pack, synthetic_text
+
+PROBLEM = scuda.cuda_problem()
+needs_cuda = pytest.mark.skipif(PROBLEM is not None, reason=f"CUDA unusable here: {PROBLEM}")
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # simulated uint64 RNG
+
+if PROBLEM is None:
+    from numba import cuda
+
+    from scbow.kernels import cpu
+    from scbow.kernels import cuda as KC
+
+    SIMULATOR = KC.SIMULATOR
+else:
+    SIMULATOR = False
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fast_simulator():
+    """The simulator's block manager polls its threads; a short GIL switch interval cuts its waits."""
+    before = sys.getswitchinterval()
+    if SIMULATOR:
+        sys.setswitchinterval(5e-5)
+    yield
+    sys.setswitchinterval(before)
+
+
+def seed_of(*key) -> int:
+    return zlib.crc32(repr(key).encode())
+
+
+def assert_grad_close(grad, ref, rtol=1e-4):
+    scale = np.abs(ref).max()
+    assert scale > 0
+    err = np.abs(grad - ref).max()
+    assert err <= rtol * scale, f"max |kernel - reference| = {err:g}, max |reference| = {scale:g}"
+
+
+def run_example(W, tokens, offsets, members, n_pos, *, coef=1.0, decay=0.0, max_len=0, in_place=False, threads=4):
+    """One example through the kernels' example path; returns (loss, out or stepped W)."""
+    V, d = W.shape
+    kern = KC.build(len(members), d, threads)
+    W_d = cuda.to_device(W)
+    out_d = W_d if in_place else cuda.to_device(np.zeros_like(W))
+    loss_d = cuda.to_device(np.zeros(1))
+    kern.example[1, threads](W_d, W_d.reshape(V * d).view(np.int32), out_d, cuda.to_device(tokens),
+                             cuda.to_device(offsets), cuda.to_device(np.asarray(members, np.int64)),
+                             cuda.to_device(np.array([coef, decay])),
+                             cuda.to_device(np.array([n_pos, max_len, int(in_place)], np.int64)), loss_d)
+    return float(loss_d.copy_to_host()[0]), out_d.copy_to_host()
+
+
+def decay_loss(W, sentences, decay):
+    rows = W[np.concatenate([np.asarray(s) for s in sentences])].astype(np.float64)
+    return 0.5 * decay * float((rows * rows).sum())
+
+
+# ---------------------------------------------------------------------------------------
+# One example: loss and gradient
+
+
+@needs_cuda
+@pytest.mark.parametrize("case, n_pos, n_neg, dim, threads", [
+    ("distinct", 2, 2, 8, 4),
+    ("length1", 1, 1, 8, 4),
+    ("repeated", 2, 3, 8, 4),
+    ("shared", 2, 2, 8, 4),
+    ("mixed_lengths", 1, 5, 8, 4),
+    ("shared", 1, 2, 6, 8),  # more threads than columns
+    ("distinct", 2, 2, 5, 1),  # one thread does every column
+])
+@pytest.mark.parametrize("decay", [0.0, 0.3])
+def test_example_loss_and_gradient_match_reference(case, n_pos, n_neg, dim, threads, decay):
+    seed = seed_of(case, n_pos, n_neg, dim)
+    V, target, positives, negatives = build_example(case, n_pos, n_neg, seed=seed)
+    W = (0.3 * np.random.default_rng(seed).standard_normal((V, dim))).astype(np.float32)
+    tokens, offsets, members = pack([target, *positives, *negatives], shuffle_seed=seed, extra=3)
+    loss, grad = run_example(W, tokens, offsets, members, n_pos, decay=decay, threads=threads)
+    ref_loss, ref_grad = loss_and_grad(W, target, positives, negatives, weight_decay=decay)
+    # the kernel reports the data loss; the decay term is the reference's extra
+    assert loss + decay_loss(W, [target, *positives, *negatives], decay) == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
+    assert_grad_close(grad, ref_grad)
+    assert not grad[[V - 2, V - 1]].any()  # rows of words outside the example
+
+
+@needs_cuda
+@pytest.mark.parametrize("max_len", [1, 3])
+def test_max_len_truncation_matches_reference(max_len):
+    seed = seed_of("max_len", max_len)
+    V, target, positives, negatives = build_example("mixed_lengths", 2, 4, seed=seed)
+    W = (0.3 * np.random.default_rng(seed).standard_normal((V, 8))).astype(np.float32)
+    tokens, offsets, members = pack([target, *positives, *negatives], shuffle_seed=seed, extra=2)
+    loss, grad = run_example(W, tokens, offsets, members, 2, max_len=max_len)
+
+    def cut(s):
+        return s[:max_len]
+
+    ref_loss, ref_grad = loss_and_grad(W, cut(target), [cut(s) for s in positives], [cut(s) for s in negatives])
+    assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
+    assert_grad_close(grad, ref_grad)
+    assert abs(loss_and_grad(W, target, positives, negatives)[0] - ref_loss) > 1e-4  # truncation mattered
+
+
+# ---------------------------------------------------------------------------------------
+# One update step, in place
+
+
+@needs_cuda
+@pytest.mark.parametrize("case, decay", [("distinct", 0.0), ("shared", 0.0), ("distinct", 0.1), ("repeated", 0.1),
+                                         ("shared", 0.1)])
+def test_in_place_step_is_one_sgd_step(case, decay):
+    lr = 0.5
+    seed = seed_of("sgd", case)
+    V, target, positives, negatives = build_example(case, 2, 3, seed=seed)
+    W0 = np.random.default_rng(seed).standard_normal((V, 8)).astype(np.float32)
+    tokens, offsets, members = pack([target, *positives, *negatives])
+    loss, W = run_example(W0, tokens, offsets, members, 2, coef=-lr, decay=decay, in_place=True)
+    ref_loss, ref_grad = loss_and_grad(W0, target, positives, negatives, weight_decay=decay)
+    expected = W0.astype(np.float64) - lr * ref_grad
+    assert np.abs(W - W0).max() > 1e-2  # large enough to see a write that came before a read
+    assert np.abs(W - expected).max() <= 1e-4 * lr * np.abs(ref_grad).max() + 1e-6
+
+
+@needs_cuda
+def test_in_place_decay_of_a_frequent_word_is_capped_at_its_row():
+    # word 1 occurs 12 times: the uncapped step would scale its row by 1 - 12 * 0.5 = -5
+    sentences = [[1, 2, 1, 1, 1], [1, 3, 1, 1], [1, 4, 1, 1], [5, 1, 6], [7, 8]]
+    lr, decay = 0.5, 1.0
+    W0 = np.random.default_rng(3).standard_normal((9, 6)).astype(np.float32)
+    tokens, offsets, members = pack(sentences)
+    _, W = run_example(W0, tokens, offsets, members, 2, coef=-lr, decay=decay, in_place=True)
+    _, data_grad = loss_and_grad(W0, sentences[0], sentences[1:3], sentences[3:])
+    np.testing.assert_allclose(W[1], -lr * data_grad[1], rtol=1e-4, atol=1e-6)  # zeroed, then the data step
+    _, full_grad = loss_and_grad(W0, sentences[0], sentences[1:3], sentences[3:], weight_decay=decay)
+    np.testing.assert_allclose(W[7], W0[7] - lr * full_grad[7], rtol=1e-4, atol=1e-6)  # seen once: exact
+
+
+# ---------------------------------------------------------------------------------------
+# Sampling on the device: the CPU sampler's numbers and invariants
+
+DOC_SIZES = (1, 2, 3, 4, 6, 40)
+
+
+def doc_arrays(sizes=DOC_SIZES):
+    sent_doc = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
+    doc_offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    doc_offsets[1:] = np.cumsum(sizes)
+    return sent_doc, doc_offsets
+
+
+@needs_cuda
+@pytest.mark.parametrize("mode", ["document", "uniform"])
+def test_device_sampler_draws_what_the_cpu_sampler_draws(mode):
+    mode_id = cpu.NEG_DOCUMENT if mode == "document" else cpu.NEG_UNIFORM
+    sent_doc, doc_offsets = doc_arrays()
+    n_neg, seed = 3, 17
+    targets = np.arange(len(sent_doc), dtype=np.int64)
+    members = np.full((len(targets), 3 + n_neg), -1, dtype=np.int64)
+    kn = np.zeros((len(targets), 2), dtype=np.int64)
+    members_d, kn_d = cuda.to_device(members), cuda.to_device(kn)
+    KC.sample_kernel[2, 32](cuda.to_device(targets), cuda.to_device(sent_doc), cuda.to_device(doc_offsets),
+                            n_neg, mode_id, seed, members_d, kn_d)
+    members, kn = members_d.copy_to_host(), kn_d.copy_to_host()
+    for i, target in enumerate(targets):
+        state = np.zeros(1, dtype=np.uint64)
+        cpu.seed_state(seed, i, state)
+        want = np.full(3 + n_neg, -1, dtype=np.int64)
+        k, n_pos = cpu.fill_example(target, sent_doc, doc_offsets, n_neg, mode_id, state, want)
+        assert (kn[i, 0], kn[i, 1]) == (k, n_pos)
+        assert members[i, :k].tolist() == want[:k].tolist()
+        # and the invariants themselves, checked here too
+        doc = sent_doc[target]
+        lo, hi = doc_offsets[doc], doc_offsets[doc + 1]
+        neighbours = {s for s in (target - 1, target + 1) if lo <= s < hi}
+        if not neighbours:
+            assert n_pos == 0
+            continue
+        negs = set(members[i, 1 + n_pos : k].tolist())
+        assert set(members[i, 1 : 1 + n_pos].tolist()) == neighbours
+        assert target not in negs and not negs & neighbours
+        if mode == "document" and hi - lo > 1 + n_pos:
+            assert all(lo <= s < hi for s in negs)
+    assert kn[:, 1].sum() > 0
+
+
+# ---------------------------------------------------------------------------------------
+# The backend: learning-rate schedule, epochs over a corpus, streaming
+
+
+def toy_corpus(doc_sizes, seed=0, vocab=30, max_words=6):
+    rng = np.random.default_rng(seed)
+    sentences = [rng.integers(0, vocab, size=int(rng.integers(1, max_words + 1))).tolist()
+                 for _ in range(sum(doc_sizes))]
+    tokens = np.array([w for s in sentences for w in s], dtype=np.int32)
+    offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(s) for s in sentences])
+    sent_doc, doc_offsets = doc_arrays(doc_sizes)
+    return SimpleNamespace(sentences=sentences, tokens=tokens, offsets=offsets, sent_doc=sent_doc,
+                           doc_offsets=doc_offsets, vocab_size=vocab)
+
+
+def backend_for(corpus, W, total, **config_and_backend):
+    backend_keys = ("memory_limit", "block_threads", "grid")
+    backend_kw = {k: config_and_backend.pop(k) for k in backend_keys if k in config_and_backend}
+    config = TrainConfig(dim=W.shape[1], common_components=-1, device="cuda", **config_and_backend)
+    return scuda.CudaBackend(W.copy(), corpus, config, 1, total, **backend_kw), config
+
+
+@needs_cuda
+@pytest.mark.parametrize("doc_sizes, mode", [((3, 1), "uniform"), ((4, 1), "document")])
+@pytest.mark.parametrize("position", ["start", "middle", "floor"])
+def test_one_example_step_follows_the_learning_rate_schedule(doc_sizes, mode, position):
+    # target 1: positives 0 and 2; the only sentence either mode may draw as a negative is 3
+    corpus = toy_corpus(doc_sizes, seed=5)
+    lr, decay, total = 0.4, 0.5, 1000
+    done = {"start": 0, "middle": 500, "floor": 1000}[position]
+    W0 = (0.5 * np.random.default_rng(1).standard_normal((corpus.vocab_size, 8))).astype(np.float32)
+    backend, config = backend_for(corpus, W0, total, lr=lr, weight_decay=decay, negatives=2, negative_mode=mode,
+                                  min_lr_fraction=0.01)
+    backend.begin_epoch(np.array([1], dtype=np.int64))
+    loss_sum, n = backend.run(0, 1, done)
+    W = backend.close()
+    step_lr = max(lr * 0.01, lr * (1 - done / total))
+    s = corpus.sentences
+    ref_loss, ref_grad = loss_and_grad(W0, s[1], [s[0], s[2]], [s[3], s[3]], weight_decay=decay)
+    assert n == 1
+    assert loss_sum + decay_loss(W0, [s[1], s[0], s[2], s[3], s[3]], decay) == pytest.approx(ref_loss, rel=1e-4)
+    expected = W0 - step_lr * ref_grad
+    assert np.abs(W - W0).max() > 1e-3
+    np.testing.assert_allclose(W, expected, rtol=0, atol=1e-4 * step_lr * np.abs(ref_grad).max() + 1e-7)
+
+
+def emulate_epoch(backend, corpus, W0, config, total, done0=0):
+    """The backend's epoch replayed on the host in float64: CPU sampler, reference gradient.
+
+    Uses the backend's own grouping of the targets by chunk and the chunks' local
+    numbering, so it checks the kernel (sampling stream, positions, learning rates,
+    updates) given that plan; the plan is tested on its own below.
+    """
+    W = W0.astype(np.float64)
+    loss_sum = 0.0
+    mode = cpu.NEG_DOCUMENT if config.negative_mode == "document" else cpu.NEG_UNIFORM
+    for c, (lo, hi) in enumerate(backend.chunks):
+        first, _, _, sent_doc, doc_offsets = scuda.chunk_arrays(corpus, lo, hi)
+        for pos in range(backend.bounds[c], backend.bounds[c + 1]):
+            position = done0 + pos
+            state = np.zeros(1, dtype=np.uint64)
+            cpu.seed_state(config.seed, position, state)
+            members = np.zeros(3 + config.negatives, dtype=np.int64)
+            k, n_pos = cpu.fill_example(backend.epoch_order[pos] - first, sent_doc, doc_offsets, config.negatives,
+                                        mode, state, members)
+            if n_pos == 0:
+                continue
+            sents = [corpus.sentences[first + m] for m in members[:k]]
+            lr = max(config.lr * config.min_lr_fraction, config.lr * (1 - position / total))
+            loss, grad = loss_and_grad(W, sents[0], sents[1 : 1 + n_pos], sents[1 + n_pos :],
+                                       weight_decay=config.weight_decay)
+            loss_sum += loss - decay_loss(W, sents, config.weight_decay)
+            W -= lr * grad
+    return W, loss_sum
+
+
+@needs_cuda
+@pytest.mark.parametrize("streamed, mode", [(False, "uniform"), (True, "document"), (True, "uniform")])
+def test_epoch_matches_a_sequential_replay_on_the_reference(streamed, mode):
+    corpus = toy_corpus((5, 1, 7, 2, 6), seed=7)
+    n = len(corpus.sent_doc)
+    targets = np.random.default_rng(2).permutation(n).astype(np.int64)
+    total = 3 * n
+    W0 = (0.3 * np.random.default_rng(4).standard_normal((corpus.vocab_size, 8))).astype(np.float32)
+    # one block at a time (grid=1): examples apply one after the other, as in the replay
+    limit = 250 if streamed else None  # bytes: about 4 sentences per chunk
+    backend, config = backend_for(corpus, W0, total, lr=0.3, weight_decay=0.2, negatives=2, negative_mode=mode,
+                                  seed=9, grid=1, memory_limit=limit)
+    assert (len(backend.chunks) > 2) == streamed
+    backend.begin_epoch(targets)
+    done0 = n  # as if in the second epoch
+    cut = n // 2
+    l1, c1 = backend.run(0, cut, done0)
+    l2, c2 = backend.run(cut, n, done0 + cut)
+    W = backend.close()
+    assert sorted(backend.epoch_order.tolist()) == sorted(targets.tolist())
+    W_ref, ref_loss = emulate_epoch(backend, corpus, W0, config, total, done0)
+    assert c1 + c2 == n - 1  # every sentence but the lone one of document 1
+    assert l1 + l2 == pytest.approx(ref_loss, rel=1e-3)
+    moved = np.abs(W_ref - W0).max()
+    assert moved > 0.05
+    assert np.abs(W - W_ref).max() <= 2e-3 * moved
+
+
+@needs_cuda
+def test_many_negatives_take_fewer_threads_then_a_clear_error():
+    corpus = toy_corpus((6, 6), seed=1)
+    W = np.zeros((corpus.vocab_size, 200), dtype=np.float32)
+    backend, _ = backend_for(corpus, W, 100, negatives=60, block_threads=128)
+    assert backend.threads < 128
+    assert KC.shared_bytes(63, backend.threads) <= scuda.SHARED_LIMIT
+    with pytest.raises(TrainingError, match="--negatives 151"):
+        backend_for(corpus, W, 100, negatives=151)
+
+
+def test_the_cuda_tests_run_in_the_simulator_when_asked():
+    """CI has no GPU: these tests must run in the simulator there, never skip quietly."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        assert PROBLEM is None and SIMULATOR
+
+
+def test_chunk_plan_keeps_every_target_example_and_fits_the_budget():
+    rng = np.random.default_rng(0)
+    corpus = toy_corpus(tuple(int(x) for x in rng.integers(1, 12, size=15)), seed=3, max_words=9)
+    n = len(corpus.sent_doc)
+    doc_starts = set(corpus.doc_offsets.tolist())
+    for budget in (200, 300, 600, 100_000):
+        chunks = scuda.plan_chunks(corpus.offsets, corpus.doc_offsets, budget)
+        assert chunks[0][0] == 0 and chunks[-1][1] == n
+        assert all(a < b for a, b in chunks) and all(chunks[i][1] == chunks[i + 1][0] for i in range(len(chunks) - 1))
+        for lo, hi in chunks:
+            first, tokens, offsets, sent_doc, doc_offsets = scuda.chunk_arrays(corpus, lo, hi)
+            size = len(offsets) - 1
+            assert size >= scuda.MIN_SENTENCES  # every target has a negative to draw
+            if size > scuda.MIN_SENTENCES:  # else widened past the budget, at most 3 sentences
+                assert 4 * len(tokens) + scuda.SENTENCE_BYTES * size <= budget or len(chunks) == 1
+                assert first == max(lo - 1, 0) and first + size == min(hi + 1, n)
+            assert first <= max(lo - 1, 0) and first + size >= min(hi + 1, n)
+            for s in range(lo, hi):
+                local = s - first
+                assert tokens[offsets[local] : offsets[local + 1]].tolist() == corpus.sentences[s]
+                for nb in (s - 1, s + 1):  # a neighbour in the same document is in the chunk, same document
+                    if 0 <= nb < n and corpus.sent_doc[nb] == corpus.sent_doc[s]:
+                        assert 0 <= nb - first < size and sent_doc[nb - first] == sent_doc[local]
+                doc = sent_doc[local]
+                g_doc = corpus.sent_doc[s]
+                assert doc_offsets[doc] == max(corpus.doc_offsets[g_doc] - first, 0)
+                assert doc_offsets[doc + 1] == min(corpus.doc_offsets[g_doc + 1] - first, size)
+            # a cut is at a document boundary when one lies in the second half of the chunk
+            if hi < n and hi not in doc_starts:
+                assert not any(lo + (hi - lo) // 2 < b < hi for b in doc_starts)
+        assert (len(chunks) == 1) == (budget == 100_000)
+    with pytest.raises(TrainingError, match="GPU memory"):
+        scuda.plan_chunks(corpus.offsets, corpus.doc_offsets, 20)
+
+
+# ---------------------------------------------------------------------------------------
+# Through scbow.trainer.train and the CLI
+
+
+@pytest.fixture
+def tiny_corpus_file(tmp_path):
+    path = tmp_path / "tiny.txt"
+    path.write_text(synthetic_text(n_docs=3, sents_per_doc=10, seed=3), encoding="utf-8")
+    return path
+
+
+def mean_reference_loss(W, corpus, negatives):
+    """Mean loss of every target with fixed negatives: an objective measured outside the kernels."""
+    sents = [corpus.tokens[corpus.offsets[s] : corpus.offsets[s + 1]].tolist() for s in range(corpus.n_sentences)]
+    total, count = 0.0, 0
+    for s in range(corpus.n_sentences):
+        pos = [sents[t] for t in (s - 1, s + 1) if 0 <= t < corpus.n_sentences and corpus.sent_doc[t] == corpus.sent_doc[s]]
+        if pos:
+            total += loss_and_grad(W, sents[s], pos, [sents[t] for t in negatives[s]])[0]
+            count += 1
+    return total / count
+
+
+@needs_cuda
+def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path, monkeypatch):
+    from scbow.corpus import load_corpus
+    from scbow.formats import load_model, save_model
+    from scbow.trainer import train
+
+    monkeypatch.setattr(scuda, "LAUNCH_BATCH", 16)  # several batches per epoch: progress and hooks
+    corpus = load_corpus([tiny_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
+    config = TrainConfig(dim=8, epochs=2, lr=0.3, weight_decay=0.0, common_components=-1, device="cuda", seed=4)
+    seen = []
+    result = train(corpus, config, quiet=True, on_batch=lambda done, W: seen.append((done, W.copy())))
+    n_targets = corpus.n_sentences  # every document has several sentences
+    assert result.examples == 2 * n_targets and seen[-1][0] == result.examples
+    assert len(result.losses) == len(seen) == 2 * -(-n_targets // 16)
+    assert all(isinstance(W, np.ndarray) and W.dtype == np.float32 for _, W in seen)
+    assert np.isfinite(result.losses).all()
+    assert result.model.info["training"]["device"] == "cuda"
+    np.testing.assert_array_equal(seen[-1][1], result.model.vectors)  # the hook saw the final matrix
+
+    rng = np.random.default_rng(0)
+    negatives = rng.integers(0, corpus.n_sentences, size=(corpus.n_sentences, 2))
+    from scbow.trainer import init_vectors
+    before = mean_reference_loss(init_vectors(len(corpus.vocab), config), corpus, negatives)
+    after = mean_reference_loss(result.model.vectors, corpus, negatives)
+    assert after < before - 0.1, (before, after)  # about 1.36 -> 1.16
+
+    path = save_model(result.model, tmp_path / "model")
+    np.testing.assert_array_equal(load_model(path).vectors, result.model.vectors)
+
+
+@needs_cuda
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's numpy scalars see the inf and NaN
+def test_cuda_divergence_is_reported_like_on_cpu(tiny_corpus_file, tmp_path):
+    from scbow.trainer import train
+
+    config = TrainConfig(dim=8, epochs=1, lr=1e30, weight_decay=0.0, common_components=-1, device="cuda")
+    with pytest.raises(TrainingError, match="lr"):
+        train([tiny_corpus_file], config, quiet=True, cache_dir=tmp_path / "cache")
+
+
+@needs_cuda
+def test_cli_trains_on_cuda(tiny_corpus_file, tmp_path):
+    from click.testing import CliRunner
+
+    from scbow.cli import main
+    from scbow.formats import load_model
+
+    out = tmp_path / "model"
+    result = CliRunner().invoke(main, ["train", str(tiny_corpus_file), "-o", str(out), "--device", "cuda", "--dim", "8",
+                                       "--epochs", "1", "--min-count", "1", "--common-components", "-1",
+                                       "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    assert "GPU" in result.stderr
+    model = load_model(out)
+    assert model.info["training"]["device"] == "cuda" and model.vectors.shape[1] == 8
+
+
+# ---------------------------------------------------------------------------------------
+# No GPU, no numba-cuda: one line, exit 1
+
+
+class NoDevice:
+    @staticmethod
+    def is_available():
+        return False
+
+    @staticmethod
+    def cuda_error():
+        return "\nCUDA driver library cannot be found.\nIf you are sure that a CUDA driver is installed,\n"
+
+
+def no_numba_cuda():
+    raise ImportError("No module named 'numba.cuda'")
+
+
+@pytest.mark.parametrize("importer, installed, fragments", [
+    (NoDevice, False, ["no usable NVIDIA GPU", "CUDA driver library cannot be found", "numba-cuda package is not installed",
+                       "pip install 'scbow-numba[cuda]'"]),
+    (NoDevice, True, ["no usable NVIDIA GPU", "nvidia-smi"]),
+    (no_numba_cuda, False, ["needs numba-cuda", "pip install 'scbow-numba[cuda]'"]),
+])
+def test_cli_without_gpu_or_numba_cuda_says_what_is_missing(tmp_path, small_corpus_file, monkeypatch, importer,
+                                                           installed, fragments):
+    from click.testing import CliRunner
+
+    from scbow.cli import main
+
+    monkeypatch.setattr(scuda, "_import_cuda", importer if importer is no_numba_cuda else lambda: importer)
+    monkeypatch.setattr(scuda, "_numba_cuda_installed", lambda: installed)
+    out = tmp_path / "model"
+    result = CliRunner().invoke(main, ["train", str(small_corpus_file), "-o", str(out), "--device", "cuda",
+                                       "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: --device cuda"), result.output
+    for fragment in fragments:
+        assert fragment in lines[0]
+    assert not out.exists()
+    assert not (tmp_path / "cache").exists()  # it failed before reading the corpus
+
+    # the Python API says the same
+    from scbow.trainer import train
+
+    with pytest.raises(TrainingError, match="--device cuda"):
+        train([small_corpus_file], TrainConfig(dim=8, epochs=1, device="cuda"), quiet=True, use_cache=False)
+
+
+def test_cli_without_a_visible_gpu_for_real(tmp_path, small_corpus_file):
+    """No mocks: a fresh process without the simulator and with no visible device."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    out = tmp_path / "model"
+    proc = subprocess.run([sys.executable, "-m", "scbow", "train", str(small_corpus_file), "-o", str(out),
+                           "--device", "cuda", "--cache-dir", str(tmp_path / "cache")],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: --device cuda"), proc.stderr
+    assert "no usable NVIDIA GPU" in lines[0] or "needs numba-cuda" in lines[0]
+    if not scuda._numba_cuda_installed():
+        assert "pip install 'scbow-numba[cuda]'" in lines[0]
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------------
+# On a real GPU only: quality against the CPU path on the 10M corpus
+
+CORPUS_10M = DATA_DIR / "corpus" / "gutenberg-10M.txt.xz"
+STSB_DEV = DATA_DIR / "sts-dev" / "stsb.dev.tsv"
+
+
+@pytest.mark.slow
+@needs_cuda
+@pytest.mark.skipif(SIMULATOR, reason="needs a real GPU (the simulator would take days on the 10M corpus)")
+@pytest.mark.skipif(not (CORPUS_10M.is_file() and STSB_DEV.is_file()), reason="10M corpus or STS-B dev set missing")
+def test_gpu_quality_is_within_001_dev_pearson_of_the_cpu_path(tmp_path):  # pragma: no cover - needs a GPU
+    from scbow.corpus import load_corpus
+    from scbow.evaluate import read_sts, score_set
+    from scbow.trainer import train
+
+    corpus = load_corpus([CORPUS_10M], TrainConfig().min_count, TrainConfig().max_vocab, cache_dir=tmp_path / "cache")
+    dev = read_sts(STSB_DEV)
+    scores = {}
+    for device in ("cpu", "cuda"):  # two seeds each: single runs differ by about 0.01 (Hogwild)
+        scores[device] = float(np.mean([score_set(train(corpus, TrainConfig(device=device, seed=seed), quiet=True)
+                                                  .model.embed, dev).pearson for seed in (1, 2)]))
+    assert abs(scores["cuda"] - scores["cpu"]) <= 0.01, scores
