@@ -1,0 +1,269 @@
+"""STS scores during training: the learning curve of the paper's Figure 2.
+
+:class:`CurveHook` is a :class:`~scbow.trainer.Hook` that scores the STS-B dev set (and
+optionally further STS sets, such as the test sets) before the first batch, after the
+batch in which every ``every``-th example is reached, and at the end of every epoch.
+
+Each point scores the model that would be saved if training stopped there: a trained
+model is post-processed (centred on the corpus's mean sentence average, its top ``k``
+principal directions removed; :func:`scbow.trainer.remove_common_components`), so the
+hook applies the same post-processing, estimated the same way, to the current vectors.
+It is cheap because nothing is recomputed that does not change: the evaluation sentences
+are tokenized once, the corpus sample the post-processing is estimated on is drawn once
+(a sparse averaging matrix), and since averaging commutes with the linear post-processing
+it is applied to the few thousand evaluation averages, never to the whole matrix. Points
+within the run estimate it on ``sample`` sentences (20,000); the last point, at the end
+of training, on the 100,000 the saved model uses, so it is exactly the saved model's
+score. The scores of the vectors as trained (``dev_raw``) are recorded too.
+
+Time spent here is kept out of the training figures: the trainer counts it as hook time,
+each point records its ``eval_seconds``, and ``seconds`` is wall time without them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .evaluate import STSScore, STSSet, _correlations, summarize
+from .model import mean_rows
+from .tokenize import tokenize
+from .trainer import COMMON_SAMPLE, Hook, sample_sentences
+
+CURVE_FORMAT = 1
+CURVE_SAMPLE = 20_000  # corpus sentences the post-processing is estimated on at each point
+
+_COUNT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:e(\d+))?\s*([kmg]?)\s*$", re.IGNORECASE)
+_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
+
+
+def parse_count(text) -> int:
+    """A positive number of examples: ``200000``, ``200k``, ``1M``, ``1.5m``, ``2e5``.
+
+    Raises ValueError with a one-line message for anything else (zero and negatives too).
+    """
+    s = str(text)
+    m = _COUNT.match(s)
+    if not m:
+        raise ValueError(f"{s!r} is not a positive number of examples (examples: 500000, 500k, 2M)")
+    value = float(m.group(1)) * 10 ** int(m.group(2) or 0) * _SUFFIX[m.group(3).lower()]
+    if value < 1 or value != int(value):
+        raise ValueError(f"{s!r} is not a positive whole number of examples (examples: 500000, 500k, 2M)")
+    return int(value)
+
+
+@dataclass
+class PreparedSet:
+    """An STS set tokenized against one vocabulary: the known ids of every sentence."""
+
+    name: str
+    gold: np.ndarray  # float64, (pairs,)
+    ids: tuple  # (int64 ids of the first sentences, of the second), concatenated
+    lengths: tuple  # (int64 known-token counts of the first sentences, of the second)
+
+
+def prepare_set(sts: STSSet, vocab) -> PreparedSet:
+    index = vocab.index
+    ids, lengths = [], []
+    for sentences in (sts.first, sts.second):
+        flat: list[int] = []
+        count = np.zeros(len(sentences), dtype=np.int64)
+        for n, sentence in enumerate(sentences):
+            known = [i for i in map(index.get, tokenize(sentence)) if i is not None]
+            flat.extend(known)
+            count[n] = len(known)
+        ids.append(np.asarray(flat, dtype=np.int64))
+        lengths.append(count)
+    return PreparedSet(sts.name, sts.gold, tuple(ids), tuple(lengths))
+
+
+class CommonComponents:
+    """The post-processing of :func:`scbow.trainer.remove_common_components`, estimated cheaply.
+
+    The same ``sample`` sentences for the same ``seed``, drawn once; their averages are
+    one sparse product with the current matrix, and the top ``k`` directions come from
+    the eigenvectors of a d x d Gram matrix (the right singular vectors of the centred
+    averages, which is what the trainer computes with an SVD). No large BLAS call.
+    """
+
+    def __init__(self, corpus, k: int, seed: int, sample: int):
+        import scipy.sparse as sp
+
+        self.k = k
+        pick = sample_sentences(corpus.n_sentences, sample, seed)
+        starts = np.asarray(corpus.offsets[pick])
+        stops = np.asarray(corpus.offsets[pick + 1])
+        lengths = stops - starts
+        positions = np.repeat(stops - np.cumsum(lengths), lengths) + np.arange(lengths.sum())
+        cols = np.asarray(corpus.tokens[positions]).astype(np.int64)
+        indptr = np.concatenate(([0], np.cumsum(lengths)))
+        data = np.repeat(1.0 / lengths, lengths)
+        self.sample = len(pick)
+        self.A = sp.csr_matrix((data, cols, indptr), shape=(len(pick), len(corpus.vocab)))
+        self.A.sum_duplicates()
+
+    def fit(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean, U)`` for the matrix ``W``: float64 (d,) and (k, d), U's rows orthonormal."""
+        S = self.A @ np.asarray(W, dtype=np.float64)
+        mean = S.mean(axis=0)
+        if self.k <= 0:
+            return mean, np.zeros((0, S.shape[1]))
+        S -= mean
+        # einsum, not S.T @ S: a multithreaded BLAS call spins threads that compete with
+        # the training threads, and on a busy machine it was 5-15x slower than this loop
+        from scipy.linalg import eigh
+
+        d = S.shape[1]
+        _, vectors = eigh(np.einsum("ij,ik->jk", S, S), subset_by_index=[d - self.k, d - 1])
+        return mean, np.ascontiguousarray(vectors[:, ::-1].T)
+
+
+def post_process(X: np.ndarray, mean: np.ndarray, U: np.ndarray) -> np.ndarray:
+    """Centre the rows of ``X`` and project out the rows of ``U`` (NaN rows stay NaN)."""
+    X = X - mean
+    return X - np.einsum("ik,kj->ij", np.einsum("ij,kj->ik", X, U), U)  # (X U^T) U without BLAS threads
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    cos[~np.isfinite(cos)] = np.nan
+    return cos
+
+
+def _finite(x):
+    return None if x is None or not math.isfinite(x) else round(float(x), 6)
+
+
+class CurveHook(Hook):
+    """Scores STS sets during training; ``curve()`` is the record saved as ``curve.json``.
+
+    dev: the set the curve is about (the STS-B dev set). tests: further sets, whose
+    means (unweighted and weighted by pairs scored) and per-set Pearson are recorded.
+    every: examples between points. common_components, seed: the run's post-processing
+    (``config.common_components`` capped at dim // 10, -1 for none) and seed. sources:
+    where the sets came from, recorded as given.
+    """
+
+    def __init__(self, dev: STSSet, every: int, common_components: int, seed: int, tests=(),
+                 sources: dict | None = None, sample: int = CURVE_SAMPLE, final_sample: int = COMMON_SAMPLE):
+        if not isinstance(every, int) or every < 1:
+            raise ValueError(f"every must be a positive number of examples, got {every!r}")
+        self.dev_set = dev
+        self.test_sets = list(tests)
+        self.every = every
+        self.k = common_components
+        self.seed = seed
+        self.sample = sample
+        self.final_sample = final_sample
+        self.sources = dict(sources or {})
+        self.points: list[dict] = []
+        self.eval_seconds = 0.0
+
+    # -- the hook -------------------------------------------------------------------
+    def before_training(self, state, vectors, corpus) -> None:
+        t = time.perf_counter()
+        self._start = t
+        self.corpus = corpus
+        self.dev = prepare_set(self.dev_set, corpus.vocab)
+        self.tests = [prepare_set(s, corpus.vocab) for s in self.test_sets]
+        self.post = self.post_final = None
+        if self.k >= 0:
+            self.post = CommonComponents(corpus, self.k, self.seed, self.sample)
+            self._final_args = (corpus, self.k, self.seed, self.final_sample)
+        self.next_at = (state.done // self.every + 1) * self.every
+        self._n_losses = len(state.losses)
+        self._point(state, vectors(), epoch_end=False, started=t)
+
+    def after_batch(self, state, vectors) -> None:
+        # a batch that ends an epoch is scored by after_epoch, which comes next
+        if state.done >= self.next_at and state.lo < state.targets_per_epoch:
+            self._point(state, vectors(), epoch_end=False)
+
+    def after_epoch(self, state, vectors) -> None:
+        self._point(state, vectors(), epoch_end=True)
+
+    # -- scoring --------------------------------------------------------------------
+    def _point(self, state, W, epoch_end: bool, started: float | None = None) -> None:
+        t = started if started is not None else time.perf_counter()
+        post, sample = self.post, self.sample
+        if post is not None and state.done >= state.total and self.final_sample != self.sample:
+            if self.post_final is None:
+                self.post_final = CommonComponents(*self._final_args)
+            post, sample = self.post_final, self.final_sample
+        transform = post.fit(W) if post is not None else None
+        dev, dev_raw = self._score(self.dev, W, transform)
+        point = {
+            "examples": int(state.done),
+            "epoch": round(state.done / state.targets_per_epoch, 6) if state.targets_per_epoch else 0.0,
+            "fraction": round(state.done / state.total, 6) if state.total else 0.0,
+            "epoch_end": epoch_end,
+            "seconds": None,
+            "kernel_seconds": round(state.kernel_seconds, 3),
+            "eval_seconds": None,
+            "loss": _finite(float(np.mean(state.losses[self._n_losses:]))) if len(state.losses) > self._n_losses else None,
+            "sample": None if post is None else min(sample, post.sample),
+            "dev": {"pearson": _finite(dev.pearson), "spearman": _finite(dev.spearman),
+                    "scored": dev.scored, "pairs": dev.pairs},
+            "dev_raw": {"pearson": _finite(dev_raw.pearson), "spearman": _finite(dev_raw.spearman)},
+        }
+        if self.tests:
+            scored = [self._score(s, W, transform) for s in self.tests]
+            for key, which in (("test", 0), ("test_raw", 1)):
+                summary = summarize([pair[which] for pair in scored])
+                point[key] = {k: (_finite(v) if isinstance(v, float) else v) for k, v in summary.items()}
+            point["test"]["pearson"] = {pair[0].name: _finite(pair[0].pearson) for pair in scored}
+        self._n_losses = len(state.losses)
+        self.next_at = (state.done // self.every + 1) * self.every
+        now = time.perf_counter()
+        point["eval_seconds"] = round(now - t, 4)
+        self.eval_seconds += now - t
+        point["seconds"] = round(now - self._start - self.eval_seconds, 3)
+        self.points.append(point)
+
+    def _score(self, s: PreparedSet, W, transform) -> tuple[STSScore, STSScore]:
+        """The set's scores with the post-processing (when there is one) and without."""
+        a = mean_rows(W, s.ids[0], s.lengths[0])
+        b = mean_rows(W, s.ids[1], s.lengths[1])
+        raw = self._stsscore(s, _cosines(a, b))
+        if transform is None:
+            return raw, raw
+        return self._stsscore(s, _cosines(post_process(a, *transform), post_process(b, *transform))), raw
+
+    @staticmethod
+    def _stsscore(s: PreparedSet, pred: np.ndarray) -> STSScore:
+        ok = np.isfinite(pred)
+        pearson, spearman = _correlations(s.gold[ok], pred[ok])
+        return STSScore(s.name, len(s.gold), int(ok.sum()), pearson, spearman, pred)
+
+    # -- the record -----------------------------------------------------------------
+    def curve(self) -> dict:
+        """The curve as saved in ``curve.json`` (JSON-ready: no NaN)."""
+        return {
+            "format_version": CURVE_FORMAT,
+            "every": self.every,
+            "dev": {"name": self.dev_set.name, "pairs": len(self.dev_set.gold), "source": self.sources.get("dev")},
+            "test": [{"name": s.name, "pairs": len(s.gold)} for s in self.test_sets],
+            "test_sources": self.sources.get("test"),
+            "unknown": "omit",
+            "post_processing": None if self.k < 0 else {
+                "common_components": self.k, "seed": self.seed, "sample": self.sample,
+                "final_sample": self.final_sample,
+                "note": "scores are of the vectors after the post-processing the saved model gets, estimated on "
+                        "`sample` corpus sentences (the last point: `final_sample`, as the saved model); "
+                        "dev_raw: the vectors as trained"},
+            "evaluations": len(self.points),
+            "eval_seconds": round(self.eval_seconds, 3),
+            "points": self.points,
+        }
+
+    def attach(self, model) -> None:
+        """Record the curve in ``model.info`` (saved as curve.json) and its cost in the training summary."""
+        model.info["curve"] = self.curve()
+        training = model.info.setdefault("training", {})
+        training["eval_seconds"] = round(self.eval_seconds, 3)
+        training["evaluations"] = len(self.points)

@@ -1,0 +1,82 @@
+"""Drawing a learning curve (``curve.json``) as a PNG. Needs matplotlib: ``pip install 'scbow-numba[plot]'``.
+
+Importing this module imports matplotlib (with the non-interactive Agg backend), so an
+ImportError here means matplotlib is missing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+
+def _count(x, _pos=None) -> str:
+    """Tick labels: 0, 500K, 1M, 2.5M."""
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(x) >= scale:
+            return f"{x / scale:g}{unit}"
+    return f"{x:g}"
+
+
+def _series(points, *keys):
+    xs, ys = [], []
+    for p in points:
+        v = p
+        for k in keys:
+            v = v.get(k) if isinstance(v, dict) else None
+        if v is not None:
+            xs.append(p["examples"])
+            ys.append(v)
+    return xs, ys
+
+
+def plot_curve(curve: dict, output: os.PathLike, title: str | None = None, config: dict | None = None) -> Path:
+    """Pearson against examples seen; written to ``output`` (PNG) atomically."""
+    output = Path(output)
+    points = curve["points"]
+    dev_name = (curve.get("dev") or {}).get("name", "dev")
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    xs, ys = _series(points, "dev", "pearson")
+    post = curve.get("post_processing")
+    label = f"{dev_name} (as saved)" if post else dev_name
+    ax.plot(xs, ys, marker="o", markersize=3, color="C0", label=label)
+    if post:
+        xs, ys = _series(points, "dev_raw", "pearson")
+        ax.plot(xs, ys, linestyle="--", color="C0", alpha=0.6, label=f"{dev_name}, vectors as trained")
+    if curve.get("test"):
+        xs, ys = _series(points, "test", "pearson_mean")
+        ax.plot(xs, ys, marker="s", markersize=3, color="C1", label=f"mean of {len(curve['test'])} other sets")
+    for p in points:
+        if p.get("epoch_end"):
+            ax.axvline(p["examples"], color="0.85", linewidth=0.8, zorder=0)
+    ax.xaxis.set_major_formatter(FuncFormatter(_count))
+    ax.set_xlabel("examples seen (grey lines: ends of epochs)")
+    ax.set_ylabel("Pearson r")
+    if title is None:
+        c = config or {}
+        settings = ", ".join(f"{k} {c[k]}" for k in ("dim", "epochs", "lr", "weight_decay") if k in c)
+        title = "STS learning curve" + (f" ({settings})" if settings else "")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    parent = output.resolve().parent
+    if not parent.is_dir():
+        plt.close(fig)
+        raise FileNotFoundError(2, "no such directory", str(parent))
+    tmp = parent / f".{output.name}.tmp-{os.getpid()}.png"  # not mkstemp: keep the umask's permissions
+    try:
+        fig.savefig(tmp, format="png")
+        os.replace(tmp, output)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return output

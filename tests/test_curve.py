@@ -1,0 +1,286 @@
+"""STS learning curves: ``train --eval-every``, curve.json, and ``scbow-numba plot``."""
+
+from __future__ import annotations
+
+import json
+import random
+import struct
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from scbow import trainer as trainer_mod
+from scbow.cli import main
+from scbow.config import TrainConfig
+from scbow.corpus import load_corpus
+from scbow.curve import CommonComponents, CurveHook, parse_count, post_process
+from scbow.evaluate import read_sts, score_set
+from scbow.formats import load_model, save_model
+from scbow.model import Model, mean_rows
+
+from conftest import WORDS
+
+TRAIN = ["--dim", "16", "--epochs", "2", "--min-count", "1", "--threads", "1", "-q", "--common-components", "1"]
+BATCH = 16
+EVERY = 40
+
+
+def make_runner() -> CliRunner:
+    try:
+        return CliRunner(mix_stderr=False)  # click 8.1: keep stderr apart
+    except TypeError:
+        return CliRunner()  # click >= 8.2
+
+
+def assert_clean_error(result, *fragments):
+    """A handled failure: exit 1, exactly one 'Error: ...' line, no traceback."""
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, result.output
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+    return errors[0]
+
+
+def write_sts(path, n_pairs: int, seed: int):
+    """Pairs of sentences of the corpus's words; gold = 5 x word overlap (Jaccard)."""
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(n_pairs):
+        a = [rng.choice(WORDS) for _ in range(rng.randint(3, 7))]
+        b = [rng.choice(WORDS) for _ in range(rng.randint(3, 7))]
+        b[: rng.randint(0, 3)] = a[: 3]  # some overlap, varying
+        gold = 5 * len(set(a) & set(b)) / len(set(a) | set(b))
+        lines.append(f"{gold:.3f}\t{' '.join(a)}.\t{' '.join(b)}.\n")
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def setup(tmp_path, small_corpus_file, monkeypatch):
+    monkeypatch.setattr(trainer_mod, "BATCH", BATCH)  # several batches per epoch
+    dev = write_sts(tmp_path / "dev.tsv", 40, seed=1)
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    write_sts(tests / "a.tsv", 25, seed=2)
+    write_sts(tests / "b.tsv", 30, seed=3)
+    monkeypatch.setenv("SCBOW_STS_DEV", str(dev))
+    return {"corpus": small_corpus_file, "dev": dev, "tests": tests, "tmp": tmp_path}
+
+
+def expected_examples(per_epoch: int, epochs: int, batch: int, every: int) -> list[int]:
+    """Points: before training, the first batch end at or past every multiple of ``every``, epoch ends."""
+    ends = [e * per_epoch + min(lo + batch, per_epoch) for e in range(epochs) for lo in range(0, per_epoch, batch)]
+    total = per_epoch * epochs
+    points = {0} | {e * per_epoch for e in range(1, epochs + 1)}
+    points |= {min(x for x in ends if x >= m) for m in range(every, total + 1, every)}
+    return sorted(points)
+
+
+def test_parse_count():
+    assert parse_count("200000") == 200000
+    assert parse_count("200k") == 200000
+    assert parse_count("1M") == 1000000
+    assert parse_count("1.5m") == 1500000
+    assert parse_count("2e5") == 200000
+    assert parse_count(" 7 ") == 7
+    for bad in ("-5", "0", "abc", "1.5", "k", "", "5x", "0.1k5"):
+        with pytest.raises(ValueError):
+            parse_count(bad)
+
+
+def test_train_writes_curve(setup):
+    out = setup["tmp"] / "model"
+    result = make_runner().invoke(main, ["train", str(setup["corpus"]), "-o", str(out), *TRAIN,
+                                         "--eval-every", str(EVERY), "--eval-sets", str(setup["tests"])])
+    assert result.exit_code == 0, result.output
+    assert (out / "curve.json").is_file()
+    curve = json.loads((out / "curve.json").read_text())
+    meta = json.loads((out / "config.json").read_text())
+    assert "curve" not in meta
+    per_epoch = meta["training"]["targets_per_epoch"]
+    assert per_epoch > 2 * BATCH  # several batches per epoch, or the test proves little
+    points = curve["points"]
+    examples = [p["examples"] for p in points]
+    assert examples == expected_examples(per_epoch, 2, BATCH, EVERY)
+    assert examples == sorted(set(examples))
+    assert [p["epoch_end"] for p in points] == [x > 0 and x % per_epoch == 0 for x in examples]
+    assert points[0]["loss"] is None and all(p["loss"] > 0 for p in points[1:])
+    assert [p["fraction"] for p in points] == pytest.approx([x / (2 * per_epoch) for x in examples], abs=1e-6)
+    assert [p["epoch"] for p in points] == pytest.approx([x / per_epoch for x in examples], abs=1e-6)
+    for p in points:
+        for key in ("dev", "dev_raw"):
+            for stat in ("pearson", "spearman"):
+                assert -1 <= p[key][stat] <= 1
+        assert p["dev"]["pairs"] == 40 and p["dev"]["scored"] == 40
+        assert set(p["test"]["pearson"]) == {"a", "b"}
+        assert p["test"]["pearson_mean"] == pytest.approx(np.mean(list(p["test"]["pearson"].values())), abs=1e-5)
+        assert p["eval_seconds"] >= 0 and p["seconds"] >= 0
+    seconds = [p["seconds"] for p in points]
+    assert seconds == sorted(seconds)
+    assert curve["evaluations"] == len(points) and curve["every"] == EVERY
+    assert [t["name"] for t in curve["test"]] == ["a", "b"]
+    # the evaluation time is recorded, and kept out of the kernel timing
+    t = meta["training"]
+    assert t["evaluations"] == len(points)
+    assert t["hook_seconds"] >= t["eval_seconds"] - 0.01
+    assert t["wall_seconds"] >= t["kernel_seconds"] + t["hook_seconds"] - 0.01
+    # load_model exposes the curve
+    model = load_model(out)
+    assert model.info["curve"] == curve
+    # the last point scores exactly the saved model (the same post-processing)
+    dev = score_set(model.embed, read_sts(setup["dev"]))
+    assert points[-1]["dev"]["pearson"] == pytest.approx(dev.pearson, abs=1e-4)
+    # saving the loaded model again keeps the curve, and the directory still counts as a model
+    save_model(model, out)
+    assert load_model(out).info["curve"] == curve
+
+
+def test_no_post_processing_scores_vectors_as_trained(setup):
+    out = setup["tmp"] / "raw"
+    args = list(TRAIN)
+    args[args.index("--common-components") + 1] = "-1"
+    result = make_runner().invoke(main, ["train", str(setup["corpus"]), "-o", str(out), *args, "--eval-every", "1k"])
+    assert result.exit_code == 0, result.output
+    curve = load_model(out).info["curve"]
+    assert curve["post_processing"] is None
+    assert [p["examples"] for p in curve["points"]][0] == 0 and all(p["epoch_end"] for p in curve["points"][1:])
+    for p in curve["points"]:
+        assert p["dev"]["pearson"] == p["dev_raw"]["pearson"]
+    dev = score_set(load_model(out).embed, read_sts(setup["dev"]))
+    assert curve["points"][-1]["dev"]["pearson"] == pytest.approx(dev.pearson, abs=1e-5)
+
+
+def test_common_components_match_the_trainer(small_corpus_file, tmp_path):
+    """The curve's cheap post-processing equals remove_common_components on a sample."""
+    corpus = load_corpus([small_corpus_file], 1, 0, cache_dir=tmp_path / "cache")
+    rng = np.random.default_rng(5)
+    W = rng.standard_normal((len(corpus.vocab), 12)).astype(np.float32)
+    W[:, 0] += 2.0  # a common direction for the post-processing to find
+    expected = W.copy()
+    trainer_mod.remove_common_components(expected, corpus, 3, seed=7, sample=50)
+    mean, U = CommonComponents(corpus, 3, seed=7, sample=50).fit(W)
+    assert U.shape == (3, 12)
+    assert np.allclose(U @ U.T, np.eye(3), atol=1e-10)
+    ids = np.asarray(corpus.tokens[: corpus.offsets[20]], dtype=np.int64)
+    lengths = np.diff(np.asarray(corpus.offsets[:21]))
+    got = post_process(mean_rows(W, ids, lengths), mean, U)
+    assert np.allclose(got, mean_rows(expected, ids, lengths), atol=1e-5)
+    # a different sample gives a different estimate (the test can tell them apart)
+    mean2, _ = CommonComponents(corpus, 3, seed=8, sample=50).fit(W)
+    assert not np.allclose(mean, mean2)
+
+
+def test_hook_through_the_python_api(small_corpus_file, tmp_path, monkeypatch):
+    monkeypatch.setattr(trainer_mod, "BATCH", BATCH)
+    config = TrainConfig(dim=8, epochs=1, min_count=1, threads=1, common_components=0)
+    dev = read_sts(write_sts(tmp_path / "dev.tsv", 20, seed=4))
+    hook = CurveHook(dev, every=1000, common_components=0, seed=config.seed)
+    result = trainer_mod.train([small_corpus_file], config, quiet=True, cache_dir=tmp_path / "c", hooks=[hook])
+    hook.attach(result.model)
+    curve = result.model.info["curve"]
+    assert [p["examples"] for p in curve["points"]] == [0, result.examples]
+    assert curve["post_processing"]["common_components"] == 0
+    with pytest.raises(ValueError):
+        CurveHook(dev, every=0, common_components=0, seed=1)
+
+
+@pytest.mark.parametrize("every", ["-5", "0", "abc", "1.5"])
+def test_bad_eval_every(setup, every):
+    out = setup["tmp"] / "model"
+    result = make_runner().invoke(main, ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-every", every])
+    assert_clean_error(result, "--eval-every", repr(every))
+    assert not out.exists()
+
+
+def test_missing_dev_set(setup, monkeypatch):
+    out = setup["tmp"] / "model"
+    args = ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-every", "100"]
+    monkeypatch.setenv("SCBOW_STS_DEV", str(setup["tmp"] / "nope.tsv"))
+    assert_clean_error(make_runner().invoke(main, args), "SCBOW_STS_DEV", "no such file")
+    monkeypatch.delenv("SCBOW_STS_DEV")
+    monkeypatch.chdir(setup["tmp"])  # no shared/data/sts-dev from here
+    assert_clean_error(make_runner().invoke(main, args), "no STS dev set", "--eval-dev")
+    assert_clean_error(make_runner().invoke(main, args + ["--eval-dev", "missing.tsv"]), "missing.tsv")
+    assert_clean_error(make_runner().invoke(main, args + ["--eval-dev", str(setup["dev"]),
+                                                          "--eval-sets", "nothing-here"]), "nothing-here")
+    bad = setup["tmp"] / "bad.tsv"
+    bad.write_text("1.0\tonly two fields\n", encoding="utf-8")
+    assert_clean_error(make_runner().invoke(main, args + ["--eval-dev", str(bad)]), "bad.tsv")
+    no_every = ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-dev", str(setup["dev"])]
+    assert_clean_error(make_runner().invoke(main, no_every), "--eval-every")
+    assert not out.exists()
+
+
+@pytest.fixture
+def curved_model(setup):
+    out = setup["tmp"] / "model"
+    result = make_runner().invoke(main, ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-every", "50"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG file"
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_plot_writes_png(curved_model, tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "curve.png"
+    result = make_runner().invoke(main, ["plot", str(curved_model), "-o", str(png)])
+    assert result.exit_code == 0, result.output
+    width, height = png_size(png)
+    assert width > 100 and height > 100
+    # a curve.json file on its own works too
+    png2 = tmp_path / "from-file.png"
+    result = make_runner().invoke(main, ["plot", str(curved_model / "curve.json"), "-o", str(png2), "--title", "x"])
+    assert result.exit_code == 0, result.output
+    png_size(png2)
+    assert not list(tmp_path.glob(".*.tmp-*"))
+
+
+def test_plot_errors(curved_model, setup, tmp_path, monkeypatch):
+    runner = make_runner()
+    plain = tmp_path / "plain"
+    result = runner.invoke(main, ["train", str(setup["corpus"]), "-o", str(plain), *TRAIN])
+    assert result.exit_code == 0, result.output
+    assert not (plain / "curve.json").exists()
+    assert_clean_error(runner.invoke(main, ["plot", str(plain), "-o", str(tmp_path / "x.png")]),
+                       "no learning curve", "--eval-every")
+    assert_clean_error(runner.invoke(main, ["plot", str(tmp_path / "nothing")]), "no such model")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    assert_clean_error(runner.invoke(main, ["plot", str(bad)]), "bad.json", "not valid JSON")
+    bad.write_text('{"points": 3}', encoding="utf-8")
+    assert_clean_error(runner.invoke(main, ["plot", str(bad)]), "not a learning curve")
+    assert_clean_error(runner.invoke(main, ["plot", str(curved_model), "-o", str(tmp_path / "no" / "dir.png")]),
+                       "no such directory")
+    assert not (tmp_path / "x.png").exists()
+    # the default model location is used without MODEL
+    monkeypatch.setenv("SCBOW_MODEL", str(plain))
+    assert_clean_error(runner.invoke(main, ["plot"]), str(plain))
+
+
+def test_plot_without_matplotlib(curved_model, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    monkeypatch.delitem(sys.modules, "scbow.plot", raising=False)
+    result = make_runner().invoke(main, ["plot", str(curved_model), "-o", str(tmp_path / "c.png")])
+    assert_clean_error(result, "matplotlib", "pip install 'scbow-numba[plot]'")
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_help_imports_nothing_heavy():
+    import subprocess
+
+    code = ("import sys; from scbow.cli import main\n"
+            "try:\n    main(['plot', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('numpy', 'numba', 'matplotlib', 'scipy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"

@@ -1,0 +1,111 @@
+"""Unknown words at inference: left out (the default) or given hashed random vectors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from scbow.cli import main
+from scbow.evaluate import OverlapControl
+from scbow.formats import save_model
+from scbow.model import HASH_SCALE, Model, hashed_vector
+from scbow.vocab import Vocab
+
+WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", "."]
+
+
+@pytest.fixture
+def model():
+    rng = np.random.default_rng(0)
+    V = rng.standard_normal((len(WORDS), 16)).astype(np.float32)
+    V *= np.linspace(0.5, 2.0, len(WORDS), dtype=np.float32)[:, None]  # norms vary with the row
+    return Model(Vocab(WORDS, np.arange(len(WORDS), 0, -1)), V)
+
+
+def test_hashed_vector_is_fixed_and_shared_with_the_overlap_control():
+    a = hashed_vector("zebra", 16)
+    assert a.shape == (16,) and a.dtype == np.float64
+    assert np.array_equal(a, hashed_vector("zebra", 16))
+    assert not np.allclose(a, hashed_vector("zebras", 16))
+    assert np.array_equal(OverlapControl(dim=16).vector("zebra"), a)
+
+
+def test_unknown_norm_is_the_median_of_the_rarest_tenth(model):
+    rows = np.asarray(model.vectors[-1:], dtype=np.float64)  # 13 words: the rarest tenth is one row
+    assert model.unknown_norm() == pytest.approx(float(np.linalg.norm(rows[0])))
+
+
+def test_omit_is_the_default(model):
+    X = model.embed(["the cat zebra", "zebra quagga"])
+    assert np.allclose(X[0], model.vectors[[0, 1]].mean(axis=0), atol=1e-6)
+    assert np.isnan(X[1]).all()
+    assert np.array_equal(model.embed(["the cat zebra"], unknown="omit"), X[:1])
+
+
+def test_hash_gives_unknown_words_their_vector(model):
+    X = model.embed(["the cat zebra", "zebra quagga", "zebra", ""], unknown="hash")
+    z = hashed_vector("zebra", model.dim)
+    z *= HASH_SCALE * model.unknown_norm() / np.linalg.norm(z)
+    q = hashed_vector("quagga", model.dim)
+    q *= HASH_SCALE * model.unknown_norm() / np.linalg.norm(q)
+    assert np.allclose(X[0], (model.vectors[0] + model.vectors[1] + z) / 3, atol=1e-6)
+    assert np.allclose(X[1], (z + q) / 2, atol=1e-6)
+    assert np.allclose(X[2], z, atol=1e-6)
+    assert np.isnan(X[3]).all()  # no token at all: still no embedding
+    # the same in a fresh model object (no state kept between calls) and in another batch
+    again = Model(model.vocab, model.vectors.copy()).embed(["zebra"], unknown="hash")
+    assert np.array_equal(again[0], X[2])
+    # the scale multiplies the hashed part only
+    Y = model.embed(["zebra"], unknown="hash", unknown_scale=2.5)
+    assert np.linalg.norm(Y[0]) == pytest.approx(2.5 * model.unknown_norm(), rel=1e-5)
+
+
+def test_shared_unknown_word_raises_similarity(model):
+    s1, s2 = "the cat saw zebrafish", "a dog saw zebrafish"
+    assert model.similarity(s1, s2, unknown="hash") > model.similarity(s1, s2) + 0.05
+    assert np.isnan(model.similarity("zebra", "the cat"))
+    assert np.isfinite(model.similarity("zebra", "the cat", unknown="hash"))
+
+
+def test_bad_mode(model):
+    with pytest.raises(ValueError, match="unknown must be one of"):
+        model.embed(["the cat"], unknown="zero")
+
+
+def runner():
+    try:
+        return CliRunner(mix_stderr=False)
+    except TypeError:
+        return CliRunner()
+
+
+def test_similarity_cli(model, tmp_path):
+    save_model(model, tmp_path / "m")
+    r = runner().invoke(main, ["similarity", "-m", str(tmp_path / "m"), "zebra quagga", "the cat"])
+    assert r.exit_code == 1 and "has no word in the vocabulary" in r.output
+    r = runner().invoke(main, ["similarity", "-m", str(tmp_path / "m"), "--unknown", "hash", "zebra quagga", "the cat"])
+    assert r.exit_code == 0, r.output
+    expected = model.similarity("zebra quagga", "the cat", unknown="hash")
+    assert float(r.stdout.strip()) == pytest.approx(expected, abs=1e-4)
+    assert "given hashed random vectors: zebra, quagga" in r.stderr
+    r = runner().invoke(main, ["similarity", "-m", str(tmp_path / "m"), "--unknown", "hash", "", "the cat"])
+    assert r.exit_code == 1 and "sentence 1 has no word" in r.output
+
+
+def test_evaluate_cli_scores_more_pairs_with_hash(model, tmp_path):
+    save_model(model, tmp_path / "m")
+    sts = tmp_path / "set.tsv"
+    pairs = [(4.8, "the cat sat on the mat", "a cat sat on a mat"), (0.4, "the dog ran", "a red house"),
+             (3.1, "a big dog", "the big cat"), (0.0, "zebra quagga", "the cat"), (5.0, "okapi", "okapi")]
+    sts.write_text("".join(f"{g}\t{a}\t{b}\n" for g, a, b in pairs), encoding="utf-8")
+    out = {}
+    for mode in ("omit", "hash"):
+        r = runner().invoke(main, ["evaluate", "-m", str(tmp_path / "m"), str(sts), "--json", "--unknown", mode])
+        assert r.exit_code == 0, r.output
+        out[mode] = json.loads(r.stdout)
+    assert out["omit"]["sets"][0]["scored"] == 3
+    assert out["hash"]["sets"][0]["scored"] == 5
+    assert "unknown words: hash" in out["hash"]["sources"]["model"]
