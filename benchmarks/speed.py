@@ -1,0 +1,1025 @@
+"""Speed of scbow-numba against its peers, in one run: the harness of issue 5.
+
+    python -m benchmarks.run speed                 # full run: 10M corpus, threads 1..N, 3 repeats
+    python -m benchmarks.run speed --quick         # plumbing check: 1M corpus, 1 repeat, no 100M
+    python -m benchmarks.run speed --only kernel,inference --repeats 5
+
+Sections (``--only`` picks some; targets of skipped sections read "not measured"):
+
+- ``preprocess``: tokens/s of tokenizing alone and of the whole encode (tokenize, count,
+  encode) from the decompressed text; xz decompression and an encode from the ``.xz`` file
+  as context; the corpus cache built, then reloaded (memory-mapped).
+- ``kernel``: compile time of the batch kernels, then one epoch of the training kernel at
+  every thread count, alternating in each repeat with the PyTorch implementation of the same
+  objective (``benchmarks.torch_scbow``, its own process) at the same thread count; scaling
+  efficiency; bytes of matrix rows touched per second beside a NumPy copy's GB/s.
+- ``e2e``: raw text to saved model, one epoch, 2 threads, each run a fresh process with an
+  empty corpus cache: scbow (default dims, and the paper's 300 as context) alternating with
+  gensim word2vec CBOW (its own tokenizer, the paper's settings, same threads).
+- ``inference``: all pairs of the 19 STS sets scored from raw sentences (tokenize, embed,
+  cosine) with a trained model.
+- ``memory``: peak RSS of a one-epoch training process on the chosen corpus and on 100M,
+  against the bytes of the token ids plus the matrix.
+
+Scratch lives in ``benchmarks/.work/speed/`` (git-ignored): the decompressed text is kept
+between runs, every run's caches and models are removed at its end unless ``--keep-work``.
+The report is ``<out>.json`` and ``<out>.md`` (default ``benchmarks/results/speed``;
+``--quick`` defaults to ``benchmarks/.work/speed/quick`` so that it never replaces the report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from scbow.config import TrainConfig
+
+from .common import (
+    CORPORA,
+    REPO_ROOT,
+    RESULTS_DIR,
+    context,
+    context_markdown,
+    corpus_path,
+    data_dir,
+    human,
+    md_table,
+    peak_rss_mib,
+    timed,
+    versions,
+    write_report,
+)
+
+WORK_DIR = REPO_ROOT / "benchmarks" / ".work" / "speed"
+SECTIONS = ("preprocess", "kernel", "e2e", "inference", "memory")
+
+# Targets of issue 5: ratios from one run; absolute figures only as context.
+T_E2E_RATIO = 0.5  # scbow end to end <= 0.5 x gensim CBOW, one epoch, 2 threads
+T_KERNEL_EPS = 150_000  # examples/s on 2 threads
+T_TORCH_RATIO = 20.0  # kernel >= 20 x the PyTorch implementation, same threads
+T_SCALING = 1.8  # examples/s on 2 threads / on 1 thread
+T_PREPROCESS = 2_000_000  # raw tokens/s of the whole encode
+T_RELOAD_S = 1.0  # cached reload of the corpus, seconds
+T_STS_S = 0.3  # all STS pairs from raw sentences, seconds
+T_MEMORY_RATIO = 2.0  # peak training memory / (token ids + matrix)
+TARGET_THREADS = 2
+E2E_THREADS = 2
+PAPER_DIM = 300
+PAPER_STS = {"pairs": 17_608, "seconds": 7.7, "note": "Kenter et al. 2016: 17,608 pairs on one CPU in 7.7 s"}
+GENSIM_FILED = {"seconds": 6.8, "raw_words_per_s": 1.83e6,
+                "note": "measured before issue 5 was filed: gensim CBOW, 300 dims, one epoch of 10M, 2 workers, "
+                        "tokenizing not counted"}
+COPY_MB = 48  # a 300-dim matrix of the 10M vocabulary: about 48 MB
+
+DEFINITIONS = {
+    "examples_per_s": "training examples / seconds inside the batch kernel calls (scbow) or the timed "
+                      "optimizer steps (torch); one example = a target, its positives and its negatives",
+    "corpus_tokens_per_s": "examples_per_s x mean kept tokens of a target sentence: the rate the corpus is consumed",
+    "scaling": "examples_per_s on N threads / examples_per_s on 1 thread (the serial kernel, what --threads 1 "
+               "runs); efficiency = scaling / N. 'parallel, 1 thread' is the parallel kernel with one thread, "
+               "shown to separate the cost of the parallel build from the gain of the second thread",
+    "row_bytes_per_s": "examples_per_s x tokens per example (all its sentences) x dim x 4 bytes x 3 (each "
+                       "token's row read once for the mean, then read and written once by the update)",
+    "copy_gb_per_s": "np.copyto of a float32 array: (bytes read + bytes written) / seconds, one thread",
+    "e2e_seconds": "in one fresh process, from the start of reading the raw text to the saved model: "
+                   "library imports not counted (shown apart with the whole process's wall time); scbow's "
+                   "time includes compiling its kernels (the first training call, on a tiny corpus)",
+    "preprocess_tokens_per_s": "raw tokens (tokenizer output before the vocabulary cut) / seconds",
+    "peak_rss": "VmHWM of the training process, reset after imports and kernel compilation; 'added' is "
+                "peak minus the RSS of the idle process (interpreter, libraries, compiled kernels)",
+    "spread": "(max - min) / median over the repeats",
+}
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def stats(values) -> dict:
+    """Median, min, max and relative spread of a list of numbers."""
+    values = [float(v) for v in values]
+    med = statistics.median(values)
+    return {"median": round(med, 6), "min": round(min(values), 6), "max": round(max(values), 6), "n": len(values),
+            "spread": round((max(values) - min(values)) / med, 4) if med else None}
+
+
+def worker_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def run_worker(args: list[str], timeout: float = 1800) -> dict:
+    """Run one ``benchmarks.speed_workers`` job in a fresh process; its JSON, plus the process wall time."""
+    cmd = [sys.executable, "-m", "benchmarks.speed_workers", *map(str, args)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=worker_env(), capture_output=True, text=True, timeout=timeout)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+        raise BenchError(f"{' '.join(cmd[1:])} failed with status {proc.returncode}:\n{tail}")
+    lines = proc.stdout.strip().splitlines()
+    if not lines:
+        raise BenchError(f"{' '.join(cmd[1:])} printed no result")
+    result = json.loads(lines[-1])
+    result["process_wall_seconds"] = round(wall, 3)
+    return result
+
+
+def have(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+# -------------------------------------------------------------------------- scratch
+
+
+def decompressed_text(name: str) -> tuple[Path, dict]:
+    """The corpus ``name`` as plain text in the scratch folder (decompressed once, then reused)."""
+    src = corpus_path(name)
+    out_dir = WORK_DIR / "text"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / src.name.removesuffix(".xz")
+    stamp = out.with_name(out.name + ".source")
+    st = src.stat()
+    want = f"{src.resolve()} {st.st_size} {st.st_mtime_ns}"
+    if out.is_file() and stamp.is_file() and stamp.read_text() == want:
+        return out, {"reused": True, "bytes": out.stat().st_size}
+    tmp = out.with_name(out.name + ".tmp")
+    with timed() as t:
+        with lzma.open(src, "rb") as fin, open(tmp, "wb") as fout:
+            shutil.copyfileobj(fin, fout, 1 << 23)
+    os.replace(tmp, out)
+    stamp.write_text(want)
+    size = out.stat().st_size
+    return out, {"reused": False, "bytes": size, "seconds": round(t.seconds, 3),
+                 "mb_per_s": round(size / 1e6 / t.seconds, 1)}
+
+
+# -------------------------------------------------------------------------- preprocessing
+
+
+def tokenize_only(path: Path) -> tuple[int, float]:
+    """Tokenize the text as the encoder does (blocks of lines), nothing else: (raw tokens, seconds)."""
+    from scbow.corpus import _READ_HINT, open_text
+    from scbow.tokenize import tokenize_lines
+
+    n = 0
+    t0 = time.perf_counter()
+    with open_text(path) as fh:
+        while lines := fh.readlines(_READ_HINT):
+            block = "".join(lines)
+            n += len(tokenize_lines(block)) - block.count("\n")
+    return n, time.perf_counter() - t0
+
+
+def bench_preprocess(text: Path, xz: Path, config: TrainConfig, repeats: int, cache_dir: Path) -> dict:
+    from scbow.corpus import load_corpus
+
+    from .throughput import warm_encoder
+
+    with tempfile.TemporaryDirectory(dir=WORK_DIR) as tmp:
+        warm = warm_encoder(config, Path(tmp))
+    tok_rates, enc_rates, enc_secs, tok_secs = [], [], [], []
+    raw = kept = None
+    for rep in range(repeats):
+        say(f"  preprocess: repeat {rep + 1}/{repeats}")
+        n, s = tokenize_only(text)
+        tok_rates.append(n / s)
+        tok_secs.append(s)
+        with timed() as t:
+            corpus = load_corpus([text], config.min_count, config.max_vocab, use_cache=False)
+        raw, kept = corpus.stats["raw_tokens"], corpus.stats["tokens"]
+        if n != raw:
+            raise BenchError(f"tokenize-only counted {n} tokens, the encoder {raw}")
+        del corpus
+        enc_rates.append(raw / t.seconds)
+        enc_secs.append(t.seconds)
+    say("  preprocess: encode from the .xz file (context), cache build and reload")
+    with timed() as txz:
+        load_corpus([xz], config.min_count, config.max_vocab, use_cache=False)
+    with timed() as build:
+        load_corpus([text], config.min_count, config.max_vocab, cache_dir=cache_dir)
+    reloads, touches = [], []
+    for _ in range(max(repeats, 3)):
+        with timed() as t:
+            corpus = load_corpus([text], config.min_count, config.max_vocab, cache_dir=cache_dir)
+        reloads.append(t.seconds)
+        with timed() as t:
+            for a in (corpus.tokens, corpus.offsets, corpus.sent_doc, corpus.doc_offsets):
+                np.asarray(a).sum()  # read every page
+        touches.append(t.seconds)
+    cache_bytes = sum(f.stat().st_size for f in Path(corpus.cache_path).iterdir())
+    return {
+        "raw_tokens": raw,
+        "kept_tokens": kept,
+        "encoder_warmup_seconds": warm["seconds"],
+        "tokenize_tokens_per_s": stats(tok_rates),
+        "tokenize_seconds": stats(tok_secs),
+        "encode_tokens_per_s": stats(enc_rates),
+        "encode_seconds": stats(enc_secs),
+        "count_and_encode_share": round(1 - statistics.median(tok_secs) / statistics.median(enc_secs), 3),
+        "encode_xz_seconds": round(txz.seconds, 3),
+        "encode_xz_tokens_per_s": round(raw / txz.seconds, 1),
+        "cache_build_seconds": round(build.seconds, 3),
+        "cache_reload_seconds": stats(reloads),
+        "cache_reload_and_read_all_seconds": stats(np.add(reloads, touches)),
+        "cache_bytes": cache_bytes,
+        "cache_note": "the reload memory-maps the arrays; 'and read all' also reads every page (page cache warm)",
+    }
+
+
+# -------------------------------------------------------------------------- kernel and torch
+
+
+class TorchPeer:
+    """The PyTorch implementation in its own process, answering one measurement per request."""
+
+    def __init__(self, corpus_file: Path, cache_dir: Path, dim: int, batches: int, warmup: int, log: Path):
+        cmd = [sys.executable, "-m", "benchmarks.torch_scbow", "--corpus", str(corpus_file), "--cache-dir",
+               str(cache_dir), "--dim", str(dim), "--batches", str(batches), "--warmup", str(warmup)]
+        self.log = open(log, "w")
+        self.proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=worker_env(), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.hello = self._read()
+        self.batches = batches
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait(timeout=30)
+            self.log.flush()
+            raise BenchError(f"the torch worker exited with status {self.proc.returncode}; see {self.log.name}")
+        return json.loads(line)
+
+    def measure(self, threads: int) -> dict:
+        self.proc.stdin.write(json.dumps({"threads": threads, "batches": self.batches}) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        try:
+            if self.proc.poll() is None:
+                self.proc.stdin.write(json.dumps({"quit": True}) + "\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        finally:
+            self.log.close()
+
+
+def example_shape(corpus, config: TrainConfig, n: int = 50_000) -> dict:
+    """Tokens per example (all its sentences) and per target, from the examples of ``n`` targets."""
+    from scbow.trainer import trainable_targets
+
+    from .torch_scbow import build_members, tokens_per_example
+
+    targets = trainable_targets(corpus)
+    order = np.random.default_rng([config.seed, 1]).permutation(targets)[:n]
+    members, n_pos = build_members(order, corpus.sent_doc, corpus.doc_offsets, config.negatives,
+                                   config.negative_mode, np.random.default_rng(0))
+    lengths = np.diff(np.asarray(corpus.offsets))[order]
+    return {"tokens_per_example": round(tokens_per_example(members, corpus.offsets, config.max_length), 3),
+            "tokens_per_target": round(float(lengths.mean()), 3),
+            "sentences_per_example": round(float(1 + n_pos.mean() + config.negatives), 3),
+            "sampled_targets": len(order)}
+
+
+def copy_gb_per_s(nbytes: int, repeats: int) -> dict:
+    src = np.ones(nbytes // 4, dtype=np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    secs = []
+    for _ in range(repeats):
+        with timed() as t:
+            np.copyto(dst, src)
+        secs.append(t.seconds)
+    rates = [2 * src.nbytes / s / 1e9 for s in secs]
+    return {"bytes": int(src.nbytes), "gb_per_s": stats(rates)}
+
+
+def compile_times(bench, threads: list[int]) -> dict:
+    """First-call seconds of the serial kernel (on-disk cache) and, when used, the parallel one (never cached)."""
+    import numba
+
+    from scbow.kernels.cpu import train_batch_parallel, train_batch_serial
+
+    from .throughput import COMPILE_BATCH, _serial_cache_state
+
+    before = _serial_cache_state()
+    serial = bench.run(train_batch_serial, 1, COMPILE_BATCH)["seconds"]
+    out = {"serial_first_call_seconds": round(serial, 3),
+           "serial_cache": {**before, "hit": sum(train_batch_serial.stats.cache_hits.values()) > 0},
+           "parallel_first_call_seconds": None, "parallel_threads": None, "threading_layer": None,
+           "batch_examples": COMPILE_BATCH}
+    if max(threads) > 1:
+        numba.set_num_threads(max(threads))
+        out["parallel_first_call_seconds"] = round(bench.run(train_batch_parallel, max(threads), COMPILE_BATCH)["seconds"], 3)
+        out["parallel_threads"] = max(threads)
+        out["threading_layer"] = numba.threading_layer()
+    return out
+
+
+def bench_kernel(corpus, text: Path, cache_dir: Path, config: TrainConfig, threads: list[int], repeats: int,
+                 torch_batches: int, torch_warmup: int, run_dir: Path, with_torch: bool = True) -> dict:
+    import numba
+
+    from scbow.kernels.cpu import train_batch_parallel
+
+    from .throughput import KernelBench
+
+    bench = KernelBench(corpus, config)
+    say("  kernel: compile")
+    compile_ = compile_times(bench, threads)
+    torch = None
+    torch_note = None
+    if not with_torch:
+        torch_note = "not run (--no-torch)"
+    elif have("torch"):
+        say("  torch: starting its worker (builds the batches before any clock starts)")
+        try:
+            torch = TorchPeer(text, cache_dir, config.dim, torch_batches, torch_warmup, run_dir / "torch.log")
+        except BenchError as exc:
+            torch_note = str(exc)
+    else:
+        torch_note = "torch is not installed (pip install '.[bench]')"
+    runs, torch_runs = [], []
+    both = max(threads) > 1 and 1 in threads
+    try:
+        for rep in range(repeats):
+            for n in threads:
+                variants = [("serial" if n == 1 else "parallel", n)]
+                if n == 1 and both:
+                    variants.append(("parallel", 1))
+                for kind, k in variants:
+                    say(f"  kernel: {kind}, {k} thread(s), repeat {rep + 1}/{repeats}")
+                    if kind == "serial":
+                        kernel = bench.kernel(1)
+                    else:
+                        numba.set_num_threads(k)
+                        kernel = train_batch_parallel
+                    r = bench.run(kernel, k)
+                    if not np.isfinite(r["mean_loss"]):
+                        raise BenchError(f"the loss became {r['mean_loss']} in the kernel run on {k} threads")
+                    runs.append({"repeat": rep + 1, "threads": k, "kernel": kind, "seconds": round(r["seconds"], 4),
+                                 "examples": r["examples"], "examples_per_s": round(r["examples"] / r["seconds"], 1),
+                                 "mean_loss": round(float(r["mean_loss"]), 5)})
+                if torch is not None:
+                    say(f"  torch: {n} thread(s), repeat {rep + 1}/{repeats}")
+                    tr = torch.measure(n)
+                    tr["repeat"] = rep + 1
+                    torch_runs.append(tr)
+    finally:
+        if torch is not None:
+            torch.close()
+    rows = {}
+    for kind, n in dict.fromkeys((r["kernel"], r["threads"]) for r in runs):
+        eps = [r["examples_per_s"] for r in runs if r["kernel"] == kind and r["threads"] == n]
+        s = stats(eps)
+        rows[f"{kind}-{n}"] = {"kernel": kind, "threads": n, "examples_per_s": s,
+                               "corpus_tokens_per_s": round(s["median"] * bench.tokens_per_target, 1)}
+    base = rows.get("serial-1")
+    par1 = rows.get("parallel-1")
+    for row in rows.values():
+        if base:
+            row["scaling"] = round(row["examples_per_s"]["median"] / base["examples_per_s"]["median"], 3)
+            row["efficiency"] = round(row["scaling"] / row["threads"], 3)
+        if par1:
+            row["scaling_vs_parallel_1"] = round(row["examples_per_s"]["median"] / par1["examples_per_s"]["median"], 3)
+    torch_rows = {}
+    for n in threads:
+        eps = [r["examples_per_s"] for r in torch_runs if r["threads"] == n]
+        if eps:
+            torch_rows[str(n)] = {"threads": n, "examples_per_s": stats(eps)}
+            mine = rows.get(("serial" if n == 1 else "parallel") + f"-{n}")
+            if mine:
+                torch_rows[str(n)]["scbow_over_torch"] = round(mine["examples_per_s"]["median"] / stats(eps)["median"], 2)
+    return {
+        "targets_per_epoch": len(bench.order),
+        "mean_tokens_per_target": round(bench.tokens_per_target, 3),
+        "compile": compile_,
+        "runs": runs,
+        "rows": rows,
+        "torch": {"available": torch is not None, "note": torch_note, "worker": torch.hello if torch else None,
+                  "batches_timed": torch_batches, "warmup_batches": torch_warmup, "runs": torch_runs,
+                  "rows": torch_rows},
+        "order": "each repeat runs, for every thread count in turn, the kernel epoch(s) then the torch batches",
+    }
+
+
+def bench_bandwidth(kernel: dict, shape: dict, dim: int, n_words: int, repeats: int) -> dict:
+    per_example = shape["tokens_per_example"] * dim * 4 * 3
+    rows = {}
+    for key, row in kernel["rows"].items():
+        rows[key] = {"threads": row["threads"], "kernel": row["kernel"],
+                     "row_gb_per_s": round(row["examples_per_s"]["median"] * per_example / 1e9, 2)}
+    return {
+        "bytes_per_example": round(per_example, 1),
+        "rows": rows,
+        "copy_48mb": copy_gb_per_s(COPY_MB * 10**6, repeats),
+        "copy_matrix": copy_gb_per_s(n_words * dim * 4, repeats),
+        "matrix_bytes": n_words * dim * 4,
+        "l3_bytes": l3_bytes(),
+    }
+
+
+def l3_bytes() -> int | None:
+    try:
+        text = Path("/sys/devices/system/cpu/cpu0/cache/index3/size").read_text().strip()
+        return int(text.rstrip("K")) * 1024 if text.endswith("K") else int(text)
+    except (OSError, ValueError):
+        return None
+
+
+# -------------------------------------------------------------------------- end to end
+
+
+def bench_e2e(text: Path, dim: int, repeats: int, run_dir: Path, with_paper_dim: bool, threads: int) -> dict:
+    systems = [("scbow", dim)]
+    gensim_note = None
+    if have("gensim"):
+        systems.append(("gensim", PAPER_DIM))
+    else:
+        gensim_note = "gensim is not installed (pip install '.[bench]')"
+    if with_paper_dim and dim != PAPER_DIM:
+        systems.append(("scbow", PAPER_DIM))
+    runs = []
+    for rep in range(repeats):
+        for system, d in systems:
+            say(f"  end to end: {system}, {d} dims, repeat {rep + 1}/{repeats}")
+            out = run_dir / f"e2e-{system}-{d}-{rep}"
+            if system == "scbow":
+                args = ["scbow-e2e", text, out, "--cache-dir", out / "empty-cache", "--threads", threads, "--dim", d]
+            else:
+                args = ["gensim-e2e", text, out, "--threads", threads, "--dim", d]
+            r = run_worker(args)
+            r["repeat"] = rep + 1
+            runs.append(r)
+    rows = {}
+    for system, d in systems:
+        mine = [r for r in runs if r["system"] == system and r["dim"] == d]
+        rows[f"{system}-{d}"] = {
+            "system": system, "dim": d, "seconds": stats([r["seconds"] for r in mine]),
+            "process_wall_seconds": stats([r["process_wall_seconds"] for r in mine]),
+            "phases": {k: round(statistics.median(r["phases"][k] for r in mine), 3) for k in mine[0]["phases"]},
+            "peak_rss_mib": max(r["memory_mib"].get("VmHWM", 0) for r in mine),
+        }
+    g = rows.get(f"gensim-{PAPER_DIM}")
+    if g:
+        for row in rows.values():
+            row["over_gensim"] = round(row["seconds"]["median"] / g["seconds"]["median"], 3)
+            row["wall_over_gensim"] = round(row["process_wall_seconds"]["median"] / g["process_wall_seconds"]["median"], 3)
+    model = next((r["model"] for r in runs if r["system"] == "scbow" and r["dim"] == dim), None)
+    return {"threads": threads, "text": str(text), "runs": runs, "rows": rows, "gensim_note": gensim_note,
+            "model": model, "order": "Each repeat runs " + ", ".join(f"{s} {d}d" for s, d in systems)}
+
+
+# -------------------------------------------------------------------------- inference
+
+
+def bench_inference(model_dir: str | None, corpus, config: TrainConfig, repeats: int) -> dict:
+    import scbow
+    from scbow.evaluate import pair_cosines, read_sts, score_set
+    from scbow.tokenize import tokenize
+
+    sts_dir = data_dir() / "sts"
+    files = sorted(sts_dir.glob("*.tsv"))
+    if not files:
+        raise BenchError(f"no STS sets in {sts_dir}")
+    sets = [read_sts(f) for f in files]
+    pairs = sum(len(s.gold) for s in sets)
+    if model_dir is not None:
+        with timed() as load:
+            model = scbow.load(model_dir)
+        source = "the model saved by the first scbow end-to-end run, loaded with scbow.load"
+    else:
+        from scbow.trainer import train
+
+        model = train(corpus, config.replace(epochs=1, threads=1), quiet=True).model
+        load = None
+        source = "trained in this process (one epoch, serial kernel): the end-to-end section did not run"
+
+    def cosines():
+        for s in sets:
+            pair_cosines(model.embed, s.first, s.second)
+
+    def scores():
+        for s in sets:
+            score_set(model.embed, s)
+
+    def tokens():
+        for s in sets:
+            for x in s.first:
+                tokenize(x)
+            for x in s.second:
+                tokenize(x)
+
+    out = {"sets": len(sets), "pairs": pairs, "model_source": source, "vocab_size": len(model), "dim": model.dim,
+           "load_seconds": round(load.seconds, 4) if load else None}
+    with timed() as cold:
+        cosines()
+    out["first_call_seconds"] = round(cold.seconds, 4)
+    for name, fn in (("cosines", cosines), ("with_correlations", scores), ("tokenize_only", tokens)):
+        fn()
+        secs = []
+        for _ in range(repeats):
+            with timed() as t:
+                fn()
+            secs.append(t.seconds)
+        out[name + "_seconds"] = stats(secs)
+    out["pairs_per_s"] = round(pairs / out["cosines_seconds"]["median"], 1)
+    out["paper"] = dict(PAPER_STS, pairs_per_s=round(PAPER_STS["pairs"] / PAPER_STS["seconds"], 1))
+    return out
+
+
+# -------------------------------------------------------------------------- memory
+
+
+def bench_memory(corpora: list[tuple[str, Path]], cache_dir: Path, dim: int, run_dir: Path, threads: int) -> dict:
+    rows = {}
+    for name, path in corpora:
+        say(f"  memory: {name}: corpus cache")
+        built = run_worker(["build-cache", path, "--cache-dir", cache_dir])
+        say(f"  memory: {name}: one epoch in a fresh process")
+        r = run_worker(["scbow-memory", path, run_dir / f"memory-{name}", "--cache-dir", cache_dir,
+                        "--threads", threads, "--dim", dim])
+        ref = (r["token_bytes"] + r["matrix_bytes"]) / 2**20
+        idle = r["idle_mib"].get("VmRSS")
+        peak_loop = r["end_of_epoch_mib"].get("VmHWM")
+        peak = r["end_mib"].get("VmHWM")
+        row = {**r, "corpus": name, "corpus_file": r["corpus"], "cache_build_seconds": built["seconds"],
+               "cache_build_peak_rss_mib": built.get("memory_mib", {}).get("VmHWM"), "ids_plus_matrix_mib": round(ref, 1)}
+        if peak is not None and idle is not None:
+            row.update({
+                "peak_mib": peak,
+                "peak_training_loop_mib": peak_loop,
+                "added_mib": round(peak - idle, 1),
+                "added_training_loop_mib": round(peak_loop - idle, 1) if peak_loop is not None else None,
+                "peak_ratio": round(peak / ref, 2),
+                "added_ratio": round((peak - idle) / ref, 2),
+                "added_training_loop_ratio": round((peak_loop - idle) / ref, 2) if peak_loop is not None else None,
+            })
+        rows[name] = row
+    return {"threads": threads, "dim": dim, "rows": rows}
+
+
+# -------------------------------------------------------------------------- targets
+
+
+def _pct(part, whole):
+    return f"{part / whole:.0%}" if whole else "n/a"
+
+
+def check_targets(r: dict, corpus_name: str) -> list[dict]:
+    out = []
+
+    def add(name, goal, measured, met, bound, context=""):
+        out.append({"target": name, "goal": goal, "measured": measured,
+                    "met": None if met is None else bool(met), "bound": bound, "context": context})
+
+    e2e = r.get("e2e")
+    dim = r["settings"]["dim"]
+    if e2e and f"gensim-{PAPER_DIM}" in e2e["rows"]:
+        s, g = e2e["rows"][f"scbow-{dim}"], e2e["rows"][f"gensim-{PAPER_DIM}"]
+        ratio = s["over_gensim"]
+        ph = s["phases"]
+        total = s["seconds"]["median"]
+        gp = g["phases"]
+        bound = (f"scbow {total:.1f} s: compile {ph['compile']} s ({_pct(ph['compile'], total)}), encode {ph['encode']} s "
+                 f"({_pct(ph['encode'], total)}), kernel {ph['kernel']} s, post-processing {ph['post_process']} s "
+                 f"({_pct(ph['post_process'], total)}), save {ph['save']} s; gensim {g['seconds']['median']:.1f} s: "
+                 f"tokenize {gp['tokenize']} s, vocabulary {gp['build_vocab']} s, train {gp['train']} s")
+        extra = ""
+        if f"scbow-{PAPER_DIM}" in e2e["rows"] and dim != PAPER_DIM:
+            extra = f"scbow at gensim's {PAPER_DIM} dims: {e2e['rows'][f'scbow-{PAPER_DIM}']['over_gensim']}x"
+        add(f"end to end, one epoch, {e2e['threads']} threads: scbow ({dim} dims) / gensim CBOW ({PAPER_DIM} dims)",
+            f"<= {T_E2E_RATIO}x", f"{ratio}x ({total:.1f} s / {g['seconds']['median']:.1f} s)",
+            ratio <= T_E2E_RATIO, bound, extra)
+    else:
+        add("end to end vs gensim CBOW", f"<= {T_E2E_RATIO}x", "not measured", None,
+            (e2e or {}).get("gensim_note") or "section not run")
+
+    k = r.get("kernel")
+    row2 = k and k["rows"].get(f"parallel-{TARGET_THREADS}")
+    bw = r.get("bandwidth")
+    if row2:
+        eps = row2["examples_per_s"]["median"]
+        bound = ""
+        if bw:
+            gb = bw["rows"][f"parallel-{TARGET_THREADS}"]["row_gb_per_s"]
+            bound = (f"{r['example_shape']['tokens_per_example']:.0f} token rows of {dim} floats per example, "
+                     f"read for the means and read+written by the update: {gb} GB/s of rows against a "
+                     f"{bw['copy_48mb']['gb_per_s']['median']:.1f} GB/s one-thread copy; the matrix "
+                     f"({bw['matrix_bytes'] / 1e6:.0f} MB) fits the L3, so the bound is compute and cache-line "
+                     "traffic between the cores, not DRAM")
+        add(f"training kernel, {TARGET_THREADS} threads ({corpus_name})", f">= {human(T_KERNEL_EPS, 0)} examples/s",
+            f"{human(eps)} examples/s ({eps / T_KERNEL_EPS:.2f}x the goal)", eps >= T_KERNEL_EPS, bound)
+        t = k["torch"]["rows"].get(str(TARGET_THREADS))
+        if t:
+            ratio = t["scbow_over_torch"]
+            t1 = k["torch"]["rows"].get("1")
+            ctx = f"1 thread: {t1['scbow_over_torch']}x" if t1 else ""
+            add(f"training kernel / PyTorch implementation, {TARGET_THREADS} threads", f">= {T_TORCH_RATIO:g}x",
+                f"{ratio}x ({human(eps)} / {human(t['examples_per_s']['median'])} examples/s)", ratio >= T_TORCH_RATIO,
+                f"torch takes {1e3 * k['torch']['worker']['batch_size'] / t['examples_per_s']['median']:.1f} ms per "
+                f"batch of {k['torch']['worker']['batch_size']} examples (forward, autograd backward, sparse SGD "
+                "step), about as long as the kernel takes for "
+                f"{eps * k['torch']['worker']['batch_size'] / t['examples_per_s']['median']:,.0f} examples", ctx)
+        else:
+            add("training kernel / PyTorch implementation", f">= {T_TORCH_RATIO:g}x", "not measured", None,
+                k["torch"]["note"] or "no torch run at this thread count")
+        if "scaling" in row2:
+            sc = row2["scaling"]
+            p1 = k["rows"].get("parallel-1")
+            bound = ""
+            if p1:
+                bound = (f"parallel kernel on 1 thread: {human(p1['examples_per_s']['median'])} examples/s "
+                         f"({p1['scaling']}x the serial one); 2 threads over it: {row2['scaling_vs_parallel_1']}x. "
+                         "The two threads share the L3 and update the same frequent-word rows (Hogwild), so "
+                         "cache lines move between the cores")
+            add(f"{TARGET_THREADS}-thread scaling (over the 1-thread serial kernel)", f">= {T_SCALING}x", f"{sc}x",
+                sc >= T_SCALING, bound)
+    else:
+        add(f"training kernel, {TARGET_THREADS} threads", f">= {human(T_KERNEL_EPS, 0)} examples/s", "not measured", None,
+            "section not run or no 2-thread count")
+
+    p = r.get("preprocess")
+    if p:
+        rate = p["encode_tokens_per_s"]["median"]
+        tok = p["tokenize_tokens_per_s"]["median"]
+        add("preprocessing: tokenize, count, encode (plain text)", f">= {human(T_PREPROCESS, 0)} raw tokens/s",
+            f"{human(rate)} tokens/s", rate >= T_PREPROCESS,
+            f"tokenizing alone runs at {human(tok)} tokens/s ({_pct(1 - p['count_and_encode_share'], 1)} of the "
+            "encode time): one Python thread running one regular expression; counting and encoding are the rest",
+            f"from the .xz file: {human(p['encode_xz_tokens_per_s'])} tokens/s")
+        rl = p["cache_reload_seconds"]["median"]
+        add(f"cached reload of the {corpus_name} corpus", f"< {T_RELOAD_S:g} s", f"{rl:.4f} s", rl < T_RELOAD_S, "",
+            f"reading every page too: {p['cache_reload_and_read_all_seconds']['median']:.3f} s")
+    else:
+        add("preprocessing", f">= {human(T_PREPROCESS, 0)} raw tokens/s", "not measured", None, "section not run")
+
+    inf = r.get("inference")
+    if inf:
+        s = inf["cosines_seconds"]["median"]
+        add(f"all {inf['pairs']:,} pairs of the {inf['sets']} STS sets from raw sentences", f"<= {T_STS_S:g} s",
+            f"{s:.3f} s", s <= T_STS_S,
+            f"tokenizing the sentences alone: {inf['tokenize_only_seconds']['median']:.3f} s",
+            f"paper: {PAPER_STS['seconds']} s for {PAPER_STS['pairs']:,} pairs")
+    else:
+        add("STS pairs scored", f"<= {T_STS_S:g} s", "not measured", None, "section not run")
+
+    mem = r.get("memory")
+    if mem:
+        for name, m in mem["rows"].items():
+            if "added_ratio" not in m:
+                continue
+            add(f"peak training memory, {name}: added by training / (token ids + matrix)", f"<= {T_MEMORY_RATIO:g}x",
+                f"{m['added_ratio']}x ({m['added_mib']:.0f} MiB / {m['ids_plus_matrix_mib']:.0f} MiB)",
+                m["added_ratio"] <= T_MEMORY_RATIO,
+                f"the training loop adds {m['added_training_loop_mib']} MiB; the post-processing after it (sentence "
+                f"sample in float64, SVD) brings the peak to {m['added_mib']} MiB",
+                f"idle process {m['idle_mib'].get('VmRSS')} MiB")
+            add(f"peak training memory, {name}: whole process / (token ids + matrix)", f"<= {T_MEMORY_RATIO:g}x",
+                f"{m['peak_ratio']}x ({m['peak_mib']:.0f} MiB / {m['ids_plus_matrix_mib']:.0f} MiB)",
+                m["peak_ratio"] <= T_MEMORY_RATIO,
+                f"the idle process (interpreter, NumPy, Numba, compiled kernels) is {m['idle_mib'].get('VmRSS')} MiB "
+                f"of it; training adds {m['added_mib']} MiB")
+    else:
+        add("peak training memory", f"<= {T_MEMORY_RATIO:g}x", "not measured", None, "section not run")
+    return out
+
+
+# -------------------------------------------------------------------------- report
+
+
+def _s(st: dict, fmt=human) -> tuple:
+    return fmt(st["median"]), fmt(st["min"]), fmt(st["max"]), f"{st['spread']:.0%}" if st["spread"] is not None else ""
+
+
+def mib(nbytes) -> str:
+    return "n/a" if nbytes is None else f"{nbytes / 2**20:.0f} MiB"
+
+
+def _sec(x):
+    return f"{x:.3f}"
+
+
+def render(r: dict) -> str:
+    s = r["settings"]
+    parts = [
+        "# Speed benchmark",
+        f"`{' '.join(r['context']['command'])}`: corpus **{s['corpus']}**, dim {s['dim']}, threads {s['threads']}, "
+        f"{s['repeats']} repeat(s) (median, min, max and spread over them), end to end and memory on "
+        f"{s['e2e_threads']} threads. Harness wall time {r['harness_seconds']:.0f} s. Load average (1/5/15 min) at the "
+        f"start {r['context']['machine']['load_average_1_5_15']}, at the end {r['load_average_at_end']}: a machine "
+        "shared with other work gives noisy absolute figures, so the targets are judged on ratios from this one run.",
+    ]
+    if s["quick"]:
+        parts.append("**Quick run** (`--quick`): a small corpus and one repeat, to check the plumbing; its figures "
+                     "are not the project's.")
+    rows = []
+    for t in r["targets"]:
+        met = "not measured" if t["met"] is None else ("**yes**" if t["met"] else "**no**")
+        note = t["bound"] if t["met"] is False or t["met"] is None else ""
+        if t["context"]:
+            note = (note + "; " if note else "") + t["context"]
+        rows.append((t["target"], t["goal"], t["measured"], met, note))
+    parts.append("## Targets\n\n" + md_table(("target", "goal", "measured", "met", "what bounds it / context"), rows))
+
+    k = r.get("kernel")
+    if k:
+        c = k["compile"]
+        parts.append(
+            f"## Training kernel\n\nOne epoch of {k['targets_per_epoch']:,} targets "
+            f"({k['mean_tokens_per_target']:.2f} kept tokens per target), batches of the trainer, as "
+            "`scbow.trainer.train` drives them; kernel calls timed.\n\n"
+            + md_table(("kernel", "threads", "examples/s median", "min", "max", "spread", "corpus tokens/s", "scaling",
+                        "efficiency"),
+                       [(row["kernel"], row["threads"], *_s(row["examples_per_s"]), human(row["corpus_tokens_per_s"]),
+                         row.get("scaling", ""), row.get("efficiency", "")) for row in k["rows"].values()])
+            + "\n\nCompile (first call, apart from the figures above): "
+            f"`train_batch_serial` {c['serial_first_call_seconds']} s "
+            f"({'loaded from the on-disk cache' if c['serial_cache']['hit'] else 'compiled'}), "
+            + (f"`train_batch_parallel` {c['parallel_first_call_seconds']} s (never cached); threading layer "
+               f"{c['threading_layer']}." if c["parallel_first_call_seconds"] is not None else "parallel kernel not used."))
+        t = k["torch"]
+        if t["rows"]:
+            w = t["worker"]
+            parts.append(
+                "## PyTorch implementation of the same objective\n\n"
+                f"`benchmarks/torch_scbow.py`, torch {w['torch']}: EmbeddingBag means, cosine softmax, autograd, "
+                f"plain SGD on the batch-mean loss (weight decay included), batch {w['batch_size']}, "
+                f"{'sparse' if w['sparse'] else 'dense'} gradients, `torch.set_num_threads(threads)`; "
+                f"{t['batches_timed']} batches timed after {t['warmup_batches']} warm-up batches, batches built "
+                "before the clock starts. Same examples as the kernel (target, neighbours, negatives from the "
+                "document).\n\n"
+                + md_table(("threads", "examples/s median", "min", "max", "spread", "kernel / torch"),
+                           [(row["threads"], *_s(row["examples_per_s"]), f"{row.get('scbow_over_torch', 'n/a')}x")
+                            for row in t["rows"].values()]))
+        elif t["note"]:
+            parts.append(f"## PyTorch implementation\n\nNot measured: {t['note']}")
+        bw = r.get("bandwidth")
+        if bw:
+            sh = r["example_shape"]
+            parts.append(
+                "## Bandwidth context\n\n"
+                f"{sh['sentences_per_example']} sentences and {sh['tokens_per_example']} tokens per example "
+                f"(from {sh['sampled_targets']:,} examples): {bw['bytes_per_example'] / 1e3:.1f} KB of rows per "
+                f"example. Matrix {bw['matrix_bytes'] / 1e6:.1f} MB; L3 "
+                f"{mib(bw['l3_bytes'])}.\n\n"
+                + md_table(("", "GB/s"), [
+                    *[(f"kernel rows touched, {row['kernel']} {row['threads']} thread(s)", row["row_gb_per_s"])
+                      for row in bw["rows"].values()],
+                    (f"np.copyto, {bw['copy_48mb']['bytes'] / 1e6:.0f} MB, 1 thread (read + write)",
+                     round(bw["copy_48mb"]["gb_per_s"]["median"], 2)),
+                    (f"np.copyto, the matrix ({bw['copy_matrix']['bytes'] / 1e6:.1f} MB), 1 thread",
+                     round(bw["copy_matrix"]["gb_per_s"]["median"], 2)),
+                ]))
+
+    e = r.get("e2e")
+    if e:
+        rows = []
+        for row in e["rows"].values():
+            ph = ", ".join(f"{k} {v}" for k, v in row["phases"].items())
+            rows.append((row["system"], row["dim"], *_s(row["seconds"], _sec), row.get("over_gensim", "n/a"),
+                         _sec(row["process_wall_seconds"]["median"]), ph, f"{row['peak_rss_mib']:.0f}"))
+        g = e["rows"].get(f"gensim-{PAPER_DIM}")
+        gen = ""
+        if g:
+            gr = [x for x in e["runs"] if x["system"] == "gensim"]
+            gen = (f"\n\ngensim {gr[0]['gensim']} (compiled routines: FAST_VERSION {gr[0]['fast_version']}): "
+                   f"{gr[0]['sentences']:,} non-empty lines, {gr[0]['raw_words']:,} raw words after "
+                   f"`simple_preprocess`, training at a median "
+                   f"{human(statistics.median(x['train_raw_words_per_s'] for x in gr))} raw words/s "
+                   f"(before filing: {GENSIM_FILED['seconds']} s, {human(GENSIM_FILED['raw_words_per_s'])} words/s "
+                   "on 10M).")
+        parts.append(
+            f"## End to end\n\nRaw text (`{Path(e['text']).name}`, decompressed once) to a saved model, one epoch, "
+            f"{e['threads']} threads, every run a fresh process (scbow with an empty corpus cache). "
+            f"{e['order']}.\n\n"
+            + md_table(("system", "dim", "seconds median", "min", "max", "spread", "/ gensim", "process wall",
+                        "phases (medians, s)", "peak RSS MiB"), rows) + gen
+            + "\n\nscbow's phases: compile = its first training call on a tiny corpus (compiles the parallel "
+            "kernel); post_process = the common-component removal after the epoch. gensim's tokenize = "
+            "`simple_preprocess` of every line. Process wall = the whole process, interpreter and imports "
+            "included.")
+    elif e is None and "e2e" in s["sections"]:
+        parts.append("## End to end\n\nNot measured.")
+
+    p = r.get("preprocess")
+    if p:
+        parts.append(
+            f"## Preprocessing\n\n{p['raw_tokens']:,} raw tokens, {p['kept_tokens']:,} kept.\n\n"
+            + md_table(("step", "median", "min", "max", "spread"), [
+                ("tokenize only, tokens/s", *_s(p["tokenize_tokens_per_s"])),
+                ("tokenize, count and encode (`load_corpus(use_cache=False)`, plain text), tokens/s",
+                 *_s(p["encode_tokens_per_s"])),
+                ("the same, seconds", *_s(p["encode_seconds"], _sec)),
+                ("reload of the cached corpus (memory-mapped), seconds", *_s(p["cache_reload_seconds"], _sec)),
+                ("reload and read every page, seconds", *_s(p["cache_reload_and_read_all_seconds"], _sec)),
+            ])
+            + f"\n\nCounting and encoding are {p['count_and_encode_share']:.0%} of the encode time. From the "
+            f"`.xz` file (decompression included, once): {p['encode_xz_seconds']} s, "
+            f"{human(p['encode_xz_tokens_per_s'])} tokens/s. Cache build: {p['cache_build_seconds']} s, "
+            f"{p['cache_bytes'] / 2**20:.1f} MiB. Encoder warm-up (not counted): {p['encoder_warmup_seconds']} s."
+            + (f" Decompressing the corpus to the scratch folder: {r['text']['seconds']} s, "
+               f"{r['text']['mb_per_s']} MB/s." if not r["text"]["reused"] else ""))
+
+    inf = r.get("inference")
+    if inf:
+        parts.append(
+            f"## Inference\n\n{inf['pairs']:,} pairs in {inf['sets']} STS sets, read once; model: "
+            f"{inf['model_source']} ({inf['vocab_size']:,} words, {inf['dim']} dims"
+            + (f", load {inf['load_seconds']} s" if inf["load_seconds"] is not None else "") + ").\n\n"
+            + md_table(("", "median s", "min", "max", "spread"), [
+                ("tokenize, embed, cosine (`pair_cosines` over every set)", *_s(inf["cosines_seconds"], _sec)),
+                ("the same plus Pearson and Spearman (`score_set`)", *_s(inf["with_correlations_seconds"], _sec)),
+                ("tokenize only (context)", *_s(inf["tokenize_only_seconds"], _sec)),
+            ])
+            + f"\n\nFirst call (cold): {inf['first_call_seconds']} s. {human(inf['pairs_per_s'])} pairs/s; the "
+            f"paper: {inf['paper']['pairs']:,} pairs in {inf['paper']['seconds']} s "
+            f"({human(inf['paper']['pairs_per_s'])} pairs/s).")
+
+    m = r.get("memory")
+    if m:
+        rows = []
+        for row in m["rows"].values():
+            rows.append((row["corpus"], f"{row['tokens']:,}", f"{row['vocab_size']:,}",
+                         f"{row['token_bytes'] / 2**20:.1f}", f"{row['matrix_bytes'] / 2**20:.1f}",
+                         row["idle_mib"].get("VmRSS"), row.get("peak_training_loop_mib"), row.get("peak_mib"),
+                         row.get("added_training_loop_ratio"), row.get("added_ratio"), row.get("peak_ratio"),
+                         row["seconds"]))
+        parts.append(
+            f"## Memory\n\nOne epoch, {m['threads']} threads, dim {m['dim']}, a fresh process per corpus: kernels "
+            "compiled on a tiny corpus, peak reset, then the cached corpus loaded (memory-mapped) and trained "
+            "(`scbow.trainer.train`, post-processing included). MiB.\n\n"
+            + md_table(("corpus", "tokens", "vocab", "token ids", "matrix", "idle RSS", "peak, end of epoch",
+                        "peak, end", "added/(ids+matrix), epoch", "added/(ids+matrix), end", "peak/(ids+matrix)",
+                        "seconds"), rows))
+
+    skipped = [x for x in SECTIONS if x not in s["sections"]]
+    notes = list(r.get("notes", []))
+    if skipped:
+        notes.append("sections not run: " + ", ".join(skipped))
+    if notes:
+        parts.append("## Notes\n\n" + "\n".join(f"- {n}" for n in notes))
+    parts.append("## Definitions\n\n" + "\n".join(f"- **{k}**: {v}" for k, v in DEFINITIONS.items()))
+    extra = r["context"]
+    parts.append(context_markdown(extra) + f"\n\nNumba threads available: {s['numba_num_threads']}; "
+                 f"L3: {mib(r.get('l3_bytes'))}.")
+    return "\n\n".join(parts)
+
+
+# -------------------------------------------------------------------------- main
+
+
+def parse_args(argv=None, prog="python -m benchmarks.run speed") -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="plumbing check: 1M corpus, 1 repeat, few torch batches, no 300-dim end to end, no 100M memory run")
+    ap.add_argument("--corpus", choices=sorted(CORPORA, key=len), default=None, help="corpus (default 10M, quick 1M)")
+    ap.add_argument("--threads", default=None, help="comma-separated kernel thread counts (default 1..N)")
+    ap.add_argument("--repeats", type=int, default=None, help="repeats of every timed run (default 3, quick 1)")
+    ap.add_argument("--dim", type=int, default=TrainConfig().dim, help="embedding dimension of scbow and torch (default %(default)s)")
+    ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections (default all): " + ", ".join(SECTIONS))
+    ap.add_argument("--skip-100m", action="store_true", help="no memory run on the 100M corpus (it takes minutes)")
+    ap.add_argument("--no-paper-dim", action="store_true", help="no extra scbow end-to-end run at 300 dims")
+    ap.add_argument("--no-torch", action="store_true", help="no PyTorch peer in the kernel section")
+    ap.add_argument("--torch-batches", type=int, default=None, help="torch batches timed (default 300, quick 50)")
+    ap.add_argument("--e2e-threads", type=int, default=E2E_THREADS,
+                    help="threads of the end-to-end and memory runs (default %(default)s, what the targets are set for)")
+    ap.add_argument("--keep-work", action="store_true", help="keep this run's caches and models in the scratch folder")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="output prefix (default benchmarks/results/speed, quick benchmarks/.work/speed/quick)")
+    args = ap.parse_args(argv)
+    args.corpus = args.corpus or ("1M" if args.quick else "10M")
+    args.repeats = args.repeats or (1 if args.quick else 3)
+    if args.repeats < 1:
+        ap.error("--repeats must be >= 1")
+    args.torch_batches = args.torch_batches or (50 if args.quick else 300)
+    args.out = args.out or (WORK_DIR / "quick" if args.quick else RESULTS_DIR / "speed")
+    if args.quick:
+        args.skip_100m = True
+        args.no_paper_dim = True
+    sections = [x.strip() for x in args.only.split(",") if x.strip()]
+    bad = [x for x in sections if x not in SECTIONS]
+    if bad or not sections:
+        ap.error(f"--only: unknown section(s) {', '.join(bad)}; choose from {', '.join(SECTIONS)}")
+    args.sections = [x for x in SECTIONS if x in sections]
+    if args.threads is not None:
+        try:
+            threads = [int(t) for t in args.threads.split(",") if t.strip()]
+        except ValueError:
+            ap.error(f"--threads must be comma-separated integers, got {args.threads!r}")
+        if not threads or min(threads) < 1:
+            ap.error("--threads needs thread counts >= 1")
+        args.threads = sorted(set(threads))
+    return args
+
+
+def main(argv=None, prog="python -m benchmarks.run speed") -> dict:
+    args = parse_args(argv, prog)
+    t_start = time.perf_counter()
+    ctx = context()
+    ctx["command"] = [Path(sys.executable).name, *prog.split()[1:], *(argv if argv is not None else sys.argv[1:])]
+    ctx["versions"] = versions("scipy", "gensim", "torch")
+    import numba
+
+    available = numba.config.NUMBA_NUM_THREADS
+    threads = args.threads or list(range(1, available + 1))
+    if max(threads) > available:
+        sys.exit(f"--threads asks for {max(threads)} threads but numba can use {available}; set NUMBA_NUM_THREADS")
+    if args.e2e_threads > available:
+        sys.exit(f"--e2e-threads {args.e2e_threads} is more than the {available} threads numba can use here")
+    config = TrainConfig(dim=args.dim, epochs=1)
+    xz = corpus_path(args.corpus)
+    WORK_DIR.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=WORK_DIR))
+    cache_dir = run_dir / "cache"
+    report: dict = {
+        "benchmark": "speed",
+        "settings": {"corpus": args.corpus, "corpus_file": str(xz), "dim": args.dim, "threads": threads,
+                     "repeats": args.repeats, "quick": args.quick, "sections": args.sections,
+                     "skip_100m": args.skip_100m, "torch_batches": args.torch_batches,
+                     "numba_num_threads": available, "e2e_threads": args.e2e_threads, "config": config.to_dict()},
+        "definitions": DEFINITIONS,
+        "l3_bytes": l3_bytes(),
+        "notes": [],
+    }
+    try:
+        say(f"[speed] scratch {run_dir}; corpus {args.corpus}; sections {', '.join(args.sections)}")
+        text, report["text"] = decompressed_text(args.corpus)
+        from scbow.corpus import load_corpus
+
+        if "preprocess" in args.sections:
+            say("[preprocess]")
+            report["preprocess"] = bench_preprocess(text, xz, config, args.repeats, cache_dir)
+        corpus = load_corpus([text], config.min_count, config.max_vocab, cache_dir=cache_dir)
+        report["corpus"] = {k: v for k, v in corpus.stats.items() if k != "files"}
+        report["example_shape"] = example_shape(corpus, config)
+        if "kernel" in args.sections:
+            say("[kernel]")
+            report["kernel"] = bench_kernel(corpus, text, cache_dir, config, threads, args.repeats,
+                                            args.torch_batches, 5 if args.quick else 20, run_dir, not args.no_torch)
+            report["bandwidth"] = bench_bandwidth(report["kernel"], report["example_shape"], args.dim,
+                                                  len(corpus.vocab), 10)
+        if "e2e" in args.sections:
+            say("[e2e]")
+            report["e2e"] = bench_e2e(text, args.dim, args.repeats, run_dir, not args.no_paper_dim, args.e2e_threads)
+        if "inference" in args.sections:
+            say("[inference]")
+            model = report.get("e2e", {}).get("model")
+            report["inference"] = bench_inference(model, corpus, config, max(args.repeats, 5))
+        if "memory" in args.sections:
+            say("[memory]")
+            corpora = [(args.corpus, text)]
+            if not args.skip_100m and args.corpus != "100M":
+                corpora.append(("100M", corpus_path("100M")))
+            elif args.skip_100m:
+                report["notes"].append("memory on the 100M corpus skipped (--skip-100m or --quick)")
+            report["memory"] = bench_memory(corpora, cache_dir, args.dim, run_dir, args.e2e_threads)
+    finally:
+        if args.keep_work:
+            say(f"[speed] kept {run_dir}")
+        else:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    report["harness_seconds"] = round(time.perf_counter() - t_start, 1)
+    report["peak_rss_mib_harness"] = peak_rss_mib()
+    report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    report["context"] = ctx
+    load = ctx["machine"]["load_average_1_5_15"]
+    cores = ctx["machine"]["usable_cores"] or available
+    if load and max(load[0], report["load_average_at_end"][0]) > 0.5 * cores:
+        report["notes"].append(
+            f"the machine was busy (1-minute load {load[0]} at the start, {report['load_average_at_end'][0]} at the "
+            f"end, {cores} cores): other work competed for the cores, so every figure is low and noisy; runs on "
+            "several threads suffer most (spin-waiting OpenMP threads of numba, torch and OpenBLAS lose their "
+            "time slices). Rerun on a quiet machine for figures to quote")
+    report["targets"] = check_targets(report, args.corpus)
+    markdown = render(report)
+    json_path, md_path = write_report(args.out, report, markdown)
+    print(markdown)
+    say(f"saved {json_path} and {md_path}")
+    return report
+
+
+if __name__ == "__main__":
+    main(prog="python -m benchmarks.speed")
