@@ -1,0 +1,270 @@
+"""Training checkpoints: the raw matrix and the run's position, written atomically.
+
+The checkpoint of a run that trains into ``MODEL`` is the directory ``MODEL.checkpoint``
+beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.json``, so
+``scbow.load`` reads it) plus ``state.json``:
+
+- ``vectors.npy`` holds the matrix *as the trainer holds it*: common-component removal
+  happens only once training ends, so a resumed run applies it to the same matrix an
+  uninterrupted one would;
+- ``state.json`` holds the :class:`~scbow.trainer.TrainState` (epoch, position in the
+  epoch's shuffled targets, examples done, losses), the configuration, and the identity
+  of the encoded corpus (its files, sizes, and a hash of its vocabulary), so that a
+  resume on another corpus or with other hyperparameters is refused with a clear error.
+
+A checkpoint is written into a temporary sibling directory, flushed to disk and swapped
+into place in one step (:func:`scbow.formats.install_dir`), so the previous checkpoint
+stays valid until the new one is complete, and a process killed at any moment leaves one
+of the two, never a mix.
+
+With one thread, a run resumed from a checkpoint is bit-identical to an uninterrupted
+one: the shuffle of epoch e and the kernel's random stream depend only on the seed, the
+epoch and the number of examples done, and the learning rate on the examples done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .config import TrainConfig
+from .errors import CheckpointError, TrainingError
+
+CHECKPOINT_VERSION = 1
+STATE_FILE = "state.json"
+# Settings a resumed run may change: they decide how fast it runs, not what it computes.
+# (With another thread count the run is no longer bit-identical, as with any threads > 1.)
+FREE_ON_RESUME = ("threads", "device")
+
+
+def checkpoint_dir(output: Path) -> Path:
+    """Where the checkpoint of a run into ``output`` lives: ``OUTPUT.checkpoint``."""
+    output = Path(output)
+    return output.with_name(output.name + ".checkpoint")
+
+
+# ---------------------------------------------------------------------------------------
+# --checkpoint-every
+
+
+@dataclass(frozen=True)
+class Every:
+    """Checkpoint every ``examples`` training examples, or every ``seconds`` seconds."""
+
+    examples: int | None = None
+    seconds: float | None = None
+
+    def __str__(self) -> str:
+        return f"{self.examples:,} examples" if self.examples else f"{self.seconds:g} s"
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|secs|m|min|mins|h|hr|hrs)")
+_UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "m": 60, "min": 60, "mins": 60, "h": 3600, "hr": 3600, "hrs": 3600}
+
+
+def parse_every(value) -> Every:
+    """``500000`` (examples) or a duration such as ``30s``, ``10m``, ``1.5h``.
+
+    Checkpoints are taken between kernel calls, so they land on the first batch boundary
+    (every 32,768 examples) at or after the requested point.
+    """
+    if isinstance(value, Every):
+        return value
+    if isinstance(value, bool):
+        value = str(value)  # never a count
+    if isinstance(value, int):
+        text = str(value)
+    else:
+        text = str(value).strip().lower().replace("_", "").replace(",", "")
+    if text.isdigit() and int(text) > 0:
+        return Every(examples=int(text))
+    m = _DURATION.fullmatch(text)
+    if m and float(m.group(1)) > 0 and math.isfinite(float(m.group(1))):
+        return Every(seconds=float(m.group(1)) * _UNIT_SECONDS[m.group(2)])
+    raise ValueError(
+        f"--checkpoint-every takes a number of examples (500000) or a duration (30s, 10m, 2h), got {value!r}"
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# What a checkpoint records
+
+
+def vocab_digest(words) -> str:
+    h = hashlib.sha256()
+    for w in words:
+        h.update(w.encode("utf-8", "surrogatepass") + b"\n")
+    return h.hexdigest()
+
+
+def corpus_identity(corpus) -> dict:
+    """What makes two encoded corpora the same for training: sizes and vocabulary."""
+    stats = corpus.stats or {}
+    return {
+        "files": list(stats.get("files", [])),
+        "sentences": int(corpus.n_sentences),
+        "documents": int(corpus.n_documents),
+        "tokens": int(len(corpus.tokens)),
+        "vocab_size": len(corpus.vocab),
+        "vocab_sha256": vocab_digest(corpus.vocab.words),
+    }
+
+
+def _config_differences(saved: dict, config: TrainConfig) -> list[str]:
+    now = config.to_dict()
+    out = []
+    for key, value in now.items():
+        if key in FREE_ON_RESUME or key not in saved or saved[key] == value:
+            continue
+        out.append(f"--{key.replace('_', '-')} was {saved[key]!r}, now {value!r}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Writing and reading
+
+
+class CheckpointWriter:
+    """Writes the checkpoints of one run into ``path`` (replacing the previous one)."""
+
+    def __init__(self, path: Path, corpus, config: TrainConfig):
+        self.path = Path(path)
+        self.corpus = corpus
+        self.config = config
+        self.identity = corpus_identity(corpus)
+        self.last_done: int | None = None  # examples done at the last checkpoint written
+
+    def write(self, state, W: np.ndarray) -> Path:
+        """Write a checkpoint of ``state`` with the matrix ``W`` (raises OSError on failure).
+
+        Refuses (TrainingError) a matrix holding NaN or inf: the last good checkpoint is
+        worth more than a poisoned one.
+        """
+        from .formats import install_dir, write_model_files
+        from .model import Model
+
+        if not np.isfinite(W).all():
+            raise TrainingError(
+                f"the embeddings hold NaN or inf after {state.done:,} examples: the learning rate "
+                f"({self.config.lr:g}) is probably too high; try a smaller --lr"
+            )
+        parent = self.path.resolve().parent
+        parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.tmp-", dir=parent))
+        try:
+            model = Model(self.corpus.vocab, W, self.config.to_dict())
+            info = {
+                "corpus": dict(self.corpus.stats or {}),
+                "training": {"checkpoint": True, "raw_vectors": True, "examples": state.done,
+                             "of_examples": state.total},
+            }
+            write_model_files(model, tmp, info)
+            meta = {
+                "checkpoint_version": CHECKPOINT_VERSION,
+                "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "state": state.to_dict(),
+                "config": self.config.to_dict(),
+                "corpus": self.identity,
+            }
+            with open(tmp / STATE_FILE, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(meta, indent=1) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            install_dir(tmp, self.path)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self.last_done = state.done
+        return self.path
+
+
+def read_meta(path: Path) -> dict:
+    """The ``state.json`` of the checkpoint at ``path``, checked for shape."""
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"{path}: no checkpoint to resume from")
+    try:
+        meta = json.loads((path / STATE_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: damaged checkpoint (no {STATE_FILE}); delete it to start over") from None
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{path / STATE_FILE}: damaged checkpoint ({exc}); delete it to start over") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("checkpoint_version"), int):
+        raise CheckpointError(f"{path / STATE_FILE}: not a checkpoint of scbow-numba; delete it to start over")
+    if meta["checkpoint_version"] > CHECKPOINT_VERSION:
+        raise CheckpointError(f"{path}: checkpoint format {meta['checkpoint_version']} is newer than this "
+                              f"scbow-numba understands ({CHECKPOINT_VERSION}); upgrade scbow-numba")
+    for key, kind in (("state", dict), ("config", dict), ("corpus", dict)):
+        if not isinstance(meta.get(key), kind):
+            raise CheckpointError(f"{path / STATE_FILE}: damaged checkpoint (no {key}); delete it to start over")
+    return meta
+
+
+def describe(meta: dict) -> str:
+    """``"123,456 of 1,000,000 examples"`` for a checkpoint's state."""
+    state = meta.get("state", {})
+    try:
+        return f"{int(state['done']):,} of {int(state['total']):,} examples"
+    except (KeyError, TypeError, ValueError):
+        return "unknown progress"
+
+
+def check_config(meta: dict, config: TrainConfig, path: Path) -> None:
+    """Refuse to resume with hyperparameters that change what is computed."""
+    diffs = _config_differences(meta["config"], config)
+    if diffs:
+        raise CheckpointError(
+            f"cannot resume from {path}: {'; '.join(diffs)}; run with the settings of the interrupted "
+            "run, or delete the checkpoint to start over"
+        )
+
+
+def restore(path: Path, meta: dict, corpus, config: TrainConfig):
+    """Check the checkpoint against ``corpus`` and ``config``; return ``(W, TrainState)``."""
+    from .formats import load_model
+    from .trainer import TrainState, trainable_targets
+
+    path = Path(path)
+    check_config(meta, config, path)
+    saved, now = meta["corpus"], corpus_identity(corpus)
+    keys = ("sentences", "documents", "tokens", "vocab_size", "vocab_sha256")
+    if any(saved.get(k) != now[k] for k in keys):
+        raise CheckpointError(
+            f"cannot resume from {path}: it was trained on another corpus ({saved.get('sentences')} sentences, "
+            f"{saved.get('vocab_size')} words, from {', '.join(map(str, saved.get('files', []))) or '?'}); "
+            f"this one has {now['sentences']} sentences and {now['vocab_size']} words"
+        )
+    try:
+        model = load_model(path, mmap=False)
+    except CheckpointError:
+        raise
+    except ValueError as exc:  # ModelError
+        raise CheckpointError(f"damaged checkpoint: {exc}; delete {path} to start over") from None
+    W = np.asarray(model.vectors)
+    if vocab_digest(model.vocab.words) != now["vocab_sha256"] or W.shape != (len(corpus.vocab), config.dim):
+        raise CheckpointError(f"{path}: damaged checkpoint (its vectors or vocabulary do not match its state); "
+                              "delete it to start over")
+    if not np.isfinite(W).all():
+        raise CheckpointError(f"{path}: damaged checkpoint (the vectors hold NaN or inf); delete it to start over")
+    try:
+        state = TrainState.from_dict(meta["state"])
+        n_targets = len(trainable_targets(corpus))
+        ok = (state.targets_per_epoch == n_targets and state.total == n_targets * config.epochs
+              and 0 <= state.epoch <= config.epochs and 0 <= state.lo <= n_targets
+              and state.done == state.epoch * n_targets + state.lo)
+    except (KeyError, TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise CheckpointError(f"{path / STATE_FILE}: damaged checkpoint (inconsistent training state); "
+                              "delete it to start over")
+    return W, state

@@ -1,0 +1,327 @@
+"""One training run into a model directory, safe against interrupts, faults and rivals.
+
+:func:`train_session` is what ``scbow-numba train`` runs. Around :func:`scbow.trainer.train`
+it adds:
+
+- **a lock**: ``OUTPUT.lock`` beside the output, held with ``flock`` for the whole run
+  and holding the owner's pid. A second trainer into the same output refuses at once with
+  a one-line error naming that pid. The kernel drops the lock when its owner dies, even
+  by SIGKILL, so a lock file left behind by a dead process is simply taken over.
+- **signals**: SIGINT (Ctrl-C) and SIGTERM during training set a flag that is checked
+  after every batch (a fraction of a second); the run then writes a checkpoint and stops
+  with :class:`~scbow.errors.Interrupted` (the CLI exits 130 or 143 with one line that
+  says how to resume). A second signal stops at once, keeping the last checkpoint. Before
+  training starts (reading the corpus) a signal stops at once and nothing is written;
+  once training has finished, signals wait until the model is saved. The previous
+  handlers are restored afterwards.
+- **checkpoints** (:mod:`scbow.checkpoint`): every N examples or seconds when asked
+  (``checkpoint_every``), always on an interrupt, never with NaN or inf in the matrix.
+  A failed periodic checkpoint (disk full) is a warning and training goes on; the
+  previous checkpoint is kept. The checkpoint is removed once the model is saved.
+- **resume**: ``resume=True`` continues from ``OUTPUT.checkpoint`` after checking that
+  the corpus and the hyperparameters are those of the interrupted run. Without it, an
+  existing checkpoint is never overwritten: the run refuses, so work is never lost by
+  re-running a command without ``--resume``.
+- **divergence**: a NaN or inf loss or matrix stops the run with an error that names the
+  likely cause and where the last good checkpoint is.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from .errors import CheckpointError, Interrupted, ModelError, TrainingError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None
+
+
+def lock_path(output: Path) -> Path:
+    output = Path(output)
+    return output.with_name(output.name + ".lock")
+
+
+class OutputLock:
+    """An exclusive lock on a training output, as a context manager.
+
+    ``flock`` on ``OUTPUT.lock``: the kernel releases it when the process exits in any
+    way, so there are no stale locks to detect, only lock files to reuse. On release the
+    file is removed; a process that opened the file just before is protected by checking,
+    after locking, that the file it locked is still the one at the path.
+    """
+
+    def __init__(self, output: Path):
+        self.output = Path(output)
+        self.path = lock_path(self.output)
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        if fcntl is None:  # pragma: no cover
+            return
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise ModelError(f"{self.path}: cannot create lock file: {exc.strerror}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                try:
+                    owner = os.read(fd, 64).decode("ascii", "replace").strip() or "?"
+                finally:
+                    os.close(fd)
+                raise ModelError(
+                    f"{self.output}: another scbow-numba process (pid {owner}) is training into it "
+                    f"(lock {self.path.name}); wait for it to finish or choose another output"
+                ) from None
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # the previous owner removed the file while we waited: try again
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+        os.close(self.fd)  # closing drops the flock
+        self.fd = None
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+class SignalGuard:
+    """Turns SIGINT and SIGTERM into :class:`Interrupted` at safe points.
+
+    ``mode`` says what a signal does: ``"raise"`` raises at once (nothing to save yet);
+    ``"flag"`` records it for the checkpoint hook (a second signal raises at once);
+    ``"defer"`` only records it (the model is being saved). ``signum`` is the first
+    signal received, or None. Handlers are installed only in the main thread.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.mode = "raise"
+        self.signum: int | None = None
+        self._previous: dict = {}
+
+    def _handle(self, signum, frame):
+        first = self.signum is None
+        if first:
+            self.signum = signum
+        if self.mode == "raise" or (self.mode == "flag" and not first):
+            raise Interrupted(None, signum)
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for s in self.SIGNALS:
+                self._previous[s] = signal.signal(s, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        for s, handler in self._previous.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        self._previous.clear()
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def _stderr(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
+    """The :class:`~scbow.trainer.Hook` that writes checkpoints and acts on signals."""
+    import time
+
+    from .trainer import Hook
+
+    class CheckpointHook(Hook):
+        def __init__(self):
+            self.last_time = time.monotonic()
+            self.next_examples = (start_done // every.examples + 1) * every.examples if every and every.examples else None
+
+        def after_batch(self, state, vectors):
+            if guard.signum is not None:
+                name = signal_name(guard.signum)
+                try:
+                    writer.write(state, vectors())
+                except OSError as exc:
+                    kept = (f"the checkpoint of {writer.last_done:,} examples in {writer.path} is kept"
+                            if writer.last_done is not None else "nothing was written")
+                    raise Interrupted(f"interrupted ({name}) after {state.done:,} of {state.total:,} examples; "
+                                      f"cannot write a checkpoint ({exc.strerror or exc}); {kept}", guard.signum) from None
+                raise Interrupted(
+                    f"interrupted ({name}) after {state.done:,} of {state.total:,} examples; checkpoint written "
+                    f"to {writer.path}; run the same command with --resume to continue", guard.signum)
+            if every is None:
+                return
+            if every.examples:
+                due = state.done >= self.next_examples
+            else:
+                due = time.monotonic() - self.last_time >= every.seconds
+            if not due:
+                return
+            try:
+                writer.write(state, vectors())
+            except OSError as exc:
+                warn(f"warning: cannot write a checkpoint to {writer.path} ({exc.strerror or exc}); "
+                     "training goes on" + (f", the checkpoint of {writer.last_done:,} examples is kept"
+                                           if writer.last_done is not None else ""))
+            self.last_time = time.monotonic()
+            if every.examples:
+                self.next_examples = (state.done // every.examples + 1) * every.examples
+
+        def after_epoch(self, state, vectors):
+            if state.epoch >= config.epochs:
+                guard.mode = "defer"  # training is over: a signal now waits until the model is saved
+
+    return CheckpointHook()
+
+
+def remove_stale_temporaries(path: Path) -> None:
+    """Delete temporary siblings of ``path`` left by a process killed while saving.
+
+    Called only while holding the output's lock. A ``.NAME.old-*`` directory is the
+    previous model set aside by a save that was killed before putting the new one in
+    place (only where directories cannot be swapped in one step): it is kept unless
+    ``path`` holds a model again.
+    """
+    parent = path.resolve().parent
+    if not parent.is_dir():
+        return
+    for p in parent.glob(f".{path.name}.tmp-*"):
+        shutil.rmtree(p, ignore_errors=True)
+    for p in parent.glob(f".{path.name}.probe-*"):
+        shutil.rmtree(p, ignore_errors=True)
+    if path.is_dir():
+        for p in parent.glob(f".{path.name}.old-*"):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def train_session(corpus, config=None, output=None, *, checkpoint_every=None, resume: bool = False,
+                  quiet: bool = False, cache_dir=None, use_cache: bool = True, hooks=(), init=None,
+                  before_save=None, warn=None):
+    """Train on ``corpus`` (paths) and save the model to ``output``; returns the TrainResult.
+
+    ``checkpoint_every``: None, a number of examples, or a duration string (``"10m"``),
+    see :func:`scbow.checkpoint.parse_every`. ``resume``: continue from the checkpoint of
+    an interrupted run into the same output. ``hooks`` and ``init`` go to
+    :func:`scbow.trainer.train` (``init`` only when not resuming). ``before_save(result)``
+    may add to ``result.model.info`` before the model is written. ``warn`` receives
+    warning lines (default: stderr). Raises :class:`~scbow.errors.Interrupted` on
+    SIGINT/SIGTERM and the errors of :mod:`scbow.errors` on bad input.
+    """
+    from .checkpoint import CheckpointWriter, checkpoint_dir, describe, parse_every, read_meta, restore
+    from .config import TrainConfig
+    from .corpus import load_corpus
+    from .formats import check_output_dir, default_model_dir, save_model
+    from .progress import Progress
+    from .trainer import train
+
+    config = config or TrainConfig()
+    warn = warn or _stderr
+    every = parse_every(checkpoint_every) if checkpoint_every is not None else None
+    output = check_output_dir(output if output is not None else default_model_dir())
+    ckpt = checkpoint_dir(Path(os.path.abspath(output)))
+    writer = None
+    guard = SignalGuard()
+    try:
+        with OutputLock(Path(os.path.abspath(output))), guard:
+            remove_stale_temporaries(Path(os.path.abspath(output)))
+            remove_stale_temporaries(ckpt)
+            meta = None
+            if resume:
+                meta = read_meta(ckpt)
+                from .checkpoint import check_config
+
+                check_config(meta, config, ckpt)
+            elif ckpt.exists():
+                try:
+                    progress = describe(read_meta(ckpt))
+                except CheckpointError:
+                    progress = "unreadable"
+                raise CheckpointError(
+                    f"{ckpt}: a checkpoint of an unfinished run into {output} is there ({progress}); "
+                    "add --resume to continue it, or delete it to start over")
+
+            reading = Progress(0, unit="tok", enabled=None if not quiet else False)
+            try:
+                encoded = load_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir,
+                                      use_cache=use_cache,
+                                      progress=lambda n: reading.update(n, prefix="reading corpus: "))
+            finally:
+                reading.close()
+            bad = (encoded.stats or {}).get("invalid_utf8_lines", 0)
+            if bad:
+                warn(f"warning: {bad:,} line(s) of the corpus are not valid UTF-8; their bad bytes were read "
+                     "as U+FFFD (the replacement character)")
+
+            start = None
+            if meta is not None:
+                init, start = restore(ckpt, meta, encoded, config)
+            writer = CheckpointWriter(ckpt, encoded, config)
+            if start is not None:
+                writer.last_done = start.done
+            hook = _make_hook(writer, every, guard, config, warn, start.done if start is not None else 0)
+            guard.mode = "flag"
+            try:
+                result = train(encoded, config, quiet=quiet, hooks=[*hooks, hook], init=init, start=start)
+            except TrainingError as exc:
+                if writer.last_done is not None:
+                    raise TrainingError(f"{exc}; the last good checkpoint ({writer.last_done:,} examples) is "
+                                        f"kept in {ckpt}") from None
+                raise
+            guard.mode = "defer"
+            if before_save is not None:
+                before_save(result)
+            try:
+                save_model(result.model, output)
+            except ModelError as exc:
+                if writer.last_done is not None:
+                    raise ModelError(f"{exc}; the checkpoint of {writer.last_done:,} examples is kept in {ckpt}") from None
+                raise
+            shutil.rmtree(ckpt, ignore_errors=True)
+    except Interrupted as exc:
+        if exc.message:
+            raise
+        name = signal_name(exc.signum)
+        if writer is not None and writer.last_done is not None:
+            text = (f"interrupted ({name}); the checkpoint of {writer.last_done:,} examples in {ckpt} is kept; "
+                    "run the same command with --resume to continue")
+        elif resume and ckpt.exists():
+            text = f"interrupted ({name}); the checkpoint in {ckpt} is kept; run the same command with --resume"
+        else:
+            text = f"interrupted ({name}); nothing was written"
+        raise Interrupted(text, exc.signum) from None
+    if guard.signum is not None:
+        raise Interrupted(f"interrupted ({signal_name(guard.signum)}) after training had finished; "
+                          f"the model was saved to {output}", guard.signum)
+    return result
