@@ -1,0 +1,300 @@
+"""Embedding text files with a model: one sentence per line in, one float32 row per line out.
+
+The input is read in blocks of lines (a few MB of text each), tokenized with the one
+tokenizer of the package, mapped to vocabulary ids and averaged by a compiled kernel
+(``scbow.kernels.embed``). Only one block is in memory at a time, so inputs larger than
+memory work; the output ``.npy`` file is written block by block.
+
+Rules: every input line gives one row (row ``i`` is line ``i + 1``, empty lines
+included). A line with no known word has no embedding: its row is NaN (or zeros with
+``fill=0``) and its line number is recorded. Lines are split as Python's universal-newline
+mode splits them (``\\n``, ``\\r\\n`` or ``\\r``); ``.gz``, ``.bz2`` and ``.xz`` inputs
+are decompressed transparently; invalid UTF-8 bytes become U+FFFD.
+
+The output is written to a temporary file beside it and renamed into place at the end,
+so an interrupted run never leaves a half-written array where one is expected.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import lzma
+import math
+import os
+import struct
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import CorpusError, ModelError
+from .model import Model
+from .tokenize import tokenize_lines
+
+BLOCK_CHARS = 1 << 22  # characters of text per block (about 40K lines of prose)
+NPY_HEADER_LEN = 128  # bytes of the .npy header we write: magic, length and padded dict
+_MAGIC = b"\x93NUMPY\x01\x00"
+
+
+def npy_header(n_rows: int, dim: int) -> bytes:
+    """The .npy (format 1.0) header of a C-order little-endian float32 array (n_rows, dim).
+
+    Always ``NPY_HEADER_LEN`` bytes, so the header can be written last over a placeholder
+    once the number of rows is known.
+    """
+    text = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (n_rows, dim)
+    room = NPY_HEADER_LEN - len(_MAGIC) - 2
+    if len(text) + 1 > room:  # needs more than 10**40 rows
+        raise ValueError(f"shape ({n_rows}, {dim}) does not fit a {NPY_HEADER_LEN}-byte header")
+    return _MAGIC + struct.pack("<H", room) + (text.ljust(room - 1) + "\n").encode("latin1")
+
+
+def missing_path_for(output: os.PathLike) -> Path:
+    """Where the record of lines without an embedding goes: ``X.npy`` -> ``X.missing.txt``."""
+    output = Path(output)
+    stem = output.name[:-4] if output.name.endswith(".npy") else output.name
+    return output.with_name(stem + ".missing.txt")
+
+
+class LineEncoder:
+    """Maps lines of text to the token-id stream of the embedding kernel."""
+
+    def __init__(self, model: Model):
+        from .kernels.embed import LINE_END, UNKNOWN
+
+        lookup = dict(model.vocab.index)
+        lookup["\n"] = LINE_END  # no word of a vocabulary holds whitespace
+        self._get = lookup.get
+        self._unknown = UNKNOWN
+
+    def encode(self, lines: list[str]) -> np.ndarray:
+        """int32 ids of the tokens of ``lines``, each line ended by a ``LINE_END`` marker."""
+        block = "".join(lines)
+        if not block.endswith("\n"):
+            block += "\n"
+        tokens = tokenize_lines(block)
+        return np.fromiter(map(self._get, tokens, itertools.repeat(self._unknown)), dtype=np.int32,
+                           count=len(tokens))
+
+
+def average(vectors: np.ndarray, ids: np.ndarray, n_lines: int, fill: float = math.nan,
+            parallel: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``n_lines`` lines from an encoded stream: float32 (n_lines, d) and known-word counts."""
+    from .kernels import embed as K
+
+    starts = np.empty(n_lines, dtype=np.int64)
+    stops = np.empty(n_lines, dtype=np.int64)
+    found = K.line_bounds(ids, starts, stops)
+    if found != n_lines:
+        raise AssertionError(f"tokenizer found {found} line ends in {n_lines} lines")
+    W = np.ascontiguousarray(vectors, dtype=np.float32)  # a plain ndarray, also from a memmap
+    out = np.empty((n_lines, W.shape[1]), dtype=np.float32)
+    counts = np.empty(n_lines, dtype=np.int64)
+    kernel = K.mean_lines_parallel if parallel else K.mean_lines_serial
+    kernel(W, ids, starts, stops, float(fill), out, counts)
+    return out, counts
+
+
+def embed_lines(model: Model, lines, fill: float = math.nan) -> tuple[np.ndarray, np.ndarray]:
+    """Embed a list of lines in one call: float32 (n, d) and the known-word count of each."""
+    lines = [line if line.endswith("\n") else line + "\n" for line in lines]
+    ids = LineEncoder(model).encode(lines)
+    return average(model.vectors, ids, len(lines), fill)
+
+
+def read_blocks(path, block_chars: int = BLOCK_CHARS):
+    """Yield lists of lines of a text file (``-`` for stdin), about ``block_chars`` at a time.
+
+    Raises CorpusError for a missing, unreadable or binary file.
+    """
+    from .corpus import open_text
+
+    if str(path) == "-":
+        fh = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline=None)
+        name = "<stdin>"
+        close = fh.detach  # leaves sys.stdin open
+    else:
+        path = Path(path)
+        if path.is_dir():
+            raise CorpusError(f"{path}: is a directory, expected a text file with one sentence per line")
+        if not path.exists():
+            raise CorpusError(f"{path}: no such file")
+        try:
+            fh = open_text(path)
+        except OSError as exc:
+            raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        name = str(path)
+        close = fh.close
+    first = True
+    try:
+        while True:
+            lines = fh.readlines(block_chars)
+            if not lines:
+                break
+            if any("\x00" in line for line in lines):
+                raise CorpusError(f"{name}: contains NUL bytes; this looks like binary data, not text")
+            if first and sum("\ufffd" in line for line in lines) > 0.5 * len(lines):
+                raise CorpusError(f"{name}: mostly invalid UTF-8; this looks like binary data, not text")
+            first = False
+            yield lines
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise CorpusError(f"{name}: cannot read: {exc}") from None
+    finally:
+        close()
+
+
+@dataclass
+class EmbedStats:
+    lines: int = 0
+    missing: int = 0  # lines with no known word
+    tokens: int = 0
+    known_tokens: int = 0
+    seconds: float = 0.0
+    output: str = ""
+    missing_file: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def _check_output(path: Path) -> Path:
+    if path.is_dir():
+        raise ModelError(f"{path}: is a directory; give a file name such as {path / 'embeddings.npy'}")
+    parent = path.resolve().parent
+    if not parent.is_dir():
+        raise ModelError(f"{parent}: no such directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ModelError(f"{parent}: directory is not writable")
+    return path
+
+
+def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.PathLike | None = None,
+               fill: float = math.nan, threads: int = 1, block_chars: int = BLOCK_CHARS,
+               progress=None) -> EmbedStats:
+    """Embed every line of ``input_path`` into the float32 (n_lines, dim) array file ``output``.
+
+    The 1-based numbers of the lines with no known word go to ``missing_file`` (default
+    ``missing_path_for(output)``), one per line after a ``#`` comment line.
+
+    Tokenizing (Python, holding the GIL) runs in this thread; averaging and writing a block
+    (compiled, GIL released) run in a second thread while the next block is tokenized, so
+    two cores are busy with ``threads=1``, and tokenizing is the bottleneck: averaging a
+    100-dim block takes about a tenth of tokenizing it (``benchmarks/results/embed.md``).
+    ``threads`` other than 1 average with the parallel kernel on that many threads (0: all)
+    from the second block on; it compiles in seconds on first use (it cannot be cached) and
+    pays off only where averaging is the slower side: models with many dimensions.
+    ``progress`` is called with the number of lines done.
+    """
+    output = _check_output(Path(output))
+    missing_file = _check_output(Path(missing_file) if missing_file else missing_path_for(output))
+    if missing_file.resolve() == output.resolve():
+        raise ModelError(f"{output}: the array and the record of missing lines cannot be the same file")
+    if threads != 1:
+        import numba
+
+        from .trainer import resolve_threads
+
+        numba.set_num_threads(resolve_threads(threads))
+    vectors = np.ascontiguousarray(model.vectors, dtype=np.float32)
+    dim = vectors.shape[1]
+    encoder = LineEncoder(model)
+    stats = EmbedStats(output=str(output), missing_file=str(missing_file))
+    t0 = time.perf_counter()
+    tmp_out = tmp_missing = None
+    try:
+        fd, tmp_out = tempfile.mkstemp(prefix=f".{output.name}.tmp-", dir=output.resolve().parent)
+        os.close(fd)
+        fd, tmp_missing = tempfile.mkstemp(prefix=f".{missing_file.name}.tmp-", dir=missing_file.resolve().parent)
+        os.close(fd)
+        with open(tmp_out, "wb") as out, open(tmp_missing, "w", encoding="utf-8", newline="\n") as miss, \
+                ThreadPoolExecutor(max_workers=1) as pool:
+            out.write(npy_header(0, dim))
+            miss.write(f"# lines of {input_path} with no known word (1-based; array row = line - 1)\n")
+
+            def finish(ids, n_lines, first_line, parallel):
+                rows, counts = average(vectors, ids, n_lines, fill, parallel)
+                rows.tofile(out)
+                empty = np.flatnonzero(counts == 0)
+                if len(empty):
+                    miss.write("".join(f"{first_line + i}\n" for i in empty.tolist()))
+                return len(empty), int(counts.sum())
+
+            pending = None
+            for n_block, lines in enumerate(read_blocks(input_path, block_chars)):
+                ids = encoder.encode(lines)
+                if pending is not None:
+                    missing, known = pending.result()
+                    stats.missing += missing
+                    stats.known_tokens += known
+                pending = pool.submit(finish, ids, len(lines), stats.lines + 1, threads != 1 and n_block > 0)
+                stats.lines += len(lines)
+                stats.tokens += len(ids) - len(lines)
+                if progress is not None:
+                    progress(stats.lines)
+            if pending is not None:
+                missing, known = pending.result()
+                stats.missing += missing
+                stats.known_tokens += known
+            out.seek(0)
+            out.write(npy_header(stats.lines, dim))
+            out.flush()
+            os.fsync(out.fileno())
+            miss.flush()
+            os.fsync(miss.fileno())
+        os.chmod(tmp_out, 0o644)
+        os.chmod(tmp_missing, 0o644)
+        os.replace(tmp_out, output)
+        tmp_out = None
+        os.replace(tmp_missing, missing_file)
+        tmp_missing = None
+    except OSError as exc:
+        raise ModelError(f"cannot write {output}: {exc.strerror or exc}") from None
+    finally:
+        for tmp in (tmp_out, tmp_missing):
+            if tmp is not None and os.path.exists(tmp):
+                os.unlink(tmp)
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
+                      block_chars: int = BLOCK_CHARS) -> list[tuple[float, int, str]]:
+    """The ``topn`` lines of a text file nearest to ``sentence`` by cosine of averages.
+
+    Returns ``(cosine, line_number, line)`` tuples, best first (ties: earlier line first);
+    line numbers are 1-based. Lines with no known word are never returned. Raises
+    ValueError when ``sentence`` has no known word.
+    """
+    if topn < 1:
+        raise ValueError(f"topn must be at least 1, got {topn}")
+    q = model.embed([sentence])[0].astype(np.float64)
+    if np.isnan(q).any():
+        raise ValueError(f"the sentence {sentence!r} has no word in the vocabulary")
+    qn = np.linalg.norm(q)
+    q = q / qn if qn > 0 else q
+    encoder = LineEncoder(model)
+    vectors = np.ascontiguousarray(model.vectors, dtype=np.float32)
+    best_cos = np.empty(0, dtype=np.float64)
+    best_line = np.empty(0, dtype=np.int64)
+    best_text: list[str] = []
+    first_line = 1
+    for lines in read_blocks(input_path, block_chars):
+        rows, counts = average(vectors, encoder.encode(lines), len(lines), 0.0)
+        norms = np.linalg.norm(rows, axis=1).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cos = (rows.astype(np.float64) @ q) / norms
+        cos[(counts == 0) | ~np.isfinite(cos)] = -np.inf
+        k = min(topn, len(lines))
+        top = np.argpartition(-cos, k - 1)[:k] if k < len(lines) else np.arange(len(lines))
+        top = top[np.isfinite(cos[top])]
+        cand_cos = np.concatenate([best_cos, cos[top]])
+        cand_line = np.concatenate([best_line, first_line + top])
+        cand_text = best_text + [lines[i].rstrip("\r\n") for i in top.tolist()]
+        order = np.lexsort((cand_line, -cand_cos))[:topn]
+        best_cos, best_line = cand_cos[order], cand_line[order]
+        best_text = [cand_text[i] for i in order.tolist()]
+        first_line += len(lines)
+    return [(float(c), int(n), t) for c, n, t in zip(best_cos, best_line, best_text)]

@@ -1,0 +1,87 @@
+"""Numba kernels of sentence embedding: average the known word vectors of many lines at once.
+
+The averaging kernel is written once and compiled twice, like the training kernel:
+``mean_lines_serial`` (cached on disk; the default of ``scbow.embedding.embed_file``,
+which runs it beside the tokenizer) and ``mean_lines_parallel`` (``prange`` over lines; a
+``parallel=True`` kernel cannot be cached, so it compiles in a few seconds on first use and
+pays off only where averaging, not tokenizing, is the bottleneck: many dimensions).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+# ids of the token stream handed to the kernels
+UNKNOWN = -1  # a token that is not in the vocabulary
+LINE_END = -2  # the end of a line
+
+
+@njit(cache=True, nogil=True)
+def line_bounds(ids, starts, stops):
+    """Cut a token stream at its ``LINE_END`` markers.
+
+    Parameters
+    ----------
+    ids : array of int32, shape (n_tokens,)
+        Token stream; every line, the last one included, ends with a ``LINE_END`` marker.
+    starts, stops : arrays of int64, shape (>= n_lines,)
+        Output: line ``i`` is ``ids[starts[i]:stops[i]]`` (the marker excluded).
+
+    Returns
+    -------
+    int
+        The number of markers found; only the first ``len(starts)`` are written.
+    """
+    line = 0
+    start = 0
+    for p in range(ids.shape[0]):
+        if ids[p] == LINE_END:
+            if line < starts.shape[0]:
+                starts[line] = start
+                stops[line] = p
+            line += 1
+            start = p + 1
+    return line
+
+
+def _mean_lines(W, ids, starts, stops, fill, out, counts):
+    """Average the rows of the known words of every line.
+
+    Parameters
+    ----------
+    W : array of float32, shape (V, d)
+        Word vectors.
+    ids : array of int32, shape (n_tokens,)
+        Token stream: a vocabulary id (>= 0), else skipped (``UNKNOWN``, ``LINE_END``).
+    starts, stops : arrays of int64, shape (n_lines,)
+        Line ``i`` is ``ids[starts[i]:stops[i]]``.
+    fill : float
+        Every component of the row of a line with no known word (NaN or 0).
+    out : array of float32, shape (n_lines, d)
+        Output: per line, the mean of its known words' rows, summed in float64 (the
+        semantics of ``scbow.model.mean_rows``); repeated words count every time.
+    counts : array of int64, shape (n_lines,)
+        Output: the number of known words of each line.
+    """
+    d = W.shape[1]
+    for i in prange(starts.shape[0]):
+        acc = np.zeros(d, dtype=np.float64)
+        n = 0
+        for p in range(starts[i], stops[i]):
+            w = ids[p]
+            if w >= 0:
+                n += 1
+                for k in range(d):
+                    acc[k] += W[w, k]
+        counts[i] = n
+        if n == 0:
+            for k in range(d):
+                out[i, k] = fill
+        else:
+            for k in range(d):
+                out[i, k] = acc[k] / n
+
+
+mean_lines_serial = njit(cache=True, nogil=True)(_mean_lines)
+mean_lines_parallel = njit(parallel=True, nogil=True)(_mean_lines)

@@ -1,0 +1,187 @@
+"""Using other word vectors with ours: a pretrained start, and vocabulary expansion.
+
+**Pretrained start** (``train --init-vectors``, as the original Siamese CBOW code offered):
+the rows of the words that the pretrained file has start from its vectors, the others from
+the usual random draw. The pretrained rows are multiplied by one common factor so that
+their root-mean-square value equals ``init_std``, the scale of the random rows: cosines
+among them are unchanged, the random rows are not drowned out in the averages (the
+gradient of a cosine shrinks as 1/|s|, so rows 30 times larger than the rest would barely
+move the rest), and the learning rate and weight decay, tuned at that scale, keep their
+meaning.
+
+**Vocabulary expansion** (skip-thought, Kiros et al. 2015, §2.2): fit a linear map from a
+larger pretrained space into ours by least squares on the words both have,
+``X[shared] @ M ≈ Y[shared]``, then give every pretrained word we lack the vector
+``x @ M``. Only words our tokenizer can produce are added (a lowercase token such as
+``house`` or ``don't``; never ``House`` or ``New_York``, which no sentence would look up).
+The fit is reported as R² (the share of the variance of our vectors it explains) on all
+shared words, and as the mean cosine between mapped and true vectors on a held-out tenth
+of them (fitted without them): the quality to expect of the added words.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ModelError
+from .model import Model
+from .tokenize import tokenize
+from .vocab import Vocab
+
+
+def pretrained_init(vocab: Vocab, source: Model, config, name: str = "the pretrained vectors",
+                    rescale: bool = True) -> tuple[np.ndarray, dict]:
+    """The starting matrix of a run over ``vocab`` (float32, (len(vocab), config.dim)).
+
+    Rows of words found in ``source`` (exact match) are the source vectors, multiplied by
+    ``config.init_std / rms`` when ``rescale`` (``rms``: root mean square of the values of
+    those rows); the rest are ``scbow.trainer.init_vectors``'s random rows. Returns the
+    matrix and a JSON-ready summary (``rows_initialised``, ``rows``, ``source``, ``scale``).
+    """
+    from .trainer import init_vectors
+
+    if source.dim != config.dim:
+        raise ModelError(f"{name} have {source.dim} dimensions but --dim is {config.dim}; they must match "
+                         f"(pass --dim {source.dim})")
+    W = init_vectors(len(vocab), config)
+    ours, theirs = shared_rows(vocab, source.vocab)
+    if len(ours) == 0:
+        raise ModelError(f"no word of the {len(vocab):,}-word vocabulary is in {name}; nothing to initialise "
+                         "(are its words lowercase tokens like ours?)")
+    P = np.asarray(source.vectors[theirs], dtype=np.float64)
+    if not np.isfinite(P).all():
+        raise ModelError(f"{name} hold NaN or infinite values")
+    rms = float(np.sqrt(np.mean(P * P)))
+    if rms == 0:
+        raise ModelError(f"the vectors of the shared words in {name} are all zero")
+    scale = config.init_std / rms if rescale else 1.0
+    W[ours] = (P * scale).astype(np.float32)
+    info = {"source": name, "rows_initialised": int(len(ours)), "rows": len(vocab),
+            "scale": scale, "source_rms": rms}
+    return W, info
+
+
+def shared_rows(ours: Vocab, theirs: Vocab) -> tuple[np.ndarray, np.ndarray]:
+    """Ids (int64) in ``ours`` and in ``theirs`` of the words both have, in our order."""
+    a, b = [], []
+    index = theirs.index
+    for i, word in enumerate(ours.words):
+        j = index.get(word)
+        if j is not None:
+            a.append(i)
+            b.append(j)
+    return np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+
+
+def fit_linear_map(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, float]:
+    """Least-squares ``M`` (float64, (p, q)) minimising ``|X @ M - Y|``, and its R².
+
+    X: (n, p), Y: (n, q), n >= p. R² is ``1 - |X M - Y|² / |Y - mean(Y)|²`` over all
+    values (1: exact; 0: no better than the mean vector).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    M = np.linalg.lstsq(X, Y, rcond=None)[0]
+    sse = float(np.sum((X @ M - Y) ** 2))
+    sst = float(np.sum((Y - Y.mean(axis=0)) ** 2))
+    return M, (1.0 - sse / sst) if sst > 0 else float("nan")
+
+
+def _mean_cosine(A: np.ndarray, B: np.ndarray) -> float:
+    na = np.linalg.norm(A, axis=1)
+    nb = np.linalg.norm(B, axis=1)
+    ok = (na > 0) & (nb > 0)
+    if not ok.any():
+        return float("nan")
+    return float(np.mean((A[ok] * B[ok]).sum(axis=1) / (na[ok] * nb[ok])))
+
+
+def _design(rows, intercept: bool) -> np.ndarray:
+    """Source rows as float64, with a column of ones appended for an affine map."""
+    X = np.asarray(rows, dtype=np.float64)
+    return np.hstack([X, np.ones((len(X), 1))]) if intercept else X
+
+
+def can_be_token(word: str) -> bool:
+    """True for a string the tokenizer can produce as one token (so a sentence can use it)."""
+    return tokenize(word) == [word]
+
+
+def expand_vocabulary(model: Model, source: Model, max_words: int = 0, intercept: bool = False,
+                      holdout: float = 0.1, seed: int = 0,
+                      source_name: str = "the source vectors") -> tuple[Model, dict]:
+    """``model`` with mapped vectors added for the words of ``source`` it lacks.
+
+    ``max_words`` > 0 adds only the first that many new words in the source's order (a
+    word2vec file is usually sorted by frequency). ``intercept`` fits an affine map
+    ``x @ M + b`` instead of the paper's linear one. Returns the new model (our words first,
+    ids unchanged, then the added words with count 0) and a JSON-ready report:
+    ``shared``, ``added``, ``skipped_not_token``, ``skipped_max_words``, ``r2``,
+    ``heldout_cosine`` (with ``heldout_words``), ``vocab_before``, ``vocab_after``.
+    """
+    if not 0 <= holdout < 1:
+        raise ValueError(f"holdout must be in [0, 1), got {holdout}")
+    ours, theirs = shared_rows(model.vocab, source.vocab)
+    p = source.dim + intercept
+    if len(ours) < p:
+        raise ModelError(
+            f"only {len(ours):,} words are shared by the model and {source_name}; fitting a map from "
+            f"{source.dim} dimensions needs at least {p}")
+    X = _design(source.vectors[theirs], intercept)
+    Y = np.asarray(model.vectors[ours], dtype=np.float64)
+    if not (np.isfinite(X).all() and np.isfinite(Y).all()):
+        raise ModelError("the vectors of the shared words hold NaN or infinite values")
+
+    # quality to expect of new words: fit without a held-out tenth, score on it
+    n_hold = int(len(ours) * holdout)
+    heldout_cos = None
+    if n_hold > 0 and len(ours) - n_hold >= p:
+        perm = np.random.default_rng(seed).permutation(len(ours))
+        hold, fit = perm[:n_hold], perm[n_hold:]
+        M_fit, _ = fit_linear_map(X[fit], Y[fit])
+        heldout_cos = _mean_cosine(X[hold] @ M_fit, Y[hold])
+    else:
+        n_hold = 0
+    M, r2 = fit_linear_map(X, Y)
+
+    known = model.vocab.index
+    new_ids, skipped_token, skipped_max = [], 0, 0
+    for j, word in enumerate(source.vocab.words):
+        if word in known:
+            continue
+        if not can_be_token(word):
+            skipped_token += 1
+        elif max_words and len(new_ids) >= max_words:
+            skipped_max += 1
+        else:
+            new_ids.append(j)
+    new_ids = np.asarray(new_ids, dtype=np.int64)
+    added = np.empty((len(new_ids), model.dim), dtype=np.float32)
+    step = 65536  # bounds the float64 scratch
+    for lo in range(0, len(new_ids), step):
+        rows = _design(source.vectors[new_ids[lo : lo + step]], intercept)
+        if not np.isfinite(rows).all():
+            raise ModelError(f"{source_name} hold NaN or infinite values")
+        added[lo : lo + step] = (rows @ M).astype(np.float32)
+
+    words = model.vocab.words + [source.vocab.words[j] for j in new_ids.tolist()]
+    counts = np.concatenate([model.vocab.counts, np.zeros(len(new_ids), dtype=np.int64)])
+    vectors = np.concatenate([np.asarray(model.vectors, dtype=np.float32), added])
+    report = {
+        "source": source_name,
+        "source_words": len(source),
+        "source_dim": source.dim,
+        "intercept": bool(intercept),
+        "shared": int(len(ours)),
+        "added": int(len(new_ids)),
+        "skipped_not_token": skipped_token,
+        "skipped_max_words": skipped_max,
+        "r2": r2,
+        "heldout_words": n_hold,
+        "heldout_cosine": heldout_cos,
+        "vocab_before": len(model),
+        "vocab_after": len(words),
+    }
+    info = dict(model.info)
+    info["expansions"] = list(info.get("expansions", [])) + [report]
+    return Model(Vocab(words, counts), vectors, model.config, info), report
