@@ -41,9 +41,10 @@ class _Group(click.Group):
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{exc.strerror or exc}") from None
-        except KeyboardInterrupt:
-            click.echo("\ninterrupted; nothing was written", err=True)
-            sys.exit(130)
+        except KeyboardInterrupt as exc:
+            # train's Interrupted says what was kept (a checkpoint) and which signal stopped it
+            click.echo("\n" + (getattr(exc, "message", None) or "interrupted; nothing was written"), err=True)
+            sys.exit(128 + getattr(exc, "signum", 2))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -64,6 +65,30 @@ def _load(model_path):
     from .formats import default_model_dir, load_model
 
     return load_model(model_path or default_model_dir())
+
+
+def _pretrained_start(path, config, quiet):
+    """``train``'s ``init`` for --init-vectors (None without it) and the dict it fills in."""
+    if path is None:
+        return None, {}
+    from .formats import load_model
+    from .pretrained import pretrained_init
+
+    source = load_model(path)  # read (and checked) before the corpus, so a bad file fails at once
+    if source.dim != config.dim:
+        raise click.ClickException(f"--init-vectors {path} has {source.dim}-dimensional vectors but --dim is "
+                                   f"{config.dim}; they must match (pass --dim {source.dim})")
+    info = {}
+
+    def init(vocab):
+        W, summary = pretrained_init(vocab, source, config, name=str(path))
+        info.update(summary)
+        if not quiet:
+            click.echo(f"initialised {summary['rows_initialised']:,} of {summary['rows']:,} rows from {path} "
+                       f"(scaled by {summary['scale']:.3g} to --init-std {config.init_std:g})", err=True)
+        return W
+
+    return init, info
 
 
 @main.command()
@@ -95,51 +120,102 @@ def _load(model_path):
 @click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
               help="Where encoded corpora are cached. Default: $SCBOW_CACHE_DIR or ~/.cache/scbow-numba/corpus.")
 @click.option("--no-cache", is_flag=True, help="Encode the corpus without reading or writing the cache.")
+@click.option("--checkpoint-every", metavar="N|DURATION", default=None,
+              help="Write a checkpoint (OUTPUT.checkpoint) every N examples or every DURATION (30s, 10m, 2h). "
+                   "Ctrl-C and SIGTERM always write one.")
+@click.option("--resume", is_flag=True,
+              help="Continue the interrupted run into OUTPUT from its checkpoint (same corpus and settings).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")
-def train(corpus, output, cache_dir, no_cache, quiet, **hyper):
+@click.option("--init-vectors", type=click.Path(path_type=Path), default=None,
+              help="Start the rows of the words these vectors have from them (word2vec text or binary, or a "
+                   "model directory; same dimensions as --dim), rescaled to --init-std; the rest at random.")
+@click.option("--eval-every", metavar="N", default=None,
+              help="Score the STS dev set every N examples (500000, 500k, 2M), at every epoch end and before "
+                   "training; the learning curve is saved as curve.json in the model (see 'plot').")
+@click.option("--eval-dev", type=click.Path(path_type=Path), default=None,
+              help="The dev set of --eval-every. Default: $SCBOW_STS_DEV, else "
+                   "shared/data/sts-dev/stsb.dev.tsv or ../shared/data/sts-dev/stsb.dev.tsv.")
+@click.option("--eval-sets", type=click.Path(path_type=Path), multiple=True,
+              help="Also score these STS files or folders at every point (repeatable); their means are recorded.")
+@click.option("--eval-test", is_flag=True,
+              help="Also score the default STS test sets (those of 'evaluate' without paths) at every point.")
+def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_every, resume,
+          eval_every, eval_dev, eval_sets, eval_test, **hyper):
     """Train a model on CORPUS: text files (.gz/.bz2/.xz too) or directories of them.
 
     One sentence per line; an empty line, and the end of each file, ends a document.
     """
-    from .formats import check_output_dir, default_model_dir, save_model
+    from .formats import check_output_dir, default_model_dir
 
     config = TrainConfig(**hyper)
-    if config.device == "cuda":
-        raise click.ClickException("--device cuda is not available in this version; use --device cpu")
-    output = check_output_dir(output or default_model_dir())
-    from .trainer import train as run_training
+    if config.device == "cuda":  # fail before reading the corpus, not after
+        from .cuda import require_cuda
 
-    result = run_training(list(corpus), config, quiet=quiet, cache_dir=cache_dir, use_cache=not no_cache)
-    save_model(result.model, output)
+        require_cuda()
+    if checkpoint_every is not None:
+        from .checkpoint import parse_every
+
+        try:
+            checkpoint_every = parse_every(checkpoint_every)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+    curve = _curve_hook(eval_every, eval_dev, eval_sets, eval_test, config)
+    output = check_output_dir(output or default_model_dir())
+    init, init_info = _pretrained_start(init_vectors, config, quiet)
+    from .session import train_session
+
+    def before_save(result):
+        if init_info:
+            result.model.info["init_vectors"] = init_info
+        if curve is not None:
+            curve.attach(result.model)
+
+    # lock, checkpoints, signals and the final save: see scbow/session.py
+    result = train_session(list(corpus), config, output, checkpoint_every=checkpoint_every, resume=resume,
+                           quiet=quiet, cache_dir=cache_dir, use_cache=not no_cache, init=init,
+                           before_save=before_save, warn=lambda line: click.echo(line, err=True),
+                           hooks=[curve] if curve is not None else [])
     if not quiet:
         t = result.model.info["training"]
         c = result.model.info["corpus"]
         click.echo(
             f"trained {config.epochs} epoch(s): {result.examples:,} examples in {result.seconds:.1f} s "
-            f"({t['examples_per_second'] or 0:,.0f}/s, {t['threads']} threads), loss {t['first_loss']:.4f} -> "
+            f"({t['examples_per_second'] or 0:,.0f}/s, "
+            f"{'GPU' if config.device == 'cuda' else str(t['threads']) + ' threads'}), loss {t['first_loss']:.4f} -> "
             f"{t['final_loss']:.4f}; {c['vocab_size']:,} words, {c['sentences']:,} sentences; model: {output}",
             err=True,
         )
+        if curve is not None:
+            first, last = (_r(p["dev"]["pearson"]) for p in (curve.points[0], curve.points[-1]))
+            click.echo(f"curve: {len(curve.points)} points, dev Pearson {first} -> {last}; the evaluations took "
+                       f"{curve.eval_seconds:.1f} s, not counted above (saved as curve.json; "
+                       f"'scbow-numba plot {output}' draws it)", err=True)
 
 
 @main.command()
 @_model_option()
 @click.argument("sentence1")
 @click.argument("sentence2")
-def similarity(model_path, sentence1, sentence2):
+@click.option("--unknown", type=click.Choice(["omit", "hash"]), default="omit", show_default=True,
+              help="Words not in the vocabulary: leave them out, or give each a fixed random vector "
+                   "(from a hash of the word) so that a shared unknown word still counts.")
+def similarity(model_path, sentence1, sentence2, unknown):
     """Print the cosine similarity of the averages of SENTENCE1 and SENTENCE2."""
     model = _load(model_path)
     empty = []
     for n, sentence in enumerate((sentence1, sentence2), 1):
-        known, unknown = model.ids(sentence)
-        if unknown:
-            click.echo(f"sentence {n}: unknown words left out: {', '.join(unknown)}", err=True)
-        if not known:
+        known, missing = model.ids(sentence)
+        if missing:
+            what = "given hashed random vectors" if unknown == "hash" else "left out"
+            click.echo(f"sentence {n}: unknown words {what}: {', '.join(missing)}", err=True)
+        if not known and not (unknown == "hash" and missing):
             empty.append(n)
     if empty:
         which = " and ".join(f"sentence {n}" for n in empty)
+        if unknown == "hash":
+            raise click.ClickException(f"no similarity: {which} has no word")
         raise click.ClickException(f"no similarity: {which} has no word in the vocabulary")
-    click.echo(f"{model.similarity(sentence1, sentence2):.4f}")
+    click.echo(f"{model.similarity(sentence1, sentence2, unknown=unknown):.4f}")
 
 
 @main.command()
@@ -153,6 +229,145 @@ def export(model_path, output, binary):
     model = _load(model_path)
     export_word2vec(model, output, binary=binary)
     click.echo(f"wrote {len(model):,} vectors of {model.dim} dims to {output}", err=True)
+
+
+@main.command()
+@_model_option()
+@click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path, allow_dash=True))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="The .npy file to write: float32, one row per line of INPUT.")
+@click.option("--missing", "missing_file", type=click.Path(path_type=Path), default=None,
+              help="Where to list the lines with no known word. Default: OUTPUT with .npy replaced by .missing.txt.")
+@click.option("--fill", type=click.Choice(["nan", "zero"]), default="nan", show_default=True,
+              help="Values of the row of a line with no known word.")
+@click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Threads of the parallel averaging kernel (0: all cores). 1: the serial kernel, which already "
+                   "runs beside the tokenizer on a second core; more pays off only for models of many dimensions.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")
+def embed(model_path, input_path, output, missing_file, fill, threads, quiet):
+    """Embed every line of INPUT (one sentence per line; .gz/.bz2/.xz read too; - for stdin).
+
+    Row i of OUTPUT is the average of the known words of line i + 1, empty lines included;
+    the numbers of the lines with no known word (their rows are NaN, or zero with --fill
+    zero) are listed in the --missing file. Written block by block, so INPUT may be larger
+    than memory, and renamed into place at the end.
+    """
+    from .embedding import embed_file, missing_path_for
+    from .progress import Progress
+
+    model = _load(model_path)
+    missing_file = missing_file or missing_path_for(output)
+    bar = Progress(0, unit="lines", enabled=None if not quiet else False)
+    try:
+        stats = embed_file(model, input_path, output, missing_file, fill=0.0 if fill == "zero" else float("nan"),
+                           threads=threads, progress=lambda n: bar.update(n, prefix="embedding: "))
+    finally:
+        bar.close()
+    if not quiet:
+        rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
+        known = stats.known_tokens / stats.tokens if stats.tokens else 0
+        click.echo(f"embedded {stats.lines:,} lines as {model.dim}-dim rows in {stats.seconds:.1f} s "
+                   f"({rate:,.0f} lines/min), {100 * known:.1f}% of tokens known; {stats.missing:,} lines with "
+                   f"no known word (listed in {missing_file}); wrote {output}", err=True)
+
+
+def _lookup_word(model, word: str) -> str:
+    """``word`` as the model spells it: as given, else lowercased (our tokens are lowercase)."""
+    if word in model:
+        return word
+    if word.lower() in model:
+        return word.lower()
+    raise click.ClickException(f"{word!r} is not in the vocabulary of {len(model):,} words")
+
+
+@main.command()
+@_model_option()
+@click.argument("words", nargs=-1)
+@click.option("--sentence", default=None, help="Find the lines of --in nearest to this sentence.")
+@click.option("--in", "in_path", type=click.Path(path_type=Path, allow_dash=True), default=None,
+              help="Text file searched for --sentence (one sentence per line; .gz/.bz2/.xz too).")
+@click.option("--negative", multiple=True, help="A word to subtract from the query (repeatable).")
+@click.option("-n", "--topn", type=click.IntRange(min=1), default=10, show_default=True, help="How many to print.")
+def neighbors(model_path, words, sentence, in_path, negative, topn):
+    """Print the nearest words of WORD... by cosine, or the nearest sentences of a file.
+
+    \b
+    scbow-numba neighbors WORD              word<TAB>cosine, nearest first
+    scbow-numba neighbors king woman --negative man
+    scbow-numba neighbors --sentence "..." --in FILE    cosine<TAB>line number<TAB>line
+
+    Several words are averaged (as unit vectors), --negative words subtracted, as in
+    gensim's most_similar; the query's own words are never printed.
+    """
+    if sentence is None:
+        if in_path is not None:
+            raise click.ClickException("--in needs --sentence: the sentence whose nearest lines to find")
+        if not words:
+            raise click.ClickException('give a WORD, or --sentence "..." --in FILE')
+        model = _load(model_path)
+        positive = [_lookup_word(model, w) for w in words]
+        minus = [_lookup_word(model, w) for w in negative]
+        for word, cos in model.most_similar(positive, topn=topn, negative=minus):
+            click.echo(f"{word}\t{cos:.4f}")
+        return
+    if words or negative:
+        raise click.ClickException("give either WORDs or --sentence, not both")
+    if in_path is None:
+        raise click.ClickException("--sentence needs --in FILE: the sentences to search")
+    from .embedding import nearest_sentences
+
+    model = _load(model_path)
+    known, unknown = model.ids(sentence)
+    if not known:
+        raise click.ClickException("the sentence has no word in the vocabulary; it has no embedding")
+    if unknown:
+        click.echo(f"unknown words left out: {', '.join(unknown)}", err=True)
+    for cos, line, text in nearest_sentences(model, sentence, in_path, topn=topn):
+        click.echo(f"{cos:.4f}\t{line}\t{text}")
+
+
+@main.command()
+@_model_option()
+@click.option("--source", type=click.Path(path_type=Path), required=True,
+              help="Pretrained vectors with a larger vocabulary (word2vec text or binary, or a model directory).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Model directory to write.")
+@click.option("--max-words", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Add only the first N new words of --source, in its order (usually most frequent first; 0: all).")
+@click.option("--affine", is_flag=True, help="Fit x M + b instead of the linear map x M.")
+def expand(model_path, source, output, max_words, affine):
+    """Add the words of --source the model lacks, mapped into its space (vocabulary expansion).
+
+    A linear map from the --source space into ours is fitted by least squares on the words
+    both have (skip-thought, Kiros et al. 2015, section 2.2); every --source word that our
+    tokenizer can produce and the model lacks gets the image of its vector. Reports the fit
+    (R2 on the shared words; mean cosine of mapped and true vectors on a held-out tenth)
+    and the words added.
+    """
+    from .formats import check_output_dir, load_model, save_model
+    from .pretrained import expand_vocabulary
+
+    output = check_output_dir(output)
+    model = _load(model_path)
+    if not source.exists():
+        raise click.ClickException(f"{source}: no such vectors file")
+    vectors = load_model(source)
+    new, r = expand_vocabulary(model, vectors, max_words=max_words, intercept=affine, source_name=str(source))
+    save_model(new, output)
+    held = "" if r["heldout_cosine"] is None else (
+        f", mean cosine {r['heldout_cosine']:.3f} on {r['heldout_words']:,} held-out words")
+    click.echo(f"fitted a {r['source_dim']} -> {model.dim} {'affine' if affine else 'linear'} map on "
+               f"{r['shared']:,} shared words (R2 {r['r2']:.3f}{held}); added {r['added']:,} words "
+               f"({r['vocab_before']:,} -> {r['vocab_after']:,}); left out {r['skipped_not_token']:,} source words "
+               f"that are not single lowercase tokens" +
+               (f" and {r['skipped_max_words']:,} beyond --max-words" if r["skipped_max_words"] else "") +
+               f"; model: {output}", err=True)
+    if r["r2"] < WEAK_FIT_R2:
+        click.echo(f"warning: the map explains only {100 * r['r2']:.1f}% of the variance of our vectors: least "
+                   "squares then predicts little more than their mean, so the added vectors are all close to it and "
+                   "say little about their words (the --source space does not predict ours linearly)", err=True)
+
+
+WEAK_FIT_R2 = 0.2  # below this R2, `expand` warns that the added vectors carry little
 
 
 def default_sts_paths() -> list[Path]:
@@ -170,6 +385,106 @@ def default_sts_paths() -> list[Path]:
     raise click.ClickException("no STS files given and no default STS folder found; pass files or set SCBOW_STS_DIR")
 
 
+def default_sts_dev() -> Path:
+    """``$SCBOW_STS_DEV``, else ``shared/data/sts-dev/stsb.dev.tsv`` or ``../shared/data/...`` from here."""
+    env = os.environ.get("SCBOW_STS_DEV")
+    if env:
+        if not Path(env).is_file():
+            raise click.ClickException(f"SCBOW_STS_DEV={env}: no such file")
+        return Path(env)
+    for c in (Path("shared/data/sts-dev/stsb.dev.tsv"), Path("../shared/data/sts-dev/stsb.dev.tsv")):
+        if c.is_file():
+            return c
+    raise click.ClickException("no STS dev set for --eval-every: none found at the default places; "
+                               "pass --eval-dev FILE or set SCBOW_STS_DEV")
+
+
+def _sts_files(paths) -> list[Path]:
+    """STS files, a folder standing for the *.tsv files in it."""
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted(p.glob("*.tsv"))
+            if not found:
+                raise click.ClickException(f"{p}: no *.tsv STS files in this directory")
+            files.extend(found)
+        elif not p.exists():
+            raise click.ClickException(f"{p}: no such STS file")
+        else:
+            files.append(p)
+    return files
+
+
+def _r(x) -> str:
+    return "n/a" if x is None else f"{x:.4f}"
+
+
+def _curve_hook(eval_every, eval_dev, eval_sets, eval_test, config):
+    """``train``'s learning-curve hook, or None without --eval-every; checks everything before training."""
+    if eval_every is None:
+        if eval_dev is not None or eval_sets or eval_test:
+            raise click.ClickException("--eval-dev, --eval-sets and --eval-test need --eval-every N")
+        return None
+    from .curve import CurveHook, parse_count
+    from .evaluate import read_sts
+
+    try:
+        every = parse_count(eval_every)
+    except ValueError as exc:
+        raise click.ClickException(f"--eval-every {exc}") from None
+    dev_path = eval_dev if eval_dev is not None else default_sts_dev()
+    if not dev_path.is_file():
+        raise click.ClickException(f"--eval-dev {dev_path}: no such file")
+    test_files = _sts_files(list(eval_sets) + (default_sts_paths() if eval_test else []))
+    k = min(config.common_components, config.dim // 10) if config.common_components >= 0 else -1
+    return CurveHook(read_sts(dev_path), every, k, config.seed, tests=[read_sts(f) for f in test_files],
+                     sources={"dev": str(dev_path), "test": [str(f) for f in test_files] or None})
+
+
+@main.command()
+@click.argument("model_path", metavar="[MODEL]", required=False, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("curve.png"), show_default=True,
+              help="The PNG file to write.")
+@click.option("--title", default=None, help="Title of the plot. Default: from the model's settings.")
+def plot(model_path, output, title):
+    """Draw the learning curve of MODEL (recorded by 'train --eval-every') as a PNG.
+
+    Pearson on the dev set against examples seen, after the post-processing the saved
+    model gets (solid) and as trained (dashed), the test-set mean when it was recorded,
+    and the ends of epochs. MODEL is a model directory or a curve.json file; default:
+    $SCBOW_MODEL or ~/.local/share/scbow-numba/model.
+    """
+    from .formats import CURVE_FILE, default_model_dir, load_curve
+
+    path = model_path or default_model_dir()
+    config = {}
+    if path.is_dir():
+        if not (path / CURVE_FILE).is_file():
+            if not (path / "config.json").is_file():
+                raise click.ClickException(f"{path}: not a model directory (no config.json)")
+            raise click.ClickException(f"{path}: the model has no learning curve ({CURVE_FILE}); "
+                                       "train it with --eval-every N to record one")
+        try:
+            import json
+
+            config = json.loads((path / "config.json").read_text(encoding="utf-8")).get("config", {})
+        except (OSError, ValueError, AttributeError):
+            config = {}
+        curve = load_curve(path / CURVE_FILE)
+    elif path.is_file():
+        curve = load_curve(path)
+    else:
+        raise click.ClickException(f"{path}: no such model or curve file")
+    if not curve["points"]:
+        raise click.ClickException(f"{path}: the learning curve has no points")
+    try:
+        from .plot import plot_curve
+    except ImportError:
+        raise click.ClickException("plotting needs matplotlib: pip install 'scbow-numba[plot]'") from None
+    plot_curve(curve, output, title=title, config=config)
+    click.echo(f"wrote {output} ({len(curve['points'])} points)", err=True)
+
+
 @main.command()
 @_model_option()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
@@ -179,8 +494,11 @@ def default_sts_paths() -> list[Path]:
               help="Add an untrained word-overlap control (alone when no -m is given).")
 @click.option("--resamples", type=click.IntRange(min=100), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% interval of a Pearson difference.")
+@click.option("--unknown", type=click.Choice(["omit", "hash"]), default="omit", show_default=True,
+              help="Words not in the vocabulary (of the model and --baseline): leave them out, or give each "
+                   "a fixed random vector from a hash of the word.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def evaluate(model_path, paths, baseline, control, resamples, as_json):
+def evaluate(model_path, paths, baseline, control, resamples, unknown, as_json):
     """Score a model on STS files (gold<TAB>s1<TAB>s2) or folders of *.tsv.
 
     With no PATHS: the paper's SemEval sets from $SCBOW_STS_DIR, else shared/data/sts or
@@ -189,10 +507,14 @@ def evaluate(model_path, paths, baseline, control, resamples, as_json):
     by pairs scored. --baseline and --control add column groups, each compared with the
     model by a paired Wilcoxon test and a bootstrap interval of the Pearson difference.
     """
+    import functools
     import json
 
     from .evaluate import OverlapControl, evaluate_systems, format_table, read_sts
     from .formats import default_model_dir, load_model
+
+    def embedder(model):
+        return functools.partial(model.embed, unknown=unknown) if unknown != "omit" else model.embed
 
     files: list[Path] = []
     for p in paths or default_sts_paths():
@@ -207,14 +529,16 @@ def evaluate(model_path, paths, baseline, control, resamples, as_json):
     systems, sources = {}, {}
     if model_path is not None or control is None:
         path = model_path or default_model_dir()
-        systems["model"], sources["model"] = load_model(path).embed, str(path)
+        systems["model"], sources["model"] = embedder(load_model(path)), str(path)
     if baseline is not None:
         if not baseline.exists():
             raise click.ClickException(f"{baseline}: no such baseline vectors file")
-        systems["baseline"], sources["baseline"] = load_model(baseline).embed, str(baseline)
+        systems["baseline"], sources["baseline"] = embedder(load_model(baseline)), str(baseline)
     if control == "overlap":
         systems["overlap"] = OverlapControl(dim=300).embed
         sources["overlap"] = "untrained control: a fixed random 300-d vector per distinct token, averaged over all tokens"
+    if unknown != "omit":
+        sources = {k: v + (f" (unknown words: {unknown})" if k != "overlap" else "") for k, v in sources.items()}
     report = {"sources": sources, **evaluate_systems(systems, sets, resamples=resamples)}
     click.echo(json.dumps(report, indent=1) if as_json else format_table(report))
 

@@ -22,3 +22,20 @@ class STSError(ValueError):
 
 class TrainingError(RuntimeError):
     """Training diverged or cannot start."""
+
+
+class CheckpointError(ModelError):
+    """A training checkpoint that is missing, damaged, or from another run."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Training stopped by SIGINT or SIGTERM.
+
+    ``message`` is the one line to print (what was kept, how to resume); ``None`` until the
+    code that knows what was written fills it in. The CLI exits with ``128 + signum``.
+    """
+
+    def __init__(self, message: str | None = None, signum: int = 2):
+        super().__init__(message or "interrupted")
+        self.message = message
+        self.signum = signum

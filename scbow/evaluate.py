@@ -13,7 +13,6 @@ interval of the difference of their Pearson correlations (it does say which is b
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import STSError  # noqa: F401  (re-exported)
-from .model import mean_rows
+from .model import hashed_vector, mean_rows
 from .tokenize import tokenize
 
 MEAN_NOTE = "mean: unweighted over sets; weighted: weighted by the pairs scored in each set"
@@ -236,8 +235,7 @@ class OverlapControl:
 
     def vector(self, token: str) -> np.ndarray:
         """The vector of one token: array of float64, shape (dim,)."""
-        seed = int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
-        return np.random.default_rng(seed).standard_normal(self.dim)
+        return hashed_vector(token, self.dim)
 
     def _id(self, token: str) -> int:
         i = self._index.get(token)

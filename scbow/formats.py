@@ -6,7 +6,9 @@ A model directory holds:
   ``allow_pickle=False``;
 - ``vocab.txt``: one ``word count`` line per row of the vectors, most frequent first;
 - ``config.json``: ``format_version``, every hyperparameter (``config``), the corpus
-  statistics (``corpus``) and the training summary (``training``).
+  statistics (``corpus``) and the training summary (``training``);
+- ``curve.json`` (only after ``train --eval-every``): the STS learning curve, loaded as
+  ``model.info["curve"]`` (see :mod:`scbow.curve`).
 
 Directories are written into a temporary sibling and renamed into place, so a crash
 never leaves a half-written model where a model is expected.
@@ -14,6 +16,7 @@ never leaves a half-written model where a model is expected.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -28,6 +31,10 @@ from .vocab import Vocab
 
 FORMAT_VERSION = 1
 MODEL_FILES = ("vectors.npy", "vocab.txt", "config.json")
+# Written when the model has one: the STS learning curve of ``train --eval-every``
+# (``model.info["curve"]``, see scbow.curve).
+CURVE_FILE = "curve.json"
+OPTIONAL_FILES = (CURVE_FILE,)
 
 
 def default_model_dir() -> Path:
@@ -42,7 +49,7 @@ def default_model_dir() -> Path:
 def is_model_dir(path: Path) -> bool:
     """True for a directory holding only model files, with a config.json of ours."""
     names = {p.name for p in path.iterdir()}
-    if not names <= set(MODEL_FILES) or "config.json" not in names:
+    if not names <= set(MODEL_FILES + OPTIONAL_FILES) or "config.json" not in names:
         return False
     try:
         meta = json.loads((path / "config.json").read_text(encoding="utf-8"))
@@ -65,7 +72,110 @@ def check_output_dir(path: os.PathLike) -> Path:
         raise ModelError(f"{parent}: cannot create directory: {exc.strerror}") from None
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ModelError(f"{parent}: directory is not writable")
+    try:  # os.access says yes to root even on a read-only file system: try it
+        os.rmdir(tempfile.mkdtemp(prefix=f".{path.name}.probe-", dir=parent))
+    except OSError as exc:
+        raise ModelError(f"{parent}: directory is not writable ({exc.strerror})") from None
     return path
+
+
+def write_model_files(model: Model, directory: Path, info: dict | None = None) -> None:
+    """Write the three model files into the existing ``directory`` and fsync them.
+
+    ``info`` replaces ``model.info`` in ``config.json`` when given.
+    """
+    np.save(directory / "vectors.npy", np.ascontiguousarray(model.vectors, dtype=np.float32))
+    model.vocab.save(directory / "vocab.txt")
+    info = model.info if info is None else info
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "config": model.config,
+        **{k: v for k, v in info.items() if k not in ("format_version", "config", "curve")},
+    }
+    (directory / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=False) + "\n")
+    names = list(MODEL_FILES)
+    if info.get("curve") is not None:
+        (directory / CURVE_FILE).write_text(json.dumps(info["curve"], indent=1, allow_nan=False) + "\n")
+        names.append(CURVE_FILE)
+    for name in names:
+        fsync_path(directory / name)
+    os.chmod(directory, 0o755)
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file, or a directory's entries, to disk (skipped where unsupported)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems cannot fsync a directory
+    finally:
+        os.close(fd)
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+_renameat2 = None
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directory entries in one step (Linux ``renameat2(RENAME_EXCHANGE)``).
+
+    Returns False where the kernel, the C library or the file system cannot.
+    """
+    global _renameat2
+    if _renameat2 is None:
+        _renameat2 = False
+        if os.name == "posix":
+            try:
+                import ctypes
+
+                fn = ctypes.CDLL(None, use_errno=True).renameat2
+                fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+                fn.restype = ctypes.c_int
+                _renameat2 = fn
+            except (OSError, AttributeError):
+                pass
+    if not _renameat2:
+        return False
+    import ctypes
+
+    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def install_dir(tmp: Path, path: Path) -> None:
+    """Move the complete directory ``tmp`` to ``path``, replacing any directory there.
+
+    Whenever this process stops, even by SIGKILL or a power cut, ``path`` holds either
+    the old directory or the new one, complete: on Linux the two are swapped in one step
+    (``renameat2`` with ``RENAME_EXCHANGE``) and the old one, now at ``tmp``, is deleted.
+    Where that is not available, the old directory is renamed aside first (and put back
+    if the second rename fails); a process killed between the two renames leaves the old
+    directory in ``.NAME.old-*/model`` beside ``path``.
+    """
+    if not os.path.lexists(path):
+        os.replace(tmp, path)
+    elif _exchange(tmp, path):
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.resolve().parent))
+        os.replace(path, old / "model")
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            os.replace(old / "model", path)
+            os.rmdir(old)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    fsync_path(path.resolve().parent)
 
 
 def save_model(model: Model, path: os.PathLike) -> Path:
@@ -74,26 +184,8 @@ def save_model(model: Model, path: os.PathLike) -> Path:
     parent = path.resolve().parent
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=parent))
     try:
-        np.save(tmp / "vectors.npy", np.ascontiguousarray(model.vectors, dtype=np.float32))
-        model.vocab.save(tmp / "vocab.txt")
-        meta = {
-            "format_version": FORMAT_VERSION,
-            "config": model.config,
-            **{k: v for k, v in model.info.items() if k not in ("format_version", "config")},
-        }
-        (tmp / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=False) + "\n")
-        for name in MODEL_FILES:
-            with open(tmp / name, "rb") as fh:
-                os.fsync(fh.fileno())
-        os.chmod(tmp, 0o755)
-        if path.exists():
-            # rename the old model aside first: a directory cannot be replaced in one step
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=parent))
-            os.replace(path, old / "model")
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
+        write_model_files(model, tmp)
+        install_dir(tmp, path)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise ModelError(f"cannot write model to {path}: {exc.strerror or exc}") from None
@@ -139,7 +231,23 @@ def load_model(path: os.PathLike, mmap: bool = True) -> Model:
             f"{path}: vocab.txt has {len(vocab)} words but vectors.npy has {vectors.shape[0]} rows"
         )
     info = {k: v for k, v in meta.items() if k not in ("config", "format_version")}
+    if (path / CURVE_FILE).is_file():
+        info["curve"] = load_curve(path / CURVE_FILE)
     return Model(vocab, vectors, meta.get("config", {}), info)
+
+
+def load_curve(path: os.PathLike) -> dict:
+    """Read a ``curve.json`` (of a model directory, or a copy of one)."""
+    path = Path(path)
+    try:
+        curve = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{path}: not valid JSON ({exc})") from None
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not isinstance(curve, dict) or not isinstance(curve.get("points"), list):
+        raise ModelError(f"{path}: not a learning curve (no list of points)")
+    return curve
 
 
 def export_word2vec(model: Model, path: os.PathLike, binary: bool = False) -> Path:

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from .tokenize import tokenize
 from .vocab import Vocab
+
+# What embed() does with a token that is not in the vocabulary: leave it out of the
+# average (the paper's rule), or give it a fixed random vector derived from a hash of the
+# token, so that a rare name or number shared by two sentences still counts as shared.
+UNKNOWN_MODES = ("omit", "hash")
+# The norm of a hashed vector, as a multiple of the median norm of the rarest tenth of
+# the vocabulary (the words most like unseen ones). On the STS-B dev set (two 10M-corpus
+# models, benchmarks/results/unknown_words.md) 0.75 scored best, 0.5 to 1.0 all within
+# 0.01 of it, and from 1.5 up the random vectors drown the trained ones.
+HASH_SCALE = 0.75
 
 
 class Model:
@@ -54,36 +66,121 @@ class Model:
                 known.append(i)
         return known, unknown
 
-    def embed(self, sentences) -> np.ndarray:
+    def embed(self, sentences, unknown: str = "omit", unknown_scale: float = HASH_SCALE) -> np.ndarray:
         """Sentence embeddings: the mean of the vectors of the known words.
 
         Returns an array of float32, shape (n, dim); a sentence with no known word gets
         a row of NaN (it has no embedding).
+
+        ``unknown="hash"`` gives every unknown token a vector of its own instead of leaving
+        it out: a fixed random direction drawn from a hash of the token
+        (:func:`hashed_vector`), of norm ``unknown_scale`` times :meth:`unknown_norm`. Then
+        only a sentence without any token has no embedding.
         """
         if isinstance(sentences, str):
             raise TypeError("embed() takes a list of sentences; wrap a single sentence in a list")
+        if unknown not in UNKNOWN_MODES:
+            raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {unknown!r}")
         index = self.vocab.index
         ids: list[int] = []
         lengths = np.zeros(len(sentences), dtype=np.int64)
+        if unknown == "omit":
+            for n, sentence in enumerate(sentences):
+                known = [i for i in map(index.get, tokenize(sentence)) if i is not None]
+                ids.extend(known)
+                lengths[n] = len(known)
+            return mean_rows(self.vectors, np.asarray(ids, dtype=np.int64), lengths).astype(np.float32)
+        # hash: unknown tokens become extra rows after the vocabulary's, made once per call
+        extra: dict[str, int] = {}
         for n, sentence in enumerate(sentences):
-            known = [i for i in map(index.get, tokenize(sentence)) if i is not None]
-            ids.extend(known)
-            lengths[n] = len(known)
-        return mean_rows(self.vectors, np.asarray(ids, dtype=np.int64), lengths).astype(np.float32)
+            tokens = tokenize(sentence)
+            for tok in tokens:
+                i = index.get(tok)
+                if i is None:
+                    i = extra.setdefault(tok, len(index) + len(extra))
+                ids.append(i)
+            lengths[n] = len(tokens)
+        ids_arr = np.asarray(ids, dtype=np.int64)
+        is_extra = ids_arr >= len(index)
+        rows = np.empty((len(ids_arr), self.dim), dtype=np.float64)
+        rows[~is_extra] = self.vectors[ids_arr[~is_extra]]
+        if extra:
+            norm = unknown_scale * self.unknown_norm()
+            table = np.stack([hashed_vector(tok, self.dim) for tok in extra])
+            table *= norm / np.linalg.norm(table, axis=1, keepdims=True)
+            rows[is_extra] = table[ids_arr[is_extra] - len(index)]
+        return mean_rows(rows, np.arange(len(ids_arr)), lengths).astype(np.float32)
 
-    def similarity(self, s1: str, s2: str) -> float:
-        """Cosine of the two sentence averages; nan when a side has no known word."""
-        a, b = self.embed([s1, s2]).astype(np.float64)
+    def unknown_norm(self) -> float:
+        """The median norm of the vectors of the rarest tenth of the vocabulary (its last rows)."""
+        if getattr(self, "_unknown_norm", None) is None:
+            rare = np.asarray(self.vectors[-max(1, len(self.vocab) // 10):], dtype=np.float64)
+            self._unknown_norm = float(np.median(np.linalg.norm(rare, axis=1))) if len(rare) else 1.0
+        return self._unknown_norm
+
+    def similarity(self, s1: str, s2: str, unknown: str = "omit") -> float:
+        """Cosine of the two sentence averages; nan when a side has no known word.
+
+        ``unknown="hash"``: unknown words get hashed random vectors (see :meth:`embed`).
+        """
+        a, b = self.embed([s1, s2], unknown=unknown).astype(np.float64)
         return cosine(a, b)
 
-    def most_similar(self, word: str, topn: int = 10) -> list[tuple[str, float]]:
-        """The ``topn`` words nearest to ``word`` by cosine, with their cosines."""
-        v = np.asarray(self[word], dtype=np.float64)
-        unit = self.vectors / np.maximum(np.linalg.norm(self.vectors, axis=1, keepdims=True), 1e-12)
-        scores = unit @ (v / max(np.linalg.norm(v), 1e-12))
-        scores[self.vocab.index[word]] = -np.inf
-        top = np.argsort(-scores)[:topn]
-        return [(self.vocab.words[i], float(scores[i])) for i in top]
+    def most_similar(self, positive, topn: int = 10, negative=()) -> list[tuple[str, float]]:
+        """The ``topn`` words nearest to a query by cosine, with their cosines, best first.
+
+        ``positive`` is a word, a vector (shape (dim,)) or a list of words and vectors;
+        ``negative`` likewise, subtracted. As in gensim's ``KeyedVectors.most_similar``,
+        the query is the mean of the unit vectors of ``positive`` and of the negated unit
+        vectors of ``negative``, and the query's own words are never returned
+        (``most_similar(["king", "woman"], negative=["man"])`` asks an analogy). Ties go
+        to the more frequent word. KeyError for a word not in the vocabulary.
+        """
+        if not isinstance(topn, int) or isinstance(topn, bool) or topn < 1:
+            raise ValueError(f"topn must be a positive integer, got {topn!r}")
+        terms, exclude = [], set()
+        for sign, group in ((1.0, positive), (-1.0, negative)):
+            if isinstance(group, str) or (isinstance(group, np.ndarray) and group.ndim == 1):
+                group = [group]
+            for item in group:
+                if isinstance(item, str):
+                    v = np.asarray(self[item], dtype=np.float64)
+                    exclude.add(self.vocab.index[item])
+                else:
+                    v = np.asarray(item, dtype=np.float64)
+                    if v.shape != (self.dim,):
+                        raise ValueError(f"a query vector must have shape ({self.dim},), got {v.shape}")
+                norm = np.linalg.norm(v)
+                terms.append(sign * v / norm if norm > 0 else v)
+        if not terms:
+            raise ValueError("most_similar() needs at least one word or vector")
+        query = np.mean(terms, axis=0)
+        qnorm = np.linalg.norm(query)
+        if not np.isfinite(qnorm) or qnorm == 0:
+            raise ValueError("the query vector is zero or not finite; no direction to compare with")
+        vectors = np.asarray(self.vectors, dtype=np.float64)
+        norms = np.linalg.norm(vectors, axis=1)
+        scores = (vectors @ (query / qnorm)) / np.where(norms > 0, norms, 1.0)
+        scores[list(exclude)] = -np.inf
+        k = min(topn, len(scores) - len(exclude))
+        if k <= 0:
+            return []
+        if k < len(scores):  # the k best, and every word tied with the k-th
+            top = np.flatnonzero(scores >= scores[np.argpartition(-scores, k - 1)[k - 1]])
+        else:
+            top = np.arange(len(scores))
+        top = top[np.lexsort((top, -scores[top]))][:k]
+        return [(self.vocab.words[i], float(scores[i])) for i in top.tolist()]
+
+
+def hashed_vector(token: str, dim: int) -> np.ndarray:
+    """A fixed standard normal vector for ``token``: float64, shape (dim,).
+
+    Drawn from a generator seeded by a hash of the token (BLAKE2b of its UTF-8 bytes, 8
+    bytes), so it depends on the token alone: the same in every run and every process.
+    """
+    seed = int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
+    return np.random.default_rng(seed).standard_normal(dim)
 
 
 def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray) -> np.ndarray:

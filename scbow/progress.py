@@ -57,6 +57,10 @@ class Progress:
         self.stream.write("\r" + text + " " * pad)
         self.stream.flush()
 
+    def exclude(self, seconds: float) -> None:
+        """Leave ``seconds`` spent on other work out of the rate and the ETA."""
+        self.start += seconds
+
     def close(self) -> None:
         if self.enabled and self._width:
             self.stream.write("\r" + " " * self._width + "\r")

@@ -59,10 +59,15 @@ def init_vectors(n_words: int, config: TrainConfig) -> np.ndarray:
     return W
 
 
+def sample_sentences(n_sentences: int, n: int, seed: int) -> np.ndarray:
+    """The up to ``n`` random sentences the post-processing is estimated on (sorted int64)."""
+    rng = np.random.default_rng([seed, 2])
+    return np.sort(rng.choice(n_sentences, size=min(n, n_sentences), replace=False)).astype(np.int64)
+
+
 def sample_sentence_means(W: np.ndarray, corpus: Corpus, n: int, seed: int) -> np.ndarray:
     """Averages of up to ``n`` random corpus sentences: float64, shape (m, d)."""
-    rng = np.random.default_rng([seed, 2])
-    pick = np.sort(rng.choice(corpus.n_sentences, size=min(n, corpus.n_sentences), replace=False))
+    pick = sample_sentences(corpus.n_sentences, n, seed)
     starts = np.asarray(corpus.offsets[pick])
     stops = np.asarray(corpus.offsets[pick + 1])
     out = np.empty((len(pick), W.shape[1]), dtype=np.float64)
@@ -75,7 +80,11 @@ def sample_sentence_means(W: np.ndarray, corpus: Corpus, n: int, seed: int) -> n
     return out
 
 
-def remove_common_components(W: np.ndarray, corpus: Corpus, k: int, seed: int, sample: int = 100_000) -> None:
+# Sentences the post-processing of a trained model is estimated on.
+COMMON_SAMPLE = 100_000
+
+
+def remove_common_components(W: np.ndarray, corpus: Corpus, k: int, seed: int, sample: int = COMMON_SAMPLE) -> None:
     """Centre the sentence averages of the corpus and project out their top ``k`` directions.
 
     Both are linear maps, and averaging commutes with a linear map, so applying them to
@@ -84,12 +93,52 @@ def remove_common_components(W: np.ndarray, corpus: Corpus, k: int, seed: int, s
     words, style) that inflates every cosine; removing it is what SIF and all-but-the-top
     do. Estimated on ``sample`` training sentences, never on evaluation data.
     """
-    S = sample_sentence_means(W, corpus, sample, seed)
-    mean = S.mean(axis=0)
+    mean, cov = sentence_moments(W, corpus, sample_sentences(corpus.n_sentences, sample, seed))
     W -= mean.astype(np.float32)
     if k > 0:
-        U = np.linalg.svd(S - mean, full_matrices=False)[2][:k]
-        W -= ((W.astype(np.float64) @ U.T) @ U).astype(np.float32)
+        # top-k eigenvectors of the d x d covariance: the right singular vectors of the
+        # centred sample, without ever holding the (sample x d) matrix
+        U = np.linalg.eigh(cov)[1][:, ::-1][:, :k].T.astype(np.float32)
+        step = 1 << 16
+        for lo in range(0, len(W), step):
+            block = W[lo : lo + step]
+            block -= (block @ U.T) @ U
+
+
+def sentence_moments(W: np.ndarray, corpus: Corpus, pick: np.ndarray, block: int = 16384):
+    """Mean (d,) and covariance (d, d), float64, of the averages of sentences ``pick``.
+
+    Each block of sentences is a sparse (sentences x words) averaging matrix times ``W``;
+    memory stays at one block of averages.
+    """
+    from scipy.sparse import csr_matrix
+
+    d = W.shape[1]
+    total = np.zeros(d, dtype=np.float64)
+    scatter = np.zeros((d, d), dtype=np.float64)
+    n = 0
+    offsets = np.asarray(corpus.offsets)
+    for lo in range(0, len(pick), block):
+        p = pick[lo : lo + block]
+        starts, stops = offsets[p], offsets[p + 1]
+        lengths = stops - starts
+        keep = lengths > 0
+        starts, stops, lengths = starts[keep], stops[keep], lengths[keep]
+        if not len(lengths):
+            continue
+        indptr = np.concatenate(([0], np.cumsum(lengths)))
+        positions = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
+        ids = np.asarray(corpus.tokens[positions])
+        weights = np.repeat(1.0 / lengths, lengths).astype(np.float32)
+        A = csr_matrix((weights, ids, indptr), shape=(len(lengths), W.shape[0]))
+        S = np.asarray(A @ W, dtype=np.float64)
+        total += S.sum(axis=0)
+        scatter += S.T @ S
+        n += len(lengths)
+    if n == 0:
+        return total, scatter
+    mean = total / n
+    return mean, scatter / n - np.outer(mean, mean)
 
 
 def kernel_params(config: TrainConfig, threads: int, total: int):
@@ -148,6 +197,9 @@ class Hook:
     is not counted as training time. A hook may raise to stop the run.
     """
 
+    def before_training(self, state: TrainState, vectors, corpus: Corpus) -> None:
+        """Called once before the first batch, with the encoded corpus the run trains on."""
+
     def after_batch(self, state: TrainState, vectors) -> None:
         pass
 
@@ -204,8 +256,9 @@ def make_backend(W, corpus, config, threads, total):
     if config.device == "cuda":
         try:
             from .cuda import CudaBackend  # raises TrainingError when no GPU or numba-cuda
-        except ImportError:
-            raise TrainingError("--device cuda is not available in this version; use --device cpu") from None
+        except ImportError as exc:
+            raise TrainingError(f"--device cuda could not load the CUDA backend ({exc}); "
+                                "install it with: pip install 'scbow-numba[cuda]'") from None
         return CudaBackend(W, corpus, config, threads, total)
     raise TrainingError(f"unknown device {config.device!r}")
 
@@ -230,8 +283,9 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
     ``corpus`` is a :class:`~scbow.corpus.Corpus` or paths of text files. ``on_batch``,
     if given, is called as ``on_batch(examples_done, W)`` after every kernel call;
     ``hooks`` are :class:`Hook` objects. ``init`` is a starting matrix (float32, one row
-    per vocabulary word) instead of the random one; ``start`` resumes a run from a
-    :class:`TrainState` (with ``init`` holding that state's matrix).
+    per vocabulary word) instead of the random one, or a callable ``init(vocab)`` that
+    returns one once the corpus's vocabulary is known (``scbow.pretrained.pretrained_init``);
+    ``start`` resumes a run from a :class:`TrainState` (with ``init`` holding that state's matrix).
     """
     config = config or TrainConfig()
     threads = resolve_threads(config.threads) if config.device == "cpu" else max(config.threads, 1)
@@ -249,6 +303,8 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
         )
     n_targets = len(targets)
     total = n_targets * config.epochs
+    if callable(init):
+        init = init(corpus.vocab)
     if init is None:
         W = init_vectors(len(corpus.vocab), config)
     else:
@@ -275,12 +331,26 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
     bar = Progress(total, unit="ex", enabled=None if not quiet else False)
     bar.update(state.done)
     orders = epoch_orders(targets, config.seed, state.epoch)
+    wall_start = time.perf_counter()
+    hook_seconds = 0.0
+
+    def call_hooks(method: str, *extra) -> None:
+        nonlocal hook_seconds
+        if hooks:
+            t = time.perf_counter()
+            for hook in hooks:
+                getattr(hook, method)(state, backend.vectors, *extra)
+            dt = time.perf_counter() - t
+            hook_seconds += dt
+            bar.exclude(dt)  # the progress line shows the training rate, not the hooks'
+
     try:
+        call_hooks("before_training", corpus)
         while state.epoch < config.epochs:
             epoch = state.epoch
             backend.begin_epoch(next(orders))
             while state.lo < n_targets:
-                lo, hi = state.lo, min(state.lo + BATCH, n_targets)
+                lo, hi = state.lo, min(state.lo + getattr(backend, "batch", BATCH), n_targets)
                 t0 = time.perf_counter()
                 loss_sum, n = backend.run(lo, hi, state.done)
                 state.kernel_seconds += time.perf_counter() - t0
@@ -294,14 +364,13 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
                     )
                 state.losses.append(float(loss))
                 bar.update(state.done, prefix=f"epoch {epoch + 1}/{config.epochs} ", suffix=f"loss {loss:.4f}")
-                for hook in hooks:
-                    hook.after_batch(state, backend.vectors)
+                call_hooks("after_batch")
             state.epoch += 1
             state.lo = 0
-            for hook in hooks:
-                hook.after_epoch(state, backend.vectors)
+            call_hooks("after_epoch")
     finally:
         bar.close()
+    wall_seconds = time.perf_counter() - wall_start
     W = backend.close()
     if not np.isfinite(W).all():
         raise TrainingError("the embeddings hold NaN or inf: the learning rate is probably too high; try a smaller --lr")
@@ -319,6 +388,10 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
             "threads": threads,
             "kernel_seconds": round(seconds, 3),
             "examples_per_second": round(state.done / seconds, 1) if seconds else None,
+            # the training loop on the wall clock, and the part of it spent in hooks
+            # (evaluations, checkpoints), which kernel_seconds leaves out
+            "wall_seconds": round(wall_seconds, 3),
+            "hook_seconds": round(hook_seconds, 3),
             "first_loss": losses[0] if losses else None,
             "final_loss": float(np.mean(losses[-max(1, len(losses) // 20):])) if losses else None,
         },

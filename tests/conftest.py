@@ -9,11 +9,64 @@ from __future__ import annotations
 
 import itertools
 import lzma
+import os
 import random
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+
+def cuda_gpu_present() -> bool:
+    """Whether a CUDA driver reports a device; asked through ctypes, so numba stays unloaded."""
+    import ctypes
+
+    for name in ("libcuda.so.1", "libcuda.so"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        count = ctypes.c_int(0)
+        return lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+    return False
+
+
+# Without a GPU, the CUDA tests (test_cuda.py) run in Numba's CUDA simulator. Numba reads
+# the variable when it is first imported, which is after this file; it changes nothing for
+# the CPU kernels. A value set by the caller wins (1 forces the simulator on a GPU machine).
+if "NUMBA_ENABLE_CUDASIM" not in os.environ and not cuda_gpu_present():
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+
+
+def _patch_simulator_race() -> None:
+    """Make the simulator's module swap safe with several threads per block.
+
+    Each simulated thread that calls a device function swaps the ``cuda`` global of the
+    function's module in and out, and builds its list of what to swap with a generator
+    over the module's dict, which another simulated thread may change under it (seen as a
+    rare "dictionary changed size during iteration"). Taking the snapshot in one C call
+    (``list(dict.items())``) cannot be interleaved. Test-only; a real GPU never runs this.
+    """
+    from contextlib import contextmanager
+
+    from numba import cuda
+    from numba.cuda.simulator import kernel
+
+    @contextmanager
+    def swapped_cuda_module(fn, fake_cuda_module):
+        fn_globs = fn.__globals__
+        orig = {k: v for k, v in list(fn_globs.items()) if v is cuda}
+        fn_globs.update(dict.fromkeys(orig, fake_cuda_module))
+        try:
+            yield
+        finally:
+            fn_globs.update(orig)
+
+    kernel.swapped_cuda_module = swapped_cuda_module
+
+
+if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    _patch_simulator_race()
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 CORPUS_1M = DATA_DIR / "corpus" / "gutenberg-1M.txt.xz"
@@ -28,6 +81,7 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(base / "xdg-cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(base / "xdg-data"))
     monkeypatch.delenv("SCBOW_STS_DIR", raising=False)
+    monkeypatch.delenv("SCBOW_STS_DEV", raising=False)
     yield
 
 

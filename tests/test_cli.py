@@ -253,7 +253,6 @@ def binary_file(tmp_path):
         (["{corpus}", "--min-count", "100000"], "vocabulary is empty"),
         (["{corpus}", "--threads", "100000"], "threads"),
         (["{corpus}", "--lr", "1e30"], "--lr"),
-        (["{corpus}", "--device", "cuda"], "cuda"),
         (["{corpus}", "--cache-dir", "{corpus}"], "cache"),
         (["{corpus}", "{missing}"], "no such file"),
     ],

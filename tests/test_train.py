@@ -213,11 +213,10 @@ def test_nan_embeddings_are_reported(corpus, monkeypatch):
         train(corpus, config(), quiet=True)
 
 
-def test_too_many_threads_and_cuda_device(corpus):
+def test_too_many_threads(corpus):
+    # --device cuda without a GPU is tested in test_cuda.py
     with pytest.raises(TrainingError, match="threads"):
         train(corpus, config(threads=numba.config.NUMBA_NUM_THREADS + 1), quiet=True)
-    with pytest.raises(TrainingError, match="cuda"):
-        train(corpus, config(device="cuda"), quiet=True)
 
 
 @pytest.mark.parametrize(

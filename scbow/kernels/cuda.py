@@ -120,6 +120,9 @@ def fill_example(target, sent_doc, doc_offsets, n_neg, neg_mode, state, members)
         if d_size > 1 + n_pos:
             lo = d_lo
             size = d_size
+    if size <= 1 + n_pos:
+        # no sentence may be drawn (a chunk too small): no example, rather than a hang
+        return 1, 0
     for m in range(n_neg):
         r = lo + next_random(state) % size
         while r == target or r == members[1] or (n_pos == 2 and r == members[2]):
