@@ -105,14 +105,11 @@ def remove_common_components(W: np.ndarray, corpus: Corpus, k: int, seed: int, s
             block -= (block @ U.T) @ U
 
 
-def sentence_moments(W: np.ndarray, corpus: Corpus, pick: np.ndarray, block: int = 16384):
+def sentence_moments(W: np.ndarray, corpus: Corpus, pick: np.ndarray, block: int = 2048):
     """Mean (d,) and covariance (d, d), float64, of the averages of sentences ``pick``.
 
-    Each block of sentences is a sparse (sentences x words) averaging matrix times ``W``;
-    memory stays at one block of averages.
+    Sentences are averaged a block at a time, so memory stays at one block's rows.
     """
-    from scipy.sparse import csr_matrix
-
     d = W.shape[1]
     total = np.zeros(d, dtype=np.float64)
     scatter = np.zeros((d, d), dtype=np.float64)
@@ -123,15 +120,13 @@ def sentence_moments(W: np.ndarray, corpus: Corpus, pick: np.ndarray, block: int
         starts, stops = offsets[p], offsets[p + 1]
         lengths = stops - starts
         keep = lengths > 0
-        starts, stops, lengths = starts[keep], stops[keep], lengths[keep]
+        starts, lengths = starts[keep], lengths[keep]
         if not len(lengths):
             continue
-        indptr = np.concatenate(([0], np.cumsum(lengths)))
-        positions = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
-        ids = np.asarray(corpus.tokens[positions])
-        weights = np.repeat(1.0 / lengths, lengths).astype(np.float32)
-        A = csr_matrix((weights, ids, indptr), shape=(len(lengths), W.shape[0]))
-        S = np.asarray(A @ W, dtype=np.float64)
+        firsts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        positions = np.repeat(starts - firsts, lengths) + np.arange(lengths.sum())
+        rows = W[np.asarray(corpus.tokens[positions])]
+        S = np.add.reduceat(rows, firsts, axis=0, dtype=np.float64) / lengths[:, None]
         total += S.sum(axis=0)
         scatter += S.T @ S
         n += len(lengths)

@@ -157,7 +157,9 @@ def test_speed_harness_runs_every_section_on_a_tiny_corpus(tiny_data, tmp_path, 
     assert report["preprocess"]["raw_tokens"] > 0
     assert report["kernel"]["rows"]["serial-1"]["examples_per_s"]["n"] == 1
     assert report["memory"]["rows"]["1M"]["token_bytes"] > 0
-    assert "scbow-100" in report["e2e"]["rows"]
+    from scbow.config import TrainConfig
+
+    assert f"scbow-{TrainConfig().dim}" in report["e2e"]["rows"]
     names = " ".join(t["target"] for t in report["targets"])
     for word in ("end to end", "kernel", "preprocessing", "reload", "STS", "memory"):
         assert word in names
