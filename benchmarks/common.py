@@ -85,6 +85,17 @@ def _ram_gib() -> float | None:
     return None
 
 
+def parse_threads(text: str) -> list[int]:
+    """Thread counts from ``"1,2,4"``, duplicates dropped, in order; ValueError says what is wrong."""
+    try:
+        threads = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise ValueError(f"--threads must be comma-separated integers, got {text!r}") from None
+    if not threads or min(threads) < 1:
+        raise ValueError("--threads needs at least one thread count, each >= 1")
+    return list(dict.fromkeys(threads))
+
+
 def machine_info() -> dict:
     """CPU model, core counts, RAM, OS and the load average when it was called."""
     model, logical = _cpuinfo()

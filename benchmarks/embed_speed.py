@@ -39,7 +39,7 @@ from scbow.embedding import LineEncoder, average, embed_file, read_blocks
 from scbow.model import Model
 
 from .common import (CORPORA, REPO_ROOT, RESULTS_DIR, context, context_markdown, corpus_path, human, md_table,
-                     peak_rss_mib, timed, write_report)
+                     parse_threads, peak_rss_mib, timed, write_report)
 
 GOAL_LINES_PER_MIN = 1_000_000
 
@@ -59,7 +59,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="where the decompressed corpus is kept")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "embed", help="report prefix (.json and .md)")
     args = parser.parse_args(argv)
-    args.threads = [int(t) for t in args.threads.split(",")]
+    try:
+        args.threads = parse_threads(args.threads)
+    except ValueError as exc:
+        parser.error(str(exc))
     return args
 
 

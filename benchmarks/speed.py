@@ -55,6 +55,7 @@ from .common import (
     data_dir,
     human,
     md_table,
+    parse_threads,
     peak_rss_mib,
     timed,
     versions,
@@ -926,12 +927,9 @@ def parse_args(argv=None, prog="python -m benchmarks.run speed") -> argparse.Nam
     args.sections = [x for x in SECTIONS if x in sections]
     if args.threads is not None:
         try:
-            threads = [int(t) for t in args.threads.split(",") if t.strip()]
-        except ValueError:
-            ap.error(f"--threads must be comma-separated integers, got {args.threads!r}")
-        if not threads or min(threads) < 1:
-            ap.error("--threads needs thread counts >= 1")
-        args.threads = sorted(set(threads))
+            args.threads = sorted(parse_threads(args.threads))
+        except ValueError as exc:
+            ap.error(str(exc))
     return args
 
 

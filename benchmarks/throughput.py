@@ -45,6 +45,7 @@ from .common import (
     corpus_path,
     human,
     md_table,
+    parse_threads,
     peak_rss_mib,
     timed,
     write_report,
@@ -82,12 +83,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="output prefix: writes <out>.json and <out>.md")
     args = parser.parse_args(argv)
     try:
-        threads = [int(t) for t in args.threads.split(",") if t.strip()]
-    except ValueError:
-        parser.error(f"--threads must be comma-separated integers, got {args.threads!r}")
-    if not threads or min(threads) < 1:
-        parser.error("--threads needs at least one thread count, each >= 1")
-    args.threads = list(dict.fromkeys(threads))
+        args.threads = parse_threads(args.threads)
+    except ValueError as exc:
+        parser.error(str(exc))
     if args.repeats < 1:
         parser.error("--repeats must be >= 1")
     return args

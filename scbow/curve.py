@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .evaluate import STSScore, STSSet, _correlations, summarize
+from .evaluate import STSScore, STSSet, _correlations, row_cosines, summarize
 from .model import mean_rows
 from .tokenize import tokenize
 from .trainer import COMMON_SAMPLE, Hook, sample_sentences
@@ -128,13 +128,6 @@ def post_process(X: np.ndarray, mean: np.ndarray, U: np.ndarray) -> np.ndarray:
     return X - np.einsum("ik,kj->ij", np.einsum("ij,kj->ik", X, U), U)  # (X U^T) U without BLAS threads
 
 
-def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cos = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
-    cos[~np.isfinite(cos)] = np.nan
-    return cos
-
-
 def _finite(x):
     return None if x is None or not math.isfinite(x) else round(float(x), 6)
 
@@ -229,10 +222,10 @@ class CurveHook(Hook):
         """The set's scores with the post-processing (when there is one) and without."""
         a = mean_rows(W, s.ids[0], s.lengths[0])
         b = mean_rows(W, s.ids[1], s.lengths[1])
-        raw = self._stsscore(s, _cosines(a, b))
+        raw = self._stsscore(s, row_cosines(a, b))
         if transform is None:
             return raw, raw
-        return self._stsscore(s, _cosines(post_process(a, *transform), post_process(b, *transform))), raw
+        return self._stsscore(s, row_cosines(post_process(a, *transform), post_process(b, *transform))), raw
 
     @staticmethod
     def _stsscore(s: PreparedSet, pred: np.ndarray) -> STSScore:

@@ -94,12 +94,13 @@ def read_sts(path: os.PathLike) -> STSSet:
 
 def pair_cosines(embed, first, second) -> np.ndarray:
     """Cosine per pair from ``embed(list[str]) -> (n, d)``; nan where a side has no embedding."""
-    a = np.asarray(embed(first), dtype=np.float64)
-    b = np.asarray(embed(second), dtype=np.float64)
-    na = np.linalg.norm(a, axis=1)
-    nb = np.linalg.norm(b, axis=1)
+    return row_cosines(np.asarray(embed(first), dtype=np.float64), np.asarray(embed(second), dtype=np.float64))
+
+
+def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine of each row of ``a`` with the same row of ``b``; nan for NaN or zero rows."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        cos = (a * b).sum(axis=1) / (na * nb)
+        cos = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
     cos[~np.isfinite(cos)] = np.nan
     return cos
 

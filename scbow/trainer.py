@@ -8,14 +8,14 @@ driver checks the loss for NaN, draws the progress line and lets Ctrl-C through.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
 from .config import TrainConfig
 from .corpus import Corpus, load_corpus
 from .errors import CorpusError, TrainingError
-from .model import Model, mean_rows
+from .model import Model
 from .progress import Progress
 
 # Examples per kernel call: long enough to amortise the thread launch, short enough for
@@ -63,21 +63,6 @@ def sample_sentences(n_sentences: int, n: int, seed: int) -> np.ndarray:
     """The up to ``n`` random sentences the post-processing is estimated on (sorted int64)."""
     rng = np.random.default_rng([seed, 2])
     return np.sort(rng.choice(n_sentences, size=min(n, n_sentences), replace=False)).astype(np.int64)
-
-
-def sample_sentence_means(W: np.ndarray, corpus: Corpus, n: int, seed: int) -> np.ndarray:
-    """Averages of up to ``n`` random corpus sentences: float64, shape (m, d)."""
-    pick = sample_sentences(corpus.n_sentences, n, seed)
-    starts = np.asarray(corpus.offsets[pick])
-    stops = np.asarray(corpus.offsets[pick + 1])
-    out = np.empty((len(pick), W.shape[1]), dtype=np.float64)
-    step = 4096  # bounds the gathered rows to a few hundred MB
-    for lo in range(0, len(pick), step):
-        a, b = starts[lo : lo + step], stops[lo : lo + step]
-        lengths = b - a
-        positions = np.repeat(b - np.cumsum(lengths), lengths) + np.arange(lengths.sum())
-        out[lo : lo + step] = mean_rows(W, np.asarray(corpus.tokens[positions]), lengths)
-    return out
 
 
 # Sentences the post-processing of a trained model is estimated on.
@@ -174,14 +159,11 @@ class TrainState:
     losses: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"epoch": self.epoch, "lo": self.lo, "done": self.done, "total": self.total,
-                "targets_per_epoch": self.targets_per_epoch, "kernel_seconds": self.kernel_seconds,
-                "losses": list(self.losses)}
+        return asdict(self)  # copies the list of losses too
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainState":
-        return cls(**{k: d[k] for k in ("epoch", "lo", "done", "total", "targets_per_epoch",
-                                         "kernel_seconds", "losses")})
+        return cls(**{f.name: d[f.name] for f in fields(cls)})
 
 
 class Hook:

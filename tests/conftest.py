@@ -69,6 +69,35 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     _patch_simulator_race()
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def make_runner():
+    """A click CliRunner that keeps stderr apart from stdout on every click version."""
+    from click.testing import CliRunner
+
+    try:
+        return CliRunner(mix_stderr=False)  # click 8.1: keep stderr apart
+    except TypeError:
+        return CliRunner()  # click >= 8.2: stdout and stderr are always apart
+
+
+def assert_clean_error(result, *fragments, exit_code=None):
+    """A handled failure: exactly one 'Error: ...' line holding ``fragments``, no traceback.
+
+    ``exit_code``: the status expected, or None for any non-zero one.
+    """
+    if exit_code is None:
+        assert result.exit_code != 0, result.output
+    else:
+        assert result.exit_code == exit_code, result.output
+    # CliRunner swallows tracebacks: an unhandled exception shows up here instead
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, result.output
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+    return errors[0]
 CORPUS_1M = DATA_DIR / "corpus" / "gutenberg-1M.txt.xz"
 
 

@@ -10,35 +10,16 @@ import textwrap
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from scbow.cli import main
 from scbow.formats import load_model, load_word2vec
 
-
-def make_runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)  # click 8.1: keep stderr apart
-    except TypeError:
-        return CliRunner()  # click >= 8.2: stdout and stderr are always apart
+from conftest import assert_clean_error, make_runner
 
 
 @pytest.fixture
 def runner():
     return make_runner()
-
-
-def assert_clean_error(result, *fragments):
-    """A handled failure: exit 1, exactly one 'Error: ...' line, no exception escaped."""
-    assert result.exit_code != 0, result.output
-    # CliRunner swallows tracebacks: an unhandled exception shows up here instead
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output
-    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1, result.output
-    for fragment in fragments:
-        assert fragment in errors[0], errors[0]
-    return errors[0]
 
 
 TRAIN = ["--dim", "16", "--epochs", "1", "--min-count", "1", "--threads", "1", "-q"]

@@ -9,7 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from scbow import trainer as trainer_mod
 from scbow.cli import main
@@ -20,30 +19,16 @@ from scbow.evaluate import read_sts, score_set
 from scbow.formats import load_model, save_model
 from scbow.model import Model, mean_rows
 
-from conftest import WORDS
+from conftest import WORDS, make_runner
+from conftest import assert_clean_error as _assert_clean_error
+
+
+def assert_clean_error(result, *fragments):
+    return _assert_clean_error(result, *fragments, exit_code=1)
 
 TRAIN = ["--dim", "16", "--epochs", "2", "--min-count", "1", "--threads", "1", "-q", "--common-components", "1"]
 BATCH = 16
 EVERY = 40
-
-
-def make_runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)  # click 8.1: keep stderr apart
-    except TypeError:
-        return CliRunner()  # click >= 8.2
-
-
-def assert_clean_error(result, *fragments):
-    """A handled failure: exit 1, exactly one 'Error: ...' line, no traceback."""
-    assert result.exit_code == 1, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output
-    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1, result.output
-    for fragment in fragments:
-        assert fragment in errors[0], errors[0]
-    return errors[0]
 
 
 def write_sts(path, n_pairs: int, seed: int):

@@ -6,13 +6,14 @@ import json
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from scbow.cli import main
 from scbow.evaluate import OverlapControl
 from scbow.formats import save_model
 from scbow.model import HASH_SCALE, Model, hashed_vector
 from scbow.vocab import Vocab
+
+from conftest import make_runner
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", "."]
 
@@ -76,10 +77,7 @@ def test_bad_mode(model):
 
 
 def runner():
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
+    return make_runner()
 
 
 def test_similarity_cli(model, tmp_path):

@@ -11,7 +11,6 @@ import os
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 import scbow
 from scbow.cli import main
@@ -23,6 +22,9 @@ from scbow.model import Model
 from scbow.pretrained import expand_vocabulary, fit_linear_map, pretrained_init
 from scbow.trainer import init_vectors
 from scbow.vocab import Vocab
+
+from conftest import assert_clean_error as _assert_clean_error
+from conftest import make_runner
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", ".", "don't", "café"]
 
@@ -52,20 +54,11 @@ def model():
 
 @pytest.fixture
 def runner():
-    try:
-        return CliRunner(mix_stderr=False)  # click 8.1
-    except TypeError:
-        return CliRunner()
+    return make_runner()
 
 
 def assert_clean_error(result, *fragments):
-    assert result.exit_code == 1, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output
-    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1, result.output
-    for fragment in fragments:
-        assert fragment in errors[0], errors[0]
+    _assert_clean_error(result, *fragments, exit_code=1)
 
 
 def brute_force_embed(model, line):
