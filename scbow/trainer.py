@@ -90,31 +90,35 @@ def remove_common_components(W: np.ndarray, corpus: Corpus, k: int, seed: int, s
             block -= (block @ U.T) @ U
 
 
-def sentence_moments(W: np.ndarray, corpus: Corpus, pick: np.ndarray, block: int = 2048):
+def sentence_moments(W: np.ndarray, corpus: Corpus, pick: np.ndarray, block: int = 8192):
     """Mean (d,) and covariance (d, d), float64, of the averages of sentences ``pick``.
 
-    Sentences are averaged a block at a time, so memory stays at one block's rows.
+    The averages come from the embedding kernel (``kernels.embed``) reading the corpus's
+    token ids in place, a block of sentences at a time: no gathered rows, one block of
+    averages in memory.
     """
+    from .kernels.embed import mean_lines_serial
+
     d = W.shape[1]
+    W = np.ascontiguousarray(W, dtype=np.float32)
+    tokens = np.asarray(corpus.tokens)
+    offsets = np.asarray(corpus.offsets)
     total = np.zeros(d, dtype=np.float64)
     scatter = np.zeros((d, d), dtype=np.float64)
     n = 0
-    offsets = np.asarray(corpus.offsets)
     for lo in range(0, len(pick), block):
         p = pick[lo : lo + block]
         starts, stops = offsets[p], offsets[p + 1]
-        lengths = stops - starts
-        keep = lengths > 0
-        starts, lengths = starts[keep], lengths[keep]
-        if not len(lengths):
+        keep = stops > starts
+        starts, stops = np.ascontiguousarray(starts[keep]), np.ascontiguousarray(stops[keep])
+        if not len(starts):
             continue
-        firsts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        positions = np.repeat(starts - firsts, lengths) + np.arange(lengths.sum())
-        rows = W[np.asarray(corpus.tokens[positions])]
-        S = np.add.reduceat(rows, firsts, axis=0, dtype=np.float64) / lengths[:, None]
+        S = np.empty((len(starts), d), dtype=np.float32)
+        mean_lines_serial(W, tokens, starts, stops, 0.0, S, np.empty(len(starts), dtype=np.int64))
+        S = S.astype(np.float64)
         total += S.sum(axis=0)
         scatter += S.T @ S
-        n += len(lengths)
+        n += len(starts)
     if n == 0:
         return total, scatter
     mean = total / n
