@@ -194,20 +194,13 @@ class CpuBackend:
     name = "cpu"
 
     def __init__(self, W: np.ndarray, corpus: Corpus, config: TrainConfig, threads: int, total: int):
-        import numba  # imported here, not at package import: `--help` stays fast
-
-        from .kernels import cpu as K
-        from .kernels.cpu import train_batch_parallel, train_batch_serial
+        from .kernels import cpu as K  # numba: imported here, so that `--help` stays fast
 
         self.K = K
         self.W = W
         self.arrays = (np.ascontiguousarray(corpus.tokens), np.ascontiguousarray(corpus.offsets),
                        np.ascontiguousarray(corpus.sent_doc), np.ascontiguousarray(corpus.doc_offsets))
-        if threads == 1:
-            self.kernel = train_batch_serial
-        else:
-            numba.set_num_threads(threads)
-            self.kernel = train_batch_parallel
+        self.kernel = K.train_batch_serial if threads == 1 else K.train_batch_parallel
         self.fparams, self.iparams = kernel_params(config, threads, total)
         self.stats = np.zeros((threads, 2), dtype=np.float64)
         self.order = None

@@ -3,12 +3,15 @@
 One example is a target sentence, its positives (the neighbouring sentences of the same
 document) and its negatives. ``example_step`` computes the sentence means, the cosine
 softmax loss and the analytic gradient (see ``scbow.reference``), then scatters the
-gradient onto the rows of the words of the example. ``train_batch`` runs many examples,
-split into one contiguous chunk per thread; threads write into the shared matrix without
-locks (Hogwild): an example touches only its own words' rows, so collisions are rare and
-benign. The batch kernel is written once and compiled twice: ``train_batch_serial``
-(cached, deterministic for a seed) and ``train_batch_parallel`` (``prange`` over chunks,
-not deterministic because updates race).
+gradient onto the rows of the words of the example. ``train_chunk`` runs a contiguous
+chunk of a batch's examples: the whole work of one thread, compiled once and cached on
+disk. ``train_batch_serial`` runs the chunks one after the other (deterministic for a
+seed); ``train_batch_parallel`` runs them at once on Python threads, which the compiled
+chunk releases the GIL for. The threads write into the shared matrix without locks
+(Hogwild): collisions cost some cache-line traffic on frequent words' rows and lose an
+occasional update, which SGD tolerates. Nothing is compiled with ``parallel=True``: a
+``prange`` around the chunk would link, and so recompile, the whole kernel in every
+process (about 3 s).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..reference import NORM_EPS
 
@@ -58,6 +61,7 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
     out : array of float32 or float64, shape (V, d)
         Receives the scaled gradient: ``W`` itself with ``coef = -lr`` for an SGD step
         (all reads happen before any write), or a zero array with ``coef = 1`` for dL/dW.
+        A negative ``coef`` means ``out`` is ``W``.
     coef : float
     decay : float
         Weight decay: ``coef * decay * W[w]`` is added for every token occurrence too, the
@@ -88,10 +92,21 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
         row = means[m]
         for j in range(d):
             row[j] = 0.0
-        for t in range(start, stop):
+        # four rows per pass over the mean: a quarter of the loads and stores of it
+        t = start
+        while t + 4 <= stop:
+            w0 = tokens[t]
+            w1 = tokens[t + 1]
+            w2 = tokens[t + 2]
+            w3 = tokens[t + 3]
+            for j in range(d):
+                row[j] += (W[w0, j] + W[w1, j]) + (W[w2, j] + W[w3, j])
+            t += 4
+        while t < stop:
             w = tokens[t]
             for j in range(d):
                 row[j] += W[w, j]
+            t += 1
         inv = np.float32(1.0 / (stop - start))
         sq = np.float32(0.0)
         for j in range(d):
@@ -150,10 +165,13 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
             for t in range(start, start + np.int64(lens[m])):
                 counts[tokens[t]] += 1
 
+    sgd = coef < 0.0
     for m in range(k):
         start = offsets[members[m]]
         stop = start + np.int64(lens[m])
-        scale = coef / lens[m]
+        # float32 factors keep the row loops in float32 (a float64 factor would convert
+        # every element twice and halve the vector width)
+        scale = np.float32(coef / lens[m])
         gm = grads[m]
         for t in range(start, stop):
             w = tokens[t]
@@ -165,14 +183,20 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
                 # an SGD step shrinks the row by c * lr * decay; past 1 it would flip the
                 # row's sign and diverge, so a step at most zeroes it (a gradient, coef > 0,
                 # is never capped)
-                f = max(coef * decay * c, -1.0)
-                # copy W[w] into a free row first: when out is W, reading and writing the
-                # same row in one loop defeats vectorisation (the overlap check fails)
-                old = means[0]
-                for j in range(d):
-                    old[j] = W[w, j]
-                for j in range(d):
-                    out[w, j] += scale * gm[j] + f * old[j]
+                f = np.float32(max(coef * decay * c, -1.0))
+                if sgd:
+                    # out is W: one in-place pass, W[w] * (1 + f) + scale * g
+                    keep = np.float32(1.0) + f
+                    for j in range(d):
+                        W[w, j] = W[w, j] * keep + scale * gm[j]
+                else:
+                    # out is a separate gradient: copy W[w] into a free row first, so
+                    # that the loop reads and writes no overlapping arrays and vectorises
+                    old = means[0]
+                    for j in range(d):
+                        old[j] = W[w, j]
+                    for j in range(d):
+                        out[w, j] += scale * gm[j] + f * old[j]
             else:
                 for j in range(d):
                     out[w, j] += scale * gm[j]
@@ -255,8 +279,53 @@ def fill_example(target, sent_doc, doc_offsets, n_neg, neg_mode, state, members)
     return 1 + n_pos + n_neg, n_pos
 
 
-def _train_batch_impl(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats):
-    """Train on the examples of targets ``order[lo:hi]``, one chunk per thread.
+@njit(cache=True, nogil=True)
+def train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, c, stats):
+    """Train on chunk ``c`` of the targets ``order[lo:hi]`` (arguments of ``train_batch``).
+
+    The whole work of one thread: compiled once and cached on disk, so the parallel batch
+    kernel around it is a thin ``prange`` that compiles in a fraction of a second.
+    """
+    lo = iparams[P_LO]
+    hi = iparams[P_HI]
+    done = iparams[P_DONE]
+    n_neg = iparams[P_NEGATIVES]
+    max_len = iparams[P_MAX_LEN]
+    neg_mode = iparams[P_NEG_MODE]
+    seed = iparams[P_SEED]
+    n_chunks = iparams[P_CHUNKS]
+    lr0 = fparams[P_LR]
+    lr_min = fparams[P_LR_MIN]
+    total = fparams[P_TOTAL]
+    decay = fparams[P_DECAY]
+    d = W.shape[1]
+    per = (hi - lo + n_chunks - 1) // n_chunks
+    members = np.empty(3 + n_neg, dtype=np.int64)
+    buf = np.empty((2, 3 + n_neg, d), dtype=np.float32)
+    work = np.empty((4, 3 + n_neg), dtype=np.float64)
+    counts = np.zeros(W.shape[0], dtype=np.int32)
+    state = np.empty(1, dtype=np.uint64)
+    seed_state(seed, done + c, state)
+    c_lo = lo + c * per
+    c_hi = min(hi, c_lo + per)
+    loss_sum = 0.0
+    count = 0
+    for e in range(c_lo, c_hi):
+        k, n_pos = fill_example(order[e], sent_doc, doc_offsets, n_neg, neg_mode, state, members)
+        if n_pos == 0:
+            continue
+        # progress of the whole run, as if the chunks were interleaved
+        position = done + (e - c_lo) * n_chunks + c
+        lr = max(lr_min, lr0 * (1.0 - position / total))
+        loss_sum += example_step(W, tokens, offsets, members[:k], n_pos, max_len, buf, work, W, -lr, decay, counts)
+        count += 1
+    stats[c, 0] = loss_sum
+    stats[c, 1] = count
+
+
+@njit(cache=True, nogil=True)
+def train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats):
+    """Train on the examples of targets ``order[lo:hi]``, chunk after chunk in this thread.
 
     Parameters
     ----------
@@ -276,46 +345,32 @@ def _train_batch_impl(W, tokens, offsets, sent_doc, doc_offsets, order, fparams,
     stats : array of float64, shape (chunks, 2)
         Output: loss sum and example count per chunk.
     """
-    lo = iparams[P_LO]
-    hi = iparams[P_HI]
-    done = iparams[P_DONE]
-    n_neg = iparams[P_NEGATIVES]
-    max_len = iparams[P_MAX_LEN]
-    neg_mode = iparams[P_NEG_MODE]
-    seed = iparams[P_SEED]
-    n_chunks = iparams[P_CHUNKS]
-    lr0 = fparams[P_LR]
-    lr_min = fparams[P_LR_MIN]
-    total = fparams[P_TOTAL]
-    decay = fparams[P_DECAY]
-    d = W.shape[1]
-    per = (hi - lo + n_chunks - 1) // n_chunks
-    for c in prange(n_chunks):
-        members = np.empty(3 + n_neg, dtype=np.int64)
-        buf = np.empty((2, 3 + n_neg, d), dtype=np.float32)
-        work = np.empty((4, 3 + n_neg), dtype=np.float64)
-        counts = np.zeros(W.shape[0], dtype=np.int32)
-        state = np.empty(1, dtype=np.uint64)
-        seed_state(seed, done + c, state)
-        c_lo = lo + c * per
-        c_hi = min(hi, c_lo + per)
-        loss_sum = 0.0
-        count = 0
-        for e in range(c_lo, c_hi):
-            k, n_pos = fill_example(order[e], sent_doc, doc_offsets, n_neg, neg_mode, state, members)
-            if n_pos == 0:
-                continue
-            # progress of the whole run, as if the chunks were interleaved
-            position = done + (e - c_lo) * n_chunks + c
-            lr = max(lr_min, lr0 * (1.0 - position / total))
-            loss_sum += example_step(W, tokens, offsets, members[:k], n_pos, max_len, buf, work, W, -lr, decay, counts)
-            count += 1
-        stats[c, 0] = loss_sum
-        stats[c, 1] = count
+    for c in range(iparams[P_CHUNKS]):
+        train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, c, stats)
 
 
-train_batch_serial = njit(cache=True, nogil=True)(_train_batch_impl)
-train_batch_parallel = njit(parallel=True, nogil=True)(_train_batch_impl)
+_pool = None
+
+
+def train_batch_parallel(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats):
+    """``train_batch_serial`` with its chunks on as many threads at once (Hogwild).
+
+    ``train_chunk`` releases the GIL, so plain Python threads run the chunks in parallel;
+    the calling thread runs chunk 0. Not deterministic: the chunks' updates race.
+    """
+    global _pool
+    from concurrent.futures import ThreadPoolExecutor
+
+    n = int(iparams[P_CHUNKS])
+    if _pool is None or _pool._max_workers < n - 1:
+        _pool = ThreadPoolExecutor(max(n - 1, 1), thread_name_prefix="scbow-train")
+    args = (W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams)
+    futures = [_pool.submit(train_chunk, *args, c, stats) for c in range(1, n)]
+    try:
+        train_chunk(*args, 0, stats)
+    finally:
+        for f in futures:
+            f.result()
 
 
 def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0, weight_decay=0.0):
