@@ -84,7 +84,7 @@ def remove_common_components(W: np.ndarray, corpus: Corpus, k: int, seed: int, s
         # top-k eigenvectors of the d x d covariance: the right singular vectors of the
         # centred sample, without ever holding the (sample x d) matrix
         U = np.linalg.eigh(cov)[1][:, ::-1][:, :k].T.astype(np.float32)
-        step = 1 << 16
+        step = 1 << 13  # rows per projection: its temporary stays ~10 MB at 300 dims
         for lo in range(0, len(W), step):
             block = W[lo : lo + step]
             block -= (block @ U.T) @ U
