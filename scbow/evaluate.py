@@ -99,8 +99,11 @@ def pair_cosines(embed, first, second) -> np.ndarray:
 
 def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cosine of each row of ``a`` with the same row of ``b``; nan for NaN or zero rows."""
+    # einsum: the row dots without an (n, d) product array, several times faster than
+    # (a * b).sum(axis=1) and np.linalg.norm; the same numbers up to the last bit
     with np.errstate(invalid="ignore", divide="ignore"):
-        cos = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+        norms = np.sqrt(np.einsum("ij,ij->i", a, a)) * np.sqrt(np.einsum("ij,ij->i", b, b))
+        cos = np.einsum("ij,ij->i", a, b) / norms
     cos[~np.isfinite(cos)] = np.nan
     return cos
 

@@ -1,0 +1,129 @@
+"""Model.embed and mean_rows against plain per-sentence references (the fast paths of STS scoring)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import scbow.model as model_module
+from scbow.evaluate import pair_cosines, row_cosines
+from scbow.model import Model, mean_rows
+from scbow.tokenize import tokenize
+from scbow.vocab import Vocab
+
+
+def sequential_means(vectors, ids, lengths) -> np.ndarray:
+    """float64 sums row after row from 0, as the embedding kernels do; NaN for an empty group."""
+    out = np.full((len(lengths), vectors.shape[1]), np.nan)
+    pos = 0
+    for n, length in enumerate(lengths):
+        if length:
+            acc = np.zeros(vectors.shape[1])
+            for i in ids[pos:pos + length]:
+                acc = acc + vectors[i].astype(np.float64)
+            out[n] = acc / length
+        pos += length
+    return out
+
+
+def reference_embed(model: Model, sentences) -> np.ndarray:
+    """Model.embed(sentences) spelled out: tokenize each sentence, keep the known words."""
+    ids, lengths = [], []
+    for sentence in sentences:
+        known = [model.vocab.index[t] for t in tokenize(sentence) if t in model.vocab.index]
+        ids += known
+        lengths.append(len(known))
+    return sequential_means(np.asarray(model.vectors), ids, lengths).astype(np.float32)
+
+
+@pytest.mark.parametrize("dim", [1, 3, 300])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_mean_rows_sums_in_order(dim, dtype, monkeypatch):
+    monkeypatch.setattr(model_module, "_CHUNK_ROWS", 7)  # long groups cross several chunks
+    rng = np.random.default_rng(dim)
+    # magnitudes 1e-6 .. 1e6: the float64 sums depend on the order of the additions
+    vectors = (rng.standard_normal((50, dim)) * 10.0 ** rng.integers(-6, 7, (50, dim))).astype(np.float32)
+    many = np.concatenate([rng.integers(0, 6, 40), [0, 1, 30, 25, 60], rng.integers(0, 12, 20)])
+    for lengths in (many, np.array([0, 13, 1, 40]), np.array([25])):  # by position, then one by one
+        ids = rng.integers(0, 50, lengths.sum())
+        got = mean_rows(vectors, ids, lengths, dtype=dtype)
+        assert got.dtype == dtype and got.shape == (len(lengths), dim)
+        np.testing.assert_array_equal(got, sequential_means(vectors, ids, lengths).astype(dtype))
+
+
+def test_mean_rows_edge_cases(tmp_path):
+    vectors = np.arange(12, dtype=np.float32).reshape(4, 3)
+    assert mean_rows(vectors, np.array([], dtype=np.int64), np.array([], dtype=np.int64)).shape == (0, 3)
+    assert np.isnan(mean_rows(vectors, np.array([], dtype=np.int64), np.array([0, 0]))).all()
+    got = mean_rows(vectors, [3, 1, 2], [0, 1, 0, 2])  # lists are taken too
+    np.testing.assert_array_equal(got[[1, 3]], [[9, 10, 11], [4.5, 5.5, 6.5]])
+    assert np.isnan(got[[0, 2]]).all()
+    np.save(tmp_path / "v.npy", vectors)
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")  # as scbow.load gives them
+    np.testing.assert_array_equal(mean_rows(mapped, [3, 1, 2], [0, 1, 0, 2]), got)
+
+
+@pytest.fixture
+def model():
+    words = ["the", "cat", "sat", "on", "mat", ".", "ς", "σ", "οδος", "don't", "naïve", "a", "dog", "ran"]
+    rng = np.random.default_rng(0)
+    vectors = (rng.standard_normal((len(words), 16)) * 10.0 ** rng.integers(-4, 4, (len(words), 16)))
+    return Model(Vocab(words, np.arange(len(words), 0, -1)), vectors.astype(np.float32))
+
+
+ODD = ["The cat sat on the mat.", "", "   ", "zebra", "the cat\nsat", "the cat\r\nsat\n", "\n", "ΟΔΟΣ",
+       "ΟΔΟΣ ς", "Σ", "ΑΣ\nΣ", "DON'T  naïve\tcat", "a\ud800b the", "\u2028the\x85cat\x1c", "cat " * 40 + "dog"]
+
+
+def test_embed_is_tokenize_then_average(model):
+    got = model.embed(ODD)
+    assert got.dtype == np.float32 and got.shape == (len(ODD), 16)
+    np.testing.assert_array_equal(got, reference_embed(model, ODD))
+    for sentence, row in zip(ODD, got):  # one at a time: the same rows
+        np.testing.assert_array_equal(model.embed([sentence])[0], row)
+    many = [f"{a} {b} the {c}" for a in ("cat", "dog", "x") for b in ("sat", "ran", "") for c in ODD]
+    np.testing.assert_array_equal(model.embed(many), reference_embed(model, many))
+
+
+def test_embed_repeated_sentences(model):
+    sentences = ["the cat", "a dog ran", "the cat", "", "zebra", "", "the cat", "A dog ran"]
+    got = model.embed(sentences)
+    np.testing.assert_array_equal(got, reference_embed(model, sentences))
+    np.testing.assert_array_equal(got[0], got[2])
+    np.testing.assert_array_equal(model.embed(tuple(sentences)), got)
+    np.testing.assert_array_equal(model.embed(np.array(sentences)), got)
+    assert model.embed([]).shape == (0, 16)
+
+
+def test_embed_with_a_line_end_in_the_vocabulary(model):
+    # no sentence can hold the token "\n"; a vocabulary that has it changes nothing
+    words = model.vocab.words + ["\n"]
+    odd = Model(Vocab(words, np.arange(len(words), 0, -1)),
+                np.vstack([model.vectors, np.full((1, 16), 7, dtype=np.float32)]))
+    np.testing.assert_array_equal(odd.embed(ODD), model.embed(ODD))
+
+
+def test_row_cosines_match_the_formula():
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, 50, 300)) * 10.0 ** rng.integers(-3, 3, (2, 50, 1))
+    a[3] = 0.0
+    b[5] = np.nan
+    a[7] = -b[7]
+    with np.errstate(invalid="ignore"):
+        expected = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    got = row_cosines(a, b)
+    assert np.isnan(got[[3, 5]]).all() and got[7] == pytest.approx(-1.0, abs=1e-15)
+    ok = np.isfinite(expected)
+    assert np.isnan(got[~ok]).all()
+    np.testing.assert_allclose(got[ok], expected[ok], rtol=1e-14, atol=1e-15)
+
+
+def test_pair_cosines_of_a_model(model):
+    first = ["the cat sat", "zebra", "the dog ran.", "the cat sat"]
+    second = ["a cat sat on the mat", "the cat", "the dog ran.", ""]
+    a = reference_embed(model, first).astype(np.float64)
+    b = reference_embed(model, second).astype(np.float64)
+    expected = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    got = pair_cosines(model.embed, first, second)
+    np.testing.assert_allclose(got, expected, rtol=1e-14)
+    assert np.isnan(got[[1, 3]]).all() and got[2] == pytest.approx(1.0)
