@@ -5,9 +5,12 @@ each file also ends a document. ``.gz``, ``.bz2`` and ``.xz`` files are read
 transparently, and a directory stands for the text files inside it.
 
 Encoding is one streaming tokenize pass that writes provisional ids to a scratch file,
-then a compiled pass that maps them to the final vocabulary. Peak memory is about the
-size of the output arrays, never a Python list of all tokens. The result is cached on
-disk, keyed by the input files and the settings, and memory-mapped when loaded.
+then a compiled pass that maps them to the final vocabulary. The tokenize pass cuts each
+block of lines at whitespace and runs the tokenizer once per distinct chunk, not once per
+occurrence (see ``_ChunkIds``); its ids are exactly those of ``tokenize_lines`` on the
+block. Peak memory is about the size of the output arrays, never a Python list of all
+tokens. The result is cached on disk, keyed by the input files and the settings, and
+memory-mapped when loaded.
 
 Rules: words outside the vocabulary are dropped from their sentence; a sentence left
 with no known word is dropped, and its neighbours become neighbours; a document left
@@ -26,6 +29,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +41,10 @@ from .vocab import Vocab
 CACHE_FORMAT = "1"
 TEXT_SUFFIXES = (".txt", ".gz", ".bz2", ".xz", ".text", ".tok")
 _READ_HINT = 1 << 23  # characters per block handed to the tokenizer
+# Stands for a line end in a block cut into chunks. It cannot clash with the text: a block
+# that contains NUL is refused as binary before it is cut.
+_LINE_END = "\x00"
+_MAX_CHUNKS = 1 << 20  # distinct chunks remembered (~150 MB) before the memo starts afresh
 _SENTENCE_END = 0
 _DOCUMENT_END = 1
 
@@ -122,7 +130,84 @@ class _TypeIds(dict):
         return value
 
 
-def _read_file(path: Path, types: _TypeIds, out, stats: dict, progress) -> None:
+class _ChunkIds(dict):
+    """Whitespace-separated chunk -> chunk id, with the provisional word ids of each chunk.
+
+    Tokens never contain whitespace and lowercasing never looks across it (the final-sigma
+    rule stops at whitespace), so the tokens of a block are the tokens of its ``str.split()``
+    chunks one after the other. Text repeats a few hundred thousand distinct chunks, so a
+    dict lookup per chunk replaces the regex scan per character and the dict lookup per
+    token, and each new chunk goes through the tokenizer once.
+
+    A chunk may end with ``_LINE_END``, standing for the ``\\n`` that followed it; its word
+    ids then end with ``_SENTENCE_END``.
+
+    Parameters
+    ----------
+    types : _TypeIds
+        Word -> provisional id; new words get their ids there, in order of first occurrence.
+    """
+
+    def __init__(self, types: _TypeIds):
+        super().__init__()
+        self._types = types
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget all chunks; the word ids in ``types`` stay."""
+        self.clear()
+        self._pending: list[str] = []  # new chunks, not yet tokenized
+        self._start = np.zeros(0, dtype=np.intp)  # chunk id -> its first index into _words
+        self._length = np.zeros(0, dtype=np.intp)  # chunk id -> its number of word ids
+        self._words = np.zeros(0, dtype=np.int32)
+
+    def __missing__(self, chunk: str) -> int:
+        # tokenized by _sync, all new chunks of a block in one regex call
+        value = self[chunk] = len(self)
+        self._pending.append(chunk)
+        return value
+
+    def _sync(self) -> None:
+        """Tokenize the pending chunks, in order of first occurrence, into the arrays."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        marked = np.fromiter(map(str.endswith, pending, repeat(_LINE_END)), dtype=bool, count=len(pending))
+        # One chunk per line: the "\n" after each chunk comes back as _SENTENCE_END, which
+        # cuts the ids into chunks and is also the line end of the marked ones.
+        words = tokenize_lines("\n".join(pending).replace(_LINE_END, "") + "\n")
+        ids = np.fromiter(map(self._types.__getitem__, words), dtype=np.int32, count=len(words))
+        ends = np.flatnonzero(ids == _SENTENCE_END)  # words have ids >= 2
+        starts = np.zeros_like(ends)
+        starts[1:] = ends[:-1] + 1
+        self._start = np.concatenate((self._start, starts + len(self._words)))
+        self._length = np.concatenate((self._length, ends - starts + marked))
+        self._words = np.concatenate((self._words, ids))
+
+    def encode(self, block: str) -> np.ndarray:
+        """Provisional ids of a block of whole lines without NUL, ``_SENTENCE_END`` per line end.
+
+        Returns
+        -------
+        array of int32
+            Equal to the ids of ``tokenize_lines(block)`` looked up in ``types``.
+        """
+        if len(self) >= _MAX_CHUNKS:
+            self.reset()
+        # the line end sticks to the chunk before it: one lookup fewer per line
+        chunks = block.replace("\n", _LINE_END + " ").split()
+        chunk_ids = np.fromiter(map(self.__getitem__, chunks), dtype=np.intp, count=len(chunks))
+        self._sync()
+        lengths = self._length[chunk_ids]
+        ends = np.cumsum(lengths)
+        n = int(ends[-1]) if len(ends) else 0
+        # output k of a chunk is _words[start + k]: one gather for the whole block
+        index = np.repeat(self._start[chunk_ids] - (ends - lengths), lengths) + np.arange(n)
+        return self._words[index]
+
+
+def _read_file(path: Path, chunks: _ChunkIds, out, stats: dict, progress) -> None:
     """Tokenize one file into provisional ids, appended to the binary stream ``out``."""
     last = _DOCUMENT_END  # a blank line at the start of a file is no sentence
     bad_lines = 0
@@ -130,21 +215,22 @@ def _read_file(path: Path, types: _TypeIds, out, stats: dict, progress) -> None:
     try:
         with open_text(path) as fh:
             while True:
-                lines = fh.readlines(_READ_HINT)
-                if not lines:
+                # the lines fh.readlines(_READ_HINT) would give (up to the first line past
+                # the hint), without a list of them
+                block = fh.read(_READ_HINT) + fh.readline()
+                if not block:
                     break
-                block = "".join(lines)
                 if "\x00" in block:
                     raise CorpusError(f"{path}: contains NUL bytes; this looks like binary data, not text")
                 if "\ufffd" in block:
+                    lines = block.removesuffix("\n").split("\n")
                     bad = sum("\ufffd" in line for line in lines)
                     if bad > 0.5 * len(lines) and n_tokens == 0:
                         raise CorpusError(f"{path}: mostly invalid UTF-8; this looks like binary data, not text")
                     bad_lines += bad
                 if not block.endswith("\n"):
                     block += "\n"
-                words = tokenize_lines(block)
-                ids = np.fromiter(map(types.__getitem__, words), dtype=np.int32, count=len(words))
+                ids = chunks.encode(block)
                 if len(ids):
                     prev = np.empty_like(ids)
                     prev[0] = last
@@ -229,6 +315,7 @@ def _build(files, min_count, max_vocab, work: Path, progress) -> None:
     from .kernels.encode import compact_corpus  # numba: import only when encoding
 
     types = _TypeIds()
+    chunks = _ChunkIds(types)
     stats: dict = {"files": [str(f) for f in files]}
     raw_path = work / "raw.i32"
     with open(raw_path, "wb") as out:
@@ -240,7 +327,7 @@ def _build(files, min_count, max_vocab, work: Path, progress) -> None:
             progress(done)
 
         for f in files:
-            _read_file(f, types, out, stats, tick)
+            _read_file(f, chunks, out, stats, tick)
     raw = np.memmap(raw_path, dtype=np.int32, mode="r") if raw_path.stat().st_size else np.zeros(0, np.int32)
     counts = np.zeros(len(types) + 1, dtype=np.int64)
     block = 1 << 24

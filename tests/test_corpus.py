@@ -369,3 +369,161 @@ def test_real_corpus_slice(tmp_path, gutenberg_slice):
     assert c5.stats["oov_rate"] == pytest.approx(1 - kept / sum(counts.values()), abs=1e-6)
     assert 0.0 < c5.stats["oov_rate"] < 0.2
     assert c5.n_sentences <= c.n_sentences
+
+
+# ---------------------------------------------------------------------------------------
+# The chunk memo of the encoder gives the same ids as the plain regex pass
+
+TRICKY_LINES = [
+    "The CAT sat. the cat SAT!",
+    "ΟΔΟΣ ΟΔΟΣ. ΟΔΟΣ\tΟΔΟΣ,ΟΔΟΣ ΟΔΟΣ.Α Σ ΑΣ\u0301 σας ΣΑΣ",  # final sigma
+    "İstanbul İ KIRMIZI ıi",  # Turkish dotted capital I lowercases to two code points
+    "Straße STRASSE ß ẞ",
+    "don't O’CLOCK o'clock 'quote' dogs' 'tis rock 'n' roll ''",
+    "...!!?? --- «»  ()[]{} #tag e-mail a.b.c 1,000.5",
+    "tab\tseparated\t\twords\t",
+    "vertical\x0bfeed\x0cfile\x1cgroup\x1drecord\x1eunit\x1fsep",
+    "next\x85line\u2028line\u2029para\u3000ideographic\xa0nbsp\u2009thin\u1680ogham",
+    "",
+    "   \t  ",
+    "!!! ... ???",
+    "   leading and trailing spaces   ",
+    "\ufffd bad \ufffd\ufffd bytes\ufffd",
+    "snake_case ＦＵＬＬＷＩＤＴＨ 数字123 ٣٤ ä̈ a\u0301",
+    "",
+    "",
+    "a new document after blank lines.",
+]
+
+
+def _plain_encode(self, block):
+    """The encoder before the chunk memo: one regex pass over the block, one lookup per token."""
+    words = tokenize_lines(block)
+    return np.fromiter(map(self._types.__getitem__, words), dtype=np.int32, count=len(words))
+
+
+def _random_text(seed, n_lines=300):
+    rng = np.random.default_rng(seed)
+    pieces = ["the", "The", "ΟΔΟΣ", "Σ", "σ", "İ", "ß", "don't", "o’clock", "'", "’", ".", ",",
+              "!", "-", "é", "E\u0301", "\ufffd", "1984", "_", " ", " ", " ", "\t", "\x0b",
+              "\x0c", "\x1c", "\x1f", "\x85", "\u2028", "\u3000", "\xa0"]
+    return "".join(
+        "".join(rng.choice(pieces, size=rng.integers(0, 12))) + "\n" for _ in range(n_lines)
+    )
+
+
+@pytest.mark.parametrize("text", [
+    "\n".join(TRICKY_LINES) + "\n",
+    _random_text(0),
+    _random_text(1),
+    "no trailing newline ΟΔΟΣ\n",
+    "\n\n\n",
+])
+def test_chunk_memo_gives_the_ids_of_the_regex_pass(text):
+    memo_types, plain_types = corpus_mod._TypeIds(), corpus_mod._TypeIds()
+    chunks = corpus_mod._ChunkIds(memo_types)
+    plain = corpus_mod._ChunkIds(plain_types)
+    # the same text twice: the second time every chunk is a memo hit
+    for block in (text, text):
+        got = chunks.encode(block)
+        want = _plain_encode(plain, block)
+        assert got.dtype == np.int32
+        assert got.tolist() == want.tolist()
+    assert list(memo_types.items()) == list(plain_types.items())  # ids in first-occurrence order
+
+
+def test_chunk_memo_that_starts_afresh_gives_the_same_ids(monkeypatch):
+    monkeypatch.setattr(corpus_mod, "_MAX_CHUNKS", 5)
+    types, plain_types = corpus_mod._TypeIds(), corpus_mod._TypeIds()
+    chunks, plain = corpus_mod._ChunkIds(types), corpus_mod._ChunkIds(plain_types)
+    for seed in range(4):
+        block = _random_text(seed, 20)
+        assert chunks.encode(block).tolist() == _plain_encode(plain, block).tolist()
+        assert len(chunks) <= 5 + len(block.split())
+    assert list(types.items()) == list(plain_types.items())
+
+
+def _encode_both(monkeypatch, paths):
+    """``load_corpus`` with the chunk memo and with the plain regex pass, and the progress
+    reports of each."""
+    new_progress, old_progress = [], []
+    new = load_corpus(paths, min_count=1, use_cache=False, progress=new_progress.append)
+    with monkeypatch.context() as m:
+        m.setattr(corpus_mod._ChunkIds, "encode", _plain_encode)
+        old = load_corpus(paths, min_count=1, use_cache=False, progress=old_progress.append)
+    assert new_progress == old_progress
+    return new, old
+
+
+def assert_same_corpus(a, b):
+    assert a.vocab.words == b.vocab.words
+    assert a.vocab.counts.tolist() == b.vocab.counts.tolist()
+    for name in ("tokens", "offsets", "sent_doc", "doc_offsets"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and np.array_equal(x, y), name
+    assert a.stats == b.stats
+
+
+@pytest.mark.parametrize("read_hint", [1 << 23, 7])  # one block per file, or many small ones
+def test_encoder_matches_the_regex_pass_on_tricky_files(tmp_path, monkeypatch, read_hint):
+    monkeypatch.setattr(corpus_mod, "_READ_HINT", read_hint)
+    tricky = "\n".join(TRICKY_LINES) + "\n"
+    files = {
+        "a.txt": tricky.encode(),
+        "b.txt": tricky.replace("\n", "\r\n").encode(),  # Windows line ends
+        "c.txt": b"last line without a newline \xce\xa3",
+        "d.txt": b"",
+        "e.txt": _random_text(2).encode(),
+        "f.txt": b"good line\nbad \xff\xfe line\n\n\xc3( more\nfine again\n",  # invalid UTF-8
+        "g.txt": b"\n\nblank lines first\r\rold Mac line ends\r",
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    paths = [tmp_path / name for name in files]
+    new, old = _encode_both(monkeypatch, paths)
+    assert_same_corpus(new, old)
+    assert new.stats["invalid_utf8_lines"] > 2
+
+
+def test_the_line_end_marker_in_the_text_is_refused_as_before(tmp_path):
+    # NUL stands for the line ends inside the encoder, so text with NUL must never get there
+    (tmp_path / "a.txt").write_bytes(b"words \x00words\n")
+    with pytest.raises(CorpusError, match="NUL"):
+        load_corpus([tmp_path / "a.txt"], min_count=1, use_cache=False)
+
+
+def test_blocks_are_the_lines_readlines_gives(tmp_path):
+    text = "".join(f"line {i} " + "x" * (i % 13) + ("\r\n" if i % 3 else "\n") for i in range(200))
+    (tmp_path / "a.txt").write_bytes(text.encode())
+    for hint in (1, 5, 17, 64, 1000):
+        with corpus_mod.open_text(tmp_path / "a.txt") as fh:
+            want = []
+            while lines := fh.readlines(hint):
+                want.append("".join(lines))
+        with corpus_mod.open_text(tmp_path / "a.txt") as fh:
+            got = []
+            while block := fh.read(hint) + fh.readline():
+                got.append(block)
+        assert got == want, hint
+
+
+def test_encoder_matches_the_regex_pass_on_real_text(tmp_path, monkeypatch, gutenberg_slice):
+    new, old = _encode_both(monkeypatch, [gutenberg_slice(3000)])
+    assert_same_corpus(new, old)
+
+
+def test_the_chunk_memo_assumptions_hold_for_every_code_point():
+    import re
+
+    every = "".join(map(chr, range(0x110000)))
+    regex_space = set(re.findall(r"\s", every))
+    # str.split() cuts at exactly the characters the tokenizer's \s skips
+    assert set(every) - set("".join(every.split())) == regex_space
+    assert {c for c in every if c.isspace()} == regex_space
+    # no token can hold whitespace: no character is both \w and \s
+    assert not re.findall(r"(?=\w)\s", every)
+    # lowercasing a chunk makes no whitespace, and the final-sigma rule stops at whitespace
+    assert not regex_space & set("".join(every.split()).lower())
+    for w in regex_space:
+        for text in ("ΑΣ" + w + "Β", "Α" + w + "ΣΒ", "Α" + w + "Σ", "ΑΣ" + w, "Σ" + w + "Σ"):
+            assert text.lower() == w.join(part.lower() for part in text.split(w)), hex(ord(w))
