@@ -140,6 +140,10 @@ def kernel_params(config: TrainConfig, threads: int, total: int):
     iparams[K.P_NEG_MODE] = K.NEG_DOCUMENT if config.negative_mode == "document" else K.NEG_UNIFORM
     iparams[K.P_SEED] = config.seed
     iparams[K.P_CHUNKS] = threads
+    # several threads buffer the hottest rows (kernels.cpu.HOT_ROWS); one thread runs
+    # plain per-example SGD, reproducible bit for bit
+    iparams[K.P_HOT] = K.HOT_ROWS if threads > 1 else 0
+    iparams[K.P_FLUSH] = K.FLUSH_EVERY
     return fparams, iparams
 
 

@@ -87,7 +87,9 @@ def test_weight_decay_gradient_matches_reference(case, n_pos):
     assert np.abs(plain_grad - ref_grad).max() > 1e-2 * np.abs(ref_grad).max()
 
 
-def sgd_step(case, n_pos, lr, decay):
+def sgd_step(case, n_pos, lr, decay, hot=0):
+    """One in-place SGD step of ``example_step``; with ``hot`` > 0 the rows of words
+    ``w < hot`` are buffered and applied by ``flush_rows`` afterwards."""
     seed = seed_of("sgd", case, n_pos)
     V, target, positives, negatives = build_example(case, n_pos, 3, seed=seed)
     W0 = np.random.default_rng(seed).standard_normal((V, 8)).astype(np.float32)
@@ -97,7 +99,15 @@ def sgd_step(case, n_pos, lr, decay):
     work = np.empty((4, k), dtype=np.float64)
     W = W0.copy()
     counts = np.zeros(V, dtype=np.int32)
-    loss = cpu.example_step(W, tokens, offsets, members, n_pos, 0, buf, work, W, -lr, decay, counts)
+    pending = np.zeros((max(hot, 1), 8), dtype=np.float32)
+    keep = np.ones(max(hot, 1), dtype=np.float32)
+    loss = cpu.example_step(W, tokens, offsets, members, n_pos, 0, buf, work, W, -lr, decay, counts,
+                            hot, pending, keep)
+    if hot:
+        assert np.array_equal(W[:hot], W0[:hot])  # nothing written in place yet
+        cpu.flush_rows(W, pending, keep, hot)
+        assert not pending.any() and (keep == 1).all()
+    assert not counts.any()
     ref_loss, ref_grad = loss_and_grad(W0, target, positives, negatives, weight_decay=decay)
     return W0, W, loss, ref_loss, ref_grad
 
@@ -123,6 +133,14 @@ def test_example_step_in_place_is_one_sgd_step(case, n_pos):
 def test_example_step_in_place_with_weight_decay_distinct_words(case):
     lr, decay = 0.5, 0.1
     check_sgd_step(*sgd_step(case, 2, lr, decay), lr, decay)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("hot", [1, 3, 1000])
+def test_buffered_hot_rows_then_flush_is_one_sgd_step(case, hot):
+    """Buffering the rows of words < hot and flushing them gives the same step."""
+    lr, decay = 0.5, 0.1
+    check_sgd_step(*sgd_step(case, 2, lr, decay, hot=hot), lr, decay)
 
 
 @pytest.mark.parametrize("case", ["repeated", "shared"])
@@ -253,7 +271,8 @@ def toy_corpus(seed=0, doc_sizes=(7, 1, 12, 5, 20), vocab=40):
     return sentences, tokens, offsets, sent_doc, doc_offsets, vocab
 
 
-def batch_params(lo, hi, done, n_neg, seed, chunks, lr, total, max_len=0, mode=None, min_frac=1e-4, decay=0.0):
+def batch_params(lo, hi, done, n_neg, seed, chunks, lr, total, max_len=0, mode=None, min_frac=1e-4, decay=0.0,
+                 hot=0, flush=1):
     fparams = np.zeros(cpu.N_FPARAMS, dtype=np.float64)
     fparams[cpu.P_LR] = lr
     fparams[cpu.P_LR_MIN] = lr * min_frac
@@ -268,24 +287,31 @@ def batch_params(lo, hi, done, n_neg, seed, chunks, lr, total, max_len=0, mode=N
     iparams[cpu.P_NEG_MODE] = cpu.NEG_DOCUMENT if mode is None else mode
     iparams[cpu.P_SEED] = seed
     iparams[cpu.P_CHUNKS] = chunks
+    iparams[cpu.P_HOT] = hot
+    iparams[cpu.P_FLUSH] = flush
     return fparams, iparams
 
 
-@pytest.mark.parametrize("chunks", [1, 3])
-def test_train_batch_serial_replays_reference_sgd(chunks):
+@pytest.mark.parametrize("chunks,hot,flush", [(1, 0, 1), (3, 0, 1), (3, 4, 1), (2, 4, 5)])
+def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush):
     """Per chunk: fill_example with the chunk's random stream, then an SGD step with the
-    linear learning rate at the example's position in the run (chunks interleaved)."""
+    linear learning rate at the example's position in the run (chunks interleaved).
+
+    With ``hot`` rows buffered and flushed every ``flush`` examples, the words ``w < hot``
+    take the summed steps of those examples at once (their gradients computed with the
+    rows as they were before them); flushing every example is plain SGD."""
     sentences, tokens, offsets, sent_doc, doc_offsets, V = toy_corpus()
     order = np.random.default_rng(5).permutation(len(sentences)).astype(np.int64)
     lo, hi, done, total, lr0, n_neg, seed = 2, 30, 100, 400, 0.3, 2, 9
     assert 7 in order[lo:hi]  # sentence 7 is alone in its document: skipped, no example
     W0 = (0.1 * np.random.default_rng(1).standard_normal((V, 6))).astype(np.float32)
     W = W0.copy()
-    fparams, iparams = batch_params(lo, hi, done, n_neg, seed, chunks, lr0, total)
+    fparams, iparams = batch_params(lo, hi, done, n_neg, seed, chunks, lr0, total, hot=hot, flush=flush)
     stats = np.zeros((chunks, 2))
     cpu.train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats)
 
     Wr = W0.astype(np.float64)
+    pending = np.zeros_like(Wr)
     members = np.empty(3 + n_neg, dtype=np.int64)
     per = -(-(hi - lo) // chunks)
     for c in range(chunks):  # the serial kernel runs the chunks one after the other
@@ -301,9 +327,17 @@ def test_train_batch_serial_replays_reference_sgd(chunks):
             lr = max(lr0 * 1e-4, lr0 * (1 - position / total))
             sents = [sentences[m] for m in members[:k]]
             loss, grad = loss_and_grad(Wr, sents[0], sents[1 : 1 + n_pos], sents[1 + n_pos :])
-            Wr -= lr * grad
-            loss_sum += loss
+            pending -= lr * grad
             count += 1
+            if count % flush == 0:
+                Wr += pending
+                pending[:] = 0
+            else:  # rows of words >= hot take their step at once; the hot ones wait
+                Wr[hot:] += pending[hot:]
+                pending[hot:] = 0
+            loss_sum += loss
+        Wr += pending  # the end of a chunk flushes
+        pending[:] = 0
         assert stats[c, 1] == count
         assert stats[c, 0] == pytest.approx(loss_sum, rel=1e-4)
     assert stats[:, 1].sum() == (hi - lo) - 1
@@ -346,7 +380,8 @@ def test_in_place_decay_of_a_frequent_word_never_flips_its_row():
     k = len(members)
     W = W0.copy()
     cpu.example_step(W, tokens, offsets, members, 2, 0, np.empty((2, k, 6), np.float32),
-                     np.empty((4, k)), W, -lr, decay, np.zeros(9, np.int32))
+                     np.empty((4, k)), W, -lr, decay, np.zeros(9, np.int32), 0, np.zeros((1, 6), np.float32),
+                     np.ones(1, np.float32))
     _, data_grad = loss_and_grad(W0, sentences[0], sentences[1:3], sentences[3:])
     np.testing.assert_allclose(W[1], -lr * data_grad[1], rtol=1e-4, atol=1e-6)
     # a word seen once still gets the exact step

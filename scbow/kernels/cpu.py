@@ -31,15 +31,22 @@ NEG_DOCUMENT = 0
 NEG_UNIFORM = 1
 
 # Layout of the integer parameters of train_batch.
-P_LO, P_HI, P_DONE, P_NEGATIVES, P_MAX_LEN, P_NEG_MODE, P_SEED, P_CHUNKS = range(8)
-N_IPARAMS = 8
+P_LO, P_HI, P_DONE, P_NEGATIVES, P_MAX_LEN, P_NEG_MODE, P_SEED, P_CHUNKS, P_HOT, P_FLUSH = range(10)
+N_IPARAMS = 10
+
+# Threads buffer the updates of the HOT_ROWS most frequent words (ids 0..HOT_ROWS-1: the
+# vocabulary is sorted by count) privately and add them to the matrix every FLUSH_EVERY
+# examples. Those words are in almost every example ("the", ",", "."); written in place,
+# their rows' cache lines would move between the cores on every update.
+HOT_ROWS = 64
+FLUSH_EVERY = 16
 # Layout of the float parameters.
 P_LR, P_LR_MIN, P_TOTAL, P_DECAY = range(4)
 N_FPARAMS = 4
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
-def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, coef, decay, counts):
+def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, coef, decay, counts, hot, pending, keep):
     """Loss of one example; add ``coef * (1/|x|) * dL/ds_x`` to ``out[w]`` for its words.
 
     Parameters
@@ -69,6 +76,12 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
         SGD step (``coef < 0``) a word's total shrink is capped at its whole row.
     counts : array of int32, shape (V,)
         Scratch, all zero on entry and on return: occurrences of each word in the example.
+    hot : int
+        SGD steps only (``coef < 0``): words ``w < hot`` are not written to ``W``; their
+        gradient step is added to ``pending[w]`` and their weight-decay factor multiplied
+        into ``keep[w]``, for ``flush_rows`` to apply. 0 writes every row in place.
+    pending : array of float32, shape (>= hot, d)
+    keep : array of float32, shape (>= hot,)
 
     Returns
     -------
@@ -176,6 +189,13 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
         for t in range(start, stop):
             w = tokens[t]
             c = counts[w]
+            if w < hot:
+                if c > 0:
+                    counts[w] = 0
+                    keep[w] *= np.float32(1.0) + np.float32(max(coef * decay * c, -1.0))
+                for j in range(d):
+                    pending[w, j] += scale * gm[j]
+                continue
             if c > 0:
                 # first occurrence: no write has reached row w yet, so W[w] is the value
                 # the gradient was computed at even when out is W; decay it once, c times
@@ -186,9 +206,9 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
                 f = np.float32(max(coef * decay * c, -1.0))
                 if sgd:
                     # out is W: one in-place pass, W[w] * (1 + f) + scale * g
-                    keep = np.float32(1.0) + f
+                    shrink = np.float32(1.0) + f
                     for j in range(d):
-                        W[w, j] = W[w, j] * keep + scale * gm[j]
+                        W[w, j] = W[w, j] * shrink + scale * gm[j]
                 else:
                     # out is a separate gradient: copy W[w] into a free row first, so
                     # that the loop reads and writes no overlapping arrays and vectorises
@@ -279,6 +299,22 @@ def fill_example(target, sent_doc, doc_offsets, n_neg, neg_mode, state, members)
     return 1 + n_pos + n_neg, n_pos
 
 
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
+def flush_rows(W, pending, keep, hot):
+    """Apply the buffered steps of rows ``0..hot-1``: ``W[w] = keep[w] * W[w] + pending[w]``.
+
+    Then reset ``pending`` to 0 and ``keep`` to 1. The decays of the buffered examples
+    multiply, as they would have in place; their gradient steps add up.
+    """
+    d = W.shape[1]
+    for w in range(min(hot, W.shape[0])):
+        k = keep[w]
+        for j in range(d):
+            W[w, j] = W[w, j] * k + pending[w, j]
+            pending[w, j] = 0.0
+        keep[w] = 1.0
+
+
 @njit(cache=True, nogil=True)
 def train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, c, stats):
     """Train on chunk ``c`` of the targets ``order[lo:hi]`` (arguments of ``train_batch``).
@@ -294,6 +330,8 @@ def train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, ipara
     neg_mode = iparams[P_NEG_MODE]
     seed = iparams[P_SEED]
     n_chunks = iparams[P_CHUNKS]
+    hot = min(iparams[P_HOT], W.shape[0])
+    flush_every = max(iparams[P_FLUSH], 1)
     lr0 = fparams[P_LR]
     lr_min = fparams[P_LR_MIN]
     total = fparams[P_TOTAL]
@@ -305,6 +343,8 @@ def train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, ipara
     work = np.empty((4, 3 + n_neg), dtype=np.float64)
     counts = np.zeros(W.shape[0], dtype=np.int32)
     state = np.empty(1, dtype=np.uint64)
+    pending = np.zeros((max(hot, 1), d), dtype=np.float32)
+    keep = np.ones(max(hot, 1), dtype=np.float32)
     seed_state(seed, done + c, state)
     c_lo = lo + c * per
     c_hi = min(hi, c_lo + per)
@@ -317,8 +357,13 @@ def train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, ipara
         # progress of the whole run, as if the chunks were interleaved
         position = done + (e - c_lo) * n_chunks + c
         lr = max(lr_min, lr0 * (1.0 - position / total))
-        loss_sum += example_step(W, tokens, offsets, members[:k], n_pos, max_len, buf, work, W, -lr, decay, counts)
+        loss_sum += example_step(W, tokens, offsets, members[:k], n_pos, max_len, buf, work, W, -lr, decay, counts,
+                                 hot, pending, keep)
         count += 1
+        if hot > 0 and count % flush_every == 0:
+            flush_rows(W, pending, keep, hot)
+    if hot > 0:
+        flush_rows(W, pending, keep, hot)
     stats[c, 0] = loss_sum
     stats[c, 1] = count
 
@@ -339,9 +384,11 @@ def train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, fparams
         Target sentences of this epoch, shuffled; each has a neighbour.
     fparams : array of float64, shape (4,)
         lr, lr_min, total examples of the run, weight decay (see P_LR...).
-    iparams : array of int64, shape (8,)
+    iparams : array of int64, shape (10,)
         lo, hi, examples done before ``lo``, negatives, max_len, negative mode, seed,
-        chunks (see P_LO...).
+        chunks, hot rows, flush interval (see P_LO...). With hot rows > 0 the words
+        ``w < hot`` are updated every ``flush interval`` examples of a chunk (and at its
+        end) instead of in place (see ``HOT_ROWS``); 0 is plain per-example SGD.
     stats : array of float64, shape (chunks, 2)
         Output: loss sum and example count per chunk.
     """
@@ -384,7 +431,8 @@ def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0, weight_deca
     buf = np.empty((2, k, W.shape[1]), dtype=np.float32)
     work = np.empty((4, k), dtype=np.float64)
     counts = np.zeros(W.shape[0], dtype=np.int32)
-    loss = example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, grad, 1.0, weight_decay, counts)
+    loss = example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, grad, 1.0, weight_decay, counts,
+                        0, buf[0], work[0].astype(np.float32))
     if weight_decay:
         ids = []
         for s in members:
