@@ -179,6 +179,16 @@ class KernelBench:
 
         return train_batch_serial if threads == 1 else train_batch_parallel
 
+    def folded(self, rows: int) -> "KernelBench":
+        """A copy whose token ids are folded into the ``rows`` most frequent words
+        (``id % rows``): the same examples and row count per example, on a matrix slice
+        that stays in the core's cache (a diagnostic of what cache misses cost)."""
+        import copy
+
+        other = copy.copy(self)
+        other.tokens = (self.tokens % rows).astype(self.tokens.dtype)
+        return other
+
     def private_kernel(self, threads: int):
         """``train_batch_parallel`` with one private matrix per chunk: the same work on
         ``threads`` threads with no row shared between them (a diagnostic, not training).
