@@ -317,10 +317,11 @@ def flush_rows(W, pending, keep, hot):
 
 @njit(cache=True, nogil=True)
 def train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, c, stats):
-    """Train on chunk ``c`` of the targets ``order[lo:hi]`` (arguments of ``train_batch``).
+    """Train on chunk ``c`` of the targets ``order[lo:hi]`` (arguments of ``train_batch_serial``).
 
-    The whole work of one thread: compiled once and cached on disk, so the parallel batch
-    kernel around it is a thin ``prange`` that compiles in a fraction of a second.
+    The whole work of one thread, with its own scratch, random stream and buffer of hot
+    rows; compiled once and cached on disk, and run by ``train_batch_serial`` (chunk after
+    chunk) and ``train_batch_parallel`` (one thread per chunk).
     """
     lo = iparams[P_LO]
     hi = iparams[P_HI]
