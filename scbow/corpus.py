@@ -6,11 +6,12 @@ transparently, and a directory stands for the text files inside it.
 
 Encoding is one streaming tokenize pass that writes provisional ids to a scratch file,
 then a compiled pass that maps them to the final vocabulary. The tokenize pass cuts each
-block of lines at whitespace and runs the tokenizer once per distinct chunk, not once per
-occurrence (see ``_ChunkIds``); its ids are exactly those of ``tokenize_lines`` on the
-block. Peak memory is about the size of the output arrays, never a Python list of all
-tokens. The result is cached on disk, keyed by the input files and the settings, and
-memory-mapped when loaded.
+block of lines at whitespace and looks each chunk up in a compiled hash table over the
+block's code points; the tokenizer runs once per distinct chunk, not once per occurrence
+(see ``_ChunkIds``), and the ids are exactly those of ``tokenize_lines`` on the block.
+Numba is imported only when a corpus is encoded, not with this module. Peak memory is
+about the size of the output arrays, never a Python list of all tokens. The result is
+cached on disk, keyed by the input files and the settings, and memory-mapped when loaded.
 
 Rules: words outside the vocabulary are dropped from their sentence; a sentence left
 with no known word is dropped, and its neighbours become neighbours; a document left
@@ -29,7 +30,6 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -41,10 +41,7 @@ from .vocab import Vocab
 CACHE_FORMAT = "1"
 TEXT_SUFFIXES = (".txt", ".gz", ".bz2", ".xz", ".text", ".tok")
 _READ_HINT = 1 << 23  # characters per block handed to the tokenizer
-# Stands for a line end in a block cut into chunks. It cannot clash with the text: a block
-# that contains NUL is refused as binary before it is cut.
-_LINE_END = "\x00"
-_MAX_CHUNKS = 1 << 20  # distinct chunks remembered (~150 MB) before the memo starts afresh
+_MAX_CHUNKS = 1 << 20  # distinct chunks remembered (~100 MB) before the memo starts afresh
 _SENTENCE_END = 0
 _DOCUMENT_END = 1
 
@@ -130,81 +127,124 @@ class _TypeIds(dict):
         return value
 
 
-class _ChunkIds(dict):
+class _ChunkIds:
     """Whitespace-separated chunk -> chunk id, with the provisional word ids of each chunk.
 
     Tokens never contain whitespace and lowercasing never looks across it (the final-sigma
     rule stops at whitespace), so the tokens of a block are the tokens of its ``str.split()``
     chunks one after the other. Text repeats a few hundred thousand distinct chunks, so a
-    dict lookup per chunk replaces the regex scan per character and the dict lookup per
-    token, and each new chunk goes through the tokenizer once.
+    lookup per chunk in a compiled hash table over the block's code points
+    (``find_chunks`` in ``scbow.kernels.encode``) replaces the regex scan per character and
+    the dict lookup per token, and each new chunk goes through the tokenizer once.
 
-    A chunk may end with ``_LINE_END``, standing for the ``\\n`` that followed it; its word
-    ids then end with ``_SENTENCE_END``.
+    Chunk id 0 stands for a line end, and its word ids are ``[_SENTENCE_END]``.
 
     Parameters
     ----------
     types : _TypeIds
         Word -> provisional id; new words get their ids there, in order of first occurrence.
+    capacity : int, optional
+        Chunks the hash table and the key store hold at first; both grow when full. By
+        default they are sized from the first block after each reset.
     """
 
-    def __init__(self, types: _TypeIds):
-        super().__init__()
+    def __init__(self, types: _TypeIds, capacity: int | None = None):
         self._types = types
+        self._capacity = capacity
         self.reset()
+
+    def __len__(self) -> int:
+        """Distinct chunks remembered."""
+        return self._n_keys - 1
 
     def reset(self) -> None:
         """Forget all chunks; the word ids in ``types`` stay."""
-        self.clear()
-        self._pending: list[str] = []  # new chunks, not yet tokenized
-        self._start = np.zeros(0, dtype=np.intp)  # chunk id -> its first index into _words
-        self._length = np.zeros(0, dtype=np.intp)  # chunk id -> its number of word ids
-        self._words = np.zeros(0, dtype=np.int32)
+        self._n_keys = 1  # chunk ids handed out: id 0 is the line end, which has no key
+        self._n_key_chars = 0
+        self._table = None  # allocated by the next encode, sized from its block
+        # the hash table's keys: chunk id -> its code points keys[start:start + len]
+        self._key_start = self._key_len = self._keys = None
+        self._start = np.zeros(1, dtype=np.int64)  # chunk id -> its first index into _words
+        self._length = np.ones(1, dtype=np.int64)  # chunk id -> its number of word ids
+        self._words = np.full(1, _SENTENCE_END, dtype=np.int32)
 
-    def __missing__(self, chunk: str) -> int:
-        # tokenized by _sync, all new chunks of a block in one regex call
-        value = self[chunk] = len(self)
-        self._pending.append(chunk)
-        return value
+    def _allocate(self, n_text: int) -> None:
+        # about one new chunk per 32 characters in a first block of book text, 8
+        # characters a key; all of it grows as needed
+        capacity = self._capacity or max(n_text // 32, 1024)
+        self._table = np.zeros(1 << (2 * capacity + 1).bit_length(), dtype=np.int32)
+        self._key_start = np.zeros(capacity + 1, dtype=np.int64)
+        self._key_len = np.zeros(capacity + 1, dtype=np.int64)
+        self._keys = np.zeros(8 * capacity, dtype=np.uint32)
 
-    def _sync(self) -> None:
-        """Tokenize the pending chunks, in order of first occurrence, into the arrays."""
-        pending = self._pending
-        if not pending:
-            return
-        self._pending = []
-        marked = np.fromiter(map(str.endswith, pending, repeat(_LINE_END)), dtype=bool, count=len(pending))
-        # One chunk per line: the "\n" after each chunk comes back as _SENTENCE_END, which
-        # cuts the ids into chunks and is also the line end of the marked ones.
-        words = tokenize_lines("\n".join(pending).replace(_LINE_END, "") + "\n")
+    def _grow(self) -> None:
+        """Make room for the next new chunk, which ``find_chunks`` found does not fit."""
+        from .kernels.encode import rehash_chunks
+
+        if self._n_keys >= len(self._table) // 2:  # the table's load factor would pass 1/2
+            self._table = np.zeros(2 * len(self._table), dtype=np.int32)
+            rehash_chunks(self._table, self._key_start, self._key_len, self._keys, self._n_keys)
+        elif self._n_keys >= len(self._key_start):
+            self._key_start = _doubled(self._key_start)
+            self._key_len = _doubled(self._key_len)
+        else:  # its code points do not fit in the key store (doubled again if need be)
+            self._keys = _doubled(self._keys)
+
+    def _add(self, new_text: np.ndarray, n_chunks: int) -> None:
+        """Tokenize new chunks, given as code points, each followed by ``\\n``."""
+        # the "\n" after each chunk comes back as _SENTENCE_END, which cuts the ids into chunks
+        words = tokenize_lines(new_text.tobytes().decode("utf-32-le", "surrogatepass"))
         ids = np.fromiter(map(self._types.__getitem__, words), dtype=np.int32, count=len(words))
         ends = np.flatnonzero(ids == _SENTENCE_END)  # words have ids >= 2
+        assert len(ends) == n_chunks
         starts = np.zeros_like(ends)
         starts[1:] = ends[:-1] + 1
         self._start = np.concatenate((self._start, starts + len(self._words)))
-        self._length = np.concatenate((self._length, ends - starts + marked))
+        self._length = np.concatenate((self._length, ends - starts))
         self._words = np.concatenate((self._words, ids))
 
     def encode(self, block: str) -> np.ndarray:
-        """Provisional ids of a block of whole lines without NUL, ``_SENTENCE_END`` per line end.
+        """Provisional ids of a block of whole lines, ``_SENTENCE_END`` per line end.
 
         Returns
         -------
         array of int32
             Equal to the ids of ``tokenize_lines(block)`` looked up in ``types``.
         """
+        from .kernels.encode import expand_chunks, find_chunks  # numba: only when encoding
+
         if len(self) >= _MAX_CHUNKS:
             self.reset()
-        # the line end sticks to the chunk before it: one lookup fewer per line
-        chunks = block.replace("\n", _LINE_END + " ").split()
-        chunk_ids = np.fromiter(map(self.__getitem__, chunks), dtype=np.intp, count=len(chunks))
-        self._sync()
-        lengths = self._length[chunk_ids]
-        ends = np.cumsum(lengths)
-        n = int(ends[-1]) if len(ends) else 0
-        # output k of a chunk is _words[start + k]: one gather for the whole block
-        index = np.repeat(self._start[chunk_ids] - (ends - lengths), lengths) + np.arange(n)
-        return self._words[index]
+        # The block's code points, one uint32 each. NumPy copies a str into its UCS-4 form
+        # about twice as fast as block.encode("utf-32-le"); the slice drops the one NUL of
+        # np.array("").
+        text = np.array(block).reshape(1).view(np.uint32)[: len(block)]
+        if self._table is None:
+            self._allocate(len(text))
+        chunk_ids = np.empty(len(text), dtype=np.int32)  # at most one chunk per character
+        # new chunks, each with a "\n" after it: the character after a chunk in the block
+        # is whitespace, except after the last one, hence the + 1
+        new_text = np.empty(len(text) + 1, dtype=np.uint32)
+        first_new = self._n_keys
+        pos = n_out = n_new = 0
+        while True:
+            pos, self._n_keys, self._n_key_chars, n_out, n_new = find_chunks(
+                text, pos, self._table, self._key_start, self._key_len, self._keys,
+                self._n_keys, self._n_key_chars, chunk_ids, n_out, new_text, n_new,
+            )
+            if pos == len(text):
+                break
+            self._grow()
+        if n_new:
+            self._add(new_text[:n_new], self._n_keys - first_new)
+        return expand_chunks(chunk_ids[:n_out], self._start, self._length, self._words)
+
+
+def _doubled(a: np.ndarray) -> np.ndarray:
+    """``a`` in the first half of an array twice its length."""
+    out = np.zeros(2 * len(a), dtype=a.dtype)
+    out[: len(a)] = a
+    return out
 
 
 def _read_file(path: Path, chunks: _ChunkIds, out, stats: dict, progress) -> None:

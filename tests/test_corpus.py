@@ -486,7 +486,7 @@ def test_encoder_matches_the_regex_pass_on_tricky_files(tmp_path, monkeypatch, r
 
 
 def test_the_line_end_marker_in_the_text_is_refused_as_before(tmp_path):
-    # NUL stands for the line ends inside the encoder, so text with NUL must never get there
+    # text with NUL is refused as binary (NUL no longer stands for anything inside the encoder)
     (tmp_path / "a.txt").write_bytes(b"words \x00words\n")
     with pytest.raises(CorpusError, match="NUL"):
         load_corpus([tmp_path / "a.txt"], min_count=1, use_cache=False)
@@ -527,3 +527,46 @@ def test_the_chunk_memo_assumptions_hold_for_every_code_point():
     for w in regex_space:
         for text in ("ΑΣ" + w + "Β", "Α" + w + "ΣΒ", "Α" + w + "Σ", "ΑΣ" + w, "Σ" + w + "Σ"):
             assert text.lower() == w.join(part.lower() for part in text.split(w)), hex(ord(w))
+    # the compiled chunk scan cuts at exactly the same characters
+    from numba import njit
+
+    from scbow.kernels.encode import is_space
+
+    @njit
+    def space_mask(n):
+        out = np.zeros(n, dtype=np.bool_)
+        for c in range(n):
+            out[c] = is_space(np.uint32(c))  # the scan passes uint32 code points
+        return out
+
+    assert set(map(chr, np.flatnonzero(space_mask(0x110000)))) == regex_space
+
+
+def test_chunk_memo_grows_its_table_and_key_store():
+    types, plain_types = corpus_mod._TypeIds(), corpus_mod._TypeIds()
+    # room for one chunk at first: a table of 4 slots, 2 keys, 8 code points of keys
+    chunks, plain = corpus_mod._ChunkIds(types, capacity=1), corpus_mod._ChunkIds(plain_types)
+    blocks = [
+        _random_text(5),
+        # a chunk many times the key store: doubled several times before it fits
+        "\n".join(TRICKY_LINES) + "\n" + "Ab" * 500 + " tail\n",
+        "lone \ud800 surrogate\udfff\n" + _random_text(6),
+    ]
+    sizes = []
+    for block in blocks + blocks:  # the second time, every chunk is a memo hit
+        assert chunks.encode(block).tolist() == _plain_encode(plain, block).tolist()
+        sizes.append((len(chunks._table), len(chunks._key_start), len(chunks._keys)))
+    assert list(types.items()) == list(plain_types.items())
+    assert len(chunks) == len(set("".join(blocks).split()))
+    assert sizes[0][0] >= 4 << 6 and sizes[0][1] >= 2 << 6 and sizes[1][2] >= 2000
+    assert sizes[2:] == sizes[2:3] * 4  # nothing grows once every chunk is known
+
+
+def test_importing_the_encoder_does_not_import_numba():
+    import subprocess
+    import sys
+
+    code = "import sys, scbow.corpus; print('numba' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
