@@ -19,7 +19,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ..reference import NORM_EPS
 
@@ -43,6 +46,37 @@ FLUSH_EVERY = 16
 # Layout of the float parameters.
 P_LR, P_LR_MIN, P_TOTAL, P_DECAY = range(4)
 N_FPARAMS = 4
+
+
+@intrinsic
+def prefetch_row(typingctx, arr, row):
+    """Hint the CPU to bring the first cache line of ``arr[row]`` (a 2-D C array) into its cache.
+
+    A hint only (LLVM's ``prefetch``): it never faults and changes no value. The lines after
+    the first follow from the hardware prefetcher once the row is read in order.
+    """
+    def codegen(context, builder, signature, args):
+        aryty, rowty = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        index = [context.cast(builder, args[1], rowty, types.intp), context.get_constant(types.intp, 0)]
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, index)
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        # read access, high temporal locality, data cache
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(arr, row), codegen
+
+
+@njit(cache=True, nogil=True)
+def prefetch_example(W, tokens, offsets, members, k):
+    """``prefetch_row`` for every token of the first ``k`` sentences of ``members``."""
+    for m in range(k):
+        for t in range(offsets[members[m]], offsets[members[m] + 1]):
+            prefetch_row(W, tokens[t])
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
@@ -351,8 +385,20 @@ def train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, ipara
     c_hi = min(hi, c_lo + per)
     loss_sum = 0.0
     count = 0
+    # Examples are drawn one ahead: while one trains, the rows of the next are prefetched,
+    # so that the rarer words' rows (not in the core's cache) are on their way. The random
+    # stream is drawn in the same order, so the examples are the same.
+    ahead = np.empty(3 + n_neg, dtype=np.int64)
+    k_ahead, pos_ahead = 0, 0
+    if c_lo < c_hi:
+        k_ahead, pos_ahead = fill_example(order[c_lo], sent_doc, doc_offsets, n_neg, neg_mode, state, ahead)
     for e in range(c_lo, c_hi):
-        k, n_pos = fill_example(order[e], sent_doc, doc_offsets, n_neg, neg_mode, state, members)
+        k, n_pos = k_ahead, pos_ahead
+        members[:k] = ahead[:k]
+        if e + 1 < c_hi:
+            k_ahead, pos_ahead = fill_example(order[e + 1], sent_doc, doc_offsets, n_neg, neg_mode, state, ahead)
+            if pos_ahead > 0:
+                prefetch_example(W, tokens, offsets, ahead, k_ahead)
         if n_pos == 0:
             continue
         # progress of the whole run, as if the chunks were interleaved
