@@ -208,6 +208,11 @@ class CpuBackend:
         self.fparams, self.iparams = kernel_params(config, threads, total)
         self.stats = np.zeros((threads, 2), dtype=np.float64)
         self.order = None
+        # an empty batch: loads the kernels from numba's cache (or compiles them on a first
+        # run) here, so that neither counts as training time
+        tokens, offsets, sent_doc, doc_offsets = self.arrays
+        self.kernel(W, tokens, offsets, sent_doc, doc_offsets, np.zeros(1, dtype=np.int64), self.fparams,
+                    self.iparams, self.stats)  # lo = hi = 0: no example
 
     def begin_epoch(self, order: np.ndarray) -> None:
         self.order = order
