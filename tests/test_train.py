@@ -248,3 +248,13 @@ def test_every_valid_config_seed_trains(corpus, seed):
         return  # rejecting the seed up front is a fine fix too
     result = train(corpus, cfg, quiet=True)
     assert np.isfinite(result.model.vectors).all()
+
+
+def test_kernel_params_buffer_hot_rows_only_with_several_threads():
+    from scbow.kernels import cpu
+
+    _, one = train_mod.kernel_params(config(), 1, 100)
+    _, two = train_mod.kernel_params(config(), 2, 100)
+    assert one[cpu.P_HOT] == 0  # one thread: plain per-example SGD, reproducible
+    assert two[cpu.P_HOT] == cpu.HOT_ROWS > 0 and two[cpu.P_FLUSH] == cpu.FLUSH_EVERY > 0
+    assert one[cpu.P_CHUNKS] == 1 and two[cpu.P_CHUNKS] == 2
