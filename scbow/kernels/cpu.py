@@ -8,8 +8,9 @@ chunk of a batch's examples: the whole work of one thread, compiled once and cac
 disk. ``train_batch_serial`` runs the chunks one after the other (deterministic for a
 seed); ``train_batch_parallel`` runs them at once on Python threads, which the compiled
 chunk releases the GIL for. The threads write into the shared matrix without locks
-(Hogwild): collisions cost some cache-line traffic on frequent words' rows and lose an
-occasional update, which SGD tolerates. Nothing is compiled with ``parallel=True``: a
+(Hogwild): collisions lose an occasional update, which SGD tolerates, and move cache
+lines between the cores, which is why each thread buffers the steps of the most frequent
+words (``HOT_ROWS``) and applies them every few examples. Nothing is compiled with ``parallel=True``: a
 ``prange`` around the chunk would link, and so recompile, the whole kernel in every
 process (about 3 s).
 """
