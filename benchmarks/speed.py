@@ -695,8 +695,8 @@ def check_targets(r: dict, corpus_name: str) -> list[dict]:
         add("preprocessing: tokenize, count, encode (plain text)", f">= {human(T_PREPROCESS, 0)} raw tokens/s",
             f"{human(rate)} tokens/s", rate >= T_PREPROCESS,
             f"tokenizing alone runs at {human(tok)} tokens/s ({_pct(1 - p['count_and_encode_share'], 1)} of the "
-            "encode time): one Python thread, one dict lookup per whitespace-separated chunk (the regular "
-            "expression runs once per distinct chunk); counting and encoding are the rest",
+            "encode time): one thread scanning each block's whitespace-separated chunks through a compiled "
+            "hash table (the regular expression runs once per distinct chunk); counting and encoding are the rest",
             f"from the .xz file: {human(p['encode_xz_tokens_per_s'])} tokens/s")
         rl = p["cache_reload_seconds"]["median"]
         add(f"cached reload of the {corpus_name} corpus", f"< {T_RELOAD_S:g} s", f"{rl:.4f} s", rl < T_RELOAD_S, "",

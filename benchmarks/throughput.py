@@ -173,6 +173,7 @@ class KernelBench:
         if config.max_length:
             lengths = np.minimum(lengths, config.max_length)
         self.tokens_per_target = float(lengths.mean())
+        self._private = {}  # thread count -> private_kernel
 
     def kernel(self, threads: int):
         from scbow.kernels.cpu import train_batch_parallel, train_batch_serial
@@ -186,6 +187,7 @@ class KernelBench:
         import copy
 
         other = copy.copy(self)
+        other._private = {}
         other.tokens = (self.tokens % rows).astype(self.tokens.dtype)
         return other
 
@@ -193,13 +195,17 @@ class KernelBench:
         """``train_batch_parallel`` with one private matrix per chunk: the same work on
         ``threads`` threads with no row shared between them (a diagnostic, not training).
 
-        The matrix argument is ignored; chunk c updates copy c, made on first use.
+        The matrix argument is ignored; chunk c updates copy c. Made once per thread
+        count: the copies and the threads are reused by every later call.
         """
         from concurrent.futures import ThreadPoolExecutor
 
         from scbow.kernels.cpu import train_chunk
         from scbow.trainer import init_vectors
 
+        made = self._private
+        if threads in made:
+            return made[threads]
         copies = [init_vectors(self.n_words, self.config) for _ in range(threads)]
         pool = ThreadPoolExecutor(threads)
 
@@ -208,6 +214,7 @@ class KernelBench:
             for f in futures:
                 f.result()
 
+        made[threads] = kernel
         return kernel
 
     def params(self, threads: int, total: int):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,7 +22,7 @@ from scbow.config import TrainConfig
 from scbow.errors import TrainingError
 from scbow.reference import loss_and_grad
 
-from conftest import DATA_DIR, build_example, pack, synthetic_text
+from conftest import DATA_DIR, assert_grad_close, build_example, pack, seed_of, synthetic_text
 
 PROBLEM = scuda.cuda_problem()
 needs_cuda = pytest.mark.skipif(PROBLEM is not None, reason=f"CUDA unusable here: {PROBLEM}")
@@ -50,17 +49,6 @@ def _fast_simulator():
         sys.setswitchinterval(5e-5)
     yield
     sys.setswitchinterval(before)
-
-
-def seed_of(*key) -> int:
-    return zlib.crc32(repr(key).encode())
-
-
-def assert_grad_close(grad, ref, rtol=1e-4):
-    scale = np.abs(ref).max()
-    assert scale > 0
-    err = np.abs(grad - ref).max()
-    assert err <= rtol * scale, f"max |kernel - reference| = {err:g}, max |reference| = {scale:g}"
 
 
 def run_example(W, tokens, offsets, members, n_pos, *, coef=1.0, decay=0.0, max_len=0, in_place=False, threads=4):

@@ -2,32 +2,19 @@
 
 from __future__ import annotations
 
-import zlib
 
 import numpy as np
 import pytest
 
 from scbow.reference import loss_and_grad
 
-from conftest import CASES, build_example, pack
+from conftest import CASES, assert_grad_close, build_example, pack, seed_of
 
 cpu = pytest.importorskip("scbow.kernels.cpu")
 
 DIMS = (3, 8, 32)
 NEGATIVES = (1, 2, 5, 10)
 POSITIVES = (1, 2)
-
-
-def seed_of(*key) -> int:
-    return zlib.crc32(repr(key).encode())
-
-
-def assert_grad_close(grad, ref, rtol=1e-4):
-    """float32 agreement: every entry within rtol of the largest reference entry."""
-    scale = np.abs(ref).max()
-    assert scale > 0
-    err = np.abs(grad - ref).max()
-    assert err <= rtol * scale, f"max |kernel - reference| = {err:g}, max |reference| = {scale:g}"
 
 
 @pytest.mark.parametrize("case", CASES)

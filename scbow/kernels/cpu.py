@@ -444,7 +444,8 @@ def train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, fparams
         train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, c, stats)
 
 
-_pool = None
+_pool = None  # the worker threads of train_batch_parallel, made on first use
+_pool_workers = 0
 
 
 def train_batch_parallel(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats):
@@ -453,12 +454,13 @@ def train_batch_parallel(W, tokens, offsets, sent_doc, doc_offsets, order, fpara
     ``train_chunk`` releases the GIL, so plain Python threads run the chunks in parallel;
     the calling thread runs chunk 0. Not deterministic: the chunks' updates race.
     """
-    global _pool
+    global _pool, _pool_workers
     from concurrent.futures import ThreadPoolExecutor
 
     n = int(iparams[P_CHUNKS])
-    if _pool is None or _pool._max_workers < n - 1:
-        _pool = ThreadPoolExecutor(max(n - 1, 1), thread_name_prefix="scbow-train")
+    if _pool_workers < n - 1:
+        _pool_workers = n - 1
+        _pool = ThreadPoolExecutor(_pool_workers, thread_name_prefix="scbow-train")
     args = (W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams)
     futures = [_pool.submit(train_chunk, *args, c, stats) for c in range(1, n)]
     try:
