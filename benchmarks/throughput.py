@@ -158,10 +158,13 @@ class KernelBench:
     """The arrays and parameters ``scbow.trainer.train`` hands the batch kernel, for one epoch."""
 
     def __init__(self, corpus, config: TrainConfig):
-        from scbow.trainer import trainable_targets
+        from scbow.trainer import corpus_weights, step_rates, trainable_targets
 
         self.config = config
         self.n_words = len(corpus.vocab)
+        # the frequency weights of the initial rows and the per-word step factors, as train() makes them
+        self.weights = corpus_weights(corpus, config)
+        self.rate = step_rates(self.weights, corpus.vocab.counts, config)
         self.tokens = np.ascontiguousarray(corpus.tokens)
         self.offsets = np.ascontiguousarray(corpus.offsets)
         self.sent_doc = np.ascontiguousarray(corpus.sent_doc)
@@ -206,7 +209,7 @@ class KernelBench:
         made = self._private
         if threads in made:
             return made[threads]
-        copies = [init_vectors(self.n_words, self.config) for _ in range(threads)]
+        copies = [init_vectors(self.n_words, self.config, self.weights) for _ in range(threads)]
         pool = ThreadPoolExecutor(threads)
 
         def kernel(W, *rest):
@@ -227,9 +230,10 @@ class KernelBench:
         from scbow.trainer import BATCH, init_vectors
 
         n = len(self.order) if n_targets is None else min(n_targets, len(self.order))
-        W = init_vectors(self.n_words, self.config)
+        W = init_vectors(self.n_words, self.config, self.weights)
         fparams, iparams, stats = self.params(threads, n)
-        args = (W, self.tokens, self.offsets, self.sent_doc, self.doc_offsets, self.order, fparams, iparams, stats)
+        args = (W, self.tokens, self.offsets, self.sent_doc, self.doc_offsets, self.order, self.rate, fparams, iparams,
+                stats)
         seconds = 0.0
         examples = 0
         loss_sum = 0.0

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .config import DEVICES, NEGATIVE_MODES, TrainConfig
+from .config import DEVICES, NEGATIVE_MODES, UNKNOWN_MODES, TrainConfig
 from .errors import ConfigError
 
 _D = TrainConfig()
@@ -106,7 +106,21 @@ def _pretrained_start(path, config, quiet):
 @click.option("--min-lr-fraction", type=float, default=_D.min_lr_fraction, show_default=True,
               help="Floor of the decayed learning rate, as a fraction of --lr.")
 @click.option("--weight-decay", type=float, default=_D.weight_decay, show_default=True,
-              help="L2 decay per word occurrence; keeps frequent words from dominating averages.")
+              help="L2 decay per word occurrence: each occurrence shrinks a row by lr * decay of itself "
+                   "(0: off; frequency weights keep frequent words down instead).")
+@click.option("--frequency-weight", type=float, default=_D.frequency_weight, show_default=True,
+              help="a of the weights a/(a + p(w)) inside sentence averages (SIF's), folded into the saved "
+                   "vectors; 0: the paper's unweighted average.")
+@click.option("--count-power", type=float, default=_D.count_power, show_default=True,
+              help="Scale a word's steps by min(1, count-floor/count)^POWER (0: plain SGD).")
+@click.option("--count-floor", type=int, default=_D.count_floor, show_default=True,
+              help="Words seen at most this often take full steps (see --count-power).")
+@click.option("--unknown", type=click.Choice(UNKNOWN_MODES), default=_D.unknown, show_default=True,
+              help="What the saved model does with words outside its vocabulary: a fixed hashed random "
+                   "vector each, or leave them out.")
+@click.option("--unknown-scale", type=float, default=_D.unknown_scale, show_default=True,
+              help="Norm of a hashed unknown-word vector, as a multiple of the median norm of the rarest "
+                   "tenth of the vocabulary.")
 @click.option("--common-components", type=int, default=_D.common_components, show_default=True,
               help="After training, centre sentence averages and remove this many principal directions "
                    "(at most dim/10; -1: off).")
@@ -196,12 +210,14 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
 @_model_option()
 @click.argument("sentence1")
 @click.argument("sentence2")
-@click.option("--unknown", type=click.Choice(["omit", "hash"]), default="omit", show_default=True,
+@click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
               help="Words not in the vocabulary: leave them out, or give each a fixed random vector "
-                   "(from a hash of the word) so that a shared unknown word still counts.")
+                   "(from a hash of the word) so that a shared unknown word still counts.  [default: the "
+                   "model's own rule, hash for models trained by this version]")
 def similarity(model_path, sentence1, sentence2, unknown):
     """Print the cosine similarity of the averages of SENTENCE1 and SENTENCE2."""
     model = _load(model_path)
+    unknown = unknown or model.unknown_rule[0]
     empty = []
     for n, sentence in enumerate((sentence1, sentence2), 1):
         known, missing = model.ids(sentence)
@@ -438,7 +454,8 @@ def _curve_hook(eval_every, eval_dev, eval_sets, eval_test, config):
     test_files = _sts_files(list(eval_sets) + (default_sts_paths() if eval_test else []))
     k = min(config.common_components, config.dim // 10) if config.common_components >= 0 else -1
     return CurveHook(read_sts(dev_path), every, k, config.seed, tests=[read_sts(f) for f in test_files],
-                     sources={"dev": str(dev_path), "test": [str(f) for f in test_files] or None})
+                     sources={"dev": str(dev_path), "test": [str(f) for f in test_files] or None},
+                     unknown=config.unknown, unknown_scale=config.unknown_scale)
 
 
 @main.command()
@@ -494,9 +511,10 @@ def plot(model_path, output, title):
               help="Add an untrained word-overlap control (alone when no -m is given).")
 @click.option("--resamples", type=click.IntRange(min=100), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% interval of a Pearson difference.")
-@click.option("--unknown", type=click.Choice(["omit", "hash"]), default="omit", show_default=True,
+@click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
               help="Words not in the vocabulary (of the model and --baseline): leave them out, or give each "
-                   "a fixed random vector from a hash of the word.")
+                   "a fixed random vector from a hash of the word.  [default: each model's own rule, hash "
+                   "for models trained by this version, omit for word2vec files]")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def evaluate(model_path, paths, baseline, control, resamples, unknown, as_json):
     """Score a model on STS files (gold<TAB>s1<TAB>s2) or folders of *.tsv.
@@ -514,7 +532,7 @@ def evaluate(model_path, paths, baseline, control, resamples, unknown, as_json):
     from .formats import default_model_dir, load_model
 
     def embedder(model):
-        return functools.partial(model.embed, unknown=unknown) if unknown != "omit" else model.embed
+        return functools.partial(model.embed, unknown=unknown) if unknown is not None else model.embed
 
     files: list[Path] = []
     for p in paths or default_sts_paths():
@@ -537,7 +555,7 @@ def evaluate(model_path, paths, baseline, control, resamples, unknown, as_json):
     if control == "overlap":
         systems["overlap"] = OverlapControl(dim=300).embed
         sources["overlap"] = "untrained control: a fixed random 300-d vector per distinct token, averaged over all tokens"
-    if unknown != "omit":
+    if unknown is not None:
         sources = {k: v + (f" (unknown words: {unknown})" if k != "overlap" else "") for k, v in sources.items()}
     report = {"sources": sources, **evaluate_systems(systems, sets, resamples=resamples)}
     click.echo(json.dumps(report, indent=1) if as_json else format_table(report))

@@ -174,7 +174,7 @@ class CudaBackend:
 
     name = "cuda"
 
-    def __init__(self, W: np.ndarray, corpus, config, threads: int, total: int,
+    def __init__(self, W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None,
                  memory_limit: float | None = None, block_threads: int | None = None, grid: int | None = None):
         require_cuda()
         from .kernels import cuda as KC
@@ -217,6 +217,8 @@ class CudaBackend:
         # a few resident blocks per multiprocessor; the simulator runs blocks one by one
         self.grid = grid or (sms * max(1, 2048 // self.threads) if not self.simulator else 2)
         self.W_d = cuda.to_device(np.ascontiguousarray(W, dtype=np.float32))
+        self.rate_d = cuda.to_device(np.ones(V, dtype=np.float32) if rate is None
+                                     else np.ascontiguousarray(rate, dtype=np.float32))
         self.Wi_d = self.W_d.reshape(V * d).view(np.int32)
         self.fparams_d = cuda.to_device(self.fparams)
         self.stats_d = cuda.device_array((self.grid, 2), dtype=np.float64)
@@ -284,7 +286,7 @@ class CudaBackend:
         ip[P_LO], ip[P_HI], ip[P_DONE] = lo, hi, done
         grid = min(hi - lo, self.grid)
         tokens, offsets, sent_doc, doc_offsets = self.arrays_d
-        args = (self.W_d, self.Wi_d, tokens, offsets, sent_doc, doc_offsets, self.order_d, self.fparams_d,
+        args = (self.W_d, self.Wi_d, tokens, offsets, sent_doc, doc_offsets, self.order_d, self.rate_d, self.fparams_d,
                 self.cuda.to_device(ip), self.stats_d)
         try:
             with warnings.catch_warnings():

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .evaluate import STSScore, STSSet, _correlations, row_cosines, summarize
-from .model import mean_rows
+from .model import hashed_vector, mean_rows
 from .tokenize import tokenize
 from .trainer import COMMON_SAMPLE, Hook, sample_sentences
 
@@ -58,27 +58,48 @@ def parse_count(text) -> int:
 
 @dataclass
 class PreparedSet:
-    """An STS set tokenized against one vocabulary: the known ids of every sentence."""
+    """An STS set tokenized against one vocabulary: the known ids of every sentence.
+
+    With ``unknown="hash"`` also, per sentence, the sum of the unit hashed vectors of its
+    unknown tokens and its count of all tokens (what ``Model.embed`` averages).
+    """
 
     name: str
     gold: np.ndarray  # float64, (pairs,)
     ids: tuple  # (int64 ids of the first sentences, of the second), concatenated
     lengths: tuple  # (int64 known-token counts of the first sentences, of the second)
+    hashed: tuple | None = None  # (float64 (n, d) sums of unit hashed vectors, each side)
+    totals: tuple | None = None  # (int64 counts of all tokens, each side)
 
 
-def prepare_set(sts: STSSet, vocab) -> PreparedSet:
+def prepare_set(sts: STSSet, vocab, unknown: str = "omit", dim: int = 0) -> PreparedSet:
     index = vocab.index
-    ids, lengths = [], []
+    ids, lengths, hashed, totals = [], [], [], []
     for sentences in (sts.first, sts.second):
         flat: list[int] = []
         count = np.zeros(len(sentences), dtype=np.int64)
+        total = np.zeros(len(sentences), dtype=np.int64)
+        H = np.zeros((len(sentences), dim if unknown == "hash" else 0))
         for n, sentence in enumerate(sentences):
-            known = [i for i in map(index.get, tokenize(sentence)) if i is not None]
+            tokens = tokenize(sentence)
+            known = []
+            for tok in tokens:
+                i = index.get(tok)
+                if i is not None:
+                    known.append(i)
+                elif unknown == "hash":
+                    h = hashed_vector(tok, dim)
+                    H[n] += h / np.linalg.norm(h)
             flat.extend(known)
             count[n] = len(known)
+            total[n] = len(tokens)
         ids.append(np.asarray(flat, dtype=np.int64))
         lengths.append(count)
-    return PreparedSet(sts.name, sts.gold, tuple(ids), tuple(lengths))
+        hashed.append(H)
+        totals.append(total)
+    if unknown != "hash":
+        return PreparedSet(sts.name, sts.gold, tuple(ids), tuple(lengths))
+    return PreparedSet(sts.name, sts.gold, tuple(ids), tuple(lengths), tuple(hashed), tuple(totals))
 
 
 class CommonComponents:
@@ -139,11 +160,13 @@ class CurveHook(Hook):
     means (unweighted and weighted by pairs scored) and per-set Pearson are recorded.
     every: examples between points. common_components, seed: the run's post-processing
     (``config.common_components`` capped at dim // 10, -1 for none) and seed. sources:
-    where the sets came from, recorded as given.
+    where the sets came from, recorded as given. unknown, unknown_scale: the rule the
+    saved model embeds unknown words by (``Model.embed``; ``config.unknown``).
     """
 
     def __init__(self, dev: STSSet, every: int, common_components: int, seed: int, tests=(),
-                 sources: dict | None = None, sample: int = CURVE_SAMPLE, final_sample: int = COMMON_SAMPLE):
+                 sources: dict | None = None, sample: int = CURVE_SAMPLE, final_sample: int = COMMON_SAMPLE,
+                 unknown: str = "omit", unknown_scale: float = 1.0):
         if not isinstance(every, int) or every < 1:
             raise ValueError(f"every must be a positive number of examples, got {every!r}")
         self.dev_set = dev
@@ -156,14 +179,17 @@ class CurveHook(Hook):
         self.sources = dict(sources or {})
         self.points: list[dict] = []
         self.eval_seconds = 0.0
+        self.unknown = unknown
+        self.unknown_scale = float(unknown_scale)
 
     # -- the hook -------------------------------------------------------------------
     def before_training(self, state, vectors, corpus) -> None:
         t = time.perf_counter()
         self._start = t
         self.corpus = corpus
-        self.dev = prepare_set(self.dev_set, corpus.vocab)
-        self.tests = [prepare_set(s, corpus.vocab) for s in self.test_sets]
+        dim = vectors().shape[1]
+        self.dev = prepare_set(self.dev_set, corpus.vocab, self.unknown, dim)
+        self.tests = [prepare_set(s, corpus.vocab, self.unknown, dim) for s in self.test_sets]
         self.post = self.post_final = None
         if self.k >= 0:
             self.post = CommonComponents(corpus, self.k, self.seed, self.sample)
@@ -222,10 +248,30 @@ class CurveHook(Hook):
         """The set's scores with the post-processing (when there is one) and without."""
         a = mean_rows(W, s.ids[0], s.lengths[0])
         b = mean_rows(W, s.ids[1], s.lengths[1])
-        raw = self._stsscore(s, row_cosines(a, b))
+        raw = self._stsscore(s, row_cosines(*self._with_unknown(s, (a, b), W, None)))
         if transform is None:
             return raw, raw
-        return self._stsscore(s, row_cosines(post_process(a, *transform), post_process(b, *transform))), raw
+        post = self._with_unknown(s, (post_process(a, *transform), post_process(b, *transform)), W, transform)
+        return self._stsscore(s, row_cosines(*post)), raw
+
+    def _with_unknown(self, s: PreparedSet, means: tuple, W, transform) -> tuple:
+        """The averages of known words, with the hashed unknown words added as ``Model.embed`` adds them.
+
+        The saved model's rows are post-processed and its hashed vectors are not, their norm
+        ``unknown_scale`` times the median norm of its rarest tenth of rows: the same here.
+        """
+        if s.hashed is None:
+            return means
+        rare = np.asarray(W[-max(1, len(W) // 10):], dtype=np.float64)
+        if transform is not None:
+            rare = post_process(rare, *transform)
+        norm = self.unknown_scale * float(np.median(np.linalg.norm(rare, axis=1)))
+        out = []
+        for mean, n_known, H, total in zip(means, s.lengths, s.hashed, s.totals):
+            known_sum = np.where(n_known[:, None] > 0, mean, 0.0) * n_known[:, None]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out.append((known_sum + norm * H) / np.where(total > 0, total, np.nan)[:, None])
+        return tuple(out)
 
     @staticmethod
     def _stsscore(s: PreparedSet, pred: np.ndarray) -> STSScore:
@@ -242,7 +288,8 @@ class CurveHook(Hook):
             "dev": {"name": self.dev_set.name, "pairs": len(self.dev_set.gold), "source": self.sources.get("dev")},
             "test": [{"name": s.name, "pairs": len(s.gold)} for s in self.test_sets],
             "test_sources": self.sources.get("test"),
-            "unknown": "omit",
+            "unknown": self.unknown,
+            "unknown_scale": self.unknown_scale if self.unknown == "hash" else None,
             "post_processing": None if self.k < 0 else {
                 "common_components": self.k, "seed": self.seed, "sample": self.sample,
                 "final_sample": self.final_sample,

@@ -10,14 +10,19 @@ import numpy as np
 from .tokenize import tokenize, tokenize_lines
 from .vocab import Vocab
 
+from .config import UNKNOWN_MODES  # noqa: F401  (re-exported: omit, hash)
+
 # What embed() does with a token that is not in the vocabulary: leave it out of the
 # average (the paper's rule), or give it a fixed random vector derived from a hash of the
 # token, so that a rare name or number shared by two sentences still counts as shared.
-UNKNOWN_MODES = ("omit", "hash")
+# A model trained with frequency weights records its own rule in its config ("unknown",
+# "unknown_scale": hash at 1.0); a model without that record omits them.
+DEFAULT_UNKNOWN = "omit"
 # The norm of a hashed vector, as a multiple of the median norm of the rarest tenth of
-# the vocabulary (the words most like unseen ones). On the STS-B dev set (two 10M-corpus
-# models, benchmarks/results/unknown_words.md) 0.75 scored best, 0.5 to 1.0 all within
-# 0.01 of it, and from 1.5 up the random vectors drown the trained ones.
+# the vocabulary (the words most like unseen ones), for models that do not record one.
+# For models trained without frequency weights 0.75 scored best on the STS-B dev set
+# (benchmarks/results/unknown_words.md); with frequency weights the rarest rows are
+# nearly the untrained ones, and 1.0 (word overlap for unknown words) scored best.
 HASH_SCALE = 0.75
 
 
@@ -67,7 +72,13 @@ class Model:
                 known.append(i)
         return known, unknown
 
-    def embed(self, sentences, unknown: str = "omit", unknown_scale: float = HASH_SCALE) -> np.ndarray:
+    @property
+    def unknown_rule(self) -> tuple[str, float]:
+        """The model's own ``(unknown, unknown_scale)``: what :meth:`embed` does by default."""
+        return (str(self.config.get("unknown", DEFAULT_UNKNOWN)),
+                float(self.config.get("unknown_scale", HASH_SCALE)))
+
+    def embed(self, sentences, unknown: str | None = None, unknown_scale: float | None = None) -> np.ndarray:
         """Sentence embeddings: the mean of the vectors of the known words.
 
         Returns an array of float32, shape (n, dim); a sentence with no known word gets
@@ -76,8 +87,12 @@ class Model:
         ``unknown="hash"`` gives every unknown token a vector of its own instead of leaving
         it out: a fixed random direction drawn from a hash of the token
         (:func:`hashed_vector`), of norm ``unknown_scale`` times :meth:`unknown_norm`. Then
-        only a sentence without any token has no embedding.
+        only a sentence without any token has no embedding. ``None`` (the default) takes
+        the model's own rule (:attr:`unknown_rule`).
         """
+        own_mode, own_scale = self.unknown_rule
+        unknown = own_mode if unknown is None else unknown
+        unknown_scale = own_scale if unknown_scale is None else unknown_scale
         if isinstance(sentences, str):
             raise TypeError("embed() takes a list of sentences; wrap a single sentence in a list")
         if unknown not in UNKNOWN_MODES:
@@ -145,10 +160,11 @@ class Model:
             self._unknown_norm = float(np.median(np.linalg.norm(rare, axis=1))) if len(rare) else 1.0
         return self._unknown_norm
 
-    def similarity(self, s1: str, s2: str, unknown: str = "omit") -> float:
-        """Cosine of the two sentence averages; nan when a side has no known word.
+    def similarity(self, s1: str, s2: str, unknown: str | None = None) -> float:
+        """Cosine of the two sentence embeddings; nan when a side has nothing to average.
 
-        ``unknown="hash"``: unknown words get hashed random vectors (see :meth:`embed`).
+        ``unknown``: as in :meth:`embed` (``None``: the model's own rule; ``"omit"``: nan
+        when a side has no known word; ``"hash"``: unknown words get hashed vectors).
         """
         a, b = self.embed([s1, s2], unknown=unknown).astype(np.float64)
         return cosine(a, b)

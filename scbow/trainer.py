@@ -52,11 +52,49 @@ def trainable_targets(corpus: Corpus) -> np.ndarray:
     return np.flatnonzero(has).astype(np.int64)
 
 
-def init_vectors(n_words: int, config: TrainConfig) -> np.ndarray:
+def word_weights(counts, raw_tokens: int, a: float) -> np.ndarray:
+    """Frequency weights ``a / (a + p(w))`` of the words (float32, one per word; SIF's weights).
+
+    ``p(w)`` is the word's share of the corpus's tokens (``raw_tokens``, unknown words
+    included). ``a = 0`` gives every word weight 1.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    if a <= 0:
+        return np.ones(len(counts), dtype=np.float32)
+    p = counts / max(float(raw_tokens), float(counts.sum()), 1.0)
+    return (a / (a + p)).astype(np.float32)
+
+
+def corpus_weights(corpus: Corpus, config: TrainConfig) -> np.ndarray:
+    """:func:`word_weights` of the corpus's vocabulary under ``config.frequency_weight``."""
+    raw = corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum())
+    return word_weights(corpus.vocab.counts, raw, config.frequency_weight)
+
+
+def init_vectors(n_words: int, config: TrainConfig, weights: np.ndarray | None = None) -> np.ndarray:
+    """N(0, init_std) rows, row w scaled by ``weights[w]`` when given.
+
+    With frequency weights the plain average of the initial rows is the weighted average
+    of fixed random vectors: SIF-weighted word overlap, the untrained starting point.
+    """
     rng = np.random.default_rng(config.seed)
     W = rng.standard_normal((n_words, config.dim), dtype=np.float32)
     W *= np.float32(config.init_std)
+    if weights is not None:
+        W *= weights[:, None]
     return W
+
+
+def step_rates(weights: np.ndarray, counts, config: TrainConfig) -> np.ndarray:
+    """Per-word factors of the SGD step (float32, see ``kernels.cpu.example_step``).
+
+    ``weights**2`` (rows ``W = a * U`` trained with factor ``a**2`` are plain SGD on ``U``,
+    whose sentences are ``a``-weighted averages) times
+    ``min(1, count_floor / count) ** count_power``.
+    """
+    counts = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
+    damp = np.minimum(1.0, config.count_floor / counts) ** config.count_power
+    return np.ascontiguousarray(weights.astype(np.float64) ** 2 * damp, dtype=np.float32)
 
 
 def sample_sentences(n_sentences: int, n: int, seed: int) -> np.ndarray:
@@ -197,11 +235,13 @@ class CpuBackend:
 
     name = "cpu"
 
-    def __init__(self, W: np.ndarray, corpus: Corpus, config: TrainConfig, threads: int, total: int):
+    def __init__(self, W: np.ndarray, corpus: Corpus, config: TrainConfig, threads: int, total: int,
+                 rate: np.ndarray | None = None):
         from .kernels import cpu as K  # numba: imported here, so that `--help` stays fast
 
         self.K = K
         self.W = W
+        self.rate = np.ones(len(W), dtype=np.float32) if rate is None else np.ascontiguousarray(rate, np.float32)
         self.arrays = (np.ascontiguousarray(corpus.tokens), np.ascontiguousarray(corpus.offsets),
                        np.ascontiguousarray(corpus.sent_doc), np.ascontiguousarray(corpus.doc_offsets))
         self.kernel = K.train_batch_serial if threads == 1 else K.train_batch_parallel
@@ -211,7 +251,7 @@ class CpuBackend:
         # an empty batch: loads the kernels from numba's cache (or compiles them on a first
         # run) here, so that neither counts as training time
         tokens, offsets, sent_doc, doc_offsets = self.arrays
-        self.kernel(W, tokens, offsets, sent_doc, doc_offsets, np.zeros(1, dtype=np.int64), self.fparams,
+        self.kernel(W, tokens, offsets, sent_doc, doc_offsets, np.zeros(1, dtype=np.int64), self.rate, self.fparams,
                     self.iparams, self.stats)  # lo = hi = 0: no example
 
     def begin_epoch(self, order: np.ndarray) -> None:
@@ -222,7 +262,8 @@ class CpuBackend:
         K, ip = self.K, self.iparams
         ip[K.P_LO], ip[K.P_HI], ip[K.P_DONE] = lo, hi, done
         tokens, offsets, sent_doc, doc_offsets = self.arrays
-        self.kernel(self.W, tokens, offsets, sent_doc, doc_offsets, self.order, self.fparams, ip, self.stats)
+        self.kernel(self.W, tokens, offsets, sent_doc, doc_offsets, self.order, self.rate, self.fparams, ip,
+                    self.stats)
         return float(self.stats[:, 0].sum()), int(self.stats[:, 1].sum())
 
     def vectors(self) -> np.ndarray:
@@ -233,16 +274,16 @@ class CpuBackend:
         return self.W
 
 
-def make_backend(W, corpus, config, threads, total):
+def make_backend(W, corpus, config, threads, total, rate=None):
     if config.device == "cpu":
-        return CpuBackend(W, corpus, config, threads, total)
+        return CpuBackend(W, corpus, config, threads, total, rate)
     if config.device == "cuda":
         try:
             from .cuda import CudaBackend  # raises TrainingError when no GPU or numba-cuda
         except ImportError as exc:
             raise TrainingError(f"--device cuda could not load the CUDA backend ({exc}); "
                                 "install it with: pip install 'scbow-numba[cuda]'") from None
-        return CudaBackend(W, corpus, config, threads, total)
+        return CudaBackend(W, corpus, config, threads, total, rate)
     raise TrainingError(f"unknown device {config.device!r}")
 
 
@@ -266,8 +307,10 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
     ``corpus`` is a :class:`~scbow.corpus.Corpus` or paths of text files. ``on_batch``,
     if given, is called as ``on_batch(examples_done, W)`` after every kernel call;
     ``hooks`` are :class:`Hook` objects. ``init`` is a starting matrix (float32, one row
-    per vocabulary word) instead of the random one, or a callable ``init(vocab)`` that
-    returns one once the corpus's vocabulary is known (``scbow.pretrained.pretrained_init``);
+    per vocabulary word) instead of the random one, used as it is, or a callable
+    ``init(vocab)`` that returns one once the corpus's vocabulary is known
+    (``scbow.pretrained.pretrained_init``), which is multiplied by the frequency weights
+    as the random start is;
     ``start`` resumes a run from a :class:`TrainState` (with ``init`` holding that state's matrix).
     """
     config = config or TrainConfig()
@@ -286,10 +329,13 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
         )
     n_targets = len(targets)
     total = n_targets * config.epochs
+    weights = corpus_weights(corpus, config)
     if callable(init):
-        init = init(corpus.vocab)
+        # a callable gives the unweighted start (U); the frequency weights are applied here,
+        # as to the random start (an array, such as a checkpoint's matrix, is used as it is)
+        init = np.asarray(init(corpus.vocab), dtype=np.float32) * weights[:, None]
     if init is None:
-        W = init_vectors(len(corpus.vocab), config)
+        W = init_vectors(len(corpus.vocab), config, weights)
     else:
         if init.shape != (len(corpus.vocab), config.dim):
             raise TrainingError(f"initial vectors have shape {init.shape}; this run needs "
@@ -303,7 +349,7 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
                 f"{start.total:,} examples in all, this one {n_targets:,} and {total:,} (different corpus or epochs)")
         state = TrainState.from_dict(start.to_dict())
 
-    backend = make_backend(W, corpus, config, threads, total)
+    backend = make_backend(W, corpus, config, threads, total, step_rates(weights, corpus.vocab.counts, config))
     hooks = list(hooks)
     if on_batch is not None:
         class _OnBatch(Hook):

@@ -69,10 +69,24 @@ def test_similarity_prints_a_float_and_names_unknown_words(runner, trained):
 
 @pytest.mark.parametrize("sides", [("the cat", "qwerty zxcv"), ("qwerty", "asdf")])
 def test_similarity_without_a_known_word_fails_cleanly(runner, trained, sides):
-    result = runner.invoke(main, ["similarity", "-m", str(trained), *sides])
+    result = runner.invoke(main, ["similarity", "-m", str(trained), "--unknown", "omit", *sides])
     line = assert_clean_error(result, "no word in the vocabulary")
     assert result.stdout == ""  # no invented number
     assert ("sentence 1" in line) == (sides[0] == "qwerty")
+
+
+def test_similarity_hashes_unknown_words_by_default(runner, trained):
+    """A model trained now records unknown="hash": a sentence of unknown words still has an
+    embedding, the same words on both sides are similar, and stderr says what was hashed."""
+    assert load_model(trained).unknown_rule == ("hash", 1.0)
+    result = runner.invoke(main, ["similarity", "-m", str(trained), "the cat qwerty", "qwerty zxcv"])
+    assert result.exit_code == 0, result.output
+    assert "given hashed random vectors: qwerty, zxcv" in result.stderr
+    same = runner.invoke(main, ["similarity", "-m", str(trained), "qwerty zxcv", "zxcv qwerty"])
+    assert float(same.stdout) == pytest.approx(1.0, abs=1e-4)
+    assert float(result.stdout) < float(same.stdout)
+    empty = runner.invoke(main, ["similarity", "-m", str(trained), "the cat", "   "])
+    assert_clean_error(empty, "sentence 2 has no word")
 
 
 def test_similarity_missing_model(tmp_path, runner):
@@ -119,8 +133,10 @@ def sts_file(tmp_path):
 
 
 def test_evaluate_json(runner, trained, sts_file):
-    result = runner.invoke(main, ["evaluate", "-m", str(trained), "--json", str(sts_file)])
+    result = runner.invoke(main, ["evaluate", "-m", str(trained), "--json", "--unknown", "omit", str(sts_file)])
     assert result.exit_code == 0, result.output
+    default = runner.invoke(main, ["evaluate", "-m", str(trained), "--json", str(sts_file)])
+    assert json.loads(default.stdout)["sets"][0]["scored"] == 7  # the model's rule hashes unknown words
 
     def reject(constant):
         raise ValueError(f"not strict JSON: {constant}")

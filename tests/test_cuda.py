@@ -51,7 +51,8 @@ def _fast_simulator():
     sys.setswitchinterval(before)
 
 
-def run_example(W, tokens, offsets, members, n_pos, *, coef=1.0, decay=0.0, max_len=0, in_place=False, threads=4):
+def run_example(W, tokens, offsets, members, n_pos, *, coef=1.0, decay=0.0, max_len=0, in_place=False, threads=4,
+                rate=None):
     """One example through the kernels' example path; returns (loss, out or stepped W)."""
     V, d = W.shape
     kern = KC.build(len(members), d, threads)
@@ -60,6 +61,7 @@ def run_example(W, tokens, offsets, members, n_pos, *, coef=1.0, decay=0.0, max_
     loss_d = cuda.to_device(np.zeros(1))
     kern.example[1, threads](W_d, W_d.reshape(V * d).view(np.int32), out_d, cuda.to_device(tokens),
                              cuda.to_device(offsets), cuda.to_device(np.asarray(members, np.int64)),
+                             cuda.to_device(np.ones(V, np.float32) if rate is None else np.asarray(rate, np.float32)),
                              cuda.to_device(np.array([coef, decay])),
                              cuda.to_device(np.array([n_pos, max_len, int(in_place)], np.int64)), loss_d)
     return float(loss_d.copy_to_host()[0]), out_d.copy_to_host()
@@ -129,8 +131,12 @@ def test_in_place_step_is_one_sgd_step(case, decay):
     V, target, positives, negatives = build_example(case, 2, 3, seed=seed)
     W0 = np.random.default_rng(seed).standard_normal((V, 8)).astype(np.float32)
     tokens, offsets, members = pack([target, *positives, *negatives])
-    loss, W = run_example(W0, tokens, offsets, members, 2, coef=-lr, decay=decay, in_place=True)
+    # per-word step factors on the data gradient (the decay step is not scaled)
+    rate = np.random.default_rng(V).uniform(0.05, 1.0, V).astype(np.float32)
+    loss, W = run_example(W0, tokens, offsets, members, 2, coef=-lr, decay=decay, in_place=True, rate=rate)
+    _, data_grad = loss_and_grad(W0, target, positives, negatives)
     ref_loss, ref_grad = loss_and_grad(W0, target, positives, negatives, weight_decay=decay)
+    ref_grad = rate.astype(np.float64)[:, None] * data_grad + (ref_grad - data_grad)
     expected = W0.astype(np.float64) - lr * ref_grad
     assert np.abs(W - W0).max() > 1e-2  # large enough to see a write that came before a read
     assert np.abs(W - expected).max() <= 1e-4 * lr * np.abs(ref_grad).max() + 1e-6
@@ -214,11 +220,11 @@ def toy_corpus(doc_sizes, seed=0, vocab=30, max_words=6):
                            doc_offsets=doc_offsets, vocab_size=vocab)
 
 
-def backend_for(corpus, W, total, **config_and_backend):
+def backend_for(corpus, W, total, rate=None, **config_and_backend):
     backend_keys = ("memory_limit", "block_threads", "grid")
     backend_kw = {k: config_and_backend.pop(k) for k in backend_keys if k in config_and_backend}
     config = TrainConfig(dim=W.shape[1], common_components=-1, device="cuda", **config_and_backend)
-    return scuda.CudaBackend(W.copy(), corpus, config, 1, total, **backend_kw), config
+    return scuda.CudaBackend(W.copy(), corpus, config, 1, total, rate, **backend_kw), config
 
 
 @needs_cuda
@@ -245,7 +251,7 @@ def test_one_example_step_follows_the_learning_rate_schedule(doc_sizes, mode, po
     np.testing.assert_allclose(W, expected, rtol=0, atol=1e-4 * step_lr * np.abs(ref_grad).max() + 1e-7)
 
 
-def emulate_epoch(backend, corpus, W0, config, total, done0=0):
+def emulate_epoch(backend, corpus, W0, config, total, done0=0, rate=None):
     """The backend's epoch replayed on the host in float64: CPU sampler, reference gradient.
 
     Uses the backend's own grouping of the targets by chunk and the chunks' local
@@ -270,6 +276,9 @@ def emulate_epoch(backend, corpus, W0, config, total, done0=0):
             lr = max(config.lr * config.min_lr_fraction, config.lr * (1 - position / total))
             loss, grad = loss_and_grad(W, sents[0], sents[1 : 1 + n_pos], sents[1 + n_pos :],
                                        weight_decay=config.weight_decay)
+            if rate is not None:  # the factors scale the data gradient, not the decay
+                _, data = loss_and_grad(W, sents[0], sents[1 : 1 + n_pos], sents[1 + n_pos :])
+                grad = rate[:, None] * data + (grad - data)
             loss_sum += loss - decay_loss(W, sents, config.weight_decay)
             W -= lr * grad
     return W, loss_sum
@@ -285,8 +294,9 @@ def test_epoch_matches_a_sequential_replay_on_the_reference(streamed, mode):
     W0 = (0.3 * np.random.default_rng(4).standard_normal((corpus.vocab_size, 8))).astype(np.float32)
     # one block at a time (grid=1): examples apply one after the other, as in the replay
     limit = 250 if streamed else None  # bytes: about 4 sentences per chunk
-    backend, config = backend_for(corpus, W0, total, lr=0.3, weight_decay=0.2, negatives=2, negative_mode=mode,
-                                  seed=9, grid=1, memory_limit=limit)
+    rate = np.random.default_rng(3).uniform(0.2, 1.0, corpus.vocab_size)
+    backend, config = backend_for(corpus, W0, total, rate=rate.astype(np.float32), lr=0.3, weight_decay=0.2,
+                                  negatives=2, negative_mode=mode, seed=9, grid=1, memory_limit=limit)
     assert (len(backend.chunks) > 2) == streamed
     backend.begin_epoch(targets)
     done0 = n  # as if in the second epoch
@@ -295,7 +305,7 @@ def test_epoch_matches_a_sequential_replay_on_the_reference(streamed, mode):
     l2, c2 = backend.run(cut, n, done0 + cut)
     W = backend.close()
     assert sorted(backend.epoch_order.tolist()) == sorted(targets.tolist())
-    W_ref, ref_loss = emulate_epoch(backend, corpus, W0, config, total, done0)
+    W_ref, ref_loss = emulate_epoch(backend, corpus, W0, config, total, done0, rate=rate.astype(np.float32))
     assert c1 + c2 == n - 1  # every sentence but the lone one of document 1
     assert l1 + l2 == pytest.approx(ref_loss, rel=1e-3)
     moved = np.abs(W_ref - W0).max()
@@ -386,7 +396,9 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
 
     monkeypatch.setattr(scuda, "LAUNCH_BATCH", 16)  # several batches per epoch: progress and hooks
     corpus = load_corpus([tiny_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
-    config = TrainConfig(dim=8, epochs=2, lr=0.3, weight_decay=0.0, common_components=-1, device="cuda", seed=4)
+    # the plain objective (no frequency weights): the loss must fall well below the start
+    config = TrainConfig(dim=8, epochs=2, lr=0.3, weight_decay=0.0, common_components=-1, device="cuda", seed=4,
+                         frequency_weight=0.0, count_power=0.0)
     seen = []
     result = train(corpus, config, quiet=True, on_batch=lambda done, W: seen.append((done, W.copy())))
     n_targets = corpus.n_sentences  # every document has several sentences

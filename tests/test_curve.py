@@ -269,3 +269,29 @@ def test_help_imports_nothing_heavy():
             "print(sorted(m for m in ('numpy', 'numba', 'matplotlib', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("unknown", ["hash", "omit"])
+def test_last_point_scores_the_saved_model_with_unknown_words(setup, unknown):
+    """Words outside the vocabulary count in the curve as the saved model counts them."""
+    rng = random.Random(4)
+    lines = []
+    for n in range(40):
+        a = [rng.choice(WORDS) for _ in range(rng.randint(2, 5))] + [f"zork{n % 7}"]
+        b = a[:2] + [f"zork{(n + rng.randint(0, 1)) % 7}", f"quux{n}"]
+        lines.append(f"{rng.uniform(0, 5):.3f}\t{' '.join(a)}.\t{' '.join(b)}.\n")
+    dev = setup["tmp"] / f"dev-{unknown}.tsv"
+    dev.write_text("".join(lines), encoding="utf-8")
+    out = setup["tmp"] / f"model-{unknown}"
+    result = make_runner().invoke(main, ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-every", "1k",
+                                         "--eval-dev", str(dev), "--unknown", unknown])
+    assert result.exit_code == 0, result.output
+    model = load_model(out)
+    assert model.unknown_rule[0] == unknown
+    curve = model.info["curve"]
+    assert curve["unknown"] == unknown
+    sts = read_sts(dev)
+    saved = score_set(model.embed, sts).pearson
+    assert curve["points"][-1]["dev"]["pearson"] == pytest.approx(saved, abs=1e-4)
+    other = score_set(lambda s: model.embed(s, unknown="omit" if unknown == "hash" else "hash"), sts).pearson
+    assert abs(saved - other) > 1e-3  # the unknown words matter here, so the rule was really followed

@@ -74,9 +74,10 @@ def test_weight_decay_gradient_matches_reference(case, n_pos):
     assert np.abs(plain_grad - ref_grad).max() > 1e-2 * np.abs(ref_grad).max()
 
 
-def sgd_step(case, n_pos, lr, decay, hot=0):
+def sgd_step(case, n_pos, lr, decay, hot=0, rate=None):
     """One in-place SGD step of ``example_step``; with ``hot`` > 0 the rows of words
-    ``w < hot`` are buffered and applied by ``flush_rows`` afterwards."""
+    ``w < hot`` are buffered and applied by ``flush_rows`` afterwards. ``rate``: a
+    callable ``rate(V)`` giving the per-word step factors (all ones when None)."""
     seed = seed_of("sgd", case, n_pos)
     V, target, positives, negatives = build_example(case, n_pos, 3, seed=seed)
     W0 = np.random.default_rng(seed).standard_normal((V, 8)).astype(np.float32)
@@ -88,7 +89,8 @@ def sgd_step(case, n_pos, lr, decay, hot=0):
     counts = np.zeros(V, dtype=np.int32)
     pending = np.zeros((max(hot, 1), 8), dtype=np.float32)
     keep = np.ones(max(hot, 1), dtype=np.float32)
-    loss = cpu.example_step(W, tokens, offsets, members, n_pos, 0, buf, work, W, -lr, decay, counts,
+    r = np.ones(V, dtype=np.float32) if rate is None else np.asarray(rate(V), dtype=np.float32)
+    loss = cpu.example_step(W, tokens, offsets, members, n_pos, 0, buf, work, W, -lr, decay, r, counts,
                             hot, pending, keep)
     if hot:
         assert np.array_equal(W[:hot], W0[:hot])  # nothing written in place yet
@@ -96,7 +98,7 @@ def sgd_step(case, n_pos, lr, decay, hot=0):
         assert not pending.any() and (keep == 1).all()
     assert not counts.any()
     ref_loss, ref_grad = loss_and_grad(W0, target, positives, negatives, weight_decay=decay)
-    return W0, W, loss, ref_loss, ref_grad
+    return W0, W, loss, ref_loss, r.astype(np.float64)[:, None] * ref_grad
 
 
 def check_sgd_step(W0, W, loss, ref_loss, ref_grad, lr, decay):
@@ -114,6 +116,23 @@ def test_example_step_in_place_is_one_sgd_step(case, n_pos):
     """``out=W, coef=-lr`` must read every mean before writing any row."""
     lr = 0.5
     check_sgd_step(*sgd_step(case, n_pos, lr, 0.0), lr, 0.0)
+
+
+def spread_rates(V):
+    """Per-word step factors from 0.01 to 1, as frequency weights give (frequent words low)."""
+    return np.random.default_rng(V).uniform(0.01, 1.0, V)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("hot", [0, 3])
+def test_example_step_scales_each_rows_step_by_its_rate(case, hot):
+    """Row w moves by ``-lr * rate[w] * dL/dW[w]``: the per-word preconditioner."""
+    lr = 0.5
+    W0, W, loss, ref_loss, scaled = sgd_step(case, 2, lr, 0.0, hot=hot, rate=spread_rates)
+    check_sgd_step(W0, W, loss, ref_loss, scaled, lr, 0.0)
+    # the factors are really applied: a plain step lands elsewhere
+    _, W_plain, *_ = sgd_step(case, 2, lr, 0.0, hot=hot)
+    assert np.abs(W - W_plain).max() > 1e-3
 
 
 @pytest.mark.parametrize("case", ["distinct", "length1"])
@@ -295,7 +314,8 @@ def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush):
     W = W0.copy()
     fparams, iparams = batch_params(lo, hi, done, n_neg, seed, chunks, lr0, total, hot=hot, flush=flush)
     stats = np.zeros((chunks, 2))
-    cpu.train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats)
+    rate = np.random.default_rng(2).uniform(0.2, 1.0, V).astype(np.float32)
+    cpu.train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, stats)
 
     Wr = W0.astype(np.float64)
     pending = np.zeros_like(Wr)
@@ -314,7 +334,7 @@ def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush):
             lr = max(lr0 * 1e-4, lr0 * (1 - position / total))
             sents = [sentences[m] for m in members[:k]]
             loss, grad = loss_and_grad(Wr, sents[0], sents[1 : 1 + n_pos], sents[1 + n_pos :])
-            pending -= lr * grad
+            pending -= lr * rate.astype(np.float64)[:, None] * grad
             count += 1
             if count % flush == 0:
                 Wr += pending
@@ -343,7 +363,8 @@ def test_train_batch_serial_is_deterministic(chunks):
         W = W0.copy()
         fparams, iparams = batch_params(0, len(order), 0, 3, seed, chunks, 0.5, 2 * len(order))
         stats = np.zeros((chunks, 2))
-        cpu.train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats)
+        cpu.train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, np.ones(V, np.float32), fparams,
+                               iparams, stats)
         return W, stats
 
     W1, s1 = run(11)
@@ -367,7 +388,8 @@ def test_in_place_decay_of_a_frequent_word_never_flips_its_row():
     k = len(members)
     W = W0.copy()
     cpu.example_step(W, tokens, offsets, members, 2, 0, np.empty((2, k, 6), np.float32),
-                     np.empty((4, k)), W, -lr, decay, np.zeros(9, np.int32), 0, np.zeros((1, 6), np.float32),
+                     np.empty((4, k)), W, -lr, decay, np.ones(9, np.float32), np.zeros(9, np.int32), 0,
+                     np.zeros((1, 6), np.float32),
                      np.ones(1, np.float32))
     _, data_grad = loss_and_grad(W0, sentences[0], sentences[1:3], sentences[3:])
     np.testing.assert_allclose(W[1], -lr * data_grad[1], rtol=1e-4, atol=1e-6)

@@ -467,7 +467,7 @@ def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_tex
     out = tmp_path / "m"
     with pytest.raises(Interrupted):
         train_session([corpus_file], cfg(), out, quiet=True, hooks=[SignalAfter(2)])
-    with pytest.raises(CheckpointError, match=r"--lr was 0\.02, now 0\.03"):
+    with pytest.raises(CheckpointError, match=r"--lr was 0\.1, now 0\.03"):
         train_session([corpus_file], cfg(lr=0.03), out, quiet=True, resume=True)
     with pytest.raises(CheckpointError, match="--epochs was 2, now 3"):
         train_session([corpus_file], cfg(epochs=3), out, quiet=True, resume=True)

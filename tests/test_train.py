@@ -203,7 +203,7 @@ def test_absurd_learning_rate_is_reported(corpus):
 
 def test_nan_embeddings_are_reported(corpus, monkeypatch):
     # a NaN that reaches the matrix from anywhere must stop training, not produce a model
-    def poisoned(n_words, cfg):
+    def poisoned(n_words, cfg, *weights):
         W = np.zeros((n_words, cfg.dim), dtype=np.float32)
         W[:] = np.nan
         return W
@@ -258,3 +258,46 @@ def test_kernel_params_buffer_hot_rows_only_with_several_threads():
     assert one[cpu.P_HOT] == 0  # one thread: plain per-example SGD, reproducible
     assert two[cpu.P_HOT] == cpu.HOT_ROWS > 0 and two[cpu.P_FLUSH] == cpu.FLUSH_EVERY > 0
     assert one[cpu.P_CHUNKS] == 1 and two[cpu.P_CHUNKS] == 2
+
+
+def test_word_weights_and_step_rates_follow_their_formulas():
+    counts = np.array([5000, 100, 10, 3], dtype=np.int64)
+    a = train_mod.word_weights(counts, 10_000, 1e-3)
+    np.testing.assert_allclose(a, 1e-3 / (1e-3 + counts / 10_000), rtol=1e-6)
+    assert a.dtype == np.float32 and np.all(np.diff(a) > 0)  # rarer words weigh more
+    np.testing.assert_array_equal(train_mod.word_weights(counts, 10_000, 0.0), np.ones(4, np.float32))
+    cfg = TrainConfig(count_power=0.5, count_floor=10)
+    r = train_mod.step_rates(a, counts, cfg)
+    damp = np.array([(10 / 5000) ** 0.5, (10 / 100) ** 0.5, 1.0, 1.0])
+    np.testing.assert_allclose(r, a.astype(np.float64) ** 2 * damp, rtol=1e-6)
+    # no weights, no damping: plain SGD
+    plain = train_mod.step_rates(np.ones(4, np.float32), counts, TrainConfig(count_power=0.0))
+    np.testing.assert_array_equal(plain, np.ones(4, np.float32))
+
+
+def test_untrained_start_is_weighted_random_rows(corpus):
+    """The starting matrix is a(w) times the unweighted random rows: its plain average is
+    SIF-weighted word overlap. A vanishing learning rate leaves it as it is."""
+    cfg = config(lr=1e-12)
+    model = train(corpus, cfg, quiet=True).model
+    a = train_mod.corpus_weights(corpus, cfg)
+    expected = train_mod.init_vectors(len(corpus.vocab), cfg) * a[:, None]
+    np.testing.assert_allclose(model.vectors, expected, rtol=1e-5, atol=1e-9)
+    assert a[0] < 0.1 < a[-1]  # the most frequent word is weighted far down, the rarest not
+    unweighted = train(corpus, config(lr=1e-12, frequency_weight=0.0), quiet=True).model
+    np.testing.assert_allclose(unweighted.vectors, train_mod.init_vectors(len(corpus.vocab), cfg), rtol=1e-5,
+                               atol=1e-9)
+
+
+def test_frequent_words_move_less_than_plain_sgd_moves_them(corpus):
+    """Frequency weights and count damping slow the frequent rows relative to the rare ones."""
+    start = train_mod.init_vectors(len(corpus.vocab), config())
+    moved = {}
+    for name, extra in (("plain", dict(frequency_weight=0.0, count_power=0.0)), ("damped", {})):
+        cfg = config(**extra)
+        W0 = start * train_mod.corpus_weights(corpus, cfg)[:, None]
+        W = train(corpus, cfg, quiet=True).model.vectors
+        rel = np.linalg.norm(W - W0, axis=1) / np.linalg.norm(W0, axis=1)
+        moved[name] = (float(np.median(rel[:20])), float(np.median(rel[-1000:])))
+    assert moved["damped"][0] < 0.5 * moved["plain"][0]  # the 20 most frequent words
+    assert moved["damped"][0] < moved["damped"][1]  # move less than the rarest ones

@@ -323,8 +323,16 @@ def test_training_starts_from_the_pretrained_rows(small_corpus_file, tmp_path):
 
     model = scbow.train([small_corpus_file], config, quiet=True, cache_dir=tmp_path, init=init)
     assert info["rows_initialised"] == 3
+    # the start is weighted like the random one: row w is a(w) times the pretrained row
+    from scbow.corpus import load_corpus
+    from scbow.trainer import corpus_weights
+
+    corpus = load_corpus([small_corpus_file], config.min_count, 0, cache_dir=tmp_path)
+    a = corpus_weights(corpus, config)
+    assert a.min() < 0.5 and a.max() <= 1.0  # frequent words are weighted down
     for word in ("cat", "dog", "tree"):
-        np.testing.assert_allclose(model[word], source[word] * info["scale"], rtol=1e-5)
+        weight = a[corpus.vocab.index[word]]
+        np.testing.assert_allclose(model[word], source[word] * info["scale"] * weight, rtol=1e-5)
     plain = scbow.train([small_corpus_file], config, quiet=True, cache_dir=tmp_path)
     np.testing.assert_allclose(model["the"], plain["the"], rtol=1e-5)  # others: the usual random start
 

@@ -81,7 +81,8 @@ def prefetch_example(W, tokens, offsets, members, k):
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
-def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, coef, decay, counts, hot, pending, keep):
+def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, coef, decay, rate, counts, hot, pending,
+                 keep):
     """Loss of one example; add ``coef * (1/|x|) * dL/ds_x`` to ``out[w]`` for its words.
 
     Parameters
@@ -109,6 +110,11 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
         Weight decay: ``coef * decay * W[w]`` is added for every token occurrence too, the
         gradient of ``decay/2 * |W[w]|^2`` per occurrence (see ``scbow.reference``). In an
         SGD step (``coef < 0``) a word's total shrink is capped at its whole row.
+    rate : array of float32, shape (V,)
+        Per-word factor of the gradient step (a diagonal preconditioner): row ``w``
+        receives ``rate[w] * coef * (1/|x|) * dL/ds_x``. Training with ``rate = a**2`` on
+        ``W = a * U`` is plain SGD on ``U`` whose sentences are ``a``-weighted averages;
+        all ones for the plain gradient.
     counts : array of int32, shape (V,)
         Scratch, all zero on entry and on return: occurrences of each word in the example.
     hot : int
@@ -219,11 +225,12 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
         stop = start + np.int64(lens[m])
         # float32 factors keep the row loops in float32 (a float64 factor would convert
         # every element twice and halve the vector width)
-        scale = np.float32(coef / lens[m])
+        scale0 = np.float32(coef / lens[m])
         gm = grads[m]
         for t in range(start, stop):
             w = tokens[t]
             c = counts[w]
+            scale = scale0 * rate[w]
             if w < hot:
                 if c > 0:
                     counts[w] = 0
@@ -351,7 +358,7 @@ def flush_rows(W, pending, keep, hot):
 
 
 @njit(cache=True, nogil=True)
-def train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, c, stats):
+def train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, c, stats):
     """Train on chunk ``c`` of the targets ``order[lo:hi]`` (arguments of ``train_batch_serial``).
 
     The whole work of one thread, with its own scratch, random stream and buffer of hot
@@ -405,8 +412,8 @@ def train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, ipara
         # progress of the whole run, as if the chunks were interleaved
         position = done + (e - c_lo) * n_chunks + c
         lr = max(lr_min, lr0 * (1.0 - position / total))
-        loss_sum += example_step(W, tokens, offsets, members[:k], n_pos, max_len, buf, work, W, -lr, decay, counts,
-                                 hot, pending, keep)
+        loss_sum += example_step(W, tokens, offsets, members[:k], n_pos, max_len, buf, work, W, -lr, decay, rate,
+                                 counts, hot, pending, keep)
         count += 1
         if hot > 0 and count % flush_every == 0:
             flush_rows(W, pending, keep, hot)
@@ -417,7 +424,7 @@ def train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, ipara
 
 
 @njit(cache=True, nogil=True)
-def train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats):
+def train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, stats):
     """Train on the examples of targets ``order[lo:hi]``, chunk after chunk in this thread.
 
     Parameters
@@ -430,6 +437,8 @@ def train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, fparams
     doc_offsets : array of int64, shape (n_documents + 1,)
     order : array of int64, shape (n_targets,)
         Target sentences of this epoch, shuffled; each has a neighbour.
+    rate : array of float32, shape (V,)
+        Per-word step factor (see ``example_step``).
     fparams : array of float64, shape (4,)
         lr, lr_min, total examples of the run, weight decay (see P_LR...).
     iparams : array of int64, shape (10,)
@@ -441,14 +450,14 @@ def train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, fparams
         Output: loss sum and example count per chunk.
     """
     for c in range(iparams[P_CHUNKS]):
-        train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, c, stats)
+        train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, c, stats)
 
 
 _pool = None  # the worker threads of train_batch_parallel, made on first use
 _pool_workers = 0
 
 
-def train_batch_parallel(W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats):
+def train_batch_parallel(W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, stats):
     """``train_batch_serial`` with its chunks on as many threads at once (Hogwild).
 
     ``train_chunk`` releases the GIL, so plain Python threads run the chunks in parallel;
@@ -461,7 +470,7 @@ def train_batch_parallel(W, tokens, offsets, sent_doc, doc_offsets, order, fpara
     if _pool_workers < n - 1:
         _pool_workers = n - 1
         _pool = ThreadPoolExecutor(_pool_workers, thread_name_prefix="scbow-train")
-    args = (W, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams)
+    args = (W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams)
     futures = [_pool.submit(train_chunk, *args, c, stats) for c in range(1, n)]
     try:
         train_chunk(*args, 0, stats)
@@ -481,7 +490,8 @@ def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0, weight_deca
     buf = np.empty((2, k, W.shape[1]), dtype=np.float32)
     work = np.empty((4, k), dtype=np.float64)
     counts = np.zeros(W.shape[0], dtype=np.int32)
-    loss = example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, grad, 1.0, weight_decay, counts,
+    rate = np.ones(W.shape[0], dtype=np.float32)
+    loss = example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, grad, 1.0, weight_decay, rate, counts,
                         0, buf[0], work[0].astype(np.float32))
     if weight_decay:
         ids = []

@@ -212,7 +212,7 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
     MAXTOK = MAX_SHARED_TOKENS
 
     @cuda.jit(device=True)
-    def example_block(W, Wi, out, tokens, offsets, members, k, n_pos, max_len, coef, decay, in_place,
+    def example_block(W, Wi, out, tokens, offsets, members, k, n_pos, max_len, coef, decay, rate, in_place,
                       starts, lens, coefs, red, fdec, scal, means, work):
         """Loss of one example (into ``scal[0]``) and its scaled gradient added to ``out``.
 
@@ -306,6 +306,7 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
             scale = coefs[2, m]
             for t in range(starts[m], starts[m] + lens[m]):
                 w = tokens[t]
+                step = scale * rate[w]
                 f = np.float32(0.0)
                 if decay != 0.0:
                     if p < MAXTOK:
@@ -315,7 +316,7 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
                 for r in range(R):
                     j = tid + r * T
                     if j < dim:
-                        gv = scale * means[m * R + r]
+                        gv = step * means[m * R + r]
                         if in_place != 0 and f != 0:
                             idx = w * dim + j
                             old = Wi[idx]
@@ -330,13 +331,14 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
                 p += 1
 
     @cuda.jit
-    def train(W, Wi, tokens, offsets, sent_doc, doc_offsets, order, fparams, iparams, stats):
+    def train(W, Wi, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, stats):
         """Train on the examples of targets ``order[lo:hi]``, one block per example at a time.
 
         W: float32 (V, dim), updated in place; Wi: int32 (V * dim,), the same memory;
         tokens: int32 (n_tokens,); offsets: int64 (n_sentences + 1,); sent_doc: int32
         (n_sentences,); doc_offsets: int64 (n_docs + 1,); order: int64 (n_targets,);
-        fparams: float64 (4,) and iparams: int64 (8,), the layout of kernels.cpu;
+        rate: float32 (V,), the per-word step factors (kernels.cpu.example_step);
+        fparams: float64 (4,) and iparams: int64 (10,), the layout of kernels.cpu;
         stats: float64 (grid, 2) output, loss sum and examples per block.
 
         The example at position ``e`` is number ``done + e - lo`` of the run: its learning
@@ -381,7 +383,7 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
                 sentence_spans(offsets, members, k, max_len, starts, lens)
             cuda.syncthreads()
             if kn[1] > 0:
-                example_block(W, Wi, W, tokens, offsets, members, kn[0], kn[1], max_len, -scal[1], decay, 1,
+                example_block(W, Wi, W, tokens, offsets, members, kn[0], kn[1], max_len, -scal[1], decay, rate, 1,
                               starts, lens, coefs, red, fdec, scal, means, work)
                 if tid == 0:
                     loss_sum += scal[0]
@@ -393,10 +395,11 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
             stats[cuda.blockIdx.x, 1] = count
 
     @cuda.jit
-    def example(W, Wi, out, tokens, offsets, members_in, fparams, iparams, loss_out):
+    def example(W, Wi, out, tokens, offsets, members_in, rate, fparams, iparams, loss_out):
         """One example with given sentences, by one block (the kernel path, for tests).
 
-        members_in: int64 (k,), target, positives, negatives; fparams: float64 (2,) coef and
+        members_in: int64 (k,), target, positives, negatives; rate: float32 (V,), per-word
+        step factors (ones for the plain gradient); fparams: float64 (2,) coef and
         decay; iparams: int64 (3,) n_pos, max_len, in_place; loss_out: float64 (1,).
         """
         tid = cuda.threadIdx.x
@@ -415,7 +418,7 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
                 members[m] = members_in[m]
             sentence_spans(offsets, members, k, iparams[1], starts, lens)
         cuda.syncthreads()
-        example_block(W, Wi, out, tokens, offsets, members, k, iparams[0], iparams[1], fparams[0], fparams[1],
+        example_block(W, Wi, out, tokens, offsets, members, k, iparams[0], iparams[1], fparams[0], fparams[1], rate,
                       iparams[2], starts, lens, coefs, red, fdec, scal, means, work)
         if tid == 0:
             loss_out[0] = scal[0]
