@@ -134,17 +134,17 @@ def main(argv=None) -> None:
     blocks = []
     with timed() as t_encode:
         for lines in read_blocks(text):
-            blocks.append((encoder.encode(lines), len(lines)))
+            blocks.append((*encoder.encode(lines), len(lines)))
     parts = {"read_tokenize_lookup_seconds": round(t_encode.seconds, 3)}
     for name, parallel in (("average_serial_seconds", False), ("average_parallel_seconds", True)):
         numba.set_num_threads(max(args.threads))
         with timed() as t:
-            for ids, n in blocks:
-                average(vectors, ids, n, parallel=parallel)
+            for ids, extra, n in blocks:
+                average(vectors, ids, n, parallel=parallel, extra=extra)
         parts[name] = round(t.seconds, 3)
     parts["parallel_threads"] = max(args.threads)
-    n_lines = sum(n for _, n in blocks)
-    n_tokens = sum(len(ids) - n for ids, n in blocks)
+    n_lines = sum(n for *_, n in blocks)
+    n_tokens = sum(len(ids) - n for ids, _, n in blocks)
     del blocks
 
     by_threads = {}

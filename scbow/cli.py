@@ -259,14 +259,18 @@ def export(model_path, output, binary):
 @click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
               help="Threads of the parallel averaging kernel (0: all cores). 1: the serial kernel, which already "
                    "runs beside the tokenizer on a second core; more pays off only for models of many dimensions.")
+@click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
+              help="Words not in the vocabulary: leave them out, or give each its fixed hashed vector, as "
+                   "'similarity' does.  [default: the model's own rule]")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")
-def embed(model_path, input_path, output, missing_file, fill, threads, quiet):
+def embed(model_path, input_path, output, missing_file, fill, threads, unknown, quiet):
     """Embed every line of INPUT (one sentence per line; .gz/.bz2/.xz read too; - for stdin).
 
-    Row i of OUTPUT is the average of the known words of line i + 1, empty lines included;
-    the numbers of the lines with no known word (their rows are NaN, or zero with --fill
-    zero) are listed in the --missing file. Written block by block, so INPUT may be larger
-    than memory, and renamed into place at the end.
+    Row i of OUTPUT is the sentence embedding of line i + 1 (the same as 'similarity' and
+    Model.embed use), empty lines included; the numbers of the lines with nothing to
+    average (their rows are NaN, or zero with --fill zero) are listed in the --missing
+    file. Written block by block, so INPUT may be larger than memory, and renamed into
+    place at the end.
     """
     from .embedding import embed_file, missing_path_for
     from .progress import Progress
@@ -276,15 +280,17 @@ def embed(model_path, input_path, output, missing_file, fill, threads, quiet):
     bar = Progress(0, unit="lines", enabled=None if not quiet else False)
     try:
         stats = embed_file(model, input_path, output, missing_file, fill=0.0 if fill == "zero" else float("nan"),
-                           threads=threads, progress=lambda n: bar.update(n, prefix="embedding: "))
+                           threads=threads, progress=lambda n: bar.update(n, prefix="embedding: "), unknown=unknown)
     finally:
         bar.close()
     if not quiet:
         rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
         known = stats.known_tokens / stats.tokens if stats.tokens else 0
+        rule = unknown or model.unknown_rule[0]
+        what = "no known word" if rule == "omit" else "no word"
         click.echo(f"embedded {stats.lines:,} lines as {model.dim}-dim rows in {stats.seconds:.1f} s "
-                   f"({rate:,.0f} lines/min), {100 * known:.1f}% of tokens known; {stats.missing:,} lines with "
-                   f"no known word (listed in {missing_file}); wrote {output}", err=True)
+                   f"({rate:,.0f} lines/min), {100 * known:.1f}% of tokens averaged (unknown words: {rule}); "
+                   f"{stats.missing:,} lines with {what} (listed in {missing_file}); wrote {output}", err=True)
 
 
 def _lookup_word(model, word: str) -> str:
@@ -334,10 +340,13 @@ def neighbors(model_path, words, sentence, in_path, negative, topn):
 
     model = _load(model_path)
     known, unknown = model.ids(sentence)
-    if not known:
-        raise click.ClickException("the sentence has no word in the vocabulary; it has no embedding")
+    hashed = model.unknown_rule[0] == "hash"
+    if not known and not (hashed and unknown):
+        what = "no word" if hashed else "no word in the vocabulary"
+        raise click.ClickException(f"the sentence has {what}; it has no embedding")
     if unknown:
-        click.echo(f"unknown words left out: {', '.join(unknown)}", err=True)
+        what = "given hashed random vectors" if hashed else "left out"
+        click.echo(f"unknown words {what}: {', '.join(unknown)}", err=True)
     for cos, line, text in nearest_sentences(model, sentence, in_path, topn=topn):
         click.echo(f"{cos:.4f}\t{line}\t{text}")
 

@@ -6,8 +6,10 @@ tokenizer of the package, mapped to vocabulary ids and averaged by a compiled ke
 memory work; the output ``.npy`` file is written block by block.
 
 Rules: every input line gives one row (row ``i`` is line ``i + 1``, empty lines
-included). A line with no known word has no embedding: its row is NaN (or zeros with
-``fill=0``) and its line number is recorded. Lines are split as Python's universal-newline
+included). Words outside the vocabulary follow the model's own rule, as in
+``Model.embed``: left out, or given their hashed vectors (``unknown="hash"``). A line
+with nothing to average has no embedding: its row is NaN (or zeros with ``fill=0``) and
+its line number is recorded. Lines are split as Python's universal-newline
 mode splits them (``\\n``, ``\\r\\n`` or ``\\r``); ``.gz``, ``.bz2`` and ``.xz`` inputs
 are decompressed transparently; invalid UTF-8 bytes become U+FFFD.
 
@@ -62,29 +64,56 @@ def missing_path_for(output: os.PathLike) -> Path:
 
 
 class LineEncoder:
-    """Maps lines of text to the token-id stream of the embedding kernel."""
+    """Maps lines of text to the token-id stream of the embedding kernel.
 
-    def __init__(self, model: Model):
+    ``unknown`` (``None``: the model's own rule) says what becomes of a word outside the
+    vocabulary: ``omit`` (the ``UNKNOWN`` id, skipped) or ``hash`` (id ``V + j`` of the
+    block's table of hashed vectors, exactly those of ``Model.embed``).
+    """
+
+    def __init__(self, model: Model, unknown: str | None = None):
         from .kernels.embed import LINE_END, UNKNOWN
 
         lookup = dict(model.vocab.index)
         lookup["\n"] = LINE_END  # no word of a vocabulary holds whitespace
         self._get = lookup.get
         self._unknown = UNKNOWN
+        mode, scale = model.unknown_rule
+        self.unknown = mode if unknown is None else unknown
+        self._n_words = len(model.vocab)
+        self._dim = model.dim
+        self._norm = scale * model.unknown_norm() if self.unknown == "hash" else 0.0
 
-    def encode(self, lines: list[str]) -> np.ndarray:
-        """int32 ids of the tokens of ``lines``, each line ended by a ``LINE_END`` marker."""
+    def encode(self, lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """int32 ids of the tokens of ``lines``, each line ended by a ``LINE_END`` marker,
+        and the float32 (m, d) vectors of the ids ``V..V+m-1`` (hashed unknown words)."""
         block = "".join(lines)
         if not block.endswith("\n"):
             block += "\n"
         tokens = tokenize_lines(block)
-        return np.fromiter(map(self._get, tokens, itertools.repeat(self._unknown)), dtype=np.int32,
-                           count=len(tokens))
+        ids = np.fromiter(map(self._get, tokens, itertools.repeat(self._unknown)), dtype=np.int32,
+                          count=len(tokens))
+        if self.unknown != "hash":
+            return ids, np.empty((0, self._dim), dtype=np.float32)
+        from .model import hashed_vector
+
+        where = np.flatnonzero(ids == self._unknown)
+        table: dict[str, int] = {}
+        for p in where.tolist():
+            ids[p] = self._n_words + table.setdefault(tokens[p], len(table))
+        extra = np.empty((len(table), self._dim), dtype=np.float32)
+        for token, j in table.items():
+            v = hashed_vector(token, self._dim)
+            extra[j] = v * (self._norm / np.linalg.norm(v))
+        return ids, extra
 
 
 def average(vectors: np.ndarray, ids: np.ndarray, n_lines: int, fill: float = math.nan,
-            parallel: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of ``n_lines`` lines from an encoded stream: float32 (n_lines, d) and known-word counts."""
+            parallel: bool = False, extra: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``n_lines`` lines from an encoded stream: float32 (n_lines, d) and the words averaged.
+
+    ``extra``: the vectors of ids from ``len(vectors)`` on (``LineEncoder.encode``'s second value).
+    """
     from .kernels import embed as K
 
     starts = np.empty(n_lines, dtype=np.int64)
@@ -96,15 +125,17 @@ def average(vectors: np.ndarray, ids: np.ndarray, n_lines: int, fill: float = ma
     out = np.empty((n_lines, W.shape[1]), dtype=np.float32)
     counts = np.empty(n_lines, dtype=np.int64)
     kernel = K.mean_lines_parallel if parallel else K.mean_lines_serial
-    kernel(W, ids, starts, stops, float(fill), out, counts)
+    extra = W[:0] if extra is None else np.ascontiguousarray(extra, dtype=np.float32)
+    kernel(W, extra, ids, starts, stops, float(fill), out, counts)
     return out, counts
 
 
-def embed_lines(model: Model, lines, fill: float = math.nan) -> tuple[np.ndarray, np.ndarray]:
-    """Embed a list of lines in one call: float32 (n, d) and the known-word count of each."""
+def embed_lines(model: Model, lines, fill: float = math.nan, unknown: str | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Embed a list of lines in one call: float32 (n, d) and the count of words averaged in each."""
     lines = [line if line.endswith("\n") else line + "\n" for line in lines]
-    ids = LineEncoder(model).encode(lines)
-    return average(model.vectors, ids, len(lines), fill)
+    ids, extra = LineEncoder(model, unknown).encode(lines)
+    return average(model.vectors, ids, len(lines), fill, extra=extra)
 
 
 def read_blocks(path, block_chars: int = BLOCK_CHARS):
@@ -173,11 +204,12 @@ def _check_output(path: Path) -> Path:
 
 def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.PathLike | None = None,
                fill: float = math.nan, threads: int = 1, block_chars: int = BLOCK_CHARS,
-               progress=None) -> EmbedStats:
+               progress=None, unknown: str | None = None) -> EmbedStats:
     """Embed every line of ``input_path`` into the float32 (n_lines, dim) array file ``output``.
 
-    The 1-based numbers of the lines with no known word go to ``missing_file`` (default
-    ``missing_path_for(output)``), one per line after a ``#`` comment line.
+    The 1-based numbers of the lines with nothing to average go to ``missing_file`` (default
+    ``missing_path_for(output)``), one per line after a ``#`` comment line. ``unknown``:
+    as in ``Model.embed`` (``None``: the model's own rule).
 
     Tokenizing (Python, holding the GIL) runs in this thread; averaging and writing a block
     (compiled, GIL released) run in a second thread while the next block is tokenized, so
@@ -200,7 +232,7 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
         numba.set_num_threads(resolve_threads(threads))
     vectors = np.ascontiguousarray(model.vectors, dtype=np.float32)
     dim = vectors.shape[1]
-    encoder = LineEncoder(model)
+    encoder = LineEncoder(model, unknown)
     stats = EmbedStats(output=str(output), missing_file=str(missing_file))
     t0 = time.perf_counter()
     tmp_out = tmp_missing = None
@@ -212,10 +244,11 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
         with open(tmp_out, "wb") as out, open(tmp_missing, "w", encoding="utf-8", newline="\n") as miss, \
                 ThreadPoolExecutor(max_workers=1) as pool:
             out.write(npy_header(0, dim))
-            miss.write(f"# lines of {input_path} with no known word (1-based; array row = line - 1)\n")
+            what = "no known word" if encoder.unknown == "omit" else "no word"
+            miss.write(f"# lines of {input_path} with {what} (1-based; array row = line - 1)\n")
 
-            def finish(ids, n_lines, first_line, parallel):
-                rows, counts = average(vectors, ids, n_lines, fill, parallel)
+            def finish(ids, extra, n_lines, first_line, parallel):
+                rows, counts = average(vectors, ids, n_lines, fill, parallel, extra)
                 rows.tofile(out)
                 empty = np.flatnonzero(counts == 0)
                 if len(empty):
@@ -224,12 +257,12 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
 
             pending = None
             for n_block, lines in enumerate(read_blocks(input_path, block_chars)):
-                ids = encoder.encode(lines)
+                ids, extra = encoder.encode(lines)
                 if pending is not None:
                     missing, known = pending.result()
                     stats.missing += missing
                     stats.known_tokens += known
-                pending = pool.submit(finish, ids, len(lines), stats.lines + 1, threads != 1 and n_block > 0)
+                pending = pool.submit(finish, ids, extra, len(lines), stats.lines + 1, threads != 1 and n_block > 0)
                 stats.lines += len(lines)
                 stats.tokens += len(ids) - len(lines)
                 if progress is not None:
@@ -265,14 +298,16 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
     """The ``topn`` lines of a text file nearest to ``sentence`` by cosine of averages.
 
     Returns ``(cosine, line_number, line)`` tuples, best first (ties: earlier line first);
-    line numbers are 1-based. Lines with no known word are never returned. Raises
-    ValueError when ``sentence`` has no known word.
+    line numbers are 1-based. Lines with nothing to average are never returned. Words
+    outside the vocabulary follow the model's own rule (``Model.embed``). Raises
+    ValueError when ``sentence`` has nothing to average.
     """
     if topn < 1:
         raise ValueError(f"topn must be at least 1, got {topn}")
     q = model.embed([sentence])[0].astype(np.float64)
     if np.isnan(q).any():
-        raise ValueError(f"the sentence {sentence!r} has no word in the vocabulary")
+        what = "no word in the vocabulary" if model.unknown_rule[0] == "omit" else "no word"
+        raise ValueError(f"the sentence {sentence!r} has {what}")
     qn = np.linalg.norm(q)
     q = q / qn if qn > 0 else q
     encoder = LineEncoder(model)
@@ -282,7 +317,8 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
     best_text: list[str] = []
     first_line = 1
     for lines in read_blocks(input_path, block_chars):
-        rows, counts = average(vectors, encoder.encode(lines), len(lines), 0.0)
+        ids, extra = encoder.encode(lines)
+        rows, counts = average(vectors, ids, len(lines), 0.0, extra=extra)
         norms = np.linalg.norm(rows, axis=1).astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             cos = (rows.astype(np.float64) @ q) / norms

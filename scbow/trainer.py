@@ -152,7 +152,7 @@ def sentence_moments(W: np.ndarray, corpus: Corpus, pick: np.ndarray, block: int
         if not len(starts):
             continue
         S = np.empty((len(starts), d), dtype=np.float32)
-        mean_lines_serial(W, tokens, starts, stops, 0.0, S, np.empty(len(starts), dtype=np.int64))
+        mean_lines_serial(W, W[:0], tokens, starts, stops, 0.0, S, np.empty(len(starts), dtype=np.int64))
         S = S.astype(np.float64)
         total += S.sum(axis=0)
         scatter += S.T @ S

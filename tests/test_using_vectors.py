@@ -87,6 +87,45 @@ def test_embed_lines_follows_the_averaging_rule(model):
     np.testing.assert_array_equal(X, model.embed(LINES))  # the same numbers as Model.embed
 
 
+def hashing_model(dim=6):
+    """A model whose own rule hashes unknown words (as every model trained now does)."""
+    m = make_model(dim=dim)
+    return Model(m.vocab, m.vectors, {"unknown": "hash", "unknown_scale": 1.0})
+
+
+@pytest.mark.parametrize("block_chars", [1 << 22, 30])
+def test_embed_file_follows_the_models_unknown_rule(tmp_path, block_chars):
+    """A model that hashes unknown words embeds a file exactly as Model.embed does."""
+    model = hashing_model()
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(LINES), encoding="utf-8")
+    out = tmp_path / "out.npy"
+    stats = embed_file(model, src, out, block_chars=block_chars)
+    X = np.load(out)
+    expected = model.embed(LINES)
+    np.testing.assert_allclose(X, expected, rtol=1e-5, atol=1e-7, equal_nan=True)
+    assert not np.isnan(X[2]).any()  # "xyzzy quux": unknown words only, embedded all the same
+    assert np.isnan(X[1]).all()  # an empty line still has nothing to average
+    missing = (tmp_path / "out.missing.txt").read_text().splitlines()
+    assert missing[0].startswith("#") and "no word" in missing[0] and missing[1:] == ["2"]
+    assert stats.missing == 1
+    # the same file, told to omit, gives the known-words averages
+    embed_file(model, src, out, unknown="omit", block_chars=block_chars)
+    np.testing.assert_array_equal(np.load(out), model.embed(LINES, unknown="omit"))
+    rows, counts = embed_lines(model, LINES)
+    np.testing.assert_allclose(rows, expected, rtol=1e-5, atol=1e-7, equal_nan=True)
+    assert counts[2] == 2
+
+
+def test_nearest_sentences_with_hashed_unknown_words(tmp_path):
+    model = hashing_model(dim=256)  # enough dimensions that random directions barely meet
+    src = tmp_path / "in.txt"
+    src.write_text("the cat\nxyzzy quux\nquux dog\n", encoding="utf-8")
+    got = nearest_sentences(model, "xyzzy quux", src, topn=3)
+    assert got[0][1] == 2 and got[0][0] == pytest.approx(1.0, abs=1e-5)  # the same unknown words
+    assert got[1][1] == 3  # shares one of them
+
+
 def test_embed_file_writes_rows_and_the_missing_lines(tmp_path, model):
     src = tmp_path / "in.txt"
     src.write_text("\n".join(LINES), encoding="utf-8")  # no newline after the last line

@@ -45,15 +45,19 @@ def line_bounds(ids, starts, stops):
     return line
 
 
-def _mean_lines(W, ids, starts, stops, fill, out, counts):
+def _mean_lines(W, extra, ids, starts, stops, fill, out, counts):
     """Average the rows of the known words of every line.
 
     Parameters
     ----------
     W : array of float32, shape (V, d)
         Word vectors.
+    extra : array of float32, shape (m, d)
+        Vectors of further tokens (hashed unknown words): id ``V + j`` is ``extra[j]``;
+        shape (0, d) when there are none.
     ids : array of int32, shape (n_tokens,)
-        Token stream: a vocabulary id (>= 0), else skipped (``UNKNOWN``, ``LINE_END``).
+        Token stream: a vocabulary id (>= 0) or ``V + j``, else skipped (``UNKNOWN``,
+        ``LINE_END``).
     starts, stops : arrays of int64, shape (n_lines,)
         Line ``i`` is ``ids[starts[i]:stops[i]]``.
     fill : float
@@ -62,15 +66,19 @@ def _mean_lines(W, ids, starts, stops, fill, out, counts):
         Output: per line, the mean of its known words' rows, summed in float64 (the
         semantics of ``scbow.model.mean_rows``); repeated words count every time.
     counts : array of int64, shape (n_lines,)
-        Output: the number of known words of each line.
+        Output: the number of words averaged in each line.
     """
-    d = W.shape[1]
+    V, d = W.shape
     for i in prange(starts.shape[0]):
         acc = np.zeros(d, dtype=np.float64)
         n = 0
         for p in range(starts[i], stops[i]):
             w = ids[p]
-            if w >= 0:
+            if w >= V:
+                n += 1
+                for k in range(d):
+                    acc[k] += extra[w - V, k]
+            elif w >= 0:
                 n += 1
                 for k in range(d):
                     acc[k] += W[w, k]
