@@ -1,0 +1,146 @@
+"""The quality benchmark's peers (``benchmarks.peers``) and its goal check: plumbing, never scores.
+
+Each post-processing a peer may get is recomputed here by hand on a small corpus; the
+harness must give the same sentence vectors.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scbow.corpus import load_corpus
+from scbow.model import HASH_SCALE, hashed_vector
+from scbow.tokenize import tokenize
+
+ROOT = str(Path(__file__).resolve().parents[1])
+if ROOT not in sys.path:
+    sys.path.append(ROOT)
+
+from benchmarks import peers, quality  # noqa: E402
+
+
+@pytest.fixture
+def setup(small_corpus_file, tmp_path, monkeypatch):
+    monkeypatch.setattr(peers, "SAMPLE", 80)  # a sample smaller than the corpus: the drawing matters
+    corpus = load_corpus([small_corpus_file], min_count=1, cache_dir=tmp_path)
+    rng = np.random.default_rng(0)
+    M = rng.standard_normal((len(corpus.vocab), 16)).astype(np.float32)
+    M[:3] += 4.0  # a common direction, as frequent words give real vectors
+    return corpus, peers.WordTable(corpus.vocab, M)
+
+
+def by_hand(corpus, table, sentences, weighted):
+    """Averages of known words, each weighted by a/(a + count/raw_tokens) when ``weighted``."""
+    counts = corpus.vocab.counts.astype(np.float64)
+    a = peers.SIF_A / (peers.SIF_A + counts / corpus.stats["raw_tokens"]) if weighted else np.ones(len(counts))
+    out = []
+    for s in sentences:
+        ids = [corpus.vocab.index[t] for t in tokenize(s) if t in corpus.vocab.index]
+        out.append(np.mean([a[i] * table.M[i].astype(np.float64) for i in ids], axis=0) if ids else
+                   np.full(table.dim, np.nan))
+    return np.array(out)
+
+
+def corpus_sentences(corpus, pick):
+    words = corpus.vocab.words
+    return [" ".join(words[t] for t in corpus.tokens[corpus.offsets[p]:corpus.offsets[p + 1]]) for p in pick]
+
+
+SENTENCES = ["the cat sat on the mat", "a dog ran", "zzqx", "the dog and the zzqx"]
+
+
+def test_raw_is_the_plain_average_and_omits_unknown_words(setup):
+    corpus, table = setup
+    out = peers.SentenceEmbedder(table, peers.Variant("omit", "raw"), corpus).embed(SENTENCES)
+    np.testing.assert_allclose(out, by_hand(corpus, table, SENTENCES, False), rtol=1e-6)
+    assert np.isnan(out[2]).all()  # nothing to average: no embedding
+
+
+@pytest.mark.parametrize("post", ["sif", "pcr"])
+def test_post_processing_is_estimated_on_the_corpus_sample(setup, post):
+    corpus, table = setup
+    emb = peers.SentenceEmbedder(table, peers.Variant("omit", post), corpus)
+    from scbow.trainer import sample_sentences
+
+    pick = sample_sentences(corpus.n_sentences, peers.SAMPLE, 1)
+    S = by_hand(corpus, table, corpus_sentences(corpus, pick), post == "sif")
+    X = by_hand(corpus, table, SENTENCES[:2], post == "sif")
+    if post == "sif":  # remove the first right singular vector of the uncentred sample
+        u = np.linalg.svd(S, full_matrices=False)[2][0]
+        expected = X - np.outer(X @ u, u)
+    else:  # centre, remove the top 10 principal directions
+        mu = S.mean(0)
+        vecs = np.linalg.svd(S - mu, full_matrices=False)[2][:peers.PCR_COMPONENTS]
+        expected = (X - mu) - ((X - mu) @ vecs.T) @ vecs
+    np.testing.assert_allclose(emb.embed(SENTENCES[:2]), expected, rtol=1e-6, atol=1e-9)
+    # the removal did something: the plain average is elsewhere
+    assert np.abs(by_hand(corpus, table, SENTENCES[:2], False) - expected).max() > 0.1
+
+
+def test_unknown_words_hashed_or_the_systems_own(setup):
+    corpus, table = setup
+    hashed = peers.SentenceEmbedder(table, peers.Variant("hash", "raw"), corpus).embed(["zzqx", "the zzqx"])
+    h = hashed_vector("zzqx", 16)
+    h *= HASH_SCALE * table.rare_norm / np.linalg.norm(h)
+    np.testing.assert_allclose(hashed[0], h, rtol=1e-6)
+    the = table.M[corpus.vocab.index["the"]].astype(np.float64)
+    np.testing.assert_allclose(hashed[1], (the + h) / 2, rtol=1e-6)
+    table.oov = {"zzqx": np.arange(16.0)}
+    own = peers.SentenceEmbedder(table, peers.Variant("own", "raw"), corpus).embed(["zzqx", "qqq"])
+    np.testing.assert_allclose(own[0], np.arange(16.0))
+    assert np.isnan(own[1]).all()  # no vector of its own for this one
+
+
+def test_the_overlap_table_hashes_every_token(setup):
+    corpus, _ = setup
+    table = peers.WordTable.hashed(corpus.vocab, 16)
+    out = peers.SentenceEmbedder(table, peers.Variant("hash", "raw"), corpus).embed(["the zzqx"])
+    expected = (hashed_vector("the", 16) + hashed_vector("zzqx", 16)) / 2
+    np.testing.assert_allclose(out[0], expected, rtol=1e-5)
+
+
+def test_unscorable_pairs_get_the_mean_cosine_and_dev_chooses():
+    a = np.array([[1.0, 0], [0, 1], [np.nan, np.nan]])
+    b = np.array([[1.0, 0], [1, 0], [1, 0]])
+    c, scored = peers.filled_cosines(a, b)
+    assert scored == 2 and c.tolist() == pytest.approx([1.0, 0.0, 0.5])
+    v = peers.variants_of("word2vec")
+    assert len(v) == 6 and {x.unknown for x in v} == {"omit", "hash"}
+    assert peers.choose({v[0]: 0.1, v[1]: 0.5, v[2]: 0.5}) == v[1]
+
+
+def test_word_similarity_uses_the_same_pairs_for_everyone(setup, tmp_path, monkeypatch):
+    corpus, table = setup
+    words = corpus.vocab.words[:6]
+    path = tmp_path / "ws.tsv"
+    # gold = the cosines of the table itself: a perfect rank correlation for it
+    lines = ["# test"]
+    M = table.M.astype(np.float64)
+    for i in range(5):
+        a, b = corpus.vocab.index[words[i]], corpus.vocab.index[words[i + 1]]
+        lines.append(f"{words[i]}\t{words[i + 1]}\t{M[a] @ M[b] / np.linalg.norm(M[a]) / np.linalg.norm(M[b]):.6f}")
+    lines.append("notaword\tthe\t5")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setattr(quality, "WORDSIM", {"toy": path})
+    out = quality.word_similarity({"self": table, "other": peers.WordTable.hashed(corpus.vocab, 16)}, corpus.vocab)
+    assert out["toy"]["pairs"] == 6 and out["toy"]["covered"] == 5
+    assert out["toy"]["spearman"]["self"] == pytest.approx(1.0)
+    assert out["toy"]["spearman"]["other"] < 0.99
+
+
+def test_goal_needs_every_line():
+    def result(wins, mean, gain, gap):
+        summary = {"sets": [{}] * 19, "test_pearson_mean": mean, "dev_pearson": 0.7 + gain, "chosen": "x"}
+        return {"systems": {"scbow": summary, "scbow_start": {"dev_pearson": 0.7}},
+                "pairwise": {p: {"wins": wins} for p in quality.PEERS},
+                "word_similarity": {"WS": {"spearman": {"scbow": 0.5 - gap, "cbow": 0.5}}},
+                "timings": {"scbow": {"wall_seconds": 100.0, "cpu_seconds": 190.0}}}
+
+    assert quality._goal(result(14, 0.65, 0.03, 0.1))["met"]
+    for bad in (result(13, 0.7, 0.05, 0.0), result(19, 0.649, 0.05, 0.0), result(19, 0.7, 0.029, 0.0),
+                result(19, 0.7, 0.05, 0.11)):
+        assert not quality._goal(bad)["met"]
