@@ -270,3 +270,23 @@ def test_report_turns_nan_into_null(tmp_path):
     report = evaluate_systems({"model": tiny_model().embed}, sets)
     assert report["sets"][0]["pearson"] is None and report["pearson_mean"] is None
     assert " - " in format_table(report)
+
+
+@pytest.mark.parametrize("level", [0.8, 0.95])
+def test_bootstrap_interval_matches_a_plain_loop_at_the_requested_level(level):
+    """The vectorised bootstrap against a loop over the same resamples, at two levels."""
+    from scbow.evaluate import bootstrap_pearson_diff
+
+    rng = np.random.default_rng(11)
+    gold = rng.uniform(0, 5, 60)
+    a = gold + rng.normal(0, 1.0, 60)
+    b = gold + rng.normal(0, 2.0, 60)
+    diff, low, high = bootstrap_pearson_diff(gold, a, b, resamples=400, seed=3, level=level)
+    loop_rng = np.random.default_rng(3)
+    diffs = []
+    for _ in range(400):
+        i = loop_rng.integers(0, 60, size=60)
+        diffs.append(pearsonr(gold[i], a[i])[0] - pearsonr(gold[i], b[i])[0])
+    tail = 100 * (1 - level) / 2
+    assert diff == pytest.approx(pearsonr(gold, a)[0] - pearsonr(gold, b)[0], abs=1e-12)
+    assert (low, high) == pytest.approx(tuple(np.percentile(diffs, [tail, 100 - tail])), abs=1e-9)

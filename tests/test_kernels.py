@@ -396,3 +396,32 @@ def test_in_place_decay_of_a_frequent_word_never_flips_its_row():
     # a word seen once still gets the exact step
     _, full_grad = loss_and_grad(W0, sentences[0], sentences[1:3], sentences[3:], weight_decay=decay)
     np.testing.assert_allclose(W[7], W0[7] - lr * full_grad[7], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("chunks", [2, 3])
+def test_parallel_batch_trains_every_chunk_as_the_serial_one_does(chunks):
+    """Each thread trains exactly its own chunk: per-chunk example counts equal the serial
+    kernel's, per-chunk losses are close (rows race only between chunks), and the matrix
+    lands near the serial one. A thread that trained another chunk, or none, fails here."""
+    _, tokens, offsets, sent_doc, doc_offsets, V = toy_corpus(seed=6, doc_sizes=(40, 3, 60, 25, 80))
+    order = np.random.default_rng(4).permutation(len(sent_doc)).astype(np.int64)
+    W0 = (0.1 * np.random.default_rng(5).standard_normal((V, 16))).astype(np.float32)
+    rate = np.random.default_rng(6).uniform(0.2, 1.0, V).astype(np.float32)
+    runs = {}
+    for name, kernel in (("serial", cpu.train_batch_serial), ("parallel", cpu.train_batch_parallel)):
+        W = W0.copy()
+        fparams, iparams = batch_params(0, len(order), 0, 2, 3, chunks, 0.05, len(order), hot=4, flush=3)
+        stats = np.zeros((chunks, 2))
+        kernel(W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, stats)
+        runs[name] = (W, stats)
+    (Ws, ss), (Wp, sp) = runs["serial"], runs["parallel"]
+    per = -(-len(order) // chunks)
+    for c in range(chunks):  # the targets of chunk c that have a neighbour: its examples
+        mine = order[c * per:(c + 1) * per]
+        has = np.array([(t > 0 and sent_doc[t - 1] == sent_doc[t]) or
+                        (t + 1 < len(sent_doc) and sent_doc[t + 1] == sent_doc[t]) for t in mine])
+        assert ss[c, 1] == sp[c, 1] == has.sum() > 0
+    np.testing.assert_allclose(sp[:, 0], ss[:, 0], rtol=0.05)
+    moved = np.abs(Ws - W0).max()
+    assert moved > 1e-2
+    assert np.abs(Wp - Ws).max() < 0.25 * moved

@@ -301,3 +301,18 @@ def test_frequent_words_move_less_than_plain_sgd_moves_them(corpus):
         moved[name] = (float(np.median(rel[:20])), float(np.median(rel[-1000:])))
     assert moved["damped"][0] < 0.5 * moved["plain"][0]  # the 20 most frequent words
     assert moved["damped"][0] < moved["damped"][1]  # move less than the rarest ones
+
+
+def test_a_matrix_that_ends_not_finite_is_never_a_model(corpus, monkeypatch):
+    """The check on the final vectors, apart from the loss check: finite losses throughout,
+    but the matrix handed back holds an inf (as a racing write could leave)."""
+    original = train_mod.CpuBackend.close
+
+    def close(self):
+        W = original(self)
+        W[5, 3] = np.inf
+        return W
+
+    monkeypatch.setattr(train_mod.CpuBackend, "close", close)
+    with pytest.raises(TrainingError, match="embeddings hold NaN or inf"):
+        train(corpus, config(), quiet=True)
