@@ -115,9 +115,18 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     yield
 
 
+def missing_data(what: str) -> None:
+    """A test needs the shared data and it is not there: skip, saying why, on a user's
+    machine; fail in CI (``CI`` set), where a silently skipped test would hide a broken setup."""
+    message = f"{what} not available (the project's data folder ../shared/data beside the checkout)"
+    if os.environ.get("CI"):
+        pytest.fail(message + "; CI must have it")
+    pytest.skip(message)
+
+
 def _corpus_slice(tmp_path_factory, n_lines: int) -> Path:
     if not CORPUS_1M.is_file():
-        pytest.skip(f"real corpus not available at {CORPUS_1M}")
+        missing_data(f"real corpus {CORPUS_1M}")
     out = tmp_path_factory.mktemp("gutenberg") / f"gutenberg-{n_lines}.txt"
     with lzma.open(CORPUS_1M, "rt", encoding="utf-8") as fh:
         lines = list(itertools.islice(fh, n_lines))

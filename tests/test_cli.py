@@ -167,11 +167,11 @@ def test_evaluate_table_and_default_sts_dir(tmp_path, runner, trained, sts_file,
 
 
 def test_evaluate_on_the_real_sts_files(runner, trained):
-    from conftest import DATA_DIR
+    from conftest import DATA_DIR, missing_data
 
     path = DATA_DIR / "sts" / "2012.MSRvid.tsv"
     if not path.is_file():
-        pytest.skip("real STS data not available")
+        missing_data(f"real STS set {path}")
     result = runner.invoke(main, ["evaluate", "-m", str(trained), "--json", str(path)])
     assert result.exit_code == 0, result.output
     [row] = json.loads(result.stdout)["sets"]

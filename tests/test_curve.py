@@ -295,3 +295,35 @@ def test_last_point_scores_the_saved_model_with_unknown_words(setup, unknown):
     assert curve["points"][-1]["dev"]["pearson"] == pytest.approx(saved, abs=1e-4)
     other = score_set(lambda s: model.embed(s, unknown="omit" if unknown == "hash" else "hash"), sts).pearson
     assert abs(saved - other) > 1e-3  # the unknown words matter here, so the rule was really followed
+
+
+def test_intermediate_points_score_the_post_processed_vectors_of_that_moment(setup, tmp_path):
+    """Each point within the run is the score of the vectors at that moment after the
+    post-processing estimated on the hook's sample, recomputed here from a copy of them."""
+    config = TrainConfig(dim=16, epochs=2, min_count=1, threads=1, common_components=2, seed=3)
+    corpus = load_corpus([setup["corpus"]], 1, cache_dir=tmp_path / "c")
+    dev = read_sts(setup["dev"])
+    hook = CurveHook(dev, every=EVERY, common_components=2, seed=config.seed, sample=60)
+    copies = {}
+
+    class Recorder(trainer_mod.Hook):
+        def after_batch(self, state, vectors):
+            copies[state.done] = np.array(vectors(), copy=True)
+
+    trainer_mod.train(corpus, config, quiet=True, hooks=[hook, Recorder()])
+    inner = [p for p in hook.points if 0 < p["examples"] < 2 * corpus.n_sentences and not p["epoch_end"]]
+    assert len(inner) >= 2
+    post = CommonComponents(corpus, 2, config.seed, 60)
+    for p in inner:
+        W = copies[p["examples"]]
+        mean, U = post.fit(W)
+
+        def embed(sentences, W=W, mean=mean, U=U):
+            return post_process(Model(corpus.vocab, W, {"unknown": "omit"}).embed(sentences).astype(np.float64),
+                                mean, U)
+
+        expected = score_set(embed, dev).pearson
+        raw = score_set(Model(corpus.vocab, W, {"unknown": "omit"}).embed, dev).pearson
+        assert p["dev"]["pearson"] == pytest.approx(expected, abs=1e-6)
+        assert p["dev_raw"]["pearson"] == pytest.approx(raw, abs=1e-6)
+        assert abs(expected - raw) > 1e-4  # the post-processing changes the score: skipping it shows

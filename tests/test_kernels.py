@@ -10,7 +10,7 @@ from scbow.reference import loss_and_grad
 
 from conftest import CASES, assert_grad_close, build_example, pack, seed_of
 
-cpu = pytest.importorskip("scbow.kernels.cpu")
+from scbow.kernels import cpu  # noqa: E402  (imported plainly: an import error must fail, not skip)
 
 DIMS = (3, 8, 32)
 NEGATIVES = (1, 2, 5, 10)
@@ -298,29 +298,39 @@ def batch_params(lo, hi, done, n_neg, seed, chunks, lr, total, max_len=0, mode=N
     return fparams, iparams
 
 
-@pytest.mark.parametrize("chunks,hot,flush", [(1, 0, 1), (3, 0, 1), (3, 4, 1), (2, 4, 5)])
-def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush):
+@pytest.mark.parametrize("chunks,hot,flush,decay,done", [
+    (1, 0, 1, 0.0, 100), (3, 0, 1, 0.0, 100), (3, 4, 1, 0.0, 100), (2, 4, 5, 0.0, 100),
+    (2, 4, 5, 0.4, 100),  # buffered hot rows compound their decay factors between flushes
+    (3, 0, 1, 0.4, 100),
+    (2, 0, 1, 0.0, 390),  # past the end of the schedule: the learning rate's floor
+])
+def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush, decay, done):
     """Per chunk: fill_example with the chunk's random stream, then an SGD step with the
-    linear learning rate at the example's position in the run (chunks interleaved).
+    linear learning rate at the example's position in the run (chunks interleaved), each
+    row's data step scaled by its rate, each occurrence of a word shrinking its row by
+    lr * decay.
 
     With ``hot`` rows buffered and flushed every ``flush`` examples, the words ``w < hot``
     take the summed steps of those examples at once (their gradients computed with the
-    rows as they were before them); flushing every example is plain SGD."""
+    rows as they were before them) and the product of their shrink factors; flushing every
+    example is plain SGD."""
     sentences, tokens, offsets, sent_doc, doc_offsets, V = toy_corpus()
     order = np.random.default_rng(5).permutation(len(sentences)).astype(np.int64)
-    lo, hi, done, total, lr0, n_neg, seed = 2, 30, 100, 400, 0.3, 2, 9
+    lo, hi, total, lr0, n_neg, seed = 2, 30, 400, 0.3, 2, 9
     assert 7 in order[lo:hi]  # sentence 7 is alone in its document: skipped, no example
     W0 = (0.1 * np.random.default_rng(1).standard_normal((V, 6))).astype(np.float32)
     W = W0.copy()
-    fparams, iparams = batch_params(lo, hi, done, n_neg, seed, chunks, lr0, total, hot=hot, flush=flush)
+    fparams, iparams = batch_params(lo, hi, done, n_neg, seed, chunks, lr0, total, hot=hot, flush=flush, decay=decay)
     stats = np.zeros((chunks, 2))
     rate = np.random.default_rng(2).uniform(0.2, 1.0, V).astype(np.float32)
     cpu.train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, stats)
 
     Wr = W0.astype(np.float64)
     pending = np.zeros_like(Wr)
+    keep = np.ones(V)
     members = np.empty(3 + n_neg, dtype=np.int64)
     per = -(-(hi - lo) // chunks)
+    lrs = []
     for c in range(chunks):  # the serial kernel runs the chunks one after the other
         state = np.zeros(1, dtype=np.uint64)
         cpu.seed_state(seed, done + c, state)
@@ -332,24 +342,31 @@ def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush):
                 continue
             position = done + (e - c_lo) * chunks + c
             lr = max(lr0 * 1e-4, lr0 * (1 - position / total))
+            lrs.append(lr)
             sents = [sentences[m] for m in members[:k]]
             loss, grad = loss_and_grad(Wr, sents[0], sents[1 : 1 + n_pos], sents[1 + n_pos :])
-            pending -= lr * rate.astype(np.float64)[:, None] * grad
+            occurrences = np.bincount(np.concatenate(sents), minlength=V)
+            shrink = np.maximum(1.0 - lr * decay * occurrences, 0.0)
+            step = -lr * rate.astype(np.float64)[:, None] * grad
+            Wr[hot:] = Wr[hot:] * shrink[hot:, None] + step[hot:]  # in place at once
+            keep[:hot] *= shrink[:hot]  # the hot rows wait for the flush
+            pending[:hot] += step[:hot]
             count += 1
             if count % flush == 0:
-                Wr += pending
+                Wr[:hot] = keep[:hot, None] * Wr[:hot] + pending[:hot]
                 pending[:] = 0
-            else:  # rows of words >= hot take their step at once; the hot ones wait
-                Wr[hot:] += pending[hot:]
-                pending[hot:] = 0
+                keep[:] = 1
             loss_sum += loss
-        Wr += pending  # the end of a chunk flushes
+        Wr[:hot] = keep[:hot, None] * Wr[:hot] + pending[:hot]  # the end of a chunk flushes
         pending[:] = 0
+        keep[:] = 1
         assert stats[c, 1] == count
         assert stats[c, 0] == pytest.approx(loss_sum, rel=1e-4)
     assert stats[:, 1].sum() == (hi - lo) - 1
+    if done + (hi - lo) > total:
+        assert min(lrs) == lr0 * 1e-4  # some examples ran at the floor
     moved = np.abs(Wr - W0).max()
-    assert moved > 1e-2
+    assert moved > (1e-3 if done + (hi - lo) > total else 1e-2)
     assert np.abs(W - Wr).max() <= 1e-3 * moved
 
 

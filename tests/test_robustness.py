@@ -948,12 +948,12 @@ def test_install_dir_without_an_atomic_swap_puts_the_old_model_back(tmp_path, mo
 
 @pytest.mark.parametrize("threads", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monkeypatch, threads):
-    from conftest import DATA_DIR
+    from conftest import DATA_DIR, missing_data
     from scbow.evaluate import read_sts, score_set
 
     dev = DATA_DIR / "sts-dev" / "stsb.dev.tsv"
     if not dev.is_file():
-        pytest.skip("STS-B dev set not available")
+        missing_data(f"STS-B dev set {dev}")
     if threads > 1 and __import__("numba").config.NUMBA_NUM_THREADS < threads:
         pytest.skip("numba has a single thread here")
     monkeypatch.setattr(trainer_mod, "BATCH", 2048)

@@ -15,7 +15,7 @@ from scbow.config import ConfigError, TrainConfig
 from scbow.corpus import CorpusError, load_corpus
 from scbow.trainer import TrainingError, train
 
-numba = pytest.importorskip("numba")
+import numba  # noqa: E402  (a dependency: an import error must fail, not skip)
 # the submodule, not the top-level function scbow.train (see test_top_level_train_...)
 train_mod = importlib.import_module("scbow.trainer")
 
@@ -27,7 +27,6 @@ def corpus(gutenberg_slice, tmp_path_factory):
 
 
 FIELDS = TrainConfig.__dataclass_fields__
-HAS_COMMON = "common_components" in FIELDS
 # The tests pin what they rely on instead of following the tuned defaults: the paper's
 # plain objective (no weight decay) and the vectors exactly as SGD left them (no
 # post-processing), where the config has those settings.
@@ -120,7 +119,6 @@ def test_weight_decay_shrinks_frequent_words(corpus):
     assert ratio < 0.7, ratio
 
 
-@pytest.mark.skipif(not HAS_COMMON, reason="no common_components setting")
 @pytest.mark.parametrize("k", [0, 3])
 def test_common_components_are_a_linear_map_of_the_trained_vectors(corpus, k):
     raw = np.asarray(train(corpus, config(epochs=1, common_components=-1), quiet=True).model.vectors, np.float64)
@@ -316,3 +314,28 @@ def test_a_matrix_that_ends_not_finite_is_never_a_model(corpus, monkeypatch):
     monkeypatch.setattr(train_mod.CpuBackend, "close", close)
     with pytest.raises(TrainingError, match="embeddings hold NaN or inf"):
         train(corpus, config(), quiet=True)
+
+
+def test_the_kernel_sees_the_run_position_across_epochs(corpus, monkeypatch):
+    """The learning rate decays over the whole run and the negatives' random streams are
+    keyed by the run position: every batch of epoch e must start at e * targets + lo, and the
+    schedule the kernel gets spans all epochs."""
+    calls = []
+    original = train_mod.CpuBackend.run
+
+    def run(self, lo, hi, done):
+        calls.append((lo, hi, done, float(self.fparams[self.K.P_TOTAL])))
+        return original(self, lo, hi, done)
+
+    monkeypatch.setattr(train_mod, "BATCH", 4096)
+    monkeypatch.setattr(train_mod.CpuBackend, "run", run)
+    result = train(corpus, config(epochs=3), quiet=True)
+    n = len(train_mod.trainable_targets(corpus))
+    assert result.examples == 3 * n
+    assert len(calls) == 3 * -(-n // 4096)
+    epoch = 0
+    for lo, hi, done, total in calls:
+        if lo == 0 and done > 0:
+            epoch += 1
+        assert done == epoch * n + lo and total == 3 * n
+    assert epoch == 2
