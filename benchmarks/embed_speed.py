@@ -38,8 +38,20 @@ from scbow.corpus import load_corpus
 from scbow.embedding import LineEncoder, average, embed_file, read_blocks
 from scbow.model import Model
 
-from .common import (CORPORA, REPO_ROOT, RESULTS_DIR, context, context_markdown, corpus_path, human, md_table,
-                     parse_threads, peak_rss_mib, timed, write_report)
+from .common import (
+    CORPORA,
+    REPO_ROOT,
+    RESULTS_DIR,
+    context,
+    context_markdown,
+    corpus_path,
+    human,
+    md_table,
+    parse_threads,
+    peak_rss_mib,
+    timed,
+    write_report,
+)
 
 GOAL_LINES_PER_MIN = 1_000_000
 

@@ -39,8 +39,20 @@ import numpy as np
 
 from scbow.config import TrainConfig
 
-from .common import CORPORA, RESULTS_DIR, context, context_markdown, corpus_path, data_dir, human, md_table, \
-    peak_rss_mib, timed, versions, write_report
+from .common import (
+    CORPORA,
+    RESULTS_DIR,
+    context,
+    context_markdown,
+    corpus_path,
+    data_dir,
+    human,
+    md_table,
+    peak_rss_mib,
+    timed,
+    versions,
+    write_report,
+)
 
 WARMUP_SENTENCES = 2000
 DEFINITIONS = {

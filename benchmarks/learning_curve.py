@@ -102,7 +102,7 @@ def main(argv=None) -> None:
         timing.append(["without", w["examples_per_second"], w["kernel_seconds"], "", w["hook_seconds"],
                        w["wall_seconds"], w["process_seconds"]])
     parts = [
-        f"# STS learning curve: gutenberg-10M, STS-B dev set",
+        "# STS learning curve: gutenberg-10M, STS-B dev set",
         f"Command: `python -m benchmarks.learning_curve` (runs `{with_eval['command']}`; the dev set is "
         f"`{dev_path}`). Figure: `{png_path.name}` (`scbow-numba plot {json_path} -o {png_path}`).",
         "Columns: examples seen, epochs, epoch end, training seconds (wall clock without the evaluations), mean "

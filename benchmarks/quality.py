@@ -17,7 +17,8 @@ punished or flattered by where its cosines sit.
 * ``cbow`` / ``skipgram``: gensim word2vec with the paper's settings (300 dims, window 5,
   min count 5, sample 1e-5, negative 5, 5 epochs) and the learning rates of the word2vec C
   tool the paper used, trained on exactly the tokens Siamese CBOW trains on;
-* ``fasttext``: fastText (the ``fasttext`` package) cbow with subwords (3-6 characters),
+* ``fasttext``: fastText (its Python bindings, ``import fasttext``; pip: ``fasttext-numpy2``, the
+  0.9 bindings built for NumPy 2) cbow with subwords (3-6 characters),
   300 dims, window 5, min count 5, negative 5, 5 epochs, its other defaults; unknown words
   get their subword vectors;
 * ``overlap``: untrained word overlap: a fixed random vector per distinct token, every token.

@@ -847,7 +847,8 @@ def render(r: dict) -> str:
             + md_table(("system", "dim", "seconds median", "min", "max", "spread", "/ gensim", "process wall",
                         "phases (medians, s)", "peak RSS MiB"), rows) + gen
             + "\n\nscbow's phases: compile = its first training call on a tiny corpus (loads the "
-            "kernels from numba's on-disk cache, compiling them when the cache is empty); post_process = the common-component removal after the epoch. gensim's tokenize = "
+            "kernels from numba's on-disk cache, compiling them when the cache is empty); post_process = the "
+            "common-component removal after the epoch. gensim's tokenize = "
             "`simple_preprocess` of every line. Process wall = the whole process, interpreter and imports "
             "included.")
     elif e is None and "e2e" in s["sections"]:
@@ -930,7 +931,8 @@ def parse_args(argv=None, prog="python -m benchmarks.run speed") -> argparse.Nam
     ap.add_argument("--corpus", choices=sorted(CORPORA, key=len), default=None, help="corpus (default 10M, quick 1M)")
     ap.add_argument("--threads", default=None, help="comma-separated kernel thread counts (default 1..N)")
     ap.add_argument("--repeats", type=int, default=None, help="repeats of every timed run (default 3, quick 1)")
-    ap.add_argument("--dim", type=int, default=TrainConfig().dim, help="embedding dimension of scbow and torch (default %(default)s)")
+    ap.add_argument("--dim", type=int, default=TrainConfig().dim,
+                    help="embedding dimension of scbow and torch (default %(default)s)")
     ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections (default all): " + ", ".join(SECTIONS))
     ap.add_argument("--skip-100m", action="store_true", help="no memory run on the 100M corpus (it takes minutes)")
     ap.add_argument("--no-paper-dim", action="store_true", help="no extra scbow end-to-end run at 300 dims")

@@ -100,7 +100,8 @@ def _pretrained_start(path, config, quiet):
 @click.option("--negative-mode", type=click.Choice(NEGATIVE_MODES), default=_D.negative_mode, show_default=True,
               help="Draw negatives from the target's own document, or uniformly from the corpus.")
 @click.option("--min-count", type=int, default=_D.min_count, show_default=True, help="Drop words seen fewer times.")
-@click.option("--max-vocab", type=int, default=_D.max_vocab, show_default=True, help="Keep only the most frequent words (0: no limit).")
+@click.option("--max-vocab", type=int, default=_D.max_vocab, show_default=True,
+              help="Keep only the most frequent words (0: no limit).")
 @click.option("--epochs", type=int, default=_D.epochs, show_default=True, help="Passes over the corpus.")
 @click.option("--lr", type=float, default=_D.lr, show_default=True, help="Starting learning rate, decayed linearly.")
 @click.option("--min-lr-fraction", type=float, default=_D.min_lr_fraction, show_default=True,
@@ -130,7 +131,8 @@ def _pretrained_start(path, config, quiet):
 @click.option("--threads", type=int, default=_D.threads, show_default=True,
               help="Training threads (0: all cores). 1 is deterministic for a --seed.")
 @click.option("--seed", type=int, default=_D.seed, show_default=True, help="Random seed.")
-@click.option("--device", type=click.Choice(DEVICES), default=_D.device, show_default=True, help="Train on the CPU or an NVIDIA GPU.")
+@click.option("--device", type=click.Choice(DEVICES), default=_D.device, show_default=True,
+              help="Train on the CPU or an NVIDIA GPU.")
 @click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
               help="Where encoded corpora are cached. Default: $SCBOW_CACHE_DIR or ~/.cache/scbow-numba/corpus.")
 @click.option("--no-cache", is_flag=True, help="Encode the corpus without reading or writing the cache.")

@@ -10,12 +10,11 @@ import dataclasses
 import math
 from dataclasses import dataclass, fields
 
+from .errors import ConfigError
+
 NEGATIVE_MODES = ("document", "uniform")
 DEVICES = ("cpu", "cuda")
 UNKNOWN_MODES = ("omit", "hash")
-
-
-from .errors import ConfigError
 
 
 @dataclass(frozen=True)

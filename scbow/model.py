@@ -7,10 +7,9 @@ from itertools import repeat
 
 import numpy as np
 
+from .config import UNKNOWN_MODES  # noqa: F401  (re-exported: omit, hash)
 from .tokenize import tokenize, tokenize_lines
 from .vocab import Vocab
-
-from .config import UNKNOWN_MODES  # noqa: F401  (re-exported: omit, hash)
 
 # What embed() does with a token that is not in the vocabulary: leave it out of the
 # average (the paper's rule), or give it a fixed random vector derived from a hash of the

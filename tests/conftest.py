@@ -11,6 +11,8 @@ import itertools
 import lzma
 import os
 import random
+import sys
+import traceback
 import zlib
 from pathlib import Path
 
@@ -64,6 +66,32 @@ def _patch_simulator_race() -> None:
             fn_globs.update(orig)
 
     kernel.swapped_cuda_module = swapped_cuda_module
+
+    # The simulator's shared arrays are made on first use, keyed by the line that asks for
+    # one: two simulated threads of a block can both find none and each make its own, and
+    # then the block's threads write different arrays (a rare wrong result, seen as a
+    # replay test off by 0.05). Making the array under a lock gives the block one array.
+    import threading
+
+    from numba.core import types
+    from numba.cuda.simulator import kernelapi
+    from numba.np import numpy_support
+
+    original = kernelapi.FakeCUDAShared.array
+    lock = threading.Lock()
+
+    def array(self, shape, dtype):
+        if shape == 0:  # dynamic shared memory: one buffer, nothing to race on
+            return original(self, shape, dtype)
+        caller = tuple(traceback.extract_stack(sys._getframe())[-2][0:2])
+        with lock:
+            res = self._allocations.get(caller)
+            if res is None:
+                np_dtype = numpy_support.as_dtype(dtype) if isinstance(dtype, types.Type) else dtype
+                res = self._allocations[caller] = np.empty(shape, np_dtype)
+        return res
+
+    kernelapi.FakeCUDAShared.array = array
 
 
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":

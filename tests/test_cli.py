@@ -10,11 +10,10 @@ import textwrap
 
 import numpy as np
 import pytest
+from conftest import assert_clean_error, make_runner
 
 from scbow.cli import main
 from scbow.formats import load_model, load_word2vec
-
-from conftest import assert_clean_error, make_runner
 
 
 @pytest.fixture

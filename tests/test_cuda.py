@@ -16,13 +16,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import DATA_DIR, assert_grad_close, build_example, pack, seed_of, synthetic_text
 
 import scbow.cuda as scuda
 from scbow.config import TrainConfig
 from scbow.errors import TrainingError
 from scbow.reference import loss_and_grad
-
-from conftest import DATA_DIR, assert_grad_close, build_example, pack, seed_of, synthetic_text
 
 PROBLEM = scuda.cuda_problem()
 needs_cuda = pytest.mark.skipif(PROBLEM is not None, reason=f"CUDA unusable here: {PROBLEM}")

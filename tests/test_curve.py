@@ -9,6 +9,8 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import WORDS, make_runner
+from conftest import assert_clean_error as _assert_clean_error
 
 from scbow import trainer as trainer_mod
 from scbow.cli import main
@@ -18,9 +20,6 @@ from scbow.curve import CommonComponents, CurveHook, parse_count, post_process
 from scbow.evaluate import read_sts, score_set
 from scbow.formats import load_model, save_model
 from scbow.model import Model, mean_rows
-
-from conftest import WORDS, make_runner
-from conftest import assert_clean_error as _assert_clean_error
 
 
 def assert_clean_error(result, *fragments):

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
-
-from scbow.reference import loss_and_grad
-
 from conftest import CASES, assert_grad_close, build_example, pack, seed_of
 
 from scbow.kernels import cpu  # noqa: E402  (imported plainly: an import error must fail, not skip)
+from scbow.reference import loss_and_grad
 
 DIMS = (3, 8, 32)
 NEGATIVES = (1, 2, 5, 10)

@@ -8,10 +8,9 @@ import zlib
 
 import numpy as np
 import pytest
+from conftest import CASES, build_example
 
 from scbow.reference import loss_and_grad, sentence_mean
-
-from conftest import CASES, build_example
 
 DIMS = (3, 8, 32)
 NEGATIVES = (1, 2, 5, 10)

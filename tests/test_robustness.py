@@ -26,18 +26,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_cli import TRAIN, assert_clean_error, make_runner
 
 import scbow
 from scbow import trainer as trainer_mod
 from scbow.checkpoint import Every, checkpoint_dir, parse_every
 from scbow.cli import main
 from scbow.config import ConfigError, TrainConfig
-from scbow.errors import CheckpointError, Interrupted, ModelError, TrainingError
+from scbow.errors import CheckpointError, Interrupted, ModelError
 from scbow.formats import load_model, save_model
 from scbow.model import Model
 from scbow.session import OutputLock, SignalGuard, lock_path, train_session
 from scbow.vocab import Vocab
-from test_cli import TRAIN, assert_clean_error, make_runner
 
 
 @pytest.fixture
@@ -949,6 +949,7 @@ def test_install_dir_without_an_atomic_swap_puts_the_old_model_back(tmp_path, mo
 @pytest.mark.parametrize("threads", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monkeypatch, threads):
     from conftest import DATA_DIR, missing_data
+
     from scbow.evaluate import read_sts, score_set
 
     dev = DATA_DIR / "sts-dev" / "stsb.dev.tsv"

@@ -7,15 +7,14 @@ import subprocess
 import sys
 import textwrap
 
+import numba  # noqa: E402  (a dependency: an import error must fail, not skip)
 import numpy as np
 import pytest
 
-import scbow
 from scbow.config import ConfigError, TrainConfig
 from scbow.corpus import CorpusError, load_corpus
 from scbow.trainer import TrainingError, train
 
-import numba  # noqa: E402  (a dependency: an import error must fail, not skip)
 # the submodule, not the top-level function scbow.train (see test_top_level_train_...)
 train_mod = importlib.import_module("scbow.trainer")
 

@@ -6,14 +6,13 @@ import json
 
 import numpy as np
 import pytest
+from conftest import make_runner
 
 from scbow.cli import main
 from scbow.evaluate import OverlapControl
 from scbow.formats import save_model
 from scbow.model import HASH_SCALE, Model, hashed_vector
 from scbow.vocab import Vocab
-
-from conftest import make_runner
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", "."]
 

@@ -11,6 +11,8 @@ import os
 
 import numpy as np
 import pytest
+from conftest import assert_clean_error as _assert_clean_error
+from conftest import make_runner
 
 import scbow
 from scbow.cli import main
@@ -22,9 +24,6 @@ from scbow.model import Model
 from scbow.pretrained import expand_vocabulary, fit_linear_map, pretrained_init
 from scbow.trainer import init_vectors
 from scbow.vocab import Vocab
-
-from conftest import assert_clean_error as _assert_clean_error
-from conftest import make_runner
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", ".", "don't", "café"]
 
