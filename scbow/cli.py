@@ -161,7 +161,7 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
 
     One sentence per line; an empty line, and the end of each file, ends a document.
     """
-    from .formats import check_output_dir, default_model_dir
+    from .formats import default_model_dir
 
     config = TrainConfig(**hyper)
     if config.device == "cuda":  # fail before reading the corpus, not after
@@ -176,7 +176,28 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
     curve = _curve_hook(eval_every, eval_dev, eval_sets, eval_test, config)
-    output = check_output_dir(output or default_model_dir())
+    if config.device == "cpu":  # before any work: the thread count is known now
+        from .trainer import resolve_threads
+
+        resolve_threads(config.threads)
+    output = Path(output or default_model_dir())
+    made = [p for p in (output.resolve().parent, *output.resolve().parent.parents) if not p.exists()]
+    try:
+        _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, resume, quiet, cache_dir, no_cache)
+    except BaseException:
+        # a failed run leaves nothing behind: not even the directories made for its output
+        for p in made:  # deepest first
+            try:
+                p.rmdir()
+            except OSError:
+                break
+        raise
+
+
+def _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, resume, quiet, cache_dir, no_cache):
+    from .formats import check_output_dir
+
+    output = check_output_dir(output)
     init, init_info = _pretrained_start(init_vectors, config, quiet)
     from .session import train_session
 

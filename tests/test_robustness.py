@@ -978,3 +978,17 @@ def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monke
         before, after = resumed.losses[11], resumed.losses[12]
         assert abs(after - before) < abs(after - resumed.losses[0]), resumed.losses
     assert a > 0.2 and b > 0.2  # scores of a trained model, not NaN or a degenerate one
+
+
+@pytest.mark.parametrize("bad, message", [(["--min-count", "100000"], "vocabulary is empty"),
+                                          (["--threads", "100000"], "threads")])
+def test_a_failed_run_leaves_no_directory_behind(tmp_path, corpus_file, runner, bad, message):
+    """Nothing written means nothing: not the output, and not the directories made for it;
+    an impossible thread count fails before the corpus is read (no cache entry)."""
+    out = tmp_path / "new" / "deeper" / "model"
+    cache = tmp_path / "cache"
+    result = runner.invoke(main, train_args(corpus_file, out, "--cache-dir", str(cache), *bad))
+    assert_clean_error(result, message)
+    assert not (tmp_path / "new").exists()
+    if "--threads" in bad:
+        assert files_under(tmp_path) == []  # the corpus was never read, so no cache either
