@@ -231,6 +231,7 @@ def test_plot_writes_png(curved_model, tmp_path):
 
 
 def test_plot_errors(curved_model, setup, tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")  # an optional extra: the plot itself needs it
     runner = make_runner()
     plain = tmp_path / "plain"
     result = runner.invoke(main, ["train", str(setup["corpus"]), "-o", str(plain), *TRAIN])
