@@ -285,6 +285,11 @@ class TorchPeer:
                                      stdout=subprocess.PIPE, stderr=self.log, text=True)
         self.hello = self._read()
         self.batches = batches
+        check = self.hello.get("oracle_check") or {}
+        if not check.get("passed"):
+            self.close()
+            raise BenchError(f"the torch peer's loss and gradient do not match scbow.reference ({check}): "
+                             "no ratio is reported against a peer that computes something else")
 
     def _read(self) -> dict:
         line = self.proc.stdout.readline()
@@ -799,7 +804,12 @@ def render(r: dict) -> str:
                 f"{'sparse' if w['sparse'] else 'dense'} gradients, `torch.set_num_threads(threads)`; "
                 f"{t['batches_timed']} batches timed after {t['warmup_batches']} warm-up batches, batches built "
                 "before the clock starts. Same examples as the kernel (target, neighbours, negatives from the "
-                "document).\n\n"
+                "document). The peer computes the paper's plain objective: the per-word step factors of the "
+                "frequency weights are one multiply per row in the kernel and are left out of it."
+                + (f" Checked before timing: its loss and gradient on {w['oracle_check']['examples']} examples "
+                   f"match `scbow.reference` (largest relative error {w['oracle_check']['max_loss_rel_err']:.1e} in "
+                   f"the loss, {w['oracle_check']['max_grad_rel_err']:.1e} in the gradient)."
+                   if w.get("oracle_check") else "") + "\n\n"
                 + md_table(("threads", "examples/s median", "min", "max", "spread", "kernel / torch"),
                            [(row["threads"], *_s(row["examples_per_s"]), f"{row.get('scbow_over_torch', 'n/a')}x")
                             for row in t["rows"].values()]))

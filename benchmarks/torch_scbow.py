@@ -186,6 +186,38 @@ def prepare(corpus, config, n_batches: int, batch_size: int = 100, seed: int = 0
     return out
 
 
+def oracle_check(W, corpus, members, n_pos, config, n: int = 3, sparse: bool = True) -> dict:
+    """Loss and gradient of the peer on ``n`` single examples against ``scbow.reference``.
+
+    The speed harness reports a ratio against the peer only when this passes: a fast peer
+    that computes something else is no peer.
+    """
+    from scbow.reference import loss_and_grad
+
+    tokens, offsets = np.asarray(corpus.tokens), np.asarray(corpus.offsets)
+
+    def sentence(s):
+        stop = offsets[s + 1] if not config.max_length else min(offsets[s + 1], offsets[s] + config.max_length)
+        return tokens[offsets[s]:stop].tolist()
+
+    loss_err = grad_err = 0.0
+    for row in range(min(n, len(members))):
+        m, k = members[row], int(n_pos[row])
+        model = TorchSiameseCBOW(W, lr=0.0, weight_decay=config.weight_decay, sparse=sparse)
+        loss = model.loss(model.tensors(members[row:row + 1], n_pos[row:row + 1], tokens, offsets, config.max_length))
+        loss.backward()
+        g = model.W.grad
+        g = (g.to_dense() if g.is_sparse else g).numpy().astype(np.float64)
+        ids = [int(x) for x in m if x >= 0]
+        ref_loss, ref_grad = loss_and_grad(np.asarray(W, np.float64), sentence(ids[0]),
+                                           [sentence(i) for i in ids[1:1 + k]], [sentence(i) for i in ids[1 + k:]],
+                                           weight_decay=config.weight_decay)
+        loss_err = max(loss_err, abs(float(loss.detach()) - ref_loss) / max(abs(ref_loss), 1e-12))
+        grad_err = max(grad_err, float(np.abs(g - ref_grad).max() / max(np.abs(ref_grad).max(), 1e-30)))
+    return {"examples": min(n, len(members)), "max_loss_rel_err": loss_err, "max_grad_rel_err": grad_err,
+            "passed": bool(loss_err < 1e-4 and grad_err < 1e-3)}
+
+
 class Worker:
     def __init__(self, corpus, config, warmup: int, batches: int, batch_size: int, sparse: bool):
         from scbow.trainer import init_vectors
@@ -193,8 +225,9 @@ class Worker:
         t0 = time.perf_counter()
         self.config = config
         raw = prepare(corpus, config, warmup + batches, batch_size)
-        self.model = TorchSiameseCBOW(init_vectors(len(corpus.vocab), config), config.lr,
-                                      config.weight_decay, sparse=sparse)
+        W = init_vectors(len(corpus.vocab), config)
+        self.oracle = oracle_check(W, corpus, *raw[0], config, sparse=sparse)
+        self.model = TorchSiameseCBOW(W, config.lr, config.weight_decay, sparse=sparse)
         self.batches = [self.model.tensors(m, n, corpus.tokens, corpus.offsets, config.max_length) for m, n in raw]
         self.tokens_per_example = float(np.mean([tokens_per_example(m, corpus.offsets, config.max_length)
                                                  for m, _ in raw]))
@@ -239,7 +272,7 @@ def main(argv=None) -> None:
     worker = Worker(corpus, config, args.warmup, args.batches, args.batch_size, sparse=not args.dense)
     hello = {"ready": True, "torch": torch.__version__, "prepare_seconds": round(worker.prepare_seconds, 3),
              "tokens_per_example": round(worker.tokens_per_example, 3), "sparse": not args.dense,
-             "batch_size": args.batch_size, "warmup_batches": args.warmup,
+             "batch_size": args.batch_size, "warmup_batches": args.warmup, "oracle_check": worker.oracle,
              "torch_config": torch.__config__.parallel_info().splitlines()[:6]}
     print(json.dumps(hello), flush=True)
     for line in sys.stdin:

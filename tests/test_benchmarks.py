@@ -184,3 +184,31 @@ def test_run_entry_point_lists_suites(capsys):
     assert "speed" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         run.main(["nonsense"])
+
+
+def test_the_speed_harness_checks_the_torch_peer_against_the_oracle(small_corpus_file, tmp_path):
+    """The peer's worker checks its loss and gradient on real examples before any timing,
+    and the check fails for a peer that computes something else."""
+    pytest.importorskip("torch")
+    from benchmarks import torch_scbow
+    from scbow.config import TrainConfig
+    from scbow.corpus import load_corpus
+    from scbow.trainer import init_vectors
+
+    config = TrainConfig(dim=8, min_count=1)
+    corpus = load_corpus([small_corpus_file], 1, cache_dir=tmp_path)
+    members, n_pos = torch_scbow.prepare(corpus, config, 1, batch_size=8)[0]
+    W = init_vectors(len(corpus.vocab), config)
+    good = torch_scbow.oracle_check(W, corpus, members, n_pos, config)
+    assert good["passed"] and good["examples"] == 3, good
+    original = torch_scbow.TorchSiameseCBOW.__init__
+
+    def with_decay(self, W, lr, weight_decay=0.0, sparse=True):  # a peer that adds a term the oracle lacks
+        original(self, W, lr, weight_decay=5.0, sparse=sparse)
+
+    torch_scbow.TorchSiameseCBOW.__init__ = with_decay
+    try:
+        bad = torch_scbow.oracle_check(W, corpus, members, n_pos, config)
+    finally:
+        torch_scbow.TorchSiameseCBOW.__init__ = original
+    assert not bad["passed"], bad
