@@ -536,3 +536,50 @@ def test_gpu_quality_is_within_001_dev_pearson_of_the_cpu_path(tmp_path):  # pra
         scores[device] = float(np.mean([score_set(train(corpus, TrainConfig(device=device, seed=seed), quiet=True)
                                                   .model.embed, dev).pearson for seed in (1, 2)]))
     assert abs(scores["cuda"] - scores["cpu"]) <= 0.01, scores
+
+
+# ---------------------------------------------------------------------------------------
+# Real atomics: many blocks on the same rows at once (a real GPU only: the simulator runs
+# blocks one at a time, so a plain read-modify-write would pass there)
+
+needs_real_gpu = pytest.mark.skipif(PROBLEM is not None or SIMULATOR,
+                                    reason="needs a real GPU: the simulator runs blocks one after the other")
+
+
+@needs_real_gpu
+def test_many_blocks_add_their_gradients_without_losing_one():
+    """256 blocks add the gradient of the same example into one array: exactly 256 times it."""
+    V, target, positives, negatives = build_example("shared", 2, 3, seed=21)
+    W = np.random.default_rng(21).standard_normal((V, 64)).astype(np.float32)
+    tokens, offsets, members = pack([target, *positives, *negatives])
+    blocks, threads = 256, 64
+    kern = KC.build(len(members), 64, threads)
+    W_d = cuda.to_device(W)
+    out_d = cuda.to_device(np.zeros_like(W))
+    kern.example[blocks, threads](W_d, W_d.reshape(V * 64).view(np.int32), out_d, cuda.to_device(tokens),
+                                  cuda.to_device(offsets), cuda.to_device(np.asarray(members, np.int64)),
+                                  cuda.to_device(np.ones(V, np.float32)), cuda.to_device(np.array([1.0, 0.0])),
+                                  cuda.to_device(np.array([2, 0, 0], np.int64)), cuda.to_device(np.zeros(1)))
+    _, ref = loss_and_grad(W, target, positives, negatives)
+    np.testing.assert_allclose(out_d.copy_to_host(), blocks * ref, rtol=1e-3, atol=1e-4 * blocks * np.abs(ref).max())
+
+
+@needs_real_gpu
+def test_many_blocks_compound_their_weight_decay_on_shared_rows():
+    """256 blocks each shrink the rows of one example in place (a vanishing data step): every
+    shrink must land, compounded by the compare-and-swap loop, as (1 + f) ** 256."""
+    V, target, positives, negatives = build_example("distinct", 2, 3, seed=22)
+    W0 = np.random.default_rng(22).standard_normal((V, 64)).astype(np.float32)
+    tokens, offsets, members = pack([target, *positives, *negatives])
+    blocks, threads, lr, decay = 256, 64, 1e-7, 1e5  # f = -lr * decay = -0.01 per occurrence
+    kern = KC.build(len(members), 64, threads)
+    W_d = cuda.to_device(W0)
+    kern.example[blocks, threads](W_d, W_d.reshape(V * 64).view(np.int32), W_d, cuda.to_device(tokens),
+                                  cuda.to_device(offsets), cuda.to_device(np.asarray(members, np.int64)),
+                                  cuda.to_device(np.ones(V, np.float32)), cuda.to_device(np.array([-lr, decay])),
+                                  cuda.to_device(np.array([2, 0, 1], np.int64)), cuda.to_device(np.zeros(1)))
+    W = W_d.copy_to_host()
+    used = sorted({w for s in [target, *positives, *negatives] for w in s})
+    expected = W0[used].astype(np.float64) * (1 - lr * decay) ** blocks  # each word occurs once ("distinct")
+    np.testing.assert_allclose(W[used], expected, rtol=2e-2)
+    assert np.abs(W[used]).max() < 0.2 * np.abs(W0[used]).max()  # it really shrank: 0.99 ** 256 = 0.08
