@@ -120,13 +120,25 @@ def corpus_identity(corpus) -> dict:
     }
 
 
+# Settings added after checkpoints were first written, with the value a checkpoint written
+# before them trained with: such a checkpoint resumes only with these values.
+BEFORE_THEY_EXISTED = {"frequency_weight": 0.0, "count_power": 0.0, "unknown": "omit", "unknown_scale": 0.75}
+
+
 def _config_differences(saved: dict, config: TrainConfig) -> list[str]:
     now = config.to_dict()
     out = []
     for key, value in now.items():
-        if key in FREE_ON_RESUME or key not in saved or saved[key] == value:
+        if key in FREE_ON_RESUME:
             continue
-        out.append(f"--{key.replace('_', '-')} was {saved[key]!r}, now {value!r}")
+        if key in saved:
+            was, note = saved[key], ""
+        elif key in BEFORE_THEY_EXISTED:
+            was, note = BEFORE_THEY_EXISTED[key], " (the checkpoint predates the setting)"
+        else:
+            continue
+        if was != value:
+            out.append(f"--{key.replace('_', '-')} was {was!r}{note}, now {value!r}")
     return out
 
 

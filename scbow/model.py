@@ -153,9 +153,16 @@ class Model:
         return mean_rows(self.vectors, ids[known], lengths, dtype=np.float32)
 
     def unknown_norm(self) -> float:
-        """The median norm of the vectors of the rarest tenth of the vocabulary (its last rows)."""
+        """The median norm of the vectors of the rarest tenth of the trained vocabulary.
+
+        Words with a count of 0 (added by vocabulary expansion, after the trained ones) are
+        not counted: the norm stays that of the words the model learned.
+        """
         if getattr(self, "_unknown_norm", None) is None:
-            rare = np.asarray(self.vectors[-max(1, len(self.vocab) // 10):], dtype=np.float64)
+            trained = np.flatnonzero(np.asarray(self.vocab.counts) > 0)
+            if len(trained) == 0:
+                trained = np.arange(len(self.vocab))
+            rare = np.asarray(self.vectors[trained[-max(1, len(trained) // 10):]], dtype=np.float64)
             self._unknown_norm = float(np.median(np.linalg.norm(rare, axis=1))) if len(rare) else 1.0
         return self._unknown_norm
 

@@ -330,10 +330,11 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
     n_targets = len(targets)
     total = n_targets * config.epochs
     weights = corpus_weights(corpus, config)
-    if callable(init):
-        # a callable gives the unweighted start (U); the frequency weights are applied here,
+    weighted = callable(init)
+    if weighted:
+        # a callable gives the unweighted start (U); the frequency weights are applied below,
         # as to the random start (an array, such as a checkpoint's matrix, is used as it is)
-        init = np.asarray(init(corpus.vocab), dtype=np.float32) * weights[:, None]
+        init = np.asarray(init(corpus.vocab), dtype=np.float32)
     if init is None:
         W = init_vectors(len(corpus.vocab), config, weights)
     else:
@@ -341,6 +342,8 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
             raise TrainingError(f"initial vectors have shape {init.shape}; this run needs "
                                 f"{(len(corpus.vocab), config.dim)}")
         W = np.array(init, dtype=np.float32, order="C", copy=True)
+        if weighted:
+            W *= weights[:, None]
     state = TrainState(total=total, targets_per_epoch=n_targets)
     if start is not None:
         if start.total != total or start.targets_per_epoch != n_targets:

@@ -1002,3 +1002,16 @@ def test_a_failed_run_leaves_no_directory_behind(tmp_path, corpus_file, runner, 
     assert not (tmp_path / "new").exists()
     if "--threads" in bad:
         assert files_under(tmp_path) == []  # the corpus was never read, so no cache either
+
+
+def test_a_checkpoint_from_before_the_frequency_weights_resumes_only_with_its_settings():
+    """A checkpoint written before a setting existed trained with that setting's old value;
+    resuming it under the new defaults would mix two objectives, so it is refused."""
+    from scbow.checkpoint import BEFORE_THEY_EXISTED, _config_differences
+
+    old = {k: v for k, v in TrainConfig(lr=0.02, weight_decay=10.0).to_dict().items() if k not in BEFORE_THEY_EXISTED}
+    diffs = _config_differences(old, TrainConfig(lr=0.02, weight_decay=10.0))
+    assert any(d.startswith("--frequency-weight was 0.0 (the checkpoint predates") for d in diffs), diffs
+    assert any(d.startswith("--unknown was 'omit'") for d in diffs), diffs
+    same = TrainConfig(lr=0.02, weight_decay=10.0, **BEFORE_THEY_EXISTED)
+    assert _config_differences(old, same) == []

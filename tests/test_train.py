@@ -338,3 +338,8 @@ def test_the_kernel_sees_the_run_position_across_epochs(corpus, monkeypatch):
             epoch += 1
         assert done == epoch * n + lo and total == 3 * n
     assert epoch == 2
+
+
+def test_a_callable_start_of_the_wrong_shape_is_a_clear_error(corpus):
+    with pytest.raises(TrainingError, match="initial vectors have shape"):
+        train(corpus, config(), quiet=True, init=lambda vocab: np.zeros((3, 32), np.float32))

@@ -106,3 +106,14 @@ def test_evaluate_cli_scores_more_pairs_with_hash(model, tmp_path):
     assert out["omit"]["sets"][0]["scored"] == 3
     assert out["hash"]["sets"][0]["scored"] == 5
     assert "unknown words: hash" in out["hash"]["sources"]["model"]
+
+
+def test_the_hashed_norm_ignores_words_added_without_counts():
+    """Vocabulary expansion appends words with count 0: the norm of hashed vectors stays that
+    of the rarest trained words."""
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(40)]
+    base = Model(Vocab(words, np.arange(40, 0, -1)), rng.standard_normal((40, 8)).astype(np.float32))
+    added = Model(Vocab(words + ["x1", "x2", "x3", "x4", "x5"], list(np.arange(40, 0, -1)) + [0] * 5),
+                  np.vstack([base.vectors, 100 * np.ones((5, 8), np.float32)]))
+    assert added.unknown_norm() == pytest.approx(base.unknown_norm())
