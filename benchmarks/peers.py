@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scbow.model import HASH_SCALE, hashed_vector
+from scbow.model import HASH_SCALE, hashed_vector, hashed_vectors, rarest_rows
 from scbow.tokenize import tokenize
 from scbow.trainer import corpus_weights, sample_sentences
 
@@ -61,7 +61,7 @@ class WordTable:
         self.known = np.ones(len(vocab), dtype=bool) if known is None else np.asarray(known, dtype=bool)
         self.oov = oov
         self.dim = self.M.shape[1]
-        rare = self.M[self.known][-max(1, int(self.known.sum()) // 10):].astype(np.float64)
+        rare = rarest_rows(self.M[self.known])
         self.rare_norm = float(np.median(np.linalg.norm(rare, axis=1))) if len(rare) else 1.0
 
     @classmethod
@@ -87,8 +87,7 @@ class WordTable:
         if unknown == "hash":
             if isinstance(self.oov, _HashAll):
                 return self.oov[token]
-            v = hashed_vector(token, self.dim)
-            return v * (HASH_SCALE * self.rare_norm / np.linalg.norm(v))
+            return hashed_vectors([token], self.dim, HASH_SCALE * self.rare_norm)[0]
         if unknown == "own" and self.oov is not None:
             return self.oov.get(token)
         return None

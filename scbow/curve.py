@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .evaluate import STSScore, STSSet, _correlations, row_cosines, summarize
-from .model import hashed_vector, mean_rows
+from .model import hashed_vectors, mean_rows, rarest_rows
 from .tokenize import tokenize
 from .trainer import COMMON_SAMPLE, Hook, sample_sentences
 
@@ -82,14 +82,9 @@ def prepare_set(sts: STSSet, vocab, unknown: str = "omit", dim: int = 0) -> Prep
         H = np.zeros((len(sentences), dim if unknown == "hash" else 0))
         for n, sentence in enumerate(sentences):
             tokens = tokenize(sentence)
-            known = []
-            for tok in tokens:
-                i = index.get(tok)
-                if i is not None:
-                    known.append(i)
-                elif unknown == "hash":
-                    h = hashed_vector(tok, dim)
-                    H[n] += h / np.linalg.norm(h)
+            known = [i for i in map(index.get, tokens) if i is not None]
+            if unknown == "hash" and len(known) < len(tokens):
+                H[n] = hashed_vectors([t for t in tokens if t not in index], dim, 1.0).sum(axis=0)
             flat.extend(known)
             count[n] = len(known)
             total[n] = len(tokens)
@@ -262,7 +257,7 @@ class CurveHook(Hook):
         """
         if s.hashed is None:
             return means
-        rare = np.asarray(W[-max(1, len(W) // 10):], dtype=np.float64)
+        rare = rarest_rows(W, self.corpus.vocab.counts)
         if transform is not None:
             rare = post_process(rare, *transform)
         norm = self.unknown_scale * float(np.median(np.linalg.norm(rare, axis=1)))

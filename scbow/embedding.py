@@ -41,6 +41,7 @@ from .tokenize import tokenize_lines
 BLOCK_CHARS = 1 << 22  # characters of text per block (about 40K lines of prose)
 NPY_HEADER_LEN = 128  # bytes of the .npy header we write: magic, length and padded dict
 _MAGIC = b"\x93NUMPY\x01\x00"
+_HASH_CACHE = 1 << 16  # unknown words whose hashed vectors an encoder keeps between blocks
 
 
 def npy_header(n_rows: int, dim: int) -> bytes:
@@ -83,6 +84,7 @@ class LineEncoder:
         self._n_words = len(model.vocab)
         self._dim = model.dim
         self._norm = scale * model.unknown_norm() if self.unknown == "hash" else 0.0
+        self._seen: dict[str, np.ndarray] = {}  # hashed vectors of unknown words met so far
 
     def encode(self, lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """int32 ids of the tokens of ``lines``, each line ended by a ``LINE_END`` marker,
@@ -95,17 +97,26 @@ class LineEncoder:
                           count=len(tokens))
         if self.unknown != "hash":
             return ids, np.empty((0, self._dim), dtype=np.float32)
-        from .model import hashed_vector
-
         where = np.flatnonzero(ids == self._unknown)
         table: dict[str, int] = {}
         for p in where.tolist():
             ids[p] = self._n_words + table.setdefault(tokens[p], len(table))
-        extra = np.empty((len(table), self._dim), dtype=np.float32)
-        for token, j in table.items():
-            v = hashed_vector(token, self._dim)
-            extra[j] = v * (self._norm / np.linalg.norm(v))
-        return ids, extra
+        return ids, self._hashed(list(table))
+
+    def _hashed(self, tokens: list[str]) -> np.ndarray:
+        """float32 hashed vectors of ``tokens``; a word seen in an earlier block is not hashed again."""
+        from .model import hashed_vectors
+
+        new = [t for t in tokens if t not in self._seen]
+        if len(self._seen) + len(new) > _HASH_CACHE:  # bounded: a huge input keeps only recent words
+            self._seen.clear()
+            new = tokens
+        for token, row in zip(new, hashed_vectors(new, self._dim, self._norm).astype(np.float32)):
+            self._seen[token] = row
+        extra = np.empty((len(tokens), self._dim), dtype=np.float32)
+        for j, token in enumerate(tokens):
+            extra[j] = self._seen[token]
+        return extra
 
 
 def average(vectors: np.ndarray, ids: np.ndarray, n_lines: int, fill: float = math.nan,

@@ -121,9 +121,7 @@ class Model:
         rows = np.empty((len(ids_arr), self.dim), dtype=np.float64)
         rows[~is_extra] = self.vectors[ids_arr[~is_extra]]
         if extra:
-            norm = unknown_scale * self.unknown_norm()
-            table = np.stack([hashed_vector(tok, self.dim) for tok in extra])
-            table *= norm / np.linalg.norm(table, axis=1, keepdims=True)
+            table = hashed_vectors(list(extra), self.dim, unknown_scale * self.unknown_norm())
             rows[is_extra] = table[ids_arr[is_extra] - len(index)]
         return mean_rows(rows, np.arange(len(ids_arr)), lengths).astype(np.float32)
 
@@ -159,10 +157,7 @@ class Model:
         not counted: the norm stays that of the words the model learned.
         """
         if getattr(self, "_unknown_norm", None) is None:
-            trained = np.flatnonzero(np.asarray(self.vocab.counts) > 0)
-            if len(trained) == 0:
-                trained = np.arange(len(self.vocab))
-            rare = np.asarray(self.vectors[trained[-max(1, len(trained) // 10):]], dtype=np.float64)
+            rare = rarest_rows(self.vectors, self.vocab.counts)
             self._unknown_norm = float(np.median(np.linalg.norm(rare, axis=1))) if len(rare) else 1.0
         return self._unknown_norm
 
@@ -230,6 +225,31 @@ def hashed_vector(token: str, dim: int) -> np.ndarray:
     """
     seed = int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
     return np.random.default_rng(seed).standard_normal(dim)
+
+
+def hashed_vectors(tokens, dim: int, norm: float) -> np.ndarray:
+    """:func:`hashed_vector` of each token, scaled to length ``norm``: float64 (len(tokens), dim).
+
+    What a model gives its unknown words (``norm``: ``unknown_scale * unknown_norm()``).
+    """
+    table = np.empty((len(tokens), dim))
+    for j, token in enumerate(tokens):
+        table[j] = hashed_vector(token, dim)
+    if len(table):
+        table *= norm / np.linalg.norm(table, axis=1, keepdims=True)
+    return table
+
+
+def rarest_rows(vectors: np.ndarray, counts=None) -> np.ndarray:
+    """The rows of the rarest tenth of the trained vocabulary (float64; the last rows: ids are by count).
+
+    Words with a count of 0 (added by vocabulary expansion, after the trained ones) do not
+    count. Their median norm sets the norm of hashed unknown-word vectors.
+    """
+    trained = np.arange(len(vectors)) if counts is None else np.flatnonzero(np.asarray(counts) > 0)
+    if len(trained) == 0:
+        trained = np.arange(len(vectors))
+    return np.asarray(vectors[trained[-max(1, len(trained) // 10):]], dtype=np.float64)
 
 
 # mean_rows adds the k-th rows of all the groups longer than k in one NumPy step while at
