@@ -96,41 +96,21 @@ class Model:
             raise TypeError("embed() takes a list of sentences; wrap a single sentence in a list")
         if unknown not in UNKNOWN_MODES:
             raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {unknown!r}")
-        if unknown == "omit":
-            unique = dict.fromkeys(sentences)  # a sentence said twice is embedded once
-            if len(unique) == len(sentences):
-                return self._embed_known(sentences)
-            row = {sentence: n for n, sentence in enumerate(unique)}
-            which = np.fromiter(map(row.__getitem__, sentences), dtype=np.int64, count=len(sentences))
-            return self._embed_known(list(unique))[which]
-        index = self.vocab.index
-        ids: list[int] = []
-        lengths = np.zeros(len(sentences), dtype=np.int64)
-        # hash: unknown tokens become extra rows after the vocabulary's, made once per call
-        extra: dict[str, int] = {}
-        for n, sentence in enumerate(sentences):
-            tokens = tokenize(sentence)
-            for tok in tokens:
-                i = index.get(tok)
-                if i is None:
-                    i = extra.setdefault(tok, len(index) + len(extra))
-                ids.append(i)
-            lengths[n] = len(tokens)
-        ids_arr = np.asarray(ids, dtype=np.int64)
-        is_extra = ids_arr >= len(index)
-        rows = np.empty((len(ids_arr), self.dim), dtype=np.float64)
-        rows[~is_extra] = self.vectors[ids_arr[~is_extra]]
-        if extra:
-            table = hashed_vectors(list(extra), self.dim, unknown_scale * self.unknown_norm())
-            rows[is_extra] = table[ids_arr[is_extra] - len(index)]
-        return mean_rows(rows, np.arange(len(ids_arr)), lengths).astype(np.float32)
+        scale = unknown_scale if unknown == "hash" else None
+        unique = dict.fromkeys(sentences)  # a sentence said twice is embedded once
+        if len(unique) == len(sentences):
+            return self._embed_lines(sentences, scale)
+        row = {sentence: n for n, sentence in enumerate(unique)}
+        which = np.fromiter(map(row.__getitem__, sentences), dtype=np.int64, count=len(sentences))
+        return self._embed_lines(list(unique), scale)[which]
 
-    def _embed_known(self, sentences) -> np.ndarray:
-        """``embed(sentences)`` with unknown words omitted: float32 (n, dim).
+    def _embed_lines(self, sentences, hash_scale: float | None) -> np.ndarray:
+        """``embed(sentences)``: float32 (n, dim); unknown words omitted, or hashed at ``hash_scale``.
 
         The sentences are tokenized in one call, one per line (the tokens of each line are
         those of ``tokenize(sentence)``: a line end is whitespace, and lowercasing a
-        sentence does not look past it), and looked up in one pass.
+        sentence does not look past it), and looked up in one pass. With hashing, the sums
+        of the hashed vectors are added to those of the known rows before dividing.
         """
         if not len(sentences):
             return np.empty((0, self.dim), dtype=np.float32)
@@ -143,12 +123,27 @@ class Model:
         if "\n" in index:  # a word no sentence can hold: here it would stand for the line ends
             ids[ids == index["\n"]] = -1
         unknown = np.flatnonzero(ids < 0)
-        ends = unknown[np.fromiter((tokens[i] == "\n" for i in unknown.tolist()), dtype=bool, count=len(unknown))]
+        is_end = np.fromiter((tokens[i] == "\n" for i in unknown.tolist()), dtype=bool, count=len(unknown))
+        ends = unknown[is_end]
         if len(ends) != len(sentences):
             raise AssertionError(f"tokenizer found {len(ends)} line ends in {len(sentences)} sentences")
         known = ids >= 0
         lengths = np.diff(np.cumsum(known)[ends], prepend=0)
-        return mean_rows(self.vectors, ids[known], lengths, dtype=np.float32)
+        if hash_scale is None:
+            return mean_rows(self.vectors, ids[known], lengths, dtype=np.float32)
+        words = unknown[~is_end]  # positions of the unknown words
+        if not len(words):
+            return mean_rows(self.vectors, ids[known], lengths, dtype=np.float32)
+        distinct, which = np.unique(np.array([tokens[p] for p in words.tolist()], dtype=object), return_inverse=True)
+        table = hashed_vectors(distinct.tolist(), self.dim, hash_scale * self.unknown_norm())
+        sentence_of = np.searchsorted(ends, words)  # a word's sentence: the line ends before it
+        sums = np.zeros((len(sentences), self.dim))
+        np.add.at(sums, sentence_of, table[which])
+        means = mean_rows(self.vectors, ids[known], lengths)  # float64, NaN where no known word
+        sums += np.where(lengths[:, None] > 0, means, 0.0) * lengths[:, None]
+        total = lengths + np.bincount(sentence_of, minlength=len(sentences))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (sums / np.where(total > 0, total, np.nan)[:, None]).astype(np.float32)
 
     def unknown_norm(self) -> float:
         """The median norm of the vectors of the rarest tenth of the trained vocabulary.
