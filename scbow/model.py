@@ -23,6 +23,7 @@ DEFAULT_UNKNOWN = "omit"
 # (benchmarks/results/unknown_words.md); with frequency weights the rarest rows are
 # nearly the untrained ones, and 1.0 (word overlap for unknown words) scored best.
 HASH_SCALE = 0.75
+_HASH_CACHE = 1 << 16  # unknown words whose unit hashed vectors a model keeps between embed() calls
 
 
 class Model:
@@ -135,15 +136,32 @@ class Model:
         if not len(words):
             return mean_rows(self.vectors, ids[known], lengths, dtype=np.float32)
         distinct, which = np.unique(np.array([tokens[p] for p in words.tolist()], dtype=object), return_inverse=True)
-        table = hashed_vectors(distinct.tolist(), self.dim, hash_scale * self.unknown_norm())
-        sentence_of = np.searchsorted(ends, words)  # a word's sentence: the line ends before it
+        table = self._unit_hashed(distinct.tolist()) * (hash_scale * self.unknown_norm())
+        sentence_of = np.searchsorted(ends, words)  # a word's sentence: the line ends before it (sorted)
         sums = np.zeros((len(sentences), self.dim))
-        np.add.at(sums, sentence_of, table[which])
+        # the r-th unknown word of every sentence at once (few per sentence; reduceat over
+        # 300 columns is slow, see mean_rows)
+        first = np.flatnonzero(np.r_[True, sentence_of[1:] != sentence_of[:-1]])
+        rank = np.arange(len(words)) - np.repeat(first, np.diff(np.r_[first, len(words)]))
+        for r in range(int(rank.max()) + 1):
+            at = rank == r
+            sums[sentence_of[at]] += table[which[at]]
         means = mean_rows(self.vectors, ids[known], lengths)  # float64, NaN where no known word
         sums += np.where(lengths[:, None] > 0, means, 0.0) * lengths[:, None]
         total = lengths + np.bincount(sentence_of, minlength=len(sentences))
         with np.errstate(invalid="ignore", divide="ignore"):
             return (sums / np.where(total > 0, total, np.nan)[:, None]).astype(np.float32)
+
+    def _unit_hashed(self, tokens: list[str]) -> np.ndarray:
+        """Unit-length hashed vectors of ``tokens`` (float64), kept between calls (bounded)."""
+        cache = self.__dict__.setdefault("_hashed", {})
+        new = [t for t in tokens if t not in cache]
+        if len(cache) + len(new) > _HASH_CACHE:
+            cache.clear()
+            new = tokens
+        for token, row in zip(new, hashed_vectors(new, self.dim, 1.0)):
+            cache[token] = row
+        return np.array([cache[t] for t in tokens]).reshape(len(tokens), self.dim)
 
     def unknown_norm(self) -> float:
         """The median norm of the vectors of the rarest tenth of the trained vocabulary.
