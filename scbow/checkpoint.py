@@ -37,8 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import TrainConfig
+from .config import TrainConfig, show_value
 from .errors import CheckpointError, TrainingError
+from .files import read_json
 
 CHECKPOINT_VERSION = 1
 STATE_FILE = "state.json"
@@ -68,6 +69,8 @@ class Every:
         return f"{self.examples:,} examples" if self.examples else f"{self.seconds:g} s"
 
 
+MAX_EVERY_EXAMPLES = 10**15
+MAX_EVERY_SECONDS = 366 * 24 * 3600
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|secs|m|min|mins|h|hr|hrs)")
 _UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "m": 60, "min": 60, "mins": 60, "h": 3600, "hr": 3600, "hrs": 3600}
 
@@ -86,13 +89,14 @@ def parse_every(value) -> Every:
         text = str(value)
     else:
         text = str(value).strip().lower().replace("_", "").replace(",", "")
-    if text.isdigit() and int(text) > 0:
+    if text.isascii() and text.isdigit() and len(text) <= 16 and 0 < int(text) <= MAX_EVERY_EXAMPLES:
         return Every(examples=int(text))
-    m = _DURATION.fullmatch(text)
-    if m and float(m.group(1)) > 0 and math.isfinite(float(m.group(1))):
+    m = _DURATION.fullmatch(text) if len(text) <= 40 else None
+    if m and 0 < float(m.group(1)) * _UNIT_SECONDS[m.group(2)] <= MAX_EVERY_SECONDS:
         return Every(seconds=float(m.group(1)) * _UNIT_SECONDS[m.group(2)])
     raise ValueError(
-        f"--checkpoint-every takes a number of examples (500000) or a duration (30s, 10m, 2h), got {value!r}"
+        f"--checkpoint-every takes a number of examples (500000) or a duration (30s, 10m, 2h) up to "
+        f"{MAX_EVERY_EXAMPLES:.0e} examples or a year, got {str(value)[:40]!r}"
     )
 
 
@@ -138,7 +142,7 @@ def _config_differences(saved: dict, config: TrainConfig) -> list[str]:
         else:
             continue
         if was != value:
-            out.append(f"--{key.replace('_', '-')} was {was!r}{note}, now {value!r}")
+            out.append(f"--{key.replace('_', '-')} was {show_value(was)}{note}, now {show_value(value)}")
     return out
 
 
@@ -205,12 +209,12 @@ def read_meta(path: Path) -> dict:
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"{path}: no checkpoint to resume from")
+    if not (path / STATE_FILE).is_file():
+        raise CheckpointError(f"{path}: damaged checkpoint (no {STATE_FILE}); delete it to start over")
     try:
-        meta = json.loads((path / STATE_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: damaged checkpoint (no {STATE_FILE}); delete it to start over") from None
-    except (OSError, ValueError) as exc:
-        raise CheckpointError(f"{path / STATE_FILE}: damaged checkpoint ({exc}); delete it to start over") from None
+        meta = read_json(path / STATE_FILE, CheckpointError, what="damaged checkpoint")
+    except CheckpointError as exc:
+        raise CheckpointError(f"{exc}; delete it to start over") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("checkpoint_version"), int):
         raise CheckpointError(f"{path / STATE_FILE}: not a checkpoint of scbow-numba; delete it to start over")
     if meta["checkpoint_version"] > CHECKPOINT_VERSION:
@@ -273,7 +277,12 @@ def restore(path: Path, meta: dict, corpus, config: TrainConfig):
         n_targets = len(trainable_targets(corpus))
         ok = (state.targets_per_epoch == n_targets and state.total == n_targets * config.epochs
               and 0 <= state.epoch <= config.epochs and 0 <= state.lo <= n_targets
-              and state.done == state.epoch * n_targets + state.lo)
+              and state.done == state.epoch * n_targets + state.lo
+              and all(isinstance(x, int) and not isinstance(x, bool)
+                      for x in (state.epoch, state.lo, state.done, state.total, state.targets_per_epoch))
+              and isinstance(state.kernel_seconds, (int, float)) and math.isfinite(state.kernel_seconds)
+              and isinstance(state.losses, list)
+              and all(isinstance(x, (int, float)) and math.isfinite(x) for x in state.losses))
     except (KeyError, TypeError, ValueError):
         ok = False
     if not ok:

@@ -45,6 +45,18 @@ class _Group(click.Group):
             # train's Interrupted says what was kept (a checkpoint) and which signal stopped it
             click.echo("\n" + (getattr(exc, "message", None) or "interrupted; nothing was written"), err=True)
             sys.exit(128 + getattr(exc, "signum", 2))
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except RecursionError:
+            raise click.ClickException("input nested too deeply to read (a damaged file?)") from None
+        except Exception as exc:
+            # every failure a user can cause has its own message above; this is a bug, but it
+            # still ends in one line (SCBOW_DEBUG=1 shows the traceback)
+            if os.environ.get("SCBOW_DEBUG"):
+                raise
+            text = str(exc).splitlines()[0][:200] if str(exc) else ""
+            raise click.ClickException(f"unexpected {type(exc).__name__}{': ' + text if text else ''} (a bug in "
+                                       "scbow-numba: please report it; SCBOW_DEBUG=1 shows where)") from None
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -59,6 +71,18 @@ def main():
 
 def _model_option(help_text="Model directory (or word2vec file). Default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model."):
     return click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None, help=help_text)
+
+
+def _model_dir(model_path) -> Path:
+    from .formats import default_model_dir
+
+    return Path(model_path or default_model_dir())
+
+
+def _refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False) -> None:
+    from .files import refuse_overwrite
+
+    refuse_overwrite(outputs, inputs, replaces_dirs)
 
 
 def _load(model_path):
@@ -181,6 +205,9 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
 
         resolve_threads(config.threads)
     output = Path(output or default_model_dir())
+    _refuse_overwrite({"-o": output, "its checkpoint": output.with_name(output.name + ".checkpoint")},
+                      [*(("the corpus", p) for p in corpus), ("--init-vectors", init_vectors),
+                       ("--eval-dev", eval_dev), *(("--eval-sets", p) for p in eval_sets)], replaces_dirs=True)
     made = [p for p in (output.resolve().parent, *output.resolve().parent.parents) if not p.exists()]
     try:
         _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, resume, quiet, cache_dir, no_cache)
@@ -265,6 +292,7 @@ def export(model_path, output, binary):
     """Export the word vectors in word2vec text (default) or binary format."""
     from .formats import export_word2vec
 
+    _refuse_overwrite({"-o": output}, {"the model": _model_dir(model_path)})
     model = _load(model_path)
     export_word2vec(model, output, binary=binary)
     click.echo(f"wrote {len(model):,} vectors of {model.dim} dims to {output}", err=True)
@@ -279,7 +307,7 @@ def export(model_path, output, binary):
               help="Where to list the lines with no known word. Default: OUTPUT with .npy replaced by .missing.txt.")
 @click.option("--fill", type=click.Choice(["nan", "zero"]), default="nan", show_default=True,
               help="Values of the row of a line with no known word.")
-@click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
+@click.option("--threads", type=click.IntRange(min=0, max=65_536), default=1, show_default=True,
               help="Threads of the parallel averaging kernel (0: all cores). 1: the serial kernel, which already "
                    "runs beside the tokenizer on a second core; more pays off only for models of many dimensions.")
 @click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
@@ -298,8 +326,10 @@ def embed(model_path, input_path, output, missing_file, fill, threads, unknown, 
     from .embedding import embed_file, missing_path_for
     from .progress import Progress
 
-    model = _load(model_path)
     missing_file = missing_file or missing_path_for(output)
+    _refuse_overwrite({"-o": output, "--missing": missing_file},
+                      {"the model": _model_dir(model_path), "INPUT": input_path})
+    model = _load(model_path)
     bar = Progress(0, unit="lines", enabled=None if not quiet else False)
     try:
         stats = embed_file(model, input_path, output, missing_file, fill=0.0 if fill == "zero" else float("nan"),
@@ -332,7 +362,7 @@ def _lookup_word(model, word: str) -> str:
 @click.option("--in", "in_path", type=click.Path(path_type=Path, allow_dash=True), default=None,
               help="Text file searched for --sentence (one sentence per line; .gz/.bz2/.xz too).")
 @click.option("--negative", multiple=True, help="A word to subtract from the query (repeatable).")
-@click.option("-n", "--topn", type=click.IntRange(min=1), default=10, show_default=True, help="How many to print.")
+@click.option("-n", "--topn", type=click.IntRange(min=1, max=10**9), default=10, show_default=True, help="How many to print.")
 def neighbors(model_path, words, sentence, in_path, negative, topn):
     """Print the nearest words of WORD... by cosine, or the nearest sentences of a file.
 
@@ -352,7 +382,13 @@ def neighbors(model_path, words, sentence, in_path, negative, topn):
         model = _load(model_path)
         positive = [_lookup_word(model, w) for w in words]
         minus = [_lookup_word(model, w) for w in negative]
-        for word, cos in model.most_similar(positive, topn=topn, negative=minus):
+        try:
+            found = model.most_similar(positive, topn=topn, negative=minus)
+        except ValueError:  # the words cancel out: no direction left to compare with
+            query = " + ".join(positive) + "".join(f" - {w}" for w in minus)
+            raise click.ClickException(f"the query {query} is the zero vector (its words cancel out, or their "
+                                       "vectors are zero); it has no nearest words") from None
+        for word, cos in found:
             click.echo(f"{word}\t{cos:.4f}")
         return
     if words or negative:
@@ -379,7 +415,7 @@ def neighbors(model_path, words, sentence, in_path, negative, topn):
 @click.option("--source", type=click.Path(path_type=Path), required=True,
               help="Pretrained vectors with a larger vocabulary (word2vec text or binary, or a model directory).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Model directory to write.")
-@click.option("--max-words", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--max-words", type=click.IntRange(min=0, max=2**62), default=0, show_default=True,
               help="Add only the first N new words of --source, in its order (usually most frequent first; 0: all).")
 @click.option("--affine", is_flag=True, help="Fit x M + b instead of the linear map x M.")
 def expand(model_path, source, output, max_words, affine):
@@ -394,6 +430,7 @@ def expand(model_path, source, output, max_words, affine):
     from .formats import check_output_dir, load_model, save_model
     from .pretrained import expand_vocabulary
 
+    _refuse_overwrite({"-o": output}, {"the model": _model_dir(model_path), "--source": source}, replaces_dirs=True)
     output = check_output_dir(output)
     model = _load(model_path)
     if not source.exists():
@@ -491,21 +528,26 @@ def _curve_hook(eval_every, eval_dev, eval_sets, eval_test, config):
 
 
 @main.command()
-@click.argument("model_path", metavar="[MODEL]", required=False, type=click.Path(path_type=Path))
+@click.argument("model_arg", metavar="[MODEL]", required=False, type=click.Path(path_type=Path))
+@_model_option("Model directory or curve.json file (the same as MODEL). Default: $SCBOW_MODEL or "
+               "~/.local/share/scbow-numba/model.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("curve.png"), show_default=True,
               help="The PNG file to write.")
 @click.option("--title", default=None, help="Title of the plot. Default: from the model's settings.")
-def plot(model_path, output, title):
+def plot(model_arg, model_path, output, title):
     """Draw the learning curve of MODEL (recorded by 'train --eval-every') as a PNG.
 
     Pearson on the dev set against examples seen, after the post-processing the saved
     model gets (solid) and as trained (dashed), the test-set mean when it was recorded,
-    and the ends of epochs. MODEL is a model directory or a curve.json file; default:
-    $SCBOW_MODEL or ~/.local/share/scbow-numba/model.
+    and the ends of epochs. MODEL (or -m MODEL, as in the other commands) is a model
+    directory or a curve.json file; default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model.
     """
     from .formats import CURVE_FILE, default_model_dir, load_curve
 
-    path = model_path or default_model_dir()
+    if model_arg is not None and model_path is not None and model_arg != model_path:
+        raise click.ClickException("give the model once: as MODEL or as -m, not both")
+    path = model_arg or model_path or default_model_dir()
+    _refuse_overwrite({"-o": output}, {"the model": path})
     config = {}
     if path.is_dir():
         if not (path / CURVE_FILE).is_file():
@@ -513,12 +555,11 @@ def plot(model_path, output, title):
                 raise click.ClickException(f"{path}: not a model directory (no config.json)")
             raise click.ClickException(f"{path}: the model has no learning curve ({CURVE_FILE}); "
                                        "train it with --eval-every N to record one")
-        try:
-            import json
+        from .files import read_json
 
-            config = json.loads((path / "config.json").read_text(encoding="utf-8")).get("config", {})
-        except (OSError, ValueError, AttributeError):
-            config = {}
+        meta = read_json(path / "config.json", what="damaged model")
+        config = meta.get("config") if isinstance(meta, dict) else None
+        config = config if isinstance(config, dict) else {}
         curve = load_curve(path / CURVE_FILE)
     elif path.is_file():
         curve = load_curve(path)
@@ -541,7 +582,7 @@ def plot(model_path, output, title):
               help="Word vectors to compare with (word2vec text or binary, or a model directory).")
 @click.option("--control", type=click.Choice(["overlap"]), default=None,
               help="Add an untrained word-overlap control (alone when no -m is given).")
-@click.option("--resamples", type=click.IntRange(min=100), default=1000, show_default=True,
+@click.option("--resamples", type=click.IntRange(min=100, max=1_000_000), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% interval of a Pearson difference.")
 @click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
               help="Words not in the vocabulary (of the model and --baseline): leave them out, or give each "

@@ -17,6 +17,35 @@ DEVICES = ("cpu", "cuda")
 UNKNOWN_MODES = ("omit", "hash")
 
 
+# What the program can hold. Integers: (lowest, highest) accepted; the highest are far past
+# any useful value and below what the kernels' int32/int64 arithmetic and memory can take
+# (a --dim of 100,000 is already 40 GB for 100K words).
+_I32 = 2**31 - 1
+INT_BOUNDS = {"dim": 1, "negatives": 1, "min_count": 1, "epochs": 1, "count_floor": 1,
+              "max_vocab": 0, "max_length": 0, "threads": 0}
+INT_MAX = {"dim": 100_000, "negatives": 1_000_000, "min_count": 2**62, "epochs": 100_000,
+           "count_floor": 2**62, "max_vocab": _I32, "max_length": _I32, "threads": 65_536}
+# Floats: [lowest, highest]; those in POSITIVE_FLOATS must also be > 0. (A huge lr is left
+# to the trainer, which stops and names it when the loss turns NaN.) init_std: float32
+# rows of that scale must keep finite squared norms (and nonzero ones: not below 1e-15).
+FLOAT_RANGES = {"lr": (0.0, 1e300), "init_std": (1e-15, 1e15), "min_lr_fraction": (0.0, 1.0),
+                "weight_decay": (0.0, 1e6), "frequency_weight": (0.0, 1e6), "count_power": (0.0, 100.0),
+                "unknown_scale": (0.0, 1e6)}
+POSITIVE_FLOATS = ("lr",)
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def show_value(value) -> str:
+    """``repr`` of a bad value, cut short (an integer of 10**5000 would fill the screen)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"{'-' if value < 0 else ''}about 10**{int(abs(value).bit_length() * 0.30103)}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     # Defaults were chosen on the STS-B dev set; every run is in benchmarks/results/search.md
@@ -80,36 +109,27 @@ class TrainConfig:
         self.validate()
 
     def validate(self) -> None:
-        positive_ints = ("dim", "negatives", "min_count", "epochs", "count_floor")
-        for name in positive_ints:
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        for name in ("max_vocab", "max_length", "threads"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
-        if not isinstance(self.common_components, int) or self.common_components < -1:
-            raise ConfigError(f"common_components must be an integer >= -1, got {self.common_components!r}")
+        for name, lo in INT_BOUNDS.items():
+            value, hi = getattr(self, name), INT_MAX[name]
+            if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+                kind = "a positive integer" if lo == 1 else "a non-negative integer"
+                raise ConfigError(f"{name} must be {kind} of at most {hi:,}, got {show_value(value)}")
+        if (not isinstance(self.common_components, int) or isinstance(self.common_components, bool)
+                or not -1 <= self.common_components <= INT_MAX["dim"]):
+            raise ConfigError(f"common_components must be an integer from -1 to {INT_MAX['dim']:,}, "
+                              f"got {show_value(self.common_components)}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed < 2**63:
-            raise ConfigError(f"seed must be an integer in [0, 2**63), got {self.seed!r}")
-        for name in ("lr", "init_std"):
+            raise ConfigError(f"seed must be an integer in [0, 2**63), got {show_value(self.seed)}")
+        for name, (lo, hi) in FLOAT_RANGES.items():
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-                raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
-        for name in ("frequency_weight", "count_power", "unknown_scale"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
-                raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")
-        if not isinstance(self.weight_decay, (int, float)) or not math.isfinite(self.weight_decay) or self.weight_decay < 0:
-            raise ConfigError(f"weight_decay must be a finite number >= 0, got {self.weight_decay!r}")
+            if not _number(value) or not lo <= value <= hi or (lo == 0 and name in POSITIVE_FLOATS and value == 0):
+                low = "> 0" if name in POSITIVE_FLOATS else f">= {lo:g}"
+                raise ConfigError(f"{name} must be a number {low} and at most {hi:g}, got {show_value(value)}")
         if self.lr * self.weight_decay >= 1.0:
             raise ConfigError(
                 f"lr * weight_decay must be below 1, got {self.lr:g} * {self.weight_decay:g}: every occurrence "
                 "of a word shrinks its vector by that fraction; lower --lr or --weight-decay"
             )
-        if not (0.0 <= self.min_lr_fraction <= 1.0):
-            raise ConfigError(f"min_lr_fraction must be in [0, 1], got {self.min_lr_fraction!r}")
         if self.negative_mode not in NEGATIVE_MODES:
             raise ConfigError(
                 f"negative_mode must be one of {', '.join(NEGATIVE_MODES)}, got {self.negative_mode!r}"

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CorpusError  # noqa: F401  (re-exported)
+from .files import read_json
 from .tokenize import TOKENIZER_VERSION, tokenize_lines
 from .vocab import Vocab
 
@@ -80,6 +81,10 @@ def expand_inputs(paths) -> list[Path]:
         raise CorpusError("no corpus file given")
     files: list[Path] = []
     for p in map(Path, paths):
+        if p.is_dir() and ((p / "vectors.npy").is_file() or (p / "state.json").is_file()):
+            what = "a training checkpoint" if (p / "state.json").is_file() else "a model directory"
+            raise CorpusError(f"{p}: is {what}, not a corpus (the output goes after -o: "
+                              f"'scbow-numba train CORPUS -o {p}')")
         if p.is_dir():
             found = sorted(
                 f for f in p.iterdir() if f.is_file() and f.name.lower().endswith(TEXT_SUFFIXES)
@@ -326,7 +331,7 @@ def load_corpus(
         if (target / "meta.json").is_file():
             try:
                 return _load_cached(target)
-            except (OSError, ValueError, KeyError):
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 shutil.rmtree(target, ignore_errors=True)  # stale or broken: rebuild
         try:
             root.mkdir(parents=True, exist_ok=True)
@@ -423,9 +428,32 @@ def _build(files, min_count, max_vocab, work: Path, progress) -> None:
     (work / "meta.json").write_text(json.dumps(stats, indent=1))
 
 
+def _check_arrays(a: dict, n_words: int) -> None:
+    """Raise ValueError unless the cached arrays index each other in bounds.
+
+    The kernels read them without bounds checks, so a damaged cache must be refused (and
+    rebuilt) here, not followed into memory it does not own. One pass over each array.
+    """
+    tokens, offsets, sent_doc, doc_offsets = a["tokens"], a["offsets"], a["sent_doc"], a["doc_offsets"]
+    n_sent, n_doc = len(offsets) - 1, len(doc_offsets) - 1
+    kinds = (tokens.dtype == np.int32 and offsets.dtype == np.int64 and sent_doc.dtype == np.int32
+             and doc_offsets.dtype == np.int64 and all(x.ndim == 1 for x in a.values()))
+    if not kinds or n_sent < 0 or n_doc < 0 or len(sent_doc) != n_sent:
+        raise ValueError("cache arrays have the wrong types or lengths")
+    if len(tokens) and (int(tokens.min()) < 0 or int(tokens.max()) >= n_words):
+        raise ValueError("cache tokens outside the vocabulary")
+    if offsets[0] != 0 or offsets[-1] != len(tokens) or (n_sent > 0 and np.diff(offsets).min() < 0):
+        raise ValueError("cache sentence offsets out of order")
+    if doc_offsets[0] != 0 or doc_offsets[-1] != n_sent or (n_doc > 0 and np.diff(doc_offsets).min() < 0):
+        raise ValueError("cache document offsets out of order")
+    if n_sent > 0 and (int(sent_doc.min()) < 0 or int(sent_doc.max()) >= max(n_doc, 1)
+                       or (n_sent > 1 and np.diff(sent_doc).min() < 0)):
+        raise ValueError("cache sentence documents out of order")
+
+
 def _load_cached(path: Path, keep_dir: Path | None = None) -> Corpus:
-    meta = json.loads((path / "meta.json").read_text())
-    if meta.get("cache_format") != CACHE_FORMAT:
+    meta = read_json(path / "meta.json", what="damaged corpus cache")  # a ModelError: a ValueError
+    if not isinstance(meta, dict) or meta.get("cache_format") != CACHE_FORMAT:
         raise ValueError("old cache format")
     arrays = {
         name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False)
@@ -434,6 +462,7 @@ def _load_cached(path: Path, keep_dir: Path | None = None) -> Corpus:
     vocab = Vocab.load(path / "vocab.txt")
     if len(arrays["tokens"]) != meta["tokens"] or len(arrays["offsets"]) != meta["sentences"] + 1:
         raise ValueError("cache arrays do not match their metadata")
+    _check_arrays(arrays, len(vocab))
     corpus = Corpus(vocab=vocab, stats=meta, cache_path=str(path), **arrays)
     if keep_dir is not None:
         # uncached encodings live in a temporary directory that goes with the process

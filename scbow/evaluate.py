@@ -60,13 +60,16 @@ class Comparison:
     ci_high: float
 
 
+MAX_GOLD = 1e6  # larger gold scores are damage, and their squares would overflow Pearson's sums
+
+
 def read_sts(path: os.PathLike) -> STSSet:
     path = Path(path)
     gold, first, second = [], [], []
     if path.is_dir():
         raise STSError(f"{path}: is a directory, expected an STS file")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark, as some editors write, is skipped
     except UnicodeDecodeError:
         raise STSError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
@@ -80,9 +83,12 @@ def read_sts(path: os.PathLike) -> STSSet:
         try:
             score = float(parts[0])
         except ValueError:
-            raise STSError(f"{path}: line {n}: gold score {parts[0]!r} is not a number") from None
+            raise STSError(f"{path}: line {n}: gold score {parts[0][:40]!r} is not a number") from None
         if not math.isfinite(score):
-            raise STSError(f"{path}: line {n}: gold score {parts[0]!r} is not finite")
+            raise STSError(f"{path}: line {n}: gold score {parts[0][:40]!r} is not finite")
+        if abs(score) > MAX_GOLD:
+            raise STSError(f"{path}: line {n}: gold score {parts[0][:40]!r} is out of range (STS scores lie within "
+                           f"+-{MAX_GOLD:g}; usually 0 to 5)")
         gold.append(score)
         first.append(parts[1])
         second.append(parts[2])

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ModelError  # noqa: F401  (re-exported)
+from .files import read_json
 from .model import Model
 from .vocab import Vocab
 
@@ -52,8 +53,8 @@ def is_model_dir(path: Path) -> bool:
     if not names <= set(MODEL_FILES + OPTIONAL_FILES) or "config.json" not in names:
         return False
     try:
-        meta = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (ValueError, OSError):
+        meta = read_json(path / "config.json")
+    except ModelError:
         return False
     return isinstance(meta, dict) and isinstance(meta.get("format_version"), int)
 
@@ -205,10 +206,7 @@ def load_model(path: os.PathLike, mmap: bool = True) -> Model:
     missing = [n for n in MODEL_FILES if not (path / n).is_file()]
     if missing:
         raise ModelError(f"{path}: not a model directory (missing {', '.join(missing)})")
-    try:
-        meta = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{path / 'config.json'}: not valid JSON ({exc})") from None
+    meta = read_json(path / "config.json", what="damaged model")
     if not isinstance(meta, dict) or not isinstance(meta.get("format_version"), int):
         raise ModelError(f"{path / 'config.json'}: has no format_version")
     if meta["format_version"] > FORMAT_VERSION:
@@ -217,37 +215,120 @@ def load_model(path: os.PathLike, mmap: bool = True) -> Model:
             f"understands ({FORMAT_VERSION}); upgrade scbow-numba"
         )
     try:
-        vectors = np.load(path / "vectors.npy", mmap_mode="r" if mmap else None, allow_pickle=False)
+        # opened memory-mapped first: a header that claims more rows than the file holds
+        # fails here instead of allocating them
+        vectors = np.load(path / "vectors.npy", mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
-        raise ModelError(f"{path / 'vectors.npy'}: cannot read vectors ({exc})") from None
-    if vectors.dtype != np.float32 or vectors.ndim != 2:
-        raise ModelError(f"{path / 'vectors.npy'}: expected a 2-d float32 array, got {vectors.dtype} {vectors.shape}")
+        raise ModelError(f"{path / 'vectors.npy'}: cannot read vectors ({_short(exc)})") from None
     try:
         vocab = Vocab.load(path / "vocab.txt")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{path / 'vocab.txt'}: {exc}") from None
-    if len(vocab) != vectors.shape[0]:
-        raise ModelError(
-            f"{path}: vocab.txt has {len(vocab)} words but vectors.npy has {vectors.shape[0]} rows"
-        )
+    except UnicodeDecodeError:
+        raise ModelError(f"{path / 'vocab.txt'}: damaged model (not UTF-8 text)") from None
+    except ValueError as exc:  # its message names the file and the line
+        raise ModelError(f"damaged model: {exc}") from None
+    config = meta.get("config", {})
+    check_vectors(path, vectors, len(vocab), config)
+    if not mmap:
+        vectors = np.array(vectors)
     info = {k: v for k, v in meta.items() if k not in ("config", "format_version")}
     if (path / CURVE_FILE).is_file():
         info["curve"] = load_curve(path / CURVE_FILE)
     return Model(vocab, vectors, meta.get("config", {}), info)
 
 
+# The largest dimension a model file may claim (the trainer's own bound on --dim).
+MAX_DIM = 100_000
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def check_vectors(where, vectors: np.ndarray, n_words: int, config: dict | None = None) -> None:
+    """Raise ModelError unless ``vectors`` is a healthy (n_words, dim) float32 matrix.
+
+    Damaged numbers are refused here, when a model is read, not printed later as results:
+    every value must be finite, ``dim`` at least 1, the rows one per word, and a
+    recorded ``config`` (a dict of valid settings) must agree with the matrix.
+    """
+    if vectors.dtype != np.float32 or vectors.ndim != 2:
+        raise ModelError(f"{where}: damaged model: expected a 2-d float32 matrix, got {vectors.dtype} "
+                         f"{vectors.shape}")
+    rows, dim = vectors.shape
+    if rows != n_words:
+        raise ModelError(f"{where}: damaged model: the vocabulary has {n_words:,} words but the vectors "
+                         f"have {rows:,} rows")
+    if not 1 <= dim <= MAX_DIM:
+        raise ModelError(f"{where}: damaged model: vectors of {dim:,} dimensions (1 to {MAX_DIM:,} are possible)")
+    if config is not None:
+        check_config(where, config, dim)
+    bad = first_nonfinite_row(vectors)
+    if bad is not None:
+        raise ModelError(f"{where}: damaged model: the vectors hold NaN or inf (row {bad + 1:,} of {rows:,} "
+                         "is the first)")
+
+
+def first_nonfinite_row(vectors: np.ndarray, block: int = 1 << 14):
+    """The index of the first row with a NaN or inf, or None; reads a block of rows at a time.
+
+    ``max`` and ``min`` propagate NaN and reach +-inf, so two reductions per block check
+    it without a boolean temporary of the block's size.
+    """
+    for lo in range(0, vectors.shape[0], block):
+        chunk = np.asarray(vectors[lo : lo + block])
+        if chunk.size and not (np.isfinite(chunk.max()) and np.isfinite(chunk.min())):
+            return lo + int(np.flatnonzero(~np.isfinite(chunk).all(axis=1))[0])
+    return None
+
+
+def check_config(where, config, dim: int) -> None:
+    """Raise ModelError unless a model's recorded ``config`` is a dict of valid settings for ``dim``.
+
+    Settings this version does not know are ignored; missing ones are allowed (older models).
+    """
+    from .config import TrainConfig
+    from .errors import ConfigError
+
+    if not isinstance(config, dict):
+        raise ModelError(f"{where}: damaged model: config.json's config is not an object")
+    try:
+        TrainConfig.from_dict(config)
+    except ConfigError as exc:
+        raise ModelError(f"{where}: damaged model: config.json records {exc}") from None
+    except TypeError as exc:  # not a settings mapping at all
+        raise ModelError(f"{where}: damaged model: config.json's config is malformed ({_short(exc)})") from None
+    if "dim" in config and config["dim"] != dim:
+        raise ModelError(f"{where}: damaged model: config.json records dim {config['dim']} but the vectors "
+                         f"have {dim} dimensions")
+
+
 def load_curve(path: os.PathLike) -> dict:
     """Read a ``curve.json`` (of a model directory, or a copy of one)."""
     path = Path(path)
-    try:
-        curve = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ModelError(f"{path}: not valid JSON ({exc})") from None
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    curve = read_json(path, what="damaged learning curve")
     if not isinstance(curve, dict) or not isinstance(curve.get("points"), list):
         raise ModelError(f"{path}: not a learning curve (no list of points)")
+    for n, point in enumerate(curve["points"], 1):
+        if not isinstance(point, dict) or not _finite_number(point.get("examples")) or not all(
+                isinstance(point.get(k), (dict, type(None))) for k in ("dev", "dev_raw", "test")):
+            raise ModelError(f"{path}: damaged learning curve (point {n} is malformed)")
+        for part, key in (("dev", "pearson"), ("dev_raw", "pearson"), ("test", "pearson_mean")):
+            value = (point.get(part) or {}).get(key)
+            if value is not None and not _finite_number(value):
+                raise ModelError(f"{path}: damaged learning curve (point {n}: {part} {key} is not a number)")
+    for key in ("dev", "post_processing", "test"):
+        if curve.get(key) is not None and not isinstance(curve[key], (dict, list, str)):
+            raise ModelError(f"{path}: damaged learning curve ({key} is malformed)")
+    if curve.get("dev") is not None and not isinstance(curve["dev"], dict):
+        raise ModelError(f"{path}: damaged learning curve (dev is malformed)")
     return curve
+
+
+def _finite_number(x) -> bool:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    return abs(x) < 1e300 if isinstance(x, int) else bool(np.isfinite(x))
 
 
 def export_word2vec(model: Model, path: os.PathLike, binary: bool = False) -> Path:
@@ -285,8 +366,8 @@ def load_word2vec(path: os.PathLike) -> Model:
             n, dim = (int(x) for x in header.split())
         except ValueError:
             raise ModelError(f"{path}: not a word2vec file (first line must be 'count dim')") from None
-        if n < 0 or dim <= 0:
-            raise ModelError(f"{path}: bad word2vec header {header!r}")
+        if n < 0 or not 1 <= dim <= MAX_DIM:
+            raise ModelError(f"{path}: bad word2vec header {header[:80]!r} (dimensions must be 1 to {MAX_DIM:,})")
         body = fh.read()
     # every vector takes at least 2 bytes a value in text ("0 ") and 4 in binary
     if n * (2 * dim + 1) > len(body) + n:
@@ -324,6 +405,7 @@ def load_word2vec(path: os.PathLike) -> Model:
         vocab = Vocab(words, counts)
     except ValueError as exc:
         raise ModelError(f"{path}: {exc}") from None
+    check_vectors(path, vectors, n)
     return Model(vocab, vectors, {}, {"source": str(path), "format": "word2vec-" + ("binary" if binary else "text")})
 
 

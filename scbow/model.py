@@ -213,7 +213,8 @@ class Model:
             raise ValueError("most_similar() needs at least one word or vector")
         query = np.mean(terms, axis=0)
         qnorm = np.linalg.norm(query)
-        if not np.isfinite(qnorm) or qnorm == 0:
+        # the terms are unit vectors: a mean this short is what rounding leaves when they cancel
+        if not np.isfinite(qnorm) or qnorm < 1e-5:
             raise ValueError("the query vector is zero or not finite; no direction to compare with")
         vectors = np.asarray(self.vectors, dtype=np.float64)
         norms = np.linalg.norm(vectors, axis=1)

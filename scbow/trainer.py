@@ -14,13 +14,35 @@ import numpy as np
 
 from .config import TrainConfig
 from .corpus import Corpus, load_corpus
-from .errors import CorpusError, TrainingError
+from .errors import ConfigError, CorpusError, TrainingError
 from .model import Model
 from .progress import Progress
 
 # Examples per kernel call: long enough to amortise the thread launch, short enough for
-# a lively progress line and a prompt Ctrl-C.
+# a lively progress line and a prompt Ctrl-C (the stop flag is read between calls).
 BATCH = 1 << 15
+# The work of one example, (3 + negatives) * (mean sentence length + 2) * dim, up to which
+# a batch holds BATCH examples (about 0.3 s on one core): 2 negatives, sentences of 40
+# words, 300 dims. Costlier examples (many negatives, long sentences, many dims) get
+# proportionally smaller batches, so that a batch still takes about as long and Ctrl-C
+# still stops a run within about a second, whatever the settings.
+BATCH_COST = 5 * (40 + 2) * 300
+
+
+def batch_size(config: TrainConfig, corpus: Corpus, base: int = BATCH) -> int:
+    """Examples per kernel call for this run: ``base``, cut for costly examples (see BATCH_COST).
+
+    A function of the settings and the corpus only, never of the clock: the batches, and
+    with them the random streams the kernel seeds per batch, are the same in every run
+    of the same settings, resumed or not.
+    """
+    length = len(corpus.tokens) / max(corpus.n_sentences, 1)
+    if config.max_length:
+        length = min(length, config.max_length)
+    cost = (3 + config.negatives) * (length + 2) * config.dim
+    if cost <= BATCH_COST:
+        return base
+    return max(1, int(base * BATCH_COST / cost))
 
 
 @dataclass
@@ -327,6 +349,11 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
             f"{corpus.n_documents} documents; an example needs a sentence with a neighbour in its "
             "document and at least 4 sentences in all"
         )
+    if config.negatives >= corpus.n_sentences - 1:
+        raise ConfigError(
+            f"negatives must be fewer than the sentences a negative is drawn from: this corpus has "
+            f"{corpus.n_sentences:,} usable sentences, so at most {max(corpus.n_sentences - 2, 0):,} negatives "
+            f"(the paper's best is 2), got {config.negatives:,}")
     n_targets = len(targets)
     total = n_targets * config.epochs
     weights = corpus_weights(corpus, config)
@@ -363,6 +390,7 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
     bar = Progress(total, unit="ex", enabled=None if not quiet else False)
     bar.update(state.done)
     orders = epoch_orders(targets, config.seed, state.epoch)
+    batch = batch_size(config, corpus, getattr(backend, "batch", BATCH))
     wall_start = time.perf_counter()
     hook_seconds = 0.0
 
@@ -382,7 +410,7 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
             epoch = state.epoch
             backend.begin_epoch(next(orders))
             while state.lo < n_targets:
-                lo, hi = state.lo, min(state.lo + getattr(backend, "batch", BATCH), n_targets)
+                lo, hi = state.lo, min(state.lo + batch, n_targets)
                 t0 = time.perf_counter()
                 loss_sum, n = backend.run(lo, hi, state.done)
                 state.kernel_seconds += time.perf_counter() - t0

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+MAX_COUNT = 2**63 - 1  # counts are int64
+
 
 class Vocab:
     """Words and counts; ``index[word]`` gives the id, ``words[id]`` the word.
@@ -21,7 +23,9 @@ class Vocab:
             raise ValueError(f"{len(self.words)} words but {len(self.counts)} counts")
         self.index = {w: i for i, w in enumerate(self.words)}
         if len(self.index) != len(self.words):
-            raise ValueError("the vocabulary has a repeated word")
+            seen = set()
+            twice = next(w for w in self.words if w in seen or seen.add(w))
+            raise ValueError(f"the vocabulary has a repeated word ({twice!r})")
 
     def __len__(self) -> int:
         return len(self.words)
@@ -44,8 +48,14 @@ class Vocab:
             lines.pop()
         for n, line in enumerate(lines, 1):
             word, sep, count = line.rpartition(" ")
-            if not sep or not word or not count.isdigit():
+            if not sep or not word or not (count.isascii() and count.isdigit()):
                 raise ValueError(f"{path}: line {n} is not 'word count'")
+            if len(count) > 19 or int(count) > MAX_COUNT:
+                raise ValueError(f"{path}: line {n}: count {count[:20]}{'...' if len(count) > 20 else ''} "
+                                 f"is larger than any corpus (at most {MAX_COUNT:,})")
             words.append(word)
             counts.append(int(count))
-        return cls(words, counts)
+        try:
+            return cls(words, counts)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None

@@ -525,10 +525,10 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, sm
         _damage(ck, how, tmp_path)
     result = runner.invoke(main, train_args(corpus_file, out, "--dim", "8", "--seed", "1", "--resume"))
     line = assert_clean_error(result)
-    expected = {"state-not-json": "damaged checkpoint (Expecting value", "state-missing": "(no state.json)",
+    expected = {"state-not-json": "damaged checkpoint (not valid JSON: Expecting value", "state-missing": "(no state.json)",
                 "state-newer": "newer than this scbow-numba understands", "state-inconsistent": "inconsistent training state",
                 "truncated-vectors.npy": "cannot read vectors", "missing-vocab.txt": "missing vocab.txt",
-                "nan-vectors": "the vectors hold NaN or inf", "shape": "vocab.txt has 38 words but vectors.npy has 5 rows"}
+                "nan-vectors": "the vectors hold NaN or inf", "shape": "the vocabulary has 38 words but the vectors have 5 rows"}
     assert expected[how] in line, line  # each damage named for what it is
     assert not out.exists() and ck.exists()  # a damaged checkpoint is reported, not deleted
 

@@ -185,7 +185,7 @@ def test_minimal_trainable_corpus(tmp_path):
     # negative left; the sampler must not hang
     (tmp_path / "a.txt").write_text("a b.\nb c.\nc d.\nd a.\n")
     for mode in ("document", "uniform"):
-        result = train([tmp_path / "a.txt"], TrainConfig(dim=8, min_count=1, threads=1, negatives=5,
+        result = train([tmp_path / "a.txt"], TrainConfig(dim=8, min_count=1, threads=1, negatives=2,
                                                          negative_mode=mode, epochs=2),
                        quiet=True, cache_dir=tmp_path / "cache")
         assert result.examples == 8

@@ -1,0 +1,102 @@
+"""Reading files the tool did not just write, and refusing outputs that would destroy inputs.
+
+Light (standard library only), so the CLI can use it before numpy is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .errors import ModelError
+
+
+def read_json(path: os.PathLike, error: type[Exception] = ModelError, what: str = "damaged file") -> object:
+    """The JSON value in ``path``; any failure to read or parse it is ``error("PATH: what (why)")``.
+
+    Every exception parsing can raise is caught: invalid UTF-8 or JSON, integers too long
+    to convert, and ``RecursionError`` from arrays nested thousands deep.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{path}: {what} (missing)") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: {what} (not UTF-8 text)") from None
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise error(f"{path}: {what} (JSON nested too deep)") from None
+    except ValueError as exc:  # JSONDecodeError, and int() of a number with too many digits
+        raise error(f"{path}: {what} (not valid JSON: {_short(exc)})") from None
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def _identity(path: Path):
+    """``(device, inode)`` of an existing file, else None."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _members(path: Path) -> list[Path]:
+    """``path`` itself and, for a directory, the files directly inside it (a model's files)."""
+    out = [path]
+    if path.is_dir():
+        try:
+            out.extend(p for p in path.iterdir())
+        except OSError:
+            pass
+    return out
+
+
+def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False) -> None:
+    """Raise ModelError if an output path is one of the inputs, or a file inside an input directory.
+
+    ``outputs`` maps a description ("-o") to a path (or None); ``inputs`` is a dict or a
+    list of ``(description, path)`` pairs ("the model", "the corpus").
+    Paths are compared resolved (symlinks followed) and by device and inode, so a hard
+    link or a second name of the same file is caught too. An output that does not exist
+    yet is compared by its resolved path.
+    """
+    taken: dict = {}  # identity or resolved path -> what it is
+    for name, path in (inputs.items() if isinstance(inputs, dict) else inputs):
+        if path is None or str(path) == "-":
+            continue
+        path = Path(path)
+        for member in _members(path):
+            label = name if member == path else f"{member.name} of {name}"
+            ident = _identity(member)
+            if ident is not None:
+                taken.setdefault(ident, label)
+            taken.setdefault(_resolved(member), label)
+    for out_name, out in outputs.items():
+        if out is None or str(out) == "-":
+            continue
+        out = Path(out)
+        hit = taken.get(_identity(out)) or taken.get(_resolved(out))
+        if hit is None and replaces_dirs and out.is_dir():  # a directory output is replaced whole: nothing read may be in it
+            inside = Path(_resolved(out))
+            hit = next((label for key, label in taken.items()
+                        if isinstance(key, str) and Path(key).is_relative_to(inside)), None)
+            if hit is not None:
+                hit = f"the directory holding {hit}"
+        if hit is not None:
+            raise ModelError(f"{out_name} {out}: is {hit}; refusing to overwrite an input (choose another path)")
+
+
+def _resolved(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError):
+        return str(path.absolute())

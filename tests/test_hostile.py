@@ -1,0 +1,406 @@
+"""Issue 15: hostile and damaged inputs, tested by class, several members each.
+
+1. Damaged numbers in a model (NaN, inf, no dimensions, a config that disagrees) are an
+   error for every command that reads a model, word2vec file or checkpoint.
+2. No value a handler does not expect ends in a traceback: huge integers in every option
+   and file, JSON nested deep in every JSON file the tool reads, queries that cancel out.
+3. Every run can be stopped: senseless settings are refused, and costly examples make
+   smaller batches, so Ctrl-C lands within about a second.
+4. No output may be one of the command's inputs or a file inside a model it reads.
+5. The smaller cases: STS files with a byte-order mark or absurd gold scores, --init-std
+   named in its error, a checkpoint whose header claims more rows than memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_cli import TRAIN, assert_clean_error, make_runner
+from test_robustness import Shim
+
+from scbow.cli import main
+from scbow.config import TrainConfig
+from scbow.errors import ConfigError, ModelError
+from scbow.files import read_json, refuse_overwrite
+from scbow.formats import load_model
+
+
+@pytest.fixture
+def runner():
+    return make_runner()
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory, make_text):
+    """A small model trained through the CLI, and its corpus; copied before any damage."""
+    base = tmp_path_factory.mktemp("hostile")
+    corpus = base / "corpus.txt"
+    corpus.write_text(make_text(n_docs=4, sents_per_doc=40, seed=5), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
+        result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / "model"), *TRAIN])
+    assert result.exit_code == 0, result.output
+    return base / "model", corpus
+
+
+@pytest.fixture
+def sts_file(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    path.write_text("4.0\tthe cat sat\tthe cat sat down\n1.0\tthe dog ran\ta cat slept\n"
+                    "2.5\tthe cat ran\tthe dog sat\n", encoding="utf-8")
+    return path
+
+
+def damaged_copy(src: Path, dst: Path, kind: str) -> Path:
+    shutil.copytree(src, dst)
+    vectors = np.load(dst / "vectors.npy")
+    meta = json.loads((dst / "config.json").read_text())
+    if kind in ("nan", "inf", "-inf"):
+        vectors[len(vectors) // 2, 3] = float(kind)
+    elif kind == "no-dims":
+        vectors = np.zeros((len(vectors), 0), dtype=np.float32)
+    elif kind == "config-dim-text":
+        meta["config"]["dim"] = "abc"
+    elif kind == "config-dim-disagrees":
+        meta["config"]["dim"] = vectors.shape[1] + 1
+    elif kind == "config-negatives":
+        meta["config"]["negatives"] = -3
+    elif kind == "config-not-object":
+        meta["config"] = [1, 2]
+    elif kind == "count-too-big":
+        lines = (dst / "vocab.txt").read_text().splitlines()
+        word = lines[1].rsplit(" ", 1)[0]
+        lines[1] = f"{word} {10 ** 30}"
+        (dst / "vocab.txt").write_text("\n".join(lines) + "\n")
+    else:
+        raise AssertionError(kind)
+    np.save(dst / "vectors.npy", vectors)
+    (dst / "config.json").write_text(json.dumps(meta))
+    return dst
+
+
+DAMAGE = {  # kind -> the words the error must hold
+    "nan": "NaN or inf", "inf": "NaN or inf", "-inf": "NaN or inf", "no-dims": "0 dimensions",
+    "config-dim-text": "dim must be", "config-dim-disagrees": "records dim", "config-negatives": "negatives must be",
+    "config-not-object": "not an object", "count-too-big": "larger than any corpus",
+}
+
+
+def every_reader(model: Path, tmp: Path, sts: Path, corpus: Path) -> dict:
+    """Each command that reads a model, with the model at ``model``."""
+    (tmp / "lines.txt").write_text("the cat sat\nthe dog ran\n")
+    return {
+        "similarity": ["similarity", "-m", model, "the cat sat", "the dog ran"],
+        "evaluate": ["evaluate", "-m", model, sts],
+        "evaluate-baseline": ["evaluate", "-m", model, "--baseline", model, sts],
+        "embed": ["embed", "-m", model, tmp / "lines.txt", "-o", tmp / "out.npy", "-q"],
+        "export": ["export", "-m", model, "-o", tmp / "out.txt"],
+        "neighbors": ["neighbors", "-m", model, "cat"],
+        "neighbors-sentence": ["neighbors", "-m", model, "--sentence", "the cat", "--in", tmp / "lines.txt"],
+        "expand": ["expand", "-m", model, "--source", model, "-o", tmp / "expanded"],
+        "init-vectors": ["train", corpus, "-o", tmp / "new", *TRAIN, "--init-vectors", model],
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# 1. Damaged numbers
+
+
+@pytest.mark.parametrize("kind", sorted(DAMAGE))
+def test_every_command_refuses_a_damaged_model(tmp_path, runner, healthy, sts_file, kind):
+    model = damaged_copy(healthy[0], tmp_path / "model", kind)
+    for name, argv in every_reader(model, tmp_path, sts_file, healthy[1]).items():
+        result = runner.invoke(main, [str(a) for a in argv])
+        assert_clean_error(result, DAMAGE[kind], exit_code=1)
+        assert "nan" not in result.stdout.lower(), (name, result.stdout)
+        for out in ("out.npy", "out.txt", "expanded", "new"):
+            assert not (tmp_path / out).exists(), (name, out)
+
+
+@pytest.mark.parametrize("body", [
+    "2 3\nthe 1 2 nan\ncat 1 2 3\n", "2 3\nthe 1 2 inf\ncat 1 2 3\n", "2 3\nthe 1 2 1e400\ncat 1 2 3\n",
+    "2 3\nthe 1 2 -Infinity\ncat 1 2 3\n", "2 0\nthe\ncat\n", f"2 {10 ** 20}\nthe 1\ncat 2\n",
+])
+def test_word2vec_files_with_damaged_numbers_are_refused(tmp_path, runner, body):
+    path = tmp_path / "vectors.txt"
+    path.write_text(body)
+    for argv in (["similarity", "-m", path, "the", "cat"], ["export", "-m", path, "-o", tmp_path / "x.txt"]):
+        assert_clean_error(runner.invoke(main, [str(a) for a in argv]), str(path), exit_code=1)
+    binary = tmp_path / "vectors.bin"
+    binary.write_bytes(b"2 3\nthe " + np.array([1, np.nan, 2], "<f4").tobytes() + b"\ncat "
+                       + np.array([1, 2, 3], "<f4").tobytes() + b"\n")
+    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(binary), "the", "cat"]), "NaN or inf")
+
+
+def test_a_healthy_model_still_loads_and_old_configs_pass(tmp_path, healthy):
+    model = load_model(healthy[0])
+    assert np.isfinite(model.vectors).all()
+    # a model of an older version: settings it lacks are fine, unknown ones ignored
+    old = shutil.copytree(healthy[0], tmp_path / "old")
+    meta = json.loads((old / "config.json").read_text())
+    for key in ("frequency_weight", "count_power", "unknown", "unknown_scale"):
+        del meta["config"][key]
+    meta["config"]["retired_setting"] = 7
+    (old / "config.json").write_text(json.dumps(meta))
+    assert load_model(old).dim == model.dim
+
+
+# ---------------------------------------------------------------------------------------
+# 2. No traceback from unexpected values
+
+
+@pytest.mark.parametrize("words, negative", [(["cat"], ["cat"]), (["cat", "dog"], ["cat", "dog"]),
+                                             (["Cat"], ["cat"])])
+def test_a_query_that_cancels_out_is_an_error(runner, healthy, words, negative):
+    argv = ["neighbors", "-m", str(healthy[0]), *words, *[f"--negative={w}" for w in negative]]
+    assert_clean_error(runner.invoke(main, argv), "zero vector", exit_code=1)
+
+
+HUGE = str(10 ** 20)
+
+
+@pytest.mark.parametrize("option", ["--dim", "--negatives", "--min-count", "--max-vocab", "--epochs", "--max-length",
+                                    "--threads", "--seed", "--common-components", "--count-floor"])
+@pytest.mark.parametrize("value", [HUGE, "-" + HUGE, "9" * 400])
+def test_huge_integers_in_train_options_name_the_option(tmp_path, runner, healthy, option, value):
+    result = runner.invoke(main, ["train", str(healthy[1]), "-o", str(tmp_path / "m"), option, value])
+    assert_clean_error(result, option)
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("option, value", [
+    ("--eval-every", "1e400"), ("--eval-every", "1e308M"), ("--eval-every", "9" * 100), ("--eval-every", "1e99999"),
+    ("--checkpoint-every", "9" * 100), ("--checkpoint-every", "1e400s"), ("--checkpoint-every", "9" * 40 + "h"),
+    ("--init-std", "1e300"), ("--init-std", "1e-300"), ("--lr", "nan"), ("--lr", "inf"), ("--weight-decay", "1e300"),
+    ("--count-power", "1e300"), ("--unknown-scale", "inf"), ("--frequency-weight", "-1"),
+    ("--min-lr-fraction", "2"),
+])
+def test_absurd_numbers_in_train_options_name_the_option(tmp_path, runner, healthy, option, value):
+    result = runner.invoke(main, ["train", str(healthy[1]), "-o", str(tmp_path / "m"), option, value])
+    assert_clean_error(result, option)
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["neighbors", "cat", "-n", HUGE], ["evaluate", "--resamples", HUGE], ["expand", "--max-words", HUGE * 2],
+    ["embed", "--threads", HUGE],
+])
+def test_huge_integers_in_other_commands(tmp_path, runner, healthy, sts_file, argv):
+    argv = [*argv, "-m", str(healthy[0])]
+    if argv[0] == "evaluate":
+        argv.append(str(sts_file))
+    if argv[0] == "expand":
+        argv += ["--source", str(healthy[0]), "-o", str(tmp_path / "x")]
+    if argv[0] == "embed":
+        argv += [str(sts_file), "-o", str(tmp_path / "x.npy")]
+    assert_clean_error(runner.invoke(main, argv), exit_code=2)
+
+
+def deep_json(depth: int = 100_000) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize("text", [deep_json(), '{"a": ' * 50_000 + "1" + "}" * 50_000, "1" * 5000, "\xff\xfe"])
+def test_read_json_turns_every_parse_failure_into_the_given_error(tmp_path, text):
+    path = tmp_path / "x.json"
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(ModelError, match="x.json: damaged"):
+        read_json(path, what="damaged thing")
+
+
+def test_deep_json_in_every_file_the_tool_reads(tmp_path, runner, healthy, sts_file):
+    # config.json of a model
+    model = shutil.copytree(healthy[0], tmp_path / "model")
+    (model / "config.json").write_text(deep_json())
+    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(model), "a cat", "a dog"]), "nested too deep")
+    # curve.json, read by plot
+    model = shutil.copytree(healthy[0], tmp_path / "curve-model")
+    (model / "curve.json").write_text(deep_json())
+    assert_clean_error(runner.invoke(main, ["plot", str(model), "-o", str(tmp_path / "c.png")]), "nested too deep")
+    (model / "curve.json").write_text(json.dumps({"points": [{"examples": 10 ** 400, "dev": {"pearson": 1}}]}))
+    assert_clean_error(runner.invoke(main, ["plot", "-m", str(model), "-o", str(tmp_path / "c.png")]), "malformed")
+    # state.json of a checkpoint
+    out = tmp_path / "run"
+    ckpt = shutil.copytree(healthy[0], tmp_path / "run.checkpoint")
+    (ckpt / "state.json").write_text(deep_json())
+    result = runner.invoke(main, ["train", str(healthy[1]), "-o", str(out), *TRAIN, "--resume"])
+    assert_clean_error(result, "damaged checkpoint", "nested too deep")
+    # meta.json of the corpus cache: a damaged cache is rebuilt, not followed
+    cache = tmp_path / "cache"
+    argv = ["train", str(healthy[1]), "-o", str(tmp_path / "fresh"), *TRAIN, "--cache-dir", str(cache)]
+    assert runner.invoke(main, argv).exit_code == 0
+    (meta,) = cache.glob("*/meta.json")
+    meta.write_text(deep_json())
+    shutil.rmtree(tmp_path / "fresh")
+    result = runner.invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    assert json.loads(meta.read_text())["sentences"] > 0  # rebuilt
+
+
+@pytest.mark.parametrize("damage", ["token-out-of-range", "offsets-backwards", "wrong-dtype"])
+def test_a_damaged_corpus_cache_is_rebuilt(tmp_path, runner, healthy, damage):
+    cache = tmp_path / "cache"
+    argv = ["train", str(healthy[1]), "-o", str(tmp_path / "m"), *TRAIN, "--cache-dir", str(cache)]
+    assert runner.invoke(main, argv).exit_code == 0
+    (entry,) = cache.iterdir()
+    if damage == "token-out-of-range":
+        tokens = np.load(entry / "tokens.npy")
+        tokens[5] = 10 ** 9
+        np.save(entry / "tokens.npy", tokens)
+    elif damage == "offsets-backwards":
+        offsets = np.load(entry / "offsets.npy")
+        offsets[3], offsets[4] = offsets[4], offsets[3] - 1
+        np.save(entry / "offsets.npy", offsets)
+    else:
+        np.save(entry / "sent_doc.npy", np.load(entry / "sent_doc.npy").astype(np.float64))
+    before = load_model(tmp_path / "m").vectors.copy()
+    result = runner.invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    np.testing.assert_array_equal(load_model(tmp_path / "m").vectors, before)  # the same corpus, rebuilt
+
+
+# ---------------------------------------------------------------------------------------
+# 3. Every run can be stopped
+
+
+@pytest.mark.parametrize("mode", ["document", "uniform"])
+def test_negatives_at_least_the_sentences_are_refused(tmp_path, runner, mode):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("".join(f"sentence number {i} here.\n" for i in range(10)))
+    for negatives, ok in ((9, False), (10, False), (100_000, False), (8, True)):
+        result = runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m"), *TRAIN, "--negatives",
+                                      str(negatives), "--negative-mode", mode])
+        if ok:
+            assert result.exit_code == 0, result.output
+        else:
+            assert_clean_error(result, "--negatives", "10 usable sentences", "at most 8")
+            assert not (tmp_path / "m").exists()
+
+
+def test_costly_examples_make_smaller_batches(healthy):
+    from scbow.corpus import load_corpus
+    from scbow.trainer import BATCH, batch_size
+
+    corpus = load_corpus([healthy[1]], 1, 0, use_cache=False)
+    assert batch_size(TrainConfig(), corpus) == BATCH  # the defaults keep the full batch
+    sizes = [batch_size(TrainConfig(negatives=n), corpus) for n in (2, 50, 500, 5000, 50_000)]
+    assert sizes[0] == BATCH and all(a > b for a, b in zip(sizes, sizes[1:])) and sizes[-1] >= 1
+    assert batch_size(TrainConfig(dim=100_000), corpus) < BATCH // 50
+    assert batch_size(TrainConfig(dim=100_000, negatives=1_000_000), corpus) == 1
+    # the work of one batch stays about constant
+    length = len(corpus.tokens) / corpus.n_sentences
+    works = [batch_size(TrainConfig(negatives=n), corpus) * (3 + n) * (length + 2) for n in (50, 500, 5000)]
+    assert max(works) / min(works) < 1.1
+
+
+def test_ctrl_c_stops_a_run_of_costly_examples_within_seconds(tmp_path, make_text):
+    """15,000 negatives an example: one batch of the old fixed size (here the whole epoch) took minutes."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(make_text(n_docs=20, sents_per_doc=1000, seed=2), encoding="utf-8")
+    out = tmp_path / "m"
+    argv = ["train", corpus, "-o", out, "--dim", "300", "--min-count", "1", "--threads", "1", "-q",
+            "--negatives", "15000", "--negative-mode", "uniform"]
+    shim = Shim(argv, SHIM_BATCH=1 << 15)  # the real batch size: the run sizes its batches itself
+    shim.wait_for("BATCH 0")
+    shim.wait_for("BATCH", timeout=60)  # the second batch: training is under way
+    sent = time.monotonic()
+    shim.proc.send_signal(signal.SIGINT)
+    code, stderr = shim.finish()
+    assert code == 130, stderr
+    assert time.monotonic() - sent < 10, "Ctrl-C waited for a long batch"
+    assert "checkpoint written" in stderr and not out.exists()
+
+
+# ---------------------------------------------------------------------------------------
+# 4. Outputs never overwrite inputs
+
+
+def test_outputs_that_are_inputs_are_refused(tmp_path, runner, healthy):
+    model = shutil.copytree(healthy[0], tmp_path / "model")
+    text = tmp_path / "in.txt"
+    text.write_text("the cat sat\nthe dog ran\n")
+    os.link(text, tmp_path / "hard.txt")
+    (tmp_path / "sym.txt").symlink_to(text)
+    (tmp_path / "model-link").symlink_to(model)
+    cases = [
+        (["embed", "-m", model, text, "-o", text], "INPUT"),
+        (["embed", "-m", model, text, "-o", tmp_path / "hard.txt"], "INPUT"),
+        (["embed", "-m", model, text, "-o", tmp_path / "sym.txt"], "INPUT"),
+        (["embed", "-m", model, text, "-o", tmp_path / "o.npy", "--missing", text], "INPUT"),
+        (["embed", "-m", model, text, "-o", model / "vectors.npy"], "vectors.npy of the model"),
+        (["embed", "-m", model, text, "-o", tmp_path / "o.npy", "--missing", model / "vocab.txt"], "vocab.txt"),
+        (["export", "-m", model, "-o", model / "vectors.npy"], "vectors.npy of the model"),
+        (["export", "-m", tmp_path / "model-link", "-o", model / "config.json"], "config.json of the model"),
+        (["plot", "-m", model, "-o", model / "config.json"], "config.json of the model"),
+        (["expand", "-m", model, "--source", model, "-o", model], "the model"),
+        (["train", model / "vocab.txt", "-o", model, *TRAIN], "the corpus"),
+        (["train", healthy[1], "-o", tmp_path / "m2", *TRAIN, "--init-vectors", model], None),  # another output: fine
+        (["train", healthy[1], "-o", model, *TRAIN, "--init-vectors", model], "--init-vectors"),
+        (["train", tmp_path / "m2", "-o", tmp_path / "m3", *TRAIN], "not a corpus"),
+    ]
+    snapshot = {p: p.read_bytes() for p in [text, *model.iterdir()]}
+    for argv, fragment in cases:
+        result = runner.invoke(main, [str(a) for a in argv])
+        if fragment is None:
+            assert result.exit_code == 0, result.output
+        else:
+            assert_clean_error(result, fragment, exit_code=1)
+    assert {p: p.read_bytes() for p in snapshot} == snapshot
+    assert not (tmp_path / "o.npy").exists() and not (tmp_path / "m3").exists()
+
+
+def test_refuse_overwrite_compares_files_not_names(tmp_path):
+    a = tmp_path / "a.txt"
+    a.write_text("x")
+    refuse_overwrite({"-o": tmp_path / "b.txt"}, {"INPUT": a})  # a new file: fine
+    with pytest.raises(ModelError, match="is INPUT"):
+        refuse_overwrite({"-o": tmp_path / "sub" / ".." / "a.txt"}, {"INPUT": a})
+    with pytest.raises(ModelError, match="the directory holding"):
+        refuse_overwrite({"-o": tmp_path}, {"INPUT": a}, replaces_dirs=True)
+    refuse_overwrite({"-o": tmp_path}, {"INPUT": a})  # a file command reports "is a directory" itself
+
+
+# ---------------------------------------------------------------------------------------
+# 5. The smaller ones
+
+
+def test_sts_files_with_a_bom_and_absurd_gold_scores(tmp_path, runner, healthy):
+    bom = tmp_path / "bom.tsv"
+    bom.write_bytes("\ufeff5.000\tthe cat sat\tthe cat sat\n1.0\tthe dog\ta cat\n2\tcat\tdog\n".encode("utf-8"))
+    result = runner.invoke(main, ["evaluate", "-m", str(healthy[0]), str(bom)])
+    assert result.exit_code == 0, result.output
+    for gold in ("1e308", "-1e308", "1e7"):
+        bad = tmp_path / "bad.tsv"
+        bad.write_text(f"1.0\tthe cat\ta cat\n{gold}\tthe dog\ta dog\n")
+        assert_clean_error(runner.invoke(main, ["evaluate", "-m", str(healthy[0]), str(bad)]), "line 2", "out of range")
+
+
+def test_a_checkpoint_whose_header_claims_too_many_rows(tmp_path, runner, healthy):
+    out = tmp_path / "run"
+    ckpt = shutil.copytree(healthy[0], tmp_path / "run.checkpoint")
+    header = np.lib.format.header_data_from_array_1_0(np.zeros((2, 16), np.float32))
+    header["shape"] = (10 ** 12, 16)
+    with open(ckpt / "vectors.npy", "wb") as fh:
+        np.lib.format.write_array_header_1_0(fh, header)
+        fh.write(b"\0" * 128)
+    (ckpt / "state.json").write_text(json.dumps({"checkpoint_version": 1, "state": {}, "config": {}, "corpus": {}}))
+    result = runner.invoke(main, ["train", str(healthy[1]), "-o", str(out), *TRAIN, "--resume"])
+    error = assert_clean_error(result, exit_code=1)
+    assert "--dim" not in error and "memory" not in error
+    # the same file as a model: refused as damaged, never allocated
+    shutil.copy(ckpt / "vectors.npy", shutil.copytree(healthy[0], tmp_path / "m") / "vectors.npy")
+    with pytest.raises(ModelError, match="cannot read vectors"):
+        load_model(tmp_path / "m", mmap=False)
+
+
+def test_config_bounds_hold_in_the_api():
+    for bad in (dict(epochs=10 ** 20), dict(dim=0), dict(dim=True), dict(init_std=1e300), dict(negatives=2.0)):
+        with pytest.raises(ConfigError):
+            TrainConfig(**bad)
