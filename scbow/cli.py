@@ -65,12 +65,18 @@ def main():
     """Siamese CBOW sentence embeddings: train word vectors whose average embeds a sentence.
 
     Models live in one default place unless -o/-m says otherwise: $SCBOW_MODEL, else
-    ~/.local/share/scbow-numba/model.
+    $XDG_DATA_HOME/scbow-numba/model ($XDG_DATA_HOME defaults to ~/.local/share).
+    Encoded corpora are cached in $SCBOW_CACHE_DIR, else ~/.cache/scbow-numba/corpus
+    ('scbow-numba cache' lists and clears it).
     """
 
 
 def _model_option(help_text="Model directory (or word2vec file). Default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model."):
     return click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None, help=help_text)
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"
 
 
 def _model_dir(model_path) -> Path:
@@ -115,7 +121,7 @@ def _pretrained_start(path, config, quiet):
     return init, info
 
 
-@main.command()
+@main.command(short_help="Train a model on a corpus (one sentence per line).")
 @click.argument("corpus", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="Model directory to write. Default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model.")
@@ -131,8 +137,9 @@ def _pretrained_start(path, config, quiet):
 @click.option("--min-lr-fraction", type=float, default=_D.min_lr_fraction, show_default=True,
               help="Floor of the decayed learning rate, as a fraction of --lr.")
 @click.option("--weight-decay", type=float, default=_D.weight_decay, show_default=True,
-              help="L2 decay per word occurrence: each occurrence shrinks a row by lr * decay of itself "
-                   "(0: off; frequency weights keep frequent words down instead).")
+              help="L2 decay per word occurrence: each occurrence of a word shrinks its row by lr * DECAY of "
+                   "itself (at --lr 0.1, 10 shrinks it by 1 percent each time it is seen); lr * DECAY must stay "
+                   "below 1. 0: off, the paper's objective (the frequency weights keep frequent words down instead).")
 @click.option("--frequency-weight", type=float, default=_D.frequency_weight, show_default=True,
               help="a of the weights a/(a + p(w)) inside sentence averages (SIF's), folded into the saved "
                    "vectors; 0: the paper's unweighted average.")
@@ -160,18 +167,20 @@ def _pretrained_start(path, config, quiet):
 @click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
               help="Where encoded corpora are cached. Default: $SCBOW_CACHE_DIR or ~/.cache/scbow-numba/corpus.")
 @click.option("--no-cache", is_flag=True, help="Encode the corpus without reading or writing the cache.")
-@click.option("--checkpoint-every", metavar="N|DURATION", default=None,
-              help="Write a checkpoint (OUTPUT.checkpoint) every N examples or every DURATION (30s, 10m, 2h). "
-                   "Ctrl-C and SIGTERM always write one.")
+@click.option("--checkpoint-every", metavar="N|DURATION", default=None, show_default="off",
+              help="Write a checkpoint (OUTPUT.checkpoint) every N examples (at the first batch end at or after "
+                   "each multiple) or every DURATION (30s, 10m, 2h). Ctrl-C and SIGTERM always write one.")
 @click.option("--resume", is_flag=True,
               help="Continue the interrupted run into OUTPUT from its checkpoint (same corpus and settings).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")
 @click.option("--init-vectors", type=click.Path(path_type=Path), default=None,
               help="Start the rows of the words these vectors have from them (word2vec text or binary, or a "
                    "model directory; same dimensions as --dim), rescaled to --init-std; the rest at random.")
-@click.option("--eval-every", metavar="N", default=None,
+@click.option("--eval-every", metavar="N", default=None, show_default="off",
               help="Score the STS dev set every N examples (500000, 500k, 2M), at every epoch end and before "
-                   "training; the learning curve is saved as curve.json in the model (see 'plot').")
+                   "training; the learning curve is saved as curve.json in the model (see 'plot'). Points fall on "
+                   "batch ends: at the first one at or after each multiple of N (batches are 32,768 examples, fewer "
+                   "for costly settings); the curve records the exact count.")
 @click.option("--eval-dev", type=click.Path(path_type=Path), default=None,
               help="The dev set of --eval-every. Default: $SCBOW_STS_DEV, else "
                    "shared/data/sts-dev/stsb.dev.tsv or ../shared/data/sts-dev/stsb.dev.tsv.")
@@ -240,23 +249,40 @@ def _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, r
                            before_save=before_save, warn=lambda line: click.echo(line, err=True),
                            hooks=[curve] if curve is not None else [])
     if not quiet:
+        from .progress import plural
+
         t = result.model.info["training"]
         c = result.model.info["corpus"]
         click.echo(
-            f"trained {config.epochs} epoch(s): {result.examples:,} examples in {result.seconds:.1f} s "
+            f"trained {plural(config.epochs, 'epoch')}: {plural(result.examples, 'example')} in {result.seconds:.1f} s "
             f"({t['examples_per_second'] or 0:,.0f}/s, "
-            f"{'GPU' if config.device == 'cuda' else str(t['threads']) + ' threads'}), loss {t['first_loss']:.4f} -> "
-            f"{t['final_loss']:.4f}; {c['vocab_size']:,} words, {c['sentences']:,} sentences; model: {output}",
+            f"{'GPU' if config.device == 'cuda' else plural(t['threads'], 'thread')}), loss {t['first_loss']:.4f} -> "
+            f"{t['final_loss']:.4f}; {plural(c['vocab_size'], 'word')}, {plural(c['sentences'], 'sentence')}; "
+            f"model: {output}",
             err=True,
         )
+        cache = result.cache or {}
+        if cache.get("written") and cache.get("root"):
+            from .corpus import cache_entries
+
+            entries = cache_entries(cache["root"])
+            mine = next((e["bytes"] for e in entries if e["path"] == cache["path"]), 0)
+            click.echo(f"corpus cache: wrote {_mb(mine)} to {cache['path']} (a rerun on the same files starts "
+                       f"at once); the cache holds {plural(len(entries), 'corpus', 'corpora')} in "
+                       f"{_mb(sum(e['bytes'] for e in entries))}: 'scbow-numba cache' lists it, "
+                       "'scbow-numba cache --clear' empties it", err=True)
         if curve is not None:
             first, last = (_r(p["dev"]["pearson"]) for p in (curve.points[0], curve.points[-1]))
+            at = [p["examples"] for p in curve.points if p["examples"] and not p.get("epoch_end")]
+            off = [n for n in at if n % curve.every]
+            where = (f"; points fall on batch ends, the first at or after each multiple of {curve.every:,} "
+                     f"({', '.join(f'{n:,}' for n in at[:3])}{', ...' if len(at) > 3 else ''})" if off else "")
             click.echo(f"curve: {len(curve.points)} points, dev Pearson {first} -> {last}; the evaluations took "
-                       f"{curve.eval_seconds:.1f} s, not counted above (saved as curve.json; "
+                       f"{curve.eval_seconds:.1f} s, not counted above{where} (saved as curve.json; "
                        f"'scbow-numba plot {output}' draws it)", err=True)
 
 
-@main.command()
+@main.command(short_help="Cosine similarity of two sentences (or of many pairs).")
 @_model_option()
 @click.argument("sentence1")
 @click.argument("sentence2")
@@ -268,6 +294,10 @@ def similarity(model_path, sentence1, sentence2, unknown):
     """Print the cosine similarity of the averages of SENTENCE1 and SENTENCE2."""
     model = _load(model_path)
     unknown = unknown or model.unknown_rule[0]
+    blank = [n for n, sentence in enumerate((sentence1, sentence2), 1) if not sentence.strip()]
+    if blank:
+        raise click.ClickException(f"no similarity: {' and '.join(f'sentence {n}' for n in blank)} "
+                                   f"{'is' if len(blank) == 1 else 'are'} empty")
     empty = []
     for n, sentence in enumerate((sentence1, sentence2), 1):
         known, missing = model.ids(sentence)
@@ -284,7 +314,7 @@ def similarity(model_path, sentence1, sentence2, unknown):
     click.echo(f"{model.similarity(sentence1, sentence2, unknown=unknown):.4f}")
 
 
-@main.command()
+@main.command(short_help="Write the word vectors as a word2vec text or binary file.")
 @_model_option()
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="File to write.")
 @click.option("--binary", is_flag=True, help="word2vec binary format instead of text.")
@@ -298,7 +328,7 @@ def export(model_path, output, binary):
     click.echo(f"wrote {len(model):,} vectors of {model.dim} dims to {output}", err=True)
 
 
-@main.command()
+@main.command(short_help="Embed every line of a file into a .npy array.")
 @_model_option()
 @click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path, allow_dash=True))
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
@@ -355,7 +385,7 @@ def _lookup_word(model, word: str) -> str:
     raise click.ClickException(f"{word!r} is not in the vocabulary of {len(model):,} words")
 
 
-@main.command()
+@main.command(short_help="Nearest words of a word, or nearest lines of a sentence.")
 @_model_option()
 @click.argument("words", nargs=-1)
 @click.option("--sentence", default=None, help="Find the lines of --in nearest to this sentence.")
@@ -410,7 +440,7 @@ def neighbors(model_path, words, sentence, in_path, negative, topn):
         click.echo(f"{cos:.4f}\t{line}\t{text}")
 
 
-@main.command()
+@main.command(short_help="Add words from larger pretrained vectors (vocabulary expansion).")
 @_model_option()
 @click.option("--source", type=click.Path(path_type=Path), required=True,
               help="Pretrained vectors with a larger vocabulary (word2vec text or binary, or a model directory).")
@@ -450,6 +480,40 @@ def expand(model_path, source, output, max_words, affine):
         click.echo(f"warning: the map explains only {100 * r['r2']:.1f}% of the variance of our vectors: least "
                    "squares then predicts little more than their mean, so the added vectors are all close to it and "
                    "say little about their words (the --source space does not predict ours linearly)", err=True)
+
+
+@main.command("cache", short_help="List or clear the cache of encoded corpora.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
+              help="The cache to look at. Default: $SCBOW_CACHE_DIR or ~/.cache/scbow-numba/corpus.")
+@click.option("--clear", is_flag=True, help="Delete every cached corpus (they are rebuilt when next needed).")
+def cache_command(cache_dir, clear):
+    """List the encoded corpora cached by 'train' (size, files, date), or delete them.
+
+    'train' encodes a corpus once and keeps the encoding, keyed by the files (path, size,
+    modification time) and the vocabulary settings, so that a rerun starts at once. An
+    entry is about 4 bytes per token; nothing is removed on its own.
+    """
+    import shutil
+    import time
+
+    from .corpus import cache_entries, default_cache_dir
+    from .progress import plural
+
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    entries = cache_entries(root)
+    total = sum(e["bytes"] for e in entries)
+    if clear:
+        for e in entries:
+            shutil.rmtree(e["path"], ignore_errors=True)
+        left = cache_entries(root)
+        click.echo(f"removed {len(entries) - len(left)} cached corpora ({_mb(total - sum(e['bytes'] for e in left))}) "
+                   f"from {root}", err=True)
+        return
+    for e in entries:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e["modified"]))
+        files = ", ".join(e["files"]) or ("(an unfinished encoding)" if not e["complete"] else "(unreadable meta.json)")
+        click.echo(f"{_mb(e['bytes']):>10}  {when}  {Path(e['path']).name}  {files}")
+    click.echo(f"{plural(len(entries), 'cached corpus', 'cached corpora')}, {_mb(total)} in {root}", err=True)
 
 
 WEAK_FIT_R2 = 0.2  # below this R2, `expand` warns that the added vectors carry little
@@ -527,7 +591,7 @@ def _curve_hook(eval_every, eval_dev, eval_sets, eval_test, config):
                      unknown=config.unknown, unknown_scale=config.unknown_scale)
 
 
-@main.command()
+@main.command(short_help="Draw the learning curve recorded by train --eval-every.")
 @click.argument("model_arg", metavar="[MODEL]", required=False, type=click.Path(path_type=Path))
 @_model_option("Model directory or curve.json file (the same as MODEL). Default: $SCBOW_MODEL or "
                "~/.local/share/scbow-numba/model.")
@@ -575,7 +639,7 @@ def plot(model_arg, model_path, output, title):
     click.echo(f"wrote {output} ({len(curve['points'])} points)", err=True)
 
 
-@main.command()
+@main.command(short_help="Score a model on STS sets, with baselines and significance.")
 @_model_option()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--baseline", type=click.Path(path_type=Path), default=None,

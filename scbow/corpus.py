@@ -65,6 +65,7 @@ class Corpus:
     doc_offsets: np.ndarray
     stats: dict = field(default_factory=dict)
     cache_path: str | None = None
+    from_cache: bool = False  # read from the cache (not encoded by this call)
 
     @property
     def n_sentences(self) -> int:
@@ -106,19 +107,43 @@ def expand_inputs(paths) -> list[Path]:
     return files
 
 
-def open_text(path: Path) -> io.TextIOBase:
+class _TextFile(io.TextIOWrapper):
+    """UTF-8 text over a (possibly compressed) file; ``position()`` is the file's byte offset."""
+
+    def position(self) -> int:
+        """Bytes of the file on disk read so far (compressed bytes for a compressed file)."""
+        try:
+            return self._disk.tell()
+        except (OSError, ValueError):
+            return 0
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._disk.close()
+
+
+def open_text(path: Path) -> _TextFile:
     """Open a plain, gzip, bzip2 or xz file as UTF-8 text; invalid bytes become U+FFFD."""
-    with open(path, "rb") as fh:
-        magic = fh.read(6)
-    if magic[:2] == b"\x1f\x8b":
-        raw = gzip.open(path, "rb")
-    elif magic[:3] == b"BZh":
-        raw = bz2.open(path, "rb")
-    elif magic[:6] == b"\xfd7zXZ\x00":
-        raw = lzma.open(path, "rb")
-    else:
-        raw = open(path, "rb")
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None)
+    disk = open(path, "rb")
+    try:
+        magic = disk.read(6)
+        disk.seek(0)
+        if magic[:2] == b"\x1f\x8b":
+            raw = gzip.GzipFile(fileobj=disk, mode="rb")
+        elif magic[:3] == b"BZh":
+            raw = bz2.BZ2File(disk, "rb")
+        elif magic[:6] == b"\xfd7zXZ\x00":
+            raw = lzma.LZMAFile(disk, "rb")
+        else:
+            raw = disk
+        text = _TextFile(raw, encoding="utf-8", errors="replace", newline=None)
+    except BaseException:
+        disk.close()
+        raise
+    text._disk = disk
+    return text
 
 
 class _TypeIds(dict):
@@ -284,7 +309,7 @@ def _read_file(path: Path, chunks: _ChunkIds, out, stats: dict, progress) -> Non
                     last = int(ids[-1])
                     ids.tofile(out)
                     n_tokens += len(ids)
-                    progress(len(ids))
+                    progress(len(ids), fh.position())
     except (OSError, EOFError, lzma.LZMAError) as exc:
         raise CorpusError(f"{path}: cannot read: {exc}") from None
     tail = [_SENTENCE_END] if last > _DOCUMENT_END else []
@@ -300,6 +325,36 @@ def cache_key(files: list[Path], min_count: int, max_vocab: int) -> str:
         st = f.stat()
         h.update(f"|{f.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode())
     return h.hexdigest()[:24]
+
+
+def cache_entries(root: os.PathLike | None = None) -> list[dict]:
+    """The cached corpora under ``root`` (default: :func:`default_cache_dir`), oldest first.
+
+    Each: ``path``, ``bytes`` (on disk), ``files`` (the corpus files it encodes, from its
+    meta.json; [] when unreadable), ``modified`` (a POSIX time), ``complete`` (False for a
+    temporary directory left by an interrupted encoding).
+    """
+    root = Path(root) if root is not None else default_cache_dir()
+    out = []
+    if not root.is_dir():
+        return out
+    for entry in root.iterdir():
+        if not entry.is_dir():
+            continue
+        size = sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
+        try:
+            meta = read_json(entry / "meta.json")
+            files = [str(f) for f in meta.get("files", [])] if isinstance(meta, dict) else []
+        except ValueError:
+            files = []
+        out.append({"path": str(entry), "bytes": size, "files": files, "modified": entry.stat().st_mtime,
+                    "complete": ".tmp-" not in entry.name and (entry / "meta.json").is_file()})
+    return sorted(out, key=lambda e: e["modified"])
+
+
+def cache_size(root: os.PathLike | None = None) -> int:
+    """Bytes on disk of every cached corpus under ``root``."""
+    return sum(e["bytes"] for e in cache_entries(root))
 
 
 def default_cache_dir() -> Path:
@@ -320,17 +375,22 @@ def load_corpus(
 ) -> Corpus:
     """Encode ``paths`` (or load their cached encoding) into a :class:`Corpus`.
 
-    ``progress`` is called with the number of provisional tokens read so far; ``None``
-    for silence. With ``use_cache=False`` the encoding lives in a temporary directory.
+    ``progress(tokens, bytes_read, bytes_total)`` is called as the files are read: the
+    tokens read so far, and the bytes of the files on disk read so far and in all (for a
+    percent and an ETA); ``None`` for silence. With ``use_cache=False`` the encoding
+    lives in a temporary directory. ``corpus.from_cache`` says whether a cached encoding
+    was used.
     """
     files = expand_inputs(paths)
-    progress = progress or (lambda n: None)
+    progress = progress or (lambda *report: None)
     if use_cache:
         root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         target = root / cache_key(files, min_count, max_vocab)
         if (target / "meta.json").is_file():
             try:
-                return _load_cached(target)
+                corpus = _load_cached(target)
+                corpus.from_cache = True
+                return corpus
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 shutil.rmtree(target, ignore_errors=True)  # stale or broken: rebuild
         try:
@@ -363,16 +423,19 @@ def _build(files, min_count, max_vocab, work: Path, progress) -> None:
     chunks = _ChunkIds(types)
     stats: dict = {"files": [str(f) for f in files]}
     raw_path = work / "raw.i32"
+    sizes = [f.stat().st_size for f in files]
     with open(raw_path, "wb") as out:
         done = 0
+        before = 0  # bytes of the files read before this one
 
-        def tick(n):
+        def tick(n, position):
             nonlocal done
             done += n
-            progress(done)
+            progress(done, before + position, sum(sizes))
 
-        for f in files:
+        for f, size in zip(files, sizes):
             _read_file(f, chunks, out, stats, tick)
+            before += size
     raw = np.memmap(raw_path, dtype=np.int32, mode="r") if raw_path.stat().st_size else np.zeros(0, np.int32)
     counts = np.zeros(len(types) + 1, dtype=np.int64)
     block = 1 << 24

@@ -1,37 +1,89 @@
-"""A dependency-free progress line on stderr, silent when stderr is not a terminal."""
+"""A dependency-free progress report on stderr.
+
+On a terminal: one line redrawn in place, fitted to the terminal's width (the parts that
+matter most, percent and ETA, are the last to go). Elsewhere (a pipe, nohup, CI, a
+cluster job's log): a plain line every ``log_interval`` seconds, as gensim and fastText
+log, so that a long run shows it is alive without filling the log.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
+LOG_INTERVAL = 30.0  # seconds between the plain progress lines when stderr is not a terminal
 
-def _human(x: float) -> str:
+
+def human(x: float) -> str:
     for unit, scale in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
         if abs(x) >= scale:
             return f"{x / scale:.2f}{unit}"
     return f"{x:.0f}"
 
 
-def _clock(seconds: float) -> str:
+_human = human  # the name the rest of the package has used
+
+
+def clock(seconds: float) -> str:
     seconds = int(max(seconds, 0))
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-class Progress:
-    """``update(done, **fields)`` redraws at most every ``interval`` seconds."""
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 thread``, ``2 threads``, ``1,234 sentences``."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
-    def __init__(self, total: int, unit: str = "ex", enabled: bool | None = None, stream=None, interval: float = 0.25):
+
+def terminal_width(stream, default: int = 80) -> int:
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or default
+    except (AttributeError, OSError, ValueError):
+        return default
+
+
+class Progress:
+    """``update(done, prefix=, suffix=)`` reports progress towards ``total`` (0: unknown).
+
+    ``enabled``: None decides by the stream (redrawn line on a terminal, a plain line
+    every ``log_interval`` seconds elsewhere); False is silent. ``initial``: work done
+    before this process started (a resumed run), shown in the count but not in the rate
+    or the ETA.
+    """
+
+    def __init__(self, total: int, unit: str = "ex", enabled: bool | None = None, stream=None,
+                 interval: float = 0.25, log_interval: float = LOG_INTERVAL, initial: int = 0):
         self.stream = stream or sys.stderr
-        if enabled is None:
-            enabled = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.enabled = enabled
+        self.tty = bool(getattr(self.stream, "isatty", None) and self.stream.isatty())
+        self.enabled = enabled is not False
         self.total = total
         self.unit = unit
-        self.interval = interval
+        self.interval = interval if self.tty else log_interval
+        self.initial = initial
         self.start = time.perf_counter()
-        self._last = 0.0
+        self._last = self.start  # a plain line only after the first interval: short work stays quiet
         self._width = 0
+        self._drawn = False
+
+    def _texts(self, done: int, prefix: str, suffix: str) -> list[str]:
+        """The line from most to least detailed."""
+        elapsed = time.perf_counter() - self.start
+        rate = (done - self.initial) / elapsed if elapsed > 0 else 0.0
+        speed = f"{human(rate)} {self.unit}/s"
+        tail = f" {suffix}" if suffix else ""
+        if not self.total:
+            count = f"{human(done)} {self.unit}"
+            return [f"{prefix}{count} {speed}{tail}", f"{prefix}{count}"]
+        frac = min(max(done / self.total, 0.0), 1.0)
+        eta = f"ETA {clock((self.total - done) / rate)}" if rate > 0 else "ETA -:--:--"
+        pct = f"{frac * 100:5.1f}%"
+        bar = "|" + "#" * int(20 * frac) + "-" * (20 - int(20 * frac)) + "|"
+        count = f"{human(done)}/{human(self.total)} {self.unit}"
+        return [f"{prefix}{pct} {bar} {count} {speed}{tail} {eta}",
+                f"{prefix}{pct} {count} {speed}{tail} {eta}",
+                f"{prefix}{pct} {speed}{tail} {eta}",
+                f"{prefix}{pct} {eta}",
+                f"{pct} {eta}"]
 
     def update(self, done: int, prefix: str = "", suffix: str = "", force: bool = False) -> None:
         if not self.enabled:
@@ -40,20 +92,16 @@ class Progress:
         if not force and now - self._last < self.interval:
             return
         self._last = now
-        elapsed = now - self.start
-        rate = done / elapsed if elapsed > 0 else 0.0
-        if self.total:
-            frac = min(done / self.total, 1.0)
-            bar = "#" * int(20 * frac) + "-" * (20 - int(20 * frac))
-            eta = (self.total - done) / rate if rate > 0 else 0.0
-            text = (
-                f"{prefix}{frac * 100:5.1f}% |{bar}| {_human(done)}/{_human(self.total)} {self.unit} "
-                f"{_human(rate)} {self.unit}/s {suffix} ETA {_clock(eta)}"
-            )
-        else:
-            text = f"{prefix}{_human(done)} {self.unit} {_human(rate)} {self.unit}/s {suffix}"
+        texts = self._texts(done, prefix, suffix)
+        if not self.tty:
+            self.stream.write(f"[{clock(now - self.start)}] {texts[1 if self.total else 0]}\n")
+            self.stream.flush()
+            return
+        room = terminal_width(self.stream) - 1  # the last column would wrap on some terminals
+        text = next((t for t in texts if len(t) <= room), texts[-1][:room])
         pad = max(self._width - len(text), 0)
         self._width = len(text)
+        self._drawn = True
         self.stream.write("\r" + text + " " * pad)
         self.stream.flush()
 
@@ -62,6 +110,7 @@ class Progress:
         self.start += seconds
 
     def close(self) -> None:
-        if self.enabled and self._width:
+        if self.enabled and self.tty and self._drawn:
             self.stream.write("\r" + " " * self._width + "\r")
             self.stream.flush()
+            self._drawn = False

@@ -206,6 +206,37 @@ def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
     return CheckpointHook()
 
 
+def say(line: str) -> None:
+    _stderr(line)
+
+
+def corpus_line(corpus) -> str:
+    """One line on the encoded corpus: words, sentences, documents, and where it came from."""
+    from .progress import plural
+
+    st = corpus.stats or {}
+    where = (f"from the cache {corpus.cache_path}" if corpus.from_cache
+             else f"cached in {corpus.cache_path}" if corpus.cache_path and "scbow-corpus-" not in corpus.cache_path
+             else "not cached")
+    return (f"corpus: {plural(st.get('raw_tokens', len(corpus.tokens)), 'token')}, "
+            f"{plural(len(corpus.vocab), 'word')} in the vocabulary (min count {st.get('min_count', '?')}), "
+            f"{plural(corpus.n_sentences, 'sentence')} in {plural(corpus.n_documents, 'document')}; {where}")
+
+
+# The loss must fall by at least this much over a run for it to have learned something.
+LEARNED_LITTLE = 1e-3
+
+
+def learned_nothing(result, warn) -> None:
+    """Warn when the loss did not fall: too little text, too few examples, or a tiny --lr."""
+    t = result.model.info.get("training", {})
+    first, last = t.get("first_loss"), t.get("final_loss")
+    if first is None or last is None or last < first - LEARNED_LITTLE:
+        return
+    warn(f"warning: the loss did not fall ({first:.4f} -> {last:.4f} over {result.examples:,} examples): the "
+         "model learned little beyond its untrained start; train on more text, with more --epochs, or a larger --lr")
+
+
 def remove_stale_temporaries(path: Path) -> None:
     """Delete temporary siblings of ``path`` left by a process killed while saving.
 
@@ -243,7 +274,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     from .config import TrainConfig
     from .corpus import load_corpus
     from .formats import check_output_dir, default_model_dir, save_model
-    from .progress import Progress
+    from .progress import Progress, human
     from .trainer import train
 
     config = config or TrainConfig()
@@ -257,6 +288,9 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
         with OutputLock(Path(os.path.abspath(output))), guard:
             remove_stale_temporaries(Path(os.path.abspath(output)))
             remove_stale_temporaries(ckpt)
+            replacing = (output / "vectors.npy").is_file()
+            if replacing and not quiet:
+                say(f"note: {output} holds a model; it is replaced when this run ends (and kept if it fails)")
             meta = None
             if resume:
                 meta = read_meta(ckpt)
@@ -272,13 +306,19 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                     f"{ckpt}: a checkpoint of an unfinished run into {output} is there ({progress}); "
                     "add --resume to continue it, or delete it to start over")
 
-            reading = Progress(0, unit="tok", enabled=None if not quiet else False)
+            reading = Progress(0, unit="B", enabled=None if not quiet else False)
+
+            def read_report(tokens, done, size):
+                reading.total = size
+                reading.update(done, prefix="reading corpus: ", suffix=f"{human(tokens)} tokens")
+
             try:
                 encoded = load_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir,
-                                      use_cache=use_cache,
-                                      progress=lambda n: reading.update(n, prefix="reading corpus: "))
+                                      use_cache=use_cache, progress=read_report)
             finally:
                 reading.close()
+            if not quiet:
+                say(corpus_line(encoded))
             bad = (encoded.stats or {}).get("invalid_utf8_lines", 0)
             if bad:
                 warn(f"warning: {bad:,} line(s) of the corpus are not valid UTF-8; their bad bytes were read "
@@ -300,8 +340,13 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                                         f"kept in {ckpt}") from None
                 raise
             guard.mode = "defer"
+            result.cache = {"path": encoded.cache_path, "written": use_cache and not encoded.from_cache,
+                            "root": str(Path(encoded.cache_path).parent) if use_cache and encoded.cache_path else None}
+            learned_nothing(result, warn)
             if before_save is not None:
                 before_save(result)
+            if not quiet:
+                say(f"saving the model to {output}" + (" (replacing the model there)" if replacing else ""))
             try:
                 save_model(result.model, output)
             except ModelError as exc:

@@ -16,7 +16,7 @@ from .config import TrainConfig
 from .corpus import Corpus, load_corpus
 from .errors import ConfigError, CorpusError, TrainingError
 from .model import Model
-from .progress import Progress
+from .progress import Progress, plural
 
 # Examples per kernel call: long enough to amortise the thread launch, short enough for
 # a lively progress line and a prompt Ctrl-C (the stop flag is read between calls).
@@ -51,6 +51,17 @@ class TrainResult:
     seconds: float
     examples: int
     losses: list = field(default_factory=list)  # mean loss of each batch, in order
+    # the corpus cache entry the run used, and whether this run wrote it (see session.py)
+    cache: dict | None = None
+
+
+def say(quiet: bool, line: str) -> None:
+    """A line on stderr about the phase the run is in (nothing when ``quiet``)."""
+    if not quiet:
+        import sys
+
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
 
 def resolve_threads(threads: int) -> int:
@@ -339,14 +350,14 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
     threads = resolve_threads(config.threads) if config.device == "cpu" else max(config.threads, 1)
     if not isinstance(corpus, Corpus):
         reading = Progress(0, unit="tok", enabled=None if not quiet else False)
-        corpus = load_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir,
-                             use_cache=use_cache, progress=lambda n: reading.update(n, prefix="reading corpus: "))
+        corpus = load_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir, use_cache=use_cache,
+                             progress=lambda tokens, *_: reading.update(tokens, prefix="reading corpus: "))
         reading.close()
     targets = trainable_targets(corpus)
     if corpus.n_sentences < 4 or len(targets) == 0:
         raise CorpusError(
-            f"no training example: the corpus has {corpus.n_sentences} usable sentences in "
-            f"{corpus.n_documents} documents; an example needs a sentence with a neighbour in its "
+            f"no training example: the corpus has {plural(corpus.n_sentences, 'usable sentence')} in "
+            f"{plural(corpus.n_documents, 'document')}; an example needs a sentence with a neighbour in its "
             "document and at least 4 sentences in all"
         )
     if config.negatives >= corpus.n_sentences - 1:
@@ -387,8 +398,8 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
                 on_batch(st.done, vectors())
         hooks.append(_OnBatch())
 
-    bar = Progress(total, unit="ex", enabled=None if not quiet else False)
-    bar.update(state.done)
+    # a resumed run's rate and ETA count only the examples of this process
+    bar = Progress(total, unit="ex", enabled=None if not quiet else False, initial=state.done)
     orders = epoch_orders(targets, config.seed, state.epoch)
     batch = batch_size(config, corpus, getattr(backend, "batch", BATCH))
     wall_start = time.perf_counter()
@@ -435,7 +446,10 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
     if not np.isfinite(W).all():
         raise TrainingError("the embeddings hold NaN or inf: the learning rate is probably too high; try a smaller --lr")
     if config.common_components >= 0:
-        remove_common_components(W, corpus, min(config.common_components, config.dim // 10), config.seed)
+        k = min(config.common_components, config.dim // 10)
+        say(quiet, f"post-processing: centring the sentence averages{f' and removing {k} common components' if k else ''} "
+                   f"(estimated on {min(COMMON_SAMPLE, corpus.n_sentences):,} sentences)")
+        remove_common_components(W, corpus, k, config.seed)
 
     seconds = state.kernel_seconds
     losses = state.losses

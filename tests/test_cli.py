@@ -85,7 +85,8 @@ def test_similarity_hashes_unknown_words_by_default(runner, trained):
     assert float(same.stdout) == pytest.approx(1.0, abs=1e-4)
     assert float(result.stdout) < float(same.stdout)
     empty = runner.invoke(main, ["similarity", "-m", str(trained), "the cat", "   "])
-    assert_clean_error(empty, "sentence 2 has no word")
+    assert_clean_error(empty, "sentence 2 is empty")
+
 
 
 def test_similarity_missing_model(tmp_path, runner):

@@ -447,10 +447,10 @@ def _encode_both(monkeypatch, paths):
     """``load_corpus`` with the chunk memo and with the plain regex pass, and the progress
     reports of each."""
     new_progress, old_progress = [], []
-    new = load_corpus(paths, min_count=1, use_cache=False, progress=new_progress.append)
+    new = load_corpus(paths, min_count=1, use_cache=False, progress=lambda *a: new_progress.append(a))
     with monkeypatch.context() as m:
         m.setattr(corpus_mod._ChunkIds, "encode", _plain_encode)
-        old = load_corpus(paths, min_count=1, use_cache=False, progress=old_progress.append)
+        old = load_corpus(paths, min_count=1, use_cache=False, progress=lambda *a: old_progress.append(a))
     assert new_progress == old_progress
     return new, old
 

@@ -89,7 +89,7 @@ def test_similarity_cli(model, tmp_path):
     assert float(r.stdout.strip()) == pytest.approx(expected, abs=1e-4)
     assert "given hashed random vectors: zebra, quagga" in r.stderr
     r = runner().invoke(main, ["similarity", "-m", str(tmp_path / "m"), "--unknown", "hash", "", "the cat"])
-    assert r.exit_code == 1 and "sentence 1 has no word" in r.output
+    assert r.exit_code == 1 and "sentence 1 is empty" in r.output
 
 
 def test_evaluate_cli_scores_more_pairs_with_hash(model, tmp_path):

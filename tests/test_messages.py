@@ -1,0 +1,140 @@
+"""Issue 14: progress and messages — fitted to the terminal, alive in logs, honest after a resume."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from test_cli import TRAIN, make_runner
+
+from scbow import progress as progress_mod
+from scbow.cli import main
+from scbow.progress import Progress, plural
+
+
+class FakeTTY(io.StringIO):
+    def __init__(self, columns: int):
+        super().__init__()
+        self.columns = columns
+
+    def isatty(self):
+        return True
+
+
+@pytest.fixture
+def columns(monkeypatch):
+    def set_width(n):
+        monkeypatch.setattr(progress_mod, "terminal_width", lambda stream, default=80: n)
+    return set_width
+
+
+def drawn_lines(stream) -> list[str]:
+    return [part.rstrip() for part in stream.getvalue().split("\r") if part.strip()]
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 120, 200])
+def test_the_progress_line_fits_the_terminal_and_keeps_the_eta(columns, width):
+    columns(width)
+    stream = FakeTTY(width)
+    bar = Progress(6_000_000, unit="ex", stream=stream, interval=0)
+    bar.start -= 10  # ten seconds in: a rate and an ETA to show
+    for done in (1_000_000, 3_000_000):
+        bar.update(done, prefix="epoch 1/1 ", suffix="loss 1.2345")
+    for line in drawn_lines(stream):
+        assert len(line) <= width - 1, line
+        assert "ETA" in line and "%" in line
+    if width >= 120:
+        assert "|" in drawn_lines(stream)[-1] and "loss 1.2345" in drawn_lines(stream)[-1]  # all parts fit
+
+
+def test_a_resumed_run_counts_only_its_own_examples_in_the_rate(columns):
+    columns(200)
+    stream = FakeTTY(200)
+    bar = Progress(1_000_000, unit="ex", stream=stream, interval=0, initial=900_000)
+    bar.start -= 10
+    bar.update(950_000, prefix="epoch 1/1 ")
+    line = drawn_lines(stream)[-1]
+    assert "5.00K ex/s" in line  # 50,000 examples in 10 s, not 950,000
+    assert "ETA 0:00:10" in line  # 50,000 left at 5,000 a second
+
+
+def test_off_a_terminal_plain_lines_come_at_intervals():
+    stream = io.StringIO()
+    bar = Progress(1000, unit="ex", stream=stream, log_interval=0)
+    for done in (100, 500, 1000):
+        bar.update(done, prefix="epoch 1/1 ", suffix="loss 1.0")
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 3 and "\r" not in stream.getvalue()
+    assert re.match(r"\[0:00:\d\d\] epoch 1/1 +50\.0% 500/1\.00K ex ", lines[1]), lines[1]
+    quiet = io.StringIO()
+    bar = Progress(1000, unit="ex", stream=quiet)  # the default interval: a short run prints nothing
+    bar.update(500)
+    assert quiet.getvalue() == ""
+    silent = io.StringIO()
+    Progress(1000, stream=silent, enabled=False, log_interval=0).update(500)
+    assert silent.getvalue() == ""
+
+
+def test_plural():
+    assert plural(1, "thread") == "1 thread" and plural(2, "thread") == "2 threads"
+    assert plural(1, "corpus", "corpora") == "1 corpus" and plural(3, "corpus", "corpora") == "3 corpora"
+
+
+def test_train_reports_its_phases_and_the_cache(tmp_path, make_text):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(make_text(n_docs=3, sents_per_doc=50, seed=1))
+    argv = ["train", str(corpus), "-o", str(tmp_path / "m"), *[a for a in TRAIN if a != "-q"],
+            "--cache-dir", str(tmp_path / "cache")]
+    result = make_runner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    err = result.stderr
+    assert re.search(r"corpus: [\d,]+ tokens, [\d,]+ words in the vocabulary \(min count 1\), 150 sentences in "
+                     r"3 documents; cached in ", err), err
+    assert "post-processing:" in err and "saving the model to" in err
+    assert "1 thread)" in err and "1 threads" not in err
+    assert "corpus cache: wrote" in err and "'scbow-numba cache --clear'" in err
+    # again: the cache is read, not written; the model is replaced and the run says so
+    again = make_runner().invoke(main, argv).stderr
+    assert "from the cache" in again and "corpus cache: wrote" not in again
+    assert "holds a model; it is replaced" in again
+
+
+def test_cache_command_lists_and_clears(tmp_path, make_text):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(make_text(n_docs=2, sents_per_doc=30, seed=2))
+    cache = tmp_path / "cache"
+    for min_count in ("1", "2"):
+        argv = ["train", str(corpus), "-o", str(tmp_path / f"m{min_count}"), *TRAIN, "--min-count", min_count,
+                "--cache-dir", str(cache)]
+        assert make_runner().invoke(main, argv).exit_code == 0
+    listed = make_runner().invoke(main, ["cache", "--cache-dir", str(cache)])
+    assert listed.exit_code == 0
+    assert listed.stdout.count(str(corpus)) == 2 and "2 cached corpora" in listed.stderr
+    cleared = make_runner().invoke(main, ["cache", "--cache-dir", str(cache), "--clear"])
+    assert cleared.exit_code == 0 and "removed 2 cached corpora" in cleared.stderr
+    assert list(cache.iterdir()) == []
+    empty = make_runner().invoke(main, ["cache", "--cache-dir", str(tmp_path / "none")])
+    assert empty.exit_code == 0 and "0 cached corpora" in empty.stderr
+
+
+def test_a_run_that_learned_nothing_says_so(tmp_path, make_text):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(make_text(n_docs=2, sents_per_doc=20, seed=3))  # one batch: the loss cannot fall
+    result = make_runner().invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m"), *TRAIN])
+    assert result.exit_code == 0
+    assert "warning: the loss did not fall" in result.stderr
+    bigger = tmp_path / "big.txt"
+    bigger.write_text(make_text(n_docs=6, sents_per_doc=400, seed=3))
+    result = make_runner().invoke(main, ["train", str(bigger), "-o", str(tmp_path / "m2"), *TRAIN, "--epochs", "3"])
+    assert result.exit_code == 0
+    assert "did not fall" not in result.stderr
+
+
+def test_help_lists_whole_descriptions_and_names_the_defaults():
+    text = make_runner().invoke(main, ["--help"], terminal_width=100).output
+    for line in text.split("Commands:")[1].strip().splitlines():
+        assert not line.rstrip().endswith("..."), line
+    assert "$XDG_DATA_HOME" in text
+    train_help = make_runner().invoke(main, ["train", "--help"], terminal_width=100).output
+    assert train_help.count("[default: (off)]") == 2
