@@ -284,14 +284,33 @@ def _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, r
 
 @main.command(short_help="Cosine similarity of two sentences (or of many pairs).")
 @_model_option()
-@click.argument("sentence1")
-@click.argument("sentence2")
+@click.argument("sentence1", required=False)
+@click.argument("sentence2", required=False)
+@click.option("--pairs", "pairs_path", type=click.Path(path_type=Path, allow_dash=True), default=None,
+              help="Score every pair of this file instead (- for stdin): one pair a line, s1<TAB>s2, or "
+                   "gold<TAB>s1<TAB>s2 as in STS files; one cosine a line on stdout, in order.")
 @click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
               help="Words not in the vocabulary: leave them out, or give each a fixed random vector "
                    "(from a hash of the word) so that a shared unknown word still counts.  [default: the "
                    "model's own rule, hash for models trained by this version]")
-def similarity(model_path, sentence1, sentence2, unknown):
-    """Print the cosine similarity of the averages of SENTENCE1 and SENTENCE2."""
+def similarity(model_path, sentence1, sentence2, pairs_path, unknown):
+    """Print the cosine similarity of the averages of SENTENCE1 and SENTENCE2.
+
+    \b
+    scbow-numba similarity "a man is eating" "someone eats"
+    scbow-numba similarity --pairs pairs.tsv > scores.txt
+
+    With --pairs, a pair with a side that has nothing to average (an empty side, or no
+    known word with --unknown omit) prints nan, and the count of such pairs goes to stderr.
+    """
+    if pairs_path is not None:
+        if sentence1 is not None:
+            raise click.ClickException("give either SENTENCE1 SENTENCE2 or --pairs FILE, not both")
+        _similarity_pairs(_load(model_path), pairs_path, unknown)
+        return
+    if sentence2 is None:
+        raise click.ClickException('give two sentences: scbow-numba similarity "SENTENCE 1" "SENTENCE 2" '
+                                   "(or --pairs FILE)")
     model = _load(model_path)
     unknown = unknown or model.unknown_rule[0]
     blank = [n for n, sentence in enumerate((sentence1, sentence2), 1) if not sentence.strip()]
@@ -312,6 +331,120 @@ def similarity(model_path, sentence1, sentence2, unknown):
             raise click.ClickException(f"no similarity: {which} has no word")
         raise click.ClickException(f"no similarity: {which} has no word in the vocabulary")
     click.echo(f"{model.similarity(sentence1, sentence2, unknown=unknown):.4f}")
+
+
+@main.command(short_help="What a model is: size, corpus, settings and recorded scores.")
+@click.argument("model_arg", metavar="[MODEL]", required=False, type=click.Path(path_type=Path))
+@_model_option("Model directory or word2vec/GloVe file (the same as MODEL). Default: $SCBOW_MODEL or "
+               "~/.local/share/scbow-numba/model.")
+@click.option("--json", "as_json", is_flag=True, help="Print everything recorded in the model as JSON.")
+def info(model_arg, model_path, as_json):
+    """Describe MODEL: dimensions and vocabulary, the corpus and settings it was trained with,
+    the training run, and the scores recorded in it (the learning curve of --eval-every).
+
+    Settings that differ from this version's defaults are marked with *.
+    """
+    import json
+
+    if model_arg is not None and model_path is not None and model_arg != model_path:
+        raise click.ClickException("give the model once: as MODEL or as -m, not both")
+    path = Path(model_arg or model_path or _model_dir(None))
+    model = _load(path)
+    if as_json:
+        record = {"path": str(path), "words": len(model), "dim": model.dim, "config": model.config, **model.info}
+        click.echo(json.dumps(record, indent=1, default=str))
+        return
+    from .progress import plural
+
+    lines = [f"model       {path}",
+             f"vectors     {plural(len(model), 'word')} x {model.dim} dims (float32, "
+             f"{_mb(len(model) * model.dim * 4)}); unknown words: {model.unknown_rule[0]}"]
+    fmt = model.info.get("format")
+    if fmt:
+        lines.append(f"format      {fmt} (no training record)")
+    c = model.info.get("corpus") or {}
+    if c:
+        files = ", ".join(map(str, c.get("files", []))) or "?"
+        lines.append(f"corpus      {files}")
+        lines.append(f"            {plural(c.get('raw_tokens', 0), 'token')}, {plural(c.get('sentences', 0), 'sentence')} "
+                     f"in {plural(c.get('documents', 0), 'document')}; vocabulary: words seen at least "
+                     f"{c.get('min_count', '?')} times" + (f", out-of-vocabulary rate {100 * c['oov_rate']:.1f}%"
+                                                            if isinstance(c.get("oov_rate"), float) else ""))
+    if model.config:
+        defaults = TrainConfig().to_dict()
+        shown = [f"{k}={v}{'*' if k in defaults and defaults[k] != v else ''}" for k, v in model.config.items()]
+        lines.append("settings    " + ", ".join(shown))
+    t = model.info.get("training") or {}
+    if t:
+        loss = (f", loss {t['first_loss']:.4f} -> {t['final_loss']:.4f}"
+                if isinstance(t.get("first_loss"), float) and isinstance(t.get("final_loss"), float) else "")
+        rate = f" ({t['examples_per_second']:,.0f}/s)" if isinstance(t.get("examples_per_second"), float) else ""
+        where = "GPU" if t.get("device") == "cuda" else plural(int(t.get("threads") or 0), "thread")
+        lines.append(f"training    {plural(int(t.get('examples') or 0), 'example')} in "
+                     f"{t.get('kernel_seconds', 0):.1f} s{rate} on {where}{loss}"
+                     + ("; a checkpoint, before post-processing" if t.get("checkpoint") else ""))
+    for key, label in (("init_vectors", "init from"), ("expansions", "expanded")):
+        if model.info.get(key):
+            lines.append(f"{label:<11} {json.dumps(model.info[key], default=str)[:200]}")
+    curve = model.info.get("curve")
+    if curve and curve.get("points"):
+        first, last = curve["points"][0], curve["points"][-1]
+        dev = (curve.get("dev") or {}).get("name", "dev")
+        lines.append(f"scores      {dev} Pearson {_r((first.get('dev') or {}).get('pearson'))} before training -> "
+                     f"{_r((last.get('dev') or {}).get('pearson'))} at the end ({plural(len(curve['points']), 'point')}"
+                     f"; 'scbow-numba plot' draws the curve)")
+        test = (last.get("test") or {}).get("pearson_mean")
+        if test is not None:
+            lines.append(f"            test sets: mean Pearson {_r(test)} at the end")
+    click.echo("\n".join(lines))
+
+
+PAIRS_BLOCK = 20_000  # pairs embedded at once by similarity --pairs
+
+
+def _similarity_pairs(model, path, unknown) -> None:
+    """``similarity --pairs``: stream the pairs in blocks, one cosine a line."""
+    from .corpus import open_text
+    from .errors import CorpusError
+    from .evaluate import row_cosines
+
+    if str(path) != "-" and not Path(path).is_file():
+        raise CorpusError(f"{path}: no such file" if not Path(path).exists() else f"{path}: not a regular file")
+    fh = sys.stdin if str(path) == "-" else open_text(Path(path))
+    out = sys.stdout
+    total = unscored = 0
+
+    def flush(first, second):
+        nonlocal unscored
+        a = model.embed(first, unknown=unknown).astype("float64")
+        b = model.embed(second, unknown=unknown).astype("float64")
+        cos = row_cosines(a, b)
+        unscored += int((cos != cos).sum())
+        out.write("".join("nan\n" if c != c else f"{c:.4f}\n" for c in cos.tolist()))
+
+    try:
+        first, second = [], []
+        for n, line in enumerate(fh, 1):
+            fields = line.rstrip("\r\n").split("\t")
+            if len(fields) == 3:
+                fields = fields[1:]
+            if len(fields) != 2:
+                raise CorpusError(f"{path}: line {n} has {len(fields)} tab-separated fields; a pair is "
+                                  "s1<TAB>s2 (or gold<TAB>s1<TAB>s2)")
+            first.append(fields[0])
+            second.append(fields[1])
+            total += 1
+            if len(first) == PAIRS_BLOCK:
+                flush(first, second)
+                first, second = [], []
+        if first:
+            flush(first, second)
+    finally:
+        if str(path) != "-":
+            fh.close()
+        out.flush()
+    click.echo(f"scored {total:,} pairs" + (f"; {unscored:,} had a side with nothing to average (printed as nan)"
+                                            if unscored else ""), err=True)
 
 
 @main.command(short_help="Write the word vectors as a word2vec text or binary file.")
@@ -645,7 +778,8 @@ def plot(model_arg, model_path, output, title):
 @click.option("--baseline", type=click.Path(path_type=Path), default=None,
               help="Word vectors to compare with (word2vec text or binary, or a model directory).")
 @click.option("--control", type=click.Choice(["overlap"]), default=None,
-              help="Add an untrained word-overlap control (alone when no -m is given).")
+              help="Add an untrained word-overlap control beside the model (-m, else the default model; the "
+                   "control alone when there is no default model).")
 @click.option("--resamples", type=click.IntRange(min=100, max=1_000_000), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% interval of a Pearson difference.")
 @click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
@@ -682,7 +816,7 @@ def evaluate(model_path, paths, baseline, control, resamples, unknown, as_json):
             files.append(p)
     sets = [read_sts(f) for f in files]
     systems, sources = {}, {}
-    if model_path is not None or control is None:
+    if model_path is not None or control is None or (default_model_dir() / "config.json").is_file():
         path = model_path or default_model_dir()
         systems["model"], sources["model"] = embedder(load_model(path)), str(path)
     if baseline is not None:

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CorpusError, ModelError
+from .files import permissions
 from .model import Model
 from .tokenize import tokenize_lines
 
@@ -232,6 +233,9 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
     ``progress`` is called with the number of lines done.
     """
     output = _check_output(Path(output))
+    if output.suffix.lower() != ".npy":
+        raise ModelError(f"{output}: embed writes a NumPy array (.npy, read with numpy.load); give the output a "
+                         f".npy name, e.g. {output.with_suffix('.npy').name}")
     missing_file = _check_output(Path(missing_file) if missing_file else missing_path_for(output))
     if missing_file.resolve() == output.resolve():
         raise ModelError(f"{output}: the array and the record of missing lines cannot be the same file")
@@ -288,8 +292,8 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
             os.fsync(out.fileno())
             miss.flush()
             os.fsync(miss.fileno())
-        os.chmod(tmp_out, 0o644)
-        os.chmod(tmp_missing, 0o644)
+        os.chmod(tmp_out, permissions())
+        os.chmod(tmp_missing, permissions())
         os.replace(tmp_out, output)
         tmp_out = None
         os.replace(tmp_missing, missing_file)

@@ -40,6 +40,30 @@ def _short(exc: Exception) -> str:
     return text if len(text) <= 100 else text[:97] + "..."
 
 
+def current_umask() -> int:
+    """The process's umask, read without changing it where Linux allows (/proc), else set and restored."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def permissions(directory: bool = False) -> int:
+    """The mode a new file (0666) or directory (0777) gets under the umask, as ``open`` would give it.
+
+    Temporary files and directories are created private (0600/0700); they get this mode
+    just before they are renamed into place, so an output's permissions follow the user's
+    umask whatever route wrote it.
+    """
+    return (0o777 if directory else 0o666) & ~current_umask()
+
+
 def _identity(path: Path):
     """``(device, inode)`` of an existing file, else None."""
     try:

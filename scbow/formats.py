@@ -16,17 +16,21 @@ never leaves a half-written model where a model is expected.
 
 from __future__ import annotations
 
+import bz2
 import errno
+import gzip
 import json
+import lzma
 import os
 import shutil
 import tempfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 from .errors import ModelError  # noqa: F401  (re-exported)
-from .files import read_json
+from .files import permissions, read_json
 from .model import Model
 from .vocab import Vocab
 
@@ -100,7 +104,7 @@ def write_model_files(model: Model, directory: Path, info: dict | None = None) -
         names.append(CURVE_FILE)
     for name in names:
         fsync_path(directory / name)
-    os.chmod(directory, 0o755)
+    os.chmod(directory, permissions(directory=True))
 
 
 def fsync_path(path: Path) -> None:
@@ -349,6 +353,7 @@ def export_word2vec(model: Model, path: os.PathLike, binary: bool = False) -> Pa
                     fh.write(word.encode("utf-8") + b" " + vec.astype("<f4").tobytes() + b"\n")
                 else:
                     fh.write((word + " " + " ".join(f"{x:.9g}" for x in vec.tolist()) + "\n").encode("utf-8"))
+        os.chmod(tmp, permissions())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -358,24 +363,44 @@ def export_word2vec(model: Model, path: os.PathLike, binary: bool = False) -> Pa
 
 
 def load_word2vec(path: os.PathLike) -> Model:
-    """Read a word2vec text or binary file (the format is detected) as a :class:`Model`."""
+    """Read a word2vec text or binary file, or GloVe text, as a :class:`Model`.
+
+    The format is detected: word2vec files start with a ``count dim`` line, then text or
+    binary vectors; GloVe text has no such line (every line is ``word v1 ... vd``). Files
+    compressed with gzip, bzip2 or xz are read too (``vectors.txt.gz``), as gensim does.
+    """
     path = Path(path)
-    with open(path, "rb") as fh:
-        header = fh.readline()
-        try:
-            n, dim = (int(x) for x in header.split())
-        except ValueError:
-            raise ModelError(f"{path}: not a word2vec file (first line must be 'count dim')") from None
+    try:
+        data = _read_maybe_compressed(path)
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
+        raise ModelError(f"{path}: cannot read vectors ({exc})") from None
+    newline = data.find(b"\n")
+    header = data[: newline if newline >= 0 else len(data)]
+    fields = header.split()
+    if len(fields) == 2 and all(f.lstrip(b"+-").isdigit() and len(f) < 4000 for f in fields):
+        n, dim = int(fields[0]), int(fields[1])
         if n < 0 or not 1 <= dim <= MAX_DIM:
             raise ModelError(f"{path}: bad word2vec header {header[:80]!r} (dimensions must be 1 to {MAX_DIM:,})")
-        body = fh.read()
+        body = data[newline + 1 :] if newline >= 0 else b""
+        kind = "word2vec"
+    elif len(fields) >= 2 and _all_numbers(fields[1:]):
+        # GloVe: no header; the first line's fields after the word give the dimensions
+        dim = len(fields) - 1
+        if dim > MAX_DIM:
+            raise ModelError(f"{path}: GloVe vectors of {dim:,} dimensions (1 to {MAX_DIM:,} are possible)")
+        body = data
+        n = sum(1 for line in body.split(b"\n") if line.strip())
+        kind = "glove"
+    else:
+        raise ModelError(f"{path}: not a vectors file: a word2vec file starts with a 'count dim' line and GloVe "
+                         f"text with 'word v1 v2 ...'; the first line is {header[:60]!r}")
     # every vector takes at least 2 bytes a value in text ("0 ") and 4 in binary
     if n * (2 * dim + 1) > len(body) + n:
         raise ModelError(f"{path}: truncated word2vec file (header says {n} vectors of {dim} dims, "
                          f"the file holds {len(body):,} bytes)")
     words: list[str] = []
     vectors = np.empty((n, dim), dtype=np.float32)
-    binary = _looks_binary(body, dim)
+    binary = kind != "glove" and _looks_binary(body, dim)
     pos = 0
     try:
         for i in range(n):
@@ -390,7 +415,10 @@ def load_word2vec(path: os.PathLike) -> Model:
                 vectors[i] = np.frombuffer(body, dtype="<f4", count=dim, offset=start)
                 pos = start + 4 * dim
             else:
-                end = body.index(b"\n", pos) if b"\n" in body[pos:] else len(body)
+                while body[pos : pos + 1] in (b"\n", b"\r"):  # blank lines between vectors
+                    pos += 1
+                end = body.find(b"\n", pos)
+                end = len(body) if end < 0 else end
                 parts = body[pos:end].decode("utf-8").rstrip().split(" ")
                 if len(parts) != dim + 1:
                     raise ValueError
@@ -406,7 +434,32 @@ def load_word2vec(path: os.PathLike) -> Model:
     except ValueError as exc:
         raise ModelError(f"{path}: {exc}") from None
     check_vectors(path, vectors, n)
-    return Model(vocab, vectors, {}, {"source": str(path), "format": "word2vec-" + ("binary" if binary else "text")})
+    fmt = "glove-text" if kind == "glove" else "word2vec-" + ("binary" if binary else "text")
+    return Model(vocab, vectors, {}, {"source": str(path), "format": fmt})
+
+
+def _read_maybe_compressed(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    if magic[:2] == b"\x1f\x8b":
+        opener = gzip.open
+    elif magic[:3] == b"BZh":
+        opener = bz2.open
+    elif magic[:6] == b"\xfd7zXZ\x00":
+        opener = lzma.open
+    else:
+        opener = open
+    with opener(path, "rb") as fh:
+        return fh.read()
+
+
+def _all_numbers(fields) -> bool:
+    try:
+        for f in fields:
+            float(f)
+    except ValueError:
+        return False
+    return True
 
 
 def _looks_binary(body: bytes, dim: int) -> bool:

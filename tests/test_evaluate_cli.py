@@ -143,4 +143,4 @@ def test_errors(files):
     one_line_error(run("-m", files["tmp"] / "nomodel", files["sts"]), "no such model")
     one_line_error(run("-m", files["model"], "--baseline", files["tmp"] / "nope.bin", files["sts"]), "no such baseline")
     one_line_error(run("-m", files["model"], env={"SCBOW_STS_DIR": str(files["tmp"] / "nowhere")}), "SCBOW_STS_DIR")
-    one_line_error(run("-m", files["model"], "--baseline", bad / "gold.tsv", files["sts"]), "not a word2vec file")
+    one_line_error(run("-m", files["model"], "--baseline", bad / "gold.tsv", files["sts"]), "not a vectors file")

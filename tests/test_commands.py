@@ -1,0 +1,140 @@
+"""Issue 14: files, paths and commands a user already knows how to use."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import os
+import stat
+
+import numpy as np
+import pytest
+from test_cli import TRAIN, assert_clean_error, make_runner
+
+from scbow.cli import main
+from scbow.formats import export_word2vec, load_model, load_word2vec
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, make_text):
+    base = tmp_path_factory.mktemp("commands")
+    corpus = base / "corpus.txt"
+    corpus.write_text(make_text(n_docs=4, sents_per_doc=60, seed=8), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
+        result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / "model"), *TRAIN])
+    assert result.exit_code == 0, result.output
+    return base / "model"
+
+
+@pytest.fixture
+def runner():
+    return make_runner()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_every_output_follows_the_umask(tmp_path, runner, trained, umask):
+    lines = tmp_path / "lines.txt"
+    lines.write_text("the cat sat\nthe dog ran\n")
+    old = os.umask(umask)
+    try:
+        for argv in (["export", "-m", trained, "-o", tmp_path / "v.txt"],
+                     ["embed", "-m", trained, lines, "-o", tmp_path / "e.npy", "-q"],
+                     ["expand", "-m", trained, "--source", trained, "-o", tmp_path / "x"]):
+            result = runner.invoke(main, [str(a) for a in argv])
+            assert result.exit_code == 0, result.output
+    finally:
+        os.umask(old)
+    for path, base in ((tmp_path / "v.txt", 0o666), (tmp_path / "e.npy", 0o666), (tmp_path / "e.missing.txt", 0o666),
+                       (tmp_path / "x", 0o777), (tmp_path / "x" / "vectors.npy", 0o666)):
+        assert stat.S_IMODE(path.stat().st_mode) == base & ~umask, (path, oct(path.stat().st_mode))
+
+
+@pytest.mark.parametrize("compress", [None, gzip.open, bz2.open])
+@pytest.mark.parametrize("layout", ["word2vec-text", "word2vec-binary", "glove"])
+def test_compressed_word2vec_and_headerless_glove_load(tmp_path, trained, compress, layout):
+    model = load_model(trained)
+    plain = tmp_path / "v"
+    export_word2vec(model, plain, binary=layout == "word2vec-binary")
+    data = plain.read_bytes()
+    if layout == "glove":
+        data = data.split(b"\n", 1)[1]  # GloVe: no 'count dim' line
+    path = tmp_path / "vectors"
+    if compress is None:
+        path.write_bytes(data)
+    else:
+        with compress(path, "wb") as fh:
+            fh.write(data)
+    loaded = load_word2vec(path)
+    assert loaded.vocab.words == model.vocab.words
+    np.testing.assert_array_equal(loaded.vectors, model.vectors)
+    assert loaded.info["format"] == ("glove-text" if layout == "glove" else layout)
+
+
+def test_a_file_that_is_no_vectors_says_what_is_expected(tmp_path, runner):
+    path = tmp_path / "corpus.txt"
+    path.write_text("the man walked down the road\n")
+    error = assert_clean_error(runner.invoke(main, ["similarity", "-m", str(path), "a", "b"]), "not a vectors file")
+    assert "GloVe" in error and "count dim" in error
+
+
+def test_embed_wants_an_npy_name(tmp_path, runner, trained):
+    lines = tmp_path / "lines.txt"
+    lines.write_text("the cat\n")
+    result = runner.invoke(main, ["embed", "-m", str(trained), str(lines), "-o", str(tmp_path / "out.txt")])
+    assert_clean_error(result, ".npy", "out.npy")
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_evaluate_control_keeps_the_default_model(tmp_path, runner, trained, monkeypatch):
+    sts = tmp_path / "s.tsv"
+    sts.write_text("4\tthe cat sat\tthe cat sat down\n1\tthe dog ran\ta cat slept\n3\tthe cat ran\tthe dog sat\n")
+    monkeypatch.setenv("SCBOW_MODEL", str(trained))
+    result = runner.invoke(main, ["evaluate", "--control", "overlap", str(sts), "--json"])
+    assert result.exit_code == 0, result.output
+    assert set(__import__("json").loads(result.stdout)["sources"]) == {"model", "overlap"}
+    monkeypatch.setenv("SCBOW_MODEL", str(tmp_path / "none"))
+    result = runner.invoke(main, ["evaluate", "--control", "overlap", str(sts), "--json"])
+    assert result.exit_code == 0, result.output
+    assert set(__import__("json").loads(result.stdout)["sources"]) == {"overlap"}
+
+
+def test_similarity_pairs_matches_one_at_a_time(tmp_path, runner, trained):
+    pairs = [("the cat sat", "the dog ran"), ("a cat", "a cat"), ("", "the dog"), ("the man walked", "zzz qqq")]
+    path = tmp_path / "pairs.tsv"
+    path.write_text("".join(f"{a}\t{b}\n" for a, b in pairs[:2]) + "".join(f"3.5\t{a}\t{b}\n" for a, b in pairs[2:]))
+    result = runner.invoke(main, ["similarity", "-m", str(trained), "--pairs", str(path)])
+    assert result.exit_code == 0, result.output
+    got = result.stdout.splitlines()
+    assert len(got) == len(pairs)
+    model = load_model(trained)
+    for line, (a, b) in zip(got, pairs):
+        expected = model.similarity(a, b)
+        assert (line == "nan") if expected != expected else float(line) == pytest.approx(expected, abs=1e-4)
+    assert "1 had a side with nothing to average" in result.stderr
+    piped = runner.invoke(main, ["similarity", "-m", str(trained), "--pairs", "-"], input=path.read_text())
+    assert piped.stdout == result.stdout
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("a\tb\nonly one field\n")
+    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(trained), "--pairs", str(bad)]), "line 2")
+    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(trained), "a"]), "give two sentences")
+    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(trained), "a", "b", "--pairs", str(path)]),
+                       "not both")
+
+
+def test_info_describes_a_model(runner, trained, tmp_path):
+    result = runner.invoke(main, ["info", str(trained)])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    model = load_model(trained)
+    assert f"{len(model):,} words x 16 dims" in text
+    assert "corpus.txt" in text and "min_count=1*" in text and "dim=16*" in text and "negatives=2," in text
+    assert "examples in" in text and "loss" in text
+    same = runner.invoke(main, ["info", "-m", str(trained)])
+    assert same.stdout == text
+    as_json = __import__("json").loads(runner.invoke(main, ["info", str(trained), "--json"]).stdout)
+    assert as_json["dim"] == 16 and as_json["config"]["min_count"] == 1
+    export_word2vec(model, tmp_path / "w.txt")
+    w2v = runner.invoke(main, ["info", str(tmp_path / "w.txt")])
+    assert "word2vec-text (no training record)" in w2v.stdout
+    assert_clean_error(runner.invoke(main, ["info", str(tmp_path / "missing")]), "no such model")
