@@ -183,7 +183,8 @@ def _pretrained_start(path, config, quiet):
                    "for costly settings); the curve records the exact count.")
 @click.option("--eval-dev", type=click.Path(path_type=Path), default=None,
               help="The dev set of --eval-every. Default: $SCBOW_STS_DEV, else "
-                   "shared/data/sts-dev/stsb.dev.tsv or ../shared/data/sts-dev/stsb.dev.tsv.")
+                   "shared/data/sts-dev/stsb.dev.tsv or ../shared/data/sts-dev/stsb.dev.tsv (from the current "
+                   "directory, or beside a source checkout).")
 @click.option("--eval-sets", type=click.Path(path_type=Path), multiple=True,
               help="Also score these STS files or folders at every point (repeatable); their means are recorded.")
 @click.option("--eval-test", is_flag=True,
@@ -652,19 +653,35 @@ def cache_command(cache_dir, clear):
 WEAK_FIT_R2 = 0.2  # below this R2, `expand` warns that the added vectors carry little
 
 
+def _data_places(name: str) -> list[Path]:
+    """Where the project's data folder may hold ``name``: beside the current directory, then
+    beside the checkout this package runs from (so that commands work from any directory of a
+    source checkout; an installed package has no such place)."""
+    places = [Path("shared/data") / name, Path("../shared/data") / name]
+    checkout = Path(__file__).resolve().parents[1]
+    if (checkout / "setup.cfg").is_file():
+        places.append(checkout.parent / "shared" / "data" / name)
+    out = []
+    for p in places:
+        if p not in out:
+            out.append(p)
+    return out
+
+
 def default_sts_paths() -> list[Path]:
-    """``$SCBOW_STS_DIR``, else ``shared/data/sts`` or ``../shared/data/sts`` from here."""
+    """``$SCBOW_STS_DIR``, else ``shared/data/sts`` or ``../shared/data/sts`` from here or from the checkout."""
     env = os.environ.get("SCBOW_STS_DIR")
     if env and not Path(env).is_dir():
         raise click.ClickException(f"SCBOW_STS_DIR={env}: no such directory")
-    candidates = [Path(env)] if env else [Path("shared/data/sts"), Path("../shared/data/sts")]
+    candidates = [Path(env)] if env else _data_places("sts")
     for c in candidates:
         if c.is_dir():
             files = sorted(c.glob("*.tsv"))
             if not files:
                 raise click.ClickException(f"{c}: no *.tsv STS files in the default STS folder")
             return files
-    raise click.ClickException("no STS files given and no default STS folder found; pass files or set SCBOW_STS_DIR")
+    raise click.ClickException("no STS files given and no default STS folder found (looked in "
+                               f"{', '.join(map(str, candidates))}); pass files or set SCBOW_STS_DIR")
 
 
 def default_sts_dev() -> Path:
@@ -674,10 +691,11 @@ def default_sts_dev() -> Path:
         if not Path(env).is_file():
             raise click.ClickException(f"SCBOW_STS_DEV={env}: no such file")
         return Path(env)
-    for c in (Path("shared/data/sts-dev/stsb.dev.tsv"), Path("../shared/data/sts-dev/stsb.dev.tsv")):
+    places = [p / "stsb.dev.tsv" for p in _data_places("sts-dev")]
+    for c in places:
         if c.is_file():
             return c
-    raise click.ClickException("no STS dev set for --eval-every: none found at the default places; "
+    raise click.ClickException(f"no STS dev set for --eval-every: none found (looked for {', '.join(map(str, places))}); "
                                "pass --eval-dev FILE or set SCBOW_STS_DEV")
 
 
@@ -791,7 +809,7 @@ def evaluate(model_path, paths, baseline, control, resamples, unknown, as_json):
     """Score a model on STS files (gold<TAB>s1<TAB>s2) or folders of *.tsv.
 
     With no PATHS: the paper's SemEval sets from $SCBOW_STS_DIR, else shared/data/sts or
-    ../shared/data/sts. Per set: pairs, pairs scored (a pair with a side without any known
+    ../shared/data/sts (from the current directory, or beside a source checkout). Per set: pairs, pairs scored (a pair with a side without any known
     word is not scored), Pearson and Spearman; then the mean over sets and the mean weighted
     by pairs scored. --baseline and --control add column groups, each compared with the
     model by a paired Wilcoxon test and a bootstrap interval of the Pearson difference.
