@@ -12,11 +12,17 @@ __version__ = "0.1.0"
 __all__ = ["TrainConfig", "tokenize", "load", "train"]
 
 
-def load(path):
-    """Load a model directory (or a word2vec text/binary file) as a :class:`scbow.model.Model`."""
+def load(path, mmap: bool = True):
+    """Load a model directory (or a word2vec text/binary file) as a :class:`scbow.model.Model`.
+
+    ``mmap=True`` (the default) maps ``vectors.npy`` read-only: loading is instant, the
+    pages are read when used and shared by every process that maps the same file.
+    ``mmap=False`` reads the vectors into memory as a writable array. A word2vec file is
+    always read into memory (writable). ``model.save(path)`` writes a model directory.
+    """
     from .formats import load_model
 
-    return load_model(path)
+    return load_model(path, mmap=mmap)
 
 
 def train(corpus, config=None, **kwargs):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from itertools import repeat
+from pathlib import Path
 
 import numpy as np
 
@@ -32,33 +34,148 @@ class Model:
     vectors: array of float32, shape (n_words, dim), row i is ``vocab.words[i]``.
     config: the hyperparameters it was trained with (a dict, as in ``config.json``).
     info: corpus statistics and training summary.
+
+    For users of gensim's ``KeyedVectors``: ``model[word]``, ``word in model``,
+    ``index_to_key``, ``key_to_index``, ``vectors``, ``vector_size``, ``get_index``,
+    ``get_vector``, ``most_similar`` (with ``restrict_vocab``), ``similar_by_word``,
+    ``similar_by_vector`` and ``n_similarity`` work as there, except that a word is also
+    found lowercased (see :meth:`get_index`). ``similarity`` and ``similarities`` compare
+    sentences, not words; ``save`` writes a model directory.
+
+    A word is looked up as given, else lowercased (the tokenizer lowercases, so every
+    word of a trained model is lowercase): ``model["King"]`` is the vector of "king".
+    ``word in model`` agrees with ``model[word]``: it is true when either spelling is in
+    the vocabulary; ``word in model.key_to_index`` asks for the exact spelling.
+
+    ``most_similar`` keeps the norms of the rows between calls. They are recomputed when
+    ``vectors`` is assigned (``model.vectors = new``); after changing rows in place,
+    assign it again (``model.vectors = model.vectors``).
     """
 
     def __init__(self, vocab: Vocab, vectors: np.ndarray, config: dict | None = None, info: dict | None = None):
-        if vectors.ndim != 2 or vectors.shape[0] != len(vocab):
-            raise ValueError(
-                f"vectors have shape {vectors.shape} but the vocabulary has {len(vocab)} words"
-            )
         self.vocab = vocab
         self.vectors = vectors
         self.config = dict(config or {})
         self.info = dict(info or {})
 
     @property
+    def vectors(self) -> np.ndarray:
+        return self._vectors
+
+    @vectors.setter
+    def vectors(self, vectors: np.ndarray) -> None:
+        if vectors.ndim != 2 or vectors.shape[0] != len(self.vocab):
+            raise ValueError(
+                f"vectors have shape {vectors.shape} but the vocabulary has {len(self.vocab)} words"
+            )
+        self._vectors = vectors
+        # what was computed from the old vectors
+        self._unknown_norm = None
+        self._hashed = {}
+        self._search = None
+
+    @property
     def dim(self) -> int:
         return self.vectors.shape[1]
+
+    @property
+    def vector_size(self) -> int:
+        """The number of dimensions (gensim's name for :attr:`dim`)."""
+        return self.dim
+
+    @property
+    def index_to_key(self) -> list[str]:
+        """The words, row by row, most frequent first (``vocab.words``; do not change it)."""
+        return self.vocab.words
+
+    @property
+    def key_to_index(self) -> dict[str, int]:
+        """The row of each word, exact spelling (``vocab.index``; do not change it)."""
+        return self.vocab.index
 
     def __len__(self) -> int:
         return len(self.vocab)
 
-    def __contains__(self, word: str) -> bool:
-        return word in self.vocab.index
+    def __repr__(self) -> str:
+        text = f"<scbow Model: {len(self):,} words x {self.dim:,} dims"
+        origin = self._origin()
+        return f"{text}, {origin}>" if origin else text + ">"
 
-    def __getitem__(self, word: str) -> np.ndarray:
+    def _origin(self) -> str:
+        """Where the vectors come from, in a few words, from ``info`` and ``config``; '' if unknown."""
+        info = self.info
+        parts = []
+        corpus = info.get("corpus")
+        if isinstance(corpus, dict) and isinstance(corpus.get("files"), list) and corpus["files"]:
+            names = [os.path.basename(str(f)) for f in corpus["files"]]
+            what = names[0] + (f" and {len(names) - 1} more file{'s' if len(names) > 2 else ''}" if len(names) > 1 else "")
+            details = []
+            if isinstance(corpus.get("tokens"), int):
+                details.append(f"{corpus['tokens']:,} tokens")
+            epochs = self.config.get("epochs")
+            if isinstance(epochs, int):
+                details.append(f"{epochs} epoch{'s' if epochs != 1 else ''}")
+            parts.append(f"trained on {what}" + (f" ({', '.join(details)})" if details else ""))
+        elif info.get("source"):
+            fmt = info.get("format")
+            parts.append(f"from {fmt + ' file ' if fmt else ''}{info['source']}")
+        expansions = info.get("expansions")
+        if isinstance(expansions, list) and expansions:
+            added = sum(e.get("added", 0) for e in expansions if isinstance(e, dict) and isinstance(e.get("added"), int))
+            sources = [str(e["source"]) for e in expansions if isinstance(e, dict) and e.get("source")]
+            parts.append(f"expanded by {added:,} words" + (f" from {', '.join(sources)}" if sources else ""))
+        return ", ".join(parts)
+
+    def get_index(self, word: str, default=None) -> int:
+        """The row of ``word``: as given, else lowercased (as the tokenizer and the CLI do).
+
+        ``default`` when neither spelling is in the vocabulary, or KeyError when no
+        ``default`` is given. (gensim's ``get_index`` looks up the exact key only; here
+        ``key_to_index`` does.)
+        """
+        index = self.vocab.index
+        i = index.get(word)
+        if i is None and isinstance(word, str):
+            i = index.get(word.lower())
+        if i is not None:
+            return i
+        if default is not None:
+            return default
+        lower = word.lower() if isinstance(word, str) else word
+        also = f" (nor is {lower!r})" if lower != word else ""
+        raise KeyError(f"word {word!r} is not in the vocabulary{also}")
+
+    def __contains__(self, word) -> bool:
+        """Whether ``model[word]`` finds a vector: ``word`` as given, or lowercased."""
+        index = self.vocab.index
         try:
-            return self.vectors[self.vocab.index[word]]
-        except KeyError:
-            raise KeyError(f"word {word!r} is not in the vocabulary") from None
+            return word in index or (isinstance(word, str) and word.lower() in index)
+        except TypeError:  # unhashable
+            return False
+
+    def __getitem__(self, word) -> np.ndarray:
+        """The vector of ``word`` (looked up as :meth:`get_index` does); a list of words gives a matrix."""
+        if isinstance(word, (list, tuple)):
+            return np.asarray(self._vectors)[np.array([self.get_index(w) for w in word], dtype=np.int64)]
+        return self._vectors[self.get_index(word)]
+
+    def get_vector(self, word: str, norm: bool = False) -> np.ndarray:
+        """``model[word]``, or with ``norm=True`` that vector scaled to length 1 (a zero vector stays zero)."""
+        vector = self[word]
+        if not norm:
+            return vector
+        length = np.linalg.norm(np.asarray(vector, dtype=np.float64))
+        return (np.asarray(vector, dtype=np.float64) / (length if length > 0 else 1.0)).astype(vector.dtype)
+
+    def save(self, path) -> Path:
+        """Write the model as a directory at ``path`` (``scbow.load`` reads it back).
+
+        Any model directory already there is replaced in one step: whenever the process
+        stops, ``path`` holds the old model or the new one, complete. Returns the path.
+        """
+        from .formats import save_model  # formats imports this module
+
+        return save_model(self, path)
 
     def ids(self, sentence: str) -> tuple[list[int], list[str]]:
         """Vocabulary ids of the known tokens of ``sentence``, and the unknown tokens."""
@@ -183,7 +300,76 @@ class Model:
         a, b = self.embed([s1, s2], unknown=unknown).astype(np.float64)
         return cosine(a, b)
 
-    def most_similar(self, positive, topn: int = 10, negative=()) -> list[tuple[str, float]]:
+    def similarities(self, first, second=None, unknown: str | None = None) -> np.ndarray:
+        """Cosines of many sentence pairs at once: float64, shape (n_pairs,); nan where a side has no embedding.
+
+        ``similarities(pairs)`` takes a sequence of ``(sentence1, sentence2)`` pairs;
+        ``similarities(firsts, seconds)`` two sequences of sentences of the same length.
+        Each value is what :meth:`similarity` gives for that pair, but all the sentences
+        are embedded by one :meth:`embed` call (a sentence given twice is embedded once),
+        which is far faster than a call per pair. ``unknown``: as in :meth:`embed`.
+        """
+        if second is None:
+            if isinstance(first, str):
+                raise TypeError("similarities() takes pairs of sentences, or two lists of sentences")
+            pairs = list(first)
+            for n, pair in enumerate(pairs):
+                if isinstance(pair, str) or len(pair) != 2:
+                    raise ValueError(f"pair {n} is not a pair of sentences: {pair!r:.80}")
+            firsts, seconds = [p[0] for p in pairs], [p[1] for p in pairs]
+        else:
+            if isinstance(first, str) or isinstance(second, str):
+                raise TypeError("similarities(firsts, seconds) takes two lists of sentences; "
+                                "for a single pair use similarity()")
+            firsts, seconds = list(first), list(second)
+            if len(firsts) != len(seconds):
+                raise ValueError(f"{len(firsts)} first sentences but {len(seconds)} second ones")
+        n = len(firsts)
+        if n == 0:
+            return np.empty(0)
+        rows = self.embed(firsts + seconds, unknown=unknown).astype(np.float64)
+        return cosines(rows[:n], rows[n:])
+
+    def n_similarity(self, words1, words2) -> float:
+        """Cosine between the means of the vectors of two lists of words, as gensim's ``n_similarity``.
+
+        As there, the means are of the vectors as they are (not scaled to length 1 first),
+        and a word may be given as a vector. Unlike there, a word not in the vocabulary
+        (as given or lowercased) is a KeyError instead of being skipped, an empty list a
+        ValueError, and nan is returned when a mean is the zero vector.
+        """
+        means = []
+        for words in (words1, words2):
+            if isinstance(words, str):
+                words = [words]
+            rows = [np.asarray(self[w] if isinstance(w, str) else w, dtype=np.float64) for w in words]
+            if not rows:
+                raise ValueError("n_similarity() needs at least one word on each side")
+            for row in rows:
+                if row.shape != (self.dim,):
+                    raise ValueError(f"a vector must have shape ({self.dim},), got {row.shape}")
+            means.append(np.mean(rows, axis=0))
+        return cosine(*means)
+
+    def similar_by_word(self, word: str, topn: int = 10, restrict_vocab: int | None = None) -> list[tuple[str, float]]:
+        """``most_similar(word, topn, restrict_vocab=restrict_vocab)``: gensim's name for it."""
+        if not isinstance(word, str):
+            raise TypeError(f"similar_by_word() takes a word, got {type(word).__name__}")
+        return self.most_similar(word, topn=topn, restrict_vocab=restrict_vocab)
+
+    def similar_by_vector(self, vector, topn: int = 10, restrict_vocab: int | None = None) -> list[tuple[str, float]]:
+        """The ``topn`` words nearest to ``vector`` (shape (dim,)) by cosine, best first.
+
+        :meth:`most_similar` of the vector alone: no word is left out, ``restrict_vocab``
+        as there.
+        """
+        vector = np.asarray(vector, dtype=np.float64)
+        if vector.shape != (self.dim,):
+            raise ValueError(f"a query vector must have shape ({self.dim},), got {vector.shape}")
+        return self.most_similar([vector], topn=topn, restrict_vocab=restrict_vocab)
+
+    def most_similar(self, positive, topn: int = 10, negative=(), restrict_vocab: int | None = None
+                     ) -> list[tuple[str, float]]:
         """The ``topn`` words nearest to a query by cosine, with their cosines, best first.
 
         ``positive`` is a word, a vector (shape (dim,)) or a list of words and vectors;
@@ -191,18 +377,34 @@ class Model:
         the query is the mean of the unit vectors of ``positive`` and of the negated unit
         vectors of ``negative``, and the query's own words are never returned
         (``most_similar(["king", "woman"], negative=["man"])`` asks an analogy). Ties go
-        to the more frequent word. KeyError for a word not in the vocabulary.
+        to the more frequent word. A word is looked up as given, else lowercased;
+        KeyError when neither is in the vocabulary. ValueError when the query is the zero
+        vector (its terms cancel out).
+
+        ``restrict_vocab=N``: only the first N words (the N most frequent) are candidates,
+        as in gensim; the query's words may be any. ``None``: all of them.
+
+        Speed: the cosines of all the candidates are computed in float32 (one
+        matrix-vector product with the rows as they are, times the cached inverse row
+        norms), and the few words within rounding distance of the ``topn``-th best are
+        scored again in float64, which decides their order and gives the returned cosines.
         """
         if not isinstance(topn, int) or isinstance(topn, bool) or topn < 1:
             raise ValueError(f"topn must be a positive integer, got {topn!r}")
+        n_rows = len(self)
+        if restrict_vocab is not None:
+            if not isinstance(restrict_vocab, (int, np.integer)) or isinstance(restrict_vocab, bool) or restrict_vocab < 1:
+                raise ValueError(f"restrict_vocab must be a positive integer or None, got {restrict_vocab!r}")
+            n_rows = min(n_rows, int(restrict_vocab))
         terms, exclude = [], set()
         for sign, group in ((1.0, positive), (-1.0, negative)):
             if isinstance(group, str) or (isinstance(group, np.ndarray) and group.ndim == 1):
                 group = [group]
             for item in group:
                 if isinstance(item, str):
-                    v = np.asarray(self[item], dtype=np.float64)
-                    exclude.add(self.vocab.index[item])
+                    i = self.get_index(item)
+                    v = np.asarray(self._vectors[i], dtype=np.float64)
+                    exclude.add(i)
                 else:
                     v = np.asarray(item, dtype=np.float64)
                     if v.shape != (self.dim,):
@@ -216,19 +418,57 @@ class Model:
         # the terms are unit vectors: a mean this short is what rounding leaves when they cancel
         if not np.isfinite(qnorm) or qnorm < 1e-5:
             raise ValueError("the query vector is zero or not finite; no direction to compare with")
-        vectors = np.asarray(self.vectors, dtype=np.float64)
-        norms = np.linalg.norm(vectors, axis=1)
-        scores = (vectors @ (query / qnorm)) / np.where(norms > 0, norms, 1.0)
-        scores[list(exclude)] = -np.inf
-        k = min(topn, len(scores) - len(exclude))
+        query = query / qnorm
+        exclude = np.array(sorted(i for i in exclude if i < n_rows), dtype=np.int64)
+        k = min(topn, n_rows - len(exclude))
         if k <= 0:
             return []
-        if k < len(scores):  # the k best, and every word tied with the k-th
-            top = np.flatnonzero(scores >= scores[np.argpartition(-scores, k - 1)[k - 1]])
+        matrix, inverse_norms, odd = self._search_table()
+        scores = matrix[:n_rows] @ query.astype(np.float32)
+        scores *= inverse_norms[:n_rows]
+        scores[exclude] = -np.inf
+        if len(odd):  # rows float32 cannot score: always scored again below
+            odd = np.setdiff1d(odd[odd < n_rows], exclude, assume_unique=True)
+            scores[odd] = -np.inf
+        regular = n_rows - len(exclude) - len(odd)
+        if k < regular:
+            kth = kth_largest(scores, k)  # the k-th best float32 cosine
+            # A float32 cosine is within (dim + 8) float32 epsilons of the true one: every
+            # word whose true cosine can reach the k-th best is within twice that of it.
+            margin = 2 * (self.dim + 8) * float(np.finfo(np.float32).eps)
+            candidates = np.flatnonzero(scores >= kth - margin)
         else:
-            top = np.arange(len(scores))
-        top = top[np.lexsort((top, -scores[top]))][:k]
-        return [(self.vocab.words[i], float(scores[i])) for i in top.tolist()]
+            candidates = np.flatnonzero(scores > -np.inf)
+        if len(odd):
+            candidates = np.union1d(candidates, odd)
+        rows = np.asarray(self._vectors[candidates], dtype=np.float64)
+        norms = np.linalg.norm(rows, axis=1)
+        exact = (rows @ query) / np.where(norms > 0, norms, 1.0)
+        best = np.lexsort((candidates, -exact))[:k]
+        words = self.vocab.words
+        return [(words[i], float(c)) for i, c in zip(candidates[best].tolist(), exact[best].tolist())]
+
+    def _search_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What :meth:`most_similar` scores with, computed once per ``vectors`` array.
+
+        ``(matrix, inverse_norms, odd)``: the vectors as a C-contiguous float32 matrix (the
+        array itself when it is one, memory-mapped or not: no copy), float32 ``1 / norm``
+        of every row (0 for a zero row, whose cosines are 0), and the ids of the rows that
+        float32 cannot score (norm below 1e-30 or above 1e30, or not finite), which are
+        scored in float64 every time.
+        """
+        table = self._search
+        if table is None:
+            matrix = np.asarray(self._vectors)
+            if matrix.dtype != np.float32 or not matrix.flags.c_contiguous:
+                matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+            norms = row_norms(self._vectors)
+            fine = (norms >= 1e-30) & (norms <= 1e30)
+            inverse = np.zeros(len(norms), dtype=np.float32)
+            inverse[fine] = 1.0 / norms[fine]
+            odd = np.flatnonzero(~fine & (norms != 0))
+            self._search = table = (matrix, inverse, odd)
+        return table
 
 
 def hashed_vector(token: str, dim: int) -> np.ndarray:
@@ -341,6 +581,44 @@ def _reduce_rows(rows: np.ndarray) -> np.ndarray:
 
 def _accumulate_rows(rows: np.ndarray) -> np.ndarray:
     return np.add.accumulate(rows, axis=0, dtype=np.float64)[-1]
+
+
+def kth_largest(values: np.ndarray, k: int) -> float:
+    """The ``k``-th largest of ``values`` (1 <= k <= len(values)), a full pass and a partition of a few.
+
+    The k-th largest of every ``step``-th value is no larger than the k-th largest of all
+    (a subset's k-th is at most the whole's), so every value of the k best is at least
+    that; partitioning only those (about ``len(values) / 64`` when k is small) is several
+    times faster than partitioning everything.
+    """
+    n = len(values)
+    step = n // (64 * k)
+    if step >= 4:
+        sample = values[::step]
+        lower = np.partition(sample, len(sample) - k)[len(sample) - k]
+        if lower > -np.inf:
+            pool = values[values >= lower]
+            return pool[np.argpartition(pool, len(pool) - k)[len(pool) - k]]
+    return values[np.argpartition(values, n - k)[n - k]]
+
+
+def row_norms(vectors: np.ndarray, block: int = 1 << 14) -> np.ndarray:
+    """Euclidean norm of every row, in float64: shape (n_rows,); a block of rows at a time."""
+    out = np.empty(vectors.shape[0])
+    for lo in range(0, vectors.shape[0], block):
+        rows = np.asarray(vectors[lo:lo + block], dtype=np.float64)
+        out[lo:lo + len(rows)] = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    return out
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-by-row cosines of two matrices of the same shape (float64); nan where a row has NaN or is zero."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    dots = np.einsum("ij,ij->i", a, b)
+    norms = np.sqrt(np.einsum("ij,ij->i", a, a)) * np.sqrt(np.einsum("ij,ij->i", b, b))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), np.nan)
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
