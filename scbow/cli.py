@@ -283,6 +283,58 @@ def _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, r
                        f"'scbow-numba plot {output}' draws it)", err=True)
 
 
+@main.command(short_help="Turn raw documents into a corpus for train (sentence splitting).")
+@click.argument("inputs", metavar="INPUT...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="Corpus file to write for 'train' (.gz, .bz2 or .xz compress it).")
+@click.option("--jsonl-field", metavar="NAME", default="text", show_default=True,
+              help="The field of each JSON Lines record (.jsonl, .ndjson) that holds its text.")
+@click.option("--documents", type=click.Choice(["file", "blank-line"]), default="file", show_default=True,
+              help="What makes a document: each file (and each JSON Lines record), or each block of lines "
+                   "between blank lines.")
+@click.option("--segmenter", type=click.Choice(["nupunkt", "sentencex", "blingfire", "pysbd", "syntok", "lines"]),
+              default="nupunkt", show_default=True,
+              help="How sentences are found: nupunkt (English; pip install 'scbow-numba[prepare]'), sentencex "
+                   "(about 300 languages, see --language), blingfire, pysbd, syntok (each pip install NAME), or "
+                   "lines: the text is already one sentence per line.")
+@click.option("--language", default="en", show_default=True,
+              help="ISO 639-1 code of the text, for sentencex and pysbd (nupunkt and syntok know English only).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")
+def prepare(inputs, output, jsonl_field, documents, segmenter, language, quiet):
+    """Turn raw documents into a corpus for 'train': one sentence per line, a blank line between documents.
+
+    INPUT: text files (.txt, .text, .md), JSON Lines files (.jsonl, .ndjson; one record, one
+    document), any of them .gz/.bz2/.xz, and folders of them (searched recursively). Lines
+    of a paragraph are joined and split into sentences; a blank line ends a paragraph.
+    Read in blocks, so inputs larger than memory work; OUTPUT is renamed into place at the end.
+    The segmenters were compared in benchmarks/results/segmenters.md.
+    """
+    from .prepare import prepare as prepare_corpus
+    from .progress import Progress, plural
+
+    bar = Progress(0, unit="B", enabled=None if not quiet else False)
+
+    def show(done, total):
+        bar.total = total
+        bar.update(done, prefix="preparing: ")
+
+    try:
+        stats = prepare_corpus(inputs, output, jsonl_field=jsonl_field, documents=documents, segmenter=segmenter,
+                               language=language, progress=show)
+    finally:
+        bar.close()
+    if stats.invalid_utf8_lines:
+        click.echo(f"warning: {stats.invalid_utf8_lines:,} line(s) of the input are not valid UTF-8; their bad "
+                   "bytes were written as U+FFFD (the replacement character)", err=True)
+    if not quiet:
+        rate = stats.input_bytes / stats.seconds / 1e6 if stats.seconds > 0 else 0.0
+        skipped = f", {stats.skipped_records:,} JSON Lines records with no text skipped" if stats.skipped_records else ""
+        click.echo(f"prepared {plural(stats.files, 'file')}, {stats.input_bytes / 1e6:,.1f} MB in {stats.seconds:.1f} s "
+                   f"({rate:.1f} MB/s, {segmenter}): {plural(stats.documents, 'document')}, "
+                   f"{plural(stats.sentences, 'sentence')}, {plural(stats.words, 'word')}{skipped}; wrote {output}",
+                   err=True)
+
+
 @main.command(short_help="Cosine similarity of two sentences (or of many pairs).")
 @_model_option()
 @click.argument("sentence1", required=False)
@@ -512,11 +564,10 @@ def embed(model_path, input_path, output, missing_file, fill, threads, unknown, 
 
 def _lookup_word(model, word: str) -> str:
     """``word`` as the model spells it: as given, else lowercased (our tokens are lowercase)."""
-    if word in model:
-        return word
-    if word.lower() in model:
-        return word.lower()
-    raise click.ClickException(f"{word!r} is not in the vocabulary of {len(model):,} words")
+    i = model.get_index(word, -1)
+    if i < 0:
+        raise click.ClickException(f"{word!r} is not in the vocabulary of {len(model):,} words")
+    return model.index_to_key[i]
 
 
 @main.command(short_help="Nearest words of a word, or nearest lines of a sentence.")
@@ -809,8 +860,9 @@ def evaluate(model_path, paths, baseline, control, resamples, unknown, as_json):
     """Score a model on STS files (gold<TAB>s1<TAB>s2) or folders of *.tsv.
 
     With no PATHS: the paper's SemEval sets from $SCBOW_STS_DIR, else shared/data/sts or
-    ../shared/data/sts (from the current directory, or beside a source checkout). Per set: pairs, pairs scored (a pair with a side without any known
-    word is not scored), Pearson and Spearman; then the mean over sets and the mean weighted
+    ../shared/data/sts (from the current directory, or beside a source checkout). Per set:
+    pairs, pairs scored (a pair with a side without any known word is not scored), Pearson
+    and Spearman; then the mean over sets and the mean weighted
     by pairs scored. --baseline and --control add column groups, each compared with the
     model by a paired Wilcoxon test and a bootstrap interval of the Pearson difference.
     """

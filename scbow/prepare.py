@@ -1,0 +1,609 @@
+"""Raw documents -> the trainer's corpus: one sentence per line, a blank line between documents.
+
+Inputs are text files (``.txt``, ``.text``, ``.md``) and JSON Lines files (``.jsonl``,
+``.ndjson``), each possibly compressed (``.gz``, ``.bz2``, ``.xz``, recognised by their
+first bytes), and folders. A folder stands for every such file below it, recursively, in
+sorted path order; hidden files and folders (names starting with ``.``) are skipped. A
+file named on its own is read whatever its name: as JSON Lines if its name (less any
+compression suffix) ends in ``.jsonl`` or ``.ndjson``, else as text.
+
+Documents (``documents=``):
+
+- ``"file"``: each text file is one document, and so is each JSON Lines record.
+- ``"blank-line"``: each block of lines between blank lines is one document (in a JSON
+  Lines record too).
+
+Sentences: text is cut into paragraphs at blank lines (a blank line always ends a
+sentence); the lines of a paragraph are joined with spaces, so hard-wrapped text is read
+as flowing text (a heading without a blank line after it joins the sentence that follows),
+and the paragraph is split into sentences by the segmenter. Inside a sentence every run of
+whitespace becomes one space; empty sentences, and documents left with no sentence, are
+dropped. ``segmenter="lines"`` takes the text as already one sentence per line (each
+non-blank line is a sentence) and needs no library.
+
+Memory stays bounded whatever the input: files are read in blocks of whole lines of about
+``CHUNK_CHARS`` characters (a longer line is cut), and a paragraph longer than that (a
+file with no blank line) is segmented chunk by chunk: the last sentence of a chunk, which
+may go on in the next one, is carried over and segmented again with the text after it.
+Only a JSON Lines record is held whole, since it must be parsed whole.
+
+The output is written to a temporary file beside it and renamed into place at the end,
+so it is never seen half written; it is compressed by its suffix (``.gz``, ``.bz2``,
+``.xz``, else plain UTF-8), at levels faster than the segmenting, in a second thread.
+
+Input is UTF-8 (a byte order mark at the start is dropped; line ends may be ``\n``,
+``\r\n`` or ``\r``). Invalid bytes become U+FFFD and are counted, as the trainer reads
+them; a file with NUL bytes, or whose start is mostly invalid UTF-8, is refused as binary.
+
+This module imports only the standard library; the segmenter's library is imported when
+``prepare`` (or ``get_segmenter``) runs.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import importlib
+import io
+import json
+import lzma
+import os
+import re
+import tempfile
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from .errors import CorpusError, ModelError
+
+DOCUMENT_MODES = ("file", "blank-line")
+TEXT_SUFFIXES = (".txt", ".text", ".md")
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+DEFAULT_JSONL_FIELD = "text"
+
+# Segmenter name -> the module to import (None: no library). The default is the most
+# accurate of those compared, on benchmarks/data/segmenter_gold.txt and on book text, at
+# about 6 MB/s of book text, in pure Python with no dependency; it knows English only.
+# sentencex (about 300 languages, 7x faster, less accurate on English dialogue) is the one
+# for other languages. See benchmarks/results/segmenters.md.
+DEFAULT_SEGMENTER = "nupunkt"
+SEGMENTERS = {
+    "nupunkt": "nupunkt",
+    "sentencex": "sentencex",
+    "blingfire": "blingfire",
+    "pysbd": "pysbd",
+    "syntok": "syntok.segmenter",
+    "lines": None,
+}
+ENGLISH_ONLY = ("nupunkt", "syntok")
+
+CHUNK_CHARS = 1 << 16  # most characters read at once, and handed to the segmenter at once (about)
+_CHECK_CHARS = 1 << 20  # the start of each file that must be mostly valid UTF-8
+_WRITE_CHARS = 1 << 20  # characters of output written at once
+
+Segmenter = Callable[[str], list[str]]
+
+
+@dataclass
+class PrepareStats:
+    """What ``prepare`` read and wrote.
+
+    ``bytes_read`` counts bytes of the input files as stored (compressed bytes for a
+    compressed file), so it ends at ``input_bytes``; ``words`` are whitespace-separated
+    tokens of the written sentences; ``skipped_records``: JSON Lines records whose text
+    field is null or empty.
+    """
+
+    files: int = 0
+    documents: int = 0
+    sentences: int = 0
+    words: int = 0
+    bytes_read: int = 0
+    input_bytes: int = 0
+    output_bytes: int = 0
+    invalid_utf8_lines: int = 0
+    skipped_records: int = 0
+    seconds: float = 0.0
+    segmenter: str = ""
+    output: str = ""
+
+
+# ---------------------------------------------------------------- segmenters
+
+
+def get_segmenter(name: str = DEFAULT_SEGMENTER, language: str = "en") -> Segmenter:
+    """A function from a paragraph of text to its sentences.
+
+    The library segmenters see the paragraph with its whitespace collapsed to single
+    spaces; ``"lines"`` splits at line ends. Sentences may keep surrounding whitespace and
+    may be empty (the caller strips and drops them). ``language``: an ISO 639-1 code, used
+    by sentencex and pysbd; blingfire has one model for all languages, and nupunkt and
+    syntok know English only (another language is refused).
+
+    Raises CorpusError for an unknown name or language, or a library that is not
+    installed (saying what to pip install).
+    """
+    if name not in SEGMENTERS:
+        raise CorpusError(f"unknown segmenter {name!r} (choose from {', '.join(SEGMENTERS)})")
+    if name in ENGLISH_ONLY and language != "en":
+        raise CorpusError(f"the {name} segmenter knows English only; for language {language!r} "
+                          f"use the sentencex segmenter (pip install sentencex)")
+    module = SEGMENTERS[name]
+    if module is None:
+        return _split_lines
+    try:
+        lib = importlib.import_module(module)
+    except ImportError:
+        what = "'scbow-numba[prepare]'" if name == DEFAULT_SEGMENTER else name
+        raise CorpusError(f"the {name} sentence segmenter is not installed; pip install {what}") from None
+    if name == "nupunkt":
+        return lambda text: lib.sent_tokenize(_collapse(text))
+    if name == "sentencex":
+        return lambda text: lib.segment(language, _collapse(text))
+    if name == "blingfire":
+        return lambda text: lib.text_to_sentences(_collapse(text)).split("\n")
+    if name == "pysbd":
+        try:
+            seg = lib.Segmenter(language=language, clean=False)
+        except ValueError as exc:
+            raise CorpusError(f"pysbd: {exc}") from None
+        return lambda text: seg.segment(_collapse(text))
+    # syntok: paragraphs of sentences of tokens, each token with the whitespace before it
+    return lambda text: ["".join(t.spacing + t.value for t in sentence)
+                         for paragraph in lib.analyze(_collapse(text)) for sentence in paragraph]
+
+
+def _collapse(text: str) -> str:
+    """``text`` with every run of whitespace (line ends included) made one space, and stripped."""
+    return " ".join(text.split())
+
+
+def _split_lines(text: str) -> list[str]:
+    return text.split("\n")
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def _kind(path: Path) -> str | None:
+    """``"jsonl"`` or ``"text"`` by the name (less a compression suffix), else None."""
+    name = path.name.lower()
+    for suffix in COMPRESSED_SUFFIXES:
+        name = name.removesuffix(suffix)
+    if name.endswith(JSONL_SUFFIXES):
+        return "jsonl"
+    if name.endswith(TEXT_SUFFIXES):
+        return "text"
+    return None
+
+
+def find_inputs(inputs: Iterable[os.PathLike | str]) -> list[tuple[Path, str]]:
+    """The files to read, each with its kind (``"text"`` or ``"jsonl"``), in order, each once.
+
+    A folder gives the text and JSON Lines files below it (recursively, sorted, hidden
+    names skipped; symbolic links to folders are not followed).
+    """
+    inputs = list(inputs)
+    if not inputs:
+        raise CorpusError("no input file given")
+    out: list[tuple[Path, str]] = []
+    for p in map(Path, inputs):
+        if p.is_dir():
+            found = []
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    f = Path(root) / name
+                    if not name.startswith(".") and _kind(f) and f.is_file():
+                        found.append((f, _kind(f)))
+            if not found:
+                looked = ", ".join(TEXT_SUFFIXES + JSONL_SUFFIXES)
+                raise CorpusError(f"{p}: folder has no text or JSON Lines files (looked for {looked}, "
+                                  f"also compressed)")
+            out.extend(found)
+        elif p.is_file():
+            out.append((p, _kind(p) or "text"))
+        elif p.exists():
+            raise CorpusError(f"{p}: not a regular file")
+        else:
+            raise CorpusError(f"{p}: no such file or directory")
+    seen = set()
+    unique = []
+    for f, kind in out:
+        key = os.path.realpath(f)
+        if key not in seen:
+            seen.add(key)
+            unique.append((f, kind))
+    for f, _ in unique:
+        if not os.access(f, os.R_OK):
+            raise CorpusError(f"{f}: permission denied")
+    return unique
+
+
+class _Reader:
+    """A file as text, decompressed by its first bytes, that knows how many stored bytes it read."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.raw = open(path, "rb")
+        try:
+            magic = self.raw.read(6)
+            self.raw.seek(0)
+            if magic[:2] == b"\x1f\x8b":
+                stream = gzip.GzipFile(fileobj=self.raw, mode="rb")
+            elif magic[:3] == b"BZh":
+                stream = bz2.BZ2File(self.raw, "rb")
+            elif magic[:6] == b"\xfd7zXZ\x00":
+                stream = lzma.LZMAFile(self.raw, "rb")
+            else:
+                stream = self.raw
+            # utf-8-sig: a byte order mark at the start (as some editors write) is not text
+            self.text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="replace", newline=None)
+        except BaseException:
+            self.raw.close()
+            raise
+
+    def position(self) -> int:
+        """Stored bytes consumed so far (read ahead by a buffer, at most)."""
+        return self.raw.tell()
+
+    def close(self) -> None:
+        try:
+            self.text.close()
+        finally:
+            self.raw.close()
+
+
+class _Checker:
+    """Refuses binary content as ``scbow.corpus`` does, and counts lines with invalid UTF-8.
+
+    NUL anywhere is binary; so is a start of the file (its first ``_CHECK_CHARS``
+    characters) in which most lines hold U+FFFD (bytes that are not UTF-8). Elsewhere
+    such lines are kept, and counted.
+    """
+
+    def __init__(self, name: str, stats: PrepareStats):
+        self.name = name
+        self.stats = stats
+        self.seen = self.lines = self.bad = 0
+        self.judged = False
+
+    def __call__(self, text: str) -> None:
+        if "\x00" in text:
+            raise CorpusError(f"{self.name}: contains NUL bytes; this looks like binary data, not text")
+        bad = sum("\ufffd" in line for line in text.split("\n")) if "\ufffd" in text else 0
+        self.stats.invalid_utf8_lines += bad
+        if not self.judged:
+            self.bad += bad
+            self.lines += text.count("\n") + (not text.endswith("\n"))
+            self.seen += len(text)
+            if self.seen >= _CHECK_CHARS:
+                self.finish_start()
+
+    def finish_start(self) -> None:
+        """Judge the start of the file (once, at ``_CHECK_CHARS`` characters or at its end)."""
+        if not self.judged and self.bad > 0.5 * max(self.lines, 1):
+            raise CorpusError(f"{self.name}: mostly invalid UTF-8; this looks like binary data, not text")
+        self.judged = True
+
+
+def _blocks(stream: io.TextIOBase, check: _Checker | None = None) -> Iterator[str]:
+    """A text stream in blocks of whole lines, about ``CHUNK_CHARS`` characters each (a line
+    longer than that is cut, so a block never passes ``2 * CHUNK_CHARS``)."""
+    while block := stream.read(CHUNK_CHARS):
+        if not block.endswith("\n"):
+            block += stream.readline(CHUNK_CHARS)
+        if check is not None:
+            check(block)
+        yield block
+    if check is not None:
+        check.finish_start()
+
+
+# ---------------------------------------------------------------- output
+
+
+class _Writer:
+    """Sentences to a binary output stream, a blank line between documents, counting as it goes.
+
+    Text is encoded and written in batches of about ``_WRITE_CHARS`` characters by a
+    second thread, so that compressing one batch (zlib, bz2 and lzma release the GIL)
+    overlaps segmenting the next. Call ``close`` to write the rest; ``stop`` (also after a
+    failure) waits for the thread.
+    """
+
+    def __init__(self, stream, stats: PrepareStats):
+        self.stream = stream
+        self.stats = stats
+        self.open_document = False  # the current document has a sentence written
+        self._batch: list[str] = []
+        self._batch_chars = 0
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scbow-prepare-write")
+        self._pending = None  # the batch being written
+
+    def sentences(self, sentences: Iterable[str]) -> None:
+        """Write ``sentences``, each with its whitespace collapsed; empty ones are dropped."""
+        lines = [line for line in map(_collapse, sentences) if line]
+        if not lines:
+            return
+        if not self.open_document:
+            if self.stats.documents:
+                self._batch.append("\n")
+            self.open_document = True
+            self.stats.documents += 1
+        self.stats.sentences += len(lines)
+        self.stats.words += sum(line.count(" ") for line in lines) + len(lines)
+        text = "\n".join(lines) + "\n"
+        self._batch.append(text)
+        self._batch_chars += len(text)
+        if self._batch_chars >= _WRITE_CHARS:
+            self._write_batch()
+
+    def end_document(self) -> None:
+        self.open_document = False
+
+    def _write_batch(self) -> None:
+        # a lone surrogate (a JSON "\\ud800") cannot be UTF-8: it becomes "?"
+        data = "".join(self._batch).encode("utf-8", "replace")
+        self._batch, self._batch_chars = [], 0
+        self._wait()
+        self._pending = self._pool.submit(self.stream.write, data)
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()  # raises the write's error, if any
+
+    def close(self) -> None:
+        """Write what is left and wait until it is written."""
+        if self._batch:
+            self._write_batch()
+        self._wait()
+
+    def stop(self) -> None:
+        """Wait for the writing thread and end it (nothing more is written)."""
+        self._pool.shutdown(wait=True)
+
+
+def _compressor(raw, output: Path):
+    """A binary stream over the file ``raw`` that compresses by the suffix of ``output`` (or ``raw``)."""
+    name = output.name.lower()
+    if name.endswith(".gz"):
+        # the name in the gzip header is the output's, not the temporary file's
+        return gzip.GzipFile(filename=output.name, mode="wb", fileobj=raw, compresslevel=6)
+    if name.endswith(".bz2"):
+        return bz2.BZ2File(raw, "wb")
+    if name.endswith(".xz"):
+        # preset 1: about 10 MB/s and 37% of the text's size on English; the default preset 6
+        # (1.6 MB/s, 30%) would take longer than the segmenting
+        return lzma.LZMAFile(raw, "wb", preset=1)
+    return raw
+
+
+def _check_output(output: Path) -> None:
+    if output.is_dir():
+        raise CorpusError(f"{output}: is a directory; give a file name such as {output / 'corpus.txt.gz'}")
+    parent = output.resolve().parent
+    if not parent.is_dir():
+        raise CorpusError(f"{parent}: no such directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CorpusError(f"{parent}: directory is not writable")
+
+
+# ---------------------------------------------------------------- the pass
+
+
+# a line end followed by one or more lines of only whitespace: the gap between two paragraphs
+_BLANK_LINES = re.compile(r"\n(?:[^\S\n]*\n)+")
+
+
+class _Preparer:
+    """Turns blocks of text into paragraphs, sentences and documents on a writer."""
+
+    def __init__(self, segment: Segmenter, writer: _Writer, blank_line_documents: bool):
+        self.segment = segment
+        self.writer = writer
+        self.blank_line_documents = blank_line_documents
+
+    def document(self, blocks: Iterable[str], on_block: Callable[[], None] | None = None) -> None:
+        """Everything in ``blocks`` (the text of one file or record); the end of it ends a document."""
+        buf: list[str] = []  # the open paragraph, not yet segmented
+        size = 0
+        at_line_start = True
+        for block in blocks:
+            # after a line end, a block that starts with a blank line starts a new paragraph:
+            # the "\n" put in front lets the pattern see that blank line
+            parts = _BLANK_LINES.split("\n" + block if at_line_start else block)
+            at_line_start = block.endswith("\n")
+            for i, part in enumerate(parts):
+                if i and buf:  # a blank line closed the open paragraph
+                    self._flush(buf, final=True)
+                    buf, size = [], 0
+                    if self.blank_line_documents:
+                        self.writer.end_document()
+                if part:
+                    buf.append(part)
+                    size += len(part)
+                    if size >= CHUNK_CHARS:  # a long paragraph: segment what is there, carry its end
+                        buf = self._flush(buf, final=False)
+                        size = sum(map(len, buf))
+            if on_block is not None:
+                on_block()
+        if buf:
+            self._flush(buf, final=True)
+        self.writer.end_document()
+
+    def _flush(self, buf: list[str], final: bool) -> list[str]:
+        """Segment the text in ``buf`` and write its sentences; returns what to carry over.
+
+        Unless ``final``, the last sentence may go on in the text still to come: it is
+        returned (with a space after it if the text ended in whitespace) to be segmented
+        again in front of that text, unless it is already half a chunk long.
+        """
+        text = "".join(buf)
+        sentences = self.segment(text)
+        carry: list[str] = []
+        if not final and sentences and len(sentences[-1]) < CHUNK_CHARS // 2:
+            last = sentences.pop().strip()
+            if last:
+                carry = [last + (" " if text[-1:].isspace() else "")]
+        self.writer.sentences(sentences)
+        return carry
+
+
+def _records(reader: _Reader, field: str, check: _Checker, stats: PrepareStats) -> Iterator[str]:
+    """The text field of each record of a JSON Lines file (blank lines skipped)."""
+    name = reader.path
+    for lineno, line in enumerate(iter(reader.text.readline, ""), 1):
+        check(line)
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except RecursionError:
+            raise CorpusError(f"{name}: line {lineno}: JSON nested too deep") from None
+        except ValueError as exc:
+            reason = str(exc).split(":")[0]
+            raise CorpusError(f"{name}: line {lineno}: not valid JSON ({reason})") from None
+        if not isinstance(record, dict):
+            raise CorpusError(f"{name}: line {lineno}: not a JSON object but {_json_type(record)}")
+        if field not in record:
+            keys = ", ".join(repr(k[:40]) for k in list(record)[:5]) + (", ..." if len(record) > 5 else "")
+            raise CorpusError(f"{name}: line {lineno}: no field {field!r} (its fields: {keys or 'none'}; "
+                              f"choose the text field with --jsonl-field)")
+        text = record[field]
+        if text is None or text == "":
+            stats.skipped_records += 1
+            continue
+        if not isinstance(text, str):
+            raise CorpusError(f"{name}: line {lineno}: field {field!r} is not a string but {_json_type(text)}")
+        yield text
+    check.finish_start()
+
+
+def _json_type(value) -> str:
+    """The JSON name of the type of a parsed value."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
+             float: "a number"}
+    return names.get(type(value), "null")
+
+
+def prepare(
+    inputs: Iterable[os.PathLike | str],
+    output: os.PathLike | str,
+    *,
+    jsonl_field: str | None = None,
+    documents: str = "file",
+    segmenter: str = DEFAULT_SEGMENTER,
+    language: str = "en",
+    progress: Callable[[int, int], None] | None = None,
+) -> PrepareStats:
+    """Write the raw documents in ``inputs`` to ``output`` as a corpus the trainer reads.
+
+    Parameters
+    ----------
+    inputs : paths
+        Text and JSON Lines files, and folders of them (see the module docstring).
+    output : path
+        File to write; ``.gz``, ``.bz2`` or ``.xz`` compress it. Replaced at the end, whole.
+    jsonl_field : str, optional
+        The field of each JSON Lines record that holds its text (default ``"text"``).
+    documents : {"file", "blank-line"}
+        One document per file (and per JSON Lines record), or per blank-line-separated block.
+    segmenter : str
+        A name in ``SEGMENTERS``: a sentence segmenter library, or ``"lines"`` for text
+        that is already one sentence per line.
+    language : str
+        ISO 639-1 code of the text, for the segmenters that use one (sentencex, pysbd);
+        nupunkt and syntok refuse any but ``"en"``.
+    progress : callable, optional
+        Called now and then as ``progress(bytes_read, input_bytes)``: stored bytes of the
+        input files read so far and in all.
+
+    Raises CorpusError for anything wrong with the inputs or the output, with nothing
+    written.
+    """
+    t0 = time.perf_counter()
+    if documents not in DOCUMENT_MODES:
+        raise CorpusError(f"unknown documents mode {documents!r} (choose from {', '.join(DOCUMENT_MODES)})")
+    segment = get_segmenter(segmenter, language)  # a missing library fails before any work
+    field = DEFAULT_JSONL_FIELD if jsonl_field is None else jsonl_field
+    output = Path(output)
+    files = find_inputs(inputs)
+    try:
+        from .files import refuse_overwrite
+
+        refuse_overwrite({"the output": output}, [("an input", f) for f, _ in files])
+    except ModelError as exc:
+        raise CorpusError(str(exc)) from None
+    _check_output(output)
+    stats = PrepareStats(files=len(files), segmenter=segmenter, output=str(output))
+    sizes = [f.stat().st_size for f, _ in files]
+    stats.input_bytes = sum(sizes)
+    report = progress or (lambda done, total: None)
+    report(0, stats.input_bytes)
+
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.tmp-", dir=output.resolve().parent)
+        with open(fd, "wb") as raw:
+            stream = _compressor(raw, output)
+            writer = _Writer(stream, stats)
+            try:
+                preparer = _Preparer(segment, writer, documents == "blank-line")
+                for (path, kind), size in zip(files, sizes):
+                    before = stats.bytes_read
+                    _prepare_file(path, kind, field, preparer, stats,
+                                  lambda pos, before=before: report(before + min(pos, size), stats.input_bytes))
+                    stats.bytes_read = before + size
+                    report(stats.bytes_read, stats.input_bytes)
+                writer.close()
+            finally:
+                writer.stop()
+            if stream is not raw:
+                stream.close()  # the compressor's trailer; the file stays open
+            raw.flush()
+            os.fsync(raw.fileno())
+            stats.output_bytes = raw.tell()
+        if not stats.documents:
+            names = ", ".join(str(f) for f, _ in files[:3]) + (", ..." if len(files) > 3 else "")
+            raise CorpusError(f"no documents found in the input ({names}): no sentence with a word in it")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, output)
+        tmp = None
+    except OSError as exc:
+        raise CorpusError(f"cannot write {output}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def _prepare_file(path: Path, kind: str, field: str, preparer: _Preparer, stats: PrepareStats,
+                  report: Callable[[int], None]) -> None:
+    """Read one input file into ``preparer``; ``report(stored bytes read)`` now and then."""
+    check = _Checker(str(path), stats)
+    try:
+        reader = _Reader(path)
+    except OSError as exc:
+        raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+    def on_block() -> None:
+        report(reader.position())
+
+    try:
+        if kind == "jsonl":
+            for text in _records(reader, field, check, stats):
+                # read as a file is: universal newlines, blocks of whole lines
+                preparer.document(_blocks(io.StringIO(text, newline=None)), on_block)
+        else:
+            preparer.document(_blocks(reader.text, check), on_block)
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:  # damaged or truncated compressed data
+        raise CorpusError(f"{path}: cannot read: {exc}") from None
+    finally:
+        reader.close()

@@ -1,0 +1,460 @@
+"""``scbow.prepare``: raw documents to the trainer's corpus format.
+
+Tests that split sentences with the default library skip when it is not installed
+(``pip install 'scbow-numba[prepare]'``); those with ``segmenter="lines"`` need nothing.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import lzma
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from scbow import prepare as P
+from scbow.corpus import load_corpus, open_text
+from scbow.errors import CorpusError
+from scbow.prepare import prepare
+
+BOOK = """\
+Dr. Smith went to Washington, D.C. on Monday. He paid $3.50 for a coffee
+at the station and read the U.S. papers.
+
+It was late. "Where are you going?" asked Tom.
+The train left at 9 p.m. sharp.
+"""
+# its sentences, as the default segmenter gives them; hard-wrapped lines are joined
+BOOK_SENTENCES = [
+    "Dr. Smith went to Washington, D.C. on Monday.",
+    "He paid $3.50 for a coffee at the station and read the U.S. papers.",
+    "It was late.",
+    '"Where are you going?" asked Tom.',
+    "The train left at 9 p.m. sharp.",
+]
+
+
+@pytest.fixture
+def segmenter_lib():
+    """The default segmenter's library, or a skip."""
+    return pytest.importorskip(P.SEGMENTERS[P.DEFAULT_SEGMENTER])
+
+
+def documents_of(path: Path) -> list[list[str]]:
+    """The corpus file at ``path`` (any compression) as documents of sentences, checking its format."""
+    with open_text(path) as fh:
+        text = fh.read()
+    assert text.endswith("\n") and not text.endswith("\n\n"), repr(text[-40:])
+    assert not text.startswith("\n")
+    docs = [block.split("\n") for block in text[:-1].split("\n\n")]
+    for doc in docs:
+        for sentence in doc:
+            assert sentence and sentence == " ".join(sentence.split()), repr(sentence)
+    return docs
+
+
+def files_in(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+# ---------------------------------------------------------------- documents and sentences
+
+
+def test_file_mode_one_document_per_file(tmp_path, segmenter_lib):
+    (tmp_path / "a.txt").write_text(BOOK, encoding="utf-8")
+    (tmp_path / "b.txt").write_text("Short one. Another short one!\n", encoding="utf-8")
+    out = tmp_path / "out" / "corpus.txt"
+    out.parent.mkdir()
+    stats = prepare([tmp_path / "a.txt", tmp_path / "b.txt"], out)
+    assert documents_of(out) == [BOOK_SENTENCES, ["Short one.", "Another short one!"]]
+    assert (stats.files, stats.documents, stats.sentences) == (2, 2, 7)
+    assert stats.words == sum(len(s.split()) for s in BOOK_SENTENCES) + 5
+    assert stats.bytes_read == stats.input_bytes == len(BOOK.encode()) + 30
+    assert stats.segmenter == P.DEFAULT_SEGMENTER and stats.seconds > 0
+
+
+def test_blank_line_mode_one_document_per_block(tmp_path, segmenter_lib):
+    (tmp_path / "a.txt").write_text("\n\n" + BOOK + "\n \n\t\n", encoding="utf-8")
+    out = tmp_path / "corpus.txt"
+    stats = prepare([tmp_path / "a.txt"], out, documents="blank-line")
+    assert documents_of(out) == [BOOK_SENTENCES[:2], BOOK_SENTENCES[2:]]
+    assert stats.documents == 2
+
+
+def test_lines_segmenter_keeps_lines_and_collapses_whitespace(tmp_path):
+    src = tmp_path / "a.txt"
+    src.write_bytes(b"\xef\xbb\xbfOne  sentence\there. \r\nTwo\r\n\r\n  \r\nThree\rFour")  # BOM, CRLF, CR, no final EOL
+    out = tmp_path / "corpus.txt"
+    prepare([src], out, segmenter="lines")
+    assert documents_of(out) == [["One sentence here.", "Two", "Three", "Four"]]
+    prepare([src], out, segmenter="lines", documents="blank-line")
+    assert documents_of(out) == [["One sentence here.", "Two"], ["Three", "Four"]]
+
+
+@pytest.mark.parametrize("name", [n for n, module in P.SEGMENTERS.items() if module])
+def test_every_library_segmenter_keeps_the_text(tmp_path, name):
+    pytest.importorskip(P.SEGMENTERS[name])
+    (tmp_path / "a.txt").write_text(BOOK, encoding="utf-8")
+    out = tmp_path / "corpus.txt"
+    stats = prepare([tmp_path / "a.txt"], out, segmenter=name)
+    (doc,) = documents_of(out)
+    assert "".join("".join(doc).split()) == "".join(BOOK.split())  # nothing lost, nothing added
+    assert 4 <= stats.sentences <= 8 and stats.segmenter == name
+
+
+def test_documents_without_sentences_are_dropped(tmp_path):
+    (tmp_path / "a.txt").write_text("One.\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text(" \n\n\t\n", encoding="utf-8")
+    (tmp_path / "c.txt").write_text("Two.\n", encoding="utf-8")
+    out = tmp_path / "corpus.txt"
+    stats = prepare([tmp_path / n for n in ("a.txt", "b.txt", "c.txt")], out, segmenter="lines")
+    assert documents_of(out) == [["One."], ["Two."]]
+    assert (stats.files, stats.documents) == (3, 2)
+
+
+# ---------------------------------------------------------------- JSON Lines
+
+
+def write_jsonl(path: Path, records, opener=open) -> Path:
+    with opener(path, "wt", encoding="utf-8") as fh:
+        for r in records:
+            fh.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+    return path
+
+
+def test_jsonl_named_field_one_document_per_record(tmp_path, segmenter_lib):
+    src = write_jsonl(tmp_path / "docs.jsonl.gz", [
+        {"id": 1, "body": "First record. It has two sentences.", "text": "not this"},
+        "",  # blank lines are skipped
+        {"id": 2, "body": "Second record.\n\nA paragraph after a blank line."},
+        {"id": 3, "body": None},  # no text: skipped, counted
+        {"id": 4, "body": ""},
+    ], opener=gzip.open)
+    out = tmp_path / "corpus.txt"
+    stats = prepare([src], out, jsonl_field="body")
+    assert documents_of(out) == [["First record.", "It has two sentences."],
+                                 ["Second record.", "A paragraph after a blank line."]]
+    assert (stats.documents, stats.skipped_records) == (2, 2)
+    prepare([src], out, jsonl_field="body", documents="blank-line")
+    assert len(documents_of(out)) == 3
+
+
+def test_jsonl_default_field_is_text(tmp_path):
+    src = write_jsonl(tmp_path / "docs.ndjson", [{"text": "a\nb"}, {"text": "c"}])
+    out = tmp_path / "corpus.txt"
+    prepare([src], out, segmenter="lines")
+    assert documents_of(out) == [["a", "b"], ["c"]]
+
+
+def test_jsonl_text_with_a_lone_surrogate_is_written(tmp_path):
+    src = write_jsonl(tmp_path / "docs.jsonl", ['{"text": "bad \\ud800 char"}'])
+    out = tmp_path / "corpus.txt"
+    prepare([src], out, segmenter="lines")
+    assert documents_of(out) == [["bad ? char"]]
+
+
+@pytest.mark.parametrize("line, fragments", [
+    ('{"text": "ok"', ["line 2", "not valid JSON"]),
+    ('["text"]', ["line 2", "not a JSON object but an array"]),
+    ('{"body": "x", "title": "y"}', ["line 2", "no field 'text'", "'body', 'title'", "--jsonl-field"]),
+    ('{"text": 3}', ["line 2", "field 'text' is not a string but a number"]),
+])
+def test_jsonl_errors_name_the_file_and_line(tmp_path, line, fragments):
+    src = write_jsonl(tmp_path / "docs.jsonl", [{"text": "Fine."}, line, {"text": "Never read."}])
+    with pytest.raises(CorpusError) as info:
+        prepare([src], tmp_path / "corpus.txt", segmenter="lines")
+    message = str(info.value)
+    assert "\n" not in message and str(src) in message
+    for fragment in fragments:
+        assert fragment in message
+    assert files_in(tmp_path) == ["docs.jsonl"]
+
+
+# ---------------------------------------------------------------- files, folders, compression
+
+
+@pytest.mark.parametrize("suffix, opener", [(".gz", gzip.open), (".bz2", bz2.open), (".xz", lzma.open)])
+def test_compressed_input_and_output_round_trip(tmp_path, suffix, opener):
+    src = tmp_path / f"book.txt{suffix}"
+    with opener(src, "wt", encoding="utf-8") as fh:
+        fh.write("Line one.\nLine two.\n\nLine three.\n")
+    out = tmp_path / f"corpus.txt{suffix}"
+    stats = prepare([src], out, segmenter="lines", documents="blank-line")
+    assert stats.input_bytes == src.stat().st_size and stats.output_bytes == out.stat().st_size
+    with open(out, "rb") as fh:  # really compressed, in the format of its suffix
+        assert fh.read(3) in (b"\x1f\x8b\x08", b"BZh", b"\xfd7z")
+    assert documents_of(out) == [["Line one.", "Line two."], ["Line three."]]
+    if suffix == ".gz":  # the gzip header names the output, not its temporary file
+        assert b"corpus.txt" in out.read_bytes()[:40] and b".tmp-" not in out.read_bytes()[:40]
+
+
+def test_folder_input_is_recursive_sorted_and_skips_hidden_and_other_files(tmp_path):
+    root = tmp_path / "in"
+    (root / "b" / "deep").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / "a.txt").write_text("A.\n")
+    (root / "b" / "deep" / "c.md").write_text("C.\n")
+    (root / "b" / "b.text").write_text("B.\n")
+    with gzip.open(root / "b" / "d.jsonl.gz", "wt") as fh:
+        fh.write('{"text": "D."}\n')
+    (root / ".hidden.txt").write_text("hidden\n")
+    (root / ".git" / "x.txt").write_text("git\n")
+    (root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00")
+    (root / "archive.tar.gz").write_bytes(gzip.compress(b"x\x00"))
+    out = tmp_path / "corpus.txt"
+    stats = prepare([root], out, segmenter="lines")
+    assert documents_of(out) == [["A."], ["B."], ["D."], ["C."]]
+    assert stats.files == 4
+    assert [p.relative_to(root).as_posix() for p, _ in P.find_inputs([root])] == [
+        "a.txt", "b/b.text", "b/d.jsonl.gz", "b/deep/c.md"]
+
+
+def test_a_named_file_is_read_whatever_its_name(tmp_path):
+    src = tmp_path / "notes"
+    src.write_text("Plain text without a suffix.\n")
+    out = tmp_path / "corpus.txt"
+    prepare([src], out, segmenter="lines")
+    assert documents_of(out) == [["Plain text without a suffix."]]
+
+
+# ---------------------------------------------------------------- refusals and errors
+
+
+def test_output_that_is_an_input_is_refused(tmp_path):
+    src = tmp_path / "a.txt"
+    src.write_text("Keep me.\n")
+    for inputs in ([src], [tmp_path]):
+        with pytest.raises(CorpusError, match="refusing to overwrite an input"):
+            prepare(inputs, src, segmenter="lines")
+    os.link(src, tmp_path / "hardlink.txt")
+    with pytest.raises(CorpusError, match="refusing to overwrite"):
+        prepare([src], tmp_path / "hardlink.txt", segmenter="lines")
+    assert src.read_text() == "Keep me.\n"
+
+
+@pytest.mark.parametrize("make, fragment", [
+    (lambda d: d / "missing.txt", "no such file or directory"),
+    (lambda d: (d / "empty").mkdir() or d / "empty", "folder has no text or JSON Lines files"),
+    (lambda d: d / "bin.txt" if (d / "bin.txt").write_bytes(b"abc\x00def\n") else None, "contains NUL bytes"),
+    (lambda d: d / "latin.txt" if (d / "latin.txt").write_bytes(b"\xe9t\xe9\n\xe0 la\n\xff\xfe\n") else None,
+     "mostly invalid UTF-8"),
+    (lambda d: d / "bad.gz" if (d / "bad.gz").write_bytes(gzip.compress(b"Text.\n" * 100)[:30]) else None,
+     "cannot read"),
+    (lambda d: d / "blank.txt" if (d / "blank.txt").write_text("\n \n") else None, "no documents found"),
+])
+def test_input_errors_are_one_line_and_write_nothing(tmp_path, make, fragment):
+    src = make(tmp_path)
+    before = files_in(tmp_path)
+    with pytest.raises(CorpusError) as info:
+        prepare([src], tmp_path / "corpus.txt", segmenter="lines")
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+    assert files_in(tmp_path) == before
+
+
+def test_a_little_invalid_utf8_is_kept_and_counted(tmp_path):
+    src = tmp_path / "a.txt"
+    src.write_bytes(b"Caf\xe9 au lait.\n" + b"Fine line.\n" * 10)
+    out = tmp_path / "corpus.txt"
+    stats = prepare([src], out, segmenter="lines")
+    assert stats.invalid_utf8_lines == 1
+    assert documents_of(out)[0][0] == "Caf\ufffd au lait."
+
+
+def test_missing_segmenter_library_says_what_to_install(tmp_path, monkeypatch):
+    (tmp_path / "a.txt").write_text("Text.\n")
+    monkeypatch.setitem(P.SEGMENTERS, P.DEFAULT_SEGMENTER, "scbow_no_such_module")
+    with pytest.raises(CorpusError, match=r"not installed; pip install 'scbow-numba\[prepare\]'"):
+        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt")
+    with pytest.raises(CorpusError, match="knows English only; for language 'de' use the sentencex"):
+        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nupunkt", language="de")
+    with pytest.raises(CorpusError, match="unknown segmenter"):
+        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nltk")
+    with pytest.raises(CorpusError, match="unknown documents mode"):
+        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="lines", documents="page")
+    assert files_in(tmp_path) == ["a.txt"]
+
+
+def test_bad_output_paths(tmp_path):
+    (tmp_path / "a.txt").write_text("Text.\n")
+    with pytest.raises(CorpusError, match="is a directory"):
+        prepare([tmp_path / "a.txt"], tmp_path, segmenter="lines")
+    with pytest.raises(CorpusError, match="no such directory"):
+        prepare([tmp_path / "a.txt"], tmp_path / "nope" / "corpus.txt", segmenter="lines")
+
+
+# ---------------------------------------------------------------- atomicity
+
+
+def test_failure_midway_leaves_the_old_output_and_no_temporary_file(tmp_path):
+    good = tmp_path / "1-good.txt"
+    good.write_text("Sentence one.\n" * 1000)
+    bad = write_jsonl(tmp_path / "2-bad.jsonl", [{"text": "Fine."}, "{oops"])
+    out = tmp_path / "corpus.txt.gz"
+    out.write_bytes(b"old output")
+    with pytest.raises(CorpusError, match=r"2-bad.jsonl: line 2: not valid JSON"):
+        prepare([good, bad], out, segmenter="lines")
+    assert out.read_bytes() == b"old output"
+    assert files_in(tmp_path) == ["1-good.txt", "2-bad.jsonl", "corpus.txt.gz"]
+
+
+def test_interrupt_midway_leaves_no_output(tmp_path):
+    src = tmp_path / "a.txt"
+    src.write_text("A sentence of text.\n" * 20_000)  # several blocks
+    calls = []
+
+    def progress(done, total):
+        calls.append((done, total))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        prepare([src], tmp_path / "corpus.txt", segmenter="lines", progress=progress)
+    assert files_in(tmp_path) == ["a.txt"]
+    assert calls[0] == (0, src.stat().st_size) and calls[1][0] > 0
+
+
+def test_progress_reports_stored_bytes_up_to_the_total(tmp_path):
+    with gzip.open(tmp_path / "a.txt.gz", "wt") as fh:
+        fh.write("".join(f"Sentence number {i} of the file.\n" for i in range(100_000)))
+    (tmp_path / "b.txt").write_text("Another file.\n" * 10_000)
+    calls = []
+    stats = prepare([tmp_path], tmp_path / "out.txt", segmenter="lines", progress=lambda d, t: calls.append((d, t)))
+    total = (tmp_path / "a.txt.gz").stat().st_size + (tmp_path / "b.txt").stat().st_size
+    assert {t for _, t in calls} == {total} and calls[-1][0] == total == stats.bytes_read
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and len(set(done)) > 3
+
+
+# ---------------------------------------------------------------- bounded memory
+
+
+def test_long_paragraphs_are_segmented_in_bounded_chunks(tmp_path, monkeypatch, segmenter_lib):
+    """A file with no blank line, and one with no line end at all, is never handed on whole,
+    and the chunks are stitched back without losing or breaking a sentence."""
+    monkeypatch.setattr(P, "CHUNK_CHARS", 2048)
+    seen = []
+    real = P.get_segmenter(P.DEFAULT_SEGMENTER)
+
+    def spy(text):
+        seen.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(P, "get_segmenter", lambda name, language: spy)
+    sentences = [f"Sentence number {i} talks with Dr. Smith of the U.S. army at {i}.{i % 10} p.m. today."
+                 for i in range(4000)]
+    flowing = tmp_path / "flowing.txt"  # about 300 kB: hard-wrapped lines, no blank line
+    flowing.write_text(textwrap.fill(" ".join(sentences), width=70) + "\n")
+    one_line = tmp_path / "one_line.txt"  # the same with no line end at all
+    one_line.write_text(" ".join(sentences))
+    for src in (flowing, one_line):
+        seen.clear()
+        out = tmp_path / "corpus.txt"
+        stats = prepare([src], out)
+        assert documents_of(out) == [sentences]
+        assert stats.documents == 1 and len(seen) > 50
+        assert max(seen) <= 3 * 2048  # a chunk, a line piece and the carried sentence at most
+
+
+def test_a_50_mb_file_without_blank_lines_keeps_memory_flat(tmp_path):
+    """Peak memory of a fresh process barely moves while it prepares 50 MB of one paragraph."""
+    src = tmp_path / "big.txt"
+    line = " ".join(["The quick brown fox jumps over the lazy dog by the river."] * 3) + "\n"
+    with open(src, "w") as fh:
+        fh.write(line * (50_000_000 // len(line)))
+    script = (
+        "import resource, sys\n"
+        "from scbow.prepare import prepare\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "stats = prepare([sys.argv[1]], sys.argv[2], segmenter='lines')\n"
+        "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(stats.documents, stats.sentences, (after - before) * (1 if sys.platform == 'darwin' else 1024))\n"
+    )
+    out = tmp_path / "corpus.txt"
+    done = subprocess.run([sys.executable, "-c", script, str(src), str(out)], capture_output=True, text=True,
+                          check=True, timeout=60)
+    documents, sentences, grew = map(int, done.stdout.split())
+    assert (documents, sentences) == (1, 50_000_000 // len(line))
+    assert grew < 20_000_000, f"peak memory grew by {grew / 1e6:.1f} MB for a 50 MB input"
+    assert out.stat().st_size == src.stat().st_size  # every line was a sentence, kept as it was
+
+
+# ---------------------------------------------------------------- the trainer reads it
+
+
+def test_load_corpus_reads_the_prepared_file(tmp_path, segmenter_lib):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text(BOOK, encoding="utf-8")
+    write_jsonl(tmp_path / "in" / "b.jsonl", [{"text": "Record one. Has two."}, {"text": "Record two."}])
+    out = tmp_path / "corpus.txt.xz"
+    stats = prepare([tmp_path / "in"], out, documents="blank-line")
+    assert (stats.documents, stats.sentences) == (4, 8)
+    corpus = load_corpus([out], min_count=1, max_vocab=0, use_cache=False)
+    assert (corpus.n_documents, corpus.n_sentences) == (4, 8)
+
+
+def test_importing_the_module_imports_no_segmenter():
+    code = "import sys, scbow.prepare as P; print(sorted(m for m in P.SEGMENTERS.values() if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------- the command (once scbow/cli.py has it)
+
+
+def prepare_command():
+    from scbow import cli
+
+    command = cli.main.commands.get("prepare")
+    if command is None:
+        pytest.skip("scbow/cli.py has no prepare command yet")
+    return cli, command
+
+
+def test_cli_choices_match_the_module():
+    _, command = prepare_command()
+    params = {p.name: p for p in command.params}
+    assert list(params["segmenter"].type.choices) == list(P.SEGMENTERS)
+    assert params["segmenter"].default == P.DEFAULT_SEGMENTER
+    assert list(params["documents"].type.choices) == list(P.DOCUMENT_MODES)
+    assert params["jsonl_field"].default == P.DEFAULT_JSONL_FIELD
+
+
+def test_cli_prepares_and_reports_in_one_line(tmp_path):
+    from conftest import assert_clean_error, make_runner
+
+    cli, _ = prepare_command()
+    (tmp_path / "a.txt").write_text("One.\nTwo.\n\nThree.\n")
+    out = tmp_path / "corpus.txt.gz"
+    runner = make_runner()
+    result = runner.invoke(cli.main, ["prepare", str(tmp_path / "a.txt"), "-o", str(out), "--segmenter", "lines",
+                                      "--documents", "blank-line"])
+    assert result.exit_code == 0, result.output
+    assert documents_of(out) == [["One.", "Two."], ["Three."]]
+    assert "2 documents, 3 sentences" in result.stderr and result.stdout == ""
+    result = runner.invoke(cli.main, ["prepare", str(tmp_path / "a.txt"), "-o", str(out), "-q", "--segmenter", "lines"])
+    assert result.exit_code == 0 and result.stderr == ""
+    assert_clean_error(runner.invoke(cli.main, ["prepare", str(tmp_path / "nope.txt"), "-o", str(out)]),
+                       "no such file or directory", exit_code=1)
+    assert_clean_error(runner.invoke(cli.main, ["prepare", str(out), "-o", str(out)]),
+                       "refusing to overwrite an input", exit_code=1)
+
+
+def test_benchmark_scoring_counts_boundaries_in_non_space_characters():
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.append(root)
+    from benchmarks.segmenters import boundaries, evaluate, read_gold
+
+    assert boundaries(["Hi there.", " Bye. ", "", "Ok"]) == ({8, 12}, 14)
+    gold, first = read_gold()
+    assert 0 < first < len(gold) and sum(map(len, gold)) >= 60
+    perfect = evaluate(lambda text: [s for p in gold for s in p if " ".join(p) == text], gold)
+    assert perfect["f1"] == 1.0 and perfect["characters_lost"] == 0
+    one_each = evaluate(lambda text: [text], gold)
+    assert one_each["recall"] == 0.0 and one_each["precision"] == 1.0
