@@ -6,6 +6,7 @@ import json
 import random
 import struct
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -187,7 +188,10 @@ def test_missing_dev_set(setup, monkeypatch):
     monkeypatch.setenv("SCBOW_STS_DEV", str(setup["tmp"] / "nope.tsv"))
     assert_clean_error(make_runner().invoke(main, args), "SCBOW_STS_DEV", "no such file")
     monkeypatch.delenv("SCBOW_STS_DEV")
-    monkeypatch.chdir(setup["tmp"])  # no shared/data/sts-dev from here
+    monkeypatch.chdir(setup["tmp"])  # no shared/data/sts-dev from here, nor (patched) beside the checkout
+    import scbow.cli as cli_mod
+
+    monkeypatch.setattr(cli_mod, "_data_places", lambda name: [Path("shared/data") / name])
     assert_clean_error(make_runner().invoke(main, args), "no STS dev set", "--eval-dev")
     assert_clean_error(make_runner().invoke(main, args + ["--eval-dev", "missing.tsv"]), "missing.tsv")
     assert_clean_error(make_runner().invoke(main, args + ["--eval-dev", str(setup["dev"]),
