@@ -383,7 +383,11 @@ def similarity(model_path, sentence1, sentence2, pairs_path, unknown):
         if unknown == "hash":
             raise click.ClickException(f"no similarity: {which} has no word")
         raise click.ClickException(f"no similarity: {which} has no word in the vocabulary")
-    click.echo(f"{model.similarity(sentence1, sentence2, unknown=unknown):.4f}")
+    value = model.similarity(sentence1, sentence2, unknown=unknown)
+    if value != value:  # a side averages to the zero vector: its words' vectors cancel out or are zero
+        raise click.ClickException("no similarity: a sentence's average is the zero vector (its words' vectors "
+                                   "are zero or cancel out), so it has no direction to compare")
+    click.echo(f"{value:.4f}")
 
 
 @main.command(short_help="What a model is: size, corpus, settings and recorded scores.")
@@ -642,6 +646,11 @@ def expand(model_path, source, output, max_words, affine):
     (R2 on the shared words; mean cosine of mapped and true vectors on a held-out tenth)
     and the words added.
     """
+    import math
+
+    import numpy as np
+
+    from .errors import ModelError
     from .formats import check_output_dir, load_model, save_model
     from .pretrained import expand_vocabulary
 
@@ -651,7 +660,18 @@ def expand(model_path, source, output, max_words, affine):
     if not source.exists():
         raise click.ClickException(f"{source}: no such vectors file")
     vectors = load_model(source)
-    new, r = expand_vocabulary(model, vectors, max_words=max_words, intercept=affine, source_name=str(source))
+    with np.errstate(all="ignore"):  # an overflow is reported below, not as a numpy warning
+        new, r = expand_vocabulary(model, vectors, max_words=max_words, intercept=affine, source_name=str(source))
+    if not all(x is None or math.isfinite(x) for x in (r["r2"], r["heldout_cosine"])):
+        raise click.ClickException("cannot fit a map: the model's vectors do not vary on the shared words (all "
+                                   "equal or zero), so there is nothing to map onto; nothing was written")
+    from .formats import check_vectors
+
+    try:
+        check_vectors(output, np.asarray(new.vectors), len(new.vocab))
+    except ModelError as exc:
+        raise click.ClickException(f"the mapped --source vectors are not usable ({str(exc).split('damaged model: ')[-1]}); "
+                                   "nothing was written") from None
     save_model(new, output)
     held = "" if r["heldout_cosine"] is None else (
         f", mean cosine {r['heldout_cosine']:.3f} on {r['heldout_words']:,} held-out words")

@@ -31,7 +31,7 @@ INT_MAX = {"dim": 100_000, "negatives": 1_000_000, "min_count": 2**62, "epochs":
 FLOAT_RANGES = {"lr": (0.0, 1e300), "init_std": (1e-15, 1e15), "min_lr_fraction": (0.0, 1.0),
                 "weight_decay": (0.0, 1e6), "frequency_weight": (0.0, 1e6), "count_power": (0.0, 100.0),
                 "unknown_scale": (0.0, 1e6)}
-POSITIVE_FLOATS = ("lr",)
+POSITIVE_FLOATS = ("lr", "unknown_scale")  # unknown_scale 0 would give unknown words zero vectors: use omit
 
 
 def _number(value) -> bool:
@@ -125,6 +125,9 @@ class TrainConfig:
             if not _number(value) or not lo <= value <= hi or (lo == 0 and name in POSITIVE_FLOATS and value == 0):
                 low = "> 0" if name in POSITIVE_FLOATS else f">= {lo:g}"
                 raise ConfigError(f"{name} must be a number {low} and at most {hi:g}, got {show_value(value)}")
+        if 0 < self.frequency_weight < 1e-9:
+            raise ConfigError(f"frequency_weight must be 0 (no weights) or at least 1e-9, got {self.frequency_weight!r}: "
+                              "smaller weights underflow float32 and zero every vector")
         if self.lr * self.weight_decay >= 1.0:
             raise ConfigError(
                 f"lr * weight_decay must be below 1, got {self.lr:g} * {self.weight_decay:g}: every occurrence "

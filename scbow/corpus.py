@@ -518,6 +518,13 @@ def _load_cached(path: Path, keep_dir: Path | None = None) -> Corpus:
     meta = read_json(path / "meta.json", what="damaged corpus cache")  # a ModelError: a ValueError
     if not isinstance(meta, dict) or meta.get("cache_format") != CACHE_FORMAT:
         raise ValueError("old cache format")
+    counts = ("raw_tokens", "distinct_words", "tokens", "sentences", "documents", "vocab_size", "min_count",
+              "max_vocab", "invalid_utf8_lines")
+    if (any(not isinstance(meta.get(k, 0), int) or isinstance(meta.get(k, 0), bool) or meta.get(k, 0) < 0
+            for k in counts)
+            or not isinstance(meta.get("oov_rate", 0.0), (int, float)) or isinstance(meta.get("oov_rate"), bool)
+            or not isinstance(meta.get("files", []), list) or not all(isinstance(f, str) for f in meta.get("files", []))):
+        raise ValueError("cache metadata of the wrong types")
     arrays = {
         name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False)
         for name in ("tokens", "offsets", "sent_doc", "doc_offsets")

@@ -175,7 +175,7 @@ def _rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pearson of each row of x with the same row of y (shape (r, n) -> (r,)); nan if constant."""
     x = x - x.mean(axis=1, keepdims=True)
     y = y - y.mean(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(all="ignore"):  # subnormal or constant inputs: nan, not warnings
         return (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
 
 

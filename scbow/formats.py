@@ -271,6 +271,30 @@ def check_vectors(where, vectors: np.ndarray, n_words: int, config: dict | None 
     if bad is not None:
         raise ModelError(f"{where}: damaged model: the vectors hold NaN or inf (row {bad + 1:,} of {rows:,} "
                          "is the first)")
+    largest = largest_magnitude(vectors)
+    if largest > MAX_VALUE:
+        raise ModelError(f"{where}: damaged model: a vector value of {largest:.3g} is too large to average and "
+                         f"compare in float32 (at most {MAX_VALUE:g})")
+    if rows and largest < MIN_LARGEST:
+        raise ModelError(f"{where}: damaged model: every vector is zero or nearly so (largest value "
+                         f"{largest:.3g}); its cosines would be meaningless")
+
+
+# Values a model may hold: squared norms of up to 100,000 float32 values of this size stay
+# finite, and a matrix whose largest value is below MIN_LARGEST (every row zero or at the
+# edge of float32's range) has no directions to compare.
+MAX_VALUE = 1e15
+MIN_LARGEST = 1e-15
+
+
+def largest_magnitude(vectors: np.ndarray, block: int = 1 << 14) -> float:
+    """The largest absolute value of a (finite) matrix, read a block of rows at a time."""
+    out = 0.0
+    for lo in range(0, vectors.shape[0], block):
+        chunk = np.asarray(vectors[lo : lo + block])
+        if chunk.size:
+            out = max(out, float(chunk.max()), -float(chunk.min()))
+    return out
 
 
 def first_nonfinite_row(vectors: np.ndarray, block: int = 1 << 14):
@@ -319,8 +343,10 @@ def load_curve(path: os.PathLike) -> dict:
             raise ModelError(f"{path}: damaged learning curve (point {n} is malformed)")
         for part, key in (("dev", "pearson"), ("dev_raw", "pearson"), ("test", "pearson_mean")):
             value = (point.get(part) or {}).get(key)
-            if value is not None and not _finite_number(value):
-                raise ModelError(f"{path}: damaged learning curve (point {n}: {part} {key} is not a number)")
+            if value is not None and not (_finite_number(value) and -1.0001 <= value <= 1.0001):
+                raise ModelError(f"{path}: damaged learning curve (point {n}: {part} {key} is not a correlation)")
+        if not 0 <= point["examples"] <= 1e15:
+            raise ModelError(f"{path}: damaged learning curve (point {n}: examples out of range)")
     for key in ("dev", "post_processing", "test"):
         if curve.get(key) is not None and not isinstance(curve[key], (dict, list, str)):
             raise ModelError(f"{path}: damaged learning curve ({key} is malformed)")
@@ -423,7 +449,8 @@ def load_word2vec(path: os.PathLike) -> Model:
                 if len(parts) != dim + 1:
                     raise ValueError
                 word = parts[0]
-                vectors[i] = np.array(parts[1:], dtype=np.float32)
+                with np.errstate(over="ignore"):  # 1e39 becomes inf here and is refused below
+                    vectors[i] = np.array(parts[1:], dtype=np.float32)
                 pos = end + 1
             words.append(word)
     except (ValueError, UnicodeDecodeError):

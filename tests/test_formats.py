@@ -28,7 +28,7 @@ def make_model(seed=0, dim=7, words=WORDS) -> Model:
     rng = np.random.default_rng(seed)
     vectors = rng.standard_normal((len(words), dim)).astype(np.float32)
     vectors[0, 0] = 1e-30  # tiny and huge values survive the text format
-    vectors[1, 1] = -3.4e38
+    vectors[1, 1] = -9.87654e14  # the largest a model may hold is 1e15 (formats.MAX_VALUE)
     counts = np.arange(len(words), 0, -1) * 10
     config = {"dim": dim, "lr": 0.05, "negative_mode": "document", "seed": seed}
     info = {"corpus": {"sentences": 123}, "training": {"examples": 456, "final_loss": 1.2}}

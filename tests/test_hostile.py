@@ -404,3 +404,88 @@ def test_config_bounds_hold_in_the_api():
     for bad in (dict(epochs=10 ** 20), dict(dim=0), dict(dim=True), dict(init_std=1e300), dict(negatives=2.0)):
         with pytest.raises(ConfigError):
             TrainConfig(**bad)
+
+
+# ---------------------------------------------------------------------------------------
+# Found by a second pass of the same classes (a red-team run): numbers that are finite but
+# still no model, and the messages around them
+
+
+@pytest.mark.parametrize("scale, fragment", [(0.0, "zero or nearly so"), (1e-30, "zero or nearly so"),
+                                             (1e30, "too large"), (3e38 / 50, "too large")])
+def test_finite_but_degenerate_models_are_refused(tmp_path, runner, healthy, scale, fragment):
+    model = shutil.copytree(healthy[0], tmp_path / "m")
+    vectors = np.load(model / "vectors.npy")
+    np.save(model / "vectors.npy", (vectors.astype(np.float64) / np.abs(vectors).max() * scale).astype(np.float32))
+    result = runner.invoke(main, ["similarity", "-m", str(model), "the cat qqqzz", "a dog"])
+    assert_clean_error(result, fragment, exit_code=1)
+    assert "Warning" not in result.output
+
+
+def test_a_sentence_averaging_to_zero_is_an_error_not_nan(tmp_path, runner, healthy):
+    model = shutil.copytree(healthy[0], tmp_path / "m")
+    vectors = np.load(model / "vectors.npy")
+    word = load_model(model).vocab.words[3]
+    vectors[3] = 0.0
+    np.save(model / "vectors.npy", vectors)
+    result = runner.invoke(main, ["similarity", "-m", str(model), word, "the cat"])
+    assert_clean_error(result, "zero vector", exit_code=1)
+    assert "nan" not in result.stdout
+
+
+@pytest.mark.parametrize("option, value", [("--frequency-weight", "1e-320"), ("--frequency-weight", "1e-12"),
+                                           ("--unknown-scale", "0")])
+def test_settings_that_would_zero_vectors_are_refused(tmp_path, runner, healthy, option, value):
+    result = runner.invoke(main, ["train", str(healthy[1]), "-o", str(tmp_path / "m"), *TRAIN, option, value])
+    assert_clean_error(result, option)
+
+
+def test_expand_refuses_what_it_cannot_fit_or_hold(tmp_path, runner, healthy):
+    base = load_model(healthy[0])
+    flat = shutil.copytree(healthy[0], tmp_path / "flat")
+    np.save(flat / "vectors.npy", np.ones_like(np.load(flat / "vectors.npy")))
+    source = tmp_path / "source.txt"
+    export_text = "".join(f"{w} {' '.join(str(x) for x in row)}\n" for w, row in zip(base.vocab.words, base.vectors))
+    source.write_text(f"{len(base)} {base.dim}\n" + export_text)
+    result = runner.invoke(main, ["expand", "-m", str(flat), "--source", str(source), "-o", str(tmp_path / "x1")])
+    assert_clean_error(result, "do not vary", exit_code=1)
+    small = tmp_path / "small.txt"
+    small.write_text(f"{len(base) + 1} {base.dim}\n"
+                     + "".join(f"{w} {' '.join(str(x * 1e-6) for x in row)}\n" for w, row in zip(base.vocab.words,
+                                                                                                base.vectors))
+                     + "zzznew " + " ".join(["1e14"] * base.dim) + "\n")  # mapped: about 1e20
+    result = runner.invoke(main, ["expand", "-m", str(healthy[0]), "--source", str(small), "-o", str(tmp_path / "x2")])
+    assert_clean_error(result, "not usable", exit_code=1)
+    assert "Warning" not in result.output
+    assert not (tmp_path / "x1").exists() and not (tmp_path / "x2").exists()
+
+
+@pytest.mark.parametrize("field, value", [("invalid_utf8_lines", "abc"), ("invalid_utf8_lines", [1]),
+                                          ("raw_tokens", "x"), ("vocab_size", {}), ("files", "corpus.txt")])
+def test_cache_metadata_of_the_wrong_types_is_rebuilt(tmp_path, runner, healthy, field, value):
+    cache = tmp_path / "cache"
+    argv = ["train", str(healthy[1]), "-o", str(tmp_path / "m"), "--dim", "16", "--min-count", "1", "--threads", "1",
+            "--cache-dir", str(cache)]
+    assert runner.invoke(main, argv).exit_code == 0
+    (meta_path,) = cache.glob("*/meta.json")
+    meta = json.loads(meta_path.read_text())
+    meta[field] = value
+    meta_path.write_text(json.dumps(meta))
+    result = runner.invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    assert json.loads(meta_path.read_text())[field] != value
+
+
+@pytest.mark.parametrize("pearson", [1e308, 2.0, -1e300])
+def test_a_curve_with_impossible_correlations_is_damaged(tmp_path, runner, pearson):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"points": [{"examples": 1, "dev": {"pearson": pearson}}]}))
+    assert_clean_error(runner.invoke(main, ["plot", str(path), "-o", str(tmp_path / "p.png")]), "not a correlation")
+
+
+def test_overflowing_word2vec_values_give_one_line(tmp_path, runner):
+    path = tmp_path / "w.txt"
+    path.write_text("1 3\nfoo 1e39 1 2\n")
+    result = runner.invoke(main, ["similarity", "-m", str(path), "foo", "foo"])
+    assert_clean_error(result, "NaN or inf", exit_code=1)
+    assert "Warning" not in result.output
