@@ -340,7 +340,7 @@ def train_scbow(corpus, settings: dict, dev_path: Path):
 
     config = TrainConfig.from_dict({k: v for k, v in settings.items() if k != "trainer"})
     log(f"training Siamese CBOW: {json.dumps(config.to_dict())}")
-    k = min(config.common_components, config.dim // 10) if config.common_components >= 0 else -1
+    k = config.components_removed
     curve = CurveHook(read_sts(dev_path), CURVE_EVERY, k, config.seed, sources={"dev": str(dev_path)},
                       unknown=config.unknown, unknown_scale=config.unknown_scale)
     with Meter() as m:
@@ -479,7 +479,7 @@ def untrained_start(model, corpus):
     config = TrainConfig.from_dict(model.config)
     W = init_vectors(len(corpus.vocab), config, corpus_weights(corpus, config))
     if config.common_components >= 0:
-        remove_common_components(W, corpus, min(config.common_components, config.dim // 10), config.seed)
+        remove_common_components(W, corpus, config.components_removed, config.seed)
     return Model(corpus.vocab, W, config.to_dict())
 
 

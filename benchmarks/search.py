@@ -105,7 +105,7 @@ def what_training_adds(corpus, dev, sets, threads: int) -> dict:
     for label, M in (("start", W0), ("start + 0.5 change", W0 + 0.5 * delta), ("trained (start + change)", W0 + delta),
                      ("start + 2 x change", W0 + 2 * delta), ("the change alone", delta)):
         M = np.array(M, dtype=np.float32)
-        remove_common_components(M, corpus, min(TrainConfig().common_components, cfg.dim // 10), cfg.seed)
+        remove_common_components(M, corpus, TrainConfig(dim=cfg.dim).components_removed, cfg.seed)
         s = Scored(Model(corpus.vocab, M, {"unknown": "hash", "unknown_scale": 1.0}).embed, dev, sets)
         rows.append({"label": label, "dev_pearson": s.dev["pearson"], "test_pearson_mean": s.mean})
         log(f"what training adds: {label}: dev {s.dev['pearson']:.4f}")

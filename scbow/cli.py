@@ -807,7 +807,7 @@ def _curve_hook(eval_every, eval_dev, eval_sets, eval_test, config):
     if not dev_path.is_file():
         raise click.ClickException(f"--eval-dev {dev_path}: no such file")
     test_files = _sts_files(list(eval_sets) + (default_sts_paths() if eval_test else []))
-    k = min(config.common_components, config.dim // 10) if config.common_components >= 0 else -1
+    k = config.components_removed
     return CurveHook(read_sts(dev_path), every, k, config.seed, tests=[read_sts(f) for f in test_files],
                      sources={"dev": str(dev_path), "test": [str(f) for f in test_files] or None},
                      unknown=config.unknown, unknown_scale=config.unknown_scale)
@@ -895,16 +895,7 @@ def evaluate(model_path, paths, baseline, control, resamples, unknown, as_json):
     def embedder(model):
         return functools.partial(model.embed, unknown=unknown) if unknown is not None else model.embed
 
-    files: list[Path] = []
-    for p in paths or default_sts_paths():
-        if p.is_dir():
-            found = sorted(p.glob("*.tsv"))
-            if not found:
-                raise click.ClickException(f"{p}: no *.tsv STS files in this directory")
-            files.extend(found)
-        else:
-            files.append(p)
-    sets = [read_sts(f) for f in files]
+    sets = [read_sts(f) for f in _sts_files(paths or default_sts_paths())]
     systems, sources = {}, {}
     if model_path is not None or control is None or (default_model_dir() / "config.json").is_file():
         path = model_path or default_model_dir()

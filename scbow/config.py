@@ -142,6 +142,14 @@ class TrainConfig:
         if self.device not in DEVICES:
             raise ConfigError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
 
+    @property
+    def components_removed(self) -> int:
+        """The principal directions post-processing removes: ``common_components`` capped at
+        ``dim // 10``; -1 when post-processing is off (0 centres only)."""
+        if self.common_components < 0:
+            return -1
+        return min(self.common_components, self.dim // 10)
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 

@@ -446,7 +446,7 @@ def train(corpus, config: TrainConfig | None = None, quiet: bool = False, cache_
     if not np.isfinite(W).all():
         raise TrainingError("the embeddings hold NaN or inf: the learning rate is probably too high; try a smaller --lr")
     if config.common_components >= 0:
-        k = min(config.common_components, config.dim // 10)
+        k = config.components_removed
         say(quiet, f"post-processing: centring the sentence averages{f' and removing {k} common components' if k else ''} "
                    f"(estimated on {min(COMMON_SAMPLE, corpus.n_sentences):,} sentences)")
         remove_common_components(W, corpus, k, config.seed)

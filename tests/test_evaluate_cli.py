@@ -136,7 +136,7 @@ def test_errors(files):
     empty = files["tmp"] / "empty"
     empty.mkdir()
 
-    one_line_error(run("-m", files["model"], files["tmp"] / "missing.tsv"), "missing.tsv", "No such file")
+    one_line_error(run("-m", files["model"], files["tmp"] / "missing.tsv"), "missing.tsv", "no such STS file")
     one_line_error(run("-m", files["model"], bad / "tabs.tsv"), "line 2 has 2 tab-separated fields")
     one_line_error(run("-m", files["model"], bad / "gold.tsv"), "gold score 'four' is not a number")
     one_line_error(run("-m", files["model"], empty), "no *.tsv")
