@@ -270,8 +270,6 @@ def restore(path: Path, meta: dict, corpus, config: TrainConfig):
     if vocab_digest(model.vocab.words) != now["vocab_sha256"] or W.shape != (len(corpus.vocab), config.dim):
         raise CheckpointError(f"{path}: damaged checkpoint (its vectors or vocabulary do not match its state); "
                               "delete it to start over")
-    if not np.isfinite(W).all():
-        raise CheckpointError(f"{path}: damaged checkpoint (the vectors hold NaN or inf); delete it to start over")
     try:
         state = TrainState.from_dict(meta["state"])
         n_targets = len(trainable_targets(corpus))

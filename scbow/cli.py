@@ -85,6 +85,13 @@ def _model_dir(model_path) -> Path:
     return Path(model_path or default_model_dir())
 
 
+def _model_arg(model_arg, model_path) -> Path:
+    """The model of a command that takes it as MODEL or as -m (plot, info)."""
+    if model_arg is not None and model_path is not None and model_arg != model_path:
+        raise click.ClickException("give the model once: as MODEL or as -m, not both")
+    return _model_dir(model_arg or model_path)
+
+
 def _refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False) -> None:
     from .files import refuse_overwrite
 
@@ -403,9 +410,7 @@ def info(model_arg, model_path, as_json):
     """
     import json
 
-    if model_arg is not None and model_path is not None and model_arg != model_path:
-        raise click.ClickException("give the model once: as MODEL or as -m, not both")
-    path = Path(model_arg or model_path or _model_dir(None))
+    path = _model_arg(model_arg, model_path)
     model = _load(path)
     if as_json:
         record = {"path": str(path), "words": len(model), "dim": model.dim, "config": model.config, **model.info}
@@ -463,7 +468,6 @@ def _similarity_pairs(model, path, unknown) -> None:
     """``similarity --pairs``: stream the pairs in blocks, one cosine a line."""
     from .corpus import open_text
     from .errors import CorpusError
-    from .evaluate import row_cosines
 
     if str(path) != "-" and not Path(path).is_file():
         raise CorpusError(f"{path}: no such file" if not Path(path).exists() else f"{path}: not a regular file")
@@ -473,9 +477,7 @@ def _similarity_pairs(model, path, unknown) -> None:
 
     def flush(first, second):
         nonlocal unscored
-        a = model.embed(first, unknown=unknown).astype("float64")
-        b = model.embed(second, unknown=unknown).astype("float64")
-        cos = row_cosines(a, b)
+        cos = model.similarities(first, second, unknown=unknown)
         unscored += int((cos != cos).sum())
         out.write("".join("nan\n" if c != c else f"{c:.4f}\n" for c in cos.tolist()))
 
@@ -828,11 +830,9 @@ def plot(model_arg, model_path, output, title):
     and the ends of epochs. MODEL (or -m MODEL, as in the other commands) is a model
     directory or a curve.json file; default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model.
     """
-    from .formats import CURVE_FILE, default_model_dir, load_curve
+    from .formats import CURVE_FILE, load_curve
 
-    if model_arg is not None and model_path is not None and model_arg != model_path:
-        raise click.ClickException("give the model once: as MODEL or as -m, not both")
-    path = model_arg or model_path or default_model_dir()
+    path = _model_arg(model_arg, model_path)
     _refuse_overwrite({"-o": output}, {"the model": path})
     config = {}
     if path.is_dir():

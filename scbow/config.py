@@ -34,8 +34,11 @@ FLOAT_RANGES = {"lr": (0.0, 1e300), "init_std": (1e-15, 1e15), "min_lr_fraction"
 POSITIVE_FLOATS = ("lr", "unknown_scale")  # unknown_scale 0 would give unknown words zero vectors: use omit
 
 
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def finite_number(value) -> bool:
+    """An int or float (not a bool) that is finite; an int too large for a float is not."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return abs(value) < 1e300 if isinstance(value, int) else math.isfinite(value)
 
 
 def show_value(value) -> str:
@@ -122,7 +125,7 @@ class TrainConfig:
             raise ConfigError(f"seed must be an integer in [0, 2**63), got {show_value(self.seed)}")
         for name, (lo, hi) in FLOAT_RANGES.items():
             value = getattr(self, name)
-            if not _number(value) or not lo <= value <= hi or (lo == 0 and name in POSITIVE_FLOATS and value == 0):
+            if not finite_number(value) or not lo <= value <= hi or (lo == 0 and name in POSITIVE_FLOATS and value == 0):
                 low = "> 0" if name in POSITIVE_FLOATS else f">= {lo:g}"
                 raise ConfigError(f"{name} must be a number {low} and at most {hi:g}, got {show_value(value)}")
         if 0 < self.frequency_weight < 1e-9:

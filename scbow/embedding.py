@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CorpusError, ModelError
-from .files import permissions
+from .files import check_output_file, permissions
 from .model import Model
 from .tokenize import tokenize_lines
 
@@ -203,17 +203,6 @@ class EmbedStats:
     extra: dict = field(default_factory=dict)
 
 
-def _check_output(path: Path) -> Path:
-    if path.is_dir():
-        raise ModelError(f"{path}: is a directory; give a file name such as {path / 'embeddings.npy'}")
-    parent = path.resolve().parent
-    if not parent.is_dir():
-        raise ModelError(f"{parent}: no such directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ModelError(f"{parent}: directory is not writable")
-    return path
-
-
 def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.PathLike | None = None,
                fill: float = math.nan, threads: int = 1, block_chars: int = BLOCK_CHARS,
                progress=None, unknown: str | None = None) -> EmbedStats:
@@ -232,11 +221,11 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
     pays off only where averaging is the slower side: models with many dimensions.
     ``progress`` is called with the number of lines done.
     """
-    output = _check_output(Path(output))
+    output = check_output_file(output, "embeddings.npy")
     if output.suffix.lower() != ".npy":
         raise ModelError(f"{output}: embed writes a NumPy array (.npy, read with numpy.load); give the output a "
                          f".npy name, e.g. {output.with_suffix('.npy').name}")
-    missing_file = _check_output(Path(missing_file) if missing_file else missing_path_for(output))
+    missing_file = check_output_file(Path(missing_file) if missing_file else missing_path_for(output), "embeddings.missing.txt")
     if missing_file.resolve() == output.resolve():
         raise ModelError(f"{output}: the array and the record of missing lines cannot be the same file")
     if threads != 1:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import STSError  # noqa: F401  (re-exported)
-from .model import hashed_vector, mean_rows
+from .model import hashed_vector, mean_rows, row_cosines  # noqa: F401  (row_cosines re-exported)
 from .tokenize import tokenize
 
 MEAN_NOTE = "mean: unweighted over sets; weighted: weighted by the pairs scored in each set"
@@ -102,16 +102,6 @@ def pair_cosines(embed, first, second) -> np.ndarray:
     """Cosine per pair from ``embed(list[str]) -> (n, d)``; nan where a side has no embedding."""
     return row_cosines(np.asarray(embed(first), dtype=np.float64), np.asarray(embed(second), dtype=np.float64))
 
-
-def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cosine of each row of ``a`` with the same row of ``b``; nan for NaN or zero rows."""
-    # einsum: the row dots without an (n, d) product array, several times faster than
-    # (a * b).sum(axis=1) and np.linalg.norm; the same numbers up to the last bit
-    with np.errstate(invalid="ignore", divide="ignore"):
-        norms = np.sqrt(np.einsum("ij,ij->i", a, a)) * np.sqrt(np.einsum("ij,ij->i", b, b))
-        cos = np.einsum("ij,ij->i", a, b) / norms
-    cos[~np.isfinite(cos)] = np.nan
-    return cos
 
 
 def _correlations(gold: np.ndarray, pred: np.ndarray) -> tuple[float, float]:

@@ -32,12 +32,29 @@ def read_json(path: os.PathLike, error: type[Exception] = ModelError, what: str 
     except RecursionError:
         raise error(f"{path}: {what} (JSON nested too deep)") from None
     except ValueError as exc:  # JSONDecodeError, and int() of a number with too many digits
-        raise error(f"{path}: {what} (not valid JSON: {_short(exc)})") from None
+        raise error(f"{path}: {what} (not valid JSON: {short_message(exc, 100)})") from None
 
 
-def _short(exc: Exception) -> str:
+def short_message(exc: Exception, limit: int = 120) -> str:
+    """The first line of an exception's message, cut to ``limit`` characters (for one-line errors)."""
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text if len(text) <= 100 else text[:97] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_output_file(path: Path, example: str, error: type[Exception] = ModelError) -> Path:
+    """Fail early unless a file can be written at ``path``: not a directory, in a writable one.
+
+    ``example`` is a file name to suggest when ``path`` is a directory.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise error(f"{path}: is a directory; give a file name such as {path / example}")
+    parent = path.resolve().parent
+    if not parent.is_dir():
+        raise error(f"{parent}: no such directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise error(f"{parent}: directory is not writable")
+    return path
 
 
 def current_umask() -> int:

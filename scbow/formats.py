@@ -29,8 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .config import finite_number
 from .errors import ModelError  # noqa: F401  (re-exported)
-from .files import permissions, read_json
+from .files import check_output_file, permissions, read_json, short_message
 from .model import Model
 from .vocab import Vocab
 
@@ -223,7 +224,7 @@ def load_model(path: os.PathLike, mmap: bool = True) -> Model:
         # fails here instead of allocating them
         vectors = np.load(path / "vectors.npy", mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
-        raise ModelError(f"{path / 'vectors.npy'}: cannot read vectors ({_short(exc)})") from None
+        raise ModelError(f"{path / 'vectors.npy'}: cannot read vectors ({short_message(exc)})") from None
     try:
         vocab = Vocab.load(path / "vocab.txt")
     except UnicodeDecodeError:
@@ -244,11 +245,6 @@ def load_model(path: os.PathLike, mmap: bool = True) -> Model:
 MAX_DIM = 100_000
 
 
-def _short(exc: Exception) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text if len(text) <= 120 else text[:117] + "..."
-
-
 def check_vectors(where, vectors: np.ndarray, n_words: int, config: dict | None = None) -> None:
     """Raise ModelError unless ``vectors`` is a healthy (n_words, dim) float32 matrix.
 
@@ -267,11 +263,10 @@ def check_vectors(where, vectors: np.ndarray, n_words: int, config: dict | None 
         raise ModelError(f"{where}: damaged model: vectors of {dim:,} dimensions (1 to {MAX_DIM:,} are possible)")
     if config is not None:
         check_config(where, config, dim)
-    bad = first_nonfinite_row(vectors)
+    bad, largest = scan_values(vectors)
     if bad is not None:
         raise ModelError(f"{where}: damaged model: the vectors hold NaN or inf (row {bad + 1:,} of {rows:,} "
                          "is the first)")
-    largest = largest_magnitude(vectors)
     if largest > MAX_VALUE:
         raise ModelError(f"{where}: damaged model: a vector value of {largest:.3g} is too large to average and "
                          f"compare in float32 (at most {MAX_VALUE:g})")
@@ -287,27 +282,23 @@ MAX_VALUE = 1e15
 MIN_LARGEST = 1e-15
 
 
-def largest_magnitude(vectors: np.ndarray, block: int = 1 << 14) -> float:
-    """The largest absolute value of a (finite) matrix, read a block of rows at a time."""
-    out = 0.0
-    for lo in range(0, vectors.shape[0], block):
-        chunk = np.asarray(vectors[lo : lo + block])
-        if chunk.size:
-            out = max(out, float(chunk.max()), -float(chunk.min()))
-    return out
+def scan_values(vectors: np.ndarray, block: int = 1 << 14) -> tuple[int | None, float]:
+    """``(first row with a NaN or inf, or None; the largest absolute value of the finite rows)``.
 
-
-def first_nonfinite_row(vectors: np.ndarray, block: int = 1 << 14):
-    """The index of the first row with a NaN or inf, or None; reads a block of rows at a time.
-
-    ``max`` and ``min`` propagate NaN and reach +-inf, so two reductions per block check
-    it without a boolean temporary of the block's size.
+    One pass over the matrix, a block of rows at a time (a memory-mapped model is read
+    once): ``max`` and ``min`` propagate NaN and reach +-inf, so two reductions per block
+    check it without a boolean temporary of the block's size.
     """
+    largest = 0.0
     for lo in range(0, vectors.shape[0], block):
         chunk = np.asarray(vectors[lo : lo + block])
-        if chunk.size and not (np.isfinite(chunk.max()) and np.isfinite(chunk.min())):
-            return lo + int(np.flatnonzero(~np.isfinite(chunk).all(axis=1))[0])
-    return None
+        if not chunk.size:
+            continue
+        high, low = float(chunk.max()), float(chunk.min())
+        if not (np.isfinite(high) and np.isfinite(low)):
+            return lo + int(np.flatnonzero(~np.isfinite(chunk).all(axis=1))[0]), largest
+        largest = max(largest, high, -low)
+    return None, largest
 
 
 def check_config(where, config, dim: int) -> None:
@@ -325,7 +316,7 @@ def check_config(where, config, dim: int) -> None:
     except ConfigError as exc:
         raise ModelError(f"{where}: damaged model: config.json records {exc}") from None
     except TypeError as exc:  # not a settings mapping at all
-        raise ModelError(f"{where}: damaged model: config.json's config is malformed ({_short(exc)})") from None
+        raise ModelError(f"{where}: damaged model: config.json's config is malformed ({short_message(exc)})") from None
     if "dim" in config and config["dim"] != dim:
         raise ModelError(f"{where}: damaged model: config.json records dim {config['dim']} but the vectors "
                          f"have {dim} dimensions")
@@ -338,12 +329,12 @@ def load_curve(path: os.PathLike) -> dict:
     if not isinstance(curve, dict) or not isinstance(curve.get("points"), list):
         raise ModelError(f"{path}: not a learning curve (no list of points)")
     for n, point in enumerate(curve["points"], 1):
-        if not isinstance(point, dict) or not _finite_number(point.get("examples")) or not all(
+        if not isinstance(point, dict) or not finite_number(point.get("examples")) or not all(
                 isinstance(point.get(k), (dict, type(None))) for k in ("dev", "dev_raw", "test")):
             raise ModelError(f"{path}: damaged learning curve (point {n} is malformed)")
         for part, key in (("dev", "pearson"), ("dev_raw", "pearson"), ("test", "pearson_mean")):
             value = (point.get(part) or {}).get(key)
-            if value is not None and not (_finite_number(value) and -1.0001 <= value <= 1.0001):
+            if value is not None and not (finite_number(value) and -1.0001 <= value <= 1.0001):
                 raise ModelError(f"{path}: damaged learning curve (point {n}: {part} {key} is not a correlation)")
         if not 0 <= point["examples"] <= 1e15:
             raise ModelError(f"{path}: damaged learning curve (point {n}: examples out of range)")
@@ -355,20 +346,10 @@ def load_curve(path: os.PathLike) -> dict:
     return curve
 
 
-def _finite_number(x) -> bool:
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        return False
-    return abs(x) < 1e300 if isinstance(x, int) else bool(np.isfinite(x))
-
-
 def export_word2vec(model: Model, path: os.PathLike, binary: bool = False) -> Path:
     """Write the vectors in word2vec text or binary format (atomically)."""
-    path = Path(path)
-    if path.is_dir():
-        raise ModelError(f"{path}: is a directory")
+    path = check_output_file(path, "vectors.txt")
     parent = path.resolve().parent
-    if not parent.is_dir():
-        raise ModelError(f"{parent}: no such directory")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=parent)
     try:
         with os.fdopen(fd, "wb") as fh:

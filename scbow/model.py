@@ -328,7 +328,7 @@ class Model:
         if n == 0:
             return np.empty(0)
         rows = self.embed(firsts + seconds, unknown=unknown).astype(np.float64)
-        return cosines(rows[:n], rows[n:])
+        return row_cosines(rows[:n], rows[n:])
 
     def n_similarity(self, words1, words2) -> float:
         """Cosine between the means of the vectors of two lists of words, as gensim's ``n_similarity``.
@@ -611,14 +611,15 @@ def row_norms(vectors: np.ndarray, block: int = 1 << 14) -> np.ndarray:
     return out
 
 
-def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-by-row cosines of two matrices of the same shape (float64); nan where a row has NaN or is zero."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    dots = np.einsum("ij,ij->i", a, b)
-    norms = np.sqrt(np.einsum("ij,ij->i", a, a)) * np.sqrt(np.einsum("ij,ij->i", b, b))
+def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine of each row of ``a`` with the same row of ``b``; nan for NaN or zero rows."""
+    # einsum: the row dots without an (n, d) product array, several times faster than
+    # (a * b).sum(axis=1) and np.linalg.norm; the same numbers up to the last bit
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), np.nan)
+        norms = np.sqrt(np.einsum("ij,ij->i", a, a)) * np.sqrt(np.einsum("ij,ij->i", b, b))
+        cos = np.einsum("ij,ij->i", a, b) / norms
+    cos[~np.isfinite(cos)] = np.nan
+    return cos
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

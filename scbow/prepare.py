@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from .errors import CorpusError, ModelError
+from .files import check_output_file, refuse_overwrite
 
 DOCUMENT_MODES = ("file", "blank-line")
 TEXT_SUFFIXES = (".txt", ".text", ".md")
@@ -384,16 +385,6 @@ def _compressor(raw, output: Path):
     return raw
 
 
-def _check_output(output: Path) -> None:
-    if output.is_dir():
-        raise CorpusError(f"{output}: is a directory; give a file name such as {output / 'corpus.txt.gz'}")
-    parent = output.resolve().parent
-    if not parent.is_dir():
-        raise CorpusError(f"{parent}: no such directory")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise CorpusError(f"{parent}: directory is not writable")
-
-
 # ---------------------------------------------------------------- the pass
 
 
@@ -535,12 +526,10 @@ def prepare(
     output = Path(output)
     files = find_inputs(inputs)
     try:
-        from .files import refuse_overwrite
-
         refuse_overwrite({"the output": output}, [("an input", f) for f, _ in files])
     except ModelError as exc:
         raise CorpusError(str(exc)) from None
-    _check_output(output)
+    check_output_file(output, "corpus.txt.gz", CorpusError)
     stats = PrepareStats(files=len(files), segmenter=segmenter, output=str(output))
     sizes = [f.stat().st_size for f, _ in files]
     stats.input_bytes = sum(sizes)

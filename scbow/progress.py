@@ -22,7 +22,6 @@ def human(x: float) -> str:
     return f"{x:.0f}"
 
 
-_human = human  # the name the rest of the package has used
 
 
 def clock(seconds: float) -> str:

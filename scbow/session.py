@@ -206,10 +206,6 @@ def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
     return CheckpointHook()
 
 
-def say(line: str) -> None:
-    _stderr(line)
-
-
 def corpus_line(corpus) -> str:
     """One line on the encoded corpus: words, sentences, documents, and where it came from."""
     from .progress import plural
@@ -290,7 +286,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             remove_stale_temporaries(ckpt)
             replacing = (output / "vectors.npy").is_file()
             if replacing and not quiet:
-                say(f"note: {output} holds a model; it is replaced when this run ends (and kept if it fails)")
+                _stderr(f"note: {output} holds a model; it is replaced when this run ends (and kept if it fails)")
             meta = None
             if resume:
                 meta = read_meta(ckpt)
@@ -318,7 +314,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             finally:
                 reading.close()
             if not quiet:
-                say(corpus_line(encoded))
+                _stderr(corpus_line(encoded))
             bad = (encoded.stats or {}).get("invalid_utf8_lines", 0)
             if bad:
                 warn(f"warning: {bad:,} line(s) of the corpus are not valid UTF-8; their bad bytes were read "
@@ -346,7 +342,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             if before_save is not None:
                 before_save(result)
             if not quiet:
-                say(f"saving the model to {output}" + (" (replacing the model there)" if replacing else ""))
+                _stderr(f"saving the model to {output}" + (" (replacing the model there)" if replacing else ""))
             try:
                 save_model(result.model, output)
             except ModelError as exc:
