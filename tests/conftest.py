@@ -295,3 +295,19 @@ def pack(sentences, shuffle_seed=None, extra=0):
 @pytest.fixture(scope="session")
 def make_text():
     return synthetic_text
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory, make_text):
+    """A small model trained through the CLI, and its corpus (tests that damage it copy it first)."""
+    from scbow.cli import main
+
+    base = tmp_path_factory.mktemp("hostile")
+    corpus = base / "corpus.txt"
+    corpus.write_text(make_text(n_docs=4, sents_per_doc=40, seed=5), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
+        result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / "model"), "--dim", "16",
+                                             "--epochs", "1", "--min-count", "1", "--threads", "1", "-q"])
+    assert result.exit_code == 0, result.output
+    return base / "model", corpus

@@ -9,22 +9,16 @@ import stat
 
 import numpy as np
 import pytest
-from test_cli import TRAIN, assert_clean_error, make_runner
+from test_cli import assert_clean_error, make_runner
 
 from scbow.cli import main
 from scbow.formats import export_word2vec, load_model, load_word2vec
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, make_text):
-    base = tmp_path_factory.mktemp("commands")
-    corpus = base / "corpus.txt"
-    corpus.write_text(make_text(n_docs=4, sents_per_doc=60, seed=8), encoding="utf-8")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
-        result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / "model"), *TRAIN])
-    assert result.exit_code == 0, result.output
-    return base / "model"
+def trained(healthy):
+    """The small CLI-trained model of test_hostile (read-only here)."""
+    return healthy[0]
 
 
 @pytest.fixture

@@ -37,19 +37,6 @@ def runner():
     return make_runner()
 
 
-@pytest.fixture(scope="module")
-def healthy(tmp_path_factory, make_text):
-    """A small model trained through the CLI, and its corpus; copied before any damage."""
-    base = tmp_path_factory.mktemp("hostile")
-    corpus = base / "corpus.txt"
-    corpus.write_text(make_text(n_docs=4, sents_per_doc=40, seed=5), encoding="utf-8")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
-        result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / "model"), *TRAIN])
-    assert result.exit_code == 0, result.output
-    return base / "model", corpus
-
-
 @pytest.fixture
 def sts_file(tmp_path):
     path = tmp_path / "pairs.tsv"
