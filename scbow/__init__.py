@@ -25,8 +25,19 @@ def load(path, mmap: bool = True):
     return load_model(path, mmap=mmap)
 
 
-def train(corpus, config=None, **kwargs):
-    """Train on ``corpus`` (paths or an encoded Corpus); returns the :class:`Model`."""
+def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache: bool = True, **kwargs):
+    """Train on ``corpus`` (paths of text files, or an encoded ``scbow.corpus.Corpus``); returns the Model.
+
+    Paths are read (or their cached encoding loaded; ``cache_dir``, ``use_cache``) with
+    ``config``'s ``min_count`` and ``max_vocab``. Further keywords (``hooks``, ``init``,
+    ``start``) go to :func:`scbow.trainer.train`.
+    """
+    from .config import TrainConfig
+    from .corpus import Corpus, read_corpus
     from .trainer import train as _train
 
-    return _train(corpus, config, **kwargs).model
+    config = config or TrainConfig()
+    if not isinstance(corpus, Corpus):
+        corpus = read_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir, use_cache=use_cache,
+                             quiet=quiet)
+    return _train(corpus, config, quiet=quiet, **kwargs).model

@@ -248,7 +248,8 @@ def check_config(meta: dict, config: TrainConfig, path: Path) -> None:
 def restore(path: Path, meta: dict, corpus, config: TrainConfig):
     """Check the checkpoint against ``corpus`` and ``config``; return ``(W, TrainState)``."""
     from .formats import load_model
-    from .trainer import TrainState, trainable_targets
+    from .hooks import TrainState
+    from .start import trainable_targets
 
     path = Path(path)
     check_config(meta, config, path)

@@ -416,6 +416,23 @@ def load_corpus(
         raise
 
 
+def read_corpus(paths, min_count: int = 5, max_vocab: int = 0, cache_dir=None, use_cache: bool = True,
+                quiet: bool = False) -> Corpus:
+    """:func:`load_corpus` with a progress line on stderr (bytes read, tokens, ETA) unless ``quiet``."""
+    from .progress import Progress, human
+
+    reading = Progress(0, unit="B", enabled=None if not quiet else False)
+
+    def report(tokens, done, size):
+        reading.total = size
+        reading.update(done, prefix="reading corpus: ", suffix=f"{human(tokens)} tokens")
+
+    try:
+        return load_corpus(paths, min_count, max_vocab, cache_dir=cache_dir, use_cache=use_cache, progress=report)
+    finally:
+        reading.close()
+
+
 def _build(files, min_count, max_vocab, work: Path, progress) -> None:
     from .kernels.encode import compact_corpus  # numba: import only when encoding
 

@@ -1,20 +1,22 @@
 """STS scores during training: the learning curve of the paper's Figure 2.
 
-:class:`CurveHook` is a :class:`~scbow.trainer.Hook` that scores the STS-B dev set (and
+:class:`CurveHook` is a :class:`~scbow.hooks.Hook` that scores the STS-B dev set (and
 optionally further STS sets, such as the test sets) before the first batch, after the
 batch in which every ``every``-th example is reached, and at the end of every epoch.
 
 Each point scores the model that would be saved if training stopped there: a trained
 model is post-processed (centred on the corpus's mean sentence average, its top ``k``
-principal directions removed; :func:`scbow.trainer.remove_common_components`), so the
-hook applies the same post-processing, estimated the same way, to the current vectors.
-It is cheap because nothing is recomputed that does not change: the evaluation sentences
-are tokenized once, the corpus sample the post-processing is estimated on is drawn once
-(a sparse averaging matrix), and since averaging commutes with the linear post-processing
-it is applied to the few thousand evaluation averages, never to the whole matrix. Points
-within the run estimate it on ``sample`` sentences (20,000); the last point, at the end
-of training, on the 100,000 the saved model uses, so it is exactly the saved model's
-score. The scores of the vectors as trained (``dev_raw``) are recorded too.
+principal directions removed), so the hook fits the same estimator
+(:class:`scbow.postprocess.CommonComponents`) to the current vectors. It is cheap
+because nothing is recomputed that does not change: the evaluation sentences are
+tokenized once, the corpus sample the post-processing is estimated on is drawn once,
+and since averaging commutes with the linear post-processing it is applied to the few
+thousand evaluation averages, never to the whole matrix. Points within the run estimate
+it on ``sample`` sentences (20,000); the last point, at the end of training, on the
+100,000 the saved model uses: the same mean and directions as the saved model's, applied
+in float64 to the averages rather than in float32 to the rows, so its score agrees with
+the saved model's to rounding (about 1e-6), not bit for bit. The scores of the vectors as
+trained (``dev_raw``) are recorded too.
 
 Time spent here is kept out of the training figures: the trainer counts it as hook time,
 each point records its ``eval_seconds``, and ``seconds`` is wall time without them.
@@ -29,10 +31,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .evaluate import STSScore, STSSet, _correlations, row_cosines, summarize
+from .evaluate import STSScore, STSSet, correlations, row_cosines, summarize
+from .hooks import Hook
 from .model import hashed_vectors, mean_rows, rarest_rows
+from .postprocess import COMMON_SAMPLE, CommonComponents
 from .tokenize import tokenize
-from .trainer import COMMON_SAMPLE, Hook, sample_sentences
 
 CURVE_FORMAT = 1
 CURVE_SAMPLE = 20_000  # corpus sentences the post-processing is estimated on at each point
@@ -101,53 +104,6 @@ def prepare_set(sts: STSSet, vocab, unknown: str = "omit", dim: int = 0) -> Prep
     if unknown != "hash":
         return PreparedSet(sts.name, sts.gold, tuple(ids), tuple(lengths))
     return PreparedSet(sts.name, sts.gold, tuple(ids), tuple(lengths), tuple(hashed), tuple(totals))
-
-
-class CommonComponents:
-    """The post-processing of :func:`scbow.trainer.remove_common_components`, estimated cheaply.
-
-    The same ``sample`` sentences for the same ``seed``, drawn once; their averages are
-    one sparse product with the current matrix, and the top ``k`` directions come from
-    the eigenvectors of a d x d Gram matrix (the right singular vectors of the centred
-    averages, which is what the trainer computes with an SVD). No large BLAS call.
-    """
-
-    def __init__(self, corpus, k: int, seed: int, sample: int):
-        import scipy.sparse as sp
-
-        self.k = k
-        pick = sample_sentences(corpus.n_sentences, sample, seed)
-        starts = np.asarray(corpus.offsets[pick])
-        stops = np.asarray(corpus.offsets[pick + 1])
-        lengths = stops - starts
-        positions = np.repeat(stops - np.cumsum(lengths), lengths) + np.arange(lengths.sum())
-        cols = np.asarray(corpus.tokens[positions]).astype(np.int64)
-        indptr = np.concatenate(([0], np.cumsum(lengths)))
-        data = np.repeat(1.0 / lengths, lengths)
-        self.sample = len(pick)
-        self.A = sp.csr_matrix((data, cols, indptr), shape=(len(pick), len(corpus.vocab)))
-        self.A.sum_duplicates()
-
-    def fit(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(mean, U)`` for the matrix ``W``: float64 (d,) and (k, d), U's rows orthonormal."""
-        S = self.A @ np.asarray(W, dtype=np.float64)
-        mean = S.mean(axis=0)
-        if self.k <= 0:
-            return mean, np.zeros((0, S.shape[1]))
-        S -= mean
-        # einsum, not S.T @ S: a multithreaded BLAS call spins threads that compete with
-        # the training threads, and on a busy machine it was 5-15x slower than this loop
-        from scipy.linalg import eigh
-
-        d = S.shape[1]
-        _, vectors = eigh(np.einsum("ij,ik->jk", S, S), subset_by_index=[d - self.k, d - 1])
-        return mean, np.ascontiguousarray(vectors[:, ::-1].T)
-
-
-def post_process(X: np.ndarray, mean: np.ndarray, U: np.ndarray) -> np.ndarray:
-    """Centre the rows of ``X`` and project out the rows of ``U`` (NaN rows stay NaN)."""
-    X = X - mean
-    return X - np.einsum("ik,kj->ij", np.einsum("ij,kj->ik", X, U), U)  # (X U^T) U without BLAS threads
 
 
 def _finite(x):
@@ -252,7 +208,8 @@ class CurveHook(Hook):
         raw = self._stsscore(s, row_cosines(*self._with_unknown(s, (a, b), W, None)))
         if transform is None:
             return raw, raw
-        post = self._with_unknown(s, (post_process(a, *transform), post_process(b, *transform)), W, transform)
+        post = self._with_unknown(s, (CommonComponents.apply(a, *transform), CommonComponents.apply(b, *transform)),
+                                  W, transform)
         return self._stsscore(s, row_cosines(*post)), raw
 
     def _with_unknown(self, s: PreparedSet, means: tuple, W, transform) -> tuple:
@@ -265,7 +222,7 @@ class CurveHook(Hook):
             return means
         rare = rarest_rows(W, self.corpus.vocab.counts)
         if transform is not None:
-            rare = post_process(rare, *transform)
+            rare = CommonComponents.apply(rare, *transform)
         norm = self.unknown_scale * float(np.median(np.linalg.norm(rare, axis=1)))
         out = []
         for mean, n_known, H, total in zip(means, s.lengths, s.hashed, s.totals):
@@ -277,7 +234,7 @@ class CurveHook(Hook):
     @staticmethod
     def _stsscore(s: PreparedSet, pred: np.ndarray) -> STSScore:
         ok = np.isfinite(pred)
-        pearson, spearman = _correlations(s.gold[ok], pred[ok])
+        pearson, spearman = correlations(s.gold[ok], pred[ok])
         return STSScore(s.name, len(s.gold), int(ok.sum()), pearson, spearman, pred)
 
     # -- the record -----------------------------------------------------------------

@@ -231,7 +231,7 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
     if threads != 1:
         import numba
 
-        from .trainer import resolve_threads
+        from .backends.cpu import resolve_threads
 
         numba.set_num_threads(resolve_threads(threads))
     vectors = np.ascontiguousarray(model.vectors, dtype=np.float32)

@@ -104,7 +104,7 @@ def pair_cosines(embed, first, second) -> np.ndarray:
 
 
 
-def _correlations(gold: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
+def correlations(gold: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
     """Pearson and Spearman; nan when fewer than 3 pairs or either side is constant."""
     from scipy.stats import pearsonr, spearmanr
 
@@ -116,7 +116,7 @@ def _correlations(gold: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
 def score_set(embed, sts: STSSet) -> STSScore:
     pred = pair_cosines(embed, sts.first, sts.second)
     ok = np.isfinite(pred)
-    pearson, spearman = _correlations(sts.gold[ok], pred[ok])
+    pearson, spearman = correlations(sts.gold[ok], pred[ok])
     return STSScore(sts.name, len(sts.gold), int(ok.sum()), pearson, spearman, pred)
 
 

@@ -38,7 +38,7 @@ def pretrained_init(vocab: Vocab, source: Model, config, name: str = "the pretra
     those rows); the rest are ``scbow.trainer.init_vectors``'s random rows. Returns the
     matrix and a JSON-ready summary (``rows_initialised``, ``rows``, ``source``, ``scale``).
     """
-    from .trainer import init_vectors
+    from .start import init_vectors
 
     if source.dim != config.dim:
         raise ModelError(f"{name} have {source.dim} dimensions but --dim is {config.dim}; they must match "

@@ -161,7 +161,7 @@ def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
     """The :class:`~scbow.trainer.Hook` that writes checkpoints and acts on signals."""
     import time
 
-    from .trainer import Hook
+    from .hooks import Hook
 
     class CheckpointHook(Hook):
         def __init__(self):
@@ -268,9 +268,8 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     """
     from .checkpoint import CheckpointWriter, checkpoint_dir, describe, parse_every, read_meta, restore
     from .config import TrainConfig
-    from .corpus import load_corpus
+    from .corpus import read_corpus
     from .formats import check_output_dir, default_model_dir, save_model
-    from .progress import Progress, human
     from .trainer import train
 
     config = config or TrainConfig()
@@ -302,17 +301,8 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                     f"{ckpt}: a checkpoint of an unfinished run into {output} is there ({progress}); "
                     "add --resume to continue it, or delete it to start over")
 
-            reading = Progress(0, unit="B", enabled=None if not quiet else False)
-
-            def read_report(tokens, done, size):
-                reading.total = size
-                reading.update(done, prefix="reading corpus: ", suffix=f"{human(tokens)} tokens")
-
-            try:
-                encoded = load_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir,
-                                      use_cache=use_cache, progress=read_report)
-            finally:
-                reading.close()
+            encoded = read_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir,
+                                  use_cache=use_cache, quiet=quiet)
             if not quiet:
                 _stderr(corpus_line(encoded))
             bad = (encoded.stats or {}).get("invalid_utf8_lines", 0)

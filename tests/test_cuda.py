@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from conftest import DATA_DIR, assert_grad_close, build_example, pack, seed_of, synthetic_text
 
-import scbow.cuda as scuda
+import scbow.backends.cuda as scuda
 from scbow.config import TrainConfig
 from scbow.errors import TrainingError
 from scbow.reference import loss_and_grad
@@ -30,8 +30,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarn
 if PROBLEM is None:
     from numba import cuda
 
-    from scbow.kernels import cpu
     from scbow.kernels import cuda as KC
+    from scbow.kernels import sampling as cpu  # the sampler both devices run
 
     SIMULATOR = KC.SIMULATOR
 else:
@@ -223,7 +223,7 @@ def backend_for(corpus, W, total, rate=None, **config_and_backend):
     backend_keys = ("memory_limit", "block_threads", "grid")
     backend_kw = {k: config_and_backend.pop(k) for k in backend_keys if k in config_and_backend}
     config = TrainConfig(dim=W.shape[1], common_components=-1, device="cuda", **config_and_backend)
-    return scuda.CudaBackend(W.copy(), corpus, config, 1, total, rate, **backend_kw), config
+    return scuda.CudaBackend(W.copy(), corpus, config, total, rate, **backend_kw), config
 
 
 @needs_cuda
@@ -391,6 +391,7 @@ def mean_reference_loss(W, corpus, negatives):
 def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path, monkeypatch):
     from scbow.corpus import load_corpus
     from scbow.formats import load_model, save_model
+    from scbow.hooks import Hook
     from scbow.trainer import train
 
     monkeypatch.setattr(scuda, "LAUNCH_BATCH", 16)  # several batches per epoch: progress and hooks
@@ -399,7 +400,12 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
     config = TrainConfig(dim=8, epochs=2, lr=0.3, weight_decay=0.0, common_components=-1, device="cuda", seed=4,
                          frequency_weight=0.0, count_power=0.0)
     seen = []
-    result = train(corpus, config, quiet=True, on_batch=lambda done, W: seen.append((done, W.copy())))
+
+    class Watch(Hook):
+        def after_batch(self, state, vectors):
+            seen.append((state.done, vectors().copy()))
+
+    result = train(corpus, config, quiet=True, hooks=[Watch()])
     n_targets = corpus.n_sentences  # every document has several sentences
     assert result.examples == 2 * n_targets and seen[-1][0] == result.examples
     assert len(result.losses) == len(seen) == 2 * -(-n_targets // 16)
@@ -410,7 +416,7 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
 
     rng = np.random.default_rng(0)
     negatives = rng.integers(0, corpus.n_sentences, size=(corpus.n_sentences, 2))
-    from scbow.trainer import init_vectors
+    from scbow.start import init_vectors
     before = mean_reference_loss(init_vectors(len(corpus.vocab), config), corpus, negatives)
     after = mean_reference_loss(result.model.vectors, corpus, negatives)
     assert after < before - 0.1, (before, after)  # about 1.36 -> 1.16
@@ -422,11 +428,11 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
 @needs_cuda
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's numpy scalars see the inf and NaN
 def test_cuda_divergence_is_reported_like_on_cpu(tiny_corpus_file, tmp_path):
-    from scbow.trainer import train
+    import scbow
 
     config = TrainConfig(dim=8, epochs=1, lr=1e30, weight_decay=0.0, common_components=-1, device="cuda")
     with pytest.raises(TrainingError, match="lr"):
-        train([tiny_corpus_file], config, quiet=True, cache_dir=tmp_path / "cache")
+        scbow.train([tiny_corpus_file], config, quiet=True, cache_dir=tmp_path / "cache")
 
 
 @needs_cuda
@@ -490,10 +496,10 @@ def test_cli_without_gpu_or_numba_cuda_says_what_is_missing(tmp_path, small_corp
     assert not (tmp_path / "cache").exists()  # it failed before reading the corpus
 
     # the Python API says the same
-    from scbow.trainer import train
+    import scbow
 
     with pytest.raises(TrainingError, match="--device cuda"):
-        train([small_corpus_file], TrainConfig(dim=8, epochs=1, device="cuda"), quiet=True, use_cache=False)
+        scbow.train([small_corpus_file], TrainConfig(dim=8, epochs=1, device="cuda"), quiet=True, use_cache=False)
 
 
 def test_cli_without_a_visible_gpu_for_real(tmp_path, small_corpus_file):
@@ -508,7 +514,7 @@ def test_cli_without_a_visible_gpu_for_real(tmp_path, small_corpus_file):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: --device cuda"), proc.stderr
     # the one line cuda_problem() gives in such a process, whichever it is here
-    probe = subprocess.run([sys.executable, "-c", "import scbow.cuda as c; print(c.cuda_problem())"],
+    probe = subprocess.run([sys.executable, "-c", "import scbow.backends.cuda as c; print(c.cuda_problem())"],
                            capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
     assert lines[0] == "Error: " + probe.stdout.strip()
     if not scuda._numba_cuda_installed():

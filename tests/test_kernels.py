@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from conftest import CASES, assert_grad_close, build_example, pack, seed_of
 
+from scbow.backends.cpu import CpuBackend
+from scbow.backends.params import params_record
+from scbow.config import TrainConfig
 from scbow.kernels import cpu  # noqa: E402  (imported plainly: an import error must fail, not skip)
 from scbow.reference import loss_and_grad
 
@@ -72,7 +77,7 @@ def test_weight_decay_gradient_matches_reference(case, n_pos):
 
 
 def sgd_step(case, n_pos, lr, decay, hot=0, rate=None):
-    """One in-place SGD step of ``example_step``; with ``hot`` > 0 the rows of words
+    """One in-place SGD step of ``sgd_step``; with ``hot`` > 0 the rows of words
     ``w < hot`` are buffered and applied by ``flush_rows`` afterwards. ``rate``: a
     callable ``rate(V)`` giving the per-word step factors (all ones when None)."""
     seed = seed_of("sgd", case, n_pos)
@@ -87,8 +92,8 @@ def sgd_step(case, n_pos, lr, decay, hot=0, rate=None):
     pending = np.zeros((max(hot, 1), 8), dtype=np.float32)
     keep = np.ones(max(hot, 1), dtype=np.float32)
     r = np.ones(V, dtype=np.float32) if rate is None else np.asarray(rate(V), dtype=np.float32)
-    loss = cpu.example_step(W, tokens, offsets, members, n_pos, 0, buf, work, W, -lr, decay, r, counts,
-                            hot, pending, keep)
+    loss = cpu.sgd_step(W, tokens, offsets, members, n_pos, lr, params_record(decay=decay), r, (buf, work, counts),
+                        (hot, pending, keep))
     if hot:
         assert np.array_equal(W[:hot], W0[:hot])  # nothing written in place yet
         cpu.flush_rows(W, pending, keep, hot)
@@ -274,25 +279,10 @@ def toy_corpus(seed=0, doc_sizes=(7, 1, 12, 5, 20), vocab=40):
     return sentences, tokens, offsets, sent_doc, doc_offsets, vocab
 
 
-def batch_params(lo, hi, done, n_neg, seed, chunks, lr, total, max_len=0, mode=None, min_frac=1e-4, decay=0.0,
-                 hot=0, flush=1):
-    fparams = np.zeros(cpu.N_FPARAMS, dtype=np.float64)
-    fparams[cpu.P_LR] = lr
-    fparams[cpu.P_LR_MIN] = lr * min_frac
-    fparams[cpu.P_TOTAL] = total
-    fparams[cpu.P_DECAY] = decay
-    iparams = np.zeros(cpu.N_IPARAMS, dtype=np.int64)
-    iparams[cpu.P_LO] = lo
-    iparams[cpu.P_HI] = hi
-    iparams[cpu.P_DONE] = done
-    iparams[cpu.P_NEGATIVES] = n_neg
-    iparams[cpu.P_MAX_LEN] = max_len
-    iparams[cpu.P_NEG_MODE] = cpu.NEG_DOCUMENT if mode is None else mode
-    iparams[cpu.P_SEED] = seed
-    iparams[cpu.P_CHUNKS] = chunks
-    iparams[cpu.P_HOT] = hot
-    iparams[cpu.P_FLUSH] = flush
-    return fparams, iparams
+def batch_params(n_neg, seed, chunks, lr, total, max_len=0, mode=None, min_frac=1e-4, decay=0.0, hot=0, flush=1):
+    return params_record(lr=lr, lr_min=lr * min_frac, total=total, decay=decay, negatives=n_neg, max_len=max_len,
+                         neg_mode=cpu.NEG_DOCUMENT if mode is None else mode, seed=seed, chunks=chunks, hot=hot,
+                         flush=flush)
 
 
 @pytest.mark.parametrize("chunks,hot,flush,decay,done", [
@@ -317,10 +307,10 @@ def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush, decay, don
     assert 7 in order[lo:hi]  # sentence 7 is alone in its document: skipped, no example
     W0 = (0.1 * np.random.default_rng(1).standard_normal((V, 6))).astype(np.float32)
     W = W0.copy()
-    fparams, iparams = batch_params(lo, hi, done, n_neg, seed, chunks, lr0, total, hot=hot, flush=flush, decay=decay)
+    params = batch_params(n_neg, seed, chunks, lr0, total, hot=hot, flush=flush, decay=decay)
     stats = np.zeros((chunks, 2))
     rate = np.random.default_rng(2).uniform(0.2, 1.0, V).astype(np.float32)
-    cpu.train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, stats)
+    cpu.train_batch_serial(W, (tokens, offsets, sent_doc, doc_offsets), order, rate, params, lo, hi, done, stats)
 
     Wr = W0.astype(np.float64)
     pending = np.zeros_like(Wr)
@@ -375,10 +365,10 @@ def test_train_batch_serial_is_deterministic(chunks):
 
     def run(seed):
         W = W0.copy()
-        fparams, iparams = batch_params(0, len(order), 0, 3, seed, chunks, 0.5, 2 * len(order))
+        params = batch_params(3, seed, chunks, 0.5, 2 * len(order))
         stats = np.zeros((chunks, 2))
-        cpu.train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, np.ones(V, np.float32), fparams,
-                               iparams, stats)
+        cpu.train_batch_serial(W, (tokens, offsets, sent_doc, doc_offsets), order, np.ones(V, np.float32), params,
+                               0, len(order), 0, stats)
         return W, stats
 
     W1, s1 = run(11)
@@ -401,10 +391,9 @@ def test_in_place_decay_of_a_frequent_word_never_flips_its_row():
     tokens, offsets, members = pack(sentences)
     k = len(members)
     W = W0.copy()
-    cpu.example_step(W, tokens, offsets, members, 2, 0, np.empty((2, k, 6), np.float32),
-                     np.empty((4, k)), W, -lr, decay, np.ones(9, np.float32), np.zeros(9, np.int32), 0,
-                     np.zeros((1, 6), np.float32),
-                     np.ones(1, np.float32))
+    cpu.sgd_step(W, tokens, offsets, members, 2, lr, params_record(decay=decay), np.ones(9, np.float32),
+                 (np.empty((2, k, 6), np.float32), np.empty((4, k)), np.zeros(9, np.int32)),
+                 (0, np.zeros((1, 6), np.float32), np.ones(1, np.float32)))
     _, data_grad = loss_and_grad(W0, sentences[0], sentences[1:3], sentences[3:])
     np.testing.assert_allclose(W[1], -lr * data_grad[1], rtol=1e-4, atol=1e-6)
     # a word seen once still gets the exact step
@@ -421,14 +410,17 @@ def test_parallel_batch_trains_every_chunk_as_the_serial_one_does(chunks):
     order = np.random.default_rng(4).permutation(len(sent_doc)).astype(np.int64)
     W0 = (0.1 * np.random.default_rng(5).standard_normal((V, 16))).astype(np.float32)
     rate = np.random.default_rng(6).uniform(0.2, 1.0, V).astype(np.float32)
-    runs = {}
-    for name, kernel in (("serial", cpu.train_batch_serial), ("parallel", cpu.train_batch_parallel)):
-        W = W0.copy()
-        fparams, iparams = batch_params(0, len(order), 0, 2, 3, chunks, 0.05, len(order), hot=4, flush=3)
-        stats = np.zeros((chunks, 2))
-        kernel(W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, stats)
-        runs[name] = (W, stats)
-    (Ws, ss), (Wp, sp) = runs["serial"], runs["parallel"]
+    params = batch_params(2, 3, chunks, 0.05, len(order), hot=4, flush=3)
+    Ws, ss = W0.copy(), np.zeros((chunks, 2))
+    cpu.train_batch_serial(Ws, (tokens, offsets, sent_doc, doc_offsets), order, rate, params, 0, len(order), 0, ss)
+    # the CPU backend's threads, one chunk each
+    corpus = SimpleNamespace(tokens=tokens, offsets=offsets, sent_doc=sent_doc, doc_offsets=doc_offsets)
+    backend = CpuBackend(W0.copy(), corpus, TrainConfig(), chunks, len(order), rate)
+    backend.params = params
+    backend.begin_epoch(order)
+    backend.run(0, len(order), 0)
+    Wp, sp = backend.close(), backend.stats
+    assert backend.pool is None  # closing shuts its threads down
     per = -(-len(order) // chunks)
     for c in range(chunks):  # the targets of chunk c that have a neighbour: its examples
         mine = order[c * per:(c + 1) * per]

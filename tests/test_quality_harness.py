@@ -64,7 +64,7 @@ def test_raw_is_the_plain_average_and_omits_unknown_words(setup):
 def test_post_processing_is_estimated_on_the_corpus_sample(setup, post):
     corpus, table = setup
     emb = peers.SentenceEmbedder(table, peers.Variant("omit", post), corpus)
-    from scbow.trainer import sample_sentences
+    from scbow.postprocess import sample_sentences
 
     pick = sample_sentences(corpus.n_sentences, peers.SAMPLE, 1)
     S = by_hand(corpus, table, corpus_sentences(corpus, pick), post == "sif")

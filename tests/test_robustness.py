@@ -30,11 +30,13 @@ from test_cli import TRAIN, assert_clean_error, make_runner
 
 import scbow
 from scbow import trainer as trainer_mod
+from scbow.backends.cpu import CpuBackend
 from scbow.checkpoint import Every, checkpoint_dir, parse_every
 from scbow.cli import main
 from scbow.config import ConfigError, TrainConfig
 from scbow.errors import CheckpointError, Interrupted, ModelError
 from scbow.formats import load_model, save_model
+from scbow.hooks import Hook
 from scbow.model import Model
 from scbow.session import OutputLock, SignalGuard, lock_path, train_session
 from scbow.vocab import Vocab
@@ -372,7 +374,7 @@ def small_batches(monkeypatch):
     monkeypatch.setattr(trainer_mod, "BATCH", 256)
 
 
-class SignalAfter(trainer_mod.Hook):
+class SignalAfter(Hook):
     def __init__(self, batches, signum=signal.SIGINT):
         self.batches, self.signum, self.seen = batches, signum, 0
 
@@ -418,7 +420,7 @@ def test_a_checkpoint_is_a_loadable_model_of_the_raw_matrix(tmp_path, corpus_fil
     out = tmp_path / "m"
     seen = {}
 
-    class Grab(trainer_mod.Hook):
+    class Grab(Hook):
         def after_batch(self, state, vectors):
             if state.done == 3 * 256:
                 seen["W"] = np.array(vectors())
@@ -448,7 +450,7 @@ def test_periodic_checkpoints(tmp_path, corpus_file, small_batches, monkeypatch)
     monkeypatch.setattr(CheckpointWriter, "write", spy)
     boundaries = []
 
-    class Record(trainer_mod.Hook):
+    class Record(Hook):
         def after_batch(self, state, vectors):
             boundaries.append(state.done)
 
@@ -539,9 +541,10 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, sm
 SHIM = r"""
 import os, sys, time
 import scbow.trainer as T
+from scbow.backends.cpu import CpuBackend
 
 T.BATCH = int(os.environ.get("SHIM_BATCH", "256"))
-_run = T.CpuBackend.run
+_run = CpuBackend.run
 
 
 def run(self, lo, hi, done):
@@ -550,7 +553,7 @@ def run(self, lo, hi, done):
     return _run(self, lo, hi, done)
 
 
-T.CpuBackend.run = run
+CpuBackend.run = run
 
 if os.environ.get("SHIM_SLOW_LOAD"):
     import scbow.corpus as C
@@ -797,7 +800,7 @@ def test_sigkill_at_random_moments_of_repeated_saves(tmp_path):
 @pytest.mark.parametrize("where", ["matrix", "loss"])
 def test_divergence_stops_with_the_cause_and_keeps_the_last_good_checkpoint(tmp_path, runner, corpus_file,
                                                                             small_batches, monkeypatch, where):
-    original = trainer_mod.CpuBackend.run
+    original = CpuBackend.run
     calls = []
 
     def run(self, lo, hi, done):
@@ -810,7 +813,7 @@ def test_divergence_stops_with_the_cause_and_keeps_the_last_good_checkpoint(tmp_
                 loss = float("nan")
         return loss, n
 
-    monkeypatch.setattr(trainer_mod.CpuBackend, "run", run)
+    monkeypatch.setattr(CpuBackend, "run", run)
     out = tmp_path / "model"
     result = runner.invoke(main, train_args(corpus_file, out, "--checkpoint-every", "256"))
     line = assert_clean_error(result, "learning rate", "too high", "--lr", "last good checkpoint")
@@ -985,7 +988,8 @@ def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monke
     # (SIF-weighted word overlap; on this small slice two epochs move it a little either way)
     from scbow.corpus import load_corpus
     from scbow.model import Model
-    from scbow.trainer import corpus_weights, init_vectors, remove_common_components
+    from scbow.postprocess import remove_common_components
+    from scbow.start import corpus_weights, init_vectors
 
     enc = load_corpus(corpus, config.min_count, 0)
     W0 = init_vectors(len(enc.vocab), config, corpus_weights(enc, config))

@@ -11,12 +11,31 @@ import numba  # noqa: E402  (a dependency: an import error must fail, not skip)
 import numpy as np
 import pytest
 
+from scbow import start as start_mod
+from scbow.backends.cpu import CpuBackend
+from scbow.backends.params import kernel_params
 from scbow.config import ConfigError, TrainConfig
-from scbow.corpus import CorpusError, load_corpus
+from scbow.corpus import CorpusError, load_corpus, read_corpus
+from scbow.hooks import Hook
 from scbow.trainer import TrainingError, train
 
 # the submodule, not the top-level function scbow.train (see test_top_level_train_...)
 train_mod = importlib.import_module("scbow.trainer")
+
+
+def train_paths(paths, cfg, cache_dir):
+    """``trainer.train`` on text files, read as ``scbow.train`` reads them."""
+    return train(read_corpus(paths, cfg.min_count, cfg.max_vocab, cache_dir=cache_dir, quiet=True), cfg, quiet=True)
+
+
+class Seen(Hook):
+    """Records the examples done after every batch."""
+
+    def __init__(self):
+        self.done = []
+
+    def after_batch(self, state, vectors):
+        self.done.append(state.done)
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +69,10 @@ def neighbour_margin(W, c, seed=0):
 
 def test_loss_falls_and_neighbours_come_closer(corpus, monkeypatch):
     monkeypatch.setattr(train_mod, "BATCH", 2048)  # several loss readings per epoch
-    seen = []
-    result = train(corpus, config(epochs=4), quiet=True, on_batch=lambda done, W: seen.append(done))
-    n_targets = len(train_mod.trainable_targets(corpus))
+    hook = Seen()
+    result = train(corpus, config(epochs=4), quiet=True, hooks=[hook])
+    seen = hook.done
+    n_targets = len(start_mod.trainable_targets(corpus))
     batches_per_epoch = -(-n_targets // 2048)
     assert len(result.losses) == len(seen) == 4 * batches_per_epoch >= 20
     assert result.examples == seen[-1] == 4 * n_targets
@@ -65,7 +85,7 @@ def test_loss_falls_and_neighbours_come_closer(corpus, monkeypatch):
     assert last < first - 0.08, losses
     # the objective, measured independently of the reported loss: neighbouring sentences
     # become more similar than random pairs
-    W0 = train_mod.init_vectors(len(corpus.vocab), config(epochs=4))
+    W0 = start_mod.init_vectors(len(corpus.vocab), config(epochs=4))
     before = neighbour_margin(W0, corpus)
     after = neighbour_margin(result.model.vectors, corpus)
     assert after > before + 0.2, (before, after)
@@ -93,9 +113,9 @@ def test_two_threads_train(corpus):
     v = np.asarray(result.model.vectors)
     assert np.isfinite(v).all()
     assert result.model.info["training"]["threads"] == 2
-    assert result.examples == 2 * len(train_mod.trainable_targets(corpus))
+    assert result.examples == 2 * len(start_mod.trainable_targets(corpus))
     assert result.losses[-1] < result.losses[0]
-    init = train_mod.init_vectors(len(corpus.vocab), config())
+    init = start_mod.init_vectors(len(corpus.vocab), config())
     assert np.abs(v - init).max() > 1e-3
 
 
@@ -139,8 +159,7 @@ def test_common_components_are_a_linear_map_of_the_trained_vectors(corpus, k):
 
 
 def test_train_from_paths(tmp_path, small_corpus_file):
-    model = train([small_corpus_file], TrainConfig(dim=8, epochs=2, min_count=1, threads=1),
-                  quiet=True, cache_dir=tmp_path / "cache").model
+    model = train_paths([small_corpus_file], TrainConfig(dim=8, epochs=2, min_count=1, threads=1), tmp_path / "cache").model
     assert model.vectors.shape == (model.info["corpus"]["vocab_size"], 8)
     assert any((tmp_path / "cache").iterdir())
     assert np.isfinite(model.similarity("The cat sat.", "A dog ran."))
@@ -169,15 +188,13 @@ def test_top_level_train_can_be_called_twice(tmp_path, small_corpus_file):
 def test_too_few_sentences(tmp_path):
     (tmp_path / "a.txt").write_text("One cat.\nTwo cats.\nThree cats.\n")
     with pytest.raises(CorpusError, match="no training example"):
-        train([tmp_path / "a.txt"], TrainConfig(dim=8, min_count=1, threads=1), quiet=True,
-              cache_dir=tmp_path / "cache")
+        train_paths([tmp_path / "a.txt"], TrainConfig(dim=8, min_count=1, threads=1), tmp_path / "cache")
 
 
 def test_no_sentence_has_a_neighbour(tmp_path):
     (tmp_path / "a.txt").write_text("One cat.\n\nTwo cats.\n\nThree cats.\n\nFour cats.\n\nFive cats.\n")
     with pytest.raises(CorpusError, match="no training example"):
-        train([tmp_path / "a.txt"], TrainConfig(dim=8, min_count=1, threads=1), quiet=True,
-              cache_dir=tmp_path / "cache")
+        train_paths([tmp_path / "a.txt"], TrainConfig(dim=8, min_count=1, threads=1), tmp_path / "cache")
 
 
 def test_minimal_trainable_corpus(tmp_path):
@@ -185,9 +202,8 @@ def test_minimal_trainable_corpus(tmp_path):
     # negative left; the sampler must not hang
     (tmp_path / "a.txt").write_text("a b.\nb c.\nc d.\nd a.\n")
     for mode in ("document", "uniform"):
-        result = train([tmp_path / "a.txt"], TrainConfig(dim=8, min_count=1, threads=1, negatives=2,
-                                                         negative_mode=mode, epochs=2),
-                       quiet=True, cache_dir=tmp_path / "cache")
+        result = train_paths([tmp_path / "a.txt"], TrainConfig(dim=8, min_count=1, threads=1, negatives=2,
+                                                         negative_mode=mode, epochs=2), tmp_path / "cache")
         assert result.examples == 8
         assert np.isfinite(result.model.vectors).all()
 
@@ -250,25 +266,26 @@ def test_every_valid_config_seed_trains(corpus, seed):
 def test_kernel_params_buffer_hot_rows_only_with_several_threads():
     from scbow.kernels import cpu
 
-    _, one = train_mod.kernel_params(config(), 1, 100)
-    _, two = train_mod.kernel_params(config(), 2, 100)
-    assert one[cpu.P_HOT] == 0  # one thread: plain per-example SGD, reproducible
-    assert two[cpu.P_HOT] == cpu.HOT_ROWS > 0 and two[cpu.P_FLUSH] == cpu.FLUSH_EVERY > 0
-    assert one[cpu.P_CHUNKS] == 1 and two[cpu.P_CHUNKS] == 2
+    one = kernel_params(config(), 1, 100)
+    two = kernel_params(config(), 2, 100)
+    assert one.hot == 0  # one thread: plain per-example SGD, reproducible
+    assert two.hot == cpu.HOT_ROWS > 0 and two.flush == cpu.FLUSH_EVERY > 0
+    assert one.chunks == 1 and two.chunks == 2
+    assert one.total == 100 and one.lr == config().lr and one.negatives == config().negatives
 
 
 def test_word_weights_and_step_rates_follow_their_formulas():
     counts = np.array([5000, 100, 10, 3], dtype=np.int64)
-    a = train_mod.word_weights(counts, 10_000, 1e-3)
+    a = start_mod.word_weights(counts, 10_000, 1e-3)
     np.testing.assert_allclose(a, 1e-3 / (1e-3 + counts / 10_000), rtol=1e-6)
     assert a.dtype == np.float32 and np.all(np.diff(a) > 0)  # rarer words weigh more
-    np.testing.assert_array_equal(train_mod.word_weights(counts, 10_000, 0.0), np.ones(4, np.float32))
+    np.testing.assert_array_equal(start_mod.word_weights(counts, 10_000, 0.0), np.ones(4, np.float32))
     cfg = TrainConfig(count_power=0.5, count_floor=10)
-    r = train_mod.step_rates(a, counts, cfg)
+    r = start_mod.step_rates(a, counts, cfg)
     damp = np.array([(10 / 5000) ** 0.5, (10 / 100) ** 0.5, 1.0, 1.0])
     np.testing.assert_allclose(r, a.astype(np.float64) ** 2 * damp, rtol=1e-6)
     # no weights, no damping: plain SGD
-    plain = train_mod.step_rates(np.ones(4, np.float32), counts, TrainConfig(count_power=0.0))
+    plain = start_mod.step_rates(np.ones(4, np.float32), counts, TrainConfig(count_power=0.0))
     np.testing.assert_array_equal(plain, np.ones(4, np.float32))
 
 
@@ -277,22 +294,22 @@ def test_untrained_start_is_weighted_random_rows(corpus):
     SIF-weighted word overlap. A vanishing learning rate leaves it as it is."""
     cfg = config(lr=1e-12)
     model = train(corpus, cfg, quiet=True).model
-    a = train_mod.corpus_weights(corpus, cfg)
-    expected = train_mod.init_vectors(len(corpus.vocab), cfg) * a[:, None]
+    a = start_mod.corpus_weights(corpus, cfg)
+    expected = start_mod.init_vectors(len(corpus.vocab), cfg) * a[:, None]
     np.testing.assert_allclose(model.vectors, expected, rtol=1e-5, atol=1e-9)
     assert a[0] < 0.1 < a[-1]  # the most frequent word is weighted far down, the rarest not
     unweighted = train(corpus, config(lr=1e-12, frequency_weight=0.0), quiet=True).model
-    np.testing.assert_allclose(unweighted.vectors, train_mod.init_vectors(len(corpus.vocab), cfg), rtol=1e-5,
+    np.testing.assert_allclose(unweighted.vectors, start_mod.init_vectors(len(corpus.vocab), cfg), rtol=1e-5,
                                atol=1e-9)
 
 
 def test_frequent_words_move_less_than_plain_sgd_moves_them(corpus):
     """Frequency weights and count damping slow the frequent rows relative to the rare ones."""
-    start = train_mod.init_vectors(len(corpus.vocab), config())
+    start = start_mod.init_vectors(len(corpus.vocab), config())
     moved = {}
     for name, extra in (("plain", dict(frequency_weight=0.0, count_power=0.0)), ("damped", {})):
         cfg = config(**extra)
-        W0 = start * train_mod.corpus_weights(corpus, cfg)[:, None]
+        W0 = start * start_mod.corpus_weights(corpus, cfg)[:, None]
         W = train(corpus, cfg, quiet=True).model.vectors
         rel = np.linalg.norm(W - W0, axis=1) / np.linalg.norm(W0, axis=1)
         moved[name] = (float(np.median(rel[:20])), float(np.median(rel[-1000:])))
@@ -303,14 +320,14 @@ def test_frequent_words_move_less_than_plain_sgd_moves_them(corpus):
 def test_a_matrix_that_ends_not_finite_is_never_a_model(corpus, monkeypatch):
     """The check on the final vectors, apart from the loss check: finite losses throughout,
     but the matrix handed back holds an inf (as a racing write could leave)."""
-    original = train_mod.CpuBackend.close
+    original = CpuBackend.close
 
     def close(self):
         W = original(self)
         W[5, 3] = np.inf
         return W
 
-    monkeypatch.setattr(train_mod.CpuBackend, "close", close)
+    monkeypatch.setattr(CpuBackend, "close", close)
     with pytest.raises(TrainingError, match="embeddings hold NaN or inf"):
         train(corpus, config(), quiet=True)
 
@@ -320,16 +337,16 @@ def test_the_kernel_sees_the_run_position_across_epochs(corpus, monkeypatch):
     keyed by the run position: every batch of epoch e must start at e * targets + lo, and the
     schedule the kernel gets spans all epochs."""
     calls = []
-    original = train_mod.CpuBackend.run
+    original = CpuBackend.run
 
     def run(self, lo, hi, done):
-        calls.append((lo, hi, done, float(self.fparams[self.K.P_TOTAL])))
+        calls.append((lo, hi, done, float(self.params.total)))
         return original(self, lo, hi, done)
 
     monkeypatch.setattr(train_mod, "BATCH", 4096)
-    monkeypatch.setattr(train_mod.CpuBackend, "run", run)
+    monkeypatch.setattr(CpuBackend, "run", run)
     result = train(corpus, config(epochs=3), quiet=True)
-    n = len(train_mod.trainable_targets(corpus))
+    n = len(start_mod.trainable_targets(corpus))
     assert result.examples == 3 * n
     assert len(calls) == 3 * -(-n // 4096)
     epoch = 0

@@ -22,7 +22,7 @@ from scbow.errors import CorpusError, ModelError
 from scbow.formats import export_word2vec, load_model, save_model
 from scbow.model import Model
 from scbow.pretrained import expand_vocabulary, fit_linear_map, pretrained_init
-from scbow.trainer import init_vectors
+from scbow.start import init_vectors
 from scbow.vocab import Vocab
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", ".", "don't", "café"]
@@ -363,7 +363,7 @@ def test_training_starts_from_the_pretrained_rows(small_corpus_file, tmp_path):
     assert info["rows_initialised"] == 3
     # the start is weighted like the random one: row w is a(w) times the pretrained row
     from scbow.corpus import load_corpus
-    from scbow.trainer import corpus_weights
+    from scbow.start import corpus_weights
 
     corpus = load_corpus([small_corpus_file], config.min_count, 0, cache_dir=tmp_path)
     a = corpus_weights(corpus, config)

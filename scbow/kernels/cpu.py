@@ -1,13 +1,15 @@
 """Numba CPU kernels of Siamese CBOW training: arrays and scalars in, no objects.
 
 One example is a target sentence, its positives (the neighbouring sentences of the same
-document) and its negatives. ``example_step`` computes the sentence means, the cosine
-softmax loss and the analytic gradient (see ``scbow.reference``), then scatters the
-gradient onto the rows of the words of the example. ``train_chunk`` runs a contiguous
+document) and its negatives. ``example_forward`` computes the sentence means, the cosine
+softmax loss and the analytic gradient of each mean (see ``scbow.reference``); two named
+entry points then scatter it onto the rows of the example's words: ``sgd_step`` (an
+in-place SGD step on ``W``, what training runs) and ``example_gradient`` (``dL/dW`` added
+to a separate array, for tests against the reference). ``train_chunk`` runs a contiguous
 chunk of a batch's examples: the whole work of one thread, compiled once and cached on
 disk. ``train_batch_serial`` runs the chunks one after the other (deterministic for a
-seed); ``train_batch_parallel`` runs them at once on Python threads, which the compiled
-chunk releases the GIL for. The threads write into the shared matrix without locks
+seed); the CPU backend (``scbow.backends.cpu``) runs them at once on its own Python
+threads, which the compiled chunk releases the GIL for. The threads write into the shared matrix without locks
 (Hogwild): collisions lose an occasional update, which SGD tolerates, and move cache
 lines between the cores, which is why each thread buffers the steps of the most frequent
 words (``HOT_ROWS``) and applies them every few examples. Nothing is compiled with ``parallel=True``: a
@@ -26,17 +28,11 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..reference import NORM_EPS
+from .sampling import NEG_DOCUMENT, NEG_UNIFORM, fill_example, lr_at, next_random, seed_state  # noqa: F401
 
 # Reassociation lets LLVM vectorise the dot products; no-NaN flags stay off so that a
 # diverging run still produces the NaN the driver checks for.
 FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
-
-NEG_DOCUMENT = 0
-NEG_UNIFORM = 1
-
-# Layout of the integer parameters of train_batch.
-P_LO, P_HI, P_DONE, P_NEGATIVES, P_MAX_LEN, P_NEG_MODE, P_SEED, P_CHUNKS, P_HOT, P_FLUSH = range(10)
-N_IPARAMS = 10
 
 # Threads buffer the updates of the HOT_ROWS most frequent words (ids 0..HOT_ROWS-1: the
 # vocabulary is sorted by count) privately and add them to the matrix every FLUSH_EVERY
@@ -44,9 +40,6 @@ N_IPARAMS = 10
 # their rows' cache lines would move between the cores on every update.
 HOT_ROWS = 64
 FLUSH_EVERY = 16
-# Layout of the float parameters.
-P_LR, P_LR_MIN, P_TOTAL, P_DECAY = range(4)
-N_FPARAMS = 4
 
 
 @intrinsic
@@ -81,9 +74,8 @@ def prefetch_example(W, tokens, offsets, members, k):
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
-def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, coef, decay, rate, counts, hot, pending,
-                 keep):
-    """Loss of one example; add ``coef * (1/|x|) * dL/ds_x`` to ``out[w]`` for its words.
+def example_forward(W, tokens, offsets, members, n_pos, max_len, buf, work):
+    """Loss of one example and the gradient of each of its sentence means; writes no row.
 
     Parameters
     ----------
@@ -98,36 +90,14 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
     max_len : int
         Only the first ``max_len`` words of a sentence count; 0 for all.
     buf : array of float32, shape (2, >= k, d)
-        Scratch: sentence means in ``buf[0]``, their gradients in ``buf[1]``.
+        Output: the sentence means in ``buf[0]``, ``dL/ds_m`` in ``buf[1]``.
     work : array of float64, shape (4, >= k)
-        Scratch: norms, cosines, dL/dc and lengths.
-    out : array of float32 or float64, shape (V, d)
-        Receives the scaled gradient: ``W`` itself with ``coef = -lr`` for an SGD step
-        (all reads happen before any write), or a zero array with ``coef = 1`` for dL/dW.
-        A negative ``coef`` means ``out`` is ``W``.
-    coef : float
-    decay : float
-        Weight decay: ``coef * decay * W[w]`` is added for every token occurrence too, the
-        gradient of ``decay/2 * |W[w]|^2`` per occurrence (see ``scbow.reference``). In an
-        SGD step (``coef < 0``) a word's total shrink is capped at its whole row.
-    rate : array of float32, shape (V,)
-        Per-word factor of the gradient step (a diagonal preconditioner): row ``w``
-        receives ``rate[w] * coef * (1/|x|) * dL/ds_x``. Training with ``rate = a**2`` on
-        ``W = a * U`` is plain SGD on ``U`` whose sentences are ``a``-weighted averages;
-        all ones for the plain gradient.
-    counts : array of int32, shape (V,)
-        Scratch, all zero on entry and on return: occurrences of each word in the example.
-    hot : int
-        SGD steps only (``coef < 0``): words ``w < hot`` are not written to ``W``; their
-        gradient step is added to ``pending[w]`` and their weight-decay factor multiplied
-        into ``keep[w]``, for ``flush_rows`` to apply. 0 writes every row in place.
-    pending : array of float32, shape (>= hot, d)
-    keep : array of float32, shape (>= hot,)
+        Output: norms, cosines, dL/dc and lengths (``work[3]``, what the scatter reads).
 
     Returns
     -------
     loss : float
-        Without the weight-decay term (the data loss the driver reports).
+        The data loss (the weight-decay term is not part of it).
     """
     k = members.shape[0]
     d = W.shape[1]
@@ -212,15 +182,58 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
     b_i = np.float32(a_i / (n_i * n_i))
     for j in range(d):
         gi[j] -= b_i * si[j]
+    return loss
 
+
+@njit(cache=True, nogil=True)
+def count_words(tokens, offsets, members, lens, counts):
+    """Add the occurrences of each word of the example (sentences cut to ``lens``) to ``counts``."""
+    for m in range(members.shape[0]):
+        start = offsets[members[m]]
+        for t in range(start, start + np.int64(lens[m])):
+            counts[tokens[t]] += 1
+
+
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
+def sgd_step(W, tokens, offsets, members, n_pos, lr, params, rate, scratch, hot):
+    """One in-place SGD step of one example on ``W``; returns its loss.
+
+    Row ``w`` moves by ``-lr * rate[w] * (1/|x|) * dL/ds_x`` for every occurrence of ``w``
+    in a sentence ``x`` of the example, after every mean has been read (so all reads see
+    the matrix before the step). Weight decay (``params.decay``) shrinks the row of a word
+    that occurs ``c`` times by ``c * lr * decay`` of itself, at most to zero: the gradient
+    of ``decay/2 * |W[w]|^2`` per occurrence (see ``scbow.reference``).
+
+    Parameters
+    ----------
+    W, tokens, offsets, members, n_pos : as in :func:`example_forward`
+    lr : float
+    params : record (``scbow.backends.params.PARAMS``)
+        Reads ``max_len`` and ``decay``.
+    rate : array of float32, shape (V,)
+        Per-word factor of the step (a diagonal preconditioner): training with
+        ``rate = a**2`` on ``W = a * U`` is plain SGD on ``U`` whose sentences are
+        ``a``-weighted averages.
+    scratch : tuple ``(buf, work, counts)``
+        ``buf`` and ``work`` as in :func:`example_forward`; ``counts``: int32 (V,), all
+        zero on entry and on return.
+    hot : tuple ``(n_hot, pending, keep)``
+        Words ``w < n_hot`` are not written to ``W``: their step is added to
+        ``pending[w]`` (float32 (>= n_hot, d)) and their decay factor multiplied into
+        ``keep[w]`` (float32 (>= n_hot,)), for :func:`flush_rows` to apply. ``n_hot = 0``
+        writes every row in place.
+    """
+    buf, work, counts = scratch
+    n_hot, pending, keep = hot
+    loss = example_forward(W, tokens, offsets, members, n_pos, params.max_len, buf, work)
+    decay = params.decay
+    lens = work[3]
+    grads = buf[1]
+    d = W.shape[1]
     if decay != 0.0:
-        for m in range(k):
-            start = offsets[members[m]]
-            for t in range(start, start + np.int64(lens[m])):
-                counts[tokens[t]] += 1
-
-    sgd = coef < 0.0
-    for m in range(k):
+        count_words(tokens, offsets, members, lens, counts)
+    coef = -lr
+    for m in range(members.shape[0]):
         start = offsets[members[m]]
         stop = start + np.int64(lens[m])
         # float32 factors keep the row loops in float32 (a float64 factor would convert
@@ -231,7 +244,7 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
             w = tokens[t]
             c = counts[w]
             scale = scale0 * rate[w]
-            if w < hot:
+            if w < n_hot:
                 if c > 0:
                     counts[w] = 0
                     keep[w] *= np.float32(1.0) + np.float32(max(coef * decay * c, -1.0))
@@ -240,105 +253,57 @@ def example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, out, co
                 continue
             if c > 0:
                 # first occurrence: no write has reached row w yet, so W[w] is the value
-                # the gradient was computed at even when out is W; decay it once, c times
+                # the gradient was computed at; decay it once, c times. A shrink past 1
+                # would flip the row's sign and diverge, so a step at most zeroes it.
                 counts[w] = 0
-                # an SGD step shrinks the row by c * lr * decay; past 1 it would flip the
-                # row's sign and diverge, so a step at most zeroes it (a gradient, coef > 0,
-                # is never capped)
-                f = np.float32(max(coef * decay * c, -1.0))
-                if sgd:
-                    # out is W: one in-place pass, W[w] * (1 + f) + scale * g
-                    shrink = np.float32(1.0) + f
-                    for j in range(d):
-                        W[w, j] = W[w, j] * shrink + scale * gm[j]
-                else:
-                    # out is a separate gradient: copy W[w] into a free row first, so
-                    # that the loop reads and writes no overlapping arrays and vectorises
-                    old = means[0]
-                    for j in range(d):
-                        old[j] = W[w, j]
-                    for j in range(d):
-                        out[w, j] += scale * gm[j] + f * old[j]
+                shrink = np.float32(1.0) + np.float32(max(coef * decay * c, -1.0))
+                for j in range(d):
+                    W[w, j] = W[w, j] * shrink + scale * gm[j]
+            else:
+                for j in range(d):
+                    W[w, j] += scale * gm[j]
+    return loss
+
+
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
+def example_gradient(W, tokens, offsets, members, n_pos, max_len, decay, rate, scratch, out):
+    """Add ``dL/dW`` of one example (data loss plus weight decay) to ``out``; returns the data loss.
+
+    ``out``: float32 or float64 (V, d), a separate array from ``W``. The weight-decay
+    gradient ``decay * c * W[w]`` of a word occurring ``c`` times is never capped (the cap
+    belongs to the SGD step). ``rate`` scales each row's gradient (ones for ``dL/dW``);
+    ``scratch`` as in :func:`sgd_step`.
+    """
+    buf, work, counts = scratch
+    loss = example_forward(W, tokens, offsets, members, n_pos, max_len, buf, work)
+    lens = work[3]
+    grads = buf[1]
+    d = W.shape[1]
+    if decay != 0.0:
+        count_words(tokens, offsets, members, lens, counts)
+    for m in range(members.shape[0]):
+        start = offsets[members[m]]
+        stop = start + np.int64(lens[m])
+        scale0 = np.float32(1.0 / lens[m])
+        gm = grads[m]
+        for t in range(start, stop):
+            w = tokens[t]
+            c = counts[w]
+            scale = scale0 * rate[w]
+            if c > 0:
+                counts[w] = 0
+                f = np.float32(decay * c)
+                # a copy of W[w] in a free row first, so that the loop reads and writes
+                # no overlapping arrays and vectorises
+                old = buf[0, 0]
+                for j in range(d):
+                    old[j] = W[w, j]
+                for j in range(d):
+                    out[w, j] += scale * gm[j] + f * old[j]
             else:
                 for j in range(d):
                     out[w, j] += scale * gm[j]
     return loss
-
-
-@njit(cache=True, nogil=True)
-def _next(state):
-    """xorshift64* step; ``state`` is an array of uint64, shape (1,). Returns int64 >= 0."""
-    x = state[0]
-    x ^= x >> np.uint64(12)
-    x ^= x << np.uint64(25)
-    x ^= x >> np.uint64(27)
-    state[0] = x
-    return np.int64((x * np.uint64(2685821657736338717)) >> np.uint64(1))
-
-
-@njit(cache=True, nogil=True)
-def seed_state(seed, stream, state):
-    """Seed ``state`` (uint64, shape (1,)) from two integers with splitmix64."""
-    z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(stream) + np.uint64(0x632BE59BD9B4E019)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z = z ^ (z >> np.uint64(31))
-    if z == np.uint64(0):
-        z = np.uint64(0x2545F4914F6CDD1D)
-    state[0] = z
-
-
-@njit(cache=True, nogil=True)
-def fill_example(target, sent_doc, doc_offsets, n_neg, neg_mode, state, members):
-    """Write the sentences of the example of ``target`` into ``members``.
-
-    Parameters
-    ----------
-    target : int
-    sent_doc : array of int32, shape (n_sentences,)
-    doc_offsets : array of int64, shape (n_documents + 1,)
-    n_neg : int
-    neg_mode : int
-        NEG_DOCUMENT: negatives from the target's document when it has a sentence that is
-        neither the target nor a positive, else from the corpus; NEG_UNIFORM: corpus.
-    state : array of uint64, shape (1,)
-        Random state, advanced.
-    members : array of int64, shape (>= 3 + n_neg,)
-        Output: target, positives, negatives.
-
-    Returns
-    -------
-    (k, n_pos) : tuple of int
-        Sentences written and positives among them; n_pos = 0 when the target has no
-        neighbour in its document (no example).
-    """
-    n_sent = sent_doc.shape[0]
-    doc = sent_doc[target]
-    members[0] = target
-    n_pos = 0
-    if target > 0 and sent_doc[target - 1] == doc:
-        n_pos += 1
-        members[n_pos] = target - 1
-    if target + 1 < n_sent and sent_doc[target + 1] == doc:
-        n_pos += 1
-        members[n_pos] = target + 1
-    if n_pos == 0:
-        return 1, 0
-    lo = np.int64(0)
-    size = np.int64(n_sent)
-    if neg_mode == NEG_DOCUMENT:
-        d_lo = doc_offsets[doc]
-        d_size = doc_offsets[doc + 1] - d_lo
-        if d_size > 1 + n_pos:
-            lo = d_lo
-            size = d_size
-    for m in range(n_neg):
-        while True:
-            r = lo + _next(state) % size
-            if r != target and r != members[1] and (n_pos == 1 or r != members[2]):
-                break
-        members[1 + n_pos + m] = r
-    return 1 + n_pos + n_neg, n_pos
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
@@ -358,37 +323,27 @@ def flush_rows(W, pending, keep, hot):
 
 
 @njit(cache=True, nogil=True)
-def train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, c, stats):
+def train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats):
     """Train on chunk ``c`` of the targets ``order[lo:hi]`` (arguments of ``train_batch_serial``).
 
     The whole work of one thread, with its own scratch, random stream and buffer of hot
     rows; compiled once and cached on disk, and run by ``train_batch_serial`` (chunk after
-    chunk) and ``train_batch_parallel`` (one thread per chunk).
+    chunk) and the CPU backend's threads (one thread per chunk).
     """
-    lo = iparams[P_LO]
-    hi = iparams[P_HI]
-    done = iparams[P_DONE]
-    n_neg = iparams[P_NEGATIVES]
-    max_len = iparams[P_MAX_LEN]
-    neg_mode = iparams[P_NEG_MODE]
-    seed = iparams[P_SEED]
-    n_chunks = iparams[P_CHUNKS]
-    hot = min(iparams[P_HOT], W.shape[0])
-    flush_every = max(iparams[P_FLUSH], 1)
-    lr0 = fparams[P_LR]
-    lr_min = fparams[P_LR_MIN]
-    total = fparams[P_TOTAL]
-    decay = fparams[P_DECAY]
+    tokens, offsets, sent_doc, doc_offsets = corpus
+    n_neg = params.negatives
+    neg_mode = params.neg_mode
+    n_chunks = params.chunks
+    n_hot = min(params.hot, W.shape[0])
+    flush_every = max(params.flush, 1)
     d = W.shape[1]
     per = (hi - lo + n_chunks - 1) // n_chunks
     members = np.empty(3 + n_neg, dtype=np.int64)
-    buf = np.empty((2, 3 + n_neg, d), dtype=np.float32)
-    work = np.empty((4, 3 + n_neg), dtype=np.float64)
-    counts = np.zeros(W.shape[0], dtype=np.int32)
+    scratch = (np.empty((2, 3 + n_neg, d), dtype=np.float32), np.empty((4, 3 + n_neg), dtype=np.float64),
+               np.zeros(W.shape[0], dtype=np.int32))
+    hot = (n_hot, np.zeros((max(n_hot, 1), d), dtype=np.float32), np.ones(max(n_hot, 1), dtype=np.float32))
     state = np.empty(1, dtype=np.uint64)
-    pending = np.zeros((max(hot, 1), d), dtype=np.float32)
-    keep = np.ones(max(hot, 1), dtype=np.float32)
-    seed_state(seed, done + c, state)
+    seed_state(params.seed, done + c, state)
     c_lo = lo + c * per
     c_hi = min(hi, c_lo + per)
     loss_sum = 0.0
@@ -410,89 +365,61 @@ def train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams,
         if n_pos == 0:
             continue
         # progress of the whole run, as if the chunks were interleaved
-        position = done + (e - c_lo) * n_chunks + c
-        lr = max(lr_min, lr0 * (1.0 - position / total))
-        loss_sum += example_step(W, tokens, offsets, members[:k], n_pos, max_len, buf, work, W, -lr, decay, rate,
-                                 counts, hot, pending, keep)
+        lr = lr_at(params, done + (e - c_lo) * n_chunks + c)
+        loss_sum += sgd_step(W, tokens, offsets, members[:k], n_pos, lr, params, rate, scratch, hot)
         count += 1
-        if hot > 0 and count % flush_every == 0:
-            flush_rows(W, pending, keep, hot)
-    if hot > 0:
-        flush_rows(W, pending, keep, hot)
+        if n_hot > 0 and count % flush_every == 0:
+            flush_rows(W, hot[1], hot[2], n_hot)
+    if n_hot > 0:
+        flush_rows(W, hot[1], hot[2], n_hot)
     stats[c, 0] = loss_sum
     stats[c, 1] = count
 
 
 @njit(cache=True, nogil=True)
-def train_batch_serial(W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, stats):
+def train_batch_serial(W, corpus, order, rate, params, lo, hi, done, stats):
     """Train on the examples of targets ``order[lo:hi]``, chunk after chunk in this thread.
 
     Parameters
     ----------
     W : array of float32, shape (V, d)
         Updated in place.
-    tokens : array of int32, shape (n_tokens,)
-    offsets : array of int64, shape (n_sentences + 1,)
-    sent_doc : array of int32, shape (n_sentences,)
-    doc_offsets : array of int64, shape (n_documents + 1,)
+    corpus : tuple ``(tokens, offsets, sent_doc, doc_offsets)``
+        int32 (n_tokens,), int64 (n_sentences + 1,), int32 (n_sentences,) and int64
+        (n_documents + 1,): the encoded corpus (``scbow.corpus.Corpus``).
     order : array of int64, shape (n_targets,)
         Target sentences of this epoch, shuffled; each has a neighbour.
     rate : array of float32, shape (V,)
-        Per-word step factor (see ``example_step``).
-    fparams : array of float64, shape (4,)
-        lr, lr_min, total examples of the run, weight decay (see P_LR...).
-    iparams : array of int64, shape (10,)
-        lo, hi, examples done before ``lo``, negatives, max_len, negative mode, seed,
-        chunks, hot rows, flush interval (see P_LO...). With hot rows > 0 the words
-        ``w < hot`` are updated every ``flush interval`` examples of a chunk (and at its
-        end) instead of in place (see ``HOT_ROWS``); 0 is plain per-example SGD.
+        Per-word step factor (see ``sgd_step``).
+    params : record (``scbow.backends.params.PARAMS``)
+        The run's settings: learning-rate schedule, negatives, seed, chunks, hot rows...
+        With ``params.hot > 0`` the words ``w < hot`` are updated every ``params.flush``
+        examples of a chunk (and at its end) instead of in place (see ``HOT_ROWS``); 0 is
+        plain per-example SGD.
+    lo, hi : int
+        The targets of this call, ``order[lo:hi]``, cut into ``params.chunks`` chunks.
+    done : int
+        Examples of the run trained before ``lo``: the schedule's position and the
+        random streams follow from it.
     stats : array of float64, shape (chunks, 2)
         Output: loss sum and example count per chunk.
     """
-    for c in range(iparams[P_CHUNKS]):
-        train_chunk(W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, c, stats)
-
-
-_pool = None  # the worker threads of train_batch_parallel, made on first use
-_pool_workers = 0
-
-
-def train_batch_parallel(W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, stats):
-    """``train_batch_serial`` with its chunks on as many threads at once (Hogwild).
-
-    ``train_chunk`` releases the GIL, so plain Python threads run the chunks in parallel;
-    the calling thread runs chunk 0. Not deterministic: the chunks' updates race.
-    """
-    global _pool, _pool_workers
-    from concurrent.futures import ThreadPoolExecutor
-
-    n = int(iparams[P_CHUNKS])
-    if _pool_workers < n - 1:
-        _pool_workers = n - 1
-        _pool = ThreadPoolExecutor(_pool_workers, thread_name_prefix="scbow-train")
-    args = (W, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams)
-    futures = [_pool.submit(train_chunk, *args, c, stats) for c in range(1, n)]
-    try:
-        train_chunk(*args, 0, stats)
-    finally:
-        for f in futures:
-            f.result()
+    for c in range(params.chunks):
+        train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats)
 
 
 def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0, weight_decay=0.0):
-    """Loss and dense float64 gradient of one example, computed by ``example_step``.
+    """Loss and dense float64 gradient of one example, computed by ``example_gradient``.
 
-    The kernel path the trainer uses, exposed for tests against ``scbow.reference``.
+    The kernel path, exposed for tests against ``scbow.reference``.
     """
     members = np.ascontiguousarray(members, dtype=np.int64)
     k = len(members)
     grad = np.zeros(W.shape, dtype=np.float64)
-    buf = np.empty((2, k, W.shape[1]), dtype=np.float32)
-    work = np.empty((4, k), dtype=np.float64)
-    counts = np.zeros(W.shape[0], dtype=np.int32)
+    scratch = (np.empty((2, k, W.shape[1]), dtype=np.float32), np.empty((4, k), dtype=np.float64),
+               np.zeros(W.shape[0], dtype=np.int32))
     rate = np.ones(W.shape[0], dtype=np.float32)
-    loss = example_step(W, tokens, offsets, members, n_pos, max_len, buf, work, grad, 1.0, weight_decay, rate, counts,
-                        0, buf[0], work[0].astype(np.float32))
+    loss = example_gradient(W, tokens, offsets, members, n_pos, max_len, weight_decay, rate, scratch, grad)
     if weight_decay:
         ids = []
         for s in members:

@@ -2,8 +2,9 @@
 
 Launch shape: one thread block per example, its threads spread over the embedding
 dimensions (thread ``t`` owns columns ``t, t + T, t + 2T, ...``); a grid of a few thousand
-blocks strides over the examples of a launch. Thread 0 draws the example (same sampler and
-random generator as the CPU kernel) and computes the softmax; every other step is split by
+blocks strides over the examples of a launch. Thread 0 draws the example (the CPU kernel's
+sampler and random generator, ``kernels.sampling``, compiled for the device) and computes
+the softmax; every other step is split by
 column: the sentence means, the partial sums of norms and dot products (then a tree
 reduction in shared memory), the gradient of each mean and the scatter onto the rows.
 A thread keeps the means of its columns in local memory, so no shared array grows with
@@ -42,7 +43,7 @@ from numba import cuda
 from numba.core import config as _numba_config
 
 from ..reference import NORM_EPS
-from .cpu import NEG_DOCUMENT, P_DECAY, P_DONE, P_HI, P_LO, P_LR, P_LR_MIN, P_MAX_LEN, P_NEG_MODE, P_NEGATIVES, P_SEED, P_TOTAL
+from . import sampling
 
 SIMULATOR = bool(_numba_config.ENABLE_CUDASIM)
 
@@ -64,71 +65,15 @@ else:  # pragma: no cover - needs a GPU
 
 
 # ---------------------------------------------------------------------------------------
-# Sampling: the device twin of kernels.cpu.seed_state, _next and fill_example (same
-# numbers for the same seed and stream).
+# Sampling and the learning rate: kernels.sampling's @njit functions, which numba-cuda
+# compiles as device functions when a kernel calls them. The simulator runs kernels as
+# Python and cannot pass its simulated arrays (or the parameter record) to a compiled
+# function: there these run as their Python source (the same code; the random steps
+# stay compiled).
 
-
-@cuda.jit(device=True)
-def seed_state(seed, stream, state):
-    """Seed ``state`` (uint64, shape (1,)) from two integers with splitmix64."""
-    z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(stream) + np.uint64(0x632BE59BD9B4E019)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z = z ^ (z >> np.uint64(31))
-    if z == np.uint64(0):
-        z = np.uint64(0x2545F4914F6CDD1D)
-    state[0] = z
-
-
-@cuda.jit(device=True)
-def next_random(state):
-    """xorshift64* step; ``state`` is uint64, shape (1,). Returns int64 >= 0."""
-    x = state[0]
-    x ^= x >> np.uint64(12)
-    x ^= x << np.uint64(25)
-    x ^= x >> np.uint64(27)
-    state[0] = x
-    return np.int64((x * np.uint64(2685821657736338717)) >> np.uint64(1))
-
-
-@cuda.jit(device=True)
-def fill_example(target, sent_doc, doc_offsets, n_neg, neg_mode, state, members):
-    """Write target, positives and negatives of ``target`` into ``members``.
-
-    Same contract as ``kernels.cpu.fill_example``: returns ``(k, n_pos)``, ``n_pos = 0``
-    when the target has no neighbour in its document; negatives are never the target or
-    a positive; NEG_DOCUMENT draws from the target's document when it has a sentence that
-    is neither, else from all sentences, NEG_UNIFORM from all sentences.
-    """
-    n_sent = sent_doc.shape[0]
-    doc = sent_doc[target]
-    members[0] = target
-    n_pos = 0
-    if target > 0 and sent_doc[target - 1] == doc:
-        n_pos += 1
-        members[n_pos] = target - 1
-    if target + 1 < n_sent and sent_doc[target + 1] == doc:
-        n_pos += 1
-        members[n_pos] = target + 1
-    if n_pos == 0:
-        return 1, 0
-    lo = np.int64(0)
-    size = np.int64(n_sent)
-    if neg_mode == NEG_DOCUMENT:
-        d_lo = doc_offsets[doc]
-        d_size = doc_offsets[doc + 1] - d_lo
-        if d_size > 1 + n_pos:
-            lo = d_lo
-            size = d_size
-    if size <= 1 + n_pos:
-        # no sentence may be drawn (a chunk too small): no example, rather than a hang
-        return 1, 0
-    for m in range(n_neg):
-        r = lo + next_random(state) % size
-        while r == target or r == members[1] or (n_pos == 2 and r == members[2]):
-            r = lo + next_random(state) % size
-        members[1 + n_pos + m] = r
-    return 1 + n_pos + n_neg, n_pos
+seed_state = sampling.seed_state
+lr_at = sampling.lr_at.py_func if SIMULATOR else sampling.lr_at
+fill_example = sampling.fill_example.py_func if SIMULATOR else sampling.fill_example
 
 
 @cuda.jit
@@ -212,15 +157,19 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
     MAXTOK = MAX_SHARED_TOKENS
 
     @cuda.jit(device=True)
-    def example_block(W, Wi, out, tokens, offsets, members, k, n_pos, max_len, coef, decay, rate, in_place,
-                      starts, lens, coefs, red, fdec, scal, means, work):
+    def example_core(W, Wi, out, tokens, kn, coef, decay, rate, in_place, shared, local):
         """Loss of one example (into ``scal[0]``) and its scaled gradient added to ``out``.
 
         All threads of the block call it, after thread 0 filled ``starts`` and ``lens`` with
-        :func:`sentence_spans` and a ``syncthreads``. ``out`` is ``W`` itself for an SGD step
-        (``in_place = 1``, ``coef = -lr``; decayed writes go through ``Wi``, the int32 bits
-        of ``W`` flattened) or a zero float32 array for ``coef * dL/dW`` (``in_place = 0``).
+        :func:`sentence_spans` and a ``syncthreads``. ``kn``: (sentences, positives) of the
+        example. ``shared``: the block's ``(starts, lens, coefs, red, fdec, scal)``;
+        ``local``: the thread's ``(means, work)``. Called through :func:`sgd_block` and
+        :func:`gradient_block`, which say what ``out``, ``coef`` and ``in_place`` are.
         """
+        starts, lens, coefs, red, fdec, scal = shared
+        means, work = local
+        k = kn[0]
+        n_pos = kn[1]
         tid = cuda.threadIdx.x
         # means of this thread's columns, partial squared norms and dots with the target
         for m in range(k):
@@ -330,20 +279,35 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
                             cuda.atomic.add(out, (w, j), gv + f * W[w, j])
                 p += 1
 
+    @cuda.jit(device=True)
+    def sgd_block(W, Wi, tokens, kn, lr, decay, rate, shared, local):
+        """One in-place SGD step of the example on ``W``: ``W -= lr * rate * dL/dW``.
+
+        Writes that carry a row's decay go through ``Wi``, the int32 bits of ``W``
+        flattened (a compare-and-swap loop); every other write is an atomic add.
+        """
+        example_core(W, Wi, W, tokens, kn, -lr, decay, rate, 1, shared, local)
+
+    @cuda.jit(device=True)
+    def gradient_block(W, Wi, out, tokens, kn, coef, decay, rate, shared, local):
+        """Add ``coef * dL/dW`` of the example to ``out``, a float32 array apart from ``W``."""
+        example_core(W, Wi, out, tokens, kn, coef, decay, rate, 0, shared, local)
+
     @cuda.jit
-    def train(W, Wi, tokens, offsets, sent_doc, doc_offsets, order, rate, fparams, iparams, stats):
+    def train(W, Wi, corpus, order, rate, params, lo, hi, done, stats):
         """Train on the examples of targets ``order[lo:hi]``, one block per example at a time.
 
         W: float32 (V, dim), updated in place; Wi: int32 (V * dim,), the same memory;
-        tokens: int32 (n_tokens,); offsets: int64 (n_sentences + 1,); sent_doc: int32
-        (n_sentences,); doc_offsets: int64 (n_docs + 1,); order: int64 (n_targets,);
-        rate: float32 (V,), the per-word step factors (kernels.cpu.example_step);
-        fparams: float64 (4,) and iparams: int64 (10,), the layout of kernels.cpu;
-        stats: float64 (grid, 2) output, loss sum and examples per block.
+        corpus: (tokens int32 (n_tokens,), offsets int64 (n_sentences + 1,), sent_doc
+        int32 (n_sentences,), doc_offsets int64 (n_docs + 1,)); order: int64 (n_targets,);
+        rate: float32 (V,), the per-word step factors (kernels.cpu.sgd_step); params: the
+        run's record (scbow.backends.params.PARAMS); lo, hi, done: the targets of this
+        launch and the examples of the run before them; stats: float64 (grid, 2) output,
+        loss sum and examples per block.
 
         The example at position ``e`` is number ``done + e - lo`` of the run: its learning
-        rate is ``max(lr_min, lr * (1 - position / total))`` and its negatives come from
-        the random stream ``(seed, position)``, whatever the launch shape.
+        rate is ``lr_at(params, position)`` and its negatives come from the random stream
+        ``(seed, position)``, whatever the launch shape.
         """
         tid = cuda.threadIdx.x
         members = cuda.shared.array(K, np.int64)
@@ -358,17 +322,14 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
         work = cuda.local.array((3, K), np.float64)
         state = cuda.local.array(1, np.uint64)
 
-        lo = iparams[P_LO]
-        hi = iparams[P_HI]
-        done = iparams[P_DONE]
-        n_neg = iparams[P_NEGATIVES]
-        max_len = iparams[P_MAX_LEN]
-        neg_mode = iparams[P_NEG_MODE]
-        seed = iparams[P_SEED]
-        lr0 = fparams[P_LR]
-        lr_min = fparams[P_LR_MIN]
-        total = fparams[P_TOTAL]
-        decay = fparams[P_DECAY]
+        tokens, offsets, sent_doc, doc_offsets = corpus
+        n_neg = params.negatives
+        max_len = params.max_len
+        neg_mode = params.neg_mode
+        seed = params.seed
+        decay = params.decay
+        shared = (starts, lens, coefs, red, fdec, scal)
+        local = (means, work)
         loss_sum = 0.0
         count = 0
         e = lo + cuda.blockIdx.x
@@ -379,12 +340,11 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
                 k, n_pos = fill_example(order[e], sent_doc, doc_offsets, n_neg, neg_mode, state, members)
                 kn[0] = k
                 kn[1] = n_pos
-                scal[1] = max(lr_min, lr0 * (1.0 - position / total))
+                scal[1] = lr_at(params, position)
                 sentence_spans(offsets, members, k, max_len, starts, lens)
             cuda.syncthreads()
             if kn[1] > 0:
-                example_block(W, Wi, W, tokens, offsets, members, kn[0], kn[1], max_len, -scal[1], decay, rate, 1,
-                              starts, lens, coefs, red, fdec, scal, means, work)
+                sgd_block(W, Wi, tokens, kn, scal[1], decay, rate, shared, local)
                 if tid == 0:
                     loss_sum += scal[0]
                     count += 1
@@ -400,7 +360,9 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
 
         members_in: int64 (k,), target, positives, negatives; rate: float32 (V,), per-word
         step factors (ones for the plain gradient); fparams: float64 (2,) coef and
-        decay; iparams: int64 (3,) n_pos, max_len, in_place; loss_out: float64 (1,).
+        decay; iparams: int64 (3,) n_pos, max_len, and 1 for an SGD step on ``W`` with
+        ``lr = -coef`` (``sgd_block``) or 0 for ``coef * dL/dW`` into ``out``
+        (``gradient_block``); loss_out: float64 (1,).
         """
         tid = cuda.threadIdx.x
         members = cuda.shared.array(K, np.int64)
@@ -412,14 +374,21 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
         scal = cuda.shared.array(2, np.float64)
         means = cuda.local.array(KR, np.float32)
         work = cuda.local.array((3, K), np.float64)
+        kn = cuda.shared.array(2, np.int64)
+        shared = (starts, lens, coefs, red, fdec, scal)
+        local = (means, work)
         k = members_in.shape[0]
         if tid == 0:
             for m in range(k):
                 members[m] = members_in[m]
+            kn[0] = k
+            kn[1] = iparams[0]
             sentence_spans(offsets, members, k, iparams[1], starts, lens)
         cuda.syncthreads()
-        example_block(W, Wi, out, tokens, offsets, members, k, iparams[0], iparams[1], fparams[0], fparams[1], rate,
-                      iparams[2], starts, lens, coefs, red, fdec, scal, means, work)
+        if iparams[2] != 0:
+            sgd_block(W, Wi, tokens, kn, -fparams[0], fparams[1], rate, shared, local)
+        else:
+            gradient_block(W, Wi, out, tokens, kn, fparams[0], fparams[1], rate, shared, local)
         if tid == 0:
             loss_out[0] = scal[0]
 

@@ -27,7 +27,8 @@ import warnings
 
 import numpy as np
 
-from .errors import TrainingError
+from ..errors import TrainingError
+from .params import kernel_params
 
 INSTALL_HINT = "pip install 'scbow-numba[cuda]'"
 # Examples per trainer batch (several launches when streaming): large enough that the
@@ -168,17 +169,15 @@ class CudaBackend:
 
     ``memory_limit`` (bytes for the corpus arrays, else ``$SCBOW_CUDA_MEMORY``, else what the
     device has free), ``block_threads`` (threads per block) and ``grid`` (blocks per launch)
-    override the automatic choices: for tests and benchmarks. ``threads`` is the trainer's
-    CPU thread count, unused here.
+    override the automatic choices: for tests and benchmarks.
     """
 
     name = "cuda"
 
-    def __init__(self, W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None,
+    def __init__(self, W: np.ndarray, corpus, config, total: int, rate: np.ndarray | None = None,
                  memory_limit: float | None = None, block_threads: int | None = None, grid: int | None = None):
         require_cuda()
-        from .kernels import cuda as KC
-        from .trainer import kernel_params
+        from ..kernels import cuda as KC
 
         cuda = _import_cuda()
         self.cuda = cuda
@@ -194,7 +193,7 @@ class CudaBackend:
         while self.threads > 32 and KC.shared_bytes(k_max, self.threads) > SHARED_LIMIT:
             self.threads //= 2
         self.kernels = KC.build(k_max, d, self.threads)
-        self.fparams, self.iparams = kernel_params(config, 1, total)
+        self.params = kernel_params(config, total=total, hot=False)
         self.batch = LAUNCH_BATCH
 
         if self.simulator:
@@ -220,7 +219,6 @@ class CudaBackend:
         self.rate_d = cuda.to_device(np.ones(V, dtype=np.float32) if rate is None
                                      else np.ascontiguousarray(rate, dtype=np.float32))
         self.Wi_d = self.W_d.reshape(V * d).view(np.int32)
-        self.fparams_d = cuda.to_device(self.fparams)
         self.stats_d = cuda.device_array((self.grid, 2), dtype=np.float64)
         self.resident = None  # chunk whose corpus arrays are on the device
         self.arrays_d = None
@@ -280,14 +278,8 @@ class CudaBackend:
         return loss_sum, count
 
     def _launch(self, lo: int, hi: int, done: int) -> tuple[float, int]:
-        from .kernels.cpu import P_DONE, P_HI, P_LO
-
-        ip = self.iparams.copy()
-        ip[P_LO], ip[P_HI], ip[P_DONE] = lo, hi, done
         grid = min(hi - lo, self.grid)
-        tokens, offsets, sent_doc, doc_offsets = self.arrays_d
-        args = (self.W_d, self.Wi_d, tokens, offsets, sent_doc, doc_offsets, self.order_d, self.rate_d, self.fparams_d,
-                self.cuda.to_device(ip), self.stats_d)
+        args = (self.W_d, self.Wi_d, self.arrays_d, self.order_d, self.rate_d, self.params, lo, hi, done, self.stats_d)
         try:
             with warnings.catch_warnings():
                 if self.simulator:  # the generator's uint64 products wrap on purpose
@@ -309,5 +301,5 @@ class CudaBackend:
     def close(self) -> np.ndarray:
         """The final matrix on the host; frees the device arrays."""
         W = self.W_d.copy_to_host()
-        self.W_d = self.Wi_d = self.arrays_d = self.order_d = self.stats_d = self.fparams_d = None
+        self.W_d = self.Wi_d = self.arrays_d = self.order_d = self.stats_d = None
         return W

@@ -1,0 +1,58 @@
+"""Backends: where the batches of a run are computed (``--device cpu`` or ``cuda``).
+
+The trainer (``scbow.trainer``) owns the loop: epochs, shuffles, batches, the NaN check,
+progress and hooks. A backend owns the matrix while the run lasts and the device's
+kernels. ``params.py`` is the one place a config becomes kernel parameters.
+
+Layers, each importing only those below it::
+
+    session, checkpoint, curve        wrap or watch a run
+    trainer                           the loop
+    backends (cpu, cuda, params)      a run's device and kernel parameters
+    kernels (sampling, cpu, cuda)     numba code: arrays and scalars in
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from ..errors import TrainingError
+
+
+class Backend(Protocol):
+    """What the trainer asks of a backend.
+
+    ``batch``, if the backend has it, is the examples per call it prefers.
+    """
+
+    name: str
+
+    def begin_epoch(self, order: np.ndarray) -> None:
+        """Take the epoch's shuffled targets (int64 sentence indices)."""
+
+    def run(self, lo: int, hi: int, done: int) -> tuple[float, int]:
+        """Train targets ``order[lo:hi]``, the run's examples ``done`` onwards: (loss sum, examples)."""
+
+    def vectors(self) -> np.ndarray:
+        """The current matrix on the host (float32; a copy on a GPU)."""
+
+    def close(self) -> np.ndarray:
+        """The final matrix on the host; frees what the backend holds."""
+
+
+def make_backend(W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None) -> Backend:
+    """The backend of ``config.device`` for a run of ``total`` examples on ``threads`` CPU threads."""
+    if config.device == "cpu":
+        from .cpu import CpuBackend
+
+        return CpuBackend(W, corpus, config, threads, total, rate)
+    if config.device == "cuda":
+        try:
+            from .cuda import CudaBackend  # raises TrainingError when no GPU or numba-cuda
+        except ImportError as exc:
+            raise TrainingError(f"--device cuda could not load the CUDA backend ({exc}); "
+                                "install it with: pip install 'scbow-numba[cuda]'") from None
+        return CudaBackend(W, corpus, config, total, rate)
+    raise TrainingError(f"unknown device {config.device!r}")

@@ -1,0 +1,87 @@
+"""The CPU backend: batches on the Numba CPU kernels, on a host matrix updated in place.
+
+One thread runs ``kernels.cpu.train_batch_serial``; several cut each batch into as many
+chunks and run ``kernels.cpu.train_chunk`` on a pool of Python threads the backend owns
+(the compiled chunk releases the GIL), the calling thread taking chunk 0. The threads
+update the shared matrix without locks (Hogwild; see ``kernels.cpu``). ``close()`` shuts
+the pool down.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TrainingError
+from .params import kernel_params
+
+
+def resolve_threads(threads: int) -> int:
+    """``threads``, or all numba can use for 0; an error naming the flag when too many."""
+    import numba
+
+    available = numba.config.NUMBA_NUM_THREADS
+    if threads == 0:
+        return available
+    if threads > available:
+        raise TrainingError(f"--threads {threads} is more than the {available} threads numba can use here")
+    return threads
+
+
+def corpus_arrays(corpus) -> tuple:
+    """The kernels' view of a corpus: ``(tokens, offsets, sent_doc, doc_offsets)``, contiguous."""
+    return (np.ascontiguousarray(corpus.tokens), np.ascontiguousarray(corpus.offsets),
+            np.ascontiguousarray(corpus.sent_doc), np.ascontiguousarray(corpus.doc_offsets))
+
+
+class CpuBackend:
+    """Runs batches with the Numba CPU kernels on ``W``, updated in place."""
+
+    name = "cpu"
+
+    def __init__(self, W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None):
+        from ..kernels import cpu as K  # numba: imported here, so that `--help` stays fast
+
+        self.K = K
+        self.W = W
+        self.threads = threads
+        self.rate = np.ones(len(W), dtype=np.float32) if rate is None else np.ascontiguousarray(rate, np.float32)
+        self.corpus = corpus_arrays(corpus)
+        self.params = kernel_params(config, threads, total)
+        self.stats = np.zeros((threads, 2), dtype=np.float64)
+        self.order = np.zeros(1, dtype=np.int64)
+        self.pool = None
+        if threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="scbow-train")
+        # an empty batch (lo = hi = 0) loads the kernels (the serial one calls the chunk)
+        # from numba's cache, or compiles them on a first run, here: neither counts as
+        # training time
+        K.train_batch_serial(W, self.corpus, self.order, self.rate, self.params, 0, 0, 0, self.stats)
+
+    def begin_epoch(self, order: np.ndarray) -> None:
+        self.order = order
+
+    def run(self, lo: int, hi: int, done: int) -> tuple[float, int]:
+        """Train targets ``order[lo:hi]``; returns the loss sum and the examples trained."""
+        args = (self.W, self.corpus, self.order, self.rate, self.params, lo, hi, done)
+        if self.pool is None:
+            self.K.train_batch_serial(*args, self.stats)
+        else:
+            futures = [self.pool.submit(self.K.train_chunk, *args, c, self.stats) for c in range(1, self.threads)]
+            try:
+                self.K.train_chunk(*args, 0, self.stats)
+            finally:
+                for f in futures:
+                    f.result()
+        return float(self.stats[:, 0].sum()), int(self.stats[:, 1].sum())
+
+    def vectors(self) -> np.ndarray:
+        return self.W
+
+    def close(self) -> np.ndarray:
+        """The final matrix on the host; the threads are shut down."""
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
+        return self.W

@@ -1,0 +1,59 @@
+"""The one place a run's settings become kernel parameters: one record with named fields.
+
+``PARAMS`` is a numpy structured dtype; :func:`kernel_params` fills one record of it from
+a :class:`~scbow.config.TrainConfig`, and both devices' kernels read its fields by name
+(``params.lr``, ``params.negatives``; numba types a record as a struct, on the CPU and in
+CUDA kernels). What changes from one kernel call to the next (the targets ``lo:hi`` and
+the examples ``done`` before them) is passed as plain integers beside it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import TrainConfig
+
+PARAMS = np.dtype([
+    ("lr", np.float64),        # learning rate of the first example
+    ("lr_min", np.float64),    # the floor the linear decay stops at
+    ("total", np.float64),     # examples of the whole run (the schedule's length)
+    ("decay", np.float64),     # weight decay per word occurrence
+    ("negatives", np.int64),   # negatives per example
+    ("max_len", np.int64),     # words of a sentence that count; 0 for all
+    ("neg_mode", np.int64),    # kernels.sampling.NEG_DOCUMENT or NEG_UNIFORM
+    ("seed", np.int64),        # the random streams' seed
+    ("chunks", np.int64),      # CPU: chunks (threads) a batch is cut into
+    ("hot", np.int64),         # CPU: most frequent words buffered per thread (0: none)
+    ("flush", np.int64),       # CPU: examples between flushes of the buffered rows
+], align=True)
+
+
+def kernel_params(config: TrainConfig, chunks: int = 1, total: int = 1, hot: bool | None = None) -> np.record:
+    """The parameter record of a run of ``total`` examples cut into ``chunks`` per batch.
+
+    ``hot`` buffers the hottest rows per thread (``kernels.cpu.HOT_ROWS``); by default
+    when there are several chunks. One chunk without it is plain per-example SGD,
+    reproducible bit for bit. The GPU kernels read neither ``chunks`` nor the hot rows.
+    """
+    from ..kernels.cpu import FLUSH_EVERY, HOT_ROWS  # numba: imported on use
+    from ..kernels.sampling import NEG_DOCUMENT, NEG_UNIFORM
+
+    if hot is None:
+        hot = chunks > 1
+    return params_record(
+        lr=config.lr, lr_min=config.lr * config.min_lr_fraction, total=total, decay=config.weight_decay,
+        negatives=config.negatives, max_len=config.max_length,
+        neg_mode=NEG_DOCUMENT if config.negative_mode == "document" else NEG_UNIFORM,
+        seed=config.seed, chunks=chunks, hot=HOT_ROWS if hot else 0, flush=FLUSH_EVERY)
+
+
+def params_record(**fields) -> np.record:
+    """A ``PARAMS`` record with the given fields set and the others 0 (tests, benchmarks)."""
+    # a numpy record (np.record, not a bare np.void) reads ``.lr`` in Python too, which is
+    # how the CUDA simulator runs the kernels
+    record = np.zeros(1, dtype=PARAMS).view(np.recarray)[0]
+    for name, value in fields.items():
+        if name not in PARAMS.names:
+            raise KeyError(f"no kernel parameter {name!r}; the record has {', '.join(PARAMS.names)}")
+        record[name] = value
+    return record

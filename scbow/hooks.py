@@ -1,0 +1,59 @@
+"""What watches a run: the trainer's state between batches and the hooks it calls.
+
+:class:`TrainState` is where a run is (enough to checkpoint and resume it); a
+:class:`Hook` is called between kernel calls (checkpoints and signals in
+``scbow.session``, learning curves in ``scbow.curve``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .corpus import Corpus
+
+
+@dataclass
+class TrainState:
+    """Where a run is: enough to report progress, write a checkpoint or resume.
+
+    ``epoch`` and ``lo`` name the next batch: it starts at position ``lo`` of the shuffled
+    targets of epoch ``epoch`` (0-based); ``done`` examples were trained before it. The
+    kernel draws its negatives from ``(seed, done)``, and the shuffle of epoch e is the
+    e-th permutation of a generator seeded by ``seed``, so a run resumed from a state
+    replays the remaining batches exactly (bit for bit with one thread).
+    """
+
+    epoch: int = 0
+    lo: int = 0
+    done: int = 0
+    total: int = 0
+    targets_per_epoch: int = 0
+    kernel_seconds: float = 0.0
+    losses: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)  # copies the list of losses too
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainState":
+        return cls(**{f.name: d[f.name] for f in fields(cls)})
+
+
+class Hook:
+    """Called by :func:`train` between kernel calls; the base class does nothing.
+
+    ``vectors()`` returns the current matrix as a host float32 array (the live array on
+    CPU; a copy from the GPU on CUDA, so call it only when needed). Time spent in hooks
+    is not counted as training time. A hook may raise to stop the run.
+    """
+
+    def before_training(self, state: TrainState, vectors, corpus: Corpus) -> None:
+        """Called once before the first batch, with the encoded corpus the run trains on."""
+
+    def after_batch(self, state: TrainState, vectors) -> None:
+        pass
+
+    def after_epoch(self, state: TrainState, vectors) -> None:
+        pass

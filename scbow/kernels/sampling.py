@@ -1,0 +1,113 @@
+"""The example sampler and the learning-rate schedule: one copy for the CPU and the GPU.
+
+These are ``@njit`` functions. The CPU kernels (``kernels.cpu``) call them as compiled
+functions; the CUDA kernels (``kernels.cuda``) call the same objects, and numba-cuda
+compiles a CPU-jitted function called from a kernel as a CUDA device function (its
+``CUDATypingContext.resolve_value_type``). So both devices draw the same examples from
+the same random streams and step with the same learning rate, by construction.
+
+Numba's CUDA simulator runs kernels as Python, and cannot pass its simulated device
+arrays to a compiled CPU function: there ``kernels.cuda`` calls the Python bodies
+(``fill_example.py_func``), which is the same source.
+
+The random generator is xorshift64* seeded by splitmix64 from two integers (the run's
+seed and the example's position, or a chunk's stream): cheap, stateless to resume, and
+identical on both devices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+NEG_DOCUMENT = 0
+NEG_UNIFORM = 1
+
+
+@njit(cache=True, nogil=True)
+def seed_state(seed, stream, state):
+    """Seed ``state`` (uint64, shape (1,)) from two integers with splitmix64."""
+    z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(stream) + np.uint64(0x632BE59BD9B4E019)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    if z == np.uint64(0):
+        z = np.uint64(0x2545F4914F6CDD1D)
+    state[0] = z
+
+
+@njit(cache=True, nogil=True)
+def next_random(state):
+    """xorshift64* step; ``state`` is an array of uint64, shape (1,). Returns int64 >= 0."""
+    x = state[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    state[0] = x
+    return np.int64((x * np.uint64(2685821657736338717)) >> np.uint64(1))
+
+
+@njit(cache=True, nogil=True)
+def fill_example(target, sent_doc, doc_offsets, n_neg, neg_mode, state, members):
+    """Write the sentences of the example of ``target`` into ``members``.
+
+    Parameters
+    ----------
+    target : int
+    sent_doc : array of int32, shape (n_sentences,)
+    doc_offsets : array of int64, shape (n_documents + 1,)
+    n_neg : int
+    neg_mode : int
+        NEG_DOCUMENT: negatives from the target's document when it has a sentence that is
+        neither the target nor a positive, else from all sentences; NEG_UNIFORM: all.
+    state : array of uint64, shape (1,)
+        Random state, advanced.
+    members : array of int64, shape (>= 3 + n_neg,)
+        Output: target, positives, negatives.
+
+    Returns
+    -------
+    (k, n_pos) : tuple of int
+        Sentences written and positives among them; n_pos = 0 when the target has no
+        neighbour in its document, or when no sentence could be drawn as a negative (a
+        GPU chunk too small), which is no example. Negatives are never the target or a
+        positive.
+    """
+    n_sent = sent_doc.shape[0]
+    doc = sent_doc[target]
+    members[0] = target
+    n_pos = 0
+    if target > 0 and sent_doc[target - 1] == doc:
+        n_pos += 1
+        members[n_pos] = target - 1
+    if target + 1 < n_sent and sent_doc[target + 1] == doc:
+        n_pos += 1
+        members[n_pos] = target + 1
+    if n_pos == 0:
+        return 1, 0
+    lo = np.int64(0)
+    size = np.int64(n_sent)
+    if neg_mode == NEG_DOCUMENT:
+        d_lo = doc_offsets[doc]
+        d_size = doc_offsets[doc + 1] - d_lo
+        if d_size > 1 + n_pos:
+            lo = d_lo
+            size = d_size
+    if size <= 1 + n_pos:
+        return 1, 0
+    for m in range(n_neg):
+        r = lo + next_random(state) % size
+        while r == target or r == members[1] or (n_pos == 2 and r == members[2]):
+            r = lo + next_random(state) % size
+        members[1 + n_pos + m] = r
+    return 1 + n_pos + n_neg, n_pos
+
+
+@njit(cache=True, nogil=True)
+def lr_at(params, position):
+    """Learning rate of the example at ``position`` (0-based) of the run.
+
+    Linear decay from ``params.lr`` to ``params.lr_min`` over ``params.total`` examples
+    (``params`` is the kernel parameter record, ``scbow.backends.params``).
+    """
+    return max(params.lr_min, params.lr * (1.0 - position / params.total))

@@ -1,0 +1,117 @@
+"""Post-processing: centre the corpus's sentence averages and remove their common directions.
+
+Averages of word vectors share a large common component (frequent words, style) that
+inflates every cosine; removing it is what SIF and all-but-the-top do. Both steps are
+linear maps, and averaging commutes with a linear map, so applying them to every word
+vector applies them to every sentence average: the model stays "the plain average of
+word vectors".
+
+:class:`CommonComponents` is the one estimator: ``fit(W)`` gives the mean and the top
+``k`` directions of the averages of a fixed sample of training sentences (never of
+evaluation data); ``apply_rows`` applies them to a matrix in place, ``apply`` to
+averages already computed. The trainer applies it to the trained matrix
+(:func:`remove_common_components`); the learning curve (``scbow.curve``) fits the same
+estimator to the current matrix and applies it to the few thousand evaluation averages.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def sample_sentences(n_sentences: int, n: int, seed: int) -> np.ndarray:
+    """The up to ``n`` random sentences the post-processing is estimated on (sorted int64)."""
+    rng = np.random.default_rng([seed, 2])
+    return np.sort(rng.choice(n_sentences, size=min(n, n_sentences), replace=False)).astype(np.int64)
+
+
+# Sentences the post-processing of a trained model is estimated on.
+COMMON_SAMPLE = 100_000
+
+
+def sentence_moments(W: np.ndarray, corpus, pick: np.ndarray, block: int = 8192):
+    """Mean (d,) and covariance (d, d), float64, of the averages of sentences ``pick``.
+
+    The averages come from the embedding kernel (``kernels.embed``) reading the corpus's
+    token ids in place, a block of sentences at a time: no gathered rows, one block of
+    averages in memory.
+    """
+    from .kernels.embed import mean_lines_serial
+
+    d = W.shape[1]
+    W = np.ascontiguousarray(W, dtype=np.float32)
+    tokens = np.asarray(corpus.tokens)
+    offsets = np.asarray(corpus.offsets)
+    total = np.zeros(d, dtype=np.float64)
+    scatter = np.zeros((d, d), dtype=np.float64)
+    n = 0
+    for lo in range(0, len(pick), block):
+        p = pick[lo : lo + block]
+        starts, stops = offsets[p], offsets[p + 1]
+        keep = stops > starts
+        starts, stops = np.ascontiguousarray(starts[keep]), np.ascontiguousarray(stops[keep])
+        if not len(starts):
+            continue
+        S = np.empty((len(starts), d), dtype=np.float32)
+        mean_lines_serial(W, W[:0], tokens, starts, stops, 0.0, S, np.empty(len(starts), dtype=np.int64))
+        S = S.astype(np.float64)
+        total += S.sum(axis=0)
+        scatter += S.T @ S
+        n += len(starts)
+    if n == 0:
+        return total, scatter
+    mean = total / n
+    return mean, scatter / n - np.outer(mean, mean)
+
+
+class CommonComponents:
+    """The post-processing estimator: mean and top ``k`` directions of sentence averages.
+
+    ``sample`` training sentences are drawn once for ``seed`` (:func:`sample_sentences`);
+    every :meth:`fit` averages them with the current matrix through the embedding kernel
+    and takes the top ``k`` eigenvectors of the d x d covariance of the averages (the
+    right singular vectors of the centred averages, without holding them). ``k <= 0``
+    only centres.
+    """
+
+    def __init__(self, corpus, k: int, seed: int, sample: int = COMMON_SAMPLE):
+        self.corpus = corpus
+        self.k = k
+        self.pick = sample_sentences(corpus.n_sentences, sample, seed)
+        self.sample = len(self.pick)
+
+    def fit(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean, U)`` for the matrix ``W``: float64 (d,) and float32 (k, d), U's rows orthonormal."""
+        mean, cov = sentence_moments(W, self.corpus, self.pick)
+        if self.k <= 0:
+            return mean, np.zeros((0, W.shape[1]), dtype=np.float32)
+        U = np.linalg.eigh(cov)[1][:, ::-1][:, : self.k].T.astype(np.float32)
+        return mean, U
+
+    @staticmethod
+    def apply_rows(W: np.ndarray, mean: np.ndarray, U: np.ndarray) -> None:
+        """Centre and project the rows of the float32 matrix ``W`` in place, a block at a time."""
+        W -= mean.astype(np.float32)
+        if len(U):
+            step = 1 << 13  # rows per projection: its temporary stays ~10 MB at 300 dims
+            for lo in range(0, len(W), step):
+                block = W[lo : lo + step]
+                block -= (block @ U.T) @ U
+
+    @staticmethod
+    def apply(X: np.ndarray, mean: np.ndarray, U: np.ndarray) -> np.ndarray:
+        """Centred and projected copy of the averages ``X`` (float64; NaN rows stay NaN).
+
+        The same map as :meth:`apply_rows`, applied to averages instead of word vectors;
+        einsum rather than BLAS, whose threads would spin against the training threads
+        when a learning curve calls this between batches.
+        """
+        X = np.asarray(X, dtype=np.float64) - mean
+        U = np.asarray(U, dtype=np.float64)
+        return X - np.einsum("ik,kj->ij", np.einsum("ij,kj->ik", X, U), U)
+
+
+def remove_common_components(W: np.ndarray, corpus, k: int, seed: int, sample: int = COMMON_SAMPLE) -> None:
+    """Fit :class:`CommonComponents` on ``sample`` sentences of ``corpus`` and apply it to ``W`` in place."""
+    estimator = CommonComponents(corpus, k, seed, sample)
+    CommonComponents.apply_rows(W, *estimator.fit(W))
