@@ -13,7 +13,7 @@ beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.jso
   resume on another corpus or with other hyperparameters is refused with a clear error.
 
 A checkpoint is written into a temporary sibling directory, flushed to disk and swapped
-into place in one step (:func:`scbow.formats.install_dir`), so the previous checkpoint
+into place in one step (:func:`scbow.files.atomic_dir`), so the previous checkpoint
 stays valid until the new one is complete, and a process killed at any moment leaves one
 of the two, never a mix.
 
@@ -27,10 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from .config import TrainConfig, show_value
-from .errors import CheckpointError, TrainingError
-from .files import read_json
+from .errors import CheckpointError, diverged
+from .files import atomic_dir, fsync_path, read_json
 
 CHECKPOINT_VERSION = 1
 STATE_FILE = "state.json"
@@ -166,18 +163,12 @@ class CheckpointWriter:
         Refuses (TrainingError) a matrix holding NaN or inf: the last good checkpoint is
         worth more than a poisoned one.
         """
-        from .formats import install_dir, write_model_files
         from .model import Model
+        from .modeldir import write_model_files
 
         if not np.isfinite(W).all():
-            raise TrainingError(
-                f"the embeddings hold NaN or inf after {state.done:,} examples: the learning rate "
-                f"({self.config.lr:g}) is probably too high; try a smaller --lr"
-            )
-        parent = self.path.resolve().parent
-        parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.tmp-", dir=parent))
-        try:
+            raise diverged(self.config.lr, f"the embeddings hold NaN or inf after {state.done:,} examples")
+        with atomic_dir(self.path) as tmp:
             model = Model(self.corpus.vocab, W, self.config.to_dict())
             info = {
                 "corpus": dict(self.corpus.stats or {}),
@@ -194,12 +185,7 @@ class CheckpointWriter:
             }
             with open(tmp / STATE_FILE, "w", encoding="utf-8") as fh:
                 fh.write(json.dumps(meta, indent=1) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-            install_dir(tmp, self.path)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+            fsync_path(tmp / STATE_FILE)
         self.last_done = state.done
         return self.path
 

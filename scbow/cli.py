@@ -218,7 +218,7 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
             raise click.ClickException(str(exc)) from None
     curve = _curve_hook(eval_every, eval_dev, eval_sets, eval_test, config)
     if config.device == "cpu":  # before any work: the thread count is known now
-        from .backends.cpu import resolve_threads
+        from .kernels import resolve_threads
 
         resolve_threads(config.threads)
     output = Path(output or default_model_dir())

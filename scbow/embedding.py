@@ -26,7 +26,6 @@ import math
 import os
 import struct
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CorpusError, ModelError
-from .files import check_output_file, permissions
+from .files import atomic_file, check_output_file
 from .model import Model
 from .tokenize import tokenize_lines
 
@@ -231,7 +230,7 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
     if threads != 1:
         import numba
 
-        from .backends.cpu import resolve_threads
+        from .kernels import resolve_threads
 
         numba.set_num_threads(resolve_threads(threads))
     vectors = np.ascontiguousarray(model.vectors, dtype=np.float32)
@@ -239,13 +238,9 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
     encoder = LineEncoder(model, unknown)
     stats = EmbedStats(output=str(output), missing_file=str(missing_file))
     t0 = time.perf_counter()
-    tmp_out = tmp_missing = None
     try:
-        fd, tmp_out = tempfile.mkstemp(prefix=f".{output.name}.tmp-", dir=output.resolve().parent)
-        os.close(fd)
-        fd, tmp_missing = tempfile.mkstemp(prefix=f".{missing_file.name}.tmp-", dir=missing_file.resolve().parent)
-        os.close(fd)
-        with open(tmp_out, "wb") as out, open(tmp_missing, "w", encoding="utf-8", newline="\n") as miss, \
+        with atomic_file(output) as tmp_out, atomic_file(missing_file) as tmp_missing, \
+                open(tmp_out, "wb") as out, open(tmp_missing, "w", encoding="utf-8", newline="\n") as miss, \
                 ThreadPoolExecutor(max_workers=1) as pool:
             out.write(npy_header(0, dim))
             what = "no known word" if encoder.unknown == "omit" else "no word"
@@ -277,22 +272,8 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
                 stats.known_tokens += known
             out.seek(0)
             out.write(npy_header(stats.lines, dim))
-            out.flush()
-            os.fsync(out.fileno())
-            miss.flush()
-            os.fsync(miss.fileno())
-        os.chmod(tmp_out, permissions())
-        os.chmod(tmp_missing, permissions())
-        os.replace(tmp_out, output)
-        tmp_out = None
-        os.replace(tmp_missing, missing_file)
-        tmp_missing = None
     except OSError as exc:
         raise ModelError(f"cannot write {output}: {exc.strerror or exc}") from None
-    finally:
-        for tmp in (tmp_out, tmp_missing):
-            if tmp is not None and os.path.exists(tmp):
-                os.unlink(tmp)
     stats.seconds = time.perf_counter() - t0
     return stats
 

@@ -39,3 +39,8 @@ class Interrupted(KeyboardInterrupt):
         super().__init__(message or "interrupted")
         self.message = message
         self.signum = signum
+
+
+def diverged(lr: float, what: str) -> TrainingError:
+    """The error of a run whose numbers stopped being finite (``what`` happened): name the likely cause."""
+    return TrainingError(f"{what}: the learning rate ({lr:g}) is probably too high; try a smaller --lr")

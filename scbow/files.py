@@ -1,12 +1,19 @@
-"""Reading files the tool did not just write, and refusing outputs that would destroy inputs.
+"""Files: reading those the tool did not just write, refusing outputs that would destroy
+inputs, and writing every output atomically (the one home of write-to-a-temporary-then-
+rename: :func:`atomic_file` for a file, :func:`atomic_dir` for a directory).
 
 Light (standard library only), so the CLI can use it before numpy is imported.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import ModelError
@@ -141,3 +148,126 @@ def _resolved(path: Path) -> str:
         return str(path.resolve())
     except (OSError, RuntimeError):
         return str(path.absolute())
+
+
+def fsync_path(path: Path) -> None:
+    """Flush a file, or a directory's entries, to disk (skipped where unsupported)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems cannot fsync a directory
+    finally:
+        os.close(fd)
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+_renameat2 = None
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directory entries in one step (Linux ``renameat2(RENAME_EXCHANGE)``).
+
+    Returns False where the kernel, the C library or the file system cannot.
+    """
+    global _renameat2
+    if _renameat2 is None:
+        _renameat2 = False
+        if os.name == "posix":
+            try:
+                import ctypes
+
+                fn = ctypes.CDLL(None, use_errno=True).renameat2
+                fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+                fn.restype = ctypes.c_int
+                _renameat2 = fn
+            except (OSError, AttributeError):
+                pass
+    if not _renameat2:
+        return False
+    import ctypes
+
+    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def install_dir(tmp: Path, path: Path) -> None:
+    """Move the complete directory ``tmp`` to ``path``, replacing any directory there.
+
+    Whenever this process stops, even by SIGKILL or a power cut, ``path`` holds either
+    the old directory or the new one, complete: on Linux the two are swapped in one step
+    (``renameat2`` with ``RENAME_EXCHANGE``) and the old one, now at ``tmp``, is deleted.
+    Where that is not available, the old directory is renamed aside first (and put back
+    if the second rename fails); a process killed between the two renames leaves the old
+    directory in ``.NAME.old-*/model`` beside ``path``.
+    """
+    if not os.path.lexists(path):
+        os.replace(tmp, path)
+    elif _exchange(tmp, path):
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        old = temp_dir_beside(path, "old")
+        os.replace(path, old / "model")
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            os.replace(old / "model", path)
+            os.rmdir(old)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    fsync_path(path.resolve().parent)
+
+
+def temp_dir_beside(path: Path, tag: str = "tmp") -> Path:
+    """A new private directory ``.NAME.TAG-*`` beside ``path`` (same file system: renames are atomic)."""
+    path = Path(path)
+    return Path(tempfile.mkdtemp(prefix=f".{path.name}.{tag}-", dir=path.resolve().parent))
+
+
+@contextmanager
+def atomic_file(path: os.PathLike) -> Iterator[Path]:
+    """A temporary path beside ``path`` to write the new file at.
+
+    When the block ends without an error the file is flushed to disk, given the mode the
+    umask gives a new file, and renamed over ``path`` in one step; when it raises, the
+    temporary file is removed. A reader of ``path`` sees the old file or the new one,
+    complete, never part of one, whenever this process stops.
+    """
+    path = Path(path)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.resolve().parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        fsync_path(tmp)
+        os.chmod(tmp, permissions())
+        os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+@contextmanager
+def atomic_dir(path: os.PathLike) -> Iterator[Path]:
+    """A temporary directory beside ``path`` to write the new directory in.
+
+    When the block ends without an error it replaces ``path`` (:func:`install_dir`);
+    when it raises, it is removed and ``path`` is left as it was.
+    """
+    path = Path(path)
+    path.resolve().parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_dir_beside(path)
+    try:
+        yield tmp
+        install_dir(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -1,29 +1,14 @@
-"""Model files, and word2vec text/binary import and export. No pickle anywhere.
-
-A model directory holds:
-
-- ``vectors.npy``: float32, shape (n_words, dim), memory-mappable, loaded with
-  ``allow_pickle=False``;
-- ``vocab.txt``: one ``word count`` line per row of the vectors, most frequent first;
-- ``config.json``: ``format_version``, every hyperparameter (``config``), the corpus
-  statistics (``corpus``) and the training summary (``training``);
-- ``curve.json`` (only after ``train --eval-every``): the STS learning curve, loaded as
-  ``model.info["curve"]`` (see :mod:`scbow.curve`).
-
-Directories are written into a temporary sibling and renamed into place, so a crash
-never leaves a half-written model where a model is expected.
+"""Reading models: model directories (written by :mod:`scbow.modeldir`, whose names are
+re-exported here), word2vec text/binary and GloVe files, and learning curves; every
+matrix checked before use (:func:`check_vectors`). Also word2vec export. No pickle.
 """
 
 from __future__ import annotations
 
 import bz2
-import errno
 import gzip
-import json
 import lzma
 import os
-import shutil
-import tempfile
 import zlib
 from pathlib import Path
 
@@ -31,174 +16,20 @@ import numpy as np
 
 from .config import finite_number
 from .errors import ModelError  # noqa: F401  (re-exported)
-from .files import check_output_file, permissions, read_json, short_message
+from .files import atomic_file, check_output_file, read_json, short_message
 from .model import Model
+from .modeldir import (  # noqa: F401  (re-exported: the model directory's names)
+    CURVE_FILE,
+    FORMAT_VERSION,
+    MODEL_FILES,
+    OPTIONAL_FILES,
+    check_output_dir,
+    default_model_dir,
+    is_model_dir,
+    save_model,
+    write_model_files,
+)
 from .vocab import Vocab
-
-FORMAT_VERSION = 1
-MODEL_FILES = ("vectors.npy", "vocab.txt", "config.json")
-# Written when the model has one: the STS learning curve of ``train --eval-every``
-# (``model.info["curve"]``, see scbow.curve).
-CURVE_FILE = "curve.json"
-OPTIONAL_FILES = (CURVE_FILE,)
-
-
-def default_model_dir() -> Path:
-    """``$SCBOW_MODEL``, else ``$XDG_DATA_HOME/scbow-numba/model`` (~/.local/share/...)."""
-    env = os.environ.get("SCBOW_MODEL")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "scbow-numba" / "model"
-
-
-def is_model_dir(path: Path) -> bool:
-    """True for a directory holding only model files, with a config.json of ours."""
-    names = {p.name for p in path.iterdir()}
-    if not names <= set(MODEL_FILES + OPTIONAL_FILES) or "config.json" not in names:
-        return False
-    try:
-        meta = read_json(path / "config.json")
-    except ModelError:
-        return False
-    return isinstance(meta, dict) and isinstance(meta.get("format_version"), int)
-
-
-def check_output_dir(path: os.PathLike) -> Path:
-    """Fail early (before training) if a model cannot be written at ``path``."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise ModelError(f"{path}: exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()) and not is_model_dir(path):
-        raise ModelError(f"{path}: directory is not empty and holds no model; refusing to replace it")
-    parent = path.resolve().parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ModelError(f"{parent}: cannot create directory: {exc.strerror}") from None
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ModelError(f"{parent}: directory is not writable")
-    try:  # os.access says yes to root even on a read-only file system: try it
-        os.rmdir(tempfile.mkdtemp(prefix=f".{path.name}.probe-", dir=parent))
-    except OSError as exc:
-        raise ModelError(f"{parent}: directory is not writable ({exc.strerror})") from None
-    return path
-
-
-def write_model_files(model: Model, directory: Path, info: dict | None = None) -> None:
-    """Write the three model files into the existing ``directory`` and fsync them.
-
-    ``info`` replaces ``model.info`` in ``config.json`` when given.
-    """
-    np.save(directory / "vectors.npy", np.ascontiguousarray(model.vectors, dtype=np.float32))
-    model.vocab.save(directory / "vocab.txt")
-    info = model.info if info is None else info
-    meta = {
-        "format_version": FORMAT_VERSION,
-        "config": model.config,
-        **{k: v for k, v in info.items() if k not in ("format_version", "config", "curve")},
-    }
-    (directory / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=False) + "\n")
-    names = list(MODEL_FILES)
-    if info.get("curve") is not None:
-        (directory / CURVE_FILE).write_text(json.dumps(info["curve"], indent=1, allow_nan=False) + "\n")
-        names.append(CURVE_FILE)
-    for name in names:
-        fsync_path(directory / name)
-    os.chmod(directory, permissions(directory=True))
-
-
-def fsync_path(path: Path) -> None:
-    """Flush a file, or a directory's entries, to disk (skipped where unsupported)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some file systems cannot fsync a directory
-    finally:
-        os.close(fd)
-
-
-_AT_FDCWD = -100
-_RENAME_EXCHANGE = 2
-_renameat2 = None
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two directory entries in one step (Linux ``renameat2(RENAME_EXCHANGE)``).
-
-    Returns False where the kernel, the C library or the file system cannot.
-    """
-    global _renameat2
-    if _renameat2 is None:
-        _renameat2 = False
-        if os.name == "posix":
-            try:
-                import ctypes
-
-                fn = ctypes.CDLL(None, use_errno=True).renameat2
-                fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-                fn.restype = ctypes.c_int
-                _renameat2 = fn
-            except (OSError, AttributeError):
-                pass
-    if not _renameat2:
-        return False
-    import ctypes
-
-    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
-        return False
-    raise OSError(err, os.strerror(err), str(b))
-
-
-def install_dir(tmp: Path, path: Path) -> None:
-    """Move the complete directory ``tmp`` to ``path``, replacing any directory there.
-
-    Whenever this process stops, even by SIGKILL or a power cut, ``path`` holds either
-    the old directory or the new one, complete: on Linux the two are swapped in one step
-    (``renameat2`` with ``RENAME_EXCHANGE``) and the old one, now at ``tmp``, is deleted.
-    Where that is not available, the old directory is renamed aside first (and put back
-    if the second rename fails); a process killed between the two renames leaves the old
-    directory in ``.NAME.old-*/model`` beside ``path``.
-    """
-    if not os.path.lexists(path):
-        os.replace(tmp, path)
-    elif _exchange(tmp, path):
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.resolve().parent))
-        os.replace(path, old / "model")
-        try:
-            os.replace(tmp, path)
-        except BaseException:
-            os.replace(old / "model", path)
-            os.rmdir(old)
-            raise
-        shutil.rmtree(old, ignore_errors=True)
-    fsync_path(path.resolve().parent)
-
-
-def save_model(model: Model, path: os.PathLike) -> Path:
-    """Write ``model`` as a directory at ``path``, replacing any model there atomically."""
-    path = check_output_dir(path)
-    parent = path.resolve().parent
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=parent))
-    try:
-        write_model_files(model, tmp)
-        install_dir(tmp, path)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise ModelError(f"cannot write model to {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return path
 
 
 def load_model(path: os.PathLike, mmap: bool = True) -> Model:
@@ -349,23 +180,14 @@ def load_curve(path: os.PathLike) -> dict:
 def export_word2vec(model: Model, path: os.PathLike, binary: bool = False) -> Path:
     """Write the vectors in word2vec text or binary format (atomically)."""
     path = check_output_file(path, "vectors.txt")
-    parent = path.resolve().parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(f"{len(model.vocab)} {model.dim}\n".encode())
-            vectors = np.asarray(model.vectors, dtype=np.float32)
-            for word, vec in zip(model.vocab.words, vectors):
-                if binary:
-                    fh.write(word.encode("utf-8") + b" " + vec.astype("<f4").tobytes() + b"\n")
-                else:
-                    fh.write((word + " " + " ".join(f"{x:.9g}" for x in vec.tolist()) + "\n").encode("utf-8"))
-        os.chmod(tmp, permissions())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_file(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(f"{len(model.vocab)} {model.dim}\n".encode())
+        vectors = np.asarray(model.vectors, dtype=np.float32)
+        for word, vec in zip(model.vocab.words, vectors):
+            if binary:
+                fh.write(word.encode("utf-8") + b" " + vec.astype("<f4").tobytes() + b"\n")
+            else:
+                fh.write((word + " " + " ".join(f"{x:.9g}" for x in vec.tolist()) + "\n").encode("utf-8"))
     return path
 
 

@@ -173,7 +173,7 @@ class Model:
         Any model directory already there is replaced in one step: whenever the process
         stops, ``path`` holds the old model or the new one, complete. Returns the path.
         """
-        from .formats import save_model  # formats imports this module
+        from .modeldir import save_model
 
         return save_model(self, path)
 

@@ -16,6 +16,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from .files import atomic_file  # noqa: E402
+
 
 def _count(x, _pos=None) -> str:
     """Tick labels: 0, 500K, 1M, 2.5M."""
@@ -71,12 +73,9 @@ def plot_curve(curve: dict, output: os.PathLike, title: str | None = None, confi
     if not parent.is_dir():
         plt.close(fig)
         raise FileNotFoundError(2, "no such directory", str(parent))
-    tmp = parent / f".{output.name}.tmp-{os.getpid()}.png"  # not mkstemp: keep the umask's permissions
     try:
-        fig.savefig(tmp, format="png")
-        os.replace(tmp, output)
+        with atomic_file(output) as tmp:
+            fig.savefig(tmp, format="png")
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return output

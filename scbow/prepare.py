@@ -49,7 +49,6 @@ import json
 import lzma
 import os
 import re
-import tempfile
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -58,7 +57,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from .errors import CorpusError, ModelError
-from .files import check_output_file, refuse_overwrite
+from .files import atomic_file, check_output_file, refuse_overwrite
 
 DOCUMENT_MODES = ("file", "blank-line")
 TEXT_SUFFIXES = (".txt", ".text", ".md")
@@ -536,10 +535,8 @@ def prepare(
     report = progress or (lambda done, total: None)
     report(0, stats.input_bytes)
 
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.tmp-", dir=output.resolve().parent)
-        with open(fd, "wb") as raw:
+        with atomic_file(output) as tmp, open(tmp, "wb") as raw:
             stream = _compressor(raw, output)
             writer = _Writer(stream, stats)
             try:
@@ -556,19 +553,12 @@ def prepare(
             if stream is not raw:
                 stream.close()  # the compressor's trailer; the file stays open
             raw.flush()
-            os.fsync(raw.fileno())
             stats.output_bytes = raw.tell()
-        if not stats.documents:
-            names = ", ".join(str(f) for f, _ in files[:3]) + (", ..." if len(files) > 3 else "")
-            raise CorpusError(f"no documents found in the input ({names}): no sentence with a word in it")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, output)
-        tmp = None
+            if not stats.documents:
+                names = ", ".join(str(f) for f, _ in files[:3]) + (", ..." if len(files) > 3 else "")
+                raise CorpusError(f"no documents found in the input ({names}): no sentence with a word in it")
     except OSError as exc:
         raise CorpusError(f"cannot write {output}: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
     stats.seconds = time.perf_counter() - t0
     return stats
 

@@ -19,7 +19,7 @@ import numpy as np
 from .backends import make_backend
 from .config import TrainConfig
 from .corpus import Corpus
-from .errors import ConfigError, CorpusError, TrainingError
+from .errors import ConfigError, CorpusError, TrainingError, diverged
 from .hooks import TrainState
 from .model import Model
 from .postprocess import COMMON_SAMPLE, remove_common_components
@@ -96,7 +96,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     if not isinstance(corpus, Corpus):
         raise TypeError("trainer.train takes an encoded Corpus (scbow.corpus.read_corpus); scbow.train takes paths")
     if config.device == "cpu":
-        from .backends.cpu import resolve_threads
+        from .kernels import resolve_threads
 
         threads = resolve_threads(config.threads)
     else:
@@ -172,10 +172,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
                 state.done += hi - lo
                 state.lo = hi
                 if not np.isfinite(loss):
-                    raise TrainingError(
-                        f"the loss became {loss} after {state.done:,} examples: the learning rate "
-                        f"({config.lr:g}) is probably too high; try a smaller --lr"
-                    )
+                    raise diverged(config.lr, f"the loss became {loss} after {state.done:,} examples")
                 state.losses.append(float(loss))
                 bar.update(state.done, prefix=f"epoch {epoch + 1}/{config.epochs} ", suffix=f"loss {loss:.4f}")
                 call_hooks("after_batch")
@@ -187,7 +184,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     wall_seconds = time.perf_counter() - wall_start
     W = backend.close()
     if not np.isfinite(W).all():
-        raise TrainingError("the embeddings hold NaN or inf: the learning rate is probably too high; try a smaller --lr")
+        raise diverged(config.lr, "the embeddings hold NaN or inf")
     if config.common_components >= 0:
         k = config.components_removed
         say(quiet, f"post-processing: centring the sentence averages{f' and removing {k} common components' if k else ''} "

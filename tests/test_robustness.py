@@ -923,12 +923,12 @@ def test_disk_full_while_caching_the_corpus(tmp_path, runner, corpus_file, monke
 def test_install_dir_without_an_atomic_swap_puts_the_old_model_back(tmp_path, monkeypatch, good_model):
     # where directories cannot be swapped in one step, a failure between the two renames
     # must not leave the output without its model
-    import scbow.formats as formats
+    import scbow.files as files
 
     path = tmp_path / "model"
     shutil.copytree(good_model, path)
     before = np.array(load_model(path).vectors)
-    monkeypatch.setattr(formats, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(files, "_exchange", lambda a, b: False)
     real_replace = os.replace
     calls = []
 
@@ -938,11 +938,11 @@ def test_install_dir_without_an_atomic_swap_puts_the_old_model_back(tmp_path, mo
             raise OSError(errno.EIO, "Input/output error")
         return real_replace(src, dst)
 
-    monkeypatch.setattr(formats.os, "replace", replace)
+    monkeypatch.setattr(files.os, "replace", replace)
     new = Model(Vocab(["a", "b"], [2, 1]), np.ones((2, 3), np.float32), {}, {})
     with pytest.raises(ModelError, match="Input/output error"):
         save_model(new, path)
-    monkeypatch.setattr(formats.os, "replace", real_replace)
+    monkeypatch.setattr(files.os, "replace", real_replace)
     assert np.array_equal(np.array(load_model(path).vectors), before)
     # and with the swap, the new model replaces the old one completely
     monkeypatch.undo()

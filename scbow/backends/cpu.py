@@ -11,20 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import TrainingError
+from ..kernels import resolve_threads  # noqa: F401  (re-exported)
 from .params import kernel_params
-
-
-def resolve_threads(threads: int) -> int:
-    """``threads``, or all numba can use for 0; an error naming the flag when too many."""
-    import numba
-
-    available = numba.config.NUMBA_NUM_THREADS
-    if threads == 0:
-        return available
-    if threads > available:
-        raise TrainingError(f"--threads {threads} is more than the {available} threads numba can use here")
-    return threads
 
 
 def corpus_arrays(corpus) -> tuple:

@@ -1,0 +1,116 @@
+"""The model directory: its files, and writing one atomically. No pickle anywhere.
+
+A model directory holds:
+
+- ``vectors.npy``: float32, shape (n_words, dim), memory-mappable, loaded with
+  ``allow_pickle=False``;
+- ``vocab.txt``: one ``word count`` line per row of the vectors, most frequent first;
+- ``config.json``: ``format_version``, every hyperparameter (``config``), the corpus
+  statistics (``corpus``) and the training summary (``training``);
+- ``curve.json`` (only after ``train --eval-every``): the STS learning curve, loaded as
+  ``model.info["curve"]`` (see :mod:`scbow.curve`).
+
+Directories are written into a temporary sibling and swapped into place
+(:func:`scbow.files.atomic_dir`), so a crash never leaves a half-written model where a
+model is expected. Reading and checking a model is :mod:`scbow.formats`; this module
+imports neither it nor :mod:`scbow.model` (``Model.save`` calls :func:`save_model`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import ModelError
+from .files import atomic_dir, fsync_path, permissions, read_json
+
+if TYPE_CHECKING:
+    from .model import Model
+
+FORMAT_VERSION = 1
+MODEL_FILES = ("vectors.npy", "vocab.txt", "config.json")
+# Written when the model has one: the STS learning curve of ``train --eval-every``
+# (``model.info["curve"]``, see scbow.curve).
+CURVE_FILE = "curve.json"
+OPTIONAL_FILES = (CURVE_FILE,)
+
+
+def default_model_dir() -> Path:
+    """``$SCBOW_MODEL``, else ``$XDG_DATA_HOME/scbow-numba/model`` (~/.local/share/...)."""
+    env = os.environ.get("SCBOW_MODEL")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "scbow-numba" / "model"
+
+
+def is_model_dir(path: Path) -> bool:
+    """True for a directory holding only model files, with a config.json of ours."""
+    names = {p.name for p in path.iterdir()}
+    if not names <= set(MODEL_FILES + OPTIONAL_FILES) or "config.json" not in names:
+        return False
+    try:
+        meta = read_json(path / "config.json")
+    except ModelError:
+        return False
+    return isinstance(meta, dict) and isinstance(meta.get("format_version"), int)
+
+
+def check_output_dir(path: os.PathLike) -> Path:
+    """Fail early (before training) if a model cannot be written at ``path``."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ModelError(f"{path}: exists and is not a directory")
+    if path.is_dir() and any(path.iterdir()) and not is_model_dir(path):
+        raise ModelError(f"{path}: directory is not empty and holds no model; refusing to replace it")
+    parent = path.resolve().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ModelError(f"{parent}: cannot create directory: {exc.strerror}") from None
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ModelError(f"{parent}: directory is not writable")
+    try:  # os.access says yes to root even on a read-only file system: try it
+        os.rmdir(tempfile.mkdtemp(prefix=f".{path.name}.probe-", dir=parent))
+    except OSError as exc:
+        raise ModelError(f"{parent}: directory is not writable ({exc.strerror})") from None
+    return path
+
+
+def write_model_files(model: "Model", directory: Path, info: dict | None = None) -> None:
+    """Write the three model files into the existing ``directory`` and fsync them.
+
+    ``info`` replaces ``model.info`` in ``config.json`` when given.
+    """
+    np.save(directory / "vectors.npy", np.ascontiguousarray(model.vectors, dtype=np.float32))
+    model.vocab.save(directory / "vocab.txt")
+    info = model.info if info is None else info
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "config": model.config,
+        **{k: v for k, v in info.items() if k not in ("format_version", "config", "curve")},
+    }
+    (directory / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=False) + "\n")
+    names = list(MODEL_FILES)
+    if info.get("curve") is not None:
+        (directory / CURVE_FILE).write_text(json.dumps(info["curve"], indent=1, allow_nan=False) + "\n")
+        names.append(CURVE_FILE)
+    for name in names:
+        fsync_path(directory / name)
+    os.chmod(directory, permissions(directory=True))
+
+
+def save_model(model: "Model", path: os.PathLike) -> Path:
+    """Write ``model`` as a directory at ``path``, replacing any model there atomically."""
+    path = check_output_dir(path)
+    try:
+        with atomic_dir(path) as tmp:
+            write_model_files(model, tmp)
+    except OSError as exc:
+        raise ModelError(f"cannot write model to {path}: {exc.strerror or exc}") from None
+    return path
