@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ import numpy as np
 from .config import TrainConfig, show_value
 from .errors import CheckpointError, diverged
 from .files import atomic_dir, fsync_path, read_json
+from .units import MAX_EXAMPLES, parse_count, parse_duration
 
 CHECKPOINT_VERSION = 1
 STATE_FILE = "state.json"
@@ -66,35 +66,27 @@ class Every:
         return f"{self.examples:,} examples" if self.examples else f"{self.seconds:g} s"
 
 
-MAX_EVERY_EXAMPLES = 10**15
-MAX_EVERY_SECONDS = 366 * 24 * 3600
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|secs|m|min|mins|h|hr|hrs)")
-_UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "m": 60, "min": 60, "mins": 60, "h": 3600, "hr": 3600, "hrs": 3600}
-
-
 def parse_every(value) -> Every:
-    """``500000`` (examples) or a duration such as ``30s``, ``10m``, ``1.5h``.
+    """``500000`` (examples) or a duration such as ``30s``, ``10m``, ``1.5h`` (``scbow.units``).
 
     Checkpoints are taken between kernel calls, so they land on the first batch boundary
     (every 32,768 examples) at or after the requested point.
     """
     if isinstance(value, Every):
         return value
-    if isinstance(value, bool):
-        value = str(value)  # never a count
-    if isinstance(value, int):
-        text = str(value)
-    else:
-        text = str(value).strip().lower().replace("_", "").replace(",", "")
-    if text.isascii() and text.isdigit() and len(text) <= 16 and 0 < int(text) <= MAX_EVERY_EXAMPLES:
-        return Every(examples=int(text))
-    m = _DURATION.fullmatch(text) if len(text) <= 40 else None
-    if m and 0 < float(m.group(1)) * _UNIT_SECONDS[m.group(2)] <= MAX_EVERY_SECONDS:
-        return Every(seconds=float(m.group(1)) * _UNIT_SECONDS[m.group(2)])
-    raise ValueError(
-        f"--checkpoint-every takes a number of examples (500000) or a duration (30s, 10m, 2h) up to "
-        f"{MAX_EVERY_EXAMPLES:.0e} examples or a year, got {str(value)[:40]!r}"
-    )
+    text = str(value)  # a bool is never a count
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        return Every(examples=parse_count(text, suffixes=False))
+    except ValueError:
+        pass
+    try:
+        return Every(seconds=parse_duration(text))
+    except ValueError:
+        raise ValueError(
+            f"--checkpoint-every takes a number of examples (500000) or a duration (30s, 10m, 2h) up to "
+            f"{MAX_EXAMPLES:.0e} examples or a year, got {text[:40]!r}") from None
 
 
 # ---------------------------------------------------------------------------------------

@@ -798,8 +798,9 @@ def _curve_hook(eval_every, eval_dev, eval_sets, eval_test, config):
         if eval_dev is not None or eval_sets or eval_test:
             raise click.ClickException("--eval-dev, --eval-sets and --eval-test need --eval-every N")
         return None
-    from .curve import CurveHook, parse_count
+    from .curve import CurveHook
     from .evaluate import read_sts
+    from .units import parse_count
 
     try:
         every = parse_count(eval_every)

@@ -277,6 +277,30 @@ def _doubled(a: np.ndarray) -> np.ndarray:
     return out
 
 
+def check_text(name, block: str, at_start: bool) -> int:
+    """The one rule for text that is not text: raise CorpusError, or count the damaged lines.
+
+    ``block`` is whole lines of a file read as UTF-8 with bad bytes replaced by U+FFFD. A
+    NUL anywhere means binary data; so does a start of a file (``at_start``) in which most
+    lines hold U+FFFD. Returns the lines holding U+FFFD (kept, and counted for a warning).
+    """
+    if "\x00" in block:
+        raise CorpusError(f"{name}: contains NUL bytes; this looks like binary data, not text")
+    if "\ufffd" not in block:
+        return 0
+    lines = block.removesuffix("\n").split("\n")
+    bad = sum("\ufffd" in line for line in lines)
+    if at_start:
+        refuse_mostly_invalid(name, bad, len(lines))
+    return bad
+
+
+def refuse_mostly_invalid(name, bad: int, lines: int) -> None:
+    """CorpusError when most of ``lines`` lines at the start of a file are not UTF-8."""
+    if bad > 0.5 * max(lines, 1):
+        raise CorpusError(f"{name}: mostly invalid UTF-8; this looks like binary data, not text")
+
+
 def _read_file(path: Path, chunks: _ChunkIds, out, stats: dict, progress) -> None:
     """Tokenize one file into provisional ids, appended to the binary stream ``out``."""
     last = _DOCUMENT_END  # a blank line at the start of a file is no sentence
@@ -290,14 +314,7 @@ def _read_file(path: Path, chunks: _ChunkIds, out, stats: dict, progress) -> Non
                 block = fh.read(_READ_HINT) + fh.readline()
                 if not block:
                     break
-                if "\x00" in block:
-                    raise CorpusError(f"{path}: contains NUL bytes; this looks like binary data, not text")
-                if "\ufffd" in block:
-                    lines = block.removesuffix("\n").split("\n")
-                    bad = sum("\ufffd" in line for line in lines)
-                    if bad > 0.5 * len(lines) and n_tokens == 0:
-                        raise CorpusError(f"{path}: mostly invalid UTF-8; this looks like binary data, not text")
-                    bad_lines += bad
+                bad_lines += check_text(path, block, at_start=n_tokens == 0)
                 if not block.endswith("\n"):
                     block += "\n"
                 ids = chunks.encode(block)

@@ -25,7 +25,6 @@ each point records its ``eval_seconds``, and ``seconds`` is wall time without th
 from __future__ import annotations
 
 import math
-import re
 import time
 from dataclasses import dataclass
 
@@ -39,31 +38,6 @@ from .tokenize import tokenize
 
 CURVE_FORMAT = 1
 CURVE_SAMPLE = 20_000  # corpus sentences the post-processing is estimated on at each point
-
-_COUNT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:e(\d+))?\s*([kmg]?)\s*$", re.IGNORECASE)
-_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
-
-
-MAX_COUNT = 10**15  # examples: far past any run (a 100M-token corpus is 6M examples an epoch)
-
-
-def parse_count(text) -> int:
-    """A positive number of examples: ``200000``, ``200k``, ``1M``, ``1.5m``, ``2e5``, at most 10**15.
-
-    Raises ValueError with a one-line message for anything else (zero and negatives too).
-    """
-    s = str(text)
-    m = _COUNT.match(s) if len(s) <= 40 else None
-    if not m:
-        raise ValueError(f"{s[:40]!r} is not a positive number of examples (examples: 500000, 500k, 2M)")
-    exponent = int(m.group(2) or 0) if len(m.group(2) or "") <= 3 else 999
-    value = float(m.group(1)) * 10.0 ** min(exponent, 300) * _SUFFIX[m.group(3).lower()]
-    if not value <= MAX_COUNT:
-        raise ValueError(f"{s!r} is more examples than any run has (at most {MAX_COUNT:.0e})")
-    if value < 1 or value != int(value):
-        raise ValueError(f"{s!r} is not a positive whole number of examples (examples: 500000, 500k, 2M)")
-    return int(value)
-
 
 @dataclass
 class PreparedSet:

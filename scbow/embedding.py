@@ -154,7 +154,7 @@ def read_blocks(path, block_chars: int = BLOCK_CHARS):
 
     Raises CorpusError for a missing, unreadable or binary file.
     """
-    from .corpus import open_text
+    from .corpus import check_text, open_text
 
     if str(path) == "-":
         fh = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline=None)
@@ -178,10 +178,7 @@ def read_blocks(path, block_chars: int = BLOCK_CHARS):
             lines = fh.readlines(block_chars)
             if not lines:
                 break
-            if any("\x00" in line for line in lines):
-                raise CorpusError(f"{name}: contains NUL bytes; this looks like binary data, not text")
-            if first and sum("\ufffd" in line for line in lines) > 0.5 * len(lines):
-                raise CorpusError(f"{name}: mostly invalid UTF-8; this looks like binary data, not text")
+            check_text(name, "".join(lines), at_start=first)
             first = False
             yield lines
     except (OSError, EOFError, lzma.LZMAError) as exc:

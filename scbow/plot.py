@@ -17,14 +17,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from .files import atomic_file  # noqa: E402
+from .progress import human  # noqa: E402
 
 
 def _count(x, _pos=None) -> str:
     """Tick labels: 0, 500K, 1M, 2.5M."""
-    for unit, scale in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(x) >= scale:
-            return f"{x / scale:g}{unit}"
-    return f"{x:g}"
+    return human(x, "g")
 
 
 def _series(points, *keys):

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+from .corpus import check_text, refuse_mostly_invalid
 from .errors import CorpusError, ModelError
 from .files import atomic_file, check_output_file, refuse_overwrite
 
@@ -259,7 +260,7 @@ class _Reader:
 
 
 class _Checker:
-    """Refuses binary content as ``scbow.corpus`` does, and counts lines with invalid UTF-8.
+    """Refuses binary content by ``scbow.corpus``'s rule, and counts lines with invalid UTF-8.
 
     NUL anywhere is binary; so is a start of the file (its first ``_CHECK_CHARS``
     characters) in which most lines hold U+FFFD (bytes that are not UTF-8). Elsewhere
@@ -273,9 +274,7 @@ class _Checker:
         self.judged = False
 
     def __call__(self, text: str) -> None:
-        if "\x00" in text:
-            raise CorpusError(f"{self.name}: contains NUL bytes; this looks like binary data, not text")
-        bad = sum("\ufffd" in line for line in text.split("\n")) if "\ufffd" in text else 0
+        bad = check_text(self.name, text, at_start=False)
         self.stats.invalid_utf8_lines += bad
         if not self.judged:
             self.bad += bad
@@ -286,8 +285,8 @@ class _Checker:
 
     def finish_start(self) -> None:
         """Judge the start of the file (once, at ``_CHECK_CHARS`` characters or at its end)."""
-        if not self.judged and self.bad > 0.5 * max(self.lines, 1):
-            raise CorpusError(f"{self.name}: mostly invalid UTF-8; this looks like binary data, not text")
+        if not self.judged:
+            refuse_mostly_invalid(self.name, self.bad, self.lines)
         self.judged = True
 
 

@@ -15,11 +15,12 @@ import time
 LOG_INTERVAL = 30.0  # seconds between the plain progress lines when stderr is not a terminal
 
 
-def human(x: float) -> str:
+def human(x: float, spec: str = ".2f") -> str:
+    """``1.50M``, ``12.00K``, ``950``; with ``spec="g"`` the short form of plot ticks: ``1.5M``, ``500K``."""
     for unit, scale in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
         if abs(x) >= scale:
-            return f"{x / scale:.2f}{unit}"
-    return f"{x:.0f}"
+            return f"{x / scale:{spec}}{unit}"
+    return f"{x:{'g' if spec == 'g' else '.0f'}}"
 
 
 
@@ -42,8 +43,10 @@ def terminal_width(stream, default: int = 80) -> int:
 
 
 class Progress:
-    """``update(done, prefix=, suffix=)`` reports progress towards ``total`` (0: unknown).
+    """``update(done, prefix="", suffix="", force=False)`` reports progress towards ``total`` (0: unknown).
 
+    ``force`` draws now instead of waiting for the interval; ``exclude(seconds)`` keeps
+    time spent elsewhere (hooks) out of the rate and the ETA; ``close()`` ends the line.
     ``enabled``: None decides by the stream (redrawn line on a terminal, a plain line
     every ``log_interval`` seconds elsewhere); False is silent. ``initial``: work done
     before this process started (a resumed run), shown in the count but not in the rate

@@ -17,12 +17,13 @@ from scbow import trainer as trainer_mod
 from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.corpus import load_corpus
-from scbow.curve import CurveHook, parse_count
+from scbow.curve import CurveHook
 from scbow.evaluate import read_sts, score_set
 from scbow.formats import load_model, save_model
 from scbow.hooks import Hook
 from scbow.model import Model, mean_rows
 from scbow.postprocess import CommonComponents, remove_common_components
+from scbow.units import parse_count
 
 
 def assert_clean_error(result, *fragments):

@@ -42,10 +42,13 @@ class CpuBackend:
             from concurrent.futures import ThreadPoolExecutor
 
             self.pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="scbow-train")
-        # an empty batch (lo = hi = 0) loads the kernels (the serial one calls the chunk)
-        # from numba's cache, or compiles them on a first run, here: neither counts as
-        # training time
-        K.train_batch_serial(W, self.corpus, self.order, self.rate, self.params, 0, 0, 0, self.stats)
+        # an empty batch (lo = hi = 0) loads the kernels from numba's cache, or compiles
+        # them on a first run, here: neither counts as training time. The threads call
+        # the chunk kernel's own dispatcher, which loads separately.
+        args = (W, self.corpus, self.order, self.rate, self.params, 0, 0, 0)
+        K.train_batch_serial(*args, self.stats)
+        if threads > 1:
+            K.train_chunk(*args, 0, self.stats)
 
     def begin_epoch(self, order: np.ndarray) -> None:
         self.order = order

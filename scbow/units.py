@@ -1,0 +1,53 @@
+"""Numbers people type: counts of examples (``500000``, ``500k``, ``2M``, ``2e5``) and
+durations (``30s``, ``10m``, ``1.5h``). One parser each, used by ``--eval-every`` and
+``--checkpoint-every``; each raises ValueError with a one-line message.
+"""
+
+from __future__ import annotations
+
+import re
+
+# examples: far past any run (a 100M-token corpus is 6M examples an epoch)
+MAX_EXAMPLES = 10**15
+MAX_SECONDS = 366 * 24 * 3600  # a year
+
+_COUNT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:e(\d+))?\s*([kmg]?)\s*$", re.IGNORECASE)
+_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|secs|m|min|mins|h|hr|hrs)")
+_UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "m": 60, "min": 60, "mins": 60, "h": 3600, "hr": 3600, "hrs": 3600}
+
+
+def parse_count(text, suffixes: bool = True) -> int:
+    """A positive whole number of examples, at most ``MAX_EXAMPLES``.
+
+    With ``suffixes``: ``200000``, ``200k``, ``1M``, ``1.5m``, ``2e5``. Without (where
+    ``m`` means minutes, as in ``--checkpoint-every``): digits only, ``_`` and ``,``
+    allowed as separators.
+    """
+    s = str(text)
+    if not suffixes:
+        digits = s.strip().replace("_", "").replace(",", "")
+        if not (digits.isascii() and digits.isdigit()) or len(digits) > 40:
+            raise ValueError(f"{s[:40]!r} is not a positive whole number of examples")
+        value = int(digits) if len(digits) <= 16 else MAX_EXAMPLES + 1
+    else:
+        m = _COUNT.match(s) if len(s) <= 40 else None
+        if not m:
+            raise ValueError(f"{s[:40]!r} is not a positive number of examples (examples: 500000, 500k, 2M)")
+        exponent = int(m.group(2) or 0) if len(m.group(2) or "") <= 3 else 999
+        value = float(m.group(1)) * 10.0 ** min(exponent, 300) * _SUFFIX[m.group(3).lower()]
+    if not value <= MAX_EXAMPLES:
+        raise ValueError(f"{s[:40]!r} is more examples than any run has (at most {MAX_EXAMPLES:.0e})")
+    if value < 1 or value != int(value):
+        raise ValueError(f"{s[:40]!r} is not a positive whole number of examples (examples: 500000, 500k, 2M)")
+    return int(value)
+
+
+def parse_duration(text) -> float:
+    """Seconds of a positive duration such as ``30s``, ``10m``, ``1.5h``, at most a year."""
+    s = str(text).strip().lower()
+    m = _DURATION.fullmatch(s) if len(s) <= 40 else None
+    seconds = float(m.group(1)) * _UNIT_SECONDS[m.group(2)] if m else 0.0
+    if not 0 < seconds <= MAX_SECONDS:
+        raise ValueError(f"{s[:40]!r} is not a duration from a second to a year (examples: 30s, 10m, 2h)")
+    return seconds
