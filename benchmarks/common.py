@@ -1,8 +1,18 @@
-"""What every benchmark needs: where the data is, what machine ran it, and how to save a report.
+"""What every benchmark needs, defined once: data paths, the machine, reports, progress lines,
+memory, statistics of repeats and fresh-process workers.
 
-A report is one JSON file (every figure and setting, for machines) and one markdown file
-(the same, for people) written side by side from an output prefix: ``--out
-benchmarks/results/throughput`` gives ``throughput.json`` and ``throughput.md``.
+- Data: :func:`data_dir` (``$SCBOW_DATA`` or ``../shared/data``), :func:`corpus_path`.
+- A report is one JSON file (every figure and setting, for machines) and one markdown file
+  (the same, for people) written side by side from an output prefix by :func:`write_report`:
+  ``--out benchmarks/results/speed`` gives ``speed.json`` and ``speed.md``. Both record the
+  machine, the thread counts, the versions and the checkout (:func:`context`).
+- :func:`say`: the one progress line on stderr.
+- :func:`memory_mib`: the one memory measurement (``VmRSS`` and ``VmHWM``, the peak, of this
+  process); :func:`peak_rss_mib` is its peak; :func:`reset_peak` starts a new peak.
+- :func:`run_worker`: one job of a ``benchmarks`` module in a fresh Python process, its last
+  stdout line read as JSON.
+
+The kernel bench and the PyTorch peer, which need numba or torch, are in ``harness.py``.
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ import json
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -130,26 +141,72 @@ def versions(*extra: str) -> dict:
     return out
 
 
-def git_info() -> dict:
-    """Commit of the checkout and whether it had uncommitted changes; None outside git."""
-
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10,
-                              check=True).stdout.strip()
-
+def checkout_commit(root: os.PathLike = REPO_ROOT) -> str | None:
+    """The commit checked out at ``root``, read from its ``.git`` files (no git process); None
+    outside git. Works for a main checkout and for a linked worktree (``.git`` is a file)."""
+    root = Path(root)
     try:
-        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
+        git = root / ".git"
+        if git.is_file():  # a worktree: "gitdir: <path>"
+            git = Path(git.read_text().split(":", 1)[1].strip())
+            if not git.is_absolute():
+                git = (root / git).resolve()
+        common = git
+        if (git / "commondir").is_file():
+            common = (git / (git / "commondir").read_text().strip()).resolve()
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref:"):
+            return head
+        ref = head.split(":", 1)[1].strip()
+        for base in (git, common):
+            if (base / ref).is_file():
+                return (base / ref).read_text().strip()
+        packed = common / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text().splitlines():
+                if line.endswith(" " + ref):
+                    return line.split()[0]
+    except (OSError, IndexError):
+        pass
+    return None
 
 
-def context() -> dict:
-    """Everything about the run that is not a measurement."""
+def git_info(root: os.PathLike = REPO_ROOT) -> dict:
+    """Commit of the checkout and whether it had uncommitted changes; None outside git.
+
+    ``dirty`` asks ``git status`` (read-only, no optional locks taken, so it never gets in
+    the way of a commit running beside it); ``SCBOW_BENCH_NO_GIT=1`` skips that question.
+    """
+    commit = checkout_commit(root)
+    dirty = None
+    if commit is not None and not os.environ.get("SCBOW_BENCH_NO_GIT"):
+        try:
+            dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                        capture_output=True, text=True, timeout=10, check=True,
+                                        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"}).stdout.strip())
+        except (OSError, subprocess.SubprocessError):
+            dirty = None
+    return {"commit": commit, "dirty": dirty}
+
+
+def numba_threads() -> int | None:
+    """Threads numba may use here (``NUMBA_NUM_THREADS``, default the cores); None without numba."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba.config.NUMBA_NUM_THREADS
+
+
+def context(*extra_versions: str, threads=None) -> dict:
+    """Everything about the run that is not a measurement: date, command, machine, the thread
+    counts measured (``threads``) and available, versions (plus ``extra_versions``), checkout."""
     return {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": [Path(sys.executable).name, "-m", _module_name(), *sys.argv[1:]],
         "machine": machine_info(),
-        "versions": versions(),
+        "threads": {"measured": threads, "numba_available": numba_threads()},
+        "versions": versions(*extra_versions),
         "git": git_info(),
         "env": {k: os.environ[k] for k in RELEVANT_ENV if k in os.environ},
     }
@@ -161,11 +218,95 @@ def _module_name() -> str:
     return spec.name if spec is not None else sys.argv[0]
 
 
+def say(message: str) -> None:
+    """A progress line on stderr, flushed, with the time of day: the one way every suite tells
+    what it is doing (reports go to files and stdout, progress to stderr)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def memory_mib() -> dict:
+    """``VmRSS`` (resident now) and ``VmHWM`` (peak resident) of this process, in MiB.
+
+    Read from ``/proc/self/status``; where that is missing (macOS), the peak comes from
+    ``getrusage`` and there is no ``VmRSS``.
+    """
+    out = {}
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = round(int(value.split()[0]) / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    if "VmHWM" not in out:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        # Linux reports KiB, macOS bytes
+        out["VmHWM"] = round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
+    return out
+
+
 def peak_rss_mib() -> float:
-    """Peak resident memory of this process so far, in MiB (it never goes down)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # Linux reports KiB, macOS bytes
-    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
+    """Peak resident memory of this process so far (or since :func:`reset_peak`), in MiB."""
+    return memory_mib()["VmHWM"]
+
+
+def reset_peak() -> bool:
+    """Reset the peak (``VmHWM``) to the current RSS (Linux >= 4.0); False where not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def stats(values) -> dict:
+    """Median, min, max, count and relative spread ((max - min) / median) of a list of numbers."""
+    values = [float(v) for v in values]
+    med = statistics.median(values)
+    return {"median": round(med, 6), "min": round(min(values), 6), "max": round(max(values), 6), "n": len(values),
+            "spread": round((max(values) - min(values)) / med, 4) if med else None}
+
+
+def have(module: str) -> bool:
+    """Whether ``module`` can be imported (without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+class WorkerError(RuntimeError):
+    """A fresh-process worker failed or printed no result."""
+
+
+def worker_env(pythonpath: os.PathLike | str | None = None) -> dict:
+    """This environment, with ``pythonpath`` (default: this checkout) first on ``PYTHONPATH``."""
+    env = dict(os.environ)
+    first = str(pythonpath if pythonpath is not None else REPO_ROOT)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [first, env.get("PYTHONPATH")]))
+    return env
+
+
+def run_worker(module: str, args: list, timeout: float = 1800, env: dict | None = None,
+               cwd: os.PathLike | None = None, python_args: tuple = ()) -> dict:
+    """Run ``python [python_args] -m module args`` (or the script ``module`` when it ends in
+    ``.py``) in a fresh process; its last stdout line as JSON, plus ``process_wall_seconds``.
+    Raises :class:`WorkerError` with the tail of its stderr."""
+    target = [str(module)] if str(module).endswith(".py") else ["-m", module]
+    cmd = [sys.executable, *python_args, *target, *map(str, args)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd or REPO_ROOT, env=env or worker_env(), capture_output=True, text=True,
+                          timeout=timeout)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+        raise WorkerError(f"{' '.join(cmd[1:])} failed with status {proc.returncode}:\n{tail}")
+    lines = proc.stdout.strip().splitlines()
+    if not lines:
+        raise WorkerError(f"{' '.join(cmd[1:])} printed no result")
+    result = json.loads(lines[-1])
+    result["process_wall_seconds"] = round(wall, 3)
+    return result
 
 
 class Timer:
@@ -209,6 +350,7 @@ def context_markdown(ctx: dict) -> str:
         ("CPU", m["cpu_model"]),
         ("cores", f"{m['logical_cores']} logical, os.cpu_count {m['os_cpu_count']}, usable {m['usable_cores']}"),
         ("RAM", f"{m['ram_gib']} GiB"),
+        ("threads", _threads_text(ctx.get("threads"))),
         ("load average at start (1/5/15 min)", m["load_average_1_5_15"]),
         ("platform", m["platform"]),
         ("versions", ", ".join(f"{k} {val}" for k, val in v.items())),
@@ -219,9 +361,21 @@ def context_markdown(ctx: dict) -> str:
     return "## Machine\n\n" + md_table(("", ""), rows)
 
 
+def _threads_text(threads: dict | None) -> str:
+    if not threads:
+        return "n/a"
+    measured = threads.get("measured")
+    text = "measured: " + (", ".join(map(str, measured)) if isinstance(measured, (list, tuple)) else str(measured))
+    return text + f"; numba can use {threads.get('numba_available')}"
+
+
 def write_report(out: os.PathLike, data: dict, markdown: str) -> tuple[Path, Path]:
-    """Write ``<out>.json`` and ``<out>.md``, creating the directory; returns both paths."""
+    """Write ``<out>.json`` and ``<out>.md``, creating the directory; returns both paths.
+
+    A report without a ``context`` gets one here, so that every report says what ran it.
+    """
     out = Path(out)
+    data.setdefault("context", context())
     out.parent.mkdir(parents=True, exist_ok=True)
     json_path = out.with_name(out.name + ".json")
     md_path = out.with_name(out.name + ".md")

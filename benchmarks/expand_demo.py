@@ -11,7 +11,7 @@ word2vec space knows every word of the corpus and ours only the frequent ones. T
 - trains again with ``init=`` the word2vec vectors (``train --init-vectors``), rescaled to
   the random init's scale (the default) and as they are.
 
-    python -m benchmarks.expand_demo [--corpus 10M] [--threads 1] [--model DIR]
+    python -m benchmarks.run expand_demo [--corpus 10M] [--threads 1] [--model DIR]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from scbow.config import TrainConfig
-from scbow.corpus import load_corpus, open_text
+from scbow.corpus import load_corpus, open_text, read_corpus
 from scbow.evaluate import read_sts, score_set
 from scbow.formats import load_model, save_model
 from scbow.model import Model
@@ -31,11 +31,7 @@ from scbow.pretrained import expand_vocabulary, pretrained_init
 from scbow.tokenize import tokenize, tokenize_lines
 from scbow.trainer import train
 
-from .common import REPO_ROOT, context, context_markdown, corpus_path, data_dir, md_table, write_report
-
-
-def say(message: str) -> None:
-    print(message, flush=True)
+from .common import REPO_ROOT, context, context_markdown, corpus_path, data_dir, md_table, say, write_report
 
 
 def tokenized_copy(src: Path, dst: Path) -> int:
@@ -114,7 +110,7 @@ def reading(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.expand_demo", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.run expand_demo", description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", default="10M", choices=("1M", "10M", "100M"))
     ap.add_argument("--threads", type=int, default=1, help="training threads (1 leaves a core to others)")
     ap.add_argument("--model", type=Path, default=None, help="an already trained model of the corpus (default: train one)")
@@ -137,7 +133,7 @@ def main(argv=None) -> None:
         say(f"our model: {args.model}")
     else:
         say(f"training our model on {corpus_file} ({args.threads} thread(s))")
-        ours = train([corpus_file], config, quiet=True).model
+        ours = train(read_corpus([corpus_file], config.min_count, config.max_vocab, quiet=True), config, quiet=True).model
         save_model(ours, args.work / f"ours-{args.corpus}")
     w2v_path = word2vec_vectors(corpus_file, args.work, args)
     w2v = load_model(w2v_path)
@@ -201,7 +197,7 @@ def main(argv=None) -> None:
     base = rows[0]
     markdown = "\n\n".join([
         f"# Vocabulary expansion and pretrained starts, STS-B dev, gutenberg-{args.corpus}",
-        f"Command: `python -m benchmarks.expand_demo --corpus {args.corpus} --threads {args.threads}"
+        f"Command: `python -m benchmarks.run expand_demo --corpus {args.corpus} --threads {args.threads}"
         + (f" --model {args.model}`: a model trained beforehand with the defaults and --threads 1 (with one "
            "thread, the run this script would make)." if args.model else "`."),
         f"Our model: TrainConfig defaults (min count {config.min_count}, {config.dim} dims, "

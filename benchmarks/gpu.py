@@ -1,7 +1,7 @@
 """GPU throughput: ``--device cuda`` against the CPU path on all cores, kernel only and end to end.
 
-    python -m benchmarks.gpu                      # gutenberg-10M repeated 10 times, 1 epoch, dim 100
-    python -m benchmarks.gpu --repeat 2 --epochs 1 --out /tmp/gpu-check
+    python -m benchmarks.run gpu                      # gutenberg-10M repeated 10 times, 1 epoch, dim 100
+    python -m benchmarks.run gpu --repeat 2 --epochs 1 --out /tmp/gpu-check
 
 Needs an NVIDIA GPU and numba-cuda (``pip install '.[cuda]'``) and exits with the reason
 when either is missing. Prints a markdown report and saves it with every figure and
@@ -49,10 +49,12 @@ from .common import (
     human,
     md_table,
     peak_rss_mib,
+    say,
     timed,
     versions,
     write_report,
 )
+from .targets import TARGETS
 
 WARMUP_SENTENCES = 2000
 DEFINITIONS = {
@@ -64,7 +66,7 @@ DEFINITIONS = {
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu", description=__doc__.split("\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run gpu", description=__doc__.split("\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--corpus", choices=sorted(CORPORA, key=len), default="10M", help="corpus to tile")
     parser.add_argument("--repeat", type=int, default=10, help="copies of the corpus, one after the other")
@@ -86,13 +88,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
 
 def require_gpu(allow_simulator: bool) -> dict:
     """Exit with the reason unless a real GPU can train; returns what it is."""
-    from scbow.cuda import cuda_problem
+    from scbow.backends.cuda import cuda_problem
 
     problem = cuda_problem()
     if problem:
@@ -169,7 +168,7 @@ def measure(device: str, corpus, config: TrainConfig, tmp: Path, dev_set) -> dic
         "peak_rss_mib_after": peak_rss_mib(),
     }
     if device == "cuda":
-        from scbow.cuda import LAUNCH_BATCH, default_threads
+        from scbow.backends.cuda import LAUNCH_BATCH, default_threads
 
         row["launch"] = {"examples_per_batch": LAUNCH_BATCH, "threads_per_block": default_threads(config.dim, False)}
     if dev_set is not None:
@@ -195,9 +194,12 @@ def render(report: dict) -> str:
     ]
     by = {r["device"]: r for r in rows}
     if "cpu" in by and "cuda" in by:
-        parts.append(f"GPU / CPU: **{by['cuda']['kernel_examples_per_s'] / by['cpu']['kernel_examples_per_s']:.1f}x** "
+        ratio = by["cuda"]["kernel_examples_per_s"] / by["cpu"]["kernel_examples_per_s"]
+        goal = TARGETS["gpu_over_cpu"]
+        parts.append(f"GPU / CPU: **{ratio:.1f}x** "
                      f"kernel only, **{by['cuda']['end_to_end_examples_per_s'] / by['cpu']['end_to_end_examples_per_s']:.1f}x** "
-                     "end to end.")
+                     f"end to end. Goal ({goal.measured_against}): {goal.goal_text()}, "
+                     f"**{'met' if goal.met(ratio) else 'not met'}** kernel only.")
     parts += [
         f"Encoding the corpus once (cache): {report['load_seconds']} s; not part of either device's time.",
         "## Definitions\n\n" + "\n".join(f"- **{k}**: {v}" for k, v in DEFINITIONS.items()),

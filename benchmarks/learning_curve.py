@@ -9,7 +9,7 @@ Trains on gutenberg-10M with the defaults, ``--threads 1``, ``--eval-every 50000
 - one evaluation done the plain way (copy the matrix, ``remove_common_components`` on
   100,000 sentences, ``score_set``), against the curve's cheap one.
 
-    python -m benchmarks.learning_curve               # about 3 minutes on 2 cores
+    python -m benchmarks.run learning_curve               # about 3 minutes on 2 cores
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import numpy as np
 
 from .common import REPO_ROOT, context, context_markdown, corpus_path, data_dir, md_table, write_report
 
+PROG = "python -m benchmarks.run learning_curve"
+
 
 def run_train(corpus: Path, out: Path, extra: list) -> dict:
     cmd = [sys.executable, "-m", "scbow.cli", "train", str(corpus), "-o", str(out), "--threads", "1", "-q", *extra]
@@ -38,11 +40,12 @@ def run_train(corpus: Path, out: Path, extra: list) -> dict:
 
 
 def plain_evaluation_seconds(model_dir: Path, corpus: Path, dev_path: Path, repeats: int = 3) -> list:
+    from scbow.config import TrainConfig
     from scbow.corpus import load_corpus
     from scbow.evaluate import read_sts, score_set
     from scbow.formats import load_model
     from scbow.model import Model
-    from scbow.trainer import remove_common_components
+    from scbow.postprocess import remove_common_components
 
     model = load_model(model_dir, mmap=False)
     c = model.config
@@ -52,14 +55,14 @@ def plain_evaluation_seconds(model_dir: Path, corpus: Path, dev_path: Path, repe
     for _ in range(repeats):
         t = time.perf_counter()
         W = np.array(model.vectors, copy=True)
-        remove_common_components(W, encoded, min(c["common_components"], c["dim"] // 10), c["seed"])
+        remove_common_components(W, encoded, TrainConfig.from_dict(c).components_removed, c["seed"])
         score_set(Model(model.vocab, W).embed, dev)
         out.append(round(time.perf_counter() - t, 3))
     return out
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("--every", default="500000")
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--out", default="benchmarks/results/curve_10M")
@@ -103,7 +106,7 @@ def main(argv=None) -> None:
                        w["wall_seconds"], w["process_seconds"]])
     parts = [
         "# STS learning curve: gutenberg-10M, STS-B dev set",
-        f"Command: `python -m benchmarks.learning_curve` (runs `{with_eval['command']}`; the dev set is "
+        f"Command: `python -m benchmarks.run learning_curve` (runs `{with_eval['command']}`; the dev set is "
         f"`{dev_path}`). Figure: `{png_path.name}` (`scbow-numba plot {json_path} -o {png_path}`).",
         "Columns: examples seen, epochs, epoch end, training seconds (wall clock without the evaluations), mean "
         "loss of the batches since the previous point, dev Pearson of the model as it would be saved (after the "

@@ -1,9 +1,10 @@
 """Speed of word neighbours: ``Model.most_similar`` beside gensim's ``KeyedVectors.most_similar`` on the same vectors.
 
-    python -m benchmarks.most_similar                    # the 100M model of benchmarks.quality, if there
-    python -m benchmarks.most_similar --model PATH --queries 200 --rounds 3
+    python -m benchmarks.run most_similar                    # the 100M model of benchmarks.quality, if there
+    python -m benchmarks.run most_similar --model PATH --queries 200 --rounds 3
 
-The goal (issue 14): at most 1.5 times gensim's time per query, measured side by side.
+The goal (``benchmarks/targets.py``, ``most_similar_over_gensim``): at most 1.5 times gensim's time per
+query, measured side by side.
 
 What is measured, in order:
 
@@ -37,7 +38,6 @@ import importlib.util
 import os
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -53,24 +53,23 @@ from .common import (
     corpus_path,
     md_table,
     peak_rss_mib,
+    say,
     timed,
     versions,
     write_report,
 )
+from .targets import TARGETS
 
-GOAL_RATIO = 1.5
+GOAL_RATIO = TARGETS["most_similar_over_gensim"].value
 COSINE_TOLERANCE = 1e-5
 QUALITY_MODEL = REPO_ROOT / "benchmarks" / ".work" / "quality" / "scbow-100M-c36ac6717165c352"
 WORK = REPO_ROOT / "benchmarks" / ".work" / "most_similar"
 BEFORE_COMMIT = "45aabfe"  # the last commit with the float64 most_similar (a full cast and norms per call)
 
 
-def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.most_similar", description=__doc__.split("\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run most_similar", description=__doc__.split("\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--model", type=Path, default=None,
                         help=f"model directory or word2vec file [default: {QUALITY_MODEL.relative_to(REPO_ROOT)} "

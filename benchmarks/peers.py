@@ -28,8 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from scbow.model import HASH_SCALE, hashed_vector, hashed_vectors, rarest_rows
+from scbow.postprocess import sample_sentences
+from scbow.start import corpus_weights
 from scbow.tokenize import tokenize
-from scbow.trainer import corpus_weights, sample_sentences
 
 SIF_A = 1e-3
 PCR_COMPONENTS = 10

@@ -1,8 +1,8 @@
 """Quality on the paper's SemEval STS sets: Siamese CBOW against what a user would do instead.
 
-    python -m benchmarks.quality                          # gutenberg-100M, 2 threads, every system
-    python -m benchmarks.quality --corpus 1M              # a quick end-to-end check
-    python -m benchmarks.quality --systems scbow --force  # retrain Siamese CBOW only, keep the cached peers
+    python -m benchmarks.run quality                          # gutenberg-100M, 2 threads, every system
+    python -m benchmarks.run quality --corpus 1M              # a quick end-to-end check
+    python -m benchmarks.run quality --systems scbow --force  # retrain Siamese CBOW only, keep the cached peers
 
 Every system learns from the same corpus, through the same tokenizer, and is scored the same
 way: the cosine of two sentence vectors, Pearson's r per set; a pair a system cannot score
@@ -52,8 +52,9 @@ from scbow.config import TrainConfig
 from scbow.corpus import cache_key, default_cache_dir, expand_inputs, load_corpus
 from scbow.evaluate import bootstrap_pearson_diff, read_sts
 
-from .common import CORPORA, REPO_ROOT, context, context_markdown, corpus_path, data_dir, md_table, write_report
+from .common import CORPORA, REPO_ROOT, context, context_markdown, corpus_path, data_dir, md_table, say, write_report
 from .peers import SentenceEmbedder, WordTable, choose, filled_cosines, variants_of
+from .targets import TARGETS
 
 TRAINED = ("scbow", "cbow", "skipgram", "fasttext")
 SYSTEMS = ("scbow", "scbow_start", "cbow", "skipgram", "fasttext", "overlap")
@@ -79,12 +80,12 @@ OVERLAP_DIM = 300
 BOOTSTRAP_RESAMPLES = 1000
 CURVE_EVERY = 500_000  # examples between the learning curve's points
 
-# The goal (the project's issue on training that learns), for the defaults on gutenberg-100M.
-GOAL_MIN_WINS = 14  # of the 19 sets, against each peer
-GOAL_MEAN_PEARSON = 0.65
-GOAL_TRAIN_SECONDS = 15 * 60
-GOAL_CURVE_GAIN = 0.03  # dev Pearson at the end minus that of the untrained start
-GOAL_WORDSIM_GAP = 0.1  # scbow's Spearman at most this far below gensim CBOW's
+# The goal, for the defaults on gutenberg-100M (benchmarks/targets.py).
+GOAL_MIN_WINS = int(TARGETS["quality_min_wins"].value)  # of the 19 sets, against each peer
+GOAL_MEAN_PEARSON = TARGETS["quality_mean_pearson"].value
+GOAL_TRAIN_SECONDS = TARGETS["quality_train_s"].value
+GOAL_CURVE_GAIN = TARGETS["quality_curve_gain"].value  # dev Pearson at the end minus that of the untrained start
+GOAL_WORDSIM_GAP = TARGETS["quality_wordsim_gap"].value  # scbow's Spearman at most this far below gensim CBOW's
 
 # Kenter, Borisov and de Rijke (ACL 2016), Table 1: Pearson's r (Spearman's r) on the SemEval
 # sets, every system trained on the Toronto Book Corpus; "†": Siamese CBOW significantly
@@ -200,9 +201,6 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def log(message: str) -> None:
-    print(f"[quality {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
 
 # ---------------------------------------------------------------------------------------
 # corpus
@@ -255,7 +253,7 @@ def token_file(corpus, key: str) -> tuple[Path, dict]:
     words = np.array(corpus.vocab.words, dtype=object)
     offsets = np.asarray(corpus.offsets)
     tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-    log(f"writing {corpus.stats['tokens']:,} tokens to {path}")
+    say(f"writing {corpus.stats['tokens']:,} tokens to {path}")
     with Meter() as m:
         with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
             step = 200_000  # sentences per block
@@ -318,7 +316,8 @@ def model_dir(system: str, corpus_label: str, corpus_key: str, settings: dict) -
 def training_code_hash() -> str:
     """Hash of the files that decide what Siamese CBOW learns (recorded, not part of the key)."""
     h = hashlib.sha256()
-    for rel in ("scbow/trainer.py", "scbow/kernels/cpu.py", "scbow/config.py"):
+    for rel in ("scbow/trainer.py", "scbow/start.py", "scbow/postprocess.py", "scbow/backends/params.py",
+                "scbow/kernels/sampling.py", "scbow/kernels/cpu.py", "scbow/config.py"):
         p = REPO_ROOT / rel
         h.update(p.read_bytes() if p.is_file() else b"")
     return h.hexdigest()[:16]
@@ -339,7 +338,7 @@ def train_scbow(corpus, settings: dict, dev_path: Path):
     from scbow.trainer import train
 
     config = TrainConfig.from_dict({k: v for k, v in settings.items() if k != "trainer"})
-    log(f"training Siamese CBOW: {json.dumps(config.to_dict())}")
+    say(f"training Siamese CBOW: {json.dumps(config.to_dict())}")
     k = config.components_removed
     curve = CurveHook(read_sts(dev_path), CURVE_EVERY, k, config.seed, sources={"dev": str(dev_path)},
                       unknown=config.unknown, unknown_scale=config.unknown_scale)
@@ -368,7 +367,7 @@ def train_fasttext(tokens_path: Path, settings: dict, corpus, oov_words: list):
     from scbow.model import Model
 
     s = {k: v for k, v in settings.items() if k != "trainer"}
-    log(f"training fastText: {json.dumps(s)}")
+    say(f"training fastText: {json.dumps(s)}")
     with Meter() as m:
         ft = fasttext.train_unsupervised(str(tokens_path), verbose=1, **s)
     M = np.stack([ft.get_word_vector(w) for w in corpus.vocab.words]).astype(np.float32)
@@ -390,7 +389,7 @@ def train_word2vec(system: str, tokens_path: Path, settings: dict):
     from scbow.vocab import Vocab
 
     s = dict(settings)
-    log(f"training word2vec {system} with gensim: {json.dumps(s)}")
+    say(f"training word2vec {system} with gensim: {json.dumps(s)}")
     with Meter() as m:
         w2v = Word2Vec(sg=s["sg"], vector_size=s["vector_size"], window=s["window"], min_count=s["min_count"],
                        sample=s["sample"], negative=s["negative"], hs=s["hs"], cbow_mean=s["cbow_mean"],
@@ -418,7 +417,7 @@ def load_cached(path: Path):
         try:
             return load_model(path)
         except Exception as exc:  # a damaged cache entry: retrain or leave out
-            log(f"ignoring damaged cache {path}: {exc}")
+            say(f"ignoring damaged cache {path}: {exc}")
     return None
 
 
@@ -474,7 +473,8 @@ class Scored:
 def untrained_start(model, corpus):
     """The start of scbow's run (same seed, weights, post-processing, unknown-word rule), as a model."""
     from scbow.model import Model
-    from scbow.trainer import corpus_weights, init_vectors, remove_common_components
+    from scbow.postprocess import remove_common_components
+    from scbow.start import corpus_weights, init_vectors
 
     config = TrainConfig.from_dict(model.config)
     W = init_vectors(len(corpus.vocab), config, corpus_weights(corpus, config))
@@ -813,7 +813,7 @@ def _clean(value):
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.quality", description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.run quality", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--corpus", default="100M", help=f"one of {', '.join(CORPORA)} or a path")
     ap.add_argument("--threads", type=int, default=2, help="training threads of every trainer")
@@ -867,9 +867,9 @@ def main(argv=None) -> None:
     ctx = context()
     WORK.mkdir(parents=True, exist_ok=True)
     min_count = TrainConfig().min_count
-    log(f"corpus {label}: {path}")
+    say(f"corpus {label}: {path}")
     corpus, ckey, enc_timing = encode_corpus(path, min_count)
-    log(f"corpus encoded: {corpus.stats['tokens']:,} kept tokens, {corpus.n_sentences:,} sentences, "
+    say(f"corpus encoded: {corpus.stats['tokens']:,} kept tokens, {corpus.n_sentences:,} sentences, "
         f"vocabulary {len(corpus.vocab):,} (encoding {'reloaded' if enc_timing.get('reloaded_this_run') else 'built'})")
     sets, dev = sts_sets(), read_sts(dev_path())
 
@@ -884,7 +884,7 @@ def main(argv=None) -> None:
             continue
         path_s = dirs[system]
         if not args.force and load_cached(path_s) is not None:
-            log(f"{system}: cached in {path_s}")
+            say(f"{system}: cached in {path_s}")
             continue
         if system != "scbow" and tokens_path is None:
             tokens_path, timings["tokens"] = token_file(corpus, ckey)
@@ -901,7 +901,7 @@ def main(argv=None) -> None:
             np.savez(path_s / "oov.npz", words=np.array(list(oov), dtype=object),
                      vectors=np.array(list(oov.values()), dtype=np.float32).reshape(len(oov), -1))
         b = model.info["benchmark"]
-        log(f"{system}: trained in {b['wall_seconds']} s wall, {b['cpu_seconds']} s CPU; saved to {path_s}")
+        say(f"{system}: trained in {b['wall_seconds']} s wall, {b['cpu_seconds']} s CPU; saved to {path_s}")
         del model
     # The report is made from everything cached now, including what other runs (say, one
     # training the peers in the background) finished while this one was training.
@@ -913,7 +913,7 @@ def main(argv=None) -> None:
             timings[system] = model.info.get("benchmark", {})
     missing = [s for s in TRAINED if s not in models]
 
-    log("evaluating on the STS sets")
+    say("evaluating on the STS sets")
     scored: dict[str, Scored] = {}
     systems: dict[str, dict] = {}
     tables = {}
@@ -939,7 +939,7 @@ def main(argv=None) -> None:
             kind = {"fasttext": "fasttext", "overlap": "overlap"}.get(name, "word2vec")
             by_variant = {}
             for variant in variants_of(kind):
-                log(f"{name}: {variant.label}")
+                say(f"{name}: {variant.label}")
                 by_variant[variant] = Scored(SentenceEmbedder(tables[name], variant, corpus).embed, dev, sets)
             pick = choose({v: s.dev["pearson"] for v, s in by_variant.items()})
             scored[name] = by_variant[pick]
@@ -953,7 +953,7 @@ def main(argv=None) -> None:
         ws = word_similarity(tables, corpus.vocab)
         nb = neighbours({k: v for k, v in tables.items() if k != "overlap"}, corpus.vocab)
     paper = paper_table()
-    regen = (f"python -m benchmarks.quality --corpus {args.corpus} --threads {args.threads}"
+    regen = (f"python -m benchmarks.run quality --corpus {args.corpus} --threads {args.threads}"
              + (f" --scbow-config '{args.scbow_config}'" if args.scbow_overrides else "")
              + (f" --out {args.out}" if args.out != "benchmarks/results/quality" else ""))
     result = {
@@ -977,7 +977,7 @@ def main(argv=None) -> None:
     result["goal"] = _goal(result)
     result = _clean(result)
     json_path, md_path = write_report(Path(args.out), result, markdown(result))
-    log(f"wrote {json_path} and {md_path}")
+    say(f"wrote {json_path} and {md_path}")
     print(" ".join(f"{n}: mean r {systems[n]['test_pearson_mean']:.4f}" for n in systems))
     if pairs:
         print("scbow wins: " + ", ".join(f"{o} {p['wins']}/{len(sets)}" for o, p in pairs.items()))

@@ -1,47 +1,77 @@
-"""The one entry point of the benchmarks.
+"""The one entry point of the benchmarks: ``python -m benchmarks.run SUITE [options]``.
 
-    python -m benchmarks.run speed [--quick] [--corpus 10M] [--threads 1,2] [--repeats 3] [--skip-100m] ...
-    python -m benchmarks.run all [OPTIONS]      # every suite below in turn, with the same options
-    python -m benchmarks.run speed --help       # every option of a suite
+    python -m benchmarks.run --help            # the suites, one line each
+    python -m benchmarks.run SUITE --help      # every option of a suite
+    python -m benchmarks.run speed --quick     # a plumbing check of the speed suite
 
-Suites:
-
-  speed   issue 5: training kernel and its scaling, the PyTorch peer, end to end against
-          gensim CBOW, preprocessing, cached reload, STS inference, memory, bandwidth
-          (benchmarks/speed.py; report benchmarks/results/speed.md and .json)
-
-``python -m benchmarks.throughput`` (the earlier kernel/preprocessing report) and
-``python -m benchmarks.sweep`` (dev-set hyperparameter sweep) still run on their own.
+Every suite is a module of ``benchmarks/`` with a ``main(argv)``; it writes its report as
+``benchmarks/results/<name>.md`` and ``.json`` (machine, threads, versions recorded). The
+goals the reports judge against are in ``benchmarks/targets.py``; what was tried on the
+kernel, and what it did, is in ``benchmarks/NOTES.md``.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import sys
+from dataclasses import dataclass
 
 
-def _speed(argv, prog):
-    from . import speed
+@dataclass(frozen=True)
+class Suite:
+    module: str
+    report: str
+    summary: str
 
-    speed.main(argv, prog=prog)
+
+SUITES: dict[str, Suite] = {
+    "speed": Suite("speed", "speed.md",
+                   "training kernel and its scaling (real backend), PyTorch peer, end to end vs gensim, "
+                   "preprocessing, reload, STS inference, memory"),
+    "ab": Suite("ab", "ab_speed.md", "kernel examples/s of this checkout against another (--base), alternating fresh processes"),
+    "quality": Suite("quality", "quality.md", "every system on gutenberg-100M: 19 SemEval STS sets, STS-B dev, word similarity"),
+    "search": Suite("search", "search.md", "every setting tried for the defaults, scored on STS-B dev"),
+    "sweep": Suite("sweep", "sweep.md", "hyperparameter sweep on STS-B dev (the previous defaults' grids)"),
+    "learning_curve": Suite("learning_curve", "curve_10M.md",
+                            "the STS-B dev learning curve of a default run, and what recording it costs"),
+    "embed_speed": Suite("embed_speed", "embed.md", "`scbow-numba embed` lines per minute"),
+    "most_similar": Suite("most_similar", "most_similar.md", "`Model.most_similar` against gensim's KeyedVectors"),
+    "segmenters": Suite("segmenters", "segmenters.md", "sentence segmenters for `prepare`: accuracy, speed, weight"),
+    "expand_demo": Suite("expand_demo", "expand.md", "vocabulary expansion and --init-vectors from word2vec vectors"),
+    "unknown_words": Suite("unknown_words", "unknown_words.md", "unknown words at inference: left out or hashed"),
+    "gpu": Suite("gpu", "gpu.md", "the CUDA path against the CPU path (needs a GPU)"),
+}
+ALIASES = {"curve": "learning_curve", "embed": "embed_speed", "expand": "expand_demo"}
 
 
-SUITES = {"speed": _speed}
+def usage() -> str:
+    width = max(map(len, SUITES))
+    lines = [__doc__.strip(), "", "Suites:", ""]
+    lines += [f"  {name:<{width}}  {suite.summary}" for name, suite in SUITES.items()]
+    lines += ["", "Aliases: " + ", ".join(f"{a} = {n}" for a, n in ALIASES.items())]
+    return "\n".join(lines)
+
+
+def run_suite(name: str, argv: list[str]):
+    """Import the suite's module and call its ``main`` with ``argv`` (and ``prog``, where it takes one)."""
+    name = ALIASES.get(name, name)
+    module = importlib.import_module(f"benchmarks.{SUITES[name].module}")
+    prog = f"python -m benchmarks.run {name}"
+    if "prog" in inspect.signature(module.main).parameters:
+        return module.main(argv, prog=prog)
+    return module.main(argv)
 
 
 def main(argv=None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__.strip())
+        print(usage())
         sys.exit(0 if argv else 2)
     name, rest = argv[0], argv[1:]
-    if name == "all":
-        for suite, run in SUITES.items():
-            print(f"== {suite}", file=sys.stderr, flush=True)
-            run(rest, f"python -m benchmarks.run {suite}")
-        return
-    if name not in SUITES:
-        sys.exit(f"unknown suite {name!r}; choose from: {', '.join(SUITES)}, all")
-    SUITES[name](rest, f"python -m benchmarks.run {name}")
+    if ALIASES.get(name, name) not in SUITES:
+        sys.exit(f"unknown suite {name!r}; choose from: {', '.join(SUITES)} (python -m benchmarks.run --help)")
+    run_suite(name, rest)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The search behind the training defaults: every setting tried, its STS-B dev score and its test mean.
 
-    python -m benchmarks.search                 # 10M grid, then the 100M confirmations
-    python -m benchmarks.search --corpus 10M    # one corpus only
+    python -m benchmarks.run search                 # 10M grid, then the 100M confirmations
+    python -m benchmarks.run search --corpus 10M    # one corpus only
 
 Defaults are chosen on the STS-B dev set only; the mean Pearson over the 19 SemEval test sets
 is printed beside it so that a reader can see what the choice cost or gained there, never
@@ -24,8 +24,8 @@ from scbow.corpus import load_corpus
 from scbow.evaluate import read_sts
 from scbow.trainer import train
 
-from .common import context, context_markdown, corpus_path, md_table, write_report
-from .quality import Scored, dev_path, log, sts_sets, untrained_start
+from .common import context, context_markdown, corpus_path, md_table, say, write_report
+from .quality import Scored, dev_path, sts_sets, untrained_start
 
 # The settings of the last release (e5d09e1): unweighted averages, weight decay, unknown words left out.
 PREVIOUS = {"frequency_weight": 0.0, "count_power": 0.0, "lr": 0.02, "weight_decay": 10.0, "unknown": "omit"}
@@ -96,7 +96,8 @@ def what_training_adds(corpus, dev, sets, threads: int) -> dict:
     import numpy as np
 
     from scbow.model import Model
-    from scbow.trainer import corpus_weights, init_vectors, remove_common_components
+    from scbow.postprocess import remove_common_components
+    from scbow.start import corpus_weights, init_vectors
 
     cfg = TrainConfig(threads=threads, common_components=-1)
     W0 = init_vectors(len(corpus.vocab), cfg, corpus_weights(corpus, cfg))
@@ -108,7 +109,7 @@ def what_training_adds(corpus, dev, sets, threads: int) -> dict:
         remove_common_components(M, corpus, TrainConfig(dim=cfg.dim).components_removed, cfg.seed)
         s = Scored(Model(corpus.vocab, M, {"unknown": "hash", "unknown_scale": 1.0}).embed, dev, sets)
         rows.append({"label": label, "dev_pearson": s.dev["pearson"], "test_pearson_mean": s.mean})
-        log(f"what training adds: {label}: dev {s.dev['pearson']:.4f}")
+        say(f"what training adds: {label}: dev {s.dev['pearson']:.4f}")
     ratio = np.linalg.norm(delta, axis=1) / np.maximum(np.linalg.norm(W0, axis=1), 1e-30)
     return {"rows": rows, "median_change_to_start_norm": float(np.median(ratio))}
 
@@ -131,7 +132,7 @@ def run_grid(name: str, grid: list, threads: int) -> list:
         row = {"corpus": name, "group": group, "label": label, "overrides": over, "loss_first_last": loss,
                "dev_pearson": s.dev["pearson"], "test_pearson_mean": s.mean, "seconds": round(time.perf_counter() - t0, 1)}
         rows.append(row)
-        log(f"{name} {label}: dev {row['dev_pearson']:.4f}, test mean {row['test_pearson_mean']:.4f}")
+        say(f"{name} {label}: dev {row['dev_pearson']:.4f}, test mean {row['test_pearson_mean']:.4f}")
     adds = what_training_adds(corpus, dev, sets, threads) if name == "10M" else None
     return rows, adds
 
@@ -169,7 +170,7 @@ def markdown(result: dict) -> str:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.search", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.run search", description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", choices=sorted(GRIDS), action="append", help="default: 10M then 100M")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default="benchmarks/results/search")
@@ -184,7 +185,7 @@ def main(argv=None) -> None:
                   "prototypes": PROTOTYPES, "context": {**parts[-1]["context"], "merged_from": [
                       {"command": p["context"].get("command"), "date_utc": p["context"].get("date_utc")} for p in parts]}}
         json_path, md_path = write_report(Path(args.out), result, markdown(result))
-        log(f"wrote {json_path} and {md_path}")
+        say(f"wrote {json_path} and {md_path}")
         return
     corpora = args.corpus or ["10M", "100M"]
     rows, adds = [], None
@@ -195,7 +196,7 @@ def main(argv=None) -> None:
     result = {"corpora": corpora, "defaults": TrainConfig().to_dict(), "rows": rows, "what_training_adds": adds,
               "prototypes": PROTOTYPES, "context": context()}
     json_path, md_path = write_report(Path(args.out), json.loads(json.dumps(result)), markdown(result))
-    log(f"wrote {json_path} and {md_path}")
+    say(f"wrote {json_path} and {md_path}")
 
 
 if __name__ == "__main__":

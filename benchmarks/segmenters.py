@@ -1,7 +1,7 @@
 """Sentence segmenters for ``scbow-numba prepare``: accuracy first, then speed and weight.
 
-    python -m benchmarks.segmenters                       # the whole 1M corpus, 3 repeats
-    python -m benchmarks.segmenters --mb 1 --repeats 1 --out /tmp/seg-check
+    python -m benchmarks.run segmenters                       # the whole 1M corpus, 3 repeats
+    python -m benchmarks.run segmenters --mb 1 --repeats 1 --out /tmp/seg-check
 
 What is measured, for each segmenter as ``scbow.prepare.get_segmenter`` calls it (the
 paragraph with its whitespace collapsed, one call per paragraph), plus a naive regex
@@ -37,7 +37,6 @@ import lzma
 import random
 import re
 import shutil
-import sys
 import tempfile
 import textwrap
 import time
@@ -56,6 +55,7 @@ from .common import (
     human,
     md_table,
     peak_rss_mib,
+    say,
     versions,
     write_report,
 )
@@ -81,12 +81,9 @@ ERRORS_SHOWN = 12
 _NAIVE = re.compile(r"[.!?]+[\"')\]]*(?=\s+[\"'(\[]?[A-Z0-9])")
 
 
-def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.segmenters", description=__doc__.split("\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run segmenters", description=__doc__.split("\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--corpus", choices=sorted(CORPORA, key=len), default="1M",
                         help="Gutenberg corpus whose text is timed")

@@ -1,4 +1,4 @@
-"""Speed of scbow-numba against its peers, in one run: the harness of issue 5.
+"""Speed of scbow-numba against its peers, in one run: the one speed suite.
 
     python -m benchmarks.run speed                 # full run: 10M corpus, threads 1..N, 3 repeats
     python -m benchmarks.run speed --quick         # plumbing check: 1M corpus, 1 repeat, no 100M
@@ -6,12 +6,14 @@
 
 Sections (``--only`` picks some; targets of skipped sections read "not measured"):
 
-- ``preprocess``: tokens/s of tokenizing alone and of the whole encode (tokenize, count,
-  encode) from the decompressed text; xz decompression and an encode from the ``.xz`` file
+- ``preprocess``: tokens/s of the whole encode (tokenize, count, encode) from the
+  decompressed text, and of its first phase (reading and tokenizing, timed to the encoder's
+  last progress report); xz decompression and an encode from the ``.xz`` file
   as context; the corpus cache built, then reloaded (memory-mapped).
-- ``kernel``: compile time of the batch kernels, then one epoch of the training kernel at
-  every thread count, alternating in each repeat with the PyTorch implementation of the same
-  objective (``benchmarks.torch_scbow``, its own process) at the same thread count; scaling
+- ``kernel``: compile time of the backend's kernels, then one epoch of the training kernel
+  at every thread count through the real CPU backend (``benchmarks.harness.KernelBench``),
+  alternating in each repeat with the PyTorch implementation of the same objective
+  (``benchmarks.torch_scbow``, its own process) at the same thread count; scaling
   efficiency; bytes of matrix rows touched per second beside a NumPy copy's GB/s.
 - ``e2e``: raw text to saved model, one epoch, 2 threads, each run a fresh process with an
   empty corpus cache: scbow (default dims, and the paper's 300 as context) alternating with
@@ -25,17 +27,17 @@ Scratch lives in ``benchmarks/.work/speed/`` (git-ignored): the decompressed tex
 between runs, every run's caches and models are removed at its end unless ``--keep-work``.
 The report is ``<out>.json`` and ``<out>.md`` (default ``benchmarks/results/speed``;
 ``--quick`` defaults to ``benchmarks/.work/speed/quick`` so that it never replaces the report).
+The goals come from ``benchmarks/targets.py``; what was tried on the kernel is in
+``benchmarks/NOTES.md``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import lzma
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,64 +51,52 @@ from .common import (
     CORPORA,
     REPO_ROOT,
     RESULTS_DIR,
+    WorkerError,
     context,
     context_markdown,
     corpus_path,
     data_dir,
+    have,
     human,
     md_table,
     parse_threads,
     peak_rss_mib,
+    run_worker,
+    say,
+    stats,
     timed,
-    versions,
     write_report,
 )
+from .harness import KernelBench, TorchPeer, compile_times
+from .targets import TARGETS
 
 WORK_DIR = REPO_ROOT / "benchmarks" / ".work" / "speed"
 SECTIONS = ("preprocess", "kernel", "e2e", "inference", "memory")
 
-# Targets of issue 5: ratios from one run; absolute figures only as context.
-T_E2E_RATIO = 0.5  # scbow end to end <= 0.5 x gensim CBOW, one epoch, 2 threads
-T_KERNEL_EPS = 150_000  # examples/s on 2 threads
-T_TORCH_RATIO = 20.0  # kernel >= 20 x the PyTorch implementation, same threads
-T_SCALING = 1.8  # examples/s on 2 threads / on 1 thread
-T_PREPROCESS = 2_000_000  # raw tokens/s of the whole encode
-T_RELOAD_S = 1.0  # cached reload of the corpus, seconds
-T_STS_S = 0.3  # all STS pairs from raw sentences, seconds
-T_MEMORY_RATIO = 2.0  # peak training memory / (token ids + matrix)
+# The goals (benchmarks/targets.py): ratios from one run; absolute figures only as context.
+T_E2E_RATIO = TARGETS["e2e_over_gensim"].value
+T_KERNEL_EPS = TARGETS["kernel_examples_per_s"].value
+T_TORCH_RATIO = TARGETS["kernel_over_torch"].value
+T_SCALING = TARGETS["scaling_2_threads"].value
+T_PREPROCESS = TARGETS["preprocess_tokens_per_s"].value
+T_RELOAD_S = TARGETS["cached_reload_s"].value
+T_STS_S = TARGETS["sts_all_pairs_s"].value
+T_MEMORY_RATIO = TARGETS["memory_over_ids_matrix"].value
 TARGET_THREADS = 2
 E2E_THREADS = 2
 PAPER_DIM = 300
 PAPER_STS = {"pairs": 17_608, "seconds": 7.7, "note": "Kenter et al. 2016: 17,608 pairs on one CPU in 7.7 s"}
 GENSIM_FILED = {"seconds": 6.8, "raw_words_per_s": 1.83e6,
-                "note": "measured before issue 5 was filed: gensim CBOW, 300 dims, one epoch of 10M, 2 workers, "
+                "note": "measured when the targets were set: gensim CBOW, 300 dims, one epoch of 10M, 2 workers, "
                         "tokenizing not counted"}
 COPY_MB = 48  # a 300-dim matrix of the 10M vocabulary: about 48 MB
 
 # The "cached" kernel run folds every token id into this many most frequent words' rows.
 CACHED_ROWS = 1024
 
-# What was tried on the training kernel, with the effect measured at the time: separate runs
-# alternating the variants in one process (10M corpus, 300 dims, this 2-core machine),
-# quoted here because this harness measures only the kernel as it is.
-KERNEL_TRIED = [
-    "float32 factors in the update (a float64 factor halved the vector width), four rows per pass of a "
-    "sentence mean, one in-place pass per updated row: 1 thread 59K -> 95K examples/s. Kept",
-    "Python threads running the cached chunk kernel (it releases the GIL) instead of a `prange` kernel: the "
-    "first call went from 3-4 s of compiling to 0.02 s, at the same examples/s. Kept",
-    "a per-thread buffer for the steps of the 64 most frequent words, added to the matrix every 16 examples: "
-    "2 threads +14-20% (medians of 8 alternating runs, twice); STS-B dev 0.676 and 0.675 against 0.669 and "
-    "0.674 (two seeds). Kept. 32 or 128 words: the same speed; 256 words: dev 0.01-0.03 lower; a flush every "
-    "64 examples: no faster",
-    "prefetching the first cache line of every row of the next example while one trains: 2 threads "
-    "148K -> 162K, 1 thread +3% (medians of 5 alternating runs). Kept. Prefetching whole rows: 2% slower",
-    "transparent huge pages for the matrix (madvise): no change. Not kept",
-    "not writing repeated occurrences of a word in an example at all (an upper bound on merging them): at most "
-    "+5% on one thread. Not done",
-]
-
 DEFINITIONS = {
-    "examples_per_s": "training examples / seconds inside the batch kernel calls (scbow) or the timed "
+    "examples_per_s": "training examples / seconds inside the CPU backend's run(lo, hi, done) calls, batch by "
+                      "batch as scbow.trainer.train drives them (scbow), or the timed "
                       "optimizer steps (torch); one example = a target, its positives and its negatives",
     "corpus_tokens_per_s": "examples_per_s x mean kept tokens of a target sentence: the rate the corpus is consumed",
     "scaling": "examples_per_s on N threads / examples_per_s on 1 thread (the serial kernel, what --threads 1 "
@@ -126,49 +116,12 @@ DEFINITIONS = {
 }
 
 
-class BenchError(RuntimeError):
-    pass
+BenchError = WorkerError
 
 
-def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def stats(values) -> dict:
-    """Median, min, max and relative spread of a list of numbers."""
-    values = [float(v) for v in values]
-    med = statistics.median(values)
-    return {"median": round(med, 6), "min": round(min(values), 6), "max": round(max(values), 6), "n": len(values),
-            "spread": round((max(values) - min(values)) / med, 4) if med else None}
-
-
-def worker_env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-    return env
-
-
-def run_worker(args: list[str], timeout: float = 1800) -> dict:
-    """Run one ``benchmarks.speed_workers`` job in a fresh process; its JSON, plus the process wall time."""
-    cmd = [sys.executable, "-m", "benchmarks.speed_workers", *map(str, args)]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=worker_env(), capture_output=True, text=True, timeout=timeout)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
-        raise BenchError(f"{' '.join(cmd[1:])} failed with status {proc.returncode}:\n{tail}")
-    lines = proc.stdout.strip().splitlines()
-    if not lines:
-        raise BenchError(f"{' '.join(cmd[1:])} printed no result")
-    result = json.loads(lines[-1])
-    result["process_wall_seconds"] = round(wall, 3)
-    return result
-
-
-def have(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
+def run_job(args: list, timeout: float = 1800) -> dict:
+    """One ``benchmarks.speed_workers`` job in a fresh process (see there)."""
+    return run_worker("benchmarks.speed_workers", args, timeout)
 
 
 # -------------------------------------------------------------------------- scratch
@@ -199,26 +152,37 @@ def decompressed_text(name: str) -> tuple[Path, dict]:
 # -------------------------------------------------------------------------- preprocessing
 
 
-def tokenize_only(path: Path) -> tuple[int, float]:
-    """The encoder's tokenize step alone: blocks of lines to provisional word ids, as
-    ``scbow.corpus`` reads them, nothing written: (raw tokens, seconds)."""
-    from scbow.corpus import _READ_HINT, _ChunkIds, _TypeIds, open_text
+def encode_phases(path: Path, config: TrainConfig) -> tuple[dict, float, float]:
+    """``load_corpus(use_cache=False)`` of ``path``, timed in its two phases: reading and
+    tokenizing the text (up to the last progress report, which follows the last block), then
+    counting and encoding. Returns (corpus stats, tokenize seconds, whole seconds)."""
+    from scbow.corpus import load_corpus
 
-    chunks = _ChunkIds(_TypeIds())
-    n = 0
+    last = [0.0]
+
+    def progress(tokens, done, size):
+        last[0] = time.perf_counter()
+
     t0 = time.perf_counter()
-    with open_text(path) as fh:
-        while block := fh.read(_READ_HINT) + fh.readline():
-            if not block.endswith("\n"):
-                block += "\n"
-            n += len(chunks.encode(block)) - block.count("\n")  # one sentence end per line
-    return n, time.perf_counter() - t0
+    corpus = load_corpus([path], config.min_count, config.max_vocab, use_cache=False, progress=progress)
+    whole = time.perf_counter() - t0
+    tokenize = (last[0] - t0) if last[0] else whole
+    return dict(corpus.stats), tokenize, whole
+
+
+def warm_encoder(config: TrainConfig, tmp: Path) -> dict:
+    """Encode a tiny file once, so that the encoder kernel's compile or cache load is paid here."""
+    from scbow.corpus import load_corpus
+
+    tiny = tmp / "warmup.txt"
+    tiny.write_text("the cat sat on the mat .\nthe dog ran .\n\n" * config.min_count)
+    with timed() as t:
+        load_corpus([tiny], config.min_count, config.max_vocab, use_cache=False)
+    return {"seconds": round(t.seconds, 3)}
 
 
 def bench_preprocess(text: Path, xz: Path, config: TrainConfig, repeats: int, cache_dir: Path) -> dict:
     from scbow.corpus import load_corpus
-
-    from .throughput import warm_encoder
 
     with tempfile.TemporaryDirectory(dir=WORK_DIR) as tmp:
         warm = warm_encoder(config, Path(tmp))
@@ -226,17 +190,12 @@ def bench_preprocess(text: Path, xz: Path, config: TrainConfig, repeats: int, ca
     raw = kept = None
     for rep in range(repeats):
         say(f"  preprocess: repeat {rep + 1}/{repeats}")
-        n, s = tokenize_only(text)
-        tok_rates.append(n / s)
+        corpus_stats, s, whole = encode_phases(text, config)
+        raw, kept = corpus_stats["raw_tokens"], corpus_stats["tokens"]
+        tok_rates.append(raw / s)
         tok_secs.append(s)
-        with timed() as t:
-            corpus = load_corpus([text], config.min_count, config.max_vocab, use_cache=False)
-        raw, kept = corpus.stats["raw_tokens"], corpus.stats["tokens"]
-        if n != raw:
-            raise BenchError(f"tokenize-only counted {n} tokens, the encoder {raw}")
-        del corpus
-        enc_rates.append(raw / t.seconds)
-        enc_secs.append(t.seconds)
+        enc_rates.append(raw / whole)
+        enc_secs.append(whole)
     say("  preprocess: encode from the .xz file (context), cache build and reload")
     with timed() as txz:
         load_corpus([xz], config.min_count, config.max_vocab, use_cache=False)
@@ -274,52 +233,9 @@ def bench_preprocess(text: Path, xz: Path, config: TrainConfig, repeats: int, ca
 # -------------------------------------------------------------------------- kernel and torch
 
 
-class TorchPeer:
-    """The PyTorch implementation in its own process, answering one measurement per request."""
-
-    def __init__(self, corpus_file: Path, cache_dir: Path, dim: int, batches: int, warmup: int, log: Path):
-        cmd = [sys.executable, "-m", "benchmarks.torch_scbow", "--corpus", str(corpus_file), "--cache-dir",
-               str(cache_dir), "--dim", str(dim), "--batches", str(batches), "--warmup", str(warmup)]
-        self.log = open(log, "w")
-        self.proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=worker_env(), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, text=True)
-        self.hello = self._read()
-        self.batches = batches
-        check = self.hello.get("oracle_check") or {}
-        if not check.get("passed"):
-            self.close()
-            raise BenchError(f"the torch peer's loss and gradient do not match scbow.reference ({check}): "
-                             "no ratio is reported against a peer that computes something else")
-
-    def _read(self) -> dict:
-        line = self.proc.stdout.readline()
-        if not line:
-            self.proc.wait(timeout=30)
-            self.log.flush()
-            raise BenchError(f"the torch worker exited with status {self.proc.returncode}; see {self.log.name}")
-        return json.loads(line)
-
-    def measure(self, threads: int) -> dict:
-        self.proc.stdin.write(json.dumps({"threads": threads, "batches": self.batches}) + "\n")
-        self.proc.stdin.flush()
-        return self._read()
-
-    def close(self) -> None:
-        try:
-            if self.proc.poll() is None:
-                self.proc.stdin.write(json.dumps({"quit": True}) + "\n")
-                self.proc.stdin.flush()
-                self.proc.wait(timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
-        finally:
-            self.log.close()
-
-
 def example_shape(corpus, config: TrainConfig, n: int = 50_000) -> dict:
     """Tokens per example (all its sentences) and per target, from the examples of ``n`` targets."""
-    from scbow.trainer import trainable_targets
+    from scbow.start import trainable_targets
 
     from .torch_scbow import build_members, tokens_per_example
 
@@ -347,28 +263,8 @@ def copy_gb_per_s(nbytes: int, repeats: int) -> dict:
     return {"bytes": int(src.nbytes), "gb_per_s": stats(rates)}
 
 
-def compile_times(bench, threads: list[int]) -> dict:
-    """First-call seconds of the serial kernel (loaded from the on-disk cache) and, when used, the threaded one."""
-    from scbow.kernels.cpu import train_batch_parallel, train_batch_serial
-
-    from .throughput import COMPILE_BATCH, _serial_cache_state
-
-    before = _serial_cache_state()
-    serial = bench.run(train_batch_serial, 1, COMPILE_BATCH)["seconds"]
-    out = {"serial_first_call_seconds": round(serial, 3),
-           "serial_cache": {**before, "hit": sum(train_batch_serial.stats.cache_hits.values()) > 0},
-           "parallel_first_call_seconds": None, "parallel_threads": None,
-           "batch_examples": COMPILE_BATCH}
-    if max(threads) > 1:
-        out["parallel_first_call_seconds"] = round(bench.run(train_batch_parallel, max(threads), COMPILE_BATCH)["seconds"], 3)
-        out["parallel_threads"] = max(threads)
-    return out
-
-
 def bench_kernel(corpus, text: Path, cache_dir: Path, config: TrainConfig, threads: list[int], repeats: int,
                  torch_batches: int, torch_warmup: int, run_dir: Path, with_torch: bool = True) -> dict:
-    from .throughput import KernelBench
-
     bench = KernelBench(corpus, config)
     folded = bench.folded(CACHED_ROWS)
     say("  kernel: compile")
@@ -397,9 +293,11 @@ def bench_kernel(corpus, text: Path, cache_dir: Path, config: TrainConfig, threa
                 for kind, k in variants:
                     say(f"  kernel: {kind}, {k} thread(s), repeat {rep + 1}/{repeats}")
                     if kind == "cached":
-                        r = folded.run(folded.kernel(1), 1)
+                        r = folded.run(1)
+                    elif kind == "private":
+                        r = bench.run_private(k)
                     else:
-                        r = bench.run(bench.private_kernel(k) if kind == "private" else bench.kernel(k), k)
+                        r = bench.run(k)
                     if not np.isfinite(r["mean_loss"]):
                         raise BenchError(f"the loss became {r['mean_loss']} in the kernel run on {k} threads")
                     runs.append({"repeat": rep + 1, "threads": k, "kernel": kind, "seconds": round(r["seconds"], 4),
@@ -435,6 +333,7 @@ def bench_kernel(corpus, text: Path, cache_dir: Path, config: TrainConfig, threa
     return {
         "targets_per_epoch": len(bench.order),
         "mean_tokens_per_target": round(bench.tokens_per_target, 3),
+        "batch": bench.batch,
         "compile": compile_,
         "runs": runs,
         "rows": rows,
@@ -490,7 +389,7 @@ def bench_e2e(text: Path, dim: int, repeats: int, run_dir: Path, with_paper_dim:
                 args = ["scbow-e2e", text, out, "--cache-dir", out / "empty-cache", "--threads", threads, "--dim", d]
             else:
                 args = ["gensim-e2e", text, out, "--threads", threads, "--dim", d]
-            r = run_worker(args)
+            r = run_job(args)
             r["repeat"] = rep + 1
             runs.append(r)
     rows = {}
@@ -577,9 +476,9 @@ def bench_memory(corpora: list[tuple[str, Path]], cache_dir: Path, dim: int, run
     rows = {}
     for name, path in corpora:
         say(f"  memory: {name}: corpus cache")
-        built = run_worker(["build-cache", path, "--cache-dir", cache_dir])
+        built = run_job(["build-cache", path, "--cache-dir", cache_dir])
         say(f"  memory: {name}: one epoch in a fresh process")
-        r = run_worker(["scbow-memory", path, run_dir / f"memory-{name}", "--cache-dir", cache_dir,
+        r = run_job(["scbow-memory", path, run_dir / f"memory-{name}", "--cache-dir", cache_dir,
                         "--threads", threads, "--dim", dim])
         ref = (r["token_bytes"] + r["matrix_bytes"]) / 2**20
         idle = r["idle_mib"].get("VmRSS")
@@ -699,7 +598,7 @@ def check_targets(r: dict, corpus_name: str) -> list[dict]:
         tok = p["tokenize_tokens_per_s"]["median"]
         add("preprocessing: tokenize, count, encode (plain text)", f">= {human(T_PREPROCESS, 0)} raw tokens/s",
             f"{human(rate)} tokens/s", rate >= T_PREPROCESS,
-            f"tokenizing alone runs at {human(tok)} tokens/s ({_pct(1 - p['count_and_encode_share'], 1)} of the "
+            f"reading and tokenizing run at {human(tok)} tokens/s ({_pct(1 - p['count_and_encode_share'], 1)} of the "
             "encode time): one thread scanning each block's whitespace-separated chunks through a compiled "
             "hash table (the regular expression runs once per distinct chunk); counting and encoding are the rest",
             f"from the .xz file: {human(p['encode_xz_tokens_per_s'])} tokens/s")
@@ -782,18 +681,19 @@ def render(r: dict) -> str:
         c = k["compile"]
         parts.append(
             f"## Training kernel\n\nOne epoch of {k['targets_per_epoch']:,} targets "
-            f"({k['mean_tokens_per_target']:.2f} kept tokens per target), batches of the trainer, as "
-            "`scbow.trainer.train` drives them; kernel calls timed.\n\n"
+            f"({k['mean_tokens_per_target']:.2f} kept tokens per target) through the real CPU backend, in the "
+            f"trainer's batches of {k['batch']:,} targets as `scbow.trainer.train` drives them; its `run` calls "
+            "timed.\n\n"
             + md_table(("kernel", "threads", "examples/s median", "min", "max", "spread", "corpus tokens/s", "scaling",
                         "efficiency"),
                        [(row["kernel"], row["threads"], *_s(row["examples_per_s"]), human(row["corpus_tokens_per_s"]),
                          row.get("scaling", ""), row.get("efficiency", "")) for row in k["rows"].values()])
-            + "\n\nCompile (first call, apart from the figures above): "
-            f"`train_batch_serial` {c['serial_first_call_seconds']} s "
-            f"({'loaded from the on-disk cache' if c['serial_cache']['hit'] else 'compiled'}), "
-            + (f"`train_batch_parallel` {c['parallel_first_call_seconds']} s (Python threads running the same "
-               "cached chunk kernel: nothing left to compile)." if c["parallel_first_call_seconds"] is not None
-               else "parallel kernel not used."))
+            + "\n\nCompile (the first backend built and run on a tiny batch, apart from the figures above): "
+            f"1 thread {c['serial_first_call_seconds']} s "
+            f"({'kernels loaded from the on-disk cache' if c['serial_cache']['hit'] else 'kernels compiled'}), "
+            + (f"{c['parallel_threads']} threads {c['parallel_first_call_seconds']} s (Python threads running the "
+               "same cached chunk kernel: nothing left to compile)." if c["parallel_first_call_seconds"] is not None
+               else "no run on several threads."))
         t = k["torch"]
         if t["rows"]:
             w = t["worker"]
@@ -869,7 +769,7 @@ def render(r: dict) -> str:
         parts.append(
             f"## Preprocessing\n\n{p['raw_tokens']:,} raw tokens, {p['kept_tokens']:,} kept.\n\n"
             + md_table(("step", "median", "min", "max", "spread"), [
-                ("tokenize only, tokens/s", *_s(p["tokenize_tokens_per_s"])),
+                ("read and tokenize (the encode's first phase), tokens/s", *_s(p["tokenize_tokens_per_s"])),
                 ("tokenize, count and encode (`load_corpus(use_cache=False)`, plain text), tokens/s",
                  *_s(p["encode_tokens_per_s"])),
                 ("the same, seconds", *_s(p["encode_seconds"], _sec)),
@@ -916,7 +816,8 @@ def render(r: dict) -> str:
                         "seconds"), rows))
 
     if k:
-        parts.append("## What was tried on the kernel\n\n" + "\n".join(f"- {t}" for t in KERNEL_TRIED))
+        parts.append("## What was tried on the kernel\n\nThe experiments on the kernel, each with its measured "
+                     "effect, are listed in `benchmarks/NOTES.md`; this run measures the kernel as it is.")
 
     skipped = [x for x in SECTIONS if x not in s["sections"]]
     notes = list(r.get("notes", []))
@@ -979,9 +880,6 @@ def parse_args(argv=None, prog="python -m benchmarks.run speed") -> argparse.Nam
 def main(argv=None, prog="python -m benchmarks.run speed") -> dict:
     args = parse_args(argv, prog)
     t_start = time.perf_counter()
-    ctx = context()
-    ctx["command"] = [Path(sys.executable).name, *prog.split()[1:], *(argv if argv is not None else sys.argv[1:])]
-    ctx["versions"] = versions("scipy", "gensim", "torch")
     import numba
 
     available = numba.config.NUMBA_NUM_THREADS
@@ -990,6 +888,8 @@ def main(argv=None, prog="python -m benchmarks.run speed") -> dict:
         sys.exit(f"--threads asks for {max(threads)} threads but numba can use {available}; set NUMBA_NUM_THREADS")
     if args.e2e_threads > available:
         sys.exit(f"--e2e-threads {args.e2e_threads} is more than the {available} threads numba can use here")
+    ctx = context("scipy", "gensim", "torch", threads=threads)
+    ctx["command"] = [Path(sys.executable).name, *prog.split()[1:], *(argv if argv is not None else sys.argv[1:])]
     config = TrainConfig(dim=args.dim, epochs=1)
     xz = corpus_path(args.corpus)
     WORK_DIR.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""Fresh-process measurements of ``benchmarks.speed``: one job per process, one JSON line out.
+"""Fresh-process measurements of the speed suite: one job per process, one JSON line out.
 
     python -m benchmarks.speed_workers scbow-e2e TEXT OUT_DIR --cache-dir EMPTY_DIR [--threads 2] [--dim 100]
     python -m benchmarks.speed_workers gensim-e2e TEXT OUT_DIR [--threads 2] [--dim 300]
@@ -7,7 +7,7 @@
 
 Every job prints a JSON object as its last stdout line: phase times (``time.perf_counter``,
 imports of the libraries not counted, reported as ``import_seconds``) and memory read from
-``/proc/self/status`` (``VmHWM`` is the peak resident set, ``VmRSS`` the current one).
+``benchmarks.common.memory_mib`` (``VmHWM`` is the peak resident set, ``VmRSS`` the current one).
 
 - ``scbow-e2e``: raw text to a saved model, one epoch, what ``scbow-numba train --epochs 1``
   does with an empty corpus cache: compile (the first training call, on a tiny corpus),
@@ -32,40 +32,22 @@ import json  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from benchmarks.common import memory_mib as proc_status  # noqa: E402
+from benchmarks.common import reset_peak  # noqa: E402
+
 TINY_DOC = "the cat sat on the mat .\nthe dog ran to the cat .\na bird sang .\nthe sun was red .\n"
-
-
-def proc_status() -> dict:
-    """VmRSS and VmHWM (peak RSS) of this process in MiB; empty where /proc is missing."""
-    out = {}
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = round(int(value.split()[0]) / 1024, 1)
-    except (OSError, ValueError, IndexError):
-        pass
-    return out
-
-
-def reset_peak() -> bool:
-    """Reset VmHWM to the current RSS (Linux >= 4.0); False where that is not possible."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def _warm(config, tmp: Path) -> float:
     """Train once on a tiny corpus: compiles (or loads) every kernel the real run calls."""
+    from scbow.corpus import load_corpus
     from scbow.trainer import train
 
     tiny = tmp / "warmup.txt"
     tiny.write_text((TINY_DOC * 3 + "\n") * 4 * config.min_count)
     t0 = time.perf_counter()
-    train([tiny], config.replace(common_components=-1), quiet=True, cache_dir=tmp / "warm-cache")
+    corpus = load_corpus([tiny], config.min_count, config.max_vocab, cache_dir=tmp / "warm-cache")
+    train(corpus, config.replace(common_components=-1), quiet=True)
     return time.perf_counter() - t0
 
 
@@ -179,7 +161,8 @@ def scbow_memory(args) -> dict:
 
     from scbow.config import TrainConfig
     from scbow.corpus import cache_key, expand_inputs, load_corpus
-    from scbow.trainer import Hook, train
+    from scbow.hooks import Hook
+    from scbow.trainer import train
 
     config = TrainConfig(dim=args.dim, epochs=1, threads=args.threads)
     key = cache_key(expand_inputs([args.corpus]), config.min_count, config.max_vocab)

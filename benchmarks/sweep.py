@@ -5,10 +5,10 @@ the dev set with the post-training component removal at several ``k`` (it is app
 copy of the vectors, so one training run gives every column). The untrained word-overlap
 control (random vectors of the same vocabulary, same post-processing) is the first row.
 
-    python -m benchmarks.sweep                      # the default grid on the 10M corpus
-    python -m benchmarks.sweep --grid '{"epochs":5,"lr":0.05,"weight_decay":3.0}' ...
-    python -m benchmarks.sweep --only negatives=10 dim=200 --threads 1   # some grid points, merged
-    python -m benchmarks.sweep --plot               # only redraw the figures from <out>.json
+    python -m benchmarks.run sweep                      # the default grid on the 10M corpus
+    python -m benchmarks.run sweep --grid '{"epochs":5,"lr":0.05,"weight_decay":3.0}' ...
+    python -m benchmarks.run sweep --only negatives=10 dim=200 --threads 1   # some grid points, merged
+    python -m benchmarks.run sweep --plot               # only redraw the figures from <out>.json
 
 ``--only`` runs the grid points that match (``field=value``, several joined by commas must
 all match) and merges their rows into the existing ``<out>.json`` report, replacing rows of
@@ -31,9 +31,13 @@ from scbow.config import TrainConfig
 from scbow.corpus import load_corpus
 from scbow.evaluate import read_sts, score_set
 from scbow.model import Model
-from scbow.trainer import init_vectors, remove_common_components, train
+from scbow.postprocess import remove_common_components
+from scbow.start import init_vectors
+from scbow.trainer import train
 
 from .common import context, context_markdown, corpus_path, data_dir, md_table, write_report
+
+PROG = "python -m benchmarks.run sweep"
 
 COMPONENTS = (-1, 0, 5, 10, 20)
 DEFAULT_GRID = [
@@ -168,7 +172,7 @@ def write_sweep_report(out: Path, data: dict) -> None:
     extra = data.get("merged_runs", [])
     markdown = "\n\n".join([
         f"# Dev-set sweep: STS-B dev Pearson, gutenberg-{data['corpus']}",
-        f"Command: `python -m benchmarks.sweep --corpus {data['corpus']} --threads {data['threads']}`"
+        f"Command: `python -m benchmarks.run sweep --corpus {data['corpus']} --threads {data['threads']}`"
         + "".join(f"; then `python {' '.join(m['command'][1:])}` "
                   f"({m['date_utc']}, commit {str(m['git']['commit'])[:12]}, 1-min load at start "
                   f"{m['machine']['load_average_1_5_15'][0]}: seconds from a busy machine) for {', '.join(m['runs'])}"
@@ -181,7 +185,7 @@ def write_sweep_report(out: Path, data: dict) -> None:
         "differ by about 0.01).",
         md_table(head, table),
         *(["Figures: `hyper_negatives.png` and `hyper_dims.png` (the paper's Fig. 3 and 4, on the dev set) are "
-           "drawn from the rows above with `python -m benchmarks.sweep --plot`."]
+           "drawn from the rows above with `python -m benchmarks.run sweep --plot`."]
           if any(len(figure_points(data, f, v)) >= 2 for f, v, _, _ in FIGURES) else []),
         context_markdown(ctx),
     ])
@@ -189,7 +193,7 @@ def write_sweep_report(out: Path, data: dict) -> None:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", default="10M", choices=("1M", "10M", "100M"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--grid", nargs="*", help="JSON objects of TrainConfig fields (default: the built-in grid)")

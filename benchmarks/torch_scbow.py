@@ -169,7 +169,7 @@ class TorchSiameseCBOW:
 
 def prepare(corpus, config, n_batches: int, batch_size: int = 100, seed: int = 0):
     """``n_batches`` batches of the first epoch's targets (the order ``scbow.trainer.train`` uses)."""
-    from scbow.trainer import trainable_targets
+    from scbow.start import trainable_targets
 
     targets = trainable_targets(corpus)
     order = np.random.default_rng([config.seed, 1]).permutation(targets)
@@ -220,7 +220,7 @@ def oracle_check(W, corpus, members, n_pos, config, n: int = 3, sparse: bool = T
 
 class Worker:
     def __init__(self, corpus, config, warmup: int, batches: int, batch_size: int, sparse: bool):
-        from scbow.trainer import init_vectors
+        from scbow.start import init_vectors
 
         t0 = time.perf_counter()
         self.config = config

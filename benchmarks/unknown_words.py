@@ -8,8 +8,8 @@ the vocabulary). Pearson is reported on all the pairs each mode scores and on th
 both score, with a paired bootstrap interval of the difference from "omit", and on the
 pairs that hold an unknown word (the only ones the choice changes).
 
-    python -m benchmarks.unknown_words                     # trains the models (1-2 min each)
-    python -m benchmarks.unknown_words --model /tmp/m10c   # or scores models trained so
+    python -m benchmarks.run unknown_words                     # trains the models (1-2 min each)
+    python -m benchmarks.run unknown_words --model /tmp/m10c   # or scores models trained so
 """
 
 from __future__ import annotations
@@ -21,12 +21,14 @@ from pathlib import Path
 import numpy as np
 
 from scbow.config import TrainConfig
-from scbow.evaluate import _correlations, bootstrap_pearson_diff, pair_cosines, read_sts
+from scbow.evaluate import bootstrap_pearson_diff, correlations, pair_cosines, read_sts
 from scbow.formats import load_model, save_model
 from scbow.model import HASH_SCALE
 from scbow.tokenize import tokenize
 
 from .common import REPO_ROOT, context, context_markdown, corpus_path, data_dir, md_table, write_report
+
+PROG = "python -m benchmarks.run unknown_words"
 
 SCALES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0)
 
@@ -64,9 +66,9 @@ def score_model(model, dev, resamples: int) -> list:
         ok = np.isfinite(pred)
         common = ok & np.isfinite(omit)
         sub = common & with_unknown
-        p_all, s_all = _correlations(dev.gold[ok], pred[ok])
-        p_common, _ = _correlations(dev.gold[common], pred[common])
-        p_sub, _ = _correlations(dev.gold[sub], pred[sub])
+        p_all, s_all = correlations(dev.gold[ok], pred[ok])
+        p_common, _ = correlations(dev.gold[common], pred[common])
+        p_sub, _ = correlations(dev.gold[sub], pred[sub])
         diff, low, high = (bootstrap_pearson_diff(dev.gold, pred, omit, resamples, seed=0)
                            if mode != "omit" else (0.0, 0.0, 0.0))
         rows.append({"mode": mode, "scale": scale, "scored": int(ok.sum()), "pearson": round(p_all, 4),
@@ -78,7 +80,7 @@ def score_model(model, dev, resamples: int) -> list:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, nargs="+", default=None,
                     help="models trained on gutenberg-10M with the defaults (else --seeds are trained, --threads 1)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
@@ -91,12 +93,15 @@ def main(argv=None) -> None:
 
     paths, train_seconds = args.model or [], {}
     if args.model is None:
+        from scbow.corpus import read_corpus
         from scbow.trainer import train
 
         for seed in args.seeds:
             work = REPO_ROOT / "benchmarks" / ".work" / f"unknown_words_model_seed{seed}"
             t = time.perf_counter()
-            result = train([corpus_path("10M")], TrainConfig(threads=1, seed=seed), quiet=True)
+            config = TrainConfig(threads=1, seed=seed)
+            corpus = read_corpus([corpus_path("10M")], config.min_count, config.max_vocab, quiet=True)
+            result = train(corpus, config, quiet=True)
             train_seconds[str(work)] = round(time.perf_counter() - t, 1)
             save_model(result.model, work)
             paths.append(work)
@@ -136,7 +141,7 @@ def main(argv=None) -> None:
         "# Unknown words at inference: STS-B dev set",
         "Summary: " + "; ".join(summary) + f". `HASH_SCALE` (the scale of `unknown=\"hash\"`) is {HASH_SCALE}; "
         "the default mode stays `omit` (see the project README).",
-        "Command: `python -m benchmarks.unknown_words`. Models: gutenberg-10M, every hyperparameter at its default, "
+        "Command: `python -m benchmarks.run unknown_words`. Models: gutenberg-10M, every hyperparameter at its default, "
         "`--threads 1` (deterministic), one per seed. Dev set only; the test sets were not used.",
         "Modes: `omit` leaves unknown words out of the average (the paper's rule, the default); `hash` gives each "
         "one a fixed random direction from a BLAKE2b hash of the word, of norm `scale` x the median norm of the "

@@ -7,7 +7,7 @@ beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.jso
 - ``vectors.npy`` holds the matrix *as the trainer holds it*: common-component removal
   happens only once training ends, so a resumed run applies it to the same matrix an
   uninterrupted one would;
-- ``state.json`` holds the :class:`~scbow.trainer.TrainState` (epoch, position in the
+- ``state.json`` holds the :class:`~scbow.hooks.TrainState` (epoch, position in the
   epoch's shuffled targets, examples done, losses), the configuration, and the identity
   of the encoded corpus (its files, sizes, and a hash of its vocabulary), so that a
   resume on another corpus or with other hyperparameters is refused with a clear error.

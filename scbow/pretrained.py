@@ -35,7 +35,7 @@ def pretrained_init(vocab: Vocab, source: Model, config, name: str = "the pretra
 
     Rows of words found in ``source`` (exact match) are the source vectors, multiplied by
     ``config.init_std / rms`` when ``rescale`` (``rms``: root mean square of the values of
-    those rows); the rest are ``scbow.trainer.init_vectors``'s random rows. Returns the
+    those rows); the rest are ``scbow.start.init_vectors``'s random rows. Returns the
     matrix and a JSON-ready summary (``rows_initialised``, ``rows``, ``source``, ``scale``).
     """
     from .start import init_vectors

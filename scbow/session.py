@@ -158,7 +158,7 @@ def _stderr(message: str) -> None:
 
 
 def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
-    """The :class:`~scbow.trainer.Hook` that writes checkpoints and acts on signals."""
+    """The :class:`~scbow.hooks.Hook` that writes checkpoints and acts on signals."""
     import time
 
     from .hooks import Hook

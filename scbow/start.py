@@ -55,7 +55,7 @@ def init_vectors(n_words: int, config: TrainConfig, weights: np.ndarray | None =
 
 
 def step_rates(weights: np.ndarray, counts, config: TrainConfig) -> np.ndarray:
-    """Per-word factors of the SGD step (float32, see ``kernels.cpu.example_step``).
+    """Per-word factors of the SGD step (float32, see ``kernels.cpu.sgd_step``).
 
     ``weights**2`` (rows ``W = a * U`` trained with factor ``a**2`` are plain SGD on ``U``,
     whose sentences are ``a``-weighted averages) times

@@ -1,8 +1,11 @@
-"""The speed harness (``python -m benchmarks.run speed``): plumbing on a tiny corpus, never timings.
+"""The benchmark harness (``python -m benchmarks.run SUITE``): plumbing on tiny corpora, never timings.
 
-The PyTorch peer is checked against ``scbow.reference`` (loss and gradient), its example
-builder against the kernel's rules; the whole harness runs once on a synthetic corpus and
-a few STS pairs and must write a report with every section and every target.
+The entry point must register every suite; the kernel bench must drive the real backend
+(same examples and bit-identical vectors as ``scbow.trainer.train`` on one thread); the
+targets table must judge as it says; the PyTorch peer is checked against ``scbow.reference``
+(loss and gradient), its example builder against the kernel's rules; the speed suite runs
+once on a synthetic corpus and a few STS pairs and must write a report with every section
+and every target; the A/B suite runs both sides in fresh processes of the chosen checkouts.
 """
 
 from __future__ import annotations
@@ -175,15 +178,197 @@ def test_speed_harness_runs_every_section_on_a_tiny_corpus(tiny_data, tmp_path, 
     assert not list((tmp_path / "work").glob("run-*"))  # the run's scratch is removed
 
 
-def test_run_entry_point_lists_suites(capsys):
+def test_run_entry_point_lists_every_suite(capsys):
+    """Every module of benchmarks/ with a main() is a registered suite, listed with a line in --help."""
+    import ast
+
     from benchmarks import run
 
     with pytest.raises(SystemExit) as exc:
         run.main(["--help"])
     assert exc.value.code == 0
-    assert "speed" in capsys.readouterr().out
-    with pytest.raises(SystemExit):
+    listing = capsys.readouterr().out
+    bench_dir = Path(run.__file__).parent
+    helpers = {"run", "common", "harness", "targets", "peers", "torch_scbow", "speed_workers", "ab_worker", "__init__"}
+    with_main = set()
+    for path in bench_dir.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        if any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body):
+            with_main.add(path.stem)
+    suites = {s.module for s in run.SUITES.values()}
+    assert with_main - helpers <= suites, f"suites not registered in run.py: {with_main - helpers - suites}"
+    for name in ("speed", "ab", "quality", "search", "sweep", "learning_curve", "embed_speed", "most_similar",
+                 "segmenters", "expand_demo", "unknown_words", "gpu"):
+        assert name in run.SUITES
+        assert any(line.split()[:1] == [name] for line in listing.splitlines()), name
+    assert not (bench_dir / "throughput.py").exists()  # folded into the speed suite
+    with pytest.raises(SystemExit) as exc:
         run.main(["nonsense"])
+    assert "unknown suite" in str(exc.value.code)
+
+
+@pytest.mark.parametrize("name", ["speed", "ab", "curve", "sweep", "quality", "embed_speed", "gpu"])
+def test_each_suite_answers_help_through_the_entry_point(name, capsys):
+    from benchmarks import run
+
+    with pytest.raises(SystemExit) as exc:
+        run.main([name, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert f"python -m benchmarks.run {run.ALIASES.get(name, name)}" in out  # prog names the entry point
+
+
+def test_kernel_bench_drives_the_real_backend(small_corpus_file, tmp_path, monkeypatch):
+    """One thread: the bench's epoch is train()'s epoch, example for example and bit for bit."""
+    import scbow.trainer
+    from benchmarks.harness import KernelBench
+    from scbow.config import TrainConfig
+    from scbow.corpus import load_corpus
+    from scbow.trainer import train
+
+    config = TrainConfig(dim=16, min_count=1, epochs=1, threads=1, common_components=-1)
+    corpus = load_corpus([small_corpus_file], 1, cache_dir=tmp_path)
+    bench = KernelBench(corpus, config)
+    assert bench.batch == scbow.trainer.batch_size(config, corpus)
+    # several run() calls and a last short batch, in the trainer too (its batches seed the kernel's streams)
+    monkeypatch.setattr(scbow.trainer, "BATCH", 7)
+    bench.batch = 7
+    got = bench.run(1)
+    want = train(corpus, config, quiet=True)
+    assert len(want.losses) > 2
+    assert got["examples"] == want.examples > 0
+    np.testing.assert_array_equal(got["vectors"], want.model.vectors)
+    assert np.isfinite(got["mean_loss"]) and got["seconds"] > 0
+    two = bench.run(2)  # the threaded backend: same examples, pool shut down
+    assert two["examples"] == want.examples
+    private = bench.run_private(2)
+    assert private["examples"] == want.examples and np.isfinite(private["mean_loss"])
+    folded = bench.folded(4).run(1)
+    assert folded["examples"] == want.examples
+    assert int(np.asarray(bench.folded(4).corpus.tokens).max()) < 4
+
+
+def test_kernel_bench_calls_the_backend_as_the_trainer_does(small_corpus_file, tmp_path, monkeypatch):
+    """begin_epoch with the trainer's first order, then run(lo, hi, done) over consecutive batches, then close."""
+    import scbow.backends
+    from benchmarks.harness import KernelBench
+    from scbow.config import TrainConfig
+    from scbow.corpus import load_corpus
+    from scbow.start import trainable_targets
+    from scbow.trainer import epoch_orders
+
+    calls = []
+
+    class Spy:
+        def __init__(self, W, corpus, config, threads, total, rate=None):
+            calls.append(("make", threads, total))
+
+        def begin_epoch(self, order):
+            calls.append(("begin", order.copy()))
+
+        def run(self, lo, hi, done):
+            calls.append(("run", lo, hi, done))
+            return 0.5 * (hi - lo), hi - lo
+
+        def close(self):
+            calls.append(("close",))
+            return np.zeros((1, 1), np.float32)
+
+    monkeypatch.setattr(scbow.backends, "make_backend", Spy)
+    config = TrainConfig(dim=8, min_count=1)
+    corpus = load_corpus([small_corpus_file], 1, cache_dir=tmp_path)
+    bench = KernelBench(corpus, config)
+    bench.batch = 5
+    r = bench.run(2)
+    n = len(trainable_targets(corpus))
+    assert calls[0] == ("make", 2, n)
+    np.testing.assert_array_equal(calls[1][1], next(epoch_orders(trainable_targets(corpus), config.seed)))
+    runs = [c[1:] for c in calls if c[0] == "run"]
+    assert runs == [(lo, min(lo + 5, n), lo) for lo in range(0, n, 5)]
+    assert calls[-1] == ("close",)
+    assert r["examples"] == n and r["mean_loss"] == pytest.approx(0.5)
+
+
+def test_targets_table_judges_and_the_speed_suite_reads_it():
+    from benchmarks import targets
+
+    k = targets.TARGETS["kernel_examples_per_s"]
+    assert (k.value, k.unit) == (150_000, "examples/s")
+    assert k.met(150_000) is True and k.met(149_999) is False and k.met(None) is None
+    assert targets.TARGETS["e2e_over_gensim"].met(0.5) is True and targets.TARGETS["e2e_over_gensim"].met(0.51) is False
+    assert targets.TARGETS["cached_reload_s"].met(1.0) is False  # strictly below
+    assert speed.T_KERNEL_EPS == k.value and speed.T_PREPROCESS == targets.TARGETS["preprocess_tokens_per_s"].value
+    for t in targets.TARGETS.values():
+        assert t.source and t.measured_against and t.sense in ("at_least", "at_most", "below")
+    assert targets.SUPERSEDED["kernel_examples_per_s"][0] == 120_000  # the old goal, replaced, judged by nothing
+    assert "`kernel_examples_per_s` | >= 150000 examples/s" in targets.markdown_table("speed")
+
+
+def test_common_memory_workers_and_checkout(tmp_path):
+    from benchmarks import common
+
+    mem = common.memory_mib()
+    assert mem["VmHWM"] > 0 and common.peak_rss_mib() == pytest.approx(mem["VmHWM"], rel=0.5)
+    if "VmRSS" in mem:
+        assert mem["VmHWM"] >= mem["VmRSS"] > 0
+    s = common.stats([1.0, 2.0, 4.0])
+    assert s == {"median": 2.0, "min": 1.0, "max": 4.0, "n": 3, "spread": 1.5}
+    with pytest.raises(common.WorkerError, match="failed with status"):
+        common.run_worker("benchmarks_no_such_module", [], timeout=60)
+    # a linked worktree: .git is a file naming its git dir, HEAD a branch found in packed-refs
+    main_git = tmp_path / "repo" / ".git"
+    (main_git / "worktrees" / "wt").mkdir(parents=True)
+    (main_git / "packed-refs").write_text("# pack-refs\n" + "ab" * 20 + " refs/heads/topic\n")
+    (main_git / "worktrees" / "wt" / "HEAD").write_text("ref: refs/heads/topic\n")
+    (main_git / "worktrees" / "wt" / "commondir").write_text("../..\n")
+    wt = tmp_path / "wt"
+    wt.mkdir()
+    (wt / ".git").write_text(f"gitdir: {main_git / 'worktrees' / 'wt'}\n")
+    assert common.checkout_commit(wt) == "ab" * 20
+    (main_git / "worktrees" / "wt" / "HEAD").write_text("cd" * 20 + "\n")  # detached
+    assert common.checkout_commit(wt) == "cd" * 20
+    assert common.checkout_commit(tmp_path / "nowhere") is None
+
+
+def test_ab_summary_and_verdict():
+    from benchmarks import ab
+
+    runs = [{"side": side, "threads": 1, "examples_per_s": eps} for side, eps in
+            [("before", 100.0), ("after", 110.0), ("before", 90.0), ("after", 100.0), ("before", 110.0), ("after", 90.0)]]
+    row = ab.summarize(runs, [1])["1"]
+    assert row["before"]["rounds"] == [100.0, 90.0, 110.0] and row["after"]["median"] == 100.0
+    assert row["ratio_after_over_before"] == 1.0
+    assert row["ratio_by_round"] == [1.1, 1.1111, 0.8182]
+    assert row["spread_max"] == pytest.approx(0.2)
+    assert ab.verdict(row).startswith("within run-to-run spread")
+    runs_fast = [dict(r, examples_per_s=r["examples_per_s"] * (2 if r["side"] == "after" else 1)) for r in runs]
+    assert ab.verdict(ab.summarize(runs_fast, [1])["1"]).startswith("faster")
+
+
+def test_ab_suite_alternates_fresh_processes_of_each_checkout(tiny_data, tmp_path, monkeypatch):
+    """Both sides run in fresh processes that import scbow from their own checkout (here both
+    are this checkout, reached by two paths), warm first, then alternate."""
+    from benchmarks import ab
+    from benchmarks.common import REPO_ROOT
+
+    monkeypatch.setenv("SCBOW_DATA", str(tiny_data))
+    monkeypatch.setenv("SCBOW_BENCH_NO_GIT", "1")
+    monkeypatch.setattr(ab, "WORK_DIR", tmp_path / "work")
+    monkeypatch.setattr(ab, "WARM_LINES", 150)
+    other = tmp_path / "other"
+    other.symlink_to(REPO_ROOT, target_is_directory=True)
+    out = tmp_path / "report" / "ab_speed"
+    report = ab.main(["--base", str(other), "--lines", "200", "--rounds", "2", "--threads", "1", "--out", str(out)])
+    assert [(r["round"], r["side"]) for r in report["runs"]] == [(1, "before"), (1, "after"), (2, "before"), (2, "after")]
+    assert all(r["examples"] > 0 and r["examples_per_s"] > 0 for r in report["runs"])
+    assert report["runs"][0]["examples"] == report["runs"][1]["examples"]  # the same work on both sides
+    row = report["rows"]["1"]
+    assert len(row["before"]["rounds"]) == 2 and row["ratio_after_over_before"] > 0
+    assert report["settings"]["before"]["scbow_file"].startswith(str(REPO_ROOT.resolve()))
+    markdown = out.with_name("ab_speed.md").read_text()
+    assert "# A/B kernel speed" in markdown and "## Machine" in markdown and "after / before" in markdown
+    assert json.loads(out.with_name("ab_speed.json").read_text())["rows"]["1"]["threads"] == 1
+    assert not list((tmp_path / "work").glob("run-*"))  # scratch removed
 
 
 def test_the_speed_harness_checks_the_torch_peer_against_the_oracle(small_corpus_file, tmp_path):
@@ -193,7 +378,7 @@ def test_the_speed_harness_checks_the_torch_peer_against_the_oracle(small_corpus
     from benchmarks import torch_scbow
     from scbow.config import TrainConfig
     from scbow.corpus import load_corpus
-    from scbow.trainer import init_vectors
+    from scbow.start import init_vectors
 
     config = TrainConfig(dim=8, min_count=1)
     corpus = load_corpus([small_corpus_file], 1, cache_dir=tmp_path)

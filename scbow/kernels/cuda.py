@@ -355,12 +355,12 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
             stats[cuda.blockIdx.x, 1] = count
 
     @cuda.jit
-    def example(W, Wi, out, tokens, offsets, members_in, rate, fparams, iparams, loss_out):
+    def example(W, Wi, out, tokens, offsets, members_in, rate, reals, ints, loss_out):
         """One example with given sentences, by one block (the kernel path, for tests).
 
         members_in: int64 (k,), target, positives, negatives; rate: float32 (V,), per-word
-        step factors (ones for the plain gradient); fparams: float64 (2,) coef and
-        decay; iparams: int64 (3,) n_pos, max_len, and 1 for an SGD step on ``W`` with
+        step factors (ones for the plain gradient); reals: float64 (2,) coef and
+        decay; ints: int64 (3,) n_pos, max_len, and 1 for an SGD step on ``W`` with
         ``lr = -coef`` (``sgd_block``) or 0 for ``coef * dL/dW`` into ``out``
         (``gradient_block``); loss_out: float64 (1,).
         """
@@ -382,13 +382,13 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
             for m in range(k):
                 members[m] = members_in[m]
             kn[0] = k
-            kn[1] = iparams[0]
-            sentence_spans(offsets, members, k, iparams[1], starts, lens)
+            kn[1] = ints[0]
+            sentence_spans(offsets, members, k, ints[1], starts, lens)
         cuda.syncthreads()
-        if iparams[2] != 0:
-            sgd_block(W, Wi, tokens, kn, -fparams[0], fparams[1], rate, shared, local)
+        if ints[2] != 0:
+            sgd_block(W, Wi, tokens, kn, -reals[0], reals[1], rate, shared, local)
         else:
-            gradient_block(W, Wi, out, tokens, kn, fparams[0], fparams[1], rate, shared, local)
+            gradient_block(W, Wi, out, tokens, kn, reals[0], reals[1], rate, shared, local)
         if tid == 0:
             loss_out[0] = scal[0]
 
