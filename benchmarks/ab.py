@@ -108,6 +108,9 @@ def summarize(runs: list[dict], threads: list[int]) -> dict:
         before, after = row["before"], row["after"]
         row["ratio_after_over_before"] = round(after["median"] / before["median"], 4)
         row["ratio_by_round"] = [round(a / b, 4) for a, b in zip(after["rounds"], before["rounds"])]
+        # each after run over the before run just ahead of it: paired, so a slow spell of
+        # the machine that hits both cancels out
+        row["median_round_ratio"] = round(statistics.median(row["ratio_by_round"]), 4) if eps else None
         row["spread_max"] = max(before["spread"] or 0.0, after["spread"] or 0.0)
         rows[str(n)] = row
     return rows
@@ -126,13 +129,20 @@ def _pct(x) -> str:
     return "" if x is None else f"{x:.0%}"
 
 
-def render(r: dict) -> str:
-    s = r["settings"]
+def medians_table(r: dict) -> str:
+    """The medians of an A/B report as a Markdown table (also shown in the speed report)."""
     rows = []
     for row in r["rows"].values():
         b, a = row["before"], row["after"]
+        paired = row.get("median_round_ratio")
         rows.append((row["threads"], human(b["median"]), human(a["median"]), f"{row['ratio_after_over_before']:.3f}",
-                     _pct(b["spread"]), _pct(a["spread"]), verdict(row)))
+                     "" if paired is None else f"{paired:.3f}", _pct(b["spread"]), _pct(a["spread"]), verdict(row)))
+    return md_table(("threads", "before, examples/s", "after, examples/s", "after / before", "median of round ratios",
+                     "spread before", "spread after", "reading"), rows)
+
+
+def render(r: dict) -> str:
+    s = r["settings"]
     rounds = []
     for row in r["rows"].values():
         for i, (b, a, q) in enumerate(zip(row["before"]["rounds"], row["after"]["rounds"], row["ratio_by_round"])):
@@ -148,13 +158,14 @@ def render(r: dict) -> str:
         "count. Numba's cache was warmed for each checkout and thread count by an untimed run first."
         + ("\n\n**Plumbing check** (`--lines`): a tiny corpus; its figures say nothing about speed."
            if s["lines"] else ""),
-        "## Medians\n\n" + md_table(("threads", "before, examples/s", "after, examples/s", "after / before",
-                                      "spread before", "spread after", "reading"), rows),
+        "## Medians\n\n" + medians_table(r),
         "## Every round\n\n" + md_table(("threads", "round", "before", "after", "after / before"), rounds),
         "## Checkouts\n\n" + checkouts,
         "## Definitions\n\n- **spread**: (max - min) / median of one side's rounds.\n"
         "- **after / before**: median examples/s of after over that of before; per round, the after run over "
-        "the before run just ahead of it.",
+        "the before run just ahead of it.\n"
+        "- **median of round ratios**: the median of those per-round ratios (paired: a slow spell that hits "
+        "both runs of a round cancels out).",
         context_markdown(r["context"]),
     ])
 

@@ -34,6 +34,7 @@ The goals come from ``benchmarks/targets.py``; what was tried on the kernel is i
 from __future__ import annotations
 
 import argparse
+import json
 import lzma
 import os
 import shutil
@@ -815,6 +816,19 @@ def render(r: dict) -> str:
                         "peak, end", "added/(ids+matrix), epoch", "added/(ids+matrix), end", "peak/(ids+matrix)",
                         "seconds"), rows))
 
+    ab_file = RESULTS_DIR / "ab_speed.json"
+    if ab_file.is_file():
+        from .ab import medians_table
+
+        ab = json.loads(ab_file.read_text(encoding="utf-8"))
+        sides = ab["settings"]
+        parts.append(
+            "## Against an earlier checkout (A/B)\n\n"
+            f"From `benchmarks/results/ab_speed.md` (`python -m benchmarks.run ab`; its own run, "
+            f"{ab['context'].get('date_utc', 'date n/a')}): kernel examples/s of commit "
+            f"{(sides['after']['commit'] or 'n/a')[:12]} (after) against {(sides['before']['commit'] or 'n/a')[:12]} "
+            f"(before) on corpus {sides['corpus_label']}, {sides['rounds']} alternating rounds of fresh processes.\n\n"
+            + medians_table(ab))
     if k:
         parts.append("## What was tried on the kernel\n\nThe experiments on the kernel, each with its measured "
                      "effect, are listed in `benchmarks/NOTES.md`; this run measures the kernel as it is.")
