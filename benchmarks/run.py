@@ -41,6 +41,8 @@ SUITES: dict[str, Suite] = {
     "expand_demo": Suite("expand_demo", "expand.md", "vocabulary expansion and --init-vectors from word2vec vectors"),
     "unknown_words": Suite("unknown_words", "unknown_words.md", "unknown words at inference: left out or hashed"),
     "gpu": Suite("gpu", "gpu.md", "the CUDA path against the CPU path (needs a GPU)"),
+    "cluster": Suite("cluster_embed", "cluster.md",
+                     "`embed` on a local Dask cluster against one process; 1B/10B sentences on paper"),
 }
 ALIASES = {"curve": "learning_curve", "embed": "embed_speed", "expand": "expand_demo"}
 

@@ -9,7 +9,7 @@ from .config import TrainConfig
 from .tokenize import tokenize
 
 __version__ = "0.1.0"
-__all__ = ["TrainConfig", "tokenize", "load", "train"]
+__all__ = ["TrainConfig", "tokenize", "load", "train", "open_shards"]
 
 
 def load(path, mmap: bool = True):
@@ -41,3 +41,14 @@ def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache
         corpus = read_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir, use_cache=use_cache,
                              quiet=quiet)
     return _train(corpus, config, quiet=quiet, **kwargs).model
+
+
+def open_shards(directory):
+    """The shards of ``scbow-numba embed --workers/--scheduler`` as one memory-mapped array-like.
+
+    Rows in manifest order: row ``i`` is the ``i``-th line of the inputs, in the order
+    given. See :class:`scbow.cluster.Shards`.
+    """
+    from .cluster import open_shards as _open
+
+    return _open(directory)

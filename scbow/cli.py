@@ -520,11 +520,13 @@ def export(model_path, output, binary):
     click.echo(f"wrote {len(model):,} vectors of {model.dim} dims to {output}", err=True)
 
 
-@main.command(short_help="Embed every line of a file into a .npy array.")
+@main.command(short_help="Embed every line of a file into a .npy array (or many files on a Dask cluster).")
 @_model_option()
-@click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path, allow_dash=True))
+@click.argument("inputs", metavar="INPUT...", nargs=-1, required=True,
+                type=click.Path(path_type=Path, allow_dash=True))
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
-              help="The .npy file to write: float32, one row per line of INPUT.")
+              help="The .npy file to write: float32, one row per line of INPUT. With --workers or --scheduler: "
+                   "a directory of shards.")
 @click.option("--missing", "missing_file", type=click.Path(path_type=Path), default=None,
               help="Where to list the lines with no known word. Default: OUTPUT with .npy replaced by .missing.txt.")
 @click.option("--fill", type=click.Choice(["nan", "zero"]), default="nan", show_default=True,
@@ -535,8 +537,14 @@ def export(model_path, output, binary):
 @click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
               help="Words not in the vocabulary: leave them out, or give each its fixed hashed vector, as "
                    "'similarity' does.  [default: the model's own rule]")
+@click.option("--workers", type=click.IntRange(min=1, max=4096), default=None,
+              help="Embed on a local Dask cluster of this many worker processes; OUTPUT is a directory of shards.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Embed on a running Dask cluster (tcp://host:8786); OUTPUT is a directory of shards.")
+@click.option("--block-mb", type=click.FloatRange(min=0.001, max=1 << 20), default=64.0, show_default=True,
+              help="With a cluster: MB of plain text per block (one shard each); a compressed file is one block.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")
-def embed(model_path, input_path, output, missing_file, fill, threads, unknown, quiet):
+def embed(model_path, inputs, output, missing_file, fill, threads, unknown, workers, scheduler, block_mb, quiet):
     """Embed every line of INPUT (one sentence per line; .gz/.bz2/.xz read too; - for stdin).
 
     Row i of OUTPUT is the sentence embedding of line i + 1 (the same as 'similarity' and
@@ -544,10 +552,27 @@ def embed(model_path, input_path, output, missing_file, fill, threads, unknown, 
     average (their rows are NaN, or zero with --fill zero) are listed in the --missing
     file. Written block by block, so INPUT may be larger than memory, and renamed into
     place at the end.
+
+    \b
+    With --workers N (a local cluster) or --scheduler ADDRESS (Dask), several INPUT files
+    are cut into blocks and embedded in parallel into OUTPUT/shard-*.npy, listed in
+    OUTPUT/manifest.json; running the same command again skips the shards already done.
+    Read them back with scbow.cluster.open_shards(OUTPUT). Needs: pip install 'scbow-numba[dask]'.
     """
     from .embedding import embed_file, missing_path_for
     from .progress import Progress
 
+    if workers is not None and scheduler is not None:
+        raise click.UsageError("give --workers (a local cluster) or --scheduler (a running one), not both")
+    if workers is not None or scheduler is not None:
+        if missing_file is not None:
+            raise click.UsageError("--missing is for one output file; a cluster lists missing lines per shard")
+        _embed_on_cluster(model_path, inputs, output, fill, unknown, workers, scheduler, block_mb, quiet)
+        return
+    if len(inputs) > 1:
+        raise click.UsageError(f"{len(inputs)} inputs: one process embeds one INPUT; several need --workers N "
+                               "(a local Dask cluster) or --scheduler ADDRESS")
+    input_path = inputs[0]
     missing_file = missing_file or missing_path_for(output)
     _refuse_overwrite({"-o": output, "--missing": missing_file},
                       {"the model": _model_dir(model_path), "INPUT": input_path})
@@ -566,6 +591,33 @@ def embed(model_path, input_path, output, missing_file, fill, threads, unknown, 
         click.echo(f"embedded {stats.lines:,} lines as {model.dim}-dim rows in {stats.seconds:.1f} s "
                    f"({rate:,.0f} lines/min), {100 * known:.1f}% of tokens averaged (unknown words: {rule}); "
                    f"{stats.missing:,} lines with {what} (listed in {missing_file}); wrote {output}", err=True)
+
+
+def _embed_on_cluster(model_path, inputs, output, fill, unknown, workers, scheduler, block_mb, quiet):
+    from .cluster import embed_on_cluster
+    from .progress import Progress
+
+    model_dir = _model_dir(model_path)
+    _refuse_overwrite({"-o": output}, [("the model", model_dir), *(("INPUT", p) for p in inputs)])
+    _load(model_path)  # the model is checked here, once, with the messages of every command; workers map it
+    bar = Progress(0, unit="shards", enabled=None if not quiet else False)
+
+    def report(done, total):
+        bar.total = total
+        bar.update(done, prefix="embedding on the cluster: ", force=done == total)
+
+    try:
+        stats = embed_on_cluster(model_dir, inputs, output, workers=workers, scheduler=scheduler,
+                                 fill=0.0 if fill == "zero" else float("nan"), unknown=unknown,
+                                 block_bytes=max(int(block_mb * (1 << 20)), 1), progress=report)
+    finally:
+        bar.close()
+    if not quiet:
+        rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
+        resumed = f" ({stats.skipped:,} done by an earlier run)" if stats.skipped else ""
+        click.echo(f"embedded {stats.lines:,} lines into {stats.shards:,} shards{resumed} on {stats.workers} "
+                   f"workers in {stats.seconds:.1f} s ({rate:,.0f} lines/min); {stats.missing:,} lines with nothing "
+                   f"to average; wrote {output}/manifest.json", err=True)
 
 
 def _lookup_word(model, word: str) -> str:

@@ -149,14 +149,29 @@ def embed_lines(model: Model, lines, fill: float = math.nan, unknown: str | None
     return average(model.vectors, ids, len(lines), fill, extra=extra)
 
 
-def read_blocks(path, block_chars: int = BLOCK_CHARS):
+def read_blocks(path, block_chars: int = BLOCK_CHARS, byte_range: tuple[int, int] | None = None):
     """Yield lists of lines of a text file (``-`` for stdin), about ``block_chars`` at a time.
 
+    ``byte_range``: only bytes ``start:stop`` of a plain (uncompressed) file, which must
+    begin at the start of a line and end after a ``\\n`` (``scbow.cluster.plan_blocks``
+    cuts files so): its lines are exactly those the whole file has there, decoded alike.
     Raises CorpusError for a missing, unreadable or binary file.
     """
     from .corpus import check_text, open_text
 
-    if str(path) == "-":
+    if byte_range is not None:
+        start, stop = byte_range
+        try:
+            with open(path, "rb") as raw:
+                raw.seek(start)
+                data = raw.read(stop - start)
+        except OSError as exc:
+            raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        fh = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None)
+        name = str(path)
+        close = fh.close
+        first = start == 0
+    elif str(path) == "-":
         fh = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline=None)
         name = "<stdin>"
         close = fh.detach  # leaves sys.stdin open
@@ -172,7 +187,8 @@ def read_blocks(path, block_chars: int = BLOCK_CHARS):
             raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
         name = str(path)
         close = fh.close
-    first = True
+    if byte_range is None:
+        first = True
     try:
         while True:
             lines = fh.readlines(block_chars)
@@ -224,12 +240,25 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
     missing_file = check_output_file(Path(missing_file) if missing_file else missing_path_for(output), "embeddings.missing.txt")
     if missing_file.resolve() == output.resolve():
         raise ModelError(f"{output}: the array and the record of missing lines cannot be the same file")
+    return write_embeddings(model, read_blocks(input_path, block_chars), output, missing_file, fill, threads, progress,
+                            unknown, source=input_path)
+
+
+def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fill: float = math.nan,
+                     threads: int = 1, progress=None, unknown: str | None = None, source="the input") -> EmbedStats:
+    """Embed ``blocks`` (lists of lines, as :func:`read_blocks` yields them) into ``output``.
+
+    The array and the record of lines with nothing to average (1-based, counted from the
+    first line of ``blocks``) are each written atomically. What ``embed_file`` and the
+    shards of ``scbow.cluster`` both run.
+    """
     if threads != 1:
         import numba
 
         from .kernels import resolve_threads
 
         numba.set_num_threads(resolve_threads(threads))
+    input_path = source
     vectors = np.ascontiguousarray(model.vectors, dtype=np.float32)
     dim = vectors.shape[1]
     encoder = LineEncoder(model, unknown)
@@ -252,7 +281,7 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
                 return len(empty), int(counts.sum())
 
             pending = None
-            for n_block, lines in enumerate(read_blocks(input_path, block_chars)):
+            for n_block, lines in enumerate(blocks):
                 ids, extra = encoder.encode(lines)
                 if pending is not None:
                     missing, known = pending.result()

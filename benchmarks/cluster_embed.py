@@ -1,0 +1,192 @@
+"""Embedding on a local Dask cluster against single-process ``embed``, and what 1B and 10B sentences would cost.
+
+    python -m benchmarks.run cluster                     # the 100M corpus (5.9M lines), 2 workers
+    python -m benchmarks.run cluster --lines 200000      # a plumbing check on the first lines
+
+Both sides run the command a user would run, each in a fresh process, on the same plain
+text (the corpus decompressed once) with the same model: ``scbow-numba embed MODEL TEXT
+-o X.npy`` and ``scbow-numba embed MODEL TEXT -o DIR --workers N``. The cluster's wall
+time includes starting the cluster and loading the model in every worker. Its overhead is
+measured against the ideal split of the single-process time: ``cluster / (single / N) - 1``.
+The shards are then checked to equal the single-process array bit for bit.
+
+The projection to 1B and 10B sentences is arithmetic on the measured per-shard rate
+(lines per second per worker process) and is labelled as such: it assumes workers of
+this machine's speed and a file system that keeps up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .common import REPO_ROOT, RESULTS_DIR, context, context_markdown, corpus_path, md_table, say, write_report
+
+WORK = REPO_ROOT / "benchmarks" / ".work" / "cluster"
+# A price per worker-hour to turn hours into money, stated in the report as an assumption:
+# about what one vCPU of an on-demand general-purpose cloud instance costs.
+PRICE_PER_WORKER_HOUR = 0.05
+
+
+def parse_args(argv=None, prog="python -m benchmarks.run cluster"):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", default="100M", help="corpus whose lines are embedded (default 100M)")
+    ap.add_argument("--lines", type=int, default=None, help="only the first N lines (a plumbing check)")
+    ap.add_argument("--workers", type=int, default=2, help="worker processes of the local cluster (default 2)")
+    ap.add_argument("--block-mb", type=float, default=16.0, help="MB of text per shard (default 16)")
+    ap.add_argument("--model", type=Path, default=None,
+                    help="model directory (default: one trained on the 10M corpus with the defaults, cached)")
+    ap.add_argument("--out", type=Path, default=None, help="report prefix (default benchmarks/results/cluster)")
+    return ap.parse_args(argv)
+
+
+def cli(*args, timeout=7200) -> float:
+    """Run ``scbow-numba ARGS`` in a fresh process; its wall seconds."""
+    cmd = [sys.executable, "-m", "scbow", *map(str, args)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[2:])} failed:\n{proc.stderr[-2000:]}")
+    say("  " + (proc.stderr.strip().splitlines() or [""])[-1][:200])
+    return seconds
+
+
+def plain_text(corpus: str, lines: int | None) -> Path:
+    out = WORK / f"{corpus}{'' if lines is None else f'-{lines}'}.txt"
+    if out.is_file():
+        return out
+    WORK.mkdir(parents=True, exist_ok=True)
+    say(f"decompressing {corpus} once{'' if lines is None else f' (first {lines:,} lines)'}")
+    tmp = out.with_suffix(".tmp")
+    with lzma.open(corpus_path(corpus), "rb") as src, open(tmp, "wb") as dst:
+        if lines is None:
+            shutil.copyfileobj(src, dst, 1 << 24)
+        else:
+            for i, line in enumerate(src):
+                if i >= lines:
+                    break
+                dst.write(line)
+    tmp.replace(out)
+    return out
+
+
+def default_model() -> Path:
+    model = WORK / "model-10M"
+    if not (model / "vectors.npy").is_file():
+        say("training the default model on the 10M corpus (cached for later runs)")
+        cli("train", corpus_path("10M"), "-o", model, "-q")
+    return model
+
+
+def same_rows(npy: Path, shard_dir: Path) -> bool:
+    from scbow.cluster import open_shards
+
+    want = np.load(npy, mmap_mode="r")
+    shards = open_shards(shard_dir)
+    if shards.shape != want.shape:
+        return False
+    step = 1 << 16
+    for lo in range(0, len(want), step):
+        a = np.ascontiguousarray(want[lo : lo + step]).view(np.uint32)
+        if not np.array_equal(a, np.ascontiguousarray(shards[lo : lo + step]).view(np.uint32)):
+            return False
+    return True
+
+
+def project(lines_per_worker_second: float, bytes_per_row: float, workers_list=(16, 64, 256)) -> list[dict]:
+    out = []
+    for total in (10**9, 10**10):
+        for n in workers_list:
+            hours = total / (lines_per_worker_second * n) / 3600
+            out.append({"sentences": total, "workers": n, "hours": hours,
+                        "worker_hours": hours * n, "cost_usd": hours * n * PRICE_PER_WORKER_HOUR,
+                        "output_tb": total * bytes_per_row / 1e12})
+    return out
+
+
+def render(r: dict) -> str:
+    s, c = r["single"], r["cluster"]
+    rows = [("single process (`embed`)", f"{s['seconds']:.1f} s", f"{r['lines'] / s['seconds'] * 60:,.0f}", "1 process", ""),
+            (f"local cluster, {r['workers']} workers (`embed --workers {r['workers']}`)", f"{c['seconds']:.1f} s",
+             f"{r['lines'] / c['seconds'] * 60:,.0f}", f"{c['shards']} shards of {r['block_mb']:g} MB",
+             f"{r['overhead']:+.1%} over the ideal {r['workers']}x split "
+             f"({s['seconds'] / r['workers']:.1f} s); target <= +10%: **{'met' if r['overhead'] <= 0.10 else 'not met'}**")]
+    shard = r["per_shard"]
+    proj = [(f"{p['sentences']:.0e}", p["workers"], f"{p['hours']:.1f} h", f"{p['worker_hours']:,.0f}",
+             f"${p['cost_usd']:,.2f}", f"{p['output_tb']:.1f} TB") for p in r["projection"]]
+    return "\n\n".join([
+        "# Embedding on a cluster",
+        f"`{' '.join(r['context']['command'])}`: {r['lines']:,} lines ({r['text_mb']:.0f} MB of plain text, "
+        f"corpus {r['corpus']}) embedded with a {r['dim']}-dim model, each side a fresh process running the "
+        "command a user would run. The cluster's time includes starting it and loading the model in each worker.",
+        "## Single process against a local cluster\n\n"
+        + md_table(("run", "wall time", "lines/min", "work", "overhead"), rows)
+        + f"\n\nShards equal the single-process array bit for bit: **{r['identical']}**.",
+        "## Per shard\n\n" + md_table(("", "median", "min", "max"), [
+            ("seconds", f"{shard['seconds']['median']:.2f}", f"{shard['seconds']['min']:.2f}",
+             f"{shard['seconds']['max']:.2f}"),
+            ("lines", f"{shard['rows']['median']:,.0f}", f"{shard['rows']['min']:,}", f"{shard['rows']['max']:,}"),
+            ("MB written", f"{shard['mb']['median']:.1f}", f"{shard['mb']['min']:.1f}", f"{shard['mb']['max']:.1f}"),
+            ("lines/s per worker", f"{shard['rate']['median']:,.0f}", f"{shard['rate']['min']:,.0f}",
+             f"{shard['rate']['max']:,.0f}"),
+        ]),
+        "## On paper: 1B and 10B sentences\n\n"
+        f"Arithmetic, not a measurement: {shard['rate']['median']:,.0f} lines/s per worker process (the median "
+        f"shard above, sentences of this corpus's length), {r['dim'] * 4} bytes per row, "
+        f"${PRICE_PER_WORKER_HOUR:.2f} per worker-hour (an assumption: about one on-demand cloud vCPU). Reading "
+        "the input and writing the output must keep up: 10B rows of this model are the size in the last column.\n\n"
+        + md_table(("sentences", "workers", "time", "worker-hours", "cost", "output"), proj),
+        context_markdown(r["context"]),
+    ])
+
+
+def main(argv=None, prog="python -m benchmarks.run cluster") -> dict:
+    args = parse_args(argv, prog)
+    text = plain_text(args.corpus, args.lines)
+    model = args.model or default_model()
+    lines = sum(1 for _ in open(text, "rb"))
+    dim = int(np.load(Path(model) / "vectors.npy", mmap_mode="r").shape[1])
+    run = WORK / "run"
+    shutil.rmtree(run, ignore_errors=True)
+    run.mkdir(parents=True)
+    say(f"single process: {lines:,} lines")
+    single = cli("embed", "-m", model, text, "-o", run / "single.npy", "--threads", "1")
+    say(f"local cluster of {args.workers} workers")
+    cluster = cli("embed", "-m", model, text, "-o", run / "shards", "--workers", args.workers,
+                  "--block-mb", args.block_mb)
+    identical = same_rows(run / "single.npy", run / "shards")
+    records = [json.loads(p.read_text()) for p in sorted((run / "shards").glob("shard-*.json"))]
+    per = {
+        "seconds": [x["seconds"] for x in records], "rows": [x["rows"] for x in records],
+        "mb": [x["bytes_out"] / 2**20 for x in records], "rate": [x["rows"] / x["seconds"] for x in records],
+    }
+    per_shard = {k: {"median": statistics.median(v), "min": min(v), "max": max(v)} for k, v in per.items()}
+    result = {
+        "benchmark": "cluster_embed", "corpus": args.corpus, "lines": lines, "text_mb": text.stat().st_size / 2**20,
+        "dim": dim, "workers": args.workers, "block_mb": args.block_mb,
+        "single": {"seconds": round(single, 2)},
+        "cluster": {"seconds": round(cluster, 2), "shards": len(records)},
+        "overhead": cluster / (single / args.workers) - 1,
+        "identical": identical, "per_shard": per_shard, "shards": records,
+        "projection": project(per_shard["rate"]["median"], dim * 4),
+        "context": context("dask", "distributed", threads=[1]),
+    }
+    out = args.out or (RESULTS_DIR / "cluster" if args.lines is None else WORK / "cluster")
+    paths = write_report(out, result, render(result))
+    say(f"saved {paths[0]} and {paths[1]}")
+    print(render(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
