@@ -237,11 +237,12 @@ def bench_preprocess(text: Path, xz: Path, config: TrainConfig, repeats: int, ca
 def example_shape(corpus, config: TrainConfig, n: int = 50_000) -> dict:
     """Tokens per example (all its sentences) and per target, from the examples of ``n`` targets."""
     from scbow.start import trainable_targets
+    from scbow.trainer import epoch_orders
 
     from .torch_scbow import build_members, tokens_per_example
 
     targets = trainable_targets(corpus)
-    order = np.random.default_rng([config.seed, 1]).permutation(targets)[:n]
+    order = next(epoch_orders(targets, config.seed))[:n]  # the first epoch of train()
     members, n_pos = build_members(order, corpus.sent_doc, corpus.doc_offsets, config.negatives,
                                    config.negative_mode, np.random.default_rng(0))
     lengths = np.diff(np.asarray(corpus.offsets))[order]

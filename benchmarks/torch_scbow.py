@@ -170,9 +170,10 @@ class TorchSiameseCBOW:
 def prepare(corpus, config, n_batches: int, batch_size: int = 100, seed: int = 0):
     """``n_batches`` batches of the first epoch's targets (the order ``scbow.trainer.train`` uses)."""
     from scbow.start import trainable_targets
+    from scbow.trainer import epoch_orders
 
     targets = trainable_targets(corpus)
-    order = np.random.default_rng([config.seed, 1]).permutation(targets)
+    order = next(epoch_orders(targets, config.seed))  # the first epoch of train()
     need = n_batches * batch_size
     if need > len(order):
         order = np.concatenate([order] * (need // len(order) + 1))

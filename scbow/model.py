@@ -524,6 +524,14 @@ def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray, dtype=n
     its order (as the embedding kernels of ``scbow.kernels.embed`` do), divided by its
     size, then rounded to ``dtype`` (float32: the numbers of ``mean_rows(...).astype(np.float32)``).
 
+    Why a second averaging beside the kernels of ``scbow.kernels.embed``: ``Model.embed``,
+    ``similarity`` and the STS scoring run without importing numba (importing it and loading
+    a cached kernel costs a fresh process about half a second, more than a whole
+    ``scbow-numba similarity`` call takes without it), and on the few sentences they get
+    numpy is as fast. The kernels serve files of millions of lines. Both sum each group in
+    float64 in order, so they give the same numbers: ``tests/test_using_vectors.py`` checks
+    ``embed`` files against ``Model.embed`` bit for bit.
+
     Many groups are summed by position rather than by group: with the groups sorted longest
     first, the k-th rows of all the groups longer than k are added in one step. That is
     several times faster at 300 dims than ``np.add.reduceat(rows, starts, axis=0)`` (an
