@@ -597,6 +597,9 @@ def _embed_on_cluster(model_path, inputs, output, fill, unknown, workers, schedu
     from .cluster import embed_on_cluster
     from .progress import Progress
 
+    if output.suffix.lower() == ".npy":
+        raise click.UsageError(f"-o {output}: on a cluster the output is a directory of shards, not one .npy file; "
+                               f"give a directory name such as {output.with_suffix('')}")
     model_dir = _model_dir(model_path)
     _refuse_overwrite({"-o": output}, [("the model", model_dir), *(("INPUT", p) for p in inputs)])
     _load(model_path)  # the model is checked here, once, with the messages of every command; workers map it

@@ -203,3 +203,7 @@ def test_cli_embeds_on_a_local_cluster(inputs, model_dir, tmp_path, runner):
                                             "-o", str(tmp_path / "x.npy")]), "--workers")
     assert_clean_error(runner.invoke(main, ["embed", "-m", str(model_dir), str(inputs[0]), "-o", str(out),
                                             "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"]), "not both")
+    assert_clean_error(runner.invoke(main, ["embed", "-m", str(model_dir), str(inputs[0]), "-o",
+                                            str(tmp_path / "rows.npy"), "--workers", "2"]), "directory of shards")
+    assert_clean_error(runner.invoke(main, ["embed", "-m", str(model_dir), "-", "-o", str(tmp_path / "d"),
+                                            "--workers", "2"]), "stdin")
