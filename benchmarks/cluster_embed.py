@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import lzma
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -49,16 +51,20 @@ def parse_args(argv=None, prog="python -m benchmarks.run cluster"):
     return ap.parse_args(argv)
 
 
-def cli(*args, timeout=7200) -> float:
-    """Run ``scbow-numba ARGS`` in a fresh process; its wall seconds."""
+def cli(*args, timeout=7200) -> tuple[float, float]:
+    """Run ``scbow-numba ARGS`` in a fresh process: its wall seconds and the CPU seconds of it
+    and every process under it (the cluster's nannies and workers included)."""
     cmd = [sys.executable, "-m", "scbow", *map(str, args)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[2:])} failed:\n{proc.stderr[-2000:]}")
     say("  " + (proc.stderr.strip().splitlines() or [""])[-1][:200])
-    return seconds
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return seconds, cpu
 
 
 def plain_text(corpus: str, lines: int | None) -> Path:
@@ -116,13 +122,34 @@ def project(lines_per_worker_second: float, bytes_per_row: float, workers_list=(
 
 def render(r: dict) -> str:
     s, c = r["single"], r["cluster"]
-    rows = [("single process (`embed`)", f"{s['seconds']:.1f} s", f"{r['lines'] / s['seconds'] * 60:,.0f}", "1 process", ""),
+    rows = [("single process (`embed`)", f"{s['seconds']:.1f} s", f"{s['cpu_seconds']:.1f} s",
+             f"{s['cpu_seconds'] / s['seconds']:.2f}", f"{r['lines'] / s['seconds'] * 60:,.0f}", "1 process"),
             (f"local cluster, {r['workers']} workers (`embed --workers {r['workers']}`)", f"{c['seconds']:.1f} s",
-             f"{r['lines'] / c['seconds'] * 60:,.0f}", f"{c['shards']} shards of {r['block_mb']:g} MB",
-             f"{r['overhead']:+.1%} over the ideal {r['workers']}x split "
-             f"({s['seconds'] / r['workers']:.1f} s); target <= +10%: **{'met' if r['overhead'] <= 0.10 else 'not met'}**")]
+             f"{c['cpu_seconds']:.1f} s", f"{c['cpu_seconds'] / c['seconds']:.2f}",
+             f"{r['lines'] / c['seconds'] * 60:,.0f}", f"{c['shards']} shards of {r['block_mb']:g} MB")]
+    met = r["overhead"] <= 0.10
+    overheads = md_table(("cluster wall time against", "ideal", "overhead"), [
+        (f"the single process's wall time split {r['workers']} ways (the target: <= +10%)",
+         f"{s['seconds'] / r['workers']:.1f} s", f"{r['overhead']:+.1%}: **{'met' if met else 'not met'}**"),
+        (f"the single process's CPU time spread over the {min(r['workers'], r['cores'])} cores the cluster has",
+         f"{s['cpu_seconds'] / min(r['workers'], r['cores']):.1f} s", f"{r['overhead_vs_cpu']:+.1%}"),
+        (f"its own tasks' time ({c['shard_seconds']:.1f} s in all) split over its {r['workers']} workers: "
+         "what starting the cluster, loading the model, scheduling and the last shard cost",
+         f"{c['shard_seconds'] / r['workers']:.1f} s", f"{r['overhead_vs_tasks']:+.1%}"),
+    ])
+    bound = ""
+    if not met and s["cpu_seconds"] / s["seconds"] > 1.2 and r["workers"] >= r["cores"]:
+        bound = (f"\n\nWhy the target's split is out of reach here: single-process `embed` already keeps "
+                 f"{s['cpu_seconds'] / s['seconds']:.2f} cores busy (its tokenizer, and in a second thread the "
+                 f"averaging kernel and the writes), and this machine has {r['cores']} cores, so {r['workers']} "
+                 f"workers, each with the same two threads, can only share the same {r['cores']} cores: the split "
+                 "the target asks for needs about twice the cores single-process embed uses, which this machine "
+                 "does not have. What the cluster itself adds (starting, loading the model in each worker, "
+                 "scheduling, waiting for the last shard) is the third row; its tasks ran slower than one process "
+                 "alone because their threads shared the cores.")
     shard = r["per_shard"]
-    proj = [(f"{p['sentences']:.0e}", p["workers"], f"{p['hours']:.1f} h", f"{p['worker_hours']:,.0f}",
+    proj = [(f"{p['sentences']:.0e}", p["workers"],
+             f"{p['hours']:.1f} h" if p["hours"] >= 1 else f"{p['hours'] * 60:.0f} min", f"{p['worker_hours']:,.0f}",
              f"${p['cost_usd']:,.2f}", f"{p['output_tb']:.1f} TB") for p in r["projection"]]
     return "\n\n".join([
         "# Embedding on a cluster",
@@ -130,7 +157,8 @@ def render(r: dict) -> str:
         f"corpus {r['corpus']}) embedded with a {r['dim']}-dim model, each side a fresh process running the "
         "command a user would run. The cluster's time includes starting it and loading the model in each worker.",
         "## Single process against a local cluster\n\n"
-        + md_table(("run", "wall time", "lines/min", "work", "overhead"), rows)
+        + md_table(("run", "wall time", "CPU time", "cores busy", "lines/min", "work"), rows)
+        + "\n\n" + overheads + bound
         + f"\n\nShards equal the single-process array bit for bit: **{r['identical']}**.",
         "## Per shard\n\n" + md_table(("", "median", "min", "max"), [
             ("seconds", f"{shard['seconds']['median']:.2f}", f"{shard['seconds']['min']:.2f}",
@@ -160,10 +188,10 @@ def main(argv=None, prog="python -m benchmarks.run cluster") -> dict:
     shutil.rmtree(run, ignore_errors=True)
     run.mkdir(parents=True)
     say(f"single process: {lines:,} lines")
-    single = cli("embed", "-m", model, text, "-o", run / "single.npy", "--threads", "1")
+    single, single_cpu = cli("embed", "-m", model, text, "-o", run / "single.npy", "--threads", "1")
     say(f"local cluster of {args.workers} workers")
-    cluster = cli("embed", "-m", model, text, "-o", run / "shards", "--workers", args.workers,
-                  "--block-mb", args.block_mb)
+    cluster, cluster_cpu = cli("embed", "-m", model, text, "-o", run / "shards", "--workers", args.workers,
+                               "--block-mb", args.block_mb)
     identical = same_rows(run / "single.npy", run / "shards")
     records = [json.loads(p.read_text()) for p in sorted((run / "shards").glob("shard-*.json"))]
     per = {
@@ -174,9 +202,16 @@ def main(argv=None, prog="python -m benchmarks.run cluster") -> dict:
     result = {
         "benchmark": "cluster_embed", "corpus": args.corpus, "lines": lines, "text_mb": text.stat().st_size / 2**20,
         "dim": dim, "workers": args.workers, "block_mb": args.block_mb,
-        "single": {"seconds": round(single, 2)},
-        "cluster": {"seconds": round(cluster, 2), "shards": len(records)},
+        "cores": os.cpu_count(),
+        "single": {"seconds": round(single, 2), "cpu_seconds": round(single_cpu, 2)},
+        "cluster": {"seconds": round(cluster, 2), "cpu_seconds": round(cluster_cpu, 2), "shards": len(records),
+                    "shard_seconds": round(sum(per["seconds"]), 2)},
+        # against the ideal split of the single process's wall time (the target's definition)
         "overhead": cluster / (single / args.workers) - 1,
+        # against the ideal split of its work: its CPU time spread over the cluster's cores
+        "overhead_vs_cpu": cluster / (single_cpu / min(args.workers, os.cpu_count() or 1)) - 1,
+        # the cluster's own cost: wall time over the tasks' time spread over the workers
+        "overhead_vs_tasks": cluster / (sum(per["seconds"]) / args.workers) - 1,
         "identical": identical, "per_shard": per_shard, "shards": records,
         "projection": project(per_shard["rate"]["median"], dim * 4),
         "context": context("dask", "distributed", threads=[1]),
