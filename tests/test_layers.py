@@ -112,6 +112,7 @@ def test_a_cycle_would_be_found(monkeypatch):
 
 # module (or package prefix) -> modules it must never import
 INFERENCE = ("scbow.model", "scbow.formats", "scbow.modeldir", "scbow.evaluate", "scbow.embedding", "scbow.cluster",
+             "scbow.index",
              "scbow.vocab",
              "scbow.tokenize", "scbow.files")
 TRAINING = ("scbow.trainer", "scbow.backends", "scbow.hooks", "scbow.start", "scbow.session", "scbow.checkpoint",
