@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CorpusError, ModelError
-from .files import atomic_file, check_output_file
+from .files import atomic_file, check_output_file, read_range
 from .model import Model
 from .tokenize import tokenize_lines
 
@@ -161,12 +161,7 @@ def read_blocks(path, block_chars: int = BLOCK_CHARS, byte_range: tuple[int, int
 
     if byte_range is not None:
         start, stop = byte_range
-        try:
-            with open(path, "rb") as raw:
-                raw.seek(start)
-                data = raw.read(stop - start)
-        except OSError as exc:
-            raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        data = read_range(path, start, stop)
         fh = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None)
         name = str(path)
         close = fh.close

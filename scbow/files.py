@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import ModelError
+from .errors import CorpusError, ModelError
 
 
 def read_json(path: os.PathLike, error: type[Exception] = ModelError, what: str = "damaged file") -> object:
@@ -271,3 +271,13 @@ def atomic_dir(path: os.PathLike) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def read_range(path: os.PathLike, start: int, stop: int) -> bytes:
+    """Bytes ``start:stop`` of a file; CorpusError("PATH: cannot read: ...") when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            return fh.read(stop - start)
+    except OSError as exc:
+        raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CorpusError, ModelError
-from .files import atomic_dir, read_json, short_message
+from .files import atomic_dir, read_json, read_range, short_message
 
 INDEX_JSON = "index.json"
 INDEX_FILE = "vectors.faiss"
@@ -462,12 +462,7 @@ class Index:
         start = int(self._offsets[row_id])
         last = f["first_row"] + f["rows"] - 1
         stop = int(self._offsets[row_id + 1]) if row_id < last else int(f["bytes"])
-        try:
-            with open(text_path, "rb") as fh:
-                fh.seek(start)
-                raw = fh.read(stop - start)
-        except OSError as exc:
-            raise CorpusError(f"{text_path}: cannot read: {exc.strerror or exc}") from None
+        raw = read_range(text_path, start, stop)
         text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
         number = row_id - f["first_row"] + 1
         if number == 1 and text.startswith("\ufeff"):
@@ -488,6 +483,17 @@ def _faiss_message(exc: Exception) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
+def _int64_column(path: Path, name: str, length: int, what: str) -> np.ndarray:
+    """The int64 (length,) array ``path/name``, memory-mapped; ModelError when damaged."""
+    try:
+        column = np.load(path / name, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise _damaged(path, f"{name}: {short_message(exc)}") from None
+    if column.ndim != 1 or column.dtype != np.int64 or len(column) != length:
+        raise _damaged(path, f"{name} does not hold {what}")
+    return column
+
+
 def open_index(path) -> Index:
     """Open the sentence index in directory ``path`` (memory-mapped); ModelError when it is not one."""
     path = Path(path)
@@ -498,18 +504,8 @@ def open_index(path) -> Index:
     if graph_file.stat().st_size != int(info["index_bytes"]):
         raise _damaged(path, f"{INDEX_FILE} has {graph_file.stat().st_size:,} bytes, {INDEX_JSON} says "
                              f"{int(info['index_bytes']):,}")
-    try:
-        offsets = np.load(path / OFFSETS_FILE, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise _damaged(path, f"{OFFSETS_FILE}: {short_message(exc)}") from None
-    if offsets.ndim != 1 or offsets.dtype != np.int64 or len(offsets) != int(info["rows"]):
-        raise _damaged(path, f"{OFFSETS_FILE} does not hold one offset per row")
-    try:
-        ids = np.load(path / IDS_FILE, mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise _damaged(path, f"{IDS_FILE}: {short_message(exc)}") from None
-    if ids.ndim != 1 or ids.dtype != np.int64 or len(ids) != int(info["count"]):
-        raise _damaged(path, f"{IDS_FILE} does not hold one row per vector")
+    offsets = _int64_column(path, OFFSETS_FILE, int(info["rows"]), "one offset per row")
+    ids = _int64_column(path, IDS_FILE, int(info["count"]), "one row per vector")
     faiss = _faiss()
     # memory-mapped: the vectors and the graph's arrays are read when a search touches them
     flags = getattr(faiss, "IO_FLAG_MMAP_IFC", getattr(faiss, "IO_FLAG_MMAP", 0))
