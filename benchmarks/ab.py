@@ -224,10 +224,7 @@ def main(argv=None, prog="python -m benchmarks.run ab") -> dict:
     report["median_examples_per_s"] = {n: {side: statistics.median(x["examples_per_s"] for x in runs
                                                                    if x["threads"] == n and x["side"] == side)
                                            for side in SIDES} for n in args.threads}
-    markdown = render(report)
-    json_path, md_path = write_report(args.out, report, markdown)
-    print(markdown)
-    say(f"saved {json_path} and {md_path}")
+    write_report(args.out, report, render(report), echo=True)
     return report
 
 

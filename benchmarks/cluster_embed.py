@@ -217,9 +217,7 @@ def main(argv=None, prog="python -m benchmarks.run cluster") -> dict:
         "context": context("dask", "distributed", threads=[1]),
     }
     out = args.out or (RESULTS_DIR / "cluster" if args.lines is None else WORK / "cluster")
-    paths = write_report(out, result, render(result))
-    say(f"saved {paths[0]} and {paths[1]}")
-    print(render(result))
+    write_report(out, result, render(result), echo=True)
     return result
 
 

@@ -369,8 +369,10 @@ def _threads_text(threads: dict | None) -> str:
     return text + f"; numba can use {threads.get('numba_available')}"
 
 
-def write_report(out: os.PathLike, data: dict, markdown: str) -> tuple[Path, Path]:
+def write_report(out: os.PathLike, data: dict, markdown: str, echo: bool = False) -> tuple[Path, Path]:
     """Write ``<out>.json`` and ``<out>.md``, creating the directory; returns both paths.
+
+    ``echo``: also print the markdown on stdout and say where both were saved.
 
     A report without a ``context`` gets one here, so that every report says what ran it.
     """
@@ -381,4 +383,7 @@ def write_report(out: os.PathLike, data: dict, markdown: str) -> tuple[Path, Pat
     md_path = out.with_name(out.name + ".md")
     json_path.write_text(json.dumps(data, indent=1, default=str) + "\n")
     md_path.write_text(markdown.rstrip() + "\n")
+    if echo:
+        print(markdown)
+        say(f"saved {json_path} and {md_path}")
     return json_path, md_path

@@ -970,10 +970,7 @@ def main(argv=None, prog="python -m benchmarks.run speed") -> dict:
             "several threads suffer most (spin-waiting OpenMP threads of numba, torch and OpenBLAS lose their "
             "time slices). Rerun on a quiet machine for figures to quote")
     report["targets"] = check_targets(report, args.corpus)
-    markdown = render(report)
-    json_path, md_path = write_report(args.out, report, markdown)
-    print(markdown)
-    say(f"saved {json_path} and {md_path}")
+    write_report(args.out, report, render(report), echo=True)
     return report
 
 

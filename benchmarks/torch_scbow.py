@@ -8,7 +8,7 @@ per batch as in the paper. The loss is the one of ``scbow.reference.loss_and_gra
 the per-occurrence L2 weight decay included, so both trainers optimise the same function
 (the torch one on the batch mean, as the paper did; the Numba one per example, Hogwild).
 
-Examples are built as ``scbow.kernels.cpu.fill_example`` builds them: the target, its
+Examples are built as ``scbow.kernels.sampling.fill_example`` builds them: the target, its
 previous and next sentence when they are in its document, and ``negatives`` random
 sentences of its document that are neither the target nor a positive (from the whole
 corpus when the document is too small). Batches are built with NumPy before the clock

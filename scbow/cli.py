@@ -697,7 +697,7 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
         from .index import search_command
 
         try:
-            found = search_command(_model_dir(model_path), sentence, index_path, topn=topn, ef=ef)
+            found = search_command(model, sentence, index_path, topn=topn, ef=ef, model_dir=_model_dir(model_path))
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
         several = len({f for _, f, _, _ in found}) > 1

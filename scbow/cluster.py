@@ -296,9 +296,8 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
 
 
 def _dim(out: Path, shards: list[dict]) -> int | None:
-    for s in shards:
-        return int(np.load(out / s["shard"], mmap_mode="r").shape[1])
-    return None
+    """Columns of the shards (read from the first one's header); None without shards."""
+    return int(np.load(out / shards[0]["shard"], mmap_mode="r").shape[1]) if shards else None
 
 
 # -- reading shards back ---------------------------------------------------------------
@@ -357,9 +356,15 @@ class Shards:
         idx = np.asarray(key)
         if idx.dtype == bool:
             idx = np.flatnonzero(idx)
+        idx = idx.astype(np.int64).ravel()
+        idx = np.where(idx < 0, idx + len(self), idx)
+        if len(idx) and (idx.min() < 0 or idx.max() >= len(self)):
+            raise IndexError(f"rows out of range for {len(self)} rows")
         out = np.empty((len(idx), self.shape[1]), dtype=self.dtype)
-        for j, i in enumerate(idx.tolist()):
-            out[j] = self._row(i)
+        owner = np.searchsorted(self.offsets, idx, side="right") - 1  # the shard of each row
+        for k in np.unique(owner).tolist():  # one fancy index per shard touched
+            mine = owner == k
+            out[mine] = self.parts[k][idx[mine] - self.offsets[k]]
         return out
 
     def __array__(self, dtype=None, copy=None):

@@ -165,7 +165,6 @@ def read_blocks(path, block_chars: int = BLOCK_CHARS, byte_range: tuple[int, int
         fh = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None)
         name = str(path)
         close = fh.close
-        first = start == 0
     elif str(path) == "-":
         fh = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline=None)
         name = "<stdin>"
@@ -182,8 +181,7 @@ def read_blocks(path, block_chars: int = BLOCK_CHARS, byte_range: tuple[int, int
             raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
         name = str(path)
         close = fh.close
-    if byte_range is None:
-        first = True
+    first = byte_range is None or byte_range[0] == 0  # where the binary-start rule applies
     try:
         while True:
             lines = fh.readlines(block_chars)
@@ -253,7 +251,6 @@ def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fil
         from .kernels import resolve_threads
 
         numba.set_num_threads(resolve_threads(threads))
-    input_path = source
     vectors = np.ascontiguousarray(model.vectors, dtype=np.float32)
     dim = vectors.shape[1]
     encoder = LineEncoder(model, unknown)
@@ -265,7 +262,7 @@ def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fil
                 ThreadPoolExecutor(max_workers=1) as pool:
             out.write(npy_header(0, dim))
             what = "no known word" if encoder.unknown == "omit" else "no word"
-            miss.write(f"# lines of {input_path} with {what} (1-based; array row = line - 1)\n")
+            miss.write(f"# lines of {source} with {what} (1-based; array row = line - 1)\n")
 
             def finish(ids, extra, n_lines, first_line, parallel):
                 rows, counts = average(vectors, ids, n_lines, fill, parallel, extra)

@@ -556,25 +556,26 @@ def _throttled(progress, interval: float = 2.0):
     return call
 
 
-def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | None = None):
+def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | None = None, model_dir=None):
     """The ``topn`` indexed lines nearest to ``sentence``: ``[(cosine, file, line number, text)]``, best first.
 
-    ``model``: a loaded :class:`scbow.model.Model` or a model directory. Raises ModelError
-    for an index that is not one, or one built with another model, and ValueError when the
-    sentence has nothing to average.
+    ``model``: a loaded :class:`scbow.model.Model` (with ``model_dir``, the directory it was
+    loaded from, when known) or a model directory. Raises ModelError for an index that is
+    not one, or one built with another model, and ValueError when the sentence has nothing
+    to average.
     """
     if topn < 1:
         raise ValueError(f"topn must be at least 1, got {topn}")
     index = open_index(index_path)
     if not hasattr(model, "embed"):
-        model_path = Path(model)
-        if (model_path / INDEX_JSON).is_file():
-            raise ModelError(f"{model_path}: is a sentence index, not a model; give it as the index and the model "
+        model_dir = Path(model)
+        if (model_dir / INDEX_JSON).is_file():
+            raise ModelError(f"{model_dir}: is a sentence index, not a model; give it as the index and the model "
                              "with -m")
         from . import load
 
-        model_dir = model_path
-        model = load(model_path)
+        model = load(model_dir)
+    if model_dir is not None:
         fp = model_fingerprint(model_dir)
         built = index.info.get("model_fingerprint")
         if fp is not None and built is not None and fp != built:

@@ -25,6 +25,12 @@ def human(x: float, spec: str = ".2f") -> str:
 
 
 
+def note(line: str) -> None:
+    """One line on stderr, flushed: what a run says about the phase it is in."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
 def clock(seconds: float) -> str:
     seconds = int(max(seconds, 0))
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"

@@ -31,11 +31,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import sys
 import threading
 from pathlib import Path
 
 from .errors import CheckpointError, Interrupted, ModelError, TrainingError
+from .progress import note
 
 try:
     import fcntl
@@ -150,11 +150,6 @@ def signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
-
-
-def _stderr(message: str) -> None:
-    sys.stderr.write(message + "\n")
-    sys.stderr.flush()
 
 
 def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
@@ -273,7 +268,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     from .trainer import train
 
     config = config or TrainConfig()
-    warn = warn or _stderr
+    warn = warn or note
     every = parse_every(checkpoint_every) if checkpoint_every is not None else None
     output = check_output_dir(output if output is not None else default_model_dir())
     ckpt = checkpoint_dir(Path(os.path.abspath(output)))
@@ -285,7 +280,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             remove_stale_temporaries(ckpt)
             replacing = (output / "vectors.npy").is_file()
             if replacing and not quiet:
-                _stderr(f"note: {output} holds a model; it is replaced when this run ends (and kept if it fails)")
+                note(f"note: {output} holds a model; it is replaced when this run ends (and kept if it fails)")
             meta = None
             if resume:
                 meta = read_meta(ckpt)
@@ -304,7 +299,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             encoded = read_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir,
                                   use_cache=use_cache, quiet=quiet)
             if not quiet:
-                _stderr(corpus_line(encoded))
+                note(corpus_line(encoded))
             bad = (encoded.stats or {}).get("invalid_utf8_lines", 0)
             if bad:
                 warn(f"warning: {bad:,} line(s) of the corpus are not valid UTF-8; their bad bytes were read "
@@ -332,7 +327,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             if before_save is not None:
                 before_save(result)
             if not quiet:
-                _stderr(f"saving the model to {output}" + (" (replacing the model there)" if replacing else ""))
+                note(f"saving the model to {output}" + (" (replacing the model there)" if replacing else ""))
             try:
                 save_model(result.model, output)
             except ModelError as exc:

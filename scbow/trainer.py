@@ -10,7 +10,6 @@ corpus from files is ``scbow.corpus.read_corpus``; checkpoints, signals and savi
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -23,7 +22,7 @@ from .errors import ConfigError, CorpusError, TrainingError, diverged
 from .hooks import TrainState
 from .model import Model
 from .postprocess import COMMON_SAMPLE, remove_common_components
-from .progress import Progress, plural
+from .progress import Progress, note, plural
 from .start import corpus_weights, init_vectors, step_rates, trainable_targets
 
 # Examples per kernel call: long enough to amortise the thread launch, short enough for
@@ -59,13 +58,6 @@ class TrainResult:
     seconds: float
     examples: int
     losses: list = field(default_factory=list)  # mean loss of each batch, in order
-
-
-def say(quiet: bool, line: str) -> None:
-    """A line on stderr about the phase the run is in (nothing when ``quiet``)."""
-    if not quiet:
-        sys.stderr.write(line + "\n")
-        sys.stderr.flush()
 
 
 def epoch_orders(targets: np.ndarray, seed: int, first: int = 0):
@@ -187,8 +179,9 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
         raise diverged(config.lr, "the embeddings hold NaN or inf")
     if config.common_components >= 0:
         k = config.components_removed
-        say(quiet, f"post-processing: centring the sentence averages{f' and removing {k} common components' if k else ''} "
-                   f"(estimated on {min(COMMON_SAMPLE, corpus.n_sentences):,} sentences)")
+        if not quiet:
+            note(f"post-processing: centring the sentence averages{f' and removing {k} common components' if k else ''} "
+                 f"(estimated on {min(COMMON_SAMPLE, corpus.n_sentences):,} sentences)")
         remove_common_components(W, corpus, k, config.seed)
 
     seconds = state.kernel_seconds

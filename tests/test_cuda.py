@@ -31,7 +31,7 @@ if PROBLEM is None:
     from numba import cuda
 
     from scbow.kernels import cuda as KC
-    from scbow.kernels import sampling as cpu  # the sampler both devices run
+    from scbow.kernels import sampling  # the sampler both devices run
 
     SIMULATOR = KC.SIMULATOR
 else:
@@ -171,7 +171,7 @@ def doc_arrays(sizes=DOC_SIZES):
 @needs_cuda
 @pytest.mark.parametrize("mode", ["document", "uniform"])
 def test_device_sampler_draws_what_the_cpu_sampler_draws(mode):
-    mode_id = cpu.NEG_DOCUMENT if mode == "document" else cpu.NEG_UNIFORM
+    mode_id = sampling.NEG_DOCUMENT if mode == "document" else sampling.NEG_UNIFORM
     sent_doc, doc_offsets = doc_arrays()
     n_neg, seed = 3, 17
     targets = np.arange(len(sent_doc), dtype=np.int64)
@@ -183,9 +183,9 @@ def test_device_sampler_draws_what_the_cpu_sampler_draws(mode):
     members, kn = members_d.copy_to_host(), kn_d.copy_to_host()
     for i, target in enumerate(targets):
         state = np.zeros(1, dtype=np.uint64)
-        cpu.seed_state(seed, i, state)
+        sampling.seed_state(seed, i, state)
         want = np.full(3 + n_neg, -1, dtype=np.int64)
-        k, n_pos = cpu.fill_example(target, sent_doc, doc_offsets, n_neg, mode_id, state, want)
+        k, n_pos = sampling.fill_example(target, sent_doc, doc_offsets, n_neg, mode_id, state, want)
         assert (kn[i, 0], kn[i, 1]) == (k, n_pos)
         assert members[i, :k].tolist() == want[:k].tolist()
         # and the invariants themselves, checked here too
@@ -259,15 +259,15 @@ def emulate_epoch(backend, corpus, W0, config, total, done0=0, rate=None):
     """
     W = W0.astype(np.float64)
     loss_sum = 0.0
-    mode = cpu.NEG_DOCUMENT if config.negative_mode == "document" else cpu.NEG_UNIFORM
+    mode = sampling.NEG_DOCUMENT if config.negative_mode == "document" else sampling.NEG_UNIFORM
     for c, (lo, hi) in enumerate(backend.chunks):
         first, _, _, sent_doc, doc_offsets = scuda.chunk_arrays(corpus, lo, hi)
         for pos in range(backend.bounds[c], backend.bounds[c + 1]):
             position = done0 + pos
             state = np.zeros(1, dtype=np.uint64)
-            cpu.seed_state(config.seed, position, state)
+            sampling.seed_state(config.seed, position, state)
             members = np.zeros(3 + config.negatives, dtype=np.int64)
-            k, n_pos = cpu.fill_example(backend.epoch_order[pos] - first, sent_doc, doc_offsets, config.negatives,
+            k, n_pos = sampling.fill_example(backend.epoch_order[pos] - first, sent_doc, doc_offsets, config.negatives,
                                         mode, state, members)
             if n_pos == 0:
                 continue

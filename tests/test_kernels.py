@@ -11,7 +11,7 @@ from conftest import CASES, assert_grad_close, build_example, pack, seed_of
 from scbow.backends.cpu import CpuBackend
 from scbow.backends.params import params_record
 from scbow.config import TrainConfig
-from scbow.kernels import cpu  # noqa: E402  (imported plainly: an import error must fail, not skip)
+from scbow.kernels import cpu, sampling  # noqa: E402  (imported plainly: an import error must fail, not skip)
 from scbow.reference import loss_and_grad
 
 DIMS = (3, 8, 32)
@@ -172,17 +172,17 @@ def doc_arrays(sizes=DOC_SIZES):
 
 def draw(target, sent_doc, doc_offsets, n_neg, mode, state):
     members = np.full(3 + n_neg, -7, dtype=np.int64)
-    k, n_pos = cpu.fill_example(target, sent_doc, doc_offsets, n_neg, mode, state, members)
+    k, n_pos = sampling.fill_example(target, sent_doc, doc_offsets, n_neg, mode, state, members)
     return members, k, n_pos
 
 
-@pytest.mark.parametrize("mode", [cpu.NEG_DOCUMENT, cpu.NEG_UNIFORM])
+@pytest.mark.parametrize("mode", [sampling.NEG_DOCUMENT, sampling.NEG_UNIFORM])
 @pytest.mark.parametrize("n_neg", NEGATIVES)
 def test_fill_example_invariants(mode, n_neg):
     sent_doc, doc_offsets = doc_arrays()
     n_sent = len(sent_doc)
     state = np.zeros(1, dtype=np.uint64)
-    cpu.seed_state(seed_of("fill", mode, n_neg), 0, state)
+    sampling.seed_state(seed_of("fill", mode, n_neg), 0, state)
     for target in range(n_sent):
         doc = sent_doc[target]
         lo, hi = doc_offsets[doc], doc_offsets[doc + 1]
@@ -201,14 +201,14 @@ def test_fill_example_invariants(mode, n_neg):
             assert ((negs >= 0) & (negs < n_sent)).all()
             assert target not in negs
             assert not neighbours & set(negs.tolist())
-            if mode == cpu.NEG_DOCUMENT and hi - lo > 1 + n_pos:
+            if mode == sampling.NEG_DOCUMENT and hi - lo > 1 + n_pos:
                 assert ((negs >= lo) & (negs < hi)).all(), (target, negs)
 
 
 def collect_negatives(target, mode, n_calls, n_neg=10, seed=3):
     sent_doc, doc_offsets = doc_arrays()
     state = np.zeros(1, dtype=np.uint64)
-    cpu.seed_state(seed, 0, state)
+    sampling.seed_state(seed, 0, state)
     out = []
     for _ in range(n_calls):
         members, k, n_pos = draw(target, sent_doc, doc_offsets, n_neg, mode, state)
@@ -221,7 +221,7 @@ def test_document_mode_draws_from_the_whole_target_document():
     doc = len(DOC_SIZES) - 1
     lo, hi = int(doc_offsets[doc]), int(doc_offsets[doc + 1])
     target = lo + 10
-    negs, _, _ = collect_negatives(target, cpu.NEG_DOCUMENT, 300)
+    negs, _, _ = collect_negatives(target, sampling.NEG_DOCUMENT, 300)
     assert ((negs >= lo) & (negs < hi)).all()
     # every sentence of the book but the target and its two neighbours gets drawn
     assert set(negs.tolist()) == set(range(lo, hi)) - {target - 1, target, target + 1}
@@ -230,7 +230,7 @@ def test_document_mode_draws_from_the_whole_target_document():
 def test_document_mode_falls_back_to_the_corpus_for_a_small_document():
     sent_doc, doc_offsets = doc_arrays()
     target = int(doc_offsets[1])  # first sentence of the 2-sentence document
-    negs, _, _ = collect_negatives(target, cpu.NEG_DOCUMENT, 50)
+    negs, _, _ = collect_negatives(target, sampling.NEG_DOCUMENT, 50)
     outside = sent_doc[negs] != 1
     assert outside.all()  # only the target and its positive are in the document
     assert len(set(sent_doc[negs].tolist())) >= 5
@@ -240,7 +240,7 @@ def test_uniform_mode_spans_documents():
     sent_doc, doc_offsets = doc_arrays()
     doc = 6  # 60 of the 200 sentences
     target = int(doc_offsets[doc]) + 5
-    negs, _, _ = collect_negatives(target, cpu.NEG_UNIFORM, 300)
+    negs, _, _ = collect_negatives(target, sampling.NEG_UNIFORM, 300)
     assert len(negs) == 3000
     frac_outside = float((sent_doc[negs] != doc).mean())
     assert 0.62 < frac_outside < 0.80  # 140 of the 197 candidates lie outside the document
@@ -256,9 +256,9 @@ def test_seed_state_is_deterministic_and_streams_differ():
     def sequence(seed, stream):
         sent_doc, doc_offsets = doc_arrays()
         state = np.zeros(1, dtype=np.uint64)
-        cpu.seed_state(seed, stream, state)
+        sampling.seed_state(seed, stream, state)
         assert state[0] != 0
-        return [draw(150, sent_doc, doc_offsets, 5, cpu.NEG_UNIFORM, state)[0].tolist() for _ in range(20)]
+        return [draw(150, sent_doc, doc_offsets, 5, sampling.NEG_UNIFORM, state)[0].tolist() for _ in range(20)]
 
     assert sequence(1, 0) == sequence(1, 0)
     assert sequence(1, 0) != sequence(2, 0)
@@ -281,7 +281,7 @@ def toy_corpus(seed=0, doc_sizes=(7, 1, 12, 5, 20), vocab=40):
 
 def batch_params(n_neg, seed, chunks, lr, total, max_len=0, mode=None, min_frac=1e-4, decay=0.0, hot=0, flush=1):
     return params_record(lr=lr, lr_min=lr * min_frac, total=total, decay=decay, negatives=n_neg, max_len=max_len,
-                         neg_mode=cpu.NEG_DOCUMENT if mode is None else mode, seed=seed, chunks=chunks, hot=hot,
+                         neg_mode=sampling.NEG_DOCUMENT if mode is None else mode, seed=seed, chunks=chunks, hot=hot,
                          flush=flush)
 
 
@@ -320,11 +320,11 @@ def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush, decay, don
     lrs = []
     for c in range(chunks):  # the serial kernel runs the chunks one after the other
         state = np.zeros(1, dtype=np.uint64)
-        cpu.seed_state(seed, done + c, state)
+        sampling.seed_state(seed, done + c, state)
         c_lo, c_hi = lo + c * per, min(hi, lo + (c + 1) * per)
         loss_sum, count = 0.0, 0
         for e in range(c_lo, c_hi):
-            k, n_pos = cpu.fill_example(order[e], sent_doc, doc_offsets, n_neg, cpu.NEG_DOCUMENT, state, members)
+            k, n_pos = sampling.fill_example(order[e], sent_doc, doc_offsets, n_neg, sampling.NEG_DOCUMENT, state, members)
             if n_pos == 0:
                 continue
             position = done + (e - c_lo) * chunks + c

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import resolve_threads  # noqa: F401  (re-exported)
 from .params import kernel_params
 
 

@@ -28,7 +28,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..reference import NORM_EPS
-from .sampling import NEG_DOCUMENT, NEG_UNIFORM, fill_example, lr_at, next_random, seed_state  # noqa: F401
+from .sampling import fill_example, lr_at, seed_state
 
 # Reassociation lets LLVM vectorise the dot products; no-NaN flags stay off so that a
 # diverging run still produces the NaN the driver checks for.
