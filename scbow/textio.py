@@ -1,0 +1,197 @@
+"""The one way the tool opens text it did not write: plain, gzip, bzip2 or xz, by its first bytes.
+
+Every reader of a corpus, a sentence file, a pairs file, a vectors file or an index's text
+goes through :func:`open_bytes` or :func:`open_text`, so a damaged or truncated
+compressed file gives the same one line everywhere, naming the file::
+
+    PATH: damaged or truncated gzip file (Compressed file ended before the end-of-stream marker was reached)
+
+Decompression fails in many ways (``EOFError`` for a truncated stream, ``zlib.error`` for
+corrupt deflate data, ``lzma.LZMAError``, ``OSError`` from gzip's and bz2's checks): they
+are all turned into :class:`scbow.errors.CorpusError` here, where the read happens, so no
+caller has to list them. A plain file's read error (``EIO``, a directory) is the usual
+``PATH: cannot read: why``.
+
+Light (standard library only), so the CLI can use it before numpy is imported.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import zlib
+from pathlib import Path
+
+from .errors import CorpusError
+
+# first bytes -> the format's name
+MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+# what a directory given as a corpus or a sentence file is searched for
+TEXT_SUFFIXES = (".txt", ".text", ".tok") + COMPRESSED_SUFFIXES
+# every exception a decompressor raises on damaged data
+DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, OSError)
+
+
+def compression(path: os.PathLike) -> str | None:
+    """``"gzip"``, ``"bzip2"`` or ``"xz"`` by the file's first bytes; None for a plain file.
+
+    Raises CorpusError when the file cannot be opened.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(6)
+    except OSError as exc:
+        raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return next((name for magic, name in MAGIC if head.startswith(magic)), None)
+
+
+def read_error(name, exc: BaseException, kind: str | None) -> CorpusError:
+    """The one-line error for a failure while reading ``name`` (``kind``: its compression)."""
+    if isinstance(exc, CorpusError):
+        return exc
+    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if len(detail) > 100:
+        detail = detail[:97] + "..."
+    if kind is not None and not (isinstance(exc, OSError) and exc.errno is not None):
+        return CorpusError(f"{name}: damaged or truncated {kind} file ({detail})")
+    if isinstance(exc, OSError):
+        return CorpusError(f"{name}: cannot read: {exc.strerror or detail}")
+    return CorpusError(f"{name}: cannot read: {detail}")
+
+
+class _Checked(io.BufferedIOBase):
+    """A readable binary stream over a file (decompressed), whose read errors are CorpusError.
+
+    ``position()`` is the bytes of the file on disk read so far (compressed bytes for a
+    compressed file: what a progress bar over file sizes wants).
+    """
+
+    def __init__(self, path: Path, name: str):
+        self.name = name
+        self._disk = open(path, "rb")
+        try:
+            head = self._disk.read(6)
+            self._disk.seek(0)
+            self.kind = next((k for magic, k in MAGIC if head.startswith(magic)), None)
+            if self.kind == "gzip":
+                self._stream = gzip.GzipFile(fileobj=self._disk, mode="rb")
+            elif self.kind == "bzip2":
+                self._stream = bz2.BZ2File(self._disk, "rb")
+            elif self.kind == "xz":
+                self._stream = lzma.LZMAFile(self._disk, "rb")
+            else:
+                self._stream = self._disk
+        except BaseException:
+            self._disk.close()
+            raise
+
+    def _call(self, method, *args):
+        try:
+            return method(*args)
+        except DECOMPRESS_ERRORS as exc:
+            raise read_error(self.name, exc, self.kind) from None
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        return self._call(self._stream.read, -1 if size is None else size)
+
+    def read1(self, size: int = -1) -> bytes:
+        return self._call(self._stream.read1, size)
+
+    def readinto(self, buffer) -> int:
+        return self._call(self._stream.readinto, buffer)
+
+    def readline(self, size: int | None = -1) -> bytes:
+        return self._call(self._stream.readline, -1 if size is None else size)
+
+    def position(self) -> int:
+        try:
+            return self._disk.tell()
+        except (OSError, ValueError):
+            return 0
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            if self._stream is not self._disk:
+                self._stream.close()
+        finally:
+            self._disk.close()
+            super().close()
+
+
+def open_bytes(path: os.PathLike, name: str | None = None) -> _Checked:
+    """Open a plain, gzip, bzip2 or xz file for reading its (decompressed) bytes.
+
+    Opening and every later read raise CorpusError naming the file (``name``, default
+    ``path``) on any failure: missing, unreadable, a directory, damaged or truncated
+    compressed data.
+    """
+    path = Path(path)
+    name = str(path) if name is None else name
+    if path.is_dir():
+        raise CorpusError(f"{name}: is a directory, expected a file")
+    try:
+        return _Checked(path, name)
+    except FileNotFoundError:
+        raise CorpusError(f"{name}: no such file") from None
+    except OSError as exc:
+        raise CorpusError(f"{name}: cannot read: {exc.strerror or exc}") from None
+
+
+class TextFile(io.TextIOWrapper):
+    """UTF-8 text over :func:`open_bytes`; ``position()`` is the file's bytes on disk read so far."""
+
+    def position(self) -> int:
+        return self.buffer.position()
+
+
+def open_text(path: os.PathLike, name: str | None = None) -> TextFile:
+    """Open a plain, gzip, bzip2 or xz file as UTF-8 text, as every command reads text.
+
+    Universal newlines; invalid bytes become U+FFFD (the callers count or refuse them with
+    ``scbow.corpus.check_text``); a byte order mark at the start is not text
+    (``utf-8-sig``), as some editors write one. Errors as :func:`open_bytes`.
+    """
+    return TextFile(open_bytes(path, name), encoding="utf-8-sig", errors="replace", newline=None)
+
+
+def read_all_bytes(path: os.PathLike, name: str | None = None) -> bytes:
+    """The whole (decompressed) content of a file; CorpusError as :func:`open_bytes`."""
+    with open_bytes(path, name) as fh:
+        return fh.read()
+
+
+def expand(paths, recursive: bool = False, suffixes=TEXT_SUFFIXES) -> list[Path]:
+    """Files and directories -> the files they stand for, in order.
+
+    A directory stands for the files in it (and, with ``recursive``, below it) whose names
+    end in one of ``suffixes`` (any case), sorted; a file stands for itself whatever its
+    name. CorpusError for a path that does not exist, is not a regular file, cannot be
+    read, or a directory with no such file.
+    """
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            walk = p.rglob("*") if recursive else p.iterdir()
+            found = sorted(f for f in walk if f.is_file() and f.name.lower().endswith(tuple(suffixes)))
+            if not found:
+                raise CorpusError(f"{p}: directory has no text files (looked for {', '.join(suffixes)})")
+            files.extend(found)
+        elif p.is_file():
+            files.append(p)
+        elif p.exists():
+            raise CorpusError(f"{p}: not a regular file")
+        else:
+            raise CorpusError(f"{p}: no such file or directory")
+    for f in files:
+        if not os.access(f, os.R_OK):
+            raise CorpusError(f"{f}: permission denied")
+    return files
