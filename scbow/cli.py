@@ -466,12 +466,16 @@ PAIRS_BLOCK = 20_000  # pairs embedded at once by similarity --pairs
 
 def _similarity_pairs(model, path, unknown) -> None:
     """``similarity --pairs``: stream the pairs in blocks, one cosine a line."""
-    from .corpus import open_text
+    import io
+
     from .errors import CorpusError
+    from .textio import open_text
 
     if str(path) != "-" and not Path(path).is_file():
         raise CorpusError(f"{path}: no such file" if not Path(path).exists() else f"{path}: not a regular file")
-    fh = sys.stdin if str(path) == "-" else open_text(Path(path))
+    # utf-8-sig, like the STS files: a byte order mark is not part of the first sentence
+    fh = (io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="replace", newline=None)
+          if str(path) == "-" else open_text(Path(path)))
     out = sys.stdout
     total = unscored = 0
 
@@ -501,6 +505,8 @@ def _similarity_pairs(model, path, unknown) -> None:
     finally:
         if str(path) != "-":
             fh.close()
+        else:
+            fh.detach()  # leaves sys.stdin open
         out.flush()
     click.echo(f"scored {total:,} pairs" + (f"; {unscored:,} had a side with nothing to average (printed as nan)"
                                             if unscored else ""), err=True)
@@ -594,12 +600,13 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
 
 
 def _embed_on_cluster(model_path, inputs, output, fill, unknown, workers, scheduler, block_mb, quiet):
-    from .cluster import embed_on_cluster
+    from .cluster import embed_on_cluster, refuse_model_output
     from .progress import Progress
 
     if output.suffix.lower() == ".npy":
         raise click.UsageError(f"-o {output}: on a cluster the output is a directory of shards, not one .npy file; "
                                f"give a directory name such as {output.with_suffix('')}")
+    refuse_model_output(output)  # any model's directory, or inside one: the same line the first time and on resume
     model_dir = _model_dir(model_path)
     _refuse_overwrite({"-o": output}, [("the model", model_dir), *(("INPUT", p) for p in inputs)])
     _load(model_path)  # the model is checked here, once, with the messages of every command; workers map it
@@ -813,27 +820,28 @@ def cache_command(cache_dir, clear):
     modification time) and the vocabulary settings, so that a rerun starts at once. An
     entry is about 4 bytes per token; nothing is removed on its own.
     """
-    import shutil
     import time
 
-    from .corpus import cache_entries, default_cache_dir
+    from .corpuscache import cache_entries, clear_cache, default_cache_dir, describe
     from .progress import plural
 
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    entries = cache_entries(root)
-    total = sum(e["bytes"] for e in entries)
     if clear:
-        for e in entries:
-            shutil.rmtree(e["path"], ignore_errors=True)
-        left = cache_entries(root)
-        click.echo(f"removed {len(entries) - len(left)} cached corpora ({_mb(total - sum(e['bytes'] for e in left))}) "
-                   f"from {root}", err=True)
+        removed, freed = clear_cache(root)
+        click.echo(f"removed {plural(removed, 'cached corpus', 'cached corpora')} ({_mb(freed)}) from {root}",
+                   err=True)
         return
+    foreign: list[Path] = []
+    entries = cache_entries(root, foreign)
     for e in entries:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e["modified"]))
-        files = ", ".join(e["files"]) or ("(an unfinished encoding)" if not e["complete"] else "(unreadable meta.json)")
-        click.echo(f"{_mb(e['bytes']):>10}  {when}  {Path(e['path']).name}  {files}")
+        click.echo(f"{_mb(e['bytes']):>10}  {when}  {Path(e['path']).name}  {describe(e)}")
+    total = sum(e["bytes"] for e in entries)
     click.echo(f"{plural(len(entries), 'cached corpus', 'cached corpora')}, {_mb(total)} in {root}", err=True)
+    if foreign:
+        click.echo(f"note: {root} also holds {plural(len(foreign), 'item')} scbow-numba did not write "
+                   f"({', '.join(p.name for p in foreign[:3])}{', ...' if len(foreign) > 3 else ''}); "
+                   "they are not listed and never removed", err=True)
 
 
 WEAK_FIT_R2 = 0.2  # below this R2, `expand` warns that the added vectors carry little

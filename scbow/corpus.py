@@ -20,12 +20,7 @@ with no sentence disappears.
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import hashlib
-import io
 import json
-import lzma
 import os
 import shutil
 import tempfile
@@ -34,13 +29,21 @@ from pathlib import Path
 
 import numpy as np
 
+from .corpuscache import (  # noqa: F401  (re-exported)
+    CACHE_FORMAT,
+    cache_entries,
+    cache_key,
+    cache_size,
+    default_cache_dir,
+    mark_entry,
+    remove_entry,
+)
 from .errors import CorpusError  # noqa: F401  (re-exported)
 from .files import read_json
+from .textio import TEXT_SUFFIXES, expand, open_text  # noqa: F401  (TEXT_SUFFIXES re-exported)
 from .tokenize import TOKENIZER_VERSION, tokenize_lines
 from .vocab import Vocab
 
-CACHE_FORMAT = "1"
-TEXT_SUFFIXES = (".txt", ".gz", ".bz2", ".xz", ".text", ".tok")
 _READ_HINT = 1 << 23  # characters per block handed to the tokenizer
 _MAX_CHUNKS = 1 << 20  # distinct chunks remembered (~100 MB) before the memo starts afresh
 _SENTENCE_END = 0
@@ -77,73 +80,15 @@ class Corpus:
 
 
 def expand_inputs(paths) -> list[Path]:
-    """Resolve files and directories to a sorted list of readable text files."""
+    """Resolve files and directories to a sorted list of readable text files (``scbow.textio.expand``)."""
     if not paths:
         raise CorpusError("no corpus file given")
-    files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir() and ((p / "vectors.npy").is_file() or (p / "state.json").is_file()):
             what = "a training checkpoint" if (p / "state.json").is_file() else "a model directory"
             raise CorpusError(f"{p}: is {what}, not a corpus (the output goes after -o: "
                               f"'scbow-numba train CORPUS -o {p}')")
-        if p.is_dir():
-            found = sorted(
-                f for f in p.iterdir() if f.is_file() and f.name.lower().endswith(TEXT_SUFFIXES)
-            )
-            if not found:
-                raise CorpusError(
-                    f"{p}: directory has no text files (looked for {', '.join(TEXT_SUFFIXES)})"
-                )
-            files.extend(found)
-        elif p.is_file():
-            files.append(p)
-        elif p.exists():
-            raise CorpusError(f"{p}: not a regular file")
-        else:
-            raise CorpusError(f"{p}: no such file or directory")
-    for f in files:
-        if not os.access(f, os.R_OK):
-            raise CorpusError(f"{f}: permission denied")
-    return files
-
-
-class _TextFile(io.TextIOWrapper):
-    """UTF-8 text over a (possibly compressed) file; ``position()`` is the file's byte offset."""
-
-    def position(self) -> int:
-        """Bytes of the file on disk read so far (compressed bytes for a compressed file)."""
-        try:
-            return self._disk.tell()
-        except (OSError, ValueError):
-            return 0
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._disk.close()
-
-
-def open_text(path: Path) -> _TextFile:
-    """Open a plain, gzip, bzip2 or xz file as UTF-8 text; invalid bytes become U+FFFD."""
-    disk = open(path, "rb")
-    try:
-        magic = disk.read(6)
-        disk.seek(0)
-        if magic[:2] == b"\x1f\x8b":
-            raw = gzip.GzipFile(fileobj=disk, mode="rb")
-        elif magic[:3] == b"BZh":
-            raw = bz2.BZ2File(disk, "rb")
-        elif magic[:6] == b"\xfd7zXZ\x00":
-            raw = lzma.LZMAFile(disk, "rb")
-        else:
-            raw = disk
-        text = _TextFile(raw, encoding="utf-8", errors="replace", newline=None)
-    except BaseException:
-        disk.close()
-        raise
-    text._disk = disk
-    return text
+    return expand(paths)
 
 
 class _TypeIds(dict):
@@ -327,59 +272,11 @@ def _read_file(path: Path, chunks: _ChunkIds, out, stats: dict, progress) -> Non
                     ids.tofile(out)
                     n_tokens += len(ids)
                     progress(len(ids), fh.position())
-    except (OSError, EOFError, lzma.LZMAError) as exc:
-        raise CorpusError(f"{path}: cannot read: {exc}") from None
+    except OSError as exc:  # the decompression failures are CorpusError already (scbow.textio)
+        raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
     tail = [_SENTENCE_END] if last > _DOCUMENT_END else []
     np.array(tail + [_DOCUMENT_END], dtype=np.int32).tofile(out)
     stats["invalid_utf8_lines"] = stats.get("invalid_utf8_lines", 0) + bad_lines
-
-
-def cache_key(files: list[Path], min_count: int, max_vocab: int) -> str:
-    """Key of the cached encoding: the files (path, size, mtime) and every setting."""
-    h = hashlib.sha256()
-    h.update(f"cache{CACHE_FORMAT}:tok{TOKENIZER_VERSION}:min{min_count}:max{max_vocab}".encode())
-    for f in files:
-        st = f.stat()
-        h.update(f"|{f.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode())
-    return h.hexdigest()[:24]
-
-
-def cache_entries(root: os.PathLike | None = None) -> list[dict]:
-    """The cached corpora under ``root`` (default: :func:`default_cache_dir`), oldest first.
-
-    Each: ``path``, ``bytes`` (on disk), ``files`` (the corpus files it encodes, from its
-    meta.json; [] when unreadable), ``modified`` (a POSIX time), ``complete`` (False for a
-    temporary directory left by an interrupted encoding).
-    """
-    root = Path(root) if root is not None else default_cache_dir()
-    out = []
-    if not root.is_dir():
-        return out
-    for entry in root.iterdir():
-        if not entry.is_dir():
-            continue
-        size = sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
-        try:
-            meta = read_json(entry / "meta.json")
-            files = [str(f) for f in meta.get("files", [])] if isinstance(meta, dict) else []
-        except ValueError:
-            files = []
-        out.append({"path": str(entry), "bytes": size, "files": files, "modified": entry.stat().st_mtime,
-                    "complete": ".tmp-" not in entry.name and (entry / "meta.json").is_file()})
-    return sorted(out, key=lambda e: e["modified"])
-
-
-def cache_size(root: os.PathLike | None = None) -> int:
-    """Bytes on disk of every cached corpus under ``root``."""
-    return sum(e["bytes"] for e in cache_entries(root))
-
-
-def default_cache_dir() -> Path:
-    env = os.environ.get("SCBOW_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "scbow-numba" / "corpus"
 
 
 def load_corpus(
@@ -409,12 +306,13 @@ def load_corpus(
                 corpus.from_cache = True
                 return corpus
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                shutil.rmtree(target, ignore_errors=True)  # stale or broken: rebuild
+                remove_entry(target)  # stale or broken: rebuild (a directory not ours is left alone)
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise CorpusError(f"cannot create corpus cache directory {root}: {exc}") from None
         work = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=root))
+        mark_entry(work)
     else:
         target = None
         work = Path(tempfile.mkdtemp(prefix="scbow-corpus-"))
@@ -425,8 +323,14 @@ def load_corpus(
         try:
             os.replace(work, target)
         except OSError:
-            # another process finished the same cache first: use theirs
+            # another process finished the same cache first: use theirs; or something
+            # that is not ours sits at that name: use this encoding without caching it
+            try:
+                corpus = _load_cached(target)
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                return _load_cached(work, keep_dir=work)
             shutil.rmtree(work, ignore_errors=True)
+            return corpus
         return _load_cached(target)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)

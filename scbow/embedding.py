@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import io
 import itertools
-import lzma
 import math
 import os
 import struct
@@ -157,41 +156,40 @@ def read_blocks(path, block_chars: int = BLOCK_CHARS, byte_range: tuple[int, int
     cuts files so): its lines are exactly those the whole file has there, decoded alike.
     Raises CorpusError for a missing, unreadable or binary file.
     """
-    from .corpus import check_text, open_text
+    from .corpus import check_text
+    from .textio import open_text
 
     if byte_range is not None:
         start, stop = byte_range
         data = read_range(path, start, stop)
-        fh = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None)
+        # a byte order mark is not text at the start of the file only, as open_text reads it
+        fh = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig" if start == 0 else "utf-8",
+                              errors="replace", newline=None)
         name = str(path)
         close = fh.close
     elif str(path) == "-":
-        fh = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline=None)
+        fh = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="replace", newline=None)
         name = "<stdin>"
         close = fh.detach  # leaves sys.stdin open
     else:
         path = Path(path)
         if path.is_dir():
             raise CorpusError(f"{path}: is a directory, expected a text file with one sentence per line")
-        if not path.exists():
-            raise CorpusError(f"{path}: no such file")
-        try:
-            fh = open_text(path)
-        except OSError as exc:
-            raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        fh = open_text(path)  # every read error, decompression included, is a CorpusError naming the file
         name = str(path)
         close = fh.close
     first = byte_range is None or byte_range[0] == 0  # where the binary-start rule applies
     try:
         while True:
-            lines = fh.readlines(block_chars)
+            try:
+                lines = fh.readlines(block_chars)
+            except OSError as exc:  # stdin or a byte range
+                raise CorpusError(f"{name}: cannot read: {exc.strerror or exc}") from None
             if not lines:
                 break
             check_text(name, "".join(lines), at_start=first)
             first = False
             yield lines
-    except (OSError, EOFError, lzma.LZMAError) as exc:
-        raise CorpusError(f"{name}: cannot read: {exc}") from None
     finally:
         close()
 

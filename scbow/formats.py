@@ -5,17 +5,16 @@ matrix checked before use (:func:`check_vectors`). Also word2vec export. No pick
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import lzma
 import os
-import zlib
 from pathlib import Path
 
 import numpy as np
 
 from .config import finite_number
-from .errors import ModelError  # noqa: F401  (re-exported)
+from .errors import (
+    CorpusError,
+    ModelError,  # noqa: F401  (re-exported)
+)
 from .files import atomic_file, check_output_file, read_json, short_message
 from .model import Model
 from .modeldir import (  # noqa: F401  (re-exported: the model directory's names)
@@ -29,6 +28,7 @@ from .modeldir import (  # noqa: F401  (re-exported: the model directory's names
     save_model,
     write_model_files,
 )
+from .textio import read_all_bytes
 from .vocab import Vocab
 
 
@@ -200,9 +200,9 @@ def load_word2vec(path: os.PathLike) -> Model:
     """
     path = Path(path)
     try:
-        data = _read_maybe_compressed(path)
-    except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:
-        raise ModelError(f"{path}: cannot read vectors ({exc})") from None
+        data = read_all_bytes(path)
+    except CorpusError as exc:  # names the file: missing, unreadable, damaged compressed data
+        raise ModelError(f"cannot read vectors: {exc}") from None
     newline = data.find(b"\n")
     header = data[: newline if newline >= 0 else len(data)]
     fields = header.split()
@@ -266,21 +266,6 @@ def load_word2vec(path: os.PathLike) -> Model:
     check_vectors(path, vectors, n)
     fmt = "glove-text" if kind == "glove" else "word2vec-" + ("binary" if binary else "text")
     return Model(vocab, vectors, {}, {"source": str(path), "format": fmt})
-
-
-def _read_maybe_compressed(path: Path) -> bytes:
-    with open(path, "rb") as fh:
-        magic = fh.read(6)
-    if magic[:2] == b"\x1f\x8b":
-        opener = gzip.open
-    elif magic[:3] == b"BZh":
-        opener = bz2.open
-    elif magic[:6] == b"\xfd7zXZ\x00":
-        opener = lzma.open
-    else:
-        opener = open
-    with opener(path, "rb") as fh:
-        return fh.read()
 
 
 def _all_numbers(fields) -> bool:

@@ -50,7 +50,6 @@ import lzma
 import os
 import re
 import time
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,11 +58,11 @@ from typing import Callable, Iterable, Iterator
 from .corpus import check_text, refuse_mostly_invalid
 from .errors import CorpusError, ModelError
 from .files import atomic_file, check_output_file, refuse_overwrite
+from .textio import COMPRESSED_SUFFIXES, TextFile, expand, open_text
 
 DOCUMENT_MODES = ("file", "blank-line")
 TEXT_SUFFIXES = (".txt", ".text", ".md")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
-COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
 DEFAULT_JSONL_FIELD = "text"
 
 # Segmenter name -> the module to import (None: no library). The default is the most
@@ -191,72 +190,9 @@ def find_inputs(inputs: Iterable[os.PathLike | str]) -> list[tuple[Path, str]]:
     inputs = list(inputs)
     if not inputs:
         raise CorpusError("no input file given")
-    out: list[tuple[Path, str]] = []
-    for p in map(Path, inputs):
-        if p.is_dir():
-            found = []
-            for root, dirs, files in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(files):
-                    f = Path(root) / name
-                    if not name.startswith(".") and _kind(f) and f.is_file():
-                        found.append((f, _kind(f)))
-            if not found:
-                looked = ", ".join(TEXT_SUFFIXES + JSONL_SUFFIXES)
-                raise CorpusError(f"{p}: folder has no text or JSON Lines files (looked for {looked}, "
-                                  f"also compressed)")
-            out.extend(found)
-        elif p.is_file():
-            out.append((p, _kind(p) or "text"))
-        elif p.exists():
-            raise CorpusError(f"{p}: not a regular file")
-        else:
-            raise CorpusError(f"{p}: no such file or directory")
-    seen = set()
-    unique = []
-    for f, kind in out:
-        key = os.path.realpath(f)
-        if key not in seen:
-            seen.add(key)
-            unique.append((f, kind))
-    for f, _ in unique:
-        if not os.access(f, os.R_OK):
-            raise CorpusError(f"{f}: permission denied")
-    return unique
-
-
-class _Reader:
-    """A file as text, decompressed by its first bytes, that knows how many stored bytes it read."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.raw = open(path, "rb")
-        try:
-            magic = self.raw.read(6)
-            self.raw.seek(0)
-            if magic[:2] == b"\x1f\x8b":
-                stream = gzip.GzipFile(fileobj=self.raw, mode="rb")
-            elif magic[:3] == b"BZh":
-                stream = bz2.BZ2File(self.raw, "rb")
-            elif magic[:6] == b"\xfd7zXZ\x00":
-                stream = lzma.LZMAFile(self.raw, "rb")
-            else:
-                stream = self.raw
-            # utf-8-sig: a byte order mark at the start (as some editors write) is not text
-            self.text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="replace", newline=None)
-        except BaseException:
-            self.raw.close()
-            raise
-
-    def position(self) -> int:
-        """Stored bytes consumed so far (read ahead by a buffer, at most)."""
-        return self.raw.tell()
-
-    def close(self) -> None:
-        try:
-            self.text.close()
-        finally:
-            self.raw.close()
+    looked = ", ".join(TEXT_SUFFIXES + JSONL_SUFFIXES) + ", also compressed"
+    files = expand(inputs, recursive=True, accept=lambda f: _kind(f) is not None, looked_for=looked, unique=True)
+    return [(f, _kind(f) or "text") for f in files]
 
 
 class _Checker:
@@ -444,10 +380,10 @@ class _Preparer:
         return carry
 
 
-def _records(reader: _Reader, field: str, check: _Checker, stats: PrepareStats) -> Iterator[str]:
+def _records(reader: TextFile, field: str, check: _Checker, stats: PrepareStats) -> Iterator[str]:
     """The text field of each record of a JSON Lines file (blank lines skipped)."""
-    name = reader.path
-    for lineno, line in enumerate(iter(reader.text.readline, ""), 1):
+    name = reader.buffer.name
+    for lineno, line in enumerate(iter(reader.readline, ""), 1):
         check(line)
         if not line.strip():
             continue
@@ -566,10 +502,7 @@ def _prepare_file(path: Path, kind: str, field: str, preparer: _Preparer, stats:
                   report: Callable[[int], None]) -> None:
     """Read one input file into ``preparer``; ``report(stored bytes read)`` now and then."""
     check = _Checker(str(path), stats)
-    try:
-        reader = _Reader(path)
-    except OSError as exc:
-        raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    reader = open_text(path)  # every read error, decompression included, is a CorpusError naming the file
 
     def on_block() -> None:
         report(reader.position())
@@ -580,8 +513,6 @@ def _prepare_file(path: Path, kind: str, field: str, preparer: _Preparer, stats:
                 # read as a file is: universal newlines, blocks of whole lines
                 preparer.document(_blocks(io.StringIO(text, newline=None)), on_block)
         else:
-            preparer.document(_blocks(reader.text, check), on_block)
-    except (OSError, EOFError, lzma.LZMAError, zlib.error) as exc:  # damaged or truncated compressed data
-        raise CorpusError(f"{path}: cannot read: {exc}") from None
+            preparer.document(_blocks(reader, check), on_block)
     finally:
         reader.close()

@@ -169,21 +169,36 @@ def read_all_bytes(path: os.PathLike, name: str | None = None) -> bytes:
         return fh.read()
 
 
-def expand(paths, recursive: bool = False, suffixes=TEXT_SUFFIXES) -> list[Path]:
+def _has_text_suffix(path: Path) -> bool:
+    return path.name.lower().endswith(TEXT_SUFFIXES)
+
+
+def expand(paths, recursive: bool = False, accept=None, looked_for: str | None = None,
+           unique: bool = False) -> list[Path]:
     """Files and directories -> the files they stand for, in order.
 
-    A directory stands for the files in it (and, with ``recursive``, below it) whose names
-    end in one of ``suffixes`` (any case), sorted; a file stands for itself whatever its
-    name. CorpusError for a path that does not exist, is not a regular file, cannot be
-    read, or a directory with no such file.
+    A directory stands for the files in it whose names ``accept`` (default: ending in one
+    of :data:`TEXT_SUFFIXES`, any case), sorted; with ``recursive``, the files below it too,
+    hidden names skipped and links to folders not followed. A file stands for itself
+    whatever its name. ``unique``: a file named twice (by any path) is kept once.
+    CorpusError for a path that does not exist, is not a regular file, cannot be read, or
+    a directory with no such file (the message says what was ``looked_for``).
     """
+    accept = accept or _has_text_suffix
+    looked_for = looked_for or ", ".join(TEXT_SUFFIXES)
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            walk = p.rglob("*") if recursive else p.iterdir()
-            found = sorted(f for f in walk if f.is_file() and f.name.lower().endswith(tuple(suffixes)))
+            if recursive:
+                found = []
+                for root, dirs, names in os.walk(p):
+                    dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                    found.extend(f for f in (Path(root) / n for n in sorted(names) if not n.startswith("."))
+                                 if accept(f) and f.is_file())
+            else:
+                found = sorted(f for f in p.iterdir() if f.is_file() and accept(f))
             if not found:
-                raise CorpusError(f"{p}: directory has no text files (looked for {', '.join(suffixes)})")
+                raise CorpusError(f"{p}: directory has no text files (looked for {looked_for})")
             files.extend(found)
         elif p.is_file():
             files.append(p)
@@ -191,6 +206,9 @@ def expand(paths, recursive: bool = False, suffixes=TEXT_SUFFIXES) -> list[Path]
             raise CorpusError(f"{p}: not a regular file")
         else:
             raise CorpusError(f"{p}: no such file or directory")
+    if unique:
+        seen: set[str] = set()
+        files = [f for f in files if not (os.path.realpath(f) in seen or seen.add(os.path.realpath(f)))]
     for f in files:
         if not os.access(f, os.R_OK):
             raise CorpusError(f"{f}: permission denied")

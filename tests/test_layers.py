@@ -145,3 +145,27 @@ def test_each_layer_imports_only_what_is_below_it(layer):
 
 def test_only_the_entry_points_import_the_cli():
     assert sorted(m for m in GRAPH if "scbow.cli" in GRAPH[m]) == ["scbow.__main__"]
+
+
+# the light modules the CLI imports before numpy: the standard library and each other only
+LIGHT = ("scbow.errors", "scbow.files", "scbow.textio", "scbow.corpuscache", "scbow.tokenize")
+
+
+@pytest.mark.parametrize("module", LIGHT)
+def test_the_light_modules_stay_light(module):
+    assert sorted(t for t in GRAPH[module] if t not in LIGHT) == []
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    top = {alias.name.split(".")[0] for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+           for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])}
+    assert not top & {"numpy", "numba", "scipy"}, top
+
+
+def test_text_is_opened_in_one_place():
+    # the magic bytes of the compressed formats, and the decompressors' readers, live in scbow.textio
+    for name, path in MODULES.items():
+        if name == "scbow.textio":
+            continue
+        source = path.read_text(encoding="utf-8")
+        for sign in ("\\x1f\\x8b", "BZh", "7zXZ", "gzip.open(", "GzipFile(fileobj=disk", "lzma.open(",
+                     "bz2.open(", "LZMAFile(disk"):
+            assert sign not in source, (name, sign)

@@ -1,0 +1,232 @@
+"""The newer edges as safe as the core (hostile inputs by class, several members each).
+
+1. Nothing is removed that the tool cannot prove it wrote: ``cache --clear`` on a folder
+   that holds anything else removes nothing, never follows a link out, and clears only
+   its own entries.
+2. Every reader of text turns every decompression failure (truncated or corrupt gzip,
+   bzip2, xz) into the one damaged-file line naming the file.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+from pathlib import Path
+
+import pytest
+from conftest import assert_clean_error, make_runner
+
+from scbow.cli import main
+from scbow.corpuscache import MARKER, cache_entries, clear_cache, is_ours, remove_entry
+from scbow.errors import CorpusError
+from scbow.textio import open_bytes, open_text
+
+# tab-separated pairs, so that one file is a corpus, a sentence file and a pairs file
+TEXT = "".join(f"the cat number {i} sat on the mat\tthe dog ran far away {i}\n" for i in range(6000)).encode()
+
+
+def _flip(data: bytes, lo: int, hi: int) -> bytes:
+    b = bytearray(data)
+    for i in range(lo, min(hi, len(b))):
+        b[i] ^= 0x55
+    return bytes(b)
+
+
+DAMAGE = {  # name -> (file suffix, damaged bytes, the format named in the error)
+    "gzip-truncated": (".gz", lambda: gzip.compress(TEXT)[: len(gzip.compress(TEXT)) // 2], "gzip"),
+    "gzip-corrupt-deflate": (".gz", lambda: _flip(gzip.compress(TEXT), 40, 80), "gzip"),  # a zlib.error
+    "gzip-bad-crc": (".gz", lambda: _flip(gzip.compress(TEXT), len(gzip.compress(TEXT)) - 8,
+                                          len(gzip.compress(TEXT)) - 6), "gzip"),
+    "bzip2-truncated": (".bz2", lambda: bz2.compress(TEXT)[: len(bz2.compress(TEXT)) // 2], "bzip2"),
+    "bzip2-corrupt": (".bz2", lambda: _flip(bz2.compress(TEXT), 40, 80), "bzip2"),
+    "xz-truncated": (".xz", lambda: lzma.compress(TEXT)[: len(lzma.compress(TEXT)) // 2], "xz"),
+    "xz-corrupt": (".xz", lambda: _flip(lzma.compress(TEXT), 60, 90), "xz"),
+    "xz-header-only": (".xz", lambda: lzma.compress(TEXT)[:12], "xz"),
+}
+
+
+def damaged(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    suffix, make, fmt = DAMAGE[kind]
+    path = tmp_path / f"damaged{suffix}"
+    path.write_bytes(make())
+    return path, fmt
+
+
+@pytest.fixture
+def runner():
+    return make_runner()
+
+
+# ---------------------------------------------------------------- 2. damaged compressed text
+
+
+@pytest.mark.parametrize("kind", sorted(DAMAGE))
+def test_the_one_reader_names_every_damaged_file(tmp_path, kind):
+    path, fmt = damaged(tmp_path, kind)
+    with pytest.raises(CorpusError) as info:
+        with open_text(path) as fh:
+            for _ in fh:
+                pass
+    assert str(info.value).startswith(f"{path}: damaged or truncated {fmt} file (")
+    with pytest.raises(CorpusError, match=f"damaged or truncated {fmt} file"):
+        with open_bytes(path) as fh:
+            while fh.read(1 << 12):
+                pass
+
+
+def test_the_one_reader_reads_what_it_should(tmp_path):
+    plain = tmp_path / "a.txt"
+    plain.write_bytes(b"\xef\xbb\xbfone\r\ntwo\rthree\n")  # a byte order mark, three kinds of line end
+    for path, data in [(plain, plain.read_bytes()), (tmp_path / "a.gz", gzip.compress(plain.read_bytes())),
+                       (tmp_path / "a.bz2", bz2.compress(plain.read_bytes())),
+                       (tmp_path / "a.xz", lzma.compress(plain.read_bytes()))]:
+        path.write_bytes(data)
+        with open_text(path) as fh:
+            assert fh.read().split("\n") == ["one", "two", "three", ""], path
+        with open_bytes(path) as fh:
+            assert fh.read() == plain.read_bytes()
+    for bad, fragment in [(tmp_path / "nope.txt", "no such file"), (tmp_path, "is a directory")]:
+        with pytest.raises(CorpusError, match=fragment):
+            open_text(bad)
+
+
+def _every_text_reader(model: Path, text: Path, tmp: Path) -> dict:
+    """Each command that reads a text file the user gives, reading ``text``."""
+    return {
+        "train": ["train", text, "-o", tmp / "out-model", "--dim", "8", "--min-count", "1", "--threads", "1",
+                  "-q", "--no-cache"],
+        "embed": ["embed", "-m", model, text, "-o", tmp / "out.npy", "-q"],
+        "neighbors --in": ["neighbors", "-m", model, "--sentence", "the cat", "--in", text],
+        "similarity --pairs": ["similarity", "-m", model, "--pairs", text],
+        "prepare": ["prepare", text, "-o", tmp / "prepared.txt", "--segmenter", "lines", "-q"],
+        "vectors file": ["similarity", "-m", text, "the cat", "the dog"],
+    }
+
+
+@pytest.mark.parametrize("kind", ["gzip-truncated", "gzip-corrupt-deflate", "bzip2-truncated", "xz-corrupt"])
+def test_every_command_gives_the_damaged_file_line(tmp_path, runner, healthy, kind):
+    model, _ = healthy
+    path, fmt = damaged(tmp_path, kind)
+    for name, args in _every_text_reader(model, path, tmp_path).items():
+        result = runner.invoke(main, [str(a) for a in args])
+        assert_clean_error(result, f"{path}: damaged or truncated {fmt} file")
+        assert "unexpected" not in result.output, (name, result.output)
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name != path.name]
+    assert leftovers == [], leftovers  # nothing half written
+
+
+def test_pairs_with_a_byte_order_mark_score_the_first_pair_right(tmp_path, runner, healthy):
+    model, _ = healthy
+    pairs = "the cat sat\tthe cat sat\nthe dog ran\tthe cat sat\n"
+    (tmp_path / "bom.tsv").write_bytes(b"\xef\xbb\xbf" + pairs.encode())
+    (tmp_path / "plain.tsv").write_bytes(pairs.encode())
+    with_bom = runner.invoke(main, ["similarity", "-m", str(model), "--pairs", str(tmp_path / "bom.tsv")])
+    plain = runner.invoke(main, ["similarity", "-m", str(model), "--pairs", str(tmp_path / "plain.tsv")])
+    assert with_bom.exit_code == 0 and plain.exit_code == 0, with_bom.output
+    assert with_bom.stdout == plain.stdout
+    assert with_bom.stdout.splitlines()[0] == "1.0000"
+    from_stdin = runner.invoke(main, ["similarity", "-m", str(model), "--pairs", "-"],
+                               input=b"\xef\xbb\xbf" + pairs.encode())
+    assert from_stdin.stdout == plain.stdout
+
+
+# ---------------------------------------------------------------- 1. removing only what is ours
+
+
+def _cache_with_one_entry(runner, corpus: Path, cache: Path) -> Path:
+    result = runner.invoke(main, ["train", str(corpus), "-o", str(cache.parent / "m"), "--dim", "8",
+                                  "--min-count", "1", "--threads", "1", "-q", "--cache-dir", str(cache)])
+    assert result.exit_code == 0, result.output
+    [entry] = [p for p in cache.iterdir()]
+    assert (entry / MARKER).is_file() and is_ours(entry)
+    return entry
+
+
+def test_clear_refuses_a_folder_that_holds_anything_else(tmp_path, runner, healthy):
+    _, corpus = healthy
+    project = tmp_path / "project"
+    project.mkdir()
+    entry = _cache_with_one_entry(runner, corpus, project)
+    (project / "src").mkdir()
+    (project / "src" / "main.py").write_text("print('mine')\n")
+    (project / "notes.txt").write_text("mine\n")
+    result = runner.invoke(main, ["cache", "--cache-dir", str(project), "--clear"])
+    assert_clean_error(result, "did not write", "src/", "nothing was removed")
+    assert (project / "src" / "main.py").read_text() == "print('mine')\n"
+    assert (project / "notes.txt").is_file() and entry.is_dir()
+    # the listing names the cache's own entry and leaves the rest alone
+    listing = runner.invoke(main, ["cache", "--cache-dir", str(project)])
+    assert listing.exit_code == 0 and entry.name in listing.stdout
+    assert "src" not in listing.stdout and "unfinished" not in listing.stdout
+    assert "2 items scbow-numba did not write" in listing.stderr
+
+
+@pytest.mark.parametrize("lookalike", ["foreign-file", "subfolder", "symlink-out", "symlink-entry", "wrong-name"])
+def test_lookalike_entries_are_never_ours(tmp_path, lookalike):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("keep\n")
+    key = "0123456789abcdef01234567"
+    entry = cache / key
+    if lookalike == "symlink-entry":
+        entry.symlink_to(outside, target_is_directory=True)
+    else:
+        entry.mkdir()
+        (entry / "meta.json").write_text("{}")
+        (entry / MARKER).write_text("x")
+        if lookalike == "foreign-file":
+            (entry / "thesis.tex").write_text("mine")
+        elif lookalike == "subfolder":
+            (entry / "tokens.npy").mkdir()
+        elif lookalike == "symlink-out":
+            (entry / "vocab.txt").symlink_to(outside / "precious.txt")
+        elif lookalike == "wrong-name":
+            entry.rename(cache / "my-folder")
+            entry = cache / "my-folder"
+    assert not is_ours(entry)
+    assert not remove_entry(entry)
+    with pytest.raises(CorpusError, match="did not write"):
+        clear_cache(cache)
+    assert (outside / "precious.txt").read_text() == "keep\n"
+    assert os.path.lexists(entry)
+    assert cache_entries(cache) == []
+
+
+def test_clear_removes_its_own_entries_and_leftovers(tmp_path, runner, healthy):
+    _, corpus = healthy
+    cache = tmp_path / "cache"
+    entry = _cache_with_one_entry(runner, corpus, cache)
+    # an encoding killed part way (SIGKILL): a temporary entry with the files it had written
+    left = cache / f"{entry.name}.tmp-k1ll3d"
+    left.mkdir()
+    (left / MARKER).write_text("x")
+    (left / "raw.i32").write_bytes(b"\0" * 64)
+    listing = runner.invoke(main, ["cache", "--cache-dir", str(cache)])
+    assert "(an unfinished encoding)" in listing.stdout and "2 cached corpora" in listing.stderr
+    result = runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"])
+    assert result.exit_code == 0, result.output
+    assert "removed 2 cached corpora" in result.stderr
+    assert list(cache.iterdir()) == []
+    # a cache folder that is a file, or that cannot be read
+    (tmp_path / "afile").write_text("x")
+    assert_clean_error(runner.invoke(main, ["cache", "--cache-dir", str(tmp_path / "afile"), "--clear"]),
+                       "not a directory")
+
+
+def test_a_broken_entry_that_is_not_ours_is_left_and_the_corpus_still_loads(tmp_path, healthy):
+    from scbow.corpus import cache_key, expand_inputs, load_corpus
+
+    _, corpus = healthy
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    squatter = cache / cache_key(expand_inputs([corpus]), 1, 0)
+    squatter.mkdir()
+    (squatter / "meta.json").write_text("not json")
+    (squatter / "mine.txt").write_text("keep")
+    c = load_corpus([corpus], min_count=1, cache_dir=cache)
+    assert c.n_sentences > 0
+    assert (squatter / "mine.txt").read_text() == "keep"
