@@ -954,8 +954,11 @@ def plot(model_arg, model_path, output, title):
     """
     from .formats import CURVE_FILE, load_curve
 
+    from .files import check_output_file
+
     path = _model_arg(model_arg, model_path)
     _refuse_overwrite({"-o": output}, {"the model": path})
+    check_output_file(output, "curve.png")
     config = {}
     if path.is_dir():
         if not (path / CURVE_FILE).is_file():

@@ -228,7 +228,8 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
     if output.suffix.lower() != ".npy":
         raise ModelError(f"{output}: embed writes a NumPy array (.npy, read with numpy.load); give the output a "
                          f".npy name, e.g. {output.with_suffix('.npy').name}")
-    missing_file = check_output_file(Path(missing_file) if missing_file else missing_path_for(output), "embeddings.missing.txt")
+    missing_file = check_output_file(Path(missing_file) if missing_file else missing_path_for(output), "embeddings.missing.txt",
+                                     name="--missing")
     if missing_file.resolve() == output.resolve():
         raise ModelError(f"{output}: the array and the record of missing lines cannot be the same file")
     return write_embeddings(model, read_blocks(input_path, block_chars), output, missing_file, fill, threads, progress,

@@ -48,14 +48,49 @@ def short_message(exc: Exception, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def check_output_file(path: Path, example: str, error: type[Exception] = ModelError) -> Path:
-    """Fail early unless a file can be written at ``path``: not a directory, in a writable one.
+def holds_model(directory: Path) -> str | None:
+    """``"a model directory"`` or ``"a training checkpoint"`` when ``directory`` is one, else None.
 
-    ``example`` is a file name to suggest when ``path`` is a directory.
+    Told by the files only a model (vectors.npy, vocab.txt, config.json) or a checkpoint
+    (vectors.npy, state.json) holds together.
+    """
+    directory = Path(directory)
+    try:
+        if not (directory / "vectors.npy").is_file():
+            return None
+        if (directory / "state.json").is_file():
+            return "a training checkpoint"
+        if (directory / "vocab.txt").is_file() and (directory / "config.json").is_file():
+            return "a model directory"
+    except OSError:
+        return None
+    return None
+
+
+def refuse_inside_model(path: os.PathLike, name: str = "-o", error: type[Exception] = ModelError) -> None:
+    """Raise ``error`` when ``path`` lies inside a model directory or a checkpoint (at any depth).
+
+    The one rule for every command's outputs: nothing is written into a model, whose files
+    are replaced only whole, by a command that writes models, at the model's own path.
+    """
+    path = Path(_resolved(Path(path)))
+    for parent in path.parents:
+        what = holds_model(parent)
+        if what is not None:
+            raise error(f"{name} {path}: is inside {parent}, {what}; refusing to write into it "
+                        "(choose a path outside it)")
+
+
+def check_output_file(path: Path, example: str, error: type[Exception] = ModelError, name: str = "-o") -> Path:
+    """Fail early unless a file can be written at ``path``: not a directory, in a writable one,
+    not inside a model (:func:`refuse_inside_model`).
+
+    ``example`` is a file name to suggest when ``path`` is a directory; ``name`` the option.
     """
     path = Path(path)
     if path.is_dir():
         raise error(f"{path}: is a directory; give a file name such as {path / example}")
+    refuse_inside_model(path, name, error)
     parent = path.resolve().parent
     if not parent.is_dir():
         raise error(f"{parent}: no such directory")

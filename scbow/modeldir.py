@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import ModelError
-from .files import atomic_dir, fsync_path, permissions, read_json
+from .files import atomic_dir, fsync_path, permissions, read_json, refuse_inside_model
 
 if TYPE_CHECKING:
     from .model import Model
@@ -68,6 +68,7 @@ def check_output_dir(path: os.PathLike) -> Path:
         raise ModelError(f"{path}: exists and is not a directory")
     if path.is_dir() and any(path.iterdir()) and not is_model_dir(path):
         raise ModelError(f"{path}: directory is not empty and holds no model; refusing to replace it")
+    refuse_inside_model(path)
     parent = path.resolve().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)

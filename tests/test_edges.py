@@ -230,3 +230,46 @@ def test_a_broken_entry_that_is_not_ours_is_left_and_the_corpus_still_loads(tmp_
     c = load_corpus([corpus], min_count=1, cache_dir=cache)
     assert c.n_sentences > 0
     assert (squatter / "mine.txt").read_text() == "keep"
+
+
+# ---------------------------------------------------------------- 7. no output inside a model
+
+
+def _snapshot(directory: Path) -> dict:
+    return {p.relative_to(directory): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("where", ["model", "checkpoint"])
+def test_no_command_writes_inside_a_model(tmp_path, runner, healthy, where):
+    import shutil
+
+    model, corpus = healthy
+    target = tmp_path / "target"
+    shutil.copytree(model, target)
+    if where == "checkpoint":  # a checkpoint directory: vectors.npy and state.json
+        for name in ("vocab.txt", "config.json"):
+            (target / name).unlink()
+        (target / "state.json").write_text("{}")
+    before = _snapshot(target)
+    (tmp_path / "lines.txt").write_text("the cat sat\n")
+    m = str(model)
+    commands = {
+        "prepare over vectors.npy": ["prepare", corpus, "-o", target / "vectors.npy", "--segmenter", "lines", "-q"],
+        "prepare beside": ["prepare", corpus, "-o", target / "corpus.txt", "--segmenter", "lines", "-q"],
+        "embed": ["embed", "-m", m, tmp_path / "lines.txt", "-o", target / "e.npy", "-q"],
+        "embed --missing": ["embed", "-m", m, tmp_path / "lines.txt", "-o", tmp_path / "e.npy",
+                            "--missing", target / "missing.txt", "-q"],
+        "export": ["export", "-m", m, "-o", target / "vectors.txt"],
+        "export deeper": ["export", "-m", m, "-o", target / "sub" / "vectors.txt"],
+        "train": ["train", corpus, "-o", target / "sub", "--dim", "8", "--min-count", "1", "-q", "--threads", "1"],
+        "expand": ["expand", "-m", m, "--source", m, "-o", target / "sub"],
+        "plot": ["plot", m, "-o", target / "curve.png"],
+    }
+    for name, args in commands.items():
+        result = runner.invoke(main, [str(a) for a in args])
+        if name == "export deeper":
+            assert result.exit_code != 0 and "Traceback" not in result.output, result.output
+        else:
+            assert_clean_error(result, "is inside", f"{target}", "refusing to write into it")
+        assert _snapshot(target) == before, name
+    assert not (tmp_path / "e.npy").exists()
