@@ -408,57 +408,11 @@ def info(model_arg, model_path, as_json):
 
     Settings that differ from this version's defaults are marked with *.
     """
-    import json
+    from .describe import describe, model_record
 
     path = _model_arg(model_arg, model_path)
     model = _load(path)
-    if as_json:
-        record = {"path": str(path), "words": len(model), "dim": model.dim, "config": model.config, **model.info}
-        click.echo(json.dumps(record, indent=1, default=str))
-        return
-    from .progress import plural
-
-    lines = [f"model       {path}",
-             f"vectors     {plural(len(model), 'word')} x {model.dim} dims (float32, "
-             f"{_mb(len(model) * model.dim * 4)}); unknown words: {model.unknown_rule[0]}"]
-    fmt = model.info.get("format")
-    if fmt:
-        lines.append(f"format      {fmt} (no training record)")
-    c = model.info.get("corpus") or {}
-    if c:
-        files = ", ".join(map(str, c.get("files", []))) or "?"
-        lines.append(f"corpus      {files}")
-        lines.append(f"            {plural(c.get('raw_tokens', 0), 'token')}, {plural(c.get('sentences', 0), 'sentence')} "
-                     f"in {plural(c.get('documents', 0), 'document')}; vocabulary: words seen at least "
-                     f"{c.get('min_count', '?')} times" + (f", out-of-vocabulary rate {100 * c['oov_rate']:.1f}%"
-                                                            if isinstance(c.get("oov_rate"), float) else ""))
-    if model.config:
-        defaults = TrainConfig().to_dict()
-        shown = [f"{k}={v}{'*' if k in defaults and defaults[k] != v else ''}" for k, v in model.config.items()]
-        lines.append("settings    " + ", ".join(shown))
-    t = model.info.get("training") or {}
-    if t:
-        loss = (f", loss {t['first_loss']:.4f} -> {t['final_loss']:.4f}"
-                if isinstance(t.get("first_loss"), float) and isinstance(t.get("final_loss"), float) else "")
-        rate = f" ({t['examples_per_second']:,.0f}/s)" if isinstance(t.get("examples_per_second"), float) else ""
-        where = "GPU" if t.get("device") == "cuda" else plural(int(t.get("threads") or 0), "thread")
-        lines.append(f"training    {plural(int(t.get('examples') or 0), 'example')} in "
-                     f"{t.get('kernel_seconds', 0):.1f} s{rate} on {where}{loss}"
-                     + ("; a checkpoint, before post-processing" if t.get("checkpoint") else ""))
-    for key, label in (("init_vectors", "init from"), ("expansions", "expanded")):
-        if model.info.get(key):
-            lines.append(f"{label:<11} {json.dumps(model.info[key], default=str)[:200]}")
-    curve = model.info.get("curve")
-    if curve and curve.get("points"):
-        first, last = curve["points"][0], curve["points"][-1]
-        dev = (curve.get("dev") or {}).get("name", "dev")
-        lines.append(f"scores      {dev} Pearson {_r((first.get('dev') or {}).get('pearson'))} before training -> "
-                     f"{_r((last.get('dev') or {}).get('pearson'))} at the end ({plural(len(curve['points']), 'point')}"
-                     f"; 'scbow-numba plot' draws the curve)")
-        test = (last.get("test") or {}).get("pearson_mean")
-        if test is not None:
-            lines.append(f"            test sets: mean Pearson {_r(test)} at the end")
-    click.echo("\n".join(lines))
+    click.echo(model_record(model, path) if as_json else "\n".join(describe(model, path)))
 
 
 PAIRS_BLOCK = 20_000  # pairs embedded at once by similarity --pairs
@@ -691,6 +645,10 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
         raise click.ClickException("--sentence needs --in FILE or --index DIR: the sentences to search")
     from .embedding import nearest_sentences
 
+    if index_path is not None:  # an index that records its model answers only with it: check before loading
+        from .index import check_query_model
+
+        check_query_model(index_path, _model_dir(model_path))
     model = _load(model_path)
     known, unknown = model.ids(sentence)
     hashed = model.unknown_rule[0] == "hash"
@@ -721,7 +679,8 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
 @click.option("--text", type=click.Path(path_type=Path), default=None,
               help="The text file EMBEDDINGS was made from (needed for a .npy; shards name their files).")
 @click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None,
-              help="The model that embedded the lines, recorded so that queries with another one are refused.")
+              help="The model that embedded the lines, recorded so that queries with another one are refused.  "
+                   "[default: the shards' model, else $SCBOW_MODEL or ~/.local/share/scbow-numba/model if it exists]")
 @click.option("--M", "m", type=click.IntRange(min=4, max=512), default=32, show_default=True,
               help="HNSW links per node: more finds more of the true neighbours, costs memory and build time.")
 @click.option("--ef-construction", type=click.IntRange(min=8, max=1 << 16), default=200, show_default=True,
@@ -952,9 +911,8 @@ def plot(model_arg, model_path, output, title):
     and the ends of epochs. MODEL (or -m MODEL, as in the other commands) is a model
     directory or a curve.json file; default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model.
     """
-    from .formats import CURVE_FILE, load_curve
-
     from .files import check_output_file
+    from .formats import CURVE_FILE, load_curve
 
     path = _model_arg(model_arg, model_path)
     _refuse_overwrite({"-o": output}, {"the model": path})

@@ -273,3 +273,47 @@ def test_no_command_writes_inside_a_model(tmp_path, runner, healthy, where):
             assert_clean_error(result, "is inside", f"{target}", "refusing to write into it")
         assert _snapshot(target) == before, name
     assert not (tmp_path / "e.npy").exists()
+
+
+# ---------------------------------------------------------------- 5. JSON read against its shape
+
+
+@pytest.mark.parametrize("damage", [
+    {"corpus": {"files": 5}}, {"corpus": {"files": [1, None]}}, {"corpus": [1]}, {"corpus": "x"},
+    {"corpus": {"raw_tokens": "many", "sentences": 1.5, "oov_rate": "x", "min_count": []}},
+    {"training": [1]}, {"training": {"first_loss": "a", "final_loss": None, "examples": "7", "threads": "2",
+                                     "kernel_seconds": "slow", "examples_per_second": [], "device": 3}},
+    {"training": {"first_loss": float("nan"), "final_loss": float("inf")}},
+    {"init_vectors": {"x": float("nan")}}, {"expansions": [float("inf")]}, {"format": 7},
+])
+def test_info_reads_a_damaged_record_and_prints_strict_json(tmp_path, runner, healthy, damage):
+    import json
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(healthy[0], model)
+    meta = json.loads((model / "config.json").read_text())
+    meta.update(damage)
+    (model / "config.json").write_text(json.dumps(meta))  # NaN and Infinity written as Python's json does
+    shown = runner.invoke(main, ["info", str(model)])
+    assert shown.exit_code == 0, shown.output
+    assert "vectors" in shown.stdout and "Traceback" not in shown.output
+    as_json = runner.invoke(main, ["info", str(model), "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    record = json.loads(as_json.stdout, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    assert record["words"] > 0
+
+
+@pytest.mark.parametrize("meta", ['{"files": 5}', '{"files": [1, 2]}', "[1]", '"text"', "{", '{"files": {"a": 1}}'])
+def test_cache_lists_entries_with_a_damaged_meta(tmp_path, runner, healthy, meta):
+    _, corpus = healthy
+    cache = tmp_path / "cache"
+    entry = _cache_with_one_entry(runner, corpus, cache)
+    (entry / "meta.json").write_text(meta)
+    listing = runner.invoke(main, ["cache", "--cache-dir", str(cache)])
+    assert listing.exit_code == 0 and "Traceback" not in listing.output, listing.output
+    assert entry.name in listing.stdout and "1 cached corpus" in listing.stderr
+    # and train rebuilds it instead of following it
+    again = runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m2"), "--dim", "8", "--min-count", "1",
+                                 "--threads", "1", "-q", "--cache-dir", str(cache)])
+    assert again.exit_code == 0, again.output

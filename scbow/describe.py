@@ -1,0 +1,119 @@
+"""What a model is, for ``scbow-numba info``: the lines it prints and the JSON record.
+
+A model's ``config.json`` is a file the tool did not just write: any section may be
+damaged (a list where an object belongs, a string where a number does), so every value is
+read against the type it must have (:func:`_get`) and a value of another type is shown as
+unknown, never followed. The JSON record holds no NaN or infinity (which JSON has not):
+they become ``null``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from .config import TrainConfig
+from .progress import plural
+
+_NUMBER = (int, float)
+
+
+def _get(section, key: str, kinds, default=None):
+    """``section[key]`` when ``section`` is a dict and the value is of ``kinds`` (bool is no number), else ``default``."""
+    if not isinstance(section, dict):
+        return default
+    value = section.get(key, default)
+    if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+        return default
+    if not isinstance(value, kinds):
+        return default
+    if isinstance(value, float) and not math.isfinite(value):
+        return default
+    return value
+
+
+def _section(info: dict, key: str) -> dict:
+    value = info.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _r(x) -> str:
+    return f"{x:.3f}" if isinstance(x, _NUMBER) and not isinstance(x, bool) and math.isfinite(x) else "?"
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+def json_safe(value):
+    """``value`` with every NaN or infinity (at any depth) made None, and every key a string."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    return str(value)
+
+
+def model_record(model, path) -> str:
+    """``info --json``: everything recorded in the model, as strict JSON."""
+    record = {"path": str(path), "words": len(model), "dim": model.dim, "config": model.config, **model.info}
+    return json.dumps(json_safe(record), indent=1, allow_nan=False)
+
+
+def describe(model, path) -> list[str]:
+    """``info``'s lines: the vectors, the corpus, the settings, the run and its scores."""
+    info = model.info if isinstance(model.info, dict) else {}
+    lines = [f"model       {path}",
+             f"vectors     {plural(len(model), 'word')} x {model.dim} dims (float32, "
+             f"{_mb(len(model) * model.dim * 4)}); unknown words: {model.unknown_rule[0]}"]
+    fmt = _get(info, "format", str)
+    if fmt:
+        lines.append(f"format      {fmt} (no training record)")
+    c = _section(info, "corpus")
+    if c:
+        listed = _get(c, "files", list, [])
+        files = ", ".join(str(f) for f in listed if isinstance(f, str)) or "?"
+        lines.append(f"corpus      {files}")
+
+        def count(key: str, word: str) -> str:
+            return plural(_get(c, key, int, 0), word)
+
+        oov = _get(c, "oov_rate", _NUMBER)
+        lines.append(f"            {count('raw_tokens', 'token')}, {count('sentences', 'sentence')} "
+                     f"in {count('documents', 'document')}; vocabulary: words seen at least "
+                     f"{_get(c, 'min_count', int, '?')} times"
+                     + (f", out-of-vocabulary rate {100 * oov:.1f}%" if oov is not None else ""))
+    if isinstance(model.config, dict) and model.config:
+        defaults = TrainConfig().to_dict()
+        shown = [f"{k}={v}{'*' if k in defaults and defaults[k] != v else ''}" for k, v in model.config.items()]
+        lines.append("settings    " + ", ".join(shown))
+    t = _section(info, "training")
+    if t:
+        first, final = _get(t, "first_loss", _NUMBER), _get(t, "final_loss", _NUMBER)
+        loss = f", loss {first:.4f} -> {final:.4f}" if first is not None and final is not None else ""
+        speed = _get(t, "examples_per_second", _NUMBER)
+        rate = f" ({speed:,.0f}/s)" if speed is not None else ""
+        where = "GPU" if _get(t, "device", str) == "cuda" else plural(_get(t, "threads", int, 0), "thread")
+        seconds = _get(t, "kernel_seconds", _NUMBER)
+        lines.append(f"training    {plural(_get(t, 'examples', int, 0), 'example')} in "
+                     + (f"{seconds:.1f} s" if seconds is not None else "? s") + f"{rate} on {where}{loss}"
+                     + ("; a checkpoint, before post-processing" if _get(t, "checkpoint", bool) else ""))
+    for key, label in (("init_vectors", "init from"), ("expansions", "expanded")):
+        if info.get(key):
+            lines.append(f"{label:<11} {json.dumps(json_safe(info[key]))[:200]}")
+    curve = _section(info, "curve")
+    points = [p for p in _get(curve, "points", list, []) if isinstance(p, dict)]
+    if points:
+        first, last = points[0], points[-1]
+        dev = _get(_section(curve, "dev"), "name", str, "dev")
+        lines.append(f"scores      {dev} Pearson {_r(_get(_section(first, 'dev'), 'pearson', _NUMBER))} before "
+                     f"training -> {_r(_get(_section(last, 'dev'), 'pearson', _NUMBER))} at the end "
+                     f"({plural(len(points), 'point')}; 'scbow-numba plot' draws the curve)")
+        test = _get(_section(last, "test"), "pearson_mean", _NUMBER)
+        if test is not None:
+            lines.append(f"            test sets: mean Pearson {_r(test)} at the end")
+    return lines
