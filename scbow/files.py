@@ -250,21 +250,105 @@ def install_dir(tmp: Path, path: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
     else:
         old = temp_dir_beside(path, "old")
-        os.replace(path, old / "model")
         try:
-            os.replace(tmp, path)
-        except BaseException:
-            os.replace(old / "model", path)
-            os.rmdir(old)
-            raise
-        shutil.rmtree(old, ignore_errors=True)
+            os.replace(path, old / "model")
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                os.replace(old / "model", path)
+                os.rmdir(old)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        finally:
+            _release(old)
     fsync_path(path.resolve().parent)
 
 
+# Temporaries are ``.NAME.TAG-XXXXXXXX`` beside the output NAME (tempfile's 8 random
+# characters). The process writing one holds an exclusive flock on it until it is renamed
+# into place or removed; the kernel drops the lock when the process dies, even by SIGKILL.
+# So a temporary with our name whose lock can be taken is provably ours and provably
+# abandoned (:func:`remove_stale_temporaries`); one still locked belongs to a live writer.
+_held: dict[str, int] = {}  # temporary path -> the descriptor holding its lock
+
+
+def _lock(fd: int, block: bool = True) -> bool:
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    except OSError:  # a file system without flock: no lock, and nothing provable later
+        return False
+    return True
+
+
+def _hold(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return
+    _lock(fd)
+    _held[str(path)] = fd
+
+
+def _release(path: Path) -> None:
+    fd = _held.pop(str(path), None)
+    if fd is not None:
+        os.close(fd)
+
+
 def temp_dir_beside(path: Path, tag: str = "tmp") -> Path:
-    """A new private directory ``.NAME.TAG-*`` beside ``path`` (same file system: renames are atomic)."""
+    """A new private directory ``.NAME.TAG-*`` beside ``path`` (same file system: renames are
+    atomic), locked by this process until :func:`atomic_dir` is done with it (or the process ends)."""
     path = Path(path)
-    return Path(tempfile.mkdtemp(prefix=f".{path.name}.{tag}-", dir=path.resolve().parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{tag}-", dir=path.resolve().parent))
+    _hold(tmp)
+    return tmp
+
+
+def stale_temporaries(path: os.PathLike, tags=("tmp", "probe")) -> list[Path]:
+    """The temporaries beside ``path`` that a killed process of ours left: our name pattern,
+    not a symbolic link, and no live process holding their lock."""
+    import re
+
+    path = Path(path)
+    parent = Path(_resolved(path)).parent
+    pattern = re.compile(re.escape(f".{path.name}.") + f"({'|'.join(map(re.escape, tags))})" + r"-[a-z0-9_]{8}")
+    try:
+        candidates = [p for p in parent.iterdir() if pattern.fullmatch(p.name)]
+    except OSError:
+        return []
+    stale = []
+    for p in candidates:
+        if str(p) in _held:
+            continue
+        try:
+            fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # a symbolic link fails here
+        except OSError:
+            continue
+        try:
+            if _lock(fd, block=False):
+                stale.append(p)
+        finally:
+            os.close(fd)
+    return stale
+
+
+def remove_stale_temporaries(path: os.PathLike, tags=("tmp", "probe")) -> int:
+    """Remove :func:`stale_temporaries` of ``path``; returns how many were removed."""
+    n = 0
+    for p in stale_temporaries(path, tags):
+        try:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                os.unlink(p)
+            n += 1
+        except OSError:
+            pass
+    return n
 
 
 @contextmanager
@@ -274,11 +358,13 @@ def atomic_file(path: os.PathLike) -> Iterator[Path]:
     When the block ends without an error the file is flushed to disk, given the mode the
     umask gives a new file, and renamed over ``path`` in one step; when it raises, the
     temporary file is removed. A reader of ``path`` sees the old file or the new one,
-    complete, never part of one, whenever this process stops.
+    complete, never part of one, whenever this process stops. Temporaries of ``path``
+    left by a killed process are removed first.
     """
     path = Path(path)
+    remove_stale_temporaries(path)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.resolve().parent)
-    os.close(fd)
+    _lock(fd)
     tmp = Path(name)
     try:
         yield tmp
@@ -288,6 +374,7 @@ def atomic_file(path: os.PathLike) -> Iterator[Path]:
     finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
+        os.close(fd)
 
 
 @contextmanager
@@ -295,10 +382,12 @@ def atomic_dir(path: os.PathLike) -> Iterator[Path]:
     """A temporary directory beside ``path`` to write the new directory in.
 
     When the block ends without an error it replaces ``path`` (:func:`install_dir`);
-    when it raises, it is removed and ``path`` is left as it was.
+    when it raises, it is removed and ``path`` is left as it was. Temporaries of ``path``
+    left by a killed process are removed first.
     """
     path = Path(path)
     path.resolve().parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path)
     tmp = temp_dir_beside(path)
     try:
         yield tmp
@@ -306,6 +395,8 @@ def atomic_dir(path: os.PathLike) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        _release(tmp)
 
 
 def read_range(path: os.PathLike, start: int, stop: int) -> bytes:

@@ -236,16 +236,13 @@ def remove_stale_temporaries(path: Path) -> None:
     place (only where directories cannot be swapped in one step): it is kept unless
     ``path`` holds a model again.
     """
-    parent = path.resolve().parent
-    if not parent.is_dir():
+    from .files import remove_stale_temporaries as remove
+
+    if not path.resolve().parent.is_dir():
         return
-    for p in parent.glob(f".{path.name}.tmp-*"):
-        shutil.rmtree(p, ignore_errors=True)
-    for p in parent.glob(f".{path.name}.probe-*"):
-        shutil.rmtree(p, ignore_errors=True)
+    remove(path)  # only our names, and only those no live process holds (scbow.files)
     if path.is_dir():
-        for p in parent.glob(f".{path.name}.old-*"):
-            shutil.rmtree(p, ignore_errors=True)
+        remove(path, tags=("old",))
 
 
 def train_session(corpus, config=None, output=None, *, checkpoint_every=None, resume: bool = False,

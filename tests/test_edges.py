@@ -317,3 +317,62 @@ def test_cache_lists_entries_with_a_damaged_meta(tmp_path, runner, healthy, meta
     again = runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m2"), "--dim", "8", "--min-count", "1",
                                  "--threads", "1", "-q", "--cache-dir", str(cache)])
     assert again.exit_code == 0, again.output
+
+
+# ---------------------------------------------------------------- 8. temporaries of killed writers
+
+
+def test_a_killed_prepare_leaves_a_temporary_that_the_next_run_removes(tmp_path, make_text):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    src = tmp_path / "raw.txt"
+    src.write_text(make_text(n_docs=40, sents_per_doc=2000, seed=3), encoding="utf-8")
+    out = tmp_path / "corpus.txt.xz"
+    cmd = [sys.executable, "-m", "scbow", "prepare", str(src), "-o", str(out), "--segmenter", "lines", "-q"]
+    proc = subprocess.Popen(cmd)
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".corpus.txt.xz.tmp-*")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    [left] = list(tmp_path.glob(".corpus.txt.xz.tmp-*"))
+    assert not out.exists()
+    # beside it: a look-alike that is not ours, and a temporary a live writer holds
+    (tmp_path / ".corpus.txt.xz.tmp-notes").write_text("mine")  # not tempfile's 8 characters
+    (tmp_path / ".corpus.txt.xz.tmp-abcdefgh").symlink_to(src)  # a link is never ours
+    from scbow.files import atomic_file
+
+    with atomic_file(out) as live:
+        live.write_text("being written")
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        assert live.exists()  # a live writer's temporary is left alone
+        assert not left.exists()  # the killed run's is gone
+        assert (tmp_path / ".corpus.txt.xz.tmp-notes").read_text() == "mine"
+        assert (tmp_path / ".corpus.txt.xz.tmp-abcdefgh").is_symlink() and src.exists()
+    assert out.read_text() == "being written"  # the live writer finished last
+
+
+def test_every_atomic_output_sweeps_its_killed_temporaries(tmp_path):
+    from scbow.files import atomic_dir, atomic_file, stale_temporaries
+
+    out = tmp_path / "out.npy"
+    dead_file = tmp_path / ".out.npy.tmp-a1b2c3d4"
+    dead_file.write_bytes(b"x")
+    dead_dir = tmp_path / ".model.tmp-a1b2c3d4"
+    dead_dir.mkdir()
+    (dead_dir / "vectors.npy").write_bytes(b"x")
+    other = tmp_path / ".other.npy.tmp-a1b2c3d4"  # another output's: not touched by this one
+    other.write_bytes(b"x")
+    assert stale_temporaries(out) == [dead_file]
+    with atomic_file(out) as tmp:
+        assert not dead_file.exists()
+        assert stale_temporaries(out) == []  # its own is locked while it writes
+        tmp.write_bytes(b"new")
+    with atomic_dir(tmp_path / "model") as tmp:
+        assert not dead_dir.exists()
+        (tmp / "a").write_text("a")
+    assert other.exists() and out.read_bytes() == b"new" and (tmp_path / "model" / "a").exists()
