@@ -40,11 +40,9 @@ build leaves nothing, or the previous index, at the path.
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import hashlib
 import json
-import lzma
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -53,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CorpusError, ModelError
-from .files import atomic_dir, read_json, read_range, short_message
+from .files import atomic_dir, permissions, read_json, read_range, short_message
 
 INDEX_JSON = "index.json"
 INDEX_FILE = "vectors.faiss"
@@ -69,7 +67,13 @@ DEFAULT_EF_CONSTRUCTION = 200  # candidates kept while inserting (efConstruction
 # corpus, 4 ms a query on 1 thread (ef 512: 0.943, 2 ms); benchmarks/results/ann_index.md
 DEFAULT_EF = 1024
 CHUNK_ROWS = 65536  # rows of embeddings read, normalised and added at a time
-_COMPRESSED = ((b"\x1f\x8b", gzip.open), (b"BZh", bz2.open), (b"\xfd7zXZ\x00", lzma.open))
+# Written first into every index being built (and kept in it): the proof that a temporary
+# directory ``.NAME.tmp-*`` beside an index is an unfinished build of ours, which a later
+# build may remove. The build holds an exclusive flock on it, so a live build's is never removed.
+BUILD_MARKER = ".scbow-index-build"
+MARKER_FORMAT = "scbow-numba sentence index build"
+COPY_NAME = re.compile(r"text-\d{3,}\.txt")  # a compressed text decompressed into the index
+MAX_EF = 1 << 20
 
 
 def _faiss():
@@ -151,6 +155,7 @@ def _open_source(embeddings, text=None, model=None) -> _Source:
         from .cluster import open_shards
 
         shards = open_shards(path)
+        shards.check_sources()  # rows of a text that changed since are not its lines
         if text is not None:
             raise ModelError("the text of shards is named by their manifest; give no text file with a shard directory")
         files: list = []
@@ -179,16 +184,6 @@ def _open_source(embeddings, text=None, model=None) -> _Source:
         raise ModelError(f"{path}: give the text file its rows came from (the INPUT of 'scbow-numba embed'), "
                          "so that answers can show the lines")
     return _Source(arr, "npy", path, [(str(text), 0, arr.shape[0])], None if model is None else str(model))
-
-
-def _opener(path: Path):
-    """``open`` for a plain file, else the decompressing opener of its format (by its magic bytes)."""
-    with open(path, "rb") as fh:
-        magic = fh.read(6)
-    for prefix, opener in _COMPRESSED:
-        if magic.startswith(prefix):
-            return opener
-    return None
 
 
 def _line_starts(stream, copy_to=None, block: int = 1 << 24) -> tuple[np.ndarray, int]:
@@ -227,7 +222,13 @@ def _line_starts(stream, copy_to=None, block: int = 1 << 24) -> tuple[np.ndarray
 
 
 def _index_text(files, out_dir: Path, progress=None) -> tuple[np.ndarray, list[dict]]:
-    """Offsets of every row's line, and the records of the text files (copied when compressed)."""
+    """Offsets of every row's line, and the records of the text files (copied when compressed).
+
+    Read through :func:`scbow.textio.open_bytes`, the tool's one reader of text: every read
+    or decompression failure is one CorpusError naming the file.
+    """
+    from .textio import open_bytes
+
     all_starts = []
     records = []
     for i, (name, first_row, rows) in enumerate(files):
@@ -240,20 +241,19 @@ def _index_text(files, out_dir: Path, progress=None) -> tuple[np.ndarray, list[d
             progress(f"reading the lines of {path}")
         try:
             st = path.stat()
-            opener = _opener(path)
-            if opener is None:
-                with open(path, "rb") as fh:
-                    starts, size = _line_starts(fh)
+        except OSError as exc:
+            raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        with open_bytes(path) as fh:
+            if fh.kind is None:
+                starts, size = _line_starts(fh)
                 record = {"file": str(path.resolve()), "text": str(path.resolve()), "bytes": size,
                           "mtime_ns": st.st_mtime_ns}
             else:
                 copy = f"text-{i:03d}.txt"
-                with opener(path, "rb") as fh, open(out_dir / copy, "wb") as dst:
+                with open(out_dir / copy, "wb") as dst:
                     starts, size = _line_starts(fh, dst)
                 record = {"file": str(path.resolve()), "text": copy, "bytes": size, "compressed_bytes": st.st_size,
                           "mtime_ns": st.st_mtime_ns}
-        except (OSError, EOFError, lzma.LZMAError) as exc:
-            raise CorpusError(f"{path}: cannot read: {short_message(exc)}") from None
         if len(starts) != rows:
             raise CorpusError(f"{path}: has {len(starts):,} lines but the embeddings have {rows:,} rows for it; "
                               "give the very file that was embedded")
@@ -262,15 +262,150 @@ def _index_text(files, out_dir: Path, progress=None) -> tuple[np.ndarray, list[d
     return (np.concatenate(all_starts) if all_starts else np.zeros(0, np.int64)), records
 
 
-def model_fingerprint(model_dir) -> str | None:
-    """A digest of a model directory's config and the size of its vectors (None: not a model dir)."""
-    path = Path(model_dir)
+def model_fingerprint(model) -> str | None:
+    """What identifies a model, recorded in an index so that a query with another one is refused.
+
+    A model directory: a digest of its ``config.json`` and the size of its ``vectors.npy``.
+    A word2vec/GloVe file: ``file-`` and a digest of its bytes (reading it costs less than
+    loading it). None when ``model`` is neither.
+    """
+    path = Path(model)
+    if path.is_dir():
+        try:
+            config = (path / "config.json").read_bytes()
+            size = (path / "vectors.npy").stat().st_size
+        except OSError:
+            return None
+        return hashlib.sha256(config + str(size).encode()).hexdigest()[:16]
+    digest = hashlib.sha256()
     try:
-        config = (path / "config.json").read_bytes()
-        size = (path / "vectors.npy").stat().st_size
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 22):
+                digest.update(chunk)
     except OSError:
         return None
-    return hashlib.sha256(config + str(size).encode()).hexdigest()[:16]
+    return "file-" + digest.hexdigest()[:16]
+
+
+def _check_model(model, dim: int, what: str) -> str:
+    """The fingerprint of the model ``model`` (``what``: how it was named) after checking that it is
+    a model (a directory or a word2vec/GloVe file that loads) whose vectors have ``dim`` dims."""
+    from .formats import load_model
+
+    path = Path(model)
+    if not path.exists():
+        raise ModelError(f"{what} {path}: no such model; give the model that embedded the lines")
+    if (path / INDEX_JSON).is_file():
+        raise ModelError(f"{what} {path}: is a sentence index, not a model")
+    loaded = load_model(path)  # ModelError naming what is wrong for anything that is not a model
+    if loaded.dim != dim:
+        raise ModelError(f"{what} {path}: has {loaded.dim} dims but the embeddings have {dim}: not the model "
+                         "that embedded them")
+    fp = model_fingerprint(path)
+    if fp is None:
+        raise ModelError(f"{what} {path}: cannot be read")
+    return fp
+
+
+def _inside_model(out_dir: Path) -> None:
+    """ModelError when ``out_dir`` is a model directory (or a checkpoint) or lies inside one."""
+    from .files import holds_model, refuse_inside_model
+
+    what = holds_model(out_dir)
+    if what is not None:
+        raise ModelError(f"-o {out_dir}: is {what}; refusing to replace it with an index (choose another path)")
+    refuse_inside_model(out_dir, "-o")
+
+
+def _leftover_names(out_dir: Path) -> tuple[Path, re.Pattern]:
+    """The folder where :func:`scbow.files.atomic_dir` puts the temporaries of ``out_dir``, and their names."""
+    out_dir = Path(out_dir)
+    # scbow.files.temp_dir_beside: tempfile.mkdtemp(prefix=".NAME.tmp-", dir=resolved parent)
+    return out_dir.resolve().parent, re.compile(re.escape(f".{out_dir.name}.tmp-") + r"[a-z0-9_]{8}")
+
+
+def _own_file(name: str) -> bool:
+    return name in (BUILD_MARKER, INDEX_JSON, INDEX_FILE, IDS_FILE, OFFSETS_FILE) or bool(COPY_NAME.fullmatch(name))
+
+
+def remove_leftovers(out_dir, note=None) -> list[Path]:
+    """Remove the unfinished builds of ``out_dir`` that a killed ``index`` left beside it; returns them.
+
+    Removed is only a directory named as :func:`scbow.files.atomic_dir` names its
+    temporaries (``.NAME.tmp-XXXXXXXX``), not a symbolic link, holding this module's build
+    marker (whose flock no live build holds) and nothing but regular files an index build
+    writes. Anything else, even an empty directory of that name, is left alone.
+    """
+    try:
+        import fcntl
+    except ImportError:  # no flock: a live build could not be told from a dead one
+        return []
+    parent, pattern = _leftover_names(out_dir)
+    removed: list[Path] = []
+    try:
+        entries = [e for e in os.scandir(parent) if pattern.fullmatch(e.name)]
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            if entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
+                continue
+            fd = os.open(os.path.join(entry.path, BUILD_MARKER), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # a build still running
+            marker = os.read(fd, 4096)
+            try:
+                ours = json.loads(marker.decode("utf-8")).get("format") == MARKER_FORMAT
+            except (ValueError, AttributeError):
+                ours = False
+            if not ours:
+                continue
+            members = list(os.scandir(entry.path))
+            if not all(_own_file(m.name) and m.is_file(follow_symlinks=False) for m in members):
+                continue
+            for m in members:
+                if m.name != BUILD_MARKER:
+                    os.unlink(m.path)
+            os.unlink(os.path.join(entry.path, BUILD_MARKER))
+            os.rmdir(entry.path)
+            removed.append(Path(entry.path))
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    if removed and note is not None:
+        names = ", ".join(p.name for p in removed)
+        note(f"removed {len(removed)} unfinished build{'s' if len(removed) > 1 else ''} of {out_dir} left by an "
+             f"earlier run that was killed: {names}")
+    return removed
+
+
+class _BuildMarker:
+    """``with _BuildMarker(tmp):`` the marker of a build in progress, written and flock-ed until the block ends."""
+
+    def __init__(self, directory: Path):
+        self.path = Path(directory) / BUILD_MARKER
+        self.fd = None
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            import fcntl
+
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except ImportError:
+            pass
+        os.write(self.fd, (json.dumps({"format": MARKER_FORMAT, "pid": os.getpid()}) + "\n").encode())
+        os.fchmod(self.fd, permissions())
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)  # releases the lock
 
 
 # -- building ---------------------------------------------------------------------------
@@ -278,15 +413,20 @@ def model_fingerprint(model_dir) -> str | None:
 
 def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: int = DEFAULT_M,
                 ef_construction: int = DEFAULT_EF_CONSTRUCTION, progress=None, threads: int = 0,
-                model=None) -> dict:
+                model=None, default_model: bool = False, note=None) -> dict:
     """Build a sentence index of ``embeddings`` in ``out_dir`` (replaced atomically); returns its ``index.json``.
 
     ``embeddings``: a ``.npy`` file of float32 rows (``scbow-numba embed``) or a directory of
     shards (a cluster embed; ``manifest.json`` names their text files). ``lines_source``:
     the text file the rows of a ``.npy`` came from (None for shards). ``progress(message)``
-    is called with a line now and then. ``threads``: threads adding to the graph (0: all
-    cores). ``model``: the model directory the embeddings came from, recorded so that a
-    query with another model is refused (shards record theirs).
+    is called with a line now and then, ``note(message)`` with what the user should know
+    (no model recorded, leftovers removed). ``threads``: threads adding to the graph (0:
+    all cores). ``model``: the model (directory or word2vec/GloVe file) the embeddings came
+    from, checked and recorded so that a query with another model is refused (shards
+    record theirs); with ``default_model``, the default model (``$SCBOW_MODEL``, ...) is
+    recorded when neither names one and it exists, as every command falls back to it.
+    The unfinished builds of ``out_dir`` a killed run left beside it are removed first
+    (:func:`remove_leftovers`).
     """
     if metric != "cosine":
         raise ValueError(f"metric must be 'cosine', got {metric!r}")
@@ -295,11 +435,14 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
     faiss = _faiss()
     source = _open_source(embeddings, lines_source, model)
     out_dir = Path(out_dir)
+    _inside_model(out_dir)
     if out_dir.exists() and not (out_dir / INDEX_JSON).is_file() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise ModelError(f"{out_dir}: exists and is not a sentence index; refusing to replace it")
     n_rows, dim = int(source.rows.shape[0]), int(source.rows.shape[1])
+    model_dir, fingerprint = _model_to_record(source, model, dim, default_model, note)
+    remove_leftovers(out_dir, note)
     t0 = time.perf_counter()
-    with atomic_dir(out_dir) as tmp:
+    with atomic_dir(out_dir) as tmp, _BuildMarker(tmp):
         tmp = Path(tmp)
         offsets, files = _index_text(source.files, tmp, progress)
         np.save(tmp / OFFSETS_FILE, offsets)
@@ -328,14 +471,13 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
                               "nothing to index")
         np.save(tmp / IDS_FILE, np.concatenate(ids))
         faiss.write_index(graph, str(tmp / INDEX_FILE))
-        model_dir = source.model
         info = {
             "format": FORMAT, "format_version": FORMAT_VERSION,
             "library": LIBRARY, "library_version": _library_version(),
             "metric": metric, "dim": dim, "count": count, "rows": n_rows, "skipped_rows": skipped,
             "embeddings": {"kind": source.kind, "path": str(source.path.resolve())},
             "model": None if model_dir is None else str(Path(model_dir).resolve()),
-            "model_fingerprint": None if model_dir is None else model_fingerprint(model_dir),
+            "model_fingerprint": fingerprint,
             "params": {"M": M, "ef_construction": ef_construction, "ef_search": DEFAULT_EF},
             "index_bytes": (tmp / INDEX_FILE).stat().st_size,
             "files": files,
@@ -345,11 +487,100 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
     return info
 
 
+def _model_to_record(source: _Source, model, dim: int, default_model: bool, note) -> tuple[str | None, str | None]:
+    """The model an index records and its fingerprint, checked (see :func:`build_index`)."""
+    from .modeldir import default_model_dir
+
+    shards_model = source.rows.manifest.get("model") if source.kind == "shards" else None
+    if shards_model is not None and not isinstance(shards_model, str):
+        raise ModelError(f"{source.path / 'manifest.json'}: damaged shard directory (its model is not a path)")
+    if model is not None:
+        fingerprint = _check_model(model, dim, "-m")
+        if shards_model is not None and Path(shards_model).exists() and model_fingerprint(shards_model) != fingerprint:
+            raise ModelError(f"-m {model}: is not the model the shards were embedded with ({shards_model})")
+        return str(model), fingerprint
+    if shards_model is not None:
+        if not Path(shards_model).exists():
+            raise ModelError(f"{source.path}: the shards were embedded with the model {shards_model}, which is "
+                             "gone; give the model with -m")
+        return shards_model, _check_model(shards_model, dim, "the model of the shards")
+    if not default_model:
+        return None, None
+    default = default_model_dir()
+    if default.exists():
+        try:
+            fingerprint = _check_model(default, dim, "the default model")
+        except ModelError as exc:
+            why = str(exc)
+        else:
+            if note is not None:
+                note(f"recorded the default model {default} as the one that embedded the lines: queries with "
+                     "another model will be refused (give -m MODEL to name another)")
+            return str(default), fingerprint
+    else:
+        why = f"no default model at {default}"
+    if note is not None:
+        note(f"no model recorded (no -m; {why}): queries with any {dim}-dim model will be answered; give -m MODEL, "
+             "the model that embedded the lines, to refuse the others")
+    return None, None
+
+
 # -- opening and searching ----------------------------------------------------------------
 
 
 def _damaged(path: Path, why: str) -> ModelError:
+    """The error for a damaged part of an index: ``path`` names the file (or the directory)."""
     return ModelError(f"{path}: damaged sentence index ({why}); build it again with 'scbow-numba index'")
+
+
+def _is_int(value, low: int = 0) -> bool:
+    """A JSON integer (not a bool) of at least ``low``."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+def _check_info(info: dict) -> str | None:
+    """What is wrong with the fields of an ``index.json`` (None: nothing): each against the shape it must have."""
+    if info.get("library") != LIBRARY or info.get("metric") != "cosine":
+        return f"library must be {LIBRARY!r} and metric 'cosine'"
+    for key, low in (("dim", 1), ("count", 1), ("rows", 1), ("index_bytes", 1)):
+        if not _is_int(info.get(key), low):
+            return f"{key} must be an integer of at least {low}, not {info.get(key)!r:.40}"
+    if info["rows"] < info["count"]:
+        return f"{info['count']:,} vectors but only {info['rows']:,} rows"
+    if "skipped_rows" in info and not _is_int(info["skipped_rows"]):
+        return "skipped_rows is not a count"
+    for key in ("model", "model_fingerprint"):
+        if info.get(key) is not None and not isinstance(info[key], str):
+            return f"{key} is not a string"
+    params = info.get("params", {})
+    if not isinstance(params, dict):
+        return "params is not an object"
+    ef = params.get("ef_search")
+    if ef is not None and not (_is_int(ef, 1) and ef <= MAX_EF):
+        return f"params.ef_search must be an integer from 1 to {MAX_EF:,}"
+    files = info.get("files")
+    if not isinstance(files, list) or not files:
+        return "files is not a list of text files"
+    row = 0
+    for i, f in enumerate(files):
+        if not isinstance(f, dict):
+            return f"files[{i}] is not an object"
+        if not (isinstance(f.get("file"), str) and isinstance(f.get("text"), str)):
+            return f"files[{i}]: file and text must be paths"
+        if not all(_is_int(f.get(k)) for k in ("bytes", "first_row", "rows", "mtime_ns")):
+            return f"files[{i}]: bytes, first_row, rows and mtime_ns must be counts"
+        if "compressed_bytes" in f and not _is_int(f["compressed_bytes"]):
+            return f"files[{i}]: compressed_bytes is not a count"
+        if not (Path(f["text"]).is_absolute() or COPY_NAME.fullmatch(f["text"])):
+            return f"files[{i}]: text is neither an absolute path nor a copy in the index"
+        if f["first_row"] != row:
+            return f"files[{i}] starts at row {f['first_row']:,}, not {row:,}"
+        if f["rows"] > f["bytes"]:  # every line has a byte at least
+            return f"files[{i}]: {f['rows']:,} lines in {f['bytes']:,} bytes"
+        row += f["rows"]
+    if row != info["rows"]:
+        return f"the files hold {row:,} rows, not {info['rows']:,}"
+    return None
 
 
 def _read_info(path: Path) -> dict:
@@ -365,19 +596,12 @@ def _read_info(path: Path) -> dict:
     info = read_json(path / INDEX_JSON, what="damaged sentence index")
     if not isinstance(info, dict) or info.get("format") != FORMAT:
         raise _damaged(path / INDEX_JSON, "not the description of a sentence index")
-    if not isinstance(info.get("format_version"), int) or info["format_version"] > FORMAT_VERSION:
-        raise ModelError(f"{path}: index format {info.get('format_version')!r} is not one this scbow-numba "
+    if not _is_int(info.get("format_version"), 1) or info["format_version"] > FORMAT_VERSION:
+        raise ModelError(f"{path}: index format {info.get('format_version')!r:.40} is not one this scbow-numba "
                          f"understands ({FORMAT_VERSION}); upgrade scbow-numba or build the index again")
-    try:
-        ok = (info["library"] == LIBRARY and info["metric"] == "cosine" and int(info["dim"]) > 0
-              and int(info["count"]) > 0 and int(info["rows"]) >= int(info["count"])
-              and int(info["index_bytes"]) > 0 and isinstance(info["files"], list)
-              and all(isinstance(f, dict) and {"file", "text", "bytes", "first_row", "rows"} <= f.keys()
-                      for f in info["files"]))
-    except (KeyError, TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise _damaged(path / INDEX_JSON, "fields missing or wrong")
+    why = _check_info(info)
+    if why is not None:
+        raise _damaged(path / INDEX_JSON, f"fields missing or wrong: {why}")
     return info
 
 
@@ -434,8 +658,13 @@ class Index:
         qn = np.ascontiguousarray(q[ok] / norms[ok, None])
         with _omp_threads(_faiss(), threads):
             sims, pos = self._graph.search(qn, k)
-        found = pos >= 0
-        ids[ok] = np.where(found, np.asarray(self._ids)[np.where(found, pos, 0)], -1)
+        found = (pos >= 0) & (pos < len(self._ids))
+        rows = np.where(found, np.asarray(self._ids)[np.where(found, pos, 0)], -1)
+        bad = found & ((rows < 0) | (rows >= int(self.info["rows"])))
+        if bad.any():
+            raise _damaged(self.path / IDS_FILE, f"row {int(rows[bad][0]):,} of vector {int(pos[bad][0]):,} is not "
+                                                 f"one of the {int(self.info['rows']):,} rows")
+        ids[ok] = rows
         scores[ok] = np.where(found, sims, -np.inf)
         return ids, scores
 
@@ -445,11 +674,16 @@ class Index:
         return self.info["files"][int(np.searchsorted(self._first_rows, row_id, side="right")) - 1]
 
     def line(self, row_id: int) -> tuple[str, int, str]:
-        """``(file, line number (1-based), text)`` of row ``row_id``."""
+        """``(file, line number (1-based), text)`` of row ``row_id``.
+
+        Raises IndexError for a row the index does not have, CorpusError when the text file
+        changed since the index was built, ModelError when the index itself is damaged.
+        """
         row_id = int(row_id)
         f = self._file_of(row_id)
         text_path = Path(f["text"])
-        if not text_path.is_absolute():
+        copy = not text_path.is_absolute()
+        if copy:
             text_path = self.path / text_path
         else:
             try:
@@ -457,14 +691,25 @@ class Index:
             except OSError:
                 raise CorpusError(f"{text_path}: the text of the index is gone (no such file); build the index "
                                   "again") from None
-            if st.st_size != f["bytes"] or st.st_mtime_ns != f.get("mtime_ns", st.st_mtime_ns):
+            if st.st_size != f["bytes"] or st.st_mtime_ns != f["mtime_ns"]:
                 raise CorpusError(f"{text_path}: changed since the index was built; build the index again")
+        first, last = f["first_row"], f["first_row"] + f["rows"] - 1
         start = int(self._offsets[row_id])
-        last = f["first_row"] + f["rows"] - 1
         stop = int(self._offsets[row_id + 1]) if row_id < last else int(f["bytes"])
+        if not 0 <= start < stop <= f["bytes"] or (row_id == first and start != 0):
+            raise _damaged(self.path / OFFSETS_FILE, f"row {row_id:,} at bytes {start:,}:{stop:,} of a "
+                                                     f"{f['bytes']:,}-byte text")
         raw = read_range(text_path, start, stop)
-        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-        number = row_id - f["first_row"] + 1
+        # the line's bytes: its text, then one line end (\n, \r\n or \r; none at the end of the file)
+        end = 2 if raw.endswith(b"\r\n") else 1 if raw.endswith((b"\n", b"\r")) else 0
+        body = raw[: len(raw) - end]
+        if len(raw) != stop - start or b"\n" in body or b"\r" in body or (end == 0 and row_id < last):
+            why = f"line {row_id - first + 1:,} is not at bytes {start:,}:{stop:,} any more"
+            if copy:
+                raise _damaged(text_path, why)
+            raise CorpusError(f"{text_path}: changed since the index was built ({why}); build the index again")
+        text = body.decode("utf-8", errors="replace")
+        number = row_id - first + 1
         if number == 1 and text.startswith("\ufeff"):
             text = text[1:]
         return f["file"], number, text
@@ -485,12 +730,22 @@ def _faiss_message(exc: Exception) -> str:
 
 def _int64_column(path: Path, name: str, length: int, what: str) -> np.ndarray:
     """The int64 (length,) array ``path/name``, memory-mapped; ModelError when damaged."""
+    if not (path / name).is_file():
+        raise _damaged(path / name, "missing")
+    try:
+        with open(path / name, "rb") as fh:
+            magic = fh.read(6)
+    except OSError as exc:
+        raise _damaged(path / name, f"cannot read: {exc.strerror or exc}") from None
+    if magic != b"\x93NUMPY":
+        raise _damaged(path / name, "not a .npy array")
     try:
         column = np.load(path / name, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
-        raise _damaged(path, f"{name}: {short_message(exc)}") from None
-    if column.ndim != 1 or column.dtype != np.int64 or len(column) != length:
-        raise _damaged(path, f"{name} does not hold {what}")
+        raise _damaged(path / name, short_message(exc)) from None
+    if not isinstance(column, np.ndarray) or column.ndim != 1 or column.dtype != np.int64 or len(column) != length:
+        shape = f"{column.dtype} {column.shape}" if isinstance(column, np.ndarray) else "not an array"
+        raise _damaged(path / name, f"holds {shape}, not {what}: int64 ({length:,},)")
     return column
 
 
@@ -500,24 +755,43 @@ def open_index(path) -> Index:
     info = _read_info(path)
     graph_file = path / INDEX_FILE
     if not graph_file.is_file():
-        raise _damaged(path, f"{INDEX_FILE} missing")
+        raise _damaged(graph_file, "missing")
     if graph_file.stat().st_size != int(info["index_bytes"]):
-        raise _damaged(path, f"{INDEX_FILE} has {graph_file.stat().st_size:,} bytes, {INDEX_JSON} says "
-                             f"{int(info['index_bytes']):,}")
+        raise _damaged(graph_file, f"has {graph_file.stat().st_size:,} bytes, {INDEX_JSON} says "
+                                   f"{int(info['index_bytes']):,}")
     offsets = _int64_column(path, OFFSETS_FILE, int(info["rows"]), "one offset per row")
     ids = _int64_column(path, IDS_FILE, int(info["count"]), "one row per vector")
+    for f in (f for f in info["files"] if f["rows"]):
+        # each file's lines start at its byte 0 and the last starts before its end (each line is
+        # checked against its neighbours when it is read: the whole array is not read here)
+        first, last = int(offsets[f["first_row"]]), int(offsets[f["first_row"] + f["rows"] - 1])
+        if first != 0 or not 0 <= last < f["bytes"]:
+            raise _damaged(path / OFFSETS_FILE, f"the lines of {f['file']} start at byte {first:,} and end at byte "
+                                                f"{last:,} of {f['bytes']:,}")
+    for f in info["files"]:  # the index's own copies of compressed texts: there, and whole
+        if Path(f["text"]).is_absolute():
+            continue  # the user's text: checked when a line is read (changed since the build?)
+        copy = path / f["text"]
+        try:
+            size = copy.stat().st_size if copy.is_file() else None
+        except OSError:
+            size = None
+        if size is None:
+            raise _damaged(copy, f"missing: the text of {f['file']} decompressed when the index was built")
+        if size != f["bytes"]:
+            raise _damaged(copy, f"has {size:,} bytes, {INDEX_JSON} says {f['bytes']:,}")
     faiss = _faiss()
     # memory-mapped: the vectors and the graph's arrays are read when a search touches them
     flags = getattr(faiss, "IO_FLAG_MMAP_IFC", getattr(faiss, "IO_FLAG_MMAP", 0))
     try:
         graph = faiss.read_index(str(graph_file), flags)
     except (RuntimeError, ValueError, OSError, MemoryError) as exc:
-        raise _damaged(path, f"{INDEX_FILE}: {_faiss_message(exc)}") from None
+        raise _damaged(graph_file, _faiss_message(exc)) from None
     if (not hasattr(graph, "hnsw") or graph.d != int(info["dim"]) or graph.ntotal != int(info["count"])
             or graph.metric_type != faiss.METRIC_INNER_PRODUCT):
-        raise _damaged(path, f"{INDEX_FILE} does not match {INDEX_JSON}")
+        raise _damaged(graph_file, f"does not match {INDEX_JSON}")
     index = Index(path, info, graph, ids, offsets)
-    index.ef = int(info.get("params", {}).get("ef_search") or DEFAULT_EF)
+    index.ef = info.get("params", {}).get("ef_search") or DEFAULT_EF
     return index
 
 
@@ -527,15 +801,19 @@ def open_index(path) -> Index:
 def index_command(embeddings, output, text=None, M: int = DEFAULT_M, ef_construction: int = DEFAULT_EF_CONSTRUCTION,
                   quiet: bool = False, model=None, threads: int = 0) -> str:
     """Build an index (``scbow-numba index``), with progress lines on stderr unless ``quiet``;
-    returns the one-line summary to print."""
+    returns the one-line summary to print. Without ``model`` (and shards that name theirs),
+    the default model is recorded when there is one, as every command falls back to it; a
+    note says so, or that no model is recorded."""
     import sys
 
     def progress(message: str) -> None:
         print(f"index: {message}", file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
+    # notes (no model recorded, leftovers removed) are printed with -q too: they are not progress
     info = build_index(embeddings, text, output, M=M, ef_construction=ef_construction,
-                       progress=None if quiet else _throttled(progress), threads=threads, model=model)
+                       progress=None if quiet else _throttled(progress), threads=threads, model=model,
+                       default_model=True, note=progress)
     seconds = time.perf_counter() - t0
     size = sum(p.stat().st_size for p in Path(output).iterdir() if p.is_file())
     skipped = f", {info['skipped_rows']:,} rows with no embedding left out" if info["skipped_rows"] else ""
@@ -556,13 +834,55 @@ def _throttled(progress, interval: float = 2.0):
     return call
 
 
+def check_query_model(index: "Index | os.PathLike", model_dir) -> None:
+    """Refuse to query ``index`` (an :class:`Index` or its directory) with the model at ``model_dir``
+    (a directory or a word2vec/GloVe file; None: unknown) unless it is the model the index
+    records; an index that records none takes any model (its dims are checked on search).
+    """
+    if isinstance(index, Index):
+        info, where = index.info, index.path
+    else:
+        where = Path(index)
+        info = _read_info(where)
+    recorded = info.get("model_fingerprint")
+    if recorded is None:
+        return
+    name = info.get("model") or "the model recorded in it"
+    if model_dir is None:
+        raise ModelError(f"{where}: was built with the model {name}; give the directory the model was loaded "
+                         "from (model_dir=...) so that it can be checked")
+    model_dir = Path(model_dir)
+    fp = model_fingerprint(model_dir)
+    if fp == recorded:
+        return
+    if not model_dir.exists():
+        raise ModelError(f"{model_dir}: no such model; the index {where} was built with {name}: query it "
+                         f"with -m {name}")
+    if model_dir.is_file() and not recorded.startswith("file-"):
+        raise ModelError(f"-m {model_dir}: is a word2vec/GloVe file, which cannot be proven to be the model the "
+                         f"index {where} was built with ({name}); query it with -m {name}")
+    raise ModelError(f"{where}: was built from the embeddings of another model ({name}), not {model_dir}; "
+                     f"query it with -m {name} (or build the index again with -m {model_dir})")
+
+
+def _loaded_from(model) -> Path | None:
+    """The model directory a loaded model's vectors are memory-mapped from (None: not known)."""
+    filename = getattr(getattr(model, "vectors", None), "filename", None)
+    if filename is None:
+        return None
+    path = Path(filename)
+    return path.parent if path.name == "vectors.npy" else None
+
+
 def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | None = None, model_dir=None):
     """The ``topn`` indexed lines nearest to ``sentence``: ``[(cosine, file, line number, text)]``, best first.
 
-    ``model``: a loaded :class:`scbow.model.Model` (with ``model_dir``, the directory it was
-    loaded from, when known) or a model directory. Raises ModelError for an index that is
-    not one, or one built with another model, and ValueError when the sentence has nothing
-    to average.
+    ``model``: a loaded :class:`scbow.model.Model` (with ``model_dir``, the directory or
+    word2vec file it was loaded from; found from its memory-mapped vectors when not given)
+    or a model directory. An index that records the model it was built with answers only
+    with that model. ``topn`` is capped at the vectors in the index. Raises ModelError for
+    an index that is not one, or one built with another model, and ValueError when the
+    sentence has nothing to average.
     """
     if topn < 1:
         raise ValueError(f"topn must be at least 1, got {topn}")
@@ -572,22 +892,17 @@ def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | N
         if (model_dir / INDEX_JSON).is_file():
             raise ModelError(f"{model_dir}: is a sentence index, not a model; give it as the index and the model "
                              "with -m")
+        check_query_model(index, model_dir)
         from . import load
 
         model = load(model_dir)
-    if model_dir is not None:
-        fp = model_fingerprint(model_dir)
-        built = index.info.get("model_fingerprint")
-        if fp is not None and built is not None and fp != built:
-            raise ModelError(f"{index_path}: was built from the embeddings of another model "
-                             f"({index.info.get('model')}); query it with that model")
+    else:
+        check_query_model(index, model_dir if model_dir is not None else _loaded_from(model))
     if model.dim != index.dim:
         raise ModelError(f"{index_path}: holds {index.dim}-dim embeddings but the model has {model.dim} dims; "
                          "query it with the model its embeddings came from")
-    if ef is not None:
-        index.ef = max(int(ef), topn)
-    elif index.ef < topn:
-        index.ef = topn
+    topn = min(int(topn), len(index))  # there are no more to find (and a huge k would allocate for nothing)
+    index.ef = min(max(int(ef if ef is not None else index.ef), topn), MAX_EF)
     q = model.embed([sentence])[0]
     if np.isnan(q).any() or not np.any(q):
         what = "no word in the vocabulary" if model.unknown_rule[0] == "omit" else "no word"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import lzma
+import os
 import shutil
 import sys
 
@@ -331,7 +332,7 @@ def test_damaged_index(tmp_path, built):
         open_index(idx)
     idx = _copy(built, tmp_path / "d")
     (idx / "ids.npy").write_bytes(b"junk")
-    with pytest.raises(ModelError, match="damaged sentence index.*ids.npy"):
+    with pytest.raises(ModelError, match="ids.npy: damaged sentence index"):
         open_index(idx)
 
 
@@ -391,8 +392,13 @@ def test_index_command_summary_and_progress(setup, tmp_path, capsys, faiss):
     line = index_command(setup["emb"], tmp_path / "idx", setup["text"], 8, 40, False)
     assert line.startswith("indexed ") and "sentences x 16 dims" in line and str(tmp_path / "idx") in line
     assert "rows with no embedding left out" in line
-    assert "index: reading the lines of" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "index: reading the lines of" in err
+    # no -m and no default model: built, with one line saying that no model is recorded (even with -q)
+    assert err.count("no model recorded") == 1 and "give -m MODEL" in err
     index_command(setup["emb"], tmp_path / "idx", setup["text"], 8, 40, True)  # replaces the index
+    assert capsys.readouterr().err.count("no model recorded") == 1
+    index_command(setup["emb"], tmp_path / "idx", setup["text"], 8, 40, True, model=setup["model_dir"])
     assert capsys.readouterr().err == ""
 
 
@@ -423,3 +429,538 @@ def test_cli_index_then_neighbors_from_it_as_from_a_scan(setup, tmp_path, faiss)
     assert_clean_error(runner.invoke(main, ["neighbors", "-m", str(setup["model_dir"]), "--index", str(out)]),
                        "needs --sentence")
     assert_clean_error(runner.invoke(main, ["index", str(setup["emb"]), "-o", str(setup["emb"])]), "input")
+
+
+# -- hostile inputs, by class (issue 24): several members of each -------------------------
+
+
+def _runner():
+    from conftest import make_runner
+
+    return make_runner()
+
+
+def _cli(*args):
+    from scbow.cli import main
+
+    return _runner().invoke(main, [str(a) for a in args])
+
+
+def _query(setup, idx, *extra, model=None):
+    sentence = _lines(setup["text"])[200]
+    return _cli("neighbors", "-m", model or setup["model_dir"], "--sentence", sentence, "--index", idx, *extra)
+
+
+def _edit_json(idx, change):
+    info = json.loads((idx / "index.json").read_text())
+    change(info)
+    (idx / "index.json").write_text(json.dumps(info))
+
+
+def _first_file(info):
+    return info["files"][0]
+
+
+# every field of index.json against the shape it must have
+BAD_INFO = {
+    "dim-string": lambda i: i.update(dim="16"),
+    "dim-zero": lambda i: i.update(dim=0),
+    "count-negative": lambda i: i.update(count=-1),
+    "count-bool": lambda i: i.update(count=True),
+    "rows-below-count": lambda i: i.update(rows=i["count"] - 1),
+    "rows-float": lambda i: i.update(rows=float(i["rows"])),
+    "index-bytes-null": lambda i: i.update(index_bytes=None),
+    "params-list": lambda i: i.update(params=[1]),
+    "ef-search-zero": lambda i: i["params"].update(ef_search=0),
+    "ef-search-string": lambda i: i["params"].update(ef_search="many"),
+    "model-number": lambda i: i.update(model=5),
+    "fingerprint-list": lambda i: i.update(model_fingerprint=["x"]),
+    "files-empty": lambda i: i.update(files=[]),
+    "files-dict": lambda i: i.update(files={"a": 1}),
+    "file-not-object": lambda i: i.update(files=["a.txt"]),
+    "file-name-number": lambda i: _first_file(i).update(file=3),
+    "file-bytes-string": lambda i: _first_file(i).update(bytes="many"),
+    "file-bytes-missing": lambda i: _first_file(i).pop("bytes"),
+    "file-mtime-null": lambda i: _first_file(i).update(mtime_ns=None),
+    "file-first-row": lambda i: _first_file(i).update(first_row=1),
+    "file-rows-more": lambda i: _first_file(i).update(rows=_first_file(i)["rows"] + 1),
+    "file-rows-beyond-bytes": lambda i: _first_file(i).update(bytes=10),
+    "text-escapes-index": lambda i: _first_file(i).update(text="../../etc/passwd"),
+    "library": lambda i: i.update(library="usearch"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_INFO))
+def test_damaged_index_json_fields(tmp_path, built, kind):
+    from scbow.index import open_index
+
+    idx = _copy(built, tmp_path)
+    _edit_json(idx, BAD_INFO[kind])
+    with pytest.raises(ModelError, match=r"index\.json: damaged sentence index \(fields missing or wrong"):
+        open_index(idx)
+
+
+def _put(idx, name, array):
+    np.save(idx / name, array, allow_pickle=True)
+
+
+# ids.npy and offsets.npy: out-of-range values, wrong dtype, wrong shape, not an array
+BAD_IDS = {
+    "all-negative": lambda ids, rows: np.full_like(ids, -5),
+    "all-minus-one": lambda ids, rows: np.full_like(ids, -1),
+    "all-past-the-end": lambda ids, rows: np.full_like(ids, rows),
+    "all-huge": lambda ids, rows: np.full_like(ids, 2**62),
+    "float64": lambda ids, rows: ids.astype(np.float64),
+    "int32": lambda ids, rows: ids.astype(np.int32),
+    "uint64": lambda ids, rows: ids.astype(np.uint64),
+    "two-dims": lambda ids, rows: ids[:, None],
+    "one-short": lambda ids, rows: ids[:-1],
+    "scalar": lambda ids, rows: np.int64(3),
+    "objects": lambda ids, rows: np.array([None, 1], dtype=object),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_IDS))
+def test_damaged_ids_are_refused_naming_the_file(setup, tmp_path, built, kind):
+    from scbow.index import open_index
+
+    idx = _copy(built, tmp_path)
+    ids = np.load(idx / "ids.npy")
+    _put(idx, "ids.npy", BAD_IDS[kind](ids, built[1]["rows"]))
+    with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index"):
+        open_index(idx).search(np.nan_to_num(np.load(setup["emb"])[:50]), 5)
+    from conftest import assert_clean_error
+
+    assert_clean_error(_query(setup, idx), "ids.npy: damaged sentence index")
+
+
+def test_one_bad_id_is_refused_when_it_is_found(setup, tmp_path, built):
+    from scbow.index import open_index
+
+    idx = _copy(built, tmp_path)
+    ids = np.load(idx / "ids.npy")
+    x = np.load(setup["emb"])
+    for bad in (-7, built[1]["rows"], built[1]["rows"] + 10**6):
+        changed = ids.copy()
+        changed[10] = bad
+        np.save(idx / "ids.npy", changed)
+        index = open_index(idx)
+        with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index \(row"):
+            index.search(x[ids[10]], 3)
+        ok_row = ids[500]
+        assert index.search(x[ok_row], 1)[0][0, 0] == ok_row  # the other vectors still answer
+
+
+BAD_OFFSETS = {
+    "negative": lambda o, n: np.full_like(o, -3),
+    "past-the-end": lambda o, n: o + n,
+    "decreasing": lambda o, n: o[::-1].copy(),
+    "all-zero": lambda o, n: np.zeros_like(o),
+    "first-not-zero": lambda o, n: np.concatenate([[1], o[1:]]),
+    "float": lambda o, n: o.astype(np.float64),
+    "short": lambda o, n: o[:10],
+    "two-dims": lambda o, n: o.reshape(-1, 2) if len(o) % 2 == 0 else o[:, None],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_OFFSETS))
+def test_damaged_offsets_are_refused_naming_the_file(setup, tmp_path, built, kind):
+    from conftest import assert_clean_error
+
+    from scbow.index import open_index
+
+    idx = _copy(built, tmp_path)
+    offsets = np.load(idx / "offsets.npy")
+    _put(idx, "offsets.npy", BAD_OFFSETS[kind](offsets, setup["text"].stat().st_size))
+    with pytest.raises(ModelError, match=r"offsets\.npy: damaged sentence index"):
+        index = open_index(idx)
+        for row in (0, 1, 1234, N_LINES - 1):
+            index.line(row)
+    assert_clean_error(_query(setup, idx), "offsets.npy: damaged sentence index")
+
+
+@pytest.fixture(scope="module")
+def built_xz(setup, faiss):
+    """An index of a compressed text: it keeps its own copy of the text."""
+    from scbow.index import build_index
+
+    xz = setup["base"] / "slice.txt.xz"
+    with lzma.open(xz, "wb") as fh:
+        fh.write(setup["text"].read_bytes())
+    out = setup["base"] / "idx-xz"
+    build_index(setup["emb"], xz, out, M=8, ef_construction=40, model=setup["model_dir"])
+    return out
+
+
+def _shift_a_line(data: bytes) -> bytes:
+    """The same size, but one line end moved: every line's bytes after it are elsewhere."""
+    b = bytearray(data)
+    first = b.index(b"\n", 100)
+    b[first] = ord("x")
+    second = b.index(b" ", first + 1)
+    b[second] = ord("\n")
+    return bytes(b)
+
+
+DAMAGED_COPY = {
+    "truncated-half": lambda d: d[: len(d) // 2],
+    "truncated-one-byte": lambda d: d[:-1],
+    "empty": lambda d: b"",
+    "longer": lambda d: d + b"more\n",
+    "line-ends-moved": _shift_a_line,
+    "no-line-ends": lambda d: d.replace(b"\n", b" "),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DAMAGED_COPY) + ["missing"])
+def test_the_index_copy_of_a_compressed_text_is_checked(setup, tmp_path, built_xz, kind):
+    """A damaged copy is refused with one line, never answered with empty or wrong text."""
+    from conftest import assert_clean_error
+
+    from scbow.index import open_index, search_command
+
+    idx = tmp_path / "copy"
+    shutil.copytree(built_xz, idx)
+    copy = idx / "text-000.txt"
+    if kind == "missing":
+        copy.unlink()
+    else:
+        copy.write_bytes(DAMAGED_COPY[kind](copy.read_bytes()))
+    sentence = _lines(setup["text"])[200]
+    with pytest.raises(ModelError, match=r"text-000\.txt: damaged sentence index"):
+        index = open_index(idx)
+        for row in range(N_LINES):  # the moved line end is found when that line is read
+            index.line(row)
+    with pytest.raises(ModelError, match=r"text-000\.txt: damaged sentence index"):
+        search_command(setup["model_dir"], sentence, idx, topn=N_LINES)
+    result = _query(setup, idx, "-n", N_LINES)
+    assert_clean_error(result, "text-000.txt: damaged sentence index")
+    assert result.stdout == ""
+
+
+def test_an_external_text_changed_in_place_is_refused(setup, tmp_path, faiss):
+    """Same size, same modification time, lines moved: refused as changed, not printed wrong."""
+    import os
+
+    from scbow.index import build_index, open_index
+
+    text = tmp_path / "t.txt"
+    shutil.copy(setup["text"], text)
+    build_index(setup["emb"], text, tmp_path / "idx", M=8, ef_construction=20)
+    st = text.stat()
+    text.write_bytes(_shift_a_line(text.read_bytes()))
+    os.utime(text, ns=(st.st_atime_ns, st.st_mtime_ns))
+    index = open_index(tmp_path / "idx")
+    with pytest.raises(CorpusError, match="changed since the index was built"):
+        for row in range(N_LINES):
+            index.line(row)
+
+
+# the model an index records: only that model answers
+
+
+def _other_model(setup, tmp_path, name="other"):
+    other = tmp_path / name
+    shutil.copytree(setup["model_dir"], other)
+    config = json.loads((other / "config.json").read_text())
+    config["config"]["seed"] = 4242
+    (other / "config.json").write_text(json.dumps(config))
+    return other
+
+
+def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
+    from conftest import assert_clean_error
+
+    from scbow.formats import export_word2vec
+    from scbow.index import search_command
+
+    w2v_text = export_word2vec(setup["model"], tmp_path / "same.w2v.txt")
+    w2v_bin = export_word2vec(setup["model"], tmp_path / "same.w2v.bin", binary=True)
+    other = _other_model(setup, tmp_path)
+    for model in (w2v_text, w2v_bin):  # the same vectors, but a file cannot be proven to be the model
+        assert_clean_error(_query(setup, built[0], model=model), "word2vec/GloVe file", "cannot be proven",
+                           f"-m {setup['model_dir'].resolve()}")
+        with pytest.raises(ModelError, match="word2vec/GloVe file"):
+            search_command(model, "the king", built[0])
+    assert_clean_error(_query(setup, built[0], model=other), "another model", f"-m {setup['model_dir'].resolve()}")
+    assert_clean_error(_query(setup, built[0], model=tmp_path / "gone"), "no such model")
+    # no -m: the default model is the one asked; none there, or another one, is refused
+    from scbow.cli import main
+
+    sentence = _lines(setup["text"])[200]
+    no_m = ["neighbors", "--sentence", sentence, "--index", str(built[0])]
+    assert_clean_error(_runner().invoke(main, no_m), "no such model", f"-m {setup['model_dir'].resolve()}")
+    monkeypatch.setenv("SCBOW_MODEL", str(other))
+    assert_clean_error(_runner().invoke(main, no_m), "another model")
+    monkeypatch.setenv("SCBOW_MODEL", str(setup["model_dir"]))
+    result = _runner().invoke(main, no_m)
+    assert result.exit_code == 0 and len(result.stdout.splitlines()) == 10, result.output
+    # a loaded model: checked by the directory its vectors are mapped from, else refused without model_dir
+    assert search_command(scbow.load(setup["model_dir"]), sentence, built[0], topn=3)
+    with pytest.raises(ModelError, match="another model"):
+        search_command(scbow.load(other), sentence, built[0], topn=3)
+    in_memory = scbow.load(setup["model_dir"], mmap=False)
+    with pytest.raises(ModelError, match="model_dir"):
+        search_command(in_memory, sentence, built[0], topn=3)
+    assert search_command(in_memory, sentence, built[0], topn=3, model_dir=setup["model_dir"])
+
+
+def test_an_index_built_with_a_word2vec_file_answers_with_that_file_only(setup, tmp_path, faiss):
+    from conftest import assert_clean_error
+
+    from scbow.formats import export_word2vec
+
+    w2v = export_word2vec(setup["model"], tmp_path / "m.w2v.txt")
+    idx = tmp_path / "idx"
+    result = _cli("index", setup["emb"], "--text", setup["text"], "-m", w2v, "-o", idx, "--M", "8", "-q")
+    assert result.exit_code == 0, result.output
+    assert json.loads((idx / "index.json").read_text())["model_fingerprint"].startswith("file-")
+    assert _query(setup, idx, model=w2v).exit_code == 0
+    assert_clean_error(_query(setup, idx, model=setup["model_dir"]), "another model")
+    changed = tmp_path / "changed.w2v.txt"
+    data = w2v.read_bytes()
+    changed.write_bytes(data[:-3] + (b"1\n" if not data.endswith(b"1\n") else b"2\n"))
+    assert_clean_error(_query(setup, idx, model=changed), "another model")
+
+
+def test_topn_is_capped_at_the_index_size(setup, built):
+    from scbow.index import search_command
+
+    sentence = _lines(setup["text"])[200]
+    found = search_command(setup["model_dir"], sentence, built[0], topn=10**9)
+    assert len(found) == built[1]["count"]
+    result = _query(setup, built[0], "-n", 10**9)
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == built[1]["count"]
+
+
+BAD_MODEL = ["missing", "empty-dir", "text-file", "embeddings", "index", "half-model", "other-dims"]
+
+
+@pytest.mark.parametrize("kind", BAD_MODEL)
+def test_index_refuses_a_model_that_is_not_the_one(setup, built, tmp_path, kind):
+    """-m is checked before building: it must be a model, of the embeddings' dims; nothing is written."""
+    from conftest import assert_clean_error
+
+    model = {"missing": tmp_path / "no-such-model", "empty-dir": tmp_path / "empty", "text-file": setup["text"],
+             "embeddings": setup["emb"], "index": built[0], "half-model": tmp_path / "half",
+             "other-dims": tmp_path / "m8"}[kind]
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "half").mkdir()
+    shutil.copy(setup["model_dir"] / "config.json", tmp_path / "half")
+    if kind == "other-dims":
+        small = scbow.train([setup["text"]], scbow.TrainConfig(dim=8, epochs=1, threads=1, max_vocab=300),
+                            quiet=True, use_cache=False)
+        small.save(model)
+    idx = tmp_path / "idx"
+    result = _cli("index", setup["emb"], "--text", setup["text"], "-m", model, "-o", idx, "-q")
+    line = assert_clean_error(result)
+    assert str(model) in line
+    assert not idx.exists() and not list(tmp_path.glob(".idx.*"))
+
+
+def test_index_without_m_records_the_default_model(setup, tmp_path, monkeypatch, faiss):
+    from conftest import assert_clean_error
+
+    other = _other_model(setup, tmp_path)
+    monkeypatch.setenv("SCBOW_MODEL", str(setup["model_dir"]))
+    idx = tmp_path / "idx"
+    result = _cli("index", setup["emb"], "--text", setup["text"], "-o", idx, "--M", "8", "-q")
+    assert result.exit_code == 0, result.output
+    assert "recorded the default model" in result.stderr
+    info = json.loads((idx / "index.json").read_text())
+    assert info["model"] == str(setup["model_dir"].resolve()) and info["model_fingerprint"]
+    assert_clean_error(_query(setup, idx, model=other), "another model")
+    # a default model that does not fit (other dims) or is damaged is not recorded: a note says so
+    for default, why in ((tmp_path / "nothing", "no default model at"), (setup["text"], "no model recorded")):
+        monkeypatch.setenv("SCBOW_MODEL", str(default))
+        result = _cli("index", setup["emb"], "--text", setup["text"], "-o", idx, "--M", "8", "-q")
+        assert result.exit_code == 0, result.output
+        notes = [line for line in result.stderr.splitlines() if "no model recorded" in line]
+        assert len(notes) == 1 and why in notes[0], result.stderr
+        assert json.loads((idx / "index.json").read_text())["model"] is None
+        assert _query(setup, idx, model=other).exit_code == 0  # no model recorded: any model of its dims
+
+
+# damaged compressed text, read through the one text reader
+
+
+def _flip(data: bytes, lo: int, hi: int) -> bytes:
+    return data[:lo] + bytes(b ^ 0x55 for b in data[lo:hi]) + data[hi:]
+
+
+def _damaged_text(kind: str, data: bytes) -> bytes:
+    import bz2
+    import gzip
+
+    packed = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}[kind.split("-")[0]](data)
+    if kind.endswith("truncated"):
+        return packed[: len(packed) // 2]
+    if kind == "gz-deflate":  # a zlib.error, not a checksum error
+        return _flip(packed, 40, 80)
+    if kind == "gz-crc":
+        return _flip(packed, len(packed) - 8, len(packed) - 6)
+    return _flip(packed, 60, 90)  # bz2-corrupt, xz-corrupt
+
+
+DAMAGED_TEXT = ["gz-truncated", "gz-deflate", "gz-crc", "bz2-truncated", "bz2-corrupt", "xz-truncated", "xz-corrupt"]
+
+
+@pytest.mark.parametrize("kind", DAMAGED_TEXT)
+def test_damaged_compressed_text_is_one_line(setup, tmp_path, kind, faiss):
+    from conftest import assert_clean_error
+
+    fmt = {"gz": "gzip", "bz2": "bzip2", "xz": "xz"}[kind.split("-")[0]]
+    path = tmp_path / f"text.{kind.split('-')[0]}"
+    path.write_bytes(_damaged_text(kind, setup["text"].read_bytes()))
+    idx = tmp_path / "idx"
+    result = _cli("index", setup["emb"], "--text", path, "-m", setup["model_dir"], "-o", idx, "-q")
+    assert_clean_error(result, str(path), f"damaged or truncated {fmt} file")
+    assert not idx.exists() and not list(tmp_path.glob(".idx.*"))
+    result = _cli("neighbors", "-m", setup["model_dir"], "--sentence", "the king", "--in", path)
+    assert_clean_error(result, str(path), f"damaged or truncated {fmt} file")
+
+
+# outputs inside a model
+
+
+@pytest.mark.parametrize("where", ["model", "model/sub", "model/sub/deeper", "model-link/sub"])
+def test_no_index_inside_a_model(setup, tmp_path, where, faiss):
+    from conftest import assert_clean_error
+
+    model = tmp_path / "model"
+    shutil.copytree(setup["model_dir"], model)
+    (tmp_path / "model-link").symlink_to(model)
+    before = sorted((p.name, p.stat().st_size) for p in model.iterdir())
+    for m in ([], ["-m", setup["model_dir"]]):
+        result = _cli("index", setup["emb"], "--text", setup["text"], *m, "-o", tmp_path / where, "-q")
+        assert_clean_error(result, "model directory")
+    assert sorted((p.name, p.stat().st_size) for p in model.iterdir()) == before
+    assert not list(model.glob(".*"))
+
+
+# temporaries of a killed build
+
+
+def _marker(directory):
+    from scbow.index import BUILD_MARKER, MARKER_FORMAT
+
+    directory.mkdir()
+    (directory / BUILD_MARKER).write_text(json.dumps({"format": MARKER_FORMAT, "pid": 1}) + "\n")
+    return directory
+
+
+def _leftovers(tmp_path):
+    """Two leftovers of killed builds of ``idx`` (ours), and look-alikes that are not ours."""
+    from scbow.index import BUILD_MARKER
+
+    ours = [_marker(tmp_path / ".idx.tmp-abcd_123"), _marker(tmp_path / ".idx.tmp-00000000")]
+    (ours[0] / "offsets.npy").write_bytes(b"x" * 100)
+    (ours[0] / "text-000.txt").write_text("partial")
+    (ours[1] / "vectors.faiss").write_bytes(b"")
+    # named otherwise than the temporaries of idx, or a link: not ours whatever they hold
+    named = {
+        "other-name": _marker(tmp_path / ".idxx.tmp-abcdefgh"),
+        "long-suffix": _marker(tmp_path / ".idx.tmp-abcdefghi"),
+        "old-not-tmp": _marker(tmp_path / ".idx.old-abcdefgh"),
+        "link-to-ours": tmp_path / ".idx.tmp-linkdirx",
+    }
+    hidden = _marker(tmp_path / "elsewhere")
+    named["link-to-ours"].symlink_to(hidden)
+    # named as ours, but holding what an index build does not write
+    held = {
+        "no-marker": tmp_path / ".idx.tmp-nomarker",
+        "foreign-marker": _marker(tmp_path / ".idx.tmp-foreignm"),
+        "user-file": _marker(tmp_path / ".idx.tmp-userfile"),
+        "subdirectory": _marker(tmp_path / ".idx.tmp-subdirec"),
+        "symlinked-file": _marker(tmp_path / ".idx.tmp-linkfile"),
+    }
+    held["no-marker"].mkdir()
+    (held["no-marker"] / "offsets.npy").write_text("x")
+    (held["foreign-marker"] / BUILD_MARKER).write_text('{"format": "something else"}')
+    (held["user-file"] / "thesis.tex").write_text("precious")
+    (held["subdirectory"] / "text-000.txt").mkdir()
+    (tmp_path / "precious.txt").write_text("precious")
+    (held["symlinked-file"] / "ids.npy").symlink_to(tmp_path / "precious.txt")
+    return ours, named, held, hidden
+
+
+def test_remove_leftovers_removes_only_what_it_can_prove_a_killed_build_wrote(tmp_path):
+    import fcntl
+
+    from scbow.index import BUILD_MARKER, remove_leftovers
+
+    ours, named, held, hidden = _leftovers(tmp_path)
+    live = _marker(tmp_path / ".idx.tmp-livebuil")
+    notes = []
+    with open(live / BUILD_MARKER, "rb") as fh:  # a build still running holds its marker's flock
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        removed = remove_leftovers(tmp_path / "idx", notes.append)
+        assert remove_leftovers(tmp_path / "idx", notes.append) == []  # nothing more is ours
+    assert sorted(removed) == sorted(ours) and all(not p.exists() for p in ours)
+    for name, path in {**named, **held, "live-build": live}.items():
+        assert os.path.lexists(path), name
+    assert (held["user-file"] / "thesis.tex").read_text() == "precious"
+    assert (tmp_path / "precious.txt").read_text() == "precious" and (hidden / BUILD_MARKER).is_file()
+    assert len(notes) == 1 and "removed 2 unfinished builds" in notes[0]
+    assert remove_leftovers(tmp_path / "idx") == [live]  # its build is gone now: it was ours
+
+
+def test_a_build_removes_the_leftovers_beside_it(setup, tmp_path, faiss):
+    from scbow.index import BUILD_MARKER, build_index
+
+    ours, named, _, hidden = _leftovers(tmp_path)
+    notes = []
+    build_index(setup["emb"], setup["text"], tmp_path / "idx", M=8, ef_construction=20, note=notes.append)
+    assert all(not p.exists() for p in ours)
+    for name, path in named.items():
+        assert os.path.lexists(path), name
+    assert (tmp_path / "precious.txt").read_text() == "precious" and (hidden / BUILD_MARKER).is_file()
+    assert any("removed 2 unfinished builds" in n for n in notes)
+    assert (tmp_path / "idx" / "index.json").is_file() and (tmp_path / "idx" / BUILD_MARKER).is_file()
+    assert set(tmp_path.glob(".idx.tmp-????????")) == {named["link-to-ours"]}  # its own temporary went too
+
+
+_BUILD = """
+import sys, time
+from pathlib import Path
+from scbow.index import build_index
+
+def progress(message):
+    if message.startswith("indexed "):
+        Path(sys.argv[4]).write_text("building")
+        time.sleep(60)
+
+build_index(sys.argv[1], sys.argv[2], sys.argv[3], M=8, ef_construction=20, progress=progress, threads=1)
+"""
+
+
+def test_a_build_killed_by_sigkill_is_cleaned_up_by_the_next(setup, tmp_path, faiss):
+    """A real build, SIGKILLed while it adds to the graph: its temporary is kept while it runs
+    (another build beside it leaves it alone) and removed by the next build after it died."""
+    import signal
+    import subprocess
+    import time
+
+    from scbow.index import BUILD_MARKER, build_index
+
+    xz = tmp_path / "text.xz"
+    with lzma.open(xz, "wb") as fh:
+        fh.write(setup["text"].read_bytes())
+    out, flag = tmp_path / "idx", tmp_path / "building"
+    proc = subprocess.Popen([sys.executable, "-c", _BUILD, str(setup["emb"]), str(xz), str(out), str(flag)])
+    try:
+        deadline = time.monotonic() + 60
+        while not flag.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the build ended before it was killed"
+            time.sleep(0.05)
+        (running,) = tmp_path.glob(".idx.tmp-*")
+        assert {p.name for p in running.iterdir()} == {BUILD_MARKER, "text-000.txt", "offsets.npy"}
+        build_index(setup["emb"], setup["text"], out, M=8, ef_construction=20)  # beside a live build
+        assert running.is_dir()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert running.is_dir() and (out / "index.json").is_file()
+    build_index(setup["emb"], setup["text"], out, M=8, ef_construction=20)
+    assert not running.exists() and not list(tmp_path.glob(".idx.tmp-*"))
