@@ -315,6 +315,13 @@ def _inside_model(out_dir: Path) -> None:
     if what is not None:
         raise ModelError(f"-o {out_dir}: is {what}; refusing to replace it with an index (choose another path)")
     refuse_inside_model(out_dir, "-o")
+    try:
+        inside = next((p for p in out_dir.resolve().parents if (p / INDEX_JSON).is_file()), None)
+    except (OSError, RuntimeError):
+        inside = None
+    if inside is not None:
+        raise ModelError(f"-o {out_dir}: is inside the sentence index {inside}; refusing to write into it "
+                         "(choose a path outside it)")
 
 
 def _leftover_names(out_dir: Path) -> tuple[Path, re.Pattern]:
@@ -567,8 +574,10 @@ def _check_info(info: dict) -> str | None:
             return f"files[{i}] is not an object"
         if not (isinstance(f.get("file"), str) and isinstance(f.get("text"), str)):
             return f"files[{i}]: file and text must be paths"
-        if not all(_is_int(f.get(k)) for k in ("bytes", "first_row", "rows", "mtime_ns")):
-            return f"files[{i}]: bytes, first_row, rows and mtime_ns must be counts"
+        if not all(_is_int(f.get(k)) for k in ("bytes", "first_row", "rows")):
+            return f"files[{i}]: bytes, first_row and rows must be counts"
+        if not _is_int(f.get("mtime_ns"), -(2**63)):  # a file may date from before 1970
+            return f"files[{i}]: mtime_ns is not an integer"
         if "compressed_bytes" in f and not _is_int(f["compressed_bytes"]):
             return f"files[{i}]: compressed_bytes is not a count"
         if not (Path(f["text"]).is_absolute() or COPY_NAME.fullmatch(f["text"])):
@@ -858,9 +867,11 @@ def check_query_model(index: "Index | os.PathLike", model_dir) -> None:
     if not model_dir.exists():
         raise ModelError(f"{model_dir}: no such model; the index {where} was built with {name}: query it "
                          f"with -m {name}")
+    if (model_dir / INDEX_JSON).is_file():
+        raise ModelError(f"-m {model_dir}: is a sentence index, not a model; query the index {where} with -m {name}")
     if model_dir.is_file() and not recorded.startswith("file-"):
-        raise ModelError(f"-m {model_dir}: is a word2vec/GloVe file, which cannot be proven to be the model the "
-                         f"index {where} was built with ({name}); query it with -m {name}")
+        raise ModelError(f"-m {model_dir}: is a file (a word2vec/GloVe file?), which cannot be proven to be the model "
+                         f"directory the index {where} was built with ({name}); query it with -m {name}")
     raise ModelError(f"{where}: was built from the embeddings of another model ({name}), not {model_dir}; "
                      f"query it with -m {name} (or build the index again with -m {model_dir})")
 

@@ -678,12 +678,14 @@ def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
     w2v_bin = export_word2vec(setup["model"], tmp_path / "same.w2v.bin", binary=True)
     other = _other_model(setup, tmp_path)
     for model in (w2v_text, w2v_bin):  # the same vectors, but a file cannot be proven to be the model
-        assert_clean_error(_query(setup, built[0], model=model), "word2vec/GloVe file", "cannot be proven",
+        assert_clean_error(_query(setup, built[0], model=model), "a word2vec/GloVe file?", "cannot be proven",
                            f"-m {setup['model_dir'].resolve()}")
         with pytest.raises(ModelError, match="word2vec/GloVe file"):
             search_command(model, "the king", built[0])
     assert_clean_error(_query(setup, built[0], model=other), "another model", f"-m {setup['model_dir'].resolve()}")
     assert_clean_error(_query(setup, built[0], model=tmp_path / "gone"), "no such model")
+    assert_clean_error(_query(setup, built[0], model=built[0]), "is a sentence index, not a model")
+    assert_clean_error(_query(setup, built[0], model=setup["emb"]), "cannot be proven")
     # no -m: the default model is the one asked; none there, or another one, is refused
     from scbow.cli import main
 
@@ -837,6 +839,17 @@ def test_no_index_inside_a_model(setup, tmp_path, where, faiss):
         assert_clean_error(result, "model directory")
     assert sorted((p.name, p.stat().st_size) for p in model.iterdir()) == before
     assert not list(model.glob(".*"))
+
+
+def test_no_index_inside_an_index(setup, built, tmp_path):
+    from conftest import assert_clean_error
+
+    before = sorted(p.name for p in built[0].iterdir())
+    for where in ("sub", "sub/deeper"):
+        result = _cli("index", setup["emb"], "--text", setup["text"], "-m", setup["model_dir"], "-o",
+                      built[0] / where, "-q")
+        assert_clean_error(result, "inside the sentence index")
+    assert sorted(p.name for p in built[0].iterdir()) == before
 
 
 # temporaries of a killed build
