@@ -35,7 +35,15 @@ zero, from ``--fill zero``) are not added, so they are never returned. Lines are
 and the line count of each text file is checked against its rows.
 
 The directory is written atomically (:func:`scbow.files.atomic_dir`): an interrupted
-build leaves nothing, or the previous index, at the path.
+build leaves nothing, or the previous index, at the path. ``.scbow-index-build`` is written
+first (and kept): a temporary ``.NAME.tmp-*`` holding it and only the files above, whose
+flock no live build holds, is what a killed build left, and the next build removes it.
+
+Nothing read back is trusted: every field of ``index.json`` and the shape of each array is
+checked on open, each id and offset when it is used, the copies of compressed texts by
+size on open and each line's bytes when read; anything wrong is one ``PATH: damaged
+sentence index (...)`` error naming the file. An index that records its model answers
+only queries with that model.
 """
 
 from __future__ import annotations
