@@ -12,16 +12,24 @@ PBS through dask-jobqueue, Kubernetes, a cloud) runs :func:`embed_on_cluster`:
    kernel of single-process ``embed`` (:func:`scbow.embedding.write_embeddings`) into
    ``DIR/shard-NNNNNN.npy`` and ``.missing.txt``, each written atomically, then writes
    ``shard-NNNNNN.json`` (rows, line count, missing lines) last: a shard is done exactly
-   when its JSON exists. A killed worker leaves no partial shard; Dask runs its task again
-   elsewhere (and any task that raises is retried ``retries`` times).
+   when its JSON exists (and its array has the JSON's rows). A killed worker leaves no
+   partial shard; Dask runs its task again elsewhere (and a task that raises is retried
+   ``retries`` times). A failure that cannot go away by running again (a damaged input,
+   an unreadable model: CorpusError, ModelError) is returned by the task, not raised, and
+   ends the run with single-process ``embed``'s one message, once; Dask's own logging is
+   kept off the terminal.
 3. When every block is done, ``DIR/manifest.json`` lists the shards in input order with
-   their file, byte range and line range (1-based, in that file).
+   their file, byte range and line range (1-based, in that file), and records each
+   file's size and modification time.
 
 Running the same command again skips the shards already done (resume after a lost worker
-or a cancelled job). A directory holding shards of other inputs or another model is
-refused. :func:`open_shards` reads the shards back, in manifest order, as one
-memory-mapped array-like; they equal single-process ``embed`` output of the
-concatenated inputs row for row, bit for bit.
+or a cancelled job) and removes the temporaries a killed run left in DIR (only files
+named as :func:`scbow.files.atomic_file` names the temporaries of DIR's own files). A
+directory holding shards of other inputs or another model, or anything else, is refused,
+and so is a DIR that is a model directory or inside one. :func:`open_shards` reads the
+shards back, in manifest order, as one memory-mapped array-like, after checking the
+manifest and every shard (a damaged one is a ModelError naming it); they equal
+single-process ``embed`` output of the concatenated inputs row for row, bit for bit.
 
 Dask is an optional extra: ``pip install 'scbow-numba[dask]'``. Nothing here imports it
 until a cluster is asked for.
@@ -29,10 +37,14 @@ until a cluster is asked for.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import math
 import os
+import re
+import stat
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,14 +52,19 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CorpusError, ModelError
-from .files import atomic_file, read_json
+from .files import atomic_file, holds_model, read_json, refuse_inside_model, short_message, stale_temporaries
+from .textio import compression
 
 MANIFEST = "manifest.json"
 PLAN = "plan.json"
 MANIFEST_VERSION = 1
 BLOCK_BYTES = 64 << 20  # bytes of plain text per block: about 400K lines, a few seconds of work
 INSTALL_HINT = "pip install 'scbow-numba[dask]'"
-_COMPRESSED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")
+# the temporaries files.atomic_file leaves beside a shard directory's own files when the
+# process writing one is killed: ".NAME.tmp-" and tempfile's 8 random characters
+_TEMPORARY = re.compile(r"\.(shard-\d{6}\.(?:npy|missing\.txt|json)|plan\.json|manifest\.json)"
+                        r"\.tmp-[a-z0-9_]{8}")
+_PLAN_TEMPORARY = re.compile(r"\.(plan\.json)\.tmp-[a-z0-9_]{8}")
 
 
 @dataclass(frozen=True)
@@ -62,12 +79,6 @@ class Block:
     @property
     def name(self) -> str:
         return f"shard-{self.index:06d}"
-
-
-def _is_compressed(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        magic = fh.read(6)
-    return any(magic.startswith(m) for m in _COMPRESSED)
 
 
 def plan_blocks(paths, block_bytes: int = BLOCK_BYTES) -> list[Block]:
@@ -89,7 +100,7 @@ def plan_blocks(paths, block_bytes: int = BLOCK_BYTES) -> list[Block]:
         name = str(path.resolve())
         try:
             size = path.stat().st_size
-            if _is_compressed(path):
+            if compression(path) is not None:
                 blocks.append(Block(len(blocks), name, 0, -1))
                 continue
             cuts = [0]
@@ -138,38 +149,91 @@ def _model(path: str):
     return _MODELS[path]
 
 
-def shard_done(out_dir: Path, block: Block) -> dict | None:
-    """The record of a finished shard, or None (not done, or damaged: it is redone)."""
+def check_shard(path: Path, rows: int | None = None, dim: int | None = None) -> tuple[int, int]:
+    """The shape of the shard ``path`` after checking it is one as embed writes it; else ModelError.
+
+    A 2-D float32 ``.npy`` array whose file holds exactly its header and its rows;
+    ``rows`` and ``dim``, when given, must be its shape. Only the header is read.
+    """
+    try:
+        with open(path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+            elif version == (2, 0):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+            else:
+                raise ValueError(f"npy format version {version[0]}.{version[1]}")
+            offset = fh.tell()
+            size = os.fstat(fh.fileno()).st_size
+    except FileNotFoundError:
+        raise ModelError(f"{path}: missing (a shard of the directory; run the same embed again to redo it)") from None
+    except IsADirectoryError:
+        raise ModelError(f"{path}: is a directory, expected a shard (.npy)") from None
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (ValueError, EOFError, SyntaxError, TypeError) as exc:
+        raise ModelError(f"{path}: damaged shard (not a .npy array: {short_message(exc, 100)})") from None
+    if dtype != np.dtype(np.float32) or len(shape) != 2:
+        raise ModelError(f"{path}: damaged shard (holds a {dtype} array of shape {shape}; embed writes float32 rows)")
+    need = offset + shape[0] * shape[1] * 4
+    if size != need:
+        what = "truncated" if size < need else "longer than its rows"
+        raise ModelError(f"{path}: damaged shard ({what}: {size:,} bytes, its header says {shape[0]:,} x {shape[1]} "
+                         f"rows in {need:,})")
+    if rows is not None and shape[0] != rows:
+        raise ModelError(f"{path}: damaged shard ({shape[0]:,} rows, the manifest says {rows:,})")
+    if dim is not None and shape[1] != dim:
+        raise ModelError(f"{path}: damaged shard (rows of {shape[1]} values, the manifest says {dim})")
+    return int(shape[0]), int(shape[1])
+
+
+def shard_done(out_dir: Path, block: Block, dim: int | None = None) -> dict | None:
+    """The record of a finished shard, or None (not done, or damaged: it is redone).
+
+    Done means: its record (``.json``) is of this very block, and its array (the row
+    count of the record, ``dim`` columns) and its list of missing lines exist.
+    """
     info_path = out_dir / f"{block.name}.json"
     if not info_path.is_file():
         return None
     try:
         info = read_json(info_path)
-        rows = int(info["rows"])
-        ok = (info["block"] == asdict(block) and (out_dir / f"{block.name}.npy").is_file()
-              and (out_dir / f"{block.name}.missing.txt").is_file())
-        if ok:
-            shape = np.load(out_dir / f"{block.name}.npy", mmap_mode="r").shape
-            ok = shape[0] == rows
+        rows = info["rows"]
+        if (not isinstance(rows, int) or isinstance(rows, bool) or info["block"] != asdict(block)
+                or not (out_dir / f"{block.name}.missing.txt").is_file()):
+            return None
+        check_shard(out_dir / f"{block.name}.npy", rows, dim)
     except (ModelError, KeyError, TypeError, ValueError, OSError):
         return None
-    return info if ok else None
+    return info
 
 
 def embed_block(model_path: str, block: Block, out_dir: str, fill: float = math.nan,
                 unknown: str | None = None) -> dict:
     """Embed one block into its shard (run as a Dask task); returns the shard's record.
 
-    A shard already done is not redone.
+    A shard already done is not redone. A failure that running again cannot mend (a
+    damaged input, a model that cannot be read, a shard that cannot be written: a
+    CorpusError or ModelError) is returned, not raised, as ``{"block", "error",
+    "error_type"}``: the client reports it once instead of Dask retrying it and logging
+    its traceback on every worker.
     """
+    try:
+        return _embed_block(model_path, block, Path(out_dir), fill, unknown)
+    except (CorpusError, ModelError) as exc:
+        return {"block": asdict(block), "error": str(exc),
+                "error_type": "corpus" if isinstance(exc, CorpusError) else "model"}
+
+
+def _embed_block(model_path: str, block: Block, out: Path, fill: float, unknown: str | None) -> dict:
     from .embedding import read_blocks, write_embeddings
 
-    out = Path(out_dir)
-    done = shard_done(out, block)
+    model = _model(model_path)
+    done = shard_done(out, block, model.dim)
     if done is not None:
         return {**done, "skipped": True}
     t0 = time.perf_counter()
-    model = _model(model_path)
     byte_range = None if block.stop < 0 else (block.start, block.stop)
     stats = write_embeddings(model, read_blocks(block.file, byte_range=byte_range), out / f"{block.name}.npy",
                              out / f"{block.name}.missing.txt", fill=fill, unknown=unknown, source=block.file)
@@ -209,24 +273,91 @@ def client_for(workers: int | None = None, scheduler: str | None = None):
         except (OSError, TimeoutError) as exc:
             raise ModelError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=40)
+                           silence_logs=logging.CRITICAL)
     return Client(cluster)
 
 
+@contextlib.contextmanager
+def _quiet_dask():
+    """Dask's own log lines (a worker's traceback, a nanny restarting a worker) kept off the
+    terminal while the cluster runs: every failure ends in one message of ours."""
+    logger = logging.getLogger("distributed")
+    before = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
+
+
+def refuse_model_output(out_dir: Path) -> None:
+    """Refuse (ModelError) an output directory that is a model directory or a training
+    checkpoint, or lies inside one (:func:`scbow.files.refuse_inside_model`, every command's rule)."""
+    what = holds_model(Path(out_dir))
+    if what is not None:
+        raise ModelError(f"-o {out_dir}: is {what}; refusing to write shards into it (choose another -o)")
+    refuse_inside_model(out_dir)
+
+
+def _leftovers(out_dir: Path, pattern: re.Pattern = _TEMPORARY) -> list[Path]:
+    """The temporaries a killed writer of this directory's own files left in it: regular files
+    named as :func:`scbow.files.atomic_file` names the temporaries of those files, that no live
+    process holds (:func:`scbow.files.stale_temporaries`). Nothing else is ever listed."""
+    names = {m.group(1) for p in out_dir.iterdir() if (m := pattern.fullmatch(p.name))}
+    found = []
+    for name in sorted(names):
+        for p in stale_temporaries(out_dir / name, tags=("tmp",)):
+            try:
+                if stat.S_ISREG(p.lstat().st_mode):
+                    found.append(p)
+            except OSError:
+                pass
+    return found
+
+
 def _check_output(out_dir: Path, identity: dict) -> None:
-    """Refuse a directory holding something else than the shards of this very job."""
+    """Refuse a directory holding something else than the shards of this very job.
+
+    The temporaries a killed run of this job left in it (its writers' own names) are
+    removed; nothing else is.
+    """
+    refuse_model_output(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise ModelError(f"{out_dir}: exists and is not a directory (a cluster embed writes a directory of shards)")
-    if not out_dir.is_dir() or not any(out_dir.iterdir()):
+    if not out_dir.is_dir():
+        return
+    entries = list(out_dir.iterdir())
+    if not entries:
         return
     plan_file = out_dir / PLAN
     if not plan_file.is_file():
-        raise ModelError(f"{out_dir}: directory is not empty and holds no shards of scbow-numba; refusing to write "
-                         "into it")
+        # a run killed before its plan was in place leaves only the plan's temporary
+        plan_temps = _leftovers(out_dir, _PLAN_TEMPORARY)
+        if len(plan_temps) != len(entries):
+            raise ModelError(f"{out_dir}: directory is not empty and holds no shards of scbow-numba; refusing to "
+                             "write into it")
+        _remove(plan_temps)
+        return
     plan = read_json(plan_file)
     if not isinstance(plan, dict) or plan.get("digest") != identity["digest"]:
         raise ModelError(f"{out_dir}: holds the shards of another job (other inputs, model or settings); give "
                          "another -o, or delete it to start over")
+    _remove(_leftovers(out_dir))
+
+
+def _remove(paths) -> None:
+    for p in paths:
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+
+
+def _as_given(inputs, message: str, block: Block) -> str:
+    """A worker's message names a block's file by its resolved path: name it as the user did,
+    as single-process ``embed`` does."""
+    if message.startswith(block.file + ":"):
+        given = next((str(p) for p in inputs if str(Path(p).resolve()) == block.file), block.file)
+        return given + message[len(block.file):]
+    return message
 
 
 def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, scheduler: str | None = None,
@@ -238,8 +369,15 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     or ``scheduler`` and closed at the end). ``progress(done, total)`` counts shards.
     ``task``: the function run per block, :func:`embed_block` or a wrapper of it with the
     same arguments (instrumentation; the tests inject faults with it).
+
+    A damaged input, or any other failure the task returns as an error (see
+    :func:`embed_block`), stops the run with single-process ``embed``'s CorpusError or
+    ModelError, once; ``retries`` is for the failures that may not happen again (a task
+    that raises), and a task whose worker dies is run again elsewhere.
     """
     out = Path(out_dir)
+    inputs = list(inputs)
+    refuse_model_output(out)
     blocks = plan_blocks(inputs, block_bytes)
     settings = {"fill": None if math.isnan(fill) else fill, "unknown": unknown, "block_bytes": block_bytes}
     identity = _identity(Path(model_path), blocks, settings)
@@ -250,29 +388,34 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
                              encoding="utf-8")
     t0 = time.perf_counter()
     own = client is None
-    if own:
-        client = client_for(workers, scheduler)
-    try:
-        from dask.distributed import as_completed
-
-        stats = ClusterStats(shards=len(blocks), output=str(out), workers=len(client.scheduler_info()["workers"]))
-        model_arg = str(Path(model_path).resolve())
-        futures = [client.submit(task, model_arg, b, str(out.resolve()), fill, unknown, retries=retries,
-                                 pure=False, key=f"scbow-embed-{identity['digest'][:12]}-{b.name}") for b in blocks]
-        records: dict[int, dict] = {}
-        done = 0
-        for future in as_completed(futures):
-            info = future.result()  # a task's error (a binary file, ...) is raised here, as in one process
-            records[info["block"]["index"]] = info
-            done += 1
-            if progress is not None:
-                progress(done, len(blocks))
-    finally:
+    with _quiet_dask():
         if own:
-            cluster = getattr(client, "cluster", None)
-            client.close()
-            if cluster is not None:
-                cluster.close()
+            client = client_for(workers, scheduler)
+        try:
+            records, stats = _run(client, task, model_path, blocks, out, identity, fill, unknown, retries, progress,
+                                  inputs)
+        finally:
+            if own:
+                cluster = getattr(client, "cluster", None)
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+    manifest = write_manifest(out, blocks, records, identity)
+    stats.lines, stats.missing = manifest["rows"], sum(s["missing"] for s in manifest["shards"])
+    for info in records.values():
+        stats.skipped += bool(info.get("skipped"))
+        stats.tokens += info.get("tokens", 0)
+        stats.known_tokens += info.get("known_tokens", 0)
+    stats.seconds = time.perf_counter() - t0
+    return stats
+
+
+def write_manifest(out: Path, blocks: list[Block], records: dict, identity: dict) -> dict:
+    """Write ``out/manifest.json`` (atomically) from the records of every block's shard; returns it.
+
+    Each shard's entry: its files, the text file, the byte range of the block in it and the
+    range of lines (``first_line``, 1-based in that file, and ``rows``).
+    """
     shards = []
     line_in_file: dict[str, int] = {}
     for b in blocks:
@@ -282,17 +425,49 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
         shards.append({"shard": f"{b.name}.npy", "missing_file": f"{b.name}.missing.txt", "file": b.file,
                        "bytes": [b.start, b.stop], "first_line": first, "rows": info["rows"],
                        "missing": info["missing"]})
-        stats.skipped += bool(info.get("skipped"))
-        stats.lines += info["rows"]
-        stats.missing += info["missing"]
-        stats.tokens += info.get("tokens", 0)
-        stats.known_tokens += info.get("known_tokens", 0)
-    manifest = {"manifest_version": MANIFEST_VERSION, **identity, "dim": _dim(out, shards), "rows": stats.lines,
-                "shards": shards}
+    manifest = {"manifest_version": MANIFEST_VERSION, **identity, "dim": _dim(out, shards),
+                "rows": sum(s["rows"] for s in shards), "shards": shards}
     with atomic_file(out / MANIFEST) as tmp:
         Path(tmp).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    stats.seconds = time.perf_counter() - t0
-    return stats
+    return manifest
+
+
+def _run(client, task, model_path, blocks, out, identity, fill, unknown, retries, progress, inputs):
+    """Submit a task per block and gather their records; the first error a task returns is raised."""
+    from dask.distributed import as_completed
+
+    try:
+        from distributed import KilledWorker
+    except ImportError:  # pragma: no cover - every distributed has it
+        KilledWorker = ()
+
+    stats = ClusterStats(shards=len(blocks), output=str(out), workers=len(client.scheduler_info()["workers"]))
+    model_arg = str(Path(model_path).resolve())
+    futures = [client.submit(task, model_arg, b, str(out.resolve()), fill, unknown, retries=retries,
+                             pure=False, key=f"scbow-embed-{identity['digest'][:12]}-{b.name}") for b in blocks]
+    block_of = {f.key: b for f, b in zip(futures, blocks)}
+    records: dict[int, dict] = {}
+    done = 0
+    try:
+        for future in as_completed(futures):
+            try:
+                info = future.result()
+            except KilledWorker:
+                b = block_of[future.key]
+                raise ModelError(_as_given(inputs, f"{b.file}: the workers embedding its block {b.index} kept "
+                                           "dying (out of memory?); run the same command again to go on", b)) from None
+            if "error" in info:
+                b = block_of[future.key]
+                message = _as_given(inputs, str(info["error"]), b)
+                raise (CorpusError if info.get("error_type") == "corpus" else ModelError)(message)
+            records[info["block"]["index"]] = info
+            done += 1
+            if progress is not None:
+                progress(done, len(blocks))
+    except BaseException:
+        client.cancel(futures)
+        raise
+    return records, stats
 
 
 def _dim(out: Path, shards: list[dict]) -> int | None:
@@ -303,6 +478,72 @@ def _dim(out: Path, shards: list[dict]) -> int | None:
 # -- reading shards back ---------------------------------------------------------------
 
 
+def _is_int(value, low: int | None = 0) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and (low is None or value >= low)
+
+
+def _plain_name(value) -> bool:
+    """A file name inside the shard directory: no folder, no way out of it."""
+    return (isinstance(value, str) and value not in ("", ".", "..") and "/" not in value and "\\" not in value
+            and "\x00" not in value)
+
+
+def read_manifest(directory: Path) -> dict:
+    """``directory/manifest.json``, every field read against the shape embed writes; else ModelError."""
+    path = Path(directory) / MANIFEST
+    manifest = read_json(path, what="damaged or unfinished shard directory")
+    if not isinstance(manifest, dict) or not _is_int(manifest.get("manifest_version")) \
+            or manifest["manifest_version"] != MANIFEST_VERSION:
+        raise ModelError(f"{path}: not a manifest of scbow-numba shards")
+
+    def damaged(why: str) -> ModelError:
+        return ModelError(f"{path}: damaged manifest ({why})")
+
+    shards = manifest.get("shards")
+    if not isinstance(shards, list):
+        raise damaged('"shards" is not a list')
+    dim = manifest.get("dim")
+    if not (_is_int(dim, 1) or (dim is None and not shards)):
+        raise damaged(f'"dim" is {dim!r}, not a number of columns')
+    if not _is_int(manifest.get("rows")):
+        raise damaged(f'"rows" is {manifest.get("rows")!r}, not a count')
+    if manifest.get("model") is not None and not isinstance(manifest["model"], str):
+        raise damaged('"model" is not a path')
+    files = manifest.get("files")
+    if files is not None:
+        if not isinstance(files, dict) or not all(
+                isinstance(name, str) and isinstance(f, dict) and _is_int(f.get("bytes")) and _is_int(f.get("mtime_ns"), None)
+                for name, f in files.items()):
+            raise damaged('"files" is not a record of {path: {"bytes", "mtime_ns"}}')
+    names = set()
+    for i, s in enumerate(shards):
+        where = f"shard {i + 1} of {len(shards)}"
+        if not isinstance(s, dict):
+            raise damaged(f"{where} is not a record")
+        for key in ("shard", "missing_file"):
+            if not _plain_name(s.get(key)):
+                raise damaged(f'{where}: "{key}" is {s.get(key)!r}, not a file name in the directory')
+        if not s["shard"].endswith(".npy") or s["shard"] in names or s["missing_file"] in names:
+            raise damaged(f"{where}: {s['shard']!r} is not a shard's .npy, or is listed twice")
+        names.update((s["shard"], s["missing_file"]))
+        if not isinstance(s.get("file"), str) or not s["file"]:
+            raise damaged(f'{where}: "file" is not a path')
+        if files is not None and s["file"] not in files:
+            raise damaged(f"{where}: its text {s['file']} is not among the manifest's files")
+        span = s.get("bytes")
+        if not (isinstance(span, list) and len(span) == 2 and _is_int(span[0]) and _is_int(span[1], -1)
+                and (span[1] >= span[0] or span == [0, -1])):
+            raise damaged(f'{where}: "bytes" is {span!r}, not a byte range [start, stop]')
+        if not _is_int(s.get("first_line"), 1):
+            raise damaged(f'{where}: "first_line" is {s.get("first_line")!r}, not a line number')
+        if not _is_int(s.get("rows")) or not _is_int(s.get("missing")) or s["missing"] > s["rows"]:
+            raise damaged(f'{where}: "rows" or "missing" is not a count')
+    total = sum(s["rows"] for s in shards)
+    if total != manifest["rows"]:
+        raise damaged(f'"rows" is {manifest["rows"]:,}, its shards hold {total:,}')
+    return manifest
+
+
 class Shards:
     """The shards of a cluster embed, in manifest order, as one read-only array-like.
 
@@ -310,22 +551,47 @@ class Shards:
     returns rows (a copy for slices across shards); ``np.asarray(shards)`` reads them all.
     Each shard is memory-mapped: opening costs nothing, and pages are read when used.
     ``missing_lines()`` lists ``(file, line)`` of the lines with no embedding.
+
+    Opening checks the manifest (every field) and every shard's header against it
+    (float32, 2-D, the manifest's rows and width, a file of exactly that size): a damaged
+    or truncated directory is a ModelError naming the damaged file, never wrong rows.
+    ``check_sources()`` refuses shards whose text has changed since.
     """
 
     def __init__(self, directory):
         self.directory = Path(directory)
-        manifest = read_json(self.directory / MANIFEST, what="damaged or unfinished shard directory")
-        if not isinstance(manifest, dict) or manifest.get("manifest_version") != MANIFEST_VERSION:
-            raise ModelError(f"{self.directory / MANIFEST}: not a manifest of scbow-numba shards")
+        manifest = read_manifest(self.directory)
         self.manifest = manifest
-        self.parts = [np.load(self.directory / s["shard"], mmap_mode="r") for s in manifest["shards"]]
-        for s, part in zip(manifest["shards"], self.parts):
-            if part.shape[0] != s["rows"]:
-                raise ModelError(f"{self.directory / s['shard']}: {part.shape[0]} rows, the manifest says {s['rows']}")
+        dim = manifest["dim"] or 0
+        self.parts = []
+        for s in manifest["shards"]:
+            shard = self.directory / s["shard"]
+            check_shard(shard, s["rows"], dim)
+            if not (self.directory / s["missing_file"]).is_file():
+                raise ModelError(f"{self.directory / s['missing_file']}: missing (the list of lines with nothing "
+                                 "to average of a shard)")
+            try:
+                self.parts.append(np.load(shard, mmap_mode="r", allow_pickle=False))
+            except (ValueError, OSError) as exc:
+                raise ModelError(f"{shard}: cannot read: {short_message(exc)}") from None
         self.offsets = np.concatenate([[0], np.cumsum([p.shape[0] for p in self.parts])]).astype(np.int64)
-        dim = manifest.get("dim") or 0
         self.shape = (int(self.offsets[-1]), int(dim))
         self.dtype = np.dtype(np.float32)
+
+    def check_sources(self) -> None:
+        """ModelError if a text the shards were embedded from has changed since (its size or
+        modification time is not the manifest's): the rows would not be its lines. A text
+        that is gone is skipped (the caller says what it needs it for)."""
+        for name, recorded in (self.manifest.get("files") or {}).items():
+            try:
+                st = os.stat(name)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise CorpusError(f"{name}: cannot read: {exc.strerror or exc}") from None
+            if st.st_size != recorded["bytes"] or st.st_mtime_ns != recorded["mtime_ns"]:
+                raise ModelError(f"{name}: changed since it was embedded into {self.directory} (size or modification "
+                                 "time differs from the manifest's); run embed again")
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -379,10 +645,19 @@ class Shards:
         """``(input file, 1-based line)`` of every line with nothing to average, in order."""
         out = []
         for s in self.manifest["shards"]:
-            with open(self.directory / s["missing_file"], encoding="utf-8") as fh:
-                for line in fh:
-                    if line.strip() and not line.startswith("#"):
-                        out.append((s["file"], s["first_line"] - 1 + int(line)))
+            path = self.directory / s["missing_file"]
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    for line in fh:
+                        if line.strip() and not line.startswith("#"):
+                            n = int(line)
+                            if not 1 <= n <= s["rows"]:
+                                raise ValueError(f"line {n} of a shard of {s['rows']} rows")
+                            out.append((s["file"], s["first_line"] - 1 + n))
+            except OSError as exc:
+                raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
+            except ValueError as exc:  # int() of a damaged line, UnicodeDecodeError
+                raise ModelError(f"{path}: damaged list of missing lines ({short_message(exc, 100)})") from None
         return out
 
     def __repr__(self) -> str:

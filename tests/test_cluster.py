@@ -2,14 +2,26 @@
 
 The shards, read back in manifest order, must equal single-process ``embed`` of the same
 lines bit for bit; a worker killed in the middle of a block, or a task that raises once,
-must still give the complete, correct result; a second run must skip the shards done; a
-bad input must give single-process ``embed``'s error.
+must still give the complete, correct result; a second run must skip the shards done and
+redo any whose done-marker lies; a bad input must give single-process ``embed``'s error,
+once, without retries or Dask's logs; the manifest's byte ranges must be those of its
+lines; an output in a model is refused; a killed run's temporaries are removed, nothing else.
+(Reading a damaged shard directory back: tests/test_shards.py.)
 """
 
 from __future__ import annotations
 
+import bz2
 import gzip
+import io
+import json
+import lzma
 import os
+import shutil
+import signal
+import subprocess
+import sys
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -18,23 +30,20 @@ from conftest import assert_clean_error, make_runner
 
 pytest.importorskip("dask.distributed")
 
-from dask.distributed import Client, LocalCluster  # noqa: E402
-
 from scbow import open_shards  # noqa: E402
 from scbow.cli import main  # noqa: E402
-from scbow.cluster import embed_block, embed_on_cluster, plan_blocks  # noqa: E402
+from scbow.cluster import client_for, embed_block, embed_on_cluster, plan_blocks  # noqa: E402
 from scbow.embedding import embed_file  # noqa: E402
 from scbow.errors import CorpusError, ModelError  # noqa: E402
+from scbow.files import atomic_file  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                           silence_logs=40)
-    c = Client(cluster)
+    c = client_for(workers=2)  # the local cluster of `embed --workers 2`
     yield c
     c.close()
-    cluster.close()
+    c.cluster.close()
 
 
 @pytest.fixture(scope="module")
@@ -207,3 +216,223 @@ def test_cli_embeds_on_a_local_cluster(inputs, model_dir, tmp_path, runner):
                                             str(tmp_path / "rows.npy"), "--workers", "2"]), "directory of shards")
     assert_clean_error(runner.invoke(main, ["embed", "-m", str(model_dir), "-", "-o", str(tmp_path / "d"),
                                             "--workers", "2"]), "stdin")
+
+
+# -- a damaged input: the single-process message, once, no retry, no Dask logs ----------------
+
+
+def _damaged(kind: str, folder: Path, text: bytes) -> Path:
+    """A file of ``kind`` that embed cannot read (each a different way of failing)."""
+    path = folder / {"binary": "data.bin", "gz-deflate": "bad.txt.gz", "gz-truncated": "cut.txt.gz",
+                     "xz-truncated": "cut.txt.xz", "bz2-truncated": "cut.txt.bz2", "xz-corrupt": "bad.txt.xz",
+                     "not-utf8": "latin.txt"}[kind]
+    if kind == "binary":
+        data = text[:2000] + b"\x00\x01\x02" * 100 + text[2000:4000]
+    elif kind == "gz-deflate":  # corrupt deflate data: zlib.error, not a checksum error
+        data = bytearray(gzip.compress(text, mtime=0))
+        data[200:260] = bytes(b ^ 0xFF for b in data[200:260])
+    elif kind == "gz-truncated":  # EOFError
+        data = gzip.compress(text, mtime=0)[:-200]
+    elif kind == "xz-truncated":
+        data = lzma.compress(text)
+        data = data[: len(data) // 2]
+    elif kind == "bz2-truncated":
+        data = bz2.compress(text)
+        data = data[: len(data) // 2]
+    elif kind == "xz-corrupt":  # LZMAError
+        data = bytearray(lzma.compress(text))
+        data[100:140] = bytes(140 - 100)
+    else:  # mostly invalid UTF-8 from the start
+        data = bytes(range(0x80, 0x100)) * 40
+    path.write_bytes(bytes(data))
+    return path
+
+
+def counting(model_path, block, out_dir, fill, unknown):
+    """embed_block, leaving a file per run of a block beside the output (how often Dask ran it)."""
+    (Path(out_dir).parent / "runs" / f"{block.index}-{uuid.uuid4().hex}").touch()
+    return embed_block(model_path, block, out_dir, fill, unknown)
+
+
+DAMAGED = ["binary", "gz-deflate", "gz-truncated", "xz-truncated", "bz2-truncated", "xz-corrupt", "not-utf8"]
+
+
+@pytest.mark.parametrize("kind", DAMAGED)
+def test_a_damaged_input_fails_once_with_the_single_process_message(client, inputs, model_dir, tmp_path, kind):
+    import scbow
+
+    bad = _damaged(kind, tmp_path, inputs[1].read_bytes())
+    with pytest.raises(CorpusError) as single:
+        embed_file(scbow.load(model_dir), bad, tmp_path / "x.npy")
+    (tmp_path / "runs").mkdir()
+    with pytest.raises(CorpusError) as cluster:
+        embed_on_cluster(model_dir, [inputs[0], bad], tmp_path / "shards", client=client, block_bytes=1 << 20,
+                         task=counting)
+    assert str(cluster.value) == str(single.value) and str(bad) in str(single.value)
+    bad_block = len(plan_blocks([inputs[0]], 1 << 20))  # the index of the damaged file's (only) block
+    runs = [p.name.split("-")[0] for p in (tmp_path / "runs").iterdir()]
+    assert runs.count(str(bad_block)) == 1  # not retried: running it again cannot mend it
+    assert not (tmp_path / "shards" / "manifest.json").exists()
+
+
+def test_a_damaged_input_on_the_command_line_prints_one_line(inputs, model_dir, tmp_path):
+    """A real `embed --workers 2` process: the terminal gets the single-process line, nothing else."""
+    bad = _damaged("gz-deflate", tmp_path, inputs[1].read_bytes())
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+    def embed(*args):
+        return subprocess.run([sys.executable, "-m", "scbow", "embed", "-m", str(model_dir), *args],
+                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+
+    single = embed(bad.name, "-o", "single.npy")
+    cluster = embed(str(inputs[0]), bad.name, "-o", "shards", "--workers", "2")
+    assert single.returncode == cluster.returncode == 1
+    assert single.stderr.startswith(f"Error: {bad.name}: damaged or truncated gzip file")
+    assert cluster.stderr == single.stderr and cluster.stderr.count("\n") == 1, cluster.stderr
+    assert cluster.stdout == ""
+
+
+# -- resume trusts no done-marker -----------------------------------------------------------
+
+
+def test_a_done_marker_over_a_missing_or_damaged_shard_is_redone(client, inputs, model_dir, tmp_path):
+    out = tmp_path / "shards"
+    first = embed_on_cluster(model_dir, inputs, out, client=client, block_bytes=8192)
+    rows = {i: np.load(out / f"shard-{i:06d}.npy") for i in range(1, 7)}
+    # each shard keeps its .json (the done-marker) over an array that is not what it says
+    (out / "shard-000001.npy").unlink()                                    # missing
+    np.save(out / "shard-000002.npy", rows[2][:-3])                         # short
+    np.save(out / "shard-000003.npy", rows[3][:, :5])                       # too narrow
+    np.save(out / "shard-000004.npy", rows[4].astype(np.float64))           # float64
+    cut = (out / "shard-000005.npy").read_bytes()
+    (out / "shard-000005.npy").write_bytes(cut[:-10])                       # truncated
+    (out / "shard-000006.missing.txt").unlink()                            # its list of missing lines gone
+    (out / "manifest.json").unlink()
+    second = embed_on_cluster(model_dir, inputs, out, client=client, block_bytes=8192)
+    assert second.skipped == first.shards - 6
+    want, want_missing = single_process(model_dir, inputs, tmp_path)
+    shards = open_shards(out)
+    assert same_bits(np.asarray(shards), want) and shards.missing_lines() == want_missing
+
+
+# -- the manifest says where every row came from ----------------------------------------------
+
+
+def _lines(data: bytes) -> list[str]:
+    """Lines as embed reads them (UTF-8, bad bytes replaced, universal newlines)."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None).readlines()
+
+
+def test_the_manifest_byte_and_line_ranges_are_those_of_the_input(client, inputs, model_dir, tmp_path):
+    out = tmp_path / "shards"
+    embed_on_cluster(model_dir, inputs, out, client=client, block_bytes=8192)
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert [s["file"] for s in manifest["shards"]] == sorted((s["file"] for s in manifest["shards"]),
+                                                             key=[str(p.resolve()) for p in inputs].index)
+    for path in inputs:
+        data = path.read_bytes()
+        mine = [s for s in manifest["shards"] if s["file"] == str(path.resolve())]
+        st = path.stat()
+        assert manifest["files"][str(path.resolve())] == {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+        if path.suffix == ".gz":
+            lines = _lines(gzip.decompress(data))
+            assert [s["bytes"] for s in mine] == [[0, -1]] and mine[0]["first_line"] == 1
+            assert mine[0]["rows"] == len(lines)
+            continue
+        lines = _lines(data)
+        assert len(mine) > 3 and mine[0]["bytes"][0] == 0 and mine[-1]["bytes"][1] == len(data)
+        assert mine[0]["first_line"] == 1 and sum(s["rows"] for s in mine) == len(lines)
+        for s, t in zip(mine, mine[1:]):
+            assert s["bytes"][1] == t["bytes"][0] and s["first_line"] + s["rows"] == t["first_line"]
+        for s in mine:
+            start, stop = s["bytes"]
+            # the bytes of the range are exactly the lines first_line .. first_line + rows - 1
+            assert _lines(data[start:stop]) == lines[s["first_line"] - 1 : s["first_line"] - 1 + s["rows"]]
+            assert np.load(out / s["shard"], mmap_mode="r").shape[0] == s["rows"]
+    assert manifest["rows"] == sum(s["rows"] for s in manifest["shards"]) == len(open_shards(out))
+
+
+# -- an output inside a model -----------------------------------------------------------------
+
+
+def test_an_output_in_a_model_directory_is_refused_every_time(client, inputs, model_dir, tmp_path, runner):
+    model = tmp_path / "model"
+    shutil.copytree(model_dir, model)
+    before = sorted(p.name for p in model.iterdir())
+    for out in (model / "shards", model / "deep" / "er", model):
+        args = ["embed", "-m", str(model_dir), str(inputs[0]), "-o", str(out), "--workers", "2"]
+        first = assert_clean_error(runner.invoke(main, args), "model directory", str(model.resolve()))
+        if out != model:
+            assert "inside" in first
+            out.mkdir(parents=True)  # as a run of an earlier version left it: a resume says the same
+            assert assert_clean_error(runner.invoke(main, args)) == first
+            shutil.rmtree(model / out.relative_to(model).parts[0])
+        with pytest.raises(ModelError, match="model directory"):
+            embed_on_cluster(model_dir, inputs[:1], out, client=client)
+    assert sorted(p.name for p in model.iterdir()) == before
+
+
+# -- the temporaries of a killed run ----------------------------------------------------------
+
+
+def killed_while_writing(directory: Path, *names: str) -> list[Path]:
+    """Open files.atomic_file for each of ``names`` in ``directory``, then die by SIGKILL: the
+    temporaries a killed run really leaves. Returns them."""
+    code = ("import contextlib, os, signal, sys\nfrom pathlib import Path\nfrom scbow.files import atomic_file\n"
+            "with contextlib.ExitStack() as stack:\n"
+            "    for name in sys.argv[2:]:\n"
+            "        stack.enter_context(atomic_file(Path(sys.argv[1]) / name)).write_bytes(b'part of a shard')\n"
+            "    os.kill(os.getpid(), signal.SIGKILL)\n")
+    before = set(directory.iterdir())
+    done = subprocess.run([sys.executable, "-c", code, str(directory), *names],
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert done.returncode == -signal.SIGKILL
+    left = sorted(set(directory.iterdir()) - before)
+    assert len(left) == len(names)
+    return left
+
+
+def test_a_killed_runs_temporaries_are_removed_and_nothing_else(client, inputs, model_dir, tmp_path):
+    out = tmp_path / "shards"
+    first = embed_on_cluster(model_dir, inputs[:2], out, client=client, block_bytes=8192)
+    (out / "shard-000001.json").unlink()  # the run was killed while writing shard 1
+    temps = killed_while_writing(out, "shard-000001.npy", "shard-000001.missing.txt", "shard-000001.json",
+                                 "manifest.json", "plan.json")
+    # and while a worker was writing shard 3 again, whose first copy is done: not rewritten, its leftovers too
+    temps += killed_while_writing(out, "shard-000003.npy", "shard-000003.missing.txt", "shard-000003.json")
+    # names that are not, or may not be, ours: left alone
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep")
+    keep = [out / ".shard-000002.npy.tmp-ABCDEFGH", out / ".notes.txt.tmp-abcdefgh", out / "shard-000003.npy.tmp-x",
+            out / ".shard-000002.npy.tmp-abcdefghi"]
+    for p in keep:
+        p.write_text("not ours")
+    (out / ".shard-000004.npy.tmp-abcdefgh").mkdir()
+    (out / ".shard-000005.npy.tmp-abcdefgh").symlink_to(outside)
+    keep += [out / ".shard-000004.npy.tmp-abcdefgh", out / ".shard-000005.npy.tmp-abcdefgh"]
+    with pytest.raises(KeyboardInterrupt), atomic_file(out / "shard-000006.npy") as live:
+        live.write_bytes(b"a live writer's")  # another process of ours still writing: its lock is held
+        second = embed_on_cluster(model_dir, inputs[:2], out, client=client, block_bytes=8192)
+        assert live.read_bytes() == b"a live writer's"
+        raise KeyboardInterrupt  # that writer gives up: shard 6 stays as it was
+    assert second.skipped == first.shards - 1
+    assert not any(p.exists() for p in temps)
+    assert all(os.path.lexists(p) for p in keep) and outside.read_text() == "keep"
+    want, _ = single_process(model_dir, inputs[:2], tmp_path)
+    assert same_bits(np.asarray(open_shards(out)), want)
+
+
+def test_a_run_killed_before_its_plan_leaves_a_directory_the_next_run_takes(client, inputs, model_dir, tmp_path):
+    out = tmp_path / "shards"
+    out.mkdir()
+    temps = killed_while_writing(out, "plan.json")
+    embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192)
+    assert not temps[0].exists() and (out / "manifest.json").is_file()
+    # beside anything else, the same temporary is no proof: the directory is refused, nothing removed
+    other = tmp_path / "other"
+    other.mkdir()
+    temps = killed_while_writing(other, "plan.json")
+    (other / "mine.txt").write_text("mine")
+    with pytest.raises(ModelError, match="not empty"):
+        embed_on_cluster(model_dir, inputs[:1], other, client=client, block_bytes=8192)
+    assert temps[0].exists() and (other / "mine.txt").read_text() == "mine"

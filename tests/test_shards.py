@@ -1,0 +1,269 @@
+"""Reading a shard directory back (``scbow.open_shards``) trusts nothing in it.
+
+Every field of ``manifest.json`` is read against the shape embed writes, and every shard
+against the manifest (float32, 2-D, its rows and width, a file of exactly that size): a
+damaged one is a ModelError naming the damaged file, never a numpy error, a KeyError or
+wrong rows; ``index`` over it ends in that one line. Shards of a text that has changed
+since are refused by ``index``. The shard directory is written by a real cluster embed
+(an in-process Dask cluster: fast), on the small CLI-trained model of conftest.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import assert_clean_error, make_runner
+
+pytest.importorskip("dask.distributed")
+
+import scbow  # noqa: E402
+from scbow.cli import main  # noqa: E402
+from scbow.cluster import embed_on_cluster  # noqa: E402
+from scbow.errors import ModelError  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    from dask.distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
+    c = Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _texts(folder: Path, corpus: Path) -> list[Path]:
+    """Three inputs: a plain file (several blocks), an empty one (a shard of 0 rows), a gzip one."""
+    lines = corpus.read_text(encoding="utf-8").splitlines(keepends=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / "a.txt", folder / "empty.txt", folder / "b.txt.gz"]
+    paths[0].write_text("".join(lines[:100]), encoding="utf-8")
+    paths[1].write_text("")
+    paths[2].write_bytes(gzip.compress("".join(lines[100:]).encode(), mtime=0))
+    return paths
+
+
+def _embed(client, model, texts, out):
+    embed_on_cluster(model, texts, out, client=client, block_bytes=1024)
+    return out
+
+
+@pytest.fixture(scope="module")
+def sound(healthy, client, tmp_path_factory):
+    """A shard directory as a cluster embed writes it (tests damage copies of it)."""
+    model, corpus = healthy
+    base = tmp_path_factory.mktemp("shards")
+    return _embed(client, model, _texts(base / "texts", corpus), base / "shards")
+
+
+@pytest.fixture
+def copy(sound, tmp_path):
+    out = tmp_path / "shards"
+    shutil.copytree(sound, out)
+    return out
+
+
+@pytest.fixture
+def runner():
+    return make_runner()
+
+
+def test_a_sound_directory_opens_as_written(sound):
+    shards = scbow.open_shards(sound)
+    manifest = json.loads((sound / "manifest.json").read_text())
+    parts = [np.load(sound / s["shard"]) for s in manifest["shards"]]
+    assert len(parts) > 4 and 0 in [len(p) for p in parts]  # the empty text's shard has no rows
+    assert shards.shape == (sum(len(p) for p in parts), 16) and shards.dtype == np.float32
+    assert np.array_equal(np.asarray(shards), np.concatenate(parts), equal_nan=True)
+    shards.check_sources()  # the texts are as they were embedded
+
+
+def _save(path: Path, array) -> None:
+    with open(path, "wb") as fh:  # np.save would add .npy to a name without it
+        np.save(fh, array, allow_pickle=True)
+
+
+def _rows(d: Path) -> np.ndarray:
+    return np.load(d / "shard-000001.npy")
+
+
+SHARD_DAMAGE = {
+    "truncated": (lambda d: (d / "shard-000001.npy").write_bytes((d / "shard-000001.npy").read_bytes()[:-10]),
+                  "damaged shard (truncated"),
+    "longer": (lambda d: (d / "shard-000001.npy").write_bytes((d / "shard-000001.npy").read_bytes() + b"\0" * 8),
+               "longer than its rows"),
+    "narrow": (lambda d: _save(d / "shard-000001.npy", _rows(d)[:, :3]), "rows of 3 values, the manifest says 16"),
+    "wide": (lambda d: _save(d / "shard-000001.npy", np.hstack([_rows(d)] * 2)), "rows of 32 values"),
+    "float64": (lambda d: _save(d / "shard-000001.npy", _rows(d).astype(np.float64)), "float64"),
+    "float16": (lambda d: _save(d / "shard-000001.npy", _rows(d).astype(np.float16)), "float16"),
+    "one-dim": (lambda d: _save(d / "shard-000001.npy", _rows(d).ravel()), "shape"),
+    "objects": (lambda d: _save(d / "shard-000001.npy", np.array([{"a": 1}], dtype=object)), "object"),
+    "short": (lambda d: _save(d / "shard-000001.npy", _rows(d)[:-1]), "the manifest says"),
+    "not-npy": (lambda d: (d / "shard-000001.npy").write_bytes(b"just some text\n"), "not a .npy array"),
+    "empty": (lambda d: (d / "shard-000001.npy").write_bytes(b""), "not a .npy array"),
+    "missing": (lambda d: (d / "shard-000001.npy").unlink(), "missing"),
+    "a-directory": (lambda d: ((d / "shard-000001.npy").unlink(), (d / "shard-000001.npy").mkdir()),
+                    "is a directory"),
+}
+
+
+@pytest.mark.parametrize("kind", SHARD_DAMAGE)
+def test_a_damaged_shard_is_named(copy, kind):
+    damage, fragment = SHARD_DAMAGE[kind]
+    damage(copy)
+    with pytest.raises(ModelError) as err:
+        scbow.open_shards(copy)
+    message = str(err.value)
+    assert message.startswith(f"{copy / 'shard-000001.npy'}: ") and fragment in message, message
+    assert "\n" not in message
+
+
+def test_a_missing_or_damaged_list_of_missing_lines_is_named(copy):
+    (copy / "shard-000002.missing.txt").write_text("# lines\nseven\n")
+    with pytest.raises(ModelError, match="shard-000002.missing.txt: damaged"):
+        scbow.open_shards(copy).missing_lines()
+    (copy / "shard-000002.missing.txt").write_text("# lines\n100000\n")  # beyond the shard's rows
+    with pytest.raises(ModelError, match="shard-000002.missing.txt: damaged"):
+        scbow.open_shards(copy).missing_lines()
+    (copy / "shard-000002.missing.txt").unlink()
+    with pytest.raises(ModelError, match="shard-000002.missing.txt: missing"):
+        scbow.open_shards(copy)
+
+
+def _edit(**changes):
+    """A damage of the manifest: ``changes`` maps a key (``shards.0.rows``) to a value (``...``: delete it)."""
+
+    def damage(d: Path) -> None:
+        manifest = json.loads((d / "manifest.json").read_text())
+        for key, value in changes.items():
+            *path, last = key.split(".")
+            node = manifest
+            for part in path:
+                node = node[int(part)] if isinstance(node, list) else node[part]
+            if isinstance(node, list):
+                last = int(last)
+            if value is ...:
+                del node[last]
+            else:
+                node[last] = value(node[last]) if callable(value) else value
+        (d / "manifest.json").write_text(json.dumps(manifest))
+
+    return damage
+
+
+def _first_file(d: Path) -> str:
+    return json.loads((d / "manifest.json").read_text())["shards"][0]["file"]
+
+
+MANIFEST_DAMAGE = {
+    # what the issue saw: a dim that disagrees with the rows, named at the first shard
+    "dim-disagrees": (_edit(dim=7), "shard-000000.npy", "the manifest says 7"),
+    "dim-string": (_edit(dim="16"), "manifest.json", '"dim"'),
+    "dim-bool": (_edit(dim=True), "manifest.json", '"dim"'),
+    "dim-gone": (_edit(dim=...), "manifest.json", '"dim"'),
+    "rows-wrong": (_edit(rows=lambda r: r + 1), "manifest.json", '"rows"'),
+    "rows-float": (_edit(rows=lambda r: r + 0.5), "manifest.json", '"rows"'),
+    "rows-gone": (_edit(rows=...), "manifest.json", '"rows"'),
+    "shards-gone": (_edit(shards=...), "manifest.json", '"shards" is not a list'),
+    "shards-dict": (_edit(shards={}), "manifest.json", '"shards" is not a list'),
+    "shard-a-number": (_edit(**{"shards.1": 5}), "manifest.json", "shard 2 of"),
+    "shard-rows-gone": (_edit(**{"shards.1.rows": ...}), "manifest.json", '"rows"'),
+    "shard-rows-string": (_edit(**{"shards.1.rows": "12"}), "manifest.json", '"rows"'),
+    "shard-rows-negative": (_edit(**{"shards.1.rows": -1}), "manifest.json", '"rows"'),
+    "missing-over-rows": (_edit(**{"shards.1.missing": 10**6}), "manifest.json", '"missing"'),
+    "shard-name-gone": (_edit(**{"shards.1.shard": ...}), "manifest.json", '"shard"'),
+    "shard-name-escapes": (_edit(**{"shards.1.shard": "../shard-000001.npy"}), "manifest.json", '"shard"'),
+    "shard-name-absolute": (_edit(**{"shards.1.shard": "/etc/passwd"}), "manifest.json", '"shard"'),
+    "shard-name-number": (_edit(**{"shards.1.shard": 3}), "manifest.json", '"shard"'),
+    "shard-not-npy": (_edit(**{"shards.1.shard": "shard-000001.json"}), "manifest.json", "not a shard's .npy"),
+    "shard-twice": (_edit(**{"shards.2.shard": "shard-000001.npy"}), "manifest.json", "listed twice"),
+    "missing-file-list": (_edit(**{"shards.1.missing_file": ["x"]}), "manifest.json", '"missing_file"'),
+    "first-line-zero": (_edit(**{"shards.0.first_line": 0}), "manifest.json", '"first_line"'),
+    "first-line-string": (_edit(**{"shards.0.first_line": "1"}), "manifest.json", '"first_line"'),
+    "bytes-short": (_edit(**{"shards.0.bytes": [0]}), "manifest.json", '"bytes"'),
+    "bytes-backwards": (_edit(**{"shards.0.bytes": [100, 10]}), "manifest.json", '"bytes"'),
+    "bytes-string": (_edit(**{"shards.0.bytes": "0-100"}), "manifest.json", '"bytes"'),
+    "file-number": (_edit(**{"shards.0.file": 5}), "manifest.json", '"file"'),
+    "file-unknown": (_edit(**{"shards.0.file": "/elsewhere/other.txt"}), "manifest.json", "not among"),
+    "files-string": (_edit(files="a.txt"), "manifest.json", '"files"'),
+    "files-entry": (lambda d: _edit(files=lambda f: {**f, _first_file(d): {"bytes": "1", "mtime_ns": 0}})(d),
+                    "manifest.json", '"files"'),
+    "model-number": (_edit(model=5), "manifest.json", '"model"'),
+    "version-string": (_edit(manifest_version="1"), "manifest.json", "not a manifest"),
+    "version-bool": (_edit(manifest_version=True), "manifest.json", "not a manifest"),
+    "version-2": (_edit(manifest_version=2), "manifest.json", "not a manifest"),
+    "a-list": (lambda d: (d / "manifest.json").write_text("[1, 2]"), "manifest.json", "not a manifest"),
+    "not-json": (lambda d: (d / "manifest.json").write_text('{"dim": 1'), "manifest.json", "not valid JSON"),
+    "not-utf8": (lambda d: (d / "manifest.json").write_bytes(b'{"dim": "\xff"}'), "manifest.json", "UTF-8"),
+    "nested": (lambda d: (d / "manifest.json").write_text("[" * 100000 + "]" * 100000), "manifest.json", "nested"),
+    "gone": (lambda d: (d / "manifest.json").unlink(), "manifest.json", "missing"),
+}
+
+
+@pytest.mark.parametrize("kind", MANIFEST_DAMAGE)
+def test_a_damaged_manifest_is_named(copy, kind):
+    damage, name, fragment = MANIFEST_DAMAGE[kind]
+    damage(copy)
+    with pytest.raises(ModelError) as err:
+        scbow.open_shards(copy)
+    message = str(err.value)
+    assert message.startswith(f"{copy / name}: ") and fragment in message, message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("kind", ["truncated", "narrow", "float64", "dim-disagrees", "shard-rows-gone",
+                                  "files-string", "missing"])
+def test_index_over_a_damaged_directory_ends_in_one_line(copy, tmp_path, runner, kind):
+    pytest.importorskip("faiss")
+    damage, *rest = {**SHARD_DAMAGE, **MANIFEST_DAMAGE}[kind]
+    damage(copy)
+    name = rest[0] if len(rest) == 2 else "shard-000001.npy"
+    result = runner.invoke(main, ["index", str(copy), "-o", str(tmp_path / "idx"), "-q", "--threads", "1"])
+    assert_clean_error(result, str(copy / name))
+    assert not (tmp_path / "idx").exists()
+
+
+# -- shards of a text that has changed since -------------------------------------------------
+
+
+def test_shards_of_a_changed_text_are_refused(healthy, client, tmp_path, runner):
+    pytest.importorskip("faiss")
+    model, corpus = healthy
+    texts = _texts(tmp_path / "texts", corpus)
+    out = _embed(client, model, texts, tmp_path / "shards")
+    index = ["index", str(out), "-o", str(tmp_path / "idx"), "-q", "--threads", "1"]
+    result = runner.invoke(main, index)
+    assert result.exit_code == 0, result.output
+    shutil.rmtree(tmp_path / "idx")
+
+    def stale(path: Path, data: bytes) -> None:
+        before, original = path.stat(), path.read_bytes()
+        path.write_bytes(data)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))  # a later write, whatever the clock
+        with pytest.raises(ModelError, match="changed since it was embedded") as err:
+            scbow.open_shards(out).check_sources()
+        assert str(err.value).startswith(f"{path.resolve()}: ") and "run embed again" in str(err.value)
+        assert_clean_error(runner.invoke(main, index), str(path.resolve()), "changed since it was embedded")
+        assert not (tmp_path / "idx").exists()
+        path.write_bytes(original)  # as it was embedded again
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        scbow.open_shards(out).check_sources()
+
+    plain, _, packed = texts
+    original = plain.read_bytes()
+    lines = original.decode().splitlines(keepends=True)
+    stale(plain, "".join(reversed(lines)).encode())  # the same lines, the same size, in another order
+    stale(plain, original)  # the same bytes, written again after the embed: cannot be told apart, refused
+    # the same number of lines, other contents, compressed
+    packed_lines = gzip.decompress(packed.read_bytes()).decode().splitlines(keepends=True)
+    stale(packed, gzip.compress("".join(line.upper() for line in packed_lines).encode(), mtime=0))
+    # a text that is gone is index's own message
+    packed.unlink()
+    assert_clean_error(runner.invoke(main, index), "no such file")
