@@ -292,6 +292,21 @@ def test_a_damaged_input_on_the_command_line_prints_one_line(inputs, model_dir, 
     assert cluster.stdout == ""
 
 
+def always_dies(model_path, block, out_dir, fill, unknown):
+    """A block whose worker dies every time (as one out of memory would)."""
+    if block.index == 1:
+        os._exit(13)
+    return embed_block(model_path, block, out_dir, fill, unknown)
+
+
+def test_a_block_that_kills_every_worker_ends_in_one_message(client, inputs, model_dir, tmp_path):
+    with pytest.raises(ModelError) as err:  # run again on a fresh worker a few times first, then given up
+        embed_on_cluster(model_dir, inputs[:1], tmp_path / "shards", client=client, block_bytes=8192,
+                         task=always_dies)
+    assert str(err.value).startswith(f"{inputs[0]}: the workers embedding its block 1 kept dying")
+    client.wait_for_workers(2, timeout=30)  # the nannies restart them, for the tests after this one
+
+
 # -- resume trusts no done-marker -----------------------------------------------------------
 
 
