@@ -256,7 +256,7 @@ def install_dir(tmp: Path, path: Path) -> None:
                 os.replace(tmp, path)
             except BaseException:
                 os.replace(old / "model", path)
-                os.rmdir(old)
+                shutil.rmtree(old, ignore_errors=True)  # now only its marker
                 raise
             shutil.rmtree(old, ignore_errors=True)
         finally:
@@ -299,13 +299,41 @@ def _release(path: Path) -> None:
         os.close(fd)
 
 
+# Written first into every temporary directory, and taken out just before it is renamed
+# into place: a directory of our name pattern is removed whole only when it holds this.
+TEMP_MARKER = ".scbow-temporary"
+
+
 def temp_dir_beside(path: Path, tag: str = "tmp") -> Path:
     """A new private directory ``.NAME.TAG-*`` beside ``path`` (same file system: renames are
-    atomic), locked by this process until :func:`atomic_dir` is done with it (or the process ends)."""
+    atomic), holding :data:`TEMP_MARKER` and locked by this process until :func:`atomic_dir`
+    is done with it (or the process ends)."""
     path = Path(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.{tag}-", dir=path.resolve().parent))
     _hold(tmp)
+    (tmp / TEMP_MARKER).touch()
     return tmp
+
+
+def _remove_temporary(p: Path) -> bool:
+    """Remove one stale temporary: a file; a directory holding our marker (whole); an empty directory."""
+    import stat as st
+
+    mode = os.lstat(p).st_mode
+    if not st.S_ISDIR(mode):
+        os.unlink(p)
+        return True
+    marker = p / TEMP_MARKER
+    try:
+        marked = st.S_ISREG(os.lstat(marker).st_mode)
+    except OSError:
+        marked = False
+    if marked:
+        shutil.rmtree(p)
+    else:
+        os.rmdir(p)  # a probe, or a directory killed between taking the marker out and the rename:
+        # removed only when empty; anything in it may not be ours
+    return True
 
 
 def stale_temporaries(path: os.PathLike, tags=("tmp", "probe")) -> list[Path]:
@@ -341,11 +369,7 @@ def remove_stale_temporaries(path: os.PathLike, tags=("tmp", "probe")) -> int:
     n = 0
     for p in stale_temporaries(path, tags):
         try:
-            if p.is_dir() and not p.is_symlink():
-                shutil.rmtree(p)
-            else:
-                os.unlink(p)
-            n += 1
+            n += _remove_temporary(p)
         except OSError:
             pass
     return n
@@ -391,6 +415,7 @@ def atomic_dir(path: os.PathLike) -> Iterator[Path]:
     tmp = temp_dir_beside(path)
     try:
         yield tmp
+        os.unlink(tmp / TEMP_MARKER)
         install_dir(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

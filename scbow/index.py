@@ -59,7 +59,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import CorpusError, ModelError
-from .files import atomic_dir, permissions, read_json, read_range, short_message
+from .files import TEMP_MARKER, atomic_dir, permissions, read_json, read_range, short_message
 
 INDEX_JSON = "index.json"
 INDEX_FILE = "vectors.faiss"
@@ -340,7 +340,8 @@ def _leftover_names(out_dir: Path) -> tuple[Path, re.Pattern]:
 
 
 def _own_file(name: str) -> bool:
-    return name in (BUILD_MARKER, INDEX_JSON, INDEX_FILE, IDS_FILE, OFFSETS_FILE) or bool(COPY_NAME.fullmatch(name))
+    return (name in (BUILD_MARKER, TEMP_MARKER, INDEX_JSON, INDEX_FILE, IDS_FILE, OFFSETS_FILE)
+            or bool(COPY_NAME.fullmatch(name)))
 
 
 def remove_leftovers(out_dir, note=None) -> list[Path]:

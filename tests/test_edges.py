@@ -357,14 +357,20 @@ def test_a_killed_prepare_leaves_a_temporary_that_the_next_run_removes(tmp_path,
 
 
 def test_every_atomic_output_sweeps_its_killed_temporaries(tmp_path):
-    from scbow.files import atomic_dir, atomic_file, stale_temporaries
+    from scbow.files import TEMP_MARKER, atomic_dir, atomic_file, stale_temporaries
 
     out = tmp_path / "out.npy"
     dead_file = tmp_path / ".out.npy.tmp-a1b2c3d4"
     dead_file.write_bytes(b"x")
-    dead_dir = tmp_path / ".model.tmp-a1b2c3d4"
+    dead_dir = tmp_path / ".model.tmp-a1b2c3d4"  # a killed save: our marker, and what it had written
     dead_dir.mkdir()
+    (dead_dir / TEMP_MARKER).touch()
     (dead_dir / "vectors.npy").write_bytes(b"x")
+    lookalike = tmp_path / ".model.tmp-e5f6g7h8"  # our name, no marker: a user's folder, kept
+    lookalike.mkdir()
+    (lookalike / "thesis.tex").write_text("mine")
+    probe = tmp_path / ".model.probe-a1b2c3d4"  # an empty directory of our name: harmless to remove
+    probe.mkdir()
     other = tmp_path / ".other.npy.tmp-a1b2c3d4"  # another output's: not touched by this one
     other.write_bytes(b"x")
     assert stale_temporaries(out) == [dead_file]
@@ -373,6 +379,8 @@ def test_every_atomic_output_sweeps_its_killed_temporaries(tmp_path):
         assert stale_temporaries(out) == []  # its own is locked while it writes
         tmp.write_bytes(b"new")
     with atomic_dir(tmp_path / "model") as tmp:
-        assert not dead_dir.exists()
+        assert not dead_dir.exists() and not probe.exists()
+        assert (lookalike / "thesis.tex").read_text() == "mine"
         (tmp / "a").write_text("a")
-    assert other.exists() and out.read_bytes() == b"new" and (tmp_path / "model" / "a").exists()
+    assert other.exists() and out.read_bytes() == b"new"
+    assert sorted(p.name for p in (tmp_path / "model").iterdir()) == ["a"]  # the marker is not installed

@@ -922,7 +922,7 @@ def test_remove_leftovers_removes_only_what_it_can_prove_a_killed_build_wrote(tm
 def test_a_build_removes_the_leftovers_beside_it(setup, tmp_path, faiss):
     from scbow.index import BUILD_MARKER, build_index
 
-    ours, named, _, hidden = _leftovers(tmp_path)
+    ours, named, held, hidden = _leftovers(tmp_path)
     notes = []
     build_index(setup["emb"], setup["text"], tmp_path / "idx", M=8, ef_construction=20, note=notes.append)
     assert all(not p.exists() for p in ours)
@@ -931,7 +931,10 @@ def test_a_build_removes_the_leftovers_beside_it(setup, tmp_path, faiss):
     assert (tmp_path / "precious.txt").read_text() == "precious" and (hidden / BUILD_MARKER).is_file()
     assert any("removed 2 unfinished builds" in n for n in notes)
     assert (tmp_path / "idx" / "index.json").is_file() and (tmp_path / "idx" / BUILD_MARKER).is_file()
-    assert set(tmp_path.glob(".idx.tmp-????????")) == {named["link-to-ours"]}  # its own temporary went too
+    # its own temporary went too; what holds anything a build does not write stays (scbow.files
+    # removes a temporary directory whole only when it holds its marker)
+    assert set(tmp_path.glob(".idx.tmp-????????")) == {named["link-to-ours"], *held.values()}
+    assert (held["user-file"] / "thesis.tex").read_text() == "precious"
 
 
 _BUILD = """
@@ -955,6 +958,7 @@ def test_a_build_killed_by_sigkill_is_cleaned_up_by_the_next(setup, tmp_path, fa
     import subprocess
     import time
 
+    from scbow.files import TEMP_MARKER
     from scbow.index import BUILD_MARKER, build_index
 
     xz = tmp_path / "text.xz"
@@ -968,7 +972,7 @@ def test_a_build_killed_by_sigkill_is_cleaned_up_by_the_next(setup, tmp_path, fa
             assert proc.poll() is None and time.monotonic() < deadline, "the build ended before it was killed"
             time.sleep(0.05)
         (running,) = tmp_path.glob(".idx.tmp-*")
-        assert {p.name for p in running.iterdir()} == {BUILD_MARKER, "text-000.txt", "offsets.npy"}
+        assert {p.name for p in running.iterdir()} == {BUILD_MARKER, TEMP_MARKER, "text-000.txt", "offsets.npy"}
         build_index(setup["emb"], setup["text"], out, M=8, ef_construction=20)  # beside a live build
         assert running.is_dir()
     finally:
