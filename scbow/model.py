@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from itertools import repeat
 from pathlib import Path
@@ -210,6 +211,9 @@ class Model:
         own_mode, own_scale = self.unknown_rule
         unknown = own_mode if unknown is None else unknown
         unknown_scale = own_scale if unknown_scale is None else unknown_scale
+        if (isinstance(unknown_scale, (bool, np.bool_)) or not isinstance(unknown_scale, (int, float, np.number))
+                or not math.isfinite(unknown_scale) or not unknown_scale > 0):
+            raise ValueError(f"unknown_scale must be a finite number above 0, got {unknown_scale!r}")
         if isinstance(sentences, str):
             raise TypeError("embed() takes a list of sentences; wrap a single sentence in a list")
         if unknown not in UNKNOWN_MODES:
@@ -389,8 +393,9 @@ class Model:
         norms), and the few words within rounding distance of the ``topn``-th best are
         scored again in float64, which decides their order and gives the returned cosines.
         """
-        if not isinstance(topn, int) or isinstance(topn, bool) or topn < 1:
+        if not isinstance(topn, (int, np.integer)) or isinstance(topn, (bool, np.bool_)) or topn < 1:
             raise ValueError(f"topn must be a positive integer, got {topn!r}")
+        topn = int(topn)  # numpy integers too, as gensim takes them
         n_rows = len(self)
         if restrict_vocab is not None:
             if not isinstance(restrict_vocab, (int, np.integer)) or isinstance(restrict_vocab, bool) or restrict_vocab < 1:
