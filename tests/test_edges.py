@@ -15,6 +15,7 @@ import lzma
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import assert_clean_error, make_runner
 
@@ -384,3 +385,45 @@ def test_every_atomic_output_sweeps_its_killed_temporaries(tmp_path):
         (tmp / "a").write_text("a")
     assert other.exists() and out.read_bytes() == b"new"
     assert sorted(p.name for p in (tmp_path / "model").iterdir()) == ["a"]  # the marker is not installed
+
+
+# ---------------------------------------------------------------- 8. the smaller ones
+
+
+def test_spanned_fraction_tells_a_collapse_from_a_spread():
+    from scbow.trainer import COLLAPSED, spanned_fraction
+
+    rng = np.random.default_rng(0)
+    spread = rng.standard_normal((3000, 50))
+    assert spanned_fraction(spread) > 0.9
+    lines = rng.standard_normal((3, 50))  # every row near one of three directions, either way
+    collapsed = lines[rng.integers(0, 3, 3000)] * rng.choice([-1, 1], (3000, 1)) + 0.01 * spread
+    assert spanned_fraction(collapsed) < 3.5 / 50 < COLLAPSED
+    assert spanned_fraction(spread[:20]) > 0.5  # 20 rows can span only 20 directions: not a collapse
+    assert spanned_fraction(np.zeros((10, 4))) == 1.0 and spanned_fraction(spread[:1]) == 1.0
+
+
+def test_a_collapsed_run_is_refused_not_saved(tmp_path, runner, gutenberg_slice):
+    corpus = gutenberg_slice(20000)
+    args = ["train", str(corpus), "--dim", "50", "--threads", "1", "-q", "--no-cache"]
+    result = runner.invoke(main, [*args, "-o", str(tmp_path / "hot"), "--lr", "1e6"])
+    assert_clean_error(result, "collapsed into a few directions", "learning rate (1e+06)", "smaller --lr")
+    assert not (tmp_path / "hot").exists()
+    result = runner.invoke(main, [*args, "-o", str(tmp_path / "ok")])
+    assert result.exit_code == 0, result.output
+
+
+def test_the_api_takes_numpy_integers_and_refuses_a_senseless_unknown_scale(healthy):
+    import scbow
+
+    model = scbow.load(healthy[0])
+    word = model.index_to_key[0]
+    assert model.most_similar(word, topn=np.int64(3)) == model.most_similar(word, topn=3)
+    assert len(model.similar_by_word(word, topn=np.int32(2))) == 2
+    for bad in (np.True_, 0, -1, 2.5, "3"):
+        with pytest.raises(ValueError, match="topn"):
+            model.most_similar(word, topn=bad)
+    assert np.isfinite(model.embed(["zzqx qqzz"], unknown="hash", unknown_scale=np.float32(0.5))).all()
+    for bad in (float("nan"), float("inf"), 0.0, -1.0, True, "1"):
+        with pytest.raises(ValueError, match="unknown_scale"):
+            model.embed(["the cat"], unknown="hash", unknown_scale=bad)

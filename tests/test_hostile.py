@@ -476,3 +476,20 @@ def test_overflowing_word2vec_values_give_one_line(tmp_path, runner):
     result = runner.invoke(main, ["similarity", "-m", str(path), "foo", "foo"])
     assert_clean_error(result, "NaN or inf", exit_code=1)
     assert "Warning" not in result.output
+
+
+def test_the_batch_cost_counts_only_the_words_max_length_keeps(tmp_path):
+    from scbow.corpus import load_corpus
+    from scbow.trainer import BATCH, BATCH_COST, batch_size
+
+    words = [f"w{i}" for i in range(50)]
+    text = "".join(" ".join(words[(i + j) % 50] for j in range(200)) + "\n" for i in range(60))
+    (tmp_path / "long.txt").write_text(text)  # sentences of 200 words
+    corpus = load_corpus([tmp_path / "long.txt"], 1, 0, use_cache=False)
+    config = dict(dim=300, negatives=2)
+    uncut = batch_size(TrainConfig(**config), corpus)
+    assert uncut == int(BATCH * BATCH_COST / (5 * 202 * 300))
+    for cut in (5, 40, 100):  # an example reads at most max_length words of each sentence
+        assert batch_size(TrainConfig(**config, max_length=cut), corpus) == min(
+            BATCH, int(BATCH * BATCH_COST / (5 * (cut + 2) * 300)))
+    assert batch_size(TrainConfig(**config, max_length=5), corpus) == BATCH > uncut

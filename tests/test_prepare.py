@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import importlib.util
 import json
 import lzma
 import os
@@ -458,3 +459,17 @@ def test_benchmark_scoring_counts_boundaries_in_non_space_characters():
     assert perfect["f1"] == 1.0 and perfect["characters_lost"] == 0
     one_each = evaluate(lambda text: [text], gold)
     assert one_each["recall"] == 0.0 and one_each["precision"] == 1.0
+
+
+@pytest.mark.parametrize("gap", [" ", "\t", " \t  ", "\u00a0", "\t\r"])
+def test_a_line_of_only_spaces_or_tabs_is_a_blank_line(tmp_path, gap):
+    # documents and paragraphs are separated by a line with nothing but whitespace on it, as
+    # by an empty one; without that line the two sentences would be one document, one paragraph
+    src = tmp_path / "a.txt"
+    src.write_text(f"First one ends here\n{gap}\nsecond starts here.\nThird.\n", encoding="utf-8")
+    out = tmp_path / "corpus.txt"
+    prepare([src], out, segmenter="lines", documents="blank-line")
+    assert documents_of(out) == [["First one ends here"], ["second starts here.", "Third."]]
+    if P.SEGMENTERS.get("nupunkt") and importlib.util.find_spec("nupunkt"):
+        prepare([src], out, segmenter="nupunkt")  # one document; the paragraph break ends a sentence
+        assert documents_of(out) == [["First one ends here", "second starts here.", "Third."]]

@@ -117,3 +117,31 @@ def test_the_hashed_norm_ignores_words_added_without_counts():
     added = Model(Vocab(words + ["x1", "x2", "x3", "x4", "x5"], list(np.arange(40, 0, -1)) + [0] * 5),
                   np.vstack([base.vectors, 100 * np.ones((5, 8), np.float32)]))
     assert added.unknown_norm() == pytest.approx(base.unknown_norm())
+
+
+# the values of three hashed vectors, pinned: --unknown hash must give the same vector for a
+# token in every process and every version (Python's hash() differs between processes)
+PINNED = {
+    "zebra": [-0.49348798257488474, 1.2100632775924502, -0.3754441640693805, -1.2665680322816912],
+    "Zürich": [-1.1476969442151508, 0.6354372317900553, -0.1938482097671903, -1.2765313714036466],
+    "ünknown": [-0.9037815198556747, -2.2558731112032224, -0.038695036301150475, -1.6681386835272258],
+}
+
+
+def test_hashed_vectors_are_pinned_and_the_same_in_every_process():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    for token, want in PINNED.items():
+        np.testing.assert_allclose(hashed_vector(token, 4), want, rtol=1e-12)
+    code = ("import json, sys; from scbow.model import hashed_vector; "
+            "print(json.dumps({t: hashed_vector(t, 4).tolist() for t in json.loads(sys.argv[1])}))")
+    for seed in ("1", "2"):  # two processes with different str hashes
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", code, json.dumps(list(PINNED))], capture_output=True,
+                             text=True, env=env, check=True).stdout
+        got = json.loads(out)
+        for token, want in PINNED.items():
+            np.testing.assert_allclose(got[token], want, rtol=1e-12)
