@@ -332,10 +332,20 @@ def test_a_matrix_that_ends_not_finite_is_never_a_model(corpus, monkeypatch):
         train(corpus, config(), quiet=True)
 
 
-def test_the_kernel_sees_the_run_position_across_epochs(corpus, monkeypatch):
+@pytest.fixture(scope="module")
+def synthetic_corpus(tmp_path_factory, make_text):
+    """About 9,000 generated sentences in 30 documents: no data folder needed."""
+    path = tmp_path_factory.mktemp("synthetic") / "corpus.txt"
+    path.write_text(make_text(n_docs=30, sents_per_doc=300, seed=7), encoding="utf-8")
+    return load_corpus([path], min_count=1, use_cache=False)
+
+
+def test_the_kernel_sees_the_run_position_across_epochs(synthetic_corpus, monkeypatch):
     """The learning rate decays over the whole run and the negatives' random streams are
     keyed by the run position: every batch of epoch e must start at e * targets + lo, and the
-    schedule the kernel gets spans all epochs."""
+    schedule the kernel gets spans all epochs. (A generated corpus: this must not depend on
+    the data folder.)"""
+    corpus = synthetic_corpus
     calls = []
     original = CpuBackend.run
 
