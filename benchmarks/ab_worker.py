@@ -6,8 +6,8 @@
 Run as a script (``-P``: the script's folder is not put on ``sys.path``), so that ``scbow``
 is the one of the checkout on ``PYTHONPATH``; it imports nothing of ``benchmarks``, which
 the other checkout may not have in this form. It uses only what both checkouts have:
-``scbow.corpus.load_corpus(paths, min_count, max_vocab, cache_dir=...)``,
-``scbow.trainer.train(corpus, TrainConfig(...), quiet=True)`` and ``TrainResult.examples``
+``scbow.training.corpus.load_corpus(paths, min_count, max_vocab, cache_dir=...)``,
+``scbow.training.trainer.train(corpus, TrainConfig(...), quiet=True)`` and ``TrainResult.examples``
 and ``.seconds`` (the seconds inside the kernel calls).
 """
 
@@ -38,8 +38,8 @@ def main(argv=None) -> None:
     if Path(args.expect).resolve() not in where.parents:
         raise SystemExit(f"scbow was imported from {where}, not from {args.expect}: check PYTHONPATH")
     from scbow.config import TrainConfig
-    from scbow.corpus import load_corpus
-    from scbow.trainer import train
+    from scbow.training.corpus import load_corpus
+    from scbow.training.trainer import train
 
     fields = {"threads": args.threads, "epochs": 1, "seed": args.seed, "common_components": -1}
     if args.dim:

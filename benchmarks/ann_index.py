@@ -27,7 +27,7 @@ machine, so the suite measures a documented random sample and extrapolates on pa
    build minus ``VmRSS`` before it (vectors already loaded); the size on disk is the saved
    index's; the reload time is with the file in the page cache (best case).
    Exact search runs the same way (numpy, BLAS on 1 thread) as the reference.
-5. ``product``: ``scbow.index`` itself, with its defaults: ``build_index`` from the ``embed``
+5. ``product``: ``scbow.use.index`` itself, with its defaults: ``build_index`` from the ``embed``
    output and the sampled text, then ``search_command`` (what ``neighbors --index`` runs)
    for 200 query sentences.
 
@@ -333,11 +333,11 @@ def _pct(values, p) -> float:
 
 
 def product_worker(spec: dict) -> dict:
-    """``scbow.index`` itself: build an index of the sampled lines' embeddings (its defaults), then
+    """``scbow.use.index`` itself: build an index of the sampled lines' embeddings (its defaults), then
     answer the query sentences with ``search_command`` as ``neighbors --index`` will: each call opens
     the index and embeds the sentence (run in a fresh process)."""
     from scbow import load
-    from scbow.index import DEFAULT_EF, DEFAULT_EF_CONSTRUCTION, DEFAULT_M, build_index, search_command
+    from scbow.use.index import DEFAULT_EF, DEFAULT_EF_CONSTRUCTION, DEFAULT_M, build_index, search_command
 
     work = Path(spec["work"])
     out = work / "scbow-index"
@@ -585,7 +585,7 @@ def markdown(report: dict) -> str:
                            "batch ms/query"], rows))
     p = report.get("product")
     if p:
-        lines += ["", "## `scbow.index` itself", "",
+        lines += ["", "## `scbow.use.index` itself", "",
                   f"`build_index` with its defaults (faiss HNSW M={p['M']}, efConstruction={p['ef_construction']}, "
                   f"efSearch={p['ef']}) from the `embed` output and the sampled text: {p['count']:,} sentences in "
                   f"{p['build_seconds']} s on {report['threads']} threads, {p['dir_mib']} MiB on disk (graph, ids, "
@@ -604,7 +604,7 @@ def markdown(report: dict) -> str:
               "HNSW build time as n log n (inserts cost about log n each); HNSW query time as log n; "
               "exact search linearly. Threads as in the measurement. Recall at a fixed ef falls slowly as the "
               "graph grows, so at 5.9M lines the ef reaching 0.95 will be somewhat higher than here (the "
-              "`--ef` option of `neighbors` is there for that). `scbow.index` adds 8 bytes a line of offsets "
+              "`--ef` option of `neighbors` is there for that). `scbow.use.index` adds 8 bytes a line of offsets "
               "(about 45 MiB for 5.9M lines) and 8 bytes a vector of ids; for a compressed text it also keeps "
               "the decompressed text (about 540 MiB for the 100M corpus).", ""]
     lines.append(md_table(["index", "build (2 threads)", "peak GiB added", "disk GiB", "query"],
@@ -646,7 +646,7 @@ def main(argv=None, prog=None) -> None:
                         "vectors) on 2 shared cores does not fit one session; 500K lines keep each build to "
                         "minutes while the graphs are deep enough (log n) for recall and latency to mean something.")
     parser.add_argument("--no-product", dest="product", action="store_false",
-                        help="skip measuring scbow.index itself (a build with its defaults and search_command)")
+                        help="skip measuring scbow.use.index itself (a build with its defaults and search_command)")
     parser.add_argument("--fresh", action="store_true", help="measure every setting again (default: reuse "
                         "the results of settings already measured on the same sample, kept in --work)")
     parser.add_argument("--choice", default=None, help="the paragraph saying which library was chosen and why")
@@ -690,7 +690,7 @@ def main(argv=None, prog=None) -> None:
         if cache.is_file() and not args.fresh:
             report["product"] = json.loads(cache.read_text())
         else:
-            say("scbow.index itself: build_index with its defaults, then search_command per query sentence")
+            say("scbow.use.index itself: build_index with its defaults, then search_command per query sentence")
             spec = {"work": str(work), "model": str(model), "threads": args.threads, "n": 200}
             report["product"] = run_worker("benchmarks.ann_index", ["product", json.dumps(spec)], timeout=3600)
             cache.write_text(json.dumps(report["product"]) + "\n")

@@ -14,7 +14,7 @@ What is measured, in order:
    float32 vectors of ``--dim`` dims; speed does not depend on the values.
 3. Compile time of the first call of the averaging kernels: ``mean_lines_serial``
    (cached on disk) and ``mean_lines_parallel`` (never cached).
-4. End to end, ``--repeats`` times per thread count, alternating: ``scbow.embedding.embed_file``
+4. End to end, ``--repeats`` times per thread count, alternating: ``scbow.use.embedding.embed_file``
    from the text file to a .npy file and its record of lines with no known word, as the
    command does it (read, tokenize, look up, average, write, fsync, rename).
 5. The parts, once: reading and tokenizing and looking up all blocks (Python, one core),
@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 
 from scbow.config import TrainConfig
-from scbow.corpus import load_corpus
-from scbow.embedding import LineEncoder, average, embed_file, read_blocks
-from scbow.model import Model
+from scbow.training.corpus import load_corpus
+from scbow.use.embedding import LineEncoder, average, embed_file, read_blocks
+from scbow.vectors.model import Model
 
 from .common import (
     CORPORA,

@@ -4,7 +4,7 @@ Trains a default Siamese CBOW model on a corpus (min count 5), and gensim word2v
 vectors on the same corpus, tokenized by our tokenizer, with min count 1, so that the
 word2vec space knows every word of the corpus and ours only the frequent ones. Then:
 
-- expands our model from the word2vec vectors (``scbow.pretrained.expand_vocabulary``:
+- expands our model from the word2vec vectors (``scbow.training.pretrained.expand_vocabulary``:
   a linear map fitted on the shared words), with all new words or only the most frequent,
   and scores the STS-B dev set (never the test sets) before and after, with the dev
   set's token coverage and the pairs that get a score;
@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 
 from scbow.config import TrainConfig
-from scbow.corpus import load_corpus, open_text, read_corpus
-from scbow.evaluate import read_sts, score_set
-from scbow.formats import load_model, save_model
-from scbow.model import Model
-from scbow.pretrained import expand_vocabulary, pretrained_init
-from scbow.tokenize import tokenize, tokenize_lines
-from scbow.trainer import train
+from scbow.text.tokenize import tokenize, tokenize_lines
+from scbow.training.corpus import load_corpus, open_text, read_corpus
+from scbow.training.pretrained import expand_vocabulary, pretrained_init
+from scbow.training.trainer import train
+from scbow.use.evaluate import read_sts, score_set
+from scbow.vectors.formats import load_model, save_model
+from scbow.vectors.model import Model
 
 from .common import REPO_ROOT, context, context_markdown, corpus_path, data_dir, md_table, say, write_report
 

@@ -91,7 +91,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def require_gpu(allow_simulator: bool) -> dict:
     """Exit with the reason unless a real GPU can train; returns what it is."""
-    from scbow.backends.cuda import cuda_problem
+    from scbow.training.backends.cuda import cuda_problem
 
     problem = cuda_problem()
     if problem:
@@ -115,7 +115,7 @@ def require_gpu(allow_simulator: bool) -> dict:
 
 def tile_corpus(corpus, times: int, sentences: int = 0):
     """The corpus's first ``sentences`` sentences (0: all), repeated ``times`` times as new documents."""
-    from scbow.corpus import Corpus
+    from scbow.training.corpus import Corpus
 
     offsets = np.asarray(corpus.offsets, dtype=np.int64)
     sent_doc = np.asarray(corpus.sent_doc, dtype=np.int32)
@@ -139,9 +139,9 @@ def tile_corpus(corpus, times: int, sentences: int = 0):
 
 
 def measure(device: str, corpus, config: TrainConfig, tmp: Path, dev_set) -> dict:
-    from scbow.evaluate import score_set
-    from scbow.formats import save_model
-    from scbow.trainer import train
+    from scbow.training.trainer import train
+    from scbow.use.evaluate import score_set
+    from scbow.vectors.formats import save_model
 
     cfg = config.replace(device=device)
     say(f"  {device}: warm-up")
@@ -168,7 +168,7 @@ def measure(device: str, corpus, config: TrainConfig, tmp: Path, dev_set) -> dic
         "peak_rss_mib_after": peak_rss_mib(),
     }
     if device == "cuda":
-        from scbow.backends.cuda import LAUNCH_BATCH, default_threads
+        from scbow.training.backends.cuda import LAUNCH_BATCH, default_threads
 
         row["launch"] = {"examples_per_batch": LAUNCH_BATCH, "threads_per_block": default_threads(config.dim, False)}
     if dev_set is not None:
@@ -215,8 +215,8 @@ def main(argv=None) -> None:
     ctx["versions"] = versions("numba-cuda", "cuda-bindings")
     path = corpus_path(args.corpus)
     config = TrainConfig(dim=args.dim, epochs=args.epochs)
-    from scbow.corpus import load_corpus
-    from scbow.evaluate import read_sts
+    from scbow.training.corpus import load_corpus
+    from scbow.use.evaluate import read_sts
 
     dev_path = data_dir() / "sts-dev" / "stsb.dev.tsv"
     dev_set = read_sts(dev_path) if dev_path.is_file() else None

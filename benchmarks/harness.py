@@ -1,9 +1,9 @@
 """The pieces of the speed suites that need numba or torch: the kernel bench and the PyTorch peer.
 
-:class:`KernelBench` times the training kernel the way ``scbow.trainer.train`` drives it:
-it builds the real backend with ``scbow.backends.make_backend``, hands it the first
+:class:`KernelBench` times the training kernel the way ``scbow.training.trainer.train`` drives it:
+it builds the real backend with ``scbow.training.backends.make_backend``, hands it the first
 epoch's order with ``begin_epoch`` and calls ``run(lo, hi, done)`` batch by batch
-(``scbow.trainer.batch_size``), timing only those calls, as the trainer does. A change in
+(``scbow.training.trainer.batch_size``), timing only those calls, as the trainer does. A change in
 how the backend calls its kernels is measured as it is, or fails here; nothing of the
 backend is re-implemented. The two diagnostics that are not training (every token folded
 into the most frequent rows; a private matrix per thread) say in their docstrings what
@@ -30,11 +30,11 @@ COMPILE_BATCH = 64  # examples of the first (compiling or cache-loading) run
 
 
 class KernelBench:
-    """One epoch of the training kernel on ``corpus``, as ``scbow.trainer.train`` runs it."""
+    """One epoch of the training kernel on ``corpus``, as ``scbow.training.trainer.train`` runs it."""
 
     def __init__(self, corpus, config):
-        from scbow.start import corpus_weights, step_rates, trainable_targets
-        from scbow.trainer import batch_size, epoch_orders
+        from scbow.training.start import corpus_weights, step_rates, trainable_targets
+        from scbow.training.trainer import batch_size, epoch_orders
 
         self.corpus = corpus
         self.config = config.replace(device="cpu", epochs=1)
@@ -51,7 +51,7 @@ class KernelBench:
         self.tokens_per_target = float(lengths.mean())
 
     def fresh_matrix(self) -> np.ndarray:
-        from scbow.start import init_vectors
+        from scbow.training.start import init_vectors
 
         return init_vectors(self.n_words, self.config, self.weights)
 
@@ -71,7 +71,7 @@ class KernelBench:
         CPU backend on ``threads`` threads: seconds inside ``run`` calls, examples, mean loss,
         ``setup_seconds`` (building the backend: its kernels load or compile there) and the
         trained matrix (``vectors``)."""
-        from scbow.backends import make_backend
+        from scbow.training.backends import make_backend
 
         n = len(self.order) if n_targets is None else min(n_targets, len(self.order))
         W = self.fresh_matrix()
@@ -100,9 +100,9 @@ class KernelBench:
         itself, because the backend has one matrix."""
         from concurrent.futures import ThreadPoolExecutor
 
-        from scbow.backends.cpu import corpus_arrays
-        from scbow.backends.params import kernel_params
         from scbow.kernels.cpu import train_chunk
+        from scbow.training.backends.cpu import corpus_arrays
+        from scbow.training.backends.params import kernel_params
 
         n = len(self.order)
         copies = [self.fresh_matrix() for _ in range(threads)]

@@ -41,11 +41,11 @@ def run_train(corpus: Path, out: Path, extra: list) -> dict:
 
 def plain_evaluation_seconds(model_dir: Path, corpus: Path, dev_path: Path, repeats: int = 3) -> list:
     from scbow.config import TrainConfig
-    from scbow.corpus import load_corpus
-    from scbow.evaluate import read_sts, score_set
-    from scbow.formats import load_model
-    from scbow.model import Model
-    from scbow.postprocess import remove_common_components
+    from scbow.training.corpus import load_corpus
+    from scbow.training.postprocess import remove_common_components
+    from scbow.use.evaluate import read_sts, score_set
+    from scbow.vectors.formats import load_model
+    from scbow.vectors.model import Model
 
     model = load_model(model_dir, mmap=False)
     c = model.config

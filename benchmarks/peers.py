@@ -14,7 +14,7 @@ make sentence vectors, and may treat unknown words two ways:
   sentence and remove their top 10 principal directions;
 * unknown words ``omit`` (left out; the paper's rule), ``hash`` (a fixed random vector per
   word from a hash of it, of 0.75 times the median norm of the rarest tenth of the
-  vocabulary, as ``scbow.model.Model.embed`` gives) or ``own`` (fastText's subword vectors).
+  vocabulary, as ``scbow.vectors.model.Model.embed`` gives) or ``own`` (fastText's subword vectors).
 
 The post-processing is always estimated on sentences of the training corpus (a fixed
 sample), never on evaluation data. Which variant a system gets is chosen on the STS-B dev
@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scbow.model import HASH_SCALE, hashed_vector, hashed_vectors, rarest_rows
-from scbow.postprocess import sample_sentences
-from scbow.start import corpus_weights
-from scbow.tokenize import tokenize
+from scbow.text.tokenize import tokenize
+from scbow.training.postprocess import sample_sentences
+from scbow.training.start import corpus_weights
+from scbow.vectors.model import HASH_SCALE, hashed_vector, hashed_vectors, rarest_rows
 
 SIF_A = 1e-3
 PCR_COMPONENTS = 10
@@ -67,7 +67,7 @@ class WordTable:
 
     @classmethod
     def from_model(cls, vocab, model) -> "WordTable":
-        """Rows of ``model`` (an ``scbow.model.Model``: scbow, or word2vec loaded as one) for ``vocab``'s words."""
+        """Rows of ``model`` (an ``scbow.vectors.model.Model``: scbow, or word2vec loaded as one) for ``vocab``'s words."""
         M = np.zeros((len(vocab), model.dim), dtype=np.float32)
         known = np.zeros(len(vocab), dtype=bool)
         index = model.vocab.index
@@ -80,7 +80,7 @@ class WordTable:
 
     @classmethod
     def hashed(cls, vocab, dim: int) -> "WordTable":
-        """A fixed random vector for every word (``scbow.model.hashed_vector``): word overlap."""
+        """A fixed random vector for every word (``scbow.vectors.model.hashed_vector``): word overlap."""
         M = np.stack([hashed_vector(w, dim) for w in vocab.words]).astype(np.float32)
         return cls(vocab, M, oov=_HashAll(dim))
 
@@ -191,7 +191,7 @@ class _SifConfig:
 
 def filled_cosines(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
     """Row cosines, a pair with a side without embedding given the set's mean cosine; and the pairs scored."""
-    from scbow.evaluate import row_cosines
+    from scbow.use.evaluate import row_cosines
 
     c = row_cosines(a, b)
     ok = np.isfinite(c)

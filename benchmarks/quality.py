@@ -11,7 +11,7 @@ punished or flattered by where its cosines sit.
 
 * ``scbow``: Siamese CBOW with the project defaults (``TrainConfig()``; ``--threads``), the
   saved model as it is (``Model.embed``: its own rule for unknown words). Its learning curve
-  on the STS-B dev set is recorded from the untrained start (``scbow.curve.CurveHook``);
+  on the STS-B dev set is recorded from the untrained start (``scbow.training.curve.CurveHook``);
 * ``scbow_start``: the untrained starting vectors of that run with the same post-processing
   and unknown-word rule: what training is judged against;
 * ``cbow`` / ``skipgram``: gensim word2vec with the paper's settings (300 dims, window 5,
@@ -49,8 +49,8 @@ from pathlib import Path
 import numpy as np
 
 from scbow.config import TrainConfig
-from scbow.corpus import cache_key, default_cache_dir, expand_inputs, load_corpus
-from scbow.evaluate import bootstrap_pearson_diff, read_sts
+from scbow.training.corpus import cache_key, default_cache_dir, expand_inputs, load_corpus
+from scbow.use.evaluate import bootstrap_pearson_diff, read_sts
 
 from .common import CORPORA, REPO_ROOT, context, context_markdown, corpus_path, data_dir, md_table, say, write_report
 from .peers import SentenceEmbedder, WordTable, choose, filled_cosines, variants_of
@@ -334,8 +334,8 @@ def train_scbow(corpus, settings: dict, dev_path: Path):
     The curve's evaluations are kept out of the timing: ``wall_seconds`` is the run's wall
     time less the hook's (``hook_seconds``, reported beside it).
     """
-    from scbow.curve import CurveHook
-    from scbow.trainer import train
+    from scbow.training.curve import CurveHook
+    from scbow.training.trainer import train
 
     config = TrainConfig.from_dict({k: v for k, v in settings.items() if k != "trainer"})
     say(f"training Siamese CBOW: {json.dumps(config.to_dict())}")
@@ -364,7 +364,7 @@ def train_fasttext(tokens_path: Path, settings: dict, corpus, oov_words: list):
     """
     import fasttext
 
-    from scbow.model import Model
+    from scbow.vectors.model import Model
 
     s = {k: v for k, v in settings.items() if k != "trainer"}
     say(f"training fastText: {json.dumps(s)}")
@@ -385,8 +385,8 @@ def train_fasttext(tokens_path: Path, settings: dict, corpus, oov_words: list):
 def train_word2vec(system: str, tokens_path: Path, settings: dict):
     from gensim.models import Word2Vec
 
-    from scbow.model import Model
-    from scbow.vocab import Vocab
+    from scbow.text.vocab import Vocab
+    from scbow.vectors.model import Model
 
     s = dict(settings)
     say(f"training word2vec {system} with gensim: {json.dumps(s)}")
@@ -411,7 +411,7 @@ def train_word2vec(system: str, tokens_path: Path, settings: dict):
 
 
 def load_cached(path: Path):
-    from scbow.formats import load_model
+    from scbow.vectors.formats import load_model
 
     if (path / "config.json").is_file():
         try:
@@ -472,9 +472,9 @@ class Scored:
 
 def untrained_start(model, corpus):
     """The start of scbow's run (same seed, weights, post-processing, unknown-word rule), as a model."""
-    from scbow.model import Model
-    from scbow.postprocess import remove_common_components
-    from scbow.start import corpus_weights, init_vectors
+    from scbow.training.postprocess import remove_common_components
+    from scbow.training.start import corpus_weights, init_vectors
+    from scbow.vectors.model import Model
 
     config = TrainConfig.from_dict(model.config)
     W = init_vectors(len(corpus.vocab), config, corpus_weights(corpus, config))
@@ -844,7 +844,7 @@ def parse_args(argv=None):
 
 def evaluation_oov(sets: list, dev, vocab) -> list:
     """Tokens of the evaluation sentences outside the vocabulary (fastText gets their subword vectors)."""
-    from scbow.tokenize import tokenize
+    from scbow.text.tokenize import tokenize
 
     seen = {}
     for sts in [*sets, dev]:
@@ -875,7 +875,7 @@ def main(argv=None) -> None:
 
     settings = {s: settings_of(s, args.threads, args.scbow_overrides) for s in SYSTEMS}
     dirs = {s: model_dir(s, label, ckey, settings[s]) for s in TRAINED}
-    from scbow.formats import save_model
+    from scbow.vectors.formats import save_model
 
     timings = {"encode": enc_timing}
     tokens_path = None

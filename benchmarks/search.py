@@ -20,9 +20,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from scbow.config import TrainConfig
-from scbow.corpus import load_corpus
-from scbow.evaluate import read_sts
-from scbow.trainer import train
+from scbow.training.corpus import load_corpus
+from scbow.training.trainer import train
+from scbow.use.evaluate import read_sts
 
 from .common import context, context_markdown, corpus_path, md_table, say, write_report
 from .quality import Scored, dev_path, sts_sets, untrained_start
@@ -95,9 +95,9 @@ def what_training_adds(corpus, dev, sets, threads: int) -> dict:
     """
     import numpy as np
 
-    from scbow.model import Model
-    from scbow.postprocess import remove_common_components
-    from scbow.start import corpus_weights, init_vectors
+    from scbow.training.postprocess import remove_common_components
+    from scbow.training.start import corpus_weights, init_vectors
+    from scbow.vectors.model import Model
 
     cfg = TrainConfig(threads=threads, common_components=-1)
     W0 = init_vectors(len(corpus.vocab), cfg, corpus_weights(corpus, cfg))

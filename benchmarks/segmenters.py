@@ -3,7 +3,7 @@
     python -m benchmarks.run segmenters                       # the whole 1M corpus, 3 repeats
     python -m benchmarks.run segmenters --mb 1 --repeats 1 --out /tmp/seg-check
 
-What is measured, for each segmenter as ``scbow.prepare.get_segmenter`` calls it (the
+What is measured, for each segmenter as ``scbow.text.prepare.get_segmenter`` calls it (the
 paragraph with its whitespace collapsed, one call per paragraph), plus a naive regex
 splitter as a baseline:
 
@@ -21,7 +21,7 @@ splitter as a baseline:
 3. Speed on those paragraphs: MB of UTF-8 text and sentences per second, one thread (the
    segmenters are single-threaded), the best of ``--repeats`` passes (one pass when a pass
    takes more than 20 s).
-4. End to end: ``scbow.prepare.prepare`` on the same text written as one hard-wrapped file
+4. End to end: ``scbow.text.prepare.prepare`` on the same text written as one hard-wrapped file
    per book (blank lines between paragraphs), output to a plain file, once per segmenter;
    ``lines`` there is the ceiling of reading and writing, not a segmentation.
 5. Install weight: the installed size of each package and of what it requires.
@@ -43,7 +43,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from scbow.prepare import DEFAULT_SEGMENTER, get_segmenter, prepare
+from scbow.text.prepare import DEFAULT_SEGMENTER, get_segmenter, prepare
 
 from .common import (
     CORPORA,
@@ -332,7 +332,7 @@ def main(argv=None) -> None:
                  "books": len(books), "paragraphs": len(paragraphs), "lines": n_lines, "bytes": n_bytes},
         "results": results,
         "choice": {"rule": "best gold F1; within 0.01 of it, the fastest", "by_rule": by_rule,
-                   "default_in_scbow.prepare": DEFAULT_SEGMENTER},
+                   "default_in_scbow.text.prepare": DEFAULT_SEGMENTER},
         "peak_rss_mib": peak_rss_mib(),
         "context": ctx,
     }
@@ -380,7 +380,7 @@ def markdown(report: dict, args) -> str:
         f"Gold sample: `{report['settings']['gold_file']}`, {d['gold_passages']} passages, {d['gold_sentences']} "
         f"hand-checked sentences of tricky English. Real text: corpus **{report['settings']['corpus']}** "
         f"({d['books']} books) as {d['paragraphs']:,} paragraphs of 5-10 of its lines ({d['lines']:,} lines, "
-        f"{d['bytes'] / 1e6:.2f} MB). Each segmenter is called as `scbow.prepare` calls it, once per paragraph, "
+        f"{d['bytes'] / 1e6:.2f} MB). Each segmenter is called as `scbow.text.prepare` calls it, once per paragraph, "
         "whitespace collapsed; one thread. P, R, F1: precision, recall and F1 of the sentence boundaries inside "
         "passages, by exact position. `regex` is a naive baseline (a split after `.!?` before a capital, a digit "
         "or a quote), not offered by `prepare`.",
@@ -398,10 +398,10 @@ def markdown(report: dict, args) -> str:
         "## Not measured\n\nNoted from PyPI and the packages' descriptions when the benchmark was written "
         "(2026-11), not by this run:\n\n" + notes,
         "## Choice\n\n" + f"Rule: {choice['rule']} (then install weight and upkeep). By the rule: "
-        f"**{choice['by_rule']}**. Default of `scbow.prepare`: **{choice['default_in_scbow.prepare']}**"
-        + (" (the same)." if choice["by_rule"] == choice["default_in_scbow.prepare"] else
+        f"**{choice['by_rule']}**. Default of `scbow.text.prepare`: **{choice['default_in_scbow.text.prepare']}**"
+        + (" (the same)." if choice["by_rule"] == choice["default_in_scbow.text.prepare"] else
            " (**differs from the rule on this run**)."),
-        "## End to end (`scbow.prepare.prepare`, one hard-wrapped file per book, plain output)\n\n"
+        "## End to end (`scbow.text.prepare.prepare`, one hard-wrapped file per book, plain output)\n\n"
         + md_table(("segmenter", "seconds", "MB/s of input", "documents", "sentences",
                     "same boundaries as the segmenter alone"), e2e)
         + "\n\n`lines` takes every line as a sentence (the hard-wrapped lines here): the cost of reading, "

@@ -97,7 +97,7 @@ CACHED_ROWS = 1024
 
 DEFINITIONS = {
     "examples_per_s": "training examples / seconds inside the CPU backend's run(lo, hi, done) calls, batch by "
-                      "batch as scbow.trainer.train drives them (scbow), or the timed "
+                      "batch as scbow.training.trainer.train drives them (scbow), or the timed "
                       "optimizer steps (torch); one example = a target, its positives and its negatives",
     "corpus_tokens_per_s": "examples_per_s x mean kept tokens of a target sentence: the rate the corpus is consumed",
     "scaling": "examples_per_s on N threads / examples_per_s on 1 thread (the serial kernel, what --threads 1 "
@@ -157,7 +157,7 @@ def encode_phases(path: Path, config: TrainConfig) -> tuple[dict, float, float]:
     """``load_corpus(use_cache=False)`` of ``path``, timed in its two phases: reading and
     tokenizing the text (up to the last progress report, which follows the last block), then
     counting and encoding. Returns (corpus stats, tokenize seconds, whole seconds)."""
-    from scbow.corpus import load_corpus
+    from scbow.training.corpus import load_corpus
 
     last = [0.0]
 
@@ -173,7 +173,7 @@ def encode_phases(path: Path, config: TrainConfig) -> tuple[dict, float, float]:
 
 def warm_encoder(config: TrainConfig, tmp: Path) -> dict:
     """Encode a tiny file once, so that the encoder kernel's compile or cache load is paid here."""
-    from scbow.corpus import load_corpus
+    from scbow.training.corpus import load_corpus
 
     tiny = tmp / "warmup.txt"
     tiny.write_text("the cat sat on the mat .\nthe dog ran .\n\n" * config.min_count)
@@ -183,7 +183,7 @@ def warm_encoder(config: TrainConfig, tmp: Path) -> dict:
 
 
 def bench_preprocess(text: Path, xz: Path, config: TrainConfig, repeats: int, cache_dir: Path) -> dict:
-    from scbow.corpus import load_corpus
+    from scbow.training.corpus import load_corpus
 
     with tempfile.TemporaryDirectory(dir=WORK_DIR) as tmp:
         warm = warm_encoder(config, Path(tmp))
@@ -236,8 +236,8 @@ def bench_preprocess(text: Path, xz: Path, config: TrainConfig, repeats: int, ca
 
 def example_shape(corpus, config: TrainConfig, n: int = 50_000) -> dict:
     """Tokens per example (all its sentences) and per target, from the examples of ``n`` targets."""
-    from scbow.start import trainable_targets
-    from scbow.trainer import epoch_orders
+    from scbow.training.start import trainable_targets
+    from scbow.training.trainer import epoch_orders
 
     from .torch_scbow import build_members, tokens_per_example
 
@@ -418,8 +418,8 @@ def bench_e2e(text: Path, dim: int, repeats: int, run_dir: Path, with_paper_dim:
 
 def bench_inference(model_dir: str | None, corpus, config: TrainConfig, repeats: int) -> dict:
     import scbow
-    from scbow.evaluate import pair_cosines, read_sts, score_set
-    from scbow.tokenize import tokenize
+    from scbow.text.tokenize import tokenize
+    from scbow.use.evaluate import pair_cosines, read_sts, score_set
 
     sts_dir = data_dir() / "sts"
     files = sorted(sts_dir.glob("*.tsv"))
@@ -432,7 +432,7 @@ def bench_inference(model_dir: str | None, corpus, config: TrainConfig, repeats:
             model = scbow.load(model_dir)
         source = "the model saved by the first scbow end-to-end run, loaded with scbow.load"
     else:
-        from scbow.trainer import train
+        from scbow.training.trainer import train
 
         model = train(corpus, config.replace(epochs=1, threads=1), quiet=True).model
         load = None
@@ -684,7 +684,7 @@ def render(r: dict) -> str:
         parts.append(
             f"## Training kernel\n\nOne epoch of {k['targets_per_epoch']:,} targets "
             f"({k['mean_tokens_per_target']:.2f} kept tokens per target) through the real CPU backend, in the "
-            f"trainer's batches of {k['batch']:,} targets as `scbow.trainer.train` drives them; its `run` calls "
+            f"trainer's batches of {k['batch']:,} targets as `scbow.training.trainer.train` drives them; its `run` calls "
             "timed.\n\n"
             + md_table(("kernel", "threads", "examples/s median", "min", "max", "spread", "corpus tokens/s", "scaling",
                         "efficiency"),
@@ -812,7 +812,7 @@ def render(r: dict) -> str:
         parts.append(
             f"## Memory\n\nOne epoch, {m['threads']} threads, dim {m['dim']}, a fresh process per corpus: kernels "
             "compiled on a tiny corpus, peak reset, then the cached corpus loaded (memory-mapped) and trained "
-            "(`scbow.trainer.train`, post-processing included). MiB.\n\n"
+            "(`scbow.training.trainer.train`, post-processing included). MiB.\n\n"
             + md_table(("corpus", "tokens", "vocab", "token ids", "matrix", "idle RSS", "peak, end of epoch",
                         "peak, end", "added/(ids+matrix), epoch", "added/(ids+matrix), end", "peak/(ids+matrix)",
                         "seconds"), rows))
@@ -923,7 +923,7 @@ def main(argv=None, prog="python -m benchmarks.run speed") -> dict:
     try:
         say(f"[speed] scratch {run_dir}; corpus {args.corpus}; sections {', '.join(args.sections)}")
         text, report["text"] = decompressed_text(args.corpus)
-        from scbow.corpus import load_corpus
+        from scbow.training.corpus import load_corpus
 
         if "preprocess" in args.sections:
             say("[preprocess]")

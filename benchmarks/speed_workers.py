@@ -40,8 +40,8 @@ TINY_DOC = "the cat sat on the mat .\nthe dog ran to the cat .\na bird sang .\nt
 
 def _warm(config, tmp: Path) -> float:
     """Train once on a tiny corpus: compiles (or loads) every kernel the real run calls."""
-    from scbow.corpus import load_corpus
-    from scbow.trainer import train
+    from scbow.training.corpus import load_corpus
+    from scbow.training.trainer import train
 
     tiny = tmp / "warmup.txt"
     tiny.write_text((TINY_DOC * 3 + "\n") * 4 * config.min_count)
@@ -55,9 +55,9 @@ def scbow_e2e(args) -> dict:
     import numba  # noqa: F401  (the import the CLI pays too, counted with the others)
 
     from scbow.config import TrainConfig
-    from scbow.corpus import load_corpus
-    from scbow.formats import save_model
-    from scbow.trainer import train
+    from scbow.training.corpus import load_corpus
+    from scbow.training.trainer import train
+    from scbow.vectors.formats import save_model
 
     t_imported = time.perf_counter()
     config = TrainConfig(dim=args.dim, epochs=1, threads=args.threads)
@@ -144,7 +144,7 @@ def gensim_e2e(args) -> dict:
 
 def build_cache(args) -> dict:
     from scbow.config import TrainConfig
-    from scbow.corpus import load_corpus
+    from scbow.training.corpus import load_corpus
 
     config = TrainConfig()
     t0 = time.perf_counter()
@@ -160,9 +160,9 @@ def scbow_memory(args) -> dict:
     import numpy as np
 
     from scbow.config import TrainConfig
-    from scbow.corpus import cache_key, expand_inputs, load_corpus
-    from scbow.hooks import Hook
-    from scbow.trainer import train
+    from scbow.training.corpus import cache_key, expand_inputs, load_corpus
+    from scbow.training.hooks import Hook
+    from scbow.training.trainer import train
 
     config = TrainConfig(dim=args.dim, epochs=1, threads=args.threads)
     key = cache_key(expand_inputs([args.corpus]), config.min_count, config.max_vocab)

@@ -28,12 +28,12 @@ from pathlib import Path
 import numpy as np
 
 from scbow.config import TrainConfig
-from scbow.corpus import load_corpus
-from scbow.evaluate import read_sts, score_set
-from scbow.model import Model
-from scbow.postprocess import remove_common_components
-from scbow.start import init_vectors
-from scbow.trainer import train
+from scbow.training.corpus import load_corpus
+from scbow.training.postprocess import remove_common_components
+from scbow.training.start import init_vectors
+from scbow.training.trainer import train
+from scbow.use.evaluate import read_sts, score_set
+from scbow.vectors.model import Model
 
 from .common import context, context_markdown, corpus_path, data_dir, md_table, write_report
 

@@ -168,9 +168,9 @@ class TorchSiameseCBOW:
 
 
 def prepare(corpus, config, n_batches: int, batch_size: int = 100, seed: int = 0):
-    """``n_batches`` batches of the first epoch's targets (the order ``scbow.trainer.train`` uses)."""
-    from scbow.start import trainable_targets
-    from scbow.trainer import epoch_orders
+    """``n_batches`` batches of the first epoch's targets (the order ``scbow.training.trainer.train`` uses)."""
+    from scbow.training.start import trainable_targets
+    from scbow.training.trainer import epoch_orders
 
     targets = trainable_targets(corpus)
     order = next(epoch_orders(targets, config.seed))  # the first epoch of train()
@@ -221,7 +221,7 @@ def oracle_check(W, corpus, members, n_pos, config, n: int = 3, sparse: bool = T
 
 class Worker:
     def __init__(self, corpus, config, warmup: int, batches: int, batch_size: int, sparse: bool):
-        from scbow.start import init_vectors
+        from scbow.training.start import init_vectors
 
         t0 = time.perf_counter()
         self.config = config
@@ -255,7 +255,7 @@ class Worker:
 
 def main(argv=None) -> None:
     from scbow.config import TrainConfig
-    from scbow.corpus import load_corpus
+    from scbow.training.corpus import load_corpus
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.torch_scbow", description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", required=True, help="corpus file (its cache must be in --cache-dir to be fast)")

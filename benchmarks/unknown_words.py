@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from scbow.config import TrainConfig
-from scbow.evaluate import bootstrap_pearson_diff, correlations, pair_cosines, read_sts
-from scbow.formats import load_model, save_model
-from scbow.model import HASH_SCALE
-from scbow.tokenize import tokenize
+from scbow.text.tokenize import tokenize
+from scbow.use.evaluate import bootstrap_pearson_diff, correlations, pair_cosines, read_sts
+from scbow.vectors.formats import load_model, save_model
+from scbow.vectors.model import HASH_SCALE
 
 from .common import REPO_ROOT, context, context_markdown, corpus_path, data_dir, md_table, write_report
 
@@ -93,8 +93,8 @@ def main(argv=None) -> None:
 
     paths, train_seconds = args.model or [], {}
     if args.model is None:
-        from scbow.corpus import read_corpus
-        from scbow.trainer import train
+        from scbow.training.corpus import read_corpus
+        from scbow.training.trainer import train
 
         for seed in args.seeds:
             work = REPO_ROOT / "benchmarks" / ".work" / f"unknown_words_model_seed{seed}"

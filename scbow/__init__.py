@@ -6,35 +6,35 @@ objective. Importing the package does not import numba.
 """
 
 from .config import TrainConfig
-from .tokenize import tokenize
+from .text.tokenize import tokenize
 
 __version__ = "0.1.0"
 __all__ = ["TrainConfig", "tokenize", "load", "train", "open_shards"]
 
 
 def load(path, mmap: bool = True):
-    """Load a model directory (or a word2vec text/binary file) as a :class:`scbow.model.Model`.
+    """Load a model directory (or a word2vec text/binary file) as a :class:`scbow.vectors.model.Model`.
 
     ``mmap=True`` (the default) maps ``vectors.npy`` read-only: loading is instant, the
     pages are read when used and shared by every process that maps the same file.
     ``mmap=False`` reads the vectors into memory as a writable array. A word2vec file is
     always read into memory (writable). ``model.save(path)`` writes a model directory.
     """
-    from .formats import load_model
+    from .vectors.formats import load_model
 
     return load_model(path, mmap=mmap)
 
 
 def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache: bool = True, **kwargs):
-    """Train on ``corpus`` (paths of text files, or an encoded ``scbow.corpus.Corpus``); returns the Model.
+    """Train on ``corpus`` (paths of text files, or an encoded ``scbow.training.corpus.Corpus``); returns the Model.
 
     Paths are read (or their cached encoding loaded; ``cache_dir``, ``use_cache``) with
     ``config``'s ``min_count`` and ``max_vocab``. Further keywords (``hooks``, ``init``,
-    ``start``) go to :func:`scbow.trainer.train`.
+    ``start``) go to :func:`scbow.training.trainer.train`.
     """
     from .config import TrainConfig
-    from .corpus import Corpus, read_corpus
-    from .trainer import train as _train
+    from .training.corpus import Corpus, read_corpus
+    from .training.trainer import train as _train
 
     config = config or TrainConfig()
     if not isinstance(corpus, Corpus):
@@ -47,8 +47,8 @@ def open_shards(directory):
     """The shards of ``scbow-numba embed --workers/--scheduler`` as one memory-mapped array-like.
 
     Rows in manifest order: row ``i`` is the ``i``-th line of the inputs, in the order
-    given. See :class:`scbow.cluster.Shards`.
+    given. See :class:`scbow.use.cluster.Shards`.
     """
-    from .cluster import open_shards as _open
+    from .use.cluster import open_shards as _open
 
     return _open(directory)

@@ -80,7 +80,7 @@ def _mb(n: int) -> str:
 
 
 def _model_dir(model_path) -> Path:
-    from .formats import default_model_dir
+    from .vectors.formats import default_model_dir
 
     return Path(model_path or default_model_dir())
 
@@ -99,7 +99,7 @@ def _refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False) -> Non
 
 
 def _load(model_path):
-    from .formats import default_model_dir, load_model
+    from .vectors.formats import default_model_dir, load_model
 
     return load_model(model_path or default_model_dir())
 
@@ -108,8 +108,8 @@ def _pretrained_start(path, config, quiet):
     """``train``'s ``init`` for --init-vectors (None without it) and the dict it fills in."""
     if path is None:
         return None, {}
-    from .formats import load_model
-    from .pretrained import pretrained_init
+    from .training.pretrained import pretrained_init
+    from .vectors.formats import load_model
 
     source = load_model(path)  # read (and checked) before the corpus, so a bad file fails at once
     if source.dim != config.dim:
@@ -202,15 +202,15 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
 
     One sentence per line; an empty line, and the end of each file, ends a document.
     """
-    from .formats import default_model_dir
+    from .vectors.formats import default_model_dir
 
     config = TrainConfig(**hyper)
     if config.device == "cuda":  # fail before reading the corpus, not after
-        from .backends.cuda import require_cuda
+        from .training.backends.cuda import require_cuda
 
         require_cuda()
     if checkpoint_every is not None:
-        from .checkpoint import parse_every
+        from .training.checkpoint import parse_every
 
         try:
             checkpoint_every = parse_every(checkpoint_every)
@@ -239,11 +239,11 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
 
 
 def _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, resume, quiet, cache_dir, no_cache):
-    from .formats import check_output_dir
+    from .vectors.formats import check_output_dir
 
     output = check_output_dir(output)
     init, init_info = _pretrained_start(init_vectors, config, quiet)
-    from .session import train_session
+    from .training.session import train_session
 
     def before_save(result):
         if init_info:
@@ -271,7 +271,7 @@ def _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, r
         )
         cache = result.cache or {}
         if cache.get("written") and cache.get("root"):
-            from .corpus import cache_entries
+            from .training.corpus import cache_entries
 
             entries = cache_entries(cache["root"])
             mine = next((e["bytes"] for e in entries if e["path"] == cache["path"]), 0)
@@ -316,8 +316,8 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, quiet):
     Read in blocks, so inputs larger than memory work; OUTPUT is renamed into place at the end.
     The segmenters were compared in benchmarks/results/segmenters.md.
     """
-    from .prepare import prepare as prepare_corpus
     from .progress import Progress, plural
+    from .text.prepare import prepare as prepare_corpus
 
     bar = Progress(0, unit="B", enabled=None if not quiet else False)
 
@@ -408,7 +408,7 @@ def info(model_arg, model_path, as_json):
 
     Settings that differ from this version's defaults are marked with *.
     """
-    from .describe import describe, model_record
+    from .use.describe import describe, model_record
 
     path = _model_arg(model_arg, model_path)
     model = _load(path)
@@ -423,7 +423,7 @@ def _similarity_pairs(model, path, unknown) -> None:
     import io
 
     from .errors import CorpusError
-    from .textio import open_text
+    from .text.reader import open_text
 
     if str(path) != "-" and not Path(path).is_file():
         raise CorpusError(f"{path}: no such file" if not Path(path).exists() else f"{path}: not a regular file")
@@ -472,7 +472,7 @@ def _similarity_pairs(model, path, unknown) -> None:
 @click.option("--binary", is_flag=True, help="word2vec binary format instead of text.")
 def export(model_path, output, binary):
     """Export the word vectors in word2vec text (default) or binary format."""
-    from .formats import export_word2vec
+    from .vectors.formats import export_word2vec
 
     _refuse_overwrite({"-o": output}, {"the model": _model_dir(model_path)})
     model = _load(model_path)
@@ -517,10 +517,10 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
     With --workers N (a local cluster) or --scheduler ADDRESS (Dask), several INPUT files
     are cut into blocks and embedded in parallel into OUTPUT/shard-*.npy, listed in
     OUTPUT/manifest.json; running the same command again skips the shards already done.
-    Read them back with scbow.cluster.open_shards(OUTPUT). Needs: pip install 'scbow-numba[dask]'.
+    Read them back with scbow.use.cluster.open_shards(OUTPUT). Needs: pip install 'scbow-numba[dask]'.
     """
-    from .embedding import embed_file, missing_path_for
     from .progress import Progress
+    from .use.embedding import embed_file, missing_path_for
 
     if workers is not None and scheduler is not None:
         raise click.UsageError("give --workers (a local cluster) or --scheduler (a running one), not both")
@@ -554,8 +554,8 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
 
 
 def _embed_on_cluster(model_path, inputs, output, fill, unknown, workers, scheduler, block_mb, quiet):
-    from .cluster import embed_on_cluster, refuse_model_output
     from .progress import Progress
+    from .use.cluster import embed_on_cluster, refuse_model_output
 
     if output.suffix.lower() == ".npy":
         raise click.UsageError(f"-o {output}: on a cluster the output is a directory of shards, not one .npy file; "
@@ -643,10 +643,10 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
         raise click.ClickException("give either WORDs or --sentence, not both")
     if in_path is None and index_path is None:
         raise click.ClickException("--sentence needs --in FILE or --index DIR: the sentences to search")
-    from .embedding import nearest_sentences
+    from .use.embedding import nearest_sentences
 
     if index_path is not None:  # an index that records its model answers only with it: check before loading
-        from .index import check_query_model
+        from .use.index import check_query_model
 
         check_query_model(index_path, _model_dir(model_path))
     model = _load(model_path)
@@ -659,7 +659,7 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
         what = "given hashed random vectors" if hashed else "left out"
         click.echo(f"unknown words {what}: {', '.join(unknown)}", err=True)
     if index_path is not None:
-        from .index import search_command
+        from .use.index import search_command
 
         try:
             found = search_command(model, sentence, index_path, topn=topn, ef=ef, model_dir=_model_dir(model_path))
@@ -700,7 +700,7 @@ def index(embeddings, output, text, model_path, m, ef_construction, threads, qui
     instead of a scan of every line. Rows with no embedding are left out. Needs:
     pip install 'scbow-numba[index]'.
     """
-    from .index import index_command
+    from .use.index import index_command
 
     _refuse_overwrite({"-o": output}, [("EMBEDDINGS", embeddings), ("--text", text), ("the model", model_path)],
                       replaces_dirs=True)
@@ -732,8 +732,8 @@ def expand(model_path, source, output, max_words, affine):
     import numpy as np
 
     from .errors import ModelError
-    from .formats import check_output_dir, load_model, save_model
-    from .pretrained import expand_vocabulary
+    from .training.pretrained import expand_vocabulary
+    from .vectors.formats import check_output_dir, load_model, save_model
 
     _refuse_overwrite({"-o": output}, {"the model": _model_dir(model_path), "--source": source}, replaces_dirs=True)
     output = check_output_dir(output)
@@ -746,7 +746,7 @@ def expand(model_path, source, output, max_words, affine):
     if not all(x is None or math.isfinite(x) for x in (r["r2"], r["heldout_cosine"])):
         raise click.ClickException("cannot fit a map: the model's vectors do not vary on the shared words (all "
                                    "equal or zero), so there is nothing to map onto; nothing was written")
-    from .formats import check_vectors
+    from .vectors.formats import check_vectors
 
     try:
         check_vectors(output, np.asarray(new.vectors), len(new.vocab))
@@ -781,8 +781,8 @@ def cache_command(cache_dir, clear):
     """
     import time
 
-    from .corpuscache import cache_entries, clear_cache, default_cache_dir, describe
     from .progress import plural
+    from .training.cache import cache_entries, clear_cache, default_cache_dir, describe
 
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     if clear:
@@ -878,9 +878,9 @@ def _curve_hook(eval_every, eval_dev, eval_sets, eval_test, config):
         if eval_dev is not None or eval_sets or eval_test:
             raise click.ClickException("--eval-dev, --eval-sets and --eval-test need --eval-every N")
         return None
-    from .curve import CurveHook
-    from .evaluate import read_sts
-    from .units import parse_count
+    from .text.units import parse_count
+    from .training.curve import CurveHook
+    from .use.evaluate import read_sts
 
     try:
         every = parse_count(eval_every)
@@ -912,7 +912,7 @@ def plot(model_arg, model_path, output, title):
     directory or a curve.json file; default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model.
     """
     from .files import check_output_file
-    from .formats import CURVE_FILE, load_curve
+    from .vectors.formats import CURVE_FILE, load_curve
 
     path = _model_arg(model_arg, model_path)
     _refuse_overwrite({"-o": output}, {"the model": path})
@@ -937,7 +937,7 @@ def plot(model_arg, model_path, output, title):
     if not curve["points"]:
         raise click.ClickException(f"{path}: the learning curve has no points")
     try:
-        from .plot import plot_curve
+        from .use.plot import plot_curve
     except ImportError:
         raise click.ClickException("plotting needs matplotlib: pip install 'scbow-numba[plot]'") from None
     plot_curve(curve, output, title=title, config=config)
@@ -972,8 +972,8 @@ def evaluate(model_path, paths, baseline, control, resamples, unknown, as_json):
     import functools
     import json
 
-    from .evaluate import OverlapControl, evaluate_systems, format_table, read_sts
-    from .formats import default_model_dir, load_model
+    from .use.evaluate import OverlapControl, evaluate_systems, format_table, read_sts
+    from .vectors.formats import default_model_dir, load_model
 
     def embedder(model):
         return functools.partial(model.embed, unknown=unknown) if unknown is not None else model.embed

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import scbow
-from scbow.formats import export_word2vec
-from scbow.model import Model, kth_largest
-from scbow.vocab import Vocab
+from scbow.text.vocab import Vocab
+from scbow.vectors.formats import export_word2vec
+from scbow.vectors.model import Model, kth_largest
 
 gensim_models = pytest.importorskip("gensim.models")
 

@@ -1,7 +1,7 @@
 """The benchmark harness (``python -m benchmarks.run SUITE``): plumbing on tiny corpora, never timings.
 
 The entry point must register every suite; the kernel bench must drive the real backend
-(same examples and bit-identical vectors as ``scbow.trainer.train`` on one thread); the
+(same examples and bit-identical vectors as ``scbow.training.trainer.train`` on one thread); the
 targets table must judge as it says; the PyTorch peer is checked against ``scbow.reference``
 (loss and gradient), its example builder against the kernel's rules; the speed suite runs
 once on a synthetic corpus and a few STS pairs and must write a report with every section
@@ -220,18 +220,18 @@ def test_each_suite_answers_help_through_the_entry_point(name, capsys):
 
 def test_kernel_bench_drives_the_real_backend(small_corpus_file, tmp_path, monkeypatch):
     """One thread: the bench's epoch is train()'s epoch, example for example and bit for bit."""
-    import scbow.trainer
+    import scbow.training.trainer
     from benchmarks.harness import KernelBench
     from scbow.config import TrainConfig
-    from scbow.corpus import load_corpus
-    from scbow.trainer import train
+    from scbow.training.corpus import load_corpus
+    from scbow.training.trainer import train
 
     config = TrainConfig(dim=16, min_count=1, epochs=1, threads=1, common_components=-1)
     corpus = load_corpus([small_corpus_file], 1, cache_dir=tmp_path)
     bench = KernelBench(corpus, config)
-    assert bench.batch == scbow.trainer.batch_size(config, corpus)
+    assert bench.batch == scbow.training.trainer.batch_size(config, corpus)
     # several run() calls and a last short batch, in the trainer too (its batches seed the kernel's streams)
-    monkeypatch.setattr(scbow.trainer, "BATCH", 7)
+    monkeypatch.setattr(scbow.training.trainer, "BATCH", 7)
     bench.batch = 7
     got = bench.run(1)
     want = train(corpus, config, quiet=True)
@@ -250,12 +250,12 @@ def test_kernel_bench_drives_the_real_backend(small_corpus_file, tmp_path, monke
 
 def test_kernel_bench_calls_the_backend_as_the_trainer_does(small_corpus_file, tmp_path, monkeypatch):
     """begin_epoch with the trainer's first order, then run(lo, hi, done) over consecutive batches, then close."""
-    import scbow.backends
+    import scbow.training.backends
     from benchmarks.harness import KernelBench
     from scbow.config import TrainConfig
-    from scbow.corpus import load_corpus
-    from scbow.start import trainable_targets
-    from scbow.trainer import epoch_orders
+    from scbow.training.corpus import load_corpus
+    from scbow.training.start import trainable_targets
+    from scbow.training.trainer import epoch_orders
 
     calls = []
 
@@ -274,7 +274,7 @@ def test_kernel_bench_calls_the_backend_as_the_trainer_does(small_corpus_file, t
             calls.append(("close",))
             return np.zeros((1, 1), np.float32)
 
-    monkeypatch.setattr(scbow.backends, "make_backend", Spy)
+    monkeypatch.setattr(scbow.training.backends, "make_backend", Spy)
     config = TrainConfig(dim=8, min_count=1)
     corpus = load_corpus([small_corpus_file], 1, cache_dir=tmp_path)
     bench = KernelBench(corpus, config)
@@ -377,8 +377,8 @@ def test_the_speed_harness_checks_the_torch_peer_against_the_oracle(small_corpus
     pytest.importorskip("torch")
     from benchmarks import torch_scbow
     from scbow.config import TrainConfig
-    from scbow.corpus import load_corpus
-    from scbow.start import init_vectors
+    from scbow.training.corpus import load_corpus
+    from scbow.training.start import init_vectors
 
     config = TrainConfig(dim=8, min_count=1)
     corpus = load_corpus([small_corpus_file], 1, cache_dir=tmp_path)

@@ -13,7 +13,7 @@ import pytest
 from conftest import assert_clean_error, make_runner
 
 from scbow.cli import main
-from scbow.formats import load_model, load_word2vec
+from scbow.vectors.formats import load_model, load_word2vec
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Embedding on a Dask cluster (``scbow.cluster``): a local cluster of two worker processes.
+"""Embedding on a Dask cluster (``scbow.use.cluster``): a local cluster of two worker processes.
 
 The shards, read back in manifest order, must equal single-process ``embed`` of the same
 lines bit for bit; a worker killed in the middle of a block, or a task that raises once,
@@ -32,10 +32,10 @@ pytest.importorskip("dask.distributed")
 
 from scbow import open_shards  # noqa: E402
 from scbow.cli import main  # noqa: E402
-from scbow.cluster import client_for, embed_block, embed_on_cluster, plan_blocks  # noqa: E402
-from scbow.embedding import embed_file  # noqa: E402
 from scbow.errors import CorpusError, ModelError  # noqa: E402
 from scbow.files import atomic_file  # noqa: E402
+from scbow.use.cluster import client_for, embed_block, embed_on_cluster, plan_blocks  # noqa: E402
+from scbow.use.embedding import embed_file  # noqa: E402
 
 
 @pytest.fixture(scope="module")

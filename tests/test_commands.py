@@ -12,7 +12,7 @@ import pytest
 from test_cli import assert_clean_error, make_runner
 
 from scbow.cli import main
-from scbow.formats import export_word2vec, load_model, load_word2vec
+from scbow.vectors.formats import export_word2vec, load_model, load_word2vec
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import scbow
-from scbow import corpus as corpus_mod
-from scbow.corpus import CorpusError, load_corpus
-from scbow.tokenize import tokenize, tokenize_lines
-from scbow.vocab import Vocab
+from scbow.text.tokenize import tokenize, tokenize_lines
+from scbow.text.vocab import Vocab
+from scbow.training import corpus as corpus_mod
+from scbow.training.corpus import CorpusError, load_corpus
 
 # ---------------------------------------------------------------------------------------
 # Tokenizer

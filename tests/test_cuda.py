@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from conftest import DATA_DIR, assert_grad_close, build_example, pack, seed_of, synthetic_text
 
-import scbow.backends.cuda as scuda
+import scbow.training.backends.cuda as scuda
 from scbow.config import TrainConfig
 from scbow.errors import TrainingError
 from scbow.reference import loss_and_grad
@@ -365,7 +365,7 @@ def test_chunk_plan_keeps_every_target_example_and_fits_the_budget():
 
 
 # ---------------------------------------------------------------------------------------
-# Through scbow.trainer.train and the CLI
+# Through scbow.training.trainer.train and the CLI
 
 
 @pytest.fixture
@@ -389,10 +389,10 @@ def mean_reference_loss(W, corpus, negatives):
 
 @needs_cuda
 def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path, monkeypatch):
-    from scbow.corpus import load_corpus
-    from scbow.formats import load_model, save_model
-    from scbow.hooks import Hook
-    from scbow.trainer import train
+    from scbow.training.corpus import load_corpus
+    from scbow.training.hooks import Hook
+    from scbow.training.trainer import train
+    from scbow.vectors.formats import load_model, save_model
 
     monkeypatch.setattr(scuda, "LAUNCH_BATCH", 16)  # several batches per epoch: progress and hooks
     corpus = load_corpus([tiny_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
@@ -416,7 +416,7 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
 
     rng = np.random.default_rng(0)
     negatives = rng.integers(0, corpus.n_sentences, size=(corpus.n_sentences, 2))
-    from scbow.start import init_vectors
+    from scbow.training.start import init_vectors
     before = mean_reference_loss(init_vectors(len(corpus.vocab), config), corpus, negatives)
     after = mean_reference_loss(result.model.vectors, corpus, negatives)
     assert after < before - 0.1, (before, after)  # about 1.36 -> 1.16
@@ -440,7 +440,7 @@ def test_cli_trains_on_cuda(tiny_corpus_file, tmp_path):
     from click.testing import CliRunner
 
     from scbow.cli import main
-    from scbow.formats import load_model
+    from scbow.vectors.formats import load_model
 
     out = tmp_path / "model"
     result = CliRunner().invoke(main, ["train", str(tiny_corpus_file), "-o", str(out), "--device", "cuda", "--dim", "8",
@@ -514,7 +514,7 @@ def test_cli_without_a_visible_gpu_for_real(tmp_path, small_corpus_file):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: --device cuda"), proc.stderr
     # the one line cuda_problem() gives in such a process, whichever it is here
-    probe = subprocess.run([sys.executable, "-c", "import scbow.backends.cuda as c; print(c.cuda_problem())"],
+    probe = subprocess.run([sys.executable, "-c", "import scbow.training.backends.cuda as c; print(c.cuda_problem())"],
                            capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
     assert lines[0] == "Error: " + probe.stdout.strip()
     if not scuda._numba_cuda_installed():
@@ -534,9 +534,9 @@ STSB_DEV = DATA_DIR / "sts-dev" / "stsb.dev.tsv"
 @pytest.mark.skipif(SIMULATOR, reason="needs a real GPU (the simulator would take days on the 10M corpus)")
 @pytest.mark.skipif(not (CORPUS_10M.is_file() and STSB_DEV.is_file()), reason="10M corpus or STS-B dev set missing")
 def test_gpu_quality_is_within_001_dev_pearson_of_the_cpu_path(tmp_path):  # pragma: no cover - needs a GPU
-    from scbow.corpus import load_corpus
-    from scbow.evaluate import read_sts, score_set
-    from scbow.trainer import train
+    from scbow.training.corpus import load_corpus
+    from scbow.training.trainer import train
+    from scbow.use.evaluate import read_sts, score_set
 
     corpus = load_corpus([CORPUS_10M], TrainConfig().min_count, TrainConfig().max_vocab, cache_dir=tmp_path / "cache")
     dev = read_sts(STSB_DEV)

@@ -13,17 +13,17 @@ import pytest
 from conftest import WORDS, make_runner
 from conftest import assert_clean_error as _assert_clean_error
 
-from scbow import trainer as trainer_mod
 from scbow.cli import main
 from scbow.config import TrainConfig
-from scbow.corpus import load_corpus
-from scbow.curve import CurveHook
-from scbow.evaluate import read_sts, score_set
-from scbow.formats import load_model, save_model
-from scbow.hooks import Hook
-from scbow.model import Model, mean_rows
-from scbow.postprocess import CommonComponents, remove_common_components
-from scbow.units import parse_count
+from scbow.text.units import parse_count
+from scbow.training import trainer as trainer_mod
+from scbow.training.corpus import load_corpus
+from scbow.training.curve import CurveHook
+from scbow.training.hooks import Hook
+from scbow.training.postprocess import CommonComponents, remove_common_components
+from scbow.use.evaluate import read_sts, score_set
+from scbow.vectors.formats import load_model, save_model
+from scbow.vectors.model import Model, mean_rows
 
 
 def assert_clean_error(result, *fragments):
@@ -263,7 +263,7 @@ def test_plot_errors(curved_model, setup, tmp_path, monkeypatch):
 
 def test_plot_without_matplotlib(curved_model, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
-    monkeypatch.delitem(sys.modules, "scbow.plot", raising=False)
+    monkeypatch.delitem(sys.modules, "scbow.use.plot", raising=False)
     result = make_runner().invoke(main, ["plot", str(curved_model), "-o", str(tmp_path / "c.png")])
     assert_clean_error(result, "matplotlib", "pip install 'scbow-numba[plot]'")
     assert not (tmp_path / "c.png").exists()

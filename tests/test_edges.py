@@ -20,9 +20,9 @@ import pytest
 from conftest import assert_clean_error, make_runner
 
 from scbow.cli import main
-from scbow.corpuscache import MARKER, cache_entries, clear_cache, is_ours, remove_entry
 from scbow.errors import CorpusError
-from scbow.textio import open_bytes, open_text
+from scbow.text.reader import open_bytes, open_text
+from scbow.training.cache import MARKER, cache_entries, clear_cache, is_ours, remove_entry
 
 # tab-separated pairs, so that one file is a corpus, a sentence file and a pairs file
 TEXT = "".join(f"the cat number {i} sat on the mat\tthe dog ran far away {i}\n" for i in range(6000)).encode()
@@ -219,7 +219,7 @@ def test_clear_removes_its_own_entries_and_leftovers(tmp_path, runner, healthy):
 
 
 def test_a_broken_entry_that_is_not_ours_is_left_and_the_corpus_still_loads(tmp_path, healthy):
-    from scbow.corpus import cache_key, expand_inputs, load_corpus
+    from scbow.training.corpus import cache_key, expand_inputs, load_corpus
 
     _, corpus = healthy
     cache = tmp_path / "cache"
@@ -391,7 +391,7 @@ def test_every_atomic_output_sweeps_its_killed_temporaries(tmp_path):
 
 
 def test_spanned_fraction_tells_a_collapse_from_a_spread():
-    from scbow.trainer import COLLAPSED, spanned_fraction
+    from scbow.training.trainer import COLLAPSED, spanned_fraction
 
     rng = np.random.default_rng(0)
     spread = rng.standard_normal((3000, 50))

@@ -1,4 +1,4 @@
-"""STS reading, scoring, significance tests and the overlap control (scbow.evaluate)."""
+"""STS reading, scoring, significance tests and the overlap control (scbow.use.evaluate)."""
 
 import hashlib
 import os
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy.stats import pearsonr, spearmanr, wilcoxon
 
-from scbow.evaluate import (
+from scbow.text.vocab import Vocab
+from scbow.use.evaluate import (
     OverlapControl,
     STSError,
     STSScore,
@@ -23,8 +24,7 @@ from scbow.evaluate import (
     summarize,
     wilcoxon_test,
 )
-from scbow.model import Model
-from scbow.vocab import Vocab
+from scbow.vectors.model import Model
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house"]
 
@@ -236,7 +236,7 @@ def test_overlap_control_is_deterministic_and_independent_of_vocabulary():
 
 
 def test_overlap_control_is_the_same_in_another_process():
-    code = "from scbow.evaluate import OverlapControl; print(repr(float(OverlapControl(8).embed(['naïve cat'])[0, 3])))"
+    code = "from scbow.use.evaluate import OverlapControl; print(repr(float(OverlapControl(8).embed(['naïve cat'])[0, 3])))"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert float(out.stdout) == float(OverlapControl(8).embed(["naïve cat"])[0, 3])
@@ -275,7 +275,7 @@ def test_report_turns_nan_into_null(tmp_path):
 @pytest.mark.parametrize("level", [0.8, 0.95])
 def test_bootstrap_interval_matches_a_plain_loop_at_the_requested_level(level):
     """The vectorised bootstrap against a loop over the same resamples, at two levels."""
-    from scbow.evaluate import bootstrap_pearson_diff
+    from scbow.use.evaluate import bootstrap_pearson_diff
 
     rng = np.random.default_rng(11)
     gold = rng.uniform(0, 5, 60)

@@ -7,9 +7,9 @@ import pytest
 from click.testing import CliRunner
 
 from scbow.cli import main
-from scbow.formats import save_model
-from scbow.model import Model
-from scbow.vocab import Vocab
+from scbow.text.vocab import Vocab
+from scbow.vectors.formats import save_model
+from scbow.vectors.model import Model
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", "."]
 

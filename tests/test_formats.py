@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import scbow
-from scbow.formats import (
+from scbow.text.vocab import Vocab
+from scbow.vectors.formats import (
     FORMAT_VERSION,
     ModelError,
     export_word2vec,
@@ -18,8 +19,7 @@ from scbow.formats import (
     load_word2vec,
     save_model,
 )
-from scbow.model import Model
-from scbow.vocab import Vocab
+from scbow.vectors.model import Model
 
 WORDS = ["the", ",", "cat", "don't", "état", "sat", "dog", "naïve", "o'clock", "."]
 

@@ -29,7 +29,7 @@ from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import ConfigError, ModelError
 from scbow.files import read_json, refuse_overwrite
-from scbow.formats import load_model
+from scbow.vectors.formats import load_model
 
 
 @pytest.fixture
@@ -272,8 +272,8 @@ def test_negatives_at_least_the_sentences_are_refused(tmp_path, runner, mode):
 
 
 def test_costly_examples_make_smaller_batches(healthy):
-    from scbow.corpus import load_corpus
-    from scbow.trainer import BATCH, batch_size
+    from scbow.training.corpus import load_corpus
+    from scbow.training.trainer import BATCH, batch_size
 
     corpus = load_corpus([healthy[1]], 1, 0, use_cache=False)
     assert batch_size(TrainConfig(), corpus) == BATCH  # the defaults keep the full batch
@@ -479,8 +479,8 @@ def test_overflowing_word2vec_values_give_one_line(tmp_path, runner):
 
 
 def test_the_batch_cost_counts_only_the_words_max_length_keeps(tmp_path):
-    from scbow.corpus import load_corpus
-    from scbow.trainer import BATCH, BATCH_COST, batch_size
+    from scbow.training.corpus import load_corpus
+    from scbow.training.trainer import BATCH, BATCH_COST, batch_size
 
     words = [f"w{i}" for i in range(50)]
     text = "".join(" ".join(words[(i + j) % 50] for j in range(200)) + "\n" for i in range(60))

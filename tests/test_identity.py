@@ -65,8 +65,8 @@ def corpus_file(folder: Path, source: Path) -> Path:
 
 def train_run(path: Path, name: str) -> np.ndarray:
     from scbow.config import TrainConfig
-    from scbow.corpus import load_corpus
-    from scbow.trainer import train
+    from scbow.training.corpus import load_corpus
+    from scbow.training.trainer import train
 
     settings = dict(RUNS[name], threads=1)
     config = TrainConfig(**settings)
@@ -115,8 +115,8 @@ GENERATED_ON = ("rocketlake", "0.68.1", "2.4.6")
 @pytest.mark.parametrize("name", sorted(GENERATED_RUNS))
 def test_one_thread_trains_the_recorded_vectors_on_generated_text(tmp_path, make_text, name):
     from scbow.config import TrainConfig
-    from scbow.corpus import load_corpus
-    from scbow.trainer import train
+    from scbow.training.corpus import load_corpus
+    from scbow.training.trainer import train
 
     settings, want_digest, sample = GENERATED_RUNS[name]
     path = tmp_path / "generated.txt"

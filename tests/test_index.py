@@ -1,4 +1,4 @@
-"""The sentence index (``scbow.index``): recall against exact search, rows with no embedding,
+"""The sentence index (``scbow.use.index``): recall against exact search, rows with no embedding,
 line lookup, round trips, shard directories as input, and every error a user can cause."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def faiss():
 @pytest.fixture(scope="module")
 def setup(gutenberg_slice, tmp_path_factory):
     """The first lines of gutenberg-1M, a tiny model trained on them, their embeddings (.npy)."""
-    from scbow.embedding import embed_file
+    from scbow.use.embedding import embed_file
 
     text = gutenberg_slice(N_LINES)
     base = tmp_path_factory.mktemp("index")
@@ -41,7 +41,7 @@ def setup(gutenberg_slice, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def built(setup, faiss):
-    from scbow.index import build_index
+    from scbow.use.index import build_index
 
     out = setup["base"] / "idx"
     info = build_index(setup["emb"], setup["text"], out, M=16, ef_construction=100, model=setup["model_dir"])
@@ -58,7 +58,7 @@ def _unit(x):
 
 
 def test_recall_at_10_against_exact(setup, built):
-    from scbow.index import open_index
+    from scbow.use.index import open_index
 
     x = np.load(setup["emb"])
     ok = np.flatnonzero(~np.isnan(x).any(axis=1))
@@ -83,7 +83,7 @@ def test_recall_at_10_against_exact(setup, built):
 
 
 def test_nan_rows_are_skipped_and_never_returned(setup, built):
-    from scbow.index import open_index
+    from scbow.use.index import open_index
 
     x = np.load(setup["emb"])
     nan_rows = set(np.flatnonzero(np.isnan(x).any(axis=1)).tolist())
@@ -100,7 +100,7 @@ def test_nan_rows_are_skipped_and_never_returned(setup, built):
 
 
 def test_line_lookup_matches_the_file(setup, built):
-    from scbow.index import open_index
+    from scbow.use.index import open_index
 
     lines = _lines(setup["text"])
     index = open_index(built[0])
@@ -114,7 +114,7 @@ def test_line_lookup_matches_the_file(setup, built):
 
 
 def test_a_sentence_finds_its_own_line(setup, built):
-    from scbow.index import search_command
+    from scbow.use.index import search_command
 
     lines = _lines(setup["text"])
     row = next(i for i, t in enumerate(lines) if len(t.split()) > 12)
@@ -129,7 +129,7 @@ def test_a_sentence_finds_its_own_line(setup, built):
 
 
 def test_round_trip_and_ef(setup, built):
-    from scbow.index import open_index
+    from scbow.use.index import open_index
 
     out, info = built
     a, b = open_index(out), open_index(out)
@@ -147,7 +147,7 @@ def test_round_trip_and_ef(setup, built):
 
 
 def test_small_index_pads_with_minus_one(tmp_path, faiss):
-    from scbow.index import build_index, open_index
+    from scbow.use.index import build_index, open_index
 
     text = tmp_path / "t.txt"
     text.write_text("a\nb\nc\n")
@@ -163,7 +163,7 @@ def test_small_index_pads_with_minus_one(tmp_path, faiss):
 
 @pytest.mark.parametrize("block", [1, 2, 3, 7, 1 << 20])
 def test_line_starts_split_like_universal_newlines(block):
-    from scbow.index import _line_starts
+    from scbow.use.index import _line_starts
 
     data = "\ufeffone\r\ntwo\rthree\n\nfour\r\r\nfive\u2028still five\rsix".encode("utf-8")
     starts, size = _line_starts(io.BytesIO(data), block=block)
@@ -178,7 +178,7 @@ def test_line_starts_split_like_universal_newlines(block):
 
 
 def test_compressed_text_is_kept_in_the_index(setup, tmp_path, faiss):
-    from scbow.index import build_index, open_index
+    from scbow.use.index import build_index, open_index
 
     xz = tmp_path / "slice.txt.xz"
     with lzma.open(xz, "wb") as fh:
@@ -192,8 +192,8 @@ def test_compressed_text_is_kept_in_the_index(setup, tmp_path, faiss):
 
 
 def _write_shards(directory, parts):
-    """A shard directory in the format of ``scbow.cluster``: ``parts`` = [(text file, rows array)]."""
-    from scbow.cluster import MANIFEST_VERSION
+    """A shard directory in the format of ``scbow.use.cluster``: ``parts`` = [(text file, rows array)]."""
+    from scbow.use.cluster import MANIFEST_VERSION
 
     directory.mkdir()
     shards = []
@@ -213,7 +213,7 @@ def _write_shards(directory, parts):
 
 
 def test_a_shard_directory_as_input(setup, tmp_path, faiss):
-    from scbow.index import build_index, open_index
+    from scbow.use.index import build_index, open_index
 
     lines = _lines(setup["text"])
     x = np.load(setup["emb"])
@@ -238,7 +238,7 @@ def test_a_shard_directory_as_input(setup, tmp_path, faiss):
 
 
 def test_missing_library_gives_the_install_hint(setup, tmp_path, monkeypatch):
-    from scbow.index import build_index
+    from scbow.use.index import build_index
 
     monkeypatch.setitem(sys.modules, "faiss", None)
     with pytest.raises(ModelError, match=r"scbow-numba\[index\]"):
@@ -246,7 +246,7 @@ def test_missing_library_gives_the_install_hint(setup, tmp_path, monkeypatch):
 
 
 def test_bad_embeddings(setup, tmp_path, faiss):
-    from scbow.index import build_index
+    from scbow.use.index import build_index
 
     text = setup["text"]
     with pytest.raises(ModelError, match="no such file"):
@@ -275,7 +275,7 @@ def test_bad_embeddings(setup, tmp_path, faiss):
 
 
 def test_bad_text(setup, tmp_path, faiss):
-    from scbow.index import build_index
+    from scbow.use.index import build_index
 
     with pytest.raises(CorpusError, match="no such file"):
         build_index(setup["emb"], tmp_path / "nope.txt", tmp_path / "i")
@@ -287,7 +287,7 @@ def test_bad_text(setup, tmp_path, faiss):
 
 
 def test_refuses_to_replace_what_is_not_an_index(setup, tmp_path, built):
-    from scbow.index import build_index
+    from scbow.use.index import build_index
 
     (tmp_path / "precious").mkdir()
     (tmp_path / "precious" / "thesis.tex").write_text("...")
@@ -305,7 +305,7 @@ def _copy(built, tmp_path):
 
 
 def test_damaged_index(tmp_path, built):
-    from scbow.index import open_index
+    from scbow.use.index import open_index
 
     with pytest.raises(ModelError, match="no such index"):
         open_index(tmp_path / "nope")
@@ -337,7 +337,7 @@ def test_damaged_index(tmp_path, built):
 
 
 def test_model_and_index_mixed_up(setup, built, tmp_path):
-    from scbow.index import open_index, search_command
+    from scbow.use.index import open_index, search_command
 
     with pytest.raises(ModelError, match="is a model directory, not a sentence index"):
         open_index(setup["model_dir"])
@@ -346,7 +346,7 @@ def test_model_and_index_mixed_up(setup, built, tmp_path):
 
 
 def test_query_with_another_model(setup, built, tmp_path):
-    from scbow.index import build_index, search_command
+    from scbow.use.index import build_index, search_command
 
     # an index of 8-dim vectors, queried with the 16-dim model
     (tmp_path / "t.txt").write_text("a\nb\n")
@@ -365,14 +365,14 @@ def test_query_with_another_model(setup, built, tmp_path):
 
 
 def test_a_sentence_with_nothing_to_average(setup, built):
-    from scbow.index import search_command
+    from scbow.use.index import search_command
 
     with pytest.raises(ValueError, match="has no word"):
         search_command(setup["model_dir"], "   ", built[0])
 
 
 def test_changed_text_is_refused(setup, tmp_path, faiss):
-    from scbow.index import build_index, open_index
+    from scbow.use.index import build_index, open_index
 
     text = tmp_path / "t.txt"
     shutil.copy(setup["text"], text)
@@ -387,7 +387,7 @@ def test_changed_text_is_refused(setup, tmp_path, faiss):
 
 
 def test_index_command_summary_and_progress(setup, tmp_path, capsys, faiss):
-    from scbow.index import index_command
+    from scbow.use.index import index_command
 
     line = index_command(setup["emb"], tmp_path / "idx", setup["text"], 8, 40, False)
     assert line.startswith("indexed ") and "sentences x 16 dims" in line and str(tmp_path / "idx") in line
@@ -492,7 +492,7 @@ BAD_INFO = {
 
 @pytest.mark.parametrize("kind", sorted(BAD_INFO))
 def test_damaged_index_json_fields(tmp_path, built, kind):
-    from scbow.index import open_index
+    from scbow.use.index import open_index
 
     idx = _copy(built, tmp_path)
     _edit_json(idx, BAD_INFO[kind])
@@ -522,7 +522,7 @@ BAD_IDS = {
 
 @pytest.mark.parametrize("kind", sorted(BAD_IDS))
 def test_damaged_ids_are_refused_naming_the_file(setup, tmp_path, built, kind):
-    from scbow.index import open_index
+    from scbow.use.index import open_index
 
     idx = _copy(built, tmp_path)
     ids = np.load(idx / "ids.npy")
@@ -535,7 +535,7 @@ def test_damaged_ids_are_refused_naming_the_file(setup, tmp_path, built, kind):
 
 
 def test_one_bad_id_is_refused_when_it_is_found(setup, tmp_path, built):
-    from scbow.index import open_index
+    from scbow.use.index import open_index
 
     idx = _copy(built, tmp_path)
     ids = np.load(idx / "ids.npy")
@@ -567,7 +567,7 @@ BAD_OFFSETS = {
 def test_damaged_offsets_are_refused_naming_the_file(setup, tmp_path, built, kind):
     from conftest import assert_clean_error
 
-    from scbow.index import open_index
+    from scbow.use.index import open_index
 
     idx = _copy(built, tmp_path)
     offsets = np.load(idx / "offsets.npy")
@@ -582,7 +582,7 @@ def test_damaged_offsets_are_refused_naming_the_file(setup, tmp_path, built, kin
 @pytest.fixture(scope="module")
 def built_xz(setup, faiss):
     """An index of a compressed text: it keeps its own copy of the text."""
-    from scbow.index import build_index
+    from scbow.use.index import build_index
 
     xz = setup["base"] / "slice.txt.xz"
     with lzma.open(xz, "wb") as fh:
@@ -617,7 +617,7 @@ def test_the_index_copy_of_a_compressed_text_is_checked(setup, tmp_path, built_x
     """A damaged copy is refused with one line, never answered with empty or wrong text."""
     from conftest import assert_clean_error
 
-    from scbow.index import open_index, search_command
+    from scbow.use.index import open_index, search_command
 
     idx = tmp_path / "copy"
     shutil.copytree(built_xz, idx)
@@ -642,7 +642,7 @@ def test_an_external_text_changed_in_place_is_refused(setup, tmp_path, faiss):
     """Same size, same modification time, lines moved: refused as changed, not printed wrong."""
     import os
 
-    from scbow.index import build_index, open_index
+    from scbow.use.index import build_index, open_index
 
     text = tmp_path / "t.txt"
     shutil.copy(setup["text"], text)
@@ -671,8 +671,8 @@ def _other_model(setup, tmp_path, name="other"):
 def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
     from conftest import assert_clean_error
 
-    from scbow.formats import export_word2vec
-    from scbow.index import search_command
+    from scbow.use.index import search_command
+    from scbow.vectors.formats import export_word2vec
 
     w2v_text = export_word2vec(setup["model"], tmp_path / "same.w2v.txt")
     w2v_bin = export_word2vec(setup["model"], tmp_path / "same.w2v.bin", binary=True)
@@ -710,7 +710,7 @@ def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
 def test_an_index_built_with_a_word2vec_file_answers_with_that_file_only(setup, tmp_path, faiss):
     from conftest import assert_clean_error
 
-    from scbow.formats import export_word2vec
+    from scbow.vectors.formats import export_word2vec
 
     w2v = export_word2vec(setup["model"], tmp_path / "m.w2v.txt")
     idx = tmp_path / "idx"
@@ -726,7 +726,7 @@ def test_an_index_built_with_a_word2vec_file_answers_with_that_file_only(setup, 
 
 
 def test_topn_is_capped_at_the_index_size(setup, built):
-    from scbow.index import search_command
+    from scbow.use.index import search_command
 
     sentence = _lines(setup["text"])[200]
     found = search_command(setup["model_dir"], sentence, built[0], topn=10**9)
@@ -856,7 +856,7 @@ def test_no_index_inside_an_index(setup, built, tmp_path):
 
 
 def _marker(directory):
-    from scbow.index import BUILD_MARKER, MARKER_FORMAT
+    from scbow.use.index import BUILD_MARKER, MARKER_FORMAT
 
     directory.mkdir()
     (directory / BUILD_MARKER).write_text(json.dumps({"format": MARKER_FORMAT, "pid": 1}) + "\n")
@@ -865,7 +865,7 @@ def _marker(directory):
 
 def _leftovers(tmp_path):
     """Two leftovers of killed builds of ``idx`` (ours), and look-alikes that are not ours."""
-    from scbow.index import BUILD_MARKER
+    from scbow.use.index import BUILD_MARKER
 
     ours = [_marker(tmp_path / ".idx.tmp-abcd_123"), _marker(tmp_path / ".idx.tmp-00000000")]
     (ours[0] / "offsets.npy").write_bytes(b"x" * 100)
@@ -901,7 +901,7 @@ def _leftovers(tmp_path):
 def test_remove_leftovers_removes_only_what_it_can_prove_a_killed_build_wrote(tmp_path):
     import fcntl
 
-    from scbow.index import BUILD_MARKER, remove_leftovers
+    from scbow.use.index import BUILD_MARKER, remove_leftovers
 
     ours, named, held, hidden = _leftovers(tmp_path)
     live = _marker(tmp_path / ".idx.tmp-livebuil")
@@ -920,7 +920,7 @@ def test_remove_leftovers_removes_only_what_it_can_prove_a_killed_build_wrote(tm
 
 
 def test_a_build_removes_the_leftovers_beside_it(setup, tmp_path, faiss):
-    from scbow.index import BUILD_MARKER, build_index
+    from scbow.use.index import BUILD_MARKER, build_index
 
     ours, named, held, hidden = _leftovers(tmp_path)
     notes = []
@@ -940,7 +940,7 @@ def test_a_build_removes_the_leftovers_beside_it(setup, tmp_path, faiss):
 _BUILD = """
 import sys, time
 from pathlib import Path
-from scbow.index import build_index
+from scbow.use.index import build_index
 
 def progress(message):
     if message.startswith("indexed "):
@@ -959,7 +959,7 @@ def test_a_build_killed_by_sigkill_is_cleaned_up_by_the_next(setup, tmp_path, fa
     import time
 
     from scbow.files import TEMP_MARKER
-    from scbow.index import BUILD_MARKER, build_index
+    from scbow.use.index import BUILD_MARKER, build_index
 
     xz = tmp_path / "text.xz"
     with lzma.open(xz, "wb") as fh:

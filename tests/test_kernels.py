@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from conftest import CASES, assert_grad_close, build_example, pack, seed_of
 
-from scbow.backends.cpu import CpuBackend
-from scbow.backends.params import params_record
 from scbow.config import TrainConfig
 from scbow.kernels import cpu, sampling  # noqa: E402  (imported plainly: an import error must fail, not skip)
 from scbow.reference import loss_and_grad
+from scbow.training.backends.cpu import CpuBackend
+from scbow.training.backends.params import params_record
 
 DIMS = (3, 8, 32)
 NEGATIVES = (1, 2, 5, 10)

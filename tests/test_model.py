@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import scbow.model as model_module
-from scbow.evaluate import pair_cosines, row_cosines
-from scbow.model import Model, mean_rows
-from scbow.tokenize import tokenize
-from scbow.vocab import Vocab
+import scbow.vectors.model as model_module
+from scbow.text.tokenize import tokenize
+from scbow.text.vocab import Vocab
+from scbow.use.evaluate import pair_cosines, row_cosines
+from scbow.vectors.model import Model, mean_rows
 
 
 def sequential_means(vectors, ids, lengths) -> np.ndarray:

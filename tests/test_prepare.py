@@ -1,4 +1,4 @@
-"""``scbow.prepare``: raw documents to the trainer's corpus format.
+"""``scbow.text.prepare``: raw documents to the trainer's corpus format.
 
 Tests that split sentences with the default library skip when it is not installed
 (``pip install 'scbow-numba[prepare]'``); those with ``segmenter="lines"`` need nothing.
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from scbow import prepare as P
-from scbow.corpus import load_corpus, open_text
 from scbow.errors import CorpusError
-from scbow.prepare import prepare
+from scbow.text import prepare as P
+from scbow.text.prepare import prepare
+from scbow.training.corpus import load_corpus, open_text
 
 BOOK = """\
 Dr. Smith went to Washington, D.C. on Monday. He paid $3.50 for a coffee
@@ -370,7 +370,7 @@ def test_a_50_mb_file_without_blank_lines_keeps_memory_flat(tmp_path):
         fh.write(line * (50_000_000 // len(line)))
     script = (
         "import resource, sys\n"
-        "from scbow.prepare import prepare\n"
+        "from scbow.text.prepare import prepare\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "stats = prepare([sys.argv[1]], sys.argv[2], segmenter='lines')\n"
         "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
@@ -400,7 +400,7 @@ def test_load_corpus_reads_the_prepared_file(tmp_path, segmenter_lib):
 
 
 def test_importing_the_module_imports_no_segmenter():
-    code = "import sys, scbow.prepare as P; print(sorted(m for m in P.SEGMENTERS.values() if m in sys.modules))"
+    code = "import sys, scbow.text.prepare as P; print(sorted(m for m in P.SEGMENTERS.values() if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "[]"
 

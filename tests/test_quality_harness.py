@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scbow.corpus import load_corpus
-from scbow.model import HASH_SCALE, hashed_vector
-from scbow.tokenize import tokenize
+from scbow.text.tokenize import tokenize
+from scbow.training.corpus import load_corpus
+from scbow.vectors.model import HASH_SCALE, hashed_vector
 
 ROOT = str(Path(__file__).resolve().parents[1])
 if ROOT not in sys.path:
@@ -64,7 +64,7 @@ def test_raw_is_the_plain_average_and_omits_unknown_words(setup):
 def test_post_processing_is_estimated_on_the_corpus_sample(setup, post):
     corpus, table = setup
     emb = peers.SentenceEmbedder(table, peers.Variant("omit", post), corpus)
-    from scbow.postprocess import sample_sentences
+    from scbow.training.postprocess import sample_sentences
 
     pick = sample_sentences(corpus.n_sentences, peers.SAMPLE, 1)
     S = by_hand(corpus, table, corpus_sentences(corpus, pick), post == "sif")

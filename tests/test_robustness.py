@@ -29,17 +29,17 @@ import pytest
 from test_cli import TRAIN, assert_clean_error, make_runner
 
 import scbow
-from scbow import trainer as trainer_mod
-from scbow.backends.cpu import CpuBackend
-from scbow.checkpoint import Every, checkpoint_dir, parse_every
 from scbow.cli import main
 from scbow.config import ConfigError, TrainConfig
 from scbow.errors import CheckpointError, Interrupted, ModelError
-from scbow.formats import load_model, save_model
-from scbow.hooks import Hook
-from scbow.model import Model
-from scbow.session import OutputLock, SignalGuard, lock_path, train_session
-from scbow.vocab import Vocab
+from scbow.text.vocab import Vocab
+from scbow.training import trainer as trainer_mod
+from scbow.training.backends.cpu import CpuBackend
+from scbow.training.checkpoint import Every, checkpoint_dir, parse_every
+from scbow.training.hooks import Hook
+from scbow.training.session import OutputLock, SignalGuard, lock_path, train_session
+from scbow.vectors.formats import load_model, save_model
+from scbow.vectors.model import Model
 
 
 @pytest.fixture
@@ -159,7 +159,7 @@ def test_negative_hyperparameters_through_the_api(field, value):
 def test_a_vocabulary_that_ends_up_empty(tmp_path, runner, corpus_file):
     result = runner.invoke(main, train_args(corpus_file, tmp_path / "m", "--min-count", "10000000"))
     assert_clean_error(result, "vocabulary is empty", "--min-count")
-    with pytest.raises(scbow.corpus.CorpusError, match="vocabulary is empty"):
+    with pytest.raises(scbow.training.corpus.CorpusError, match="vocabulary is empty"):
         scbow.train([corpus_file], TrainConfig(min_count=10_000_000, threads=1), quiet=True)
 
 
@@ -438,7 +438,7 @@ def test_a_checkpoint_is_a_loadable_model_of_the_raw_matrix(tmp_path, corpus_fil
 
 
 def test_periodic_checkpoints(tmp_path, corpus_file, small_batches, monkeypatch):
-    from scbow.checkpoint import CheckpointWriter
+    from scbow.training.checkpoint import CheckpointWriter
 
     written = []
     original = CheckpointWriter.write
@@ -482,7 +482,7 @@ def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_tex
         train_session([corpus_file], cfg(), out, quiet=True)
     assert checkpoint_dir(out).exists() and not out.exists()
     # another thread count or device is fine (they change the speed, not the computation)
-    from scbow.checkpoint import check_config, read_meta
+    from scbow.training.checkpoint import check_config, read_meta
 
     check_config(read_meta(checkpoint_dir(out)), cfg(threads=2, device="cuda"), checkpoint_dir(out))
     # and so is the same corpus under another name
@@ -540,8 +540,8 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, sm
 
 SHIM = r"""
 import os, sys, time
-import scbow.trainer as T
-from scbow.backends.cpu import CpuBackend
+import scbow.training.trainer as T
+from scbow.training.backends.cpu import CpuBackend
 
 T.BATCH = int(os.environ.get("SHIM_BATCH", "256"))
 _run = CpuBackend.run
@@ -556,7 +556,7 @@ def run(self, lo, hi, done):
 CpuBackend.run = run
 
 if os.environ.get("SHIM_SLOW_LOAD"):
-    import scbow.corpus as C
+    import scbow.training.corpus as C
     _load = C.load_corpus
 
     def load_corpus(*a, **k):
@@ -570,7 +570,7 @@ if os.environ.get("SHIM_SLOW_SAVE"):
     # PREFIX:N:SECONDS: the N-th vocab.txt written into a directory named PREFIX* is left
     # half written while the process sleeps
     prefix, nth, seconds = os.environ["SHIM_SLOW_SAVE"].split(":")
-    import scbow.vocab as V
+    import scbow.text.vocab as V
     _save = V.Vocab.save
     count = [0]
 
@@ -762,9 +762,9 @@ def test_sigkill_in_the_middle_of_a_save_keeps_the_previous_one(tmp_path, corpus
 SAVE_LOOP = r"""
 import sys
 import numpy as np
-from scbow.formats import save_model
-from scbow.model import Model
-from scbow.vocab import Vocab
+from scbow.vectors.formats import save_model
+from scbow.vectors.model import Model
+from scbow.text.vocab import Vocab
 
 words = [f"w{i}" for i in range(20000)]
 models = [Model(Vocab(words, np.ones(len(words))), np.full((len(words), 64), float(v), np.float32), {"v": v}, {})
@@ -958,7 +958,7 @@ def test_install_dir_without_an_atomic_swap_puts_the_old_model_back(tmp_path, mo
 def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monkeypatch, threads):
     from conftest import DATA_DIR, missing_data
 
-    from scbow.evaluate import read_sts, score_set
+    from scbow.use.evaluate import read_sts, score_set
 
     dev = DATA_DIR / "sts-dev" / "stsb.dev.tsv"
     if not dev.is_file():
@@ -986,10 +986,10 @@ def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monke
         assert abs(after - before) < abs(after - resumed.losses[0]), resumed.losses
     # scores of a trained model, not NaN or a degenerate one: near its own untrained start
     # (SIF-weighted word overlap; on this small slice two epochs move it a little either way)
-    from scbow.corpus import load_corpus
-    from scbow.model import Model
-    from scbow.postprocess import remove_common_components
-    from scbow.start import corpus_weights, init_vectors
+    from scbow.training.corpus import load_corpus
+    from scbow.training.postprocess import remove_common_components
+    from scbow.training.start import corpus_weights, init_vectors
+    from scbow.vectors.model import Model
 
     enc = load_corpus(corpus, config.min_count, 0)
     W0 = init_vectors(len(enc.vocab), config, corpus_weights(enc, config))
@@ -1016,7 +1016,7 @@ def test_a_failed_run_leaves_no_directory_behind(tmp_path, corpus_file, runner, 
 def test_a_checkpoint_from_before_the_frequency_weights_resumes_only_with_its_settings():
     """A checkpoint written before a setting existed trained with that setting's old value;
     resuming it under the new defaults would mix two objectives, so it is refused."""
-    from scbow.checkpoint import BEFORE_THEY_EXISTED, _config_differences
+    from scbow.training.checkpoint import BEFORE_THEY_EXISTED, _config_differences
 
     old = {k: v for k, v in TrainConfig(lr=0.02, weight_decay=10.0).to_dict().items() if k not in BEFORE_THEY_EXISTED}
     diffs = _config_differences(old, TrainConfig(lr=0.02, weight_decay=10.0))

@@ -24,8 +24,8 @@ pytest.importorskip("dask.distributed")
 
 import scbow  # noqa: E402
 from scbow.cli import main  # noqa: E402
-from scbow.cluster import embed_on_cluster  # noqa: E402
 from scbow.errors import ModelError  # noqa: E402
+from scbow.use.cluster import embed_on_cluster  # noqa: E402
 
 
 @pytest.fixture(scope="module")

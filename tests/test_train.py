@@ -11,16 +11,16 @@ import numba  # noqa: E402  (a dependency: an import error must fail, not skip)
 import numpy as np
 import pytest
 
-from scbow import start as start_mod
-from scbow.backends.cpu import CpuBackend
-from scbow.backends.params import kernel_params
 from scbow.config import ConfigError, TrainConfig
-from scbow.corpus import CorpusError, load_corpus, read_corpus
-from scbow.hooks import Hook
-from scbow.trainer import TrainingError, train
+from scbow.training import start as start_mod
+from scbow.training.backends.cpu import CpuBackend
+from scbow.training.backends.params import kernel_params
+from scbow.training.corpus import CorpusError, load_corpus, read_corpus
+from scbow.training.hooks import Hook
+from scbow.training.trainer import TrainingError, train
 
 # the submodule, not the top-level function scbow.train (see test_top_level_train_...)
-train_mod = importlib.import_module("scbow.trainer")
+train_mod = importlib.import_module("scbow.training.trainer")
 
 
 def train_paths(paths, cfg, cache_dir):

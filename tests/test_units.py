@@ -1,11 +1,11 @@
-"""The one parser of counts and the one of durations (``scbow.units``), as both flags use them."""
+"""The one parser of counts and the one of durations (``scbow.text.units``), as both flags use them."""
 
 from __future__ import annotations
 
 import pytest
 
-from scbow.checkpoint import Every, parse_every
-from scbow.units import MAX_EXAMPLES, parse_count, parse_duration
+from scbow.text.units import MAX_EXAMPLES, parse_count, parse_duration
+from scbow.training.checkpoint import Every, parse_every
 
 
 def test_m_is_millions_for_a_count_and_minutes_for_a_checkpoint_interval():

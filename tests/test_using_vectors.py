@@ -17,13 +17,13 @@ from conftest import make_runner
 import scbow
 from scbow.cli import main
 from scbow.config import TrainConfig
-from scbow.embedding import embed_file, embed_lines, missing_path_for, nearest_sentences, npy_header
 from scbow.errors import CorpusError, ModelError
-from scbow.formats import export_word2vec, load_model, save_model
-from scbow.model import Model
-from scbow.pretrained import expand_vocabulary, fit_linear_map, pretrained_init
-from scbow.start import init_vectors
-from scbow.vocab import Vocab
+from scbow.text.vocab import Vocab
+from scbow.training.pretrained import expand_vocabulary, fit_linear_map, pretrained_init
+from scbow.training.start import init_vectors
+from scbow.use.embedding import embed_file, embed_lines, missing_path_for, nearest_sentences, npy_header
+from scbow.vectors.formats import export_word2vec, load_model, save_model
+from scbow.vectors.model import Model
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", ".", "don't", "café"]
 
@@ -362,8 +362,8 @@ def test_training_starts_from_the_pretrained_rows(small_corpus_file, tmp_path):
     model = scbow.train([small_corpus_file], config, quiet=True, cache_dir=tmp_path, init=init)
     assert info["rows_initialised"] == 3
     # the start is weighted like the random one: row w is a(w) times the pretrained row
-    from scbow.corpus import load_corpus
-    from scbow.start import corpus_weights
+    from scbow.training.corpus import load_corpus
+    from scbow.training.start import corpus_weights
 
     corpus = load_corpus([small_corpus_file], config.min_count, 0, cache_dir=tmp_path)
     a = corpus_weights(corpus, config)

@@ -8,7 +8,7 @@ in-place SGD step on ``W``, what training runs) and ``example_gradient`` (``dL/d
 to a separate array, for tests against the reference). ``train_chunk`` runs a contiguous
 chunk of a batch's examples: the whole work of one thread, compiled once and cached on
 disk. ``train_batch_serial`` runs the chunks one after the other (deterministic for a
-seed); the CPU backend (``scbow.backends.cpu``) runs them at once on its own Python
+seed); the CPU backend (``scbow.training.backends.cpu``) runs them at once on its own Python
 threads, which the compiled chunk releases the GIL for. The threads write into the shared matrix without locks
 (Hogwild): collisions lose an occasional update, which SGD tolerates, and move cache
 lines between the cores, which is why each thread buffers the steps of the most frequent
@@ -208,7 +208,7 @@ def sgd_step(W, tokens, offsets, members, n_pos, lr, params, rate, scratch, hot)
     ----------
     W, tokens, offsets, members, n_pos : as in :func:`example_forward`
     lr : float
-    params : record (``scbow.backends.params.PARAMS``)
+    params : record (``scbow.training.backends.params.PARAMS``)
         Reads ``max_len`` and ``decay``.
     rate : array of float32, shape (V,)
         Per-word factor of the step (a diagonal preconditioner): training with
@@ -386,12 +386,12 @@ def train_batch_serial(W, corpus, order, rate, params, lo, hi, done, stats):
         Updated in place.
     corpus : tuple ``(tokens, offsets, sent_doc, doc_offsets)``
         int32 (n_tokens,), int64 (n_sentences + 1,), int32 (n_sentences,) and int64
-        (n_documents + 1,): the encoded corpus (``scbow.corpus.Corpus``).
+        (n_documents + 1,): the encoded corpus (``scbow.training.corpus.Corpus``).
     order : array of int64, shape (n_targets,)
         Target sentences of this epoch, shuffled; each has a neighbour.
     rate : array of float32, shape (V,)
         Per-word step factor (see ``sgd_step``).
-    params : record (``scbow.backends.params.PARAMS``)
+    params : record (``scbow.training.backends.params.PARAMS``)
         The run's settings: learning-rate schedule, negatives, seed, chunks, hot rows...
         With ``params.hot > 0`` the words ``w < hot`` are updated every ``params.flush``
         examples of a chunk (and at its end) instead of in place (see ``HOT_ROWS``); 0 is

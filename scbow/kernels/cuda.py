@@ -301,7 +301,7 @@ def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
         corpus: (tokens int32 (n_tokens,), offsets int64 (n_sentences + 1,), sent_doc
         int32 (n_sentences,), doc_offsets int64 (n_docs + 1,)); order: int64 (n_targets,);
         rate: float32 (V,), the per-word step factors (kernels.cpu.sgd_step); params: the
-        run's record (scbow.backends.params.PARAMS); lo, hi, done: the targets of this
+        run's record (scbow.training.backends.params.PARAMS); lo, hi, done: the targets of this
         launch and the examples of the run before them; stats: float64 (grid, 2) output,
         loss sum and examples per block.
 

@@ -1,7 +1,7 @@
 """Numba kernels of sentence embedding: average the known word vectors of many lines at once.
 
 The averaging kernel is written once and compiled twice, like the training kernel:
-``mean_lines_serial`` (cached on disk; the default of ``scbow.embedding.embed_file``,
+``mean_lines_serial`` (cached on disk; the default of ``scbow.use.embedding.embed_file``,
 which runs it beside the tokenizer) and ``mean_lines_parallel`` (``prange`` over lines; a
 ``parallel=True`` kernel cannot be cached, so it compiles in a few seconds on first use and
 pays off only where averaging, not tokenizing, is the bottleneck: many dimensions).
@@ -64,7 +64,7 @@ def _mean_lines(W, extra, ids, starts, stops, fill, out, counts):
         Every component of the row of a line with no known word (NaN or 0).
     out : array of float32, shape (n_lines, d)
         Output: per line, the mean of its known words' rows, summed in float64 (the
-        semantics of ``scbow.model.mean_rows``); repeated words count every time.
+        semantics of ``scbow.vectors.model.mean_rows``); repeated words count every time.
     counts : array of int64, shape (n_lines,)
         Output: the number of words averaged in each line.
     """

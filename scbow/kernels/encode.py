@@ -1,4 +1,4 @@
-"""Compiled passes of the corpus encoder (see ``scbow.corpus``): the chunk memo of the
+"""Compiled passes of the corpus encoder (see ``scbow.training.corpus``): the chunk memo of the
 tokenize pass, and the pass that maps provisional ids to the final vocabulary."""
 
 import numpy as np
@@ -53,7 +53,7 @@ def compact_corpus(raw, remap, tokens, offsets, sent_doc):
 
 
 # ---------------------------------------------------------------------------------------
-# The chunk memo of the tokenize pass (driven by ``scbow.corpus._ChunkIds``)
+# The chunk memo of the tokenize pass (driven by ``scbow.training.corpus._ChunkIds``)
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)

@@ -108,6 +108,6 @@ def lr_at(params, position):
     """Learning rate of the example at ``position`` (0-based) of the run.
 
     Linear decay from ``params.lr`` to ``params.lr_min`` over ``params.total`` examples
-    (``params`` is the kernel parameter record, ``scbow.backends.params``).
+    (``params`` is the kernel parameter record, ``scbow.training.backends.params``).
     """
     return max(params.lr_min, params.lr * (1.0 - position / params.total))

@@ -1,13 +1,13 @@
 """What a run starts from: its training targets, the words' frequency weights and step
 rates, and the initial matrix. Plain numpy, shared by the trainer, the pretrained start
-(``scbow.pretrained``) and the benchmarks.
+(``scbow.training.pretrained``) and the benchmarks.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .config import TrainConfig
+from ..config import TrainConfig
 from .corpus import Corpus
 
 

@@ -8,12 +8,12 @@ A model directory holds:
 - ``config.json``: ``format_version``, every hyperparameter (``config``), the corpus
   statistics (``corpus``) and the training summary (``training``);
 - ``curve.json`` (only after ``train --eval-every``): the STS learning curve, loaded as
-  ``model.info["curve"]`` (see :mod:`scbow.curve`).
+  ``model.info["curve"]`` (see :mod:`scbow.training.curve`).
 
 Directories are written into a temporary sibling and swapped into place
 (:func:`scbow.files.atomic_dir`), so a crash never leaves a half-written model where a
-model is expected. Reading and checking a model is :mod:`scbow.formats`; this module
-imports neither it nor :mod:`scbow.model` (``Model.save`` calls :func:`save_model`).
+model is expected. Reading and checking a model is :mod:`scbow.vectors.formats`; this module
+imports neither it nor :mod:`scbow.vectors.model` (``Model.save`` calls :func:`save_model`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import ModelError
-from .files import atomic_dir, fsync_path, permissions, read_json, refuse_inside_model
+from ..errors import ModelError
+from ..files import atomic_dir, fsync_path, permissions, read_json, refuse_inside_model
 
 if TYPE_CHECKING:
     from .model import Model
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 MODEL_FILES = ("vectors.npy", "vocab.txt", "config.json")
 # Written when the model has one: the STS learning curve of ``train --eval-every``
-# (``model.info["curve"]``, see scbow.curve).
+# (``model.info["curve"]``, see scbow.training.curve).
 CURVE_FILE = "curve.json"
 OPTIONAL_FILES = (CURVE_FILE,)
 

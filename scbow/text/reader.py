@@ -25,7 +25,7 @@ import os
 import zlib
 from pathlib import Path
 
-from .errors import CorpusError
+from ..errors import CorpusError
 
 # first bytes -> the format's name
 MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
@@ -157,7 +157,7 @@ def open_text(path: os.PathLike, name: str | None = None) -> TextFile:
     """Open a plain, gzip, bzip2 or xz file as UTF-8 text, as every command reads text.
 
     Universal newlines; invalid bytes become U+FFFD (the callers count or refuse them with
-    ``scbow.corpus.check_text``); a byte order mark at the start is not text
+    ``scbow.training.corpus.check_text``); a byte order mark at the start is not text
     (``utf-8-sig``), as some editors write one. Errors as :func:`open_bytes`.
     """
     return TextFile(open_bytes(path, name), encoding="utf-8-sig", errors="replace", newline=None)
@@ -213,3 +213,27 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
         if not os.access(f, os.R_OK):
             raise CorpusError(f"{f}: permission denied")
     return files
+
+
+def check_text(name, block: str, at_start: bool) -> int:
+    """The one rule for text that is not text: raise CorpusError, or count the damaged lines.
+
+    ``block`` is whole lines of a file read as UTF-8 with bad bytes replaced by U+FFFD. A
+    NUL anywhere means binary data; so does a start of a file (``at_start``) in which most
+    lines hold U+FFFD. Returns the lines holding U+FFFD (kept, and counted for a warning).
+    """
+    if "\x00" in block:
+        raise CorpusError(f"{name}: contains NUL bytes; this looks like binary data, not text")
+    if "\ufffd" not in block:
+        return 0
+    lines = block.removesuffix("\n").split("\n")
+    bad = sum("\ufffd" in line for line in lines)
+    if at_start:
+        refuse_mostly_invalid(name, bad, len(lines))
+    return bad
+
+
+def refuse_mostly_invalid(name, bad: int, lines: int) -> None:
+    """CorpusError when most of ``lines`` lines at the start of a file are not UTF-8."""
+    if bad > 0.5 * max(lines, 1):
+        raise CorpusError(f"{name}: mostly invalid UTF-8; this looks like binary data, not text")

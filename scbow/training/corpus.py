@@ -29,7 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .corpuscache import (  # noqa: F401  (re-exported)
+from ..errors import CorpusError  # noqa: F401  (re-exported)
+from ..files import read_json
+from ..text.reader import TEXT_SUFFIXES, check_text, expand, open_text, refuse_mostly_invalid  # noqa: F401  (TEXT_SUFFIXES re-exported)
+from ..text.tokenize import TOKENIZER_VERSION, tokenize_lines
+from ..text.vocab import Vocab
+from .cache import (  # noqa: F401  (re-exported)
     CACHE_FORMAT,
     cache_entries,
     cache_key,
@@ -38,11 +43,6 @@ from .corpuscache import (  # noqa: F401  (re-exported)
     mark_entry,
     remove_entry,
 )
-from .errors import CorpusError  # noqa: F401  (re-exported)
-from .files import read_json
-from .textio import TEXT_SUFFIXES, expand, open_text  # noqa: F401  (TEXT_SUFFIXES re-exported)
-from .tokenize import TOKENIZER_VERSION, tokenize_lines
-from .vocab import Vocab
 
 _READ_HINT = 1 << 23  # characters per block handed to the tokenizer
 _MAX_CHUNKS = 1 << 20  # distinct chunks remembered (~100 MB) before the memo starts afresh
@@ -80,7 +80,7 @@ class Corpus:
 
 
 def expand_inputs(paths) -> list[Path]:
-    """Resolve files and directories to a sorted list of readable text files (``scbow.textio.expand``)."""
+    """Resolve files and directories to a sorted list of readable text files (``scbow.text.reader.expand``)."""
     if not paths:
         raise CorpusError("no corpus file given")
     for p in map(Path, paths):
@@ -154,7 +154,7 @@ class _ChunkIds:
 
     def _grow(self) -> None:
         """Make room for the next new chunk, which ``find_chunks`` found does not fit."""
-        from .kernels.encode import rehash_chunks
+        from ..kernels.encode import rehash_chunks
 
         if self._n_keys >= len(self._table) // 2:  # the table's load factor would pass 1/2
             self._table = np.zeros(2 * len(self._table), dtype=np.int32)
@@ -186,7 +186,7 @@ class _ChunkIds:
         array of int32
             Equal to the ids of ``tokenize_lines(block)`` looked up in ``types``.
         """
-        from .kernels.encode import expand_chunks, find_chunks  # numba: only when encoding
+        from ..kernels.encode import expand_chunks, find_chunks  # numba: only when encoding
 
         if len(self) >= _MAX_CHUNKS:
             self.reset()
@@ -222,30 +222,6 @@ def _doubled(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def check_text(name, block: str, at_start: bool) -> int:
-    """The one rule for text that is not text: raise CorpusError, or count the damaged lines.
-
-    ``block`` is whole lines of a file read as UTF-8 with bad bytes replaced by U+FFFD. A
-    NUL anywhere means binary data; so does a start of a file (``at_start``) in which most
-    lines hold U+FFFD. Returns the lines holding U+FFFD (kept, and counted for a warning).
-    """
-    if "\x00" in block:
-        raise CorpusError(f"{name}: contains NUL bytes; this looks like binary data, not text")
-    if "\ufffd" not in block:
-        return 0
-    lines = block.removesuffix("\n").split("\n")
-    bad = sum("\ufffd" in line for line in lines)
-    if at_start:
-        refuse_mostly_invalid(name, bad, len(lines))
-    return bad
-
-
-def refuse_mostly_invalid(name, bad: int, lines: int) -> None:
-    """CorpusError when most of ``lines`` lines at the start of a file are not UTF-8."""
-    if bad > 0.5 * max(lines, 1):
-        raise CorpusError(f"{name}: mostly invalid UTF-8; this looks like binary data, not text")
-
-
 def _read_file(path: Path, chunks: _ChunkIds, out, stats: dict, progress) -> None:
     """Tokenize one file into provisional ids, appended to the binary stream ``out``."""
     last = _DOCUMENT_END  # a blank line at the start of a file is no sentence
@@ -272,7 +248,7 @@ def _read_file(path: Path, chunks: _ChunkIds, out, stats: dict, progress) -> Non
                     ids.tofile(out)
                     n_tokens += len(ids)
                     progress(len(ids), fh.position())
-    except OSError as exc:  # the decompression failures are CorpusError already (scbow.textio)
+    except OSError as exc:  # the decompression failures are CorpusError already (scbow.text.reader)
         raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
     tail = [_SENTENCE_END] if last > _DOCUMENT_END else []
     np.array(tail + [_DOCUMENT_END], dtype=np.int32).tofile(out)
@@ -340,7 +316,7 @@ def load_corpus(
 def read_corpus(paths, min_count: int = 5, max_vocab: int = 0, cache_dir=None, use_cache: bool = True,
                 quiet: bool = False) -> Corpus:
     """:func:`load_corpus` with a progress line on stderr (bytes read, tokens, ETA) unless ``quiet``."""
-    from .progress import Progress, human
+    from ..progress import Progress, human
 
     reading = Progress(0, unit="B", enabled=None if not quiet else False)
 
@@ -355,7 +331,7 @@ def read_corpus(paths, min_count: int = 5, max_vocab: int = 0, cache_dir=None, u
 
 
 def _build(files, min_count, max_vocab, work: Path, progress) -> None:
-    from .kernels.encode import compact_corpus  # numba: import only when encoding
+    from ..kernels.encode import compact_corpus  # numba: import only when encoding
 
     types = _TypeIds()
     chunks = _ChunkIds(types)

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import STSError  # noqa: F401  (re-exported)
-from .model import hashed_vector, mean_rows, row_cosines  # noqa: F401  (row_cosines re-exported)
-from .tokenize import tokenize
+from ..errors import STSError  # noqa: F401  (re-exported)
+from ..text.tokenize import tokenize
+from ..vectors.model import hashed_vector, mean_rows, row_cosines  # noqa: F401  (row_cosines re-exported)
 
 MEAN_NOTE = "mean: unweighted over sets; weighted: weighted by the pairs scored in each set"
 UNSCORED_NOTE = "pairs with a side without any known word (no embedding) are not scored"
@@ -222,7 +222,7 @@ class OverlapControl:
     twice), so the cosine of two sentences measures how much words they share. A sentence
     without tokens has no embedding (a row of NaN).
 
-    ``embed`` has the contract of :meth:`scbow.model.Model.embed`, for benchmarks and
+    ``embed`` has the contract of :meth:`scbow.vectors.model.Model.embed`, for benchmarks and
     :func:`score_set`: ``OverlapControl(dim=300).embed``.
     """
 

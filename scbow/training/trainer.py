@@ -1,11 +1,11 @@
 """The training loop: epochs, shuffles, batches; the NaN check, progress and hooks.
 
 Reads top to bottom: take the encoded corpus, its targets and the initial matrix
-(``scbow.start``), hand a backend (``scbow.backends``: the device and its kernels) one
-batch at a time for every epoch's shuffled targets, calling the hooks (``scbow.hooks``)
-between batches, then post-process the result (``scbow.postprocess``). Reading the
-corpus from files is ``scbow.corpus.read_corpus``; checkpoints, signals and saving are
-``scbow.session``.
+(``scbow.training.start``), hand a backend (``scbow.training.backends``: the device and its kernels) one
+batch at a time for every epoch's shuffled targets, calling the hooks (``scbow.training.hooks``)
+between batches, then post-process the result (``scbow.training.postprocess``). Reading the
+corpus from files is ``scbow.training.corpus.read_corpus``; checkpoints, signals and saving are
+``scbow.training.session``.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..config import TrainConfig
+from ..errors import ConfigError, CorpusError, TrainingError, diverged
+from ..progress import Progress, note, plural
+from ..vectors.model import Model
 from .backends import make_backend
-from .config import TrainConfig
 from .corpus import Corpus
-from .errors import ConfigError, CorpusError, TrainingError, diverged
 from .hooks import TrainState
-from .model import Model
 from .postprocess import COMMON_SAMPLE, remove_common_components
-from .progress import Progress, note, plural
 from .start import corpus_weights, init_vectors, step_rates, trainable_targets
 
 # Examples per kernel call: long enough to amortise the thread launch, short enough for
@@ -107,18 +107,18 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
           init: np.ndarray | None = None, start: TrainState | None = None) -> TrainResult:
     """Train Siamese CBOW embeddings on an encoded corpus.
 
-    ``hooks`` are :class:`~scbow.hooks.Hook` objects. ``init`` is a starting matrix (float32, one row
+    ``hooks`` are :class:`~scbow.training.hooks.Hook` objects. ``init`` is a starting matrix (float32, one row
     per vocabulary word) instead of the random one, used as it is, or a callable
     ``init(vocab)`` that returns one once the corpus's vocabulary is known
-    (``scbow.pretrained.pretrained_init``), which is multiplied by the frequency weights
+    (``scbow.training.pretrained.pretrained_init``), which is multiplied by the frequency weights
     as the random start is;
     ``start`` resumes a run from a :class:`TrainState` (with ``init`` holding that state's matrix).
     """
     config = config or TrainConfig()
     if not isinstance(corpus, Corpus):
-        raise TypeError("trainer.train takes an encoded Corpus (scbow.corpus.read_corpus); scbow.train takes paths")
+        raise TypeError("trainer.train takes an encoded Corpus (scbow.training.corpus.read_corpus); scbow.train takes paths")
     if config.device == "cpu":
-        from .kernels import resolve_threads
+        from ..kernels import resolve_threads
 
         threads = resolve_threads(config.threads)
     else:

@@ -26,7 +26,7 @@ class CpuBackend:
     name = "cpu"
 
     def __init__(self, W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None):
-        from ..kernels import cpu as K  # numba: imported here, so that `--help` stays fast
+        from ...kernels import cpu as K  # numba: imported here, so that `--help` stays fast
 
         self.K = K
         self.W = W

@@ -10,7 +10,7 @@ word vectors".
 ``k`` directions of the averages of a fixed sample of training sentences (never of
 evaluation data); ``apply_rows`` applies them to a matrix in place, ``apply`` to
 averages already computed. The trainer applies it to the trained matrix
-(:func:`remove_common_components`); the learning curve (``scbow.curve``) fits the same
+(:func:`remove_common_components`); the learning curve (``scbow.training.curve``) fits the same
 estimator to the current matrix and applies it to the few thousand evaluation averages.
 """
 
@@ -36,7 +36,7 @@ def sentence_moments(W: np.ndarray, corpus, pick: np.ndarray, block: int = 8192)
     token ids in place, a block of sentences at a time: no gathered rows, one block of
     averages in memory.
     """
-    from .kernels.embed import mean_lines_serial
+    from ..kernels.embed import mean_lines_serial
 
     d = W.shape[1]
     W = np.ascontiguousarray(W, dtype=np.float32)

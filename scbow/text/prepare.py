@@ -55,10 +55,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from .corpus import check_text, refuse_mostly_invalid
-from .errors import CorpusError, ModelError
-from .files import atomic_file, check_output_file, refuse_overwrite
-from .textio import COMPRESSED_SUFFIXES, TextFile, expand, open_text
+from ..errors import CorpusError, ModelError
+from ..files import atomic_file, check_output_file, refuse_overwrite
+from .reader import COMPRESSED_SUFFIXES, TextFile, check_text, expand, open_text, refuse_mostly_invalid
 
 DOCUMENT_MODES = ("file", "blank-line")
 TEXT_SUFFIXES = (".txt", ".text", ".md")
@@ -196,7 +195,7 @@ def find_inputs(inputs: Iterable[os.PathLike | str]) -> list[tuple[Path, str]]:
 
 
 class _Checker:
-    """Refuses binary content by ``scbow.corpus``'s rule, and counts lines with invalid UTF-8.
+    """Refuses binary content by ``scbow.training.corpus``'s rule, and counts lines with invalid UTF-8.
 
     NUL anywhere is binary; so is a start of the file (its first ``_CHECK_CHARS``
     characters) in which most lines hold U+FFFD (bytes that are not UTF-8). Elsewhere

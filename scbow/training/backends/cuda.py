@@ -1,4 +1,4 @@
-"""Training on an NVIDIA GPU: the ``--device cuda`` backend of :func:`scbow.trainer.train`.
+"""Training on an NVIDIA GPU: the ``--device cuda`` backend of :func:`scbow.training.trainer.train`.
 
 The matrix, the token ids, the sentence offsets and the document boundaries are uploaded
 once and stay on the device for the whole run; each epoch uploads its shuffled targets
@@ -27,7 +27,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import TrainingError
+from ...errors import TrainingError
 from .params import kernel_params
 
 INSTALL_HINT = "pip install 'scbow-numba[cuda]'"
@@ -177,7 +177,7 @@ class CudaBackend:
     def __init__(self, W: np.ndarray, corpus, config, total: int, rate: np.ndarray | None = None,
                  memory_limit: float | None = None, block_threads: int | None = None, grid: int | None = None):
         require_cuda()
-        from ..kernels import cuda as KC
+        from ...kernels import cuda as KC
 
         cuda = _import_cuda()
         self.cuda = cuda

@@ -58,8 +58,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import CorpusError, ModelError
-from .files import TEMP_MARKER, atomic_dir, permissions, read_json, read_range, short_message
+from ..errors import CorpusError, ModelError
+from ..files import TEMP_MARKER, atomic_dir, permissions, read_json, read_range, short_message
 
 INDEX_JSON = "index.json"
 INDEX_FILE = "vectors.faiss"
@@ -124,7 +124,7 @@ class _omp_threads:
 class _Source:
     """Embeddings to index: an array-like of rows, its description, and the text files of its rows."""
 
-    rows: object  # np.ndarray (memory-mapped) or scbow.cluster.Shards
+    rows: object  # np.ndarray (memory-mapped) or scbow.use.cluster.Shards
     kind: str  # "npy" or "shards"
     path: Path
     files: list  # [(text path, first row, rows)]
@@ -232,10 +232,10 @@ def _line_starts(stream, copy_to=None, block: int = 1 << 24) -> tuple[np.ndarray
 def _index_text(files, out_dir: Path, progress=None) -> tuple[np.ndarray, list[dict]]:
     """Offsets of every row's line, and the records of the text files (copied when compressed).
 
-    Read through :func:`scbow.textio.open_bytes`, the tool's one reader of text: every read
+    Read through :func:`scbow.text.reader.open_bytes`, the tool's one reader of text: every read
     or decompression failure is one CorpusError naming the file.
     """
-    from .textio import open_bytes
+    from ..text.reader import open_bytes
 
     all_starts = []
     records = []
@@ -298,7 +298,7 @@ def model_fingerprint(model) -> str | None:
 def _check_model(model, dim: int, what: str) -> str:
     """The fingerprint of the model ``model`` (``what``: how it was named) after checking that it is
     a model (a directory or a word2vec/GloVe file that loads) whose vectors have ``dim`` dims."""
-    from .formats import load_model
+    from ..vectors.formats import load_model
 
     path = Path(model)
     if not path.exists():
@@ -317,7 +317,7 @@ def _check_model(model, dim: int, what: str) -> str:
 
 def _inside_model(out_dir: Path) -> None:
     """ModelError when ``out_dir`` is a model directory (or a checkpoint) or lies inside one."""
-    from .files import holds_model, refuse_inside_model
+    from ..files import holds_model, refuse_inside_model
 
     what = holds_model(out_dir)
     if what is not None:
@@ -505,7 +505,7 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
 
 def _model_to_record(source: _Source, model, dim: int, default_model: bool, note) -> tuple[str | None, str | None]:
     """The model an index records and its fingerprint, checked (see :func:`build_index`)."""
-    from .modeldir import default_model_dir
+    from ..vectors.modeldir import default_model_dir
 
     shards_model = source.rows.manifest.get("model") if source.kind == "shards" else None
     if shards_model is not None and not isinstance(shards_model, str):
@@ -897,7 +897,7 @@ def _loaded_from(model) -> Path | None:
 def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | None = None, model_dir=None):
     """The ``topn`` indexed lines nearest to ``sentence``: ``[(cosine, file, line number, text)]``, best first.
 
-    ``model``: a loaded :class:`scbow.model.Model` (with ``model_dir``, the directory or
+    ``model``: a loaded :class:`scbow.vectors.model.Model` (with ``model_dir``, the directory or
     word2vec file it was loaded from; found from its memory-mapped vectors when not given)
     or a model directory. An index that records the model it was built with answers only
     with that model. ``topn`` is capped at the vectors in the index. Raises ModelError for
@@ -913,9 +913,9 @@ def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | N
             raise ModelError(f"{model_dir}: is a sentence index, not a model; give it as the index and the model "
                              "with -m")
         check_query_model(index, model_dir)
-        from . import load
+        from ..vectors.formats import load_model
 
-        model = load(model_dir)
+        model = load_model(model_dir)
     else:
         check_query_model(index, model_dir if model_dir is not None else _loaded_from(model))
     if model.dim != index.dim:

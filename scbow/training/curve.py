@@ -1,13 +1,13 @@
 """STS scores during training: the learning curve of the paper's Figure 2.
 
-:class:`CurveHook` is a :class:`~scbow.hooks.Hook` that scores the STS-B dev set (and
+:class:`CurveHook` is a :class:`~scbow.training.hooks.Hook` that scores the STS-B dev set (and
 optionally further STS sets, such as the test sets) before the first batch, after the
 batch in which every ``every``-th example is reached, and at the end of every epoch.
 
 Each point scores the model that would be saved if training stopped there: a trained
 model is post-processed (centred on the corpus's mean sentence average, its top ``k``
 principal directions removed), so the hook fits the same estimator
-(:class:`scbow.postprocess.CommonComponents`) to the current vectors. It is cheap
+(:class:`scbow.training.postprocess.CommonComponents`) to the current vectors. It is cheap
 because nothing is recomputed that does not change: the evaluation sentences are
 tokenized once, the corpus sample the post-processing is estimated on is drawn once,
 and since averaging commutes with the linear post-processing it is applied to the few
@@ -30,11 +30,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .evaluate import STSScore, STSSet, correlations, row_cosines, summarize
+from ..text.tokenize import tokenize
+from ..use.evaluate import STSScore, STSSet, correlations, row_cosines, summarize
+from ..vectors.model import hashed_vectors, mean_rows, rarest_rows
 from .hooks import Hook
-from .model import hashed_vectors, mean_rows, rarest_rows
 from .postprocess import COMMON_SAMPLE, CommonComponents
-from .tokenize import tokenize
 
 CURVE_FORMAT = 1
 CURVE_SAMPLE = 20_000  # corpus sentences the post-processing is estimated on at each point

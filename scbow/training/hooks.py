@@ -2,7 +2,7 @@
 
 :class:`TrainState` is where a run is (enough to checkpoint and resume it); a
 :class:`Hook` is called between kernel calls (checkpoints and signals in
-``scbow.session``, learning curves in ``scbow.curve``).
+``scbow.training.session``, learning curves in ``scbow.training.curve``).
 """
 
 from __future__ import annotations

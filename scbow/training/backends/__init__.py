@@ -1,6 +1,6 @@
 """Backends: where the batches of a run are computed (``--device cpu`` or ``cuda``).
 
-The trainer (``scbow.trainer``) owns the loop: epochs, shuffles, batches, the NaN check,
+The trainer (``scbow.training.trainer``) owns the loop: epochs, shuffles, batches, the NaN check,
 progress and hooks. A backend owns the matrix while the run lasts and the device's
 kernels. ``params.py`` is the one place a config becomes kernel parameters.
 
@@ -18,7 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..errors import TrainingError
+from ...errors import TrainingError
 
 
 class Backend(Protocol):

@@ -16,8 +16,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from .files import atomic_file  # noqa: E402
-from .progress import human  # noqa: E402
+from ..files import atomic_file  # noqa: E402
+from ..progress import human  # noqa: E402
 
 
 def _count(x, _pos=None) -> str:

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ModelError
-from .model import Model
-from .tokenize import tokenize
-from .vocab import Vocab
+from ..errors import ModelError
+from ..text.tokenize import tokenize
+from ..text.vocab import Vocab
+from ..vectors.model import Model
 
 
 def pretrained_init(vocab: Vocab, source: Model, config, name: str = "the pretrained vectors",
@@ -35,7 +35,7 @@ def pretrained_init(vocab: Vocab, source: Model, config, name: str = "the pretra
 
     Rows of words found in ``source`` (exact match) are the source vectors, multiplied by
     ``config.init_std / rms`` when ``rescale`` (``rms``: root mean square of the values of
-    those rows); the rest are ``scbow.start.init_vectors``'s random rows. Returns the
+    those rows); the rest are ``scbow.training.start.init_vectors``'s random rows. Returns the
     matrix and a JSON-ready summary (``rows_initialised``, ``rows``, ``source``, ``scale``).
     """
     from .start import init_vectors

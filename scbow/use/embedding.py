@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import CorpusError, ModelError
-from .files import atomic_file, check_output_file, read_range
-from .model import Model
-from .tokenize import tokenize_lines
+from ..errors import CorpusError, ModelError
+from ..files import atomic_file, check_output_file, read_range
+from ..text.tokenize import tokenize_lines
+from ..vectors.model import Model
 
 BLOCK_CHARS = 1 << 22  # characters of text per block (about 40K lines of prose)
 NPY_HEADER_LEN = 128  # bytes of the .npy header we write: magic, length and padded dict
@@ -72,7 +72,7 @@ class LineEncoder:
     """
 
     def __init__(self, model: Model, unknown: str | None = None):
-        from .kernels.embed import LINE_END, UNKNOWN
+        from ..kernels.embed import LINE_END, UNKNOWN
 
         lookup = dict(model.vocab.index)
         lookup["\n"] = LINE_END  # no word of a vocabulary holds whitespace
@@ -104,7 +104,7 @@ class LineEncoder:
 
     def _hashed(self, tokens: list[str]) -> np.ndarray:
         """float32 hashed vectors of ``tokens``; a word seen in an earlier block is not hashed again."""
-        from .model import hashed_vectors
+        from ..vectors.model import hashed_vectors
 
         new = [t for t in tokens if t not in self._seen]
         if len(self._seen) + len(new) > _HASH_CACHE:  # bounded: a huge input keeps only recent words
@@ -124,7 +124,7 @@ def average(vectors: np.ndarray, ids: np.ndarray, n_lines: int, fill: float = ma
 
     ``extra``: the vectors of ids from ``len(vectors)`` on (``LineEncoder.encode``'s second value).
     """
-    from .kernels import embed as K
+    from ..kernels import embed as K
 
     starts = np.empty(n_lines, dtype=np.int64)
     stops = np.empty(n_lines, dtype=np.int64)
@@ -152,12 +152,11 @@ def read_blocks(path, block_chars: int = BLOCK_CHARS, byte_range: tuple[int, int
     """Yield lists of lines of a text file (``-`` for stdin), about ``block_chars`` at a time.
 
     ``byte_range``: only bytes ``start:stop`` of a plain (uncompressed) file, which must
-    begin at the start of a line and end after a ``\\n`` (``scbow.cluster.plan_blocks``
+    begin at the start of a line and end after a ``\\n`` (``scbow.use.cluster.plan_blocks``
     cuts files so): its lines are exactly those the whole file has there, decoded alike.
     Raises CorpusError for a missing, unreadable or binary file.
     """
-    from .corpus import check_text
-    from .textio import open_text
+    from ..text.reader import check_text, open_text
 
     if byte_range is not None:
         start, stop = byte_range
@@ -242,12 +241,12 @@ def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fil
 
     The array and the record of lines with nothing to average (1-based, counted from the
     first line of ``blocks``) are each written atomically. What ``embed_file`` and the
-    shards of ``scbow.cluster`` both run.
+    shards of ``scbow.use.cluster`` both run.
     """
     if threads != 1:
         import numba
 
-        from .kernels import resolve_threads
+        from ..kernels import resolve_threads
 
         numba.set_num_threads(resolve_threads(threads))
     vectors = np.ascontiguousarray(model.vectors, dtype=np.float32)

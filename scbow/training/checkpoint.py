@@ -7,7 +7,7 @@ beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.jso
 - ``vectors.npy`` holds the matrix *as the trainer holds it*: common-component removal
   happens only once training ends, so a resumed run applies it to the same matrix an
   uninterrupted one would;
-- ``state.json`` holds the :class:`~scbow.hooks.TrainState` (epoch, position in the
+- ``state.json`` holds the :class:`~scbow.training.hooks.TrainState` (epoch, position in the
   epoch's shuffled targets, examples done, losses), the configuration, and the identity
   of the encoded corpus (its files, sizes, and a hash of its vocabulary), so that a
   resume on another corpus or with other hyperparameters is refused with a clear error.
@@ -33,10 +33,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import TrainConfig, show_value
-from .errors import CheckpointError, diverged
-from .files import atomic_dir, fsync_path, read_json
-from .units import MAX_EXAMPLES, parse_count, parse_duration
+from ..config import TrainConfig, show_value
+from ..errors import CheckpointError, diverged
+from ..files import atomic_dir, fsync_path, read_json
+from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
 
 CHECKPOINT_VERSION = 1
 STATE_FILE = "state.json"
@@ -67,7 +67,7 @@ class Every:
 
 
 def parse_every(value) -> Every:
-    """``500000`` (examples) or a duration such as ``30s``, ``10m``, ``1.5h`` (``scbow.units``).
+    """``500000`` (examples) or a duration such as ``30s``, ``10m``, ``1.5h`` (``scbow.text.units``).
 
     Checkpoints are taken between kernel calls, so they land on the first batch boundary
     (every 32,768 examples) at or after the requested point.
@@ -155,8 +155,8 @@ class CheckpointWriter:
         Refuses (TrainingError) a matrix holding NaN or inf: the last good checkpoint is
         worth more than a poisoned one.
         """
-        from .model import Model
-        from .modeldir import write_model_files
+        from ..vectors.model import Model
+        from ..vectors.modeldir import write_model_files
 
         if not np.isfinite(W).all():
             raise diverged(self.config.lr, f"the embeddings hold NaN or inf after {state.done:,} examples")
@@ -225,7 +225,7 @@ def check_config(meta: dict, config: TrainConfig, path: Path) -> None:
 
 def restore(path: Path, meta: dict, corpus, config: TrainConfig):
     """Check the checkpoint against ``corpus`` and ``config``; return ``(W, TrainState)``."""
-    from .formats import load_model
+    from ..vectors.formats import load_model
     from .hooks import TrainState
     from .start import trainable_targets
 

@@ -9,7 +9,7 @@ PBS through dask-jobqueue, Kubernetes, a cloud) runs :func:`embed_on_cluster`:
    (gzip, bzip2, xz: it cannot be entered in the middle) is one block.
 2. Each block is one task. A worker loads the model once per process (memory-mapped, so
    the workers of one machine share its pages) and embeds its block with the compiled
-   kernel of single-process ``embed`` (:func:`scbow.embedding.write_embeddings`) into
+   kernel of single-process ``embed`` (:func:`scbow.use.embedding.write_embeddings`) into
    ``DIR/shard-NNNNNN.npy`` and ``.missing.txt``, each written atomically, then writes
    ``shard-NNNNNN.json`` (rows, line count, missing lines) last: a shard is done exactly
    when its JSON exists (and its array has the JSON's rows). A killed worker leaves no
@@ -51,9 +51,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import CorpusError, ModelError
-from .files import atomic_file, holds_model, read_json, refuse_inside_model, short_message, stale_temporaries
-from .textio import compression
+from ..errors import CorpusError, ModelError
+from ..files import atomic_file, holds_model, read_json, refuse_inside_model, short_message, stale_temporaries
+from ..text.reader import compression
 
 MANIFEST = "manifest.json"
 PLAN = "plan.json"
@@ -142,7 +142,7 @@ _MODELS: dict = {}  # model path -> Model, one per worker process
 
 def _model(path: str):
     if path not in _MODELS:
-        from .formats import load_model
+        from ..vectors.formats import load_model
 
         _MODELS.clear()
         _MODELS[path] = load_model(path, mmap=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import TrainConfig
+from ...config import TrainConfig
 
 PARAMS = np.dtype([
     ("lr", np.float64),        # learning rate of the first example
@@ -35,8 +35,8 @@ def kernel_params(config: TrainConfig, chunks: int = 1, total: int = 1, hot: boo
     when there are several chunks. One chunk without it is plain per-example SGD,
     reproducible bit for bit. The GPU kernels read neither ``chunks`` nor the hot rows.
     """
-    from ..kernels.cpu import FLUSH_EVERY, HOT_ROWS  # numba: imported on use
-    from ..kernels.sampling import NEG_DOCUMENT, NEG_UNIFORM
+    from ...kernels.cpu import FLUSH_EVERY, HOT_ROWS  # numba: imported on use
+    from ...kernels.sampling import NEG_DOCUMENT, NEG_UNIFORM
 
     if hot is None:
         hot = chunks > 1

@@ -1,6 +1,6 @@
 """One training run into a model directory, safe against interrupts, faults and rivals.
 
-:func:`train_session` is what ``scbow-numba train`` runs. Around :func:`scbow.trainer.train`
+:func:`train_session` is what ``scbow-numba train`` runs. Around :func:`scbow.training.trainer.train`
 it adds:
 
 - **a lock**: ``OUTPUT.lock`` beside the output, held with ``flock`` for the whole run
@@ -14,7 +14,7 @@ it adds:
   training starts (reading the corpus) a signal stops at once and nothing is written;
   once training has finished, signals wait until the model is saved. The previous
   handlers are restored afterwards.
-- **checkpoints** (:mod:`scbow.checkpoint`): every N examples or seconds when asked
+- **checkpoints** (:mod:`scbow.training.checkpoint`): every N examples or seconds when asked
   (``checkpoint_every``), always on an interrupt, never with NaN or inf in the matrix.
   A failed periodic checkpoint (disk full) is a warning and training goes on; the
   previous checkpoint is kept. The checkpoint is removed once the model is saved.
@@ -34,8 +34,8 @@ import signal
 import threading
 from pathlib import Path
 
-from .errors import CheckpointError, Interrupted, ModelError, TrainingError
-from .progress import note
+from ..errors import CheckpointError, Interrupted, ModelError, TrainingError
+from ..progress import note
 
 try:
     import fcntl
@@ -153,7 +153,7 @@ def signal_name(signum: int) -> str:
 
 
 def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
-    """The :class:`~scbow.hooks.Hook` that writes checkpoints and acts on signals."""
+    """The :class:`~scbow.training.hooks.Hook` that writes checkpoints and acts on signals."""
     import time
 
     from .hooks import Hook
@@ -203,7 +203,7 @@ def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
 
 def corpus_line(corpus) -> str:
     """One line on the encoded corpus: words, sentences, documents, and where it came from."""
-    from .progress import plural
+    from ..progress import plural
 
     st = corpus.stats or {}
     where = (f"from the cache {corpus.cache_path}" if corpus.from_cache
@@ -236,7 +236,7 @@ def remove_stale_temporaries(path: Path) -> None:
     place (only where directories cannot be swapped in one step): it is kept unless
     ``path`` holds a model again.
     """
-    from .files import remove_stale_temporaries as remove
+    from ..files import remove_stale_temporaries as remove
 
     if not path.resolve().parent.is_dir():
         return
@@ -251,17 +251,17 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     """Train on ``corpus`` (paths) and save the model to ``output``; returns the TrainResult.
 
     ``checkpoint_every``: None, a number of examples, or a duration string (``"10m"``),
-    see :func:`scbow.checkpoint.parse_every`. ``resume``: continue from the checkpoint of
+    see :func:`scbow.training.checkpoint.parse_every`. ``resume``: continue from the checkpoint of
     an interrupted run into the same output. ``hooks`` and ``init`` go to
-    :func:`scbow.trainer.train` (``init`` only when not resuming). ``before_save(result)``
+    :func:`scbow.training.trainer.train` (``init`` only when not resuming). ``before_save(result)``
     may add to ``result.model.info`` before the model is written. ``warn`` receives
     warning lines (default: stderr). Raises :class:`~scbow.errors.Interrupted` on
     SIGINT/SIGTERM and the errors of :mod:`scbow.errors` on bad input.
     """
+    from ..config import TrainConfig
+    from ..vectors.formats import check_output_dir, default_model_dir, save_model
     from .checkpoint import CheckpointWriter, checkpoint_dir, describe, parse_every, read_meta, restore
-    from .config import TrainConfig
     from .corpus import read_corpus
-    from .formats import check_output_dir, default_model_dir, save_model
     from .trainer import train
 
     config = config or TrainConfig()

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import math
 
-from .config import TrainConfig
-from .progress import plural
+from ..config import TrainConfig
+from ..progress import plural
 
 _NUMBER = (int, float)
 

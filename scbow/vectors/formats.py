@@ -1,4 +1,4 @@
-"""Reading models: model directories (written by :mod:`scbow.modeldir`, whose names are
+"""Reading models: model directories (written by :mod:`scbow.vectors.modeldir`, whose names are
 re-exported here), word2vec text/binary and GloVe files, and learning curves; every
 matrix checked before use (:func:`check_vectors`). Also word2vec export. No pickle.
 """
@@ -10,12 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import finite_number
-from .errors import (
+from ..config import finite_number
+from ..errors import (
     CorpusError,
     ModelError,  # noqa: F401  (re-exported)
 )
-from .files import atomic_file, check_output_file, read_json, short_message
+from ..files import atomic_file, check_output_file, read_json, short_message
+from ..text.reader import read_all_bytes
+from ..text.vocab import Vocab
 from .model import Model
 from .modeldir import (  # noqa: F401  (re-exported: the model directory's names)
     CURVE_FILE,
@@ -28,8 +30,6 @@ from .modeldir import (  # noqa: F401  (re-exported: the model directory's names
     save_model,
     write_model_files,
 )
-from .textio import read_all_bytes
-from .vocab import Vocab
 
 
 def load_model(path: os.PathLike, mmap: bool = True) -> Model:
@@ -137,8 +137,8 @@ def check_config(where, config, dim: int) -> None:
 
     Settings this version does not know are ignored; missing ones are allowed (older models).
     """
-    from .config import TrainConfig
-    from .errors import ConfigError
+    from ..config import TrainConfig
+    from ..errors import ConfigError
 
     if not isinstance(config, dict):
         raise ModelError(f"{where}: damaged model: config.json's config is not an object")

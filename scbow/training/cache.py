@@ -24,7 +24,7 @@ import re
 import stat
 from pathlib import Path
 
-from .errors import CorpusError
+from ..errors import CorpusError
 
 CACHE_FORMAT = "1"
 MARKER = ".scbow-corpus-cache"
@@ -46,7 +46,7 @@ def default_cache_dir() -> Path:
 def cache_key(files: list[Path], min_count: int, max_vocab: int, tokenizer_version: str | None = None) -> str:
     """Key of the cached encoding: the files (path, size, mtime) and every setting."""
     if tokenizer_version is None:
-        from .tokenize import TOKENIZER_VERSION as tokenizer_version
+        from ..text.tokenize import TOKENIZER_VERSION as tokenizer_version
     h = hashlib.sha256()
     h.update(f"cache{CACHE_FORMAT}:tok{tokenizer_version}:min{min_count}:max{max_vocab}".encode())
     for f in files:
@@ -114,7 +114,7 @@ def cache_entries(root: os.PathLike | None = None, foreign: list | None = None) 
     (:func:`is_ours`) are listed; ``foreign``, when given, receives the paths of
     everything else in ``root``.
     """
-    from .files import read_json
+    from ..files import read_json
 
     root = Path(root) if root is not None else default_cache_dir()
     out = []

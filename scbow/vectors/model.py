@@ -1,0 +1,645 @@
+"""Trained embeddings: a vocabulary and its vectors. No training code here."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from itertools import repeat
+from pathlib import Path
+
+import numpy as np
+
+from ..config import UNKNOWN_MODES  # noqa: F401  (re-exported: omit, hash)
+from ..text.tokenize import tokenize, tokenize_lines
+from ..text.vocab import Vocab
+
+# What embed() does with a token that is not in the vocabulary: leave it out of the
+# average (the paper's rule), or give it a fixed random vector derived from a hash of the
+# token, so that a rare name or number shared by two sentences still counts as shared.
+# A model trained with frequency weights records its own rule in its config ("unknown",
+# "unknown_scale": hash at 1.0); a model without that record omits them.
+DEFAULT_UNKNOWN = "omit"
+# The norm of a hashed vector, as a multiple of the median norm of the rarest tenth of
+# the vocabulary (the words most like unseen ones), for models that do not record one.
+# For models trained without frequency weights 0.75 scored best on the STS-B dev set
+# (benchmarks/results/unknown_words.md); with frequency weights the rarest rows are
+# nearly the untrained ones, and 1.0 (word overlap for unknown words) scored best.
+HASH_SCALE = 0.75
+_HASH_CACHE = 1 << 16  # unknown words whose unit hashed vectors a model keeps between embed() calls
+
+
+class Model:
+    """Word vectors whose average embeds a sentence.
+
+    vectors: array of float32, shape (n_words, dim), row i is ``vocab.words[i]``.
+    config: the hyperparameters it was trained with (a dict, as in ``config.json``).
+    info: corpus statistics and training summary.
+
+    For users of gensim's ``KeyedVectors``: ``model[word]``, ``word in model``,
+    ``index_to_key``, ``key_to_index``, ``vectors``, ``vector_size``, ``get_index``,
+    ``get_vector``, ``most_similar`` (with ``restrict_vocab``), ``similar_by_word``,
+    ``similar_by_vector`` and ``n_similarity`` work as there, except that a word is also
+    found lowercased (see :meth:`get_index`). ``similarity`` and ``similarities`` compare
+    sentences, not words; ``save`` writes a model directory.
+
+    A word is looked up as given, else lowercased (the tokenizer lowercases, so every
+    word of a trained model is lowercase): ``model["King"]`` is the vector of "king".
+    ``word in model`` agrees with ``model[word]``: it is true when either spelling is in
+    the vocabulary; ``word in model.key_to_index`` asks for the exact spelling.
+
+    ``most_similar`` keeps the norms of the rows between calls. They are recomputed when
+    ``vectors`` is assigned (``model.vectors = new``); after changing rows in place,
+    assign it again (``model.vectors = model.vectors``).
+    """
+
+    def __init__(self, vocab: Vocab, vectors: np.ndarray, config: dict | None = None, info: dict | None = None):
+        self.vocab = vocab
+        self.vectors = vectors
+        self.config = dict(config or {})
+        self.info = dict(info or {})
+
+    @property
+    def vectors(self) -> np.ndarray:
+        return self._vectors
+
+    @vectors.setter
+    def vectors(self, vectors: np.ndarray) -> None:
+        if vectors.ndim != 2 or vectors.shape[0] != len(self.vocab):
+            raise ValueError(
+                f"vectors have shape {vectors.shape} but the vocabulary has {len(self.vocab)} words"
+            )
+        self._vectors = vectors
+        # what was computed from the old vectors
+        self._unknown_norm = None
+        self._hashed = {}
+        self._search = None
+
+    @property
+    def dim(self) -> int:
+        return self.vectors.shape[1]
+
+    @property
+    def vector_size(self) -> int:
+        """The number of dimensions (gensim's name for :attr:`dim`)."""
+        return self.dim
+
+    @property
+    def index_to_key(self) -> list[str]:
+        """The words, row by row, most frequent first (``vocab.words``; do not change it)."""
+        return self.vocab.words
+
+    @property
+    def key_to_index(self) -> dict[str, int]:
+        """The row of each word, exact spelling (``vocab.index``; do not change it)."""
+        return self.vocab.index
+
+    def __len__(self) -> int:
+        return len(self.vocab)
+
+    def __repr__(self) -> str:
+        text = f"<scbow Model: {len(self):,} words x {self.dim:,} dims"
+        origin = self._origin()
+        return f"{text}, {origin}>" if origin else text + ">"
+
+    def _origin(self) -> str:
+        """Where the vectors come from, in a few words, from ``info`` and ``config``; '' if unknown."""
+        info = self.info
+        parts = []
+        corpus = info.get("corpus")
+        if isinstance(corpus, dict) and isinstance(corpus.get("files"), list) and corpus["files"]:
+            names = [os.path.basename(str(f)) for f in corpus["files"]]
+            what = names[0] + (f" and {len(names) - 1} more file{'s' if len(names) > 2 else ''}" if len(names) > 1 else "")
+            details = []
+            if isinstance(corpus.get("tokens"), int):
+                details.append(f"{corpus['tokens']:,} tokens")
+            epochs = self.config.get("epochs")
+            if isinstance(epochs, int):
+                details.append(f"{epochs} epoch{'s' if epochs != 1 else ''}")
+            parts.append(f"trained on {what}" + (f" ({', '.join(details)})" if details else ""))
+        elif info.get("source"):
+            fmt = info.get("format")
+            parts.append(f"from {fmt + ' file ' if fmt else ''}{info['source']}")
+        expansions = info.get("expansions")
+        if isinstance(expansions, list) and expansions:
+            added = sum(e.get("added", 0) for e in expansions if isinstance(e, dict) and isinstance(e.get("added"), int))
+            sources = [str(e["source"]) for e in expansions if isinstance(e, dict) and e.get("source")]
+            parts.append(f"expanded by {added:,} words" + (f" from {', '.join(sources)}" if sources else ""))
+        return ", ".join(parts)
+
+    def get_index(self, word: str, default=None) -> int:
+        """The row of ``word``: as given, else lowercased (as the tokenizer and the CLI do).
+
+        ``default`` when neither spelling is in the vocabulary, or KeyError when no
+        ``default`` is given. (gensim's ``get_index`` looks up the exact key only; here
+        ``key_to_index`` does.)
+        """
+        index = self.vocab.index
+        i = index.get(word)
+        if i is None and isinstance(word, str):
+            i = index.get(word.lower())
+        if i is not None:
+            return i
+        if default is not None:
+            return default
+        lower = word.lower() if isinstance(word, str) else word
+        also = f" (nor is {lower!r})" if lower != word else ""
+        raise KeyError(f"word {word!r} is not in the vocabulary{also}")
+
+    def __contains__(self, word) -> bool:
+        """Whether ``model[word]`` finds a vector: ``word`` as given, or lowercased."""
+        index = self.vocab.index
+        try:
+            return word in index or (isinstance(word, str) and word.lower() in index)
+        except TypeError:  # unhashable
+            return False
+
+    def __getitem__(self, word) -> np.ndarray:
+        """The vector of ``word`` (looked up as :meth:`get_index` does); a list of words gives a matrix."""
+        if isinstance(word, (list, tuple)):
+            return np.asarray(self._vectors)[np.array([self.get_index(w) for w in word], dtype=np.int64)]
+        return self._vectors[self.get_index(word)]
+
+    def get_vector(self, word: str, norm: bool = False) -> np.ndarray:
+        """``model[word]``, or with ``norm=True`` that vector scaled to length 1 (a zero vector stays zero)."""
+        vector = self[word]
+        if not norm:
+            return vector
+        length = np.linalg.norm(np.asarray(vector, dtype=np.float64))
+        return (np.asarray(vector, dtype=np.float64) / (length if length > 0 else 1.0)).astype(vector.dtype)
+
+    def save(self, path) -> Path:
+        """Write the model as a directory at ``path`` (``scbow.load`` reads it back).
+
+        Any model directory already there is replaced in one step: whenever the process
+        stops, ``path`` holds the old model or the new one, complete. Returns the path.
+        """
+        from .modeldir import save_model
+
+        return save_model(self, path)
+
+    def ids(self, sentence: str) -> tuple[list[int], list[str]]:
+        """Vocabulary ids of the known tokens of ``sentence``, and the unknown tokens."""
+        index = self.vocab.index
+        known, unknown = [], []
+        for tok in tokenize(sentence):
+            i = index.get(tok)
+            if i is None:
+                unknown.append(tok)
+            else:
+                known.append(i)
+        return known, unknown
+
+    @property
+    def unknown_rule(self) -> tuple[str, float]:
+        """The model's own ``(unknown, unknown_scale)``: what :meth:`embed` does by default."""
+        return (str(self.config.get("unknown", DEFAULT_UNKNOWN)),
+                float(self.config.get("unknown_scale", HASH_SCALE)))
+
+    def embed(self, sentences, unknown: str | None = None, unknown_scale: float | None = None) -> np.ndarray:
+        """Sentence embeddings: the mean of the vectors of the known words.
+
+        Returns an array of float32, shape (n, dim); a sentence with no known word gets
+        a row of NaN (it has no embedding).
+
+        ``unknown="hash"`` gives every unknown token a vector of its own instead of leaving
+        it out: a fixed random direction drawn from a hash of the token
+        (:func:`hashed_vector`), of norm ``unknown_scale`` times :meth:`unknown_norm`. Then
+        only a sentence without any token has no embedding. ``None`` (the default) takes
+        the model's own rule (:attr:`unknown_rule`).
+        """
+        own_mode, own_scale = self.unknown_rule
+        unknown = own_mode if unknown is None else unknown
+        unknown_scale = own_scale if unknown_scale is None else unknown_scale
+        if (isinstance(unknown_scale, (bool, np.bool_)) or not isinstance(unknown_scale, (int, float, np.number))
+                or not math.isfinite(unknown_scale) or not unknown_scale > 0):
+            raise ValueError(f"unknown_scale must be a finite number above 0, got {unknown_scale!r}")
+        if isinstance(sentences, str):
+            raise TypeError("embed() takes a list of sentences; wrap a single sentence in a list")
+        if unknown not in UNKNOWN_MODES:
+            raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {unknown!r}")
+        scale = unknown_scale if unknown == "hash" else None
+        unique = dict.fromkeys(sentences)  # a sentence said twice is embedded once
+        if len(unique) == len(sentences):
+            return self._embed_lines(sentences, scale)
+        row = {sentence: n for n, sentence in enumerate(unique)}
+        which = np.fromiter(map(row.__getitem__, sentences), dtype=np.int64, count=len(sentences))
+        return self._embed_lines(list(unique), scale)[which]
+
+    def _embed_lines(self, sentences, hash_scale: float | None) -> np.ndarray:
+        """``embed(sentences)``: float32 (n, dim); unknown words omitted, or hashed at ``hash_scale``.
+
+        The sentences are tokenized in one call, one per line (the tokens of each line are
+        those of ``tokenize(sentence)``: a line end is whitespace, and lowercasing a
+        sentence does not look past it), and looked up in one pass. With hashing, the sums
+        of the hashed vectors are added to those of the known rows before dividing.
+        """
+        if not len(sentences):
+            return np.empty((0, self.dim), dtype=np.float32)
+        index = self.vocab.index
+        text = "\n".join(sentences)
+        if text.count("\n") != len(sentences) - 1:  # a sentence has line ends: spaces split it alike
+            text = "\n".join(sentence.replace("\n", " ") for sentence in sentences)
+        tokens = tokenize_lines(text + "\n")
+        ids = np.fromiter(map(index.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
+        if "\n" in index:  # a word no sentence can hold: here it would stand for the line ends
+            ids[ids == index["\n"]] = -1
+        unknown = np.flatnonzero(ids < 0)
+        is_end = np.fromiter((tokens[i] == "\n" for i in unknown.tolist()), dtype=bool, count=len(unknown))
+        ends = unknown[is_end]
+        if len(ends) != len(sentences):
+            raise AssertionError(f"tokenizer found {len(ends)} line ends in {len(sentences)} sentences")
+        known = ids >= 0
+        lengths = np.diff(np.cumsum(known)[ends], prepend=0)
+        if hash_scale is None:
+            return mean_rows(self.vectors, ids[known], lengths, dtype=np.float32)
+        words = unknown[~is_end]  # positions of the unknown words
+        if not len(words):
+            return mean_rows(self.vectors, ids[known], lengths, dtype=np.float32)
+        distinct, which = np.unique(np.array([tokens[p] for p in words.tolist()], dtype=object), return_inverse=True)
+        table = self._unit_hashed(distinct.tolist()) * (hash_scale * self.unknown_norm())
+        sentence_of = np.searchsorted(ends, words)  # a word's sentence: the line ends before it (sorted)
+        sums = np.zeros((len(sentences), self.dim))
+        # the r-th unknown word of every sentence at once (few per sentence; reduceat over
+        # 300 columns is slow, see mean_rows)
+        first = np.flatnonzero(np.r_[True, sentence_of[1:] != sentence_of[:-1]])
+        rank = np.arange(len(words)) - np.repeat(first, np.diff(np.r_[first, len(words)]))
+        for r in range(int(rank.max()) + 1):
+            at = rank == r
+            sums[sentence_of[at]] += table[which[at]]
+        means = mean_rows(self.vectors, ids[known], lengths)  # float64, NaN where no known word
+        sums += np.where(lengths[:, None] > 0, means, 0.0) * lengths[:, None]
+        total = lengths + np.bincount(sentence_of, minlength=len(sentences))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (sums / np.where(total > 0, total, np.nan)[:, None]).astype(np.float32)
+
+    def _unit_hashed(self, tokens: list[str]) -> np.ndarray:
+        """Unit-length hashed vectors of ``tokens`` (float64), kept between calls (bounded)."""
+        cache = self.__dict__.setdefault("_hashed", {})
+        new = [t for t in tokens if t not in cache]
+        if len(cache) + len(new) > _HASH_CACHE:
+            cache.clear()
+            new = tokens
+        for token, row in zip(new, hashed_vectors(new, self.dim, 1.0)):
+            cache[token] = row
+        return np.array([cache[t] for t in tokens]).reshape(len(tokens), self.dim)
+
+    def unknown_norm(self) -> float:
+        """The median norm of the vectors of the rarest tenth of the trained vocabulary.
+
+        Words with a count of 0 (added by vocabulary expansion, after the trained ones) are
+        not counted: the norm stays that of the words the model learned.
+        """
+        if getattr(self, "_unknown_norm", None) is None:
+            rare = rarest_rows(self.vectors, self.vocab.counts)
+            self._unknown_norm = float(np.median(np.linalg.norm(rare, axis=1))) if len(rare) else 1.0
+        return self._unknown_norm
+
+    def similarity(self, s1: str, s2: str, unknown: str | None = None) -> float:
+        """Cosine of the two sentence embeddings; nan when a side has nothing to average.
+
+        ``unknown``: as in :meth:`embed` (``None``: the model's own rule; ``"omit"``: nan
+        when a side has no known word; ``"hash"``: unknown words get hashed vectors).
+        """
+        a, b = self.embed([s1, s2], unknown=unknown).astype(np.float64)
+        return cosine(a, b)
+
+    def similarities(self, first, second=None, unknown: str | None = None) -> np.ndarray:
+        """Cosines of many sentence pairs at once: float64, shape (n_pairs,); nan where a side has no embedding.
+
+        ``similarities(pairs)`` takes a sequence of ``(sentence1, sentence2)`` pairs;
+        ``similarities(firsts, seconds)`` two sequences of sentences of the same length.
+        Each value is what :meth:`similarity` gives for that pair, but all the sentences
+        are embedded by one :meth:`embed` call (a sentence given twice is embedded once),
+        which is far faster than a call per pair. ``unknown``: as in :meth:`embed`.
+        """
+        if second is None:
+            if isinstance(first, str):
+                raise TypeError("similarities() takes pairs of sentences, or two lists of sentences")
+            pairs = list(first)
+            for n, pair in enumerate(pairs):
+                if isinstance(pair, str) or len(pair) != 2:
+                    raise ValueError(f"pair {n} is not a pair of sentences: {pair!r:.80}")
+            firsts, seconds = [p[0] for p in pairs], [p[1] for p in pairs]
+        else:
+            if isinstance(first, str) or isinstance(second, str):
+                raise TypeError("similarities(firsts, seconds) takes two lists of sentences; "
+                                "for a single pair use similarity()")
+            firsts, seconds = list(first), list(second)
+            if len(firsts) != len(seconds):
+                raise ValueError(f"{len(firsts)} first sentences but {len(seconds)} second ones")
+        n = len(firsts)
+        if n == 0:
+            return np.empty(0)
+        rows = self.embed(firsts + seconds, unknown=unknown).astype(np.float64)
+        return row_cosines(rows[:n], rows[n:])
+
+    def n_similarity(self, words1, words2) -> float:
+        """Cosine between the means of the vectors of two lists of words, as gensim's ``n_similarity``.
+
+        As there, the means are of the vectors as they are (not scaled to length 1 first),
+        and a word may be given as a vector. Unlike there, a word not in the vocabulary
+        (as given or lowercased) is a KeyError instead of being skipped, an empty list a
+        ValueError, and nan is returned when a mean is the zero vector.
+        """
+        means = []
+        for words in (words1, words2):
+            if isinstance(words, str):
+                words = [words]
+            rows = [np.asarray(self[w] if isinstance(w, str) else w, dtype=np.float64) for w in words]
+            if not rows:
+                raise ValueError("n_similarity() needs at least one word on each side")
+            for row in rows:
+                if row.shape != (self.dim,):
+                    raise ValueError(f"a vector must have shape ({self.dim},), got {row.shape}")
+            means.append(np.mean(rows, axis=0))
+        return cosine(*means)
+
+    def similar_by_word(self, word: str, topn: int = 10, restrict_vocab: int | None = None) -> list[tuple[str, float]]:
+        """``most_similar(word, topn, restrict_vocab=restrict_vocab)``: gensim's name for it."""
+        if not isinstance(word, str):
+            raise TypeError(f"similar_by_word() takes a word, got {type(word).__name__}")
+        return self.most_similar(word, topn=topn, restrict_vocab=restrict_vocab)
+
+    def similar_by_vector(self, vector, topn: int = 10, restrict_vocab: int | None = None) -> list[tuple[str, float]]:
+        """The ``topn`` words nearest to ``vector`` (shape (dim,)) by cosine, best first.
+
+        :meth:`most_similar` of the vector alone: no word is left out, ``restrict_vocab``
+        as there.
+        """
+        vector = np.asarray(vector, dtype=np.float64)
+        if vector.shape != (self.dim,):
+            raise ValueError(f"a query vector must have shape ({self.dim},), got {vector.shape}")
+        return self.most_similar([vector], topn=topn, restrict_vocab=restrict_vocab)
+
+    def most_similar(self, positive, topn: int = 10, negative=(), restrict_vocab: int | None = None
+                     ) -> list[tuple[str, float]]:
+        """The ``topn`` words nearest to a query by cosine, with their cosines, best first.
+
+        ``positive`` is a word, a vector (shape (dim,)) or a list of words and vectors;
+        ``negative`` likewise, subtracted. As in gensim's ``KeyedVectors.most_similar``,
+        the query is the mean of the unit vectors of ``positive`` and of the negated unit
+        vectors of ``negative``, and the query's own words are never returned
+        (``most_similar(["king", "woman"], negative=["man"])`` asks an analogy). Ties go
+        to the more frequent word. A word is looked up as given, else lowercased;
+        KeyError when neither is in the vocabulary. ValueError when the query is the zero
+        vector (its terms cancel out).
+
+        ``restrict_vocab=N``: only the first N words (the N most frequent) are candidates,
+        as in gensim; the query's words may be any. ``None``: all of them.
+
+        Speed: the cosines of all the candidates are computed in float32 (one
+        matrix-vector product with the rows as they are, times the cached inverse row
+        norms), and the few words within rounding distance of the ``topn``-th best are
+        scored again in float64, which decides their order and gives the returned cosines.
+        """
+        if not isinstance(topn, (int, np.integer)) or isinstance(topn, (bool, np.bool_)) or topn < 1:
+            raise ValueError(f"topn must be a positive integer, got {topn!r}")
+        topn = int(topn)  # numpy integers too, as gensim takes them
+        n_rows = len(self)
+        if restrict_vocab is not None:
+            if not isinstance(restrict_vocab, (int, np.integer)) or isinstance(restrict_vocab, bool) or restrict_vocab < 1:
+                raise ValueError(f"restrict_vocab must be a positive integer or None, got {restrict_vocab!r}")
+            n_rows = min(n_rows, int(restrict_vocab))
+        terms, exclude = [], set()
+        for sign, group in ((1.0, positive), (-1.0, negative)):
+            if isinstance(group, str) or (isinstance(group, np.ndarray) and group.ndim == 1):
+                group = [group]
+            for item in group:
+                if isinstance(item, str):
+                    i = self.get_index(item)
+                    v = np.asarray(self._vectors[i], dtype=np.float64)
+                    exclude.add(i)
+                else:
+                    v = np.asarray(item, dtype=np.float64)
+                    if v.shape != (self.dim,):
+                        raise ValueError(f"a query vector must have shape ({self.dim},), got {v.shape}")
+                norm = np.linalg.norm(v)
+                terms.append(sign * v / norm if norm > 0 else v)
+        if not terms:
+            raise ValueError("most_similar() needs at least one word or vector")
+        query = np.mean(terms, axis=0)
+        qnorm = np.linalg.norm(query)
+        # the terms are unit vectors: a mean this short is what rounding leaves when they cancel
+        if not np.isfinite(qnorm) or qnorm < 1e-5:
+            raise ValueError("the query vector is zero or not finite; no direction to compare with")
+        query = query / qnorm
+        exclude = np.array(sorted(i for i in exclude if i < n_rows), dtype=np.int64)
+        k = min(topn, n_rows - len(exclude))
+        if k <= 0:
+            return []
+        matrix, inverse_norms, odd = self._search_table()
+        scores = matrix[:n_rows] @ query.astype(np.float32)
+        scores *= inverse_norms[:n_rows]
+        scores[exclude] = -np.inf
+        if len(odd):  # rows float32 cannot score: always scored again below
+            odd = np.setdiff1d(odd[odd < n_rows], exclude, assume_unique=True)
+            scores[odd] = -np.inf
+        regular = n_rows - len(exclude) - len(odd)
+        if k < regular:
+            kth = kth_largest(scores, k)  # the k-th best float32 cosine
+            # A float32 cosine is within (dim + 8) float32 epsilons of the true one: every
+            # word whose true cosine can reach the k-th best is within twice that of it.
+            margin = 2 * (self.dim + 8) * float(np.finfo(np.float32).eps)
+            candidates = np.flatnonzero(scores >= kth - margin)
+        else:
+            candidates = np.flatnonzero(scores > -np.inf)
+        if len(odd):
+            candidates = np.union1d(candidates, odd)
+        rows = np.asarray(self._vectors[candidates], dtype=np.float64)
+        norms = np.linalg.norm(rows, axis=1)
+        exact = (rows @ query) / np.where(norms > 0, norms, 1.0)
+        best = np.lexsort((candidates, -exact))[:k]
+        words = self.vocab.words
+        return [(words[i], float(c)) for i, c in zip(candidates[best].tolist(), exact[best].tolist())]
+
+    def _search_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What :meth:`most_similar` scores with, computed once per ``vectors`` array.
+
+        ``(matrix, inverse_norms, odd)``: the vectors as a C-contiguous float32 matrix (the
+        array itself when it is one, memory-mapped or not: no copy), float32 ``1 / norm``
+        of every row (0 for a zero row, whose cosines are 0), and the ids of the rows that
+        float32 cannot score (norm below 1e-30 or above 1e30, or not finite), which are
+        scored in float64 every time.
+        """
+        table = self._search
+        if table is None:
+            matrix = np.asarray(self._vectors)
+            if matrix.dtype != np.float32 or not matrix.flags.c_contiguous:
+                matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+            norms = row_norms(self._vectors)
+            fine = (norms >= 1e-30) & (norms <= 1e30)
+            inverse = np.zeros(len(norms), dtype=np.float32)
+            inverse[fine] = 1.0 / norms[fine]
+            odd = np.flatnonzero(~fine & (norms != 0))
+            self._search = table = (matrix, inverse, odd)
+        return table
+
+
+def hashed_vector(token: str, dim: int) -> np.ndarray:
+    """A fixed standard normal vector for ``token``: float64, shape (dim,).
+
+    Drawn from a generator seeded by a hash of the token (BLAKE2b of its UTF-8 bytes, 8
+    bytes), so it depends on the token alone: the same in every run and every process.
+    """
+    seed = int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
+    return np.random.default_rng(seed).standard_normal(dim)
+
+
+def hashed_vectors(tokens, dim: int, norm: float) -> np.ndarray:
+    """:func:`hashed_vector` of each token, scaled to length ``norm``: float64 (len(tokens), dim).
+
+    What a model gives its unknown words (``norm``: ``unknown_scale * unknown_norm()``).
+    """
+    table = np.empty((len(tokens), dim))
+    for j, token in enumerate(tokens):
+        table[j] = hashed_vector(token, dim)
+    if len(table):
+        table *= norm / np.linalg.norm(table, axis=1, keepdims=True)
+    return table
+
+
+def rarest_rows(vectors: np.ndarray, counts=None) -> np.ndarray:
+    """The rows of the rarest tenth of the trained vocabulary (float64; the last rows: ids are by count).
+
+    Words with a count of 0 (added by vocabulary expansion, after the trained ones) do not
+    count. Their median norm sets the norm of hashed unknown-word vectors.
+    """
+    trained = np.arange(len(vectors)) if counts is None else np.flatnonzero(np.asarray(counts) > 0)
+    if len(trained) == 0:
+        trained = np.arange(len(vectors))
+    return np.asarray(vectors[trained[-max(1, len(trained) // 10):]], dtype=np.float64)
+
+
+# mean_rows adds the k-th rows of all the groups longer than k in one NumPy step while at
+# least this many groups are that long; fewer groups, and the rest of the longest few, are
+# summed one by one (np.add.reduce over chunks of their rows), so a call with one or two
+# sentences makes few NumPy calls and a very long one costs no Python step per row.
+_POSITION_STEP_MIN_GROUPS = 8
+_CHUNK_ROWS = 4096
+
+
+def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray, dtype=np.float64) -> np.ndarray:
+    """Average consecutive groups of rows of ``vectors``.
+
+    ids: array of int, shape (lengths.sum(),), the rows of every group one after another.
+    lengths: array of int, shape (n,), group sizes.
+    Returns an array of ``dtype`` (float64 unless told), shape (n, vectors.shape[1]); a
+    group of size 0 gives a row of NaN. Each group is summed in float64 row after row, in
+    its order (as the embedding kernels of ``scbow.kernels.embed`` do), divided by its
+    size, then rounded to ``dtype`` (float32: the numbers of ``mean_rows(...).astype(np.float32)``).
+
+    Why a second averaging beside the kernels of ``scbow.kernels.embed``: ``Model.embed``,
+    ``similarity`` and the STS scoring run without importing numba (importing it and loading
+    a cached kernel costs a fresh process about half a second, more than a whole
+    ``scbow-numba similarity`` call takes without it), and on the few sentences they get
+    numpy is as fast. The kernels serve files of millions of lines. Both sum each group in
+    float64 in order, so they give the same numbers: ``tests/test_using_vectors.py`` checks
+    ``embed`` files against ``Model.embed`` bit for bit.
+
+    Many groups are summed by position rather than by group: with the groups sorted longest
+    first, the k-th rows of all the groups longer than k are added in one step. That is
+    several times faster at 300 dims than ``np.add.reduceat(rows, starts, axis=0)`` (an
+    inner loop per group and column), and makes no float64 copy of every gathered row.
+    """
+    vectors = np.asarray(vectors)  # a plain view of a memmap: its slices cost less to make
+    lengths = np.asarray(lengths, dtype=np.int64)
+    n, dim = len(lengths), vectors.shape[1]
+    out = np.full((n, dim), np.nan, dtype=dtype)
+    if n == 0 or not len(ids):
+        return out
+    ids = np.asarray(ids)
+    if n < _POSITION_STEP_MIN_GROUPS:
+        stop = 0
+        for i, size in enumerate(lengths.tolist()):
+            stop += size
+            if size:
+                out[i] = _sum_in_order(vectors, ids[stop - size:stop]) / size
+        return out
+    order = np.argsort(-lengths, kind="stable")  # longest first
+    size = lengths[order]
+    start = (np.cumsum(lengths) - lengths)[order]
+    nonempty = int(np.count_nonzero(size))
+    # longer[k]: how many groups are longer than k, the first longer[k] of the sorted ones
+    longer = np.searchsorted(-size, -np.arange(int(size[0])), side="left")
+    acc = vectors[ids[start[:nonempty]]].astype(np.float64)  # the first row of every group
+    k = 1
+    while k < len(longer) and longer[k] >= _POSITION_STEP_MIN_GROUPS:
+        m = longer[k]
+        acc[:m] += vectors[ids[start[:m] + k]]
+        k += 1
+    for j in range(longer[k] if k < len(longer) else 0):  # the longest few, from row k on
+        acc[j] = _sum_in_order(vectors, ids[start[j] + k:start[j] + size[j]], acc[j])
+    acc /= size[:nonempty, None]
+    out[order[:nonempty]] = acc
+    return out
+
+
+def _sum_in_order(vectors: np.ndarray, ids: np.ndarray, total: np.ndarray | None = None) -> np.ndarray:
+    """``total`` (a float64 row, or none) plus the rows ``vectors[ids]``, added one after another in float64."""
+    # np.add.reduce along axis 0 adds whole rows in turn (NumPy sums pairwise only along the
+    # fast axis of memory); with one column that axis is the fast one, and accumulate keeps order.
+    add_rows = _reduce_rows if vectors.shape[1] > 1 else _accumulate_rows
+    for lo in range(0, len(ids), _CHUNK_ROWS):
+        rows = vectors[ids[lo:lo + _CHUNK_ROWS]]
+        if total is not None:
+            rows = np.concatenate([total[None], rows], dtype=np.float64)
+        total = add_rows(rows)
+    return total
+
+
+def _reduce_rows(rows: np.ndarray) -> np.ndarray:
+    return np.add.reduce(rows, axis=0, dtype=np.float64)
+
+
+def _accumulate_rows(rows: np.ndarray) -> np.ndarray:
+    return np.add.accumulate(rows, axis=0, dtype=np.float64)[-1]
+
+
+def kth_largest(values: np.ndarray, k: int) -> float:
+    """The ``k``-th largest of ``values`` (1 <= k <= len(values)), a full pass and a partition of a few.
+
+    The k-th largest of every ``step``-th value is no larger than the k-th largest of all
+    (a subset's k-th is at most the whole's), so every value of the k best is at least
+    that; partitioning only those (about ``len(values) / 64`` when k is small) is several
+    times faster than partitioning everything.
+    """
+    n = len(values)
+    step = n // (64 * k)
+    if step >= 4:
+        sample = values[::step]
+        lower = np.partition(sample, len(sample) - k)[len(sample) - k]
+        if lower > -np.inf:
+            pool = values[values >= lower]
+            return pool[np.argpartition(pool, len(pool) - k)[len(pool) - k]]
+    return values[np.argpartition(values, n - k)[n - k]]
+
+
+def row_norms(vectors: np.ndarray, block: int = 1 << 14) -> np.ndarray:
+    """Euclidean norm of every row, in float64: shape (n_rows,); a block of rows at a time."""
+    out = np.empty(vectors.shape[0])
+    for lo in range(0, vectors.shape[0], block):
+        rows = np.asarray(vectors[lo:lo + block], dtype=np.float64)
+        out[lo:lo + len(rows)] = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    return out
+
+
+def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cosine of each row of ``a`` with the same row of ``b``; nan for NaN or zero rows."""
+    # einsum: the row dots without an (n, d) product array, several times faster than
+    # (a * b).sum(axis=1) and np.linalg.norm; the same numbers up to the last bit
+    with np.errstate(invalid="ignore", divide="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", a, a)) * np.sqrt(np.einsum("ij,ij->i", b, b))
+        cos = np.einsum("ij,ij->i", a, b) / norms
+    cos[~np.isfinite(cos)] = np.nan
+    return cos
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine of two vectors; nan if either has no value (NaN) or is zero."""
+    if np.isnan(a).any() or np.isnan(b).any():
+        return float("nan")
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if na == 0 or nb == 0:
+        return float("nan")
+    return float(np.dot(a, b) / (na * nb))
