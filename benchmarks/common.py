@@ -54,11 +54,11 @@ RELEVANT_ENV = (
 
 
 def data_dir() -> Path:
-    """``$SCBOW_DATA``, else the shared data directory beside the checkout (never copied in)."""
-    env = os.environ.get("SCBOW_DATA")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
+    """``$SCBOW_DATA``, else the shared data directory beside the checkout (never copied in):
+    the library's one rule (:func:`scbow.use.data.data_dir`)."""
+    from scbow.use.data import data_dir as library_data_dir
+
+    return library_data_dir()
 
 
 def corpus_path(name: str) -> Path:

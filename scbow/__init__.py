@@ -34,9 +34,11 @@ def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache
     """
     from .config import TrainConfig
     from .training.corpus import Corpus, read_corpus
+    from .training.session import preflight
     from .training.trainer import train as _train
 
     config = config or TrainConfig()
+    preflight(config)  # a GPU for --device cuda, the thread count: before the corpus is read
     if not isinstance(corpus, Corpus):
         corpus = read_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir, use_cache=use_cache,
                              quiet=quiet)

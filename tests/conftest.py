@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from scbow.use.data import checkout_data_dir
+
 
 def cuda_gpu_present() -> bool:
     """Whether a CUDA driver reports a device; asked through ctypes, so numba stays unloaded."""
@@ -97,7 +99,8 @@ def _patch_simulator_race() -> None:
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     _patch_simulator_race()
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+# the library's rule for the data folder beside the checkout (scbow.use.data), not a copy of it
+DATA_DIR = checkout_data_dir() or Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def make_runner():

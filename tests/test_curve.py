@@ -193,9 +193,9 @@ def test_missing_dev_set(setup, monkeypatch):
     assert_clean_error(make_runner().invoke(main, args), "SCBOW_STS_DEV", "no such file")
     monkeypatch.delenv("SCBOW_STS_DEV")
     monkeypatch.chdir(setup["tmp"])  # no shared/data/sts-dev from here, nor (patched) beside the checkout
-    import scbow.cli as cli_mod
+    import scbow.use.data as data_mod
 
-    monkeypatch.setattr(cli_mod, "_data_places", lambda name: [Path("shared/data") / name])
+    monkeypatch.setattr(data_mod, "data_places", lambda name: [Path("shared/data") / name])
     assert_clean_error(make_runner().invoke(main, args), "no STS dev set", "--eval-dev")
     assert_clean_error(make_runner().invoke(main, args + ["--eval-dev", "missing.tsv"]), "missing.tsv")
     assert_clean_error(make_runner().invoke(main, args + ["--eval-dev", str(setup["dev"]),

@@ -239,3 +239,34 @@ class CurveHook(Hook):
         training = model.info.setdefault("training", {})
         training["eval_seconds"] = round(self.eval_seconds, 3)
         training["evaluations"] = len(self.points)
+
+
+def curve_hook(every, dev=None, sets=(), with_tests: bool = False, config=None) -> CurveHook:
+    """``train --eval-every``'s hook, every setting checked before training starts.
+
+    ``every``: examples between points (an int, or a count such as ``"500k"``); ``dev``:
+    the dev set (default: :func:`scbow.use.data.default_sts_dev`); ``sets``: further STS
+    files or folders scored at every point; ``with_tests``: the default STS test sets too.
+    """
+    from pathlib import Path
+
+    from ..config import TrainConfig
+    from ..errors import ConfigError
+    from ..text.units import parse_count
+    from ..use.data import default_sts_dev, default_sts_paths, sts_files
+    from ..use.evaluate import read_sts
+
+    config = config or TrainConfig()
+    if isinstance(every, str):
+        try:
+            every = parse_count(every)
+        except ValueError as exc:
+            raise ConfigError(f"--eval-every {exc}") from None
+    dev_path = Path(dev) if dev is not None else default_sts_dev()
+    if not dev_path.is_file():
+        raise ConfigError(f"--eval-dev {dev_path}: no such file")
+    test_files = sts_files(list(sets) + (default_sts_paths() if with_tests else []))
+    return CurveHook(read_sts(dev_path), every, config.components_removed, config.seed,
+                     tests=[read_sts(f) for f in test_files],
+                     sources={"dev": str(dev_path), "test": [str(f) for f in test_files] or None},
+                     unknown=config.unknown, unknown_scale=config.unknown_scale)

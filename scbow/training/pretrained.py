@@ -185,3 +185,81 @@ def expand_vocabulary(model: Model, source: Model, max_words: int = 0, intercept
     info = dict(model.info)
     info["expansions"] = list(info.get("expansions", [])) + [report]
     return Model(Vocab(words, counts), vectors, model.config, info), report
+
+
+# below this R2, expansion warns that the added vectors carry little
+WEAK_FIT_R2 = 0.2
+
+
+def pretrained_start(path, config, note=None):
+    """``train --init-vectors PATH``: the ``init`` for the trainer and the dict it fills in.
+
+    The vectors are read (and checked) at once, before the corpus, so a bad file fails
+    first; ``note(line)`` is told how many rows were initialised. ``(None, {})`` without a path.
+    """
+    if path is None:
+        return None, {}
+    from ..vectors.formats import load_model
+
+    source = load_model(path)
+    if source.dim != config.dim:
+        raise ModelError(f"--init-vectors {path} has {source.dim}-dimensional vectors but --dim is "
+                         f"{config.dim}; they must match (pass --dim {source.dim})")
+    info: dict = {}
+
+    def init(vocab):
+        W, summary = pretrained_init(vocab, source, config, name=str(path))
+        info.update(summary)
+        if note is not None:
+            note(f"initialised {summary['rows_initialised']:,} of {summary['rows']:,} rows from {path} "
+                 f"(scaled by {summary['scale']:.3g} to --init-std {config.init_std:g})")
+        return W
+
+    return init, info
+
+
+def expand_model(model_path, source_path, output, max_words: int = 0, affine: bool = False) -> tuple[Model, dict]:
+    """``scbow-numba expand``: the model at ``model_path`` with the words of ``source_path`` it
+    lacks, saved at ``output``; returns the new model and the fit's report (:func:`expand_vocabulary`).
+
+    ModelError, writing nothing, when the map cannot be fitted or its images are not usable.
+    """
+    import math
+    from pathlib import Path
+
+    from ..vectors.formats import check_output_dir, check_vectors, load_model, save_model
+
+    output = check_output_dir(output)
+    model = load_model(model_path)
+    if not Path(source_path).exists():
+        raise ModelError(f"{source_path}: no such vectors file")
+    vectors = load_model(source_path)
+    with np.errstate(all="ignore"):  # an overflow is reported below, not as a numpy warning
+        new, r = expand_vocabulary(model, vectors, max_words=max_words, intercept=affine, source_name=str(source_path))
+    if not all(x is None or math.isfinite(x) for x in (r["r2"], r["heldout_cosine"])):
+        raise ModelError("cannot fit a map: the model's vectors do not vary on the shared words (all "
+                         "equal or zero), so there is nothing to map onto; nothing was written")
+    try:
+        check_vectors(output, np.asarray(new.vectors), len(new.vocab))
+    except ModelError as exc:
+        raise ModelError(f"the mapped --source vectors are not usable ({str(exc).split('damaged model: ')[-1]}); "
+                         "nothing was written") from None
+    save_model(new, output)
+    return new, r
+
+
+def expansion_lines(r: dict, dim: int, affine: bool, output) -> list[str]:
+    """What ``expand`` says: the fit, the words added, and a warning for a weak fit."""
+    held = "" if r["heldout_cosine"] is None else (
+        f", mean cosine {r['heldout_cosine']:.3f} on {r['heldout_words']:,} held-out words")
+    lines = [f"fitted a {r['source_dim']} -> {dim} {'affine' if affine else 'linear'} map on "
+             f"{r['shared']:,} shared words (R2 {r['r2']:.3f}{held}); added {r['added']:,} words "
+             f"({r['vocab_before']:,} -> {r['vocab_after']:,}); left out {r['skipped_not_token']:,} source words "
+             f"that are not single lowercase tokens"
+             + (f" and {r['skipped_max_words']:,} beyond --max-words" if r["skipped_max_words"] else "")
+             + f"; model: {output}"]
+    if r["r2"] < WEAK_FIT_R2:
+        lines.append(f"warning: the map explains only {100 * r['r2']:.1f}% of the variance of our vectors: least "
+                     "squares then predicts little more than their mean, so the added vectors are all close to it "
+                     "and say little about their words (the --source space does not predict ours linearly)")
+    return lines

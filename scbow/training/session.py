@@ -245,6 +245,29 @@ def remove_stale_temporaries(path: Path) -> None:
         remove(path, tags=("old",))
 
 
+def preflight(config, checkpoint_every=None):
+    """The checks a run makes before any work, so that a bad setting fails at once, not after
+    the corpus is read: a GPU for ``--device cuda``, the thread count, the checkpoint
+    schedule (returned parsed: :func:`scbow.training.checkpoint.parse_every`)."""
+    from ..errors import ConfigError
+    from .checkpoint import parse_every
+
+    if config.device == "cuda":
+        from .backends.cuda import require_cuda
+
+        require_cuda()
+    else:
+        from ..kernels import resolve_threads
+
+        resolve_threads(config.threads)
+    if checkpoint_every is None:
+        return None
+    try:
+        return parse_every(checkpoint_every)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def train_session(corpus, config=None, output=None, *, checkpoint_every=None, resume: bool = False,
                   quiet: bool = False, cache_dir=None, use_cache: bool = True, hooks=(), init=None,
                   before_save=None, warn=None):
@@ -260,13 +283,13 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     """
     from ..config import TrainConfig
     from ..vectors.formats import check_output_dir, default_model_dir, save_model
-    from .checkpoint import CheckpointWriter, checkpoint_dir, describe, parse_every, read_meta, restore
+    from .checkpoint import CheckpointWriter, checkpoint_dir, describe, read_meta, restore
     from .corpus import read_corpus
     from .trainer import train
 
     config = config or TrainConfig()
     warn = warn or note
-    every = parse_every(checkpoint_every) if checkpoint_every is not None else None
+    every = preflight(config, checkpoint_every)
     output = check_output_dir(output if output is not None else default_model_dir())
     ckpt = checkpoint_dir(Path(os.path.abspath(output)))
     writer = None
@@ -348,3 +371,39 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
         raise Interrupted(f"interrupted ({signal_name(guard.signum)}) after training had finished; "
                           f"the model was saved to {output}", guard.signum)
     return result
+
+
+def summary_lines(result, config, output, curve=None) -> list[str]:
+    """What ``train`` says when it is done: the run, the corpus cache, the learning curve."""
+    from ..progress import plural
+    from .cache import cache_entries
+
+    def mb(n: int) -> str:
+        return f"{n / 1e6:,.1f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"
+
+    t = result.model.info["training"]
+    c = result.model.info["corpus"]
+    lines = [f"trained {plural(config.epochs, 'epoch')}: {plural(result.examples, 'example')} in {result.seconds:.1f} s "
+             f"({t['examples_per_second'] or 0:,.0f}/s, "
+             f"{'GPU' if config.device == 'cuda' else plural(t['threads'], 'thread')}), loss {t['first_loss']:.4f} -> "
+             f"{t['final_loss']:.4f}; {plural(c['vocab_size'], 'word')}, {plural(c['sentences'], 'sentence')}; "
+             f"model: {output}"]
+    cache = result.cache or {}
+    if cache.get("written") and cache.get("root"):
+        entries = cache_entries(cache["root"])
+        mine = next((e["bytes"] for e in entries if e["path"] == cache["path"]), 0)
+        lines.append(f"corpus cache: wrote {mb(mine)} to {cache['path']} (a rerun on the same files starts "
+                     f"at once); the cache holds {plural(len(entries), 'corpus', 'corpora')} in "
+                     f"{mb(sum(e['bytes'] for e in entries))}: 'scbow-numba cache' lists it, "
+                     "'scbow-numba cache --clear' empties it")
+    if curve is not None:
+        first, last = (("n/a" if x is None else f"{x:.4f}") for x in
+                       (p["dev"]["pearson"] for p in (curve.points[0], curve.points[-1])))
+        at = [p["examples"] for p in curve.points if p["examples"] and not p.get("epoch_end")]
+        off = [n for n in at if n % curve.every]
+        where = (f"; points fall on batch ends, the first at or after each multiple of {curve.every:,} "
+                 f"({', '.join(f'{n:,}' for n in at[:3])}{', ...' if len(at) > 3 else ''})" if off else "")
+        lines.append(f"curve: {len(curve.points)} points, dev Pearson {first} -> {last}; the evaluations took "
+                     f"{curve.eval_seconds:.1f} s, not counted above{where} (saved as curve.json; "
+                     f"'scbow-numba plot {output}' draws it)")
+    return lines

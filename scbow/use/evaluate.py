@@ -362,3 +362,38 @@ def format_table(report: dict) -> str:
         lines.append(f"r diff: Pearson of {primary} minus Pearson of the other system on the pairs both scored; "
                      f"95% CI: paired bootstrap over pairs (interval excluding 0: the difference is significant).")
     return "\n".join(lines)
+
+
+def evaluate_models(paths=(), model=None, baseline=None, control: str | None = None, resamples: int = 1000,
+                    unknown: str | None = None) -> dict:
+    """``scbow-numba evaluate``: score ``model`` (a path; default: the default model) on STS
+    files or folders (default: :func:`scbow.use.data.default_sts_paths`), beside ``baseline``
+    vectors and an untrained ``control``; the report of :func:`evaluate_systems` with ``sources``.
+
+    Without ``model`` and with a ``control``, the model is left out when no default model exists.
+    """
+    import functools
+    from pathlib import Path
+
+    from ..errors import ModelError
+    from ..vectors.formats import default_model_dir, load_model
+    from .data import default_sts_paths, sts_files
+
+    def embedder(m):
+        return functools.partial(m.embed, unknown=unknown) if unknown is not None else m.embed
+
+    sets = [read_sts(f) for f in sts_files(paths or default_sts_paths())]
+    systems, sources = {}, {}
+    if model is not None or control is None or (default_model_dir() / "config.json").is_file():
+        path = model or default_model_dir()
+        systems["model"], sources["model"] = embedder(load_model(path)), str(path)
+    if baseline is not None:
+        if not Path(baseline).exists():
+            raise ModelError(f"{baseline}: no such baseline vectors file")
+        systems["baseline"], sources["baseline"] = embedder(load_model(baseline)), str(baseline)
+    if control == "overlap":
+        systems["overlap"] = OverlapControl(dim=300).embed
+        sources["overlap"] = "untrained control: a fixed random 300-d vector per distinct token, averaged over all tokens"
+    if unknown is not None:
+        sources = {k: v + (f" (unknown words: {unknown})" if k != "overlap" else "") for k, v in sources.items()}
+    return {"sources": sources, **evaluate_systems(systems, sets, resamples=resamples)}

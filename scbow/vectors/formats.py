@@ -153,6 +153,30 @@ def check_config(where, config, dim: int) -> None:
                          f"have {dim} dimensions")
 
 
+def curve_of(path: os.PathLike) -> tuple[dict, dict]:
+    """The learning curve of a model directory or a ``curve.json`` file, and the model's
+    settings (``{}`` for a bare file); ModelError when there is none or it has no point."""
+    path = Path(path)
+    config: dict = {}
+    if path.is_dir():
+        if not (path / CURVE_FILE).is_file():
+            if not (path / "config.json").is_file():
+                raise ModelError(f"{path}: not a model directory (no config.json)")
+            raise ModelError(f"{path}: the model has no learning curve ({CURVE_FILE}); "
+                             "train it with --eval-every N to record one")
+        meta = read_json(path / "config.json", what="damaged model")
+        config = meta.get("config") if isinstance(meta, dict) else None
+        config = config if isinstance(config, dict) else {}
+        curve = load_curve(path / CURVE_FILE)
+    elif path.is_file():
+        curve = load_curve(path)
+    else:
+        raise ModelError(f"{path}: no such model or curve file")
+    if not curve["points"]:
+        raise ModelError(f"{path}: the learning curve has no points")
+    return curve, config
+
+
 def load_curve(path: os.PathLike) -> dict:
     """Read a ``curve.json`` (of a model directory, or a copy of one)."""
     path = Path(path)

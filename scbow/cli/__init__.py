@@ -1,0 +1,15 @@
+"""The ``scbow-numba`` command line: thin click commands over the library.
+
+Each command parses, calls one library function and prints. The group and what commands
+share are in :mod:`scbow.cli.app`; the commands by what they work on: :mod:`~scbow.cli.train`
+(train, prepare, cache), :mod:`~scbow.cli.vectors` (similarity, info, export, expand),
+:mod:`~scbow.cli.sentences` (embed, index, neighbors), :mod:`~scbow.cli.scores` (evaluate, plot).
+"""
+
+from . import scores, sentences, train, vectors  # noqa: F401  (each registers its commands)
+from .app import main
+
+__all__ = ["main"]
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The ``scbow-numba`` group: how every command's failures become one line, and what commands share.
+
+Heavy imports (numpy, numba, scipy) happen inside the commands, so ``--help`` is instant.
+Known failures print one line ``Error: ...`` and exit 1; Ctrl-C exits 130.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from ..config import TrainConfig
+from ..errors import ConfigError
+
+
+def _flag(message: str) -> str:
+    """Name the CLI flag instead of the config field at the start of an error message."""
+    head, _, rest = message.partition(" ")
+    if head in TrainConfig.__dataclass_fields__:
+        return f"--{head.replace('_', '-')} {rest}"
+    return message
+
+
+class _Group(click.Group):
+    def invoke(self, ctx):
+        from ..errors import CorpusError, ModelError, STSError, TrainingError
+
+        try:
+            return super().invoke(ctx)
+        except ConfigError as exc:
+            raise click.ClickException(_flag(str(exc))) from None
+        except (CorpusError, ModelError, STSError, TrainingError) as exc:
+            raise click.ClickException(str(exc)) from None
+        except MemoryError:
+            raise click.ClickException("out of memory; try a smaller --dim or --max-vocab") from None
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise click.ClickException(f"{where}{exc.strerror or exc}") from None
+        except KeyboardInterrupt as exc:
+            # train's Interrupted says what was kept (a checkpoint) and which signal stopped it
+            click.echo("\n" + (getattr(exc, "message", None) or "interrupted; nothing was written"), err=True)
+            sys.exit(128 + getattr(exc, "signum", 2))
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except RecursionError:
+            raise click.ClickException("input nested too deeply to read (a damaged file?)") from None
+        except Exception as exc:
+            # every failure a user can cause has its own message above; this is a bug, but it
+            # still ends in one line (SCBOW_DEBUG=1 shows the traceback)
+            if os.environ.get("SCBOW_DEBUG"):
+                raise
+            text = str(exc).splitlines()[0][:200] if str(exc) else ""
+            raise click.ClickException(f"unexpected {type(exc).__name__}{': ' + text if text else ''} (a bug in "
+                                       "scbow-numba: please report it; SCBOW_DEBUG=1 shows where)") from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="scbow-numba")
+def main():
+    """Siamese CBOW sentence embeddings: train word vectors whose average embeds a sentence.
+
+    Models live in one default place unless -o/-m says otherwise: $SCBOW_MODEL, else
+    $XDG_DATA_HOME/scbow-numba/model ($XDG_DATA_HOME defaults to ~/.local/share).
+    Encoded corpora are cached in $SCBOW_CACHE_DIR, else ~/.cache/scbow-numba/corpus
+    ('scbow-numba cache' lists and clears it).
+    """
+
+
+DEFAULT_MODEL = "Default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model."
+
+
+def model_option(help_text=f"Model directory (or word2vec file). {DEFAULT_MODEL}"):
+    return click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None, help=help_text)
+
+
+def mb(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"
+
+
+def model_dir(model_path) -> Path:
+    from ..vectors.formats import default_model_dir
+
+    return Path(model_path or default_model_dir())
+
+
+def model_arg(model_arg, model_path) -> Path:
+    """The model of a command that takes it as MODEL or as -m (plot, info)."""
+    if model_arg is not None and model_path is not None and model_arg != model_path:
+        raise click.ClickException("give the model once: as MODEL or as -m, not both")
+    return model_dir(model_arg or model_path)
+
+
+def load(model_path):
+    from ..vectors.formats import default_model_dir, load_model
+
+    return load_model(model_path or default_model_dir())
+
+
+def say(line: str) -> None:
+    """A line for the user, on stderr (stdout is for results)."""
+    click.echo(line, err=True)
+
+
+def echo_lines(lines) -> None:
+    for line in lines:
+        say(line)

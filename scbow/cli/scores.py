@@ -1,0 +1,74 @@
+"""``evaluate`` and ``plot``: scores on STS sets, and the learning curve."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..files import refuse_overwrite
+from .app import main, model_arg, model_option
+
+
+@main.command(short_help="Draw the learning curve recorded by train --eval-every.")
+@click.argument("model_arg_", metavar="[MODEL]", required=False, type=click.Path(path_type=Path))
+@model_option("Model directory or curve.json file (the same as MODEL). Default: $SCBOW_MODEL or "
+               "~/.local/share/scbow-numba/model.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("curve.png"), show_default=True,
+              help="The PNG file to write.")
+@click.option("--title", default=None, help="Title of the plot. Default: from the model's settings.")
+def plot(model_arg_, model_path, output, title):
+    """Draw the learning curve of MODEL (recorded by 'train --eval-every') as a PNG.
+
+    Pearson on the dev set against examples seen, after the post-processing the saved
+    model gets (solid) and as trained (dashed), the test-set mean when it was recorded,
+    and the ends of epochs. MODEL (or -m MODEL, as in the other commands) is a model
+    directory or a curve.json file; default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model.
+    """
+    from ..files import check_output_file
+    from ..vectors.formats import curve_of
+
+    path = model_arg(model_arg_, model_path)
+    refuse_overwrite({"-o": output}, {"the model": path})
+    check_output_file(output, "curve.png")
+    curve, config = curve_of(path)
+    try:
+        from ..use.plot import plot_curve
+    except ImportError:
+        raise click.ClickException("plotting needs matplotlib: pip install 'scbow-numba[plot]'") from None
+    plot_curve(curve, output, title=title, config=config)
+    click.echo(f"wrote {output} ({len(curve['points'])} points)", err=True)
+
+
+@main.command(short_help="Score a model on STS sets, with baselines and significance.")
+@model_option()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--baseline", type=click.Path(path_type=Path), default=None,
+              help="Word vectors to compare with (word2vec text or binary, or a model directory).")
+@click.option("--control", type=click.Choice(["overlap"]), default=None,
+              help="Add an untrained word-overlap control beside the model (-m, else the default model; the "
+                   "control alone when there is no default model).")
+@click.option("--resamples", type=click.IntRange(min=100, max=1_000_000), default=1000, show_default=True,
+              help="Bootstrap resamples for the 95% interval of a Pearson difference.")
+@click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
+              help="Words not in the vocabulary (of the model and --baseline): leave them out, or give each "
+                   "a fixed random vector from a hash of the word.  [default: each model's own rule, hash "
+                   "for models trained by this version, omit for word2vec files]")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def evaluate(model_path, paths, baseline, control, resamples, unknown, as_json):
+    """Score a model on STS files (gold<TAB>s1<TAB>s2) or folders of *.tsv.
+
+    With no PATHS: the paper's SemEval sets from $SCBOW_STS_DIR, else shared/data/sts or
+    ../shared/data/sts (from the current directory, or beside a source checkout). Per set:
+    pairs, pairs scored (a pair with a side without any known word is not scored), Pearson
+    and Spearman; then the mean over sets and the mean weighted
+    by pairs scored. --baseline and --control add column groups, each compared with the
+    model by a paired Wilcoxon test and a bootstrap interval of the Pearson difference.
+    """
+    import json
+
+    from ..use.evaluate import evaluate_models, format_table
+
+    report = evaluate_models(paths, model=model_path, baseline=baseline, control=control, resamples=resamples,
+                             unknown=unknown)
+    click.echo(json.dumps(report, indent=1) if as_json else format_table(report))

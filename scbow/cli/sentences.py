@@ -1,0 +1,240 @@
+"""``embed``, ``index`` and ``neighbors``: sentences as rows, and the nearest of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..files import refuse_overwrite
+from .app import load, main, model_dir, model_option
+
+
+@main.command(short_help="Embed every line of a file into a .npy array (or many files on a Dask cluster).")
+@model_option()
+@click.argument("inputs", metavar="INPUT...", nargs=-1, required=True,
+                type=click.Path(path_type=Path, allow_dash=True))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="The .npy file to write: float32, one row per line of INPUT. With --workers or --scheduler: "
+                   "a directory of shards.")
+@click.option("--missing", "missing_file", type=click.Path(path_type=Path), default=None,
+              help="Where to list the lines with no known word. Default: OUTPUT with .npy replaced by .missing.txt.")
+@click.option("--fill", type=click.Choice(["nan", "zero"]), default="nan", show_default=True,
+              help="Values of the row of a line with no known word.")
+@click.option("--threads", type=click.IntRange(min=0, max=65_536), default=1, show_default=True,
+              help="Threads of the parallel averaging kernel (0: all cores). 1: the serial kernel, which already "
+                   "runs beside the tokenizer on a second core; more pays off only for models of many dimensions.")
+@click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
+              help="Words not in the vocabulary: leave them out, or give each its fixed hashed vector, as "
+                   "'similarity' does.  [default: the model's own rule]")
+@click.option("--workers", type=click.IntRange(min=1, max=4096), default=None,
+              help="Embed on a local Dask cluster of this many worker processes; OUTPUT is a directory of shards.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Embed on a running Dask cluster (tcp://host:8786); OUTPUT is a directory of shards.")
+@click.option("--block-mb", type=click.FloatRange(min=0.001, max=1 << 20), default=64.0, show_default=True,
+              help="With a cluster: MB of plain text per block (one shard each); a compressed file is one block.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")
+def embed(model_path, inputs, output, missing_file, fill, threads, unknown, workers, scheduler, block_mb, quiet):
+    """Embed every line of INPUT (one sentence per line; .gz/.bz2/.xz read too; - for stdin).
+
+    Row i of OUTPUT is the sentence embedding of line i + 1 (the same as 'similarity' and
+    Model.embed use), empty lines included; the numbers of the lines with nothing to
+    average (their rows are NaN, or zero with --fill zero) are listed in the --missing
+    file. Written block by block, so INPUT may be larger than memory, and renamed into
+    place at the end.
+
+    \b
+    With --workers N (a local cluster) or --scheduler ADDRESS (Dask), several INPUT files
+    are cut into blocks and embedded in parallel into OUTPUT/shard-*.npy, listed in
+    OUTPUT/manifest.json; running the same command again skips the shards already done.
+    Read them back with scbow.use.cluster.open_shards(OUTPUT). Needs: pip install 'scbow-numba[dask]'.
+    """
+    from ..progress import Progress
+    from ..use.embedding import embed_file, missing_path_for
+
+    if workers is not None and scheduler is not None:
+        raise click.UsageError("give --workers (a local cluster) or --scheduler (a running one), not both")
+    if workers is not None or scheduler is not None:
+        if missing_file is not None:
+            raise click.UsageError("--missing is for one output file; a cluster lists missing lines per shard")
+        _embed_on_cluster(model_path, inputs, output, fill, unknown, workers, scheduler, block_mb, quiet)
+        return
+    if len(inputs) > 1:
+        raise click.UsageError(f"{len(inputs)} inputs: one process embeds one INPUT; several need --workers N "
+                               "(a local Dask cluster) or --scheduler ADDRESS")
+    input_path = inputs[0]
+    missing_file = missing_file or missing_path_for(output)
+    refuse_overwrite({"-o": output, "--missing": missing_file},
+                      {"the model": model_dir(model_path), "INPUT": input_path})
+    model = load(model_path)
+    bar = Progress(0, unit="lines", enabled=None if not quiet else False)
+    try:
+        stats = embed_file(model, input_path, output, missing_file, fill=0.0 if fill == "zero" else float("nan"),
+                           threads=threads, progress=lambda n: bar.update(n, prefix="embedding: "), unknown=unknown)
+    finally:
+        bar.close()
+    if not quiet:
+        rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
+        known = stats.known_tokens / stats.tokens if stats.tokens else 0
+        rule = unknown or model.unknown_rule[0]
+        what = "no known word" if rule == "omit" else "no word"
+        click.echo(f"embedded {stats.lines:,} lines as {model.dim}-dim rows in {stats.seconds:.1f} s "
+                   f"({rate:,.0f} lines/min), {100 * known:.1f}% of tokens averaged (unknown words: {rule}); "
+                   f"{stats.missing:,} lines with {what} (listed in {missing_file}); wrote {output}", err=True)
+
+
+def _embed_on_cluster(model_path, inputs, output, fill, unknown, workers, scheduler, block_mb, quiet):
+    from ..progress import Progress
+    from ..use.cluster import embed_on_cluster, refuse_model_output
+
+    if output.suffix.lower() == ".npy":
+        raise click.UsageError(f"-o {output}: on a cluster the output is a directory of shards, not one .npy file; "
+                               f"give a directory name such as {output.with_suffix('')}")
+    refuse_model_output(output)  # any model's directory, or inside one: the same line the first time and on resume
+    model_path = model_dir(model_path)
+    refuse_overwrite({"-o": output}, [("the model", model_path), *(("INPUT", p) for p in inputs)])
+    load(model_path)  # the model is checked here, once, with the messages of every command; workers map it
+    bar = Progress(0, unit="shards", enabled=None if not quiet else False)
+
+    def report(done, total):
+        bar.total = total
+        bar.update(done, prefix="embedding on the cluster: ", force=done == total)
+
+    try:
+        stats = embed_on_cluster(model_path, inputs, output, workers=workers, scheduler=scheduler,
+                                 fill=0.0 if fill == "zero" else float("nan"), unknown=unknown,
+                                 block_bytes=max(int(block_mb * (1 << 20)), 1), progress=report)
+    finally:
+        bar.close()
+    if not quiet:
+        rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
+        resumed = f" ({stats.skipped:,} done by an earlier run)" if stats.skipped else ""
+        click.echo(f"embedded {stats.lines:,} lines into {stats.shards:,} shards{resumed} on {stats.workers} "
+                   f"workers in {stats.seconds:.1f} s ({rate:,.0f} lines/min); {stats.missing:,} lines with nothing "
+                   f"to average; wrote {output}/manifest.json", err=True)
+
+
+def _lookup_word(model, word: str) -> str:
+    """``word`` as the model spells it: as given, else lowercased (our tokens are lowercase)."""
+    i = model.get_index(word, -1)
+    if i < 0:
+        raise click.ClickException(f"{word!r} is not in the vocabulary of {len(model):,} words")
+    return model.index_to_key[i]
+
+
+@main.command(short_help="Nearest words of a word, or nearest lines of a sentence.")
+@model_option()
+@click.argument("words", nargs=-1)
+@click.option("--sentence", default=None, help="Find the lines of --in nearest to this sentence.")
+@click.option("--in", "in_path", type=click.Path(path_type=Path, allow_dash=True), default=None,
+              help="Text file searched for --sentence (one sentence per line; .gz/.bz2/.xz too).")
+@click.option("--index", "index_path", type=click.Path(path_type=Path), default=None,
+              help="Search a sentence index (made by 'scbow-numba index') for --sentence instead of scanning --in.")
+@click.option("--ef", type=click.IntRange(min=1, max=1 << 20), default=None,
+              help="With --index: search effort (more finds more of the true nearest lines, slower).  "
+                   "[default: the index's]")
+@click.option("--negative", multiple=True, help="A word to subtract from the query (repeatable).")
+@click.option("-n", "--topn", type=click.IntRange(min=1, max=10**9), default=10, show_default=True, help="How many to print.")
+def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, topn):
+    """Print the nearest words of WORD... by cosine, or the nearest sentences of a file.
+
+    \b
+    scbow-numba neighbors WORD              word<TAB>cosine, nearest first
+    scbow-numba neighbors king woman --negative man
+    scbow-numba neighbors --sentence "..." --in FILE    cosine<TAB>line number<TAB>line
+    scbow-numba neighbors --sentence "..." --index DIR  the same from an index, in milliseconds
+
+    Several words are averaged (as unit vectors), --negative words subtracted, as in
+    gensim's most_similar; the query's own words are never printed.
+    """
+    if ef is not None and index_path is None:
+        raise click.ClickException("--ef needs --index")
+    if in_path is not None and index_path is not None:
+        raise click.ClickException("give --in FILE (an exact scan) or --index DIR, not both")
+    if sentence is None:
+        if in_path is not None or index_path is not None:
+            raise click.ClickException(f"{'--in' if in_path is not None else '--index'} needs --sentence: the "
+                                       "sentence whose nearest lines to find")
+        if not words:
+            raise click.ClickException('give a WORD, or --sentence "..." --in FILE')
+        model = load(model_path)
+        positive = [_lookup_word(model, w) for w in words]
+        minus = [_lookup_word(model, w) for w in negative]
+        try:
+            found = model.most_similar(positive, topn=topn, negative=minus)
+        except ValueError:  # the words cancel out: no direction left to compare with
+            query = " + ".join(positive) + "".join(f" - {w}" for w in minus)
+            raise click.ClickException(f"the query {query} is the zero vector (its words cancel out, or their "
+                                       "vectors are zero); it has no nearest words") from None
+        for word, cos in found:
+            click.echo(f"{word}\t{cos:.4f}")
+        return
+    if words or negative:
+        raise click.ClickException("give either WORDs or --sentence, not both")
+    if in_path is None and index_path is None:
+        raise click.ClickException("--sentence needs --in FILE or --index DIR: the sentences to search")
+    from ..use.embedding import nearest_sentences
+
+    if index_path is not None:  # an index that records its model answers only with it: check before loading
+        from ..use.index import check_query_model
+
+        check_query_model(index_path, model_dir(model_path))
+    model = load(model_path)
+    known, unknown = model.ids(sentence)
+    hashed = model.unknown_rule[0] == "hash"
+    if not known and not (hashed and unknown):
+        what = "no word" if hashed else "no word in the vocabulary"
+        raise click.ClickException(f"the sentence has {what}; it has no embedding")
+    if unknown:
+        what = "given hashed random vectors" if hashed else "left out"
+        click.echo(f"unknown words {what}: {', '.join(unknown)}", err=True)
+    if index_path is not None:
+        from ..use.index import search_command
+
+        try:
+            found = search_command(model, sentence, index_path, topn=topn, ef=ef, model_dir=model_dir(model_path))
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+        several = len({f for _, f, _, _ in found}) > 1
+        for cos, file, line, text in found:
+            click.echo(f"{cos:.4f}\t{f'{file}:{line}' if several else line}\t{text}")
+        return
+    for cos, line, text in nearest_sentences(model, sentence, in_path, topn=topn):
+        click.echo(f"{cos:.4f}\t{line}\t{text}")
+
+
+@main.command(short_help="Build an approximate nearest-neighbour index of embedded sentences.")
+@click.argument("embeddings", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Index directory to write.")
+@click.option("--text", type=click.Path(path_type=Path), default=None,
+              help="The text file EMBEDDINGS was made from (needed for a .npy; shards name their files).")
+@click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None,
+              help="The model that embedded the lines, recorded so that queries with another one are refused.  "
+                   "[default: the shards' model, else $SCBOW_MODEL or ~/.local/share/scbow-numba/model if it exists]")
+@click.option("--M", "m", type=click.IntRange(min=4, max=512), default=32, show_default=True,
+              help="HNSW links per node: more finds more of the true neighbours, costs memory and build time.")
+@click.option("--ef-construction", type=click.IntRange(min=8, max=1 << 16), default=200, show_default=True,
+              help="HNSW build effort.")
+@click.option("--threads", type=click.IntRange(min=0, max=65_536), default=0, show_default=True,
+              help="Build threads (0: all cores).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
+def index(embeddings, output, text, model_path, m, ef_construction, threads, quiet):
+    """Index the rows of EMBEDDINGS (an 'embed' .npy, or a directory of shards) for fast search.
+
+    \b
+    scbow-numba embed -m model books.txt -o books.npy
+    scbow-numba index books.npy --text books.txt -m model -o books.index
+    scbow-numba neighbors -m model --sentence "he walked home" --index books.index
+
+    An HNSW graph (faiss) over the L2-normalised rows: cosine search in milliseconds
+    instead of a scan of every line. Rows with no embedding are left out. Needs:
+    pip install 'scbow-numba[index]'.
+    """
+    from ..use.index import index_command
+
+    refuse_overwrite({"-o": output}, [("EMBEDDINGS", embeddings), ("--text", text), ("the model", model_path)],
+                      replaces_dirs=True)
+    summary = index_command(embeddings, output, text=text, M=m, ef_construction=ef_construction, quiet=quiet,
+                            model=model_path, threads=threads)
+    if not quiet:
+        click.echo(summary, err=True)

@@ -1,0 +1,224 @@
+"""``train``, ``prepare`` and ``cache``: from text to a model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..config import DEVICES, NEGATIVE_MODES, UNKNOWN_MODES, TrainConfig
+from .app import echo_lines, main, mb, say
+
+_D = TrainConfig()
+
+
+@main.command(short_help="Train a model on a corpus (one sentence per line).")
+@click.argument("corpus", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
+              help="Model directory to write. Default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model.")
+@click.option("--dim", type=int, default=_D.dim, show_default=True, help="Embedding dimensions.")
+@click.option("--negatives", type=int, default=_D.negatives, show_default=True, help="Negative sentences per example.")
+@click.option("--negative-mode", type=click.Choice(NEGATIVE_MODES), default=_D.negative_mode, show_default=True,
+              help="Draw negatives from the target's own document, or uniformly from the corpus.")
+@click.option("--min-count", type=int, default=_D.min_count, show_default=True, help="Drop words seen fewer times.")
+@click.option("--max-vocab", type=int, default=_D.max_vocab, show_default=True,
+              help="Keep only the most frequent words (0: no limit).")
+@click.option("--epochs", type=int, default=_D.epochs, show_default=True, help="Passes over the corpus.")
+@click.option("--lr", type=float, default=_D.lr, show_default=True, help="Starting learning rate, decayed linearly.")
+@click.option("--min-lr-fraction", type=float, default=_D.min_lr_fraction, show_default=True,
+              help="Floor of the decayed learning rate, as a fraction of --lr.")
+@click.option("--weight-decay", type=float, default=_D.weight_decay, show_default=True,
+              help="L2 decay per word occurrence: each occurrence of a word shrinks its row by lr * DECAY of "
+                   "itself (at --lr 0.1, 10 shrinks it by 1 percent each time it is seen); lr * DECAY must stay "
+                   "below 1. 0: off, the paper's objective (the frequency weights keep frequent words down instead).")
+@click.option("--frequency-weight", type=float, default=_D.frequency_weight, show_default=True,
+              help="a of the weights a/(a + p(w)) inside sentence averages (SIF's), folded into the saved "
+                   "vectors; 0: the paper's unweighted average.")
+@click.option("--count-power", type=float, default=_D.count_power, show_default=True,
+              help="Scale a word's steps by min(1, count-floor/count)^POWER (0: plain SGD).")
+@click.option("--count-floor", type=int, default=_D.count_floor, show_default=True,
+              help="Words seen at most this often take full steps (see --count-power).")
+@click.option("--unknown", type=click.Choice(UNKNOWN_MODES), default=_D.unknown, show_default=True,
+              help="What the saved model does with words outside its vocabulary: a fixed hashed random "
+                   "vector each, or leave them out.")
+@click.option("--unknown-scale", type=float, default=_D.unknown_scale, show_default=True,
+              help="Norm of a hashed unknown-word vector, as a multiple of the median norm of the rarest "
+                   "tenth of the vocabulary.")
+@click.option("--common-components", type=int, default=_D.common_components, show_default=True,
+              help="After training, centre sentence averages and remove this many principal directions "
+                   "(at most dim/10; -1: off).")
+@click.option("--max-length", type=int, default=_D.max_length, show_default=True,
+              help="Average only the first N known words of a sentence (0: all).")
+@click.option("--init-std", type=float, default=_D.init_std, show_default=True, help="Std. dev. of the initial vectors.")
+@click.option("--threads", type=int, default=_D.threads, show_default=True,
+              help="Training threads (0: all cores). 1 is deterministic for a --seed.")
+@click.option("--seed", type=int, default=_D.seed, show_default=True, help="Random seed.")
+@click.option("--device", type=click.Choice(DEVICES), default=_D.device, show_default=True,
+              help="Train on the CPU or an NVIDIA GPU.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
+              help="Where encoded corpora are cached. Default: $SCBOW_CACHE_DIR or ~/.cache/scbow-numba/corpus.")
+@click.option("--no-cache", is_flag=True, help="Encode the corpus without reading or writing the cache.")
+@click.option("--checkpoint-every", metavar="N|DURATION", default=None, show_default="off",
+              help="Write a checkpoint (OUTPUT.checkpoint) every N examples (at the first batch end at or after "
+                   "each multiple) or every DURATION (30s, 10m, 2h). Ctrl-C and SIGTERM always write one.")
+@click.option("--resume", is_flag=True,
+              help="Continue the interrupted run into OUTPUT from its checkpoint (same corpus and settings).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")
+@click.option("--init-vectors", type=click.Path(path_type=Path), default=None,
+              help="Start the rows of the words these vectors have from them (word2vec text or binary, or a "
+                   "model directory; same dimensions as --dim), rescaled to --init-std; the rest at random.")
+@click.option("--eval-every", metavar="N", default=None, show_default="off",
+              help="Score the STS dev set every N examples (500000, 500k, 2M), at every epoch end and before "
+                   "training; the learning curve is saved as curve.json in the model (see 'plot'). Points fall on "
+                   "batch ends: at the first one at or after each multiple of N (batches are 32,768 examples, fewer "
+                   "for costly settings); the curve records the exact count.")
+@click.option("--eval-dev", type=click.Path(path_type=Path), default=None,
+              help="The dev set of --eval-every. Default: $SCBOW_STS_DEV, else "
+                   "shared/data/sts-dev/stsb.dev.tsv or ../shared/data/sts-dev/stsb.dev.tsv (from the current "
+                   "directory, or beside a source checkout).")
+@click.option("--eval-sets", type=click.Path(path_type=Path), multiple=True,
+              help="Also score these STS files or folders at every point (repeatable); their means are recorded.")
+@click.option("--eval-test", is_flag=True,
+              help="Also score the default STS test sets (those of 'evaluate' without paths) at every point.")
+def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_every, resume,
+          eval_every, eval_dev, eval_sets, eval_test, **hyper):
+    """Train a model on CORPUS: text files (.gz/.bz2/.xz too) or directories of them.
+
+    One sentence per line; an empty line, and the end of each file, ends a document.
+    """
+    from ..files import refuse_overwrite
+    from ..vectors.formats import default_model_dir
+
+    config = TrainConfig(**hyper)
+    output = Path(output or default_model_dir())
+    refuse_overwrite({"-o": output, "its checkpoint": output.with_name(output.name + ".checkpoint")},
+                     [*(("the corpus", p) for p in corpus), ("--init-vectors", init_vectors),
+                      ("--eval-dev", eval_dev), *(("--eval-sets", p) for p in eval_sets)], replaces_dirs=True)
+    curve = None
+    if eval_every is not None:
+        from ..training.curve import curve_hook
+
+        curve = curve_hook(eval_every, eval_dev, eval_sets, eval_test, config)
+    elif eval_dev is not None or eval_sets or eval_test:
+        raise click.ClickException("--eval-dev, --eval-sets and --eval-test need --eval-every N")
+    made = [p for p in (output.resolve().parent, *output.resolve().parent.parents) if not p.exists()]
+    try:
+        _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, resume, quiet, cache_dir, no_cache)
+    except BaseException:
+        # a failed run leaves nothing behind: not even the directories made for its output
+        for p in made:  # deepest first
+            try:
+                p.rmdir()
+            except OSError:
+                break
+        raise
+
+
+def _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, resume, quiet, cache_dir, no_cache):
+    from ..training.pretrained import pretrained_start
+    from ..training.session import summary_lines, train_session
+    from ..vectors.formats import check_output_dir
+
+    output = check_output_dir(output)
+    init, init_info = pretrained_start(init_vectors, config, note=None if quiet else say)
+
+    def before_save(result):
+        if init_info:
+            result.model.info["init_vectors"] = init_info
+        if curve is not None:
+            curve.attach(result.model)
+
+    # lock, checkpoints, signals and the final save: scbow.training.session
+    result = train_session(list(corpus), config, output, checkpoint_every=checkpoint_every, resume=resume,
+                           quiet=quiet, cache_dir=cache_dir, use_cache=not no_cache, init=init,
+                           before_save=before_save, warn=lambda line: click.echo(line, err=True),
+                           hooks=[curve] if curve is not None else [])
+    if not quiet:
+        echo_lines(summary_lines(result, config, output, curve))
+
+
+@main.command(short_help="Turn raw documents into a corpus for train (sentence splitting).")
+@click.argument("inputs", metavar="INPUT...", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="Corpus file to write for 'train' (.gz, .bz2 or .xz compress it).")
+@click.option("--jsonl-field", metavar="NAME", default="text", show_default=True,
+              help="The field of each JSON Lines record (.jsonl, .ndjson) that holds its text.")
+@click.option("--documents", type=click.Choice(["file", "blank-line"]), default="file", show_default=True,
+              help="What makes a document: each file (and each JSON Lines record), or each block of lines "
+                   "between blank lines.")
+@click.option("--segmenter", type=click.Choice(["nupunkt", "sentencex", "blingfire", "pysbd", "syntok", "lines"]),
+              default="nupunkt", show_default=True,
+              help="How sentences are found: nupunkt (English; pip install 'scbow-numba[prepare]'), sentencex "
+                   "(about 300 languages, see --language), blingfire, pysbd, syntok (each pip install NAME), or "
+                   "lines: the text is already one sentence per line.")
+@click.option("--language", default="en", show_default=True,
+              help="ISO 639-1 code of the text, for sentencex and pysbd (nupunkt and syntok know English only).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")
+def prepare(inputs, output, jsonl_field, documents, segmenter, language, quiet):
+    """Turn raw documents into a corpus for 'train': one sentence per line, a blank line between documents.
+
+    INPUT: text files (.txt, .text, .md), JSON Lines files (.jsonl, .ndjson; one record, one
+    document), any of them .gz/.bz2/.xz, and folders of them (searched recursively). Lines
+    of a paragraph are joined and split into sentences; a blank line ends a paragraph.
+    Read in blocks, so inputs larger than memory work; OUTPUT is renamed into place at the end.
+    The segmenters were compared in benchmarks/results/segmenters.md.
+    """
+    from ..progress import Progress, plural
+    from ..text.prepare import prepare as prepare_corpus
+
+    bar = Progress(0, unit="B", enabled=None if not quiet else False)
+
+    def show(done, total):
+        bar.total = total
+        bar.update(done, prefix="preparing: ")
+
+    try:
+        stats = prepare_corpus(inputs, output, jsonl_field=jsonl_field, documents=documents, segmenter=segmenter,
+                               language=language, progress=show)
+    finally:
+        bar.close()
+    if stats.invalid_utf8_lines:
+        click.echo(f"warning: {stats.invalid_utf8_lines:,} line(s) of the input are not valid UTF-8; their bad "
+                   "bytes were written as U+FFFD (the replacement character)", err=True)
+    if not quiet:
+        rate = stats.input_bytes / stats.seconds / 1e6 if stats.seconds > 0 else 0.0
+        skipped = f", {stats.skipped_records:,} JSON Lines records with no text skipped" if stats.skipped_records else ""
+        click.echo(f"prepared {plural(stats.files, 'file')}, {stats.input_bytes / 1e6:,.1f} MB in {stats.seconds:.1f} s "
+                   f"({rate:.1f} MB/s, {segmenter}): {plural(stats.documents, 'document')}, "
+                   f"{plural(stats.sentences, 'sentence')}, {plural(stats.words, 'word')}{skipped}; wrote {output}",
+                   err=True)
+
+
+@main.command("cache", short_help="List or clear the cache of encoded corpora.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
+              help="The cache to look at. Default: $SCBOW_CACHE_DIR or ~/.cache/scbow-numba/corpus.")
+@click.option("--clear", is_flag=True, help="Delete every cached corpus (they are rebuilt when next needed).")
+def cache_command(cache_dir, clear):
+    """List the encoded corpora cached by 'train' (size, files, date), or delete them.
+
+    'train' encodes a corpus once and keeps the encoding, keyed by the files (path, size,
+    modification time) and the vocabulary settings, so that a rerun starts at once. An
+    entry is about 4 bytes per token; nothing is removed on its own.
+    """
+    import time
+
+    from ..progress import plural
+    from ..training.cache import cache_entries, clear_cache, default_cache_dir, describe
+
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    if clear:
+        removed, freed = clear_cache(root)
+        click.echo(f"removed {plural(removed, 'cached corpus', 'cached corpora')} ({mb(freed)}) from {root}",
+                   err=True)
+        return
+    foreign: list[Path] = []
+    entries = cache_entries(root, foreign)
+    for e in entries:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e["modified"]))
+        click.echo(f"{mb(e['bytes']):>10}  {when}  {Path(e['path']).name}  {describe(e)}")
+    total = sum(e["bytes"] for e in entries)
+    click.echo(f"{plural(len(entries), 'cached corpus', 'cached corpora')}, {mb(total)} in {root}", err=True)
+    if foreign:
+        click.echo(f"note: {root} also holds {plural(len(foreign), 'item')} scbow-numba did not write "
+                   f"({', '.join(p.name for p in foreign[:3])}{', ...' if len(foreign) > 3 else ''}); "
+                   "they are not listed and never removed", err=True)

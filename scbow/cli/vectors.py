@@ -1,0 +1,125 @@
+"""``similarity``, ``info``, ``export`` and ``expand``: what a model says and how it travels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..files import refuse_overwrite
+from .app import echo_lines, load, main, model_arg, model_dir, model_option, say
+
+
+@main.command(short_help="Cosine similarity of two sentences (or of many pairs).")
+@model_option()
+@click.argument("sentence1", required=False)
+@click.argument("sentence2", required=False)
+@click.option("--pairs", "pairs_path", type=click.Path(path_type=Path, allow_dash=True), default=None,
+              help="Score every pair of this file instead (- for stdin): one pair a line, s1<TAB>s2, or "
+                   "gold<TAB>s1<TAB>s2 as in STS files; one cosine a line on stdout, in order.")
+@click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
+              help="Words not in the vocabulary: leave them out, or give each a fixed random vector "
+                   "(from a hash of the word) so that a shared unknown word still counts.  [default: the "
+                   "model's own rule, hash for models trained by this version]")
+def similarity(model_path, sentence1, sentence2, pairs_path, unknown):
+    """Print the cosine similarity of the averages of SENTENCE1 and SENTENCE2.
+
+    \b
+    scbow-numba similarity "a man is eating" "someone eats"
+    scbow-numba similarity --pairs pairs.tsv > scores.txt
+
+    With --pairs, a pair with a side that has nothing to average (an empty side, or no
+    known word with --unknown omit) prints nan, and the count of such pairs goes to stderr.
+    """
+    if pairs_path is not None:
+        if sentence1 is not None:
+            raise click.ClickException("give either SENTENCE1 SENTENCE2 or --pairs FILE, not both")
+        from ..use.pairs import score_pairs
+
+        total, unscored = score_pairs(load(model_path), pairs_path, unknown=unknown)
+        say(f"scored {total:,} pairs" + (f"; {unscored:,} had a side with nothing to average (printed as nan)"
+                                         if unscored else ""))
+        return
+    if sentence2 is None:
+        raise click.ClickException('give two sentences: scbow-numba similarity "SENTENCE 1" "SENTENCE 2" '
+                                   "(or --pairs FILE)")
+    model = load(model_path)
+    unknown = unknown or model.unknown_rule[0]
+    blank = [n for n, sentence in enumerate((sentence1, sentence2), 1) if not sentence.strip()]
+    if blank:
+        raise click.ClickException(f"no similarity: {' and '.join(f'sentence {n}' for n in blank)} "
+                                   f"{'is' if len(blank) == 1 else 'are'} empty")
+    empty = []
+    for n, sentence in enumerate((sentence1, sentence2), 1):
+        known, missing = model.ids(sentence)
+        if missing:
+            what = "given hashed random vectors" if unknown == "hash" else "left out"
+            click.echo(f"sentence {n}: unknown words {what}: {', '.join(missing)}", err=True)
+        if not known and not (unknown == "hash" and missing):
+            empty.append(n)
+    if empty:
+        which = " and ".join(f"sentence {n}" for n in empty)
+        if unknown == "hash":
+            raise click.ClickException(f"no similarity: {which} has no word")
+        raise click.ClickException(f"no similarity: {which} has no word in the vocabulary")
+    value = model.similarity(sentence1, sentence2, unknown=unknown)
+    if value != value:  # a side averages to the zero vector: its words' vectors cancel out or are zero
+        raise click.ClickException("no similarity: a sentence's average is the zero vector (its words' vectors "
+                                   "are zero or cancel out), so it has no direction to compare")
+    click.echo(f"{value:.4f}")
+
+
+@main.command(short_help="What a model is: size, corpus, settings and recorded scores.")
+@click.argument("model_arg_", metavar="[MODEL]", required=False, type=click.Path(path_type=Path))
+@model_option("Model directory or word2vec/GloVe file (the same as MODEL). Default: $SCBOW_MODEL or "
+               "~/.local/share/scbow-numba/model.")
+@click.option("--json", "as_json", is_flag=True, help="Print everything recorded in the model as JSON.")
+def info(model_arg_, model_path, as_json):
+    """Describe MODEL: dimensions and vocabulary, the corpus and settings it was trained with,
+    the training run, and the scores recorded in it (the learning curve of --eval-every).
+
+    Settings that differ from this version's defaults are marked with *.
+    """
+    from ..use.describe import describe, model_record
+
+    path = model_arg(model_arg_, model_path)
+    model = load(path)
+    click.echo(model_record(model, path) if as_json else "\n".join(describe(model, path)))
+
+
+@main.command(short_help="Write the word vectors as a word2vec text or binary file.")
+@model_option()
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="File to write.")
+@click.option("--binary", is_flag=True, help="word2vec binary format instead of text.")
+def export(model_path, output, binary):
+    """Export the word vectors in word2vec text (default) or binary format."""
+    from ..vectors.formats import export_word2vec
+
+    refuse_overwrite({"-o": output}, {"the model": model_dir(model_path)})
+    model = load(model_path)
+    export_word2vec(model, output, binary=binary)
+    click.echo(f"wrote {len(model):,} vectors of {model.dim} dims to {output}", err=True)
+
+
+@main.command(short_help="Add words from larger pretrained vectors (vocabulary expansion).")
+@model_option()
+@click.option("--source", type=click.Path(path_type=Path), required=True,
+              help="Pretrained vectors with a larger vocabulary (word2vec text or binary, or a model directory).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Model directory to write.")
+@click.option("--max-words", type=click.IntRange(min=0, max=2**62), default=0, show_default=True,
+              help="Add only the first N new words of --source, in its order (usually most frequent first; 0: all).")
+@click.option("--affine", is_flag=True, help="Fit x M + b instead of the linear map x M.")
+def expand(model_path, source, output, max_words, affine):
+    """Add the words of --source the model lacks, mapped into its space (vocabulary expansion).
+
+    A linear map from the --source space into ours is fitted by least squares on the words
+    both have (skip-thought, Kiros et al. 2015, section 2.2); every --source word that our
+    tokenizer can produce and the model lacks gets the image of its vector. Reports the fit
+    (R2 on the shared words; mean cosine of mapped and true vectors on a held-out tenth)
+    and the words added.
+    """
+    from ..training.pretrained import expand_model, expansion_lines
+
+    refuse_overwrite({"-o": output}, {"the model": model_dir(model_path), "--source": source}, replaces_dirs=True)
+    model, report = expand_model(model_dir(model_path), source, output, max_words=max_words, affine=affine)
+    echo_lines(expansion_lines(report, model.dim, affine, output))
