@@ -28,8 +28,9 @@ from scbow.training.corpus import load_corpus, open_text, read_corpus
 from scbow.training.pretrained import expand_vocabulary, pretrained_init
 from scbow.training.trainer import train
 from scbow.use.evaluate import read_sts, score_set
-from scbow.vectors.formats import load_model, save_model
+from scbow.vectors.formats import load_model
 from scbow.vectors.model import Model
+from scbow.vectors.modeldir import save_model
 
 from .common import REPO_ROOT, context, context_markdown, corpus_path, data_dir, md_table, say, write_report
 

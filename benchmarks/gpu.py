@@ -141,7 +141,7 @@ def tile_corpus(corpus, times: int, sentences: int = 0):
 def measure(device: str, corpus, config: TrainConfig, tmp: Path, dev_set) -> dict:
     from scbow.training.trainer import train
     from scbow.use.evaluate import score_set
-    from scbow.vectors.formats import save_model
+    from scbow.vectors.modeldir import save_model
 
     cfg = config.replace(device=device)
     say(f"  {device}: warm-up")

@@ -875,7 +875,7 @@ def main(argv=None) -> None:
 
     settings = {s: settings_of(s, args.threads, args.scbow_overrides) for s in SYSTEMS}
     dirs = {s: model_dir(s, label, ckey, settings[s]) for s in TRAINED}
-    from scbow.vectors.formats import save_model
+    from scbow.vectors.modeldir import save_model
 
     timings = {"encode": enc_timing}
     tokens_path = None

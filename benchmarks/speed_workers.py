@@ -57,7 +57,7 @@ def scbow_e2e(args) -> dict:
     from scbow.config import TrainConfig
     from scbow.training.corpus import load_corpus
     from scbow.training.trainer import train
-    from scbow.vectors.formats import save_model
+    from scbow.vectors.modeldir import save_model
 
     t_imported = time.perf_counter()
     config = TrainConfig(dim=args.dim, epochs=1, threads=args.threads)

@@ -23,8 +23,9 @@ import numpy as np
 from scbow.config import TrainConfig
 from scbow.text.tokenize import tokenize
 from scbow.use.evaluate import bootstrap_pearson_diff, correlations, pair_cosines, read_sts
-from scbow.vectors.formats import load_model, save_model
+from scbow.vectors.formats import load_model
 from scbow.vectors.model import HASH_SCALE
+from scbow.vectors.modeldir import save_model
 
 from .common import REPO_ROOT, context, context_markdown, corpus_path, data_dir, md_table, write_report
 

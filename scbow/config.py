@@ -16,6 +16,17 @@ NEGATIVE_MODES = ("document", "uniform")
 DEVICES = ("cpu", "cuda")
 UNKNOWN_MODES = ("omit", "hash")
 
+# The objective's constants, shared by the float64 oracle (scbow.reference) and both
+# devices' kernels. An example is a target sentence, its two neighbours and the negatives;
+# a sentence average's norm is guarded as max(|s|, NORM_EPS).
+EXAMPLE_FIXED = 3
+NORM_EPS = 1e-8
+
+
+def example_size(negatives: int) -> int:
+    """Sentences in one example: the target, its two neighbours and ``negatives`` others."""
+    return EXAMPLE_FIXED + negatives
+
 
 # What the program can hold. Integers: (lowest, highest) accepted; the highest are far past
 # any useful value and below what the kernels' int32/int64 arithmetic and memory can take

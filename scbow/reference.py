@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# Norms are guarded as max(|s|, NORM_EPS); the kernels use the same rule.
-NORM_EPS = 1e-8
+from .config import NORM_EPS  # noqa: E402  (norms are guarded as max(|s|, NORM_EPS), as in the kernels)
 
 
 def sentence_mean(W: np.ndarray, sentence) -> np.ndarray:

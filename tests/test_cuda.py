@@ -392,7 +392,8 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
     from scbow.training.corpus import load_corpus
     from scbow.training.hooks import Hook
     from scbow.training.trainer import train
-    from scbow.vectors.formats import load_model, save_model
+    from scbow.vectors.formats import load_model
+    from scbow.vectors.modeldir import save_model
 
     monkeypatch.setattr(scuda, "LAUNCH_BATCH", 16)  # several batches per epoch: progress and hooks
     corpus = load_corpus([tiny_corpus_file], min_count=1, cache_dir=tmp_path / "cache")

@@ -22,8 +22,9 @@ from scbow.training.curve import CurveHook
 from scbow.training.hooks import Hook
 from scbow.training.postprocess import CommonComponents, remove_common_components
 from scbow.use.evaluate import read_sts, score_set
-from scbow.vectors.formats import load_model, save_model
+from scbow.vectors.formats import load_model
 from scbow.vectors.model import Model, mean_rows
+from scbow.vectors.modeldir import save_model
 
 
 def assert_clean_error(result, *fragments):

@@ -8,8 +8,8 @@ from click.testing import CliRunner
 
 from scbow.cli import main
 from scbow.text.vocab import Vocab
-from scbow.vectors.formats import save_model
 from scbow.vectors.model import Model
+from scbow.vectors.modeldir import save_model
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", "."]
 

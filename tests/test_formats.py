@@ -11,15 +11,9 @@ import pytest
 
 import scbow
 from scbow.text.vocab import Vocab
-from scbow.vectors.formats import (
-    FORMAT_VERSION,
-    ModelError,
-    export_word2vec,
-    load_model,
-    load_word2vec,
-    save_model,
-)
+from scbow.vectors.formats import ModelError, export_word2vec, load_model, load_word2vec
 from scbow.vectors.model import Model
+from scbow.vectors.modeldir import FORMAT_VERSION, save_model
 
 WORDS = ["the", ",", "cat", "don't", "état", "sat", "dog", "naïve", "o'clock", "."]
 

@@ -178,6 +178,8 @@ FORBIDDEN = {
     "scbow.training.hooks": ("scbow.training.trainer", "scbow.training.backends", "scbow.training.session"),
     "scbow.training.postprocess": ("scbow.training.trainer", "scbow.training.backends", "scbow.training.session"),
     "scbow.training.start": ("scbow.training.trainer", "scbow.training.backends", "scbow.training.session"),
+    # the parameter record is built for both devices: no CPU kernel is compiled for it
+    "scbow.training.backends.params": ("scbow.kernels.cpu", "scbow.kernels.cuda"),
     # the model API and its files: neither imports the other at run time (no circle)
     "scbow.vectors.modeldir": ("scbow.vectors.model",),
     # no module below the entry points imports the package's front door

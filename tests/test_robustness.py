@@ -38,8 +38,9 @@ from scbow.training.backends.cpu import CpuBackend
 from scbow.training.checkpoint import Every, checkpoint_dir, parse_every
 from scbow.training.hooks import Hook
 from scbow.training.session import OutputLock, SignalGuard, lock_path, train_session
-from scbow.vectors.formats import load_model, save_model
+from scbow.vectors.formats import load_model
 from scbow.vectors.model import Model
+from scbow.vectors.modeldir import save_model
 
 
 @pytest.fixture
@@ -762,7 +763,7 @@ def test_sigkill_in_the_middle_of_a_save_keeps_the_previous_one(tmp_path, corpus
 SAVE_LOOP = r"""
 import sys
 import numpy as np
-from scbow.vectors.formats import save_model
+from scbow.vectors.modeldir import save_model
 from scbow.vectors.model import Model
 from scbow.text.vocab import Vocab
 

@@ -11,8 +11,8 @@ from conftest import make_runner
 from scbow.cli import main
 from scbow.text.vocab import Vocab
 from scbow.use.evaluate import OverlapControl
-from scbow.vectors.formats import save_model
 from scbow.vectors.model import HASH_SCALE, Model, hashed_vector
+from scbow.vectors.modeldir import save_model
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", "."]
 

@@ -22,8 +22,9 @@ from scbow.text.vocab import Vocab
 from scbow.training.pretrained import expand_vocabulary, fit_linear_map, pretrained_init
 from scbow.training.start import init_vectors
 from scbow.use.embedding import embed_file, embed_lines, missing_path_for, nearest_sentences, npy_header
-from scbow.vectors.formats import export_word2vec, load_model, save_model
+from scbow.vectors.formats import export_word2vec, load_model
 from scbow.vectors.model import Model
+from scbow.vectors.modeldir import save_model
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", ".", "don't", "café"]
 

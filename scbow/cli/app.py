@@ -81,7 +81,7 @@ def mb(n: int) -> str:
 
 
 def model_dir(model_path) -> Path:
-    from ..vectors.formats import default_model_dir
+    from ..vectors.modeldir import default_model_dir
 
     return Path(model_path or default_model_dir())
 
@@ -94,7 +94,8 @@ def model_arg(model_arg, model_path) -> Path:
 
 
 def load(model_path):
-    from ..vectors.formats import default_model_dir, load_model
+    from ..vectors.formats import load_model
+    from ..vectors.modeldir import default_model_dir
 
     return load_model(model_path or default_model_dir())
 

@@ -87,7 +87,7 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
     One sentence per line; an empty line, and the end of each file, ends a document.
     """
     from ..files import refuse_overwrite
-    from ..vectors.formats import default_model_dir
+    from ..vectors.modeldir import default_model_dir
 
     config = TrainConfig(**hyper)
     output = Path(output or default_model_dir())
@@ -117,7 +117,7 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
 def _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, resume, quiet, cache_dir, no_cache):
     from ..training.pretrained import pretrained_start
     from ..training.session import summary_lines, train_session
-    from ..vectors.formats import check_output_dir
+    from ..vectors.modeldir import check_output_dir
 
     output = check_output_dir(output)
     init, init_info = pretrained_start(init_vectors, config, note=None if quiet else say)

@@ -27,19 +27,12 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ..reference import NORM_EPS
+from ..config import EXAMPLE_FIXED, NORM_EPS
 from .sampling import fill_example, lr_at, seed_state
 
 # Reassociation lets LLVM vectorise the dot products; no-NaN flags stay off so that a
 # diverging run still produces the NaN the driver checks for.
 FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
-
-# Threads buffer the updates of the HOT_ROWS most frequent words (ids 0..HOT_ROWS-1: the
-# vocabulary is sorted by count) privately and add them to the matrix every FLUSH_EVERY
-# examples. Those words are in almost every example ("the", ",", "."); written in place,
-# their rows' cache lines would move between the cores on every update.
-HOT_ROWS = 64
-FLUSH_EVERY = 16
 
 
 @intrinsic
@@ -338,8 +331,8 @@ def train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats):
     flush_every = max(params.flush, 1)
     d = W.shape[1]
     per = (hi - lo + n_chunks - 1) // n_chunks
-    members = np.empty(3 + n_neg, dtype=np.int64)
-    scratch = (np.empty((2, 3 + n_neg, d), dtype=np.float32), np.empty((4, 3 + n_neg), dtype=np.float64),
+    members = np.empty(EXAMPLE_FIXED + n_neg, dtype=np.int64)
+    scratch = (np.empty((2, EXAMPLE_FIXED + n_neg, d), dtype=np.float32), np.empty((4, EXAMPLE_FIXED + n_neg), dtype=np.float64),
                np.zeros(W.shape[0], dtype=np.int32))
     hot = (n_hot, np.zeros((max(n_hot, 1), d), dtype=np.float32), np.ones(max(n_hot, 1), dtype=np.float32))
     state = np.empty(1, dtype=np.uint64)
@@ -351,7 +344,7 @@ def train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats):
     # Examples are drawn one ahead: while one trains, the rows of the next are prefetched,
     # so that the rarer words' rows (not in the core's cache) are on their way. The random
     # stream is drawn in the same order, so the examples are the same.
-    ahead = np.empty(3 + n_neg, dtype=np.int64)
+    ahead = np.empty(EXAMPLE_FIXED + n_neg, dtype=np.int64)
     k_ahead, pos_ahead = 0, 0
     if c_lo < c_hi:
         k_ahead, pos_ahead = fill_example(order[c_lo], sent_doc, doc_offsets, n_neg, neg_mode, state, ahead)

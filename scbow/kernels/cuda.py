@@ -42,7 +42,7 @@ import numpy as np
 from numba import cuda
 from numba.core import config as _numba_config
 
-from ..reference import NORM_EPS
+from ..config import NORM_EPS
 from . import sampling
 
 SIMULATOR = bool(_numba_config.ENABLE_CUDASIM)

@@ -227,7 +227,8 @@ def expand_model(model_path, source_path, output, max_words: int = 0, affine: bo
     import math
     from pathlib import Path
 
-    from ..vectors.formats import check_output_dir, check_vectors, load_model, save_model
+    from ..vectors.formats import check_vectors, load_model
+    from ..vectors.modeldir import check_output_dir, save_model
 
     output = check_output_dir(output)
     model = load_model(model_path)

@@ -282,7 +282,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     SIGINT/SIGTERM and the errors of :mod:`scbow.errors` on bad input.
     """
     from ..config import TrainConfig
-    from ..vectors.formats import check_output_dir, default_model_dir, save_model
+    from ..vectors.modeldir import check_output_dir, default_model_dir, save_model
     from .checkpoint import CheckpointWriter, checkpoint_dir, describe, read_meta, restore
     from .corpus import read_corpus
     from .trainer import train

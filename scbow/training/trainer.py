@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..config import TrainConfig
+from ..config import TrainConfig, example_size
 from ..errors import ConfigError, CorpusError, TrainingError, diverged
 from ..progress import Progress, note, plural
 from ..vectors.model import Model
@@ -46,7 +46,7 @@ def batch_size(config: TrainConfig, corpus: Corpus, base: int = BATCH) -> int:
     length = len(corpus.tokens) / max(corpus.n_sentences, 1)
     if config.max_length:
         length = min(length, config.max_length)
-    cost = (3 + config.negatives) * (length + 2) * config.dim
+    cost = example_size(config.negatives) * (length + 2) * config.dim
     if cost <= BATCH_COST:
         return base
     return max(1, int(base * BATCH_COST / cost))

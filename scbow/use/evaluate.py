@@ -376,7 +376,8 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
     from pathlib import Path
 
     from ..errors import ModelError
-    from ..vectors.formats import default_model_dir, load_model
+    from ..vectors.formats import load_model
+    from ..vectors.modeldir import default_model_dir
     from .data import default_sts_paths, sts_files
 
     def embedder(m):

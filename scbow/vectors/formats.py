@@ -11,25 +11,12 @@ from pathlib import Path
 import numpy as np
 
 from ..config import finite_number
-from ..errors import (
-    CorpusError,
-    ModelError,  # noqa: F401  (re-exported)
-)
+from ..errors import CorpusError, ModelError
 from ..files import atomic_file, check_output_file, read_json, short_message
 from ..text.reader import read_all_bytes
 from ..text.vocab import Vocab
 from .model import Model
-from .modeldir import (  # noqa: F401  (re-exported: the model directory's names)
-    CURVE_FILE,
-    FORMAT_VERSION,
-    MODEL_FILES,
-    OPTIONAL_FILES,
-    check_output_dir,
-    default_model_dir,
-    is_model_dir,
-    save_model,
-    write_model_files,
-)
+from .modeldir import CURVE_FILE, FORMAT_VERSION, MODEL_FILES
 
 
 def load_model(path: os.PathLike, mmap: bool = True) -> Model:

@@ -27,6 +27,7 @@ import warnings
 
 import numpy as np
 
+from ...config import example_size
 from ...errors import TrainingError
 from .params import kernel_params
 
@@ -184,7 +185,7 @@ class CudaBackend:
         self.simulator = KC.SIMULATOR
         V, d = W.shape
         self.threads = block_threads or default_threads(d, self.simulator)
-        k_max = 3 + config.negatives
+        k_max = example_size(config.negatives)
         # a block's static shared memory may not pass 48 KiB; many negatives take fewer
         # threads, down to one warp
         if KC.shared_bytes(k_max, 32) > SHARED_LIMIT:

@@ -31,11 +31,11 @@ PARAMS = np.dtype([
 def kernel_params(config: TrainConfig, chunks: int = 1, total: int = 1, hot: bool | None = None) -> np.record:
     """The parameter record of a run of ``total`` examples cut into ``chunks`` per batch.
 
-    ``hot`` buffers the hottest rows per thread (``kernels.cpu.HOT_ROWS``); by default
+    ``hot`` buffers the hottest rows per thread (``kernels.HOT_ROWS``); by default
     when there are several chunks. One chunk without it is plain per-example SGD,
     reproducible bit for bit. The GPU kernels read neither ``chunks`` nor the hot rows.
     """
-    from ...kernels.cpu import FLUSH_EVERY, HOT_ROWS  # numba: imported on use
+    from ...kernels import FLUSH_EVERY, HOT_ROWS
     from ...kernels.sampling import NEG_DOCUMENT, NEG_UNIFORM
 
     if hot is None:
