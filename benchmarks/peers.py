@@ -30,7 +30,8 @@ import numpy as np
 from scbow.text.tokenize import tokenize
 from scbow.training.postprocess import sample_sentences
 from scbow.training.start import corpus_weights
-from scbow.vectors.model import HASH_SCALE, hashed_vector, hashed_vectors, rarest_rows
+from scbow.vectors.model import HASH_SCALE
+from scbow.vectors.numeric import hashed_vector, hashed_vectors, rarest_rows
 
 SIF_A = 1e-3
 PCR_COMPONENTS = 10
@@ -80,7 +81,7 @@ class WordTable:
 
     @classmethod
     def hashed(cls, vocab, dim: int) -> "WordTable":
-        """A fixed random vector for every word (``scbow.vectors.model.hashed_vector``): word overlap."""
+        """A fixed random vector for every word (``scbow.vectors.numeric.hashed_vector``): word overlap."""
         M = np.stack([hashed_vector(w, dim) for w in vocab.words]).astype(np.float32)
         return cls(vocab, M, oov=_HashAll(dim))
 

@@ -9,7 +9,8 @@ import pytest
 import scbow
 from scbow.text.vocab import Vocab
 from scbow.vectors.formats import export_word2vec
-from scbow.vectors.model import Model, kth_largest
+from scbow.vectors.model import Model
+from scbow.vectors.numeric import kth_largest
 
 gensim_models = pytest.importorskip("gensim.models")
 

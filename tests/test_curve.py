@@ -23,8 +23,9 @@ from scbow.training.hooks import Hook
 from scbow.training.postprocess import CommonComponents, remove_common_components
 from scbow.use.evaluate import read_sts, score_set
 from scbow.vectors.formats import load_model
-from scbow.vectors.model import Model, mean_rows
+from scbow.vectors.model import Model
 from scbow.vectors.modeldir import save_model
+from scbow.vectors.numeric import mean_rows
 
 
 def assert_clean_error(result, *fragments):

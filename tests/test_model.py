@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import scbow.vectors.model as model_module
+import scbow.vectors.numeric as model_module
 from scbow.text.tokenize import tokenize
 from scbow.text.vocab import Vocab
 from scbow.use.evaluate import pair_cosines, row_cosines
-from scbow.vectors.model import Model, mean_rows
+from scbow.vectors.model import Model
+from scbow.vectors.numeric import mean_rows
 
 
 def sequential_means(vectors, ids, lengths) -> np.ndarray:

@@ -14,7 +14,8 @@ import pytest
 
 from scbow.text.tokenize import tokenize
 from scbow.training.corpus import load_corpus
-from scbow.vectors.model import HASH_SCALE, hashed_vector
+from scbow.vectors.model import HASH_SCALE
+from scbow.vectors.numeric import hashed_vector
 
 ROOT = str(Path(__file__).resolve().parents[1])
 if ROOT not in sys.path:

@@ -11,8 +11,9 @@ from conftest import make_runner
 from scbow.cli import main
 from scbow.text.vocab import Vocab
 from scbow.use.evaluate import OverlapControl
-from scbow.vectors.model import HASH_SCALE, Model, hashed_vector
+from scbow.vectors.model import HASH_SCALE, Model
 from scbow.vectors.modeldir import save_model
+from scbow.vectors.numeric import hashed_vector
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", "."]
 
@@ -136,7 +137,7 @@ def test_hashed_vectors_are_pinned_and_the_same_in_every_process():
 
     for token, want in PINNED.items():
         np.testing.assert_allclose(hashed_vector(token, 4), want, rtol=1e-12)
-    code = ("import json, sys; from scbow.vectors.model import hashed_vector; "
+    code = ("import json, sys; from scbow.vectors.numeric import hashed_vector; "
             "print(json.dumps({t: hashed_vector(t, 4).tolist() for t in json.loads(sys.argv[1])}))")
     for seed in ("1", "2"):  # two processes with different str hashes
         env = {**os.environ, "PYTHONHASHSEED": seed}

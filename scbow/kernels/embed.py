@@ -64,7 +64,7 @@ def _mean_lines(W, extra, ids, starts, stops, fill, out, counts):
         Every component of the row of a line with no known word (NaN or 0).
     out : array of float32, shape (n_lines, d)
         Output: per line, the mean of its known words' rows, summed in float64 (the
-        semantics of ``scbow.vectors.model.mean_rows``); repeated words count every time.
+        semantics of ``scbow.vectors.numeric.mean_rows``); repeated words count every time.
     counts : array of int64, shape (n_lines,)
         Output: the number of words averaged in each line.
     """

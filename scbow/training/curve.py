@@ -32,7 +32,7 @@ import numpy as np
 
 from ..text.tokenize import tokenize
 from ..use.evaluate import STSScore, STSSet, correlations, row_cosines, summarize
-from ..vectors.model import hashed_vectors, mean_rows, rarest_rows
+from ..vectors.numeric import hashed_vectors, mean_rows, rarest_rows
 from .hooks import Hook
 from .postprocess import COMMON_SAMPLE, CommonComponents
 

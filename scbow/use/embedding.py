@@ -104,7 +104,7 @@ class LineEncoder:
 
     def _hashed(self, tokens: list[str]) -> np.ndarray:
         """float32 hashed vectors of ``tokens``; a word seen in an earlier block is not hashed again."""
-        from ..vectors.model import hashed_vectors
+        from ..vectors.numeric import hashed_vectors
 
         new = [t for t in tokens if t not in self._seen]
         if len(self._seen) + len(new) > _HASH_CACHE:  # bounded: a huge input keeps only recent words

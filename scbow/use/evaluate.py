@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import STSError  # noqa: F401  (re-exported)
 from ..text.tokenize import tokenize
-from ..vectors.model import hashed_vector, mean_rows, row_cosines  # noqa: F401  (row_cosines re-exported)
+from ..vectors.numeric import hashed_vector, mean_rows, row_cosines  # noqa: F401  (row_cosines re-exported)
 
 MEAN_NOTE = "mean: unweighted over sets; weighted: weighted by the pairs scored in each set"
 UNSCORED_NOTE = "pairs with a side without any known word (no embedding) are not scored"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from itertools import repeat
@@ -13,6 +12,15 @@ import numpy as np
 from ..config import UNKNOWN_MODES  # noqa: F401  (re-exported: omit, hash)
 from ..text.tokenize import tokenize, tokenize_lines
 from ..text.vocab import Vocab
+from .numeric import (
+    cosine,
+    hashed_vectors,
+    kth_largest,
+    mean_rows,
+    rarest_rows,
+    row_cosines,
+    row_norms,
+)
 
 # What embed() does with a token that is not in the vocabulary: leave it out of the
 # average (the paper's rule), or give it a fixed random vector derived from a hash of the
@@ -474,172 +482,3 @@ class Model:
             odd = np.flatnonzero(~fine & (norms != 0))
             self._search = table = (matrix, inverse, odd)
         return table
-
-
-def hashed_vector(token: str, dim: int) -> np.ndarray:
-    """A fixed standard normal vector for ``token``: float64, shape (dim,).
-
-    Drawn from a generator seeded by a hash of the token (BLAKE2b of its UTF-8 bytes, 8
-    bytes), so it depends on the token alone: the same in every run and every process.
-    """
-    seed = int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
-    return np.random.default_rng(seed).standard_normal(dim)
-
-
-def hashed_vectors(tokens, dim: int, norm: float) -> np.ndarray:
-    """:func:`hashed_vector` of each token, scaled to length ``norm``: float64 (len(tokens), dim).
-
-    What a model gives its unknown words (``norm``: ``unknown_scale * unknown_norm()``).
-    """
-    table = np.empty((len(tokens), dim))
-    for j, token in enumerate(tokens):
-        table[j] = hashed_vector(token, dim)
-    if len(table):
-        table *= norm / np.linalg.norm(table, axis=1, keepdims=True)
-    return table
-
-
-def rarest_rows(vectors: np.ndarray, counts=None) -> np.ndarray:
-    """The rows of the rarest tenth of the trained vocabulary (float64; the last rows: ids are by count).
-
-    Words with a count of 0 (added by vocabulary expansion, after the trained ones) do not
-    count. Their median norm sets the norm of hashed unknown-word vectors.
-    """
-    trained = np.arange(len(vectors)) if counts is None else np.flatnonzero(np.asarray(counts) > 0)
-    if len(trained) == 0:
-        trained = np.arange(len(vectors))
-    return np.asarray(vectors[trained[-max(1, len(trained) // 10):]], dtype=np.float64)
-
-
-# mean_rows adds the k-th rows of all the groups longer than k in one NumPy step while at
-# least this many groups are that long; fewer groups, and the rest of the longest few, are
-# summed one by one (np.add.reduce over chunks of their rows), so a call with one or two
-# sentences makes few NumPy calls and a very long one costs no Python step per row.
-_POSITION_STEP_MIN_GROUPS = 8
-_CHUNK_ROWS = 4096
-
-
-def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray, dtype=np.float64) -> np.ndarray:
-    """Average consecutive groups of rows of ``vectors``.
-
-    ids: array of int, shape (lengths.sum(),), the rows of every group one after another.
-    lengths: array of int, shape (n,), group sizes.
-    Returns an array of ``dtype`` (float64 unless told), shape (n, vectors.shape[1]); a
-    group of size 0 gives a row of NaN. Each group is summed in float64 row after row, in
-    its order (as the embedding kernels of ``scbow.kernels.embed`` do), divided by its
-    size, then rounded to ``dtype`` (float32: the numbers of ``mean_rows(...).astype(np.float32)``).
-
-    Why a second averaging beside the kernels of ``scbow.kernels.embed``: ``Model.embed``,
-    ``similarity`` and the STS scoring run without importing numba (importing it and loading
-    a cached kernel costs a fresh process about half a second, more than a whole
-    ``scbow-numba similarity`` call takes without it), and on the few sentences they get
-    numpy is as fast. The kernels serve files of millions of lines. Both sum each group in
-    float64 in order, so they give the same numbers: ``tests/test_using_vectors.py`` checks
-    ``embed`` files against ``Model.embed`` bit for bit.
-
-    Many groups are summed by position rather than by group: with the groups sorted longest
-    first, the k-th rows of all the groups longer than k are added in one step. That is
-    several times faster at 300 dims than ``np.add.reduceat(rows, starts, axis=0)`` (an
-    inner loop per group and column), and makes no float64 copy of every gathered row.
-    """
-    vectors = np.asarray(vectors)  # a plain view of a memmap: its slices cost less to make
-    lengths = np.asarray(lengths, dtype=np.int64)
-    n, dim = len(lengths), vectors.shape[1]
-    out = np.full((n, dim), np.nan, dtype=dtype)
-    if n == 0 or not len(ids):
-        return out
-    ids = np.asarray(ids)
-    if n < _POSITION_STEP_MIN_GROUPS:
-        stop = 0
-        for i, size in enumerate(lengths.tolist()):
-            stop += size
-            if size:
-                out[i] = _sum_in_order(vectors, ids[stop - size:stop]) / size
-        return out
-    order = np.argsort(-lengths, kind="stable")  # longest first
-    size = lengths[order]
-    start = (np.cumsum(lengths) - lengths)[order]
-    nonempty = int(np.count_nonzero(size))
-    # longer[k]: how many groups are longer than k, the first longer[k] of the sorted ones
-    longer = np.searchsorted(-size, -np.arange(int(size[0])), side="left")
-    acc = vectors[ids[start[:nonempty]]].astype(np.float64)  # the first row of every group
-    k = 1
-    while k < len(longer) and longer[k] >= _POSITION_STEP_MIN_GROUPS:
-        m = longer[k]
-        acc[:m] += vectors[ids[start[:m] + k]]
-        k += 1
-    for j in range(longer[k] if k < len(longer) else 0):  # the longest few, from row k on
-        acc[j] = _sum_in_order(vectors, ids[start[j] + k:start[j] + size[j]], acc[j])
-    acc /= size[:nonempty, None]
-    out[order[:nonempty]] = acc
-    return out
-
-
-def _sum_in_order(vectors: np.ndarray, ids: np.ndarray, total: np.ndarray | None = None) -> np.ndarray:
-    """``total`` (a float64 row, or none) plus the rows ``vectors[ids]``, added one after another in float64."""
-    # np.add.reduce along axis 0 adds whole rows in turn (NumPy sums pairwise only along the
-    # fast axis of memory); with one column that axis is the fast one, and accumulate keeps order.
-    add_rows = _reduce_rows if vectors.shape[1] > 1 else _accumulate_rows
-    for lo in range(0, len(ids), _CHUNK_ROWS):
-        rows = vectors[ids[lo:lo + _CHUNK_ROWS]]
-        if total is not None:
-            rows = np.concatenate([total[None], rows], dtype=np.float64)
-        total = add_rows(rows)
-    return total
-
-
-def _reduce_rows(rows: np.ndarray) -> np.ndarray:
-    return np.add.reduce(rows, axis=0, dtype=np.float64)
-
-
-def _accumulate_rows(rows: np.ndarray) -> np.ndarray:
-    return np.add.accumulate(rows, axis=0, dtype=np.float64)[-1]
-
-
-def kth_largest(values: np.ndarray, k: int) -> float:
-    """The ``k``-th largest of ``values`` (1 <= k <= len(values)), a full pass and a partition of a few.
-
-    The k-th largest of every ``step``-th value is no larger than the k-th largest of all
-    (a subset's k-th is at most the whole's), so every value of the k best is at least
-    that; partitioning only those (about ``len(values) / 64`` when k is small) is several
-    times faster than partitioning everything.
-    """
-    n = len(values)
-    step = n // (64 * k)
-    if step >= 4:
-        sample = values[::step]
-        lower = np.partition(sample, len(sample) - k)[len(sample) - k]
-        if lower > -np.inf:
-            pool = values[values >= lower]
-            return pool[np.argpartition(pool, len(pool) - k)[len(pool) - k]]
-    return values[np.argpartition(values, n - k)[n - k]]
-
-
-def row_norms(vectors: np.ndarray, block: int = 1 << 14) -> np.ndarray:
-    """Euclidean norm of every row, in float64: shape (n_rows,); a block of rows at a time."""
-    out = np.empty(vectors.shape[0])
-    for lo in range(0, vectors.shape[0], block):
-        rows = np.asarray(vectors[lo:lo + block], dtype=np.float64)
-        out[lo:lo + len(rows)] = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-    return out
-
-
-def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cosine of each row of ``a`` with the same row of ``b``; nan for NaN or zero rows."""
-    # einsum: the row dots without an (n, d) product array, several times faster than
-    # (a * b).sum(axis=1) and np.linalg.norm; the same numbers up to the last bit
-    with np.errstate(invalid="ignore", divide="ignore"):
-        norms = np.sqrt(np.einsum("ij,ij->i", a, a)) * np.sqrt(np.einsum("ij,ij->i", b, b))
-        cos = np.einsum("ij,ij->i", a, b) / norms
-    cos[~np.isfinite(cos)] = np.nan
-    return cos
-
-
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    """Cosine of two vectors; nan if either has no value (NaN) or is zero."""
-    if np.isnan(a).any() or np.isnan(b).any():
-        return float("nan")
-    na, nb = np.linalg.norm(a), np.linalg.norm(b)
-    if na == 0 or nb == 0:
-        return float("nan")
-    return float(np.dot(a, b) / (na * nb))
