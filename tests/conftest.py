@@ -314,3 +314,40 @@ def healthy(tmp_path_factory, make_text):
                                              "--epochs", "1", "--min-count", "1", "--threads", "1", "-q"])
     assert result.exit_code == 0, result.output
     return base / "model", corpus
+
+
+@pytest.fixture
+def runner():
+    """A click CliRunner with stderr apart (every test module that invokes the CLI uses it)."""
+    return make_runner()
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory, make_text):
+    """2,400 generated sentences in 6 documents: about 9 batches of 256 examples per epoch."""
+    path = tmp_path_factory.mktemp("robust") / "corpus.txt"
+    path.write_text(make_text(n_docs=6, sents_per_doc=400, seed=11), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    """Batches of 256 examples, so that a small corpus makes several."""
+    from scbow.training import trainer
+
+    monkeypatch.setattr(trainer, "BATCH", 256)
+
+
+@pytest.fixture(scope="module")
+def good_model(tmp_path_factory):
+    """A small healthy model directory (53 words, 8 dims) written by save_model, not trained."""
+    from scbow.text.vocab import Vocab
+    from scbow.vectors.model import Model
+    from scbow.vectors.modeldir import save_model
+
+    words = [f"w{i}" for i in range(50)] + ["the", "cat", "sat"]
+    rng = np.random.default_rng(0)
+    model = Model(Vocab(words, np.arange(len(words), 0, -1)), rng.standard_normal((len(words), 8)).astype(np.float32),
+                  {"dim": 8}, {})
+    return save_model(model, tmp_path_factory.mktemp("good") / "model")
+

@@ -15,12 +15,6 @@ from conftest import assert_clean_error, make_runner
 from scbow.cli import main
 from scbow.vectors.formats import load_model, load_word2vec
 
-
-@pytest.fixture
-def runner():
-    return make_runner()
-
-
 TRAIN = ["--dim", "16", "--epochs", "1", "--min-count", "1", "--threads", "1", "-q"]
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_clean_error, make_runner
+from conftest import assert_clean_error
 
 pytest.importorskip("dask.distributed")
 
@@ -72,10 +72,6 @@ def model_dir(tmp_path_factory, gutenberg_slice):
                         quiet=True, use_cache=False)
     return model.save(folder / "model")
 
-
-@pytest.fixture
-def runner():
-    return make_runner()
 
 
 def single_process(model_dir, paths, tmp_path):

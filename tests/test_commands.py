@@ -9,7 +9,7 @@ import stat
 
 import numpy as np
 import pytest
-from test_cli import assert_clean_error, make_runner
+from test_cli import assert_clean_error
 
 from scbow.cli import main
 from scbow.vectors.formats import export_word2vec, load_model, load_word2vec
@@ -20,10 +20,6 @@ def trained(healthy):
     """The small CLI-trained model of test_hostile (read-only here)."""
     return healthy[0]
 
-
-@pytest.fixture
-def runner():
-    return make_runner()
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_clean_error, make_runner
+from conftest import assert_clean_error
 
 from scbow.cli import main
 from scbow.errors import CorpusError
@@ -54,10 +54,6 @@ def damaged(tmp_path: Path, kind: str) -> tuple[Path, str]:
     path.write_bytes(make())
     return path, fmt
 
-
-@pytest.fixture
-def runner():
-    return make_runner()
 
 
 # ---------------------------------------------------------------- 2. damaged compressed text

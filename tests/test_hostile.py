@@ -22,19 +22,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cli import TRAIN, assert_clean_error, make_runner
-from test_robustness import Shim
+from test_cli import TRAIN, assert_clean_error
+from test_session import Shim
 
 from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import ConfigError, ModelError
 from scbow.files import read_json, refuse_overwrite
 from scbow.vectors.formats import load_model
-
-
-@pytest.fixture
-def runner():
-    return make_runner()
 
 
 @pytest.fixture

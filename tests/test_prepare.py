@@ -405,16 +405,13 @@ def test_importing_the_module_imports_no_segmenter():
     assert done.stdout.strip() == "[]"
 
 
-# ---------------------------------------------------------------- the command (once scbow/cli.py has it)
+# ---------------------------------------------------------------- the command
 
 
 def prepare_command():
     from scbow import cli
 
-    command = cli.main.commands.get("prepare")
-    if command is None:
-        pytest.skip("scbow/cli.py has no prepare command yet")
-    return cli, command
+    return cli, cli.main.commands["prepare"]
 
 
 def test_cli_choices_match_the_module():

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_clean_error, make_runner
+from conftest import assert_clean_error
 
 pytest.importorskip("dask.distributed")
 
@@ -69,10 +69,6 @@ def copy(sound, tmp_path):
     shutil.copytree(sound, out)
     return out
 
-
-@pytest.fixture
-def runner():
-    return make_runner()
 
 
 def test_a_sound_directory_opens_as_written(sound):

@@ -12,7 +12,6 @@ import os
 import numpy as np
 import pytest
 from conftest import assert_clean_error as _assert_clean_error
-from conftest import make_runner
 
 import scbow
 from scbow.cli import main
@@ -51,10 +50,6 @@ def make_model(dim=6, seed=0, words=WORDS):
 def model():
     return make_model()
 
-
-@pytest.fixture
-def runner():
-    return make_runner()
 
 
 def assert_clean_error(result, *fragments):

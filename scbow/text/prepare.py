@@ -454,15 +454,15 @@ def prepare(
     t0 = time.perf_counter()
     if documents not in DOCUMENT_MODES:
         raise CorpusError(f"unknown documents mode {documents!r} (choose from {', '.join(DOCUMENT_MODES)})")
-    segment = get_segmenter(segmenter, language)  # a missing library fails before any work
     field = DEFAULT_JSONL_FIELD if jsonl_field is None else jsonl_field
     output = Path(output)
-    files = find_inputs(inputs)
+    files = find_inputs(inputs)  # the inputs and the output first: they name the user's own mistake
     try:
         refuse_overwrite({"the output": output}, [("an input", f) for f, _ in files])
     except ModelError as exc:
         raise CorpusError(str(exc)) from None
     check_output_file(output, "corpus.txt.gz", CorpusError)
+    segment = get_segmenter(segmenter, language)  # a missing library fails before any work
     stats = PrepareStats(files=len(files), segmenter=segmenter, output=str(output))
     sizes = [f.stat().st_size for f, _ in files]
     stats.input_bytes = sum(sizes)

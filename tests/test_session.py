@@ -1,0 +1,454 @@
+"""A training session's faults in real processes: signals during training, reading and saving;
+SIGKILL in the middle of a save; divergence; two trainers into one output; a full disk.
+
+A small shim (``SHIM``) runs the real CLI with smaller batches, prints a line before every
+batch so the test knows when training runs, and can stall inside a save, so that a signal
+or SIGKILL lands exactly where the test wants it.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_cli import assert_clean_error, make_runner
+from test_robustness import files_under, train_args
+
+import scbow
+from scbow.cli import main
+from scbow.config import TrainConfig
+from scbow.errors import Interrupted, ModelError
+from scbow.text.vocab import Vocab
+from scbow.training.backends.cpu import CpuBackend
+from scbow.training.checkpoint import checkpoint_dir
+from scbow.training.session import OutputLock, SignalGuard, lock_path, train_session
+from scbow.vectors.formats import load_model
+from scbow.vectors.model import Model
+from scbow.vectors.modeldir import save_model
+
+# =======================================================================================
+# Faults in real processes
+
+SHIM = r"""
+import os, sys, time
+import scbow.training.trainer as T
+from scbow.training.backends.cpu import CpuBackend
+
+T.BATCH = int(os.environ.get("SHIM_BATCH", "256"))
+_run = CpuBackend.run
+
+
+def run(self, lo, hi, done):
+    print(f"BATCH {done}", flush=True)
+    time.sleep(float(os.environ.get("SHIM_SLEEP", "0")))
+    return _run(self, lo, hi, done)
+
+
+CpuBackend.run = run
+
+if os.environ.get("SHIM_SLOW_LOAD"):
+    import scbow.training.corpus as C
+    _load = C.load_corpus
+
+    def load_corpus(*a, **k):
+        print("LOADING", flush=True)
+        time.sleep(float(os.environ["SHIM_SLOW_LOAD"]))
+        return _load(*a, **k)
+
+    C.load_corpus = load_corpus
+
+if os.environ.get("SHIM_SLOW_SAVE"):
+    # PREFIX:N:SECONDS: the N-th vocab.txt written into a directory named PREFIX* is left
+    # half written while the process sleeps
+    prefix, nth, seconds = os.environ["SHIM_SLOW_SAVE"].split(":")
+    import scbow.text.vocab as V
+    _save = V.Vocab.save
+    count = [0]
+
+    def save(self, path):
+        if os.path.basename(os.path.dirname(os.path.abspath(path))).startswith(prefix):
+            count[0] += 1
+            if count[0] == int(nth):
+                with open(path, "w") as fh:
+                    fh.write("the 1\nha")
+                print("SAVING", flush=True)
+                time.sleep(float(seconds))
+        return _save(self, path)
+
+    V.Vocab.save = save
+
+from scbow.cli import main
+main(sys.argv[1:], prog_name="scbow-numba")
+"""
+
+
+class Shim:
+    """The CLI in a child process, its stdout lines readable with a timeout."""
+
+    def __init__(self, argv, **env):
+        self.proc = subprocess.Popen([sys.executable, "-c", SHIM, *map(str, argv)], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, **{k: str(v) for k, v in env.items()}})
+        self.lines: queue.Queue = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def wait_for(self, prefix, timeout=120):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                self.proc.kill()
+                raise AssertionError(f"no {prefix!r} line within {timeout} s; saw {self.seen[-5:]}")
+            if line is None:
+                raise AssertionError(f"exited ({self.proc.wait()}) before {prefix!r}: {self.proc.stderr.read()[-3000:]}")
+            self.seen.append(line)
+            if line.startswith(prefix):
+                return line
+
+    def finish(self, timeout=120):
+        try:
+            self.proc.wait(timeout=timeout)  # a liveness bound, not a speed test
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError("the process did not stop")
+        stderr = self.proc.stderr.read()
+        while True:
+            line = self.lines.get(timeout=10)
+            if line is None:
+                break
+            self.seen.append(line)
+        return self.proc.returncode, stderr
+
+    def batches(self):
+        return [int(line.split()[1]) for line in self.seen if line.startswith("BATCH ")]
+
+
+def one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("signum, extra, previous", [(signal.SIGINT, [], True),
+                                                      (signal.SIGTERM, ["--checkpoint-every", "600"], False)],
+                         ids=["SIGINT", "SIGTERM"])
+def test_signal_during_training_writes_a_checkpoint_and_resume_finishes(tmp_path, corpus_file, small_batches,
+                                                                        signum, extra, previous):
+    out = tmp_path / "model"
+    args = train_args(corpus_file, out, "--epochs", "3", *extra)
+    if previous:
+        assert make_runner().invoke(main, train_args(corpus_file, out, "--dim", "8")).exit_code == 0
+        old = files_under(out), np.array(load_model(out).vectors)
+    # the same run, uninterrupted, in this process (with the shim's batch size)
+    config = TrainConfig(dim=16, epochs=3, min_count=1, threads=1)
+    train_session([corpus_file], config, tmp_path / "reference", quiet=True)
+    shim = Shim(args, SHIM_SLEEP=0.05)
+    shim.wait_for("BATCH 1280")
+    shim.proc.send_signal(signum)
+    sent_after = len(shim.batches())
+    code, stderr = shim.finish()
+    assert code == 128 + signum
+    line = one_line(stderr)
+    assert signal.Signals(signum).name in line and "--resume" in line and str(checkpoint_dir(out)) in line
+    # it stopped after the batch in flight (at most one more had been announced)
+    assert len(shim.batches()) <= sent_after + 1, shim.batches()
+    if previous:
+        assert files_under(out) == old[0]
+        np.testing.assert_array_equal(np.array(load_model(out).vectors), old[1])  # every value, not a repr
+    else:
+        assert not out.exists()
+    assert not lock_path(out).exists()
+    meta = json.loads((checkpoint_dir(out) / "state.json").read_text())
+    assert meta["state"]["done"] == shim.batches()[-1] + 256  # the last batch run is in it
+    assert scbow.load(checkpoint_dir(out)).vectors.shape[1] == 16
+
+    resumed = Shim([*args, "--resume"])
+    code, stderr = resumed.finish()
+    assert code == 0, stderr
+    assert resumed.batches()[0] == meta["state"]["done"]  # continues where it stopped
+    assert not checkpoint_dir(out).exists()
+    a, b = load_model(tmp_path / "reference"), load_model(out)
+    assert np.array_equal(np.asarray(a.vectors), np.asarray(b.vectors))  # --threads 1: bit-identical
+
+
+def test_signal_while_reading_the_corpus_writes_nothing(tmp_path, corpus_file):
+    out = tmp_path / "model"
+    shim = Shim(train_args(corpus_file, out, "--checkpoint-every", "256"), SHIM_SLOW_LOAD=30)
+    shim.wait_for("LOADING")
+    shim.proc.send_signal(signal.SIGINT)
+    code, stderr = shim.finish()
+    assert code == 130
+    assert "nothing was written" in one_line(stderr)
+    assert shim.batches() == []
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_signal_while_saving_the_model_waits_for_the_save(tmp_path, corpus_file):
+    out = tmp_path / "model"
+    shim = Shim(train_args(corpus_file, out), SHIM_SLOW_SAVE=".model.tmp-:1:1.5")
+    shim.wait_for("SAVING")
+    shim.proc.send_signal(signal.SIGTERM)
+    code, stderr = shim.finish()
+    assert code == 143
+    line = one_line(stderr)
+    assert "model was saved" in line
+    assert np.isfinite(load_model(out).vectors).all()
+    assert sorted(os.listdir(tmp_path)) == ["model"]
+
+
+def test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once():
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    with SignalGuard() as guard:
+        guard.mode = "flag"
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.01)
+        assert guard.signum == signal.SIGTERM
+        with pytest.raises(Interrupted):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
+@pytest.mark.parametrize("where", ["model", "checkpoint"])
+def test_sigkill_in_the_middle_of_a_save_keeps_the_previous_one(tmp_path, corpus_file, where):
+    out = tmp_path / "model"
+    if where == "model":
+        assert make_runner().invoke(main, train_args(corpus_file, out, "--dim", "8")).exit_code == 0
+        previous = out
+        shim = Shim(train_args(corpus_file, out), SHIM_SLOW_SAVE=".model.tmp-:1:60")
+    else:
+        previous = checkpoint_dir(out)
+        shim = Shim(train_args(corpus_file, out, "--checkpoint-every", "1024"),
+                    SHIM_SLOW_SAVE=".model.checkpoint.tmp-:2:60")
+        # the first checkpoint completes; wait until it is in place
+    shim.wait_for("SAVING")
+    before = files_under(previous)
+    state_before = (previous / "state.json").read_text() if where == "checkpoint" else None
+    vectors_before = np.array(load_model(previous).vectors)
+    # the half-written new one exists beside it
+    assert any(p.name.startswith(f".{previous.name}.tmp-") for p in tmp_path.iterdir())
+    shim.proc.kill()
+    shim.finish()
+    assert files_under(previous) == before
+    assert np.array_equal(np.array(load_model(previous).vectors), vectors_before)
+    if where == "checkpoint":
+        assert (previous / "state.json").read_text() == state_before
+        assert json.loads(state_before)["state"]["done"] == 1024
+    # the stale lock file and temporary directory are taken over and cleaned by the next run
+    assert lock_path(out).exists()
+    result = make_runner().invoke(main, train_args(corpus_file, out, *(["--resume"] if where == "checkpoint" else [])))
+    assert result.exit_code == 0, result.output
+    assert sorted(os.listdir(tmp_path)) == ["model"]
+    assert load_model(out).dim == 16
+
+
+SAVE_LOOP = r"""
+import sys
+import numpy as np
+from scbow.vectors.modeldir import save_model
+from scbow.vectors.model import Model
+from scbow.text.vocab import Vocab
+
+words = [f"w{i}" for i in range(20000)]
+models = [Model(Vocab(words, np.ones(len(words))), np.full((len(words), 64), float(v), np.float32), {"v": v}, {})
+          for v in (1, 2)]
+n = 0
+while True:
+    save_model(models[n % 2], sys.argv[1])
+    if n == 0:
+        print("READY", flush=True)
+    n += 1
+"""
+
+
+def test_sigkill_at_random_moments_of_repeated_saves(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "m"
+    for attempt in range(6):
+        proc = subprocess.Popen([sys.executable, "-c", SAVE_LOOP, str(path)], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "READY"
+        time.sleep(float(rng.uniform(0.0, 0.4)))
+        proc.kill()
+        proc.wait()
+        model = load_model(path, mmap=False)  # always one whole model, old or new
+        v = model.config["v"]
+        assert v in (1, 2) and np.all(model.vectors == v) and len(model) == 20000
+        assert sorted(os.listdir(path)) == ["config.json", "vectors.npy", "vocab.txt"]
+
+
+# =======================================================================================
+# NaN or inf
+
+
+@pytest.mark.parametrize("where", ["matrix", "loss"])
+def test_divergence_stops_with_the_cause_and_keeps_the_last_good_checkpoint(tmp_path, runner, corpus_file,
+                                                                            small_batches, monkeypatch, where):
+    original = CpuBackend.run
+    calls = []
+
+    def run(self, lo, hi, done):
+        calls.append(done)
+        loss, n = original(self, lo, hi, done)
+        if len(calls) == 5:
+            if where == "matrix":
+                self.W[7, 3] = np.inf  # the loss of this batch was fine; the matrix is not
+            else:
+                loss = float("nan")
+        return loss, n
+
+    monkeypatch.setattr(CpuBackend, "run", run)
+    out = tmp_path / "model"
+    result = runner.invoke(main, train_args(corpus_file, out, "--checkpoint-every", "256"))
+    line = assert_clean_error(result, "learning rate", "too high", "--lr", "last good checkpoint")
+    assert f"({4 * 256:,} examples)" in line and str(checkpoint_dir(out)) in line
+    assert not out.exists()
+    ck = load_model(checkpoint_dir(out))
+    assert np.isfinite(ck.vectors).all()
+    assert json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]["done"] == 4 * 256
+
+
+def test_divergence_without_checkpoints_names_the_cause(tmp_path, runner, corpus_file):
+    result = runner.invoke(main, train_args(corpus_file, tmp_path / "m", "--lr", "1e30", "--weight-decay", "0"))
+    line = assert_clean_error(result, "too high")
+    assert "checkpoint" not in line
+    assert not (tmp_path / "m").exists() and not checkpoint_dir(tmp_path / "m").exists()
+
+
+# =======================================================================================
+# Two trainers, one output: the second refuses (a lock)
+
+
+def test_second_trainer_into_the_same_output_refuses(tmp_path, corpus_file):
+    out = tmp_path / "model"
+    first = Shim(train_args(corpus_file, out, "--epochs", "2"), SHIM_SLEEP=0.1)
+    first.wait_for("BATCH")
+    second = subprocess.run([sys.executable, "-m", "scbow", *train_args(corpus_file, out)], capture_output=True,
+                            text=True, timeout=120)
+    assert second.returncode == 1
+    line = one_line(second.stderr)
+    assert line.startswith("Error:") and "another scbow-numba process" in line and f"pid {first.proc.pid}" in line
+    code, stderr = first.finish()
+    assert code == 0, stderr  # the first one was not disturbed
+    assert load_model(out).dim == 16 and not lock_path(out).exists()
+
+
+def test_lock_in_one_process_and_a_stale_lock_file(tmp_path, runner, corpus_file):
+    out = tmp_path / "model"
+    with OutputLock(out):
+        assert lock_path(out).read_text().strip() == str(os.getpid())
+        with pytest.raises(ModelError, match=f"pid {os.getpid()}"):
+            OutputLock(out).acquire()
+        result = runner.invoke(main, train_args(corpus_file, out))
+        assert_clean_error(result, "another scbow-numba process")
+    assert not lock_path(out).exists()
+    # a lock file left by a dead process (SIGKILL) holds no lock: it is taken over
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lock_path(out).write_text(f"{dead.pid}\n")
+    result = runner.invoke(main, train_args(corpus_file, out))
+    assert result.exit_code == 0, result.output
+    assert not lock_path(out).exists()
+
+
+# =======================================================================================
+# Disk full (simulated: the write that would fill the disk raises ENOSPC)
+
+
+def _full_disk_under(monkeypatch, marker: str):
+    """Make vocab.txt writes into directories whose name contains ``marker`` fail with ENOSPC."""
+    original = Vocab.save
+
+    def save(self, path):
+        if marker in Path(path).parent.name:
+            with open(path, "w") as fh:
+                fh.write("the 1\n")  # a partial file, as a full disk leaves
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return original(self, path)
+
+    monkeypatch.setattr(Vocab, "save", save)
+
+
+@pytest.mark.parametrize("previous", [False, True])
+def test_disk_full_while_saving_the_model(tmp_path, runner, corpus_file, monkeypatch, previous):
+    out = tmp_path / "model"
+    if previous:
+        assert runner.invoke(main, train_args(corpus_file, out, "--dim", "8")).exit_code == 0
+        before = np.array(load_model(out).vectors)
+    _full_disk_under(monkeypatch, ".model.tmp-")
+    result = runner.invoke(main, train_args(corpus_file, out))
+    assert_clean_error(result, "cannot write model", "No space left on device")
+    assert sorted(os.listdir(tmp_path)) == (["model"] if previous else [])  # no partial output
+    if previous:
+        assert np.array_equal(np.array(load_model(out).vectors), before)
+
+
+def test_disk_full_while_writing_a_checkpoint_warns_and_training_goes_on(tmp_path, runner, corpus_file,
+                                                                         small_batches, monkeypatch):
+    out = tmp_path / "model"
+    _full_disk_under(monkeypatch, ".model.checkpoint.tmp-")
+    result = runner.invoke(main, train_args(corpus_file, out, "--checkpoint-every", "1000"))
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings and all("No space left on device" in w and "training goes on" in w for w in warnings)
+    assert np.isfinite(load_model(out).vectors).all()
+    assert sorted(os.listdir(tmp_path)) == ["model"]
+
+
+def test_disk_full_while_caching_the_corpus(tmp_path, runner, corpus_file, monkeypatch):
+    cache = tmp_path / "cache"
+    _full_disk_under(monkeypatch, ".tmp-")  # the cache builds in KEY.tmp-*
+    out = tmp_path / "model"
+    result = runner.invoke(main, train_args(corpus_file, out, "--cache-dir", str(cache)))
+    assert_clean_error(result, "No space left on device")
+    assert not out.exists() and list(cache.iterdir()) == []
+
+
+def test_install_dir_without_an_atomic_swap_puts_the_old_model_back(tmp_path, monkeypatch, good_model):
+    # where directories cannot be swapped in one step, a failure between the two renames
+    # must not leave the output without its model
+    import scbow.files as files
+
+    path = tmp_path / "model"
+    shutil.copytree(good_model, path)
+    before = np.array(load_model(path).vectors)
+    monkeypatch.setattr(files, "_exchange", lambda a, b: False)
+    real_replace = os.replace
+    calls = []
+
+    def replace(src, dst):
+        calls.append((src, dst))
+        if len(calls) == 2:  # the new model into place
+            raise OSError(errno.EIO, "Input/output error")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(files.os, "replace", replace)
+    new = Model(Vocab(["a", "b"], [2, 1]), np.ones((2, 3), np.float32), {}, {})
+    with pytest.raises(ModelError, match="Input/output error"):
+        save_model(new, path)
+    monkeypatch.setattr(files.os, "replace", real_replace)
+    assert np.array_equal(np.array(load_model(path).vectors), before)
+    # and with the swap, the new model replaces the old one completely
+    monkeypatch.undo()
+    save_model(new, path)
+    assert load_model(path).vocab.words == ["a", "b"] and sorted(os.listdir(tmp_path)) == ["model"]
+
+
