@@ -67,30 +67,58 @@ def holds_model(directory: Path) -> str | None:
     return None
 
 
-def refuse_inside_model(path: os.PathLike, name: str = "-o", error: type[Exception] = ModelError) -> None:
-    """Raise ``error`` when ``path`` lies inside a model directory or a checkpoint (at any depth).
+def holds_ours(directory: Path) -> str | None:
+    """What ``directory`` is when it is one of the tool's own outputs, else None: a model
+    directory, a training checkpoint, a sentence index, a directory of embedding shards or
+    a corpus cache entry, each told by the files only it holds together."""
+    import re
 
-    The one rule for every command's outputs: nothing is written into a model, whose files
-    are replaced only whole, by a command that writes models, at the model's own path.
+    directory = Path(directory)
+    what = holds_model(directory)
+    if what is not None:
+        return what
+    try:
+        if (directory / "index.json").is_file() and (directory / "vectors.faiss").is_file():
+            return "a sentence index"
+        if (directory / "manifest.json").is_file() or (directory / "plan.json").is_file():
+            shard = re.compile(r"shard-\d{6}\.(npy|json)")
+            if (directory / "manifest.json").is_file() or any(shard.fullmatch(p.name) for p in directory.iterdir()):
+                return "a directory of embedding shards"
+        if (directory / ".scbow-corpus-cache").is_file():
+            return "a corpus cache entry"
+    except OSError:
+        return None
+    return None
+
+
+def refuse_inside_ours(path: os.PathLike, name: str = "-o", error: type[Exception] = ModelError) -> None:
+    """Raise ``error`` when ``path`` lies inside one of the tool's outputs (:func:`holds_ours`), at any depth.
+
+    The one rule for every command's outputs: nothing is written into a model, a
+    checkpoint, a sentence index, a directory of shards or a cache entry, whose files are
+    replaced only whole, by the command that writes them, at their own path.
     """
     path = Path(_resolved(Path(path)))
     for parent in path.parents:
-        what = holds_model(parent)
+        what = holds_ours(parent)
         if what is not None:
             raise error(f"{name} {path}: is inside {parent}, {what}; refusing to write into it "
                         "(choose a path outside it)")
 
 
+refuse_inside_model = refuse_inside_ours  # the earlier name
+
+
 def check_output_file(path: Path, example: str, error: type[Exception] = ModelError, name: str = "-o") -> Path:
     """Fail early unless a file can be written at ``path``: not a directory, in a writable one,
-    not inside a model (:func:`refuse_inside_model`).
+    not inside a model or another of the tool's outputs (:func:`refuse_inside_ours`).
 
     ``example`` is a file name to suggest when ``path`` is a directory; ``name`` the option.
     """
     path = Path(path)
     if path.is_dir():
         raise error(f"{path}: is a directory; give a file name such as {path / example}")
-    refuse_inside_model(path, name, error)
+    refuse_inside_ours(path, name, error)
     parent = path.resolve().parent
     if not parent.is_dir():
         raise error(f"{parent}: no such directory")
@@ -315,12 +343,36 @@ def temp_dir_beside(path: Path, tag: str = "tmp") -> Path:
     return tmp
 
 
+# A temporary file carries this extended attribute from the moment it is created: the
+# proof that a file named like one of ours is ours. Where the file system keeps no user
+# attributes, temporaries are not marked, and a killed writer's stay (they are never
+# removed on the name alone).
+TEMP_XATTR = "user.scbow-numba.temporary"
+
+
+def _mark_file(fd: int) -> None:
+    try:
+        os.setxattr(fd, TEMP_XATTR, b"1")
+    except (OSError, AttributeError):
+        pass
+
+
+def _marked_file(p: Path) -> bool:
+    try:
+        return os.getxattr(p, TEMP_XATTR, follow_symlinks=False) == b"1"
+    except (OSError, AttributeError):
+        return False
+
+
 def _remove_temporary(p: Path) -> bool:
-    """Remove one stale temporary: a file; a directory holding our marker (whole); an empty directory."""
+    """Remove one stale temporary: a file carrying our attribute; a directory holding our
+    marker (whole); an empty directory. Anything else is left alone (returns False)."""
     import stat as st
 
     mode = os.lstat(p).st_mode
     if not st.S_ISDIR(mode):
+        if not _marked_file(p):
+            return False  # our name, but nothing proves we wrote it: left alone
         os.unlink(p)
         return True
     marker = p / TEMP_MARKER
@@ -388,6 +440,7 @@ def atomic_file(path: os.PathLike) -> Iterator[Path]:
     path = Path(path)
     remove_stale_temporaries(path)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.resolve().parent)
+    _mark_file(fd)
     _lock(fd)
     tmp = Path(name)
     try:

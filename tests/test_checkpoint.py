@@ -182,7 +182,9 @@ def test_resume_without_a_checkpoint(tmp_path, runner, corpus_file):
 
 
 @pytest.mark.parametrize("how", ["state-not-json", "state-missing", "state-newer", "state-inconsistent",
-                                 "truncated-vectors.npy", "missing-vocab.txt", "nan-vectors", "shape"])
+                                 "state-no-losses", "state-negative-seconds", "state-negative-loss",
+                                 "state-more-losses-than-examples", "truncated-vectors.npy", "missing-vocab.txt",
+                                 "nan-vectors", "shape"])
 def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, small_batches, how):
     out = tmp_path / "m"
     with pytest.raises(Interrupted):
@@ -200,6 +202,12 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, sm
     elif how == "state-inconsistent":
         meta["state"]["done"] += 7
         state.write_text(json.dumps(meta))
+    elif how.startswith("state-") and how != "state-newer":  # a record a resumed run would report as its own
+        change = {"state-no-losses": ("losses", []), "state-negative-seconds": ("kernel_seconds", -1),
+                  "state-negative-loss": ("losses", [-0.5] * len(meta["state"]["losses"])),
+                  "state-more-losses-than-examples": ("losses", [1.0] * (meta["state"]["done"] + 1))}[how]
+        meta["state"][change[0]] = change[1]
+        state.write_text(json.dumps(meta))
     elif how == "nan-vectors":
         W = np.load(ck / "vectors.npy")
         W[3, 2] = np.nan
@@ -212,6 +220,9 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, sm
     line = assert_clean_error(result)
     expected = {"state-not-json": "damaged checkpoint (not valid JSON: Expecting value", "state-missing": "(no state.json)",
                 "state-newer": "newer than this scbow-numba understands", "state-inconsistent": "inconsistent training state",
+                **{k: "inconsistent training state" for k in ("state-no-losses", "state-negative-seconds",
+                                                              "state-negative-loss",
+                                                              "state-more-losses-than-examples")},
                 "truncated-vectors.npy": "cannot read vectors", "missing-vocab.txt": "missing vocab.txt",
                 "nan-vectors": "the vectors hold NaN or inf", "shape": "the vocabulary has 38 words but the vectors have 5 rows"}
     assert expected[how] in line, line  # each damage named for what it is

@@ -566,7 +566,7 @@ def test_importing_the_encoder_does_not_import_numba():
     import subprocess
     import sys
 
-    code = "import sys, scbow.corpus; print('numba' in sys.modules)"
+    code = "import sys, scbow.training.corpus; print('numba' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"

@@ -22,7 +22,7 @@ from conftest import assert_clean_error
 from scbow.cli import main
 from scbow.errors import CorpusError
 from scbow.text.reader import open_bytes, open_text
-from scbow.training.cache import MARKER, cache_entries, clear_cache, is_ours, remove_entry
+from scbow.training.cache import MARKER, MARKER_TEXT, cache_entries, clear_cache, describe, is_ours, remove_entry
 
 # tab-separated pairs, so that one file is a corpus, a sentence file and a pairs file
 TEXT = "".join(f"the cat number {i} sat on the mat\tthe dog ran far away {i}\n" for i in range(6000)).encode()
@@ -200,7 +200,7 @@ def test_clear_removes_its_own_entries_and_leftovers(tmp_path, runner, healthy):
     # an encoding killed part way (SIGKILL): a temporary entry with the files it had written
     left = cache / f"{entry.name}.tmp-k1ll3d"
     left.mkdir()
-    (left / MARKER).write_text("x")
+    (left / MARKER).write_text(MARKER_TEXT)
     (left / "raw.i32").write_bytes(b"\0" * 64)
     listing = runner.invoke(main, ["cache", "--cache-dir", str(cache)])
     assert "(an unfinished encoding)" in listing.stdout and "2 cached corpora" in listing.stderr
@@ -354,11 +354,15 @@ def test_a_killed_prepare_leaves_a_temporary_that_the_next_run_removes(tmp_path,
 
 
 def test_every_atomic_output_sweeps_its_killed_temporaries(tmp_path):
-    from scbow.files import TEMP_MARKER, atomic_dir, atomic_file, stale_temporaries
+    from scbow.files import TEMP_MARKER, TEMP_XATTR, atomic_dir, atomic_file, stale_temporaries
 
     out = tmp_path / "out.npy"
-    dead_file = tmp_path / ".out.npy.tmp-a1b2c3d4"
+    dead_file = tmp_path / ".out.npy.tmp-a1b2c3d4"  # a killed write: carries our attribute
     dead_file.write_bytes(b"x")
+    os.setxattr(dead_file, TEMP_XATTR, b"1")
+    users = [tmp_path / ".out.npy.tmp-abcdefgh", tmp_path / ".out.npy.probe-abcdefgh"]  # named so, not ours
+    for p in users:
+        p.write_text("precious")
     dead_dir = tmp_path / ".model.tmp-a1b2c3d4"  # a killed save: our marker, and what it had written
     dead_dir.mkdir()
     (dead_dir / TEMP_MARKER).touch()
@@ -370,10 +374,11 @@ def test_every_atomic_output_sweeps_its_killed_temporaries(tmp_path):
     probe.mkdir()
     other = tmp_path / ".other.npy.tmp-a1b2c3d4"  # another output's: not touched by this one
     other.write_bytes(b"x")
-    assert stale_temporaries(out) == [dead_file]
+    assert dead_file in stale_temporaries(out)
     with atomic_file(out) as tmp:
         assert not dead_file.exists()
-        assert stale_temporaries(out) == []  # its own is locked while it writes
+        assert all(p.read_text() == "precious" for p in users)
+        assert tmp not in stale_temporaries(out)  # its own is locked while it writes
         tmp.write_bytes(b"new")
     with atomic_dir(tmp_path / "model") as tmp:
         assert not dead_dir.exists() and not probe.exists()
@@ -423,3 +428,197 @@ def test_the_api_takes_numpy_integers_and_refuses_a_senseless_unknown_scale(heal
     for bad in (float("nan"), float("inf"), 0.0, -1.0, True, "1"):
         with pytest.raises(ValueError, match="unknown_scale"):
             model.embed(["the cat"], unknown="hash", unknown_scale=bad)
+
+
+# ---------------------------------------------------------------- pipes, devices and empty inputs
+
+
+class _Alarm:
+    """Fail instead of hanging: SIGALRM after ``seconds`` raises in the main thread (a blocked
+    open() of a FIFO or an endless read of /dev/zero is interrupted by it)."""
+
+    def __init__(self, seconds: int = 20):
+        self.seconds = seconds
+
+    def __enter__(self):
+        import signal
+
+        def ring(signum, frame):
+            raise TimeoutError("the command blocked on its input")
+
+        self.old = signal.signal(signal.SIGALRM, ring)
+        signal.alarm(self.seconds)
+
+    def __exit__(self, *exc):
+        import signal
+
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, self.old)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_pipes_and_devices_are_refused_never_read(tmp_path, runner, healthy, sts_pairs, kind):
+    model, corpus = healthy
+    path = tmp_path / f"input-{kind}.txt"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    m = str(model)
+    commands = {
+        "embed": ["embed", "-m", m, path, "-o", tmp_path / "out.npy", "-q"],
+        "neighbors --in": ["neighbors", "-m", m, "--sentence", "the cat", "--in", path],
+        "evaluate": ["evaluate", "-m", m, path],
+        "similarity --pairs": ["similarity", "-m", m, "--pairs", path],
+        "prepare": ["prepare", path, "-o", tmp_path / "p.txt", "--segmenter", "lines", "-q"],
+        "train": ["train", path, "-o", tmp_path / "m", "--dim", "8", "-q", "--no-cache"],
+        "train --eval-dev": ["train", corpus, "-o", tmp_path / "m", "--dim", "8", "--min-count", "1", "-q",
+                             "--no-cache", "--eval-every", "100", "--eval-dev", path],
+    }
+    for name, args in commands.items():
+        with _Alarm():
+            result = runner.invoke(main, [str(a) for a in args])
+        assert_clean_error(result, "not a regular file")
+        assert not (tmp_path / "out.npy").exists() and not (tmp_path / "m").exists(), name
+
+
+@pytest.fixture
+def sts_pairs(tmp_path):
+    path = tmp_path / "sts.tsv"
+    path.write_text("4.0\tthe cat sat\tthe cat sat down\n1.0\tthe dog ran\ta cat slept\n2.5\tthe cat ran\tthe dog sat\n",
+                    encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
+def test_empty_or_plain_files_under_a_compressed_name_are_named(tmp_path, runner, healthy, suffix):
+    model, _ = healthy
+    for content in (b"", b"the cat sat\tthe dog ran\n"):
+        path = tmp_path / f"input.txt{suffix}"
+        path.write_bytes(content)
+        for args in (["embed", "-m", model, path, "-o", tmp_path / "o.npy", "-q"],
+                     ["similarity", "-m", model, "--pairs", path],
+                     ["neighbors", "-m", model, "--sentence", "the cat", "--in", path]):
+            assert_clean_error(runner.invoke(main, [str(a) for a in args]), "named like a", "does not start like one")
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_nothing_to_search_or_score_is_an_error_not_silence(tmp_path, runner, healthy):
+    model, _ = healthy
+    for content in ("", "\n\n\n"):
+        (tmp_path / "e.txt").write_text(content)
+        assert_clean_error(runner.invoke(main, ["neighbors", "-m", str(model), "--sentence", "the cat",
+                                                "--in", str(tmp_path / "e.txt")]), "e.txt")
+    (tmp_path / "e.txt").write_text("")
+    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(model), "--pairs", str(tmp_path / "e.txt")]),
+                       "no sentence pairs")
+    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(model), "--pairs", "-"], input=""),
+                       "no sentence pairs")
+
+
+def test_sts_files_go_through_the_one_reader(tmp_path, runner, healthy, sts_pairs):
+    model, _ = healthy
+    plain = runner.invoke(main, ["evaluate", "-m", str(model), str(sts_pairs), "--json"])
+    assert plain.exit_code == 0, plain.output
+    packed = tmp_path / "packed" / "sts.tsv.gz"
+    packed.parent.mkdir()
+    packed.write_bytes(gzip.compress(sts_pairs.read_bytes()))
+    result = runner.invoke(main, ["evaluate", "-m", str(model), str(packed), "--json"])
+    assert result.exit_code == 0, result.output
+    import json
+
+    assert json.loads(result.stdout)["sets"][0]["pearson"] == json.loads(plain.stdout)["sets"][0]["pearson"]
+    packed.write_bytes(gzip.compress(sts_pairs.read_bytes())[:20])
+    assert_clean_error(runner.invoke(main, ["evaluate", "-m", str(model), str(packed)]),
+                       "damaged or truncated gzip file")
+
+
+def test_a_cache_key_named_folder_is_ours_only_with_the_marker_or_a_whole_old_entry(tmp_path, runner, healthy):
+    _, corpus = healthy
+    cache = tmp_path / "cache"
+    entry = _cache_with_one_entry(runner, corpus, cache)
+    user = cache / "012345678901234567890abc"  # a key's name, a user's file
+    user.mkdir()
+    (user / "vocab.txt").write_text("mine\n")
+    user_tmp = cache / "0123456789012345678900aa.tmp-mine"
+    user_tmp.mkdir()
+    (user_tmp / "tokens.npy").write_text("x")
+    forged = cache / "0123456789012345678900bb"  # the marker's name, not its content
+    forged.mkdir()
+    (forged / MARKER).write_text("mine")
+    old = cache / "0123456789012345678900cc"  # a finished entry of a version before the marker
+    import shutil
+
+    shutil.copytree(entry, old)
+    (old / MARKER).unlink()
+    assert is_ours(entry) and is_ours(old)
+    assert not any(is_ours(p) for p in (user, user_tmp, forged))
+    assert_clean_error(runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"]), "3 items", "did not write")
+    assert (user / "vocab.txt").read_text() == "mine\n" and entry.exists() and old.exists()
+    for p in (user, user_tmp, forged):
+        shutil.rmtree(p)
+    result = runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"])
+    assert result.exit_code == 0 and "removed 2 cached corpora" in result.stderr
+    assert list(cache.iterdir()) == []
+
+
+def test_a_live_encoding_is_left_alone_by_clear(tmp_path):
+    from scbow.training.cache import in_use, mark_entry
+
+    cache = tmp_path / "cache"
+    live = cache / "0123456789abcdef01234567.tmp-live0000"
+    live.mkdir(parents=True)
+    held = mark_entry(live)  # what load_corpus holds while it encodes
+    (live / "raw.i32").write_bytes(b"\0" * 8)
+    try:
+        assert in_use(live)
+        [entry] = cache_entries(cache)
+        assert entry["in_use"] and "being encoded now" in describe(entry)
+        assert clear_cache(cache) == (0, 0) and (live / "raw.i32").exists()
+    finally:
+        os.close(held)
+    assert not in_use(live)
+    assert clear_cache(cache)[0] == 1 and not live.exists()
+
+
+@pytest.mark.parametrize("where", ["model", "inside-model", "checkpoint"])
+def test_the_corpus_cache_never_goes_into_a_model(tmp_path, runner, healthy, where):
+    import shutil
+
+    model, corpus = healthy
+    target = tmp_path / "target"
+    shutil.copytree(model, target)
+    if where == "checkpoint":
+        (target / "state.json").write_text("{}")
+    before = _snapshot(target)
+    cache = target / "sub" if where == "inside-model" else target
+    result = runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m"), "--dim", "8", "--min-count", "1",
+                                  "-q", "--cache-dir", str(cache)])
+    assert_clean_error(result, "--cache-dir")
+    assert _snapshot(target) == before and not (tmp_path / "m").exists()
+
+
+def test_no_command_writes_inside_an_index_shards_or_a_cache_entry(tmp_path, runner, healthy):
+    model, corpus = healthy
+    index = tmp_path / "idx"
+    index.mkdir()
+    (index / "index.json").write_text("{}")
+    (index / "vectors.faiss").write_bytes(b"x")
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "plan.json").write_text("{}")
+    (shards / "shard-000000.json").write_text("{}")
+    entry = tmp_path / "cache" / "0123456789abcdef01234567"
+    entry.mkdir(parents=True)
+    (entry / MARKER).write_text(MARKER_TEXT)
+    (tmp_path / "lines.txt").write_text("the cat sat\n")
+    for where, what in ((index, "a sentence index"), (shards, "a directory of embedding shards"),
+                        (entry, "a corpus cache entry")):
+        before = _snapshot(where)
+        for args in (["prepare", corpus, "-o", where / "c.txt", "--segmenter", "lines", "-q"],
+                     ["export", "-m", model, "-o", where / "text-000.txt"],
+                     ["embed", "-m", model, tmp_path / "lines.txt", "-o", where / "e.npy", "-q"],
+                     ["embed", "-m", model, tmp_path / "lines.txt", "-o", tmp_path / "e.npy", "--missing",
+                      where / "m.txt", "-q"]):
+            assert_clean_error(runner.invoke(main, [str(a) for a in args]), "is inside", what)
+        assert _snapshot(where) == before

@@ -81,7 +81,7 @@ def test_read_sts_malformed(tmp_path, content, message):
 
 
 def test_read_sts_unreadable(tmp_path):
-    with pytest.raises(STSError, match="cannot read"):
+    with pytest.raises(STSError, match="missing.tsv: no such file"):
         read_sts(tmp_path / "missing.tsv")
     with pytest.raises(STSError, match="is a directory"):
         read_sts(tmp_path)

@@ -136,14 +136,40 @@ def open_bytes(path: os.PathLike, name: str | None = None) -> _Checked:
     """
     path = Path(path)
     name = str(path) if name is None else name
-    if path.is_dir():
-        raise CorpusError(f"{name}: is a directory, expected a file")
+    check_regular(path, name)
     try:
-        return _Checked(path, name)
+        stream = _Checked(path, name)
     except FileNotFoundError:
         raise CorpusError(f"{name}: no such file") from None
     except OSError as exc:
         raise CorpusError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    named = next((k for suffix, k in _SUFFIX_KIND if path.name.lower().endswith(suffix)), None)
+    if named is not None and stream.kind is None:
+        stream.close()
+        raise CorpusError(f"{name}: named like a {named} file but does not start like one (empty, damaged, or "
+                          "plain text under a compressed name: rename it if it is plain text)")
+    return stream
+
+
+_SUFFIX_KIND = ((".gz", "gzip"), (".bz2", "bzip2"), (".xz", "xz"))
+
+
+def check_regular(path: os.PathLike, name: str | None = None) -> None:
+    """CorpusError unless ``path`` is a regular file (after links): not missing, not a directory,
+    not a FIFO, a device such as /dev/zero, or a socket, which would block or never end."""
+    import stat
+
+    name = str(path) if name is None else name
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise CorpusError(f"{name}: no such file") from None
+    except OSError as exc:
+        raise CorpusError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise CorpusError(f"{name}: is a directory, expected a file")
+    if not stat.S_ISREG(mode):
+        raise CorpusError(f"{name}: not a regular file (a pipe or a device cannot be read as a file here)")
 
 
 class TextFile(io.TextIOWrapper):

@@ -55,23 +55,73 @@ def cache_key(files: list[Path], min_count: int, max_vocab: int, tokenizer_versi
     return h.hexdigest()[:24]
 
 
-def mark_entry(directory: Path) -> None:
-    """Write the marker into a new entry (first, before anything else is written there)."""
-    (Path(directory) / MARKER).write_text(MARKER_TEXT, encoding="ascii")
+def mark_entry(directory: Path) -> int:
+    """Write the marker into a new entry (first, before anything else is written there) and
+    hold its flock; returns the descriptor to close once the entry is in place (:func:`in_use`)."""
+    import fcntl
+
+    marker = Path(directory) / MARKER
+    marker.write_text(MARKER_TEXT, encoding="ascii")
+    fd = os.open(marker, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
+        pass
+    return fd
+
+
+# An entry written before the marker existed holds exactly these, with our meta.json.
+_LEGACY_COMPLETE = ENTRY_FILES - {MARKER, "raw.i32"}
 
 
 def is_ours(entry: Path) -> bool:
-    """True when ``entry`` is provably a cache entry this tool wrote (see the module's docstring)."""
+    """True when ``entry`` is provably a cache entry this tool wrote (see the module's docstring):
+    a real directory named by a cache key, holding nothing but an encoding's files, and
+    either the marker an encoding writes first or (an entry of an earlier version) every
+    file of a finished encoding with a meta.json of this cache format."""
     entry = Path(entry)
     try:
         if not stat.S_ISDIR(os.lstat(entry).st_mode) or not _ENTRY_NAME.fullmatch(entry.name):
             return False
+        names = set()
         for child in os.scandir(entry):
             if child.name not in ENTRY_FILES or not child.is_file(follow_symlinks=False):
                 return False
+            names.add(child.name)
     except OSError:
         return False
-    return True
+    if MARKER in names:
+        try:
+            return (entry / MARKER).read_text(encoding="ascii") == MARKER_TEXT
+        except (OSError, UnicodeDecodeError):
+            return False
+    if names != _LEGACY_COMPLETE or ".tmp-" in entry.name:
+        return False
+    from ..files import read_json
+
+    try:
+        meta = read_json(entry / "meta.json")
+    except ValueError:
+        return False
+    return isinstance(meta, dict) and meta.get("cache_format") == CACHE_FORMAT
+
+
+def in_use(entry: Path) -> bool:
+    """True while an encoding is being written into ``entry`` by a live process (it holds the
+    marker's flock until the entry is in place; the kernel drops it when the process dies)."""
+    import fcntl
+
+    try:
+        fd = os.open(entry / MARKER, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def remove_entry(entry: Path) -> bool:
@@ -80,7 +130,7 @@ def remove_entry(entry: Path) -> bool:
     Returns whether it is gone. Anything not ours is left exactly as it was.
     """
     entry = Path(entry)
-    if not is_ours(entry):
+    if not is_ours(entry) or in_use(entry):
         return False
     try:
         for name in ENTRY_FILES:
@@ -137,7 +187,8 @@ def cache_entries(root: os.PathLike | None = None, foreign: list | None = None) 
             except ValueError:
                 files = []
         out.append({"path": str(entry), "bytes": _size(entry), "files": files,
-                    "modified": entry.lstat().st_mtime, "complete": complete})
+                    "modified": entry.lstat().st_mtime, "complete": complete,
+                    "in_use": not complete and in_use(entry)})
     return sorted(out, key=lambda e: e["modified"])
 
 
@@ -179,5 +230,7 @@ def read_meta_files(meta) -> list[str]:
 
 def describe(entry: dict) -> str:
     """The files column of ``scbow-numba cache``'s listing."""
+    if entry.get("in_use"):
+        return "(being encoded now by a running process; left alone)"
     return ", ".join(entry["files"]) or ("(an unfinished encoding)" if not entry["complete"]
                                          else "(unreadable meta.json)")

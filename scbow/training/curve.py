@@ -263,8 +263,8 @@ def curve_hook(every, dev=None, sets=(), with_tests: bool = False, config=None) 
         except ValueError as exc:
             raise ConfigError(f"--eval-every {exc}") from None
     dev_path = Path(dev) if dev is not None else default_sts_dev()
-    if not dev_path.is_file():
-        raise ConfigError(f"--eval-dev {dev_path}: no such file")
+    if not dev_path.exists():
+        raise ConfigError(f"--eval-dev {dev_path}: no such file")  # else read_sts names what is wrong with it
     test_files = sts_files(list(sets) + (default_sts_paths() if with_tests else []))
     return CurveHook(read_sts(dev_path), every, config.components_removed, config.seed,
                      tests=[read_sts(f) for f in test_files],

@@ -334,4 +334,9 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
         best_cos, best_line = cand_cos[order], cand_line[order]
         best_text = [cand_text[i] for i in order.tolist()]
         first_line += len(lines)
+    if first_line == 1:
+        raise CorpusError(f"{input_path}: has no lines to search")
+    if not best_text:
+        raise CorpusError(f"{input_path}: none of its {first_line - 1:,} lines has anything to average "
+                          "(no known word), so none can be compared")
     return [(float(c), int(n), t) for c, n, t in zip(best_cos, best_line, best_text)]

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import STSError  # noqa: F401  (re-exported)
+from ..errors import CorpusError, STSError
+from ..text.reader import read_all_bytes
 from ..text.tokenize import tokenize
 from ..vectors.numeric import hashed_vector, mean_rows, row_cosines  # noqa: F401  (row_cosines re-exported)
 
@@ -68,12 +69,15 @@ def read_sts(path: os.PathLike) -> STSSet:
     gold, first, second = [], [], []
     if path.is_dir():
         raise STSError(f"{path}: is a directory, expected an STS file")
+    try:  # the one text reader: plain or compressed, a pipe or a device refused, damage named
+        data = read_all_bytes(path)
+    except CorpusError as exc:
+        raise STSError(str(exc)) from None
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark, as some editors write, is skipped
+        text = data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is skipped
     except UnicodeDecodeError:
         raise STSError(f"{path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise STSError(f"{path}: cannot read: {exc.strerror}") from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as open() reads
     for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue

@@ -50,6 +50,8 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
                 first, second = [], []
         if first:
             flush(first, second)
+        if total == 0:
+            raise CorpusError(f"{path}: no sentence pairs (one pair a line: s1<TAB>s2 or gold<TAB>s1<TAB>s2)")
     finally:
         if str(path) != "-":
             fh.close()
