@@ -9,6 +9,7 @@ import lzma
 import os
 import shutil
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -286,6 +287,53 @@ def test_bad_text(setup, tmp_path, faiss):
         build_index(setup["emb"], tmp_path / "short.txt", tmp_path / "i")
 
 
+def _not_a_regular_file(tmp_path, kind):
+    """A path that exists but is no regular file: reading it would block or never end."""
+    path = tmp_path / f"{kind}.txt"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        return Path("/dev/zero")
+    else:  # a link to a device
+        path.symlink_to({"link-to-dev-zero": "/dev/zero", "link-to-dev-null": "/dev/null",
+                         "link-to-dev-urandom": "/dev/urandom"}[kind])
+    return path
+
+
+NOT_REGULAR = ["fifo", "dev-zero", "link-to-dev-zero", "link-to-dev-null", "link-to-dev-urandom"]
+
+
+@pytest.mark.parametrize("kind", NOT_REGULAR)
+def test_a_text_or_embeddings_that_is_not_a_regular_file_is_named_so(setup, tmp_path, kind, faiss):
+    from conftest import assert_clean_error
+
+    from scbow.use.index import build_index
+
+    path = _not_a_regular_file(tmp_path, kind)
+    out = tmp_path / "idx"
+    with pytest.raises(CorpusError, match=f"{path}: not a regular file"):
+        build_index(setup["emb"], path, out)
+    assert_clean_error(_cli("index", setup["emb"], "--text", path, "-m", setup["model_dir"], "-o", out, "-q"),
+                       f"{path}: not a regular file")
+    with pytest.raises(ModelError, match=f"{path}: not a regular file"):
+        build_index(path, setup["text"], out)
+    assert_clean_error(_cli("index", path, "--text", setup["text"], "-m", setup["model_dir"], "-o", out, "-q"),
+                       f"{path}: not a regular file")
+    assert not out.exists() and not list(tmp_path.glob(".idx.*"))
+
+
+@pytest.mark.parametrize("name", ["ids.npy", "offsets.npy", "vectors.faiss", "text-000.txt"])
+def test_a_part_of_an_index_that_is_not_a_regular_file_is_damage(tmp_path, built_xz, name):
+    from scbow.use.index import open_index
+
+    idx = tmp_path / "copy"
+    shutil.copytree(built_xz, idx)
+    (idx / name).unlink()
+    os.mkfifo(idx / name)
+    with pytest.raises(ModelError, match=rf"{name}: damaged sentence index \(not a regular file"):
+        open_index(idx)
+
+
 def test_refuses_to_replace_what_is_not_an_index(setup, tmp_path, built):
     from scbow.use.index import build_index
 
@@ -302,6 +350,117 @@ def _copy(built, tmp_path):
     dst = tmp_path / "copy"
     shutil.copytree(built[0], dst)
     return dst
+
+
+# -o: an existing directory is replaced only when it is provably an index this tool wrote
+
+
+def _user_project(d, built):
+    (d / "src").mkdir(parents=True)
+    (d / "src" / "main.py").write_text("print(1)\n")
+    (d / "index.json").write_text('{"name": "x"}')
+
+
+def _index_plus(what):
+    def make(d, built):
+        shutil.copytree(built[0], d)
+        what(d)
+    return make
+
+
+def _fifo_in(d):
+    os.mkfifo(d / "ids.npy.fifo")
+
+
+NOT_OURS = {
+    "project-with-index-json": _user_project,
+    "non-json-index-json": lambda d, b: (d.mkdir(), (d / "index.json").write_text("{ not json"),
+                                         (d / "notes.txt").write_text("mine")),
+    "empty-json-and-graph": lambda d, b: (d.mkdir(), (d / "index.json").write_text("{}"),
+                                          (d / "vectors.faiss").write_bytes(b"mine")),
+    "format-marker-only": lambda d, b: (d.mkdir(), (d / "index.json").write_text(
+        json.dumps({"format": "scbow-numba sentence index", "format_version": 1})), (d / "ids.npy").write_text("mine")),
+    "our-names-no-index-json": lambda d, b: (d.mkdir(), (d / "vectors.faiss").write_text("mine")),
+    "index-plus-a-file": _index_plus(lambda d: (d / "notes.txt").write_text("mine")),
+    "index-plus-a-folder": _index_plus(lambda d: ((d / "sh").mkdir(), (d / "sh" / "shard-000000.npy").write_text("x"))),
+    "index-plus-an-empty-folder": _index_plus(lambda d: (d / "sh").mkdir()),
+    "index-plus-a-hidden-file": _index_plus(lambda d: (d / ".git").write_text("mine")),
+    "index-file-is-a-link": _index_plus(lambda d: ((d / "ids.npy").unlink(),
+                                                    (d / "ids.npy").symlink_to(d.parent / "precious.txt"))),
+    "index-plus-a-link-to-a-folder": _index_plus(lambda d: (d / "text-000.txt").symlink_to(d.parent)),
+    "index-plus-a-copy-it-does-not-name": _index_plus(lambda d: (d / "text-007.txt").write_text("mine")),
+    "index-plus-a-fifo": _index_plus(_fifo_in),
+    "index-with-a-foreign-marker": _index_plus(lambda d: (d / ".scbow-index-build").write_text('{"format": "x"}')),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_OURS))
+def test_an_output_that_is_not_provably_an_index_is_never_replaced(setup, built, tmp_path, kind):
+    from conftest import assert_clean_error
+
+    from scbow.use.index import build_index
+
+    (tmp_path / "precious.txt").write_text("precious")
+    out = tmp_path / "proj"
+    NOT_OURS[kind](out, built)
+
+    def snapshot():
+        return sorted((str(p.relative_to(out)), p.is_symlink() or p.is_dir() or p.read_bytes())
+                      for p in out.rglob("*") if not p.is_fifo())
+
+    before = snapshot()
+    with pytest.raises(ModelError, match=r"proj: not empty and not a sentence index; refusing to replace it"):
+        build_index(setup["emb"], setup["text"], out, M=8, ef_construction=20)
+    result = _cli("index", setup["emb"], "--text", setup["text"], "-m", setup["model_dir"], "-o", out, "-q")
+    assert_clean_error(result, f"{out}: not empty and not a sentence index; refusing to replace it")
+    assert snapshot() == before and (tmp_path / "precious.txt").read_text() == "precious"
+    assert not list(tmp_path.glob(".proj.*"))
+
+
+def test_an_output_that_is_a_file_or_a_link_is_never_replaced(setup, built, tmp_path):
+    from scbow.use.index import build_index
+
+    (tmp_path / "file").write_text("mine")
+    with pytest.raises(ModelError, match="exists and is not a directory; refusing"):
+        build_index(setup["emb"], setup["text"], tmp_path / "file", M=8, ef_construction=20)
+    target = _copy(built, tmp_path)
+    before = sorted(p.name for p in target.iterdir())
+    for name, to in (("link", target), ("dangling", tmp_path / "nowhere")):
+        (tmp_path / name).symlink_to(to)
+        with pytest.raises(ModelError, match="is a symbolic link; refusing"):
+            build_index(setup["emb"], setup["text"], tmp_path / name, M=8, ef_construction=20)
+        assert (tmp_path / name).is_symlink()
+    assert (tmp_path / "file").read_text() == "mine" and sorted(p.name for p in target.iterdir()) == before
+
+
+def test_an_empty_folder_or_an_index_of_ours_is_replaced(setup, built, tmp_path, faiss):
+    from scbow.use.index import BUILD_MARKER, build_index, open_index
+
+    (tmp_path / "empty").mkdir()
+    build_index(setup["emb"], setup["text"], tmp_path / "empty", M=8, ef_construction=20)
+    assert open_index(tmp_path / "empty").info["params"]["M"] == 8
+    old = _copy(built, tmp_path)  # a complete index, and one without the build marker (an older build)
+    build_index(setup["emb"], setup["text"], old, M=8, ef_construction=20)
+    (old / BUILD_MARKER).unlink()
+    (old / "ids.npy").unlink()  # a damaged index of ours is replaced too
+    build_index(setup["emb"], setup["text"], old, M=12, ef_construction=20)
+    assert open_index(old).info["params"]["M"] == 12
+
+
+def test_what_appears_in_the_output_during_a_build_is_never_replaced(setup, built, tmp_path, faiss):
+    """Checked again just before the new index takes the old one's place."""
+    from scbow.use.index import build_index
+
+    out = _copy(built, tmp_path)
+
+    def progress(message):
+        if message.startswith("indexed ") and not (out / "notes.txt").exists():
+            (out / "notes.txt").write_text("written while it was building")
+
+    with pytest.raises(ModelError, match="not empty and not a sentence index.*notes.txt"):
+        build_index(setup["emb"], setup["text"], out, M=8, ef_construction=20, progress=progress)
+    assert (out / "notes.txt").is_file() and (out / "ids.npy").is_file()
+    assert not list(tmp_path.glob(".copy.tmp-*"))
 
 
 def test_damaged_index(tmp_path, built):
@@ -487,6 +646,13 @@ BAD_INFO = {
     "file-rows-beyond-bytes": lambda i: _first_file(i).update(bytes=10),
     "text-escapes-index": lambda i: _first_file(i).update(text="../../etc/passwd"),
     "library": lambda i: i.update(library="usearch"),
+    "vector-sample-string": lambda i: i.update(vector_sample="x"),
+    "vector-sample-no-positions": lambda i: i["vector_sample"].update(positions=[]),
+    "vector-sample-past-count": lambda i: i["vector_sample"].update(positions=[i["count"]]),
+    "vector-sample-negative": lambda i: i["vector_sample"].update(positions=[-1]),
+    "vector-sample-digest-short": lambda i: i["vector_sample"].update(blake2b="abc"),
+    "file-digest-number": lambda i: _first_file(i).update(blake2b=5),
+    "file-digest-not-hex": lambda i: _first_file(i).update(blake2b="z" * 64),
 }
 
 
@@ -517,6 +683,15 @@ BAD_IDS = {
     "one-short": lambda ids, rows: ids[:-1],
     "scalar": lambda ids, rows: np.int64(3),
     "objects": lambda ids, rows: np.array([None, 1], dtype=object),
+    # in range but not what a build writes (each row once, strictly increasing): wrong lines
+    "all-zero": lambda ids, rows: np.zeros_like(ids),
+    "one-repeated": lambda ids, rows: np.concatenate([ids[:100], ids[99:-1]]),
+    "permuted": lambda ids, rows: np.random.default_rng(0).permutation(ids),
+    "two-swapped": lambda ids, rows: np.concatenate([ids[:50], ids[51:52], ids[50:51], ids[52:]]),
+    "reversed": lambda ids, rows: ids[::-1].copy(),
+    "shifted-past-the-end": lambda ids, rows: ids + (rows - ids[-1]),
+    "one-bad-at-the-start": lambda ids, rows: np.concatenate([[-7], ids[1:]]),
+    "one-bad-at-the-end": lambda ids, rows: np.concatenate([ids[:-1], [rows + 10**6]]),
 }
 
 
@@ -534,21 +709,113 @@ def test_damaged_ids_are_refused_naming_the_file(setup, tmp_path, built, kind):
     assert_clean_error(_query(setup, idx), "ids.npy: damaged sentence index")
 
 
-def test_one_bad_id_is_refused_when_it_is_found(setup, tmp_path, built):
+def test_one_bad_id_is_refused_on_open_and_when_it_is_found(setup, tmp_path, built):
+    """One id out of range or out of order anywhere: refused on open (the whole of ids.npy is
+    checked); and the search itself still refuses a row it cannot show."""
     from scbow.use.index import open_index
 
     idx = _copy(built, tmp_path)
     ids = np.load(idx / "ids.npy")
     x = np.load(setup["emb"])
-    for bad in (-7, built[1]["rows"], built[1]["rows"] + 10**6):
-        changed = ids.copy()
-        changed[10] = bad
-        np.save(idx / "ids.npy", changed)
-        index = open_index(idx)
-        with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index \(row"):
-            index.search(x[ids[10]], 3)
-        ok_row = ids[500]
-        assert index.search(x[ok_row], 1)[0][0, 0] == ok_row  # the other vectors still answer
+    for where in (0, 10, len(ids) - 1):
+        for bad in (-7, built[1]["rows"], built[1]["rows"] + 10**6, ids[where] + 1, ids[where] - 1):
+            after = where == 0 or ids[where - 1] < bad
+            before = where == len(ids) - 1 or bad < ids[where + 1]
+            if after and before and 0 <= bad < built[1]["rows"]:
+                continue  # still strictly increasing within the rows: a build could have written it
+            changed = ids.copy()
+            changed[where] = bad
+            np.save(idx / "ids.npy", changed)
+            with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index"):
+                open_index(idx)
+    np.save(idx / "ids.npy", ids)
+    index = open_index(idx)
+    changed = ids.copy()
+    changed[10] = built[1]["rows"] + 5
+    index._ids = changed  # past the check on open (as if changed while open)
+    with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index \(row"):
+        index.search(x[ids[10]], 3)
+    ok_row = ids[500]
+    assert index.search(x[ok_row], 1)[0][0, 0] == ok_row  # the other vectors still answer
+
+
+def _swap_graph(idx, vectors):
+    """Another valid HNSW graph of the same dim and count in place of the index's, index_bytes fixed."""
+    import faiss
+
+    graph = faiss.IndexHNSWFlat(vectors.shape[1], 8, faiss.METRIC_INNER_PRODUCT)
+    graph.hnsw.efConstruction = 20
+    graph.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    faiss.write_index(graph, str(idx / "vectors.faiss"))
+    _edit_json(idx, lambda i: i.update(index_bytes=(idx / "vectors.faiss").stat().st_size))
+
+
+# what another graph could hold, given the unit vectors the build added (in order) and a generator
+SWAPPED = {
+    "not-normalised": lambda ours, rng: rng.normal(size=ours.shape) * 3,
+    "half-length": lambda ours, rng: ours / 2,
+    "nan": lambda ours, rng: np.full(ours.shape, np.nan),
+    "one-nan-at-the-end": lambda ours, rng: np.concatenate([ours[:-1], np.full((1, ours.shape[1]), np.nan)]),
+    "infinite": lambda ours, rng: np.full(ours.shape, np.inf),
+    "unit-but-other-vectors": lambda ours, rng: _unit(rng.normal(size=ours.shape)),
+    "ours-in-another-order": lambda ours, rng: ours[rng.permutation(len(ours))],
+}
+UNIT = {"unit-but-other-vectors", "ours-in-another-order"}  # caught by the recorded digest only
+
+
+def _indexed_vectors(setup, idx):
+    x = np.load(setup["emb"])
+    return _unit(x[np.load(idx / "ids.npy")]).astype(np.float32)
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["digest", "older-index-without-digest"])
+@pytest.mark.parametrize("kind", sorted(SWAPPED))
+def test_another_graph_swapped_in_is_refused_on_open(setup, tmp_path, built, kind, recorded):
+    from conftest import assert_clean_error
+
+    from scbow.use.index import open_index
+
+    if not recorded and kind in UNIT:
+        pytest.skip("unit vectors of the right dim and count: only the digest tells them apart")
+    idx = _copy(built, tmp_path)
+    _swap_graph(idx, SWAPPED[kind](_indexed_vectors(setup, idx), np.random.default_rng(1)))
+    if not recorded:
+        _edit_json(idx, lambda i: i.pop("vector_sample"))
+    with pytest.raises(ModelError, match=r"vectors\.faiss: damaged sentence index"):
+        open_index(idx)
+    result = _query(setup, idx)
+    assert_clean_error(result, "vectors.faiss: damaged sentence index")
+    assert result.stdout == ""
+
+
+def test_the_graph_we_wrote_passes_the_sample_check(setup, tmp_path, built):
+    from scbow.use.index import open_index
+
+    idx = _copy(built, tmp_path)
+    _swap_graph(idx, _indexed_vectors(setup, idx))  # the same vectors in the same order: the same answers
+    assert open_index(idx).search(_indexed_vectors(setup, idx)[7], 1)[0][0, 0] == np.load(idx / "ids.npy")[7]
+
+
+@pytest.mark.parametrize("kind,why", [("not-normalised", "which is no cosine"), ("nan", "found nothing"),
+                                      ("infinite", "found nothing|no cosine")])
+def test_a_damaged_graph_past_the_check_on_open_is_refused_at_query_time(setup, tmp_path, built, monkeypatch,
+                                                                         kind, why):
+    """Scores must be cosines, and a search of a non-empty index must find something."""
+    from conftest import assert_clean_error
+
+    import scbow.use.index as index_module
+
+    idx = _copy(built, tmp_path)
+    rng = np.random.default_rng(2)
+    _swap_graph(idx, SWAPPED[kind](_indexed_vectors(setup, idx), rng))
+    monkeypatch.setattr(index_module, "_check_stored_vectors", lambda *a: None)
+    index = index_module.open_index(idx)
+    q = rng.normal(size=(20, index.dim)).astype(np.float32)
+    with pytest.raises(ModelError, match=rf"vectors\.faiss: damaged sentence index \(.*({why})"):
+        index.search(q, 10)
+    result = _query(setup, idx)
+    assert_clean_error(result, "vectors.faiss: damaged sentence index")
+    assert result.stdout == ""
 
 
 BAD_OFFSETS = {
@@ -609,7 +876,24 @@ DAMAGED_COPY = {
     "longer": lambda d: d + b"more\n",
     "line-ends-moved": _shift_a_line,
     "no-line-ends": lambda d: d.replace(b"\n", b" "),
+    # the same size and the same line ends: only the digest recorded at build time tells
+    "one-letter-changed": lambda d: d[:5000] + (b"Q" if d[5000:5001] != b"Q" else b"R") + d[5001:],
+    "a-word-changed": lambda d: d.replace(b" the ", b" THE ", 1),
+    "last-byte-changed": lambda d: d[:-2] + (b"!" if d[-2:-1] != b"!" else b"?") + d[-1:],
+    "lines-swapped": lambda d: _swap_two_lines_of_equal_length(d),
 }
+
+
+def _swap_two_lines_of_equal_length(data: bytes) -> bytes:
+    lines = data.split(b"\n")
+    seen = {}
+    for i, line in enumerate(lines):
+        if len(line) > 20 and len(line) in seen and lines[seen[len(line)]] != line:
+            j = seen[len(line)]
+            lines[i], lines[j] = lines[j], lines[i]
+            return b"\n".join(lines)
+        seen.setdefault(len(line), i)
+    raise AssertionError("no two lines of the same length")
 
 
 @pytest.mark.parametrize("kind", sorted(DAMAGED_COPY) + ["missing"])
@@ -636,6 +920,37 @@ def test_the_index_copy_of_a_compressed_text_is_checked(setup, tmp_path, built_x
     result = _query(setup, idx, "-n", N_LINES)
     assert_clean_error(result, "text-000.txt: damaged sentence index")
     assert result.stdout == ""
+
+
+def test_a_large_copy_is_checked_line_by_line_not_whole(setup, tmp_path, built_xz, monkeypatch):
+    """Over the size checked whole on open, a copy is not read on open; a moved line end is
+    still refused when that line is read."""
+    import scbow.use.index as index_module
+
+    idx = tmp_path / "copy"
+    shutil.copytree(built_xz, idx)
+    monkeypatch.setattr(index_module, "COPY_DIGEST_LIMIT", 1000)
+
+    def no_digest(path):
+        raise AssertionError("a large copy is not read whole on open")
+
+    monkeypatch.setattr(index_module, "_file_digest", no_digest)
+    assert index_module.open_index(idx).line(200)[2] == _lines(setup["text"])[200]
+    copy = idx / "text-000.txt"
+    copy.write_bytes(_shift_a_line(copy.read_bytes()))
+    index = index_module.open_index(idx)
+    with pytest.raises(ModelError, match=r"text-000\.txt: damaged sentence index"):
+        for row in range(N_LINES):
+            index.line(row)
+
+
+def test_the_digest_of_a_copy_is_recorded_at_build_time(built_xz):
+    import hashlib
+
+    info = json.loads((built_xz / "index.json").read_text())
+    digest = hashlib.blake2b((built_xz / "text-000.txt").read_bytes(), digest_size=32).hexdigest()
+    assert info["files"][0]["blake2b"] == digest
+    assert len(info["vector_sample"]["positions"]) == min(32, info["count"])
 
 
 def test_an_external_text_changed_in_place_is_refused(setup, tmp_path, faiss):
@@ -848,7 +1163,7 @@ def test_no_index_inside_an_index(setup, built, tmp_path):
     for where in ("sub", "sub/deeper"):
         result = _cli("index", setup["emb"], "--text", setup["text"], "-m", setup["model_dir"], "-o",
                       built[0] / where, "-q")
-        assert_clean_error(result, "inside the sentence index")
+        assert_clean_error(result, "is inside", "sentence index", "refusing to write into it")
     assert sorted(p.name for p in built[0].iterdir()) == before
 
 

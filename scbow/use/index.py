@@ -16,12 +16,13 @@ An index directory holds:
 
 - ``index.json``: what was built: library and version, metric (cosine), dim, count of
   vectors, the rows in all, the embeddings it came from, the model when known, the HNSW
-  parameters, and the text files (path, size, modification time, first row, lines).
+  parameters, a digest of a sample of the stored vectors (``vector_sample``), and the text
+  files (path, size, modification time, first row, lines; for a copy, its blake2b digest).
 - ``vectors.faiss``: the HNSW graph and the vectors, L2-normalised. Opened memory-mapped
   (faiss's ``IO_FLAG_MMAP_IFC``): opening costs milliseconds, and pages are read when a
   search touches them.
 - ``ids.npy``: int64, the row of the embeddings of each vector of the graph, in the
-  graph's order (rows of several files counted one after the other).
+  graph's order (rows of several files counted one after the other): strictly increasing.
 - ``offsets.npy``: int64, one entry per row: the byte offset where the row's line starts
   in its text file. A plain text file is not copied: its lines are read from it at query
   time (``index.json`` keeps its size and modification time; a changed file is refused).
@@ -35,14 +36,30 @@ zero, from ``--fill zero``) are not added, so they are never returned. Lines are
 and the line count of each text file is checked against its rows.
 
 The directory is written atomically (:func:`scbow.files.atomic_dir`): an interrupted
-build leaves nothing, or the previous index, at the path. ``.scbow-index-build`` is written
+build leaves nothing, or the previous index, at the path. An existing ``-o`` directory is
+replaced only when it is empty or provably an index this tool wrote: an ``index.json``
+that opens as one, and nothing else but the files a build writes (no other file, no
+subdirectory, no symbolic link); anything else is refused, before the build and again
+just before the new index takes its place. ``.scbow-index-build`` is written
 first (and kept): a temporary ``.NAME.tmp-*`` holding it and only the files above, whose
 flock no live build holds, is what a killed build left, and the next build removes it.
 
-Nothing read back is trusted: every field of ``index.json`` and the shape of each array is
-checked on open, each id and offset when it is used, the copies of compressed texts by
-size on open and each line's bytes when read; anything wrong is one ``PATH: damaged
-sentence index (...)`` error naming the file. An index that records its model answers
+Nothing read back is trusted; anything wrong is one ``PATH: damaged sentence index (...)``
+error naming the file, never a wrong answer printed. On open: every field of
+``index.json``; the shape and dtype of each array; ``ids.npy`` whole (strictly increasing,
+within the rows: a permuted, repeated or shifted id is caught); the first and last offset
+of each file; a sample of the graph's stored vectors (finite, unit length, and the digest
+the build recorded: another graph of the same dim and count, or one whose vectors are NaN,
+is caught); each copy of a compressed text by size, and whole by its blake2b digest when
+it is at most 64 MiB. At query time: every score must be a cosine (within
+[-1 - 1e-3, 1 + 1e-3]) and a search of a non-empty index must find something; each id
+and offset is checked when it is used, and each line's bytes when read (they must be one
+line, ending where the next begins). What is not caught: a copy of a compressed text over
+64 MiB changed at the same size with its line ends in the same places (a changed word
+inside a line) prints the changed text; a user's own plain text changed in place with
+the same size, modification time and line ends is read as it now is; offsets of lines
+never answered are not read; the graph's links (not its vectors) replaced by another
+graph's give poorer recall, not wrong lines. An index that records its model answers
 only queries with that model.
 """
 
@@ -82,6 +99,9 @@ BUILD_MARKER = ".scbow-index-build"
 MARKER_FORMAT = "scbow-numba sentence index build"
 COPY_NAME = re.compile(r"text-\d{3,}\.txt")  # a compressed text decompressed into the index
 MAX_EF = 1 << 20
+SAMPLE_VECTORS = 32  # stored vectors of the graph checked on open (unit length, and their recorded digest)
+COPY_DIGEST_LIMIT = 64 << 20  # copies of compressed texts up to this size are checked whole on open
+COSINE_SLACK = 1e-3  # a score beyond [-1, 1] by more than this is no cosine: a damaged graph
 
 
 def _faiss():
@@ -187,6 +207,9 @@ def _open_source(embeddings, text=None, model=None) -> _Source:
             raise ModelError(f"{path / 'manifest.json'}: says the embeddings have no dimensions")
         return _Source(shards, "shards", path, [tuple(f) for f in files],
                        model if model is not None else shards.manifest.get("model"))
+    what = _not_regular(path)
+    if what is not None:
+        raise ModelError(f"{path}: {what}; give the .npy file or the shard directory written by 'scbow-numba embed'")
     arr = _open_npy(path)
     if text is None:
         raise ModelError(f"{path}: give the text file its rows came from (the INPUT of 'scbow-numba embed'), "
@@ -229,6 +252,44 @@ def _line_starts(stream, copy_to=None, block: int = 1 << 24) -> tuple[np.ndarray
     return out, pos
 
 
+def _not_regular(path: Path) -> str | None:
+    """What ``path`` is when it is not a regular file (after links): "no such file", "is a
+    directory", "not a regular file" (a FIFO or a device, which would block or never end)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if not stat.S_ISREG(mode):
+        return "not a regular file (a pipe, a device or a socket)"
+    return None
+
+
+class _Digesting:
+    """A binary file that ``write`` writes to, keeping the blake2b digest of what was written."""
+
+    def __init__(self, fh):
+        self.fh = fh
+        self.hash = hashlib.blake2b(digest_size=32)
+
+    def write(self, data) -> int:
+        self.hash.update(data)
+        return self.fh.write(data)
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.blake2b(digest_size=32)
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _index_text(files, out_dir: Path, progress=None) -> tuple[np.ndarray, list[dict]]:
     """Offsets of every row's line, and the records of the text files (copied when compressed).
 
@@ -241,10 +302,9 @@ def _index_text(files, out_dir: Path, progress=None) -> tuple[np.ndarray, list[d
     records = []
     for i, (name, first_row, rows) in enumerate(files):
         path = Path(name)
-        if path.is_dir():
-            raise CorpusError(f"{path}: is a directory, expected the text file the embeddings came from")
-        if not path.is_file():
-            raise CorpusError(f"{path}: no such file (the text the embeddings came from)")
+        what = _not_regular(path)
+        if what is not None:
+            raise CorpusError(f"{path}: {what}, expected the text file the embeddings came from")
         if progress is not None:
             progress(f"reading the lines of {path}")
         try:
@@ -259,9 +319,10 @@ def _index_text(files, out_dir: Path, progress=None) -> tuple[np.ndarray, list[d
             else:
                 copy = f"text-{i:03d}.txt"
                 with open(out_dir / copy, "wb") as dst:
-                    starts, size = _line_starts(fh, dst)
+                    digesting = _Digesting(dst)
+                    starts, size = _line_starts(fh, digesting)
                 record = {"file": str(path.resolve()), "text": copy, "bytes": size, "compressed_bytes": st.st_size,
-                          "mtime_ns": st.st_mtime_ns}
+                          "mtime_ns": st.st_mtime_ns, "blake2b": digesting.hash.hexdigest()}
         if len(starts) != rows:
             raise CorpusError(f"{path}: has {len(starts):,} lines but the embeddings have {rows:,} rows for it; "
                               "give the very file that was embedded")
@@ -342,6 +403,86 @@ def _leftover_names(out_dir: Path) -> tuple[Path, re.Pattern]:
 def _own_file(name: str) -> bool:
     return (name in (BUILD_MARKER, TEMP_MARKER, INDEX_JSON, INDEX_FILE, IDS_FILE, OFFSETS_FILE)
             or bool(COPY_NAME.fullmatch(name)))
+
+
+def _marker_is_ours(path: Path) -> bool:
+    """True when ``path`` is a regular file (not a link) holding this module's build marker."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        marker = os.read(fd, 4096)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    try:
+        found = json.loads(marker.decode("utf-8"))
+    except ValueError:
+        return False
+    return isinstance(found, dict) and found.get("format") == MARKER_FORMAT
+
+
+def _not_an_index_of_ours(directory: Path) -> str | None:
+    """Why the existing directory ``directory`` may not be replaced by a new index (None: it may).
+
+    It may when it is empty, or provably a sentence index this tool wrote: an ``index.json``
+    that opens as one (format marker, version and every field), and nothing else but the
+    files a build writes (the graph, ids, offsets, the copies of compressed texts that
+    ``index.json`` names, the build marker, which must be ours when present): no other file,
+    no subdirectory, no symbolic link, nothing that is not a regular file.
+    """
+    try:
+        entries = list(os.scandir(directory))
+    except OSError as exc:
+        return f"it cannot be listed: {exc.strerror or exc}"
+    if not entries:
+        return None
+    for e in sorted(entries, key=lambda e: e.name):
+        try:
+            if e.is_symlink():
+                return f"it holds {e.name}, a symbolic link"
+            if e.is_dir(follow_symlinks=False):
+                return f"it holds the folder {e.name}, which no index build writes"
+            if not e.is_file(follow_symlinks=False):
+                return f"it holds {e.name}, which is not a regular file"
+        except OSError:
+            return f"{e.name} cannot be examined"
+        if e.name == TEMP_MARKER or not _own_file(e.name):
+            return f"it holds {e.name}, which no index build writes"
+    names = {e.name for e in entries}
+    if INDEX_JSON not in names:
+        return f"it has no {INDEX_JSON}"
+    try:
+        info = _read_info(directory)
+    except ModelError:
+        return f"its {INDEX_JSON} is not that of a sentence index"
+    copies = {f["text"] for f in info["files"]}
+    stray = sorted(n for n in names if COPY_NAME.fullmatch(n) and n not in copies)
+    if stray:
+        return f"it holds {stray[0]}, which its {INDEX_JSON} does not name"
+    if BUILD_MARKER in names and not _marker_is_ours(directory / BUILD_MARKER):
+        return f"its {BUILD_MARKER} is not the marker of an index build"
+    return None
+
+
+def _check_replaceable(out_dir: Path) -> None:
+    """ModelError unless an index may be written at ``out_dir``: nothing there, an empty directory,
+    or a sentence index this tool wrote (:func:`_not_an_index_of_ours`), which is replaced whole."""
+    if out_dir.is_symlink():
+        raise ModelError(f"{out_dir}: is a symbolic link; refusing to replace it (give a directory path)")
+    if not out_dir.exists():
+        return
+    if not out_dir.is_dir():
+        raise ModelError(f"{out_dir}: exists and is not a directory; refusing to replace it")
+    why = _not_an_index_of_ours(out_dir)
+    if why is not None:
+        raise ModelError(f"{out_dir}: not empty and not a sentence index; refusing to replace it ({why})")
 
 
 def remove_leftovers(out_dir, note=None) -> list[Path]:
@@ -452,8 +593,11 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
     source = _open_source(embeddings, lines_source, model)
     out_dir = Path(out_dir)
     _inside_model(out_dir)
-    if out_dir.exists() and not (out_dir / INDEX_JSON).is_file() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise ModelError(f"{out_dir}: exists and is not a sentence index; refusing to replace it")
+    _check_replaceable(out_dir)
+    for name, _, _ in source.files:  # before the notes about the model: what cannot be read is said first
+        what = _not_regular(Path(name))
+        if what is not None:
+            raise CorpusError(f"{name}: {what}, expected the text file the embeddings came from")
     n_rows, dim = int(source.rows.shape[0]), int(source.rows.shape[1])
     model_dir, fingerprint = _model_to_record(source, model, dim, default_model, note)
     remove_leftovers(out_dir, note)
@@ -487,6 +631,7 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
                               "nothing to index")
         np.save(tmp / IDS_FILE, np.concatenate(ids))
         faiss.write_index(graph, str(tmp / INDEX_FILE))
+        positions = _sample_positions(count)
         info = {
             "format": FORMAT, "format_version": FORMAT_VERSION,
             "library": LIBRARY, "library_version": _library_version(),
@@ -496,10 +641,12 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
             "model_fingerprint": fingerprint,
             "params": {"M": M, "ef_construction": ef_construction, "ef_search": DEFAULT_EF},
             "index_bytes": (tmp / INDEX_FILE).stat().st_size,
+            "vector_sample": {"positions": positions, "blake2b": _vectors_digest(_stored_vectors(graph, positions))},
             "files": files,
             "build_seconds": round(time.perf_counter() - t0, 3),
         }
         (tmp / INDEX_JSON).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+        _check_replaceable(out_dir)  # again: what is there may have changed during the build
     return info
 
 
@@ -549,6 +696,23 @@ def _damaged(path: Path, why: str) -> ModelError:
     return ModelError(f"{path}: damaged sentence index ({why}); build it again with 'scbow-numba index'")
 
 
+def _sample_positions(count: int, n: int = SAMPLE_VECTORS) -> list[int]:
+    """Up to ``n`` positions of the graph's vectors, spread from the first to the last."""
+    return sorted({int(round(x)) for x in np.linspace(0, count - 1, min(n, count))})
+
+
+def _stored_vectors(graph, positions) -> np.ndarray:
+    """The vectors the graph stores at ``positions`` (float32, (len, dim))."""
+    return np.stack([np.asarray(graph.reconstruct(int(i)), dtype=np.float32) for i in positions])
+
+
+def _vectors_digest(vectors: np.ndarray) -> str:
+    return hashlib.blake2b(np.ascontiguousarray(vectors, dtype="<f4").tobytes(), digest_size=32).hexdigest()
+
+
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
 def _is_int(value, low: int = 0) -> bool:
     """A JSON integer (not a bool) of at least ``low``."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= low
@@ -574,6 +738,13 @@ def _check_info(info: dict) -> str | None:
     ef = params.get("ef_search")
     if ef is not None and not (_is_int(ef, 1) and ef <= MAX_EF):
         return f"params.ef_search must be an integer from 1 to {MAX_EF:,}"
+    sample = info.get("vector_sample")
+    if sample is not None:
+        positions = sample.get("positions") if isinstance(sample, dict) else None
+        if (not isinstance(positions, list) or not 0 < len(positions) <= 1024
+                or not all(_is_int(x) and x < info["count"] for x in positions)
+                or not isinstance(sample.get("blake2b"), str) or not _DIGEST.fullmatch(sample["blake2b"])):
+            return "vector_sample must hold positions of vectors and a blake2b digest"
     files = info.get("files")
     if not isinstance(files, list) or not files:
         return "files is not a list of text files"
@@ -589,6 +760,8 @@ def _check_info(info: dict) -> str | None:
             return f"files[{i}]: mtime_ns is not an integer"
         if "compressed_bytes" in f and not _is_int(f["compressed_bytes"]):
             return f"files[{i}]: compressed_bytes is not a count"
+        if "blake2b" in f and not (isinstance(f["blake2b"], str) and _DIGEST.fullmatch(f["blake2b"])):
+            return f"files[{i}]: blake2b is not a digest"
         if not (Path(f["text"]).is_absolute() or COPY_NAME.fullmatch(f["text"])):
             return f"files[{i}]: text is neither an absolute path nor a copy in the index"
         if f["first_row"] != row:
@@ -677,6 +850,12 @@ class Index:
         with _omp_threads(_faiss(), threads):
             sims, pos = self._graph.search(qn, k)
         found = (pos >= 0) & (pos < len(self._ids))
+        graph_file = self.path / INDEX_FILE
+        if len(self) and not found[:, 0].all():
+            raise _damaged(graph_file, "a search of a non-empty index found nothing")
+        sane = ~found | (np.isfinite(sims) & (np.abs(sims) <= 1 + COSINE_SLACK))
+        if not sane.all():
+            raise _damaged(graph_file, f"a search scored {float(sims[~sane][0]):.4g}, which is no cosine")
         rows = np.where(found, np.asarray(self._ids)[np.where(found, pos, 0)], -1)
         bad = found & ((rows < 0) | (rows >= int(self.info["rows"])))
         if bad.any():
@@ -748,8 +927,9 @@ def _faiss_message(exc: Exception) -> str:
 
 def _int64_column(path: Path, name: str, length: int, what: str) -> np.ndarray:
     """The int64 (length,) array ``path/name``, memory-mapped; ModelError when damaged."""
-    if not (path / name).is_file():
-        raise _damaged(path / name, "missing")
+    what = _not_regular(path / name)
+    if what is not None:
+        raise _damaged(path / name, "missing" if what == "no such file" else what)
     try:
         with open(path / name, "rb") as fh:
             magic = fh.read(6)
@@ -767,18 +947,57 @@ def _int64_column(path: Path, name: str, length: int, what: str) -> np.ndarray:
     return column
 
 
+def _check_ids(where: Path, ids: np.ndarray, rows: int, block: int = 1 << 22) -> None:
+    """Refuse ids that are not what a build writes: rows from 0 to ``rows - 1``, strictly
+    increasing (each row once, in order), so that no permutation or repeat gives wrong lines."""
+    if not len(ids):
+        return
+    for start in range(0, len(ids) - 1, block):  # the whole array, a block at a time (bounded memory)
+        chunk = np.asarray(ids[start : start + block + 1])
+        bad = np.flatnonzero(chunk[1:] <= chunk[:-1])
+        if len(bad):
+            i = start + int(bad[0])
+            raise _damaged(where, f"vector {i + 1:,} has row {int(chunk[bad[0] + 1]):,} after row "
+                                  f"{int(chunk[bad[0]]):,}: the rows of a build are strictly increasing")
+    first, last = int(ids[0]), int(ids[-1])
+    if first < 0 or last >= rows:
+        row = first if first < 0 else last
+        raise _damaged(where, f"row {row:,} is not one of the {rows:,} rows")
+
+
+def _check_stored_vectors(graph_file: Path, graph, info: dict) -> None:
+    """A few of the graph's stored vectors: finite and unit length (a build adds only those), and,
+    when ``index.json`` records their digest, the very vectors the build added (not another graph)."""
+    sample = info.get("vector_sample")
+    positions = sample["positions"] if sample else _sample_positions(int(info["count"]))
+    try:
+        vectors = _stored_vectors(graph, positions)
+    except (RuntimeError, ValueError, MemoryError) as exc:
+        raise _damaged(graph_file, f"its vectors cannot be read: {_faiss_message(exc)}") from None
+    norms = np.linalg.norm(vectors.astype(np.float64), axis=1)
+    bad = np.flatnonzero(~np.isfinite(norms) | (np.abs(norms - 1) > COSINE_SLACK))
+    if len(bad):
+        raise _damaged(graph_file, f"vector {positions[int(bad[0])]:,} has length {norms[bad[0]]:.4g}, not 1: "
+                                   "not the graph of normalised vectors a build writes")
+    if sample and _vectors_digest(vectors) != sample["blake2b"]:
+        raise _damaged(graph_file, f"its vectors are not the ones the build added (their digest is not the one in "
+                                   f"{INDEX_JSON}): another graph?")
+
+
 def open_index(path) -> Index:
     """Open the sentence index in directory ``path`` (memory-mapped); ModelError when it is not one."""
     path = Path(path)
     info = _read_info(path)
     graph_file = path / INDEX_FILE
-    if not graph_file.is_file():
-        raise _damaged(graph_file, "missing")
+    what = _not_regular(graph_file)
+    if what is not None:
+        raise _damaged(graph_file, "missing" if what == "no such file" else what)
     if graph_file.stat().st_size != int(info["index_bytes"]):
         raise _damaged(graph_file, f"has {graph_file.stat().st_size:,} bytes, {INDEX_JSON} says "
                                    f"{int(info['index_bytes']):,}")
     offsets = _int64_column(path, OFFSETS_FILE, int(info["rows"]), "one offset per row")
     ids = _int64_column(path, IDS_FILE, int(info["count"]), "one row per vector")
+    _check_ids(path / IDS_FILE, ids, int(info["rows"]))
     for f in (f for f in info["files"] if f["rows"]):
         # each file's lines start at its byte 0 and the last starts before its end (each line is
         # checked against its neighbours when it is read: the whole array is not read here)
@@ -790,14 +1009,20 @@ def open_index(path) -> Index:
         if Path(f["text"]).is_absolute():
             continue  # the user's text: checked when a line is read (changed since the build?)
         copy = path / f["text"]
+        what = _not_regular(copy)
+        if what is not None:
+            what = "missing" if what == "no such file" else what
+            raise _damaged(copy, f"{what}: the text of {f['file']} decompressed when the index was built")
         try:
-            size = copy.stat().st_size if copy.is_file() else None
-        except OSError:
-            size = None
-        if size is None:
-            raise _damaged(copy, f"missing: the text of {f['file']} decompressed when the index was built")
+            size = copy.stat().st_size
+            # checked whole when small; a larger copy is checked line by line when read
+            digest = _file_digest(copy) if "blake2b" in f and size == f["bytes"] <= COPY_DIGEST_LIMIT else None
+        except OSError as exc:
+            raise _damaged(copy, f"cannot read: {exc.strerror or exc}") from None
         if size != f["bytes"]:
             raise _damaged(copy, f"has {size:,} bytes, {INDEX_JSON} says {f['bytes']:,}")
+        if digest is not None and digest != f["blake2b"]:
+            raise _damaged(copy, f"its bytes changed since the build (its blake2b digest is not the one in {INDEX_JSON})")
     faiss = _faiss()
     # memory-mapped: the vectors and the graph's arrays are read when a search touches them
     flags = getattr(faiss, "IO_FLAG_MMAP_IFC", getattr(faiss, "IO_FLAG_MMAP", 0))
@@ -808,6 +1033,7 @@ def open_index(path) -> Index:
     if (not hasattr(graph, "hnsw") or graph.d != int(info["dim"]) or graph.ntotal != int(info["count"])
             or graph.metric_type != faiss.METRIC_INNER_PRODUCT):
         raise _damaged(graph_file, f"does not match {INDEX_JSON}")
+    _check_stored_vectors(graph_file, graph, info)
     index = Index(path, info, graph, ids, offsets)
     index.ef = info.get("params", {}).get("ef_search") or DEFAULT_EF
     return index
