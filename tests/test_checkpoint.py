@@ -40,7 +40,15 @@ def test_parse_every(text, expected):
     assert parse_every(text) == expected
 
 
-@pytest.mark.parametrize("text", ["0", "-5", "0s", "abc", "10x", "nan", "infm", "1e5", "", "m"])
+def test_checkpoint_every_takes_a_count_as_eval_every_does(tmp_path, runner, corpus_file):
+    """--checkpoint-every 100k (or 2M, 1e6) is a count of examples, as in --eval-every."""
+    out = tmp_path / "model"
+    result = runner.invoke(main, train_args(corpus_file, out, "--checkpoint-every", "100k", "-q"))
+    assert result.exit_code == 0, result.output
+    assert (out / "vectors.npy").is_file()
+
+
+@pytest.mark.parametrize("text", ["0", "-5", "0s", "abc", "10x", "nan", "infm", "1e5m", "", "m"])
 def test_bad_checkpoint_every_is_one_clean_line(tmp_path, runner, corpus_file, text):
     with pytest.raises(ValueError):
         parse_every(text)

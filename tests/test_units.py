@@ -14,6 +14,18 @@ def test_m_is_millions_for_a_count_and_minutes_for_a_checkpoint_interval():
     assert parse_every("500_000") == Every(examples=500_000) == parse_every(500000)
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("100k", Every(examples=100_000)), ("100K", Every(examples=100_000)), ("2M", Every(examples=2_000_000)),
+    (" 10M ", Every(examples=10_000_000)), ("1e6", Every(examples=1_000_000)), ("2.5e5", Every(examples=250_000)),
+    ("1_000", Every(examples=1000)), ("10m", Every(seconds=600.0)), ("1.5m", Every(seconds=90.0)),
+    ("2 min", Every(seconds=120.0)), ("1.5h", Every(seconds=5400.0))])
+def test_checkpoint_every_takes_counts_as_eval_every_does(text, expected):
+    """One rule for counts: 100k, 2M, 1e6 everywhere; only in --checkpoint-every is a lowercase m minutes."""
+    assert parse_every(text) == expected
+    if expected.examples:
+        assert parse_count(text.replace("_", "")) == expected.examples  # --eval-every reads it alike
+
+
 @pytest.mark.parametrize("text", ["0", "-5", "1.5", "abc", "10k", str(MAX_EXAMPLES + 1), "9" * 60])
 def test_a_plain_count_takes_only_whole_positive_digits(text):
     with pytest.raises(ValueError):
@@ -32,7 +44,8 @@ def test_bad_durations(text):
 
 
 def test_one_error_line_names_both_forms():
-    with pytest.raises(ValueError, match=r"number of examples \(500000\) or a duration"):
+    with pytest.raises(ValueError, match=r"number of examples \(500000, 500k, 2M, 1e6\) or a duration .*"
+                                         r"lowercase m is minutes, an uppercase M a million"):
         parse_every("True")
     with pytest.raises(ValueError):
         parse_every(True)

@@ -59,8 +59,9 @@ _D = TrainConfig()
               help="Where encoded corpora are cached. Default: $SCBOW_CACHE_DIR or ~/.cache/scbow-numba/corpus.")
 @click.option("--no-cache", is_flag=True, help="Encode the corpus without reading or writing the cache.")
 @click.option("--checkpoint-every", metavar="N|DURATION", default=None, show_default="off",
-              help="Write a checkpoint (OUTPUT.checkpoint) every N examples (at the first batch end at or after "
-                   "each multiple) or every DURATION (30s, 10m, 2h). Ctrl-C and SIGTERM always write one.")
+              help="Write a checkpoint (OUTPUT.checkpoint) every N examples (500000, 500k, 2M, 1e6; at the first "
+                   "batch end at or after each multiple) or every DURATION (30s, 10m, 2h). A lowercase m is minutes "
+                   "here, an uppercase M a million. Ctrl-C and SIGTERM always write one.")
 @click.option("--resume", is_flag=True,
               help="Continue the interrupted run into OUTPUT from its checkpoint (same corpus and settings).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")

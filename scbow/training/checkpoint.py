@@ -67,26 +67,35 @@ class Every:
 
 
 def parse_every(value) -> Every:
-    """``500000`` (examples) or a duration such as ``30s``, ``10m``, ``1.5h`` (``scbow.text.units``).
+    """A count of examples (``500000``, ``500_000``, ``500k``, ``2M``, ``1e6``) or a duration
+    (``30s``, ``10m``, ``1.5h``), as ``scbow.text.units`` reads them.
 
-    Checkpoints are taken between kernel calls, so they land on the first batch boundary
-    (every 32,768 examples) at or after the requested point.
+    Here a lowercase ``m`` is minutes (``10m``: ten minutes) and an uppercase ``M`` a million
+    (``2M``: two million examples); ``--eval-every``, which takes no durations, reads both as
+    a million. Checkpoints are taken between kernel calls, so they land on the first batch
+    boundary (every 32,768 examples) at or after the requested point.
     """
     if isinstance(value, Every):
         return value
     text = str(value)  # a bool is never a count
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        return Every(examples=parse_count(text, suffixes=False))
-    except ValueError:
-        pass
-    try:
-        return Every(seconds=parse_duration(text))
-    except ValueError:
-        raise ValueError(
-            f"--checkpoint-every takes a number of examples (500000) or a duration (30s, 10m, 2h) up to "
-            f"{MAX_EXAMPLES:.0e} examples or a year, got {text[:40]!r}") from None
+    if not isinstance(value, bool):
+        try:
+            return Every(examples=parse_count(text, suffixes=False))
+        except ValueError:
+            pass
+        if not text.strip().endswith("m"):  # 10m is ten minutes, 10M ten million examples
+            try:
+                return Every(examples=parse_count(text))
+            except ValueError:
+                pass
+        try:
+            return Every(seconds=parse_duration(text))
+        except ValueError:
+            pass
+    raise ValueError(
+        f"--checkpoint-every takes a number of examples (500000, 500k, 2M, 1e6) or a duration (30s, 10m, 2h; a "
+        f"lowercase m is minutes, an uppercase M a million) up to {MAX_EXAMPLES:.0e} examples or a year, "
+        f"got {text[:40]!r}")
 
 
 # ---------------------------------------------------------------------------------------
