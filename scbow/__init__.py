@@ -45,12 +45,13 @@ def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache
     return _train(corpus, config, quiet=quiet, **kwargs).model
 
 
-def open_shards(directory):
+def open_shards(directory, check_sources: bool = True):
     """The shards of ``scbow-numba embed --workers/--scheduler`` as one memory-mapped array-like.
 
     Rows in manifest order: row ``i`` is the ``i``-th line of the inputs, in the order
-    given. See :class:`scbow.use.cluster.Shards`.
+    given. See :class:`scbow.use.cluster.Shards`. Shards of a text that has changed since
+    they were embedded are refused (ModelError) unless ``check_sources=False``.
     """
     from .use.cluster import open_shards as _open
 
-    return _open(directory)
+    return _open(directory, check_sources=check_sources)

@@ -208,8 +208,9 @@ def _write_shards(directory, parts):
         shards.append({"shard": f"shard-{i:06d}.npy", "missing_file": f"shard-{i:06d}.missing.txt",
                        "file": str(file), "bytes": [0, -1], "first_line": start, "rows": len(rows),
                        "missing": int(len(missing))})
+    files = {str(f): {"bytes": os.stat(f).st_size, "mtime_ns": os.stat(f).st_mtime_ns} for f, _ in parts}
     manifest = {"manifest_version": MANIFEST_VERSION, "model": None, "dim": int(parts[0][1].shape[1]),
-                "rows": sum(len(r) for _, r in parts), "shards": shards}
+                "rows": sum(len(r) for _, r in parts), "files": files, "shards": shards}
     (directory / "manifest.json").write_text(json.dumps(manifest))
 
 

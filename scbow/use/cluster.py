@@ -69,12 +69,18 @@ _PLAN_TEMPORARY = re.compile(r"\.(plan\.json)\.tmp-[a-z0-9_]{8}")
 
 @dataclass(frozen=True)
 class Block:
-    """Bytes ``start:stop`` of ``file`` (``stop = -1``: the whole file, decompressed)."""
+    """Bytes ``start:stop`` of ``file`` (``stop = -1``: the whole file, decompressed).
+
+    ``size`` and ``mtime_ns``: the file's as planned. They are part of the block's identity:
+    a shard embedded from another version of the file is not this block's (it is redone).
+    """
 
     index: int
     file: str
     start: int
     stop: int
+    size: int = -1
+    mtime_ns: int = 0
 
     @property
     def name(self) -> str:
@@ -85,26 +91,42 @@ def plan_blocks(paths, block_bytes: int = BLOCK_BYTES) -> list[Block]:
     """The blocks of ``paths``, in order (see the module's docstring).
 
     Raises CorpusError, with single-process ``embed``'s messages, for a missing file or a
-    directory.
+    directory; and for an input that is not a regular file once symlinks are followed (a
+    FIFO, a device such as /dev/zero: its size says nothing of its lines, so it cannot be
+    cut into blocks nor checked for changes) or a file given twice (by any name).
     """
     if block_bytes < 1:
         raise ValueError("block_bytes must be positive")
     blocks: list[Block] = []
-    for path in map(Path, paths):
+    seen: dict = {}  # (device, inode) -> the number of the input it was first given as
+    for number, path in enumerate(map(Path, paths), 1):
         if str(path) == "-":
             raise CorpusError("a cluster cannot read stdin: give files")
-        if path.is_dir():
-            raise CorpusError(f"{path}: is a directory, expected a text file with one sentence per line")
-        if not path.exists():
-            raise CorpusError(f"{path}: no such file")
-        name = str(path.resolve())
         try:
-            size = path.stat().st_size
+            st = os.stat(path)  # follows symlinks: the file that will be read
+        except FileNotFoundError:
+            raise CorpusError(f"{path}: no such file") from None
+        except OSError as exc:
+            raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        if stat.S_ISDIR(st.st_mode):
+            raise CorpusError(f"{path}: is a directory, expected a text file with one sentence per line")
+        if not stat.S_ISREG(st.st_mode):
+            raise CorpusError(f"{path}: not a regular file (a cluster embed reads files it can cut into blocks "
+                              "and check for changes; copy it into a file first)")
+        first = seen.setdefault((st.st_dev, st.st_ino), number)
+        if first != number:
+            raise CorpusError(f"{path}: given twice (inputs {first} and {number} are the same file); give each "
+                              "input once")
+        name = str(path.resolve())
+        size, mtime = st.st_size, st.st_mtime_ns
+        try:
             if compression(path) is not None:
-                blocks.append(Block(len(blocks), name, 0, -1))
+                blocks.append(Block(len(blocks), name, 0, -1, size, mtime))
                 continue
             cuts = [0]
             with open(path, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # replaced since the stat above
+                    raise CorpusError(f"{path}: not a regular file")
                 while cuts[-1] + block_bytes < size:
                     fh.seek(cuts[-1] + block_bytes - 1)
                     fh.readline()  # to just past the next newline
@@ -116,23 +138,52 @@ def plan_blocks(paths, block_bytes: int = BLOCK_BYTES) -> list[Block]:
             raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
         cuts.append(size)
         for start, stop in zip(cuts, cuts[1:]):
-            blocks.append(Block(len(blocks), name, start, stop))
+            blocks.append(Block(len(blocks), name, start, stop, size, mtime))
     return blocks
 
 
+def _planned_files(blocks: list[Block]) -> dict:
+    """``{file: {"bytes", "mtime_ns"}}`` of the blocks' files as planned, in input order."""
+    return {b.file: {"bytes": b.size, "mtime_ns": b.mtime_ns} for b in blocks}
+
+
+def changed_file(name: str, recorded: dict) -> str | None:
+    """Why the file ``name`` is not as ``recorded`` (``{"bytes", "mtime_ns"}``) any more; None if it is."""
+    try:
+        st = os.stat(name)
+    except FileNotFoundError:
+        return "it is gone"
+    except OSError as exc:
+        return f"cannot read it: {exc.strerror or exc}"
+    if not stat.S_ISREG(st.st_mode):
+        return "it is not a regular file any more"
+    if st.st_size != recorded["bytes"]:
+        return f"{st.st_size:,} bytes now, {recorded['bytes']:,} when the run began"
+    if st.st_mtime_ns != recorded["mtime_ns"]:
+        return "written to since the run began"
+    return None
+
+
+def changed_message(name: str, why: str) -> str:
+    return f"{name}: changed while it was being embedded ({why}); run embed again"
+
+
 def _identity(model_path: Path, blocks: list[Block], settings: dict) -> dict:
-    """What makes two runs the same job: the model's files, the inputs (paths and sizes), the settings."""
-    files = {}
-    for b in blocks:
-        if b.file not in files:
-            st = os.stat(b.file)
-            files[b.file] = {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
+    """What makes two runs the same job: the model's files, the inputs (paths and sizes), the settings.
+
+    ``model_digest`` is the model's part alone: a run whose inputs changed since an earlier
+    run of the same model and settings into the same directory is that job again (the
+    shards of the changed inputs are redone, see :func:`_check_output`).
+    """
+    files = _planned_files(blocks)
     model_stat = {}
     for p in sorted(Path(model_path).iterdir()) if Path(model_path).is_dir() else [Path(model_path)]:
         st = p.stat()
         model_stat[p.name] = [st.st_size, st.st_mtime_ns]
     digest = hashlib.sha256(json.dumps([model_stat, files, settings], sort_keys=True).encode()).hexdigest()
-    return {"model": str(Path(model_path).resolve()), "files": files, "settings": settings, "digest": digest}
+    model_digest = hashlib.sha256(json.dumps([model_stat, settings], sort_keys=True).encode()).hexdigest()
+    return {"model": str(Path(model_path).resolve()), "files": files, "settings": settings, "digest": digest,
+            "model_digest": model_digest}
 
 
 # -- on a worker -----------------------------------------------------------------------
@@ -191,22 +242,47 @@ def check_shard(path: Path, rows: int | None = None, dim: int | None = None) -> 
 def shard_done(out_dir: Path, block: Block, dim: int | None = None) -> dict | None:
     """The record of a finished shard, or None (not done, or damaged: it is redone).
 
-    Done means: its record (``.json``) is of this very block, and its array (the row
-    count of the record, ``dim`` columns) and its list of missing lines exist.
+    Done means: its record (``.json``) is of this very block (the same file, byte range,
+    and the file's size and modification time as planned), every count in it is a count
+    that fits the others (``missing <= rows``, ``known_tokens <= tokens``), its array has
+    the record's rows (``dim`` columns, float32, a file of exactly that size), and its list
+    of missing lines names exactly ``missing`` lines, each one of its rows. Anything else
+    in or about the record, whatever its type, means not done.
     """
     info_path = out_dir / f"{block.name}.json"
-    if not info_path.is_file():
-        return None
     try:
+        if not stat.S_ISREG(info_path.lstat().st_mode):
+            return None
         info = read_json(info_path)
-        rows = info["rows"]
-        if (not isinstance(rows, int) or isinstance(rows, bool) or info["block"] != asdict(block)
-                or not (out_dir / f"{block.name}.missing.txt").is_file()):
+        if not (isinstance(info, dict) and info.get("block") == asdict(block)):
+            return None
+        rows, missing = info.get("rows"), info.get("missing")
+        tokens, known = info.get("tokens"), info.get("known_tokens")
+        if not (_is_int(rows) and _is_int(missing) and missing <= rows and _is_int(tokens) and _is_int(known)
+                and known <= tokens):
             return None
         check_shard(out_dir / f"{block.name}.npy", rows, dim)
-    except (ModelError, KeyError, TypeError, ValueError, OSError):
+        if _missing_count(out_dir / f"{block.name}.missing.txt", rows) != missing:
+            return None
+    except (ModelError, OSError, ValueError, TypeError, KeyError, RecursionError):
         return None
-    return info
+    return {key: info[key] for key in ("block", "rows", "missing", "tokens", "known_tokens")}
+
+
+def _missing_count(path: Path, rows: int) -> int | None:
+    """How many lines the list of missing lines ``path`` names (each a line 1..rows, in order); None if damaged."""
+    if not stat.S_ISREG(path.lstat().st_mode):
+        return None
+    count, last = 0, 0
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip() or line.startswith("#"):
+                continue
+            n = int(line)
+            if not last < n <= rows:
+                return None
+            count, last = count + 1, n
+    return count
 
 
 def embed_block(model_path: str, block: Block, out_dir: str, fill: float = math.nan,
@@ -214,16 +290,20 @@ def embed_block(model_path: str, block: Block, out_dir: str, fill: float = math.
     """Embed one block into its shard (run as a Dask task); returns the shard's record.
 
     A shard already done is not redone. A failure that running again cannot mend (a
-    damaged input, a model that cannot be read, a shard that cannot be written: a
-    CorpusError or ModelError) is returned, not raised, as ``{"block", "error",
-    "error_type"}``: the client reports it once instead of Dask retrying it and logging
-    its traceback on every worker.
+    damaged input, an input that changed since it was planned, a model that cannot be
+    read, a shard that cannot be written: a CorpusError or ModelError) is returned, not
+    raised, as ``{"block", "error", "error_type"}``: the client reports it once instead
+    of Dask retrying it and logging its traceback on every worker.
     """
     try:
         return _embed_block(model_path, block, Path(out_dir), fill, unknown)
     except (CorpusError, ModelError) as exc:
-        return {"block": asdict(block), "error": str(exc),
-                "error_type": "corpus" if isinstance(exc, CorpusError) else "model"}
+        error: Exception = exc
+    why = changed_file(block.file, {"bytes": block.size, "mtime_ns": block.mtime_ns})
+    if why is not None:  # read while it was being rewritten: that is the failure to report
+        error = CorpusError(changed_message(block.file, why))
+    return {"block": asdict(block), "error": str(error),
+            "error_type": "corpus" if isinstance(error, CorpusError) else "model"}
 
 
 def _embed_block(model_path: str, block: Block, out: Path, fill: float, unknown: str | None) -> dict:
@@ -233,6 +313,10 @@ def _embed_block(model_path: str, block: Block, out: Path, fill: float, unknown:
     done = shard_done(out, block, model.dim)
     if done is not None:
         return {**done, "skipped": True}
+    planned = {"bytes": block.size, "mtime_ns": block.mtime_ns}
+    why = changed_file(block.file, planned)
+    if why is not None:
+        raise CorpusError(changed_message(block.file, why))
     t0 = time.perf_counter()
     byte_range = None if block.stop < 0 else (block.start, block.stop)
     stats = write_embeddings(model, read_blocks(block.file, byte_range=byte_range), out / f"{block.name}.npy",
@@ -240,6 +324,9 @@ def _embed_block(model_path: str, block: Block, out: Path, fill: float, unknown:
     info = {"block": asdict(block), "rows": stats.lines, "missing": stats.missing, "tokens": stats.tokens,
             "known_tokens": stats.known_tokens, "seconds": round(time.perf_counter() - t0, 3),
             "bytes_out": (out / f"{block.name}.npy").stat().st_size, "worker_pid": os.getpid()}
+    why = changed_file(block.file, planned)  # rewritten while it was read: these rows may not be its lines
+    if why is not None:
+        raise CorpusError(changed_message(block.file, why))
     with atomic_file(out / f"{block.name}.json") as tmp:  # last: the mark that the shard is done
         Path(tmp).write_text(json.dumps(info) + "\n", encoding="utf-8")
     return {**info, "skipped": False}
@@ -315,11 +402,13 @@ def _leftovers(out_dir: Path, pattern: re.Pattern = _TEMPORARY) -> list[Path]:
     return found
 
 
-def _check_output(out_dir: Path, identity: dict) -> None:
+def _check_output(out_dir: Path, identity: dict, blocks: list[Block]) -> None:
     """Refuse a directory holding something else than the shards of this very job.
 
     The temporaries a killed run of this job left in it (its writers' own names) are
-    removed; nothing else is.
+    removed. When only the inputs' sizes or modification times differ from the earlier
+    run's plan (an input changed during it or since), the manifest and the shards numbered
+    beyond this run's blocks are removed too (the earlier plan names them); nothing else is.
     """
     refuse_model_output(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -339,10 +428,36 @@ def _check_output(out_dir: Path, identity: dict) -> None:
         _remove(plan_temps)
         return
     plan = read_json(plan_file)
-    if not isinstance(plan, dict) or plan.get("digest") != identity["digest"]:
+    if not isinstance(plan, dict) or (plan.get("digest") != identity["digest"]
+                                      and not _same_job_new_texts(plan, identity)):
         raise ModelError(f"{out_dir}: holds the shards of another job (other inputs, model or settings); give "
                          "another -o, or delete it to start over")
     _remove(_leftovers(out_dir))
+    if plan.get("digest") != identity["digest"]:
+        # the same job, but an input has changed since the earlier run (while it ran, or after
+        # it): the shards of the changed inputs are not of this plan's blocks (their records
+        # name the old size and time) and are redone; those numbered beyond this plan's
+        # blocks, and the manifest, which the earlier plan proves ours, are removed
+        ours = re.compile(r"shard-(\d{6})\.(?:npy|missing\.txt|json)")
+        _remove([p for p in entries if _regular(p) and (p.name == MANIFEST or (
+            (m := ours.fullmatch(p.name)) and len(blocks) <= int(m.group(1)) < len(plan["blocks"])))])
+
+
+def _same_job_new_texts(plan: dict, identity: dict) -> bool:
+    """Whether ``plan`` (an earlier run's, read from disk) is of the same model, settings and
+    input names, in order, as ``identity``: only the inputs' sizes or times differ."""
+    files = plan.get("files")
+    return (plan.get("model_digest") == identity["model_digest"] and plan.get("model") == identity["model"]
+            and plan.get("settings") == identity["settings"] and isinstance(files, dict)
+            and list(files) == list(identity["files"]) and isinstance(plan.get("blocks"), list))
+
+
+def _regular(path: Path) -> bool:
+    """A regular file itself (not a symlink to one)."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
 
 
 def _remove(paths) -> None:
@@ -351,12 +466,13 @@ def _remove(paths) -> None:
             p.unlink()
 
 
-def _as_given(inputs, message: str, block: Block) -> str:
+def _as_given(inputs, message: str, file: Block | str) -> str:
     """A worker's message names a block's file by its resolved path: name it as the user did,
     as single-process ``embed`` does."""
-    if message.startswith(block.file + ":"):
-        given = next((str(p) for p in inputs if str(Path(p).resolve()) == block.file), block.file)
-        return given + message[len(block.file):]
+    file = file.file if isinstance(file, Block) else file
+    if message.startswith(file + ":"):
+        given = next((str(p) for p in inputs if str(Path(p).resolve()) == file), file)
+        return given + message[len(file):]
     return message
 
 
@@ -381,7 +497,7 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     blocks = plan_blocks(inputs, block_bytes)
     settings = {"fill": None if math.isnan(fill) else fill, "unknown": unknown, "block_bytes": block_bytes}
     identity = _identity(Path(model_path), blocks, settings)
-    _check_output(out, identity)
+    _check_output(out, identity, blocks)
     out.mkdir(parents=True, exist_ok=True)
     with atomic_file(out / PLAN) as tmp:
         Path(tmp).write_text(json.dumps({**identity, "blocks": [asdict(b) for b in blocks]}, indent=1) + "\n",
@@ -400,6 +516,10 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
                 client.close()
                 if cluster is not None:
                     cluster.close()
+    for name, recorded in identity["files"].items():  # the shards are its lines only if it is as planned
+        why = changed_file(name, recorded)
+        if why is not None:
+            raise CorpusError(_as_given(inputs, changed_message(name, why), name))
     manifest = write_manifest(out, blocks, records, identity)
     stats.lines, stats.missing = manifest["rows"], sum(s["missing"] for s in manifest["shards"])
     for info in records.values():
@@ -509,13 +629,13 @@ def read_manifest(directory: Path) -> dict:
         raise damaged(f'"rows" is {manifest.get("rows")!r}, not a count')
     if manifest.get("model") is not None and not isinstance(manifest["model"], str):
         raise damaged('"model" is not a path')
-    files = manifest.get("files")
-    if files is not None:
-        if not isinstance(files, dict) or not all(
-                isinstance(name, str) and isinstance(f, dict) and _is_int(f.get("bytes")) and _is_int(f.get("mtime_ns"), None)
-                for name, f in files.items()):
-            raise damaged('"files" is not a record of {path: {"bytes", "mtime_ns"}}')
+    files = manifest.get("files")  # required: without it, a text changed since could not be told
+    if not isinstance(files, dict) or not all(
+            isinstance(name, str) and isinstance(f, dict) and _is_int(f.get("bytes")) and _is_int(f.get("mtime_ns"), None)
+            for name, f in files.items()):
+        raise damaged('"files" is missing or not a record of {path: {"bytes", "mtime_ns"}}')
     names = set()
+    lines_before: dict[str, int] = {}  # file -> the rows of its shards listed so far
     for i, s in enumerate(shards):
         where = f"shard {i + 1} of {len(shards)}"
         if not isinstance(s, dict):
@@ -528,16 +648,26 @@ def read_manifest(directory: Path) -> dict:
         names.update((s["shard"], s["missing_file"]))
         if not isinstance(s.get("file"), str) or not s["file"]:
             raise damaged(f'{where}: "file" is not a path')
-        if files is not None and s["file"] not in files:
+        if s["file"] not in files:
             raise damaged(f"{where}: its text {s['file']} is not among the manifest's files")
         span = s.get("bytes")
         if not (isinstance(span, list) and len(span) == 2 and _is_int(span[0]) and _is_int(span[1], -1)
-                and (span[1] >= span[0] or span == [0, -1])):
-            raise damaged(f'{where}: "bytes" is {span!r}, not a byte range [start, stop]')
-        if not _is_int(s.get("first_line"), 1):
-            raise damaged(f'{where}: "first_line" is {s.get("first_line")!r}, not a line number')
+                and (span[1] >= span[0] or span == [0, -1]) and span[1] <= files[s["file"]]["bytes"]):
+            raise damaged(f'{where}: "bytes" is {span!r}, not a byte range [start, stop] of its text')
         if not _is_int(s.get("rows")) or not _is_int(s.get("missing")) or s["missing"] > s["rows"]:
             raise damaged(f'{where}: "rows" or "missing" is not a count')
+        # a file's shards are listed together, in line order: the first starts at line 1,
+        # each next one where the one before ends
+        if s["file"] in lines_before and shards[i - 1]["file"] != s["file"]:
+            raise damaged(f"{where}: the shards of {s['file']} are not listed together")
+        before = lines_before.get(s["file"], 0)
+        if not _is_int(s.get("first_line"), 1) or s["first_line"] != before + 1:
+            raise damaged(f'{where}: "first_line" is {s.get("first_line")!r}, not a line number that follows the '
+                          f"{before:,} lines of the shards of its text before it")
+        lines_before[s["file"]] = before + s["rows"]
+    unused = [name for name in files if name not in lines_before]
+    if unused:
+        raise damaged(f'"files" names {unused[0]}, of which it lists no shard')
     total = sum(s["rows"] for s in shards)
     if total != manifest["rows"]:
         raise damaged(f'"rows" is {manifest["rows"]:,}, its shards hold {total:,}')
@@ -582,7 +712,7 @@ class Shards:
         """ModelError if a text the shards were embedded from has changed since (its size or
         modification time is not the manifest's): the rows would not be its lines. A text
         that is gone is skipped (the caller says what it needs it for)."""
-        for name, recorded in (self.manifest.get("files") or {}).items():
+        for name, recorded in self.manifest["files"].items():
             try:
                 st = os.stat(name)
             except FileNotFoundError:
@@ -664,6 +794,15 @@ class Shards:
         return f"<Shards {self.directory}: {len(self):,} x {self.shape[1]} float32 in {len(self.parts)} shards>"
 
 
-def open_shards(directory) -> Shards:
-    """The shards written by a cluster embed into ``directory``, as one memory-mapped array-like."""
-    return Shards(directory)
+def open_shards(directory, check_sources: bool = True) -> Shards:
+    """The shards written by a cluster embed into ``directory``, as one memory-mapped array-like.
+
+    ``check_sources``: refuse (ModelError) shards of a text that has changed since they were
+    embedded (:meth:`Shards.check_sources`; a text that is gone is not checked). False skips
+    that check, for a user who knows the rows are still those of the texts (a text copied
+    with a new modification time, say).
+    """
+    shards = Shards(directory)
+    if check_sources:
+        shards.check_sources()
+    return shards
