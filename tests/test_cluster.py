@@ -447,3 +447,224 @@ def test_a_run_killed_before_its_plan_leaves_a_directory_the_next_run_takes(clie
     with pytest.raises(ModelError, match="not empty"):
         embed_on_cluster(model_dir, inputs[:1], other, client=client, block_bytes=8192)
     assert temps[0].exists() and (other / "mine.txt").read_text() == "mine"
+
+
+# -- inputs that are not regular files, or given twice: refused before anything runs -----------
+
+
+def _not_regular(kind: str, folder: Path) -> Path:
+    path = folder / f"{kind}.txt"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink-to-fifo":
+        os.mkfifo(folder / "pipe")
+        path.symlink_to(folder / "pipe")
+    elif kind == "symlink-to-dev-zero":
+        path.symlink_to("/dev/zero")
+    else:  # a character device named directly
+        path = Path("/dev/null")
+    return path
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink-to-fifo", "symlink-to-dev-zero", "dev-null"])
+def test_an_input_that_is_not_a_regular_file_is_refused_up_front(inputs, model_dir, tmp_path, runner, kind):
+    odd = _not_regular(kind, tmp_path)
+    with pytest.raises(CorpusError, match=f"^{odd}: not a regular file"):
+        plan_blocks([inputs[0], odd])
+    # the command line: one line, before any cluster starts (a FIFO would block a worker for ever)
+    result = runner.invoke(main, ["embed", "-m", str(model_dir), str(inputs[0]), str(odd), "-o",
+                                  str(tmp_path / "shards"), "--workers", "2"])
+    assert_clean_error(result, f"{odd}: not a regular file")
+    assert not (tmp_path / "shards").exists()
+
+
+def test_a_file_given_twice_is_refused(inputs, model_dir, tmp_path, runner, monkeypatch):
+    text = tmp_path / "s.txt"
+    shutil.copy(inputs[0], text)
+    (tmp_path / "link.txt").symlink_to(text)
+    os.link(text, tmp_path / "hard.txt")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for twice in ["./s.txt", str(text), "sub/../s.txt", "link.txt", "hard.txt"]:
+        with pytest.raises(CorpusError, match=r"given twice \(inputs 1 and 3 are the same file\)"):
+            plan_blocks(["s.txt", inputs[1], twice])
+    result = runner.invoke(main, ["embed", "-m", str(model_dir), "s.txt", "./s.txt", "-o", "shards", "--workers", "2"])
+    assert_clean_error(result, "s.txt: given twice (inputs 1 and 2 are the same file)")
+    assert not (tmp_path / "shards").exists()
+
+
+# -- an input that changes while it is embedded, or between two runs ----------------------------
+
+
+def _copies(paths, folder: Path) -> list[Path]:
+    folder.mkdir()
+    for p in paths:
+        shutil.copy2(p, folder / p.name)
+    return [folder / p.name for p in paths]
+
+
+def _later(path: Path, data: bytes) -> None:
+    """``path`` rewritten with ``data``, and a modification time surely later than before."""
+    before = path.stat()
+    path.write_bytes(data)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))
+
+
+CHANGES = {
+    "emptied": lambda p: _later(p, b""),
+    "cut-in-half": lambda p: _later(p, p.read_bytes()[: p.stat().st_size // 2]),
+    "grown": lambda p: _later(p, p.read_bytes() + b"one more line\n"),
+    "rewritten-same-size": lambda p: _later(p, p.read_bytes()[::-1]),
+    "removed": lambda p: p.unlink(),
+}
+
+
+def changing(model_path, block, out_dir, fill, unknown):
+    """embed_block; the first time block 2 is run, its file is first changed as ``OUT/../change`` says."""
+    order = Path(out_dir).parent / "change"
+    if block.index == 2 and order.exists():
+        kind = order.read_text()
+        order.unlink()
+        CHANGES[kind](Path(block.file))
+    return embed_block(model_path, block, out_dir, fill, unknown)
+
+
+@pytest.mark.parametrize("when,kind", [("during", k) for k in CHANGES] + [("at-the-end", "grown"),
+                                                                           ("at-the-end", "rewritten-same-size")])
+def test_an_input_changed_while_it_is_embedded_fails_and_the_next_run_redoes_it(client, inputs, model_dir,
+                                                                                 tmp_path, when, kind):
+    texts = _copies(inputs[:2], tmp_path / "texts")
+    original = texts[0].read_bytes()
+    out = tmp_path / "shards"
+    (tmp_path / "change").write_text(kind)
+
+    def at_the_end(done, total):  # after the last shard, before the manifest
+        if done == total and (tmp_path / "change").exists():
+            (tmp_path / "change").unlink()
+            CHANGES[kind](texts[0])
+
+    with pytest.raises(CorpusError) as err:
+        embed_on_cluster(model_dir, texts, out, client=client, block_bytes=8192,
+                         task=changing if when == "during" else embed_block,
+                         progress=at_the_end if when == "at-the-end" else None)
+    message = str(err.value)
+    assert message.startswith(f"{texts[0]}: changed while it was being embedded (") and "\n" not in message
+    assert message.endswith("; run embed again")
+    assert not (out / "manifest.json").exists()
+    # run again, as the message says: the shards of the text as it is now, none of the old one's
+    if kind == "removed":
+        texts[0].write_bytes(original)
+    again = embed_on_cluster(model_dir, texts, out, client=client, block_bytes=8192)
+    want, want_missing = single_process(model_dir, texts, tmp_path)
+    shards = open_shards(out)
+    assert same_bits(np.asarray(shards), want) and shards.missing_lines() == want_missing
+    assert sorted(p.name for p in out.glob("shard-*.npy")) == [f"shard-{i:06d}.npy" for i in range(again.shards)]
+
+
+def test_a_text_changed_after_a_run_is_redone_by_the_next(client, inputs, model_dir, tmp_path):
+    texts = _copies(inputs[:2], tmp_path / "texts")
+    out = tmp_path / "shards"
+    first = embed_on_cluster(model_dir, texts, out, client=client, block_bytes=8192)
+    with pytest.raises(ModelError, match="changed since it was embedded"):
+        _later(texts[1], texts[1].read_bytes()[:3000]), open_shards(out)
+    kept = len(plan_blocks(texts[:1], 8192))  # the unchanged text's shards
+    second = embed_on_cluster(model_dir, texts, out, client=client, block_bytes=8192)
+    assert second.skipped == kept and second.shards < first.shards
+    want, _ = single_process(model_dir, texts, tmp_path)
+    assert same_bits(np.asarray(open_shards(out)), want)
+    # the shards numbered beyond the new plan were the earlier plan's: gone; nothing else is touched
+    assert sorted(p.name for p in out.glob("shard-*.npy")) == [f"shard-{i:06d}.npy" for i in range(second.shards)]
+    # another model or other settings are still another job
+    with pytest.raises(ModelError, match="shards of another job"):
+        embed_on_cluster(model_dir, texts, out, client=client, block_bytes=4096)
+
+
+# -- a done-record is read against the shape embed writes: anything else is redone ------------
+
+
+def _record(**changes):
+    """A damage of a shard's done-record: ``changes`` maps a key to a value (``...``: delete it; callable: of the record)."""
+
+    def damage(d: Path, name: str = "shard-000001") -> None:
+        path = d / f"{name}.json"
+        info = json.loads(path.read_text())
+        for key, value in changes.items():
+            if value is ...:
+                del info[key]
+            else:
+                info[key] = value(info) if callable(value) else value
+        path.write_text(json.dumps(info))
+
+    return damage
+
+
+def _write(suffix: str, text: str):
+    return lambda d, name="shard-000001": (d / f"{name}{suffix}").write_text(text)
+
+
+def _a_directory(d: Path, name: str = "shard-000001") -> None:
+    (d / f"{name}.json").unlink()
+    (d / f"{name}.json").mkdir()
+
+
+RECORD_DAMAGE = {
+    "missing-a-word": _record(missing="many"),
+    "tokens-a-word": _record(tokens="x"),
+    "missing-negative": _record(missing=-5),
+    "missing-over-rows": _record(missing=lambda r: r["rows"] + 1),
+    "missing-not-its-list": _record(missing=lambda r: r["missing"] + 1),  # the .missing.txt names fewer
+    "missing-a-float": _record(missing=lambda r: r["missing"] + 0.0),
+    "rows-a-bool": _record(rows=True),
+    "rows-gone": _record(rows=...),
+    "tokens-gone": _record(tokens=...),
+    "known-over-tokens": _record(known_tokens=lambda r: r["tokens"] + 1),
+    "known-negative": _record(known_tokens=-1),
+    "block-of-another-size": _record(block=lambda r: {**r["block"], "size": r["block"]["size"] + 1}),
+    "block-a-string": _record(block="shard 1"),
+    "a-list": _write(".json", "[1, 2]"),
+    "not-json": _write(".json", '{"rows": '),
+    "a-directory": _a_directory,
+    "list-damaged": _write(".missing.txt", "# lines\nseven\n"),
+    "list-beyond-rows": _write(".missing.txt", "# lines\n1000000\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def done(client, inputs, model_dir, tmp_path_factory):
+    """A finished shard directory of the first input (tests damage copies of it), and its plan."""
+    out = tmp_path_factory.mktemp("done") / "shards"
+    embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192)
+    return out, plan_blocks(inputs[:1], 8192)
+
+
+@pytest.mark.parametrize("kind", RECORD_DAMAGE)
+def test_a_damaged_done_record_means_not_done(done, tmp_path, kind):
+    from scbow.use.cluster import shard_done
+
+    sound, blocks = done
+    # a shard with some lines missing and some not, so that every damage above is one
+    block = next(b for b in blocks if 0 < json.loads((sound / f"{b.name}.json").read_text())["missing"]
+                 < json.loads((sound / f"{b.name}.json").read_text())["rows"])
+    assert shard_done(sound, block, 16)["block"]["index"] == block.index
+    copy = tmp_path / "shards"
+    shutil.copytree(sound, copy)
+    RECORD_DAMAGE[kind](copy, block.name)
+    assert shard_done(copy, block, 16) is None
+
+
+def test_a_run_over_damaged_done_records_redoes_them(client, inputs, model_dir, tmp_path, runner):
+    """What the issue saw: such a record ended in 'unexpected TypeError', or a manifest open_shards refuses."""
+    out = tmp_path / "shards"
+    first = embed_on_cluster(model_dir, inputs, out, client=client, block_bytes=8192)
+    kinds = ["missing-a-word", "tokens-a-word", "missing-negative", "missing-over-rows", "known-over-tokens",
+             "not-json", "rows-gone"]
+    for i, kind in enumerate(kinds, 1):  # each on its own shard
+        RECORD_DAMAGE[kind](out, f"shard-{i:06d}")
+    (out / "manifest.json").unlink()
+    result = runner.invoke(main, ["embed", "-m", str(model_dir), *map(str, inputs), "-o", str(out),
+                                  "--workers", "2", "--block-mb", str(8192 / (1 << 20))])
+    assert result.exit_code == 0, result.output
+    assert f"({first.shards - len(kinds):,} done by an earlier run)" in result.output
+    want, want_missing = single_process(model_dir, inputs, tmp_path)
+    shards = open_shards(out)
+    assert same_bits(np.asarray(shards), want) and shards.missing_lines() == want_missing
