@@ -370,3 +370,36 @@ def test_the_kernel_sees_the_run_position_across_epochs(synthetic_corpus, monkey
 def test_a_callable_start_of_the_wrong_shape_is_a_clear_error(corpus):
     with pytest.raises(TrainingError, match="initial vectors have shape"):
         train(corpus, config(), quiet=True, init=lambda vocab: np.zeros((3, 32), np.float32))
+
+
+def test_compiled_already_tells_a_first_compilation_from_numba_cache(tmp_path, monkeypatch):
+    """What decides the 'compiling the training kernels' line: numba's memory, then its on-disk cache."""
+    from scbow.training.backends.cpu import compiled_already
+
+    (tmp_path / "fresh_kernel_mod.py").write_text(
+        "from numba import njit\n\n@njit(cache=True)\ndef twice(x):\n    return 2 * x\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("fresh_kernel_mod")
+    assert compiled_already(mod.twice, (3,)) is False  # never compiled: the line is printed
+    assert mod.twice(3) == 6
+    assert compiled_already(mod.twice, (3,)) is True  # in memory
+    mod = importlib.reload(mod)  # a new process's dispatcher: from the on-disk cache
+    assert compiled_already(mod.twice, (3,)) is True
+    assert compiled_already(mod.twice, (3.5,)) is False  # another signature compiles again
+    assert compiled_already(object(), (3,)) is None  # not a dispatcher: cannot tell
+
+
+@pytest.mark.parametrize("ready, quiet, expected", [(False, False, "compiling the training kernels (first run only"),
+                                                    (None, False, "loading or compiling the training kernels"),
+                                                    (True, False, None), (False, True, None)])
+def test_train_says_when_it_compiles_the_kernels(tmp_path, monkeypatch, capsys, ready, quiet, expected):
+    from scbow.training.backends import cpu as cpu_backend
+
+    monkeypatch.setattr(cpu_backend, "compiled_already", lambda kernel, args: ready)
+    cfg = TrainConfig(dim=8, epochs=1, min_count=1, threads=1)
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("".join(f"w{i % 7} w{i % 5} w{i % 3}.\n" for i in range(40)), encoding="utf-8")
+    train(read_corpus([corpus], cfg.min_count, cfg.max_vocab, cache_dir=tmp_path / "cache", quiet=True), cfg,
+          quiet=quiet)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "kernels" in line]
+    assert lines == ([] if expected is None else [lines[0]]) and (expected is None or expected in lines[0])

@@ -160,7 +160,8 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
                 f"{start.total:,} examples in all, this one {n_targets:,} and {total:,} (different corpus or epochs)")
         state = TrainState.from_dict(start.to_dict())
 
-    backend = make_backend(W, corpus, config, threads, total, step_rates(weights, corpus.vocab.counts, config))
+    backend = make_backend(W, corpus, config, threads, total, step_rates(weights, corpus.vocab.counts, config),
+                           say=None if quiet else note)
     hooks = list(hooks)
 
     # a resumed run's rate and ETA count only the examples of this process

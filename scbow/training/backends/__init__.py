@@ -42,12 +42,16 @@ class Backend(Protocol):
         """The final matrix on the host; frees what the backend holds."""
 
 
-def make_backend(W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None) -> Backend:
-    """The backend of ``config.device`` for a run of ``total`` examples on ``threads`` CPU threads."""
+def make_backend(W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None,
+                 say=None) -> Backend:
+    """The backend of ``config.device`` for a run of ``total`` examples on ``threads`` CPU threads.
+
+    ``say(line)``, if given, is told when the CPU kernels are about to be compiled (a first run).
+    """
     if config.device == "cpu":
         from .cpu import CpuBackend
 
-        return CpuBackend(W, corpus, config, threads, total, rate)
+        return CpuBackend(W, corpus, config, threads, total, rate, say=say)
     if config.device == "cuda":
         try:
             from .cuda import CudaBackend  # raises TrainingError when no GPU or numba-cuda

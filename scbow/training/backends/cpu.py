@@ -20,12 +20,26 @@ def corpus_arrays(corpus) -> tuple:
             np.ascontiguousarray(corpus.sent_doc), np.ascontiguousarray(corpus.doc_offsets))
 
 
+def compiled_already(kernel, args) -> bool | None:
+    """Whether numba has ``kernel`` for these arguments' types in memory or in its on-disk
+    cache (True), will compile it (False), or cannot tell (None: its internals changed)."""
+    try:
+        sig = tuple(kernel.typeof_pyval(a) for a in args)
+        if sig in kernel.overloads:
+            return True
+        cache = kernel._cache
+        return cache._index_key(sig, kernel.targetctx.codegen()) in cache._cache_file._load_index()
+    except Exception:  # private numba API: never let a guess stop a run
+        return None
+
+
 class CpuBackend:
     """Runs batches with the Numba CPU kernels on ``W``, updated in place."""
 
     name = "cpu"
 
-    def __init__(self, W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None):
+    def __init__(self, W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None,
+                 say=None):
         from ...kernels import cpu as K  # numba: imported here, so that `--help` stays fast
 
         self.K = K
@@ -45,6 +59,14 @@ class CpuBackend:
         # them on a first run, here: neither counts as training time. The threads call
         # the chunk kernel's own dispatcher, which loads separately.
         args = (W, self.corpus, self.order, self.rate, self.params, 0, 0, 0)
+        if say is not None:  # ``say(line)``: tell the user when the wait is a compilation
+            ready = [compiled_already(K.train_batch_serial, (*args, self.stats))]
+            if threads > 1:
+                ready.append(compiled_already(K.train_chunk, (*args, 0, self.stats)))
+            if False in ready:
+                say("compiling the training kernels (first run only, about 10 s)...")
+            elif None in ready:
+                say("loading or compiling the training kernels (about 10 s on a first run)...")
         K.train_batch_serial(*args, self.stats)
         if threads > 1:
             K.train_chunk(*args, 0, self.stats)
