@@ -169,12 +169,54 @@ def test_jsonl_text_with_a_lone_surrogate_is_written(tmp_path):
 def test_jsonl_errors_name_the_file_and_line(tmp_path, line, fragments):
     src = write_jsonl(tmp_path / "docs.jsonl", [{"text": "Fine."}, line, {"text": "Never read."}])
     with pytest.raises(CorpusError) as info:
-        prepare([src], tmp_path / "corpus.txt", segmenter="lines")
+        prepare([src], tmp_path / "corpus.txt", segmenter="lines", strict=True)
     message = str(info.value)
     assert "\n" not in message and str(src) in message
     for fragment in fragments:
         assert fragment in message
     assert files_in(tmp_path) == ["docs.jsonl"]
+    # by default such a line is skipped, counted and named, and the rest is written
+    stats = prepare([src], tmp_path / "corpus.txt", segmenter="lines")
+    assert documents_of(tmp_path / "corpus.txt") == [["Fine."], ["Never read."]]
+    assert stats.bad_records == 1 and len(stats.bad_examples) == 1
+    assert stats.bad_examples[0].startswith(f"{src}: line 2: ") and all(f in stats.bad_examples[0] for f in fragments)
+
+
+def test_jsonl_bad_lines_are_skipped_counted_and_the_first_few_named(tmp_path):
+    records = [{"text": "Fine."}, "{oops", {"body": "x"}, ["a"], {"text": 3}, {"text": "Also fine."}, "nope"]
+    src = write_jsonl(tmp_path / "dump.jsonl", records)
+    stats = prepare([src], tmp_path / "corpus.txt", segmenter="lines")
+    assert documents_of(tmp_path / "corpus.txt") == [["Fine."], ["Also fine."]]
+    assert stats.bad_records == 5 and len(stats.bad_examples) == P.BAD_EXAMPLES == 3
+    assert [e.split(": ")[1] for e in stats.bad_examples] == ["line 2", "line 3", "line 4"]
+
+
+def test_jsonl_with_only_bad_lines_says_why_in_its_error(tmp_path):
+    src = write_jsonl(tmp_path / "dump.jsonl", [{"body": "x"}, {"body": "y"}])
+    with pytest.raises(CorpusError, match=r"no documents found .*2 unreadable JSON Lines records skipped, the first: "
+                                          r".*line 1: no field 'text' .*--jsonl-field"):
+        prepare([src], tmp_path / "corpus.txt", segmenter="lines")
+    assert files_in(tmp_path) == ["dump.jsonl"]
+
+
+def test_cli_prepare_skips_bad_json_lines_with_one_warning_and_strict_refuses(tmp_path):
+    from conftest import assert_clean_error, make_runner
+
+    cli, _ = prepare_command()
+    src = write_jsonl(tmp_path / "dump.jsonl", [{"text": "Fine."}, "{oops", {"text": None}, {"text": "Good."}])
+    out = tmp_path / "corpus.txt"
+    runner = make_runner()
+    result = runner.invoke(cli.main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines"])
+    assert result.exit_code == 0, result.output
+    assert documents_of(out) == [["Fine."], ["Good."]]
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "skipped 1 JSON Lines line that holds" in warnings[0]
+    assert f"{src}: line 2: not valid JSON" in warnings[0] and "--strict" in warnings[0]
+    assert "skipped 1 JSON Lines record with no text and 1 unreadable JSON Lines line; wrote" in result.stderr
+    out.unlink()
+    assert_clean_error(runner.invoke(cli.main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines",
+                                                "--strict"]), "line 2: not valid JSON", exit_code=1)
+    assert not out.exists()
 
 
 # ---------------------------------------------------------------- files, folders, compression
@@ -299,7 +341,7 @@ def test_failure_midway_leaves_the_old_output_and_no_temporary_file(tmp_path):
     out = tmp_path / "corpus.txt.gz"
     out.write_bytes(b"old output")
     with pytest.raises(CorpusError, match=r"2-bad.jsonl: line 2: not valid JSON"):
-        prepare([good, bad], out, segmenter="lines")
+        prepare([good, bad], out, segmenter="lines", strict=True)
     assert out.read_bytes() == b"old output"
     assert files_in(tmp_path) == ["1-good.txt", "2-bad.jsonl", "corpus.txt.gz"]
 

@@ -154,8 +154,11 @@ def _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, r
                    "lines: the text is already one sentence per line.")
 @click.option("--language", default="en", show_default=True,
               help="ISO 639-1 code of the text, for sentencex and pysbd (nupunkt and syntok know English only).")
+@click.option("--strict", is_flag=True,
+              help="Stop at a JSON Lines line that is not JSON, not an object or has no text in --jsonl-field, "
+                   "writing nothing (default: skip such lines, count them and name the first few).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")
-def prepare(inputs, output, jsonl_field, documents, segmenter, language, quiet):
+def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict, quiet):
     """Turn raw documents into a corpus for 'train': one sentence per line, a blank line between documents.
 
     INPUT: text files (.txt, .text, .md), JSON Lines files (.jsonl, .ndjson; one record, one
@@ -175,15 +178,24 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, quiet):
 
     try:
         stats = prepare_corpus(inputs, output, jsonl_field=jsonl_field, documents=documents, segmenter=segmenter,
-                               language=language, progress=show)
+                               language=language, progress=show, strict=strict)
     finally:
         bar.close()
     if stats.invalid_utf8_lines:
-        click.echo(f"warning: {stats.invalid_utf8_lines:,} line(s) of the input are not valid UTF-8; their bad "
+        click.echo(f"warning: {plural(stats.invalid_utf8_lines, 'line')} of the input "
+                   f"{'is' if stats.invalid_utf8_lines == 1 else 'are'} not valid UTF-8; their bad "
                    "bytes were written as U+FFFD (the replacement character)", err=True)
+    if stats.bad_records:
+        more = ", ..." if stats.bad_records > len(stats.bad_examples) else ""
+        click.echo(f"warning: skipped {plural(stats.bad_records, 'JSON Lines line')} that "
+                   f"{'holds' if stats.bad_records == 1 else 'hold'} no record with text in '{jsonl_field}' "
+                   f"({'; '.join(stats.bad_examples)}{more}); --strict stops at the first instead", err=True)
     if not quiet:
         rate = stats.input_bytes / stats.seconds / 1e6 if stats.seconds > 0 else 0.0
-        skipped = f", {stats.skipped_records:,} JSON Lines records with no text skipped" if stats.skipped_records else ""
+        skipped = [f"{plural(stats.skipped_records, 'JSON Lines record')} with no text"] if stats.skipped_records else []
+        if stats.bad_records:
+            skipped.append(plural(stats.bad_records, "unreadable JSON Lines line"))
+        skipped = f", skipped {' and '.join(skipped)}" if skipped else ""
         click.echo(f"prepared {plural(stats.files, 'file')}, {stats.input_bytes / 1e6:,.1f} MB in {stats.seconds:.1f} s "
                    f"({rate:.1f} MB/s, {segmenter}): {plural(stats.documents, 'document')}, "
                    f"{plural(stats.sentences, 'sentence')}, {plural(stats.words, 'word')}{skipped}; wrote {output}",

@@ -13,6 +13,10 @@ Documents (``documents=``):
 - ``"blank-line"``: each block of lines between blank lines is one document (in a JSON
   Lines record too).
 
+A JSON Lines record whose text field is null or empty is skipped; so is a line that is not
+JSON, not an object, lacks the field or holds no string there (a real dump has a few): it
+is counted and the first few are named (``PrepareStats``), or with ``strict=True`` refused.
+
 Sentences: text is cut into paragraphs at blank lines (a blank line always ends a
 sentence); the lines of a paragraph are joined with spaces, so hard-wrapped text is read
 as flowing text (a heading without a blank line after it joins the sentence that follows),
@@ -51,18 +55,20 @@ import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ..errors import CorpusError, ModelError
 from ..files import atomic_file, check_output_file, refuse_overwrite
+from ..progress import plural
 from .reader import COMPRESSED_SUFFIXES, TextFile, check_text, expand, open_text, refuse_mostly_invalid
 
 DOCUMENT_MODES = ("file", "blank-line")
 TEXT_SUFFIXES = (".txt", ".text", ".md")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 DEFAULT_JSONL_FIELD = "text"
+BAD_EXAMPLES = 3  # unreadable JSON Lines lines named in PrepareStats.bad_examples (and the warning)
 
 # Segmenter name -> the module to import (None: no library). The default is the most
 # accurate of those compared, on benchmarks/data/segmenter_gold.txt and on book text, at
@@ -94,7 +100,9 @@ class PrepareStats:
     ``bytes_read`` counts bytes of the input files as stored (compressed bytes for a
     compressed file), so it ends at ``input_bytes``; ``words`` are whitespace-separated
     tokens of the written sentences; ``skipped_records``: JSON Lines records whose text
-    field is null or empty.
+    field is null or empty; ``bad_records``: JSON Lines lines skipped as unreadable (not
+    JSON, not an object, no such field, not a string; ``strict`` refuses them instead),
+    the first ``BAD_EXAMPLES`` of them described in ``bad_examples`` (``"FILE: line N: why"``).
     """
 
     files: int = 0
@@ -106,6 +114,8 @@ class PrepareStats:
     output_bytes: int = 0
     invalid_utf8_lines: int = 0
     skipped_records: int = 0
+    bad_records: int = 0
+    bad_examples: list = field(default_factory=list)
     seconds: float = 0.0
     segmenter: str = ""
     output: str = ""
@@ -379,33 +389,44 @@ class _Preparer:
         return carry
 
 
-def _records(reader: TextFile, field: str, check: _Checker, stats: PrepareStats) -> Iterator[str]:
-    """The text field of each record of a JSON Lines file (blank lines skipped)."""
+def _records(reader: TextFile, field: str, check: _Checker, stats: PrepareStats,
+             strict: bool = False) -> Iterator[str]:
+    """The text field of each record of a JSON Lines file (blank lines skipped).
+
+    A line that is not a record with a string in ``field`` is skipped and counted in
+    ``stats`` (``bad_records``), or with ``strict`` raises CorpusError naming it.
+    """
     name = reader.buffer.name
     for lineno, line in enumerate(iter(reader.readline, ""), 1):
         check(line)
         if not line.strip():
             continue
+        why = None
         try:
             record = json.loads(line)
         except RecursionError:
-            raise CorpusError(f"{name}: line {lineno}: JSON nested too deep") from None
+            why = "JSON nested too deep"
         except ValueError as exc:
-            reason = str(exc).split(":")[0]
-            raise CorpusError(f"{name}: line {lineno}: not valid JSON ({reason})") from None
-        if not isinstance(record, dict):
-            raise CorpusError(f"{name}: line {lineno}: not a JSON object but {_json_type(record)}")
-        if field not in record:
-            keys = ", ".join(repr(k[:40]) for k in list(record)[:5]) + (", ..." if len(record) > 5 else "")
-            raise CorpusError(f"{name}: line {lineno}: no field {field!r} (its fields: {keys or 'none'}; "
-                              f"choose the text field with --jsonl-field)")
-        text = record[field]
-        if text is None or text == "":
-            stats.skipped_records += 1
+            why = f"not valid JSON ({str(exc).split(':')[0]})"
+        else:
+            if not isinstance(record, dict):
+                why = f"not a JSON object but {_json_type(record)}"
+            elif field not in record:
+                keys = ", ".join(repr(k[:40]) for k in list(record)[:5]) + (", ..." if len(record) > 5 else "")
+                why = f"no field {field!r} (its fields: {keys or 'none'}; choose the text field with --jsonl-field)"
+            elif record[field] is None or record[field] == "":
+                stats.skipped_records += 1
+                continue
+            elif not isinstance(record[field], str):
+                why = f"field {field!r} is not a string but {_json_type(record[field])}"
+        if why is not None:
+            if strict:
+                raise CorpusError(f"{name}: line {lineno}: {why}")
+            stats.bad_records += 1
+            if len(stats.bad_examples) < BAD_EXAMPLES:
+                stats.bad_examples.append(f"{name}: line {lineno}: {why}")
             continue
-        if not isinstance(text, str):
-            raise CorpusError(f"{name}: line {lineno}: field {field!r} is not a string but {_json_type(text)}")
-        yield text
+        yield record[field]
     check.finish_start()
 
 
@@ -425,6 +446,7 @@ def prepare(
     segmenter: str = DEFAULT_SEGMENTER,
     language: str = "en",
     progress: Callable[[int, int], None] | None = None,
+    strict: bool = False,
 ) -> PrepareStats:
     """Write the raw documents in ``inputs`` to ``output`` as a corpus the trainer reads.
 
@@ -447,6 +469,10 @@ def prepare(
     progress : callable, optional
         Called now and then as ``progress(bytes_read, input_bytes)``: stored bytes of the
         input files read so far and in all.
+    strict : bool
+        Refuse a JSON Lines line that is not a record with a string in ``jsonl_field``
+        (CorpusError naming it, nothing written) instead of skipping and counting it
+        (``PrepareStats.bad_records``).
 
     Raises CorpusError for anything wrong with the inputs or the output, with nothing
     written.
@@ -478,7 +504,8 @@ def prepare(
                 for (path, kind), size in zip(files, sizes):
                     before = stats.bytes_read
                     _prepare_file(path, kind, field, preparer, stats,
-                                  lambda pos, before=before: report(before + min(pos, size), stats.input_bytes))
+                                  lambda pos, before=before: report(before + min(pos, size), stats.input_bytes),
+                                  strict)
                     stats.bytes_read = before + size
                     report(stats.bytes_read, stats.input_bytes)
                 writer.close()
@@ -490,7 +517,9 @@ def prepare(
             stats.output_bytes = raw.tell()
             if not stats.documents:
                 names = ", ".join(str(f) for f, _ in files[:3]) + (", ..." if len(files) > 3 else "")
-                raise CorpusError(f"no documents found in the input ({names}): no sentence with a word in it")
+                bad = (f"; {plural(stats.bad_records, 'unreadable JSON Lines record')} skipped, the first: "
+                       f"{stats.bad_examples[0]}" if stats.bad_records else "")
+                raise CorpusError(f"no documents found in the input ({names}): no sentence with a word in it{bad}")
     except OSError as exc:
         raise CorpusError(f"cannot write {output}: {exc.strerror or exc}") from None
     stats.seconds = time.perf_counter() - t0
@@ -498,7 +527,7 @@ def prepare(
 
 
 def _prepare_file(path: Path, kind: str, field: str, preparer: _Preparer, stats: PrepareStats,
-                  report: Callable[[int], None]) -> None:
+                  report: Callable[[int], None], strict: bool = False) -> None:
     """Read one input file into ``preparer``; ``report(stored bytes read)`` now and then."""
     check = _Checker(str(path), stats)
     reader = open_text(path)  # every read error, decompression included, is a CorpusError naming the file
@@ -508,7 +537,7 @@ def _prepare_file(path: Path, kind: str, field: str, preparer: _Preparer, stats:
 
     try:
         if kind == "jsonl":
-            for text in _records(reader, field, check, stats):
+            for text in _records(reader, field, check, stats, strict):
                 # read as a file is: universal newlines, blocks of whole lines
                 preparer.document(_blocks(io.StringIO(text, newline=None)), on_block)
         else:
