@@ -8,8 +8,9 @@ make sentence vectors, and may treat unknown words two ways:
 * ``raw``: the plain average of the word vectors;
 * ``sif``: SIF (Arora, Liang and Ma, ICLR 2017): the average weighted by ``a / (a + p(w))``
   (``a = 1e-3``, ``p(w)`` the word's share of the training corpus's tokens; a word the
-  corpus never kept weighs 1), then the projection on the first singular vector of the
-  corpus's weighted sentence averages removed;
+  corpus never kept weighs 1: ``scbow.use.evaluate.overlap_weights``, the rule of
+  ``evaluate --control overlap`` too), then the projection on the first singular vector of
+  the corpus's weighted sentence averages removed;
 * ``pcr``: this project's post-processing: centre the plain averages on the corpus's mean
   sentence and remove their top 10 principal directions;
 * unknown words ``omit`` (left out; the paper's rule), ``hash`` (a fixed random vector per
@@ -29,11 +30,10 @@ import numpy as np
 
 from scbow.text.tokenize import tokenize
 from scbow.training.postprocess import sample_sentences
-from scbow.training.start import corpus_weights
+from scbow.use.evaluate import SIF_A, overlap_weights  # the weighted overlap control's rule, shared with evaluate
 from scbow.vectors.model import HASH_SCALE
 from scbow.vectors.numeric import hashed_vector, hashed_vectors, rarest_rows
 
-SIF_A = 1e-3
 PCR_COMPONENTS = 10
 SAMPLE = 100_000  # corpus sentences every post-processing is estimated on
 POSTS = ("raw", "sif", "pcr")
@@ -121,7 +121,8 @@ class SentenceEmbedder:
     def __init__(self, table: WordTable, variant: Variant, corpus, seed: int = 1):
         self.table = table
         self.variant = variant
-        weights = corpus_weights(corpus, _SifConfig())
+        raw = corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum())
+        weights = overlap_weights(corpus.vocab.counts, raw, SIF_A)
         self.word_weight = weights if variant.post == "sif" else np.ones_like(weights)
         self.index = corpus.vocab.index
         self.mean = None
@@ -183,11 +184,6 @@ class SentenceEmbedder:
         if len(self.U):
             out -= (out @ self.U.T) @ self.U
         return out
-
-
-@dataclass(frozen=True)
-class _SifConfig:
-    frequency_weight: float = SIF_A
 
 
 def filled_cosines(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:

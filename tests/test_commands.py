@@ -82,11 +82,11 @@ def test_evaluate_control_keeps_the_default_model(tmp_path, runner, trained, mon
     monkeypatch.setenv("SCBOW_MODEL", str(trained))
     result = runner.invoke(main, ["evaluate", "--control", "overlap", str(sts), "--json"])
     assert result.exit_code == 0, result.output
-    assert set(__import__("json").loads(result.stdout)["sources"]) == {"model", "overlap"}
+    assert set(__import__("json").loads(result.stdout)["sources"]) == {"model", "weighted overlap"}
     monkeypatch.setenv("SCBOW_MODEL", str(tmp_path / "none"))
-    result = runner.invoke(main, ["evaluate", "--control", "overlap", str(sts), "--json"])
+    result = runner.invoke(main, ["evaluate", "--control", "plain-overlap", str(sts), "--json"])
     assert result.exit_code == 0, result.output
-    assert set(__import__("json").loads(result.stdout)["sources"]) == {"overlap"}
+    assert set(__import__("json").loads(result.stdout)["sources"]) == {"plain overlap"}
 
 
 def test_similarity_pairs_matches_one_at_a_time(tmp_path, runner, trained):

@@ -11,13 +11,16 @@ from scipy.stats import pearsonr, spearmanr, wilcoxon
 
 from scbow.text.vocab import Vocab
 from scbow.use.evaluate import (
+    SIF_A,
     OverlapControl,
     STSError,
     STSScore,
     _rowwise_pearson,
     bootstrap_pearson_diff,
+    evaluate_models,
     evaluate_systems,
     format_table,
+    overlap_weights,
     pair_cosines,
     read_sts,
     score_set,
@@ -240,6 +243,43 @@ def test_overlap_control_is_the_same_in_another_process():
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert float(out.stdout) == float(OverlapControl(8).embed(["naïve cat"])[0, 3])
+
+
+def test_weighted_overlap_control_weighs_each_token_by_sif():
+    """The weighted control: a/(a + p(w)) from the vocabulary counts; a word outside it weighs 1."""
+    words, counts = ["the", "cat", "mat"], [900, 50, 10]
+    w = overlap_weights(counts, 1000, 1e-3)
+    np.testing.assert_allclose(w, [1e-3 / (1e-3 + c / 1000) for c in counts], rtol=1e-6)
+    np.testing.assert_array_equal(overlap_weights(counts, 1000, 0.0), overlap_weights(counts, 1000, SIF_A))
+    control = OverlapControl.weighted(words, counts, 1000, 1e-3, dim=12)
+    plain = OverlapControl(dim=12)
+    emb = control.embed(["the cat zebra"])[0]
+    expected = (w[0] * plain.vector("the") + w[1] * plain.vector("cat") + plain.vector("zebra")) / 3
+    np.testing.assert_allclose(emb, expected, rtol=1e-5)
+    # the frequent word hardly counts: "the cat" is nearly "cat", unlike in plain overlap
+    cos = pair_cosines(control.embed, ["the cat"], ["cat"])[0]
+    assert cos > 0.99 > pair_cosines(plain.embed, ["the cat"], ["cat"])[0]
+
+
+def test_evaluate_control_overlap_is_weighted_by_the_model_and_named(tmp_path):
+    model = tiny_model()
+    model.vocab.counts[:] = np.arange(len(WORDS), 0, -1) * 100
+    model.config["frequency_weight"] = 0.01
+    model.info["corpus"] = {"raw_tokens": int(model.vocab.counts.sum()) + 500}
+    from scbow.vectors.modeldir import save_model
+
+    save_model(model, tmp_path / "m")
+    sts = write_sts(tmp_path / "toy.tsv")
+    report = evaluate_models([sts], model=tmp_path / "m", control="overlap", resamples=100)
+    assert list(report["comparisons"]) == ["weighted overlap"] and "a = 0.01" in report["sources"]["weighted overlap"]
+    expected = OverlapControl.weighted(WORDS, model.vocab.counts, int(model.vocab.counts.sum()) + 500, 0.01)
+    s = read_sts(sts)
+    assert report["sets"][0]["comparisons"]["weighted overlap"]["pearson"] == pytest.approx(
+        score_set(expected.embed, s).pearson)
+    plain = evaluate_models([sts], model=tmp_path / "m", control="plain-overlap", resamples=100)
+    assert list(plain["comparisons"]) == ["plain overlap"]
+    assert plain["sets"][0]["comparisons"]["plain overlap"]["pearson"] == pytest.approx(
+        score_set(OverlapControl(300).embed, s).pearson)
 
 
 # --- report -----------------------------------------------------------------------------

@@ -101,22 +101,28 @@ def test_baseline_word2vec(files):
 
 def test_control_overlap_alone(files, monkeypatch):
     monkeypatch.setenv("SCBOW_MODEL", str(files["tmp"] / "no-model-here"))
-    result = run("--control", "overlap", "--json", files["sts"])
+    result = run("--control", "plain-overlap", "--json", files["sts"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    assert out["system"] == "overlap" and list(out["sources"]) == ["overlap"]
+    assert out["system"] == "plain overlap" and list(out["sources"]) == ["plain overlap"]
     a = out["sets"][0]
     assert a["scored"] == a["pairs"] == 6  # every token has a vector: unknown words count too
     assert -1 <= a["pearson"] <= 1
+    # the weighted control weighs by a model's counts: with no model it is one clear error
+    one_line_error(run("--control", "overlap", "--json", files["sts"]), "--control overlap", "plain-overlap")
 
 
-def test_control_beside_model(files):
-    result = run("-m", files["model"], "--control", "overlap", "--json", files["sts"])
+@pytest.mark.parametrize("control, name", [("overlap", "weighted overlap"), ("plain-overlap", "plain overlap")])
+def test_control_beside_model(files, control, name):
+    result = run("-m", files["model"], "--control", control, "--json", files["sts"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    assert out["system"] == "model" and list(out["comparisons"]) == ["overlap"]
-    c = out["sets"][0]["comparisons"]["overlap"]
+    assert out["system"] == "model" and list(out["comparisons"]) == [name]
+    c = out["sets"][0]["comparisons"][name]
     assert (c["scored"], c["common"]) == (6, 5)
+    assert ("SIF" in out["sources"][name]) == (control == "overlap")
+    table = run("-m", files["model"], "--control", control, files["sts"])
+    assert f"{name}: untrained control" in table.stdout and name in table.stdout.splitlines()[3]
 
 
 def one_line_error(result, *fragments):

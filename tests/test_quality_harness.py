@@ -96,6 +96,20 @@ def test_unknown_words_hashed_or_the_systems_own(setup):
     assert np.isnan(own[1]).all()  # no vector of its own for this one
 
 
+def test_the_weighted_overlap_peer_is_the_evaluate_control(setup):
+    """The peer that scored 0.634 ('word overlap', SIF) weighs words as 'evaluate --control overlap' does:
+    with its one library rule, so the two differ only by the peer's SIF projection."""
+    from scbow.use.evaluate import OverlapControl
+
+    corpus, _ = setup
+    table = peers.WordTable.hashed(corpus.vocab, 16)
+    embedder = peers.SentenceEmbedder(table, peers.Variant("hash", "sif"), corpus)
+    control = OverlapControl.weighted(corpus.vocab.words, corpus.vocab.counts, corpus.stats["raw_tokens"], dim=16)
+    np.testing.assert_array_equal(embedder.word_weight, [control.weights[w] for w in corpus.vocab.words])
+    embedder.U = np.zeros((0, 16))  # without the projection: the same sentence vectors
+    np.testing.assert_allclose(embedder.embed(SENTENCES), control.embed(SENTENCES), rtol=1e-5, atol=1e-7)
+
+
 def test_the_overlap_table_hashes_every_token(setup):
     corpus, _ = setup
     table = peers.WordTable.hashed(corpus.vocab, 16)

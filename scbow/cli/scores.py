@@ -45,9 +45,12 @@ def plot(model_arg_, model_path, output, title):
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--baseline", type=click.Path(path_type=Path), default=None,
               help="Word vectors to compare with (word2vec text or binary, or a model directory).")
-@click.option("--control", type=click.Choice(["overlap"]), default=None,
-              help="Add an untrained word-overlap control beside the model (-m, else the default model; the "
-                   "control alone when there is no default model).")
+@click.option("--control", type=click.Choice(["overlap", "plain-overlap"]), default=None,
+              help="Add an untrained word-overlap control beside the model (-m, else the default model): overlap "
+                   "is 'weighted overlap', a fixed random vector per token weighted by a/(a + p(w)) as SIF, p(w) "
+                   "from the model's vocabulary counts (the untrained start of a model: the control to beat); "
+                   "plain-overlap is 'plain overlap', the unweighted average (a weak control; alone when there "
+                   "is no default model).")
 @click.option("--resamples", type=click.IntRange(min=100, max=1_000_000), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% interval of a Pearson difference.")
 @click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,

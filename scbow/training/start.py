@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import TrainConfig
+from ..vectors.numeric import word_weights  # noqa: F401  (its home: shared with the STS overlap control)
 from .corpus import Corpus
 
 
@@ -19,19 +20,6 @@ def trainable_targets(corpus: Corpus) -> np.ndarray:
     has[1:] |= same
     has[:-1] |= same
     return np.flatnonzero(has).astype(np.int64)
-
-
-def word_weights(counts, raw_tokens: int, a: float) -> np.ndarray:
-    """Frequency weights ``a / (a + p(w))`` of the words (float32, one per word; SIF's weights).
-
-    ``p(w)`` is the word's share of the corpus's tokens (``raw_tokens``, unknown words
-    included). ``a = 0`` gives every word weight 1.
-    """
-    counts = np.asarray(counts, dtype=np.float64)
-    if a <= 0:
-        return np.ones(len(counts), dtype=np.float32)
-    p = counts / max(float(raw_tokens), float(counts.sum()), 1.0)
-    return (a / (a + p)).astype(np.float32)
 
 
 def corpus_weights(corpus: Corpus, config: TrainConfig) -> np.ndarray:

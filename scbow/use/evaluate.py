@@ -1,4 +1,4 @@
-"""STS reading and scoring, significance against a second system, and an overlap control.
+"""STS reading and scoring, significance against a second system, and word-overlap controls.
 
 STS files: ``gold<TAB>sentence1<TAB>sentence2`` per line, UTF-8, no header. A pair is
 scored when both sentences have an embedding (a model: at least one known word); the rest
@@ -23,11 +23,13 @@ import numpy as np
 from ..errors import CorpusError, STSError
 from ..text.reader import read_all_bytes
 from ..text.tokenize import tokenize
-from ..vectors.numeric import hashed_vector, mean_rows, row_cosines  # noqa: F401  (row_cosines re-exported)
+from ..vectors.numeric import hashed_vector, mean_rows, row_cosines, word_weights  # noqa: F401  (row_cosines re-exported)
 
 MEAN_NOTE = "mean: unweighted over sets; weighted: weighted by the pairs scored in each set"
 UNSCORED_NOTE = "pairs with a side without any known word (no embedding) are not scored"
 SIGNIFICANCE_LEVEL = 1e-4  # the paper's threshold for "significantly different"
+SIF_A = 1e-3  # SIF's a (Arora et al. 2017): the weighted overlap control's, unless the model has its own
+CONTROLS = {"overlap": "weighted overlap", "plain-overlap": "plain overlap"}  # --control: the system's name
 
 
 @dataclass
@@ -216,6 +218,17 @@ def compare(sts: STSSet, a: STSScore, b: STSScore, resamples: int = 1000, seed: 
     return Comparison(sts.name, common, stat, p, diff, low, high)
 
 
+def overlap_weights(counts, raw_tokens: int, a: float = SIF_A) -> np.ndarray:
+    """The weights of the weighted overlap control, one per vocabulary word: SIF's
+    ``a / (a + p(w))`` (float32), ``p(w)`` the word's share of the ``raw_tokens`` its counts
+    were taken from, ``a`` (0 or less: :data:`SIF_A`) as in training
+    (:func:`scbow.vectors.numeric.word_weights`). A word outside the vocabulary weighs 1.
+    The control of ``evaluate --control overlap`` and the "word overlap" peer of
+    ``benchmarks/quality.py`` (``benchmarks/peers.py``) both weigh their words by it.
+    """
+    return word_weights(counts, raw_tokens, a if a > 0 else SIF_A)
+
+
 class OverlapControl:
     """An untrained word-overlap control: a fixed random vector per distinct token.
 
@@ -226,20 +239,35 @@ class OverlapControl:
     twice), so the cosine of two sentences measures how much words they share. A sentence
     without tokens has no embedding (a row of NaN).
 
+    ``weights`` (word -> weight; a word not in it weighs 1) makes it the weighted overlap
+    control: each token's vector is multiplied by its weight before averaging, SIF's
+    weighting with :func:`overlap_weights` (:meth:`weighted`), a much stronger control
+    than the plain average (the untrained start of a model is this control).
+
     ``embed`` has the contract of :meth:`scbow.vectors.model.Model.embed`, for benchmarks and
     :func:`score_set`: ``OverlapControl(dim=300).embed``.
     """
 
-    def __init__(self, dim: int = 300):
+    def __init__(self, dim: int = 300, weights=None):
         if dim <= 0:
             raise ValueError(f"dim must be positive, got {dim}")
         self.dim = dim
+        self.weights = weights
         self._index: dict[str, int] = {}
         self._vectors = np.empty((1024, dim), dtype=np.float64)  # rows of the tokens seen so far
 
+    @classmethod
+    def weighted(cls, words, counts, raw_tokens: int, a: float = SIF_A, dim: int = 300) -> "OverlapControl":
+        """The weighted overlap control of a vocabulary (``words`` and their ``counts`` out of
+        ``raw_tokens``): each word weighs :func:`overlap_weights`, any other token 1."""
+        return cls(dim, dict(zip(words, overlap_weights(counts, raw_tokens, a).tolist())))
+
     def vector(self, token: str) -> np.ndarray:
-        """The vector of one token: array of float64, shape (dim,)."""
-        return hashed_vector(token, self.dim)
+        """The vector of one token, its weight included: array of float64, shape (dim,)."""
+        v = hashed_vector(token, self.dim)
+        if self.weights is not None:
+            v *= self.weights.get(token, 1.0)
+        return v
 
     def _id(self, token: str) -> int:
         i = self._index.get(token)
@@ -374,7 +402,11 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
     files or folders (default: :func:`scbow.use.data.default_sts_paths`), beside ``baseline``
     vectors and an untrained ``control``; the report of :func:`evaluate_systems` with ``sources``.
 
-    Without ``model`` and with a ``control``, the model is left out when no default model exists.
+    ``control``: ``"overlap"``, the weighted overlap control (named ``"weighted overlap"``:
+    SIF-weighted by the evaluated model's vocabulary counts, :meth:`OverlapControl.weighted`,
+    with ``a`` the model's ``frequency_weight`` or :data:`SIF_A`), or ``"plain-overlap"``
+    (``"plain overlap"``, the unweighted average). Without ``model`` and with a ``control``,
+    the model is left out when no default model exists (only the plain control can then be had).
     """
     import functools
     from pathlib import Path
@@ -389,16 +421,47 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
 
     sets = [read_sts(f) for f in sts_files(paths or default_sts_paths())]
     systems, sources = {}, {}
+    loaded = None
     if model is not None or control is None or (default_model_dir() / "config.json").is_file():
         path = model or default_model_dir()
-        systems["model"], sources["model"] = embedder(load_model(path)), str(path)
+        loaded = load_model(path)
+        systems["model"], sources["model"] = embedder(loaded), str(path)
     if baseline is not None:
         if not Path(baseline).exists():
             raise ModelError(f"{baseline}: no such baseline vectors file")
         systems["baseline"], sources["baseline"] = embedder(load_model(baseline)), str(baseline)
-    if control == "overlap":
-        systems["overlap"] = OverlapControl(dim=300).embed
-        sources["overlap"] = "untrained control: a fixed random 300-d vector per distinct token, averaged over all tokens"
+    if control is not None:
+        name = CONTROLS.get(control)
+        if name is None:
+            raise STSError(f"unknown control {control!r} (choose from {', '.join(CONTROLS)})")
+        plain = "untrained control: a fixed random 300-d vector per distinct token, averaged over all tokens"
+        if control == "plain-overlap":
+            systems[name], sources[name] = OverlapControl(dim=300).embed, plain
+        else:
+            systems[name], sources[name] = _weighted_control(loaded, plain)
     if unknown is not None:
-        sources = {k: v + (f" (unknown words: {unknown})" if k != "overlap" else "") for k, v in sources.items()}
+        sources = {k: v + (f" (unknown words: {unknown})" if k not in CONTROLS.values() else "")
+                   for k, v in sources.items()}
     return {"sources": sources, **evaluate_systems(systems, sets, resamples=resamples)}
+
+
+def _weighted_control(model, plain: str):
+    """``evaluate --control overlap``: the weighted overlap control of the evaluated ``model``'s
+    vocabulary counts, and the line that says what it is."""
+    from ..errors import ModelError
+
+    if model is None:
+        raise ModelError("--control overlap weighs words by the vocabulary counts of the model evaluated, and there "
+                         "is none (no -m and no default model); give -m MODEL, or use --control plain-overlap")
+    counts = np.asarray(model.vocab.counts)
+    if not counts.any():
+        raise ModelError("--control overlap weighs words by the model's vocabulary counts, and this model has none "
+                         "(word2vec vectors?); use --control plain-overlap")
+    corpus = model.info.get("corpus") if isinstance(model.info.get("corpus"), dict) else {}
+    raw = corpus.get("raw_tokens") if isinstance(corpus.get("raw_tokens"), int) else 0
+    fw = model.config.get("frequency_weight")
+    a = float(fw) if isinstance(fw, (int, float)) and not isinstance(fw, bool) and fw > 0 else SIF_A
+    control = OverlapControl.weighted(model.vocab.words, counts, raw or int(counts.sum()), a, dim=300)
+    source = (f"{plain[:-len('averaged over all tokens')]}weighted by a/(a + p(w)) as SIF (a = {a:g}, p(w) from the "
+              "model's vocabulary counts; 1 for a word outside it) and averaged over all tokens")
+    return control.embed, source

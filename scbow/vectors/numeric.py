@@ -1,5 +1,5 @@
-"""The numbers behind the model API: hashed vectors for unknown words, sentence averages in a
-fixed order, row norms and cosines, the k-th largest score.
+"""The numbers behind the model API: SIF's frequency weights, hashed vectors for unknown words,
+sentence averages in a fixed order, row norms and cosines, the k-th largest score.
 
 Plain NumPy (no numba), shared by :class:`scbow.vectors.model.Model`, the STS evaluation,
 the learning curve and the embedding files, so that they all give the same numbers.
@@ -10,6 +10,19 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+
+
+def word_weights(counts, raw_tokens: int, a: float) -> np.ndarray:
+    """Frequency weights ``a / (a + p(w))`` of the words (float32, one per word; SIF's weights).
+
+    ``p(w)`` is the word's share of the corpus's tokens (``raw_tokens``, unknown words
+    included). ``a = 0`` gives every word weight 1.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    if a <= 0:
+        return np.ones(len(counts), dtype=np.float32)
+    p = counts / max(float(raw_tokens), float(counts.sum()), 1.0)
+    return (a / (a + p)).astype(np.float32)
 
 
 def hashed_vector(token: str, dim: int) -> np.ndarray:
