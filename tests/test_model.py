@@ -128,3 +128,15 @@ def test_pair_cosines_of_a_model(model):
     got = pair_cosines(model.embed, first, second)
     np.testing.assert_allclose(got, expected, rtol=1e-14)
     assert np.isnan(got[[1, 3]]).all() and got[2] == pytest.approx(1.0)
+
+
+def test_repr_counts_the_corpus_tokens_as_train_and_info_do():
+    """train's corpus line and info show the raw token count (out-of-vocabulary tokens too): so does repr."""
+    from scbow.use.describe import describe
+
+    corpus = {"files": ["/data/book.txt"], "raw_tokens": 12_335_808, "tokens": 12_231_071}
+    m = Model(Vocab(["a", "b"], [3, 2]), np.ones((2, 4), np.float32), {"epochs": 1}, {"corpus": corpus})
+    assert "(12,335,808 tokens, 1 epoch)" in repr(m) and "12,231,071" not in repr(m)
+    assert any("12,335,808 tokens" in line for line in describe(m, "/m"))
+    old = Model(Vocab(["a", "b"], [3, 2]), np.ones((2, 4), np.float32), {}, {"corpus": {"files": ["x"], "tokens": 7}})
+    assert repr(old) == "<scbow Model: 2 words x 4 dims, trained on x (7 tokens)>"  # a model without the raw count

@@ -119,8 +119,10 @@ class Model:
             names = [os.path.basename(str(f)) for f in corpus["files"]]
             what = names[0] + (f" and {len(names) - 1} more file{'s' if len(names) > 2 else ''}" if len(names) > 1 else "")
             details = []
-            if isinstance(corpus.get("tokens"), int):
-                details.append(f"{corpus['tokens']:,} tokens")
+            # the corpus's tokens as train and info count them (raw: out-of-vocabulary ones too)
+            tokens = next((corpus[k] for k in ("raw_tokens", "tokens") if isinstance(corpus.get(k), int)), None)
+            if tokens is not None:
+                details.append(f"{tokens:,} tokens")
             epochs = self.config.get("epochs")
             if isinstance(epochs, int):
                 details.append(f"{epochs} epoch{'s' if epochs != 1 else ''}")
