@@ -570,3 +570,32 @@ def test_importing_the_encoder_does_not_import_numba():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+def test_the_corpus_files_are_recorded_and_shown_absolute(tmp_path, monkeypatch, runner, make_text):
+    """A corpus typed as a relative path is stored absolute: info and cache mean something from anywhere."""
+    import json
+    from pathlib import Path
+
+    from scbow.cli import main
+
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "c.txt").write_text(make_text(n_docs=2, sents_per_doc=30, seed=3), encoding="utf-8")
+    monkeypatch.chdir(tmp_path / "work")
+    absolute = str(tmp_path / "work" / "c.txt")
+    cache = tmp_path / "cache"
+    for cached in (False, True):  # encoded, then from the cache
+        corpus = corpus_mod.read_corpus(["c.txt"], min_count=1, cache_dir=cache, quiet=True)
+        assert corpus.stats["files"] == [absolute] and corpus.from_cache == cached
+    result = runner.invoke(main, ["train", "c.txt", "-o", str(tmp_path / "m"), "--dim", "8", "--epochs", "1",
+                                  "--min-count", "1", "-q", "--cache-dir", str(cache)])
+    assert result.exit_code == 0, result.output
+    monkeypatch.chdir(tmp_path)
+    info = runner.invoke(main, ["info", "-m", str(tmp_path / "m")])
+    assert info.exit_code == 0 and absolute in info.output and "'c.txt'" not in info.output
+    listing = runner.invoke(main, ["cache", "--cache-dir", str(cache)])
+    assert listing.exit_code == 0 and absolute in listing.stdout
+    monkeypatch.chdir(tmp_path / "work")
+    meta = Path(corpus.cache_path) / "meta.json"  # an entry of an earlier version: the path as typed
+    meta.write_text(meta.read_text(encoding="utf-8").replace(json.dumps(absolute), '"c.txt"'), encoding="utf-8")
+    assert corpus_mod.read_corpus(["c.txt"], min_count=1, cache_dir=cache, quiet=True).stats["files"] == [absolute]

@@ -280,6 +280,9 @@ def load_corpus(
             try:
                 corpus = _load_cached(target)
                 corpus.from_cache = True
+                # the key holds the resolved paths: these are the files (an entry of an earlier
+                # version may list them as they were typed then)
+                corpus.stats = {**corpus.stats, "files": [os.path.abspath(f) for f in files]}
                 return corpus
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 remove_entry(target)  # stale or broken: rebuild (a directory not ours is left alone)
@@ -349,7 +352,7 @@ def _build(files, min_count, max_vocab, work: Path, progress) -> None:
 
     types = _TypeIds()
     chunks = _ChunkIds(types)
-    stats: dict = {"files": [str(f) for f in files]}
+    stats: dict = {"files": [os.path.abspath(f) for f in files]}  # absolute: meaningful from any directory
     raw_path = work / "raw.i32"
     sizes = [f.stat().st_size for f in files]
     with open(raw_path, "wb") as out:
