@@ -107,6 +107,21 @@ def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, corpus_file, 
     assert other.losses != reference.losses
 
 
+def test_resume_says_where_it_resumes(tmp_path, corpus_file, small_batches, capsys):
+    out = tmp_path / "m"
+    with pytest.raises(Interrupted):
+        train_session([corpus_file], cfg(), out, quiet=True, hooks=[SignalAfter(4)])
+    state = json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]
+    with pytest.raises(Interrupted):  # quiet: not a word
+        train_session([corpus_file], cfg(), out, quiet=True, resume=True, hooks=[SignalAfter(1)])
+    assert "resuming" not in capsys.readouterr().err
+    state = json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]
+    assert state["done"] == 5 * 256 and state["epoch"] == 0
+    train_session([corpus_file], cfg(), out, resume=True)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("resuming")]
+    assert lines == [f"resuming from the checkpoint at example 1,280 of {state['total']:,} (epoch 1 of 2)"]
+
+
 def test_a_checkpoint_is_a_loadable_model_of_the_raw_matrix(tmp_path, corpus_file, small_batches):
     out = tmp_path / "m"
     seen = {}

@@ -124,6 +124,11 @@ def test_a_run_that_learned_nothing_says_so(tmp_path, make_text):
     result = make_runner().invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m"), *TRAIN])
     assert result.exit_code == 0
     assert "warning: the loss did not fall" in result.stderr
+    # the advice agrees with the measured defaults: more text, never more epochs
+    warning = next(line for line in result.stderr.splitlines() if line.startswith("warning: the loss"))
+    assert "train on more text" in warning and "more --epochs score lower" in warning and "--lr" not in warning
+    slow = make_runner().invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m1"), *TRAIN, "--lr", "0.001"])
+    assert "or with a larger --lr (this run's is 0.001, the default 0.1)" in slow.stderr
     bigger = tmp_path / "big.txt"
     bigger.write_text(make_text(n_docs=6, sents_per_doc=400, seed=3))
     result = make_runner().invoke(main, ["train", str(bigger), "-o", str(tmp_path / "m2"), *TRAIN, "--epochs", "3"])

@@ -219,13 +219,23 @@ LEARNED_LITTLE = 1e-3
 
 
 def learned_nothing(result, warn) -> None:
-    """Warn when the loss did not fall: too little text, too few examples, or a tiny --lr."""
+    """Warn when the loss did not fall: too little text, or a --lr below the default.
+
+    The advice follows the measured defaults (README, "Defaults and why"): more text helps,
+    more epochs score lower, and a --lr above the default scores lower.
+    """
+    from ..config import TrainConfig
+
     t = result.model.info.get("training", {})
     first, last = t.get("first_loss"), t.get("final_loss")
     if first is None or last is None or last < first - LEARNED_LITTLE:
         return
+    lr, default = result.model.config.get("lr"), TrainConfig().lr
+    slow = (f", or with a larger --lr (this run's is {lr:g}, the default {default:g})"
+            if isinstance(lr, (int, float)) and lr < default else "")
     warn(f"warning: the loss did not fall ({first:.4f} -> {last:.4f} over {result.examples:,} examples): the "
-         "model learned little beyond its untrained start; train on more text, with more --epochs, or a larger --lr")
+         f"model learned little beyond its untrained start (SIF-weighted word overlap); train on more text{slow} "
+         "(the defaults were measured on 10M to 100M tokens, where more --epochs score lower)")
 
 
 def remove_stale_temporaries(path: Path) -> None:
@@ -328,6 +338,9 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             start = None
             if meta is not None:
                 init, start = restore(ckpt, meta, encoded, config)
+                if not quiet:
+                    note(f"resuming from the checkpoint at example {start.done:,} of {start.total:,} "
+                         f"(epoch {min(start.epoch + 1, config.epochs)} of {config.epochs})")
             writer = CheckpointWriter(ckpt, encoded, config)
             if start is not None:
                 writer.last_done = start.done
