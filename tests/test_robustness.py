@@ -85,7 +85,7 @@ def test_a_few_invalid_utf8_lines_are_replaced_with_a_warning(tmp_path, runner, 
     result = runner.invoke(main, train_args(path, out))
     assert result.exit_code == 0, result.output
     warning = [line for line in result.stderr.splitlines() if line.startswith("warning:") and "UTF-8" in line]
-    assert len(warning) == 1 and "2 line(s)" in warning[0], result.stderr
+    assert len(warning) == 1 and "2 lines of the corpus are not valid UTF-8" in warning[0], result.stderr
     assert "\ufffd" in load_model(out)  # the decision: replace and warn, not refuse
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..files import refuse_overwrite
+from ..progress import plural
 from .app import main, model_arg, model_option
 
 
@@ -37,7 +38,7 @@ def plot(model_arg_, model_path, output, title):
     except ImportError:
         raise click.ClickException("plotting needs matplotlib: pip install 'scbow-numba[plot]'") from None
     plot_curve(curve, output, title=title, config=config)
-    click.echo(f"wrote {output} ({len(curve['points'])} points)", err=True)
+    click.echo(f"wrote {output} ({plural(len(curve['points']), 'point')})", err=True)
 
 
 @main.command(short_help="Score a model on STS sets, with baselines and significance.")

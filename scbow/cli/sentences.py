@@ -49,7 +49,7 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
     OUTPUT/manifest.json; running the same command again skips the shards already done.
     Read them back with scbow.use.cluster.open_shards(OUTPUT). Needs: pip install 'scbow-numba[dask]'.
     """
-    from ..progress import Progress
+    from ..progress import Progress, plural
     from ..use.embedding import embed_file, missing_path_for
 
     if workers is not None and scheduler is not None:
@@ -78,9 +78,9 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
         known = stats.known_tokens / stats.tokens if stats.tokens else 0
         rule = unknown or model.unknown_rule[0]
         what = "no known word" if rule == "omit" else "no word"
-        click.echo(f"embedded {stats.lines:,} lines as {model.dim}-dim rows in {stats.seconds:.1f} s "
+        click.echo(f"embedded {plural(stats.lines, 'line')} as {model.dim}-dim rows in {stats.seconds:.1f} s "
                    f"({rate:,.0f} lines/min), {100 * known:.1f}% of tokens averaged (unknown words: {rule}); "
-                   f"{stats.missing:,} lines with {what} (listed in {missing_file}); wrote {output}", err=True)
+                   f"{plural(stats.missing, 'line')} with {what} (listed in {missing_file}); wrote {output}", err=True)
 
 
 def _embed_on_cluster(model_path, inputs, output, fill, unknown, workers, scheduler, block_mb, quiet):

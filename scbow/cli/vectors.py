@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..files import refuse_overwrite
+from ..progress import plural
 from .app import echo_lines, load, main, model_arg, model_dir, model_option, say
 
 
@@ -37,8 +38,8 @@ def similarity(model_path, sentence1, sentence2, pairs_path, unknown):
         from ..use.pairs import score_pairs
 
         total, unscored = score_pairs(load(model_path), pairs_path, unknown=unknown)
-        say(f"scored {total:,} pairs" + (f"; {unscored:,} had a side with nothing to average (printed as nan)"
-                                         if unscored else ""))
+        say(f"scored {plural(total, 'pair')}" + (f"; {unscored:,} had a side with nothing to average (printed as nan)"
+                                                if unscored else ""))
         return
     if sentence2 is None:
         raise click.ClickException('give two sentences: scbow-numba similarity "SENTENCE 1" "SENTENCE 2" '
@@ -98,7 +99,7 @@ def export(model_path, output, binary):
     refuse_overwrite({"-o": output}, {"the model": model_dir(model_path)})
     model = load(model_path)
     export_word2vec(model, output, binary=binary)
-    click.echo(f"wrote {len(model):,} vectors of {model.dim} dims to {output}", err=True)
+    click.echo(f"wrote {plural(len(model), 'vector')} of {plural(model.dim, 'dim')} to {output}", err=True)
 
 
 @main.command(short_help="Add words from larger pretrained vectors (vocabulary expansion).")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
+from ..progress import plural
 from ..text.tokenize import tokenize
 from ..text.vocab import Vocab
 from ..vectors.model import Model
@@ -211,7 +212,7 @@ def pretrained_start(path, config, note=None):
         W, summary = pretrained_init(vocab, source, config, name=str(path))
         info.update(summary)
         if note is not None:
-            note(f"initialised {summary['rows_initialised']:,} of {summary['rows']:,} rows from {path} "
+            note(f"initialised {summary['rows_initialised']:,} of {plural(summary['rows'], 'row')} from {path} "
                  f"(scaled by {summary['scale']:.3g} to --init-std {config.init_std:g})")
         return W
 
@@ -252,10 +253,10 @@ def expand_model(model_path, source_path, output, max_words: int = 0, affine: bo
 def expansion_lines(r: dict, dim: int, affine: bool, output) -> list[str]:
     """What ``expand`` says: the fit, the words added, and a warning for a weak fit."""
     held = "" if r["heldout_cosine"] is None else (
-        f", mean cosine {r['heldout_cosine']:.3f} on {r['heldout_words']:,} held-out words")
+        f", mean cosine {r['heldout_cosine']:.3f} on {plural(r['heldout_words'], 'held-out word')}")
     lines = [f"fitted a {r['source_dim']} -> {dim} {'affine' if affine else 'linear'} map on "
-             f"{r['shared']:,} shared words (R2 {r['r2']:.3f}{held}); added {r['added']:,} words "
-             f"({r['vocab_before']:,} -> {r['vocab_after']:,}); left out {r['skipped_not_token']:,} source words "
+             f"{plural(r['shared'], 'shared word')} (R2 {r['r2']:.3f}{held}); added {plural(r['added'], 'word')} "
+             f"({r['vocab_before']:,} -> {r['vocab_after']:,}); left out {plural(r['skipped_not_token'], 'source word')} "
              f"that are not single lowercase tokens"
              + (f" and {r['skipped_max_words']:,} beyond --max-words" if r["skipped_max_words"] else "")
              + f"; model: {output}"]

@@ -35,7 +35,7 @@ import threading
 from pathlib import Path
 
 from ..errors import CheckpointError, Interrupted, ModelError, TrainingError
-from ..progress import note
+from ..progress import note, plural
 
 try:
     import fcntl
@@ -332,7 +332,8 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                 note(corpus_line(encoded))
             bad = (encoded.stats or {}).get("invalid_utf8_lines", 0)
             if bad:
-                warn(f"warning: {bad:,} line(s) of the corpus are not valid UTF-8; their bad bytes were read "
+                warn(f"warning: {plural(bad, 'line')} of the corpus {'is' if bad == 1 else 'are'} not valid UTF-8; "
+                     "their bad bytes were read "
                      "as U+FFFD (the replacement character)")
 
             start = None
@@ -416,7 +417,7 @@ def summary_lines(result, config, output, curve=None) -> list[str]:
         off = [n for n in at if n % curve.every]
         where = (f"; points fall on batch ends, the first at or after each multiple of {curve.every:,} "
                  f"({', '.join(f'{n:,}' for n in at[:3])}{', ...' if len(at) > 3 else ''})" if off else "")
-        lines.append(f"curve: {len(curve.points)} points, dev Pearson {first} -> {last}; the evaluations took "
+        lines.append(f"curve: {plural(len(curve.points), 'point')}, dev Pearson {first} -> {last}; the evaluations took "
                      f"{curve.eval_seconds:.1f} s, not counted above{where} (saved as curve.json; "
                      f"'scbow-numba plot {output}' draws it)")
     return lines

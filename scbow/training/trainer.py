@@ -133,7 +133,8 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     if config.negatives >= corpus.n_sentences - 1:
         raise ConfigError(
             f"negatives must be fewer than the sentences a negative is drawn from: this corpus has "
-            f"{corpus.n_sentences:,} usable sentences, so at most {max(corpus.n_sentences - 2, 0):,} negatives "
+            f"{plural(corpus.n_sentences, 'usable sentence')}, so at most "
+            f"{plural(max(corpus.n_sentences - 2, 0), 'negative')} "
             f"(the paper's best is 2), got {config.negatives:,}")
     n_targets = len(targets)
     total = n_targets * config.epochs
@@ -218,7 +219,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
         k = config.components_removed
         if not quiet:
             note(f"post-processing: centring the sentence averages{f' and removing {k} common components' if k else ''} "
-                 f"(estimated on {min(COMMON_SAMPLE, corpus.n_sentences):,} sentences)")
+                 f"(estimated on {plural(min(COMMON_SAMPLE, corpus.n_sentences), 'sentence')})")
         remove_common_components(W, corpus, k, config.seed)
 
     seconds = state.kernel_seconds

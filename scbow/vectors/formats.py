@@ -13,6 +13,7 @@ import numpy as np
 from ..config import finite_number
 from ..errors import CorpusError, ModelError
 from ..files import atomic_file, check_output_file, read_json, short_message
+from ..progress import plural
 from ..text.reader import read_all_bytes
 from ..text.vocab import Vocab
 from .model import Model
@@ -75,10 +76,10 @@ def check_vectors(where, vectors: np.ndarray, n_words: int, config: dict | None 
                          f"{vectors.shape}")
     rows, dim = vectors.shape
     if rows != n_words:
-        raise ModelError(f"{where}: damaged model: the vocabulary has {n_words:,} words but the vectors "
-                         f"have {rows:,} rows")
+        raise ModelError(f"{where}: damaged model: the vocabulary has {plural(n_words, 'word')} but the vectors "
+                         f"have {plural(rows, 'row')}")
     if not 1 <= dim <= MAX_DIM:
-        raise ModelError(f"{where}: damaged model: vectors of {dim:,} dimensions (1 to {MAX_DIM:,} are possible)")
+        raise ModelError(f"{where}: damaged model: vectors of {plural(dim, 'dimension')} (1 to {MAX_DIM:,} are possible)")
     if config is not None:
         check_config(where, config, dim)
     bad, largest = scan_values(vectors)
@@ -227,7 +228,7 @@ def load_word2vec(path: os.PathLike) -> Model:
         # GloVe: no header; the first line's fields after the word give the dimensions
         dim = len(fields) - 1
         if dim > MAX_DIM:
-            raise ModelError(f"{path}: GloVe vectors of {dim:,} dimensions (1 to {MAX_DIM:,} are possible)")
+            raise ModelError(f"{path}: GloVe vectors of {plural(dim, 'dimension')} (1 to {MAX_DIM:,} are possible)")
         body = data
         n = sum(1 for line in body.split(b"\n") if line.strip())
         kind = "glove"

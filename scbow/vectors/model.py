@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import UNKNOWN_MODES  # noqa: F401  (re-exported: omit, hash)
+from ..progress import plural
 from ..text.tokenize import tokenize, tokenize_lines
 from ..text.vocab import Vocab
 from .numeric import (
@@ -106,7 +107,7 @@ class Model:
         return len(self.vocab)
 
     def __repr__(self) -> str:
-        text = f"<scbow Model: {len(self):,} words x {self.dim:,} dims"
+        text = f"<scbow Model: {plural(len(self), 'word')} x {plural(self.dim, 'dim')}"
         origin = self._origin()
         return f"{text}, {origin}>" if origin else text + ">"
 
@@ -122,7 +123,7 @@ class Model:
             # the corpus's tokens as train and info count them (raw: out-of-vocabulary ones too)
             tokens = next((corpus[k] for k in ("raw_tokens", "tokens") if isinstance(corpus.get(k), int)), None)
             if tokens is not None:
-                details.append(f"{tokens:,} tokens")
+                details.append(plural(tokens, "token"))
             epochs = self.config.get("epochs")
             if isinstance(epochs, int):
                 details.append(f"{epochs} epoch{'s' if epochs != 1 else ''}")
@@ -134,7 +135,7 @@ class Model:
         if isinstance(expansions, list) and expansions:
             added = sum(e.get("added", 0) for e in expansions if isinstance(e, dict) and isinstance(e.get("added"), int))
             sources = [str(e["source"]) for e in expansions if isinstance(e, dict) and e.get("source")]
-            parts.append(f"expanded by {added:,} words" + (f" from {', '.join(sources)}" if sources else ""))
+            parts.append(f"expanded by {plural(added, 'word')}" + (f" from {', '.join(sources)}" if sources else ""))
         return ", ".join(parts)
 
     def get_index(self, word: str, default=None) -> int:
