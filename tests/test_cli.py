@@ -346,3 +346,28 @@ def test_error_in_a_real_process_is_one_line(tmp_path):
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("Error:"), proc.stderr
     assert not (tmp_path / "m").exists()
+
+
+def test_train_help_groups_its_options_under_headings():
+    from scbow.cli.train import TRAIN_OPTION_GROUPS
+
+    result = make_runner().invoke(main, ["train", "--help"], terminal_width=80)
+    assert result.exit_code == 0
+    headings = [line[:-1] for line in result.output.splitlines() if line.endswith(":") and not line.startswith(" ")]
+    assert headings == ["Data", "Model", "Optimisation", "Run control", "Evaluation", "Other options"]
+    options = [p.name for p in main.commands["train"].params if p.param_type_name == "option"]
+    grouped = [name for _, names in TRAIN_OPTION_GROUPS for name in names]
+    assert sorted(grouped) == sorted(options) and len(set(grouped)) == len(grouped)  # each option once
+    assert result.output.index("--lr FLOAT") > result.output.index("Optimisation:") > result.output.index("--dim")
+
+
+@pytest.mark.parametrize("command", sorted(main.commands))
+def test_help_fits_an_80_column_terminal_and_uses_a_wider_one(command, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    result = make_runner().invoke(main, [command, "--help"], terminal_width=80)
+    assert result.exit_code == 0
+    too_long = [line for line in result.output.splitlines() if len(line) > 80]
+    assert too_long == [], f"{command} --help runs past 80 columns"
+    if command == "train":
+        wide = make_runner().invoke(main, [command, "--help"], terminal_width=120).output
+        assert max(map(len, wide.splitlines())) > 80  # wraps at the terminal, not at click's 80

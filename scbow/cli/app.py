@@ -57,7 +57,37 @@ class _Group(click.Group):
                                        "scbow-numba: please report it; SCBOW_DEBUG=1 shows where)") from None
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+class GroupedCommand(click.Command):
+    """A command whose ``--help`` lists its options under headings.
+
+    ``option_groups``: ``[(heading, [parameter names])]`` in the order shown; an option in
+    no group (``--help``) is listed last, under "Other options".
+    """
+
+    def __init__(self, *args, option_groups=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.option_groups = [(heading, list(names)) for heading, names in option_groups]
+
+    def format_options(self, ctx, formatter):
+        records = {p.name: p.get_help_record(ctx) for p in self.get_params(ctx) if isinstance(p, click.Option)}
+        placed = set()
+        for heading, names in self.option_groups:
+            rows = [records[n] for n in names if records.get(n)]
+            placed.update(names)
+            if rows:
+                with formatter.section(heading):
+                    formatter.write_dl(rows)
+        rest = [record for name, record in records.items() if record and name not in placed]
+        if rest:
+            with formatter.section("Other options"):
+                formatter.write_dl(rest)
+
+
+# Help wraps at the terminal's width (click's default stops at 80 columns), up to HELP_WIDTH.
+HELP_WIDTH = 120
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": HELP_WIDTH})
 @click.version_option(package_name="scbow-numba")
 def main():
     """Siamese CBOW sentence embeddings: train word vectors whose average embeds a sentence.

@@ -43,7 +43,6 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
     file. Written block by block, so INPUT may be larger than memory, and renamed into
     place at the end.
 
-    \b
     With --workers N (a local cluster) or --scheduler ADDRESS (Dask), several INPUT files
     are cut into blocks and embedded in parallel into OUTPUT/shard-*.npy, listed in
     OUTPUT/manifest.json; running the same command again skips the shards already done.
@@ -141,8 +140,10 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
     \b
     scbow-numba neighbors WORD              word<TAB>cosine, nearest first
     scbow-numba neighbors king woman --negative man
-    scbow-numba neighbors --sentence "..." --in FILE    cosine<TAB>line number<TAB>line
-    scbow-numba neighbors --sentence "..." --index DIR  the same from an index, in milliseconds
+    scbow-numba neighbors --sentence "..." --in FILE
+                                cosine<TAB>line number<TAB>line
+    scbow-numba neighbors --sentence "..." --index DIR
+                                the same from an index, in milliseconds
 
     Several words are averaged (as unit vectors), --negative words subtracted, as in
     gensim's most_similar; the query's own words are never printed.

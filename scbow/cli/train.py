@@ -7,12 +7,24 @@ from pathlib import Path
 import click
 
 from ..config import DEVICES, NEGATIVE_MODES, UNKNOWN_MODES, TrainConfig
-from .app import echo_lines, main, mb, say
+from .app import GroupedCommand, echo_lines, main, mb, say
 
 _D = TrainConfig()
 
+# train --help: its 30 options under five headings
+TRAIN_OPTION_GROUPS = [
+    ("Data", ["output", "min_count", "max_vocab", "cache_dir", "no_cache"]),
+    ("Model", ["dim", "frequency_weight", "unknown", "unknown_scale", "common_components", "max_length",
+               "init_std", "init_vectors"]),
+    ("Optimisation", ["negatives", "negative_mode", "epochs", "lr", "min_lr_fraction", "weight_decay",
+                      "count_power", "count_floor", "seed"]),
+    ("Run control", ["threads", "device", "checkpoint_every", "resume", "quiet"]),
+    ("Evaluation", ["eval_every", "eval_dev", "eval_sets", "eval_test"]),
+]
 
-@main.command(short_help="Train a model on a corpus (one sentence per line).")
+
+@main.command(cls=GroupedCommand, option_groups=TRAIN_OPTION_GROUPS,
+              short_help="Train a model on a corpus (one sentence per line).")
 @click.argument("corpus", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="Model directory to write. Default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model.")
