@@ -240,6 +240,29 @@ def test_plot_writes_png(curved_model, tmp_path):
     assert not list(tmp_path.glob(".*.tmp-*"))
 
 
+def test_plot_legend_covers_no_curve(curved_model, tmp_path, monkeypatch):
+    """The legend sits below the axes: inside, it covered the end of the dashed 'as trained' curve."""
+    pytest.importorskip("matplotlib")
+    import json
+
+    from scbow.use import plot as plot_mod
+
+    figures = []
+    close = plot_mod.plt.close
+    monkeypatch.setattr(plot_mod.plt, "close", lambda fig=None: figures.append(fig))
+    try:
+        plot_mod.plot_curve(json.loads((curved_model / "curve.json").read_text()), tmp_path / "c.png")
+        fig = figures[-1]
+        ax = fig.axes[0]
+        renderer = fig.canvas.get_renderer()
+        legend, axes = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert legend.y1 <= axes.y0  # wholly below the plotting area
+        assert 0 <= legend.y0 and 0 <= legend.x0 and legend.x1 <= fig.bbox.x1  # and inside the picture
+    finally:
+        for fig in figures:
+            close(fig)
+
+
 def test_plot_errors(curved_model, setup, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")  # an optional extra: the plot itself needs it
     runner = make_runner()

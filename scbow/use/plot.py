@@ -65,7 +65,9 @@ def plot_curve(curve: dict, output: os.PathLike, title: str | None = None, confi
         title = "STS learning curve" + (f" ({settings})" if settings else "")
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    # below the axes, in one row where it fits: inside, it covered the ends of the curves
+    handles = ax.get_legend_handles_labels()[0]
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(len(handles), 3), frameon=False)
     fig.tight_layout()
     parent = output.resolve().parent
     if not parent.is_dir():
