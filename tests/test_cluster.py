@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -519,6 +520,20 @@ CHANGES = {
 }
 
 
+def _settle(client, timeout: float = 30) -> None:
+    """Wait until no worker runs a task: a failed run's tasks were cancelled, but the ones
+    already running end on their own (``embed`` closes its own local cluster instead)."""
+    def busy(dask_worker):
+        return sum(ts.state not in ("memory", "released", "error", "forgotten")
+                   for ts in dask_worker.state.tasks.values())
+
+    deadline, idle = time.monotonic() + timeout, 0
+    while idle < 3:  # idle three times in a row: no task between two others
+        idle = idle + 1 if not any(client.run(busy).values()) else 0
+        assert time.monotonic() < deadline, "the workers are still busy"
+        time.sleep(0.05)
+
+
 def changing(model_path, block, out_dir, fill, unknown):
     """embed_block; the first time block 2 is run, its file is first changed as ``OUT/../change`` says."""
     order = Path(out_dir).parent / "change"
@@ -551,6 +566,7 @@ def test_an_input_changed_while_it_is_embedded_fails_and_the_next_run_redoes_it(
     assert message.startswith(f"{texts[0]}: changed while it was being embedded (") and "\n" not in message
     assert message.endswith("; run embed again")
     assert not (out / "manifest.json").exists()
+    _settle(client)  # the tasks of the failed run still running on the shared cluster end first
     # run again, as the message says: the shards of the text as it is now, none of the old one's
     if kind == "removed":
         texts[0].write_bytes(original)

@@ -6,7 +6,9 @@ PBS through dask-jobqueue, Kubernetes, a cloud) runs :func:`embed_on_cluster`:
 
 1. :func:`plan_blocks` cuts the inputs into blocks: a plain file into byte ranges of
    about ``block_bytes`` that start at a line and end after a newline; a compressed file
-   (gzip, bzip2, xz: it cannot be entered in the middle) is one block.
+   (gzip, bzip2, xz: it cannot be entered in the middle) is one block. An input that is
+   not a regular file (a FIFO, a device, a symlink to one) or is given twice is refused;
+   each block records its file's size and modification time as planned.
 2. Each block is one task. A worker loads the model once per process (memory-mapped, so
    the workers of one machine share its pages) and embeds its block with the compiled
    kernel of single-process ``embed`` (:func:`scbow.use.embedding.write_embeddings`) into
@@ -18,17 +20,24 @@ PBS through dask-jobqueue, Kubernetes, a cloud) runs :func:`embed_on_cluster`:
    an unreadable model: CorpusError, ModelError) is returned by the task, not raised, and
    ends the run with single-process ``embed``'s one message, once; Dask's own logging is
    kept off the terminal.
+   A task checks its file against the plan before and after its block, and the client
+   checks every input once more before the manifest: a text that changed (or went) while
+   it was being embedded ends the run with one CorpusError naming it, never a partial
+   result.
 3. When every block is done, ``DIR/manifest.json`` lists the shards in input order with
    their file, byte range and line range (1-based, in that file), and records each
    file's size and modification time.
 
 Running the same command again skips the shards already done (resume after a lost worker
-or a cancelled job) and removes the temporaries a killed run left in DIR (only files
-named as :func:`scbow.files.atomic_file` names the temporaries of DIR's own files). A
+or a cancelled job; a done-record is read against every field, and anything wrong in it
+means the shard is redone; so is a shard of an input that has changed since) and removes
+the temporaries a killed run left in DIR (only files named as :func:`scbow.files.atomic_file`
+names the temporaries of DIR's own files). A
 directory holding shards of other inputs or another model, or anything else, is refused,
 and so is a DIR that is a model directory or inside one. :func:`open_shards` reads the
 shards back, in manifest order, as one memory-mapped array-like, after checking the
-manifest and every shard (a damaged one is a ModelError naming it); they equal
+manifest and every shard (a damaged one is a ModelError naming it) and that the texts
+are as they were embedded (``check_sources=False`` skips that); they equal
 single-process ``embed`` output of the concatenated inputs row for row, bit for bit.
 
 Dask is an optional extra: ``pip install 'scbow-numba[dask]'``. Nothing here imports it
