@@ -174,3 +174,36 @@ class TrainConfig:
 
     def replace(self, **changes) -> "TrainConfig":
         return dataclasses.replace(self, **changes)
+
+
+# The one-line description of every field: train's --help shows it, as TrainConfig's flags.
+FIELD_HELP = {
+    "dim": "Embedding dimensions.",
+    "negatives": "Negative sentences per example.",
+    "negative_mode": "Draw negatives from the target's own document, or uniformly from the corpus.",
+    "min_count": "Drop words seen fewer times.",
+    "max_vocab": "Keep only the most frequent words (0: no limit).",
+    "epochs": "Passes over the corpus.",
+    "lr": "Starting learning rate, decayed linearly.",
+    "min_lr_fraction": "Floor of the decayed learning rate, as a fraction of --lr.",
+    "weight_decay": ("L2 decay per word occurrence: each occurrence of a word shrinks its row by lr * DECAY of itself (at "
+        "--lr 0.1, 10 shrinks it by 1 percent each time it is seen); lr * DECAY must stay below 1. 0: off, "
+        "the paper's objective (the frequency weights keep frequent words down instead)."),
+    "frequency_weight": ("a of the weights a/(a + p(w)) inside sentence averages (SIF's), folded into the saved vectors; 0: "
+        "the paper's unweighted average."),
+    "count_power": "Scale a word's steps by min(1, count-floor/count)^POWER (0: plain SGD).",
+    "count_floor": "Words seen at most this often take full steps (see --count-power).",
+    "unknown": ("What the saved model does with words outside its vocabulary: a fixed hashed random vector each, or "
+        "leave them out."),
+    "unknown_scale": ("Norm of a hashed unknown-word vector, as a multiple of the median norm of the rarest tenth of the "
+        "vocabulary."),
+    "common_components": ("After training, centre sentence averages and remove this many principal directions (at most dim/10; "
+        "-1: off)."),
+    "max_length": "Average only the first N known words of a sentence (0: all).",
+    "init_std": "Std. dev. of the initial vectors.",
+    "threads": "Training threads (0: all cores). 1 is deterministic for a --seed.",
+    "seed": "Random seed.",
+    "device": "Train on the CPU or an NVIDIA GPU.",
+}
+# the fields that take one of a few words
+FIELD_CHOICES = {"negative_mode": NEGATIVE_MODES, "unknown": UNKNOWN_MODES, "device": DEVICES}

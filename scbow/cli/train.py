@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import click
 
-from ..config import DEVICES, NEGATIVE_MODES, UNKNOWN_MODES, TrainConfig
+from ..config import FIELD_CHOICES, FIELD_HELP, TrainConfig
 from .app import GroupedCommand, echo_lines, main, mb, say
 
-_D = TrainConfig()
+
+def hyperparameter_options(command):
+    """One option per TrainConfig field (``--min-count`` for ``min_count``), with its default,
+    type and the description config.FIELD_HELP gives it: the hyperparameters are declared once."""
+    for field in reversed(dataclasses.fields(TrainConfig)):
+        kind = FIELD_CHOICES.get(field.name)
+        kind = click.Choice(kind) if kind else {"int": int, "float": float}[field.type]
+        command = click.option(f"--{field.name.replace('_', '-')}", field.name, type=kind, default=field.default,
+                               show_default=True, help=FIELD_HELP[field.name])(command)
+    return command
 
 # train --help: its 30 options under five headings
 TRAIN_OPTION_GROUPS = [
@@ -28,45 +38,7 @@ TRAIN_OPTION_GROUPS = [
 @click.argument("corpus", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="Model directory to write. Default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model.")
-@click.option("--dim", type=int, default=_D.dim, show_default=True, help="Embedding dimensions.")
-@click.option("--negatives", type=int, default=_D.negatives, show_default=True, help="Negative sentences per example.")
-@click.option("--negative-mode", type=click.Choice(NEGATIVE_MODES), default=_D.negative_mode, show_default=True,
-              help="Draw negatives from the target's own document, or uniformly from the corpus.")
-@click.option("--min-count", type=int, default=_D.min_count, show_default=True, help="Drop words seen fewer times.")
-@click.option("--max-vocab", type=int, default=_D.max_vocab, show_default=True,
-              help="Keep only the most frequent words (0: no limit).")
-@click.option("--epochs", type=int, default=_D.epochs, show_default=True, help="Passes over the corpus.")
-@click.option("--lr", type=float, default=_D.lr, show_default=True, help="Starting learning rate, decayed linearly.")
-@click.option("--min-lr-fraction", type=float, default=_D.min_lr_fraction, show_default=True,
-              help="Floor of the decayed learning rate, as a fraction of --lr.")
-@click.option("--weight-decay", type=float, default=_D.weight_decay, show_default=True,
-              help="L2 decay per word occurrence: each occurrence of a word shrinks its row by lr * DECAY of "
-                   "itself (at --lr 0.1, 10 shrinks it by 1 percent each time it is seen); lr * DECAY must stay "
-                   "below 1. 0: off, the paper's objective (the frequency weights keep frequent words down instead).")
-@click.option("--frequency-weight", type=float, default=_D.frequency_weight, show_default=True,
-              help="a of the weights a/(a + p(w)) inside sentence averages (SIF's), folded into the saved "
-                   "vectors; 0: the paper's unweighted average.")
-@click.option("--count-power", type=float, default=_D.count_power, show_default=True,
-              help="Scale a word's steps by min(1, count-floor/count)^POWER (0: plain SGD).")
-@click.option("--count-floor", type=int, default=_D.count_floor, show_default=True,
-              help="Words seen at most this often take full steps (see --count-power).")
-@click.option("--unknown", type=click.Choice(UNKNOWN_MODES), default=_D.unknown, show_default=True,
-              help="What the saved model does with words outside its vocabulary: a fixed hashed random "
-                   "vector each, or leave them out.")
-@click.option("--unknown-scale", type=float, default=_D.unknown_scale, show_default=True,
-              help="Norm of a hashed unknown-word vector, as a multiple of the median norm of the rarest "
-                   "tenth of the vocabulary.")
-@click.option("--common-components", type=int, default=_D.common_components, show_default=True,
-              help="After training, centre sentence averages and remove this many principal directions "
-                   "(at most dim/10; -1: off).")
-@click.option("--max-length", type=int, default=_D.max_length, show_default=True,
-              help="Average only the first N known words of a sentence (0: all).")
-@click.option("--init-std", type=float, default=_D.init_std, show_default=True, help="Std. dev. of the initial vectors.")
-@click.option("--threads", type=int, default=_D.threads, show_default=True,
-              help="Training threads (0: all cores). 1 is deterministic for a --seed.")
-@click.option("--seed", type=int, default=_D.seed, show_default=True, help="Random seed.")
-@click.option("--device", type=click.Choice(DEVICES), default=_D.device, show_default=True,
-              help="Train on the CPU or an NVIDIA GPU.")
+@hyperparameter_options
 @click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
               help="Where encoded corpora are cached. Default: $SCBOW_CACHE_DIR or ~/.cache/scbow-numba/corpus.")
 @click.option("--no-cache", is_flag=True, help="Encode the corpus without reading or writing the cache.")
