@@ -180,7 +180,7 @@ FORBIDDEN = {
     "scbow.training.start": ("scbow.training.trainer", "scbow.training.backends", "scbow.training.session"),
     # the parameter record is built for both devices: no CPU kernel is compiled for it
     "scbow.training.backends.params": ("scbow.kernels.cpu", "scbow.kernels.cuda"),
-    # the model API and its files: neither imports the other at run time (no circle)
+    # the model API and its files: the writer does not import the API, not even for types (no circle)
     "scbow.vectors.modeldir": ("scbow.vectors.model",),
     # no module below the entry points imports the package's front door
     **{f"scbow.{layer}": ("scbow",) for layer in ("text", "kernels", "vectors", "use", "training")},
@@ -224,3 +224,9 @@ def test_text_is_opened_in_one_place():
         for sign in ("\\x1f\\x8b", "BZh", "7zXZ", "gzip.open(", "GzipFile(fileobj=disk", "lzma.open(",
                      "bz2.open(", "LZMAFile(disk"):
             assert sign not in source, (name, sign)
+
+
+def test_the_model_writer_does_not_know_the_model_api_even_for_types():
+    # item 5 of the layout issue: model <-> modeldir was a circle through a TYPE_CHECKING import
+    source = MODULES["scbow.vectors.modeldir"].read_text(encoding="utf-8")
+    assert "TYPE_CHECKING" not in source and "from .model import" not in source

@@ -22,15 +22,23 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from ..errors import ModelError
-from ..files import atomic_dir, fsync_path, permissions, read_json, refuse_inside_model
+from ..files import atomic_dir, fsync_path, permissions, read_json, refuse_inside_ours
 
-if TYPE_CHECKING:
-    from .model import Model
+
+class SavedModel(Protocol):
+    """What the writer reads of a model (a :class:`scbow.vectors.model.Model` has it); typed so,
+    this module needs no import of the model API, which imports it to save itself."""
+
+    vectors: np.ndarray
+    vocab: object
+    config: dict
+    info: dict
+
 
 FORMAT_VERSION = 1
 MODEL_FILES = ("vectors.npy", "vocab.txt", "config.json")
@@ -68,7 +76,7 @@ def check_output_dir(path: os.PathLike) -> Path:
         raise ModelError(f"{path}: exists and is not a directory")
     if path.is_dir() and any(path.iterdir()) and not is_model_dir(path):
         raise ModelError(f"{path}: directory is not empty and holds no model; refusing to replace it")
-    refuse_inside_model(path)
+    refuse_inside_ours(path)
     parent = path.resolve().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -83,7 +91,7 @@ def check_output_dir(path: os.PathLike) -> Path:
     return path
 
 
-def write_model_files(model: "Model", directory: Path, info: dict | None = None) -> None:
+def write_model_files(model: SavedModel, directory: Path, info: dict | None = None) -> None:
     """Write the three model files into the existing ``directory`` and fsync them.
 
     ``info`` replaces ``model.info`` in ``config.json`` when given.
@@ -106,7 +114,7 @@ def write_model_files(model: "Model", directory: Path, info: dict | None = None)
     os.chmod(directory, permissions(directory=True))
 
 
-def save_model(model: "Model", path: os.PathLike) -> Path:
+def save_model(model: SavedModel, path: os.PathLike) -> Path:
     """Write ``model`` as a directory at ``path``, replacing any model there atomically."""
     path = check_output_dir(path)
     try:
