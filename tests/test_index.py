@@ -804,13 +804,14 @@ def test_a_damaged_graph_past_the_check_on_open_is_refused_at_query_time(setup, 
     """Scores must be cosines, and a search of a non-empty index must find something."""
     from conftest import assert_clean_error
 
-    import scbow.use.index as index_module
+    from scbow.use.index import open_index, store
 
     idx = _copy(built, tmp_path)
     rng = np.random.default_rng(2)
     _swap_graph(idx, SWAPPED[kind](_indexed_vectors(setup, idx), rng))
-    monkeypatch.setattr(index_module, "_check_stored_vectors", lambda *a: None)
-    index = index_module.open_index(idx)
+    # where open_index looks it up: the check on open passes the swapped graph, the search must not
+    monkeypatch.setattr(store, "_check_stored_vectors", lambda *a: None)
+    index = open_index(idx)
     q = rng.normal(size=(20, index.dim)).astype(np.float32)
     with pytest.raises(ModelError, match=rf"vectors\.faiss: damaged sentence index \(.*({why})"):
         index.search(q, 10)
@@ -926,20 +927,21 @@ def test_the_index_copy_of_a_compressed_text_is_checked(setup, tmp_path, built_x
 def test_a_large_copy_is_checked_line_by_line_not_whole(setup, tmp_path, built_xz, monkeypatch):
     """Over the size checked whole on open, a copy is not read on open; a moved line end is
     still refused when that line is read."""
-    import scbow.use.index as index_module
+    from scbow.use.index import open_index, store
 
     idx = tmp_path / "copy"
     shutil.copytree(built_xz, idx)
-    monkeypatch.setattr(index_module, "COPY_DIGEST_LIMIT", 1000)
+    # both are looked up by open_index, in scbow.use.index.store (a patch on the package would not reach it)
+    monkeypatch.setattr(store, "COPY_DIGEST_LIMIT", 1000)
 
     def no_digest(path):
         raise AssertionError("a large copy is not read whole on open")
 
-    monkeypatch.setattr(index_module, "_file_digest", no_digest)
-    assert index_module.open_index(idx).line(200)[2] == _lines(setup["text"])[200]
+    monkeypatch.setattr(store, "_file_digest", no_digest)
+    assert open_index(idx).line(200)[2] == _lines(setup["text"])[200]
     copy = idx / "text-000.txt"
     copy.write_bytes(_shift_a_line(copy.read_bytes()))
-    index = index_module.open_index(idx)
+    index = open_index(idx)
     with pytest.raises(ModelError, match=r"text-000\.txt: damaged sentence index"):
         for row in range(N_LINES):
             index.line(row)

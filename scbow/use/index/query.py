@@ -1,0 +1,138 @@
+"""What the CLI calls: ``scbow-numba index`` (:func:`index_command`) and
+``neighbors --sentence "..." --index DIR`` (:func:`search_command`, :func:`check_query_model`).
+
+An index that records its model answers only queries with that model.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import ModelError
+from .build import DEFAULT_EF_CONSTRUCTION, DEFAULT_M, build_index
+from .store import INDEX_JSON, MAX_EF, Index, _read_info, model_fingerprint, open_index
+
+
+def index_command(embeddings, output, text=None, M: int = DEFAULT_M, ef_construction: int = DEFAULT_EF_CONSTRUCTION,
+                  quiet: bool = False, model=None, threads: int = 0) -> str:
+    """Build an index (``scbow-numba index``), with progress lines on stderr unless ``quiet``;
+    returns the one-line summary to print. Without ``model`` (and shards that name theirs),
+    the default model is recorded when there is one, as every command falls back to it; a
+    note says so, or that no model is recorded."""
+    import sys
+
+    def progress(message: str) -> None:
+        print(f"index: {message}", file=sys.stderr, flush=True)
+
+    t0 = time.perf_counter()
+    # notes (no model recorded, leftovers removed) are printed with -q too: they are not progress
+    info = build_index(embeddings, text, output, M=M, ef_construction=ef_construction,
+                       progress=None if quiet else _throttled(progress), threads=threads, model=model,
+                       default_model=True, note=progress)
+    seconds = time.perf_counter() - t0
+    size = sum(p.stat().st_size for p in Path(output).iterdir() if p.is_file())
+    skipped = f", {info['skipped_rows']:,} rows with no embedding left out" if info["skipped_rows"] else ""
+    return (f"indexed {info['count']:,} sentences x {info['dim']} dims{skipped} in {seconds:.1f} s "
+            f"({size / 2**20:,.1f} MiB); wrote {output}")
+
+
+def _throttled(progress, interval: float = 2.0):
+    """``progress`` called at most every ``interval`` seconds (and always for other messages than counts)."""
+    last = [0.0]
+
+    def call(message: str) -> None:
+        now = time.perf_counter()
+        if not message.startswith("indexed ") or now - last[0] >= interval:
+            last[0] = now
+            progress(message)
+
+    return call
+
+
+def check_query_model(index: "Index | os.PathLike", model_dir) -> None:
+    """Refuse to query ``index`` (an :class:`Index` or its directory) with the model at ``model_dir``
+    (a directory or a word2vec/GloVe file; None: unknown) unless it is the model the index
+    records; an index that records none takes any model (its dims are checked on search).
+    """
+    if isinstance(index, Index):
+        info, where = index.info, index.path
+    else:
+        where = Path(index)
+        info = _read_info(where)
+    recorded = info.get("model_fingerprint")
+    if recorded is None:
+        return
+    name = info.get("model") or "the model recorded in it"
+    if model_dir is None:
+        raise ModelError(f"{where}: was built with the model {name}; give the directory the model was loaded "
+                         "from (model_dir=...) so that it can be checked")
+    model_dir = Path(model_dir)
+    fp = model_fingerprint(model_dir)
+    if fp == recorded:
+        return
+    if not model_dir.exists():
+        raise ModelError(f"{model_dir}: no such model; the index {where} was built with {name}: query it "
+                         f"with -m {name}")
+    if (model_dir / INDEX_JSON).is_file():
+        raise ModelError(f"-m {model_dir}: is a sentence index, not a model; query the index {where} with -m {name}")
+    if model_dir.is_file() and not recorded.startswith("file-"):
+        raise ModelError(f"-m {model_dir}: is a file (a word2vec/GloVe file?), which cannot be proven to be the model "
+                         f"directory the index {where} was built with ({name}); query it with -m {name}")
+    raise ModelError(f"{where}: was built from the embeddings of another model ({name}), not {model_dir}; "
+                     f"query it with -m {name} (or build the index again with -m {model_dir})")
+
+
+def _loaded_from(model) -> Path | None:
+    """The model directory a loaded model's vectors are memory-mapped from (None: not known)."""
+    filename = getattr(getattr(model, "vectors", None), "filename", None)
+    if filename is None:
+        return None
+    path = Path(filename)
+    return path.parent if path.name == "vectors.npy" else None
+
+
+def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | None = None, model_dir=None):
+    """The ``topn`` indexed lines nearest to ``sentence``: ``[(cosine, file, line number, text)]``, best first.
+
+    ``model``: a loaded :class:`scbow.vectors.model.Model` (with ``model_dir``, the directory or
+    word2vec file it was loaded from; found from its memory-mapped vectors when not given)
+    or a model directory. An index that records the model it was built with answers only
+    with that model. ``topn`` is capped at the vectors in the index. Raises ModelError for
+    an index that is not one, or one built with another model, and ValueError when the
+    sentence has nothing to average.
+    """
+    if topn < 1:
+        raise ValueError(f"topn must be at least 1, got {topn}")
+    index = open_index(index_path)
+    if not hasattr(model, "embed"):
+        model_dir = Path(model)
+        if (model_dir / INDEX_JSON).is_file():
+            raise ModelError(f"{model_dir}: is a sentence index, not a model; give it as the index and the model "
+                             "with -m")
+        check_query_model(index, model_dir)
+        from ...vectors.formats import load_model
+
+        model = load_model(model_dir)
+    else:
+        check_query_model(index, model_dir if model_dir is not None else _loaded_from(model))
+    if model.dim != index.dim:
+        raise ModelError(f"{index_path}: holds {index.dim}-dim embeddings but the model has {model.dim} dims; "
+                         "query it with the model its embeddings came from")
+    topn = min(int(topn), len(index))  # there are no more to find (and a huge k would allocate for nothing)
+    index.ef = min(max(int(ef if ef is not None else index.ef), topn), MAX_EF)
+    q = model.embed([sentence])[0]
+    if np.isnan(q).any() or not np.any(q):
+        what = "no word in the vocabulary" if model.unknown_rule[0] == "omit" else "no word"
+        raise ValueError(f"the sentence {sentence!r} has {what}")
+    ids, scores = index.search(q, topn, threads=1)
+    out = []
+    for row, score in zip(ids[0].tolist(), scores[0].tolist()):
+        if row < 0:
+            continue
+        file, number, text = index.line(row)
+        out.append((float(score), file, number, text))
+    return out
