@@ -351,9 +351,9 @@ def _faiss_message(exc: Exception) -> str:
 
 def _int64_column(path: Path, name: str, length: int, what: str) -> np.ndarray:
     """The int64 (length,) array ``path/name``, memory-mapped; ModelError when damaged."""
-    what = _not_regular(path / name)
-    if what is not None:
-        raise _damaged(path / name, "missing" if what == "no such file" else what)
+    problem = _not_regular(path / name)
+    if problem is not None:
+        raise _damaged(path / name, "missing" if problem == "no such file" else problem)
     try:
         with open(path / name, "rb") as fh:
             magic = fh.read(6)
