@@ -703,8 +703,10 @@ def test_damaged_ids_are_refused_naming_the_file(setup, tmp_path, built, kind):
     idx = _copy(built, tmp_path)
     ids = np.load(idx / "ids.npy")
     _put(idx, "ids.npy", BAD_IDS[kind](ids, built[1]["rows"]))
-    with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index"):
+    with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index") as info:
         open_index(idx).search(np.nan_to_num(np.load(setup["emb"])[:50]), 5)
+    if kind in ("float64", "uint64", "scalar"):  # the wrong type: say what it must hold
+        assert "not one row per vector: int64" in str(info.value), info.value
     from conftest import assert_clean_error
 
     assert_clean_error(_query(setup, idx), "ids.npy: damaged sentence index")
