@@ -38,8 +38,13 @@ def main(argv=None) -> None:
     if Path(args.expect).resolve() not in where.parents:
         raise SystemExit(f"scbow was imported from {where}, not from {args.expect}: check PYTHONPATH")
     from scbow.config import TrainConfig
-    from scbow.training.corpus import load_corpus
-    from scbow.training.trainer import train
+
+    try:
+        from scbow.training.corpus import load_corpus
+        from scbow.training.trainer import train
+    except ImportError:  # a checkout from before the layer folders (scbow/training/)
+        from scbow.corpus import load_corpus
+        from scbow.trainer import train
 
     fields = {"threads": args.threads, "epochs": 1, "seed": args.seed, "common_components": -1}
     if args.dim:
