@@ -81,14 +81,26 @@ def holds_ours(directory: Path) -> str | None:
         if (directory / "index.json").is_file() and (directory / "vectors.faiss").is_file():
             return "a sentence index"
         if (directory / "manifest.json").is_file() or (directory / "plan.json").is_file():
+            # a manifest.json alone is any web project's: shards, or a plan of ours, tell
             shard = re.compile(r"shard-\d{6}\.(npy|json)")
-            if (directory / "manifest.json").is_file() or any(shard.fullmatch(p.name) for p in directory.iterdir()):
+            if any(shard.fullmatch(p.name) for p in directory.iterdir()) or _plan_of_ours(directory / "plan.json"):
                 return "a directory of embedding shards"
         if (directory / ".scbow-corpus-cache").is_file():
             return "a corpus cache entry"
     except OSError:
         return None
     return None
+
+
+def _plan_of_ours(path: Path) -> bool:
+    """A cluster embed's plan.json (an object with its digest and blocks), not a user's file of that name."""
+    try:
+        if not path.is_file() or path.stat().st_size > 1 << 26:
+            return False
+        plan = read_json(path)
+    except (OSError, ValueError):
+        return False
+    return isinstance(plan, dict) and isinstance(plan.get("digest"), str) and "blocks" in plan
 
 
 def refuse_inside_ours(path: os.PathLike, name: str = "-o", error: type[Exception] = ModelError) -> None:
@@ -118,6 +130,16 @@ def check_output_file(path: Path, example: str, error: type[Exception] = ModelEr
     path = Path(path)
     if path.is_dir():
         raise error(f"{path}: is a directory; give a file name such as {path / example}")
+    if os.path.lexists(path):
+        import stat
+
+        try:
+            regular = stat.S_ISREG(os.stat(path).st_mode)
+        except OSError:
+            regular = True  # a dangling link: the rename replaces the link itself
+        if not regular:
+            raise error(f"{name} {path}: exists and is not a regular file (a pipe or a device); "
+                        "refusing to replace it (choose a file name)")
     refuse_inside_ours(path, name, error)
     parent = path.resolve().parent
     if not parent.is_dir():
@@ -357,6 +379,13 @@ def _mark_file(fd: int) -> None:
         pass
 
 
+def _unmark_file(p: Path) -> None:
+    try:
+        os.removexattr(p, TEMP_XATTR, follow_symlinks=False)
+    except (OSError, AttributeError):
+        pass
+
+
 def _marked_file(p: Path) -> bool:
     try:
         return os.getxattr(p, TEMP_XATTR, follow_symlinks=False) == b"1"
@@ -447,6 +476,7 @@ def atomic_file(path: os.PathLike) -> Iterator[Path]:
         yield tmp
         fsync_path(tmp)
         os.chmod(tmp, permissions())
+        _unmark_file(tmp)  # the finished output is no temporary: a copy of it proves nothing
         os.replace(tmp, path)
     finally:
         if os.path.lexists(tmp):

@@ -622,3 +622,100 @@ def test_no_command_writes_inside_an_index_shards_or_a_cache_entry(tmp_path, run
                       where / "m.txt", "-q"]):
             assert_clean_error(runner.invoke(main, [str(a) for a in args]), "is inside", what)
         assert _snapshot(where) == before
+
+
+# ---------------------------------------------------------------- second red team: what is never touched
+
+
+def test_the_lock_never_follows_a_link_nor_takes_a_users_file(tmp_path, runner, healthy):
+    _, corpus = healthy
+    args = ["train", str(corpus), "--dim", "8", "--min-count", "1", "--threads", "1", "-q", "--no-cache"]
+    (tmp_path / "userfile").write_text("user data\n")
+    (tmp_path / "m1.lock").symlink_to(tmp_path / "userfile")
+    (tmp_path / "m2.lock").write_text("my notes\n")
+    (tmp_path / "m3.lock").mkdir()
+    for out in ("m1", "m2", "m3"):
+        assert_clean_error(runner.invoke(main, [*args, "-o", str(tmp_path / out)]), f"{out}.lock", "not a lock file")
+        assert not (tmp_path / out).exists()
+    assert (tmp_path / "userfile").read_text() == "user data\n" and (tmp_path / "m1.lock").is_symlink()
+    assert (tmp_path / "m2.lock").read_text() == "my notes\n" and (tmp_path / "m3.lock").is_dir()
+    (tmp_path / "m4.lock").write_text("12345\n")  # a lock file left by a killed run: ours, reused and removed
+    result = runner.invoke(main, [*args, "-o", str(tmp_path / "m4")])
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "m4.lock").exists()
+
+
+def test_a_finished_output_carries_no_temporary_mark(tmp_path, runner, healthy):
+    from scbow.files import TEMP_XATTR, remove_stale_temporaries
+
+    model, _ = healthy
+    (tmp_path / "a.txt").write_text("the cat sat\n")
+    out = tmp_path / "x.npy"
+    assert runner.invoke(main, ["embed", "-m", str(model), str(tmp_path / "a.txt"), "-o", str(out), "-q"]).exit_code == 0
+    with pytest.raises(OSError):
+        os.getxattr(out, TEMP_XATTR)
+    backup = tmp_path / ".x.npy.tmp-previous"  # a user's hard-link backup under a temporary's name
+    os.link(out, backup)
+    assert remove_stale_temporaries(out) == 0 and backup.exists()
+
+
+def test_a_finished_runs_checkpoint_goes_but_a_users_file_in_it_stays(tmp_path):
+    from scbow.training.session import remove_checkpoint
+
+    ck = tmp_path / "model.checkpoint"
+    ck.mkdir()
+    for name in ("vectors.npy", "vocab.txt", "config.json", "state.json"):
+        (ck / name).write_text("x")
+    remove_checkpoint(ck)
+    assert not ck.exists()
+    ck.mkdir()
+    for name in ("vectors.npy", "vocab.txt", "config.json", "state.json"):
+        (ck / name).write_text("x")
+    (ck / "mydir").mkdir()
+    (ck / "mydir" / "notes.txt").write_text("precious")
+    said = []
+    remove_checkpoint(ck, said.append)
+    assert (ck / "mydir" / "notes.txt").read_text() == "precious" and not (ck / "state.json").exists()
+    assert said and "did not write" in said[0]
+    other = tmp_path / "not-a-checkpoint"  # only a checkpoint's files are ever removed
+    other.mkdir()
+    (other / "vectors.npy").write_text("mine")
+    remove_checkpoint(other)
+    assert (other / "vectors.npy").read_text() == "mine"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_an_output_that_is_a_pipe_or_a_device_is_never_replaced(tmp_path, runner, healthy, kind):
+    model, corpus = healthy
+    (tmp_path / "a.txt").write_text("the cat sat\n")
+    for name in ("o.npy", "o.txt", "c.png", "m.txt"):
+        target = tmp_path / name
+        if kind == "fifo":
+            os.mkfifo(target)
+        else:
+            target.symlink_to("/dev/null")
+    m = str(model)
+    for args in (["export", "-m", m, "-o", tmp_path / "o.txt"],
+                 ["embed", "-m", m, tmp_path / "a.txt", "-o", tmp_path / "o.npy", "-q"],
+                 ["embed", "-m", m, tmp_path / "a.txt", "-o", tmp_path / "e.npy", "--missing", tmp_path / "m.txt",
+                  "-q"],
+                 ["prepare", corpus, "-o", tmp_path / "o.txt", "--segmenter", "lines", "-q"]):
+        with _Alarm():
+            assert_clean_error(runner.invoke(main, [str(a) for a in args]), "not a regular file")
+    for name in ("o.npy", "o.txt", "m.txt"):
+        assert not (tmp_path / name).is_file() or (tmp_path / name).is_symlink()
+    assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")
+
+
+def test_a_folder_with_a_manifest_of_its_own_is_no_shard_directory(tmp_path):
+    import json
+
+    from scbow.files import holds_ours
+
+    web = tmp_path / "proj"
+    web.mkdir()
+    (web / "manifest.json").write_text('{"name": "webapp"}')
+    (web / "plan.json").write_text('{"steps": []}')
+    assert holds_ours(web) is None
+    (web / "plan.json").write_text(json.dumps({"digest": "abc", "blocks": []}))
+    assert holds_ours(web) == "a directory of embedding shards"

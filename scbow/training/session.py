@@ -28,8 +28,8 @@ it adds:
 
 from __future__ import annotations
 
+import errno
 import os
-import shutil
 import signal
 import threading
 from pathlib import Path
@@ -66,9 +66,12 @@ class OutputLock:
         if fcntl is None:  # pragma: no cover
             return
         while True:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._refuse_a_stranger()
+            try:  # O_NOFOLLOW: a symbolic link at the lock's name is never followed to a user's file
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
             except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    self._refuse_a_stranger(link=True)
                 raise ModelError(f"{self.path}: cannot create lock file: {exc.strerror}") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -91,6 +94,28 @@ class OutputLock:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self.fd = fd
+
+    def _refuse_a_stranger(self, link: bool = False) -> None:
+        """ModelError when something other than a lock file of ours is at the lock's name: a
+        link, a directory, or a file holding anything but a process id. It is left as it is."""
+        import stat
+
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return
+        except OSError:
+            return  # the open below reports it
+        ours = not link and stat.S_ISREG(st.st_mode) and st.st_size <= 32
+        if ours:
+            try:
+                with open(self.path, "rb") as fh:
+                    ours = fh.read(64).strip().isdigit() or st.st_size == 0
+            except OSError:
+                ours = False
+        if not ours:
+            raise ModelError(f"{self.path}: is there and is not a lock file of scbow-numba (a process id), so it "
+                             f"is not touched; move it away or choose another output than {self.output}")
 
     def release(self) -> None:
         if self.fd is None:
@@ -368,7 +393,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                 if writer.last_done is not None:
                     raise ModelError(f"{exc}; the checkpoint of {writer.last_done:,} examples is kept in {ckpt}") from None
                 raise
-            shutil.rmtree(ckpt, ignore_errors=True)
+            remove_checkpoint(ckpt, warn)
     except Interrupted as exc:
         if exc.message:
             raise
@@ -385,6 +410,31 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
         raise Interrupted(f"interrupted ({signal_name(guard.signum)}) after training had finished; "
                           f"the model was saved to {output}", guard.signum)
     return result
+
+
+def remove_checkpoint(ckpt: Path, warn=None) -> None:
+    """Remove a finished run's checkpoint: its own files by name, then the empty directory.
+
+    Anything else in it (a user's file) stays, with the directory, and ``warn`` says so: a
+    checkpoint is removed only as far as the tool can prove it wrote it.
+    """
+    from ..files import holds_model
+    from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES
+    from .checkpoint import STATE_FILE
+
+    if not ckpt.is_dir() or ckpt.is_symlink() or holds_model(ckpt) != "a training checkpoint":
+        return
+    for name in (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE):
+        try:
+            if (ckpt / name).is_file() and not (ckpt / name).is_symlink():
+                os.unlink(ckpt / name)
+        except OSError:
+            pass
+    try:
+        os.rmdir(ckpt)
+    except OSError:
+        if warn is not None:
+            warn(f"warning: {ckpt} holds files scbow-numba did not write; its own were removed, the rest left there")
 
 
 def summary_lines(result, config, output, curve=None) -> list[str]:
