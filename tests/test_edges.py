@@ -719,3 +719,22 @@ def test_a_folder_with_a_manifest_of_its_own_is_no_shard_directory(tmp_path):
     assert holds_ours(web) is None
     (web / "plan.json").write_text(json.dumps({"digest": "abc", "blocks": []}))
     assert holds_ours(web) == "a directory of embedding shards"
+
+
+def test_pairs_refuse_binary_text_absurd_gold_and_name_damage_before_printing(tmp_path, runner, healthy):
+    model, _ = healthy
+    m = str(model)
+    for data, fragment in ((b"a\x00b\tc d\n", "NUL bytes"), (gzip.compress(b"x" * 100), "NUL bytes"),
+                           (b"4\tthe cat\tthe dog\nnan\ta\tb\n", "line 2: gold score 'nan'"),
+                           (b"1e300\ta\tb\n", "gold score '1e300'"), (b"abc\ta\tb\n", "gold score 'abc'")):
+        result = runner.invoke(main, ["similarity", "-m", m, "--pairs", "-"], input=data)
+        assert_clean_error(result, fragment)
+        assert result.stdout == ""
+    # a bit flipped in the middle of a .gz: its checksum fails at the end; nothing is printed first
+    pairs = "".join(f"the cat number {i}\tthe dog {i}\n" for i in range(20000)).encode()
+    packed = bytearray(gzip.compress(pairs))
+    packed[len(packed) // 2] ^= 0x01
+    (tmp_path / "p.tsv.gz").write_bytes(bytes(packed))
+    result = runner.invoke(main, ["similarity", "-m", m, "--pairs", str(tmp_path / "p.tsv.gz")])
+    assert_clean_error(result, "damaged or truncated gzip file")
+    assert result.stdout == ""

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import math
 import sys
 from pathlib import Path
 
 from ..errors import CorpusError
-from ..text.reader import open_text
+from ..text.reader import check_text, compression, open_bytes, open_text
+from .evaluate import MAX_GOLD
 
 PAIRS_BLOCK = 20_000  # pairs embedded at once
 
@@ -22,6 +24,13 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
     out = out or sys.stdout
     if str(path) != "-" and not Path(path).is_file():
         raise CorpusError(f"{path}: no such file" if not Path(path).exists() else f"{path}: not a regular file")
+    if str(path) != "-" and compression(path) is not None:
+        # damage in compressed data shows only when its checksum is read, at the end: read it
+        # through once first, so that no score is printed from a damaged file and the error
+        # names the damage, not a garbled line
+        with open_bytes(Path(path)) as raw:
+            while raw.read(1 << 22):
+                pass
     # utf-8-sig, like the STS files: a byte order mark is not part of the first sentence
     fh = (io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="replace", newline=None)
           if str(path) == "-" else open_text(Path(path)))
@@ -33,22 +42,42 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
         unscored += int((cos != cos).sum())
         out.write("".join("nan\n" if c != c else f"{c:.4f}\n" for c in cos.tolist()))
 
+    name = "<stdin>" if str(path) == "-" else str(path)
+    lines: list[str] = []
+
+    def check(n):  # the rule for text that is not text, on each block of lines read
+        check_text(name, "".join(lines), at_start=n <= block)
+        lines.clear()
+
     try:
         first, second = [], []
         for n, line in enumerate(fh, 1):
+            lines.append(line)
             fields = line.rstrip("\r\n").split("\t")
             if len(fields) == 3:
+                gold = fields[0].strip()
+                try:
+                    value = float(gold)
+                except ValueError:
+                    value = math.nan
+                if not (math.isfinite(value) and abs(value) <= MAX_GOLD):
+                    check(n)
+                    raise CorpusError(f"{name}: line {n}: gold score {gold[:40]!r} is not a number within "
+                                      f"+-{MAX_GOLD:g} (a pair is s1<TAB>s2, or gold<TAB>s1<TAB>s2)")
                 fields = fields[1:]
             if len(fields) != 2:
-                raise CorpusError(f"{path}: line {n} has {len(fields)} tab-separated fields; a pair is "
+                check(n)
+                raise CorpusError(f"{name}: line {n} has {len(fields)} tab-separated fields; a pair is "
                                   "s1<TAB>s2 (or gold<TAB>s1<TAB>s2)")
             first.append(fields[0])
             second.append(fields[1])
             total += 1
             if len(first) == block:
+                check(n)
                 flush(first, second)
                 first, second = [], []
         if first:
+            check(total)
             flush(first, second)
         if total == 0:
             raise CorpusError(f"{path}: no sentence pairs (one pair a line: s1<TAB>s2 or gold<TAB>s1<TAB>s2)")
