@@ -738,3 +738,20 @@ def test_pairs_refuse_binary_text_absurd_gold_and_name_damage_before_printing(tm
     result = runner.invoke(main, ["similarity", "-m", m, "--pairs", str(tmp_path / "p.tsv.gz")])
     assert_clean_error(result, "damaged or truncated gzip file")
     assert result.stdout == ""
+
+
+def test_train_refuses_a_shard_directory_or_an_index_as_its_corpus(tmp_path, runner):
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "shard-000000.missing.txt").write_text("# lines\n1\n2\n")
+    (shards / "shard-000000.json").write_text("{}")
+    (shards / "manifest.json").write_text("{}")
+    index = tmp_path / "idx"
+    index.mkdir()
+    (index / "index.json").write_text("{}")
+    (index / "vectors.faiss").write_bytes(b"x")
+    (index / "text-000.txt").write_text("the cat sat\n" * 50)
+    for corpus, what in ((shards, "a directory of embedding shards"), (index, "a sentence index")):
+        result = runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m"), "--dim", "8", "-q"])
+        assert_clean_error(result, what, "not text")
+        assert not (tmp_path / "m").exists()

@@ -512,3 +512,35 @@ def test_a_line_of_only_spaces_or_tabs_is_a_blank_line(tmp_path, gap):
     if P.SEGMENTERS.get("nupunkt") and importlib.util.find_spec("nupunkt"):
         prepare([src], out, segmenter="nupunkt")  # one document; the paragraph break ends a sentence
         assert documents_of(out) == [["First one ends here", "second starts here.", "Third."]]
+
+
+@pytest.mark.parametrize("segmenter", ["lines", "nupunkt"])
+def test_a_line_longer_than_a_chunk_is_cut_only_at_whitespace(tmp_path, segmenter):
+    if segmenter == "nupunkt" and not importlib.util.find_spec("nupunkt"):
+        pytest.skip("nupunkt is not installed (pip install 'scbow-numba[prepare]')")
+    words = ["alpha", "beta", "gamma", "delta", "epsilonic"]
+    text = " ".join(words[i % 5] for i in range(60_000))  # one line of ~380K characters, no full stop
+    (tmp_path / "a.txt").write_text(text + "\n")
+    prepare([tmp_path / "a.txt"], tmp_path / "c.txt", segmenter=segmenter)
+    got = [w for doc in documents_of(tmp_path / "c.txt") for s in doc for w in s.split()]
+    assert got == text.split()  # every word whole, in order (the line may be several sentences)
+
+
+def test_json_text_that_is_not_text_becomes_text(tmp_path):
+    (tmp_path / "n.jsonl").write_text('{"text": "The man walked home."}\n{"text": "a\\u0000b \\ud800 c."}\n')
+    prepare([tmp_path / "n.jsonl"], tmp_path / "c.txt", segmenter="lines")
+    data = (tmp_path / "c.txt").read_bytes()
+    assert b"\x00" not in data and "a b \ufffd c.".encode() in data
+
+
+def test_the_tools_own_outputs_are_not_read_as_text(tmp_path, good_model):
+    import shutil
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.txt").write_text("One sentence here.\n")
+    shutil.copytree(good_model, folder / "model")  # a model inside the input folder: skipped
+    prepare([folder], tmp_path / "c.txt", segmenter="lines")
+    assert documents_of(tmp_path / "c.txt") == [["One sentence here."]]
+    with pytest.raises(CorpusError, match="is a model directory, not text"):
+        prepare([folder / "model"], tmp_path / "d.txt", segmenter="lines")

@@ -385,6 +385,14 @@ class _Preparer:
             last = sentences.pop().strip()
             if last:
                 carry = [last + (" " if text[-1:].isspace() else "")]
+        elif not final and sentences and not text[-1:].isspace():
+            # a sentence longer than half a chunk that the text still to come continues: it is
+            # cut at its last whitespace, never inside a word, and the word it ends on carried
+            last = sentences[-1]
+            cut = max(last.rfind(" "), last.rfind("\t"))
+            if cut > 0:
+                sentences[-1] = last[:cut].rstrip()
+                carry = [last[cut + 1:]]
         self.writer.sentences(sentences)
         return carry
 
@@ -426,8 +434,20 @@ def _records(reader: TextFile, field: str, check: _Checker, stats: PrepareStats,
             if len(stats.bad_examples) < BAD_EXAMPLES:
                 stats.bad_examples.append(f"{name}: line {lineno}: {why}")
             continue
-        yield record[field]
+        yield _as_text(record[field])
     check.finish_start()
+
+
+_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
+def _as_text(value: str) -> str:
+    """A JSON string as text a corpus may hold: ``\\u0000`` (which a corpus reader refuses as
+    binary) becomes a space, and a lone surrogate (no character at all) U+FFFD, as invalid
+    UTF-8 becomes when text files are read."""
+    if _NOT_TEXT.search(value) is None:
+        return value
+    return _NOT_TEXT.sub(lambda m: " " if m.group() == "\x00" else "\ufffd", value)
 
 
 def _json_type(value) -> str:
