@@ -5,6 +5,8 @@ the entry points; ``scbow.reference.loss_and_grad`` is the float64 oracle of the
 objective. Importing the package does not import numba.
 """
 
+import os
+
 from .config import TrainConfig
 from .text.tokenize import tokenize
 
@@ -38,6 +40,12 @@ def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache
     from .training.trainer import train as _train
 
     config = config or TrainConfig()
+    if isinstance(config, dict):  # TrainConfig's fields by name
+        config = TrainConfig(**config)
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig (or a dict of its fields), not {type(config).__name__}")
+    if isinstance(corpus, (str, os.PathLike)):  # one file or folder
+        corpus = [corpus]
     preflight(config)  # a GPU for --device cuda, the thread count: before the corpus is read
     if not isinstance(corpus, Corpus):
         corpus = read_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir, use_cache=use_cache,

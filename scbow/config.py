@@ -120,6 +120,14 @@ class TrainConfig:
     device: str = "cpu"
 
     def __post_init__(self) -> None:
+        # numpy scalars (np.int64(32), np.float32(0.1)) are taken as the Python numbers they
+        # hold, as gensim takes them; a bool or anything else is left for validate() to refuse
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+                item = value.item()
+                if isinstance(item, (int, float)) and not isinstance(item, bool):
+                    object.__setattr__(self, f.name, item)
         self.validate()
 
     def validate(self) -> None:

@@ -755,3 +755,42 @@ def test_train_refuses_a_shard_directory_or_an_index_as_its_corpus(tmp_path, run
         result = runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m"), "--dim", "8", "-q"])
         assert_clean_error(result, what, "not text")
         assert not (tmp_path / "m").exists()
+
+
+def test_the_api_takes_one_path_a_dict_and_numpy_numbers_and_bounds_the_hash_scale(tmp_path, healthy):
+    import scbow
+    from scbow.config import TrainConfig
+
+    model_dir, corpus = healthy
+    settings = {"dim": 8, "min_count": 1, "threads": 1}
+    for one in (str(corpus), corpus):  # a single path, as str or Path
+        m = scbow.train(one, settings, quiet=True, use_cache=False)
+        assert m.dim == 8
+    with pytest.raises(TypeError, match="TrainConfig"):
+        scbow.train([corpus], "dim=8", quiet=True)
+    config = TrainConfig(dim=np.int64(16), lr=np.float32(0.05), seed=np.int32(3))
+    assert (config.dim, config.seed) == (16, 3) and isinstance(config.dim, int) and isinstance(config.lr, float)
+    from scbow.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        TrainConfig(dim=np.bool_(True))
+    model = scbow.load(model_dir)
+    for bad in (1e300, 10**400, 1e6 * 2):
+        with pytest.raises(ValueError, match="unknown_scale"):
+            model.embed(["zzqx"], unknown="hash", unknown_scale=bad)
+
+
+def test_info_bounds_what_it_reads(tmp_path, runner, healthy):
+    import json
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(healthy[0], model)
+    meta = json.loads((model / "config.json").read_text())
+    meta["training"] = {"examples": 10**400, "examples_per_second": -5, "first_loss": 1e308, "final_loss": 2.0,
+                        "kernel_seconds": -1, "threads": 2}
+    (model / "config.json").write_text(json.dumps(meta))
+    shown = runner.invoke(main, ["info", str(model)])
+    assert shown.exit_code == 0, shown.output
+    line = next(x for x in shown.stdout.splitlines() if x.startswith("training"))
+    assert "0 examples in ? s on 2 threads" in line and "/s" not in line and "loss" not in line, line

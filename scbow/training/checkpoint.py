@@ -267,11 +267,12 @@ def restore(path: Path, meta: dict, corpus, config: TrainConfig):
               and all(isinstance(x, int) and not isinstance(x, bool)
                       for x in (state.epoch, state.lo, state.done, state.total, state.targets_per_epoch))
               and isinstance(state.kernel_seconds, (int, float)) and math.isfinite(state.kernel_seconds)
-              and state.kernel_seconds >= 0
+              and 0 <= state.kernel_seconds <= 1e10
               and isinstance(state.losses, list)
               # one mean loss per batch done (a batch holds at least one example), each >= 0
               and (len(state.losses) > 0) == (state.done > 0) and len(state.losses) <= state.done
-              and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+              # a mean cross-entropy over a handful of cosines lies far below 1e3
+              and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0 <= x <= 1e3
                       for x in state.losses))
     except (KeyError, TypeError, ValueError):
         ok = False

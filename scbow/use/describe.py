@@ -18,8 +18,10 @@ from ..progress import plural
 _NUMBER = (int, float)
 
 
-def _get(section, key: str, kinds, default=None):
-    """``section[key]`` when ``section`` is a dict and the value is of ``kinds`` (bool is no number), else ``default``."""
+def _get(section, key: str, kinds, default=None, low: float = 0, high: float = 1e15):
+    """``section[key]`` when ``section`` is a dict and the value is of ``kinds`` (bool is no
+    number) and, for a number, finite and within ``[low, high]`` (no count, rate or time the
+    tool records is negative or past 1e15; a value out of range is damage); else ``default``."""
     if not isinstance(section, dict):
         return default
     value = section.get(key, default)
@@ -27,8 +29,9 @@ def _get(section, key: str, kinds, default=None):
         return default
     if not isinstance(value, kinds):
         return default
-    if isinstance(value, float) and not math.isfinite(value):
-        return default
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not (low <= value <= high and math.isfinite(value)):  # compared first: a huge int is no float
+            return default
     return value
 
 
@@ -82,7 +85,7 @@ def describe(model, path) -> list[str]:
         def count(key: str, word: str) -> str:
             return plural(_get(c, key, int, 0), word)
 
-        oov = _get(c, "oov_rate", _NUMBER)
+        oov = _get(c, "oov_rate", _NUMBER, high=1)
         lines.append(f"            {count('raw_tokens', 'token')}, {count('sentences', 'sentence')} "
                      f"in {count('documents', 'document')}; vocabulary: words seen at least "
                      f"{_get(c, 'min_count', int, '?')} times"
@@ -93,7 +96,7 @@ def describe(model, path) -> list[str]:
         lines.append("settings    " + ", ".join(shown))
     t = _section(info, "training")
     if t:
-        first, final = _get(t, "first_loss", _NUMBER), _get(t, "final_loss", _NUMBER)
+        first, final = _get(t, "first_loss", _NUMBER, high=1e3), _get(t, "final_loss", _NUMBER, high=1e3)
         loss = f", loss {first:.4f} -> {final:.4f}" if first is not None and final is not None else ""
         speed = _get(t, "examples_per_second", _NUMBER)
         rate = f" ({speed:,.0f}/s)" if speed is not None else ""
@@ -110,10 +113,10 @@ def describe(model, path) -> list[str]:
     if points:
         first, last = points[0], points[-1]
         dev = _get(_section(curve, "dev"), "name", str, "dev")
-        lines.append(f"scores      {dev} Pearson {_r(_get(_section(first, 'dev'), 'pearson', _NUMBER))} before "
-                     f"training -> {_r(_get(_section(last, 'dev'), 'pearson', _NUMBER))} at the end "
+        lines.append(f"scores      {dev} Pearson {_r(_get(_section(first, 'dev'), 'pearson', _NUMBER, low=-1, high=1))} before "
+                     f"training -> {_r(_get(_section(last, 'dev'), 'pearson', _NUMBER, low=-1, high=1))} at the end "
                      f"({plural(len(points), 'point')}; 'scbow-numba plot' draws the curve)")
-        test = _get(_section(last, "test"), "pearson_mean", _NUMBER)
+        test = _get(_section(last, "test"), "pearson_mean", _NUMBER, low=-1, high=1)
         if test is not None:
             lines.append(f"            test sets: mean Pearson {_r(test)} at the end")
     return lines

@@ -223,8 +223,9 @@ class Model:
         unknown = own_mode if unknown is None else unknown
         unknown_scale = own_scale if unknown_scale is None else unknown_scale
         if (isinstance(unknown_scale, (bool, np.bool_)) or not isinstance(unknown_scale, (int, float, np.number))
-                or not math.isfinite(unknown_scale) or not unknown_scale > 0):
-            raise ValueError(f"unknown_scale must be a finite number above 0, got {unknown_scale!r}")
+                or not 0 < unknown_scale <= 1e6 or not math.isfinite(unknown_scale)):
+            raise ValueError(f"unknown_scale must be a number above 0 and at most 1e6 (as in TrainConfig), "
+                             f"got {unknown_scale!r}")
         if isinstance(sentences, str):
             raise TypeError("embed() takes a list of sentences; wrap a single sentence in a list")
         if unknown not in UNKNOWN_MODES:
