@@ -168,6 +168,8 @@ def cache_entries(root: os.PathLike | None = None, foreign: list | None = None) 
 
     root = Path(root) if root is not None else default_cache_dir()
     out = []
+    if os.path.lexists(root) and not root.is_dir():
+        raise CorpusError(f"{root}: not a directory (a corpus cache is a folder)")
     if not root.is_dir():
         return out
     try:
