@@ -684,3 +684,137 @@ def test_a_run_over_damaged_done_records_redoes_them(client, inputs, model_dir, 
     want, want_missing = single_process(model_dir, inputs, tmp_path)
     shards = open_shards(out)
     assert same_bits(np.asarray(shards), want) and shards.missing_lines() == want_missing
+
+
+# -- look-alike temporaries: the name is no proof, the mark is ---------------------------------
+
+# named as atomic_file names a temporary of the directory's own files, but written by someone else:
+# no mark (files.TEMP_XATTR) says the tool wrote them
+LOOK_ALIKES = [".manifest.json.tmp-mynotes1", ".shard-000001.npy.tmp-abcdefgh", ".shard-000002.json.tmp-12345678",
+               ".shard-000000.missing.txt.tmp-notes_01", ".plan.json.tmp-mydraft1"]
+
+
+def test_a_rerun_removes_only_the_temporaries_that_carry_the_mark(client, inputs, model_dir, tmp_path):
+    out = tmp_path / "shards"
+    embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192)
+    for name in LOOK_ALIKES:
+        (out / name).write_text("data\n")
+    marked = killed_while_writing(out, "manifest.json", "shard-000001.npy")  # a killed run's: marked
+    again = embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192)
+    assert again.skipped == again.shards
+    assert all((out / name).read_text() == "data\n" for name in LOOK_ALIKES)
+    assert not any(p.exists() for p in marked)
+    # a directory holding only the look-alike of a plan's temporary is not taken: it is someone's
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".plan.json.tmp-mydraft1").write_text("data\n")
+    with pytest.raises(ModelError, match="not empty"):
+        embed_on_cluster(model_dir, inputs[:1], other, client=client, block_bytes=8192)
+    assert (other / ".plan.json.tmp-mydraft1").read_text() == "data\n"
+
+
+# -- a bad scheduler: one line, nothing written ---------------------------------------------------
+
+
+@pytest.mark.parametrize("address, fragment", [("not a url", "not a Dask scheduler address"),
+                                               ("", "not a Dask scheduler address"),
+                                               ("foo://host:8786", "not a Dask scheduler address"),
+                                               ("tcp://127.0.0.1:1", "cannot reach the Dask scheduler")])
+def test_a_bad_or_unreachable_scheduler_is_one_line_and_writes_nothing(inputs, model_dir, tmp_path, runner,
+                                                                      monkeypatch, address, fragment):
+    monkeypatch.setattr("scbow.use.cluster.SCHEDULER_TIMEOUT", "0.5s")
+    out = tmp_path / "o13"
+    result = runner.invoke(main, ["embed", "-m", str(model_dir), "--scheduler", address, str(inputs[0]), "-o", str(out)])
+    assert_clean_error(result, fragment)
+    assert not out.exists()
+    out.mkdir()  # an empty directory given: left empty
+    assert_clean_error(runner.invoke(main, ["embed", "-m", str(model_dir), "--scheduler", address, str(inputs[0]),
+                                            "-o", str(out)]), fragment)
+    assert list(out.iterdir()) == []
+
+
+# -- a run that fails before any shard is done takes back what it wrote ---------------------------
+
+
+def partial_then_fails(model_path, block, out_dir, fill, unknown):
+    """Block 0: a shard's array and list written (its record not yet), a killed writer's temporary, a
+    look-alike that is not ours; then a failure no retry mends."""
+    out = Path(out_dir)
+    if block.index == 0:
+        np.save(out / "shard-000000.npy", np.zeros((2, 16), np.float32))
+        (out / "shard-000000.missing.txt").write_text("")
+        killed_while_writing(out, "shard-000000.json")
+        if "look-alike" in out.name:
+            (out / ".shard-000000.json.tmp-mynotes1").write_text("someone's\n")
+    return {"block": block.__dict__, "error": f"{block.file}: damaged", "error_type": "corpus"}
+
+
+def test_a_failed_run_with_no_shard_done_leaves_nothing(client, inputs, model_dir, tmp_path):
+    bad = _damaged("gz-deflate", tmp_path, inputs[1].read_bytes())
+    # the damaged input alone, into a directory (and parents) the run creates: all of it gone again
+    out = tmp_path / "new" / "deeper" / "shards"
+    with pytest.raises(CorpusError, match="damaged or truncated gzip"):
+        embed_on_cluster(model_dir, [bad], out, client=client)
+    assert not (tmp_path / "new").exists()
+    # what a worker wrote before the failure, and a killed writer's temporary, too
+    for out in (tmp_path / "made", tmp_path / "given"):
+        if out.name == "given":
+            out.mkdir()
+        with pytest.raises(CorpusError, match="damaged"):
+            embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=1 << 30, task=partial_then_fails)
+        assert (out.name == "given") == out.exists() and (not out.exists() or list(out.iterdir()) == [])
+    # what the tool cannot prove it wrote stays, and so does the directory holding it
+    out = tmp_path / "look-alike"
+    with pytest.raises(CorpusError, match="damaged"):
+        embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=1 << 30, task=partial_then_fails)
+    assert sorted(p.name for p in out.iterdir()) == [".shard-000000.json.tmp-mynotes1"]
+
+
+def fails_after_block_0(model_path, block, out_dir, fill, unknown):
+    """Block 2 fails, once block 0's shard is done (on the other worker)."""
+    if block.index != 2:
+        return embed_block(model_path, block, out_dir, fill, unknown)
+    deadline = time.monotonic() + 60
+    while not (Path(out_dir) / "shard-000000.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return {"block": block.__dict__, "error": f"{block.file}: damaged", "error_type": "corpus"}
+
+
+def test_a_failed_run_keeps_the_shards_done_and_an_earlier_runs_plan(client, inputs, model_dir, tmp_path):
+    out = tmp_path / "shards"
+    with pytest.raises(CorpusError, match="damaged"):
+        embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192, task=fails_after_block_0)
+    assert (out / "plan.json").is_file() and (out / "shard-000000.json").is_file()  # resumed by the next run
+    (out / "shard-000000.json").unlink()
+    with pytest.raises(CorpusError, match="damaged"):  # no shard done now, but the plan is an earlier run's
+        embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192, task=partial_then_fails)
+    assert (out / "plan.json").is_file()
+    stats = embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192)
+    want, _ = single_process(model_dir, inputs[:1], tmp_path)
+    assert stats.shards > 1 and same_bits(np.asarray(open_shards(out)), want)
+
+
+# -- a FIFO in place of a shard's file: redone, never opened ---------------------------------------
+
+
+def test_a_fifo_in_place_of_a_shards_file_is_redone(client, inputs, model_dir, tmp_path):
+    out = tmp_path / "shards"
+    first = embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192)
+    for name in ("shard-000000.npy", "shard-000001.json", "shard-000002.missing.txt"):
+        (out / name).unlink()
+        os.mkfifo(out / name)
+    again = embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192)
+    assert again.skipped == first.shards - 3
+    want, _ = single_process(model_dir, inputs[:1], tmp_path)
+    assert same_bits(np.asarray(open_shards(out)), want)
+
+
+def test_a_running_scheduler_by_its_address(client, inputs, model_dir, tmp_path):
+    """--scheduler ADDRESS: a client of its own (closed at the end), not made the process's default."""
+    from dask.distributed import default_client
+
+    stats = embed_on_cluster(model_dir, inputs[:1], tmp_path / "shards", scheduler=client.scheduler.address,
+                             block_bytes=8192)
+    want, _ = single_process(model_dir, inputs[:1], tmp_path)
+    assert stats.workers == 2 and same_bits(np.asarray(open_shards(tmp_path / "shards")), want)
+    assert default_client() is client

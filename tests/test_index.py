@@ -205,8 +205,10 @@ def _write_shards(directory, parts):
         (directory / f"shard-{i:06d}.missing.txt").write_text("".join(f"{m}\n" for m in missing))
         start = first.get(str(file), 1)
         first[str(file)] = start + len(rows)
+        lines = Path(file).read_bytes().splitlines(keepends=True)  # the byte range of its lines, in its plain text
+        span = [len(b"".join(lines[: start - 1])), len(b"".join(lines[: start - 1 + len(rows)]))]
         shards.append({"shard": f"shard-{i:06d}.npy", "missing_file": f"shard-{i:06d}.missing.txt",
-                       "file": str(file), "bytes": [0, -1], "first_line": start, "rows": len(rows),
+                       "file": str(file), "bytes": span, "first_line": start, "rows": len(rows),
                        "missing": int(len(missing))})
     files = {str(f): {"bytes": os.stat(f).st_size, "mtime_ns": os.stat(f).st_mtime_ns} for f, _ in parts}
     manifest = {"manifest_version": MANIFEST_VERSION, "model": None, "dim": int(parts[0][1].shape[1]),

@@ -107,7 +107,18 @@ SHARD_DAMAGE = {
     "missing": (lambda d: (d / "shard-000001.npy").unlink(), "missing"),
     "a-directory": (lambda d: ((d / "shard-000001.npy").unlink(), (d / "shard-000001.npy").mkdir()),
                     "is a directory"),
+    # a FIFO would block the open for ever: refused before it is opened, itself or behind a link
+    "fifo": (lambda d: _fifo(d / "shard-000001.npy"), "not a regular file"),
+    "symlink-to-fifo": (lambda d: _fifo(d / "shard-000001.npy", d / "pipe"), "not a regular file"),
 }
+
+
+def _fifo(path: Path, behind: Path | None = None) -> None:
+    """``path`` replaced by a FIFO (or by a symlink to one at ``behind``)."""
+    path.unlink()
+    os.mkfifo(behind or path)
+    if behind is not None:
+        path.symlink_to(behind)
 
 
 @pytest.mark.parametrize("kind", SHARD_DAMAGE)
@@ -130,6 +141,28 @@ def test_a_missing_or_damaged_list_of_missing_lines_is_named(copy):
         scbow.open_shards(copy).missing_lines()
     (copy / "shard-000002.missing.txt").unlink()
     with pytest.raises(ModelError, match="shard-000002.missing.txt: missing"):
+        scbow.open_shards(copy)
+    for behind in (None, copy / "pipe"):
+        (copy / "shard-000002.missing.txt").touch()
+        _fifo(copy / "shard-000002.missing.txt", behind)
+        with pytest.raises(ModelError, match="shard-000002.missing.txt: not a regular file"):
+            scbow.open_shards(copy)
+        (copy / "shard-000002.missing.txt").unlink()
+
+
+def test_the_missing_count_must_be_the_lines_listed(copy):
+    """A shard's "missing" is the number of lines its list names: both ways checked on open."""
+    _edit(**{"shards.1.missing": 0})(copy)
+    (copy / "shard-000001.missing.txt").write_text("# lines with nothing to average\n2\n")
+    with pytest.raises(ModelError) as err:
+        scbow.open_shards(copy)
+    assert str(err.value) == (f"{copy / 'shard-000001.missing.txt'}: damaged list of missing lines (it lists 1 "
+                              "lines, the manifest says 0)")
+    _edit(**{"shards.1.missing": 2})(copy)
+    with pytest.raises(ModelError, match="it lists 1 lines, the manifest says 2"):
+        scbow.open_shards(copy)
+    (copy / "shard-000001.missing.txt").write_text("2\n1\n")  # out of order: damaged
+    with pytest.raises(ModelError, match="shard-000001.missing.txt: damaged list"):
         scbow.open_shards(copy)
 
 
@@ -165,6 +198,16 @@ def _swap_texts(d: Path) -> None:
 
 def _first_file(d: Path) -> str:
     return json.loads((d / "manifest.json").read_text())["shards"][0]["file"]
+
+
+def _last_of_first_file(d: Path) -> int:
+    """The number (0-based) of the last shard of the first text, the plain one of several shards."""
+    shards = json.loads((d / "manifest.json").read_text())["shards"]
+    return max(i for i, s in enumerate(shards) if s["file"] == shards[0]["file"])
+
+
+def _edit_last(change):
+    return lambda d: _edit(**{f"shards.{_last_of_first_file(d)}.bytes": change})(d)
 
 
 MANIFEST_DAMAGE = {
@@ -223,6 +266,24 @@ MANIFEST_DAMAGE = {
     "not-utf8": (lambda d: (d / "manifest.json").write_bytes(b'{"dim": "\xff"}'), "manifest.json", "UTF-8"),
     "nested": (lambda d: (d / "manifest.json").write_text("[" * 100000 + "]" * 100000), "manifest.json", "nested"),
     "gone": (lambda d: (d / "manifest.json").unlink(), "manifest.json", "missing"),
+    "manifest-fifo": (lambda d: _fifo(d / "manifest.json"), "manifest.json", "not a regular file"),
+    "manifest-symlink-to-fifo": (lambda d: _fifo(d / "manifest.json", d / "pipe"), "manifest.json",
+                                 "not a regular file"),
+    # the byte ranges of a text's shards follow each other from its start to its end
+    "bytes-not-from-0": (_edit(**{"shards.0.bytes": lambda b: [1, b[1]]}), "manifest.json",
+                         "not a range that starts at the start of its text (0)"),
+    "bytes-gap": (_edit(**{"shards.1.bytes": lambda b: [b[0] + 1, b[1]]}), "manifest.json",
+                  "starts at the end of the shard of its text before it"),
+    "bytes-overlap": (_edit(**{"shards.1.bytes": lambda b: [b[0] - 1, b[1]]}), "manifest.json", 'shard 2 of'),
+    "bytes-short-of-the-end": (_edit_last(lambda b: [b[0], b[1] - 1]), "manifest.json", "must end at its end"),
+    "bytes-compressed-in-a-plain-text": (_edit(**{"shards.1.bytes": [0, -1]}), "manifest.json", "shard 2 of"),
+    "bytes-after-compressed": (_edit(shards=lambda s: s + [{**s[-1], "shard": "x.npy", "missing_file": "x.txt",
+                                                            "first_line": s[-1]["first_line"] + s[-1]["rows"],
+                                                            "bytes": [0, 5]}]),
+                               "manifest.json", "its text is compressed"),
+    # the model is recorded with its digest, or a model retrained since could not be told
+    "model-digest-gone": (_edit(model_digest=...), "manifest.json", '"model_digest"'),
+    "settings-gone": (_edit(settings=...), "manifest.json", '"settings"'),
 }
 
 
@@ -238,7 +299,8 @@ def test_a_damaged_manifest_is_named(copy, kind):
 
 
 @pytest.mark.parametrize("kind", ["truncated", "narrow", "float64", "dim-disagrees", "shard-rows-gone",
-                                  "files-string", "missing", "files-gone", "first-line-huge"])
+                                  "files-string", "missing", "files-gone", "first-line-huge", "fifo",
+                                  "symlink-to-fifo", "bytes-gap"])
 def test_index_over_a_damaged_directory_ends_in_one_line(copy, tmp_path, runner, kind):
     pytest.importorskip("faiss")
     damage, *rest = {**SHARD_DAMAGE, **MANIFEST_DAMAGE}[kind]
@@ -291,3 +353,26 @@ def test_shards_of_a_changed_text_are_refused(healthy, client, tmp_path, runner)
     packed.unlink()
     assert_clean_error(runner.invoke(main, index), "no such file")
     assert len(scbow.open_shards(out)) == rows  # reading the rows back needs no text: a gone one is not checked
+
+
+# -- shards of a model that has changed since ------------------------------------------------------
+
+
+def test_shards_of_a_model_retrained_since_are_refused(healthy, client, tmp_path, runner):
+    """What the red team saw: embed -m mX; train ... -o mX; index: the index recorded the new mX."""
+    pytest.importorskip("faiss")
+    model, corpus = healthy
+    mx = tmp_path / "mX"
+    shutil.copytree(model, mx)
+    out = _embed(client, mx, _texts(tmp_path / "texts", corpus), tmp_path / "shX")
+    scbow.open_shards(out).check_model()  # as embedded
+    scbow.load(mx).save(mx)  # retrained in place: a new model directory at the same path
+    with pytest.raises(ModelError) as err:
+        scbow.open_shards(out).check_model()
+    assert str(err.value) == f"{mx.resolve()}: changed since these shards ({out}) were embedded; embed again"
+    for model_args in ([], ["-m", str(mx)]):
+        result = runner.invoke(main, ["index", str(out), "-o", str(tmp_path / "ixX"), "-q", "--threads", "1",
+                                      *model_args])
+        assert_clean_error(result, f"{mx.resolve()}: changed since these shards")
+        assert not (tmp_path / "ixX").exists()
+    assert len(scbow.open_shards(out))  # the rows themselves are still read back

@@ -28,17 +28,30 @@ PBS through dask-jobqueue, Kubernetes, a cloud) runs :func:`embed_on_cluster`:
    their file, byte range and line range (1-based, in that file), and records each
    file's size and modification time.
 
+Everything that can be checked is checked before the plan is written: the inputs (step
+1), the model, DIR, and the scheduler (a bad address or one that cannot be reached is one
+line). A run that fails before any of its shards is done takes back what it wrote: its
+plan (when there was none before), the parts of its shards, its temporaries, and DIR if
+the run created it and it is then empty; a run with a shard done keeps everything, to
+be resumed.
+
 Running the same command again skips the shards already done (resume after a lost worker
 or a cancelled job; a done-record is read against every field, and anything wrong in it
 means the shard is redone; so is a shard of an input that has changed since) and removes
 the temporaries a killed run left in DIR (only files named as :func:`scbow.files.atomic_file`
-names the temporaries of DIR's own files). A
+names the temporaries of DIR's own files and carrying the mark it gives them,
+:data:`scbow.files.TEMP_XATTR`: a file of such a name without it is left alone). A
 directory holding shards of other inputs or another model, or anything else, is refused,
 and so is a DIR that is a model directory or inside one. :func:`open_shards` reads the
 shards back, in manifest order, as one memory-mapped array-like, after checking the
-manifest and every shard (a damaged one is a ModelError naming it) and that the texts
-are as they were embedded (``check_sources=False`` skips that); they equal
-single-process ``embed`` output of the concatenated inputs row for row, bit for bit.
+manifest and every shard (a damaged one is a ModelError naming it; every file is checked
+to be a regular file before it is opened; the byte ranges of a text's shards must follow
+each other from its start to its end, and each shard's missing count must be the lines its
+list names) and that the texts are as they were embedded (``check_sources=False`` skips
+that); they equal single-process ``embed`` output of the concatenated inputs row for row,
+bit for bit. The manifest records the model's ``model_digest`` (its files' sizes and
+modification times): :meth:`Shards.check_model` refuses shards whose model has changed
+since (retrained in place), as ``index`` does before recording it.
 
 Dask is an optional extra: ``pip install 'scbow-numba[dask]'``. Nothing here imports it
 until a cluster is asked for.
@@ -47,6 +60,7 @@ until a cluster is asked for.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import logging
@@ -61,7 +75,16 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CorpusError, ModelError
-from ..files import atomic_file, holds_model, read_json, refuse_inside_model, short_message, stale_temporaries
+from ..files import (
+    _marked_file,
+    _remove_temporary,
+    atomic_file,
+    holds_model,
+    read_json,
+    refuse_inside_model,
+    short_message,
+    stale_temporaries,
+)
 from ..text.reader import compression
 
 MANIFEST = "manifest.json"
@@ -69,6 +92,7 @@ PLAN = "plan.json"
 MANIFEST_VERSION = 1
 BLOCK_BYTES = 64 << 20  # bytes of plain text per block: about 400K lines, a few seconds of work
 INSTALL_HINT = "pip install 'scbow-numba[dask]'"
+SCHEDULER_TIMEOUT = "20s"  # how long --scheduler ADDRESS is tried before the run is given up
 # the temporaries files.atomic_file leaves beside a shard directory's own files when the
 # process writing one is killed: ".NAME.tmp-" and tempfile's 8 random characters
 _TEMPORARY = re.compile(r"\.(shard-\d{6}\.(?:npy|missing\.txt|json)|plan\.json|manifest\.json)"
@@ -177,6 +201,30 @@ def changed_message(name: str, why: str) -> str:
     return f"{name}: changed while it was being embedded ({why}); run embed again"
 
 
+def _model_files(model_path: Path) -> dict:
+    """``{name: [size, mtime_ns]}`` of the model's files (a directory's, or the one file's); ModelError if unreadable."""
+    model_path = Path(model_path)
+    try:
+        paths = sorted(model_path.iterdir()) if model_path.is_dir() else [model_path]
+        return {p.name: [(st := p.stat()).st_size, st.st_mtime_ns] for p in paths}
+    except FileNotFoundError:
+        raise ModelError(f"{model_path}: no such model") from None
+    except OSError as exc:
+        raise ModelError(f"{model_path}: cannot read the model: {exc.strerror or exc}") from None
+
+
+def model_digest(model_path, settings: dict) -> str:
+    """The manifest's ``model_digest``: the model's files (names, sizes, modification times) and the settings.
+
+    A model retrained in place since has other times: its digest differs (:meth:`Shards.check_model`).
+    """
+    return _digest([_model_files(Path(model_path)), settings])
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
 def _identity(model_path: Path, blocks: list[Block], settings: dict) -> dict:
     """What makes two runs the same job: the model's files, the inputs (paths and sizes), the settings.
 
@@ -185,14 +233,9 @@ def _identity(model_path: Path, blocks: list[Block], settings: dict) -> dict:
     shards of the changed inputs are redone, see :func:`_check_output`).
     """
     files = _planned_files(blocks)
-    model_stat = {}
-    for p in sorted(Path(model_path).iterdir()) if Path(model_path).is_dir() else [Path(model_path)]:
-        st = p.stat()
-        model_stat[p.name] = [st.st_size, st.st_mtime_ns]
-    digest = hashlib.sha256(json.dumps([model_stat, files, settings], sort_keys=True).encode()).hexdigest()
-    model_digest = hashlib.sha256(json.dumps([model_stat, settings], sort_keys=True).encode()).hexdigest()
-    return {"model": str(Path(model_path).resolve()), "files": files, "settings": settings, "digest": digest,
-            "model_digest": model_digest}
+    model_stat = _model_files(Path(model_path))
+    return {"model": str(Path(model_path).resolve()), "files": files, "settings": settings,
+            "digest": _digest([model_stat, files, settings]), "model_digest": _digest([model_stat, settings])}
 
 
 # -- on a worker -----------------------------------------------------------------------
@@ -215,6 +258,16 @@ def check_shard(path: Path, rows: int | None = None, dim: int | None = None) -> 
     A 2-D float32 ``.npy`` array whose file holds exactly its header and its rows;
     ``rows`` and ``dim``, when given, must be its shape. Only the header is read.
     """
+    try:
+        st = os.stat(path)  # before it is opened: a FIFO in its place would block the open
+    except FileNotFoundError:
+        raise ModelError(f"{path}: missing (a shard of the directory; run the same embed again to redo it)") from None
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ModelError(f"{path}: is a directory, expected a shard (.npy)")
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelError(f"{path}: not a regular file (a shard is a .npy file)")
     try:
         with open(path, "rb") as fh:
             version = np.lib.format.read_magic(fh)
@@ -363,14 +416,30 @@ def client_for(workers: int | None = None, scheduler: str | None = None):
         from dask.distributed import Client, LocalCluster
     except ImportError:
         raise ModelError(f"--workers and --scheduler need Dask; install it with: {INSTALL_HINT}") from None
-    if scheduler:
+    if scheduler is not None:
+        if not scheduler.strip():  # dask would take it for "no address": a local cluster, or the current client
+            raise ModelError("--scheduler '': not a Dask scheduler address (empty); give one such as tcp://HOST:8786")
         try:
-            return Client(scheduler, timeout="20s")
-        except (OSError, TimeoutError) as exc:
-            raise ModelError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+            return Client(scheduler, timeout=SCHEDULER_TIMEOUT, set_as_default=False)
+        except Exception as exc:
+            error = _scheduler_error(scheduler, exc)
+            while exc is not None:  # the tracebacks hold the client that failed to start
+                exc.__traceback__, exc = None, exc.__context__
+        gc.collect()  # so it closes now, while its event loop runs, not at exit (a 40 s wait and a traceback)
+        raise error
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                            silence_logs=logging.CRITICAL)
     return Client(cluster)
+
+
+def _scheduler_error(scheduler: str, exc: Exception) -> ModelError:
+    """The one line for a scheduler a client could not be started for."""
+    if isinstance(exc, ValueError):  # "missing port number in address", "unknown address scheme"
+        return ModelError(f"--scheduler {scheduler!r}: not a Dask scheduler address ({short_message(exc, 100)}); "
+                          "give one such as tcp://HOST:8786")
+    if isinstance(exc, (OSError, TimeoutError)):
+        return ModelError(f"cannot reach the Dask scheduler at {scheduler}: {short_message(exc, 160)}")
+    return ModelError(f"cannot use the Dask scheduler at {scheduler}: {type(exc).__name__}: {short_message(exc, 120)}")
 
 
 @contextlib.contextmanager
@@ -398,17 +467,25 @@ def refuse_model_output(out_dir: Path) -> None:
 def _leftovers(out_dir: Path, pattern: re.Pattern = _TEMPORARY) -> list[Path]:
     """The temporaries a killed writer of this directory's own files left in it: regular files
     named as :func:`scbow.files.atomic_file` names the temporaries of those files, that no live
-    process holds (:func:`scbow.files.stale_temporaries`). Nothing else is ever listed."""
+    process holds (:func:`scbow.files.stale_temporaries`) and that carry the mark
+    ``atomic_file`` gives every temporary it creates (:data:`scbow.files.TEMP_XATTR`): the
+    name alone proves nothing (``.manifest.json.tmp-mynotes1`` may be anyone's). Nothing
+    else is ever listed."""
     names = {m.group(1) for p in out_dir.iterdir() if (m := pattern.fullmatch(p.name))}
     found = []
     for name in sorted(names):
         for p in stale_temporaries(out_dir / name, tags=("tmp",)):
-            try:
-                if stat.S_ISREG(p.lstat().st_mode):
-                    found.append(p)
-            except OSError:
-                pass
+            if _regular(p) and _marked_file(p):
+                found.append(p)
     return found
+
+
+def _remove_leftovers(paths) -> None:
+    """Remove temporaries listed by :func:`_leftovers`, each by the files module's rule
+    (:func:`scbow.files._remove_temporary`: only one that carries our mark)."""
+    for p in paths:
+        with contextlib.suppress(OSError):
+            _remove_temporary(p)
 
 
 def _check_output(out_dir: Path, identity: dict, blocks: list[Block]) -> None:
@@ -434,14 +511,14 @@ def _check_output(out_dir: Path, identity: dict, blocks: list[Block]) -> None:
         if len(plan_temps) != len(entries):
             raise ModelError(f"{out_dir}: directory is not empty and holds no shards of scbow-numba; refusing to "
                              "write into it")
-        _remove(plan_temps)
+        _remove_leftovers(plan_temps)
         return
     plan = read_json(plan_file)
     if not isinstance(plan, dict) or (plan.get("digest") != identity["digest"]
                                       and not _same_job_new_texts(plan, identity)):
         raise ModelError(f"{out_dir}: holds the shards of another job (other inputs, model or settings); give "
                          "another -o, or delete it to start over")
-    _remove(_leftovers(out_dir))
+    _remove_leftovers(_leftovers(out_dir))
     if plan.get("digest") != identity["digest"]:
         # the same job, but an input has changed since the earlier run (while it ran, or after
         # it): the shards of the changed inputs are not of this plan's blocks (their records
@@ -473,6 +550,43 @@ def _remove(paths) -> None:
     for p in paths:
         with contextlib.suppress(FileNotFoundError):
             p.unlink()
+
+
+def _missing_dirs(out: Path) -> list[Path]:
+    """``out`` and those of its parents that do not exist yet (what ``mkdir(parents=True)``
+    will create), deepest first."""
+    missing = []
+    for d in (out, *out.absolute().parents):
+        if os.path.lexists(d):
+            break
+        missing.append(d)
+    return missing
+
+
+def _undo(out: Path, blocks: list[Block], fresh: bool, created: list[Path]) -> None:
+    """After a run that failed before any of its shards was done: remove what it wrote.
+
+    Only when no block's done-record (``shard-NNNNNN.json``) is in ``out``: then, when the
+    run found no plan there (``fresh``: the directory was new, or empty), the plan it wrote
+    and the parts of its blocks' shards (``.npy``, ``.missing.txt``) that a worker finished
+    before the failure; in any case the stale temporaries of ours (:func:`_leftovers`); and
+    the directories the run created, if they are then empty. A shard done is kept, and so is
+    everything with it: running the same command again resumes from it.
+    """
+    try:
+        if not out.is_dir() or any(_regular(out / f"{b.name}.json") for b in blocks):
+            return
+        if fresh:
+            names = [PLAN, *(f"{b.name}{ext}" for b in blocks for ext in (".npy", ".missing.txt"))]
+            _remove([out / name for name in names if _regular(out / name)])
+        _remove_leftovers(_leftovers(out))
+    except OSError:
+        return
+    for d in created:  # deepest first; one that is not empty (anything not ours in it) stays, and so do its parents
+        try:
+            d.rmdir()
+        except OSError:
+            return
 
 
 def _as_given(inputs, message: str, file: Block | str) -> str:
@@ -507,24 +621,35 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     settings = {"fill": None if math.isnan(fill) else fill, "unknown": unknown, "block_bytes": block_bytes}
     identity = _identity(Path(model_path), blocks, settings)
     _check_output(out, identity, blocks)
-    out.mkdir(parents=True, exist_ok=True)
-    with atomic_file(out / PLAN) as tmp:
-        Path(tmp).write_text(json.dumps({**identity, "blocks": [asdict(b) for b in blocks]}, indent=1) + "\n",
-                             encoding="utf-8")
+    # everything that can be checked is, before anything is written: the inputs and the
+    # model (above), and the scheduler (reached here); a run that fails later with no
+    # shard done takes back what it wrote (_undo)
+    created = _missing_dirs(out)
+    fresh = not os.path.lexists(out / PLAN)  # no earlier run's plan: the run's own directory
     t0 = time.perf_counter()
     own = client is None
+    finished = False
     with _quiet_dask():
         if own:
             client = client_for(workers, scheduler)
         try:
-            records, stats = _run(client, task, model_path, blocks, out, identity, fill, unknown, retries, progress,
-                                  inputs)
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+                with atomic_file(out / PLAN) as tmp:
+                    Path(tmp).write_text(json.dumps({**identity, "blocks": [asdict(b) for b in blocks]}, indent=1)
+                                         + "\n", encoding="utf-8")
+                records, stats = _run(client, task, model_path, blocks, out, identity, fill, unknown, retries,
+                                      progress, inputs)
+                finished = True
+            finally:
+                if own:
+                    cluster = getattr(client, "cluster", None)
+                    client.close()
+                    if cluster is not None:
+                        cluster.close()
         finally:
-            if own:
-                cluster = getattr(client, "cluster", None)
-                client.close()
-                if cluster is not None:
-                    cluster.close()
+            if not finished:  # after the cluster is closed: its workers write nothing more
+                _undo(out, blocks, fresh, created)
     for name, recorded in identity["files"].items():  # the shards are its lines only if it is as planned
         why = changed_file(name, recorded)
         if why is not None:
@@ -572,8 +697,10 @@ def _run(client, task, model_path, blocks, out, identity, fill, unknown, retries
 
     stats = ClusterStats(shards=len(blocks), output=str(out), workers=len(client.scheduler_info()["workers"]))
     model_arg = str(Path(model_path).resolve())
+    # a key of this run's own: a client kept across runs must not hand an earlier run's result back
+    run = os.urandom(4).hex()
     futures = [client.submit(task, model_arg, b, str(out.resolve()), fill, unknown, retries=retries,
-                             pure=False, key=f"scbow-embed-{identity['digest'][:12]}-{b.name}") for b in blocks]
+                             pure=False, key=f"scbow-embed-{identity['digest'][:12]}-{run}-{b.name}") for b in blocks]
     block_of = {f.key: b for f, b in zip(futures, blocks)}
     records: dict[int, dict] = {}
     done = 0
@@ -601,7 +728,7 @@ def _run(client, task, model_path, blocks, out, identity, fill, unknown, retries
 
 def _dim(out: Path, shards: list[dict]) -> int | None:
     """Columns of the shards (read from the first one's header); None without shards."""
-    return int(np.load(out / shards[0]["shard"], mmap_mode="r").shape[1]) if shards else None
+    return check_shard(out / shards[0]["shard"])[1] if shards else None
 
 
 # -- reading shards back ---------------------------------------------------------------
@@ -620,6 +747,7 @@ def _plain_name(value) -> bool:
 def read_manifest(directory: Path) -> dict:
     """``directory/manifest.json``, every field read against the shape embed writes; else ModelError."""
     path = Path(directory) / MANIFEST
+    _refuse_irregular(path)
     manifest = read_json(path, what="damaged or unfinished shard directory")
     if not isinstance(manifest, dict) or not _is_int(manifest.get("manifest_version")) \
             or manifest["manifest_version"] != MANIFEST_VERSION:
@@ -638,6 +766,11 @@ def read_manifest(directory: Path) -> dict:
         raise damaged(f'"rows" is {manifest.get("rows")!r}, not a count')
     if manifest.get("model") is not None and not isinstance(manifest["model"], str):
         raise damaged('"model" is not a path')
+    if manifest.get("model") is not None and not (
+            isinstance(manifest.get("model_digest"), str) and isinstance(manifest.get("settings"), dict)):
+        # without them a model retrained in place since could not be told (Shards.check_model)
+        raise damaged('"model_digest" or "settings" is missing: the model the shards were embedded with cannot be '
+                      "checked")
     files = manifest.get("files")  # required: without it, a text changed since could not be told
     if not isinstance(files, dict) or not all(
             isinstance(name, str) and isinstance(f, dict) and _is_int(f.get("bytes")) and _is_int(f.get("mtime_ns"), None)
@@ -645,6 +778,7 @@ def read_manifest(directory: Path) -> dict:
         raise damaged('"files" is missing or not a record of {path: {"bytes", "mtime_ns"}}')
     names = set()
     lines_before: dict[str, int] = {}  # file -> the rows of its shards listed so far
+    bytes_before: dict[str, tuple[int, int]] = {}  # file -> (where its shards listed so far end, the last one's number)
     for i, s in enumerate(shards):
         where = f"shard {i + 1} of {len(shards)}"
         if not isinstance(s, dict):
@@ -674,6 +808,18 @@ def read_manifest(directory: Path) -> dict:
             raise damaged(f'{where}: "first_line" is {s.get("first_line")!r}, not a line number that follows the '
                           f"{before:,} lines of the shards of its text before it")
         lines_before[s["file"]] = before + s["rows"]
+        # and in byte order: the first at 0, each next where the one before ends; a
+        # compressed text ([0, -1]: all of it) is one shard
+        end = bytes_before.get(s["file"], (0, i))[0]
+        if span[0] != end or (span == [0, -1] and s["file"] in bytes_before):
+            what = "the start of its text" if s["file"] not in bytes_before else \
+                "the end of the shard of its text before it" if end >= 0 else "nothing (its text is compressed: one shard)"
+            raise damaged(f'{where}: "bytes" is {span!r}, not a range that starts at {what} ({end:,})')
+        bytes_before[s["file"]] = (span[1], i)
+    for name, (end, i) in bytes_before.items():
+        if end not in (-1, files[name]["bytes"]):
+            raise damaged(f'shard {i + 1} of {len(shards)}: "bytes" ends at {end:,}, the last shard of {name} must end '
+                          f'at its end ({files[name]["bytes"]:,} bytes)')
     unused = [name for name in files if name not in lines_before]
     if unused:
         raise damaged(f'"files" names {unused[0]}, of which it lists no shard')
@@ -681,6 +827,44 @@ def read_manifest(directory: Path) -> dict:
     if total != manifest["rows"]:
         raise damaged(f'"rows" is {manifest["rows"]:,}, its shards hold {total:,}')
     return manifest
+
+
+def _refuse_irregular(path: Path) -> None:
+    """ModelError("PATH: not a regular file") when ``path`` is there but is not a regular file
+    once symlinks are followed (a FIFO in its place would block the open). One that is not
+    there is left to the open that follows to name."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelError(f"{path}: not a regular file")
+
+
+def _read_missing(path: Path, rows: int) -> list[int]:
+    """The lines (1..rows, increasing) a shard's list of missing lines names; else ModelError naming it."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ModelError(f"{path}: missing (the list of lines with nothing to average of a shard)") from None
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelError(f"{path}: not a regular file (a shard's list of missing lines)")
+    lines: list[int] = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip() and not line.startswith("#"):
+                    n = int(line)
+                    if not (lines[-1] if lines else 0) < n <= rows:
+                        raise ValueError(f"line {n} of a shard of {rows} rows, after line {lines[-1] if lines else 0}")
+                    lines.append(n)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:  # int() of a damaged line, UnicodeDecodeError
+        raise ModelError(f"{path}: damaged list of missing lines ({short_message(exc, 100)})") from None
+    return lines
 
 
 class Shards:
@@ -706,9 +890,10 @@ class Shards:
         for s in manifest["shards"]:
             shard = self.directory / s["shard"]
             check_shard(shard, s["rows"], dim)
-            if not (self.directory / s["missing_file"]).is_file():
-                raise ModelError(f"{self.directory / s['missing_file']}: missing (the list of lines with nothing "
-                                 "to average of a shard)")
+            listed = len(_read_missing(self.directory / s["missing_file"], s["rows"]))
+            if listed != s["missing"]:
+                raise ModelError(f"{self.directory / s['missing_file']}: damaged list of missing lines (it lists "
+                                 f"{listed:,} lines, the manifest says {s['missing']:,})")
             try:
                 self.parts.append(np.load(shard, mmap_mode="r", allow_pickle=False))
             except (ValueError, OSError) as exc:
@@ -716,6 +901,22 @@ class Shards:
         self.offsets = np.concatenate([[0], np.cumsum([p.shape[0] for p in self.parts])]).astype(np.int64)
         self.shape = (int(self.offsets[-1]), int(dim))
         self.dtype = np.dtype(np.float32)
+
+    def check_model(self) -> None:
+        """ModelError if the model the shards were embedded with has changed since (retrained
+        in place, say: its files' sizes or modification times are not those of the manifest's
+        ``model_digest``): the rows are not that model's embeddings any more, and an index
+        recording it would answer queries wrong. A model that is gone, or none recorded, is
+        skipped (the caller says what it needs it for)."""
+        model = self.manifest.get("model")
+        if model is None or not os.path.lexists(model):
+            return
+        try:
+            now = model_digest(model, self.manifest["settings"])
+        except (ModelError, TypeError, ValueError):
+            now = None
+        if now != self.manifest["model_digest"]:
+            raise ModelError(f"{model}: changed since these shards ({self.directory}) were embedded; embed again")
 
     def check_sources(self) -> None:
         """ModelError if a text the shards were embedded from has changed since (its size or
@@ -728,7 +929,7 @@ class Shards:
                 continue
             except OSError as exc:
                 raise CorpusError(f"{name}: cannot read: {exc.strerror or exc}") from None
-            if st.st_size != recorded["bytes"] or st.st_mtime_ns != recorded["mtime_ns"]:
+            if not stat.S_ISREG(st.st_mode) or st.st_size != recorded["bytes"] or st.st_mtime_ns != recorded["mtime_ns"]:
                 raise ModelError(f"{name}: changed since it was embedded into {self.directory} (size or modification "
                                  "time differs from the manifest's); run embed again")
 
@@ -784,19 +985,8 @@ class Shards:
         """``(input file, 1-based line)`` of every line with nothing to average, in order."""
         out = []
         for s in self.manifest["shards"]:
-            path = self.directory / s["missing_file"]
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    for line in fh:
-                        if line.strip() and not line.startswith("#"):
-                            n = int(line)
-                            if not 1 <= n <= s["rows"]:
-                                raise ValueError(f"line {n} of a shard of {s['rows']} rows")
-                            out.append((s["file"], s["first_line"] - 1 + n))
-            except OSError as exc:
-                raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
-            except ValueError as exc:  # int() of a damaged line, UnicodeDecodeError
-                raise ModelError(f"{path}: damaged list of missing lines ({short_message(exc, 100)})") from None
+            lines = _read_missing(self.directory / s["missing_file"], s["rows"])
+            out.extend((s["file"], s["first_line"] - 1 + n) for n in lines)
         return out
 
     def __repr__(self) -> str:

@@ -450,6 +450,8 @@ def _model_to_record(source: _Source, model, dim: int, default_model: bool, note
     shards_model = source.rows.manifest.get("model") if source.kind == "shards" else None
     if shards_model is not None and not isinstance(shards_model, str):
         raise ModelError(f"{source.path / 'manifest.json'}: damaged shard directory (its model is not a path)")
+    if source.kind == "shards":
+        source.rows.check_model()  # retrained in place since the shards were embedded: not their model any more
     if model is not None:
         fingerprint = _check_model(model, dim, "-m")
         if shards_model is not None and Path(shards_model).exists() and model_fingerprint(shards_model) != fingerprint:
