@@ -154,22 +154,27 @@ def open_bytes(path: os.PathLike, name: str | None = None) -> _Checked:
 _SUFFIX_KIND = ((".gz", "gzip"), (".bz2", "bzip2"), (".xz", "xz"))
 
 
-def check_regular(path: os.PathLike, name: str | None = None) -> None:
-    """CorpusError unless ``path`` is a regular file (after links): not missing, not a directory,
-    not a FIFO, a device such as /dev/zero, or a socket, which would block or never end."""
+def check_regular(path: os.PathLike, name: str | None = None, error: type[Exception] = CorpusError,
+                  expected: str = "a file", missing: str = "no such file",
+                  why: str = "a pipe or a device cannot be read as a file here") -> os.stat_result:
+    """``error`` unless ``path`` is a regular file (after links): not missing, not a directory,
+    not a FIFO, a device such as /dev/zero, or a socket, which would block or never end.
+    Returns its stat (size and time, for callers that watch it for changes). The messages
+    name ``expected`` (for a directory), ``missing`` and ``why`` (for the rest)."""
     import stat
 
     name = str(path) if name is None else name
     try:
-        mode = os.stat(path).st_mode
+        st = os.stat(path)
     except FileNotFoundError:
-        raise CorpusError(f"{name}: no such file") from None
+        raise error(f"{name}: {missing}") from None
     except OSError as exc:
-        raise CorpusError(f"{name}: cannot read: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(mode):
-        raise CorpusError(f"{name}: is a directory, expected a file")
-    if not stat.S_ISREG(mode):
-        raise CorpusError(f"{name}: not a regular file (a pipe or a device cannot be read as a file here)")
+        raise error(f"{name}: cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise error(f"{name}: is a directory, expected {expected}")
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{name}: not a regular file ({why})")
+    return st
 
 
 class TextFile(io.TextIOWrapper):

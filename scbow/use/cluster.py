@@ -85,7 +85,7 @@ from ..files import (
     short_message,
     stale_temporaries,
 )
-from ..text.reader import compression
+from ..text.reader import check_regular, compression
 
 MANIFEST = "manifest.json"
 PLAN = "plan.json"
@@ -135,17 +135,9 @@ def plan_blocks(paths, block_bytes: int = BLOCK_BYTES) -> list[Block]:
     for number, path in enumerate(map(Path, paths), 1):
         if str(path) == "-":
             raise CorpusError("a cluster cannot read stdin: give files")
-        try:
-            st = os.stat(path)  # follows symlinks: the file that will be read
-        except FileNotFoundError:
-            raise CorpusError(f"{path}: no such file") from None
-        except OSError as exc:
-            raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        if stat.S_ISDIR(st.st_mode):
-            raise CorpusError(f"{path}: is a directory, expected a text file with one sentence per line")
-        if not stat.S_ISREG(st.st_mode):
-            raise CorpusError(f"{path}: not a regular file (a cluster embed reads files it can cut into blocks "
-                              "and check for changes; copy it into a file first)")
+        st = check_regular(path, expected="a text file with one sentence per line",  # follows symlinks
+                           why="a cluster embed reads files it can cut into blocks and check for changes; "
+                               "copy it into a file first")
         first = seen.setdefault((st.st_dev, st.st_ino), number)
         if first != number:
             raise CorpusError(f"{path}: given twice (inputs {first} and {number} are the same file); give each "
@@ -258,16 +250,9 @@ def check_shard(path: Path, rows: int | None = None, dim: int | None = None) -> 
     A 2-D float32 ``.npy`` array whose file holds exactly its header and its rows;
     ``rows`` and ``dim``, when given, must be its shape. Only the header is read.
     """
-    try:
-        st = os.stat(path)  # before it is opened: a FIFO in its place would block the open
-    except FileNotFoundError:
-        raise ModelError(f"{path}: missing (a shard of the directory; run the same embed again to redo it)") from None
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ModelError(f"{path}: is a directory, expected a shard (.npy)")
-    if not stat.S_ISREG(st.st_mode):
-        raise ModelError(f"{path}: not a regular file (a shard is a .npy file)")
+    # before it is opened: a FIFO in its place would block the open
+    check_regular(path, error=ModelError, expected="a shard (.npy)", why="a shard is a .npy file",
+                  missing="missing (a shard of the directory; run the same embed again to redo it)")
     try:
         with open(path, "rb") as fh:
             version = np.lib.format.read_magic(fh)
