@@ -138,3 +138,24 @@ def say(line: str) -> None:
 def echo_lines(lines) -> None:
     for line in lines:
         say(line)
+
+
+class Count(click.ParamType):
+    """A count as people type it, the one rule of every count option: 500000, 500k, 2M, 1e6
+    (scbow.text.units.parse_count); ``minimum`` 0 where 0 means "no limit"."""
+
+    name = "N"
+
+    def __init__(self, minimum: int = 1, what: str = "items"):
+        self.minimum, self.what = minimum, what
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        from ..text.units import parse_count
+
+        try:
+            return parse_count(value, minimum=self.minimum, what=self.what)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+

@@ -8,7 +8,11 @@ from pathlib import Path
 import click
 
 from ..config import FIELD_CHOICES, FIELD_HELP, TrainConfig
-from .app import GroupedCommand, echo_lines, main, mb, say
+from .app import Count, GroupedCommand, echo_lines, main, mb, say
+
+# the hyperparameters that are counts, and what they count
+COUNT_FIELDS = {"min_count": "occurrences", "max_vocab": "words", "count_floor": "occurrences",
+                "max_length": "words"}
 
 
 def hyperparameter_options(command):
@@ -16,7 +20,12 @@ def hyperparameter_options(command):
     type and the description config.FIELD_HELP gives it: the hyperparameters are declared once."""
     for field in reversed(dataclasses.fields(TrainConfig)):
         kind = FIELD_CHOICES.get(field.name)
-        kind = click.Choice(kind) if kind else {"int": int, "float": float}[field.type]
+        if kind:
+            kind = click.Choice(kind)
+        elif field.name in COUNT_FIELDS:  # counts as people type them: 100k, 2M, 1e6
+            kind = Count(minimum=0 if field.default == 0 else 1, what=COUNT_FIELDS[field.name])
+        else:
+            kind = {"int": int, "float": float}[field.type]
         command = click.option(f"--{field.name.replace('_', '-')}", field.name, type=kind, default=field.default,
                                show_default=True, help=FIELD_HELP[field.name])(command)
     return command

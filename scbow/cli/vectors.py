@@ -8,7 +8,7 @@ import click
 
 from ..files import refuse_overwrite
 from ..progress import plural
-from .app import echo_lines, load, main, model_arg, model_dir, model_option, say
+from .app import Count, echo_lines, load, main, model_arg, model_dir, model_option, say
 
 
 @main.command(short_help="Cosine similarity of two sentences (or of many pairs).")
@@ -107,7 +107,7 @@ def export(model_path, output, binary):
 @click.option("--source", type=click.Path(path_type=Path), required=True,
               help="Pretrained vectors with a larger vocabulary (word2vec text or binary, or a model directory).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Model directory to write.")
-@click.option("--max-words", type=click.IntRange(min=0, max=2**62), default=0, show_default=True,
+@click.option("--max-words", type=Count(minimum=0, what="words"), default=0, show_default=True,
               help="Add only the first N new words of --source, in its order (usually most frequent first; 0: all).")
 @click.option("--affine", is_flag=True, help="Fit x M + b instead of the linear map x M.")
 def expand(model_path, source, output, max_words, affine):

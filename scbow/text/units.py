@@ -17,29 +17,31 @@ _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|secs|m|min|mins|h|hr|hrs
 _UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "m": 60, "min": 60, "mins": 60, "h": 3600, "hr": 3600, "hrs": 3600}
 
 
-def parse_count(text, suffixes: bool = True) -> int:
-    """A positive whole number of examples, at most ``MAX_EXAMPLES``.
+def parse_count(text, suffixes: bool = True, minimum: int = 1, what: str = "examples") -> int:
+    """A whole number of ``what`` from ``minimum`` (1: positive; 0 allowed where it means
+    "no limit") to ``MAX_EXAMPLES``.
 
     With ``suffixes``: ``200000``, ``200k``, ``1M``, ``1.5m``, ``2e5``. Without (where
     ``m`` means minutes, as in ``--checkpoint-every``): digits only, ``_`` and ``,``
     allowed as separators.
     """
+    kind = "positive" if minimum >= 1 else "whole"
     s = str(text)
     if not suffixes:
         digits = s.strip().replace("_", "").replace(",", "")
         if not (digits.isascii() and digits.isdigit()) or len(digits) > 40:
-            raise ValueError(f"{s[:40]!r} is not a positive whole number of examples")
+            raise ValueError(f"{s[:40]!r} is not a {kind} whole number of {what}")
         value = int(digits) if len(digits) <= 16 else MAX_EXAMPLES + 1
     else:
         m = _COUNT.match(s) if len(s) <= 40 else None
         if not m:
-            raise ValueError(f"{s[:40]!r} is not a positive number of examples (examples: 500000, 500k, 2M)")
+            raise ValueError(f"{s[:40]!r} is not a {kind} number of {what} (such as 500000, 500k, 2M, 1e6)")
         exponent = int(m.group(2) or 0) if len(m.group(2) or "") <= 3 else 999
         value = float(m.group(1)) * 10.0 ** min(exponent, 300) * _SUFFIX[m.group(3).lower()]
     if not value <= MAX_EXAMPLES:
-        raise ValueError(f"{s[:40]!r} is more examples than any run has (at most {MAX_EXAMPLES:.0e})")
-    if value < 1 or value != int(value):
-        raise ValueError(f"{s[:40]!r} is not a positive whole number of examples (examples: 500000, 500k, 2M)")
+        raise ValueError(f"{s[:40]!r} is more {what} than any run has (at most {MAX_EXAMPLES:.0e})")
+    if value < minimum or value != int(value):
+        raise ValueError(f"{s[:40]!r} is not a {kind} whole number of {what} (such as 500000, 500k, 2M, 1e6)")
     return int(value)
 
 
