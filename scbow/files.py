@@ -118,8 +118,6 @@ def refuse_inside_ours(path: os.PathLike, name: str = "-o", error: type[Exceptio
                         "(choose a path outside it)")
 
 
-refuse_inside_model = refuse_inside_ours  # the earlier name
-
 
 def check_output_file(path: Path, example: str, error: type[Exception] = ModelError, name: str = "-o") -> Path:
     """Fail early unless a file can be written at ``path``: not a directory, in a writable one,
@@ -457,17 +455,20 @@ def remove_stale_temporaries(path: os.PathLike, tags=("tmp", "probe")) -> int:
 
 
 @contextmanager
-def atomic_file(path: os.PathLike) -> Iterator[Path]:
+def atomic_file(path: os.PathLike, sweep: bool = True) -> Iterator[Path]:
     """A temporary path beside ``path`` to write the new file at.
 
     When the block ends without an error the file is flushed to disk, given the mode the
     umask gives a new file, and renamed over ``path`` in one step; when it raises, the
     temporary file is removed. A reader of ``path`` sees the old file or the new one,
     complete, never part of one, whenever this process stops. Temporaries of ``path``
-    left by a killed process are removed first.
+    left by a killed process are removed first (``sweep``; a writer of thousands of files
+    into one directory, which sweeps its own leftovers once, passes False: each sweep
+    lists the directory).
     """
     path = Path(path)
-    remove_stale_temporaries(path)
+    if sweep:
+        remove_stale_temporaries(path)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.resolve().parent)
     _mark_file(fd)
     _lock(fd)

@@ -36,6 +36,11 @@ def clock(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
+def megabytes(n: int) -> str:
+    """``56.5 MB``, or ``1.23 GB`` from a gigabyte on: a size on disk or in memory."""
+    return f"{n / 1e6:,.1f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``1 thread``, ``2 threads``, ``1,234 sentences``."""
     return f"{n:,} {word if n == 1 else (many or word + 's')}"

@@ -14,6 +14,7 @@ import click
 
 from ..config import TrainConfig
 from ..errors import ConfigError
+from ..progress import megabytes as mb  # noqa: F401  (the commands' name for it)
 
 
 def _flag(message: str) -> str:
@@ -106,8 +107,6 @@ def model_option(help_text=f"Model directory (or word2vec file). {DEFAULT_MODEL}
     return click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None, help=help_text)
 
 
-def mb(n: int) -> str:
-    return f"{n / 1e6:,.1f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"
 
 
 def model_dir(model_path) -> Path:

@@ -439,11 +439,9 @@ def remove_checkpoint(ckpt: Path, warn=None) -> None:
 
 def summary_lines(result, config, output, curve=None) -> list[str]:
     """What ``train`` says when it is done: the run, the corpus cache, the learning curve."""
+    from ..progress import megabytes as mb
     from ..progress import plural
     from .cache import cache_entries
-
-    def mb(n: int) -> str:
-        return f"{n / 1e6:,.1f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"
 
     t = result.model.info["training"]
     c = result.model.info["corpus"]

@@ -81,7 +81,7 @@ from ..files import (
     atomic_file,
     holds_model,
     read_json,
-    refuse_inside_model,
+    refuse_inside_ours,
     short_message,
     stale_temporaries,
 )
@@ -367,14 +367,15 @@ def _embed_block(model_path: str, block: Block, out: Path, fill: float, unknown:
     t0 = time.perf_counter()
     byte_range = None if block.stop < 0 else (block.start, block.stop)
     stats = write_embeddings(model, read_blocks(block.file, byte_range=byte_range), out / f"{block.name}.npy",
-                             out / f"{block.name}.missing.txt", fill=fill, unknown=unknown, source=block.file)
+                             out / f"{block.name}.missing.txt", fill=fill, unknown=unknown, source=block.file,
+                             sweep=False)  # the run sweeps its directory's leftovers once, at its start
     info = {"block": asdict(block), "rows": stats.lines, "missing": stats.missing, "tokens": stats.tokens,
             "known_tokens": stats.known_tokens, "seconds": round(time.perf_counter() - t0, 3),
             "bytes_out": (out / f"{block.name}.npy").stat().st_size, "worker_pid": os.getpid()}
     why = changed_file(block.file, planned)  # rewritten while it was read: these rows may not be its lines
     if why is not None:
         raise CorpusError(changed_message(block.file, why))
-    with atomic_file(out / f"{block.name}.json") as tmp:  # last: the mark that the shard is done
+    with atomic_file(out / f"{block.name}.json", sweep=False) as tmp:  # last: the mark that the shard is done
         Path(tmp).write_text(json.dumps(info) + "\n", encoding="utf-8")
     return {**info, "skipped": False}
 
@@ -442,11 +443,11 @@ def _quiet_dask():
 
 def refuse_model_output(out_dir: Path) -> None:
     """Refuse (ModelError) an output directory that is a model directory or a training
-    checkpoint, or lies inside one (:func:`scbow.files.refuse_inside_model`, every command's rule)."""
+    checkpoint, or lies inside one (:func:`scbow.files.refuse_inside_ours`, every command's rule)."""
     what = holds_model(Path(out_dir))
     if what is not None:
         raise ModelError(f"-o {out_dir}: is {what}; refusing to write shards into it (choose another -o)")
-    refuse_inside_model(out_dir)
+    refuse_inside_ours(out_dir)
 
 
 def _leftovers(out_dir: Path, pattern: re.Pattern = _TEMPORARY) -> list[Path]:
@@ -828,14 +829,9 @@ def _refuse_irregular(path: Path) -> None:
 
 def _read_missing(path: Path, rows: int) -> list[int]:
     """The lines (1..rows, increasing) a shard's list of missing lines names; else ModelError naming it."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise ModelError(f"{path}: missing (the list of lines with nothing to average of a shard)") from None
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise ModelError(f"{path}: not a regular file (a shard's list of missing lines)")
+    check_regular(path, error=ModelError, expected="a shard's list of missing lines",
+                  missing="missing (the list of lines with nothing to average of a shard)",
+                  why="a shard's list of missing lines")
     lines: list[int] = []
     try:
         with open(path, encoding="utf-8") as fh:

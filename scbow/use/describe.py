@@ -13,7 +13,7 @@ import json
 import math
 
 from ..config import TrainConfig
-from ..progress import plural
+from ..progress import megabytes, plural
 
 _NUMBER = (int, float)
 
@@ -44,8 +44,6 @@ def _r(x) -> str:
     return f"{x:.3f}" if isinstance(x, _NUMBER) and not isinstance(x, bool) and math.isfinite(x) else "?"
 
 
-def _mb(n: int) -> str:
-    return f"{n / 1e6:,.1f} MB"
 
 
 def json_safe(value):
@@ -72,7 +70,7 @@ def describe(model, path) -> list[str]:
     info = model.info if isinstance(model.info, dict) else {}
     lines = [f"model       {path}",
              f"vectors     {plural(len(model), 'word')} x {model.dim} dims (float32, "
-             f"{_mb(len(model) * model.dim * 4)}); unknown words: {model.unknown_rule[0]}"]
+             f"{megabytes(len(model) * model.dim * 4)}); unknown words: {model.unknown_rule[0]}"]
     fmt = _get(info, "format", str)
     if fmt:
         lines.append(f"format      {fmt} (no training record)")

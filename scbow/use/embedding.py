@@ -236,7 +236,8 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
 
 
 def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fill: float = math.nan,
-                     threads: int = 1, progress=None, unknown: str | None = None, source="the input") -> EmbedStats:
+                     threads: int = 1, progress=None, unknown: str | None = None, source="the input",
+                     sweep: bool = True) -> EmbedStats:
     """Embed ``blocks`` (lists of lines, as :func:`read_blocks` yields them) into ``output``.
 
     The array and the record of lines with nothing to average (1-based, counted from the
@@ -255,7 +256,7 @@ def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fil
     stats = EmbedStats(output=str(output), missing_file=str(missing_file))
     t0 = time.perf_counter()
     try:
-        with atomic_file(output) as tmp_out, atomic_file(missing_file) as tmp_missing, \
+        with atomic_file(output, sweep) as tmp_out, atomic_file(missing_file, sweep) as tmp_missing, \
                 open(tmp_out, "wb") as out, open(tmp_missing, "w", encoding="utf-8", newline="\n") as miss, \
                 ThreadPoolExecutor(max_workers=1) as pool:
             out.write(npy_header(0, dim))

@@ -114,8 +114,7 @@ def _open_source(embeddings, text=None, model=None) -> _Source:
                              "(run the same 'scbow-numba embed ... --workers N' again to finish it)")
         from ..cluster import open_shards
 
-        shards = open_shards(path)
-        shards.check_sources()  # rows of a text that changed since are not its lines
+        shards = open_shards(path)  # refuses rows of a text that changed since (check_sources)
         if text is not None:
             raise ModelError("the text of shards is named by their manifest; give no text file with a shard directory")
         files: list = []
@@ -171,12 +170,12 @@ def _check_model(model, dim: int, what: str) -> str:
 
 def _inside_model(out_dir: Path) -> None:
     """ModelError when ``out_dir`` is a model directory (or a checkpoint) or lies inside one."""
-    from ...files import holds_model, refuse_inside_model
+    from ...files import holds_model, refuse_inside_ours
 
     what = holds_model(out_dir)
     if what is not None:
         raise ModelError(f"-o {out_dir}: is {what}; refusing to replace it with an index (choose another path)")
-    refuse_inside_model(out_dir, "-o")
+    refuse_inside_ours(out_dir, "-o")
     try:
         inside = next((p for p in out_dir.resolve().parents if (p / INDEX_JSON).is_file()), None)
     except (OSError, RuntimeError):
