@@ -10,7 +10,9 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,8 +73,6 @@ def holds_ours(directory: Path) -> str | None:
     """What ``directory`` is when it is one of the tool's own outputs, else None: a model
     directory, a training checkpoint, a sentence index, a directory of embedding shards or
     a corpus cache entry, each told by the files only it holds together."""
-    import re
-
     directory = Path(directory)
     what = holds_model(directory)
     if what is not None:
@@ -129,8 +129,6 @@ def check_output_file(path: Path, example: str, error: type[Exception] = ModelEr
     if path.is_dir():
         raise error(f"{path}: is a directory; give a file name such as {path / example}")
     if os.path.lexists(path):
-        import stat
-
         try:
             regular = stat.S_ISREG(os.stat(path).st_mode)
         except OSError:
@@ -394,17 +392,15 @@ def _marked_file(p: Path) -> bool:
 def _remove_temporary(p: Path) -> bool:
     """Remove one stale temporary: a file carrying our attribute; a directory holding our
     marker (whole); an empty directory. Anything else is left alone (returns False)."""
-    import stat as st
-
     mode = os.lstat(p).st_mode
-    if not st.S_ISDIR(mode):
+    if not stat.S_ISDIR(mode):
         if not _marked_file(p):
             return False  # our name, but nothing proves we wrote it: left alone
         os.unlink(p)
         return True
     marker = p / TEMP_MARKER
     try:
-        marked = st.S_ISREG(os.lstat(marker).st_mode)
+        marked = stat.S_ISREG(os.lstat(marker).st_mode)
     except OSError:
         marked = False
     if marked:
@@ -418,8 +414,6 @@ def _remove_temporary(p: Path) -> bool:
 def stale_temporaries(path: os.PathLike, tags=("tmp", "probe")) -> list[Path]:
     """The temporaries beside ``path`` that a killed process of ours left: our name pattern,
     not a symbolic link, and no live process holding their lock."""
-    import re
-
     path = Path(path)
     parent = Path(_resolved(path)).parent
     pattern = re.compile(re.escape(f".{path.name}.") + f"({'|'.join(map(re.escape, tags))})" + r"-[a-z0-9_]{8}")
