@@ -50,6 +50,13 @@ def short_message(exc: Exception, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def named(path: os.PathLike) -> Path:
+    """``path``, made absolute when it has no name of its own (``.``, ``..``, ``/``, ``dir/``), so
+    that names derived from it (``MODEL.checkpoint``, ``X.missing.txt``) can be built."""
+    path = Path(path)
+    return Path(os.path.abspath(path)) if path.name in ("", "..") else path
+
+
 def holds_model(directory: Path) -> str | None:
     """``"a model directory"`` or ``"a training checkpoint"`` when ``directory`` is one, else None.
 
@@ -479,13 +486,26 @@ def atomic_file(path: os.PathLike, sweep: bool = True) -> Iterator[Path]:
         os.close(fd)
 
 
+def refuse_foreign(path: Path, own_names) -> None:
+    """FileExistsError (an OSError) when the directory ``path`` holds anything but ``own_names``:
+    replacing it would throw away a file the tool did not write."""
+    if not path.is_dir() or path.is_symlink():
+        return
+    foreign = sorted(n for n in os.listdir(path) if n not in own_names)
+    if foreign:
+        more = f" and {len(foreign) - 1:,} more" if len(foreign) > 1 else ""
+        raise FileExistsError(errno.ENOTEMPTY, f"holds {foreign[0]!r}{more}, which scbow-numba did not write, so "
+                              "it is not replaced (move that away)", str(path))
+
+
 @contextmanager
-def atomic_dir(path: os.PathLike) -> Iterator[Path]:
+def atomic_dir(path: os.PathLike, own_names=None) -> Iterator[Path]:
     """A temporary directory beside ``path`` to write the new directory in.
 
     When the block ends without an error it replaces ``path`` (:func:`install_dir`);
     when it raises, it is removed and ``path`` is left as it was. Temporaries of ``path``
-    left by a killed process are removed first.
+    left by a killed process are removed first. With ``own_names``, a directory at ``path``
+    holding anything else (a user's file) is not replaced: FileExistsError.
     """
     path = Path(path)
     path.resolve().parent.mkdir(parents=True, exist_ok=True)
@@ -494,6 +514,8 @@ def atomic_dir(path: os.PathLike) -> Iterator[Path]:
     try:
         yield tmp
         os.unlink(tmp / TEMP_MARKER)
+        if own_names is not None:
+            refuse_foreign(path, set(own_names) | set(os.listdir(tmp)))
         install_dir(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

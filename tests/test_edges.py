@@ -794,3 +794,66 @@ def test_info_bounds_what_it_reads(tmp_path, runner, healthy):
     assert shown.exit_code == 0, shown.output
     line = next(x for x in shown.stdout.splitlines() if x.startswith("training"))
     assert "0 examples in ? s on 2 threads" in line and "/s" not in line and "loss" not in line, line
+
+
+# ---------------------------------------------------------------- third red team
+
+
+def test_outputs_with_no_name_of_their_own(tmp_path, runner, healthy, monkeypatch):
+    model, corpus = healthy
+    (tmp_path / "a.txt").write_text("the cat sat\n")
+    for out in ("/", ".", ".."):
+        assert_clean_error(runner.invoke(main, ["embed", "-m", str(model), str(tmp_path / "a.txt"), "-o", out]),
+                           "is a directory; give a file name")
+    empty = tmp_path / "here"
+    empty.mkdir()
+    monkeypatch.chdir(empty)  # -o . is the current directory: a model may go there while it is empty
+    result = runner.invoke(main, ["train", str(corpus), "-o", ".", "--dim", "8", "--min-count", "1", "--threads", "1",
+                                  "-q", "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert (empty / "vectors.npy").is_file() and not list(tmp_path.glob("*.checkpoint"))
+    (tmp_path / "num.txt").write_text("12345\n")
+    os.link(tmp_path / "num.txt", tmp_path / "g.lock")  # a pid-like file with a second name: a user's
+    assert_clean_error(runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "g"), "--dim", "8", "-q"]),
+                       "not a lock file")
+    assert (tmp_path / "num.txt").read_text() == "12345\n"
+
+
+def test_a_users_file_in_a_checkpoint_stops_its_replacement_not_the_run(tmp_path, corpus_file, small_batches):
+    from scbow.files import atomic_dir
+    from scbow.training.session import train_session
+
+    ck = tmp_path / "m.checkpoint"
+    ck.mkdir()
+    for name in ("vectors.npy", "vocab.txt", "config.json", "state.json"):
+        (ck / name).write_text("x")
+    (ck / "notes.txt").write_text("precious")
+    with pytest.raises(FileExistsError, match="notes.txt"):
+        with atomic_dir(ck, own_names=("vectors.npy", "vocab.txt", "config.json", "state.json")) as tmp:
+            (tmp / "state.json").write_text("{}")
+    assert (ck / "notes.txt").read_text() == "precious" and (ck / "state.json").read_text() == "x"
+    # in a run: interrupted with a checkpoint, a user's file put in it, resumed with periodic checkpoints:
+    # each replacement is a warning, the run goes on and saves its model, the file stays
+    from test_checkpoint import SignalAfter
+
+    from scbow.config import TrainConfig
+    from scbow.errors import Interrupted
+
+    config = TrainConfig(dim=8, epochs=2, min_count=1, threads=1)
+    out = tmp_path / "run"
+    with pytest.raises(Interrupted):
+        train_session([corpus_file], config, out, quiet=True, hooks=[SignalAfter(2)])
+    (tmp_path / "run.checkpoint" / "notes.txt").write_text("precious")
+    said = []
+    train_session([corpus_file], config, out, quiet=True, resume=True, checkpoint_every=256, warn=said.append)
+    assert (out / "vectors.npy").is_file()
+    assert (tmp_path / "run.checkpoint" / "notes.txt").read_text() == "precious"
+    assert any("notes.txt" in line for line in said) and any("did not write" in line for line in said), said
+
+
+def test_prepare_warns_when_a_run_without_whitespace_is_cut(tmp_path, runner):
+    (tmp_path / "giant.txt").write_text("a" * 300_000 + "\n")
+    result = runner.invoke(main, ["prepare", str(tmp_path / "giant.txt"), "-o", str(tmp_path / "g.txt"),
+                                  "--segmenter", "lines"])
+    assert result.exit_code == 0, result.output
+    assert "with no whitespace" in result.stderr and "cut where a chunk ended" in result.stderr

@@ -62,6 +62,10 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
         raise click.UsageError(f"{len(inputs)} inputs: one process embeds one INPUT; several need --workers N "
                                "(a local Dask cluster) or --scheduler ADDRESS")
     input_path = inputs[0]
+    from ..files import check_output_file
+
+    if output.is_dir():  # -o ., -o /: named as a directory before a name is made from it
+        check_output_file(output, "embeddings.npy")
     missing_file = missing_file or missing_path_for(output)
     refuse_overwrite({"-o": output, "--missing": missing_file},
                       {"the model": model_dir(model_path), "INPUT": input_path})

@@ -80,11 +80,11 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
 
     One sentence per line; an empty line, and the end of each file, ends a document.
     """
-    from ..files import refuse_overwrite
+    from ..files import named, refuse_overwrite
     from ..vectors.modeldir import default_model_dir
 
     config = TrainConfig(**hyper)
-    output = Path(output or default_model_dir())
+    output = named(output or default_model_dir())  # '-o .' names the current directory
     refuse_overwrite({"-o": output, "its checkpoint": output.with_name(output.name + ".checkpoint")},
                      [*(("the corpus", p) for p in corpus), ("--init-vectors", init_vectors),
                       ("--eval-dev", eval_dev), *(("--eval-sets", p) for p in eval_sets)], replaces_dirs=True)
@@ -161,6 +161,7 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict,
     The segmenters were compared in benchmarks/results/segmenters.md.
     """
     from ..progress import Progress, plural
+    from ..text.prepare import CHUNK_CHARS
     from ..text.prepare import prepare as prepare_corpus
 
     bar = Progress(0, unit="B", enabled=None if not quiet else False)
@@ -178,6 +179,10 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict,
         click.echo(f"warning: {plural(stats.invalid_utf8_lines, 'line')} of the input "
                    f"{'is' if stats.invalid_utf8_lines == 1 else 'are'} not valid UTF-8; their bad "
                    "bytes were written as U+FFFD (the replacement character)", err=True)
+    if stats.words_cut:
+        click.echo(f"warning: {plural(stats.words_cut, 'run')} of text with no whitespace for over "
+                   f"{CHUNK_CHARS:,} characters {'was' if stats.words_cut == 1 else 'were'} cut where a chunk ended "
+                   "(not words: binary data or text without spaces?)", err=True)
     if stats.bad_records:
         more = ", ..." if stats.bad_records > len(stats.bad_examples) else ""
         click.echo(f"warning: skipped {plural(stats.bad_records, 'JSON Lines line')} that "

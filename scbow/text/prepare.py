@@ -115,6 +115,7 @@ class PrepareStats:
     invalid_utf8_lines: int = 0
     skipped_records: int = 0
     bad_records: int = 0
+    words_cut: int = 0  # runs of text without whitespace longer than a chunk, cut where the chunk ended
     bad_examples: list = field(default_factory=list)
     seconds: float = 0.0
     segmenter: str = ""
@@ -342,6 +343,7 @@ class _Preparer:
         self.segment = segment
         self.writer = writer
         self.blank_line_documents = blank_line_documents
+        self.words_cut = 0
 
     def document(self, blocks: Iterable[str], on_block: Callable[[], None] | None = None) -> None:
         """Everything in ``blocks`` (the text of one file or record); the end of it ends a document."""
@@ -393,6 +395,8 @@ class _Preparer:
             if cut > 0:
                 sentences[-1] = last[:cut].rstrip()
                 carry = [last[cut + 1:]]
+            else:  # no whitespace in a whole chunk: no word; cut there, and counted for a warning
+                self.words_cut += 1
         self.writer.sentences(sentences)
         return carry
 
@@ -528,6 +532,7 @@ def prepare(
                                   strict)
                     stats.bytes_read = before + size
                     report(stats.bytes_read, stats.input_bytes)
+                stats.words_cut = preparer.words_cut
                 writer.close()
             finally:
                 writer.stop()

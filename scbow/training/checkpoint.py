@@ -165,11 +165,12 @@ class CheckpointWriter:
         worth more than a poisoned one.
         """
         from ..vectors.model import Model
-        from ..vectors.modeldir import write_model_files
+        from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES, write_model_files
 
         if not np.isfinite(W).all():
             raise diverged(self.config.lr, f"the embeddings hold NaN or inf after {state.done:,} examples")
-        with atomic_dir(self.path) as tmp:
+        # a user's file put in the checkpoint stops its replacement (a warning), never goes with it
+        with atomic_dir(self.path, own_names=(*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE)) as tmp:
             model = Model(self.corpus.vocab, W, self.config.to_dict())
             info = {
                 "corpus": dict(self.corpus.stats or {}),

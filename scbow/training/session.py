@@ -106,7 +106,8 @@ class OutputLock:
             return
         except OSError:
             return  # the open below reports it
-        ours = not link and stat.S_ISREG(st.st_mode) and st.st_size <= 32
+        # a lock of ours is a small regular file with one name (a hard link is a user's file too)
+        ours = not link and stat.S_ISREG(st.st_mode) and st.st_size <= 32 and st.st_nlink == 1
         if ours:
             try:
                 with open(self.path, "rb") as fh:

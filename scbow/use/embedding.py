@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CorpusError, ModelError
-from ..files import atomic_file, check_output_file, read_range
+from ..files import atomic_file, check_output_file, named, read_range
 from ..text.tokenize import tokenize_lines
 from ..vectors.model import Model
 
@@ -58,7 +58,7 @@ def npy_header(n_rows: int, dim: int) -> bytes:
 
 def missing_path_for(output: os.PathLike) -> Path:
     """Where the record of lines without an embedding goes: ``X.npy`` -> ``X.missing.txt``."""
-    output = Path(output)
+    output = named(output)
     stem = output.name[:-4] if output.name.endswith(".npy") else output.name
     return output.with_name(stem + ".missing.txt")
 

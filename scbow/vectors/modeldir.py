@@ -118,7 +118,7 @@ def save_model(model: SavedModel, path: os.PathLike) -> Path:
     """Write ``model`` as a directory at ``path``, replacing any model there atomically."""
     path = check_output_dir(path)
     try:
-        with atomic_dir(path) as tmp:
+        with atomic_dir(path, own_names=MODEL_FILES + OPTIONAL_FILES) as tmp:
             write_model_files(model, tmp)
     except OSError as exc:
         raise ModelError(f"cannot write model to {path}: {exc.strerror or exc}") from None
