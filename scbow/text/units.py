@@ -25,12 +25,12 @@ def parse_count(text, suffixes: bool = True, minimum: int = 1, what: str = "exam
     ``m`` means minutes, as in ``--checkpoint-every``): digits only, ``_`` and ``,``
     allowed as separators.
     """
-    kind = "positive" if minimum >= 1 else "whole"
+    kind = "positive whole" if minimum >= 1 else "whole"
     s = str(text)
     if not suffixes:
         digits = s.strip().replace("_", "").replace(",", "")
         if not (digits.isascii() and digits.isdigit()) or len(digits) > 40:
-            raise ValueError(f"{s[:40]!r} is not a {kind} whole number of {what}")
+            raise ValueError(f"{s[:40]!r} is not a {kind} number of {what}")
         value = int(digits) if len(digits) <= 16 else MAX_EXAMPLES + 1
     else:
         m = _COUNT.match(s) if len(s) <= 40 else None
@@ -41,7 +41,7 @@ def parse_count(text, suffixes: bool = True, minimum: int = 1, what: str = "exam
     if not value <= MAX_EXAMPLES:
         raise ValueError(f"{s[:40]!r} is more {what} than any run has (at most {MAX_EXAMPLES:.0e})")
     if value < minimum or value != int(value):
-        raise ValueError(f"{s[:40]!r} is not a {kind} whole number of {what} (such as 500000, 500k, 2M, 1e6)")
+        raise ValueError(f"{s[:40]!r} is not a {kind} number of {what} (such as 500000, 500k, 2M, 1e6)")
     return int(value)
 
 
