@@ -42,10 +42,13 @@ POSTS = ("raw", "sif", "pcr")
 @dataclass(frozen=True)
 class Variant:
     unknown: str  # omit | hash | own
-    post: str  # raw | sif | pcr
+    post: str  # raw | sif | pcr; for a system's own sentence vectors raw | pc1 | pcr
+    source: str = "words"  # words: averaged word vectors; sentences: the system's own sentence vectors
 
     @property
     def label(self) -> str:
+        if self.source == "sentences":
+            return f"its sentence vectors, {self.post}"
         return f"{self.post}, unknown {self.unknown}"
 
 
@@ -198,7 +201,15 @@ def filled_cosines(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def variants_of(kind: str) -> list[Variant]:
-    """The variants a system of ``kind`` may use: ``word2vec``, ``fasttext`` or ``overlap``."""
+    """The variants a system of ``kind`` may use: ``word2vec``, ``fasttext``, ``overlap`` or ``sent2vec``.
+
+    Sent2Vec gets its own sentence vectors (unigrams and bigrams; unknown words left out) raw,
+    with the first singular direction removed or with this project's post-processing, and
+    its unigram vectors under every word-vector variant word2vec gets.
+    """
+    if kind == "sent2vec":
+        own = [Variant("omit", p, "sentences") for p in ("raw", "pc1", "pcr")]
+        return own + variants_of("word2vec")
     unknowns = {"word2vec": ("omit", "hash"), "fasttext": ("own",), "overlap": ("hash",)}[kind]
     return [Variant(u, p) for u in unknowns for p in POSTS]
 

@@ -21,6 +21,10 @@ punished or flattered by where its cosines sit.
   0.9 bindings built for NumPy 2) cbow with subwords (3-6 characters),
   300 dims, window 5, min count 5, negative 5, 5 epochs, its other defaults; unknown words
   get their subword vectors;
+* ``sent2vec``: Sent2Vec (``benchmarks.sent2vec``: epfml/sent2vec built from source) with the
+  settings that won its own search on the STS-B dev set (:data:`SENT2VEC_SETTINGS`,
+  ``benchmarks/results/sent2vec_search.md``), scored by its own sentence vectors (unigrams
+  and bigrams) or by its unigram vectors, whichever variant is best on dev;
 * ``overlap``: untrained word overlap: a fixed random vector per distinct token, every token.
 
 Every peer and the overlap control get the best, on the STS-B dev set, of the plain average,
@@ -42,6 +46,7 @@ import json
 import logging
 import os
 import resource
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -55,13 +60,14 @@ from scbow.use.evaluate import bootstrap_pearson_diff, read_sts
 from .common import CORPORA, REPO_ROOT, context, corpus_path, data_dir, say, write_report
 from .peers import SentenceEmbedder, WordTable, choose, filled_cosines, variants_of
 from .quality_report import markdown
+from .sent2vec import PAPER_SETTINGS as PAPER_SENT2VEC
 from .targets import TARGETS
 
-TRAINED = ("scbow", "cbow", "skipgram", "fasttext")
-SYSTEMS = ("scbow", "scbow_start", "cbow", "skipgram", "fasttext", "overlap")
-PEERS = ("overlap", "cbow", "skipgram", "fasttext")  # what Siamese CBOW must beat
+TRAINED = ("scbow", "cbow", "skipgram", "fasttext", "sent2vec")
+SYSTEMS = ("scbow", "scbow_start", "cbow", "skipgram", "fasttext", "sent2vec", "overlap")
+PEERS = ("overlap", "cbow", "skipgram", "fasttext", "sent2vec")  # what Siamese CBOW must beat
 LABELS = {"scbow": "Siamese CBOW", "scbow_start": "Siamese CBOW, untrained start", "cbow": "w2v CBOW",
-          "skipgram": "w2v skip-gram", "fasttext": "fastText CBOW", "overlap": "word overlap"}
+          "skipgram": "w2v skip-gram", "fasttext": "fastText CBOW", "sent2vec": "Sent2Vec", "overlap": "word overlap"}
 WORK = REPO_ROOT / "benchmarks" / ".work" / "quality"
 WORDSIM = {"WordSim-353": REPO_ROOT / "benchmarks" / "data" / "wordsim353.tsv",
            "SimLex-999": REPO_ROOT / "benchmarks" / "data" / "simlex999.tsv"}
@@ -77,6 +83,9 @@ W2V_SEED = 1
 # fastText's cbow with its own defaults, at the paper's size, window, count, negatives, epochs
 FASTTEXT_SETTINGS = {"model": "cbow", "dim": 300, "ws": 5, "minCount": 5, "neg": 5, "epoch": 5, "lr": 0.05,
                      "t": 1e-4, "minn": 3, "maxn": 6, "bucket": 2_000_000}
+# Sent2Vec: the winner on STS-B dev of its own search (benchmarks/sent2vec_search.py,
+# benchmarks/results/sent2vec_search.md); the search's candidates start from the paper's settings.
+SENT2VEC_SETTINGS = dict(PAPER_SENT2VEC)
 OVERLAP_DIM = 300
 BOOTSTRAP_RESAMPLES = 1000
 CURVE_EVERY = 500_000  # examples between the learning curve's points
@@ -291,6 +300,10 @@ def settings_of(system: str, threads: int, scbow_overrides: dict | None = None) 
 
         version = getattr(fasttext, "__version__", None) or _dist_version("fasttext")
         return {"trainer": f"fasttext {version} train_unsupervised", **FASTTEXT_SETTINGS, "thread": threads}
+    if system == "sent2vec":
+        from .sent2vec import describe
+
+        return {"trainer": describe(), **SENT2VEC_SETTINGS, "thread": threads}
     if system == "overlap":
         return {"trainer": "none (untrained)", "dim": OVERLAP_DIM, "vectors": "standard normal per token, seeded "
                 "by BLAKE2b of the token", "tokens": "every token, known or not"}
@@ -317,8 +330,9 @@ def model_dir(system: str, corpus_label: str, corpus_key: str, settings: dict) -
 def training_code_hash() -> str:
     """Hash of the files that decide what Siamese CBOW learns (recorded, not part of the key)."""
     h = hashlib.sha256()
-    for rel in ("scbow/trainer.py", "scbow/start.py", "scbow/postprocess.py", "scbow/backends/params.py",
-                "scbow/kernels/sampling.py", "scbow/kernels/cpu.py", "scbow/config.py"):
+    for rel in ("scbow/training/trainer.py", "scbow/training/start.py", "scbow/training/postprocess.py",
+                "scbow/training/backends/params.py", "scbow/kernels/sampling.py", "scbow/kernels/cpu.py",
+                "scbow/config.py"):
         p = REPO_ROOT / rel
         h.update(p.read_bytes() if p.is_file() else b"")
     return h.hexdigest()[:16]
@@ -411,6 +425,86 @@ def train_word2vec(system: str, tokens_path: Path, settings: dict):
     return model
 
 
+def sample_lines(corpus) -> list[str]:
+    """The corpus sample every post-processing is estimated on (``benchmarks.peers.SAMPLE``,
+    seed 1), each sentence as its kept tokens joined by spaces."""
+    from scbow.training.postprocess import sample_sentences
+
+    from .peers import SAMPLE
+
+    words = corpus.vocab.words
+    offsets = np.asarray(corpus.offsets)
+    return [" ".join(words[t] for t in np.asarray(corpus.tokens[int(offsets[s]):int(offsets[s + 1])]).tolist())
+            for s in sample_sentences(corpus.n_sentences, SAMPLE, 1)]
+
+
+def sentence_lines(sets: list, dev, corpus) -> list[str]:
+    """What Sent2Vec's own sentence vectors are needed for, each as scbow's tokens joined by
+    spaces: every evaluation sentence and the corpus sample (:func:`sample_lines`)."""
+    from scbow.text.tokenize import tokenize
+
+    seen = {}
+    for sts in [*sets, dev]:
+        for sentence in (*sts.first, *sts.second):
+            seen.setdefault(" ".join(tokenize(sentence)), None)
+    for line in sample_lines(corpus):
+        seen.setdefault(line, None)
+    return list(seen)
+
+
+def train_sent2vec(tokens_path: Path, settings: dict, corpus, lines: list[str], work: Path):
+    """Sent2Vec on the token file: its unigram vectors as a model, and its sentence vectors of ``lines``.
+
+    The trained model (about 2.5 GB with its bigram buckets) is not kept: what the
+    evaluation needs is taken from it here, then it is deleted.
+    """
+    from scbow.text.vocab import Vocab
+    from scbow.vectors.model import Model
+
+    from . import sent2vec
+
+    s = {k: v for k, v in settings.items() if k != "trainer"}
+    shutil.rmtree(work, ignore_errors=True)
+    with Meter() as m:
+        binfile = sent2vec.train(tokens_path, s, work)
+    dim = int(s["dim"])
+    words, M = sent2vec.vocabulary_vectors(binfile, dim)
+    vectors = sent2vec.sentence_vectors(binfile, lines, dim)
+    log = (work / "train.log").read_text(encoding="utf-8", errors="replace").replace("\r", "\n").splitlines()
+    counts = [int(corpus.vocab.counts[corpus.vocab.index[w]]) if w in corpus.vocab.index else 0 for w in words]
+    model = Model(Vocab(words, counts), M, settings,
+                  {"benchmark": {**m.to_dict(), "sent2vec_vocabulary": len(words),
+                                 "corpus_words_without_own_vector": int(sum(w not in set(words)
+                                                                            for w in corpus.vocab.words)),
+                                 "last_progress_line": next((x.strip() for x in reversed(log) if "Progress" in x), None),
+                                 **provenance()}})
+    shutil.rmtree(work, ignore_errors=True)
+    return model, vectors
+
+
+def save_sentences(path: Path, lines: list[str], vectors: np.ndarray) -> None:
+    blob = np.frombuffer("\n".join(lines).encode("utf-8"), dtype=np.uint8)
+    tmp = path.with_name(path.name + f".tmp-{os.getpid()}.npz")
+    np.savez(tmp, lines=blob, vectors=vectors.astype(np.float32))
+    os.replace(tmp, path)
+
+
+def load_sentences(path: Path) -> dict | None:
+    """text -> vector of a Sent2Vec model's cached sentence vectors (None when absent or damaged)."""
+    import zipfile
+
+    try:
+        with np.load(path) as data:
+            lines = data["lines"].tobytes().decode("utf-8").split("\n")
+            vectors = data["vectors"]
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        say(f"ignoring damaged or missing {path}: {exc}")
+        return None
+    if len(lines) != len(vectors):
+        return None
+    return dict(zip(lines, vectors))
+
+
 def load_cached(path: Path):
     from scbow.vectors.formats import load_model
 
@@ -438,6 +532,19 @@ def dev_path() -> Path:
     if not path.is_file():
         sys.exit(f"no STS-B dev set at {path}")
     return path
+
+
+def embedder(table, variant, corpus, model=None):
+    """The sentence-embedding function of one system's variant (its own sentence vectors or averaged words)."""
+    if variant.source == "sentences":
+        from .peers import PCR_COMPONENTS
+        from .sent2vec import OwnSentences
+
+        own = model.info["own_sentences"]
+        if "sample" not in model.info:
+            model.info["sample"] = np.stack([own[line] for line in sample_lines(corpus)])
+        return OwnSentences(own, model.info["sample"], variant.post, PCR_COMPONENTS).embed
+    return SentenceEmbedder(table, variant, corpus).embed
 
 
 def pearson_of(gold: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
@@ -551,6 +658,21 @@ def pairwise(ours: Scored, other: Scored, sets: list) -> dict:
 # report
 
 
+
+
+def sent2vec_search_record(used: dict | None) -> dict | None:
+    """The committed Sent2Vec search (``benchmarks/results/sent2vec_search.json``), trimmed, and
+    whether its winner's settings are the ones this run used."""
+    path = REPO_ROOT / "benchmarks" / "results" / "sent2vec_search.json"
+    if used is None or not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    strip = ("trainer", "thread")
+    won = {k: v for k, v in data["candidates"][data["winner"]]["settings"].items() if k not in strip}
+    return {"corpus": data["corpus"], "paper_settings": data["paper_settings"], "winner": data["winner"],
+            "used_winner": won == {k: v for k, v in used.items() if k not in strip},
+            "candidates": {n: {k: r[k] for k in ("settings", "chosen", "dev_pearson", "test_pearson_mean")}
+                           for n, r in data["candidates"].items()}}
 
 
 def _goal(result: dict) -> dict:
@@ -696,14 +818,22 @@ def main(argv=None) -> None:
         if system != "scbow" and tokens_path is None:
             tokens_path, timings["tokens"] = token_file(corpus, ckey)
         oov = None
+        own = None
         if system == "scbow":
             model = train_scbow(corpus, settings[system], dev_path())
+        elif system == "sent2vec":
+            lines = sentence_lines(sets, dev, corpus)
+            model, vectors = train_sent2vec(tokens_path, settings[system], corpus, lines,
+                                            path_s.with_name(path_s.name + ".training"))
+            own = (lines, vectors)
         elif system == "fasttext":
             model = train_fasttext(tokens_path, settings[system], corpus, evaluation_oov(sets, dev, corpus.vocab))
             oov = model.info.pop("oov_vectors")
         else:
             model = train_word2vec(system, tokens_path, settings[system])
         save_model(model, path_s)
+        if own is not None:
+            save_sentences(path_s / "sentences.npz", *own)
         if oov is not None:
             np.savez(path_s / "oov.npz", words=np.array(list(oov), dtype=object),
                      vectors=np.array(list(oov.values()), dtype=np.float32).reshape(len(oov), -1))
@@ -715,6 +845,10 @@ def main(argv=None) -> None:
     models = {}
     for system in TRAINED:
         model = load_cached(dirs[system])
+        if system == "sent2vec" and model is not None:
+            model.info["own_sentences"] = load_sentences(dirs[system] / "sentences.npz")
+            if model.info["own_sentences"] is None:
+                model = None
         if model is not None:
             models[system] = model
             timings[system] = model.info.get("benchmark", {})
@@ -732,7 +866,7 @@ def main(argv=None) -> None:
                 label_ = f"as saved (unknown {rule[0]})"
                 systems[name] = {**_summary(s), "chosen": label_, "variants": {label_: s.summary()}}
             tables["scbow"] = WordTable.from_model(corpus.vocab, models["scbow"])
-        for name in ("cbow", "skipgram", "fasttext"):
+        for name in ("cbow", "skipgram", "fasttext", "sent2vec"):
             if name in models:
                 tables[name] = WordTable.from_model(corpus.vocab, models[name])
                 npz = dirs[name] / "oov.npz"
@@ -743,11 +877,11 @@ def main(argv=None) -> None:
         for name in PEERS:
             if name not in tables:
                 continue
-            kind = {"fasttext": "fasttext", "overlap": "overlap"}.get(name, "word2vec")
+            kind = {"fasttext": "fasttext", "overlap": "overlap", "sent2vec": "sent2vec"}.get(name, "word2vec")
             by_variant = {}
             for variant in variants_of(kind):
                 say(f"{name}: {variant.label}")
-                by_variant[variant] = Scored(SentenceEmbedder(tables[name], variant, corpus).embed, dev, sets)
+                by_variant[variant] = Scored(embedder(tables[name], variant, corpus, models.get(name)), dev, sets)
             pick = choose({v: s.dev["pearson"] for v, s in by_variant.items()})
             scored[name] = by_variant[pick]
             systems[name] = {**_summary(by_variant[pick]), "chosen": pick.label,
@@ -781,6 +915,7 @@ def main(argv=None) -> None:
         "regenerate": regen,
         "context": ctx,
     }
+    result["sent2vec_search"] = sent2vec_search_record(settings.get("sent2vec"))
     result["goal"] = _goal(result)
     result = _clean(result)
     json_path, md_path = write_report(Path(args.out), result, markdown(result))

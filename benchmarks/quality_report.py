@@ -138,7 +138,8 @@ def markdown(result: dict) -> str:
 
     ws = result.get("word_similarity")
     if ws:
-        wnames = [n for n in ("scbow", "cbow", "skipgram", "fasttext", "overlap") if n in next(iter(ws.values()))["spearman"]]
+        have = next(iter(ws.values()))["spearman"]
+        wnames = [n for n in ("scbow", "cbow", "skipgram", "fasttext", "sent2vec", "overlap") if n in have]
         wrows = [(name, f"{row['covered']} of {row['pairs']}") + tuple(_f(row["spearman"][n]) for n in wnames)
                  for name, row in ws.items()]
         nb = result.get("neighbours", {})
@@ -206,8 +207,25 @@ def markdown(result: dict) -> str:
                  "defaults (chosen on the STS-B dev set; `benchmarks/results/search.md`), the thread count set here. "
                  "word2vec: gensim's `Word2Vec` with the paper's settings (§3.2) and the word2vec C tool's learning "
                  "rates; fastText: its `cbow` with its defaults at the same size, window, min count, negatives and "
-                 "epochs. gensim and fastText read the same token stream Siamese CBOW trains on (the kept tokens of "
-                 "scbow's encoding, one sentence per line), so all have the same vocabulary.")
+                 "epochs; Sent2Vec: epfml/sent2vec built from source, with the settings that won its own search on "
+                 "STS-B dev (below). gensim, fastText and Sent2Vec read the same token stream Siamese CBOW trains on (the "
+                 "kept tokens of scbow's encoding, one sentence per line), so all have the same vocabulary.")
+    search = result.get("sent2vec_search")
+    if search:
+        srows = []
+        for name, r in search["candidates"].items():
+            diff = {k: v for k, v in r["settings"].items()
+                    if k not in ("trainer", "thread") and search["paper_settings"].get(k) != v}
+            srows.append(((f"**{name}**" if name == search["winner"] else name),
+                          ", ".join(f"{k}={v}" for k, v in diff.items()) or "-", r["chosen"], _f(r["dev_pearson"]),
+                          _f(r["test_pearson_mean"])))
+        used = "the winner's" if search.get("used_winner") else "**not the winner's** (see the settings above)"
+        parts.append(f"### Sent2Vec's own search\n\nCandidates trained on {search['corpus']['label']} and scored "
+                     "under every sentence-vector variant; the winner (bold) has the best STS-B dev Pearson (test "
+                     f"means shown, never used). The Sent2Vec column above uses {used} settings. Report: "
+                     "`benchmarks/results/sent2vec_search.md`.\n\n"
+                     + md_table(("candidate", "differs from the paper's settings", "best variant on dev", "STS-B dev",
+                                 "test mean"), srows))
     parts.append(f"Regenerate: `{result['regenerate']}` (trains only what is not cached; `--systems S --force` "
                  "retrains S).")
     parts.append(context_markdown(result["context"]))

@@ -159,3 +159,62 @@ def test_goal_needs_every_line():
     for bad in (result(13, 0.7, 0.05, 0.0), result(19, 0.649, 0.05, 0.0), result(19, 0.7, 0.029, 0.0),
                 result(19, 0.7, 0.05, 0.11)):
         assert not quality._goal(bad)["met"]
+
+
+# ---------------------------------------------------------------------------------------
+# Sent2Vec (benchmarks.sent2vec): its own sentence vectors and the cache of them
+
+
+def test_sent2vec_variants_hold_its_own_sentence_vectors_and_every_word_variant():
+    v = peers.variants_of("sent2vec")
+    own = [x for x in v if x.source == "sentences"]
+    assert [x.post for x in own] == ["raw", "pc1", "pcr"]
+    assert [x for x in v if x.source == "words"] == peers.variants_of("word2vec")
+    assert len({x.label for x in v}) == len(v)  # the report keys variants by label
+
+
+def test_own_sentence_vectors_are_looked_up_by_tokens_and_post_processed_by_hand():
+    from benchmarks.sent2vec import OwnSentences
+
+    rng = np.random.default_rng(3)
+    sample = rng.standard_normal((50, 6)) + 3.0  # a common direction, as real sentence vectors have
+    vectors = {"the cat sat": rng.standard_normal(6), "a dog": rng.standard_normal(6), "zzqx": np.zeros(6)}
+    S = sample.copy()
+    u = np.linalg.svd(S, full_matrices=False)[2][0]
+    mean = S.mean(axis=0)
+    C = S - mean
+    U = np.linalg.eigh(C.T @ C)[1][:, ::-1][:, :2].T
+    sentences = ["The cat sat", "a  dog", "zzqx"]  # tokenized before the lookup
+    raw = OwnSentences(vectors, sample, "raw").embed(sentences)
+    pc1 = OwnSentences(vectors, sample, "pc1").embed(sentences)
+    pcr = OwnSentences(vectors, sample, "pcr", components=2).embed(sentences)
+    for k, key in enumerate(["the cat sat", "a dog"]):
+        x = vectors[key]
+        np.testing.assert_allclose(raw[k], x)
+        np.testing.assert_allclose(pc1[k], x - (x @ u) * u, atol=1e-12)
+        np.testing.assert_allclose(pcr[k], (x - mean) - U.T @ (U @ (x - mean)), atol=1e-12)
+    assert np.isnan(raw[2]).all() and np.isnan(pcr[2]).all()  # no known word: the pair gets the set's mean
+    with pytest.raises(ValueError):
+        OwnSentences(vectors, sample, "sif")
+
+
+def test_sent2vec_output_is_checked_for_its_shape():
+    from benchmarks.sent2vec import _parse
+
+    out = _parse(b"1 2 3 \n4 5 6 \n", 2, 3, "test")
+    assert out.tolist() == [[1, 2, 3], [4, 5, 6]]
+    with pytest.raises(RuntimeError, match="5 numbers for 2 rows of 3"):
+        _parse(b"1 2 3 \n4 5 \n", 2, 3, "test")
+
+
+def test_cached_sentence_vectors_round_trip_and_damage_is_a_retrain(tmp_path):
+    lines = ["the cat sat", "", "é ü"]
+    vectors = np.arange(9, dtype=np.float32).reshape(3, 3)
+    path = tmp_path / "sentences.npz"
+    quality.save_sentences(path, lines, vectors)
+    back = quality.load_sentences(path)
+    assert list(back) == lines and back["é ü"].tolist() == [6, 7, 8]
+    path.write_bytes(path.read_bytes()[:100])
+    assert quality.load_sentences(path) is None
+    assert quality.load_sentences(tmp_path / "absent.npz") is None
+    assert not list(tmp_path.glob("*.tmp-*"))

@@ -1,0 +1,190 @@
+"""Sent2Vec (Pagliardini, Gupta and Jaggi, NAACL 2018) as a peer of the quality benchmark.
+
+Sent2Vec learns word (and word-bigram) vectors whose average is a sentence vector, by
+predicting each word of a sentence from the average of the rest: the same "average of
+vectors" interface as Siamese CBOW, a different objective. The reference implementation
+is C++ (a fork of fastText): it is built here from its source, never vendored.
+
+Getting the source (it is never committed): clone https://github.com/epfml/sent2vec into
+``benchmarks/.work/sent2vec/src`` (ignored by git), or point ``SCBOW_SENT2VEC_SRC`` at a
+checkout. :func:`binary` builds it with its own ``make`` in a copy under
+``benchmarks/.work/sent2vec/build-<hash of the sources>/`` the first time, and reuses it.
+
+What the benchmark takes from a trained model, before throwing the model away (about 2.5 GB
+with its bigram buckets):
+
+* its sentence vectors (``print-sentence-vectors``: the average of the sentence's unigram
+  and bigram vectors, unknown words left out) for every evaluation sentence and a fixed
+  sample of corpus sentences (on which post-processing is estimated), each sentence given
+  as scbow's tokens joined by spaces;
+* its unigram vectors (``print-vocabulary-vectors ... input``) for the corpus vocabulary,
+  which get the same word-vector post-processings as the other peers (SIF and so on) and
+  the word-similarity sets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .common import REPO_ROOT, say
+
+WORK = REPO_ROOT / "benchmarks" / ".work" / "sent2vec"
+SOURCE_ENV = "SCBOW_SENT2VEC_SRC"
+UPSTREAM = "https://github.com/epfml/sent2vec"
+
+# The settings the Sent2Vec paper and README give for book corpora (Toronto books:
+# bigrams, 5 epochs at lr 0.2, 10 negatives, subsampling 5e-6, dropoutK 4), at the
+# dimension and minimum count every system of the benchmark uses.
+PAPER_SETTINGS = {"dim": 300, "minCount": 5, "epoch": 5, "lr": 0.2, "wordNgrams": 2, "loss": "ns", "neg": 10,
+                  "t": 5e-6, "dropoutK": 4, "bucket": 2_000_000}
+
+
+def source_dir() -> Path:
+    env = os.environ.get(SOURCE_ENV)
+    path = Path(env) if env else WORK / "src"
+    if not (path / "Makefile").is_file() or not (path / "src" / "fasttext.cc").is_file():
+        sys.exit(f"no Sent2Vec source at {path}: clone {UPSTREAM} there (git clone {UPSTREAM} {WORK / 'src'}) "
+                 f"or set {SOURCE_ENV} to a checkout")
+    return path
+
+
+def source_id(src: Path) -> str:
+    """A hash of the sources the binary is built from (what the cache keys and the report record)."""
+    h = hashlib.sha256()
+    for p in sorted([src / "Makefile", *(src / "src").glob("*.cc"), *(src / "src").glob("*.h")]):
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def source_commit(src: Path) -> str | None:
+    """The checkout's commit, when ``src`` is a git checkout of its own (not a folder inside another)."""
+    if not (src / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() or None
+
+
+def binary() -> Path:
+    """The ``fasttext`` binary of Sent2Vec, built from :func:`source_dir` on first use."""
+    src = source_dir()
+    build = WORK / f"build-{source_id(src)}"
+    exe = build / "fasttext"
+    if exe.is_file():
+        return exe
+    tmp = WORK / f"build-tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(src, tmp, ignore=shutil.ignore_patterns(".git", "*.o", "fasttext"))
+    say(f"building Sent2Vec from {src} (make)")
+    done = subprocess.run(["make", "-j2"], cwd=tmp, capture_output=True, text=True)
+    if done.returncode != 0 or not (tmp / "fasttext").is_file():
+        sys.exit(f"building Sent2Vec in {tmp} failed:\n{done.stderr[-2000:]}")
+    os.replace(tmp, build)
+    return exe
+
+
+def describe() -> str:
+    src = source_dir()
+    commit = source_commit(src)
+    return f"epfml/sent2vec {'commit ' + commit[:10] if commit else 'source'} (sources {source_id(src)})"
+
+
+def train(tokens_path: Path, settings: dict, out_dir: Path) -> Path:
+    """Train on the token file; the model's ``.bin`` in ``out_dir`` (its log beside it)."""
+    exe = binary()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    prefix = out_dir / "sent2vec"
+    args = [str(exe), "sent2vec", "-input", str(tokens_path), "-output", str(prefix)]
+    for key, value in settings.items():
+        args += [f"-{key}", str(value)]
+    say("training Sent2Vec: " + " ".join(args[1:]))
+    with open(out_dir / "train.log", "w", encoding="utf-8") as log:
+        done = subprocess.run(args, stdout=log, stderr=subprocess.STDOUT)
+    model = prefix.with_suffix(".bin")
+    if done.returncode != 0 or not model.is_file():
+        sys.exit(f"Sent2Vec training failed (exit {done.returncode}); see {out_dir / 'train.log'}")
+    return model
+
+
+def _parse(text: bytes, rows: int, dim: int, what: str) -> np.ndarray:
+    values = np.array(text.split(), dtype=np.float32)
+    if values.size != rows * dim:
+        raise RuntimeError(f"Sent2Vec {what}: {values.size} numbers for {rows} rows of {dim}")
+    return values.reshape(rows, dim)
+
+
+def sentence_vectors(model: Path, lines: list[str], dim: int) -> np.ndarray:
+    """``print-sentence-vectors`` of ``lines`` (tokens joined by spaces, no newlines): float32 (n, dim)."""
+    if any("\n" in s or "\r" in s for s in lines):
+        raise ValueError("a sentence for Sent2Vec holds a line break")
+    text = ("\n".join(lines) + "\n").encode("utf-8")
+    done = subprocess.run([str(binary()), "print-sentence-vectors", str(model)], input=text, capture_output=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"Sent2Vec print-sentence-vectors failed: {done.stderr.decode(errors='replace')[-500:]}")
+    return _parse(done.stdout, len(lines), dim, "sentence vectors")
+
+
+def vocabulary_vectors(model: Path, dim: int) -> tuple[list[str], np.ndarray]:
+    """The model's words and their unigram (input) vectors."""
+    done = subprocess.run([str(binary()), "print-vocabulary-vectors", str(model), "input"], capture_output=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"Sent2Vec print-vocabulary-vectors failed: {done.stderr.decode(errors='replace')[-500:]}")
+    words, rows = [], []
+    for line in done.stdout.decode("utf-8").splitlines():
+        parts = line.split()
+        if len(parts) != dim + 1:
+            raise RuntimeError(f"Sent2Vec vocabulary vectors: a line of {len(parts)} fields, not {dim + 1}")
+        words.append(parts[0])
+        rows.append(parts[1:])
+    return words, np.array(rows, dtype=np.float32).reshape(len(words), dim)
+
+
+class OwnSentences:
+    """A system's own sentence vectors, looked up by the tokenized sentence, with a post-processing.
+
+    ``vectors``: text -> float32 vector (the cache of :func:`sentence_vectors`); ``sample``:
+    the vectors of the corpus sample the post-processing is estimated on. ``post``: ``raw``,
+    ``pc1`` (the first singular direction of the uncentred sample removed, as SIF and the
+    Sent2Vec paper's comparisons do) or ``pcr`` (centred, ``components`` principal
+    directions removed). A zero vector (no known word) is NaN: the pair gets the set's mean.
+    """
+
+    def __init__(self, vectors: dict, sample: np.ndarray, post: str, components: int = 10):
+        self.vectors = vectors
+        self.post = post
+        self.mean = None
+        self.U = np.zeros((0, sample.shape[1]))
+        S = sample.astype(np.float64)
+        S = S[np.linalg.norm(S, axis=1) > 0]
+        if post == "pc1":
+            self.U = np.linalg.svd(S, full_matrices=False)[2][:1]
+        elif post == "pcr":
+            self.mean = S.mean(axis=0)
+            C = S - self.mean
+            vecs = np.linalg.eigh(C.T @ C)[1]
+            self.U = vecs[:, ::-1][:, :components].T
+        elif post != "raw":
+            raise ValueError(post)
+
+    def embed(self, sentences) -> np.ndarray:
+        from scbow.text.tokenize import tokenize
+
+        out = np.stack([self.vectors[" ".join(tokenize(s))] for s in sentences]).astype(np.float64)
+        empty = np.linalg.norm(out, axis=1) == 0
+        if self.mean is not None:
+            out -= self.mean
+        if len(self.U):
+            out -= (out @ self.U.T) @ self.U
+        out[empty] = np.nan
+        return out
