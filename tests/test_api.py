@@ -9,7 +9,7 @@ import pytest
 import scbow
 from scbow.text.vocab import Vocab
 from scbow.vectors.formats import export_word2vec
-from scbow.vectors.model import Model
+from scbow.vectors.model import NEIGHBOUR_MIN_COUNT, Model
 from scbow.vectors.numeric import kth_largest
 
 gensim_models = pytest.importorskip("gensim.models")
@@ -20,7 +20,8 @@ SENTENCE_WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "s
 def random_model(n_words=400, dim=20, seed=0, config=None, info=None) -> Model:
     rng = np.random.default_rng(seed)
     words = SENTENCE_WORDS + [f"w{i}" for i in range(n_words - len(SENTENCE_WORDS))]
-    counts = np.arange(n_words, 0, -1) * 3
+    # every word seen often enough to be a neighbour: most_similar ranks them all, as gensim does
+    counts = NEIGHBOUR_MIN_COUNT + np.arange(n_words, 0, -1) * 3
     vectors = rng.standard_normal((n_words, dim)).astype(np.float32)
     return Model(Vocab(words, counts), vectors, config, info)
 
@@ -78,7 +79,8 @@ def test_gensim_names(model):
 
 
 def test_lookup_lowercases_like_the_cli():
-    m = Model(Vocab(["king", "Apple", "apple", "x"], [4, 3, 2, 1]), np.eye(4, dtype=np.float32))
+    m = Model(Vocab(["king", "Apple", "apple", "x"], np.array([4, 3, 2, 1]) * NEIGHBOUR_MIN_COUNT),
+              np.eye(4, dtype=np.float32))
     np.testing.assert_array_equal(m["King"], m["king"])  # not in the vocabulary as typed: lowercased
     np.testing.assert_array_equal(m["KING"], m.vectors[0])
     np.testing.assert_array_equal(m["Apple"], m.vectors[1])  # the exact spelling wins
@@ -92,6 +94,7 @@ def test_lookup_lowercases_like_the_cli():
     with pytest.raises(KeyError, match="'zebra' is not in the vocabulary"):
         m.get_index("zebra")
     assert [w for w, _ in m.most_similar("KING", topn=4)] == [w for w, _ in m.most_similar("king", topn=4)]
+    assert len(m.most_similar("king", topn=4)) == 3
     assert "king" not in [w for w, _ in m.most_similar("King", topn=4)]  # the query word is left out as found
     assert m.n_similarity(["King"], ["APPLE"]) == m.n_similarity(["king"], ["apple"])
 
@@ -165,7 +168,7 @@ def test_most_similar_large_vocabulary_matches_float64(seed=4):
 
 def test_most_similar_odd_rows_are_never_nan():
     V = np.array([[1, 0, 0], [0, 0, 0], [1e-35, 1e-35, 0], [3e35, 1e35, 0], [0, 1, 0], [1, 1, 1]], dtype=np.float32)
-    m = Model(Vocab(["q", "zero", "tiny", "huge", "y", "d"], [6, 5, 4, 3, 2, 1]), V)
+    m = Model(Vocab(["q", "zero", "tiny", "huge", "y", "d"], np.arange(6, 0, -1) * NEIGHBOUR_MIN_COUNT), V)
     got = m.most_similar("q", topn=5)
     assert all(np.isfinite(c) for _, c in got)
     assert_same(got, brute_force(m, ["q"], topn=5), atol=1e-12)

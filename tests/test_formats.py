@@ -12,7 +12,7 @@ import pytest
 import scbow
 from scbow.text.vocab import Vocab
 from scbow.vectors.formats import ModelError, export_word2vec, load_model, load_word2vec
-from scbow.vectors.model import Model
+from scbow.vectors.model import NEIGHBOUR_MIN_COUNT, Model
 from scbow.vectors.modeldir import FORMAT_VERSION, save_model
 
 WORDS = ["the", ",", "cat", "don't", "état", "sat", "dog", "naïve", "o'clock", "."]
@@ -292,7 +292,7 @@ def test_word2vec_with_a_repeated_word(tmp_path):
 def tiny():
     words = ["the", "cat", "sat", "dog", "."]
     vectors = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 2, 1], [1, 1, 1]], dtype=np.float32)
-    return Model(Vocab(words, [5, 4, 3, 2, 1]), vectors)
+    return Model(Vocab(words, np.array([5, 4, 3, 2, 1]) * NEIGHBOUR_MIN_COUNT), vectors)  # all frequent enough to be neighbours
 
 
 def test_embed(tiny):

@@ -22,7 +22,7 @@ from scbow.training.pretrained import expand_vocabulary, fit_linear_map, pretrai
 from scbow.training.start import init_vectors
 from scbow.use.embedding import embed_file, embed_lines, missing_path_for, nearest_sentences, npy_header
 from scbow.vectors.formats import export_word2vec, load_model
-from scbow.vectors.model import Model
+from scbow.vectors.model import NEIGHBOUR_MIN_COUNT, Model
 from scbow.vectors.modeldir import save_model
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", ".", "don't", "café"]
@@ -42,7 +42,7 @@ LINES = [
 
 def make_model(dim=6, seed=0, words=WORDS):
     rng = np.random.default_rng(seed)
-    counts = np.arange(len(words), 0, -1) * 10
+    counts = NEIGHBOUR_MIN_COUNT + np.arange(len(words), 0, -1) * 10  # every word a candidate neighbour
     return Model(Vocab(words, counts), rng.standard_normal((len(words), dim)).astype(np.float32))
 
 
@@ -253,7 +253,7 @@ def test_most_similar_matches_brute_force(model, query):
 def test_most_similar_edges(model):
     assert len(model.most_similar("cat", topn=1000)) == len(model) - 1
     # ties go to the more frequent word (lower id)
-    tied = Model(Vocab(["q", "b", "c", "a"], [4, 3, 2, 1]),
+    tied = Model(Vocab(["q", "b", "c", "a"], np.array([4, 3, 2, 1]) * NEIGHBOUR_MIN_COUNT),
                  np.array([[1, 0], [1, 1], [0, 1], [1, 1]], dtype=np.float32))
     assert [w for w, _ in tied.most_similar("q", topn=2)] == ["b", "a"]
     assert [w for w, _ in tied.most_similar("q", topn=1)] == ["b"]
@@ -283,6 +283,78 @@ def test_neighbors_cli_words(tmp_path, runner, model):
     assert [line.split("\t")[0] for line in result.stdout.splitlines()] == [w for w, _ in want]
     assert_clean_error(runner.invoke(main, [*m, "zebra"]), "'zebra' is not in the vocabulary")
     assert_clean_error(runner.invoke(main, m), "give a WORD")
+
+
+def rare_word_model():
+    """'cat' is nearest to 'mezzanine' (seen 3 times) by cosine, then to 'dog' (seen 500 times),
+    and to 'kitten', whose count is unknown (0: a word added by expand or read from a word2vec file)."""
+    words = ["the", "cat", "dog", "mat", "mezzanine", "padoie", "kitten"]
+    counts = [1000, 800, 500, 200, 3, 7, 0]
+    vectors = np.array([[0, 0, 1], [1, 0, 0], [0.8, 0.6, 0], [0, 1, 0], [1, 0.01, 0], [0.99, 0.1, 0],
+                        [0.9, 0.3, 0]], dtype=np.float32)
+    return Model(Vocab(words, counts), vectors)
+
+
+def test_most_similar_leaves_rare_words_out_by_default():
+    m = rare_word_model()
+    plain = [w for w, _ in m.most_similar("cat", topn=4, min_count=0)]
+    assert plain == ["mezzanine", "padoie", "kitten", "dog"]  # by cosine the rare words come first
+    assert [w for w, _ in m.most_similar("cat", topn=4, min_count=1)] == plain
+    assert NEIGHBOUR_MIN_COUNT > 7  # the default leaves out words seen 3 and 7 times
+    assert [w for w, _ in m.most_similar("cat", topn=2)] == ["kitten", "dog"]  # no count recorded: kept
+    assert [w for w, _ in m.most_similar("cat", topn=3, min_count=5)] == ["padoie", "kitten", "dog"]
+    # the cosines returned are the plain ones, whatever the rule
+    assert dict(m.most_similar("cat", topn=10))["dog"] == dict(m.most_similar("cat", topn=10, min_count=0))["dog"]
+    assert len(m.most_similar("cat", topn=10, min_count=600)) == 2  # 'the' and 'kitten'; 'cat' is the query
+    assert m.most_similar("cat", topn=10, min_count=10**6) == [("kitten", pytest.approx(0.9 / np.hypot(0.9, 0.3)))]
+    # the query's own words may be rare; gensim's names take the rule too
+    assert [w for w, _ in m.most_similar("mezzanine", topn=1)] == ["cat"]
+    assert [w for w, _ in m.similar_by_word("cat", topn=1)] == ["kitten"]
+    assert [w for w, _ in m.similar_by_word("cat", topn=1, min_count=0)] == ["mezzanine"]
+    assert [w for w, _ in m.similar_by_vector(m["cat"], topn=2)] == ["cat", "kitten"]
+    assert [w for w, _ in m.similar_by_vector(m["cat"], topn=2, min_count=0)] == ["cat", "mezzanine"]
+    # with restrict_vocab both rules apply ('the' and 'mat' tie at 0: the more frequent first)
+    assert [w for w, _ in m.most_similar("cat", topn=5, restrict_vocab=6, min_count=0)] == ["mezzanine", "padoie",
+                                                                                            "dog", "the", "mat"]
+    assert [w for w, _ in m.most_similar("cat", topn=5, restrict_vocab=6)] == ["dog", "the", "mat"]
+    # a rare row float32 cannot score (scored apart, in float64) is left out alike
+    odd = Model(Vocab(["q", "huge", "y"], [500, 3, 400]), np.array([[1, 0], [3e35, 1e34], [1, 1]], dtype=np.float32))
+    assert [w for w, _ in odd.most_similar("q", topn=2)] == ["y"]
+    assert [w for w, _ in odd.most_similar("q", topn=2, min_count=0)] == ["huge", "y"]
+    for bad in (-1, 2.5, True, "5", None):
+        with pytest.raises(ValueError, match="min_count"):
+            m.most_similar("cat", min_count=bad)
+
+
+def test_neighbors_cli_min_count(tmp_path, runner):
+    save_model(rare_word_model(), tmp_path / "m")
+    m = ["neighbors", "-m", str(tmp_path / "m"), "cat"]
+
+    def words(*extra):
+        result = runner.invoke(main, [*m, *extra])
+        assert result.exit_code == 0, result.output
+        return [line.split("\t")[0] for line in result.stdout.splitlines()]
+
+    assert words("-n", "2") == ["kitten", "dog"]  # the default leaves the rare words out
+    assert words("-n", "2", "--min-count", "0") == ["mezzanine", "padoie"]
+    assert words("-n", "2", "--min-count", "1") == ["mezzanine", "padoie"]
+    assert words("-n", "3", "--min-count", "5") == ["padoie", "kitten", "dog"]
+    assert words("-n", "9", "--min-count", "2k") == ["kitten"]  # counts as other options take them
+    help_text = runner.invoke(main, ["neighbors", "--help"]).output
+    assert "--min-count" in help_text and f"default: {NEIGHBOUR_MIN_COUNT}" in help_text
+    for bad, says in (("-1", "is not a whole number of occurrences"), ("2.5", "is not a whole number"),
+                      ("lots", "is not a whole number"), ("1e30", "is more occurrences than any run has")):
+        result = runner.invoke(main, [*m, "--min-count", bad])
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert f"Invalid value for '--min-count': {bad!r} {says}" in result.output
+    only_rare = Model(Vocab(["cat", "mezzanine"], [3, 2]), np.eye(2, dtype=np.float32))
+    save_model(only_rare, tmp_path / "rare")
+    assert_clean_error(runner.invoke(main, ["neighbors", "-m", str(tmp_path / "rare"), "cat"]),
+                       f"no other word is seen at least {NEIGHBOUR_MIN_COUNT} times", "--min-count")
+    src = tmp_path / "s.txt"
+    src.write_text("the cat\n", encoding="utf-8")
+    assert_clean_error(runner.invoke(main, [*m[:3], "--sentence", "cat", "--in", str(src), "--min-count", "5"]),
+                       "--min-count is for nearest words")
 
 
 def test_nearest_sentences(tmp_path, model):

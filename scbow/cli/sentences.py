@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from ..files import refuse_overwrite
-from .app import load, main, model_dir, model_option
+from ..vectors.neighbours import NEIGHBOUR_MIN_COUNT
+from .app import Count, load, main, model_dir, model_option
 
 
 @main.command(short_help="Embed every line of a file into a .npy array (or many files on a Dask cluster).")
@@ -138,7 +139,11 @@ def _lookup_word(model, word: str) -> str:
                    "[default: the index's]")
 @click.option("--negative", multiple=True, help="A word to subtract from the query (repeatable).")
 @click.option("-n", "--topn", type=click.IntRange(min=1, max=10**9), default=10, show_default=True, help="How many to print.")
-def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, topn):
+@click.option("--min-count", type=Count(minimum=0, what="occurrences"), default=NEIGHBOUR_MIN_COUNT, show_default=True,
+              help="Print only words seen at least this often in the training corpus (rare words' vectors are "
+                   "mostly noise and crowd out the answer); 0: every word, by plain cosine. Words with no "
+                   "recorded count (from a word2vec file, or added by 'expand') are always printed.")
+def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, topn, min_count):
     """Print the nearest words of WORD... by cosine, or the nearest sentences of a file.
 
     \b
@@ -150,10 +155,14 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
                                 the same from an index, in milliseconds
 
     Several words are averaged (as unit vectors), --negative words subtracted, as in
-    gensim's most_similar; the query's own words are never printed.
+    gensim's most_similar; the query's own words are never printed. Only words seen at
+    least --min-count times are candidates (the query's words may be any); --min-count 0
+    ranks every word by plain cosine.
     """
     if ef is not None and index_path is None:
         raise click.ClickException("--ef needs --index")
+    if sentence is not None and click.get_current_context().get_parameter_source("min_count").name != "DEFAULT":
+        raise click.ClickException("--min-count is for nearest words; --sentence finds nearest lines")
     if in_path is not None and index_path is not None:
         raise click.ClickException("give --in FILE (an exact scan) or --index DIR, not both")
     if sentence is None:
@@ -166,11 +175,15 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
         positive = [_lookup_word(model, w) for w in words]
         minus = [_lookup_word(model, w) for w in negative]
         try:
-            found = model.most_similar(positive, topn=topn, negative=minus)
+            found = model.most_similar(positive, topn=topn, negative=minus, min_count=min_count)
         except ValueError:  # the words cancel out: no direction left to compare with
             query = " + ".join(positive) + "".join(f" - {w}" for w in minus)
             raise click.ClickException(f"the query {query} is the zero vector (its words cancel out, or their "
                                        "vectors are zero); it has no nearest words") from None
+        if not found and min_count > 1 and len(model) > len(set(positive + minus)):
+            most = int(model.vocab.counts.max(initial=0))
+            raise click.ClickException(f"no other word is seen at least {min_count:,} times (the most frequent, "
+                                       f"{most:,} times); lower --min-count, or 0 for every word")
         for word, cos in found:
             click.echo(f"{word}\t{cos:.4f}")
         return

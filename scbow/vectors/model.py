@@ -13,6 +13,7 @@ from ..config import UNKNOWN_MODES  # noqa: F401  (re-exported: omit, hash)
 from ..progress import plural
 from ..text.tokenize import tokenize, tokenize_lines
 from ..text.vocab import Vocab
+from .neighbours import NEIGHBOUR_MIN_COUNT  # the default of most_similar(min_count=)
 from .numeric import (
     cosine,
     hashed_vectors,
@@ -49,8 +50,10 @@ class Model:
     ``index_to_key``, ``key_to_index``, ``vectors``, ``vector_size``, ``get_index``,
     ``get_vector``, ``most_similar`` (with ``restrict_vocab``), ``similar_by_word``,
     ``similar_by_vector`` and ``n_similarity`` work as there, except that a word is also
-    found lowercased (see :meth:`get_index`). ``similarity`` and ``similarities`` compare
-    sentences, not words; ``save`` writes a model directory.
+    found lowercased (see :meth:`get_index`), and that the neighbours are only words seen at
+    least ``min_count`` times (:data:`NEIGHBOUR_MIN_COUNT` by default; ``min_count=0`` ranks
+    every word, as gensim does). ``similarity`` and ``similarities`` compare sentences, not
+    words; ``save`` writes a model directory.
 
     A word is looked up as given, else lowercased (the tokenizer lowercases, so every
     word of a trained model is lowercase): ``model["King"]`` is the vector of "king".
@@ -367,25 +370,27 @@ class Model:
             means.append(np.mean(rows, axis=0))
         return cosine(*means)
 
-    def similar_by_word(self, word: str, topn: int = 10, restrict_vocab: int | None = None) -> list[tuple[str, float]]:
-        """``most_similar(word, topn, restrict_vocab=restrict_vocab)``: gensim's name for it."""
+    def similar_by_word(self, word: str, topn: int = 10, restrict_vocab: int | None = None,
+                        min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:
+        """``most_similar(word, topn, restrict_vocab=restrict_vocab, min_count=min_count)``: gensim's name for it."""
         if not isinstance(word, str):
             raise TypeError(f"similar_by_word() takes a word, got {type(word).__name__}")
-        return self.most_similar(word, topn=topn, restrict_vocab=restrict_vocab)
+        return self.most_similar(word, topn=topn, restrict_vocab=restrict_vocab, min_count=min_count)
 
-    def similar_by_vector(self, vector, topn: int = 10, restrict_vocab: int | None = None) -> list[tuple[str, float]]:
+    def similar_by_vector(self, vector, topn: int = 10, restrict_vocab: int | None = None,
+                          min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:
         """The ``topn`` words nearest to ``vector`` (shape (dim,)) by cosine, best first.
 
-        :meth:`most_similar` of the vector alone: no word is left out, ``restrict_vocab``
-        as there.
+        :meth:`most_similar` of the vector alone: no query word is left out;
+        ``restrict_vocab`` and ``min_count`` as there.
         """
         vector = np.asarray(vector, dtype=np.float64)
         if vector.shape != (self.dim,):
             raise ValueError(f"a query vector must have shape ({self.dim},), got {vector.shape}")
-        return self.most_similar([vector], topn=topn, restrict_vocab=restrict_vocab)
+        return self.most_similar([vector], topn=topn, restrict_vocab=restrict_vocab, min_count=min_count)
 
-    def most_similar(self, positive, topn: int = 10, negative=(), restrict_vocab: int | None = None
-                     ) -> list[tuple[str, float]]:
+    def most_similar(self, positive, topn: int = 10, negative=(), restrict_vocab: int | None = None,
+                     min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:
         """The ``topn`` words nearest to a query by cosine, with their cosines, best first.
 
         ``positive`` is a word, a vector (shape (dim,)) or a list of words and vectors;
@@ -400,6 +405,13 @@ class Model:
         ``restrict_vocab=N``: only the first N words (the N most frequent) are candidates,
         as in gensim; the query's words may be any. ``None``: all of them.
 
+        ``min_count=C`` (default :data:`NEIGHBOUR_MIN_COUNT`, 100): only words seen at least
+        C times in the training corpus are candidates, so that rare words, whose rows are
+        mostly noise, do not crowd out the answer; the query's words may be any. A word
+        with no recorded count (0: read from a word2vec file, or added by ``expand``) is
+        always a candidate. ``0`` or ``1``: every word, the plain cosine ranking (gensim's).
+        The cosines returned are plain cosines either way.
+
         Speed: the cosines of all the candidates are computed in float32 (one
         matrix-vector product with the rows as they are, times the cached inverse row
         norms), and the few words within rounding distance of the ``topn``-th best are
@@ -413,6 +425,8 @@ class Model:
             if not isinstance(restrict_vocab, (int, np.integer)) or isinstance(restrict_vocab, bool) or restrict_vocab < 1:
                 raise ValueError(f"restrict_vocab must be a positive integer or None, got {restrict_vocab!r}")
             n_rows = min(n_rows, int(restrict_vocab))
+        if not isinstance(min_count, (int, np.integer)) or isinstance(min_count, (bool, np.bool_)) or min_count < 0:
+            raise ValueError(f"min_count must be a non-negative integer, got {min_count!r}")
         terms, exclude = [], set()
         for sign, group in ((1.0, positive), (-1.0, negative)):
             if isinstance(group, str) or (isinstance(group, np.ndarray) and group.ndim == 1):
@@ -437,17 +451,26 @@ class Model:
             raise ValueError("the query vector is zero or not finite; no direction to compare with")
         query = query / qnorm
         exclude = np.array(sorted(i for i in exclude if i < n_rows), dtype=np.int64)
-        k = min(topn, n_rows - len(exclude))
+        rare = self._rare_rows(int(min_count), n_rows)  # a mask, or None when no word is too rare
+        n_rare = 0
+        if rare is not None:
+            n_rare = int(np.count_nonzero(rare))
+            exclude = exclude[~rare[exclude]]  # each left-out word counted once
+        k = min(topn, n_rows - len(exclude) - n_rare)
         if k <= 0:
             return []
         matrix, inverse_norms, odd = self._search_table()
         scores = matrix[:n_rows] @ query.astype(np.float32)
         scores *= inverse_norms[:n_rows]
         scores[exclude] = -np.inf
+        if n_rare:
+            scores[rare] = -np.inf
         if len(odd):  # rows float32 cannot score: always scored again below
             odd = np.setdiff1d(odd[odd < n_rows], exclude, assume_unique=True)
+            if rare is not None:
+                odd = odd[~rare[odd]]
             scores[odd] = -np.inf
-        regular = n_rows - len(exclude) - len(odd)
+        regular = n_rows - len(exclude) - n_rare - len(odd)
         if k < regular:
             kth = kth_largest(scores, k)  # the k-th best float32 cosine
             # A float32 cosine is within (dim + 8) float32 epsilons of the true one: every
@@ -464,6 +487,17 @@ class Model:
         best = np.lexsort((candidates, -exact))[:k]
         words = self.vocab.words
         return [(words[i], float(c)) for i, c in zip(candidates[best].tolist(), exact[best].tolist())]
+
+    def _rare_rows(self, min_count: int, n_rows: int) -> np.ndarray | None:
+        """Which of the first ``n_rows`` words are seen fewer than ``min_count`` times (a bool mask),
+        or None when none can be (``min_count`` 0 or 1). A count of 0 (unknown) is never rare.
+
+        Computed on every call: a comparison over the counts, far cheaper than the scores.
+        """
+        if min_count <= 1:
+            return None
+        counts = self.vocab.counts[:n_rows]
+        return (counts > 0) & (counts < min_count)
 
     def _search_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """What :meth:`most_similar` scores with, computed once per ``vectors`` array.
