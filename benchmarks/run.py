@@ -37,6 +37,8 @@ SUITES: dict[str, Suite] = {
                             "the STS-B dev learning curve of a default run, and what recording it costs"),
     "embed_speed": Suite("embed_speed", "embed.md", "`scbow-numba embed` lines per minute"),
     "most_similar": Suite("most_similar", "most_similar.md", "`Model.most_similar` against gensim's KeyedVectors"),
+    "neighbours": Suite("neighbours", "neighbours.md",
+                        "nearest words a user reads: plain cosine against a minimum count (word-similarity halves)"),
     "segmenters": Suite("segmenters", "segmenters.md", "sentence segmenters for `prepare`: accuracy, speed, weight"),
     "expand_demo": Suite("expand_demo", "expand.md", "vocabulary expansion and --init-vectors from word2vec vectors"),
     "unknown_words": Suite("unknown_words", "unknown_words.md", "unknown words at inference: left out or hashed"),
