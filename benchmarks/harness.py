@@ -100,7 +100,7 @@ class KernelBench:
         itself, because the backend has one matrix."""
         from concurrent.futures import ThreadPoolExecutor
 
-        from scbow.kernels.cpu import train_chunk
+        from scbow.kernels.cpu import no_word_term, train_chunk
         from scbow.training.backends.cpu import corpus_arrays
         from scbow.training.backends.params import kernel_params
 
@@ -110,12 +110,14 @@ class KernelBench:
         params = kernel_params(self.config, threads, n)
         stats = np.zeros((threads, 2), dtype=np.float64)
         rate = np.ascontiguousarray(self.rate, np.float32)
+        word = no_word_term(copies[0].shape[1])  # the skip-gram term is off in this diagnostic
         seconds, examples, loss_sum = 0.0, 0, 0.0
         with ThreadPoolExecutor(threads) as pool:
             for lo in range(0, n, self.batch):
                 hi = min(lo + self.batch, n)
                 with timed() as t:
-                    futures = [pool.submit(train_chunk, copies[c], arrays, self.order, rate, params, lo, hi, lo, c, stats)
+                    futures = [pool.submit(train_chunk, copies[c], arrays, self.order, rate, params, lo, hi, lo, c, stats,
+                                           word)
                                for c in range(threads)]
                     for f in futures:
                         f.result()

@@ -314,3 +314,63 @@ def test_a_checkpoint_from_before_the_frequency_weights_resumes_only_with_its_se
     same = TrainConfig(lr=0.02, weight_decay=10.0, **BEFORE_THEY_EXISTED)
     assert _config_differences(old, same) == []
 
+
+
+# =======================================================================================
+# The skip-gram term's output matrix (--word-window): saved with a checkpoint, resumed from it
+
+
+def test_resume_with_the_word_term_is_bit_identical_and_keeps_its_output_matrix(tmp_path, corpus_file, small_batches):
+    config = cfg(word_window=3, word_weight=0.5)
+    reference = train_session([corpus_file], config, tmp_path / "a", quiet=True)
+    out = tmp_path / "b"
+    with pytest.raises(Interrupted):
+        train_session([corpus_file], config, out, quiet=True, hooks=[SignalAfter(5)])
+    saved = np.load(checkpoint_dir(out) / "output.npy")
+    assert saved.shape == (len(load_model(checkpoint_dir(out)).vocab), 16 + 1) and np.abs(saved).max() > 0
+    train_session([corpus_file], config, out, quiet=True, resume=True)
+    assert not checkpoint_dir(out).exists()  # output.npy went with the rest
+    a, b = load_model(tmp_path / "a"), load_model(out)
+    assert np.array_equal(np.asarray(a.vectors).view(np.uint32), np.asarray(b.vectors).view(np.uint32))
+    # the term changes the model, and a resume from a zeroed output matrix lands elsewhere
+    plain = train_session([corpus_file], cfg(), tmp_path / "c", quiet=True)
+    assert plain.losses != reference.losses
+    out2 = tmp_path / "d"
+    with pytest.raises(Interrupted):
+        train_session([corpus_file], config, out2, quiet=True, hooks=[SignalAfter(5)])
+    np.save(checkpoint_dir(out2) / "output.npy", np.zeros_like(saved))
+    train_session([corpus_file], config, out2, quiet=True, resume=True)
+    assert not np.array_equal(np.asarray(a.vectors), np.asarray(load_model(out2).vectors))
+
+
+@pytest.mark.parametrize("damage", ["missing", "shape", "nan", "garbage"])
+def test_a_word_term_checkpoint_without_a_good_output_matrix_is_refused(tmp_path, corpus_file, small_batches, damage):
+    config = cfg(word_window=2)
+    out = tmp_path / "m"
+    with pytest.raises(Interrupted):
+        train_session([corpus_file], config, out, quiet=True, hooks=[SignalAfter(3)])
+    path = checkpoint_dir(out) / "output.npy"
+    Wo = np.load(path)
+    if damage == "missing":
+        path.unlink()
+    elif damage == "shape":
+        np.save(path, Wo[:, :-1])
+    elif damage == "nan":
+        Wo[0, 0] = np.nan
+        np.save(path, Wo)
+    else:
+        path.write_bytes(b"not a numpy file")
+    with pytest.raises(CheckpointError) as info:
+        train_session([corpus_file], config, out, quiet=True, resume=True)
+    message = str(info.value)
+    assert "output.npy" in message and "damaged checkpoint" in message and "\n" not in message
+
+
+def test_a_checkpoint_without_the_word_term_does_not_resume_with_it(tmp_path, corpus_file, small_batches):
+    out = tmp_path / "m"
+    with pytest.raises(Interrupted):
+        train_session([corpus_file], cfg(), out, quiet=True, hooks=[SignalAfter(3)])
+    assert not (checkpoint_dir(out) / "output.npy").exists()
+    with pytest.raises(CheckpointError) as info:
+        train_session([corpus_file], cfg(word_window=5), out, quiet=True, resume=True)
+    assert "--word-window was 0, now 5" in str(info.value)

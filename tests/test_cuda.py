@@ -593,3 +593,106 @@ def test_many_blocks_compound_their_weight_decay_on_shared_rows():
     expected = W0[used].astype(np.float64) * (1 - lr * decay) ** blocks  # each word occurs once ("distinct")
     np.testing.assert_allclose(W[used], expected, rtol=2e-2)
     assert np.abs(W[used]).max() < 0.2 * np.abs(W0[used]).max()  # it really shrank: 0.99 ** 256 = 0.08
+
+
+# ---------------------------------------------------------------------------------------
+# The skip-gram term (TrainConfig.word_window) on the device
+
+
+def run_words(W, Wo, a, tokens, *, window, n_neg, lr, weight, noise, threads=4, seed=1):
+    """The device's skip-gram term over ``tokens`` by one block; returns (loss, W, Wo)."""
+    from scbow.training.backends.params import params_record
+
+    kern = KC.build(3, W.shape[1], threads, n_neg)
+    W_d, O_d = cuda.to_device(W), cuda.to_device(Wo)
+    word = (O_d, cuda.to_device(a), cuda.to_device(np.ones(len(W), np.float32)),
+            cuda.to_device(np.asarray(noise, np.int32)))
+    loss_d = cuda.to_device(np.zeros(1))
+    params = params_record(word_window=window, word_negatives=n_neg, word_weight=weight)
+    kern.words[1, threads](W_d, cuda.to_device(np.asarray(tokens, np.int32)), lr, params, word, seed, loss_d)
+    return float(loss_d.copy_to_host()[0]), W_d.copy_to_host(), O_d.copy_to_host()
+
+
+@needs_cuda
+@pytest.mark.parametrize("dim, threads", [(8, 4), (5, 2)])
+def test_word_term_step_is_one_sgd_step_of_the_reference(dim, threads):
+    """Window 1 and a one-word noise table make the step deterministic: W moves by
+    ``-lr * weight * a**2 * dL/dW`` less its part along the row (lengths kept), Wo by
+    ``-lr * weight * dL/dO`` (to second order in lr)."""
+    from test_word_term import turn_only
+
+    from scbow.reference import sgns_loss_and_grad, sgns_sentence_pairs
+
+    rng = np.random.default_rng(seed_of("cuda words", dim))
+    V = 12
+    W0 = (0.3 * rng.standard_normal((V, dim))).astype(np.float32)
+    Wo0 = (0.3 * rng.standard_normal((V, dim + 1))).astype(np.float32)  # rows, then biases
+    a = rng.uniform(0.2, 1.0, V).astype(np.float32)
+    sentence, noise, lr, weight = [3, 1, 4, 1, 5, 9, 2, 7], 7, 1e-4, 0.5
+    loss, W, Wo = run_words(W0, Wo0, a, sentence, window=1, n_neg=2, lr=lr, weight=weight, noise=[noise],
+                           threads=threads)
+    pairs = [(c, x, [noise, noise] if x != noise else []) for c, x in sgns_sentence_pairs(sentence, 1)]
+    ref_loss, gW, gWo = sgns_loss_and_grad(W0, Wo0, pairs, a)
+    assert loss == pytest.approx(ref_loss, rel=1e-3)
+    expected_W = W0 - lr * weight * (a.astype(np.float64) ** 2)[:, None] * turn_only(W0, gW)
+    expected_O = Wo0 - lr * weight * gWo
+    assert np.abs(W - W0).max() > 0 and np.abs(Wo - Wo0).max() > 0
+    assert np.linalg.norm(W, axis=1) == pytest.approx(np.linalg.norm(W0, axis=1), rel=1e-5)
+    assert np.abs(W - expected_W).max() <= 1e-2 * np.abs(W - W0).max()
+    assert np.abs(Wo - expected_O).max() <= 1e-2 * np.abs(Wo - Wo0).max()
+    untouched = [0, 6, 8, 10, 11]
+    assert np.array_equal(W[untouched], W0[untouched]) and np.array_equal(Wo[untouched], Wo0[untouched])
+
+
+@needs_cuda
+def test_word_term_draws_what_the_cpu_kernel_draws():
+    """Same seed, same sampler: a wide window and a real noise table step W and Wo as the CPU kernel does
+    (up to float32 summation order)."""
+    from scbow.kernels import cpu
+    from scbow.training.backends.params import params_record
+
+    rng = np.random.default_rng(11)
+    V, dim, n_neg = 20, 8, 3
+    W0 = (0.3 * rng.standard_normal((V, dim))).astype(np.float32)
+    Wo0 = (0.3 * rng.standard_normal((V, dim + 1))).astype(np.float32)  # rows, then biases
+    a = rng.uniform(0.2, 1.0, V).astype(np.float32)
+    table = rng.integers(0, V, 50).astype(np.int32)
+    tokens = rng.integers(0, V, 9).astype(np.int32)
+    lr, weight = 0.01, 1.0
+    _, W, Wo = run_words(W0, Wo0, a, tokens, window=3, n_neg=n_neg, lr=lr, weight=weight, noise=table)
+    Wc, Woc = W0.copy(), Wo0.copy()
+    state = np.empty(1, np.uint64)
+    sampling.seed_state(1, 0, state)
+    buffers = (np.empty(sampling.WORD_SEGMENT, np.int32), np.empty(1 + n_neg, np.int32),
+               np.empty(dim, np.float32), np.empty(dim, np.float32))
+    params = params_record(word_window=3, word_negatives=n_neg, word_weight=weight)
+    cpu.sgns_sentence(Wc, tokens, 0, len(tokens), lr, params, (Woc, a, np.ones(V, np.float32), table), buffers,
+                      (0, np.zeros((1, dim), np.float32), np.ones(1, np.float32)), state)
+    assert np.abs(Wc - W0).max() > 1e-4
+    # the device reads every noise word's row before stepping any of a context's rows, the CPU one after another
+    np.testing.assert_allclose(W, Wc, atol=1e-2 * np.abs(Wc - W0).max())
+    np.testing.assert_allclose(Wo, Woc, atol=1e-2 * np.abs(Woc - Wo0).max())
+    # a different stream would move other rows: the draws are the same
+    assert np.array_equal(np.abs(W - W0).max(axis=1) > 0, np.abs(Wc - W0).max(axis=1) > 0)
+
+
+@needs_cuda
+def test_backend_trains_the_word_term_and_hands_back_its_output_matrix():
+    corpus = toy_corpus((6, 5), seed=2)
+    V, dim = corpus.vocab_size, 8
+    W0 = (0.3 * np.random.default_rng(4).standard_normal((V, dim))).astype(np.float32)
+    word = (np.zeros((V, dim + 1), np.float32), np.ones(V, np.float32), np.ones(V, np.float32),
+            np.arange(V, dtype=np.int32))
+    config = TrainConfig(dim=dim, common_components=-1, device="cuda", word_window=2, word_weight=1.0, lr=0.2)
+    backend = scuda.CudaBackend(W0.copy(), corpus, config, 8, word=word)
+    backend.begin_epoch(np.arange(1, 9, dtype=np.int64))
+    _, n = backend.run(0, 8, 0)
+    Wo = backend.output()
+    W = backend.close()
+    assert n > 0 and Wo.shape == (V, dim + 1) and np.abs(Wo).max() > 0 and np.abs(Wo[:, dim]).max() > 0
+    # the same run without the term: W differs, and there is no output matrix
+    plain = scuda.CudaBackend(W0.copy(), corpus, config.replace(word_window=0), 8)
+    plain.begin_epoch(np.arange(1, 9, dtype=np.int64))
+    plain.run(0, 8, 0)
+    assert plain.output() is None
+    assert not np.allclose(plain.close(), W)

@@ -111,3 +111,54 @@ def lr_at(params, position):
     (``params`` is the kernel parameter record, ``scbow.training.backends.params``).
     """
     return max(params.lr_min, params.lr * (1.0 - position / params.total))
+
+
+# ---------------------------------------------------------------------------------------
+# The skip-gram term's sampling (``TrainConfig.word_window``): one copy for both devices.
+
+# Kept words of a sentence handled at once: a longer sentence is cut into pieces of this
+# many kept words, and no window crosses a cut (a GPU block holds a piece in shared memory).
+WORD_SEGMENT = 1024
+
+
+@njit(cache=True, nogil=True)
+def keep_words(tokens, start, stop, keep, state, kept):
+    """Subsample ``tokens[start:stop]`` into ``kept`` (int32, shape (WORD_SEGMENT,)).
+
+    A word ``w`` is kept with probability ``keep[w]`` (float32 (V,); a random number is drawn
+    only for words with ``keep[w] < 1``). Stops when ``kept`` is full. Returns
+    ``(n_kept, next_position)``: the words written and the first position not read.
+    """
+    n = 0
+    t = start
+    limit = kept.shape[0]
+    while t < stop and n < limit:
+        w = tokens[t]
+        p = keep[w]
+        if p >= 1.0 or (next_random(state) % 16777216) < p * 16777216.0:
+            kept[n] = w
+            n += 1
+        t += 1
+    return n, t
+
+
+@njit(cache=True, nogil=True)
+def centre_window(window, state):
+    """The window of one centre word: ``window`` less a random 0..window-1 (word2vec's)."""
+    if window <= 1:
+        return window
+    return window - next_random(state) % window
+
+
+@njit(cache=True, nogil=True)
+def draw_noise(context, n_neg, table, state, row):
+    """Write ``context`` then ``n_neg`` noise words into ``row`` (int32, shape (>= 1 + n_neg,)).
+
+    Noise words are ``table[random % len(table)]`` (a unigram^0.75 table); one equal to the
+    context is written as -1 (skipped, as word2vec skips it).
+    """
+    row[0] = context
+    size = table.shape[0]
+    for m in range(n_neg):
+        r = table[next_random(state) % size]
+        row[1 + m] = -1 if r == context else r

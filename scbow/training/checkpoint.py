@@ -7,6 +7,8 @@ beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.jso
 - ``vectors.npy`` holds the matrix *as the trainer holds it*: common-component removal
   happens only once training ends, so a resumed run applies it to the same matrix an
   uninterrupted one would;
+- ``output.npy`` (only for a run with the skip-gram term, ``word_window`` > 0) holds that
+  term's output matrix, which training needs and the model does not keep;
 - ``state.json`` holds the :class:`~scbow.training.hooks.TrainState` (epoch, position in the
   epoch's shuffled targets, examples done, losses), the configuration, and the identity
   of the encoded corpus (its files, sizes, and a hash of its vocabulary), so that a
@@ -40,6 +42,7 @@ from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
 
 CHECKPOINT_VERSION = 1
 STATE_FILE = "state.json"
+OUTPUT_FILE = "output.npy"  # the skip-gram term's output matrix (word_window > 0 only)
 # Settings a resumed run may change: they decide how fast it runs, not what it computes.
 # (With another thread count the run is no longer bit-identical, as with any threads > 1.)
 FREE_ON_RESUME = ("threads", "device")
@@ -124,7 +127,8 @@ def corpus_identity(corpus) -> dict:
 
 # Settings added after checkpoints were first written, with the value a checkpoint written
 # before them trained with: such a checkpoint resumes only with these values.
-BEFORE_THEY_EXISTED = {"frequency_weight": 0.0, "count_power": 0.0, "unknown": "omit", "unknown_scale": 0.75}
+BEFORE_THEY_EXISTED = {"frequency_weight": 0.0, "count_power": 0.0, "unknown": "omit", "unknown_scale": 0.75,
+                       "word_window": 0}
 
 
 def _config_differences(saved: dict, config: TrainConfig) -> list[str]:
@@ -158,19 +162,23 @@ class CheckpointWriter:
         self.identity = corpus_identity(corpus)
         self.last_done: int | None = None  # examples done at the last checkpoint written
 
-    def write(self, state, W: np.ndarray) -> Path:
+    def write(self, state, W: np.ndarray, output: np.ndarray | None = None) -> Path:
         """Write a checkpoint of ``state`` with the matrix ``W`` (raises OSError on failure).
 
-        Refuses (TrainingError) a matrix holding NaN or inf: the last good checkpoint is
-        worth more than a poisoned one.
+        ``output``: the skip-gram term's output matrix, saved as ``output.npy`` (None for a
+        run without the term). Refuses (TrainingError) a matrix holding NaN or inf: the
+        last good checkpoint is worth more than a poisoned one.
         """
         from ..vectors.model import Model
         from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES, write_model_files
 
-        if not np.isfinite(W).all():
+        if not np.isfinite(W).all() or (output is not None and not np.isfinite(output).all()):
             raise diverged(self.config.lr, f"the embeddings hold NaN or inf after {state.done:,} examples")
         # a user's file put in the checkpoint stops its replacement (a warning), never goes with it
-        with atomic_dir(self.path, own_names=(*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE)) as tmp:
+        with atomic_dir(self.path, own_names=(*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, OUTPUT_FILE)) as tmp:
+            if output is not None:
+                np.save(tmp / OUTPUT_FILE, np.ascontiguousarray(output, dtype=np.float32))
+                fsync_path(tmp / OUTPUT_FILE)
             model = Model(self.corpus.vocab, W, self.config.to_dict())
             info = {
                 "corpus": dict(self.corpus.stats or {}),
@@ -231,6 +239,26 @@ def check_config(meta: dict, config: TrainConfig, path: Path) -> None:
             f"cannot resume from {path}: {'; '.join(diffs)}; run with the settings of the interrupted "
             "run, or delete the checkpoint to start over"
         )
+
+
+def restore_output(path: Path, corpus, config: TrainConfig) -> np.ndarray | None:
+    """The skip-gram term's output matrix saved in the checkpoint at ``path`` (None when the run has no such term)."""
+    if config.word_window <= 0:
+        return None
+    path = Path(path)
+    file = path / OUTPUT_FILE
+    if not file.is_file() or file.is_symlink():
+        raise CheckpointError(f"{path}: damaged checkpoint (no {OUTPUT_FILE}, the --word-window term's output matrix); "
+                              "delete it to start over")
+    try:
+        Wo = np.load(file, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise CheckpointError(f"{file}: damaged checkpoint ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
+                              "delete it to start over") from None
+    if Wo.dtype != np.float32 or Wo.shape != (len(corpus.vocab), config.dim + 1) or not np.isfinite(Wo).all():
+        raise CheckpointError(f"{file}: damaged checkpoint (not a finite float32 matrix of {len(corpus.vocab):,} x "
+                              f"{config.dim + 1}); delete it to start over")
+    return Wo
 
 
 def restore(path: Path, meta: dict, corpus, config: TrainConfig):

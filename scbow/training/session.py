@@ -178,11 +178,21 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+def output_of(vectors):
+    """The skip-gram term's output matrix a hook's ``vectors`` carries (``vectors.output()``), or None."""
+    output = getattr(vectors, "output", None)
+    return output() if callable(output) else None
+
+
 def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
     """The :class:`~scbow.training.hooks.Hook` that writes checkpoints and acts on signals."""
     import time
 
     from .hooks import Hook
+
+    def save(state, vectors):
+        output = output_of(vectors)  # the skip-gram term's output matrix, saved beside W when the run has one
+        return writer.write(state, vectors()) if output is None else writer.write(state, vectors(), output)
 
     class CheckpointHook(Hook):
         def __init__(self):
@@ -193,7 +203,7 @@ def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
             if guard.signum is not None:
                 name = signal_name(guard.signum)
                 try:
-                    writer.write(state, vectors())
+                    save(state, vectors)
                 except OSError as exc:
                     kept = (f"the checkpoint of {writer.last_done:,} examples in {writer.path} is kept"
                             if writer.last_done is not None else "nothing was written")
@@ -211,7 +221,7 @@ def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
             if not due:
                 return
             try:
-                writer.write(state, vectors())
+                save(state, vectors)
             except OSError as exc:
                 warn(f"warning: cannot write a checkpoint to {writer.path} ({exc.strerror or exc}); "
                      "training goes on" + (f", the checkpoint of {writer.last_done:,} examples is kept"
@@ -319,7 +329,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     """
     from ..config import TrainConfig
     from ..vectors.modeldir import check_output_dir, default_model_dir, save_model
-    from .checkpoint import CheckpointWriter, checkpoint_dir, describe, read_meta, restore
+    from .checkpoint import CheckpointWriter, checkpoint_dir, describe, read_meta, restore, restore_output
     from .corpus import read_corpus
     from .trainer import train
 
@@ -362,9 +372,10 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                      "their bad bytes were read "
                      "as U+FFFD (the replacement character)")
 
-            start = None
+            start = output_init = None
             if meta is not None:
                 init, start = restore(ckpt, meta, encoded, config)
+                output_init = restore_output(ckpt, encoded, config)
                 if not quiet:
                     note(f"resuming from the checkpoint at example {start.done:,} of {start.total:,} "
                          f"(epoch {min(start.epoch + 1, config.epochs)} of {config.epochs})")
@@ -374,7 +385,8 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             hook = _make_hook(writer, every, guard, config, warn, start.done if start is not None else 0)
             guard.mode = "flag"
             try:
-                result = train(encoded, config, quiet=quiet, hooks=[*hooks, hook], init=init, start=start)
+                result = train(encoded, config, quiet=quiet, hooks=[*hooks, hook], init=init, start=start,
+                               output=output_init)
             except TrainingError as exc:
                 if writer.last_done is not None:
                     raise TrainingError(f"{exc}; the last good checkpoint ({writer.last_done:,} examples) is "
@@ -421,11 +433,11 @@ def remove_checkpoint(ckpt: Path, warn=None) -> None:
     """
     from ..files import holds_model
     from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES
-    from .checkpoint import STATE_FILE
+    from .checkpoint import OUTPUT_FILE, STATE_FILE
 
     if not ckpt.is_dir() or ckpt.is_symlink() or holds_model(ckpt) != "a training checkpoint":
         return
-    for name in (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE):
+    for name in (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, OUTPUT_FILE):
         try:
             if (ckpt / name).is_file() and not (ckpt / name).is_symlink():
                 os.unlink(ckpt / name)

@@ -52,3 +52,59 @@ def step_rates(weights: np.ndarray, counts, config: TrainConfig) -> np.ndarray:
     counts = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
     damp = np.minimum(1.0, config.count_floor / counts) ** config.count_power
     return np.ascontiguousarray(weights.astype(np.float64) ** 2 * damp, dtype=np.float32)
+
+
+# The skip-gram term's noise table: word ids in proportion to count**0.75 (word2vec's), at
+# most this many entries (16 MiB) and at least 100 per word otherwise.
+NOISE_TABLE = 1 << 22
+NOISE_POWER = 0.75
+
+
+def noise_table(counts, size: int | None = None) -> np.ndarray:
+    """int32 word ids, ``count(w)**0.75`` of them per unit (a table drawn from uniformly)."""
+    counts = np.maximum(np.asarray(counts, dtype=np.float64), 0.0)
+    size = size or min(NOISE_TABLE, max(100 * len(counts), 1))
+    p = counts ** NOISE_POWER
+    cum = np.cumsum(p) / max(p.sum(), 1e-300)
+    ids = np.searchsorted(cum, (np.arange(size) + 0.5) / size, side="right")
+    return np.minimum(ids, len(counts) - 1).astype(np.int32)
+
+
+def keep_probabilities(counts, raw_tokens: int, sample: float) -> np.ndarray:
+    """word2vec's subsampling: keep a word of share f with probability (sqrt(f/t) + 1) t/f, at most 1."""
+    counts = np.asarray(counts, dtype=np.float64)
+    if sample <= 0:
+        return np.ones(len(counts), dtype=np.float32)
+    threshold = sample * max(float(raw_tokens), float(counts.sum()), 1.0)
+    c = np.maximum(counts, 1e-300)
+    return np.minimum((np.sqrt(c / threshold) + 1.0) * threshold / c, 1.0).astype(np.float32)
+
+
+def word_arrays(corpus: Corpus, config: TrainConfig, weights: np.ndarray, output: np.ndarray | None = None):
+    """The skip-gram term's arrays ``(Wo, a, keep, table)`` (see ``kernels.cpu.sgns_sentence``), or
+    None when ``config.word_window`` is 0. ``Wo`` (V x (dim + 1): rows, then biases) is ``output``
+    (a resumed run's) or zeros."""
+    if config.word_window <= 0:
+        return None
+    V = len(corpus.vocab)
+    raw = corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum())
+    keep = keep_probabilities(corpus.vocab.counts, raw, config.word_sample)
+    if output is None:
+        Wo = np.zeros((V, config.dim + 1), dtype=np.float32)
+        Wo[:, -1] = output_biases(corpus.vocab.counts, keep, config.word_negatives)
+    else:
+        Wo = np.array(output, dtype=np.float32, order="C", copy=True)
+    return (Wo, np.ascontiguousarray(weights, dtype=np.float32), keep, noise_table(corpus.vocab.counts))
+
+
+def output_biases(counts, keep, negatives: int) -> np.ndarray:
+    """The output biases at their optimum for zero rows: ``log(p_context(o) / (k * p_noise(o)))``.
+
+    With these a word's score starts where the word's frequency as a context and as noise
+    put it, so the first steps do not push every row one way to lower every score (which
+    gives all rows a common direction and flattens the sentence objective's cosines).
+    """
+    counts = np.maximum(np.asarray(counts, dtype=np.float64), 1e-12)
+    context = counts * np.asarray(keep, dtype=np.float64)
+    noise = counts ** NOISE_POWER
+    return np.log(context / context.sum() / (negatives * noise / noise.sum())).astype(np.float32)

@@ -23,7 +23,7 @@ from .backends import make_backend
 from .corpus import Corpus
 from .hooks import TrainState
 from .postprocess import COMMON_SAMPLE, remove_common_components
-from .start import corpus_weights, init_vectors, step_rates, trainable_targets
+from .start import corpus_weights, init_vectors, step_rates, trainable_targets, word_arrays
 
 # Examples per kernel call: long enough to amortise the thread launch, short enough for
 # a lively progress line and a prompt Ctrl-C (the stop flag is read between calls).
@@ -82,6 +82,10 @@ def epoch_orders(targets: np.ndarray, seed: int, first: int = 0):
 # Judged only with enough words: a vocabulary of a few dozen words (a toy corpus) can span
 # few directions by its nature.
 COLLAPSED = 0.2
+# With the word-level term (word_window > 0) the frequent words' rows take the few shared
+# directions skip-gram vectors are known for (44 of 300 for the term at weight 0.003 on 100M,
+# which post-processing then removes): such a run is judged collapsed only below this.
+COLLAPSED_WITH_WORD_TERM = 0.02
 COLLAPSE_SAMPLE = 5000
 COLLAPSE_MIN_WORDS = 1000
 
@@ -104,7 +108,8 @@ def spanned_fraction(W: np.ndarray, n: int = COLLAPSE_SAMPLE) -> float:
 
 
 def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False, hooks=(),
-          init: np.ndarray | None = None, start: TrainState | None = None) -> TrainResult:
+          init: np.ndarray | None = None, start: TrainState | None = None,
+          output: np.ndarray | None = None) -> TrainResult:
     """Train Siamese CBOW embeddings on an encoded corpus.
 
     ``hooks`` are :class:`~scbow.training.hooks.Hook` objects. ``init`` is a starting matrix (float32, one row
@@ -112,7 +117,8 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     ``init(vocab)`` that returns one once the corpus's vocabulary is known
     (``scbow.training.pretrained.pretrained_init``), which is multiplied by the frequency weights
     as the random start is;
-    ``start`` resumes a run from a :class:`TrainState` (with ``init`` holding that state's matrix).
+    ``start`` resumes a run from a :class:`TrainState` (with ``init`` holding that state's matrix,
+    and ``output`` the skip-gram term's output matrix when ``config.word_window`` > 0).
     """
     config = config or TrainConfig()
     if not isinstance(corpus, Corpus):
@@ -161,9 +167,19 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
                 f"{start.total:,} examples in all, this one {n_targets:,} and {total:,} (different corpus or epochs)")
         state = TrainState.from_dict(start.to_dict())
 
+    if output is not None and (config.word_window <= 0 or output.shape != (len(W), W.shape[1] + 1)):
+        raise TrainingError(f"an output matrix of shape {output.shape} was given; this run "
+                            + (f"needs {(len(W), W.shape[1] + 1)}" if config.word_window > 0
+                               else "has no skip-gram term (word_window 0)"))
     backend = make_backend(W, corpus, config, threads, total, step_rates(weights, corpus.vocab.counts, config),
-                           say=None if quiet else note)
+                           say=None if quiet else note, word=word_arrays(corpus, config, weights, output))
     hooks = list(hooks)
+
+    def vectors() -> np.ndarray:
+        return backend.vectors()
+
+    # what a checkpoint also saves: the skip-gram term's output matrix (None without the term)
+    vectors.output = getattr(backend, "output", lambda: None)
 
     # a resumed run's rate and ETA count only the examples of this process
     bar = Progress(total, unit="ex", enabled=None if not quiet else False, initial=state.done)
@@ -177,7 +193,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
         if hooks:
             t = time.perf_counter()
             for hook in hooks:
-                getattr(hook, method)(state, backend.vectors, *extra)
+                getattr(hook, method)(state, vectors, *extra)
             dt = time.perf_counter() - t
             hook_seconds += dt
             bar.exclude(dt)  # the progress line shows the training rate, not the hooks'
@@ -210,7 +226,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     if not np.isfinite(W).all():
         raise diverged(config.lr, "the embeddings hold NaN or inf")
     spanned = spanned_fraction(W) if len(W) >= max(COLLAPSE_MIN_WORDS, 3 * W.shape[1]) else 1.0
-    if spanned < COLLAPSED:
+    if spanned < (COLLAPSED_WITH_WORD_TERM if config.word_window > 0 else COLLAPSED):
         raise diverged(config.lr, f"the word vectors collapsed into a few directions (the "
                                   f"{min(len(W), COLLAPSE_SAMPLE):,} most frequent words span about "
                                   f"{spanned * min(W.shape[1], COLLAPSE_SAMPLE, len(W)):.0f} of "
