@@ -32,6 +32,8 @@ SUITES: dict[str, Suite] = {
     "ab": Suite("ab", "ab_speed.md", "kernel examples/s of this checkout against another (--base), alternating fresh processes"),
     "quality": Suite("quality", "quality.md", "every system on gutenberg-100M: 19 SemEval STS sets, STS-B dev, word similarity"),
     "search": Suite("search", "search.md", "every setting tried for the defaults, scored on STS-B dev"),
+    "sent2vec_search": Suite("sent2vec_search", "sent2vec_search.md",
+                             "Sent2Vec's own settings search on STS-B dev (the quality peer's settings)"),
     "sweep": Suite("sweep", "sweep.md", "hyperparameter sweep on STS-B dev (the previous defaults' grids)"),
     "learning_curve": Suite("learning_curve", "curve_10M.md",
                             "the STS-B dev learning curve of a default run, and what recording it costs"),
@@ -47,7 +49,7 @@ SUITES: dict[str, Suite] = {
                      "`embed` on a local Dask cluster against one process; 1B/10B sentences on paper"),
     "index": Suite("ann_index", "ann_index.md", "nearest-sentence indexes: faiss-cpu, usearch, hnswlib against exact search"),
 }
-ALIASES = {"curve": "learning_curve", "embed": "embed_speed", "expand": "expand_demo"}
+ALIASES = {"sent2vec-search": "sent2vec_search", "curve": "learning_curve", "embed": "embed_speed", "expand": "expand_demo"}
 
 
 def usage() -> str:
