@@ -464,17 +464,25 @@ def train_sent2vec(tokens_path: Path, settings: dict, corpus, lines: list[str], 
     from . import sent2vec
 
     s = {k: v for k, v in settings.items() if k != "trainer"}
-    shutil.rmtree(work, ignore_errors=True)
-    with Meter() as m:
-        binfile = sent2vec.train(tokens_path, s, work)
+    finished = sent2vec.finished_model(work)
+    if finished is not None:  # a run stopped after training: its model is complete, keep it
+        say(f"Sent2Vec: reusing the finished training in {work}")
+        binfile, timing = finished, {"wall_seconds": None, "cpu_seconds": None,
+                                     "note": "trained by an earlier, interrupted run (not timed here)"}
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+        with Meter() as m:
+            binfile = sent2vec.train(tokens_path, s, work)
+        timing = m.to_dict()
     dim = int(s["dim"])
     words, M = sent2vec.vocabulary_vectors(binfile, dim)
     vectors = sent2vec.sentence_vectors(binfile, lines, dim)
     log = (work / "train.log").read_text(encoding="utf-8", errors="replace").replace("\r", "\n").splitlines()
     counts = [int(corpus.vocab.counts[corpus.vocab.index[w]]) if w in corpus.vocab.index else 0 for w in words]
+    own_words = set(words)
     model = Model(Vocab(words, counts), M, settings,
-                  {"benchmark": {**m.to_dict(), "sent2vec_vocabulary": len(words),
-                                 "corpus_words_without_own_vector": int(sum(w not in set(words)
+                  {"benchmark": {**timing, "sent2vec_vocabulary": len(words),
+                                 "corpus_words_without_own_vector": int(sum(w not in own_words
                                                                             for w in corpus.vocab.words)),
                                  "last_progress_line": next((x.strip() for x in reversed(log) if "Progress" in x), None),
                                  **provenance()}})

@@ -117,6 +117,18 @@ def train(tokens_path: Path, settings: dict, out_dir: Path) -> Path:
     return model
 
 
+def finished_model(out_dir: Path) -> Path | None:
+    """The ``.bin`` a training in ``out_dir`` finished (its log's last progress at 100%), else None."""
+    model, log = out_dir / "sent2vec.bin", out_dir / "train.log"
+    if not model.is_file() or not log.is_file():
+        return None
+    with open(log, "rb") as fh:
+        fh.seek(max(0, log.stat().st_size - 4096))
+        tail = fh.read().decode("utf-8", errors="replace").replace("\r", "\n").splitlines()
+    last = next((x for x in reversed(tail) if "Progress:" in x), "")
+    return model if "Progress: 100.0%" in last and model.stat().st_mtime >= log.stat().st_mtime - 60 else None
+
+
 def _parse(text: bytes, rows: int, dim: int, what: str) -> np.ndarray:
     values = np.array(text.split(), dtype=np.float32)
     if values.size != rows * dim:
