@@ -334,6 +334,17 @@ def human(x: float | None, digits: int = 2) -> str:
     return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
 
 
+def read_word_pairs(path) -> list[tuple[str, str, float]]:
+    """A word-similarity file (``word<TAB>word<TAB>score``, ``#`` comments): lower-cased pairs and scores."""
+    pairs = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        a, b, score = line.split("\t")
+        pairs.append((a.lower(), b.lower(), float(score)))
+    return pairs
+
+
 def md_table(headers, rows) -> str:
     lines = ["| " + " | ".join(map(str, headers)) + " |", "|" + " --- |" * len(headers)]
     lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]

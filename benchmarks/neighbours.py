@@ -38,7 +38,7 @@ import numpy as np
 
 from scbow.vectors.neighbours import NEIGHBOUR_MIN_COUNT
 
-from .common import REPO_ROOT, context, context_markdown, corpus_path, md_table, say, write_report
+from .common import REPO_ROOT, context, context_markdown, corpus_path, md_table, read_word_pairs, say, write_report
 
 PROG = "python -m benchmarks.run neighbours"
 
@@ -63,14 +63,7 @@ def half_of(a: str, b: str) -> str:
     return "dev" if hashlib.blake2b(key, digest_size=8).digest()[0] % 2 == 0 else "test"
 
 
-def read_pairs(path: Path) -> list[tuple[str, str, float]]:
-    pairs = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        a, b, score = line.split("\t")
-        pairs.append((a.lower(), b.lower(), float(score)))
-    return pairs
+read_pairs = read_word_pairs
 
 
 def queries_of(pairs, index) -> dict:

@@ -57,7 +57,7 @@ from scbow.config import TrainConfig
 from scbow.training.corpus import cache_key, default_cache_dir, expand_inputs, load_corpus
 from scbow.use.evaluate import bootstrap_pearson_diff, read_sts
 
-from .common import CORPORA, REPO_ROOT, context, corpus_path, data_dir, say, write_report
+from .common import CORPORA, REPO_ROOT, context, corpus_path, data_dir, read_word_pairs, say, write_report
 from .peers import SentenceEmbedder, WordTable, choose, filled_cosines, variants_of
 from .quality_report import markdown
 from .sent2vec import PAPER_SETTINGS as PAPER_SENT2VEC
@@ -477,14 +477,13 @@ def train_sent2vec(tokens_path: Path, settings: dict, corpus, lines: list[str], 
     dim = int(s["dim"])
     words, M = sent2vec.vocabulary_vectors(binfile, dim)
     vectors = sent2vec.sentence_vectors(binfile, lines, dim)
-    log = (work / "train.log").read_text(encoding="utf-8", errors="replace").replace("\r", "\n").splitlines()
     counts = [int(corpus.vocab.counts[corpus.vocab.index[w]]) if w in corpus.vocab.index else 0 for w in words]
     own_words = set(words)
     model = Model(Vocab(words, counts), M, settings,
                   {"benchmark": {**timing, "sent2vec_vocabulary": len(words),
                                  "corpus_words_without_own_vector": int(sum(w not in own_words
                                                                             for w in corpus.vocab.words)),
-                                 "last_progress_line": next((x.strip() for x in reversed(log) if "Progress" in x), None),
+                                 "last_progress_line": sent2vec.last_progress(work / "train.log"),
                                  **provenance()}})
     shutil.rmtree(work, ignore_errors=True)
     return model, vectors
@@ -609,12 +608,7 @@ def word_similarity(tables: dict, vocab) -> dict:
 
     out = {}
     for name, path in WORDSIM.items():
-        pairs = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.startswith("#") or not line.strip():
-                continue
-            a, b, score = line.split("\t")
-            pairs.append((a.lower(), b.lower(), float(score)))
+        pairs = read_word_pairs(path)
         index = vocab.index
         kept = [(index[a], index[b], g) for a, b, g in pairs if a in index and b in index]
         ia = np.array([k[0] for k in kept])

@@ -122,11 +122,16 @@ def finished_model(out_dir: Path) -> Path | None:
     model, log = out_dir / "sent2vec.bin", out_dir / "train.log"
     if not model.is_file() or not log.is_file():
         return None
+    last = last_progress(log) or ""
+    return model if "Progress: 100.0%" in last and model.stat().st_mtime >= log.stat().st_mtime - 60 else None
+
+
+def last_progress(log: Path) -> str | None:
+    """The last progress line of a training log (read from its end: the log grows to hundreds of MB)."""
     with open(log, "rb") as fh:
         fh.seek(max(0, log.stat().st_size - 4096))
         tail = fh.read().decode("utf-8", errors="replace").replace("\r", "\n").splitlines()
-    last = next((x for x in reversed(tail) if "Progress:" in x), "")
-    return model if "Progress: 100.0%" in last and model.stat().st_mtime >= log.stat().st_mtime - 60 else None
+    return next((x.strip() for x in reversed(tail) if "Progress:" in x), None)
 
 
 def _parse(text: bytes, rows: int, dim: int, what: str) -> np.ndarray:
