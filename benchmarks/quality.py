@@ -230,8 +230,26 @@ def resolve_corpus(arg: str) -> tuple[str, Path]:
     return label, path
 
 
+def content_key(corpus) -> str:
+    """Key of what every system trains on: the encoding's words and arrays, not the file's mtime.
+
+    scbow's corpus cache keys an entry by (path, size, mtime), which is right for a user's
+    cache but would make every cached peer model (hours of training on 100M) stale the day
+    the data are copied or remounted unchanged. The benchmark's models and token files are
+    keyed by this digest of the encoding instead.
+    """
+    h = hashlib.sha256(b"scbow benchmark corpus v1")
+    h.update("\n".join(corpus.vocab.words).encode("utf-8"))
+    for a in (corpus.tokens, corpus.offsets, corpus.sent_doc, corpus.doc_offsets):
+        a = np.ascontiguousarray(a)
+        h.update(f"|{a.dtype.str}:{a.shape}|".encode())
+        h.update(memoryview(a).cast("B"))
+    return h.hexdigest()[:24]
+
+
 def encode_corpus(path: Path, min_count: int) -> tuple[object, str, dict]:
-    """The scbow encoding of ``path`` (from scbow's corpus cache when there), its key, its timing."""
+    """The scbow encoding of ``path`` (from scbow's corpus cache when there), its content key
+    (:func:`content_key`, what models and token files are cached under), its timing."""
     files = expand_inputs([path])
     key = cache_key(files, min_count, 0)
     cached = (default_cache_dir() / key / "meta.json").is_file()
@@ -246,7 +264,7 @@ def encode_corpus(path: Path, min_count: int) -> tuple[object, str, dict]:
         timing = {**m.to_dict(), "reloaded_this_run": False}
         WORK.mkdir(parents=True, exist_ok=True)
         timing_path.write_text(json.dumps(timing, indent=1) + "\n")
-    return corpus, key, timing
+    return corpus, content_key(corpus), timing
 
 
 def token_file(corpus, key: str) -> tuple[Path, dict]:

@@ -116,7 +116,8 @@ def main(argv=None) -> None:
         md_table(("candidate", "differs from the paper", "best variant on dev", "STS-B dev", "test mean (19 sets)",
                   "WordSim-353 / SimLex-999", "train wall s"), rows),
         "## Every variant\n\n" + md_table(("candidate", "sentence vectors", "STS-B dev", "test mean"), vrows),
-        f"Regenerate: `python -m benchmarks.run sent2vec-search --corpus {args.corpus} --threads {args.threads}`",
+        f"Regenerate: `python -m benchmarks.run sent2vec-search --corpus {args.corpus} --threads {args.threads}"
+        f" --candidates '{','.join(names)}' --out {args.out}`",
         context_markdown(result["context"]),
     ])
     write_report(Path(args.out), q._clean(result), md)

@@ -218,3 +218,22 @@ def test_cached_sentence_vectors_round_trip_and_damage_is_a_retrain(tmp_path):
     assert quality.load_sentences(path) is None
     assert quality.load_sentences(tmp_path / "absent.npz") is None
     assert not list(tmp_path.glob("*.tmp-*"))
+
+
+def test_models_are_keyed_by_the_encoding_not_the_files_mtime(tmp_path, monkeypatch):
+    """A copied or remounted corpus (same bytes, new mtime) keeps its cached peer models;
+    a changed corpus does not."""
+    import os
+
+    monkeypatch.setenv("SCBOW_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(quality, "WORK", tmp_path / "work")
+    text = "the cat sat on the mat .\nthe dog sat on the log .\n\nthe cat saw the dog .\n" * 20
+    a = tmp_path / "a.txt"
+    a.write_text(text)
+    _, key_a, _ = quality.encode_corpus(a, 1)
+    os.utime(a, (1_000_000_000, 1_000_000_000))
+    _, key_again, timing = quality.encode_corpus(a, 1)
+    assert key_again == key_a and timing["reloaded_this_run"] is False  # re-encoded: scbow's key did change
+    a.write_text(text.replace("log", "rug"))
+    _, key_b, _ = quality.encode_corpus(a, 1)
+    assert key_b != key_a
