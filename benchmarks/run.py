@@ -34,6 +34,8 @@ SUITES: dict[str, Suite] = {
     "search": Suite("search", "search.md", "every setting tried for the defaults, scored on STS-B dev"),
     "sent2vec_search": Suite("sent2vec_search", "sent2vec_search.md",
                              "Sent2Vec's own settings search on STS-B dev (the quality peer's settings)"),
+    "prototypes": Suite("prototypes", "prototypes.md",
+                        "objective prototypes on STS-B dev: many negatives with a temperature, Sent2Vec's terms"),
     "sweep": Suite("sweep", "sweep.md", "hyperparameter sweep on STS-B dev (the previous defaults' grids)"),
     "learning_curve": Suite("learning_curve", "curve_10M.md",
                             "the STS-B dev learning curve of a default run, and what recording it costs"),

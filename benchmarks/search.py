@@ -219,6 +219,10 @@ def markdown(result: dict) -> str:
                                                           for m in merged) + ".")
     if result.get("word_term"):
         parts.append(word_markdown(result["word_term"]))
+    if result.get("objective_prototypes"):
+        from .prototypes import section_markdown
+
+        parts.append(section_markdown(result["objective_prototypes"]))
     parts.append("## Prototypes (10M, STS-B dev)\n\nTried with throwaway code on the way to the defaults; not "
                  "re-run by this script.\n\n" + md_table(("what", "STS-B dev"), result["prototypes"]))
     parts.append(context_markdown(result["context"]))
