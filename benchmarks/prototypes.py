@@ -387,6 +387,119 @@ def score(corpus, W, B, dev, sets):
     return Scored(model.embed, dev, sets)
 
 
+# ---------------------------------------------------------------------------------------
+# rows = [sentence part ; word part]: how much a word-window part could add, sized with
+# gensim's skip-gram as the part (not yet a training option: see benchmarks/NOTES.md)
+
+WORD_PART_EPOCHS = (1, 3, 5)
+WORD_PART_MIX = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def unit_average_scale(M: np.ndarray, corpus, k: int) -> np.ndarray:
+    """``M`` with its ``k`` common components removed (``k = 0``: centred), scaled so that the
+    corpus sample's sentence averages have unit root-mean-square length."""
+    from scbow.training.postprocess import CommonComponents, sentence_moments
+
+    M = np.array(M, dtype=np.float32)
+    est = CommonComponents(corpus, k, TrainConfig().seed)
+    CommonComponents.apply_rows(M, *est.fit(M))
+    mean, cov = sentence_moments(M, corpus, est.pick)
+    return M / np.float32(math.sqrt(float(np.trace(cov) + mean @ mean)))
+
+
+def word_part(args) -> None:
+    """Siamese CBOW's rows concatenated with SIF-weighted skip-gram rows (gensim, the quality
+    peer's settings at 1, 3 and 5 epochs), the part's weight chosen on STS-B dev."""
+    from types import SimpleNamespace
+
+    from scbow.training.start import corpus_weights
+    from scbow.training.trainer import train
+    from scbow.use.evaluate import read_sts
+    from scbow.vectors.model import Model
+    from scbow.vectors.modeldir import save_model
+
+    from . import quality as q
+
+    label, path = q.resolve_corpus(args.corpus)
+    corpus, ckey, _ = q.encode_corpus(path, TrainConfig().min_count)
+    tokens_path, _ = q.token_file(corpus, ckey)
+    dev, sets = read_sts(q.dev_path()), q.sts_sets()
+    cfg = TrainConfig(threads=args.threads)
+    t0 = time.perf_counter()
+    S = unit_average_scale(train(corpus, cfg, quiet=True).model.vectors, corpus, 0)
+    scbow_seconds = time.perf_counter() - t0
+    a = corpus_weights(corpus, cfg).astype(np.float32)[:, None]
+    words = np.array(corpus.vocab.words, dtype=object)
+    rows = []
+    for epochs in args.epochs:
+        settings = {**q.settings_of("skipgram", args.threads), "epochs": epochs}
+        where = q.model_dir("skipgram", label, ckey, settings)
+        sg = q.load_cached(where)
+        if sg is None:
+            sg = q.train_word2vec("skipgram", tokens_path, settings)
+            save_model(sg, where)
+        index = sg.vocab.index
+        have = np.fromiter((w in index for w in words), dtype=bool, count=len(words))
+        G = np.zeros((len(words), sg.vectors.shape[1]), dtype=np.float32)
+        G[have] = sg.vectors[[index[w] for w in words[have]]]
+        G = unit_average_scale(G * a, corpus, cfg.components_removed)
+        bench = sg.info.get("benchmark", {})
+        for mix in WORD_PART_MIX:
+            M = np.concatenate([S, np.float32(mix) * G], axis=1)
+            scored = q.Scored(Model(corpus.vocab, M, {"unknown": cfg.unknown, "unknown_scale": cfg.unknown_scale}).embed,
+                            dev, sets)
+            ws = q.word_similarity({"m": SimpleNamespace(M=M)}, corpus.vocab)
+            rows.append({"epochs": epochs, "mix": mix, "dev_pearson": scored.dev["pearson"],
+                         "test_pearson_mean": scored.mean,
+                         "word_similarity": {k: v["spearman"]["m"] for k, v in ws.items()},
+                         "part_cpu_seconds": bench.get("cpu_seconds"), "part_wall_seconds": bench.get("wall_seconds")})
+            say(f"skip-gram {epochs} epochs, mix {mix}: dev {scored.dev['pearson']:.4f} test {scored.mean:.4f}")
+    for epochs in args.epochs:
+        mine = [r for r in rows if r["epochs"] == epochs]
+        max(mine, key=lambda r: r["dev_pearson"])["chosen"] = True
+    result = {"corpus": label, "threads": args.threads, "epochs": args.epochs, "scbow_seconds": scbow_seconds, "rows": rows,
+              "context": context(threads=args.threads)}
+    json_path, md_path = write_report(Path(args.out), result, f"# The word part, sized on {label}\n\n"
+                                      + word_part_markdown(result, level=2))
+    say(f"wrote {json_path} and {md_path}")
+    if args.into:
+        from .search import markdown
+
+        into = Path(args.into)
+        search = json.loads(into.read_text())
+        search["word_part"] = json.loads(json.dumps(result))
+        write_report(into.with_suffix(""), search, markdown(search))
+
+
+def word_part_markdown(result: dict, level: int = 2) -> str:
+    h = "#" * level
+    table = []
+    for r in result["rows"]:
+        ws = " / ".join(f"{v:.3f}" for v in r["word_similarity"].values())
+        mark = "**" if r.get("chosen") else ""
+        table.append((str(r["epochs"]), f"{mark}{r['mix']}{mark}", f"{mark}{r['dev_pearson']:.4f}{mark}",
+                      f"{r['test_pearson_mean']:.4f}", ws,
+                      "-" if r["part_cpu_seconds"] is None else f"{r['part_cpu_seconds']:.0f}"))
+    return "\n\n".join([
+        f"{h} The word part: rows = [sentence part ; word part] ({result['corpus']}, `benchmarks/prototypes.py --word-part`)",
+        "How much a word-window signal could add to a model that stays a plain average of its rows: the trained "
+        "Siamese CBOW rows (defaults, post-processed) beside SIF-weighted skip-gram rows (gensim, the quality "
+        "peer's settings at 1, 3 and 5 epochs, 10 common components removed), each part scaled so that its "
+        "sentence averages have unit length, the word part times a mix weight. The average of such rows is the "
+        "two parts' averages side by side, so its cosine mixes both similarities. The mix is chosen on STS-B dev "
+        "for each epoch count (bold); the test mean and the word sets (Spearman of the rows' cosines) are shown, "
+        "not used. The word part here is gensim's, trained apart: a product version trains it in the same pass "
+        f"(its cost: the CPU seconds shown, against {result['scbow_seconds']:.0f} s wall for the sentence part; a "
+        "part already in the quality benchmark's cache, as the 5-epoch one is, keeps the seconds of the run that "
+        "trained it, under that run's load).",
+        md_table(("skip-gram epochs", "mix", "STS-B dev", "test mean (19 sets)", "WordSim-353 / SimLex-999",
+                  "word part CPU s"), table),
+        f"Regenerate: `python -m benchmarks.run prototypes --word-part --corpus {result['corpus']} "
+        f"--threads {result['threads']} --epochs {','.join(str(e) for e in result['epochs'])}`",
+        f"{h}# Machine of this section\n\n" + context_markdown(result["context"]).split("\n", 1)[1].strip(),
+    ])
+
+
 def main(argv=None) -> None:
     from scbow.training.corpus import load_corpus
     from scbow.training.trainer import train
@@ -395,13 +508,26 @@ def main(argv=None) -> None:
     from .quality import Scored, dev_path, sts_sets
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.run prototypes", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", default="10M")
+    ap.add_argument("--corpus", default=None, help="default: 10M (100M with --word-part)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--only", default="", help="semicolon-separated labels of the grid to run (all by default)")
     ap.add_argument("--out", default="benchmarks/results/prototypes")
     ap.add_argument("--into", metavar="JSON", default=None,
                     help="also add the table as a section of this report (search.json) and rewrite its markdown")
+    ap.add_argument("--word-part", action="store_true",
+                    help="size rows = [sentence part ; word part] with gensim skip-gram instead (default corpus 100M)")
+    ap.add_argument("--epochs", default=",".join(map(str, WORD_PART_EPOCHS)),
+                    help="with --word-part: the skip-gram epoch counts, comma-separated")
     args = ap.parse_args(argv)
+    args.corpus = args.corpus or ("100M" if args.word_part else "10M")
+    if args.word_part:
+        if args.out == "benchmarks/results/prototypes":
+            args.out = "benchmarks/results/word_part"
+        try:
+            args.epochs = [int(e) for e in args.epochs.split(",") if e.strip()]
+        except ValueError:
+            ap.error(f"--epochs {args.epochs!r}: comma-separated whole numbers")
+        return word_part(args)
     grid = GRID
     if args.only:
         want = [s.strip() for s in args.only.split(";") if s.strip()]

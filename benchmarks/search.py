@@ -219,6 +219,10 @@ def markdown(result: dict) -> str:
                                                           for m in merged) + ".")
     if result.get("word_term"):
         parts.append(word_markdown(result["word_term"]))
+    if result.get("word_part"):
+        from .prototypes import word_part_markdown
+
+        parts.append(word_part_markdown(result["word_part"]))
     if result.get("objective_prototypes"):
         from .prototypes import section_markdown
 
