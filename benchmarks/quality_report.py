@@ -210,8 +210,10 @@ def markdown(result: dict) -> str:
                  "epochs; Sent2Vec: epfml/sent2vec built from source, with the settings that won its own search on "
                  "STS-B dev (below). gensim, fastText and Sent2Vec read the same token stream Siamese CBOW trains on (the "
                  "kept tokens of scbow's encoding, one sentence per line), so all have the same vocabulary.")
-    search = result.get("sent2vec_search")
-    if search:
+    searches = result.get("sent2vec_search") or []
+    if isinstance(searches, dict):  # a report written before the 100M round
+        searches = [{**searches, "report": "benchmarks/results/sent2vec_search.md"}]
+    for search in searches:
         srows = []
         for name, r in search["candidates"].items():
             diff = {k: v for k, v in r["settings"].items()
@@ -220,10 +222,11 @@ def markdown(result: dict) -> str:
                           ", ".join(f"{k}={v}" for k, v in diff.items()) or "-", r["chosen"], _f(r["dev_pearson"]),
                           _f(r["test_pearson_mean"])))
         used = "the winner's" if search.get("used_winner") else "**not the winner's** (see the settings above)"
-        parts.append(f"### Sent2Vec's own search\n\nCandidates trained on {search['corpus']['label']} and scored "
+        label = search["corpus"]["label"]
+        parts.append(f"### Sent2Vec's own search on {label}\n\nCandidates trained on {label} and scored "
                      "under every sentence-vector variant; the winner (bold) has the best STS-B dev Pearson (test "
                      f"means shown, never used). The Sent2Vec column above uses {used} settings. Report: "
-                     "`benchmarks/results/sent2vec_search.md`.\n\n"
+                     f"`{search['report']}`.\n\n"
                      + md_table(("candidate", "differs from the paper's settings", "best variant on dev", "STS-B dev",
                                  "test mean"), srows))
     parts.append(f"Regenerate: `{result['regenerate']}` (trains only what is not cached; `--systems S --force` "
