@@ -459,16 +459,7 @@ def word_part(args) -> None:
         max(mine, key=lambda r: r["dev_pearson"])["chosen"] = True
     result = {"corpus": label, "threads": args.threads, "epochs": args.epochs, "scbow_seconds": scbow_seconds, "rows": rows,
               "context": context(threads=args.threads)}
-    json_path, md_path = write_report(Path(args.out), result, f"# The word part, sized on {label}\n\n"
-                                      + word_part_markdown(result, level=2))
-    say(f"wrote {json_path} and {md_path}")
-    if args.into:
-        from .search import markdown
-
-        into = Path(args.into)
-        search = json.loads(into.read_text())
-        search["word_part"] = json.loads(json.dumps(result))
-        write_report(into.with_suffix(""), search, markdown(search))
+    publish(result, f"# The word part, sized on {label}\n\n" + word_part_markdown(result, level=2), args, "word_part")
 
 
 def word_part_markdown(result: dict, level: int = 2) -> str:
@@ -520,6 +511,8 @@ def main(argv=None) -> None:
                     help="with --word-part: the skip-gram epoch counts, comma-separated")
     args = ap.parse_args(argv)
     args.corpus = args.corpus or ("100M" if args.word_part else "10M")
+    if args.into and not Path(args.into).is_file():
+        ap.error(f"--into {args.into}: no such report (benchmarks/results/search.json is the one meant)")
     if args.word_part:
         if args.out == "benchmarks/results/prototypes":
             args.out = "benchmarks/results/word_part"
@@ -553,15 +546,21 @@ def main(argv=None) -> None:
         say(f"{label}: dev {s.dev['pearson']:.4f} test {s.mean:.4f} ({secs:.0f} s)")
     result = {"corpus": args.corpus, "threads": args.threads, "base": BASE, "rows": rows,
               "context": context(threads=args.threads)}
-    json_path, md_path = write_report(Path(args.out), result, f"# Objective prototypes on {args.corpus}\n\n"
-                                      + section_markdown(result, level=2))
+    publish(result, f"# Objective prototypes on {args.corpus}\n\n" + section_markdown(result, level=2), args,
+            "objective_prototypes")
+
+
+def publish(result: dict, md: str, args, key: str) -> None:
+    """Write the report to ``args.out``; with ``args.into`` also store it as ``key`` of that
+    search report (``search.json``) and rewrite its markdown, where it is a section."""
+    json_path, md_path = write_report(Path(args.out), result, md)
     say(f"wrote {json_path} and {md_path}")
     if args.into:
         from .search import markdown
 
         into = Path(args.into)
         search = json.loads(into.read_text())
-        search["objective_prototypes"] = json.loads(json.dumps(result))
+        search[key] = json.loads(json.dumps(result))
         json_path, md_path = write_report(into.with_suffix(""), search, markdown(search))
         say(f"added the section to {json_path} and {md_path}")
 
