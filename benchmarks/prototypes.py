@@ -39,7 +39,8 @@ from numba import njit, prange
 
 from scbow.config import TrainConfig
 from scbow.kernels.cpu import sgns_row
-from scbow.kernels.sampling import NEG_DOCUMENT, NEG_UNIFORM, draw_noise, fill_example, next_random, seed_state
+from scbow.kernels.sampling import (NEG_DOCUMENT, NEG_UNIFORM, WORD_SEGMENT, centre_window, draw_noise,
+                                    fill_example, keep_words, next_random, seed_state)
 
 from .common import context, context_markdown, corpus_path, md_table, say, write_report
 
@@ -395,6 +396,88 @@ WORD_PART_EPOCHS = (1, 3, 5)
 WORD_PART_MIX = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
+@njit(cache=True, nogil=True, fastmath=True)
+def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg, lr0, lr_min, done, total, seed,
+                    stream, buffers):
+    """Skip-gram with negative sampling over sentences ``lo..hi``, on its own rows ``Wi``.
+
+    The product's skip-gram pieces (``keep_words``, ``centre_window``, ``draw_noise``,
+    ``sgns_row``) with a plain step: the centre's row ``Wi[w]`` moves by ``-lr * dL/dWi[w]``
+    after all its contexts, the output rows at once. ``done`` sentences of ``total`` came before
+    (the learning rate decays linearly over them, word2vec's schedule). Returns the loss.
+    """
+    kept, row, e = buffers
+    state = np.empty(1, dtype=np.uint64)
+    seed_state(seed, stream, state)
+    d = Wi.shape[1]
+    loss = 0.0
+    for s in range(lo, hi):
+        lr = max(lr_min, lr0 * (1.0 - (done + s - lo) / total))
+        t = offsets[s]
+        stop = offsets[s + 1]
+        while t < stop:
+            n, t = keep_words(tokens, t, stop, keep, state, kept)
+            for i in range(n):
+                w = kept[i]
+                win = centre_window(window, state)
+                c_lo = max(i - win, 0)
+                c_hi = min(i + win + 1, n)
+                if c_hi - c_lo <= 1:
+                    continue
+                e[:] = 0.0
+                u = Wi[w]
+                for c in range(c_lo, c_hi):
+                    if c != i:
+                        draw_noise(kept[c], n_neg, table, state, row)
+                        loss += sgns_row(u, Wo, row, n_neg, -lr, Wo, e)
+                step = np.float32(-lr)
+                for j in range(d):
+                    Wi[w, j] += step * e[j]
+    return loss
+
+
+@njit(parallel=True)
+def word_part_pass(Wi, Wo, tokens, offsets, keep, table, window, n_neg, lr0, lr_min, done, total, seed, chunks):
+    """One pass over every sentence, ``chunks`` contiguous Hogwild chunks in parallel."""
+    n = offsets.shape[0] - 1
+    per = (n + chunks - 1) // chunks
+    out = np.zeros(chunks)
+    for c in prange(chunks):
+        lo = c * per
+        hi = min(n, lo + per)
+        buffers = (np.empty(WORD_SEGMENT, dtype=np.int32), np.empty(1 + n_neg, dtype=np.int32),
+                   np.empty(Wi.shape[1], dtype=np.float32))
+        out[c] = word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg, lr0, lr_min,
+                                 done + lo, total, seed, done + c, buffers)
+    return out.sum()
+
+
+# word2vec's skip-gram settings, as the quality peer's (gensim) has them
+WORD_PART = {"dim": 300, "window": 5, "negatives": 5, "sample": 1e-5, "lr": 0.025}
+
+
+def train_word_part(corpus, passes: int, threads: int, seed: int = 1):
+    """The word part by :func:`word_part_chunk`: ``(rows, wall seconds, CPU seconds)``."""
+    from scbow.training.start import keep_probabilities, noise_table, output_biases
+
+    counts = np.asarray(corpus.vocab.counts, dtype=np.float64)
+    raw = corpus.stats.get("raw_tokens") or int(counts.sum())
+    keep = keep_probabilities(counts, raw, WORD_PART["sample"])
+    rng = np.random.default_rng(seed)
+    dw = WORD_PART["dim"]
+    Wi = ((rng.random((len(counts), dw), dtype=np.float32) - 0.5) / dw).astype(np.float32)
+    Wo = np.zeros((len(counts), dw + 1), dtype=np.float32)
+    Wo[:, -1] = output_biases(counts, keep, WORD_PART["negatives"])
+    table = noise_table(counts)
+    n = corpus.n_sentences
+    t0, c0 = time.perf_counter(), time.process_time()
+    for p in range(passes):
+        word_part_pass(Wi, Wo, corpus.tokens, corpus.offsets, keep, table, WORD_PART["window"],
+                       WORD_PART["negatives"], WORD_PART["lr"], WORD_PART["lr"] * 1e-4, p * n, passes * n,
+                       seed + p, max(threads, 1) * 8)
+    return Wi, time.perf_counter() - t0, time.process_time() - c0
+
+
 def unit_average_scale(M: np.ndarray, corpus, k: int) -> np.ndarray:
     """``M`` with its ``k`` common components removed (``k = 0``: centred), scaled so that the
     corpus sample's sentence averages have unit root-mean-square length."""
@@ -432,18 +515,23 @@ def word_part(args) -> None:
     words = np.array(corpus.vocab.words, dtype=object)
     rows = []
     for epochs in args.epochs:
-        settings = {**q.settings_of("skipgram", args.threads), "epochs": epochs}
-        where = q.model_dir("skipgram", label, ckey, settings)
-        sg = q.load_cached(where)
-        if sg is None:
-            sg = q.train_word2vec("skipgram", tokens_path, settings)
-            save_model(sg, where)
-        index = sg.vocab.index
-        have = np.fromiter((w in index for w in words), dtype=bool, count=len(words))
-        G = np.zeros((len(words), sg.vectors.shape[1]), dtype=np.float32)
-        G[have] = sg.vectors[[index[w] for w in words[have]]]
+        if args.kernel == "scbow":
+            G, wall, cpu = train_word_part(corpus, epochs, args.threads)
+            bench = {"wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1)}
+            say(f"word part, {epochs} passes of scbow's skip-gram kernel: {wall:.0f} s wall, {cpu:.0f} s CPU")
+        else:
+            settings = {**q.settings_of("skipgram", args.threads), "epochs": epochs}
+            where = q.model_dir("skipgram", label, ckey, settings)
+            sg = q.load_cached(where)
+            if sg is None:
+                sg = q.train_word2vec("skipgram", tokens_path, settings)
+                save_model(sg, where)
+            index = sg.vocab.index
+            have = np.fromiter((w in index for w in words), dtype=bool, count=len(words))
+            G = np.zeros((len(words), sg.vectors.shape[1]), dtype=np.float32)
+            G[have] = sg.vectors[[index[w] for w in words[have]]]
+            bench = sg.info.get("benchmark", {})
         G = unit_average_scale(G * a, corpus, cfg.components_removed)
-        bench = sg.info.get("benchmark", {})
         for mix in WORD_PART_MIX:
             M = np.concatenate([S, np.float32(mix) * G], axis=1)
             scored = q.Scored(Model(corpus.vocab, M, {"unknown": cfg.unknown, "unknown_scale": cfg.unknown_scale}).embed,
@@ -457,36 +545,49 @@ def word_part(args) -> None:
     for epochs in args.epochs:
         mine = [r for r in rows if r["epochs"] == epochs]
         max(mine, key=lambda r: r["dev_pearson"])["chosen"] = True
-    result = {"corpus": label, "threads": args.threads, "epochs": args.epochs, "scbow_seconds": scbow_seconds, "rows": rows,
+    result = {"corpus": label, "threads": args.threads, "epochs": args.epochs, "kernel": args.kernel,
+              "scbow_seconds": scbow_seconds, "rows": rows,
               "context": context(threads=args.threads)}
-    publish(result, f"# The word part, sized on {label}\n\n" + word_part_markdown(result, level=2), args, "word_part")
+    publish(result, f"# The word part, sized on {label}\n\n" + word_part_markdown(result, level=2), args,
+            "word_part" if args.kernel == "gensim" else "word_part_scbow")
 
 
 def word_part_markdown(result: dict, level: int = 2) -> str:
     h = "#" * level
+    ours = result.get("kernel", "gensim") == "scbow"
     table = []
     for r in result["rows"]:
         ws = " / ".join(f"{v:.3f}" for v in r["word_similarity"].values())
         mark = "**" if r.get("chosen") else ""
         table.append((str(r["epochs"]), f"{mark}{r['mix']}{mark}", f"{mark}{r['dev_pearson']:.4f}{mark}",
                       f"{r['test_pearson_mean']:.4f}", ws,
-                      "-" if r["part_cpu_seconds"] is None else f"{r['part_cpu_seconds']:.0f}"))
+                      "-" if r["part_cpu_seconds"] is None else f"{r['part_cpu_seconds']:.0f}",
+                      "-" if r.get("part_wall_seconds") is None else f"{r['part_wall_seconds']:.0f}"))
+    if ours:
+        title = "The word part trained by scbow's own skip-gram kernel"
+        what = ("SIF-weighted skip-gram rows trained by this file's `word_part_chunk` (the product's skip-gram "
+                "pieces on a matrix of their own with a plain step; word2vec's settings: "
+                + ", ".join(f"{k} {v}" for k, v in WORD_PART.items()) + "), for 1 to 5 passes over the corpus")
+        cost = "not yet in the same pass as the sentence part: run after it here"
+    else:
+        title = "The word part: rows = [sentence part ; word part]"
+        what = "SIF-weighted skip-gram rows (gensim, the quality peer's settings at 1, 3 and 5 epochs)"
+        cost = ("gensim's, trained apart (a part already in the quality benchmark's cache, as the 5-epoch one is, "
+                "keeps the seconds of the run that trained it, under that run's load)")
     return "\n\n".join([
-        f"{h} The word part: rows = [sentence part ; word part] ({result['corpus']}, `benchmarks/prototypes.py --word-part`)",
+        f"{h} {title} ({result['corpus']}, `benchmarks/prototypes.py --word-part`)",
         "How much a word-window signal could add to a model that stays a plain average of its rows: the trained "
-        "Siamese CBOW rows (defaults, post-processed) beside SIF-weighted skip-gram rows (gensim, the quality "
-        "peer's settings at 1, 3 and 5 epochs, 10 common components removed), each part scaled so that its "
-        "sentence averages have unit length, the word part times a mix weight. The average of such rows is the "
-        "two parts' averages side by side, so its cosine mixes both similarities. The mix is chosen on STS-B dev "
-        "for each epoch count (bold); the test mean and the word sets (Spearman of the rows' cosines) are shown, "
-        "not used. The word part here is gensim's, trained apart: a product version trains it in the same pass "
-        f"(its cost: the CPU seconds shown, against {result['scbow_seconds']:.0f} s wall for the sentence part; a "
-        "part already in the quality benchmark's cache, as the 5-epoch one is, keeps the seconds of the run that "
-        "trained it, under that run's load).",
-        md_table(("skip-gram epochs", "mix", "STS-B dev", "test mean (19 sets)", "WordSim-353 / SimLex-999",
-                  "word part CPU s"), table),
+        f"Siamese CBOW rows (defaults, post-processed) beside {what}, 10 common components removed from the word "
+        "part, each part scaled so that its sentence averages have unit length, the word part times a mix weight. "
+        "The average of such rows is the two parts' averages side by side, so its cosine mixes both similarities. "
+        "The mix is chosen on STS-B dev for each count of passes (bold); the test mean and the word sets (Spearman "
+        f"of the rows' cosines) are shown, not used. The word part is {cost}; the sentence part took "
+        f"{result['scbow_seconds']:.0f} s wall.",
+        md_table(("passes (epochs)", "mix", "STS-B dev", "test mean (19 sets)", "WordSim-353 / SimLex-999",
+                  "word part CPU s", "word part wall s"), table),
         f"Regenerate: `python -m benchmarks.run prototypes --word-part --corpus {result['corpus']} "
-        f"--threads {result['threads']} --epochs {','.join(str(e) for e in result['epochs'])}`",
+        f"--threads {result['threads']} --epochs {','.join(str(e) for e in result['epochs'])}"
+        + (" --kernel scbow`" if ours else "`"),
         f"{h}# Machine of this section\n\n" + context_markdown(result["context"]).split("\n", 1)[1].strip(),
     ])
 
@@ -507,6 +608,8 @@ def main(argv=None) -> None:
                     help="also add the table as a section of this report (search.json) and rewrite its markdown")
     ap.add_argument("--word-part", action="store_true",
                     help="size rows = [sentence part ; word part] with gensim skip-gram instead (default corpus 100M)")
+    ap.add_argument("--kernel", choices=("gensim", "scbow"), default="gensim",
+                    help="with --word-part: who trains the skip-gram part (scbow: this file's kernel)")
     ap.add_argument("--epochs", default=",".join(map(str, WORD_PART_EPOCHS)),
                     help="with --word-part: the skip-gram epoch counts, comma-separated")
     args = ap.parse_args(argv)
@@ -515,7 +618,7 @@ def main(argv=None) -> None:
         ap.error(f"--into {args.into}: no such report (benchmarks/results/search.json is the one meant)")
     if args.word_part:
         if args.out == "benchmarks/results/prototypes":
-            args.out = "benchmarks/results/word_part"
+            args.out = "benchmarks/results/word_part" + ("_scbow" if args.kernel == "scbow" else "")
         try:
             args.epochs = [int(e) for e in args.epochs.split(",") if e.strip()]
         except ValueError:

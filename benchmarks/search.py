@@ -219,10 +219,11 @@ def markdown(result: dict) -> str:
                                                           for m in merged) + ".")
     if result.get("word_term"):
         parts.append(word_markdown(result["word_term"]))
-    if result.get("word_part"):
-        from .prototypes import word_part_markdown
+    for key in ("word_part", "word_part_scbow"):
+        if result.get(key):
+            from .prototypes import word_part_markdown
 
-        parts.append(word_part_markdown(result["word_part"]))
+            parts.append(word_part_markdown(result[key]))
     if result.get("objective_prototypes"):
         from .prototypes import section_markdown
 
