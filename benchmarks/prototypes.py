@@ -39,8 +39,17 @@ from numba import njit, prange
 
 from scbow.config import TrainConfig
 from scbow.kernels.cpu import sgns_row
-from scbow.kernels.sampling import (NEG_DOCUMENT, NEG_UNIFORM, WORD_SEGMENT, centre_window, draw_noise,
-                                    fill_example, keep_words, next_random, seed_state)
+from scbow.kernels.sampling import (
+    NEG_DOCUMENT,
+    NEG_UNIFORM,
+    WORD_SEGMENT,
+    centre_window,
+    draw_noise,
+    fill_example,
+    keep_words,
+    next_random,
+    seed_state,
+)
 
 from .common import context, context_markdown, corpus_path, md_table, say, write_report
 
@@ -317,8 +326,15 @@ def hyper(opts: dict) -> np.ndarray:
 
 def train_prototype(corpus, opts: dict, threads: int, seed: int = 1):
     """Train one prototype; returns ``(W, B, seconds)`` (B: bigram rows, shape (buckets, d), or (0, d))."""
-    from scbow.training.start import (corpus_weights, init_vectors, keep_probabilities, noise_table,
-                                      output_biases, step_rates, trainable_targets)
+    from scbow.training.start import (
+        corpus_weights,
+        init_vectors,
+        keep_probabilities,
+        noise_table,
+        output_biases,
+        step_rates,
+        trainable_targets,
+    )
 
     cfg = TrainConfig(seed=seed)
     weights = corpus_weights(corpus, cfg)
