@@ -22,6 +22,10 @@ Hogwild steps, no buffered hot rows): each idea is judged against it, trained by
 code; the product's defaults are printed beside for reference. Choices on STS-B dev only;
 the 19-set test mean is printed, never used. Nothing here is a training option of the
 product unless it wins on dev.
+
+``--word-part`` sizes a fourth idea on 100M instead: rows = [sentence part ; word part], the
+trained rows beside SIF-weighted skip-gram rows (gensim's, or with ``--kernel scbow`` this
+file's :func:`word_part_chunk`), the part's weight chosen on dev (``results/word_part*.md``).
 """
 
 from __future__ import annotations
