@@ -633,6 +633,8 @@ def main(argv=None) -> None:
     ap.add_argument("--epochs", default=",".join(map(str, WORD_PART_EPOCHS)),
                     help="with --word-part: the skip-gram epoch counts, comma-separated")
     args = ap.parse_args(argv)
+    if args.threads < 1:
+        ap.error(f"--threads {args.threads}: at least 1")
     args.corpus = args.corpus or ("100M" if args.word_part else "10M")
     if args.into and not Path(args.into).is_file():
         ap.error(f"--into {args.into}: no such report (benchmarks/results/search.json is the one meant)")
@@ -642,7 +644,9 @@ def main(argv=None) -> None:
         try:
             args.epochs = [int(e) for e in args.epochs.split(",") if e.strip()]
         except ValueError:
-            ap.error(f"--epochs {args.epochs!r}: comma-separated whole numbers")
+            args.epochs = []
+        if not args.epochs or min(args.epochs) < 1:
+            ap.error("--epochs: comma-separated whole numbers of at least 1")
         return word_part(args)
     grid = GRID
     if args.only:
