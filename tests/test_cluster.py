@@ -17,6 +17,7 @@ import io
 import json
 import lzma
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -300,7 +301,9 @@ def test_a_block_that_kills_every_worker_ends_in_one_message(client, inputs, mod
     with pytest.raises(ModelError) as err:  # run again on a fresh worker a few times first, then given up
         embed_on_cluster(model_dir, inputs[:1], tmp_path / "shards", client=client, block_bytes=8192,
                          task=always_dies)
-    assert str(err.value).startswith(f"{inputs[0]}: the workers embedding its block 1 kept dying")
+    # Dask names the task that ran out of allowed failures: block 1, or a block that shared the
+    # dying worker with it every time (both "kept dying"; a block-2 message was seen in CI)
+    assert re.match(rf"{re.escape(str(inputs[0]))}: the workers embedding its block \d+ kept dying", str(err.value))
     client.wait_for_workers(2, timeout=30)  # the nannies restart them, for the tests after this one
 
 
