@@ -63,8 +63,6 @@ def half_of(a: str, b: str) -> str:
     return "dev" if hashlib.blake2b(key, digest_size=8).digest()[0] % 2 == 0 else "test"
 
 
-read_pairs = read_word_pairs
-
 
 def queries_of(pairs, index) -> dict:
     """Per half, the (query id, wanted id) of every highly rated pair of two distinct known words, both ways."""
@@ -152,7 +150,7 @@ def evaluate(model, rules, resamples: int) -> tuple[dict, dict]:
     unit = unit_rows(model)
     out, raw = {}, {}
     for name, path in SETS.items():
-        pairs = read_pairs(path)
+        pairs = read_word_pairs(path)
         halves = queries_of(pairs, model.vocab.index)
         row = {"pairs": len(pairs), "high_pairs": sum(s >= HIGH and a != b for a, b, s in pairs)}
         raw[name] = {}

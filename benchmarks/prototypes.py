@@ -31,7 +31,6 @@ file's :func:`word_part_chunk`), the part's weight chosen on dev (``results/word
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -42,12 +41,11 @@ import numpy as np
 from numba import njit, prange
 
 from scbow.config import TrainConfig
-from scbow.kernels.cpu import sgns_row
+from scbow.kernels.cpu import context_span, sgns_contexts, sgns_row
 from scbow.kernels.sampling import (
     NEG_DOCUMENT,
     NEG_UNIFORM,
     WORD_SEGMENT,
-    centre_window,
     draw_noise,
     fill_example,
     keep_words,
@@ -55,7 +53,8 @@ from scbow.kernels.sampling import (
     seed_state,
 )
 
-from .common import context, context_markdown, corpus_path, md_table, say, write_report
+from .common import context, corpus_path, md_table, say, write_report
+from .search import add_section, machine_section
 
 NORM_EPS = 1e-12
 MAX_WORDS = 256  # words of a sentence a prototype reads (the corpus's sentences are shorter but for a few)
@@ -439,17 +438,11 @@ def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg,
             n, t = keep_words(tokens, t, stop, keep, state, kept)
             for i in range(n):
                 w = kept[i]
-                win = centre_window(window, state)
-                c_lo = max(i - win, 0)
-                c_hi = min(i + win + 1, n)
+                c_lo, c_hi = context_span(i, n, window, state)
                 if c_hi - c_lo <= 1:
                     continue
                 e[:] = 0.0
-                u = Wi[w]
-                for c in range(c_lo, c_hi):
-                    if c != i:
-                        draw_noise(kept[c], n_neg, table, state, row)
-                        loss += sgns_row(u, Wo, row, n_neg, -lr, Wo, e)
+                loss += sgns_contexts(Wi[w], Wo, kept, i, c_lo, c_hi, n_neg, table, -lr, state, row, e)
                 step = np.float32(-lr)
                 for j in range(d):
                     Wi[w, j] += step * e[j]
@@ -608,7 +601,7 @@ def word_part_markdown(result: dict, level: int = 2) -> str:
         f"Regenerate: `python -m benchmarks.run prototypes --word-part --corpus {result['corpus']} "
         f"--threads {result['threads']} --epochs {','.join(str(e) for e in result['epochs'])}"
         + (" --kernel scbow`" if ours else "`"),
-        f"{h}# Machine of this section\n\n" + context_markdown(result["context"]).split("\n", 1)[1].strip(),
+        machine_section(result["context"], level + 1),
     ])
 
 
@@ -683,12 +676,7 @@ def publish(result: dict, md: str, args, key: str) -> None:
     json_path, md_path = write_report(Path(args.out), result, md)
     say(f"wrote {json_path} and {md_path}")
     if args.into:
-        from .search import markdown
-
-        into = Path(args.into)
-        search = json.loads(into.read_text())
-        search[key] = json.loads(json.dumps(result))
-        json_path, md_path = write_report(into.with_suffix(""), search, markdown(search))
+        json_path, md_path = add_section(Path(args.into), key, result)
         say(f"added the section to {json_path} and {md_path}")
 
 
@@ -710,7 +698,7 @@ def section_markdown(result: dict, level: int = 2) -> str:
         md_table(("idea", "setting", "STS-B dev", "dev vs baseline", "test mean (19 sets)", "train s"), table),
         f"Regenerate: `python -m benchmarks.run prototypes --corpus {result['corpus']} --threads {result['threads']}`"
         " (`--into benchmarks/results/search.json` also rewrites this section of `search.md`)",
-        f"{h}# Machine of this section\n\n" + context_markdown(result["context"]).split("\n", 1)[1].strip(),
+        machine_section(result["context"], level + 1),
     ])
 
 

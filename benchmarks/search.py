@@ -188,7 +188,7 @@ def word_markdown(word: dict) -> str:
     return ("## The word-level term (--word-window)\n\n" + word.get("note", "") + "\n\n"
             + md_table(("corpus", "setting (else the defaults)", "STS-B dev", "dev minus defaults", "test mean (19 sets)",
                         "WordSim-353", "SimLex-999", "train s (wall)"), table)
-            + "\n\n### Machine of this section\n\n" + context_markdown(word["context"]).split("\n", 1)[1].strip())
+            + "\n\n" + machine_section(word["context"]))
 
 
 def markdown(result: dict) -> str:
@@ -234,6 +234,19 @@ def markdown(result: dict) -> str:
     return "\n\n".join(parts)
 
 
+def add_section(into: Path, key: str, section: dict):
+    """Store ``section`` as ``key`` of the search report ``into`` (search.json) and rewrite its
+    markdown, where :func:`markdown` renders it; returns the two paths."""
+    result = json.loads(into.read_text())
+    result[key] = json.loads(json.dumps(section))
+    return write_report(into.with_suffix(""), result, markdown(result))
+
+
+def machine_section(ctx: dict, level: int = 3) -> str:
+    """The machine table of a section run apart from the report it sits in."""
+    return f"{'#' * level} Machine of this section\n\n" + context_markdown(ctx).split("\n", 1)[1].strip()
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.run search", description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", choices=sorted(GRIDS), action="append", help="default: 10M then 100M")
@@ -253,10 +266,7 @@ def main(argv=None) -> None:
             rows += run_word_grid(name, GRID_WORD, args.threads)
         word = {"rows": rows, "note": args.note, "context": context(threads=args.threads)}
         if args.into:
-            into = Path(args.into)
-            result = json.loads(into.read_text())
-            result["word_term"] = json.loads(json.dumps(word))
-            json_path, md_path = write_report(into.with_suffix(""), result, markdown(result))
+            json_path, md_path = add_section(Path(args.into), "word_term", word)
         else:
             json_path, md_path = write_report(Path(args.out), {"word_term": word}, word_markdown(word))
         say(f"wrote {json_path} and {md_path}")

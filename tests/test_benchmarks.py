@@ -406,7 +406,7 @@ def test_neighbours_suite_ranks_as_most_similar_and_halves_pairs_by_hash():
     from scbow.text.vocab import Vocab
     from scbow.vectors.model import Model
 
-    pairs = neighbours.read_pairs(neighbours.SETS["SimLex-999"])
+    pairs = neighbours.read_word_pairs(neighbours.SETS["SimLex-999"])
     halves = [neighbours.half_of(a, b) for a, b, _ in pairs]
     assert halves == [neighbours.half_of(b, a) for a, b, _ in pairs]
     assert 0.4 < halves.count("dev") / len(halves) < 0.6

@@ -371,6 +371,27 @@ def sgns_row(u, Wo, row, n_neg, coef_o, out_o, e):
     return loss
 
 
+@njit(cache=True, nogil=True)
+def context_span(i, n, window, state):
+    """The kept words ``lo..hi-1`` around centre ``i`` of ``n``: its random window
+    (``sampling.centre_window``) cut to the segment. Returns ``(lo, hi)``."""
+    win = centre_window(window, state)
+    return max(i - win, 0), min(i + win + 1, n)
+
+
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
+def sgns_contexts(u, Wo, kept, i, lo, hi, n_neg, table, coef_o, state, row, e):
+    """Every context ``kept[lo:hi]`` of the centre ``kept[i]`` (itself skipped), each with
+    ``n_neg`` noise words: :func:`sgns_row` for each; returns their loss (``e`` and the output
+    rows as there, the output rows stepped in place by ``coef_o``)."""
+    loss = 0.0
+    for c in range(lo, hi):
+        if c != i:
+            draw_noise(kept[c], n_neg, table, state, row)
+            loss += sgns_row(u, Wo, row, n_neg, coef_o, Wo, e)
+    return loss
+
+
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
 def sgns_sentence(W, tokens, start, stop, lr, params, word, buffers, hot, state):
     """One SGD step of the skip-gram term over the words of ``tokens[start:stop]``; returns its loss.
@@ -403,20 +424,14 @@ def sgns_sentence(W, tokens, start, stop, lr, params, word, buffers, hot, state)
         n, t = keep_words(tokens, t, stop, keep, state, kept)
         for i in range(n):
             w = kept[i]
-            win = centre_window(window, state)
-            lo = max(i - win, 0)
-            hi = min(i + win + 1, n)
+            lo, hi = context_span(i, n, window, state)
             if hi - lo <= 1:
                 continue
             inv = np.float32(1.0 / a[w])
             for j in range(d):
                 u[j] = W[w, j] * inv
                 e[j] = 0.0
-            for c in range(lo, hi):
-                if c == i:
-                    continue
-                draw_noise(kept[c], n_neg, table, state, row)
-                loss += sgns_row(u, Wo, row, n_neg, -rate, Wo, e)
+            loss += sgns_contexts(u, Wo, kept, i, lo, hi, n_neg, table, -rate, state, row, e)
             # the step turns the row, never stretches it: its part along u is dropped and the
             # row is put back to its length, so a frequent word's row keeps the length its
             # frequency weight gives it in a sentence average. Written in place even for the
