@@ -71,14 +71,16 @@ class WordTable:
 
     @classmethod
     def from_model(cls, vocab, model) -> "WordTable":
-        """Rows of ``model`` (an ``scbow.vectors.model.Model``: scbow, or word2vec loaded as one) for ``vocab``'s words."""
-        M = np.zeros((len(vocab), model.dim), dtype=np.float32)
+        """Rows of ``model`` (an ``scbow.vectors.model.Model``: scbow, or word2vec loaded as one) for ``vocab``'s words:
+        the columns words are compared by (``model.word_vectors``: the word part of an scbow model that has one)."""
+        rows = model.word_vectors
+        M = np.zeros((len(vocab), rows.shape[1]), dtype=np.float32)
         known = np.zeros(len(vocab), dtype=bool)
         index = model.vocab.index
         for i, w in enumerate(vocab.words):
             j = index.get(w)
             if j is not None:
-                M[i] = model.vectors[j]
+                M[i] = rows[j]
                 known[i] = True
         return cls(vocab, M, known, model.info.get("oov_vectors"))
 

@@ -32,6 +32,8 @@ SUITES: dict[str, Suite] = {
     "ab": Suite("ab", "ab_speed.md", "kernel examples/s of this checkout against another (--base), alternating fresh processes"),
     "quality": Suite("quality", "quality.md", "every system on gutenberg-100M: 19 SemEval STS sets, STS-B dev, word similarity"),
     "search": Suite("search", "search.md", "every setting tried for the defaults, scored on STS-B dev"),
+    "word_part": Suite("word_part", "word_part_search.md",
+                       "the word part's passes, width, subsampling and mix on STS-B dev"),
     "sent2vec_search": Suite("sent2vec_search", "sent2vec_search.md",
                              "Sent2Vec's own settings search on STS-B dev (the quality peer's settings)"),
     "prototypes": Suite("prototypes", "prototypes.md",

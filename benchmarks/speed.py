@@ -15,6 +15,10 @@ Sections (``--only`` picks some; targets of skipped sections read "not measured"
   alternating in each repeat with the PyTorch implementation of the same objective
   (``benchmarks.torch_scbow``, its own process) at the same thread count; scaling
   efficiency; bytes of matrix rows touched per second beside a NumPy copy's GB/s.
+- ``wordpart``: one pass of the word part (``scbow.training.wordpart``: skip-gram with
+  negative sampling) through ``WordPart.run`` at every thread count: sentences/s and kept
+  tokens/s, alternating with one epoch of gensim's skip-gram with the same settings (window,
+  noise words, subsampling threshold, dimensions, threads) on the same token stream.
 - ``e2e``: raw text to saved model, one epoch, 2 threads, each run a fresh process with an
   empty corpus cache: scbow (default dims, and the paper's 300 as context) alternating with
   gensim word2vec CBOW (its own tokenizer, the paper's settings, same threads).
@@ -70,7 +74,7 @@ from .speed_report import render
 from .targets import TARGETS
 
 WORK_DIR = REPO_ROOT / "benchmarks" / ".work" / "speed"
-SECTIONS = ("preprocess", "kernel", "e2e", "inference", "memory")
+SECTIONS = ("preprocess", "kernel", "wordpart", "e2e", "inference", "memory")
 
 # The goals (benchmarks/targets.py): ratios from one run; absolute figures only as context.
 T_E2E_RATIO = TARGETS["e2e_over_gensim"].value
@@ -372,7 +376,9 @@ def l3_bytes() -> int | None:
 
 
 def bench_e2e(text: Path, dim: int, repeats: int, run_dir: Path, with_paper_dim: bool, threads: int) -> dict:
-    systems = [("scbow", dim)]
+    # (row key, system, dims): "scbow" is the defaults (sentence and word part), "scbow-sentence"
+    # the sentence part alone (--word-passes 0), one pass like gensim's one epoch of CBOW
+    systems = [("scbow", dim), ("scbow-sentence", dim)]
     gensim_note = None
     if have("gensim"):
         systems.append(("gensim", PAPER_DIM))
@@ -385,12 +391,14 @@ def bench_e2e(text: Path, dim: int, repeats: int, run_dir: Path, with_paper_dim:
         for system, d in systems:
             say(f"  end to end: {system}, {d} dims, repeat {rep + 1}/{repeats}")
             out = run_dir / f"e2e-{system}-{d}-{rep}"
-            if system == "scbow":
+            if system.startswith("scbow"):
                 args = ["scbow-e2e", text, out, "--cache-dir", out / "empty-cache", "--threads", threads, "--dim", d]
+                args += ["--word-passes", "0"] if system == "scbow-sentence" else []
             else:
                 args = ["gensim-e2e", text, out, "--threads", threads, "--dim", d]
             r = run_job(args)
             r["repeat"] = rep + 1
+            r["system"] = system
             runs.append(r)
     rows = {}
     for system, d in systems:
@@ -407,8 +415,66 @@ def bench_e2e(text: Path, dim: int, repeats: int, run_dir: Path, with_paper_dim:
             row["over_gensim"] = round(row["seconds"]["median"] / g["seconds"]["median"], 3)
             row["wall_over_gensim"] = round(row["process_wall_seconds"]["median"] / g["process_wall_seconds"]["median"], 3)
     model = next((r["model"] for r in runs if r["system"] == "scbow" and r["dim"] == dim), None)
+    for row in rows.values():
+        row["word_passes"] = next((r.get("word_passes") for r in runs if r["system"] == row["system"]), None)
     return {"threads": threads, "text": str(text), "runs": runs, "rows": rows, "gensim_note": gensim_note,
             "model": model, "order": "Each repeat runs " + ", ".join(f"{s} {d}d" for s, d in systems)}
+
+
+# -------------------------------------------------------------------------- word part
+
+
+def bench_wordpart(corpus, config: TrainConfig, threads: list[int], repeats: int, run_dir: Path) -> dict:
+    """One pass of the word part at each thread count, alternating with gensim's skip-gram epoch."""
+    from scbow.training import wordpart as wp
+
+    counts = np.asarray(corpus.vocab.counts, dtype=np.float64)
+    raw = corpus.stats.get("raw_tokens") or int(counts.sum())
+    cfg = config.replace(word_passes=1)
+    part0 = wp.WordPart(corpus, cfg, 1)
+    kept = float((counts * part0.keep).sum())
+    part0.run(0)  # loads (or compiles) the kernel before any clock starts
+    part0.close()
+    tokens_file = None
+    if have("gensim"):
+        tokens_file = run_dir / "wordpart-tokens.txt"
+        words = np.array(corpus.vocab.words, dtype=object)
+        with open(tokens_file, "w", encoding="utf-8") as fh:
+            offsets = np.asarray(corpus.offsets)
+            toks = np.asarray(corpus.tokens)
+            for s in range(corpus.n_sentences):
+                fh.write(" ".join(words[toks[offsets[s]:offsets[s + 1]]]) + "\n")
+    runs = []
+    for rep in range(repeats):
+        for t in threads:
+            say(f"  word part: {t} threads, repeat {rep + 1}/{repeats}")
+            part = wp.WordPart(corpus, cfg, t)
+            t0 = time.perf_counter()
+            done = 0
+            while done < corpus.n_sentences:
+                done += part.run(done)[0]
+            seconds = time.perf_counter() - t0
+            part.close()
+            runs.append({"system": "scbow", "threads": t, "seconds": seconds})
+            if tokens_file is not None:
+                r = run_job(["gensim-skipgram", tokens_file, "--threads", t, "--dim", cfg.word_dim,
+                             "--sample", part0.sample, "--window", wp.WORD_WINDOW, "--negative", wp.WORD_NEGATIVES,
+                             "--alpha", wp.WORD_LR])
+                runs.append({"system": "gensim", "threads": t, "seconds": r["train_seconds"],
+                             "effective_words": r["effective_words"], "gensim": r["gensim"]})
+    rows = []
+    for t in threads:
+        mine = [r["seconds"] for r in runs if r["system"] == "scbow" and r["threads"] == t]
+        theirs = [r["seconds"] for r in runs if r["system"] == "gensim" and r["threads"] == t]
+        row = {"threads": t, "seconds": stats(mine), "sentences_per_second": corpus.n_sentences / statistics.median(mine),
+               "kept_tokens_per_second": kept / statistics.median(mine)}
+        if theirs:
+            row["gensim_seconds"] = stats(theirs)
+            row["gensim_over_scbow"] = round(statistics.median(theirs) / statistics.median(mine), 3)
+        rows.append(row)
+    return {"dim": cfg.word_dim, "window": wp.WORD_WINDOW, "negatives": wp.WORD_NEGATIVES, "sample": part0.sample,
+            "raw_tokens": raw, "kept_tokens_per_pass": round(kept), "sentences": corpus.n_sentences, "rows": rows,
+            "runs": runs, "gensim_note": None if tokens_file else "gensim is not installed (pip install '.[bench]')"}
 
 
 # -------------------------------------------------------------------------- inference
@@ -517,7 +583,9 @@ def check_targets(r: dict, corpus_name: str) -> list[dict]:
     e2e = r.get("e2e")
     dim = r["settings"]["dim"]
     if e2e and f"gensim-{PAPER_DIM}" in e2e["rows"]:
-        s, g = e2e["rows"][f"scbow-{dim}"], e2e["rows"][f"gensim-{PAPER_DIM}"]
+        # like for like: one pass of the sentence objective against one epoch of CBOW
+        s = e2e["rows"].get(f"scbow-sentence-{dim}") or e2e["rows"][f"scbow-{dim}"]
+        g = e2e["rows"][f"gensim-{PAPER_DIM}"]
         ratio = s["over_gensim"]
         ph = s["phases"]
         total = s["seconds"]["median"]
@@ -529,7 +597,14 @@ def check_targets(r: dict, corpus_name: str) -> list[dict]:
         extra = ""
         if f"scbow-{PAPER_DIM}" in e2e["rows"] and dim != PAPER_DIM:
             extra = f"scbow at gensim's {PAPER_DIM} dims: {e2e['rows'][f'scbow-{PAPER_DIM}']['over_gensim']}x"
-        add(f"end to end, one epoch, {e2e['threads']} threads: scbow ({dim} dims) / gensim CBOW ({PAPER_DIM} dims)",
+        full = e2e["rows"].get(f"scbow-{dim}")
+        if full is not None and full is not s:
+            fp = full["phases"]
+            extra += ((extra and "; ") + f"the defaults with the word part ({full.get('word_passes')} passes of skip-gram): "
+                      f"{full['seconds']['median']:.1f} s, {full['over_gensim']}x gensim CBOW's epoch; word part "
+                      f"{fp.get('word_part', 0)} s, sentence part {fp['kernel']} s")
+        add(f"end to end, one epoch, {e2e['threads']} threads: scbow sentence part ({dim} dims) / gensim CBOW "
+            f"({PAPER_DIM} dims)",
             f"<= {T_E2E_RATIO}x", f"{ratio}x ({total:.1f} s / {g['seconds']['median']:.1f} s)",
             ratio <= T_E2E_RATIO, bound, extra)
     else:
@@ -731,6 +806,9 @@ def main(argv=None, prog="python -m benchmarks.run speed") -> dict:
                                             args.torch_batches, 5 if args.quick else 20, run_dir, not args.no_torch)
             report["bandwidth"] = bench_bandwidth(report["kernel"], report["example_shape"], args.dim,
                                                   len(corpus.vocab), 10)
+        if "wordpart" in args.sections:
+            say("[wordpart]")
+            report["wordpart"] = bench_wordpart(corpus, config, threads, args.repeats, run_dir)
         if "e2e" in args.sections:
             say("[e2e]")
             report["e2e"] = bench_e2e(text, args.dim, args.repeats, run_dir, not args.no_paper_dim, args.e2e_threads)

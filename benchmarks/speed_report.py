@@ -102,6 +102,26 @@ def render(r: dict) -> str:
                      round(bw["copy_matrix"]["gb_per_s"]["median"], 2)),
                 ]))
 
+    w = r.get("wordpart")
+    if w:
+        rows = [(row["threads"], *_s(row["seconds"], _sec), human(row["sentences_per_second"]),
+                 human(row["kept_tokens_per_second"]),
+                 _sec(row["gensim_seconds"]["median"]) if "gensim_seconds" in row else "n/a",
+                 f"{row['gensim_over_scbow']}x" if "gensim_over_scbow" in row else "n/a") for row in w["rows"]]
+        gver = next((x.get("gensim") for x in w["runs"] if x["system"] == "gensim"), None)
+        parts.append(
+            f"## The word part\n\nOne pass of the word part (`scbow.training.wordpart`: skip-gram with negative "
+            f"sampling, {w['dim']} dims, window {w['window']}, {w['negatives']} noise words, subsampling threshold "
+            f"{w['sample']:g}) over the {w['sentences']:,} sentences ({w['kept_tokens_per_pass']:,} tokens kept "
+            "by subsampling in a pass), through `WordPart.run` in the trainer's batches, alternating with one "
+            + (f"epoch of gensim {gver}'s skip-gram with the same settings on the same tokens (its `train` call "
+               "alone, the vocabulary built before the clock starts)" if gver else "epoch of gensim (not installed)")
+            + ".\n\n"
+            + md_table(("threads", "seconds median", "min", "max", "spread", "sentences/s", "kept tokens/s",
+                        "gensim seconds", "gensim / scbow"), rows)
+            + "\n\nA default run makes `word_passes` such passes after the sentence part's epoch (End to end "
+            "below shows both parts of a default run).")
+
     e = r.get("e2e")
     if e:
         rows = []
@@ -125,9 +145,12 @@ def render(r: dict) -> str:
             f"{e['order']}.\n\n"
             + md_table(("system", "dim", "seconds median", "min", "max", "spread", "/ gensim", "process wall",
                         "phases (medians, s)", "peak RSS MiB"), rows) + gen
-            + "\n\nscbow's phases: compile = its first training call on a tiny corpus (loads the "
-            "kernels from numba's on-disk cache, compiling them when the cache is empty); post_process = the "
-            "common-component removal after the epoch. gensim's tokenize = "
+            + "\n\nscbow is the defaults (one epoch of the sentence part, then the word part's passes of "
+            "skip-gram); scbow-sentence the sentence part alone (`--word-passes 0`), one pass over the corpus as "
+            "gensim's one epoch of CBOW is. scbow's phases: compile = its first training call on a tiny corpus (loads "
+            "the kernels from numba's on-disk cache, compiling them when the cache is empty); kernel = the sentence "
+            "part; word_part = its skip-gram passes; post_process = the common-component removal and assembling "
+            "the rows. gensim's tokenize = "
             "`simple_preprocess` of every line. Process wall = the whole process, interpreter and imports "
             "included.")
     elif e is None and "e2e" in s["sections"]:

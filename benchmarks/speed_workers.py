@@ -61,6 +61,8 @@ def scbow_e2e(args) -> dict:
 
     t_imported = time.perf_counter()
     config = TrainConfig(dim=args.dim, epochs=1, threads=args.threads)
+    if args.word_passes is not None:
+        config = config.replace(word_passes=args.word_passes)
     out = Path(args.out)
     t0 = time.perf_counter()
     compile_s = _warm(config, out)
@@ -71,9 +73,11 @@ def scbow_e2e(args) -> dict:
     t3 = time.perf_counter()
     save_model(result.model, out / "model")
     t4 = time.perf_counter()
+    word = (result.model.info["training"].get("word_part") or {}).get("kernel_seconds", 0.0)
     return {
         "system": "scbow",
         "dim": args.dim,
+        "word_passes": config.word_passes,
         "threads": args.threads,
         "import_seconds": round(t_imported - _T_START, 3),
         "seconds": round(t4 - t0, 3),
@@ -81,7 +85,8 @@ def scbow_e2e(args) -> dict:
             "compile": round(compile_s, 3),
             "encode": round(t2 - t1, 3),
             "kernel": round(result.seconds, 3),
-            "post_process": round(t3 - t2 - result.seconds, 3),
+            "word_part": round(word, 3),
+            "post_process": round(t3 - t2 - result.seconds - word, 3),
             "save": round(t4 - t3, 3),
         },
         "examples": result.examples,
@@ -91,6 +96,23 @@ def scbow_e2e(args) -> dict:
         "model": str(out / "model"),
         "memory_mib": proc_status(),
     }
+
+
+def gensim_skipgram(args) -> dict:
+    """One epoch of gensim's skip-gram on a token file (one sentence a line, scbow's kept tokens):
+    the word part's peer at the same settings. Times ``train`` alone (the vocabulary is built first)."""
+    import gensim
+    from gensim.models import Word2Vec
+    from gensim.models.word2vec import LineSentence
+
+    sentences = LineSentence(args.tokens)
+    model = Word2Vec(vector_size=args.dim, window=args.window, min_count=1, sample=args.sample, negative=args.negative,
+                     hs=0, sg=1, alpha=args.alpha, workers=args.threads, seed=1)
+    model.build_vocab(sentences)
+    t0 = time.perf_counter()
+    _, effective = model.train(sentences, total_examples=model.corpus_count, epochs=1)
+    return {"system": "gensim-skipgram", "gensim": gensim.__version__, "train_seconds": round(time.perf_counter() - t0, 3),
+            "effective_words": int(effective), "threads": args.threads}
 
 
 def gensim_e2e(args) -> dict:
@@ -190,7 +212,9 @@ def scbow_memory(args) -> dict:
     end = proc_status()
     V, d = result.model.vectors.shape
     token_bytes = int(np.asarray(corpus.tokens).nbytes)
-    matrix_bytes = int(V * d * 4)
+    # the matrices a run holds: the sentence part's rows, and with a word part its input and
+    # output rows (d = dim + word_dim: the saved rows are both parts)
+    matrix_bytes = int(V * (d + (config.word_dim + 1 if config.word_passes else 0)) * 4)
     other_arrays = int(sum(np.asarray(a).nbytes for a in (corpus.offsets, corpus.sent_doc, corpus.doc_offsets)))
     return {
         "corpus": str(args.corpus),
@@ -222,6 +246,15 @@ def main(argv=None) -> None:
     p.add_argument("--cache-dir", required=True)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--dim", type=int, default=100)
+    p.add_argument("--word-passes", type=int, default=None, help="default: TrainConfig's")
+    p = sub.add_parser("gensim-skipgram")
+    p.add_argument("tokens")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--dim", type=int, default=300)
+    p.add_argument("--sample", type=float, default=1e-5)
+    p.add_argument("--window", type=int, default=5)
+    p.add_argument("--negative", type=int, default=5)
+    p.add_argument("--alpha", type=float, default=0.025)
     p = sub.add_parser("gensim-e2e")
     p.add_argument("text")
     p.add_argument("out")
@@ -238,7 +271,7 @@ def main(argv=None) -> None:
     p.add_argument("--dim", type=int, default=100)
     args = ap.parse_args(argv)
     Path(getattr(args, "out", ".")).mkdir(parents=True, exist_ok=True)
-    job = {"scbow-e2e": scbow_e2e, "gensim-e2e": gensim_e2e, "build-cache": build_cache,
+    job = {"scbow-e2e": scbow_e2e, "gensim-e2e": gensim_e2e, "gensim-skipgram": gensim_skipgram, "build-cache": build_cache,
            "scbow-memory": scbow_memory}[args.job]
     result = job(args)
     print(json.dumps(result), flush=True)

@@ -33,17 +33,20 @@ def example_size(negatives: int) -> int:
 # (a --dim of 100,000 is already 40 GB for 100K words).
 _I32 = 2**31 - 1
 INT_BOUNDS = {"dim": 1, "negatives": 1, "min_count": 1, "epochs": 1, "count_floor": 1,
-              "max_vocab": 0, "max_length": 0, "threads": 0, "word_window": 0, "word_negatives": 1}
+              "max_vocab": 0, "max_length": 0, "threads": 0, "word_window": 0, "word_negatives": 1,
+              "word_passes": 0, "word_dim": 1}
 INT_MAX = {"dim": 100_000, "negatives": 1_000_000, "min_count": 2**62, "epochs": 100_000,
            "count_floor": 2**62, "max_vocab": _I32, "max_length": _I32, "threads": 65_536,
-           "word_window": 1_000, "word_negatives": 1_000}
+           "word_window": 1_000, "word_negatives": 1_000, "word_passes": 10_000, "word_dim": 100_000}
 # Floats: [lowest, highest]; those in POSITIVE_FLOATS must also be > 0. (A huge lr is left
 # to the trainer, which stops and names it when the loss turns NaN.) init_std: float32
 # rows of that scale must keep finite squared norms (and nonzero ones: not below 1e-15).
 FLOAT_RANGES = {"lr": (0.0, 1e300), "init_std": (1e-15, 1e15), "min_lr_fraction": (0.0, 1.0),
                 "weight_decay": (0.0, 1e6), "frequency_weight": (0.0, 1e6), "count_power": (0.0, 100.0),
-                "unknown_scale": (0.0, 1e6), "word_weight": (0.0, 1e6), "word_sample": (0.0, 1.0)}
-POSITIVE_FLOATS = ("lr", "unknown_scale", "word_weight")  # unknown_scale 0 would give unknown words zero vectors: use omit
+                "unknown_scale": (0.0, 1e6), "word_weight": (0.0, 1e6), "word_sample": (0.0, 1.0),
+                "word_mix": (0.0, 1e6)}
+# unknown_scale 0 would give unknown words zero vectors (use omit); word_mix 0 a word part of zeros
+POSITIVE_FLOATS = ("lr", "unknown_scale", "word_weight", "word_mix")
 
 
 def finite_number(value) -> bool:
@@ -129,6 +132,16 @@ class TrainConfig:
     word_weight: float = 0.3
     word_negatives: int = 5
     word_sample: float = 1e-3
+    # The word part (scbow.training.wordpart): after the sentence part, word_passes passes of
+    # skip-gram with negative sampling (word2vec's settings) train word_dim more columns of
+    # every row, where word similarity lives; the saved rows are [sentence part ; word part],
+    # the word part weighted by word_mix against the sentence part (each part scaled to
+    # unit-length sentence averages), so a model stays a plain average of its rows.
+    # 0 passes: the sentence part alone, as before. Chosen on STS-B dev within a 6-minute
+    # budget for the default 100M run on 2 cores (benchmarks/results/search.md, "the word part").
+    word_passes: int = 3
+    word_dim: int = 300
+    word_mix: float = 0.5
     threads: int = 0  # 0 = all available cores
     seed: int = 1
     device: str = "cpu"
@@ -223,11 +236,16 @@ FIELD_HELP = {
         "-1: off)."),
     "max_length": "Average only the first N known words of a sentence (0: all).",
     "init_std": "Std. dev. of the initial vectors.",
-    "word_window": ("Add a skip-gram (negative sampling) term over the words of each target sentence, with contexts up "
-        "to this many words away (0: off, the sentence objective alone)."),
+    "word_window": ("Add a skip-gram (negative sampling) term to the sentence objective, over the words of each target "
+        "sentence, with contexts up to this many words away (0: off). Research: it lowers STS scores; the word part "
+        "(--word-passes) is what the defaults use."),
     "word_weight": "Learning rate of the skip-gram term, as a multiple of --lr (see --word-window).",
     "word_negatives": "Noise words per context of the skip-gram term (unigram^0.75, see --word-window).",
     "word_sample": "Subsampling threshold of frequent words in the skip-gram term, word2vec's -sample (0: off).",
+    "word_passes": ("Passes of the word part: skip-gram rows trained after the sentence part and saved beside it, "
+        "where word similarity lives (0: the sentence part alone)."),
+    "word_dim": "Dimensions of the word part (the rows have --dim + --word-dim columns).",
+    "word_mix": "Weight of the word part against the sentence part in every row (each scaled to unit-length averages).",
     "threads": "Training threads (0: all cores). 1 is deterministic for a --seed.",
     "seed": "Random seed.",
     "device": "Train on the CPU or an NVIDIA GPU.",

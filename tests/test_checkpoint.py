@@ -76,7 +76,8 @@ class SignalAfter(Hook):
 
 
 def cfg(**kw):
-    return TrainConfig(**{"dim": 16, "epochs": 2, "min_count": 1, "threads": 1, "seed": 3, **kw})
+    # the sentence part alone (no word part): these tests are about checkpoints of the sentence part
+    return TrainConfig(**{"dim": 16, "epochs": 2, "min_count": 1, "threads": 1, "seed": 3, "word_passes": 0, **kw})
 
 
 def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, corpus_file, small_batches):
@@ -149,9 +150,9 @@ def test_periodic_checkpoints(tmp_path, corpus_file, small_batches, monkeypatch)
     written = []
     original = CheckpointWriter.write
 
-    def spy(self, state, W):
+    def spy(self, state, W, output=None, word=None):
         written.append(state.done)
-        return original(self, state, W)
+        return original(self, state, W, output, word)
 
     monkeypatch.setattr(CheckpointWriter, "write", spy)
     boundaries = []

@@ -15,7 +15,9 @@ from conftest import assert_clean_error, make_runner
 from scbow.cli import main
 from scbow.vectors.formats import load_model, load_word2vec
 
-TRAIN = ["--dim", "16", "--epochs", "1", "--min-count", "1", "--threads", "1", "-q"]
+# The word part is off: these tests are about the command line, not the word part (test_train_writes_a_model
+# and tests/test_wordpart.py train with it).
+TRAIN = ["--dim", "16", "--epochs", "1", "--min-count", "1", "--threads", "1", "--word-passes", "0", "-q"]
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +37,14 @@ def trained(tmp_path_factory, make_text):
 def test_train_writes_a_model(tmp_path, runner, small_corpus_file):
     out = tmp_path / "model"
     result = runner.invoke(main, ["train", str(small_corpus_file), "-o", str(out), "--dim", "16", "--epochs", "1",
-                                  "--min-count", "1", "--threads", "1", "--seed", "5",
+                                  "--min-count", "1", "--threads", "1", "--seed", "5", "--word-dim", "8",
                                   "--cache-dir", str(tmp_path / "cache")])
     assert result.exit_code == 0, result.output
     assert sorted(os.listdir(out)) == ["config.json", "vectors.npy", "vocab.txt"]
     model = load_model(out)
-    assert model.dim == 16
+    # the default trains a word part: rows are [sentence part (--dim) ; word part (--word-dim)]
+    assert model.vectors.shape == (len(model.vocab), 16 + 8) and model.dim == 16 + 8
+    assert model.parts == {"sentence": (0, 16), "word": (16, 16 + 8)}
     assert model.config["seed"] == 5 and model.config["min_count"] == 1
     assert "cat" in model and np.isfinite(model.vectors).all()
     assert "trained 1 epoch" in result.stderr  # the summary goes to stderr, not stdout

@@ -17,7 +17,7 @@ from scbow.vectors.formats import export_word2vec, load_model, load_word2vec
 
 @pytest.fixture(scope="module")
 def trained(healthy):
-    """The small CLI-trained model of test_hostile (read-only here)."""
+    """The small CLI-trained model of test_hostile, without a word part (read-only here)."""
     return healthy[0]
 
 
@@ -113,6 +113,7 @@ def test_similarity_pairs_matches_one_at_a_time(tmp_path, runner, trained):
 
 
 def test_info_describes_a_model(runner, trained, tmp_path):
+    # trained with --word-passes 0 (conftest's healthy): info's word-part line: see test_wordpart
     result = runner.invoke(main, ["info", str(trained)])
     assert result.exit_code == 0, result.output
     text = result.stdout

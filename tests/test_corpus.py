@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import json
 import lzma
 import os
 import time
@@ -28,7 +29,10 @@ from scbow.training.corpus import CorpusError, load_corpus
         ("Hello, World!", ["hello", ",", "world", "!"]),
         ("The CAT sat.", ["the", "cat", "sat", "."]),
         ("Don't stop at five o'clock", ["don't", "stop", "at", "five", "o'clock"]),
-        ("Don\u2019t", ["don\u2019t"]),
+        ("Don\u2019t", ["don't"]),
+        ("\u2018King\u2019s\u2019 \u201cyes\u201d \u201emaybe\u201f", ["'", "king's", "'", '"', "yes", '"', '"', "maybe", '"']),
+        ("Cafe\u0301 CAF\u00c9", ["caf\u00e9", "caf\u00e9"]),  # NFD and NFC: one word
+        ("\ufb01ne \uff21\uff22\uff23 \u2460", ["fine", "abc", "1"]),  # ligature, full-width, circled
         ("'Tis the dogs' bone", ["'", "tis", "the", "dogs", "'", "bone"]),
         ("rock 'n' roll", ["rock", "'", "n", "'", "roll"]),
         ("État, ÉCOLE", ["état", ",", "école"]),
@@ -42,6 +46,63 @@ from scbow.training.corpus import CorpusError, load_corpus
 )
 def test_tokenize_rules(text, tokens):
     assert tokenize(text) == tokens
+
+
+def test_tokenizer_versions_keep_their_rules():
+    from scbow.text.tokenize import tokenizer
+
+    old, old_lines = tokenizer("1")
+    assert old("Don\u2019t \ufb01ne") == ["don\u2019t", "\ufb01ne"]
+    assert old_lines("Cafe\u0301\n") == ["cafe", "\u0301", "\n"]  # NFD cut the word in two
+    assert tokenizer(None)[0] is tokenize and tokenizer("2")[1] is tokenize_lines
+    with pytest.raises(ValueError, match="upgrade"):
+        tokenizer("3")
+
+
+def test_a_model_keeps_the_tokenizer_it_was_trained_with(tmp_path):
+    import numpy as np
+
+    from scbow.errors import ModelError
+    from scbow.vectors.formats import load_model
+    from scbow.vectors.model import Model
+
+    words = ["don\u2019t", "don't", "caf\u00e9"]
+    vectors = np.eye(3, dtype=np.float32)
+    old = Model(Vocab(words, [9, 9, 9]), vectors, {"unknown": "omit"}, {"corpus": {"tokenizer_version": "1"}})
+    new = Model(Vocab(words, [9, 9, 9]), vectors, {"unknown": "omit"}, {"corpus": {"tokenizer_version": "2"}})
+    typed = ["Don\u2019t", "Cafe\u0301"]  # a curly apostrophe, an NFD accent
+    assert old.tokenizer_version == "1" and new.tokenizer_version == "2"
+    np.testing.assert_array_equal(old.embed(typed)[0], vectors[0])  # v1 keeps the curly apostrophe's word
+    np.testing.assert_array_equal(new.embed(typed)[0], vectors[1])  # v2 folds it into the ASCII one
+    assert np.isnan(old.embed(typed)[1]).all() and not np.isnan(new.embed(typed)[1]).any()
+    assert "Cafe\u0301" in new and new.get_index("CAFE\u0301") == 2 and "Cafe\u0301" not in old
+    # a model with corpus statistics from before the record is version 1; vectors from elsewhere, the current one
+    assert Model(Vocab(words, [9] * 3), vectors, {}, {"corpus": {}}).tokenizer_version == "1"
+    assert Model(Vocab(words, [9] * 3), vectors).tokenizer_version == "2"
+    new.save(tmp_path / "m")
+    assert load_model(tmp_path / "m").tokenizer_version == "2"
+    meta = json.loads((tmp_path / "m" / "config.json").read_text())
+    meta["corpus"]["tokenizer_version"] = "7"
+    (tmp_path / "m" / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelError, match="upgrade"):
+        load_model(tmp_path / "m")
+
+
+def test_folding_keeps_line_ends_and_whitespace():
+    # the corpus encoder and the embedder count line ends and cut chunks at whitespace in
+    # the raw text: folding must add or remove neither
+    import sys
+    import unicodedata
+
+    from scbow.text.tokenize import fold
+
+    for c in map(chr, range(sys.maxunicode + 1)):
+        if unicodedata.category(c) == "Cs":
+            continue
+        folded = fold(c)
+        assert folded.count("\n") == (c == "\n"), hex(ord(c))
+        if c.isspace():
+            assert folded.isspace(), hex(ord(c))
 
 
 def test_tokenize_is_exported_and_lines_keep_newlines():

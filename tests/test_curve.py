@@ -31,7 +31,9 @@ from scbow.vectors.numeric import mean_rows
 def assert_clean_error(result, *fragments):
     return _assert_clean_error(result, *fragments, exit_code=1)
 
-TRAIN = ["--dim", "16", "--epochs", "2", "--min-count", "1", "--threads", "1", "-q", "--common-components", "1"]
+TRAIN = ["--dim", "16", "--epochs", "2", "--min-count", "1", "--threads", "1", "-q", "--common-components", "1",
+         "--word-passes", "0"]
+WORD_PART = ["--word-passes", "2", "--word-dim", "8"]  # given after TRAIN, these win
 BATCH = 16
 EVERY = 40
 
@@ -167,7 +169,7 @@ def test_common_components_match_the_trainer(small_corpus_file, tmp_path):
 
 def test_hook_through_the_python_api(small_corpus_file, tmp_path, monkeypatch):
     monkeypatch.setattr(trainer_mod, "BATCH", BATCH)
-    config = TrainConfig(dim=8, epochs=1, min_count=1, threads=1, common_components=0)
+    config = TrainConfig(dim=8, epochs=1, min_count=1, threads=1, common_components=0, word_passes=0)
     dev = read_sts(write_sts(tmp_path / "dev.tsv", 20, seed=4))
     hook = CurveHook(dev, every=1000, common_components=0, seed=config.seed)
     corpus = load_corpus([small_corpus_file], 1, 0, cache_dir=tmp_path / "c")
@@ -305,7 +307,8 @@ def test_help_imports_nothing_heavy():
 
 
 @pytest.mark.parametrize("unknown", ["hash", "omit"])
-def test_last_point_scores_the_saved_model_with_unknown_words(setup, unknown):
+@pytest.mark.parametrize("word", [[], WORD_PART], ids=["sentence-part", "word-part"])
+def test_last_point_scores_the_saved_model_with_unknown_words(setup, unknown, word):
     """Words outside the vocabulary count in the curve as the saved model counts them."""
     rng = random.Random(4)
     lines = []
@@ -315,12 +318,14 @@ def test_last_point_scores_the_saved_model_with_unknown_words(setup, unknown):
         lines.append(f"{rng.uniform(0, 5):.3f}\t{' '.join(a)}.\t{' '.join(b)}.\n")
     dev = setup["tmp"] / f"dev-{unknown}.tsv"
     dev.write_text("".join(lines), encoding="utf-8")
-    out = setup["tmp"] / f"model-{unknown}"
-    result = make_runner().invoke(main, ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-every", "1k",
-                                         "--eval-dev", str(dev), "--unknown", unknown])
+    out = setup["tmp"] / f"model-{unknown}-{len(word)}"
+    result = make_runner().invoke(main, ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, *word, "--eval-every",
+                                         "1k", "--eval-dev", str(dev), "--unknown", unknown])
     assert result.exit_code == 0, result.output
     model = load_model(out)
     assert model.unknown_rule[0] == unknown
+    # with a word part the last point scores the saved rows, both parts; the points before, the sentence part
+    assert [bool(p.get("word_part")) for p in model.info["curve"]["points"]][-2:] == [False, bool(word)]
     curve = model.info["curve"]
     assert curve["unknown"] == unknown
     sts = read_sts(dev)

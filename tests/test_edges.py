@@ -780,7 +780,7 @@ def test_the_api_takes_one_path_a_dict_and_numpy_numbers_and_bounds_the_hash_sca
     from scbow.config import TrainConfig
 
     model_dir, corpus = healthy
-    settings = {"dim": 8, "min_count": 1, "threads": 1}
+    settings = {"dim": 8, "min_count": 1, "threads": 1, "word_passes": 0}  # about the API's inputs: no word part
     for one in (str(corpus), corpus):  # a single path, as str or Path
         m = scbow.train(one, settings, quiet=True, use_cache=False)
         assert m.dim == 8

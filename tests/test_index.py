@@ -27,12 +27,14 @@ def faiss():
 
 @pytest.fixture(scope="module")
 def setup(gutenberg_slice, tmp_path_factory):
-    """The first lines of gutenberg-1M, a tiny model trained on them, their embeddings (.npy)."""
+    """The first lines of gutenberg-1M, a tiny model trained on them, their embeddings (.npy).
+    The word part is off: these tests are about the index, and expect rows of --dim columns."""
     from scbow.use.embedding import embed_file
 
     text = gutenberg_slice(N_LINES)
     base = tmp_path_factory.mktemp("index")
-    model = scbow.train([text], scbow.TrainConfig(dim=16, epochs=1, threads=1), quiet=True, cache_dir=base / "cache")
+    model = scbow.train([text], scbow.TrainConfig(dim=16, epochs=1, threads=1, word_passes=0), quiet=True,
+                        cache_dir=base / "cache")
     model.save(base / "model")
     model = scbow.load(base / "model")
     emb = base / "emb.npy"
@@ -1073,7 +1075,7 @@ def test_index_refuses_a_model_that_is_not_the_one(setup, built, tmp_path, kind)
     (tmp_path / "half").mkdir()
     shutil.copy(setup["model_dir"] / "config.json", tmp_path / "half")
     if kind == "other-dims":
-        small = scbow.train([setup["text"]], scbow.TrainConfig(dim=8, epochs=1, threads=1, max_vocab=300),
+        small = scbow.train([setup["text"]], scbow.TrainConfig(dim=8, epochs=1, threads=1, max_vocab=300, word_passes=0),
                             quiet=True, use_cache=False)
         small.save(model)
     idx = tmp_path / "idx"

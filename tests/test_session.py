@@ -159,7 +159,7 @@ def test_signal_during_training_writes_a_checkpoint_and_resume_finishes(tmp_path
         assert make_runner().invoke(main, train_args(corpus_file, out, "--dim", "8")).exit_code == 0
         old = files_under(out), np.array(load_model(out).vectors)
     # the same run, uninterrupted, in this process (with the shim's batch size)
-    config = TrainConfig(dim=16, epochs=3, min_count=1, threads=1)
+    config = TrainConfig(dim=16, epochs=3, min_count=1, threads=1, word_passes=0)  # train_args: no word part
     train_session([corpus_file], config, tmp_path / "reference", quiet=True)
     shim = Shim(args, SHIM_SLEEP=0.05)
     shim.wait_for("BATCH 1280")

@@ -47,8 +47,9 @@ def corpus(gutenberg_slice, tmp_path_factory):
 FIELDS = TrainConfig.__dataclass_fields__
 # The tests pin what they rely on instead of following the tuned defaults: the paper's
 # plain objective (no weight decay) and the vectors exactly as SGD left them (no
-# post-processing), where the config has those settings.
-PLAIN = {k: v for k, v in (("weight_decay", 0.0), ("common_components", -1)) if k in FIELDS}
+# post-processing), where the config has those settings; and the sentence part alone (no word
+# part: these tests are about the sentence objective, tests/test_wordpart.py about the word part).
+PLAIN = {k: v for k, v in (("weight_decay", 0.0), ("common_components", -1), ("word_passes", 0)) if k in FIELDS}
 
 
 def config(**kw):
@@ -159,7 +160,8 @@ def test_common_components_are_a_linear_map_of_the_trained_vectors(corpus, k):
 
 
 def test_train_from_paths(tmp_path, small_corpus_file):
-    model = train_paths([small_corpus_file], TrainConfig(dim=8, epochs=2, min_count=1, threads=1), tmp_path / "cache").model
+    model = train_paths([small_corpus_file], TrainConfig(dim=8, epochs=2, min_count=1, threads=1, word_passes=0),
+                        tmp_path / "cache").model
     assert model.vectors.shape == (model.info["corpus"]["vocab_size"], 8)
     assert any((tmp_path / "cache").iterdir())
     assert np.isfinite(model.similarity("The cat sat.", "A dog ran."))

@@ -418,7 +418,8 @@ def test_pretrained_init_rows_and_scale():
 
 def test_training_starts_from_the_pretrained_rows(small_corpus_file, tmp_path):
     """With a vanishing learning rate, the trained matrix is the starting one."""
-    config = TrainConfig(dim=8, epochs=1, min_count=1, threads=1, lr=1e-12, weight_decay=0.0, common_components=-1)
+    config = TrainConfig(dim=8, epochs=1, min_count=1, threads=1, lr=1e-12, weight_decay=0.0, common_components=-1,
+                         word_passes=0)  # the sentence part's start: no word part
     source = make_model(dim=8, words=["cat", "dog", "tree", "unused"])
     info = {}
 

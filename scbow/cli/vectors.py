@@ -92,14 +92,19 @@ def info(model_arg_, model_path, as_json):
 @model_option()
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="File to write.")
 @click.option("--binary", is_flag=True, help="word2vec binary format instead of text.")
-def export(model_path, output, binary):
+@click.option("--part", type=click.Choice(["all", "sentence", "word"]), default="all", show_default=True,
+              help="Columns to write: the whole rows (what sentences average), or one part of a model with a word "
+                   "part (the word part is what word similarity lives on).")
+def export(model_path, output, binary, part):
     """Export the word vectors in word2vec text (default) or binary format."""
-    from ..vectors.formats import export_word2vec
+    from ..vectors.formats import export_word2vec, part_columns
 
     refuse_overwrite({"-o": output}, {"the model": model_dir(model_path)})
     model = load(model_path)
-    export_word2vec(model, output, binary=binary)
-    click.echo(f"wrote {plural(len(model), 'vector')} of {plural(model.dim, 'dim')} to {output}", err=True)
+    width = part_columns(model, part).shape[1]
+    export_word2vec(model, output, binary=binary, part=part)
+    click.echo(f"wrote {plural(len(model), 'vector')} of {plural(width, 'dim')} to {output}"
+               + (f" (the {part} part)" if part != "all" else ""), err=True)
 
 
 @main.command(short_help="Add words from larger pretrained vectors (vocabulary expansion).")

@@ -393,6 +393,98 @@ def sgns_contexts(u, Wo, kept, i, lo, hi, n_neg, table, coef_o, state, row, e):
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
+def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg, lr0, lr_min, done, total, seed,
+                    stream, buffers):
+    """Skip-gram with negative sampling over sentences ``lo..hi``: one thread's share of a batch
+    of the word part (``scbow.training.wordpart``), on the part's own rows.
+
+    Parameters
+    ----------
+    Wi : array of float32, shape (V, dw)
+        The word part's rows (word2vec's input vectors), updated in place.
+    Wo : array of float32, shape (V, dw + 1)
+        Its output rows then biases (see :func:`sgns_row`), updated in place.
+    tokens, offsets : the encoded corpus (int32 token ids, int64 sentence offsets).
+    keep : array of float32, shape (V,)
+        Subsampling: the probability of keeping each word (``sampling.keep_words``).
+    table : array of int32
+        The noise words' unigram^0.75 table (``sampling.draw_noise``).
+    window, n_neg : int
+        Largest context distance (each centre draws its own, ``sampling.centre_window``);
+        noise words per context.
+    lr0, lr_min, done, total : the learning rate decays linearly from ``lr0`` over the
+        ``total`` sentences of all passes (word2vec's schedule), never below ``lr_min``;
+        ``done`` sentences came before sentence ``lo``.
+    seed, stream : the random stream (``sampling.seed_state``) of this call and thread.
+    buffers : ``(kept, row, e)``: int32 (WORD_SEGMENT,), int32 (1 + n_neg,), float32 (dw,).
+
+    The centre's row moves by ``-lr * dL/dWi[w]`` once its contexts are done (word2vec's
+    order); every output row at once (:func:`sgns_contexts`). Returns ``(loss, contexts)``:
+    the summed loss and the number of (centre, context) pairs trained.
+    """
+    kept, row, e = buffers
+    state = np.empty(1, dtype=np.uint64)
+    seed_state(seed, stream, state)
+    d = Wi.shape[1]
+    loss = 0.0
+    pairs = 0
+    for s in range(lo, hi):
+        lr = max(lr_min, lr0 * (1.0 - (done + s - lo) / total))
+        step = np.float32(-lr)
+        t = offsets[s]
+        stop = offsets[s + 1]
+        while t < stop:
+            n, t = keep_words(tokens, t, stop, keep, state, kept)
+            for i in range(n):
+                w = kept[i]
+                c_lo, c_hi = context_span(i, n, window, state)
+                if c_hi - c_lo <= 1:
+                    continue
+                e[:] = 0.0
+                loss += sgns_contexts(Wi[w], Wo, kept, i, c_lo, c_hi, n_neg, table, -lr, state, row, e)
+                pairs += c_hi - c_lo - 1
+                for j in range(d):
+                    Wi[w, j] += step * e[j]
+    return loss, pairs
+
+
+def word_part_gradient(Wi, Wo, tokens, offsets, s, keep, table, window, n_neg, seed, stream):
+    """The word part's loss and float64 ``dL/dWi``, ``dL/dWo`` over sentence ``s`` at the rows as
+    they are, drawing exactly the centres, windows and noise words that :func:`word_part_chunk`
+    draws for that sentence from the same stream (for tests against ``scbow.reference``).
+
+    Returns ``(loss, gWi, gWo, pairs)`` where ``pairs`` lists ``(centre, row)`` with ``row``
+    the context then its noise words (-1: skipped).
+    """
+    from .sampling import WORD_SEGMENT as SEG
+
+    state = np.empty(1, dtype=np.uint64)
+    seed_state(seed, stream, state)
+    kept = np.empty(SEG, dtype=np.int32)
+    row = np.empty(1 + n_neg, dtype=np.int32)
+    gWi = np.zeros(Wi.shape, dtype=np.float64)
+    gWo = np.zeros(Wo.shape, dtype=np.float64)
+    loss = 0.0
+    drawn = []
+    t, stop = int(offsets[s]), int(offsets[s + 1])
+    while t < stop:
+        n, t = keep_words(tokens, t, stop, keep, state, kept)
+        for i in range(n):
+            w = int(kept[i])
+            c_lo, c_hi = context_span(i, n, window, state)
+            if c_hi - c_lo <= 1:
+                continue
+            e = np.zeros(Wi.shape[1], dtype=np.float64)
+            for c in range(c_lo, c_hi):
+                if c != i:
+                    draw_noise(kept[c], n_neg, table, state, row)
+                    loss += sgns_row(Wi[w], Wo, row, n_neg, 1.0, gWo, e)
+                    drawn.append((w, row.copy()))
+            gWi[w] += e
+    return loss, gWi, gWo, drawn
+
+
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
 def sgns_sentence(W, tokens, start, stop, lr, params, word, buffers, hot, state):
     """One SGD step of the skip-gram term over the words of ``tokens[start:stop]``; returns its loss.
 

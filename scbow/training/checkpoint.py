@@ -9,6 +9,9 @@ beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.jso
   uninterrupted one would;
 - ``output.npy`` (only for a run with the skip-gram term, ``word_window`` > 0) holds that
   term's output matrix, which training needs and the model does not keep;
+- ``word_in.npy`` and ``word_out.npy`` (only once the word part has begun, ``word_passes`` > 0)
+  hold the word part's matrices (``scbow.training.wordpart``); ``vectors.npy`` then holds the
+  finished sentence part, and the state's ``word_done`` says how far the word part is;
 - ``state.json`` holds the :class:`~scbow.training.hooks.TrainState` (epoch, position in the
   epoch's shuffled targets, examples done, losses), the configuration, and the identity
   of the encoded corpus (its files, sizes, and a hash of its vocabulary), so that a
@@ -43,6 +46,7 @@ from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
 CHECKPOINT_VERSION = 1
 STATE_FILE = "state.json"
 OUTPUT_FILE = "output.npy"  # the skip-gram term's output matrix (word_window > 0 only)
+WORD_FILES = ("word_in.npy", "word_out.npy")  # the word part's matrices, once it has begun
 # Settings a resumed run may change: they decide how fast it runs, not what it computes.
 # (With another thread count the run is no longer bit-identical, as with any threads > 1.)
 FREE_ON_RESUME = ("threads", "device")
@@ -128,7 +132,7 @@ def corpus_identity(corpus) -> dict:
 # Settings added after checkpoints were first written, with the value a checkpoint written
 # before them trained with: such a checkpoint resumes only with these values.
 BEFORE_THEY_EXISTED = {"frequency_weight": 0.0, "count_power": 0.0, "unknown": "omit", "unknown_scale": 0.75,
-                       "word_window": 0}
+                       "word_window": 0, "word_passes": 0}
 
 
 def _config_differences(saved: dict, config: TrainConfig) -> list[str]:
@@ -162,24 +166,28 @@ class CheckpointWriter:
         self.identity = corpus_identity(corpus)
         self.last_done: int | None = None  # examples done at the last checkpoint written
 
-    def write(self, state, W: np.ndarray, output: np.ndarray | None = None) -> Path:
+    def write(self, state, W: np.ndarray, output: np.ndarray | None = None, word: tuple | None = None) -> Path:
         """Write a checkpoint of ``state`` with the matrix ``W`` (raises OSError on failure).
 
         ``output``: the skip-gram term's output matrix, saved as ``output.npy`` (None for a
-        run without the term). Refuses (TrainingError) a matrix holding NaN or inf: the
-        last good checkpoint is worth more than a poisoned one.
+        run without the term); ``word``: the word part's ``(Wi, Wo)`` once it has begun. Refuses
+        (TrainingError) a matrix holding NaN or inf: the last good checkpoint is worth more
+        than a poisoned one.
         """
         from ..vectors.model import Model
         from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES, write_model_files
 
-        if not np.isfinite(W).all() or (output is not None and not np.isfinite(output).all()):
+        extra = ([(OUTPUT_FILE, output)] if output is not None else []) + (list(zip(WORD_FILES, word)) if word else [])
+        if not np.isfinite(W).all() or not all(np.isfinite(M).all() for _, M in extra):
             raise diverged(self.config.lr, f"the embeddings hold NaN or inf after {state.done:,} examples")
         # a user's file put in the checkpoint stops its replacement (a warning), never goes with it
-        with atomic_dir(self.path, own_names=(*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, OUTPUT_FILE)) as tmp:
-            if output is not None:
-                np.save(tmp / OUTPUT_FILE, np.ascontiguousarray(output, dtype=np.float32))
-                fsync_path(tmp / OUTPUT_FILE)
-            model = Model(self.corpus.vocab, W, self.config.to_dict())
+        with atomic_dir(self.path, own_names=(*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, OUTPUT_FILE,
+                                              *WORD_FILES)) as tmp:
+            for name, M in extra:
+                np.save(tmp / name, np.ascontiguousarray(M, dtype=np.float32))
+                fsync_path(tmp / name)
+            # a loadable model of the sentence part as trained (the word part's matrices beside it)
+            model = Model(self.corpus.vocab, W, {**self.config.to_dict(), "word_passes": 0})
             info = {
                 "corpus": dict(self.corpus.stats or {}),
                 "training": {"checkpoint": True, "raw_vectors": True, "examples": state.done,
@@ -261,6 +269,30 @@ def restore_output(path: Path, corpus, config: TrainConfig) -> np.ndarray | None
     return Wo
 
 
+def _restore_matrix(file: Path, shape: tuple, what: str) -> np.ndarray:
+    """A finite float32 matrix of ``shape`` saved in a checkpoint, or CheckpointError."""
+    if not file.is_file() or file.is_symlink():
+        raise CheckpointError(f"{file.parent}: damaged checkpoint (no {file.name}, {what}); delete it to start over")
+    try:
+        M = np.load(file, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise CheckpointError(f"{file}: damaged checkpoint ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
+                              "delete it to start over") from None
+    if M.dtype != np.float32 or M.shape != shape or not np.isfinite(M).all():
+        raise CheckpointError(f"{file}: damaged checkpoint (not a finite float32 matrix of {shape[0]:,} x "
+                              f"{shape[1]}); delete it to start over")
+    return np.array(M)
+
+
+def restore_word_part(path: Path, corpus, config: TrainConfig, state) -> tuple | None:
+    """The word part's ``(Wi, Wo)`` saved in the checkpoint at ``path``; None before the word part began."""
+    if not state.in_word_part:
+        return None
+    V, dw = len(corpus.vocab), config.word_dim
+    return (_restore_matrix(Path(path) / WORD_FILES[0], (V, dw), "the word part's rows"),
+            _restore_matrix(Path(path) / WORD_FILES[1], (V, dw + 1), "the word part's output rows"))
+
+
 def restore(path: Path, meta: dict, corpus, config: TrainConfig):
     """Check the checkpoint against ``corpus`` and ``config``; return ``(W, TrainState)``."""
     from ..vectors.formats import load_model
@@ -294,7 +326,13 @@ def restore(path: Path, meta: dict, corpus, config: TrainConfig):
               and 0 <= state.epoch <= config.epochs and 0 <= state.lo <= n_targets
               and state.done == state.epoch * n_targets + state.lo
               and all(isinstance(x, int) and not isinstance(x, bool)
-                      for x in (state.epoch, state.lo, state.done, state.total, state.targets_per_epoch))
+                      for x in (state.epoch, state.lo, state.done, state.total, state.targets_per_epoch,
+                                state.word_done, state.word_total))
+              # the word part begins once the sentence part is done, and is of this run's size
+              and (state.word_done == 0 or (state.epoch == config.epochs and state.lo == 0))
+              and (state.word_done == 0 or state.word_total == config.word_passes * corpus.n_sentences)
+              and 0 <= state.word_done <= max(state.word_total, 0)
+              and isinstance(state.word_seconds, (int, float)) and 0 <= state.word_seconds <= 1e10
               and isinstance(state.kernel_seconds, (int, float)) and math.isfinite(state.kernel_seconds)
               and 0 <= state.kernel_seconds <= 1e10
               and isinstance(state.losses, list)

@@ -16,7 +16,9 @@ it on ``sample`` sentences (20,000); the last point, at the end of training, on 
 100,000 the saved model uses: the same mean and directions as the saved model's, applied
 in float64 to the averages rather than in float32 to the rows, so its score agrees with
 the saved model's to rounding (about 1e-6), not bit for bit. The scores of the vectors as
-trained (``dev_raw``) are recorded too.
+trained (``dev_raw``) are recorded too. A run with a word part (``scbow.training.wordpart``)
+traces its sentence part as it trains, then gets one last point, ``"word_part": true``, that
+scores the saved rows (both parts).
 
 Time spent here is kept out of the training figures: the trainer counts it as hook time,
 each point records its ``eval_seconds``, and ``seconds`` is wall time without them.
@@ -233,8 +235,35 @@ class CurveHook(Hook):
             "points": self.points,
         }
 
+    def word_part_point(self, model) -> None:
+        """The point of the saved model, rows ``[sentence part ; word part]`` as they are (already
+        post-processed), after the word part (``scbow.training.wordpart``); the points before it
+        score the sentence part alone, as training goes."""
+        t = time.perf_counter()
+        W = np.asarray(model.vectors)
+        dev = prepare_set(self.dev_set, self.corpus.vocab, self.unknown, W.shape[1])
+        score, _ = self._score(dev, W, None)
+        last = dict(self.points[-1]) if self.points else {}
+        point = {**last, "word_part": True, "loss": None, "sample": None,
+                 "dev": {"pearson": _finite(score.pearson), "spearman": _finite(score.spearman),
+                         "scored": score.scored, "pairs": score.pairs},
+                 "dev_raw": {"pearson": _finite(score.pearson), "spearman": _finite(score.spearman)}}
+        if self.tests:
+            scored = [self._score(prepare_set(x, self.corpus.vocab, self.unknown, W.shape[1]), W, None)[0]
+                      for x in self.test_sets]
+            summary = summarize(scored)
+            point["test"] = {k: (_finite(v) if isinstance(v, float) else v) for k, v in summary.items()}
+            point["test"]["pearson"] = {x.name: _finite(x.pearson) for x in scored}
+            point["test_raw"] = point["test"]
+        point["eval_seconds"] = round(time.perf_counter() - t, 4)
+        self.eval_seconds += point["eval_seconds"]
+        self.points.append(point)
+
     def attach(self, model) -> None:
-        """Record the curve in ``model.info`` (saved as curve.json) and its cost in the training summary."""
+        """Record the curve in ``model.info`` (saved as curve.json) and its cost in the training summary;
+        a model with a word part gets a last point of its own rows (:meth:`word_part_point`)."""
+        if "word" in model.parts:
+            self.word_part_point(model)
         model.info["curve"] = self.curve()
         training = model.info.setdefault("training", {})
         training["eval_seconds"] = round(self.eval_seconds, 3)

@@ -32,13 +32,24 @@ class TrainState:
     targets_per_epoch: int = 0
     kernel_seconds: float = 0.0
     losses: list = field(default_factory=list)
+    # the word part (``scbow.training.wordpart``), once the sentence part is done: sentences
+    # trained of all its passes, of ``word_total``, and its kernel time
+    word_done: int = 0
+    word_total: int = 0
+    word_seconds: float = 0.0
+
+    @property
+    def in_word_part(self) -> bool:
+        """Whether the sentence part is done and the word part has begun."""
+        return self.word_done > 0
 
     def to_dict(self) -> dict:
         return asdict(self)  # copies the list of losses too
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainState":
-        return cls(**{f.name: d[f.name] for f in fields(cls)})
+        # a checkpoint from before the word part has no word_* fields: none done
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d or not f.name.startswith("word_")})
 
 
 class Hook:
@@ -59,3 +70,11 @@ class Hook:
 
     def after_epoch(self, state: TrainState, vectors) -> None:
         pass
+
+    def after_word_batch(self, state: TrainState, vectors) -> None:
+        """Called after each batch of the word part (``state.word_done`` sentences done);
+        ``vectors()`` is the finished sentence part, ``vectors.word()`` the word part's
+        ``(Wi, Wo)``, live arrays."""
+
+    def after_training(self, state: TrainState, vectors) -> None:
+        """Called once every part is trained, before post-processing."""

@@ -34,22 +34,26 @@ def pretrained_init(vocab: Vocab, source: Model, config, name: str = "the pretra
                     rescale: bool = True) -> tuple[np.ndarray, dict]:
     """The starting matrix of a run over ``vocab`` (float32, (len(vocab), config.dim)).
 
-    Rows of words found in ``source`` (exact match) are the source vectors, multiplied by
+    Rows of words found in ``source`` (exact match) are the source vectors (a model of ours with a
+    word part gives its sentence part's columns), multiplied by
     ``config.init_std / rms`` when ``rescale`` (``rms``: root mean square of the values of
     those rows); the rest are ``scbow.training.start.init_vectors``'s random rows. Returns the
     matrix and a JSON-ready summary (``rows_initialised``, ``rows``, ``source``, ``scale``).
     """
     from .start import init_vectors
 
-    if source.dim != config.dim:
-        raise ModelError(f"{name} have {source.dim} dimensions but --dim is {config.dim}; they must match "
-                         f"(pass --dim {source.dim})")
+    lo, hi = source.parts["sentence"]  # a model of ours with a word part starts the sentence part from its own
+    rows = source.vectors if (lo, hi) == (0, source.dim) else source.vectors[:, lo:hi]
+    if hi - lo != config.dim:
+        raise ModelError(f"{name} have {hi - lo} dimensions"
+                         + (" in their sentence part" if (lo, hi) != (0, source.dim) else "")
+                         + f" but --dim is {config.dim}; they must match (pass --dim {hi - lo})")
     W = init_vectors(len(vocab), config)
     ours, theirs = shared_rows(vocab, source.vocab)
     if len(ours) == 0:
         raise ModelError(f"no word of the {len(vocab):,}-word vocabulary is in {name}; nothing to initialise "
                          "(are its words lowercase tokens like ours?)")
-    P = np.asarray(source.vectors[theirs], dtype=np.float64)
+    P = np.asarray(rows[theirs], dtype=np.float64)
     if not np.isfinite(P).all():
         raise ModelError(f"{name} hold NaN or infinite values")
     rms = float(np.sqrt(np.mean(P * P)))

@@ -184,6 +184,13 @@ def output_of(vectors):
     return output() if callable(output) else None
 
 
+def where(state) -> str:
+    """``"123,456 of 1,000,000 examples"``, or in the word part ``"... sentences of the word part"``."""
+    if state.in_word_part:
+        return f"{state.word_done:,} of {state.word_total:,} sentences of the word part"
+    return f"{state.done:,} of {state.total:,} examples"
+
+
 def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
     """The :class:`~scbow.training.hooks.Hook` that writes checkpoints and acts on signals."""
     import time
@@ -192,12 +199,16 @@ def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
 
     def save(state, vectors):
         output = output_of(vectors)  # the skip-gram term's output matrix, saved beside W when the run has one
-        return writer.write(state, vectors()) if output is None else writer.write(state, vectors(), output)
+        word = vectors.word() if state.in_word_part else None  # the word part's (Wi, Wo) once it has begun
+        return writer.write(state, vectors(), output, word)
 
     class CheckpointHook(Hook):
         def __init__(self):
             self.last_time = time.monotonic()
             self.next_examples = (start_done // every.examples + 1) * every.examples if every and every.examples else None
+
+        def after_word_batch(self, state, vectors):
+            self.after_batch(state, vectors)
 
         def after_batch(self, state, vectors):
             if guard.signum is not None:
@@ -207,15 +218,15 @@ def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
                 except OSError as exc:
                     kept = (f"the checkpoint of {writer.last_done:,} examples in {writer.path} is kept"
                             if writer.last_done is not None else "nothing was written")
-                    raise Interrupted(f"interrupted ({name}) after {state.done:,} of {state.total:,} examples; "
+                    raise Interrupted(f"interrupted ({name}) after {where(state)}; "
                                       f"cannot write a checkpoint ({exc.strerror or exc}); {kept}", guard.signum) from None
                 raise Interrupted(
-                    f"interrupted ({name}) after {state.done:,} of {state.total:,} examples; checkpoint written "
+                    f"interrupted ({name}) after {where(state)}; checkpoint written "
                     f"to {writer.path}; run the same command with --resume to continue", guard.signum)
             if every is None:
                 return
             if every.examples:
-                due = state.done >= self.next_examples
+                due = state.done + state.word_done >= self.next_examples
             else:
                 due = time.monotonic() - self.last_time >= every.seconds
             if not due:
@@ -228,11 +239,10 @@ def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
                                            if writer.last_done is not None else ""))
             self.last_time = time.monotonic()
             if every.examples:
-                self.next_examples = (state.done // every.examples + 1) * every.examples
+                self.next_examples = ((state.done + state.word_done) // every.examples + 1) * every.examples
 
-        def after_epoch(self, state, vectors):
-            if state.epoch >= config.epochs:
-                guard.mode = "defer"  # training is over: a signal now waits until the model is saved
+        def after_training(self, state, vectors):
+            guard.mode = "defer"  # training is over: a signal now waits until the model is saved
 
     return CheckpointHook()
 
@@ -329,7 +339,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     """
     from ..config import TrainConfig
     from ..vectors.modeldir import check_output_dir, default_model_dir, save_model
-    from .checkpoint import CheckpointWriter, checkpoint_dir, describe, read_meta, restore, restore_output
+    from .checkpoint import CheckpointWriter, checkpoint_dir, describe, read_meta, restore, restore_output, restore_word_part
     from .corpus import read_corpus
     from .trainer import train
 
@@ -372,21 +382,26 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                      "their bad bytes were read "
                      "as U+FFFD (the replacement character)")
 
-            start = output_init = None
+            start = output_init = word_init = None
             if meta is not None:
                 init, start = restore(ckpt, meta, encoded, config)
                 output_init = restore_output(ckpt, encoded, config)
+                word_init = restore_word_part(ckpt, encoded, config, start)
                 if not quiet:
-                    note(f"resuming from the checkpoint at example {start.done:,} of {start.total:,} "
-                         f"(epoch {min(start.epoch + 1, config.epochs)} of {config.epochs})")
+                    if start.in_word_part:
+                        note(f"resuming from the checkpoint in the word part, at sentence {start.word_done:,} of "
+                             f"{start.word_total:,}")
+                    else:
+                        note(f"resuming from the checkpoint at example {start.done:,} of {start.total:,} "
+                             f"(epoch {min(start.epoch + 1, config.epochs)} of {config.epochs})")
             writer = CheckpointWriter(ckpt, encoded, config)
             if start is not None:
                 writer.last_done = start.done
-            hook = _make_hook(writer, every, guard, config, warn, start.done if start is not None else 0)
+            hook = _make_hook(writer, every, guard, config, warn, start.done + start.word_done if start is not None else 0)
             guard.mode = "flag"
             try:
                 result = train(encoded, config, quiet=quiet, hooks=[*hooks, hook], init=init, start=start,
-                               output=output_init)
+                               output=output_init, word=word_init)
             except TrainingError as exc:
                 if writer.last_done is not None:
                     raise TrainingError(f"{exc}; the last good checkpoint ({writer.last_done:,} examples) is "
@@ -463,6 +478,12 @@ def summary_lines(result, config, output, curve=None) -> list[str]:
              f"{'GPU' if config.device == 'cuda' else plural(t['threads'], 'thread')}), loss {t['first_loss']:.4f} -> "
              f"{t['final_loss']:.4f}; {plural(c['vocab_size'], 'word')}, {plural(c['sentences'], 'sentence')}; "
              f"model: {output}"]
+    w = t.get("word_part")
+    if w:
+        lines.append(f"word part: {plural(config.word_passes, 'pass', 'passes')} of skip-gram over "
+                     f"{plural(w['sentences'], 'sentence')} in {w['kernel_seconds']:.1f} s "
+                     f"({w['sentences_per_second'] or 0:,.0f}/s, {plural(w['threads'], 'thread')}), loss "
+                     f"{w['first_loss']:.4f} -> {w['final_loss']:.4f}; rows of {config.dim} + {config.word_dim} dims")
     cache = result.cache or {}
     if cache.get("written") and cache.get("root"):
         entries = cache_entries(cache["root"])

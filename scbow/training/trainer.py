@@ -24,6 +24,7 @@ from .corpus import Corpus
 from .hooks import TrainState
 from .postprocess import COMMON_SAMPLE, remove_common_components
 from .start import corpus_weights, init_vectors, step_rates, trainable_targets, word_arrays
+from .wordpart import WordPart, assemble, sample_threshold, word_part_on
 
 # Examples per kernel call: long enough to amortise the thread launch, short enough for
 # a lively progress line and a prompt Ctrl-C (the stop flag is read between calls).
@@ -137,9 +138,52 @@ def collapsed(W: np.ndarray) -> float | None:
     return None
 
 
+def resolve_cpu_threads(config: TrainConfig) -> int:
+    """The CPU threads of a run: ``config.threads``, all cores for 0."""
+    from ..kernels import resolve_threads
+
+    return resolve_threads(config.threads)
+
+
+def train_word_part(corpus: Corpus, config: TrainConfig, state: TrainState, vectors, call_hooks, quiet: bool,
+                    word: tuple | None) -> tuple[np.ndarray, list]:
+    """The word part's loop (``scbow.training.wordpart``) from ``state.word_done`` on, on the CPU threads.
+
+    Returns the trained ``Wi`` and the mean loss of each batch (per context word)."""
+    threads = resolve_cpu_threads(config)
+    part = WordPart(corpus, config, threads, *(word or (None, None)))
+    if not quiet and config.device != "cpu":
+        note(f"the word part trains on the CPU ({plural(threads, 'thread')}); --device {config.device} "
+             "trained the sentence part")
+    vectors.word = lambda: (part.Wi, part.Wo)
+    n = corpus.n_sentences
+    bar = Progress(state.word_total, unit="sent", enabled=None if not quiet else False, initial=state.word_done)
+    losses = []
+    try:
+        while state.word_done < state.word_total:
+            t0 = time.perf_counter()
+            sentences, loss_sum, pairs = part.run(state.word_done)
+            state.word_seconds += time.perf_counter() - t0
+            state.word_done += sentences
+            loss = loss_sum / max(pairs, 1)
+            if not np.isfinite(loss):
+                raise TrainingError(f"the word part's loss became {loss} after {state.word_done:,} sentences")
+            losses.append(loss)
+            p = min((state.word_done - 1) // n + 1, config.word_passes)
+            bar.update(state.word_done, prefix=f"word part {p}/{config.word_passes} ", suffix=f"loss {loss:.4f}")
+            call_hooks("after_word_batch")
+    finally:
+        bar.close()
+        part.close()
+    if not np.isfinite(part.Wi).all():
+        raise TrainingError("the word part's vectors hold NaN or inf")
+    return part.Wi, losses
+
+
+
 def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False, hooks=(),
           init: np.ndarray | None = None, start: TrainState | None = None,
-          output: np.ndarray | None = None) -> TrainResult:
+          output: np.ndarray | None = None, word: tuple | None = None) -> TrainResult:
     """Train Siamese CBOW embeddings on an encoded corpus.
 
     ``hooks`` are :class:`~scbow.training.hooks.Hook` objects. ``init`` is a starting matrix (float32, one row
@@ -148,7 +192,11 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     (``scbow.training.pretrained.pretrained_init``), which is multiplied by the frequency weights
     as the random start is;
     ``start`` resumes a run from a :class:`TrainState` (with ``init`` holding that state's matrix,
-    and ``output`` the skip-gram term's output matrix when ``config.word_window`` > 0).
+    and ``output`` the skip-gram term's output matrix when ``config.word_window`` > 0;
+    ``word`` the word part's ``(Wi, Wo)`` when ``start`` is inside the word part).
+
+    With ``config.word_passes`` > 0 the word part (``scbow.training.wordpart``) is trained after
+    the sentence part, and the model's rows are both parts side by side.
     """
     config = config or TrainConfig()
     if not isinstance(corpus, Corpus):
@@ -196,6 +244,11 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
                 f"cannot resume: the saved run has {start.targets_per_epoch:,} targets per epoch and "
                 f"{start.total:,} examples in all, this one {n_targets:,} and {total:,} (different corpus or epochs)")
         state = TrainState.from_dict(start.to_dict())
+    state.word_total = config.word_passes * corpus.n_sentences if word_part_on(config) else 0
+    if state.word_done > state.word_total or (word is not None) != state.in_word_part:
+        raise TrainingError(f"cannot resume: the saved run is {state.word_done:,} sentences into a word part of "
+                            f"{state.word_total:,}" + ("" if word is not None or not state.in_word_part
+                                                        else " and its word part's matrices are missing"))
 
     if output is not None and (config.word_window <= 0 or output.shape != (len(W), W.shape[1] + 1)):
         raise TrainingError(f"an output matrix of shape {output.shape} was given; this run "
@@ -251,7 +304,6 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
             call_hooks("after_epoch")
     finally:
         bar.close()
-    wall_seconds = time.perf_counter() - wall_start
     W = backend.close()
     if not np.isfinite(W).all():
         raise diverged(config.lr, "the embeddings hold NaN or inf")
@@ -261,14 +313,22 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
                                   f"{min(len(W), COLLAPSE_SAMPLE):,} most frequent words span about "
                                   f"{spanned * min(W.shape[1], COLLAPSE_SAMPLE, len(W)):.0f} of "
                                   f"{min(W.shape[1], COLLAPSE_SAMPLE, len(W))} directions)")
+    sentence_seconds = state.kernel_seconds
+    Wi, word_losses = None, []
+    if state.word_total:
+        Wi, word_losses = train_word_part(corpus, config, state, vectors, call_hooks, quiet, word)
+    call_hooks("after_training")
+    wall_seconds = time.perf_counter() - wall_start
     if config.common_components >= 0:
         k = config.components_removed
         if not quiet:
             note(f"post-processing: centring the sentence averages{f' and removing {k} common components' if k else ''} "
                  f"(estimated on {plural(min(COMMON_SAMPLE, corpus.n_sentences), 'sentence')})")
         remove_common_components(W, corpus, k, config.seed)
+    if Wi is not None:
+        W = assemble(W, Wi, corpus, config)
 
-    seconds = state.kernel_seconds
+    seconds = sentence_seconds
     losses = state.losses
     info = {
         "corpus": dict(corpus.stats),
@@ -287,5 +347,13 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
             "final_loss": float(np.mean(losses[-max(1, len(losses) // 20):])) if losses else None,
         },
     }
+    if state.word_total:
+        info["training"]["word_part"] = {
+            "passes": config.word_passes, "sentences": state.word_done, "threads": resolve_cpu_threads(config),
+            "sample": sample_threshold(corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum())),
+            "kernel_seconds": round(state.word_seconds, 3),
+            "sentences_per_second": round(state.word_done / state.word_seconds, 1) if state.word_seconds else None,
+            "first_loss": word_losses[0] if word_losses else None,
+            "final_loss": float(np.mean(word_losses[-max(1, len(word_losses) // 20):])) if word_losses else None}
     model = Model(corpus.vocab, W, config.to_dict(), info)
     return TrainResult(model=model, seconds=seconds, examples=state.done, losses=losses)

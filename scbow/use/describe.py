@@ -71,6 +71,13 @@ def describe(model, path) -> list[str]:
     lines = [f"model       {path}",
              f"vectors     {plural(len(model), 'word')} x {model.dim} dims (float32, "
              f"{megabytes(len(model) * model.dim * 4)}); unknown words: {model.unknown_rule[0]}"]
+    parts = model.parts
+    if "word" in parts:
+        (s0, s1), (w0, w1) = parts["sentence"], parts["word"]
+        lines.append(f"parts       sentence part: columns {s0}-{s1 - 1} ({s1 - s0} dims); word part: columns "
+                     f"{w0}-{w1 - 1} ({w1 - w0} dims, {plural(_get(model.config, 'word_passes', int, 0), 'pass', 'passes')}"
+                     f" of skip-gram, mix {_get(model.config, 'word_mix', _NUMBER, '?')}); sentences average whole rows, "
+                     "neighbours rank by the word part")
     fmt = _get(info, "format", str)
     if fmt:
         lines.append(f"format      {fmt} (no training record)")
@@ -103,6 +110,16 @@ def describe(model, path) -> list[str]:
         lines.append(f"training    {plural(_get(t, 'examples', int, 0), 'example')} in "
                      + (f"{seconds:.1f} s" if seconds is not None else "? s") + f"{rate} on {where}{loss}"
                      + ("; a checkpoint, before post-processing" if _get(t, "checkpoint", bool) else ""))
+    w = _section(t, "word_part")
+    if w:
+        speed = _get(w, "sentences_per_second", _NUMBER)
+        seconds = _get(w, "kernel_seconds", _NUMBER)
+        first, final = _get(w, "first_loss", _NUMBER, high=1e3), _get(w, "final_loss", _NUMBER, high=1e3)
+        lines.append(f"word part   {plural(_get(w, 'sentences', int, 0), 'sentence')} in "
+                     + (f"{seconds:.1f} s" if seconds is not None else "? s")
+                     + (f" ({speed:,.0f}/s)" if speed is not None else "")
+                     + f" on {plural(_get(w, 'threads', int, 0), 'thread')}"
+                     + (f", loss {first:.4f} -> {final:.4f}" if first is not None and final is not None else ""))
     for key, label in (("init_vectors", "init from"), ("expansions", "expanded")):
         if info.get(key):
             lines.append(f"{label:<11} {json.dumps(json_safe(info[key]))[:200]}")

@@ -34,7 +34,6 @@ import numpy as np
 
 from ..errors import CorpusError, ModelError
 from ..files import atomic_file, check_output_file, named, read_range
-from ..text.tokenize import tokenize_lines
 from ..vectors.model import Model
 
 BLOCK_CHARS = 1 << 22  # characters of text per block (about 40K lines of prose)
@@ -77,6 +76,7 @@ class LineEncoder:
         lookup = dict(model.vocab.index)
         lookup["\n"] = LINE_END  # no word of a vocabulary holds whitespace
         self._get = lookup.get
+        self._tokenize_lines = model.tokenize_lines
         self._unknown = UNKNOWN
         mode, scale = model.unknown_rule
         self.unknown = mode if unknown is None else unknown
@@ -91,7 +91,7 @@ class LineEncoder:
         block = "".join(lines)
         if not block.endswith("\n"):
             block += "\n"
-        tokens = tokenize_lines(block)
+        tokens = self._tokenize_lines(block)
         ids = np.fromiter(map(self._get, tokens, itertools.repeat(self._unknown)), dtype=np.int32,
                           count=len(tokens))
         if self.unknown != "hash":

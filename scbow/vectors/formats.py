@@ -15,6 +15,7 @@ from ..errors import CorpusError, ModelError
 from ..files import atomic_file, check_output_file, read_json, short_message
 from ..progress import plural
 from ..text.reader import read_all_bytes
+from ..text.tokenize import VERSIONS
 from ..text.vocab import Vocab
 from .model import Model
 from .modeldir import CURVE_FILE, FORMAT_VERSION, MODEL_FILES
@@ -57,7 +58,11 @@ def load_model(path: os.PathLike, mmap: bool = True) -> Model:
     info = {k: v for k, v in meta.items() if k not in ("config", "format_version")}
     if (path / CURVE_FILE).is_file():
         info["curve"] = load_curve(path / CURVE_FILE)
-    return Model(vocab, vectors, meta.get("config", {}), info)
+    model = Model(vocab, vectors, meta.get("config", {}), info)
+    if model.tokenizer_version not in VERSIONS:
+        raise ModelError(f"{path}: its words come from tokenizer version {model.tokenizer_version!r}, newer than this "
+                         f"scbow-numba knows ({', '.join(VERSIONS)}); upgrade scbow-numba")
+    return model
 
 
 # The largest dimension a model file may claim (the trainer's own bound on --dim).
@@ -136,9 +141,13 @@ def check_config(where, config, dim: int) -> None:
         raise ModelError(f"{where}: damaged model: config.json records {exc}") from None
     except TypeError as exc:  # not a settings mapping at all
         raise ModelError(f"{where}: damaged model: config.json's config is malformed ({short_message(exc)})") from None
-    if "dim" in config and config["dim"] != dim:
-        raise ModelError(f"{where}: damaged model: config.json records dim {config['dim']} but the vectors "
-                         f"have {dim} dimensions")
+    if "dim" in config:
+        # a model with a word part has dim + word_dim columns (a model from before it records neither)
+        word = config.get("word_dim", 0) if config.get("word_passes", 0) > 0 else 0
+        if config["dim"] + word != dim:
+            recorded = f"dim {config['dim']}" + (f" and word_dim {word}" if word else "")
+            raise ModelError(f"{where}: damaged model: config.json records {recorded} but the vectors "
+                             f"have {dim} dimensions")
 
 
 def curve_of(path: os.PathLike) -> tuple[dict, dict]:
@@ -189,18 +198,39 @@ def load_curve(path: os.PathLike) -> dict:
     return curve
 
 
-def export_word2vec(model: Model, path: os.PathLike, binary: bool = False) -> Path:
-    """Write the vectors in word2vec text or binary format (atomically)."""
+def export_word2vec(model: Model, path: os.PathLike, binary: bool = False, part: str = "all") -> Path:
+    """Write the vectors in word2vec text or binary format (atomically).
+
+    ``part``: ``"all"`` the whole rows (what sentences are averaged from), ``"sentence"`` or
+    ``"word"`` one part's columns of a model with a word part (:attr:`Model.parts`)."""
     path = check_output_file(path, "vectors.txt")
+    vectors = part_columns(model, part)
     with atomic_file(path) as tmp, open(tmp, "wb") as fh:
-        fh.write(f"{len(model.vocab)} {model.dim}\n".encode())
-        vectors = np.asarray(model.vectors, dtype=np.float32)
+        fh.write(f"{len(model.vocab)} {vectors.shape[1]}\n".encode())
         for word, vec in zip(model.vocab.words, vectors):
             if binary:
                 fh.write(word.encode("utf-8") + b" " + vec.astype("<f4").tobytes() + b"\n")
             else:
                 fh.write((word + " " + " ".join(f"{x:.9g}" for x in vec.tolist()) + "\n").encode("utf-8"))
     return path
+
+
+PARTS = ("all", "sentence", "word")
+
+
+def part_columns(model: Model, part: str = "all") -> np.ndarray:
+    """float32 rows of ``model``: all columns, or those of one part; ModelError for a part the model lacks."""
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
+    vectors = np.asarray(model.vectors, dtype=np.float32)
+    if part == "all":
+        return vectors
+    parts = model.parts
+    if part not in parts or (part == "sentence" and "word" not in parts):
+        raise ModelError(f"the model has no word part (it was trained with --word-passes 0, or is not ours); "
+                         f"--part {part} needs one")
+    lo, hi = parts[part]
+    return vectors[:, lo:hi]
 
 
 def load_word2vec(path: os.PathLike) -> Model:

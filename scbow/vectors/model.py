@@ -11,7 +11,7 @@ import numpy as np
 
 from ..config import UNKNOWN_MODES  # noqa: F401  (re-exported: omit, hash)
 from ..progress import plural
-from ..text.tokenize import tokenize, tokenize_lines
+from ..text.tokenize import TOKENIZER_VERSION, fold, tokenizer
 from ..text.vocab import Vocab
 from .neighbours import NEIGHBOUR_MIN_COUNT  # the default of most_similar(min_count=)
 from .numeric import (
@@ -39,6 +39,21 @@ HASH_SCALE = 0.75
 _HASH_CACHE = 1 << 16  # unknown words whose unit hashed vectors a model keeps between embed() calls
 
 
+def row_parts(config: dict, width: int) -> dict:
+    """The column ranges of a model's parts, from its ``config`` (a dict as saved) and row width:
+    ``{"sentence": (0, dim), "word": (dim, dim + word_dim)}`` for a model trained with a word part
+    (``scbow.training.wordpart``); ``{"sentence": (0, width)}`` for one without (or vectors from
+    elsewhere)."""
+    try:
+        passes, dim = int(config.get("word_passes", 0)), int(config["dim"])
+        word_dim = int(config.get("word_dim", 0))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return {"sentence": (0, width)}
+    if passes > 0 and word_dim > 0 and dim + word_dim == width:
+        return {"sentence": (0, dim), "word": (dim, width)}
+    return {"sentence": (0, width)}
+
+
 class Model:
     """Word vectors whose average embeds a sentence.
 
@@ -54,6 +69,11 @@ class Model:
     least ``min_count`` times (:data:`NEIGHBOUR_MIN_COUNT` by default; ``min_count=0`` ranks
     every word, as gensim does). ``similarity`` and ``similarities`` compare sentences, not
     words; ``save`` writes a model directory.
+
+    A model trained with a word part has rows ``[sentence part ; word part]`` (:attr:`parts`):
+    sentences are embedded with the whole rows, and the word-level methods (``most_similar``,
+    ``similar_by_word``, ``similar_by_vector``, ``n_similarity``) rank words by their word-part
+    columns (:attr:`word_vectors`), where word similarity lives.
 
     A word is looked up as given, else lowercased (the tokenizer lowercases, so every
     word of a trained model is lowercase): ``model["King"]`` is the vector of "king".
@@ -86,6 +106,51 @@ class Model:
         self._unknown_norm = None
         self._hashed = {}
         self._search = None
+
+    @property
+    def parts(self) -> dict:
+        """The column ranges of the rows' parts: ``{"sentence": (0, d)}``, and ``"word": (d, d + w)``
+        for a model trained with a word part."""
+        return row_parts(self.config, self.dim)
+
+    @property
+    def word_vectors(self) -> np.ndarray:
+        """The columns words are compared by: the word part's (a view), else the whole rows."""
+        lo, hi = self._word_columns()
+        return self._vectors if (lo, hi) == (0, self.dim) else self._vectors[:, lo:hi]
+
+    def _word_columns(self) -> tuple[int, int]:
+        parts = self.parts
+        return parts.get("word", parts["sentence"])
+
+    def _word_query(self, v: np.ndarray) -> np.ndarray:
+        """A query vector in word-part columns: one of the word part's width as it is, a whole
+        row cut to its word columns; ValueError for any other shape."""
+        lo, hi = self._word_columns()
+        if v.shape == (hi - lo,):
+            return v
+        if v.shape == (self.dim,):
+            return v[lo:hi]
+        shapes = f"({hi - lo},)" + (f" (the word part) or ({self.dim},) (whole rows)" if hi - lo != self.dim else "")
+        raise ValueError(f"a query vector must have shape {shapes}, got {v.shape}")
+
+    @property
+    def tokenizer_version(self) -> str:
+        """The tokenizer rule this model's words came from (``scbow.text.tokenize``): the one its
+        corpus was encoded with, for a model trained by scbow-numba (version 1 when its corpus
+        statistics predate the record); the current rule for vectors from elsewhere."""
+        corpus = self.info.get("corpus")
+        if isinstance(corpus, dict):
+            return str(corpus.get("tokenizer_version", "1"))
+        return TOKENIZER_VERSION
+
+    def tokenize(self, text: str) -> list[str]:
+        """``scbow.tokenize`` under this model's own rule (:attr:`tokenizer_version`)."""
+        return tokenizer(self.tokenizer_version)[0](text)
+
+    def tokenize_lines(self, text: str) -> list[str]:
+        """``scbow.text.tokenize.tokenize_lines`` under this model's own rule."""
+        return tokenizer(self.tokenizer_version)[1](text)
 
     @property
     def dim(self) -> int:
@@ -148,10 +213,7 @@ class Model:
         ``default`` is given. (gensim's ``get_index`` looks up the exact key only; here
         ``key_to_index`` does.)
         """
-        index = self.vocab.index
-        i = index.get(word)
-        if i is None and isinstance(word, str):
-            i = index.get(word.lower())
+        i = self._find(word)
         if i is not None:
             return i
         if default is not None:
@@ -160,11 +222,21 @@ class Model:
         also = f" (nor is {lower!r})" if lower != word else ""
         raise KeyError(f"word {word!r} is not in the vocabulary{also}")
 
-    def __contains__(self, word) -> bool:
-        """Whether ``model[word]`` finds a vector: ``word`` as given, or lowercased."""
+    def _find(self, word) -> int | None:
+        """The row of ``word`` as given, else lowercased, else (for a model of tokenizer version
+        2 or later) folded as the tokenizer folds (NFKC, ASCII quotes) and lowercased; or None."""
         index = self.vocab.index
+        i = index.get(word)
+        if i is None and isinstance(word, str):
+            i = index.get(word.lower())
+            if i is None and self.tokenizer_version != "1":
+                i = index.get(fold(word).lower())
+        return i
+
+    def __contains__(self, word) -> bool:
+        """Whether ``model[word]`` finds a vector: ``word`` as given, lowercased, or folded."""
         try:
-            return word in index or (isinstance(word, str) and word.lower() in index)
+            return self._find(word) is not None
         except TypeError:  # unhashable
             return False
 
@@ -196,7 +268,7 @@ class Model:
         """Vocabulary ids of the known tokens of ``sentence``, and the unknown tokens."""
         index = self.vocab.index
         known, unknown = [], []
-        for tok in tokenize(sentence):
+        for tok in self.tokenize(sentence):
             i = index.get(tok)
             if i is None:
                 unknown.append(tok)
@@ -255,7 +327,7 @@ class Model:
         text = "\n".join(sentences)
         if text.count("\n") != len(sentences) - 1:  # a sentence has line ends: spaces split it alike
             text = "\n".join(sentence.replace("\n", " ") for sentence in sentences)
-        tokens = tokenize_lines(text + "\n")
+        tokens = self.tokenize_lines(text + "\n")
         ids = np.fromiter(map(index.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
         if "\n" in index:  # a word no sentence can hold: here it would stand for the line ends
             ids[ids == index["\n"]] = -1
@@ -353,20 +425,18 @@ class Model:
         """Cosine between the means of the vectors of two lists of words, as gensim's ``n_similarity``.
 
         As there, the means are of the vectors as they are (not scaled to length 1 first),
-        and a word may be given as a vector. Unlike there, a word not in the vocabulary
-        (as given or lowercased) is a KeyError instead of being skipped, an empty list a
+        and a word may be given as a vector. Words are compared by :attr:`word_vectors`. Unlike
+        there, a word not in the vocabulary (as given or lowercased) is a KeyError instead of being skipped, an empty list a
         ValueError, and nan is returned when a mean is the zero vector.
         """
         means = []
         for words in (words1, words2):
             if isinstance(words, str):
                 words = [words]
-            rows = [np.asarray(self[w] if isinstance(w, str) else w, dtype=np.float64) for w in words]
+            rows = [self._word_query(np.asarray(self[w] if isinstance(w, str) else w, dtype=np.float64))
+                    for w in words]
             if not rows:
                 raise ValueError("n_similarity() needs at least one word on each side")
-            for row in rows:
-                if row.shape != (self.dim,):
-                    raise ValueError(f"a vector must have shape ({self.dim},), got {row.shape}")
             means.append(np.mean(rows, axis=0))
         return cosine(*means)
 
@@ -379,21 +449,22 @@ class Model:
 
     def similar_by_vector(self, vector, topn: int = 10, restrict_vocab: int | None = None,
                           min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:
-        """The ``topn`` words nearest to ``vector`` (shape (dim,)) by cosine, best first.
+        """The ``topn`` words nearest to ``vector`` by cosine, best first: a vector of the word part's
+        width, or a whole row (cut to its word columns, :attr:`word_vectors`).
 
         :meth:`most_similar` of the vector alone: no query word is left out;
         ``restrict_vocab`` and ``min_count`` as there.
         """
-        vector = np.asarray(vector, dtype=np.float64)
-        if vector.shape != (self.dim,):
-            raise ValueError(f"a query vector must have shape ({self.dim},), got {vector.shape}")
+        vector = self._word_query(np.asarray(vector, dtype=np.float64))
         return self.most_similar([vector], topn=topn, restrict_vocab=restrict_vocab, min_count=min_count)
 
     def most_similar(self, positive, topn: int = 10, negative=(), restrict_vocab: int | None = None,
                      min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:
         """The ``topn`` words nearest to a query by cosine, with their cosines, best first.
 
-        ``positive`` is a word, a vector (shape (dim,)) or a list of words and vectors;
+        Words are compared by :attr:`word_vectors` (the word part of a model that has one).
+        ``positive`` is a word, a vector (the word part's width, or a whole row) or a list of
+        words and vectors;
         ``negative`` likewise, subtracted. As in gensim's ``KeyedVectors.most_similar``,
         the query is the mean of the unit vectors of ``positive`` and of the negated unit
         vectors of ``negative``, and the query's own words are never returned
@@ -434,12 +505,10 @@ class Model:
             for item in group:
                 if isinstance(item, str):
                     i = self.get_index(item)
-                    v = np.asarray(self._vectors[i], dtype=np.float64)
+                    v = np.asarray(self.word_vectors[i], dtype=np.float64)
                     exclude.add(i)
                 else:
-                    v = np.asarray(item, dtype=np.float64)
-                    if v.shape != (self.dim,):
-                        raise ValueError(f"a query vector must have shape ({self.dim},), got {v.shape}")
+                    v = self._word_query(np.asarray(item, dtype=np.float64))
                 norm = np.linalg.norm(v)
                 terms.append(sign * v / norm if norm > 0 else v)
         if not terms:
@@ -475,13 +544,13 @@ class Model:
             kth = kth_largest(scores, k)  # the k-th best float32 cosine
             # A float32 cosine is within (dim + 8) float32 epsilons of the true one: every
             # word whose true cosine can reach the k-th best is within twice that of it.
-            margin = 2 * (self.dim + 8) * float(np.finfo(np.float32).eps)
+            margin = 2 * (matrix.shape[1] + 8) * float(np.finfo(np.float32).eps)
             candidates = np.flatnonzero(scores >= kth - margin)
         else:
             candidates = np.flatnonzero(scores > -np.inf)
         if len(odd):
             candidates = np.union1d(candidates, odd)
-        rows = np.asarray(self._vectors[candidates], dtype=np.float64)
+        rows = np.asarray(self.word_vectors[candidates], dtype=np.float64)
         norms = np.linalg.norm(rows, axis=1)
         exact = (rows @ query) / np.where(norms > 0, norms, 1.0)
         best = np.lexsort((candidates, -exact))[:k]
@@ -510,10 +579,11 @@ class Model:
         """
         table = self._search
         if table is None:
-            matrix = np.asarray(self._vectors)
-            if matrix.dtype != np.float32 or not matrix.flags.c_contiguous:
+            matrix = np.asarray(self.word_vectors)
+            # the word part's columns of a C-contiguous float32 matrix are a view BLAS reads as is
+            if matrix.dtype != np.float32 or matrix.strides[1] != 4:
                 matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-            norms = row_norms(self._vectors)
+            norms = row_norms(matrix)
             fine = (norms >= 1e-30) & (norms <= 1e30)
             inverse = np.zeros(len(norms), dtype=np.float32)
             inverse[fine] = 1.0 / norms[fine]

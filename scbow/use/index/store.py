@@ -249,11 +249,27 @@ class Index:
             raise ValueError(f"ef must be at least 1, got {value}")
         self._graph.hnsw.efSearch = int(value)
 
+    def _exact(self, qn: np.ndarray, k: int, block: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+        """Every stored vector's cosine with each unit query, best first, as the graph's search
+        returns them (``(sims, positions)``, (n, k), -1 past the count); a block of vectors at a time."""
+        count = len(self._ids)
+        sims = np.empty((len(qn), count), dtype=np.float32)
+        for lo in range(0, count, block):
+            stored = np.asarray(self._graph.reconstruct_n(lo, min(block, count - lo)), dtype=np.float32)
+            sims[:, lo:lo + len(stored)] = qn @ stored.T
+        order = np.argsort(-sims, axis=1, kind="stable")
+        pos = np.full((len(qn), k), -1, dtype=np.int64)
+        out = np.full((len(qn), k), -np.inf, dtype=np.float32)
+        pos[:, :count] = order
+        out[:, :count] = np.take_along_axis(sims, order, axis=1)
+        return out, pos
+
     def search(self, vectors, k: int = 10, threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` rows nearest to each of ``vectors`` ((n, dim) or (dim,)) by cosine.
 
         Returns ``(ids, scores)``: int64 rows and float32 cosines, both (n, k), best first.
-        Fewer than ``k`` found (a small index): the rest of the row is id -1, score -inf.
+        Fewer than ``k`` found (a small index): the rest of the row is id -1, score -inf. When
+        ``k`` reaches the index's size every vector is scored exactly (the graph's walk may miss some).
         A query vector that is zero or not finite finds nothing.
         """
         if k < 1:
@@ -271,8 +287,12 @@ class Index:
         if not ok.any():
             return ids, scores
         qn = np.ascontiguousarray(q[ok] / norms[ok, None])
-        with _omp_threads(_faiss(), threads):
-            sims, pos = self._graph.search(qn, k)
+        if k >= len(self._ids):
+            # every vector asked for: the graph's walk may not reach them all, an exact pass does
+            sims, pos = self._exact(qn, k)
+        else:
+            with _omp_threads(_faiss(), threads):
+                sims, pos = self._graph.search(qn, k)
         found = (pos >= 0) & (pos < len(self._ids))
         graph_file = self.path / INDEX_FILE
         if len(self) and not found[:, 0].all():

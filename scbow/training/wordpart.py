@@ -1,0 +1,169 @@
+"""The word part of a model: skip-gram rows trained after the sentence part, saved beside it.
+
+A model trained with ``word_passes > 0`` has rows ``[sentence part ; word part]``: the Siamese
+CBOW rows (``dim`` columns), then ``word_dim`` columns of skip-gram with negative sampling
+(Mikolov et al. 2013) trained on the same encoded corpus after the sentence part, by
+``kernels.cpu.word_part_chunk`` on the CPU threads (Hogwild, as word2vec and the sentence
+part do). The word part is what word similarity lives on (WordSim-353 0.30 -> 0.46 on 100M
+with the defaults); beside the sentence part it also lifts sentence similarity
+(``benchmarks/results/search.md``, "the word part").
+
+Assembling (:func:`assemble`): the sentence part as post-processed before, and the word part's
+rows times the frequency weights (SIF-weighted, as the sentence part's are), centred with
+its own common components removed; each part is scaled so that the corpus's sentence
+averages have unit root-mean-square length, and the word part is then multiplied by
+``word_mix``. The average of such rows is the two parts' averages side by side, so a
+cosine of two sentences mixes the two similarities, and the model stays a plain average of
+its rows (every command and export keeps working). ``scbow.vectors.model.row_parts`` tells the
+columns apart.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..config import TrainConfig
+from .start import corpus_weights, keep_probabilities, noise_table, output_biases
+
+# word2vec's skip-gram settings (the C tool's defaults, which gensim and the quality peer share):
+# context window 5, 5 noise words, learning rate 0.025 decayed linearly over every pass.
+WORD_WINDOW = 5
+WORD_NEGATIVES = 5
+WORD_LR = 0.025
+WORD_MIN_LR_FRACTION = 1e-4
+# Subsampling (word2vec's -sample): a word seen more often than about SAMPLE_COUNT times is
+# kept with a probability that falls as its count grows. As a share of the corpus that is
+# 1e-5 on gutenberg-100M (the paper's threshold for its word2vec baseline) and 1e-4 on 10M,
+# where 1e-5 kept too little to learn from (WordSim-353 0.29 against 0.40 at 1e-4, the same
+# STS-B dev); never below 1e-5 (word2vec's advice for large corpora) nor above 1e-3 (its default).
+SAMPLE_COUNT = 1000
+SAMPLE_RANGE = (1e-5, 1e-3)
+
+
+def sample_threshold(raw_tokens: int) -> float:
+    """The subsampling threshold of a corpus of ``raw_tokens`` tokens (see SAMPLE_COUNT)."""
+    lo, hi = SAMPLE_RANGE
+    return float(min(hi, max(lo, SAMPLE_COUNT / max(raw_tokens, 1))))
+# Sentences per kernel call (about 0.3 s on 2 threads at 300 dimensions): a lively progress
+# line and a prompt Ctrl-C, as the sentence part's batches.
+WORD_BATCH = 1 << 14
+
+
+def word_part_on(config: TrainConfig) -> bool:
+    return config.word_passes > 0 and config.word_dim > 0
+
+
+class WordPart:
+    """The word part's matrices and the threads that train them, one batch of sentences a call.
+
+    ``Wi`` (V x word_dim) starts as word2vec's (uniform in +-0.5 / word_dim, drawn from the
+    run's seed), ``Wo`` (V x (word_dim + 1): output rows, then biases) at zero rows and the
+    biases of :func:`~scbow.training.start.output_biases`; a resumed run passes both. One
+    thread is deterministic for a seed: the random stream of a call depends only on the
+    sentences done before it and the thread's chunk.
+    """
+
+    def __init__(self, corpus, config: TrainConfig, threads: int, Wi=None, Wo=None):
+        from ..kernels import cpu as K  # numba: imported here, so that --help stays fast
+        from ..kernels.sampling import WORD_SEGMENT
+
+        self.K = K
+        self.seed = config.seed
+        V, dw = len(corpus.vocab), config.word_dim
+        counts = np.asarray(corpus.vocab.counts, dtype=np.float64)
+        raw = corpus.stats.get("raw_tokens") or int(counts.sum())
+        self.sample = sample_threshold(raw)
+        self.keep = keep_probabilities(counts, raw, self.sample)
+        self.table = noise_table(counts)
+        if Wi is None:
+            rng = np.random.default_rng([config.seed, 3])
+            Wi = ((rng.random((V, dw), dtype=np.float32) - np.float32(0.5)) / np.float32(dw)).astype(np.float32)
+        if Wo is None:
+            Wo = np.zeros((V, dw + 1), dtype=np.float32)
+            Wo[:, -1] = output_biases(counts, self.keep, WORD_NEGATIVES)
+        self.Wi = np.ascontiguousarray(Wi, dtype=np.float32)
+        self.Wo = np.ascontiguousarray(Wo, dtype=np.float32)
+        self.tokens = np.ascontiguousarray(corpus.tokens)
+        self.offsets = np.ascontiguousarray(corpus.offsets)
+        self.n = corpus.n_sentences
+        self.total = config.word_passes * self.n
+        self.threads = max(1, threads)
+        self.buffers = [(np.empty(WORD_SEGMENT, dtype=np.int32), np.empty(1 + WORD_NEGATIVES, dtype=np.int32),
+                         np.empty(dw, dtype=np.float32)) for _ in range(self.threads)]
+        self.pool = None
+        if self.threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="scbow-words")
+
+    def _chunk(self, lo: int, hi: int, done: int, c: int):
+        return self.K.word_part_chunk(self.Wi, self.Wo, self.tokens, self.offsets, lo, hi, self.keep, self.table,
+                                      WORD_WINDOW, WORD_NEGATIVES, WORD_LR, WORD_LR * WORD_MIN_LR_FRACTION, done,
+                                      self.total, self.seed, done * self.threads + c + (1 << 40), self.buffers[c])
+
+    def run(self, done: int) -> tuple[int, float, int]:
+        """Train the next batch: the sentences from position ``done`` of all passes on, up to
+        :data:`WORD_BATCH` and never across the end of a pass. Returns ``(sentences, loss sum,
+        pairs)``."""
+        lo = done % self.n
+        hi = min(self.n, lo + WORD_BATCH)
+        per = (hi - lo + self.threads - 1) // self.threads
+        cuts = [(lo + c * per, min(hi, lo + (c + 1) * per)) for c in range(self.threads)]
+        futures = [self.pool.submit(self._chunk, a, b, done + a - lo, c)
+                   for c, (a, b) in enumerate(cuts) if c > 0 and a < b] if self.pool else []
+        try:
+            loss, pairs = self._chunk(*cuts[0], done, 0)
+        finally:
+            results = [f.result() for f in futures]
+        for extra_loss, extra_pairs in results:
+            loss += extra_loss
+            pairs += extra_pairs
+        return hi - lo, float(loss), int(pairs)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
+
+
+def unit_average_scale(M: np.ndarray, corpus, seed: int, block: int = 8192) -> float:
+    """The factor that gives the corpus sample's sentence averages of ``M`` (the post-processing's
+    sample, ``postprocess.sample_sentences``) unit root-mean-square length."""
+    from ..kernels.embed import mean_lines_serial
+    from .postprocess import COMMON_SAMPLE, sample_sentences
+
+    pick = sample_sentences(corpus.n_sentences, COMMON_SAMPLE, seed)
+    M = np.ascontiguousarray(M, dtype=np.float32)
+    offsets, tokens = np.asarray(corpus.offsets), np.asarray(corpus.tokens)
+    energy, n = 0.0, 0
+    for lo in range(0, len(pick), block):
+        p = pick[lo:lo + block]
+        starts, stops = offsets[p], offsets[p + 1]
+        keep = stops > starts
+        starts, stops = np.ascontiguousarray(starts[keep]), np.ascontiguousarray(stops[keep])
+        S = np.empty((len(starts), M.shape[1]), dtype=np.float32)
+        mean_lines_serial(M, M[:0], tokens, starts, stops, 0.0, S, np.empty(len(starts), dtype=np.int64))
+        energy += float(np.einsum("ij,ij->", S, S, dtype=np.float64))
+        n += len(starts)
+    energy /= max(n, 1)
+    return 1.0 / math.sqrt(energy) if energy > 0 else 1.0
+
+
+def assemble(S: np.ndarray, Wi: np.ndarray, corpus, config: TrainConfig) -> np.ndarray:
+    """``[S * s ; word_mix * g * a * Wi']``: the model's rows from the post-processed sentence part
+    ``S`` and the trained word part ``Wi`` (``Wi'``: weighted by the frequency weights ``a``, then
+    post-processed like the sentence part, at most ``word_dim // 10`` components), ``s`` and ``g``
+    the factors that give each part unit-length sentence averages (see the module's docstring)."""
+    from .postprocess import remove_common_components
+
+    G = np.ascontiguousarray(Wi, dtype=np.float32) * corpus_weights(corpus, config).astype(np.float32)[:, None]
+    if config.common_components >= 0:
+        remove_common_components(G, corpus, min(config.common_components, config.word_dim // 10), config.seed)
+    s = np.float32(unit_average_scale(S, corpus, config.seed))
+    g = np.float32(config.word_mix * unit_average_scale(G, corpus, config.seed))
+    out = np.empty((len(S), S.shape[1] + G.shape[1]), dtype=np.float32)
+    np.multiply(S, s, out=out[:, :S.shape[1]])
+    np.multiply(G, g, out=out[:, S.shape[1]:])
+    return out

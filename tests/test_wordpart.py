@@ -1,0 +1,196 @@
+"""The word part (scbow.training.wordpart): its kernel against scbow.reference, the assembled rows,
+the word-level API on the word columns, and checkpoints inside the word part."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from test_checkpoint import SignalAfter, cfg
+
+from scbow.config import TrainConfig
+from scbow.errors import Interrupted
+from scbow.reference import sgns_loss_and_grad
+from scbow.text.vocab import Vocab
+from scbow.training.checkpoint import checkpoint_dir
+from scbow.training.hooks import Hook
+from scbow.training.session import train_session
+from scbow.vectors.formats import load_model
+from scbow.vectors.model import Model, row_parts
+
+
+def tiny_problem(seed=0, V=40, d=8, n_tokens=60):
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(0, V, n_tokens).astype(np.int32)
+    offsets = np.array([0, 25, n_tokens], dtype=np.int64)
+    Wi = (rng.standard_normal((V, d)) * 0.3).astype(np.float32)
+    Wo = (rng.standard_normal((V, d + 1)) * 0.3).astype(np.float32)
+    keep = np.ones(V, dtype=np.float32)
+    keep[:5] = 0.5  # a few subsampled words: the kernel and its gradient draw alike
+    table = rng.integers(0, V, 1000).astype(np.int32)
+    return tokens, offsets, Wi, Wo, keep, table
+
+
+def test_the_word_part_gradient_is_the_reference_one():
+    from scbow.kernels.cpu import word_part_gradient
+
+    tokens, offsets, Wi, Wo, keep, table = tiny_problem()
+    loss, gWi, gWo, drawn = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, 3, 4, 7, 11)
+    assert len(drawn) > 20
+    pairs = [(w, int(row[0]), [int(o) for o in row[1:] if o >= 0]) for w, row in drawn]
+    ref_loss, ref_gW, ref_gO = sgns_loss_and_grad(Wi, Wo, pairs)
+    assert loss == pytest.approx(ref_loss, rel=1e-5)
+    np.testing.assert_allclose(gWi, ref_gW, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(gWo, ref_gO, rtol=1e-4, atol=1e-6)
+    # and the reference's gradient is the loss's derivative (central differences in float64)
+    rng = np.random.default_rng(1)
+    D, Do = rng.standard_normal(Wi.shape), rng.standard_normal(Wo.shape)
+    h = 1e-5
+    up = sgns_loss_and_grad(Wi + h * D, Wo + h * Do, pairs)[0]
+    down = sgns_loss_and_grad(Wi - h * D, Wo - h * Do, pairs)[0]
+    assert (up - down) / (2 * h) == pytest.approx(float((ref_gW * D).sum() + (ref_gO * Do).sum()), rel=1e-6)
+
+
+@pytest.mark.parametrize("lr", [1e-4, 3e-4])
+def test_one_sentence_of_the_kernel_is_one_sgd_step(lr):
+    """A sentence trained by ``word_part_chunk`` at a small rate moves the rows by ``-lr`` times the
+    reference gradient, to first order (the steps are sequential, so equal up to O(lr^2))."""
+    from scbow.kernels.cpu import word_part_chunk, word_part_gradient
+    from scbow.kernels.sampling import WORD_SEGMENT
+
+    tokens, offsets, Wi, Wo, keep, table = tiny_problem(seed=2)
+    _, gWi, gWo, _ = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, 3, 4, 5, 9)
+    Wi2, Wo2 = Wi.copy(), Wo.copy()
+    buffers = (np.empty(WORD_SEGMENT, dtype=np.int32), np.empty(5, dtype=np.int32), np.empty(8, dtype=np.float32))
+    # total far larger than done: the rate stays lr for the sentence
+    word_part_chunk(Wi2, Wo2, tokens, offsets, 1, 2, keep, table, 3, 4, lr, 0.0, 0, 10**12, 5, 9, buffers)
+    moved_i = (Wi2.astype(np.float64) - Wi) / -lr
+    moved_o = (Wo2.astype(np.float64) - Wo) / -lr
+    scale_i, scale_o = np.abs(gWi).max(), np.abs(gWo).max()
+    assert np.abs(moved_i - gWi).max() < 0.02 * scale_i
+    assert np.abs(moved_o - gWo).max() < 0.02 * scale_o
+
+
+def test_row_parts():
+    assert row_parts({"dim": 300, "word_passes": 3, "word_dim": 100}, 400) == {"sentence": (0, 300), "word": (300, 400)}
+    assert row_parts({"dim": 300, "word_passes": 0, "word_dim": 100}, 300) == {"sentence": (0, 300)}
+    assert row_parts({"dim": 300}, 300) == {"sentence": (0, 300)}  # a model from before the word part
+    assert row_parts({}, 50) == {"sentence": (0, 50)}  # vectors from elsewhere
+
+
+def test_words_are_ranked_by_the_word_part_and_sentences_by_whole_rows():
+    # two words alike in the sentence columns, two others alike in the word columns
+    words = ["a", "b", "c", "d"]
+    S = np.array([[1, 0], [1, 0.01], [0, 1], [0.5, 0.5]], dtype=np.float32)
+    G = np.array([[1, 0], [0, 1], [1, 0.01], [0.5, 0.5]], dtype=np.float32)
+    m = Model(Vocab(words, [500] * 4), np.concatenate([S, G], axis=1),
+              {"dim": 2, "word_passes": 1, "word_dim": 2, "unknown": "omit"})
+    assert m.parts == {"sentence": (0, 2), "word": (2, 4)}
+    assert m.most_similar("a", topn=1)[0][0] == "c"
+    assert m.similar_by_vector(m["a"], topn=2)[1][0] == "c"  # a whole row is cut to its word columns
+    assert m.similar_by_vector(G[0], topn=2)[1][0] == "c"
+    assert m.n_similarity(["a"], ["c"]) > 0.99
+    with pytest.raises(ValueError, match="shape"):
+        m.similar_by_vector(np.ones(3))
+    # a sentence is the whole row's average
+    np.testing.assert_allclose(m.embed(["a b"])[0], (m["a"] + m["b"]) / 2)
+    plain = Model(Vocab(words, [500] * 4), S, {"dim": 2})
+    assert plain.most_similar("a", topn=1)[0][0] == "b"
+
+
+@pytest.fixture
+def word_batches(monkeypatch, small_batches):
+    from scbow.training import wordpart
+
+    monkeypatch.setattr(wordpart, "WORD_BATCH", 300)
+
+
+class SignalInWordPart(SignalAfter):
+    def after_batch(self, state, vectors):
+        pass
+
+    def after_word_batch(self, state, vectors):
+        SignalAfter.after_batch(self, state, vectors)
+
+
+def test_a_run_with_the_word_part_saves_both_parts(tmp_path, corpus_file, word_batches):
+    config = cfg(word_passes=2, word_dim=12, word_mix=0.5)
+    result = train_session([corpus_file], config, tmp_path / "m", quiet=True)
+    m = load_model(tmp_path / "m")
+    assert m.vectors.shape == (len(m.vocab), 16 + 12) and m.parts == {"sentence": (0, 16), "word": (16, 28)}
+    info = m.info["training"]["word_part"]
+    assert info["passes"] == 2 and info["sentences"] == 2 * result.model.info["corpus"]["sentences"]
+    # 0 passes: the sentence part alone, the same bits as the sentence part of a run with it
+    alone = train_session([corpus_file], cfg(word_passes=0), tmp_path / "s", quiet=True)
+    assert alone.model.vectors.shape[1] == 16 and alone.losses == result.losses
+    S = np.asarray(alone.model.vectors, dtype=np.float64)
+    part = np.asarray(m.vectors[:, :16], dtype=np.float64)
+    ratio = part[np.abs(S) > 1e-3] / S[np.abs(S) > 1e-3]
+    assert np.allclose(ratio, ratio[0], rtol=1e-4)  # the same rows, scaled to unit-length averages
+
+
+def test_resume_inside_the_word_part_is_bit_identical(tmp_path, corpus_file, word_batches):
+    config = cfg(word_passes=2, word_dim=12)
+    train_session([corpus_file], config, tmp_path / "a", quiet=True)
+    out = tmp_path / "b"
+    with pytest.raises(Interrupted) as info:
+        train_session([corpus_file], config, out, quiet=True, hooks=[SignalInWordPart(5)])
+    assert "of the word part" in info.value.message
+    meta = json.loads((checkpoint_dir(out) / "state.json").read_text())
+    assert meta["state"]["word_done"] == 5 * 300 and meta["state"]["epoch"] == 2
+    assert (checkpoint_dir(out) / "word_in.npy").is_file() and (checkpoint_dir(out) / "word_out.npy").is_file()
+    train_session([corpus_file], config, out, quiet=True, resume=True)
+    a, b = load_model(tmp_path / "a"), load_model(out)
+    assert np.array_equal(np.asarray(a.vectors).view(np.uint32), np.asarray(b.vectors).view(np.uint32))
+    # the resumed word part started from the saved matrices: zeroed ones land elsewhere
+    out2 = tmp_path / "c"
+    with pytest.raises(Interrupted):
+        train_session([corpus_file], config, out2, quiet=True, hooks=[SignalInWordPart(5)])
+    saved = np.load(checkpoint_dir(out2) / "word_in.npy")
+    np.save(checkpoint_dir(out2) / "word_in.npy", np.zeros_like(saved))
+    train_session([corpus_file], config, out2, quiet=True, resume=True)
+    assert not np.array_equal(np.asarray(a.vectors), np.asarray(load_model(out2).vectors))
+
+
+def test_a_word_part_checkpoint_without_its_matrices_is_refused(tmp_path, runner, corpus_file, word_batches):
+    from test_cli import assert_clean_error
+
+    from scbow.cli import main
+
+    config = cfg(word_passes=2, word_dim=12)
+    out = tmp_path / "b"
+    with pytest.raises(Interrupted):
+        train_session([corpus_file], config, out, quiet=True, hooks=[SignalInWordPart(2)])
+    (checkpoint_dir(out) / "word_out.npy").unlink()
+    args = ["train", str(corpus_file), "-o", str(out), "--dim", "16", "--epochs", "2", "--min-count", "1",
+            "--threads", "1", "--seed", "3", "--word-passes", "2", "--word-dim", "12", "--resume"]
+    assert_clean_error(runner.invoke(main, args), "word_out.npy")
+
+
+def test_the_word_part_is_trained_after_the_sentence_part_and_hooks_see_it(tmp_path, corpus_file, word_batches):
+    seen = []
+
+    class Watch(Hook):
+        def after_batch(self, state, vectors):
+            seen.append(("sentence", state.word_done))
+
+        def after_word_batch(self, state, vectors):
+            Wi, Wo = vectors.word()
+            seen.append(("word", state.word_done, Wi.shape, Wo.shape))
+
+        def after_training(self, state, vectors):
+            seen.append(("end",))
+
+    train_session([corpus_file], cfg(word_passes=1, word_dim=12), tmp_path / "m", quiet=True, hooks=[Watch()])
+    kinds = [s[0] for s in seen]
+    assert kinds[-1] == "end" and kinds.index("word") > max(i for i, k in enumerate(kinds) if k == "sentence")
+    assert seen[-2][2][1] == 12 and seen[-2][3][1] == 13
+
+
+def test_word_part_settings_are_checked():
+    from scbow.errors import ConfigError
+
+    for bad in (dict(word_passes=-1), dict(word_dim=0), dict(word_mix=0.0), dict(word_mix=float("nan"))):
+        with pytest.raises(ConfigError):
+            TrainConfig(**bad)
