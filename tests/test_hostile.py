@@ -280,6 +280,9 @@ def test_costly_examples_make_smaller_batches(healthy):
     length = len(corpus.tokens) / corpus.n_sentences
     works = [batch_size(TrainConfig(negatives=n), corpus) * (3 + n) * (length + 2) for n in (50, 500, 5000)]
     assert max(works) / min(works) < 1.1
+    # the skip-gram term's work counts too (issue 34: --word-window 100 --word-negatives 100 ignored Ctrl-C)
+    plain = batch_size(TrainConfig(word_window=5), corpus)
+    assert batch_size(TrainConfig(word_window=100, word_negatives=100), corpus) < plain // 100
 
 
 def test_ctrl_c_stops_a_run_of_costly_examples_within_seconds(tmp_path, make_text):

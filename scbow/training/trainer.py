@@ -48,6 +48,11 @@ def batch_size(config: TrainConfig, corpus: Corpus, base: int = BATCH) -> int:
     if config.max_length:
         length = min(length, config.max_length)
     cost = example_size(config.negatives) * (length + 2) * config.dim
+    if config.word_window > 0:
+        # the skip-gram term: each of the target's words against up to 2 * word_window contexts,
+        # each with its noise words (without it, --word-window 100 --word-negatives 100 made
+        # batches of minutes, and Ctrl-C waited for them)
+        cost += length * 2 * config.word_window * (1 + config.word_negatives) * config.dim
     if cost <= BATCH_COST:
         return base
     return max(1, int(base * BATCH_COST / cost))
