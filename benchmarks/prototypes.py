@@ -23,9 +23,9 @@ code; the product's defaults are printed beside for reference. Choices on STS-B 
 the 19-set test mean is printed, never used. Nothing here is a training option of the
 product unless it wins on dev.
 
-``--word-part`` sizes a fourth idea on 100M instead: rows = [sentence part ; word part], the
-trained rows beside SIF-weighted skip-gram rows (gensim's, or with ``--kernel scbow`` this
-file's :func:`word_part_chunk`), the part's weight chosen on dev (``results/word_part*.md``).
+A fourth idea, rows = [sentence part ; word part], won on dev and became the product's word
+part (``scbow.training.wordpart``; its sizing runs are in ``results/search.md``, its settings
+search is ``benchmarks/word_part.py``).
 """
 
 from __future__ import annotations
@@ -41,14 +41,12 @@ import numpy as np
 from numba import njit, prange
 
 from scbow.config import TrainConfig
-from scbow.kernels.cpu import context_span, sgns_contexts, sgns_row
+from scbow.kernels.cpu import sgns_row
 from scbow.kernels.sampling import (
     NEG_DOCUMENT,
     NEG_UNIFORM,
-    WORD_SEGMENT,
     draw_noise,
     fill_example,
-    keep_words,
     next_random,
     seed_state,
 )
@@ -407,204 +405,6 @@ def score(corpus, W, B, dev, sets):
     return Scored(model.embed, dev, sets)
 
 
-# ---------------------------------------------------------------------------------------
-# rows = [sentence part ; word part]: how much a word-window part could add, sized with
-# gensim's skip-gram as the part (not yet a training option: see benchmarks/NOTES.md)
-
-WORD_PART_EPOCHS = (1, 3, 5)
-WORD_PART_MIX = (0.0, 0.25, 0.5, 0.75, 1.0)
-
-
-@njit(cache=True, nogil=True, fastmath=True)
-def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg, lr0, lr_min, done, total, seed,
-                    stream, buffers):
-    """Skip-gram with negative sampling over sentences ``lo..hi``, on its own rows ``Wi``.
-
-    The product's skip-gram pieces (``keep_words``, ``centre_window``, ``draw_noise``,
-    ``sgns_row``) with a plain step: the centre's row ``Wi[w]`` moves by ``-lr * dL/dWi[w]``
-    after all its contexts, the output rows at once. ``done`` sentences of ``total`` came before
-    (the learning rate decays linearly over them, word2vec's schedule). Returns the loss.
-    """
-    kept, row, e = buffers
-    state = np.empty(1, dtype=np.uint64)
-    seed_state(seed, stream, state)
-    d = Wi.shape[1]
-    loss = 0.0
-    for s in range(lo, hi):
-        lr = max(lr_min, lr0 * (1.0 - (done + s - lo) / total))
-        t = offsets[s]
-        stop = offsets[s + 1]
-        while t < stop:
-            n, t = keep_words(tokens, t, stop, keep, state, kept)
-            for i in range(n):
-                w = kept[i]
-                c_lo, c_hi = context_span(i, n, window, state)
-                if c_hi - c_lo <= 1:
-                    continue
-                e[:] = 0.0
-                loss += sgns_contexts(Wi[w], Wo, kept, i, c_lo, c_hi, n_neg, table, -lr, state, row, e)
-                step = np.float32(-lr)
-                for j in range(d):
-                    Wi[w, j] += step * e[j]
-    return loss
-
-
-@njit(parallel=True)
-def word_part_pass(Wi, Wo, tokens, offsets, keep, table, window, n_neg, lr0, lr_min, done, total, seed, chunks):
-    """One pass over every sentence, ``chunks`` contiguous Hogwild chunks in parallel."""
-    n = offsets.shape[0] - 1
-    per = (n + chunks - 1) // chunks
-    out = np.zeros(chunks)
-    for c in prange(chunks):
-        lo = c * per
-        hi = min(n, lo + per)
-        buffers = (np.empty(WORD_SEGMENT, dtype=np.int32), np.empty(1 + n_neg, dtype=np.int32),
-                   np.empty(Wi.shape[1], dtype=np.float32))
-        out[c] = word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg, lr0, lr_min,
-                                 done + lo, total, seed, done + c, buffers)
-    return out.sum()
-
-
-# word2vec's skip-gram settings, as the quality peer's (gensim) has them
-WORD_PART = {"dim": 300, "window": 5, "negatives": 5, "sample": 1e-5, "lr": 0.025}
-
-
-def train_word_part(corpus, passes: int, threads: int, seed: int = 1):
-    """The word part by :func:`word_part_chunk`: ``(rows, wall seconds, CPU seconds)``."""
-    from scbow.training.start import keep_probabilities, noise_table, output_biases
-
-    counts = np.asarray(corpus.vocab.counts, dtype=np.float64)
-    raw = corpus.stats.get("raw_tokens") or int(counts.sum())
-    keep = keep_probabilities(counts, raw, WORD_PART["sample"])
-    rng = np.random.default_rng(seed)
-    dw = WORD_PART["dim"]
-    Wi = ((rng.random((len(counts), dw), dtype=np.float32) - 0.5) / dw).astype(np.float32)
-    Wo = np.zeros((len(counts), dw + 1), dtype=np.float32)
-    Wo[:, -1] = output_biases(counts, keep, WORD_PART["negatives"])
-    table = noise_table(counts)
-    n = corpus.n_sentences
-    t0, c0 = time.perf_counter(), time.process_time()
-    for p in range(passes):
-        word_part_pass(Wi, Wo, corpus.tokens, corpus.offsets, keep, table, WORD_PART["window"],
-                       WORD_PART["negatives"], WORD_PART["lr"], WORD_PART["lr"] * 1e-4, p * n, passes * n,
-                       seed + p, max(threads, 1) * 8)
-    return Wi, time.perf_counter() - t0, time.process_time() - c0
-
-
-def unit_average_scale(M: np.ndarray, corpus, k: int) -> np.ndarray:
-    """``M`` with its ``k`` common components removed (``k = 0``: centred), scaled so that the
-    corpus sample's sentence averages have unit root-mean-square length."""
-    from scbow.training.postprocess import CommonComponents, sentence_moments
-
-    M = np.array(M, dtype=np.float32)
-    est = CommonComponents(corpus, k, TrainConfig().seed)
-    CommonComponents.apply_rows(M, *est.fit(M))
-    mean, cov = sentence_moments(M, corpus, est.pick)
-    return M / np.float32(math.sqrt(float(np.trace(cov) + mean @ mean)))
-
-
-def word_part(args) -> None:
-    """Siamese CBOW's rows concatenated with SIF-weighted skip-gram rows (gensim, the quality
-    peer's settings at 1, 3 and 5 epochs), the part's weight chosen on STS-B dev."""
-    from types import SimpleNamespace
-
-    from scbow.training.start import corpus_weights
-    from scbow.training.trainer import train
-    from scbow.use.evaluate import read_sts
-    from scbow.vectors.model import Model
-    from scbow.vectors.modeldir import save_model
-
-    from . import quality as q
-
-    label, path = q.resolve_corpus(args.corpus)
-    corpus, ckey, _ = q.encode_corpus(path, TrainConfig().min_count)
-    tokens_path, _ = q.token_file(corpus, ckey)
-    dev, sets = read_sts(q.dev_path()), q.sts_sets()
-    cfg = TrainConfig(threads=args.threads)
-    t0 = time.perf_counter()
-    S = unit_average_scale(train(corpus, cfg, quiet=True).model.vectors, corpus, 0)
-    scbow_seconds = time.perf_counter() - t0
-    a = corpus_weights(corpus, cfg).astype(np.float32)[:, None]
-    words = np.array(corpus.vocab.words, dtype=object)
-    rows = []
-    for epochs in args.epochs:
-        if args.kernel == "scbow":
-            G, wall, cpu = train_word_part(corpus, epochs, args.threads)
-            bench = {"wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1)}
-            say(f"word part, {epochs} passes of scbow's skip-gram kernel: {wall:.0f} s wall, {cpu:.0f} s CPU")
-        else:
-            settings = {**q.settings_of("skipgram", args.threads), "epochs": epochs}
-            where = q.model_dir("skipgram", label, ckey, settings)
-            sg = q.load_cached(where)
-            if sg is None:
-                sg = q.train_word2vec("skipgram", tokens_path, settings)
-                save_model(sg, where)
-            index = sg.vocab.index
-            have = np.fromiter((w in index for w in words), dtype=bool, count=len(words))
-            G = np.zeros((len(words), sg.vectors.shape[1]), dtype=np.float32)
-            G[have] = sg.vectors[[index[w] for w in words[have]]]
-            bench = sg.info.get("benchmark", {})
-        G = unit_average_scale(G * a, corpus, cfg.components_removed)
-        for mix in WORD_PART_MIX:
-            M = np.concatenate([S, np.float32(mix) * G], axis=1)
-            scored = q.Scored(Model(corpus.vocab, M, {"unknown": cfg.unknown, "unknown_scale": cfg.unknown_scale}).embed,
-                            dev, sets)
-            ws = q.word_similarity({"m": SimpleNamespace(M=M)}, corpus.vocab)
-            rows.append({"epochs": epochs, "mix": mix, "dev_pearson": scored.dev["pearson"],
-                         "test_pearson_mean": scored.mean,
-                         "word_similarity": {k: v["spearman"]["m"] for k, v in ws.items()},
-                         "part_cpu_seconds": bench.get("cpu_seconds"), "part_wall_seconds": bench.get("wall_seconds")})
-            say(f"skip-gram {epochs} epochs, mix {mix}: dev {scored.dev['pearson']:.4f} test {scored.mean:.4f}")
-    for epochs in args.epochs:
-        mine = [r for r in rows if r["epochs"] == epochs]
-        max(mine, key=lambda r: r["dev_pearson"])["chosen"] = True
-    result = {"corpus": label, "threads": args.threads, "epochs": args.epochs, "kernel": args.kernel,
-              "scbow_seconds": scbow_seconds, "rows": rows,
-              "context": context(threads=args.threads)}
-    publish(result, f"# The word part, sized on {label}\n\n" + word_part_markdown(result, level=2), args,
-            "word_part" if args.kernel == "gensim" else "word_part_scbow")
-
-
-def word_part_markdown(result: dict, level: int = 2) -> str:
-    h = "#" * level
-    ours = result.get("kernel", "gensim") == "scbow"
-    table = []
-    for r in result["rows"]:
-        ws = " / ".join(f"{v:.3f}" for v in r["word_similarity"].values())
-        mark = "**" if r.get("chosen") else ""
-        table.append((str(r["epochs"]), f"{mark}{r['mix']}{mark}", f"{mark}{r['dev_pearson']:.4f}{mark}",
-                      f"{r['test_pearson_mean']:.4f}", ws,
-                      "-" if r["part_cpu_seconds"] is None else f"{r['part_cpu_seconds']:.0f}",
-                      "-" if r.get("part_wall_seconds") is None else f"{r['part_wall_seconds']:.0f}"))
-    if ours:
-        title = "The word part trained by scbow's own skip-gram kernel"
-        what = ("SIF-weighted skip-gram rows trained by this file's `word_part_chunk` (the product's skip-gram "
-                "pieces on a matrix of their own with a plain step; word2vec's settings: "
-                + ", ".join(f"{k} {v}" for k, v in WORD_PART.items()) + "), for 1 to 5 passes over the corpus")
-        cost = "not yet in the same pass as the sentence part: run after it here"
-    else:
-        title = "The word part: rows = [sentence part ; word part]"
-        what = "SIF-weighted skip-gram rows (gensim, the quality peer's settings at 1, 3 and 5 epochs)"
-        cost = ("gensim's, trained apart (a part already in the quality benchmark's cache, as the 5-epoch one is, "
-                "keeps the seconds of the run that trained it, under that run's load)")
-    return "\n\n".join([
-        f"{h} {title} ({result['corpus']}, `benchmarks/prototypes.py --word-part`)",
-        "How much a word-window signal could add to a model that stays a plain average of its rows: the trained "
-        f"Siamese CBOW rows (defaults, post-processed) beside {what}, 10 common components removed from the word "
-        "part, each part scaled so that its sentence averages have unit length, the word part times a mix weight. "
-        "The average of such rows is the two parts' averages side by side, so its cosine mixes both similarities. "
-        "The mix is chosen on STS-B dev for each count of passes (bold); the test mean and the word sets (Spearman "
-        f"of the rows' cosines) are shown, not used. The word part is {cost}; the sentence part took "
-        f"{result['scbow_seconds']:.0f} s wall.",
-        md_table(("passes (epochs)", "mix", "STS-B dev", "test mean (19 sets)", "WordSim-353 / SimLex-999",
-                  "word part CPU s", "word part wall s"), table),
-        f"Regenerate: `python -m benchmarks.run prototypes --word-part --corpus {result['corpus']} "
-        f"--threads {result['threads']} --epochs {','.join(str(e) for e in result['epochs'])}"
-        + (" --kernel scbow`" if ours else "`"),
-        machine_section(result["context"], level + 1),
-    ])
-
-
 def main(argv=None) -> None:
     from scbow.training.corpus import load_corpus
     from scbow.training.trainer import train
@@ -613,34 +413,17 @@ def main(argv=None) -> None:
     from .quality import Scored, dev_path, sts_sets
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.run prototypes", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", default=None, help="default: 10M (100M with --word-part)")
+    ap.add_argument("--corpus", default="10M")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--only", default="", help="semicolon-separated labels of the grid to run (all by default)")
     ap.add_argument("--out", default="benchmarks/results/prototypes")
     ap.add_argument("--into", metavar="JSON", default=None,
                     help="also add the table as a section of this report (search.json) and rewrite its markdown")
-    ap.add_argument("--word-part", action="store_true",
-                    help="size rows = [sentence part ; word part] with gensim skip-gram instead (default corpus 100M)")
-    ap.add_argument("--kernel", choices=("gensim", "scbow"), default="gensim",
-                    help="with --word-part: who trains the skip-gram part (scbow: this file's kernel)")
-    ap.add_argument("--epochs", default=",".join(map(str, WORD_PART_EPOCHS)),
-                    help="with --word-part: the skip-gram epoch counts, comma-separated")
     args = ap.parse_args(argv)
     if args.threads < 1:
         ap.error(f"--threads {args.threads}: at least 1")
-    args.corpus = args.corpus or ("100M" if args.word_part else "10M")
     if args.into and not Path(args.into).is_file():
         ap.error(f"--into {args.into}: no such report (benchmarks/results/search.json is the one meant)")
-    if args.word_part:
-        if args.out == "benchmarks/results/prototypes":
-            args.out = "benchmarks/results/word_part" + ("_scbow" if args.kernel == "scbow" else "")
-        try:
-            args.epochs = [int(e) for e in args.epochs.split(",") if e.strip()]
-        except ValueError:
-            args.epochs = []
-        if not args.epochs or min(args.epochs) < 1:
-            ap.error("--epochs: comma-separated whole numbers of at least 1")
-        return word_part(args)
     grid = GRID
     if args.only:
         want = [s.strip() for s in args.only.split(";") if s.strip()]
@@ -652,7 +435,7 @@ def main(argv=None) -> None:
     dev, sets = read_sts(dev_path()), sts_sets()
     rows = []
     t0 = time.perf_counter()
-    product = train(corpus, TrainConfig(threads=args.threads), quiet=True)
+    product = train(corpus, TrainConfig(threads=args.threads, word_passes=0), quiet=True)
     s = Scored(product.model.embed, dev, sets)
     rows.append({"idea": "product", "label": "the product's defaults (scbow.train)", "dev_pearson": s.dev["pearson"],
                  "test_pearson_mean": s.mean, "train_seconds": time.perf_counter() - t0, "settings": {}})

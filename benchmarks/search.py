@@ -191,6 +191,25 @@ def word_markdown(word: dict) -> str:
             + "\n\n" + machine_section(word["context"]))
 
 
+def word_part_history(result: dict, key: str) -> str:
+    """The word part's prototype runs (history: its code retired once the word part became the
+    product's, ``scbow.training.wordpart``; its settings search is ``word_part_search.md``)."""
+    who = "scbow's own skip-gram kernel" if key == "word_part_scbow" else "gensim's skip-gram"
+    rows = [(r["epochs"], f"**{r['mix']}**" if r.get("chosen") else r["mix"], f"{r['dev_pearson']:.4f}",
+             f"{r['test_pearson_mean']:.4f}",
+             f"{r['word_similarity']['WordSim-353']:.3f} / {r['word_similarity']['SimLex-999']:.3f}",
+             r.get("part_cpu_seconds"), r.get("part_wall_seconds")) for r in result["rows"]]
+    return (f"## The word part trained by {who} ({result['corpus']}, the retired `prototypes.py --word-part`)\n\n"
+            "History: the prototype runs that sized rows = [sentence part ; word part] before it became the "
+            "product's word part. The word part was trained apart after the sentence part, SIF-weighted, "
+            "post-processed and scaled as the product does it now; the mix chosen on STS-B dev (bold). Word "
+            "similarity here is of the whole rows (the product ranks words by the word part's columns alone, "
+            "which scores higher: `word_part_search.md`).\n\n"
+            + md_table(("passes (epochs)", "mix", "STS-B dev", "test mean (19 sets)", "WordSim-353 / SimLex-999",
+                        "word part CPU s", "word part wall s"), rows)
+            + "\n\n" + machine_section(result["context"]))
+
+
 def markdown(result: dict) -> str:
     parts = ["# The search behind the training defaults", __doc__.split("\n\n", 2)[2].strip()]
     for name in result["corpora"]:
@@ -221,9 +240,7 @@ def markdown(result: dict) -> str:
         parts.append(word_markdown(result["word_term"]))
     for key in ("word_part", "word_part_scbow"):
         if result.get(key):
-            from .prototypes import word_part_markdown
-
-            parts.append(word_part_markdown(result[key]))
+            parts.append(word_part_history(result[key], key))
     if result.get("objective_prototypes"):
         from .prototypes import section_markdown
 

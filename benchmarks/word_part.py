@@ -21,7 +21,7 @@ import numpy as np
 
 from .common import context, context_markdown, md_table, say, write_report
 
-MIXES = (0.25, 0.5, 0.75, 1.0)
+MIXES = (0.25, 0.4, 0.5, 0.6, 0.75, 1.0)
 
 
 def parse_variants(text: str) -> list[tuple[int, int]]:
@@ -110,7 +110,7 @@ def main(argv=None) -> None:
 
 def markdown(result: dict) -> str:
     rows = result["rows"]
-    table = [[("**" if r.get("chosen") else "") + ("-" if r["sample"] is None else f"{r['sample']:g}"),
+    table = [[("-" if r["sample"] is None else f"{r['sample']:g}") + (" (chosen)" if r.get("chosen") else ""),
               r["passes"], r["width"] or "-", r["mix"], f"{r['dev_pearson']:.4f}", f"{r['test_pearson_mean']:.4f}",
               f"{r['wordsim353']:.3f} / {r['simlex999']:.3f}", r["word_part_seconds"] or "-",
               r["train_wall_seconds"], r["model_mb"], f"{r['embed_sentences_per_second']:,}"] for r in rows]

@@ -157,25 +157,3 @@ def test_the_in_sentence_term_can_turn_rows_without_stretching_them():
     moved = np.abs(step).sum(axis=1) > 0
     assert moved[tokens].all() and not moved[np.setdiff1d(np.arange(V), tokens)].any()
     np.testing.assert_allclose((turned - W)[tokens], (step - radial)[tokens], rtol=1e-2, atol=2e-6)
-
-
-def test_the_word_part_kernel_is_a_plain_skip_gram_step_of_the_reference_gradient():
-    """One sentence, window 1 (no random shrink), no noise words, nothing subsampled: with
-    tiny steps the rows move by ``-lr`` times ``scbow.reference.sgns_loss_and_grad``."""
-    rng = np.random.default_rng(7)
-    V, d = 9, 6
-    Wi = rng.standard_normal((V, d))  # float64: steps this small are below float32's resolution
-    Wo = rng.standard_normal((V, d + 1))
-    tokens = np.array([2, 4, 6, 4, 8], dtype=np.int32)
-    offsets = np.array([0, 5], dtype=np.int64)
-    keep = np.ones(V, dtype=np.float32)
-    table = np.arange(V, dtype=np.int32)
-    bufs = (np.empty(P.WORD_SEGMENT, np.int32), np.empty(1, np.int32), np.empty(d, np.float32))
-    lr = 1e-6
-    Wi1, Wo1 = Wi.copy(), Wo.copy()
-    loss = P.word_part_chunk(Wi1, Wo1, tokens, offsets, 0, 1, keep, table, 1, 0, lr, lr, 0, 1, 1, 0, bufs)
-    pairs = [(c, o, ()) for c, o in reference.sgns_sentence_pairs(tokens, 1)]
-    want_loss, gW, gO = reference.sgns_loss_and_grad(Wi, Wo, pairs)
-    assert loss == pytest.approx(want_loss, rel=1e-5)
-    np.testing.assert_allclose((Wi1 - Wi) / -lr, gW, rtol=1e-3, atol=1e-4)
-    np.testing.assert_allclose((Wo1 - Wo) / -lr, gO, rtol=1e-3, atol=1e-4)
