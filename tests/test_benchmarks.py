@@ -143,7 +143,7 @@ def test_speed_harness_in_process_sections(tiny_data, tmp_path, monkeypatch):
     assert any("end to end" in name and t["met"] is None for name, t in by_name.items())  # not run
     assert any("reload" in name and t["met"] is True for name, t in by_name.items())
     markdown = out.with_name("speed.md").read_text()
-    assert "## Targets" in markdown and "sections not run: e2e, memory" in markdown
+    assert "## Targets" in markdown and "sections not run: wordpart, e2e, memory" in markdown
 
 
 @pytest.mark.slow

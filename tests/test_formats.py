@@ -284,6 +284,92 @@ def test_word2vec_with_a_repeated_word(tmp_path):
         load_word2vec(tmp_path / "v.txt")
 
 
+# Files of 'word number' lines (a model's vocab.txt, a word-count list) are not 1-dimensional
+# GloVe vectors: headerless GloVe needs at least 2 values a line (issue 34).
+NOT_VECTORS = {
+    "counts.txt": b"the 800\nman 700\nwalked 600\n",
+    "tabs.txt": b"man\t12\nthe\t5\n",
+    "decimals.txt": b"a 0.5\nb -0.25\n",
+    "crlf.txt": b"cat 3\r\ndog 2\r\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_VECTORS) + ["vocab.txt", "counts.txt.gz"])
+def test_word_number_lines_are_not_vectors(tmp_path, name):
+    import gzip
+
+    from conftest import assert_clean_error, make_runner
+
+    from scbow.cli import main
+
+    if name == "vocab.txt":  # a model directory's own word list
+        path = save_model(make_model(), tmp_path / "m") / "vocab.txt"
+    else:
+        path = tmp_path / name
+        data = NOT_VECTORS[name.removesuffix(".gz")]
+        path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    for read in (load_word2vec, scbow.load):
+        with pytest.raises(ModelError, match="not a vectors file.*word-count list"):
+            read(path)
+    runner = make_runner()
+    for args in (["similarity", "-m", str(path), "the man walked", "a cat sat"], ["neighbors", "-m", str(path), "man"]):
+        assert_clean_error(runner.invoke(main, args), "not a vectors file", exit_code=1)
+
+
+def test_one_dimensional_word2vec_with_its_header_is_read(tmp_path):
+    (tmp_path / "v.txt").write_text("2 1\na 0.5\nb -0.25\n")
+    model = load_word2vec(tmp_path / "v.txt")
+    assert model.vocab.words == ["a", "b"] and model.vectors[:, 0].tolist() == [0.5, -0.25]
+
+
+# Model.save writes only words Vocab.load reads back (issue 34): every word either saves and
+# loads back as it was, or is refused before anything is written.
+UNSAVABLE = ["a\nb", "\n", "a\rb", "a\r\nb", "x\r", "", "x\udcff", "\ud800"]
+SAVABLE = ["a b", " ", "a 5", "5", "a\tb", "\x0b", "\x0c", "a\x1cb", "\x85", "\u2028", "\ufeffa", "état", "\x00"]
+
+
+@pytest.mark.parametrize("word", UNSAVABLE + SAVABLE)
+def test_save_writes_only_words_load_reads_back(tmp_path, word):
+    model = make_model(words=["the", word, "cat"])
+    if word in SAVABLE:
+        assert load_model(save_model(model, tmp_path / "m")).vocab.words == model.vocab.words
+        return
+    with pytest.raises(ModelError, match="cannot save") as error:
+        model.save(tmp_path / "m")
+    assert repr(word) in str(error.value) and "\n" not in str(error.value)
+    assert os.listdir(tmp_path) == []  # nothing written
+    old = save_model(make_model(seed=1), tmp_path / "old")
+    with pytest.raises(ModelError, match="cannot save"):
+        save_model(model, old)
+    assert_same_model(load_model(old), make_model(seed=1))  # an old model there is kept
+
+
+WITH_AN_UNSAVABLE_WORD = {
+    "binary": b"2 2\nx " + np.float32([1, 2]).tobytes() + b"\na\nb " + np.float32([3, 4]).tobytes() + b"\n",
+    "text": b"2 2\nx 1 2\na\rb 3 4\n",
+    "empty word": b"2 2\nx 1 2\n 3 4\n",
+    "glove": b"x 1 2\na\rb 3 4\n",
+}
+
+
+@pytest.mark.parametrize("layout", sorted(WITH_AN_UNSAVABLE_WORD))
+def test_a_word2vec_file_with_an_unsavable_word_is_read_but_not_saved(tmp_path, layout):
+    (tmp_path / "v.txt").write_bytes(WITH_AN_UNSAVABLE_WORD[layout])
+    model = load_word2vec(tmp_path / "v.txt")  # usable: no token can be such a word
+    assert model.similarity("x", "x") == pytest.approx(1.0)
+    with pytest.raises(ModelError, match=r"cannot save .*vocab\.txt") as error:
+        model.save(tmp_path / "m")
+    assert repr(model.vocab.words[1]) in str(error.value)
+    assert sorted(os.listdir(tmp_path)) == ["v.txt"]
+
+
+def test_save_names_a_long_bad_word_cut_short(tmp_path):
+    word = "w" * 5000 + "\n"
+    with pytest.raises(ModelError) as error:
+        make_model(words=["the", word]).save(tmp_path / "m")
+    assert len(str(error.value)) < 300 and "www" in str(error.value)
+
+
 # ---------------------------------------------------------------------------------------
 # Model API
 

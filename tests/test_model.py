@@ -140,3 +140,64 @@ def test_repr_counts_the_corpus_tokens_as_train_and_info_do():
     assert any("12,335,808 tokens" in line for line in describe(m, "/m"))
     old = Model(Vocab(["a", "b"], [3, 2]), np.ones((2, 4), np.float32), {}, {"corpus": {"files": ["x"], "tokens": 7}})
     assert repr(old) == "<scbow Model: 2 words x 4 dims, trained on x (7 tokens)>"  # a model without the raw count
+
+
+def test_embed_from_many_threads_while_the_hash_cache_is_cleared(model, monkeypatch):
+    """Threads sharing a model (or a LineEncoder) get the rows one thread gets, though the cache
+    of hashed vectors, bounded to 3 words here, is cleared by one call while others use it (issue 34)."""
+    import sys
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    import scbow.use.embedding as embedding
+    import scbow.vectors.model as model_api
+
+    def hashing():
+        return Model(model.vocab, model.vectors, {"unknown": "hash", "unknown_scale": 1.0})
+
+    batches = [[f"the zebra{i} cat okapi{i % 3}", f"quagga{i} sat on gnu{i + 1} mat", "the cat"] for i in range(12)]
+    calls = {
+        "embed": lambda m, b: m.embed(b),
+        "similarities": lambda m, b: m.similarities(b[:2], b[1:]),
+        "similarity": lambda m, b: np.array(m.similarity(b[0], b[1])),
+    }
+    want = {(name, i): call(hashing(), b) for name, call in calls.items() for i, b in enumerate(batches)}
+    shared = hashing()
+    lines = [[s + "\n" for s in b] for b in batches]
+    encoder_want = [embedding.LineEncoder(hashing()).encode(block) for block in lines]
+    encoder = embedding.LineEncoder(shared)
+
+    class Yielding(dict):  # a cache that lets other threads in after every change and look-up
+        def __setitem__(self, key, value):
+            super().__setitem__(key, value)
+            time.sleep(0)
+
+        def update(self, *args):
+            super().update(*args)
+            time.sleep(0)
+
+        def clear(self):
+            super().clear()
+            time.sleep(0)
+
+        def get(self, key, default=None):
+            time.sleep(0)
+            return super().get(key, default)
+
+    shared._hashed, encoder._seen = Yielding(), Yielding()
+    monkeypatch.setattr(model_api, "_HASH_CACHE", 3)
+    monkeypatch.setattr(embedding, "_HASH_CACHE", 3)
+    jobs = [(name, i) for _ in range(4) for name in calls for i in range(len(batches))]
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns as often as they can
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda job: calls[job[0]](shared, batches[job[1]]), jobs))
+            got_encoded = list(pool.map(lambda j: encoder.encode(lines[j % len(lines)]), range(4 * len(lines))))
+    finally:
+        sys.setswitchinterval(switch)
+    for job, rows in zip(jobs, got):
+        np.testing.assert_array_equal(rows, want[job])
+    for j, (ids, extra) in enumerate(got_encoded):
+        np.testing.assert_array_equal(ids, encoder_want[j % len(lines)][0])
+        np.testing.assert_array_equal(extra, encoder_want[j % len(lines)][1])

@@ -34,6 +34,33 @@ def test_hashed_vector_is_fixed_and_shared_with_the_overlap_control():
     assert np.array_equal(OverlapControl(dim=16).vector("zebra"), a)
 
 
+@pytest.mark.parametrize("token", ["\udcff", "a\udcffb", "\ud800", "x\udfff\ud800y"])
+def test_a_token_with_a_lone_surrogate_has_a_hashed_vector(model, token):
+    # surrogateescape turns bytes that are not UTF-8 (in argv, in file names) into lone surrogates;
+    # a surrogate is hashed as the 3 bytes UTF-8 would give its code point (issue 34)
+    import hashlib
+
+    from scbow.vectors.numeric import hashed_vectors
+
+    data = token.encode("utf-8", "surrogatepass")
+    seed = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+    want = np.random.default_rng(seed).standard_normal(16)
+    np.testing.assert_array_equal(hashed_vector(token, 16), want)
+    np.testing.assert_allclose(hashed_vectors([token, "zebra"], 16, 2.0)[0], want * 2.0 / np.linalg.norm(want), rtol=1e-12)
+    replaced = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in token)  # what errors="replace" reads
+    assert not np.allclose(want, hashed_vector(replaced, 16))
+    assert np.isfinite(model.embed([f"the {token} cat"], unknown="hash")).all()
+    assert np.isfinite(OverlapControl(dim=16).vector(token)).all()
+
+
+def test_similarity_cli_with_bytes_that_are_not_utf8(model, tmp_path):
+    save_model(model, tmp_path / "m")
+    sentence = b"the cat \xff sat".decode("utf-8", "surrogateescape")  # as Python passes such argv
+    r = runner().invoke(main, ["similarity", "-m", str(tmp_path / "m"), "--unknown", "hash", sentence, "the cat"])
+    assert r.exit_code == 0, r.output
+    assert float(r.stdout.strip()) == pytest.approx(model.similarity(sentence, "the cat", unknown="hash"), abs=1e-4)
+
+
 def test_unknown_norm_is_the_median_of_the_rarest_tenth(model):
     rows = np.asarray(model.vectors[-1:], dtype=np.float64)  # 13 words: the rarest tenth is one row
     assert model.unknown_norm() == pytest.approx(float(np.linalg.norm(rows[0])))

@@ -10,6 +10,28 @@ import numpy as np
 MAX_COUNT = 2**63 - 1  # counts are int64
 
 
+def unsavable(word) -> str | None:
+    """Why ``word`` cannot be a line of a ``vocab.txt`` that :meth:`Vocab.load` reads back, or None.
+
+    The exact inverse of what ``load`` accepts: it reads UTF-8 text in universal-newline mode
+    (``\\r`` and ``\\r\\n`` end lines too) and splits each line at its last space, so a word is
+    any non-empty str without ``\\n`` or ``\\r`` that UTF-8 can write (no lone surrogate).
+    Spaces, tabs and other whitespace are fine. Such words never come from the tokenizer; they
+    can from a word2vec file, which keeps them (no token can match them) until ``save``.
+    """
+    if not isinstance(word, str):
+        return f"is a {type(word).__name__}, not a string"
+    if not word:
+        return "is empty"
+    if "\n" in word or "\r" in word:
+        return "holds a line break"
+    try:
+        word.encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds a lone surrogate, which UTF-8 cannot write"
+    return None
+
+
 class Vocab:
     """Words and counts; ``index[word]`` gives the id, ``words[id]`` the word.
 
@@ -34,10 +56,33 @@ class Vocab:
         return word in self.index
 
     def save(self, path: os.PathLike) -> None:
-        """Write ``word count`` lines, UTF-8 (tokens never contain whitespace)."""
+        """Write ``word count`` lines, UTF-8 (tokens never contain whitespace).
+
+        ValueError, before the file is opened, for a word :meth:`load` could not read back
+        (:meth:`check_savable`)."""
+        self.check_savable()
         with open(path, "w", encoding="utf-8", newline="\n") as fh:
             for w, c in zip(self.words, self.counts.tolist()):
                 fh.write(f"{w} {c}\n")
+
+    def check_savable(self) -> None:
+        """ValueError naming the first word :meth:`save` cannot write so that :meth:`load` reads it
+        back (:func:`unsavable`); one pass over the words when all are fine."""
+        words = self.words
+        try:
+            joined = "".join(words)
+            fine = "" not in self.index and "\n" not in joined and "\r" not in joined
+            joined.encode("utf-8")
+        except (TypeError, UnicodeEncodeError):
+            fine = False
+        if fine:
+            return
+        for n, word in enumerate(words, 1):
+            why = unsavable(word)
+            if why:
+                text = repr(word)
+                text = text if len(text) <= 60 else text[:50] + "..."
+                raise ValueError(f"word {n:,} of {len(words):,}, {text}, {why}")
 
     @classmethod
     def load(cls, path: os.PathLike) -> "Vocab":

@@ -103,18 +103,27 @@ class LineEncoder:
         return ids, self._hashed(list(table))
 
     def _hashed(self, tokens: list[str]) -> np.ndarray:
-        """float32 hashed vectors of ``tokens``; a word seen in an earlier block is not hashed again."""
+        """float32 hashed vectors of ``tokens``; a word seen in an earlier block is not hashed again.
+
+        The cache is bounded (a huge input keeps only recent words) and may be shared by
+        threads encoding with one encoder: as in ``Model.embed``, the result comes from this
+        call's own rows, published to the cache only after they are all at hand."""
+        from ..vectors.model import publish_hashed
         from ..vectors.numeric import hashed_vectors
 
-        new = [t for t in tokens if t not in self._seen]
-        if len(self._seen) + len(new) > _HASH_CACHE:  # bounded: a huge input keeps only recent words
-            self._seen.clear()
-            new = tokens
-        for token, row in zip(new, hashed_vectors(new, self._dim, self._norm).astype(np.float32)):
-            self._seen[token] = row
+        seen = self._seen
+        rows = {}
+        for token in tokens:
+            row = seen.get(token)
+            if row is not None:
+                rows[token] = row
+        new = [t for t in tokens if t not in rows]
+        if new:
+            rows.update(zip(new, hashed_vectors(new, self._dim, self._norm).astype(np.float32)))
+            publish_hashed(seen, new, rows, _HASH_CACHE)
         extra = np.empty((len(tokens), self._dim), dtype=np.float32)
         for j, token in enumerate(tokens):
-            extra[j] = self._seen[token]
+            extra[j] = rows[token]
         return extra
 
 

@@ -237,8 +237,11 @@ def load_word2vec(path: os.PathLike) -> Model:
     """Read a word2vec text or binary file, or GloVe text, as a :class:`Model`.
 
     The format is detected: word2vec files start with a ``count dim`` line, then text or
-    binary vectors; GloVe text has no such line (every line is ``word v1 ... vd``). Files
-    compressed with gzip, bzip2 or xz are read too (``vectors.txt.gz``), as gensim does.
+    binary vectors; GloVe text has no such line (every line is ``word v1 ... vd``, d at
+    least 2: a file of ``word number`` lines is a word-count list, such as a model's
+    ``vocab.txt``, and is refused). Files compressed with gzip, bzip2 or xz are read too
+    (``vectors.txt.gz``), as gensim does. A word a model directory cannot hold (empty, or
+    with a line break in it) is read (no token can match it); ``Model.save`` refuses it.
     """
     path = Path(path)
     try:
@@ -254,8 +257,14 @@ def load_word2vec(path: os.PathLike) -> Model:
             raise ModelError(f"{path}: bad word2vec header {header[:80]!r} (dimensions must be 1 to {MAX_DIM:,})")
         body = data[newline + 1 :] if newline >= 0 else b""
         kind = "word2vec"
-    elif len(fields) >= 2 and _all_numbers(fields[1:]):
-        # GloVe: no header; the first line's fields after the word give the dimensions
+    elif len(fields) == 2 and _all_numbers(fields[1:]):
+        # 'word number' lines are a word-count list (a model's vocab.txt), not 1-dimensional
+        # vectors: headerless GloVe has at least 2 dimensions (a word2vec header allows 1)
+        raise ModelError(f"{path}: not a vectors file: its first line {header[:60]!r} is a word and one number, "
+                         "as in a word-count list or a model's vocab.txt (GloVe vectors have at least 2 values a "
+                         "line; 1-dimensional vectors need word2vec's 'count 1' first line)")
+    elif len(fields) > 2 and _all_numbers(fields[1:]):
+        # GloVe: no header; the first line's fields after the word give the dimensions (at least 2)
         dim = len(fields) - 1
         if dim > MAX_DIM:
             raise ModelError(f"{path}: GloVe vectors of {plural(dim, 'dimension')} (1 to {MAX_DIM:,} are possible)")

@@ -54,6 +54,19 @@ def row_parts(config: dict, width: int) -> dict:
     return {"sentence": (0, width)}
 
 
+def publish_hashed(cache: dict, new: list, rows: dict, bound: int) -> None:
+    """Put ``rows[t]`` of the ``new`` tokens into ``cache``, emptying it first when it would hold
+    more than ``bound`` (a call with more new tokens than that keeps them to itself).
+
+    Callers read their result from ``rows``, never from ``cache``: threads sharing a cache
+    may clear it at any moment (and may together leave it a little over ``bound``)."""
+    if len(new) > bound:
+        return
+    if len(cache) + len(new) > bound:
+        cache.clear()
+    cache.update((t, rows[t]) for t in new)
+
+
 class Model:
     """Word vectors whose average embeds a sentence.
 
@@ -361,15 +374,23 @@ class Model:
             return (sums / np.where(total > 0, total, np.nan)[:, None]).astype(np.float32)
 
     def _unit_hashed(self, tokens: list[str]) -> np.ndarray:
-        """Unit-length hashed vectors of ``tokens`` (float64), kept between calls (bounded)."""
+        """Unit-length hashed vectors of ``tokens`` (float64), kept between calls (bounded).
+
+        Thread-safe without a lock: the result is built from this call's own dict of rows (those
+        found in the cache, then those computed), and only then are the new rows published, so
+        a ``clear()`` of the shared cache by another thread never loses a row this call needs.
+        """
         cache = self.__dict__.setdefault("_hashed", {})
-        new = [t for t in tokens if t not in cache]
-        if len(cache) + len(new) > _HASH_CACHE:
-            cache.clear()
-            new = tokens
-        for token, row in zip(new, hashed_vectors(new, self.dim, 1.0)):
-            cache[token] = row
-        return np.array([cache[t] for t in tokens]).reshape(len(tokens), self.dim)
+        rows = {}
+        for token in tokens:
+            row = cache.get(token)
+            if row is not None:
+                rows[token] = row
+        new = [t for t in tokens if t not in rows]
+        if new:
+            rows.update(zip(new, hashed_vectors(new, self.dim, 1.0)))
+            publish_hashed(cache, new, rows, _HASH_CACHE)
+        return np.array([rows[t] for t in tokens]).reshape(len(tokens), self.dim)
 
     def unknown_norm(self) -> float:
         """The median norm of the vectors of the rarest tenth of the trained vocabulary.

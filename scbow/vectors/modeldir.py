@@ -115,7 +115,15 @@ def write_model_files(model: SavedModel, directory: Path, info: dict | None = No
 
 
 def save_model(model: SavedModel, path: os.PathLike) -> Path:
-    """Write ``model`` as a directory at ``path``, replacing any model there atomically."""
+    """Write ``model`` as a directory at ``path``, replacing any model there atomically.
+
+    ModelError, writing nothing, for a model with a word ``scbow.load`` could not read back
+    (``scbow.text.vocab.unsavable``: empty, a line break in it, a lone surrogate)."""
+    try:
+        model.vocab.check_savable()
+    except ValueError as exc:
+        raise ModelError(f"cannot save the model to {path}: its {exc}, so its vocab.txt ('word count' lines) "
+                         "could not be read back; nothing was written") from None
     path = check_output_dir(path)
     try:
         with atomic_dir(path, own_names=MODEL_FILES + OPTIONAL_FILES) as tmp:

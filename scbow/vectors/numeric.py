@@ -30,8 +30,12 @@ def hashed_vector(token: str, dim: int) -> np.ndarray:
 
     Drawn from a generator seeded by a hash of the token (BLAKE2b of its UTF-8 bytes, 8
     bytes), so it depends on the token alone: the same in every run and every process.
+    A lone surrogate (what Python's surrogateescape makes of bytes that are not UTF-8, in
+    argv for one) counts as the 3 bytes UTF-8 gives its code point (``surrogatepass``), so
+    every str has a vector; a str without one hashes its plain UTF-8 bytes, as before.
     """
-    seed = int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
+    data = token.encode("utf-8", "surrogatepass")
+    seed = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
     return np.random.default_rng(seed).standard_normal(dim)
 
 
