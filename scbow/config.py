@@ -137,10 +137,14 @@ class TrainConfig:
     # every row, where word similarity lives; the saved rows are [sentence part ; word part],
     # the word part weighted by word_mix against the sentence part (each part scaled to
     # unit-length sentence averages), so a model stays a plain average of its rows.
-    # 0 passes: the sentence part alone, as before. Chosen on STS-B dev within a 6-minute
-    # budget for the default 100M run on 2 cores (benchmarks/results/search.md, "the word part").
+    # 0 passes: the sentence part alone, as before. Chosen on STS-B dev on gutenberg-100M
+    # within a 6-minute budget for a default run on 2 cores (benchmarks/results/word_part_search.md):
+    # 3 passes of 150 dims score 0.7602 (the sentence part alone 0.7560); 3 of 300 score 0.7617
+    # and 5 of 150 0.7632, but the word part's time grows with its passes (and barely shrinks
+    # with its width: the kernel waits on memory), and either would take the default 100M run
+    # well past the budget (5 of 150: about 9 minutes). mix 0.5 beats 0.25 and 0.75.
     word_passes: int = 3
-    word_dim: int = 300
+    word_dim: int = 150
     word_mix: float = 0.5
     threads: int = 0  # 0 = all available cores
     seed: int = 1
