@@ -137,6 +137,9 @@ def test_resume_inside_the_word_part_is_bit_identical(tmp_path, corpus_file, wor
     with pytest.raises(Interrupted) as info:
         train_session([corpus_file], config, out, quiet=True, hooks=[SignalInWordPart(5)])
     assert "of the word part" in info.value.message
+    from scbow.training.checkpoint import describe, read_meta
+
+    assert describe(read_meta(checkpoint_dir(out))) == f"1,500 of {2 * 2400:,} sentences of the word part"
     meta = json.loads((checkpoint_dir(out) / "state.json").read_text())
     assert meta["state"]["word_done"] == 5 * 300 and meta["state"]["epoch"] == 2
     assert (checkpoint_dir(out) / "word_in.npy").is_file() and (checkpoint_dir(out) / "word_out.npy").is_file()

@@ -234,8 +234,10 @@ def describe(meta: dict) -> str:
     """``"123,456 of 1,000,000 examples"`` for a checkpoint's state."""
     state = meta.get("state", {})
     try:
+        if int(state.get("word_done", 0)) > 0:
+            return f"{int(state['word_done']):,} of {int(state['word_total']):,} sentences of the word part"
         return f"{int(state['done']):,} of {int(state['total']):,} examples"
-    except (KeyError, TypeError, ValueError):
+    except (AttributeError, KeyError, TypeError, ValueError):
         return "unknown progress"
 
 
