@@ -454,6 +454,23 @@ def test_cli_trains_on_cuda(tiny_corpus_file, tmp_path):
     assert model.info["training"]["device"] == "cuda" and model.vectors.shape[1] == 8
 
 
+def test_cuda_trains_the_word_part_on_the_cpu_and_says_so(tiny_corpus_file, tmp_path):
+    from click.testing import CliRunner
+
+    from scbow.cli import main
+    from scbow.vectors.formats import load_model
+
+    out = tmp_path / "model"
+    result = CliRunner().invoke(main, ["train", str(tiny_corpus_file), "-o", str(out), "--device", "cuda", "--dim", "8",
+                                       "--epochs", "1", "--min-count", "1", "--common-components", "-1",
+                                       "--word-passes", "1", "--word-dim", "4", "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    assert "the word part trains on the CPU" in result.stderr
+    model = load_model(out)
+    assert model.parts == {"sentence": (0, 8), "word": (8, 12)}
+    assert model.info["training"]["word_part"]["sentences"] > 0
+
+
 # ---------------------------------------------------------------------------------------
 # No GPU, no numba-cuda: one line, exit 1
 
