@@ -36,6 +36,11 @@ def read_json(path: os.PathLike, error: type[Exception] = ModelError, what: str 
         raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise error(f"{path}: {what} (not UTF-8 text)") from None
+    return parse_json(text, path, error, what)
+
+
+def parse_json(text: str, path: os.PathLike, error: type[Exception] = ModelError, what: str = "damaged file") -> object:
+    """The JSON value in ``text`` (read from ``path``), failing as :func:`read_json` does."""
     try:
         return json.loads(text)
     except RecursionError:

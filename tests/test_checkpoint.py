@@ -172,6 +172,80 @@ def test_periodic_checkpoints(tmp_path, corpus_file, small_batches, monkeypatch)
     assert len(written) >= 10  # a duration that is always due: after every batch
 
 
+class SignalWhen(Hook):
+    """Sends SIGINT after the first batch whose state satisfies ``when(state)``."""
+
+    def __init__(self, when):
+        self.when, self.sent = when, False
+
+    def after_batch(self, state, vectors):
+        if not self.sent and self.when(state):
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+@pytest.mark.parametrize("epoch", [0, 1])
+def test_a_checkpoint_at_the_end_of_an_epoch_resumes_bit_identically(tmp_path, corpus_file, small_batches, epoch):
+    """Interrupted at an epoch's last batch (issue 34): the checkpoint holds lo == targets_per_epoch in
+    that epoch (the trainer moves to the next epoch after the hooks); it resumes with the next
+    epoch's shuffle, bit for bit as an uninterrupted run."""
+    config = cfg()
+    reference = train_session([corpus_file], config, tmp_path / "a", quiet=True)
+    out = tmp_path / "b"
+    with pytest.raises(Interrupted):
+        train_session([corpus_file], config, out, quiet=True,
+                      hooks=[SignalWhen(lambda s: s.epoch == epoch and s.lo == s.targets_per_epoch)])
+    state = json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]
+    assert state["epoch"] == epoch and state["lo"] == state["targets_per_epoch"]
+    assert state["done"] == (epoch + 1) * state["targets_per_epoch"]
+    resumed = train_session([corpus_file], config, out, quiet=True, resume=True)
+    a, b = load_model(tmp_path / "a"), load_model(out)
+    assert np.array_equal(np.asarray(a.vectors).view(np.uint32), np.asarray(b.vectors).view(np.uint32))
+    assert resumed.losses == reference.losses and resumed.examples == reference.examples
+
+
+@pytest.mark.parametrize("stop", ["mid-epoch", "at a checkpoint", "end of an epoch"])
+def test_a_resumed_run_checkpoints_where_an_uninterrupted_one_does(tmp_path, corpus_file, small_batches,
+                                                                   monkeypatch, stop):
+    """--checkpoint-every N: a resumed run writes its checkpoints at the example counts an uninterrupted
+    run writes them at (issue 34: none after its first batch unless one is due there)."""
+    from scbow.training.checkpoint import CheckpointWriter
+
+    written = []
+    original = CheckpointWriter.write
+
+    def spy(self, state, W, output=None, word=None):
+        written.append(state.done)
+        return original(self, state, W, output, word)
+
+    monkeypatch.setattr(CheckpointWriter, "write", spy)
+    train_session([corpus_file], cfg(), tmp_path / "a", quiet=True, checkpoint_every=1000)
+    reference = list(written)
+    assert len(reference) >= 4
+    when = {"mid-epoch": lambda s: s.done == 5 * 256, "at a checkpoint": lambda s: s.done == reference[1],
+            "end of an epoch": lambda s: s.epoch == 0 and s.lo == s.targets_per_epoch}[stop]
+    written.clear()
+    out = tmp_path / "b"
+    with pytest.raises(Interrupted):
+        train_session([corpus_file], cfg(), out, quiet=True, checkpoint_every=1000, hooks=[SignalWhen(when)])
+    at = written[-1]  # the interrupt's checkpoint; the periodic ones before it are the reference's
+    assert written[:-1] == [d for d in reference if d < at]
+    written.clear()
+    train_session([corpus_file], cfg(), out, quiet=True, resume=True, checkpoint_every=1000)
+    assert written == [d for d in reference if d > at]
+
+
+def test_a_finished_runs_checkpoint_goes_with_its_word_part_matrices(tmp_path, corpus_file, small_batches):
+    """A run whose last checkpoint was in the word part removes word_in.npy and word_out.npy with the
+    rest of the checkpoint: nothing is left to block the next run into the same output."""
+    config = cfg(epochs=1, word_passes=2, word_dim=8)
+    warnings = []
+    out = tmp_path / "m"
+    train_session([corpus_file], config, out, quiet=True, checkpoint_every=1000, warn=warnings.append)
+    assert not checkpoint_dir(out).exists() and warnings == []
+    train_session([corpus_file], config, out, quiet=True)  # not taken for an unfinished run's checkpoint
+
+
 def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_text, small_batches):
     out = tmp_path / "m"
     with pytest.raises(Interrupted):

@@ -199,6 +199,114 @@ def test_load_newer_format_version(saved):
 
 
 # ---------------------------------------------------------------------------------------
+# A model read while saves replace it (issue 34): the old model or the new one, whole
+
+
+def two_models() -> dict:
+    """Two models any mix of shows: other words ("a..." and "b..."), rows, dimensions and settings,
+    and a learning curve (curve.json, an optional file) in one of them only."""
+    models = {}
+    for name, rows, dim in (("a", 40, 8), ("b", 50, 12)):
+        vectors = np.random.default_rng(rows).standard_normal((rows, dim)).astype(np.float32)
+        vocab = Vocab([f"{name}{i}" for i in range(rows)], np.arange(rows, 0, -1) * 10)
+        info = {"which": name, **({"curve": {"points": [{"examples": 1, "dev": None}]}} if name == "a" else {})}
+        models[name] = Model(vocab, vectors, {"dim": dim, "seed": rows}, info)
+    return models
+
+
+def load_while_saving(where, loads: int, seconds: float):
+    """Load ``where`` up to ``loads`` times (or for ``seconds``) while a thread saves two models into it
+    in turn; every load must be one of them whole. Returns the loads of each and the saves done."""
+    import threading
+    import time
+    from collections import Counter
+
+    models = two_models()
+    save_model(models["a"], where)
+    stop, saves, failed = threading.Event(), [0], []
+
+    def writer():
+        try:
+            while not stop.is_set():
+                for model in models.values():
+                    save_model(model, where)
+                    saves[0] += 1
+        except BaseException as exc:  # noqa: BLE001 (reported by the test)
+            failed.append(exc)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    seen: Counter = Counter()
+    deadline = time.monotonic() + seconds
+    try:
+        while seen.total() < loads and time.monotonic() < deadline and not failed:
+            model = load_model(where, mmap=seen.total() % 2 == 0)  # any error fails the test
+            want = models[model.vocab.words[0][0]]
+            assert model.vocab.words == want.vocab.words
+            assert model.vocab.counts.tolist() == want.vocab.counts.tolist()
+            assert np.array_equal(np.asarray(model.vectors), want.vectors)
+            assert model.config == want.config and model.info == want.info
+            seen[want.info["which"]] += 1
+    finally:
+        stop.set()
+        thread.join()
+    assert not failed, failed
+    return seen, saves[0]
+
+
+def test_a_model_read_while_saves_replace_it_is_one_of_them_whole(tmp_path):
+    seen, saves = load_while_saving(tmp_path / "x", loads=2000, seconds=4)
+    assert seen["a"] and seen["b"] and saves >= 20  # the reads did overlap the saves
+
+
+@pytest.mark.parametrize("at", ["vectors.npy", "vocab.txt", "config.json", "curve.json"])
+def test_a_save_landing_between_a_reads_files_restarts_the_read(tmp_path, monkeypatch, at):
+    """The rule, step by step: a save that swaps a new model in just before the reader opens ``at``
+    (the old directory's files then deleted) makes the read start over and return the new model
+    whole; curve.json, which only model a has, is not taken for absent."""
+    from scbow.vectors import formats
+
+    models, where = two_models(), tmp_path / "x"
+    save_model(models["a"], where)
+    opened, saves = formats.ModelFiles._open, []
+
+    def save_first(self, name):
+        if name == at and not saves:
+            saves.append(save_model(models["b"], where))
+        return opened(self, name)
+
+    monkeypatch.setattr(formats.ModelFiles, "_open", save_first)
+    model = load_model(where)
+    assert saves and model.vocab.words == models["b"].vocab.words and model.info == models["b"].info
+    assert np.array_equal(np.asarray(model.vectors), models["b"].vectors)
+
+
+def test_a_model_replaced_at_every_read_is_one_clean_error(tmp_path, monkeypatch):
+    from scbow.vectors import formats
+
+    models, where = two_models(), tmp_path / "x"
+    save_model(models["a"], where)
+    opened, saves = formats.ModelFiles._open, []
+
+    def save_always(self, name):
+        if name == "vocab.txt":
+            saves.append(save_model(models["ab"[len(saves) % 2]], where))
+        return opened(self, name)
+
+    monkeypatch.setattr(formats.ModelFiles, "_open", save_always)
+    with pytest.raises(ModelError, match=f"replaced {formats.LOAD_ATTEMPTS} times while it was being read"):
+        load_model(where)
+    assert len(saves) == formats.LOAD_ATTEMPTS
+
+
+@pytest.mark.slow
+def test_ten_thousand_reads_while_saves_replace_the_model(tmp_path):
+    seen, saves = load_while_saving(tmp_path / "x", loads=10_000, seconds=600)
+    print(f"loads {dict(seen)}, saves {saves}")
+    assert seen.total() == 10_000 and seen["a"] and seen["b"]
+
+
+# ---------------------------------------------------------------------------------------
 # word2vec
 
 

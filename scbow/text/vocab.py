@@ -86,7 +86,11 @@ class Vocab:
 
     @classmethod
     def load(cls, path: os.PathLike) -> "Vocab":
-        text = Path(path).read_text(encoding="utf-8")
+        return cls.parse(Path(path).read_text(encoding="utf-8"), path)
+
+    @classmethod
+    def parse(cls, text: str, path: os.PathLike) -> "Vocab":
+        """The vocabulary in ``text``, the contents of the ``vocab.txt`` at ``path`` (named in errors)."""
         words, counts = [], []
         lines = text.split("\n")
         if lines and lines[-1] == "":

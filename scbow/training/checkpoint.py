@@ -52,6 +52,14 @@ WORD_FILES = ("word_in.npy", "word_out.npy")  # the word part's matrices, once i
 FREE_ON_RESUME = ("threads", "device")
 
 
+def checkpoint_files() -> tuple:
+    """Every name a checkpoint's files may have: what :class:`CheckpointWriter` writes, and all a
+    finished run removes (``scbow.training.session.remove_checkpoint``)."""
+    from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES
+
+    return (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, OUTPUT_FILE, *WORD_FILES)
+
+
 def checkpoint_dir(output: Path) -> Path:
     """Where the checkpoint of a run into ``output`` lives: ``OUTPUT.checkpoint``."""
     output = Path(output)
@@ -175,14 +183,13 @@ class CheckpointWriter:
         than a poisoned one.
         """
         from ..vectors.model import Model
-        from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES, write_model_files
+        from ..vectors.modeldir import write_model_files
 
         extra = ([(OUTPUT_FILE, output)] if output is not None else []) + (list(zip(WORD_FILES, word)) if word else [])
         if not np.isfinite(W).all() or not all(np.isfinite(M).all() for _, M in extra):
             raise diverged(self.config.lr, f"the embeddings hold NaN or inf after {state.done:,} examples")
         # a user's file put in the checkpoint stops its replacement (a warning), never goes with it
-        with atomic_dir(self.path, own_names=(*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, OUTPUT_FILE,
-                                              *WORD_FILES)) as tmp:
+        with atomic_dir(self.path, own_names=checkpoint_files()) as tmp:
             for name, M in extra:
                 np.save(tmp / name, np.ascontiguousarray(M, dtype=np.float32))
                 fsync_path(tmp / name)

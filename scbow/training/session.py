@@ -447,12 +447,11 @@ def remove_checkpoint(ckpt: Path, warn=None) -> None:
     checkpoint is removed only as far as the tool can prove it wrote it.
     """
     from ..files import holds_model
-    from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES
-    from .checkpoint import OUTPUT_FILE, STATE_FILE
+    from .checkpoint import checkpoint_files
 
     if not ckpt.is_dir() or ckpt.is_symlink() or holds_model(ckpt) != "a training checkpoint":
         return
-    for name in (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, OUTPUT_FILE):
+    for name in checkpoint_files():
         try:
             if (ckpt / name).is_file() and not (ckpt / name).is_symlink():
                 os.unlink(ckpt / name)

@@ -6,13 +6,15 @@ matrix checked before use (:func:`check_vectors`). Also word2vec export. No pick
 from __future__ import annotations
 
 import os
+import stat
+import time
 from pathlib import Path
 
 import numpy as np
 
 from ..config import finite_number
 from ..errors import CorpusError, ModelError
-from ..files import atomic_file, check_output_file, read_json, short_message
+from ..files import atomic_file, check_output_file, parse_json, read_json, short_message
 from ..progress import plural
 from ..text.reader import read_all_bytes
 from ..text.tokenize import VERSIONS
@@ -22,16 +24,133 @@ from .modeldir import CURVE_FILE, FORMAT_VERSION, MODEL_FILES
 
 
 def load_model(path: os.PathLike, mmap: bool = True) -> Model:
-    """Read a model directory (or a word2vec text/binary file) written by this package."""
+    """Read a model directory (or a word2vec text/binary file) written by this package.
+
+    A directory that a save replaces while it is read is read whole, the old model or the
+    new one (:class:`ModelFiles`), never one model's words with another's vectors.
+    """
     path = Path(path)
     if not path.exists():
         raise ModelError(f"{path}: no such model (train one with 'scbow-numba train')")
     if path.is_file():
         return load_word2vec(path)
-    missing = [n for n in MODEL_FILES if not (path / n).is_file()]
+    for attempt in range(LOAD_ATTEMPTS):
+        if attempt > 1:
+            time.sleep(0.01)  # a save that cannot swap directories in one step leaves none for a moment
+        try:
+            with ModelFiles(path) as files:
+                return _read_model_dir(path, files, mmap)
+        except Replaced:
+            continue
+    if not path.exists():
+        raise ModelError(f"{path}: no such model (train one with 'scbow-numba train')")
+    raise ModelError(f"{path}: the model was replaced {LOAD_ATTEMPTS} times while it was being read (another "
+                     "process is saving models there); try again")
+
+
+# How many times load_model starts over when saves keep replacing the directory it reads.
+LOAD_ATTEMPTS = 10
+
+
+class Replaced(Exception):
+    """The model directory was replaced by a save while it was being read: read it again."""
+
+
+class ModelFiles:
+    """The files of the model directory ``path``, all opened through one descriptor of it.
+
+    The rule that makes a read whole: the directory is opened once and every file is opened
+    relative to it, so all of them come from the same directory, even when a save swaps a
+    new one in at ``path`` meanwhile (:func:`scbow.files.atomic_dir` swaps the complete new
+    directory in, then deletes the old one's files; a file opened, or memory-mapped, before
+    its deletion stays readable). A file missing while ``path`` no longer names the directory
+    opened means a save took it away: :class:`Replaced`, and the caller starts over.
+    ``curve.json`` (optional) is told missing from removed the same way.
+    """
+
+    NAMES = (*MODEL_FILES, CURVE_FILE)
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        try:
+            # O_PATH: the directory needs no read permission, as when its files were opened by path
+            self.dir_fd = os.open(self.path, getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0))
+        except FileNotFoundError:
+            raise Replaced from None
+        except OSError as exc:
+            raise ModelError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        self.fds: dict = {}  # name -> descriptor, None (missing or not a regular file) or the OSError opening it
+        try:
+            for name in self.NAMES:
+                self.fds[name] = self._open(name)
+            if None in self.fds.values() and not self._still_at_path():
+                raise Replaced
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, name: str):
+        try:
+            # O_NONBLOCK: a pipe in a file's place would block the open; it is refused as missing
+            fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0), dir_fd=self.dir_fd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return exc
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        os.set_blocking(fd, True)
+        return fd
+
+    def _still_at_path(self) -> bool:
+        try:
+            now, opened = os.stat(self.path), os.fstat(self.dir_fd)
+        except OSError:
+            return False
+        return (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino)
+
+    def has(self, name: str) -> bool:
+        return self.fds.get(name) is not None
+
+    def open(self, name: str, mode: str = "r"):
+        """The file ``name`` as a file object (text as ``Path.read_text`` reads it, or ``"rb"``); it
+        owns the descriptor. Raises the OSError that opening it met."""
+        fd = self.fds.pop(name)
+        if isinstance(fd, OSError):
+            raise fd
+        return open(fd, mode, encoding=None if "b" in mode else "utf-8")
+
+    def json(self, name: str, what: str) -> object:
+        """The JSON value in ``name``, failing as :func:`scbow.files.read_json` does."""
+        try:
+            with self.open(name) as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise ModelError(f"{self.path / name}: cannot read: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise ModelError(f"{self.path / name}: {what} (not UTF-8 text)") from None
+        return parse_json(text, self.path / name, ModelError, what)
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            if isinstance(fd, int):
+                os.close(fd)
+        self.fds.clear()
+        os.close(self.dir_fd)
+
+    def __enter__(self) -> "ModelFiles":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _read_model_dir(path: Path, files: ModelFiles, mmap: bool) -> Model:
+    missing = [n for n in MODEL_FILES if not files.has(n)]
     if missing:
         raise ModelError(f"{path}: not a model directory (missing {', '.join(missing)})")
-    meta = read_json(path / "config.json", what="damaged model")
+    meta = files.json("config.json", what="damaged model")
     if not isinstance(meta, dict) or not isinstance(meta.get("format_version"), int):
         raise ModelError(f"{path / 'config.json'}: has no format_version")
     if meta["format_version"] > FORMAT_VERSION:
@@ -40,15 +159,19 @@ def load_model(path: os.PathLike, mmap: bool = True) -> Model:
             f"understands ({FORMAT_VERSION}); upgrade scbow-numba"
         )
     try:
-        # opened memory-mapped first: a header that claims more rows than the file holds
-        # fails here instead of allocating them
-        vectors = np.load(path / "vectors.npy", mmap_mode="r", allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
+        # memory-mapped first: a header that claims more rows than the file holds fails here
+        # instead of allocating them
+        with files.open("vectors.npy", "rb") as fh:
+            vectors = map_npy(fh)
+    except (ValueError, OSError, EOFError, OverflowError) as exc:
         raise ModelError(f"{path / 'vectors.npy'}: cannot read vectors ({short_message(exc)})") from None
     try:
-        vocab = Vocab.load(path / "vocab.txt")
+        with files.open("vocab.txt") as fh:
+            vocab = Vocab.parse(fh.read(), path / "vocab.txt")
     except UnicodeDecodeError:
         raise ModelError(f"{path / 'vocab.txt'}: damaged model (not UTF-8 text)") from None
+    except OSError as exc:
+        raise ModelError(f"{path / 'vocab.txt'}: cannot read: {exc.strerror or exc}") from None
     except ValueError as exc:  # its message names the file and the line
         raise ModelError(f"damaged model: {exc}") from None
     config = meta.get("config", {})
@@ -56,13 +179,29 @@ def load_model(path: os.PathLike, mmap: bool = True) -> Model:
     if not mmap:
         vectors = np.array(vectors)
     info = {k: v for k, v in meta.items() if k not in ("config", "format_version")}
-    if (path / CURVE_FILE).is_file():
-        info["curve"] = load_curve(path / CURVE_FILE)
+    if files.has(CURVE_FILE):
+        info["curve"] = check_curve(files.json(CURVE_FILE, what="damaged learning curve"), path / CURVE_FILE)
     model = Model(vocab, vectors, meta.get("config", {}), info)
     if model.tokenizer_version not in VERSIONS:
         raise ModelError(f"{path}: its words come from tokenizer version {model.tokenizer_version!r}, newer than this "
                          f"scbow-numba knows ({', '.join(VERSIONS)}); upgrade scbow-numba")
     return model
+
+
+def map_npy(fh) -> np.memmap:
+    """The array in the open ``.npy`` file ``fh``, memory-mapped read-only, as ``np.load(path,
+    mmap_mode="r")`` maps one (which takes only a path). ValueError when it is not a ``.npy``
+    array of plain values (an array of Python objects would need unpickling: never done)."""
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+    elif version in ((2, 0), (3, 0)):  # 3.0 only allows UTF-8 in the header (field names), read alike
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+    else:
+        raise ValueError(f"npy format version {version[0]}.{version[1]}")
+    if dtype.hasobject:
+        raise ValueError("Array can't be memory-mapped: Python objects in dtype.")
+    return np.memmap(fh, dtype=dtype, mode="r", offset=fh.tell(), shape=shape, order="F" if fortran else "C")
 
 
 # The largest dimension a model file may claim (the trainer's own bound on --dim).
@@ -177,7 +316,11 @@ def curve_of(path: os.PathLike) -> tuple[dict, dict]:
 def load_curve(path: os.PathLike) -> dict:
     """Read a ``curve.json`` (of a model directory, or a copy of one)."""
     path = Path(path)
-    curve = read_json(path, what="damaged learning curve")
+    return check_curve(read_json(path, what="damaged learning curve"), path)
+
+
+def check_curve(curve, path: Path) -> dict:
+    """``curve``, the JSON value of the ``curve.json`` at ``path``, once checked; else ModelError."""
     if not isinstance(curve, dict) or not isinstance(curve.get("points"), list):
         raise ModelError(f"{path}: not a learning curve (no list of points)")
     for n, point in enumerate(curve["points"], 1):
