@@ -185,6 +185,8 @@ def _read_model_dir(path: Path, files: ModelFiles, mmap: bool) -> Model:
     if model.tokenizer_version not in VERSIONS:
         raise ModelError(f"{path}: its words come from tokenizer version {model.tokenizer_version!r}, newer than this "
                          f"scbow-numba knows ({', '.join(VERSIONS)}); upgrade scbow-numba")
+    if mmap:  # read-only rows mapped from the files: the model is what the directory holds
+        model.source_dir = Path(os.path.abspath(path))
     return model
 
 

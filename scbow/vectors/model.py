@@ -115,6 +115,8 @@ class Model:
                 f"vectors have shape {vectors.shape} but the vocabulary has {len(self.vocab)} words"
             )
         self._vectors = vectors
+        # the model directory whose files these rows are mapped from (set by load_model); new rows are not
+        self.source_dir = None
         # what was computed from the old vectors
         self._unknown_norm = None
         self._hashed = {}

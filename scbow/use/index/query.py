@@ -87,7 +87,9 @@ def check_query_model(index: "Index | os.PathLike", model_dir) -> None:
 
 
 def _loaded_from(model) -> Path | None:
-    """The model directory a loaded model's vectors are memory-mapped from (None: not known)."""
+    """The model directory a loaded model came from (None: not known)."""
+    if getattr(model, "source_dir", None) is not None:
+        return Path(model.source_dir)
     filename = getattr(getattr(model, "vectors", None), "filename", None)
     if filename is None:
         return None
