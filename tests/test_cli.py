@@ -106,6 +106,34 @@ def test_export(tmp_path, runner, trained, binary):
     np.testing.assert_allclose(kv[model.vocab.words[3]], model.vectors[3], atol=1e-6)
 
 
+@pytest.mark.parametrize("name, flag, binary", [("v.bin", [], True), ("V.BIN", [], True), ("v.bin", ["--text"], False),
+                                                ("v.txt", [], False), ("v.vec", ["--binary"], True)])
+def test_export_takes_bin_for_binary_unless_told(tmp_path, runner, trained, name, flag, binary):
+    out = tmp_path / name
+    result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(out), *flag])
+    assert result.exit_code == 0, result.output
+    assert f"word2vec {'binary' if binary else 'text'}" in result.stderr
+    KeyedVectors = pytest.importorskip("gensim.models").KeyedVectors
+    kv = KeyedVectors.load_word2vec_format(str(out), binary=binary)
+    assert len(kv) == len(load_model(trained).vocab)
+
+
+def test_export_part(tmp_path, runner, trained):
+    result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "w.txt"), "--part", "word"])
+    model = load_model(trained)
+    if "word" not in model.parts:  # the fixture trains the sentence part alone: one clean line
+        assert_clean_error(result, "no word part")
+        return
+    assert result.exit_code == 0, result.output
+
+
+def test_neighbours_is_neighbors(runner, trained):
+    word = load_model(trained).vocab.words[5]
+    a = runner.invoke(main, ["neighbors", "-m", str(trained), word, "--min-count", "0"])
+    b = runner.invoke(main, ["neighbours", "-m", str(trained), word, "--min-count", "0"])
+    assert a.exit_code == b.exit_code == 0 and a.stdout == b.stdout != ""
+
+
 def test_export_missing_model(tmp_path, runner):
     result = runner.invoke(main, ["export", "-m", str(tmp_path / "nope"), "-o", str(tmp_path / "v.txt")])
     assert_clean_error(result, "no such model")

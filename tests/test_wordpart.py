@@ -119,6 +119,13 @@ def test_a_run_with_the_word_part_saves_both_parts(tmp_path, corpus_file, word_b
     result = train_session([corpus_file], config, tmp_path / "m", quiet=True)
     m = load_model(tmp_path / "m")
     assert m.vectors.shape == (len(m.vocab), 16 + 12) and m.parts == {"sentence": (0, 16), "word": (16, 28)}
+    from scbow.vectors.formats import export_word2vec, load_word2vec
+
+    for part, width in (("word", 12), ("sentence", 16), ("all", 28)):
+        back = load_word2vec(export_word2vec(m, tmp_path / f"{part}.txt", part=part))
+        lo, hi = m.parts.get(part, (0, 28))
+        np.testing.assert_allclose(back.vectors, np.asarray(m.vectors)[:, lo:hi], atol=1e-6)
+        assert back.vectors.shape[1] == width
     info = m.info["training"]["word_part"]
     assert info["passes"] == 2 and info["sentences"] == 2 * result.model.info["corpus"]["sentences"]
     # 0 passes: the sentence part alone, the same bits as the sentence part of a run with it

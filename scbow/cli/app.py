@@ -26,6 +26,16 @@ def _flag(message: str) -> str:
 
 
 class _Group(click.Group):
+    # other spellings of a command: the British one the README uses for neighbours
+    ALIASES = {"neighbours": "neighbors"}
+
+    def get_command(self, ctx, name):
+        return super().get_command(ctx, self.ALIASES.get(name, name))
+
+    def resolve_command(self, ctx, args):
+        name, command, rest = super().resolve_command(ctx, args)
+        return (command.name if command is not None else name), command, rest
+
     def invoke(self, ctx):
         from ..errors import CorpusError, ModelError, STSError, TrainingError
 

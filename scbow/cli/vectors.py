@@ -91,7 +91,8 @@ def info(model_arg_, model_path, as_json):
 @main.command(short_help="Write the word vectors as a word2vec text or binary file.")
 @model_option()
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="File to write.")
-@click.option("--binary", is_flag=True, help="word2vec binary format instead of text.")
+@click.option("--binary/--text", default=None,
+              help="word2vec binary or text format. Default: binary for a name ending in .bin, else text.")
 @click.option("--part", type=click.Choice(["all", "sentence", "word"]), default="all", show_default=True,
               help="Columns to write: the whole rows (what sentences average), or one part of a model with a word "
                    "part (the word part is what word similarity lives on).")
@@ -102,8 +103,11 @@ def export(model_path, output, binary, part):
     refuse_overwrite({"-o": output}, {"the model": model_dir(model_path)})
     model = load(model_path)
     width = part_columns(model, part).shape[1]
+    if binary is None:  # gensim's and word2vec's convention: vectors.bin is binary
+        binary = output.name.lower().endswith(".bin")
     export_word2vec(model, output, binary=binary, part=part)
-    click.echo(f"wrote {plural(len(model), 'vector')} of {plural(width, 'dim')} to {output}"
+    click.echo(f"wrote {plural(len(model), 'vector')} of {plural(width, 'dim')} to {output} "
+               f"(word2vec {'binary' if binary else 'text'})"
                + (f" (the {part} part)" if part != "all" else ""), err=True)
 
 
