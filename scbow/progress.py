@@ -78,20 +78,27 @@ class Progress:
         self._width = 0
         self._drawn = False
 
+    def _amount(self, x: float) -> str:
+        """``1.50M ex``; bytes as ``150.81 MB`` (not ``150.81M B``)."""
+        if self.unit == "B":
+            text = human(x)
+            return f"{text[:-1]} {text[-1]}B" if text[-1:] in "KMG" else f"{text} B"
+        return f"{human(x)} {self.unit}"
+
     def _texts(self, done: int, prefix: str, suffix: str) -> list[str]:
         """The line from most to least detailed."""
         elapsed = time.perf_counter() - self.start
         rate = (done - self.initial) / elapsed if elapsed > 0 else 0.0
-        speed = f"{human(rate)} {self.unit}/s"
+        speed = f"{self._amount(rate)}/s"
         tail = f" {suffix}" if suffix else ""
         if not self.total:
-            count = f"{human(done)} {self.unit}"
+            count = self._amount(done)
             return [f"{prefix}{count} {speed}{tail}", f"{prefix}{count}"]
         frac = min(max(done / self.total, 0.0), 1.0)
         eta = f"ETA {clock((self.total - done) / rate)}" if rate > 0 else "ETA -:--:--"
         pct = f"{frac * 100:5.1f}%"
         bar = "|" + "#" * int(20 * frac) + "-" * (20 - int(20 * frac)) + "|"
-        count = f"{human(done)}/{human(self.total)} {self.unit}"
+        count = f"{human(done)}/{self._amount(self.total)}"
         return [f"{prefix}{pct} {bar} {count} {speed}{tail} {eta}",
                 f"{prefix}{pct} {count} {speed}{tail} {eta}",
                 f"{prefix}{pct} {speed}{tail} {eta}",

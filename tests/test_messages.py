@@ -68,6 +68,9 @@ def test_off_a_terminal_plain_lines_come_at_intervals():
     assert len(lines) == 3 and "\r" not in stream.getvalue()
     assert re.match(r"\[0:00:\d\d\] epoch 1/1 +50\.0% 500/1\.00K ex ", lines[1]), lines[1]
     quiet = io.StringIO()
+    bytes_line = io.StringIO()
+    Progress(0, unit="B", stream=bytes_line, log_interval=0).update(150_810_000)
+    assert "150.81 MB" in bytes_line.getvalue() and " MB/s" in bytes_line.getvalue()  # not "150.81M B"
     bar = Progress(1000, unit="ex", stream=quiet)  # the default interval: a short run prints nothing
     bar.update(500)
     assert quiet.getvalue() == ""
