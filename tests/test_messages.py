@@ -70,7 +70,7 @@ def test_off_a_terminal_plain_lines_come_at_intervals():
     quiet = io.StringIO()
     bytes_line = io.StringIO()
     Progress(0, unit="B", stream=bytes_line, log_interval=0).update(150_810_000)
-    assert "150.81 MB" in bytes_line.getvalue() and " MB/s" in bytes_line.getvalue()  # not "150.81M B"
+    assert re.search(r"150\.81 MB [\d.]+ [KMG]?B/s", bytes_line.getvalue()), bytes_line.getvalue()  # not "150.81M B"
     bar = Progress(1000, unit="ex", stream=quiet)  # the default interval: a short run prints nothing
     bar.update(500)
     assert quiet.getvalue() == ""
@@ -101,6 +101,10 @@ def test_train_reports_its_phases_and_the_cache(tmp_path, make_text):
     again = make_runner().invoke(main, argv).stderr
     assert "from the cache" in again and "corpus cache: wrote" not in again
     assert "holds a model; it is replaced" in again
+    # a missing input is the one line: no note about replacing a model that stays
+    argv_missing = [a if a != argv[1] else str(tmp_path / "no-such-corpus.txt") for a in argv]
+    missing = make_runner().invoke(main, argv_missing)
+    assert missing.exit_code == 1 and "replaced" not in missing.output and "no-such-corpus" in missing.output
 
 
 def test_cache_command_lists_and_clears(tmp_path, make_text):

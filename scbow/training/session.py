@@ -355,8 +355,6 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             remove_stale_temporaries(Path(os.path.abspath(output)))
             remove_stale_temporaries(ckpt)
             replacing = (output / "vectors.npy").is_file()
-            if replacing and not quiet:
-                note(f"note: {output} holds a model; it is replaced when this run ends (and kept if it fails)")
             meta = None
             if resume:
                 meta = read_meta(ckpt)
@@ -374,6 +372,8 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
 
             encoded = read_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir,
                                   use_cache=use_cache, quiet=quiet)
+            if replacing and not quiet:  # said once the input is known good: a missing corpus is the one line
+                note(f"note: {output} holds a model; it is replaced when this run ends (and kept if it fails)")
             if not quiet:
                 note(corpus_line(encoded))
             bad = (encoded.stats or {}).get("invalid_utf8_lines", 0)
