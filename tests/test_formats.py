@@ -421,7 +421,9 @@ def test_word_number_lines_are_not_vectors(tmp_path, name):
             read(path)
     runner = make_runner()
     for args in (["similarity", "-m", str(path), "the man walked", "a cat sat"], ["neighbors", "-m", str(path), "man"]):
-        assert_clean_error(runner.invoke(main, args), "not a vectors file", exit_code=1)
+        result = runner.invoke(main, args)
+        assert_clean_error(result, "not a vectors file", exit_code=1)
+        assert "b'" not in result.output and 'b"' not in result.output  # the line as text, not a bytes repr
 
 
 def test_one_dimensional_word2vec_with_its_header_is_read(tmp_path):

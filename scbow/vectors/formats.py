@@ -363,6 +363,11 @@ def export_word2vec(model: Model, path: os.PathLike, binary: bool = False, part:
 PARTS = ("all", "sentence", "word")
 
 
+def _shown(data: bytes, n: int) -> str:
+    """The first ``n`` characters of a file's bytes for an error message: text, quoted, not a bytes repr."""
+    return repr(data[: 4 * n].decode("utf-8", "replace")[:n])
+
+
 def part_columns(model: Model, part: str = "all") -> np.ndarray:
     """float32 rows of ``model``: all columns, or those of one part; ModelError for a part the model lacks."""
     if part not in PARTS:
@@ -399,13 +404,13 @@ def load_word2vec(path: os.PathLike) -> Model:
     if len(fields) == 2 and all(f.lstrip(b"+-").isdigit() and len(f) < 4000 for f in fields):
         n, dim = int(fields[0]), int(fields[1])
         if n < 0 or not 1 <= dim <= MAX_DIM:
-            raise ModelError(f"{path}: bad word2vec header {header[:80]!r} (dimensions must be 1 to {MAX_DIM:,})")
+            raise ModelError(f"{path}: bad word2vec header {_shown(header, 80)} (dimensions must be 1 to {MAX_DIM:,})")
         body = data[newline + 1 :] if newline >= 0 else b""
         kind = "word2vec"
     elif len(fields) == 2 and _all_numbers(fields[1:]):
         # 'word number' lines are a word-count list (a model's vocab.txt), not 1-dimensional
         # vectors: headerless GloVe has at least 2 dimensions (a word2vec header allows 1)
-        raise ModelError(f"{path}: not a vectors file: its first line {header[:60]!r} is a word and one number, "
+        raise ModelError(f"{path}: not a vectors file: its first line {_shown(header, 60)} is a word and one number, "
                          "as in a word-count list or a model's vocab.txt (GloVe vectors have at least 2 values a "
                          "line; 1-dimensional vectors need word2vec's 'count 1' first line)")
     elif len(fields) > 2 and _all_numbers(fields[1:]):
@@ -418,7 +423,7 @@ def load_word2vec(path: os.PathLike) -> Model:
         kind = "glove"
     else:
         raise ModelError(f"{path}: not a vectors file: a word2vec file starts with a 'count dim' line and GloVe "
-                         f"text with 'word v1 v2 ...'; the first line is {header[:60]!r}")
+                         f"text with 'word v1 v2 ...'; the first line is {_shown(header, 60)}")
     # every vector takes at least 2 bytes a value in text ("0 ") and 4 in binary
     if n * (2 * dim + 1) > len(body) + n:
         raise ModelError(f"{path}: truncated word2vec file (header says {n} vectors of {dim} dims, "
