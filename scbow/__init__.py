@@ -11,7 +11,21 @@ from .config import TrainConfig
 from .text.tokenize import tokenize
 
 __version__ = "0.1.0"
-__all__ = ["TrainConfig", "tokenize", "load", "train", "open_shards"]
+__all__ = ["TrainConfig", "tokenize", "load", "train", "open_shards", "similarity", "semantic_search"]
+
+
+def similarity(a, b):
+    """Cosines between two sets of sentence embeddings (``scbow.use.semantic.similarity``)."""
+    from .use.semantic import similarity as _similarity
+
+    return _similarity(a, b)
+
+
+def semantic_search(query_embeddings, corpus_embeddings, top_k: int = 10):
+    """The ``top_k`` corpus rows nearest to each query (``scbow.use.semantic.semantic_search``)."""
+    from .use.semantic import semantic_search as _search
+
+    return _search(query_embeddings, corpus_embeddings, top_k)
 
 
 def load(path, mmap: bool = True):

@@ -201,3 +201,49 @@ def test_embed_from_many_threads_while_the_hash_cache_is_cleared(model, monkeypa
     for j, (ids, extra) in enumerate(got_encoded):
         np.testing.assert_array_equal(ids, encoder_want[j % len(lines)][0])
         np.testing.assert_array_equal(extra, encoder_want[j % len(lines)][1])
+
+
+# ---------------------------------------------------------------------------------------
+# encode: sentence-transformers' conventions over embed (one implementation)
+
+
+def test_encode_is_embed_with_sentence_transformers_shapes(model):
+    sentences = ["the cat sat", "zebra", "a dog ran .", "the cat sat"]
+    want = model.embed(sentences)
+    np.testing.assert_array_equal(model.encode(sentences), want)
+    np.testing.assert_array_equal(model.encode(tuple(sentences)), want)
+    np.testing.assert_array_equal(model.encode(s for s in sentences), want)  # a generator, read in batches
+    np.testing.assert_array_equal(model.encode(sentences, batch_size=1), want)
+    np.testing.assert_array_equal(model.encode(iter(sentences), batch_size=3), want)
+    one = model.encode("the cat sat")
+    assert one.shape == (16,) and one.dtype == np.float32
+    np.testing.assert_array_equal(one, want[0])
+    assert model.encode([]).shape == (0, 16)
+
+
+def test_encode_normalizes_and_fills(model):
+    sentences = ["the cat sat", "zebra", "a dog"]
+    raw = model.embed(sentences)
+    unit = model.encode(sentences, normalize_embeddings=True)
+    np.testing.assert_allclose(np.linalg.norm(unit[[0, 2]], axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(unit[0], raw[0] / np.linalg.norm(raw[0]), rtol=1e-5)
+    assert np.isnan(unit[1]).all()  # nothing to average: no embedding
+    zeros = model.encode(sentences, fill=0.0)
+    assert (zeros[1] == 0).all() and np.array_equal(zeros[[0, 2]], raw[[0, 2]])
+    assert (model.encode("zebra", fill=0.0) == 0).all()
+    hashed = model.encode(["zebra"], unknown="hash")
+    assert np.isfinite(hashed).all()
+
+
+@pytest.mark.parametrize("bad, error", [(dict(batch_size=0), ValueError), (dict(batch_size=True), ValueError),
+                                        (dict(fill="zero"), TypeError)])
+def test_encode_refuses_bad_arguments(model, bad, error):
+    with pytest.raises(error):
+        model.encode(["the cat"], **bad)
+
+
+def test_encode_names_a_sentence_that_is_not_a_string(model):
+    with pytest.raises(TypeError, match="sentence 1 is a bytes"):
+        model.encode(["the cat", b"the dog"])
+    with pytest.raises(TypeError, match="iterable of sentences"):
+        model.encode(42)

@@ -328,6 +328,63 @@ class Model:
         which = np.fromiter(map(row.__getitem__, sentences), dtype=np.int64, count=len(sentences))
         return self._embed_lines(list(unique), scale)[which]
 
+    def encode(self, sentences, batch_size: int = 4096, show_progress_bar: bool = False,
+               normalize_embeddings: bool = False, fill: float = math.nan, unknown: str | None = None,
+               convert_to_numpy: bool = True) -> np.ndarray:
+        """Sentence embeddings with sentence-transformers' conventions: :meth:`embed` under
+        another name and signature (one implementation).
+
+        ``sentences``: a string gives a 1-D vector (dim,); a list, tuple or any iterable
+        (a generator too) gives a 2-D array (n, dim), float32. ``batch_size`` sentences are
+        embedded at a time (a generator is read a batch at a time); ``show_progress_bar``
+        shows a progress line on stderr; ``normalize_embeddings`` scales each row to unit
+        length (cosine is then a dot product). A sentence with nothing to average gets a row
+        of ``fill`` (NaN by default: it has no embedding; ``fill=0.0`` gives zeros, as
+        sentence-transformers' static models do). ``unknown``: as in :meth:`embed`.
+        ``convert_to_numpy`` is accepted for compatibility; the result is always a NumPy array.
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if not isinstance(fill, (int, float, np.number)) or isinstance(fill, (bool, np.bool_)):
+            raise TypeError(f"fill must be a number (NaN for no embedding, 0.0 for zeros), got {fill!r}")
+        single = isinstance(sentences, str)
+        items = [sentences] if single else sentences
+        if isinstance(items, (bytes, bytearray)) or not hasattr(items, "__iter__"):
+            raise TypeError(f"encode() takes a sentence or an iterable of sentences, got {type(sentences).__name__}")
+        from ..progress import Progress
+
+        total = len(items) if hasattr(items, "__len__") else 0
+        bar = Progress(total, unit="sentences", enabled=None if show_progress_bar else False)
+        blocks, batch, done = [], [], 0
+
+        def flush() -> None:
+            nonlocal done
+            for n, s in enumerate(batch):
+                if not isinstance(s, str):
+                    raise TypeError(f"sentence {done + n} is a {type(s).__name__}, not a str")
+            blocks.append(self.embed(batch, unknown=unknown))
+            done += len(batch)
+            bar.update(done)
+            batch.clear()
+
+        try:
+            for sentence in items:
+                batch.append(sentence)
+                if len(batch) >= batch_size:
+                    flush()
+            if batch or not blocks:
+                flush()
+        finally:
+            bar.close()
+        out = np.concatenate(blocks) if len(blocks) > 1 else blocks[0]
+        if normalize_embeddings:
+            norms = np.linalg.norm(out.astype(np.float64), axis=1, keepdims=True)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out = (out / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+        if not (isinstance(fill, float) and math.isnan(fill)):
+            out = np.where(np.isnan(out).any(axis=1, keepdims=True), np.float32(fill), out).astype(np.float32)
+        return out[0] if single else out
+
     def _embed_lines(self, sentences, hash_scale: float | None) -> np.ndarray:
         """``embed(sentences)``: float32 (n, dim); unknown words omitted, or hashed at ``hash_scale``.
 
