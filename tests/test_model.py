@@ -247,3 +247,49 @@ def test_encode_names_a_sentence_that_is_not_a_string(model):
         model.encode(["the cat", b"the dog"])
     with pytest.raises(TypeError, match="iterable of sentences"):
         model.encode(42)
+
+
+# ---------------------------------------------------------------------------------------
+# gensim's word methods, against gensim on the same vectors
+
+
+def test_gensim_word_methods_agree_with_gensim(tmp_path):
+    KeyedVectors = pytest.importorskip("gensim.models").KeyedVectors
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(60)]
+    vectors = rng.standard_normal((60, 10)).astype(np.float32)
+    counts = np.arange(600, 0, -10)
+    model = Model(Vocab(words, counts), vectors)
+    kv = KeyedVectors(10)
+    kv.add_vectors(words, vectors)
+    assert model.get_vecattr("w3", "count") == 570
+    np.testing.assert_allclose(model.get_normed_vectors(), kv.get_normed_vectors(), rtol=1e-6)
+    assert model.distance("w1", "w2") == pytest.approx(kv.distance("w1", "w2"), rel=1e-6)
+    np.testing.assert_allclose(model.distances("w1", ["w2", "w9"]), kv.distances("w1", ["w2", "w9"]), rtol=1e-5)
+    np.testing.assert_allclose(model.distances("w1"), kv.distances("w1"), rtol=1e-5, atol=1e-6)
+    for a, b in (("w1", "w2"), ("w7", "w40"), ("w0", "w59")):
+        assert model.rank(a, b) == kv.rank(a, b)
+    group = ["w1", "w2", "w3", "w4", "w5"]
+    assert model.doesnt_match(group) == kv.doesnt_match(group)
+    pairs = tmp_path / "pairs.tsv"
+    # no pair twice in two orders: float32 (gensim) and float64 (here) would break that tie differently
+    pairs.write_text("# a comment\n" + "".join(f"w{i}\tw{i + 20}\t{rng.uniform(0, 10):.2f}\n" for i in range(40))
+                     + "w1\tnot-a-word\t5.0\n")
+    pearson, spearman, oov = model.evaluate_word_pairs(pairs)
+    theirs = kv.evaluate_word_pairs(str(pairs), delimiter="\t")
+    assert pearson == pytest.approx(theirs[0][0], rel=1e-5) and spearman == pytest.approx(theirs[1][0], rel=1e-5)
+    assert oov == pytest.approx(theirs[2] / 100)
+    model.save_word2vec_format(tmp_path / "v.bin", binary=True)
+    np.testing.assert_array_equal(KeyedVectors.load_word2vec_format(str(tmp_path / "v.bin"), binary=True)["w4"],
+                                  vectors[4])
+    with pytest.raises(KeyError):
+        model.get_vecattr("w1", "colour")
+
+
+def test_word_methods_use_the_word_part():
+    words = ["a", "b", "c"]
+    S = np.array([[1, 0], [1, 0.01], [0, 1]], dtype=np.float32)
+    G = np.array([[1, 0], [0, 1], [1, 0.01]], dtype=np.float32)
+    m = Model(Vocab(words, [9, 9, 9]), np.concatenate([S, G], axis=1), {"dim": 2, "word_passes": 1, "word_dim": 2})
+    assert m.rank("a", "c") == 1 and m.distance("a", "c") < 1e-3 and m.doesnt_match(["a", "c", "b"]) == "b"
+    assert m.get_normed_vectors().shape == (3, 2)

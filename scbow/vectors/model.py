@@ -520,6 +520,91 @@ class Model:
             means.append(np.mean(rows, axis=0))
         return cosine(*means)
 
+    # -- gensim's KeyedVectors word methods (words compared by word_vectors) ----------
+
+    def get_vecattr(self, word: str, attr: str):
+        """gensim's ``get_vecattr``: ``"count"`` is the word's count in the training corpus (0: unknown)."""
+        if attr != "count":
+            raise KeyError(f"no attribute {attr!r}; a model records each word's 'count'")
+        return int(self.vocab.counts[self.get_index(word)])
+
+    def get_normed_vectors(self) -> np.ndarray:
+        """The rows words are compared by (:attr:`word_vectors`), each scaled to length 1 (zero rows stay zero)."""
+        rows = np.asarray(self.word_vectors, dtype=np.float32)
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        return rows / np.where(norms > 0, norms, 1.0)
+
+    def _unit_word(self, word) -> np.ndarray:
+        v = np.asarray(self.word_vectors[self.get_index(word)], dtype=np.float64)
+        n = np.linalg.norm(v)
+        return v / n if n > 0 else v
+
+    def distances(self, word_or_vector, other_words=()) -> np.ndarray:
+        """``1 - cosine`` from a word (or a vector) to ``other_words``, or to every word when none are given."""
+        if isinstance(word_or_vector, str):
+            q = self._unit_word(word_or_vector)
+        else:
+            q = self._word_query(np.asarray(word_or_vector, dtype=np.float64))
+            q = q / (np.linalg.norm(q) or 1.0)
+        if other_words:
+            rows = np.array([self._unit_word(w) for w in other_words])
+        else:
+            rows = self.get_normed_vectors().astype(np.float64)
+        return 1.0 - rows @ q
+
+    def distance(self, w1: str, w2: str) -> float:
+        """``1 - cosine`` of two words (gensim's ``distance``)."""
+        return float(1.0 - self._unit_word(w1) @ self._unit_word(w2))
+
+    def rank(self, w1: str, w2: str) -> int:
+        """Where ``w2`` comes among ``w1``'s neighbours by cosine, 1 for the nearest (every word counts, as in gensim)."""
+        i, j = self.get_index(w1), self.get_index(w2)
+        cos = 1.0 - self.distances(w1)
+        cos[i] = -np.inf
+        return int(np.count_nonzero(cos > cos[j])) + 1
+
+    def doesnt_match(self, words) -> str:
+        """The word furthest from the mean of the others' unit vectors (gensim's ``doesnt_match``);
+        words outside the vocabulary are left out, as there."""
+        known = [w for w in words if w in self]
+        if not known:
+            raise ValueError("doesnt_match() needs at least one word of the vocabulary")
+        units = np.array([self._unit_word(w) for w in known])
+        mean = units.mean(axis=0)
+        return known[int(np.argmin(units @ mean))]
+
+    def evaluate_word_pairs(self, pairs) -> tuple[float, float, float]:
+        """Pearson and Spearman correlations of the word cosines with human scores, and the share of
+        pairs left out (a word outside the vocabulary), as gensim's ``evaluate_word_pairs`` reports them.
+
+        ``pairs``: a path of ``word1<TAB>word2<TAB>score`` lines (``#`` comments skipped), or
+        ``(word1, word2, score)`` triples. Returns ``(pearson, spearman, oov_ratio)``.
+        """
+        from scipy.stats import pearsonr, spearmanr
+
+        if isinstance(pairs, (str, os.PathLike)):
+            triples = []
+            with open(pairs, encoding="utf-8") as fh:
+                for line in fh:
+                    if line.strip() and not line.startswith("#"):
+                        a, b, score = line.rstrip("\n").split("\t")[:3]
+                        triples.append((a, b, float(score)))
+        else:
+            triples = [(a, b, float(s)) for a, b, s in pairs]
+        kept = [(a, b, s) for a, b, s in triples if a in self and b in self]
+        if len(kept) < 2:
+            raise ValueError(f"only {len(kept)} of {len(triples)} pairs have both words in the vocabulary")
+        cos = [1.0 - self.distance(a, b) for a, b, _ in kept]
+        gold = [s for _, _, s in kept]
+        return (float(pearsonr(gold, cos)[0]), float(spearmanr(gold, cos)[0]),
+                1.0 - len(kept) / len(triples))
+
+    def save_word2vec_format(self, path, binary: bool = False) -> None:
+        """gensim's name for ``scbow-numba export``: the whole rows in word2vec text or binary format."""
+        from .formats import export_word2vec
+
+        export_word2vec(self, path, binary=binary)
+
     def similar_by_word(self, word: str, topn: int = 10, restrict_vocab: int | None = None,
                         min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:
         """``most_similar(word, topn, restrict_vocab=restrict_vocab, min_count=min_count)``: gensim's name for it."""
