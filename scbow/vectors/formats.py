@@ -14,13 +14,13 @@ import numpy as np
 
 from ..config import finite_number
 from ..errors import CorpusError, ModelError
-from ..files import atomic_file, check_output_file, parse_json, read_json, short_message
+from ..files import parse_json, read_json, short_message
 from ..progress import plural
 from ..text.reader import read_all_bytes
 from ..text.tokenize import VERSIONS
 from ..text.vocab import Vocab
 from .model import Model
-from .modeldir import CURVE_FILE, FORMAT_VERSION, MODEL_FILES
+from .modeldir import CURVE_FILE, FORMAT_VERSION, MODEL_FILES, PARTS, export_word2vec, part_columns  # noqa: F401
 
 
 def load_model(path: os.PathLike, mmap: bool = True) -> Model:
@@ -343,44 +343,9 @@ def check_curve(curve, path: Path) -> dict:
     return curve
 
 
-def export_word2vec(model: Model, path: os.PathLike, binary: bool = False, part: str = "all") -> Path:
-    """Write the vectors in word2vec text or binary format (atomically).
-
-    ``part``: ``"all"`` the whole rows (what sentences are averaged from), ``"sentence"`` or
-    ``"word"`` one part's columns of a model with a word part (:attr:`Model.parts`)."""
-    path = check_output_file(path, "vectors.txt")
-    vectors = part_columns(model, part)
-    with atomic_file(path) as tmp, open(tmp, "wb") as fh:
-        fh.write(f"{len(model.vocab)} {vectors.shape[1]}\n".encode())
-        for word, vec in zip(model.vocab.words, vectors):
-            if binary:
-                fh.write(word.encode("utf-8") + b" " + vec.astype("<f4").tobytes() + b"\n")
-            else:
-                fh.write((word + " " + " ".join(f"{x:.9g}" for x in vec.tolist()) + "\n").encode("utf-8"))
-    return path
-
-
-PARTS = ("all", "sentence", "word")
-
-
 def _shown(data: bytes, n: int) -> str:
     """The first ``n`` characters of a file's bytes for an error message: text, quoted, not a bytes repr."""
     return repr(data[: 4 * n].decode("utf-8", "replace")[:n])
-
-
-def part_columns(model: Model, part: str = "all") -> np.ndarray:
-    """float32 rows of ``model``: all columns, or those of one part; ModelError for a part the model lacks."""
-    if part not in PARTS:
-        raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
-    vectors = np.asarray(model.vectors, dtype=np.float32)
-    if part == "all":
-        return vectors
-    parts = model.parts
-    if part not in parts or (part == "sentence" and "word" not in parts):
-        raise ModelError(f"the model has no word part (it was trained with --word-passes 0, or is not ours); "
-                         f"--part {part} needs one")
-    lo, hi = parts[part]
-    return vectors[:, lo:hi]
 
 
 def load_word2vec(path: os.PathLike) -> Model:

@@ -601,7 +601,7 @@ class Model:
 
     def save_word2vec_format(self, path, binary: bool = False) -> None:
         """gensim's name for ``scbow-numba export``: the whole rows in word2vec text or binary format."""
-        from .formats import export_word2vec
+        from .modeldir import export_word2vec
 
         export_word2vec(self, path, binary=binary)
 
