@@ -108,19 +108,11 @@ class LineEncoder:
         The cache is bounded (a huge input keeps only recent words) and may be shared by
         threads encoding with one encoder: as in ``Model.embed``, the result comes from this
         call's own rows, published to the cache only after they are all at hand."""
-        from ..vectors.model import publish_hashed
+        from ..vectors.model import cached_rows
         from ..vectors.numeric import hashed_vectors
 
-        seen = self._seen
-        rows = {}
-        for token in tokens:
-            row = seen.get(token)
-            if row is not None:
-                rows[token] = row
-        new = [t for t in tokens if t not in rows]
-        if new:
-            rows.update(zip(new, hashed_vectors(new, self._dim, self._norm).astype(np.float32)))
-            publish_hashed(seen, new, rows, _HASH_CACHE)
+        rows = cached_rows(self._seen, tokens,
+                           lambda new: hashed_vectors(new, self._dim, self._norm).astype(np.float32), _HASH_CACHE)
         extra = np.empty((len(tokens), self._dim), dtype=np.float32)
         for j, token in enumerate(tokens):
             extra[j] = rows[token]

@@ -54,6 +54,22 @@ def row_parts(config: dict, width: int) -> dict:
     return {"sentence": (0, width)}
 
 
+def cached_rows(cache: dict, tokens: list, make, bound: int) -> dict:
+    """token -> row for ``tokens``: those in ``cache``, the rest from ``make(new_tokens)`` (rows in
+    order), then published (:func:`publish_hashed`). The result never reads the cache after its
+    own look-ups, so another thread's ``clear()`` cannot make it fail."""
+    rows = {}
+    for token in tokens:
+        row = cache.get(token)
+        if row is not None:
+            rows[token] = row
+    new = [t for t in tokens if t not in rows]
+    if new:
+        rows.update(zip(new, make(new)))
+        publish_hashed(cache, new, rows, bound)
+    return rows
+
+
 def publish_hashed(cache: dict, new: list, rows: dict, bound: int) -> None:
     """Put ``rows[t]`` of the ``new`` tokens into ``cache``, emptying it first when it would hold
     more than ``bound`` (a call with more new tokens than that keeps them to itself).
@@ -440,15 +456,7 @@ class Model:
         a ``clear()`` of the shared cache by another thread never loses a row this call needs.
         """
         cache = self.__dict__.setdefault("_hashed", {})
-        rows = {}
-        for token in tokens:
-            row = cache.get(token)
-            if row is not None:
-                rows[token] = row
-        new = [t for t in tokens if t not in rows]
-        if new:
-            rows.update(zip(new, hashed_vectors(new, self.dim, 1.0)))
-            publish_hashed(cache, new, rows, _HASH_CACHE)
+        rows = cached_rows(cache, tokens, lambda new: hashed_vectors(new, self.dim, 1.0), _HASH_CACHE)
         return np.array([rows[t] for t in tokens]).reshape(len(tokens), self.dim)
 
     def unknown_norm(self) -> float:
