@@ -269,6 +269,26 @@ def test_most_similar_edges(model):
     np.testing.assert_array_equal(model["dog"], model.vectors[2])
 
 
+def test_most_similar_takes_what_gensim_takes(model):
+    """negative=None is "none"; a huge but finite vector is a direction; bytes are not words."""
+    assert model.most_similar("cat", negative=None) == model.most_similar("cat")
+    v = model["cat"].astype(np.float64)
+    assert [w for w, _ in model.similar_by_vector(1e300 * v)] == [w for w, _ in model.similar_by_vector(v)]
+    with pytest.raises(ValueError, match="NaN or inf"):
+        model.similar_by_vector(np.full(model.dim, np.inf))
+    with pytest.raises(TypeError, match="a query word is a str, got bytes"):
+        model.most_similar(b"cat")
+
+
+def test_embed_takes_any_iterable_of_str(model):
+    sentences = ["the cat", "a dog sat", "the cat"]
+    np.testing.assert_array_equal(model.embed(s for s in sentences), model.embed(sentences))
+    with pytest.raises(TypeError, match="got bytes"):
+        model.embed(b"the cat")
+    with pytest.raises(TypeError, match="sentence 1 is a bytes"):
+        model.embed(["the cat", b"a dog"])
+
+
 def test_neighbors_cli_words(tmp_path, runner, model):
     save_model(model, tmp_path / "m")
     m = ["neighbors", "-m", str(tmp_path / "m")]

@@ -334,8 +334,14 @@ class Model:
                              f"got {unknown_scale!r}")
         if isinstance(sentences, str):
             raise TypeError("embed() takes a list of sentences; wrap a single sentence in a list")
+        if isinstance(sentences, (bytes, bytearray)) or not hasattr(sentences, "__iter__"):
+            raise TypeError(f"embed() takes a list of sentences (str), got {type(sentences).__name__}")
         if unknown not in UNKNOWN_MODES:
             raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {unknown!r}")
+        sentences = sentences if isinstance(sentences, (list, tuple)) else list(sentences)  # a generator is read once
+        for n, s in enumerate(sentences):
+            if not isinstance(s, str):
+                raise TypeError(f"sentence {n} is a {type(s).__name__}, not a str")
         scale = unknown_scale if unknown == "hash" else None
         unique = dict.fromkeys(sentences)  # a sentence said twice is embedded once
         if len(unique) == len(sentences):
@@ -673,15 +679,24 @@ class Model:
             raise ValueError(f"min_count must be a non-negative integer, got {min_count!r}")
         terms, exclude = [], set()
         for sign, group in ((1.0, positive), (-1.0, negative)):
-            if isinstance(group, str) or (isinstance(group, np.ndarray) and group.ndim == 1):
+            if group is None:  # gensim takes None for "none"
+                continue
+            if isinstance(group, (str, bytes, bytearray)) or (isinstance(group, np.ndarray) and group.ndim == 1):
                 group = [group]
             for item in group:
+                if isinstance(item, (bytes, bytearray)):
+                    raise TypeError(f"a query word is a str, got {type(item).__name__} {bytes(item)[:40]!r}")
                 if isinstance(item, str):
                     i = self.get_index(item)
                     v = np.asarray(self.word_vectors[i], dtype=np.float64)
                     exclude.add(i)
                 else:
                     v = self._word_query(np.asarray(item, dtype=np.float64))
+                if not np.isfinite(v).all():
+                    raise ValueError("a query vector holds NaN or inf values")
+                big = np.max(np.abs(v)) if v.size else 0.0  # scaled first: a norm of 1e300-sized values overflows
+                if big > 0:
+                    v = v / big
                 norm = np.linalg.norm(v)
                 terms.append(sign * v / norm if norm > 0 else v)
         if not terms:
