@@ -660,3 +660,15 @@ def test_the_corpus_files_are_recorded_and_shown_absolute(tmp_path, monkeypatch,
     meta = Path(corpus.cache_path) / "meta.json"  # an entry of an earlier version: the path as typed
     meta.write_text(meta.read_text(encoding="utf-8").replace(json.dumps(absolute), '"c.txt"'), encoding="utf-8")
     assert corpus_mod.read_corpus(["c.txt"], min_count=1, cache_dir=cache, quiet=True).stats["files"] == [absolute]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
+def test_utf16_text_is_named_not_called_binary(encoding):
+    from scbow.text.reader import check_text
+
+    block = "the man walked\nand a dog\n".encode(encoding).decode("utf-8", errors="replace")
+    with pytest.raises(CorpusError, match="UTF-16 or UTF-32 text.*iconv"):
+        check_text("x.txt", block, at_start=True)
+    elf = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00>\x00".decode("utf-8", errors="replace")
+    with pytest.raises(CorpusError, match="binary data"):
+        check_text("x.txt", elf, at_start=True)

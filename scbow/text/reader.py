@@ -262,6 +262,12 @@ def check_text(name, block: str, at_start: bool) -> int:
     lines hold U+FFFD. Returns the lines holding U+FFFD (kept, and counted for a warning).
     """
     if "\x00" in block:
+        head = block[:400].lstrip("\ufffd")  # a UTF-16 or UTF-32 byte order mark is not UTF-8
+        rest = head.replace("\x00", "")
+        # text in UTF-16 or UTF-32: a NUL beside every Latin letter, and the rest readable
+        if head.count("\x00") >= 0.3 * len(head) and sum(c.isprintable() or c.isspace() for c in rest) >= 0.95 * len(rest):
+            raise CorpusError(f"{name}: looks like UTF-16 or UTF-32 text (NUL bytes between the letters); "
+                              f"convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)")
         raise CorpusError(f"{name}: contains NUL bytes; this looks like binary data, not text")
     if "\ufffd" not in block:
         return 0
