@@ -672,3 +672,17 @@ def test_utf16_text_is_named_not_called_binary(encoding):
     elf = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00>\x00".decode("utf-8", errors="replace")
     with pytest.raises(CorpusError, match="binary data"):
         check_text("x.txt", elf, at_start=True)
+
+
+def test_a_folder_says_which_files_it_leaves_out(tmp_path, capsys):
+    from scbow.text.reader import expand
+
+    (tmp_path / "a.txt").write_text("the man\n")
+    (tmp_path / "help.html").write_text("<p>x</p>\n")
+    (tmp_path / ".hidden").write_text("x\n")
+    assert expand([tmp_path]) == [tmp_path / "a.txt"]
+    err = capsys.readouterr().err
+    assert "1 file left out (help.html)" in err and ".hidden" not in err
+    (tmp_path / "help.html").unlink()
+    expand([tmp_path])
+    assert capsys.readouterr().err == ""

@@ -228,16 +228,23 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
             if what is not None:  # the tool's own output is never read as text
                 raise CorpusError(f"{p}: is {what}, not text (give the text files, or the folder holding them)")
             if recursive:
-                found = []
+                seen_files = []
                 for root, dirs, names in os.walk(p):
                     # hidden folders, and the tool's own outputs (models, shards, indexes, caches), are skipped
                     dirs[:] = sorted(d for d in dirs if not d.startswith(".") and holds_ours(Path(root) / d) is None)
-                    found.extend(f for f in (Path(root) / n for n in sorted(names) if not n.startswith("."))
-                                 if accept(f) and f.is_file())
+                    seen_files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
             else:
-                found = sorted(f for f in p.iterdir() if f.is_file() and accept(f))
+                seen_files = sorted(f for f in p.iterdir() if not f.name.startswith("."))
+            found = [f for f in seen_files if accept(f) and f.is_file()]
             if not found:
                 raise CorpusError(f"{p}: directory has no text files (looked for {looked_for})")
+            left = [f for f in seen_files if f.is_file() and not accept(f)]
+            if left:  # said, so that a file the user meant to give is not missed in silence
+                from ..progress import note
+
+                named = ", ".join(str(f.relative_to(p)) for f in left[:3]) + (", ..." if len(left) > 3 else "")
+                note(f"note: {p}: {len(left)} file{'s' if len(left) != 1 else ''} left out ({named}): "
+                     f"only names ending in {looked_for} are read")
             files.extend(found)
         elif p.is_file():
             files.append(p)
