@@ -22,6 +22,7 @@ import gzip
 import io
 import lzma
 import os
+import sys
 import zlib
 from pathlib import Path
 
@@ -240,11 +241,9 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
                 raise CorpusError(f"{p}: directory has no text files (looked for {looked_for})")
             left = [f for f in seen_files if f.is_file() and not accept(f)]
             if left:  # said, so that a file the user meant to give is not missed in silence
-                from ..progress import note
-
                 named = ", ".join(str(f.relative_to(p)) for f in left[:3]) + (", ..." if len(left) > 3 else "")
-                note(f"note: {p}: {len(left)} file{'s' if len(left) != 1 else ''} left out ({named}): "
-                     f"only names ending in {looked_for} are read")
+                print(f"note: {p}: {len(left)} file{'s' if len(left) != 1 else ''} left out ({named}): "
+                      f"only names ending in {looked_for} are read", file=sys.stderr, flush=True)
             files.extend(found)
         elif p.is_file():
             files.append(p)
