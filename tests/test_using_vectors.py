@@ -222,6 +222,8 @@ def test_embed_cli_errors(tmp_path, runner, model):
     assert_clean_error(runner.invoke(main, [*m, str(binary), "-o", str(tmp_path / "x.npy")]), "binary")
     assert_clean_error(runner.invoke(main, ["embed", "-m", str(tmp_path / "nomodel"), str(src), "-o",
                                             str(tmp_path / "x.npy")]), "no such model")
+    nan = runner.invoke(main, [*m, str(src), "-o", str(tmp_path / "x.npy"), "--block-mb", "nan"])
+    assert nan.exit_code == 2 and "'nan' is not a number" in nan.stderr
     assert not (tmp_path / "x.npy").exists() and not (tmp_path / "x.missing.txt").exists()
 
 

@@ -11,6 +11,16 @@ from ..vectors.neighbours import NEIGHBOUR_MIN_COUNT
 from .app import Count, load, main, model_dir, model_option
 
 
+class FiniteRange(click.FloatRange):
+    """click's FloatRange, and not NaN (which compares inside every range)."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if number != number:
+            self.fail(f"{value!r} is not a number", param, ctx)
+        return number
+
+
 @main.command(short_help="Embed every line of a file into a .npy array (or many files on a Dask cluster).")
 @model_option()
 @click.argument("inputs", metavar="INPUT...", nargs=-1, required=True,
@@ -32,7 +42,7 @@ from .app import Count, load, main, model_dir, model_option
               help="Embed on a local Dask cluster of this many worker processes; OUTPUT is a directory of shards.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Embed on a running Dask cluster (tcp://host:8786); OUTPUT is a directory of shards.")
-@click.option("--block-mb", type=click.FloatRange(min=0.001, max=1 << 20), default=64.0, show_default=True,
+@click.option("--block-mb", type=FiniteRange(min=0.001, max=1 << 20), default=64.0, show_default=True,
               help="With a cluster: MB of plain text per block (one shard each); a compressed file is one block.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")
 def embed(model_path, inputs, output, missing_file, fill, threads, unknown, workers, scheduler, block_mb, quiet):
