@@ -83,7 +83,7 @@ W2V_SEED = 1
 # fastText's cbow with its own defaults, at the paper's size, window, count, negatives, epochs
 FASTTEXT_SETTINGS = {"model": "cbow", "dim": 300, "ws": 5, "minCount": 5, "neg": 5, "epoch": 5, "lr": 0.05,
                      "t": 1e-4, "minn": 3, "maxn": 6, "bucket": 2_000_000}
-# Sent2Vec: the winner on STS-B dev of its own search (benchmarks/sent2vec_search.py): every
+# Sent2Vec: the winner on STS-B dev of its own search (retired; its reports stay): every
 # candidate on 10M (benchmarks/results/sent2vec_search.md), then the 10M winner against the
 # paper's settings on 100M (sent2vec_search_100M.md), whose winner this is.
 SENT2VEC_SETTINGS = {**PAPER_SENT2VEC, "t": 1e-4}  # 100M dev 0.649 against 0.581 (the paper's 5e-6)

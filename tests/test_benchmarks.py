@@ -197,8 +197,7 @@ def test_run_entry_point_lists_every_suite(capsys):
             with_main.add(path.stem)
     suites = {s.module for s in run.SUITES.values()}
     assert with_main - helpers <= suites, f"suites not registered in run.py: {with_main - helpers - suites}"
-    for name in ("speed", "ab", "quality", "search", "sweep", "learning_curve", "embed_speed", "most_similar",
-                 "segmenters", "expand_demo", "unknown_words", "gpu"):
+    for name in ("speed", "ab", "quality", "embed_speed", "most_similar", "gpu", "cluster", "index"):
         assert name in run.SUITES
         assert any(line.split()[:1] == [name] for line in listing.splitlines()), name
     assert not (bench_dir / "throughput.py").exists()  # folded into the speed suite
@@ -207,7 +206,7 @@ def test_run_entry_point_lists_every_suite(capsys):
     assert "unknown suite" in str(exc.value.code)
 
 
-@pytest.mark.parametrize("name", ["speed", "ab", "curve", "sweep", "quality", "embed_speed", "gpu"])
+@pytest.mark.parametrize("name", ["speed", "ab", "quality", "embed", "most_similar", "gpu", "cluster", "index"])
 def test_each_suite_answers_help_through_the_entry_point(name, capsys):
     from benchmarks import run
 
@@ -398,28 +397,3 @@ def test_the_speed_harness_checks_the_torch_peer_against_the_oracle(small_corpus
     finally:
         torch_scbow.TorchSiameseCBOW.__init__ = original
     assert not bad["passed"], bad
-
-
-def test_neighbours_suite_ranks_as_most_similar_and_halves_pairs_by_hash():
-    """The neighbours suite (issue 23): a pair's half does not depend on its order, the halves
-    are about even, and its ranks are those of Model.most_similar under the same rule."""
-    from benchmarks import neighbours
-    from scbow.text.vocab import Vocab
-    from scbow.vectors.model import Model
-
-    pairs = neighbours.read_word_pairs(neighbours.SETS["SimLex-999"])
-    halves = [neighbours.half_of(a, b) for a, b, _ in pairs]
-    assert halves == [neighbours.half_of(b, a) for a, b, _ in pairs]
-    assert 0.4 < halves.count("dev") / len(halves) < 0.6
-    rng = np.random.default_rng(0)
-    words = [f"w{i}" for i in range(60)]
-    model = Model(Vocab(words, [1000 - 16 * i for i in range(60)]), rng.standard_normal((60, 8)).astype(np.float32))
-    queries = [(3, 40), (40, 3), (7, 59), (59, 7)]
-    rules = [("cosine", 0), ("min_count", 100), ("min_count", 500)]
-    found = neighbours.ranks(model, neighbours.unit_rows(model), queries, rules)
-    for rule in rules:
-        r = found[neighbours.rule_name(rule)][0]
-        for (q, want), rank in zip(queries, r):
-            listed = [w for w, _ in model.most_similar(words[q], topn=60, min_count=rule[1])]
-            assert rank == (listed.index(words[want]) + 1 if words[want] in listed else np.inf)
-    assert np.isinf(found["min_count=500"][0][2])  # w59 is seen 56 times: left out
