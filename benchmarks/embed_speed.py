@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from scbow.config import TrainConfig
-from scbow.training.corpus import load_corpus
+from scbow.training import load_corpus
 from scbow.use.embedding import LineEncoder, average, embed_file, read_blocks
 from scbow.vectors.model import Model
 

@@ -11,7 +11,7 @@ punished or flattered by where its cosines sit.
 
 * ``scbow``: Siamese CBOW with the project defaults (``TrainConfig()``; ``--threads``), the
   saved model as it is (``Model.embed``: its own rule for unknown words). Its learning curve
-  on the STS-B dev set is recorded from the untrained start (``scbow.training.curve.CurveHook``);
+  on the STS-B dev set is recorded from the untrained start (``scbow.training.CurveHook``);
 * ``scbow_start``: the untrained starting vectors of that run with the same post-processing
   and unknown-word rule: what training is judged against;
 * ``cbow`` / ``skipgram``: gensim word2vec with the paper's settings (300 dims, window 5,
@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from scbow.config import TrainConfig
-from scbow.training.corpus import cache_key, default_cache_dir, expand_inputs, load_corpus
+from scbow.training import load_corpus
 from scbow.use.evaluate import bootstrap_pearson_diff, read_sts
 
 from .common import (
@@ -261,13 +261,11 @@ def content_key(corpus) -> str:
 def encode_corpus(path: Path, min_count: int) -> tuple[object, str, dict]:
     """The scbow encoding of ``path`` (from scbow's corpus cache when there), its content key
     (:func:`content_key`, what models and token files are cached under), its timing."""
-    files = expand_inputs([path])
-    key = cache_key(files, min_count, 0)
-    cached = (default_cache_dir() / key / "meta.json").is_file()
-    timing_path = WORK / f"encode-{key}.json"
     with Meter() as m:
         corpus = load_corpus([path], min_count, 0)
-    if cached:
+    # the cache entry's folder is named by scbow's cache key: the timing of its build is kept under it
+    timing_path = WORK / f"encode-{Path(corpus.cache_path).name}.json"
+    if corpus.from_cache:
         timing = json.loads(timing_path.read_text()) if timing_path.is_file() else {}
         timing["reloaded_this_run"] = True
         timing["reload_seconds"] = round(m.wall, 2)
@@ -378,8 +376,7 @@ def train_scbow(corpus, settings: dict, dev_path: Path):
     The curve's evaluations are kept out of the timing: ``wall_seconds`` is the run's wall
     time less the hook's (``hook_seconds``, reported beside it).
     """
-    from scbow.training.curve import CurveHook
-    from scbow.training.trainer import train
+    from scbow.training import CurveHook, train
 
     config = TrainConfig.from_dict({k: v for k, v in settings.items() if k != "trainer"})
     say(f"training Siamese CBOW: {json.dumps(config.to_dict())}")
@@ -457,7 +454,7 @@ def train_word2vec(system: str, tokens_path: Path, settings: dict):
 def sample_lines(corpus) -> list[str]:
     """The corpus sample every post-processing is estimated on (``benchmarks.peers.SAMPLE``,
     seed 1), each sentence as its kept tokens joined by spaces."""
-    from scbow.training.postprocess import sample_sentences
+    from scbow.training import sample_sentences
 
     from .peers import SAMPLE
 
@@ -616,15 +613,11 @@ class Scored:
 
 def untrained_start(model, corpus):
     """The start of scbow's run (same seed, weights, post-processing, unknown-word rule), as a model."""
-    from scbow.training.postprocess import remove_common_components
-    from scbow.training.start import corpus_weights, init_vectors
+    from scbow.training import untrained_start as start
     from scbow.vectors.model import Model
 
     config = TrainConfig.from_dict(model.config)
-    W = init_vectors(len(corpus.vocab), config, corpus_weights(corpus, config))
-    if config.common_components >= 0:
-        remove_common_components(W, corpus, config.components_removed, config.seed)
-    return Model(corpus.vocab, W, config.to_dict())
+    return Model(corpus.vocab, start(corpus, config, post_process=True), config.to_dict())
 
 
 def word_similarity(tables: dict, vocab) -> dict:
