@@ -38,7 +38,7 @@ SUITES: dict[str, Suite] = {
     "gpu": Suite("gpu", "gpu.md", "the CUDA path against the CPU path (needs a GPU)"),
     "cluster": Suite("cluster_embed", "cluster.md",
                      "`embed` on a local Dask cluster against one process; 1B/10B sentences on paper"),
-    "index": Suite("ann_index", "ann_index.md", "nearest-sentence indexes: faiss-cpu, usearch, hnswlib against exact search"),
+    "index": Suite("ann_index", "ann_index.md", "nearest-sentence search: faiss-cpu and scbow.use.index against exact search"),
 }
 ALIASES = {"embed": "embed_speed"}
 

@@ -405,3 +405,21 @@ def test_the_quality_report_renders_the_committed_record():
     markdown = quality.markdown(result)
     assert markdown.startswith("# Quality") and "## Machine" in markdown and "Siamese CBOW" in markdown
 
+
+
+def test_index_suite_measures_faiss_and_exact_search_on_small_vectors(tmp_path):
+    pytest.importorskip("faiss")
+    from benchmarks import ann_index
+
+    rng = np.random.default_rng(0)
+    for name, n in (("base", 600), ("queries", 20)):
+        x = rng.standard_normal((n, 16)).astype(np.float32)
+        np.save(tmp_path / f"{name}.npy", x / np.linalg.norm(x, axis=1, keepdims=True))
+    truth = ann_index._truth(tmp_path, block=256)
+    exact = ann_index.worker({"lib": "exact", "kind": "exact", "params": {}, "efforts": [None], "exact_single": 5,
+                              "work": str(tmp_path), "threads": 1})
+    assert exact["sweep"][0]["recall"] == 1.0 and truth.shape == (20, ann_index.K)
+    hnsw = ann_index.worker({"lib": "faiss-cpu", "kind": "hnsw", "params": {"M": 8, "ef_construction": 40},
+                             "efforts": [16, 64], "work": str(tmp_path), "threads": 1})
+    assert [s["effort"] for s in hnsw["sweep"]] == [16, 64] and hnsw["sweep"][-1]["recall"] > 0.5
+    assert "open_ms" in hnsw["reopen"]["mmap"]
