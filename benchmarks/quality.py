@@ -23,7 +23,7 @@ punished or flattered by where its cosines sit.
   get their subword vectors;
 * ``sent2vec``: Sent2Vec (``benchmarks.sent2vec``: epfml/sent2vec built from source) with the
   settings that won its own search on the STS-B dev set (:data:`SENT2VEC_SETTINGS`,
-  ``benchmarks/results/sent2vec_search.md``), scored by its own sentence vectors (unigrams
+  ``benchmarks/results/sent2vec_search*.md``, history), scored by its own sentence vectors (unigrams
   and bigrams) or by its unigram vectors, whichever variant is best on dev;
 * ``overlap``: untrained word overlap: a fixed random vector per distinct token, every token.
 
@@ -684,32 +684,6 @@ def pairwise(ours: Scored, other: Scored, sets: list) -> dict:
 
 
 
-# Sent2Vec's committed searches, in the order they were run: every candidate on 10M, then the
-# 10M winner against the paper's settings on 100M (the quality corpus), which decides.
-SENT2VEC_SEARCHES = ("sent2vec_search.json", "sent2vec_search_100M.json")
-
-
-def sent2vec_search_record(used: dict | None) -> list | None:
-    """The committed Sent2Vec searches (``benchmarks/results/sent2vec_search*.json``), trimmed,
-    each saying whether its winner's settings are the ones this run used."""
-    if used is None:
-        return None
-    strip = ("trainer", "thread")
-    out = []
-    for name in SENT2VEC_SEARCHES:
-        path = REPO_ROOT / "benchmarks" / "results" / name
-        if not path.is_file():
-            continue
-        data = json.loads(path.read_text(encoding="utf-8"))
-        won = {k: v for k, v in data["candidates"][data["winner"]]["settings"].items() if k not in strip}
-        out.append({"report": f"benchmarks/results/{path.stem}.md", "corpus": data["corpus"],
-                    "paper_settings": data["paper_settings"], "winner": data["winner"],
-                    "used_winner": won == {k: v for k, v in used.items() if k not in strip},
-                    "candidates": {n: {k: r[k] for k in ("settings", "chosen", "dev_pearson", "test_pearson_mean")}
-                                   for n, r in data["candidates"].items()}})
-    return out or None
-
-
 def _goal(result: dict) -> dict:
     systems = result["systems"]
     if "scbow" not in systems:
@@ -965,27 +939,9 @@ def markdown(result: dict) -> str:
                  "word2vec: gensim's `Word2Vec` with the paper's settings (§3.2) and the word2vec C tool's learning "
                  "rates; fastText: its `cbow` with its defaults at the same size, window, min count, negatives and "
                  "epochs; Sent2Vec: epfml/sent2vec built from source, with the settings that won its own search on "
-                 "STS-B dev (below). gensim, fastText and Sent2Vec read the same token stream Siamese CBOW trains on (the "
+                 "STS-B dev (`benchmarks/results/sent2vec_search_100M.md`, history). gensim, fastText and Sent2Vec "
+                 "read the same token stream Siamese CBOW trains on (the "
                  "kept tokens of scbow's encoding, one sentence per line), so all have the same vocabulary.")
-    searches = result.get("sent2vec_search") or []
-    if isinstance(searches, dict):  # a report written before the 100M round
-        searches = [{**searches, "report": "benchmarks/results/sent2vec_search.md"}]
-    for search in searches:
-        srows = []
-        for name, r in search["candidates"].items():
-            diff = {k: v for k, v in r["settings"].items()
-                    if k not in ("trainer", "thread") and search["paper_settings"].get(k) != v}
-            srows.append(((f"**{name}**" if name == search["winner"] else name),
-                          ", ".join(f"{k}={v}" for k, v in diff.items()) or "-", r["chosen"], _f(r["dev_pearson"]),
-                          _f(r["test_pearson_mean"])))
-        used = "the winner's" if search.get("used_winner") else "**not the winner's** (see the settings above)"
-        label = search["corpus"]["label"]
-        parts.append(f"### Sent2Vec's own search on {label}\n\nCandidates trained on {label} and scored "
-                     "under every sentence-vector variant; the winner (bold) has the best STS-B dev Pearson (test "
-                     f"means shown, never used). The Sent2Vec column above uses {used} settings. Report: "
-                     f"`{search['report']}`.\n\n"
-                     + md_table(("candidate", "differs from the paper's settings", "best variant on dev", "STS-B dev",
-                                 "test mean"), srows))
     parts.append(f"Regenerate: `{result['regenerate']}` (trains only what is not cached; `--systems S --force` "
                  "retrains S).")
     parts.append(context_markdown(result["context"]))
@@ -1169,7 +1125,6 @@ def main(argv=None) -> None:
         "regenerate": regen,
         "context": ctx,
     }
-    result["sent2vec_search"] = sent2vec_search_record(settings.get("sent2vec"))
     result["goal"] = _goal(result)
     result = _clean(result)
     json_path, md_path = write_report(Path(args.out), result, markdown(result))
