@@ -12,7 +12,7 @@ memory, statistics of repeats and fresh-process workers.
 - :func:`run_worker`: one job of a ``benchmarks`` module in a fresh Python process, its last
   stdout line read as JSON.
 
-The kernel bench and the PyTorch peer, which need numba or torch, are in ``harness.py``.
+Nothing here imports numba, torch or ``scbow.training``: the suites do, through its public names.
 """
 
 from __future__ import annotations
