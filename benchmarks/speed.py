@@ -874,7 +874,7 @@ def render(r: dict) -> str:
             f"## The word part\n\nOne pass of the word part (skip-gram with negative "
             f"sampling, {w['dim']} dims, window {w['window']}, {w['negatives']} noise words, subsampling threshold "
             f"{w['sample']:g}) over the {w['sentences']:,} sentences, trained by `scbow.training.train` (the "
-            "pass's kernel seconds as the model records them), alternating with one "
+            "pass's kernel seconds, `TrainState.word_seconds`), alternating with one "
             + (f"epoch of gensim {gver}'s skip-gram with the same settings on the same tokens (its `train` call "
                "alone, the vocabulary built before the clock starts)" if gver else "epoch of gensim (not installed)")
             + ".\n\n"
