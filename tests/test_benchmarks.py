@@ -423,3 +423,25 @@ def test_index_suite_measures_faiss_and_exact_search_on_small_vectors(tmp_path):
                              "efforts": [16, 64], "work": str(tmp_path), "threads": 1})
     assert [s["effort"] for s in hnsw["sweep"]] == [16, 64] and hnsw["sweep"][-1]["recall"] > 0.5
     assert "open_ms" in hnsw["reopen"]["mmap"]
+
+
+def test_the_doors_helpers_are_what_train_starts_from(small_corpus_file, tmp_path):
+    """untrained_start is the matrix train() starts from; first_epoch its first order of targets."""
+    from scbow.config import TrainConfig
+    from scbow.training import Hook, first_epoch, load_corpus, train, untrained_start
+    from scbow.training.start import trainable_targets
+    from scbow.training.trainer import epoch_orders
+
+    config = TrainConfig(dim=8, min_count=1, epochs=1, threads=1, word_passes=0)
+    corpus = load_corpus([small_corpus_file], 1, cache_dir=tmp_path)
+    seen = {}
+
+    class Start(Hook):
+        def before_training(self, state, vectors, corpus):
+            seen["W"] = np.array(vectors())
+
+    train(corpus, config, quiet=True, hooks=[Start()])
+    np.testing.assert_array_equal(seen["W"], untrained_start(corpus, config))
+    np.testing.assert_array_equal(first_epoch(corpus, config), next(epoch_orders(trainable_targets(corpus), config.seed)))
+    processed = untrained_start(corpus, config, post_process=True)
+    assert processed.shape == seen["W"].shape and not np.array_equal(processed, seen["W"])
