@@ -65,6 +65,7 @@ from benchmarks.common import (
     reset_peak,
     run_worker,
     say,
+    versions,
     worker_env,
 )
 
@@ -372,18 +373,6 @@ def worker(spec: dict) -> dict:
 # -- the suite --------------------------------------------------------------------------
 
 
-def _versions() -> dict:
-    from importlib import metadata
-
-    out = {}
-    for name in LIBS:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
 def _specs(args, work: Path) -> list[dict]:
     specs = [{"lib": "exact", "kind": "exact", "params": {}, "efforts": [None], "exact_single": args.exact_single}]
     for m in args.M:
@@ -584,7 +573,7 @@ def main(argv=None, prog=None) -> None:
         results.append(res)
     report = {"sample": sample, "embed": {k: v for k, v in embed.items() if k != "key"}, "model": str(model),
               "threads": args.threads, "why_sample": args.why_sample, "target_recall": TARGET_RECALL,
-              "results": results, "lib_versions": _versions(),
+              "results": results, "lib_versions": {k: v for k, v in versions(*LIBS).items() if k in LIBS},
               "context": context("faiss-cpu", threads=args.threads)}
     if args.product:
         cache = work / "product.json"

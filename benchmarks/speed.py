@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import lzma
 import os
 import shutil
 import statistics
@@ -69,6 +68,7 @@ from .common import (
     md_table,
     parse_threads,
     peak_rss_mib,
+    plain_text,
     run_worker,
     say,
     stats,
@@ -128,28 +128,6 @@ def run_job(args: list, timeout: float = 1800) -> dict:
 
 
 # -------------------------------------------------------------------------- scratch
-
-
-def decompressed_text(name: str) -> tuple[Path, dict]:
-    """The corpus ``name`` as plain text in the scratch folder (decompressed once, then reused)."""
-    src = corpus_path(name)
-    out_dir = WORK_DIR / "text"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / src.name.removesuffix(".xz")
-    stamp = out.with_name(out.name + ".source")
-    st = src.stat()
-    want = f"{src.resolve()} {st.st_size} {st.st_mtime_ns}"
-    if out.is_file() and stamp.is_file() and stamp.read_text() == want:
-        return out, {"reused": True, "bytes": out.stat().st_size}
-    tmp = out.with_name(out.name + ".tmp")
-    with timed() as t:
-        with lzma.open(src, "rb") as fin, open(tmp, "wb") as fout:
-            shutil.copyfileobj(fin, fout, 1 << 23)
-    os.replace(tmp, out)
-    stamp.write_text(want)
-    size = out.stat().st_size
-    return out, {"reused": False, "bytes": size, "seconds": round(t.seconds, 3),
-                 "mb_per_s": round(size / 1e6 / t.seconds, 1)}
 
 
 # -------------------------------------------------------------------------- preprocessing
@@ -1073,7 +1051,7 @@ def main(argv=None, prog="python -m benchmarks.run speed") -> dict:
     }
     try:
         say(f"[speed] scratch {run_dir}; corpus {args.corpus}; sections {', '.join(args.sections)}")
-        text, report["text"] = decompressed_text(args.corpus)
+        text, report["text"] = plain_text(args.corpus, WORK_DIR / "text")
         from scbow.training import load_corpus
 
         if "preprocess" in args.sections:
