@@ -7,10 +7,11 @@
 Every measurement is one fresh Python process (``benchmarks/ab_worker.py``, run with
 ``python -P`` and ``PYTHONPATH`` set to the checkout it measures, from a scratch folder),
 which loads the corpus with ``scbow.training.load_corpus`` and trains one epoch with
-``scbow.training.train(corpus, TrainConfig(threads=N, epochs=1, common_components=-1),
-quiet=True)``: kernel examples/s is ``result.examples / result.seconds`` (the seconds inside
-the kernel calls; compiling is done on an empty batch before the clock starts). Before any
-timing, each checkout builds its corpus cache and warms numba's on-disk cache with one
+``scbow.training.train(corpus, TrainConfig(threads=N, epochs=1, common_components=-1,
+word_passes=0), quiet=True)`` (``word_passes`` where the checkout has a word part): kernel
+examples/s is ``result.examples / result.seconds`` (the seconds inside the kernel calls;
+compiling is done on an empty batch before the clock starts). Before any timing, each
+checkout builds its corpus cache and warms numba's on-disk cache with one
 untimed run on a tiny slice at every thread count. Then, for each round and each thread
 count, a "before" process runs, then an "after" one (before, after, before, after, ...), so
 that a slow spell of a shared machine hits both alike.
