@@ -6,11 +6,12 @@
 
 Every measurement is one fresh Python process (``benchmarks/ab_worker.py``, run with
 ``python -P`` and ``PYTHONPATH`` set to the checkout it measures, from a scratch folder),
-which loads the corpus with ``scbow.training.corpus.load_corpus`` and trains one epoch with
-``scbow.training.trainer.train(corpus, TrainConfig(threads=N, epochs=1, common_components=-1),
-quiet=True)``: kernel examples/s is ``result.examples / result.seconds`` (the seconds inside
-the kernel calls; compiling is done on an empty batch before the clock starts). Before any
-timing, each checkout builds its corpus cache and warms numba's on-disk cache with one
+which loads the corpus with ``scbow.training.load_corpus`` and trains one epoch with
+``scbow.training.train(corpus, TrainConfig(threads=N, epochs=1, common_components=-1,
+word_passes=0), quiet=True)`` (``word_passes`` where the checkout has a word part): kernel
+examples/s is ``result.examples / result.seconds`` (the seconds inside the kernel calls;
+compiling is done on an empty batch before the clock starts). Before any timing, each
+checkout builds its corpus cache and warms numba's on-disk cache with one
 untimed run on a tiny slice at every thread count. Then, for each round and each thread
 count, a "before" process runs, then an "after" one (before, after, before, after, ...), so
 that a slow spell of a shared machine hits both alike.
@@ -152,7 +153,7 @@ def render(r: dict) -> str:
          ", ".join(f"{k} {v}" for k, v in s[side]["versions"].items())) for side in SIDES])
     return "\n\n".join([
         "# A/B kernel speed: before and after",
-        f"Kernel examples/s (`result.examples / result.seconds` of one `scbow.training.trainer.train` epoch) of two "
+        f"Kernel examples/s (`result.examples / result.seconds` of one `scbow.training.train` epoch) of two "
         f"checkouts on corpus **{s['corpus_label']}**, threads {', '.join(map(str, s['threads']))}, "
         f"{s['rounds']} round(s). Every run is a fresh process; each round runs before, then after, per thread "
         "count. Numba's cache was warmed for each checkout and thread count by an untimed run first."

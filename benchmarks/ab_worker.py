@@ -6,9 +6,10 @@
 Run as a script (``-P``: the script's folder is not put on ``sys.path``), so that ``scbow``
 is the one of the checkout on ``PYTHONPATH``; it imports nothing of ``benchmarks``, which
 the other checkout may not have in this form. It uses only what both checkouts have:
-``scbow.training.corpus.load_corpus(paths, min_count, max_vocab, cache_dir=...)``,
-``scbow.training.trainer.train(corpus, TrainConfig(...), quiet=True)`` and ``TrainResult.examples``
-and ``.seconds`` (the seconds inside the kernel calls).
+``load_corpus(paths, min_count, max_vocab, cache_dir=...)``, ``train(corpus, TrainConfig(...),
+quiet=True)`` and ``TrainResult.examples`` and ``.seconds`` (the seconds inside the kernel
+calls), from ``scbow.training`` (the public door), or in an older checkout from the modules
+that held them then (the only imports of training internals left in the harness).
 """
 
 from __future__ import annotations
@@ -40,13 +41,18 @@ def main(argv=None) -> None:
     from scbow.config import TrainConfig
 
     try:
-        from scbow.training.corpus import load_corpus
-        from scbow.training.trainer import train
-    except ImportError:  # a checkout from before the layer folders (scbow/training/)
-        from scbow.corpus import load_corpus
-        from scbow.trainer import train
+        from scbow.training import load_corpus, train
+    except ImportError:  # an older checkout, before scbow.training's public names
+        try:
+            from scbow.training.corpus import load_corpus
+            from scbow.training.trainer import train
+        except ImportError:  # before the layer folders (scbow/training/)
+            from scbow.corpus import load_corpus
+            from scbow.trainer import train
 
     fields = {"threads": args.threads, "epochs": 1, "seed": args.seed, "common_components": -1}
+    if hasattr(TrainConfig(), "word_passes"):  # the sentence part is what is timed: no word part after it
+        fields["word_passes"] = 0
     if args.dim:
         fields["dim"] = args.dim
     config = TrainConfig(**fields)

@@ -1,4 +1,4 @@
-"""Approximate nearest-sentence search: faiss-cpu, usearch and hnswlib against exact search.
+"""Approximate nearest-sentence search: faiss-cpu (what ``scbow.use.index`` builds on) against exact search.
 
     python -m benchmarks.run index --model MODEL       # the report: 500K sampled lines of 100M
     python -m benchmarks.run index --lines 20000 --queries 200 --work /tmp/annq --out /tmp/annq/report  # plumbing
@@ -19,7 +19,7 @@ machine, so the suite measures a documented random sample and extrapolates on pa
 3. ``truth``: the exact top 10 of each query by brute force (float32 dot products, in
    blocks). Recall@10 counts a returned row as right when its exact cosine is at least the
    10th best exact cosine (minus 1e-6), so duplicate lines (ties) are not counted as misses.
-4. One fresh process per library and setting (``run_worker``): load the vectors, build the
+4. One fresh process per index and setting (``run_worker``): load the vectors, build the
    index with ``--threads`` threads, save it, reload it, and query with a sweep of the
    search-time effort (``ef`` for HNSW, ``nprobe`` for IVF): recall@10, milliseconds per
    query one at a time on 1 thread (median and p99 over every query), and the batch of all
@@ -33,6 +33,10 @@ machine, so the suite measures a documented random sample and extrapolates on pa
 
 The heavy stages are cached in ``--work`` (default ``benchmarks/.work/ann``) by their
 settings; delete it to start over.
+
+faiss-cpu was chosen against usearch and hnswlib by this suite before (issue 33 retired that
+comparison as finished research): the committed ``benchmarks/results/ann_index.md`` of commit
+59c4a92 holds it and the reasons, and its code is in git at that commit.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ from benchmarks.common import (
     reset_peak,
     run_worker,
     say,
+    versions,
     worker_env,
 )
 
@@ -69,7 +74,7 @@ HNSW_EFS = (16, 32, 64, 128, 256, 512)
 HNSW_EFS_32 = (32, 64, 128, 256, 512, 1024)  # M=32 was added when M=16 fell short of the target at ef 512
 IVF_PROBES = (4, 8, 16, 32, 64, 128)
 TARGET_RECALL = 0.95
-LIBS = ("faiss-cpu", "usearch", "hnswlib")
+LIBS = ("faiss-cpu",)
 
 
 # -- data -------------------------------------------------------------------------------
@@ -236,67 +241,6 @@ class _Faiss:
         self.index = self.faiss.read_index(str(path), flags)
 
 
-class _Usearch:
-    name = "usearch"
-
-    def __init__(self, kind, dim, params, threads):
-        from usearch.index import Index
-
-        self.Index = Index
-        self.index = Index(ndim=dim, metric="ip", dtype="f32", connectivity=params["M"],
-                           expansion_add=params["ef_construction"], expansion_search=64)
-
-    def build(self, x, threads):
-        self.index.add(np.arange(len(x), dtype=np.uint64), x, threads=threads)
-
-    def set_effort(self, e):
-        self.index.expansion_search = e
-
-    def search(self, q, threads):
-        m = self.index.search(q, K, threads=threads)
-        keys = np.asarray(m.keys, dtype=np.int64)
-        return keys.reshape(1, -1) if q.ndim == 1 else keys
-
-    def save(self, path):
-        self.index.save(str(path))
-
-    def load(self, path, mmap):
-        self.index = self.Index.restore(str(path), view=mmap)
-
-
-class _Hnswlib:
-    name = "hnswlib"
-
-    def __init__(self, kind, dim, params, threads):
-        import hnswlib
-
-        self.hnswlib = hnswlib
-        self.dim = dim
-        self.params = params
-        self.index = hnswlib.Index(space="ip", dim=dim)
-
-    def build(self, x, threads):
-        self.index.init_index(max_elements=len(x), ef_construction=self.params["ef_construction"],
-                              M=self.params["M"], random_seed=100)
-        self.index.add_items(x, np.arange(len(x)), num_threads=threads)
-
-    def set_effort(self, e):
-        self.index.set_ef(e)
-
-    def search(self, q, threads):
-        return self.index.knn_query(q, k=K, num_threads=threads)[0].astype(np.int64)
-
-    def save(self, path):
-        self.index.save_index(str(path))
-
-    def load(self, path, mmap):
-        if mmap:
-            raise NotImplementedError("hnswlib reads the whole index into memory")
-        index = self.hnswlib.Index(space="ip", dim=self.dim)
-        index.load_index(str(path))
-        self.index = index
-
-
 class _Exact:
     name = "exact (numpy)"
 
@@ -316,7 +260,7 @@ class _Exact:
         return np.argpartition(-s, K, axis=0)[:K].T
 
 
-LIB_CLASSES = {"faiss-cpu": _Faiss, "usearch": _Usearch, "hnswlib": _Hnswlib, "exact": _Exact}
+LIB_CLASSES = {"faiss-cpu": _Faiss, "exact": _Exact}
 
 
 def _latencies(lib, queries, threads=1, limit=None) -> list[float]:
@@ -429,38 +373,6 @@ def worker(spec: dict) -> dict:
 # -- the suite --------------------------------------------------------------------------
 
 
-def _versions() -> dict:
-    from importlib import metadata
-
-    out = {}
-    for name in ("faiss-cpu", "usearch", "hnswlib", "numkong"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
-def _install_mib() -> dict:
-    """Disk taken by each library's installed files (site-packages), in MiB."""
-    from importlib import metadata
-
-    out = {}
-    for dist_name, deps in (("faiss-cpu", ()), ("usearch", ("numkong",)), ("hnswlib", ())):
-        total = 0
-        for name in (dist_name, *deps):
-            try:
-                dist = metadata.distribution(name)
-            except metadata.PackageNotFoundError:
-                continue
-            for f in dist.files or ():
-                p = Path(dist.locate_file(f))
-                if p.is_file():
-                    total += p.stat().st_size
-        out[dist_name] = round(total / 2**20, 1) if total else None
-    return out
-
-
 def _specs(args, work: Path) -> list[dict]:
     specs = [{"lib": "exact", "kind": "exact", "params": {}, "efforts": [None], "exact_single": args.exact_single}]
     for m in args.M:
@@ -520,7 +432,7 @@ def markdown(report: dict) -> str:
     s, e = report["sample"], report["embed"]
     n = e["base_kept"]
     lines = [
-        "# Approximate nearest-sentence search: faiss-cpu, usearch, hnswlib",
+        "# Approximate nearest-sentence search: faiss-cpu against exact search",
         "",
         "Produced by `python -m benchmarks.run index` (`benchmarks/ann_index.py`; its docstring says how).",
         "",
@@ -594,11 +506,7 @@ def markdown(report: dict) -> str:
                   f"lines) with the model already loaded: first call {p['first_call_ms']} ms, then median "
                   f"{p['call_ms_median']} ms, p99 {p['call_ms_p99']} ms over {p['calls']} query sentences. (The peak "
                   "counts the pages of the memory-mapped embeddings read while adding them.)"]
-    lines += ["", "## Libraries", ""]
-    lines.append(md_table(["library", "version", "licence", "installed MiB", "notes"],
-                          [[k, report["lib_versions"].get(k), v["licence"], report["install_mib"].get(k), v["notes"]]
-                           for k, v in LIB_NOTES.items()]))
-    lines += ["", "## How the choice was made", "", report["choice"], "",
+    lines += ["", "## Why faiss-cpu", "", CHOICE, "",
               f"## The full corpus ({s['corpus_nonempty_lines']:,} non-empty lines), on paper", "",
               "Scaled from the sample, not measured: memory and disk linearly in the number of vectors; "
               "HNSW build time as n log n (inserts cost about log n each); HNSW query time as log n; "
@@ -613,19 +521,6 @@ def markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
-LIB_NOTES = {
-    "faiss-cpu": {"licence": "MIT",
-                  "notes": "Meta's library; PyPI wheels are a community build (faiss-wheels); many index kinds "
-                           "(IVF, PQ, HNSW); OpenMP threads"},
-    "usearch": {"licence": "Apache-2.0",
-                "notes": "Unum; single C++ header core; wheels for Linux/macOS/Windows incl. arm64; "
-                         "`restore(view=True)` memory-maps a saved index; frequent releases"},
-    "hnswlib": {"licence": "Apache-2.0",
-                "notes": "the reference HNSW; last release 0.8.0 (Dec 2023), few binary wheels; load reads the "
-                         "whole file"},
-}
-
-
 def main(argv=None, prog=None) -> None:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -638,7 +533,6 @@ def main(argv=None, prog=None) -> None:
     parser.add_argument("--M", type=int, nargs="+", default=[16, 32], help="HNSW graph degrees to try (default 16 32)")
     parser.add_argument("--ef-construction", type=int, default=200)
     parser.add_argument("--nlist", type=int, default=1024, help="faiss IVF-Flat lists (0: skip IVF)")
-    parser.add_argument("--libs", nargs="+", default=list(LIBS), choices=LIBS)
     parser.add_argument("--exact-single", type=int, default=100, help="queries timed one at a time for exact search")
     parser.add_argument("--work", type=Path, default=REPO_ROOT / "benchmarks" / ".work" / "ann")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "ann_index")
@@ -649,14 +543,11 @@ def main(argv=None, prog=None) -> None:
                         help="skip measuring scbow.use.index itself (a build with its defaults and search_command)")
     parser.add_argument("--fresh", action="store_true", help="measure every setting again (default: reuse "
                         "the results of settings already measured on the same sample, kept in --work)")
-    parser.add_argument("--choice", default=None, help="the paragraph saying which library was chosen and why")
     args = parser.parse_args(argv)
 
-    modules = {"faiss-cpu": "faiss", "usearch": "usearch", "hnswlib": "hnswlib"}
-    missing = [lib for lib in args.libs if not have(modules[lib])]
-    if missing:
-        say(f"left out, not installed: {', '.join(missing)} (pip install {' '.join(missing)})")
-        args.libs = [lib for lib in args.libs if lib not in missing]
+    args.libs = list(LIBS) if have("faiss") else []
+    if not args.libs:
+        say("faiss-cpu is not installed (pip install faiss-cpu): exact search only")
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     sample = _sample(work, args.lines, args.queries, args.seed)
@@ -682,9 +573,8 @@ def main(argv=None, prog=None) -> None:
         results.append(res)
     report = {"sample": sample, "embed": {k: v for k, v in embed.items() if k != "key"}, "model": str(model),
               "threads": args.threads, "why_sample": args.why_sample, "target_recall": TARGET_RECALL,
-              "results": results, "lib_versions": _versions(), "install_mib": _install_mib(),
-              "choice": args.choice,
-              "context": context("faiss-cpu", "usearch", "hnswlib", threads=args.threads)}
+              "results": results, "lib_versions": {k: v for k, v in versions(*LIBS).items() if k in LIBS},
+              "context": context("faiss-cpu", threads=args.threads)}
     if args.product:
         cache = work / "product.json"
         if cache.is_file() and not args.fresh:
@@ -695,7 +585,6 @@ def main(argv=None, prog=None) -> None:
             report["product"] = run_worker("benchmarks.ann_index", ["product", json.dumps(spec)], timeout=3600)
             cache.write_text(json.dumps(report["product"]) + "\n")
     report["model_about"] = _model_about(model)
-    report["choice"] = args.choice or choice_text(report)
     json_path, md_path = write_report_files(args.out, report)
     say(f"saved {json_path} and {md_path}")
 
@@ -715,62 +604,11 @@ def _model_about(model: Path) -> str:
         return "the model"
 
 
-def _find(report: dict, lib: str, kind: str = "hnsw", M: int | None = None) -> dict | None:
-    for res in report["results"]:
-        spec = res["spec"]
-        if spec["lib"] == lib and spec["kind"] == kind and (M is None or spec["params"].get("M") == M):
-            return res
-    return None
-
-
-def choice_text(report: dict) -> str:
-    """The paragraph saying which library was chosen and why, its figures read from ``report``."""
-    ms = sorted({r["spec"]["params"]["M"] for r in report["results"] if r["spec"]["kind"] == "hnsw"})
-    parts = []
-    for m in ms:
-        rows = {lib: _find(report, lib, M=m) for lib in LIBS}
-        rows = {k: v for k, v in rows.items() if v is not None}
-        if not rows:
-            continue
-        best_recall = min(max(s["recall"] for s in r["sweep"]) for r in rows.values())
-        target = math.floor(best_recall * 100) / 100  # the best recall every library reaches
-        cells = []
-        for lib, r in rows.items():
-            t = _at_target(r, target)
-            mm = r.get("reopen", {}).get("mmap", {})
-            opened = f"{mm['open_ms']:.0f} ms" if "open_ms" in mm else "not possible"
-            cells.append(f"{lib} {r['build_seconds']:.0f} s to build, {t['single_ms_median']:.2f} ms a query "
-                         f"(ef {t['effort']}, recall {t['recall']:.3f}), reopened memory-mapped: {opened}")
-        parts.append(f"With M={m}, at the highest recall@{K} all three reach ({target:.2f}): " + "; ".join(cells) + ".")
-    exact = next(r for r in report["results"] if r["spec"]["kind"] == "exact")
-    return (
-        "**Chosen: faiss-cpu (`IndexHNSWFlat`, inner product on normalised vectors).** "
-        + " ".join(parts)
-        + f" Exact search takes {exact['sweep'][0]['single_ms_median']:.1f} ms a query on 1 thread at this size "
-        "and grows linearly with the lines. "
-        "The three HNSW implementations reach about the same recall for the same M and ef (within a few "
-        "points, faiss highest at every ef but the smallest); faiss builds and answers fastest; hnswlib took "
-        "10-13% longer to build and 10-40% longer to answer; usearch 2.26 was well behind on this machine (its "
-        "builds took 2.4-2.6x as long as faiss's and its queries 3.5-4.6x as long, at every ef). "
-        "What decides a command-line search is reopening the index at every call: faiss "
-        "maps a saved HNSW index (`IO_FLAG_MMAP_IFC`, the vectors and the graph's arrays) in tens of "
-        "milliseconds, usearch's `view=True` does the same a little slower, and hnswlib can only read the "
-        "whole file (0.7-1.7 s at this size, so some 10-20 s at 5.9M lines). "
-        "Maintenance and licence: faiss is Meta's, released often, MIT; its PyPI wheels (`faiss-cpu`, "
-        "community-built by the faiss-wheels project) cover Linux x86-64/arm64, macOS arm64 and Windows x86-64 "
-        "(checked with pip for 1.15.1 and Python 3.12; no Intel-macOS wheel); usearch (Apache-2.0) is equally "
-        "active and has wheels everywhere, including Intel macOS; hnswlib (Apache-2.0) has had no release since "
-        "0.8.0 (December 2023) and pip finds no wheel of it for Python 3.12 on Windows, macOS or Linux arm64 "
-        "(it compiles from source there). Against faiss: the largest install (about 65 MiB with its OpenMP runtime; usearch "
-        "with numkong about 56, hnswlib 8), and OpenMP threads beside numba's, which the tests exercise in "
-        "one process. faiss also has what a larger corpus needs next (IVF and product quantisation, "
-        "on-disk inverted lists) behind the same API. "
-        "Recall: these sentence vectors are hard for any graph (random pairs have cosine about 0; the "
-        "nearest line has a median cosine of about 0.5), so reaching recall@10 0.95 takes a wider search "
-        "(M=32, ef in the hundreds) than on the usual benchmarks; at 1-4 ms a query that is still far "
-        "below the time to start the command. IVF-Flat (faiss, 1024 lists) built in seconds but reached only "
-        "0.77 recall@10 with 128 lists probed (2.4 ms a query), where HNSW reaches 0.90 in about 1 ms."
-    )
+CHOICE = ("faiss-cpu (`IndexHNSWFlat`, inner product on normalised vectors) was chosen against usearch and hnswlib "
+          "by an earlier run of this suite: about the same recall at the same M and ef, the fastest builds and "
+          "queries, and a saved HNSW index it reopens memory-mapped in tens of milliseconds (what `neighbors "
+          "--index` pays at every call). That comparison is history: `benchmarks/results/ann_index.md` at commit "
+          "59c4a92.")
 
 
 if __name__ == "__main__":

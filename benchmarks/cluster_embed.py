@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import lzma
 import os
 import resource
 import shutil
@@ -31,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import REPO_ROOT, RESULTS_DIR, context, context_markdown, corpus_path, md_table, say, write_report
+from .common import REPO_ROOT, RESULTS_DIR, context, context_markdown, corpus_path, md_table, plain_text, say, write_report
 
 WORK = REPO_ROOT / "benchmarks" / ".work" / "cluster"
 # A price per worker-hour to turn hours into money, stated in the report as an assumption:
@@ -65,25 +64,6 @@ def cli(*args, timeout=7200) -> tuple[float, float]:
     say("  " + (proc.stderr.strip().splitlines() or [""])[-1][:200])
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return seconds, cpu
-
-
-def plain_text(corpus: str, lines: int | None) -> Path:
-    out = WORK / f"{corpus}{'' if lines is None else f'-{lines}'}.txt"
-    if out.is_file():
-        return out
-    WORK.mkdir(parents=True, exist_ok=True)
-    say(f"decompressing {corpus} once{'' if lines is None else f' (first {lines:,} lines)'}")
-    tmp = out.with_suffix(".tmp")
-    with lzma.open(corpus_path(corpus), "rb") as src, open(tmp, "wb") as dst:
-        if lines is None:
-            shutil.copyfileobj(src, dst, 1 << 24)
-        else:
-            for i, line in enumerate(src):
-                if i >= lines:
-                    break
-                dst.write(line)
-    tmp.replace(out)
-    return out
 
 
 def default_model() -> Path:
@@ -180,7 +160,7 @@ def render(r: dict) -> str:
 
 def main(argv=None, prog="python -m benchmarks.run cluster") -> dict:
     args = parse_args(argv, prog)
-    text = plain_text(args.corpus, args.lines)
+    text = plain_text(args.corpus, WORK, args.lines)[0]
     model = args.model or default_model()
     lines = sum(1 for _ in open(text, "rb"))
     dim = int(np.load(Path(model) / "vectors.npy", mmap_mode="r").shape[1])

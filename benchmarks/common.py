@@ -12,16 +12,18 @@ memory, statistics of repeats and fresh-process workers.
 - :func:`run_worker`: one job of a ``benchmarks`` module in a fresh Python process, its last
   stdout line read as JSON.
 
-The kernel bench and the PyTorch peer, which need numba or torch, are in ``harness.py``.
+Nothing here imports numba, torch or ``scbow.training``: the suites do, through its public names.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import lzma
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -67,6 +69,33 @@ def corpus_path(name: str) -> Path:
     if not path.is_file():
         sys.exit(f"corpus {name} not found at {path}; set SCBOW_DATA to the shared data directory")
     return path
+
+
+def plain_text(name: str, work: Path, lines: int | None = None) -> tuple[Path, dict]:
+    """The corpus ``name`` (its first ``lines`` lines) as plain text in ``work``, decompressed once
+    and reused while the source file is unchanged; and what it took."""
+    src = corpus_path(name)
+    work.mkdir(parents=True, exist_ok=True)
+    out = work / (src.name.removesuffix(".xz") if lines is None else f"{name}-{lines}.txt")
+    stamp = out.with_name(out.name + ".source")
+    st = src.stat()
+    want = f"{src.resolve()} {st.st_size} {st.st_mtime_ns} {lines}"
+    if out.is_file() and stamp.is_file() and stamp.read_text() == want:
+        return out, {"reused": True, "bytes": out.stat().st_size}
+    say(f"decompressing {src.name}{'' if lines is None else f' (first {lines:,} lines)'} into {work}")
+    tmp = out.with_name(out.name + ".tmp")
+    t0 = time.perf_counter()
+    with lzma.open(src, "rb") as fin, open(tmp, "wb") as fout:
+        if lines is None:
+            shutil.copyfileobj(fin, fout, 1 << 23)
+        else:
+            for _, line in zip(range(lines), fin):
+                fout.write(line)
+    seconds = time.perf_counter() - t0
+    os.replace(tmp, out)
+    stamp.write_text(want)
+    size = out.stat().st_size
+    return out, {"reused": False, "bytes": size, "seconds": round(seconds, 3), "mb_per_s": round(size / 1e6 / seconds, 1)}
 
 
 def _cpuinfo() -> tuple[str | None, int | None]:

@@ -24,7 +24,6 @@ What is measured, in order:
 from __future__ import annotations
 
 import argparse
-import lzma
 import os
 import resource
 import statistics
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from scbow.config import TrainConfig
-from scbow.training.corpus import load_corpus
+from scbow.training import load_corpus
 from scbow.use.embedding import LineEncoder, average, embed_file, read_blocks
 from scbow.vectors.model import Model
 
@@ -49,6 +48,7 @@ from .common import (
     md_table,
     parse_threads,
     peak_rss_mib,
+    plain_text,
     say,
     timed,
     write_report,
@@ -83,19 +83,6 @@ def _cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def plain_text(path: Path, work: Path) -> Path:
-    work.mkdir(parents=True, exist_ok=True)
-    out = work / path.name.removesuffix(".xz")
-    if not out.exists():
-        say(f"decompressing {path} -> {out}")
-        tmp = out.with_name(out.name + ".tmp")
-        with lzma.open(path, "rb") as src, open(tmp, "wb") as dst:
-            while chunk := src.read(1 << 23):
-                dst.write(chunk)
-        tmp.replace(out)
-    return out
-
-
 def main(argv=None) -> None:
     args = parse_args(argv)
     ctx = context()
@@ -103,7 +90,7 @@ def main(argv=None) -> None:
 
     from scbow.kernels import embed as K
 
-    text = plain_text(corpus_path(args.corpus), args.work)
+    text = plain_text(args.corpus, args.work)[0]
     corpus = load_corpus([corpus_path(args.corpus)], TrainConfig().min_count, 0)
     vectors = np.random.default_rng(0).standard_normal((len(corpus.vocab), args.dim), dtype=np.float32)
     model = Model(corpus.vocab, vectors)

@@ -91,7 +91,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def require_gpu(allow_simulator: bool) -> dict:
     """Exit with the reason unless a real GPU can train; returns what it is."""
-    from scbow.training.backends.cuda import cuda_problem
+    from scbow.training import cuda_problem
 
     problem = cuda_problem()
     if problem:
@@ -115,7 +115,7 @@ def require_gpu(allow_simulator: bool) -> dict:
 
 def tile_corpus(corpus, times: int, sentences: int = 0):
     """The corpus's first ``sentences`` sentences (0: all), repeated ``times`` times as new documents."""
-    from scbow.training.corpus import Corpus
+    from scbow.training import Corpus
 
     offsets = np.asarray(corpus.offsets, dtype=np.int64)
     sent_doc = np.asarray(corpus.sent_doc, dtype=np.int32)
@@ -139,7 +139,7 @@ def tile_corpus(corpus, times: int, sentences: int = 0):
 
 
 def measure(device: str, corpus, config: TrainConfig, tmp: Path, dev_set) -> dict:
-    from scbow.training.trainer import train
+    from scbow.training import train
     from scbow.use.evaluate import score_set
     from scbow.vectors.modeldir import save_model
 
@@ -167,10 +167,6 @@ def measure(device: str, corpus, config: TrainConfig, tmp: Path, dev_set) -> dic
         "final_loss": info["final_loss"],
         "peak_rss_mib_after": peak_rss_mib(),
     }
-    if device == "cuda":
-        from scbow.training.backends.cuda import LAUNCH_BATCH, default_threads
-
-        row["launch"] = {"examples_per_batch": LAUNCH_BATCH, "threads_per_block": default_threads(config.dim, False)}
     if dev_set is not None:
         row["stsb_dev_pearson"] = round(float(score_set(result.model.embed, dev_set).pearson), 4)
     return row
@@ -215,7 +211,7 @@ def main(argv=None) -> None:
     ctx["versions"] = versions("numba-cuda", "cuda-bindings")
     path = corpus_path(args.corpus)
     config = TrainConfig(dim=args.dim, epochs=args.epochs)
-    from scbow.training.corpus import load_corpus
+    from scbow.training import load_corpus
     from scbow.use.evaluate import read_sts
 
     dev_path = data_dir() / "sts-dev" / "stsb.dev.tsv"

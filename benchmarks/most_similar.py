@@ -26,18 +26,17 @@ What is measured, in order:
    same order with cosines within ``1e-5``. Where they differ, the gap between the
    cosines of the words that swapped tells whether it is a near tie (float32 rounding in
    gensim; ours orders the words near the cut by float64 cosines).
-7. For reference, the float64 implementation this replaced (``--before-commit``, read
-   with ``git show``) on ``--before-queries`` of the queries.
+
+The comparison with the float64 implementation this replaced (commit 45aabfe) is history:
+the committed report holds it; its code is in git at commit 59c4a92.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
-import importlib.util
 import os
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
@@ -64,7 +63,6 @@ GOAL_RATIO = TARGETS["most_similar_over_gensim"].value
 COSINE_TOLERANCE = 1e-5
 QUALITY_MODEL = REPO_ROOT / "benchmarks" / ".work" / "quality" / "scbow-100M-c36ac6717165c352"
 WORK = REPO_ROOT / "benchmarks" / ".work" / "most_similar"
-BEFORE_COMMIT = "45aabfe"  # the last commit with the float64 most_similar (a full cast and norms per call)
 
 
 
@@ -80,16 +78,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--topn", type=int, default=10, help="neighbours per query")
     parser.add_argument("--rounds", type=int, default=3, help="timed passes over all the queries")
     parser.add_argument("--warmup", type=int, default=20, help="untimed queries per system first")
-    parser.add_argument("--before-queries", type=int, default=20,
-                        help="queries for the replaced float64 implementation (0: skip it)")
-    parser.add_argument("--before-commit", default=BEFORE_COMMIT, help="commit of the replaced implementation")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "most_similar", help="report prefix (.json and .md)")
     args = parser.parse_args(argv)
     for name in ("queries", "topn", "rounds", "stride"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
-    if args.skip < 0 or args.warmup < 0 or args.before_queries < 0:
-        parser.error("--skip, --warmup and --before-queries must be at least 0")
+    if args.skip < 0 or args.warmup < 0:
+        parser.error("--skip and --warmup must be at least 0")
     return args
 
 
@@ -139,20 +134,6 @@ def query_words(model, skip: int, stride: int, n: int) -> list[str]:
     if len(words) < n:
         say(f"only {len(words)} query words in this vocabulary (asked for {n})")
     return words
-
-
-def load_before(commit: str):
-    """The ``Model`` class of ``scbow/model.py`` at ``commit`` (None outside git or where it fails)."""
-    try:
-        source = subprocess.run(["git", "show", f"{commit}:scbow/model.py"], cwd=REPO_ROOT, capture_output=True,
-                                text=True, timeout=30, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    spec = importlib.util.spec_from_loader("scbow._model_before", loader=None)
-    module = importlib.util.module_from_spec(spec)
-    module.__package__ = "scbow"
-    exec(compile(source, f"{commit}:scbow/model.py", "exec"), module.__dict__)  # our own file, from git
-    return module.Model
 
 
 def compare(ours: list, theirs: list) -> dict:
@@ -258,29 +239,6 @@ def main(argv=None) -> None:
         "differences": [{"query": w, **c} for w, c in zip(words, checks) if not c["identical"]],
     }
 
-    before = None
-    if args.before_queries:
-        Before = load_before(args.before_commit)
-        if Before is None:
-            say(f"cannot read scbow/model.py at {args.before_commit}: skipping the replaced implementation")
-        else:
-            old = Before(model.vocab, model.vectors)
-            subset = words[: args.before_queries]
-            old.most_similar(subset[0], topn=topn)
-            ts, agree = [], 0
-            for w in subset:
-                start = time.perf_counter()
-                result = old.most_similar(w, topn=topn)
-                ts.append(time.perf_counter() - start)
-                new = model.most_similar(w, topn=topn)
-                agree += [a for a, _ in result] == [a for a, _ in new] and np.allclose(
-                    [c for _, c in result], [c for _, c in new], rtol=0, atol=1e-12)
-            ms = np.array(ts) * 1e3
-            before = {"commit": args.before_commit, "calls": len(ms), "median_ms": round(float(np.median(ms)), 2),
-                      "mean_ms": round(float(ms.mean()), 2), "same_results_as_ours": agree,
-                      "speedup_median": round(float(np.median(ms)) / summary["ours"]["median_ms"], 1)}
-            say(f"  before ({args.before_commit}): median {before['median_ms']:.1f} ms over {len(ms)} queries")
-
     result = {
         "context": ctx,
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
@@ -295,7 +253,6 @@ def main(argv=None) -> None:
         "ratio_ours_over_gensim": ratios,
         "goal": {"max_ratio": GOAL_RATIO, "met": ratios["median"] <= GOAL_RATIO and ratios["mean"] <= GOAL_RATIO},
         "agreement": agreement,
-        "before": before,
         "peak_rss_mib": peak_rss_mib(),
     }
     json_path, md_path = write_report(args.out, result, markdown(result))
@@ -348,12 +305,6 @@ def markdown(r: dict) -> str:
         f"Load average before the timed rounds {r['load_average_before']}, after {r['load_average_after']} "
         f"(the machine may be shared); CPU time per wall-clock second during them {r['cpu_per_wall_during_timing']}.",
     ]
-    if r["before"]:
-        b = r["before"]
-        lines += ["", f"The float64 implementation it replaced (commit {b['commit']}: a float64 copy of the matrix and "
-                      f"its norms on every call): median {b['median_ms']:.1f} ms, mean {b['mean_ms']:.1f} ms over "
-                      f"{b['calls']} of the queries, {b['speedup_median']}x the time of ours; the same words and "
-                      f"cosines (within 1e-12) for {b['same_results_as_ours']} of {b['calls']}."]
     lines += [
         "",
         "## Agreement with gensim",

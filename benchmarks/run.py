@@ -7,7 +7,9 @@
 Every suite is a module of ``benchmarks/`` with a ``main(argv)``; it writes its report as
 ``benchmarks/results/<name>.md`` and ``.json`` (machine, threads, versions recorded). The
 goals the reports judge against are in ``benchmarks/targets.py``; what was tried on the
-kernel, and what it did, is in ``benchmarks/NOTES.md``.
+kernel, and what it did, is in ``benchmarks/NOTES.md``. Finished research (the searches that
+chose the defaults, the prototypes, sweeps and studies) is retired: its reports stay in
+``benchmarks/results/`` as history, its code in git (``benchmarks/README.md``, "Retired research").
 """
 
 from __future__ import annotations
@@ -31,29 +33,14 @@ SUITES: dict[str, Suite] = {
                    "preprocessing, reload, STS inference, memory"),
     "ab": Suite("ab", "ab_speed.md", "kernel examples/s of this checkout against another (--base), alternating fresh processes"),
     "quality": Suite("quality", "quality.md", "every system on gutenberg-100M: 19 SemEval STS sets, STS-B dev, word similarity"),
-    "search": Suite("search", "search.md", "every setting tried for the defaults, scored on STS-B dev"),
-    "word_part": Suite("word_part", "word_part_search.md",
-                       "the word part's passes, width, subsampling and mix on STS-B dev"),
-    "sent2vec_search": Suite("sent2vec_search", "sent2vec_search.md",
-                             "Sent2Vec's own settings search on STS-B dev (the quality peer's settings)"),
-    "prototypes": Suite("prototypes", "prototypes.md",
-                        "objective prototypes on STS-B dev: many negatives with a temperature, Sent2Vec's terms"),
-    "sweep": Suite("sweep", "sweep.md", "hyperparameter sweep on STS-B dev (the previous defaults' grids)"),
-    "learning_curve": Suite("learning_curve", "curve_10M.md",
-                            "the STS-B dev learning curve of a default run, and what recording it costs"),
     "embed_speed": Suite("embed_speed", "embed.md", "`scbow-numba embed` lines per minute"),
     "most_similar": Suite("most_similar", "most_similar.md", "`Model.most_similar` against gensim's KeyedVectors"),
-    "neighbours": Suite("neighbours", "neighbours.md",
-                        "nearest words a user reads: plain cosine against a minimum count (word-similarity halves)"),
-    "segmenters": Suite("segmenters", "segmenters.md", "sentence segmenters for `prepare`: accuracy, speed, weight"),
-    "expand_demo": Suite("expand_demo", "expand.md", "vocabulary expansion and --init-vectors from word2vec vectors"),
-    "unknown_words": Suite("unknown_words", "unknown_words.md", "unknown words at inference: left out or hashed"),
     "gpu": Suite("gpu", "gpu.md", "the CUDA path against the CPU path (needs a GPU)"),
     "cluster": Suite("cluster_embed", "cluster.md",
                      "`embed` on a local Dask cluster against one process; 1B/10B sentences on paper"),
-    "index": Suite("ann_index", "ann_index.md", "nearest-sentence indexes: faiss-cpu, usearch, hnswlib against exact search"),
+    "index": Suite("ann_index", "ann_index.md", "nearest-sentence search: faiss-cpu and scbow.use.index against exact search"),
 }
-ALIASES = {"sent2vec-search": "sent2vec_search", "curve": "learning_curve", "embed": "embed_speed", "expand": "expand_demo"}
+ALIASES = {"embed": "embed_speed"}
 
 
 def usage() -> str:

@@ -10,15 +10,17 @@ Sections (``--only`` picks some; targets of skipped sections read "not measured"
   decompressed text, and of its first phase (reading and tokenizing, timed to the encoder's
   last progress report); xz decompression and an encode from the ``.xz`` file
   as context; the corpus cache built, then reloaded (memory-mapped).
-- ``kernel``: compile time of the backend's kernels, then one epoch of the training kernel
-  at every thread count through the real CPU backend (``benchmarks.harness.KernelBench``),
-  alternating in each repeat with the PyTorch implementation of the same objective
-  (``benchmarks.torch_scbow``, its own process) at the same thread count; scaling
-  efficiency; bytes of matrix rows touched per second beside a NumPy copy's GB/s.
-- ``wordpart``: one pass of the word part (``scbow.training.wordpart``: skip-gram with
-  negative sampling) through ``WordPart.run`` at every thread count: sentences/s and kept
-  tokens/s, alternating with one epoch of gensim's skip-gram with the same settings (window,
-  noise words, subsampling threshold, dimensions, threads) on the same token stream.
+- ``kernel``: compile time of the kernels, then one epoch of the sentence part at every
+  thread count, trained by ``scbow.training.train`` (its ``TrainResult.seconds``: the time inside
+  the backend's batches, as ``ab`` measures it), alternating in each repeat with the PyTorch
+  implementation of the same objective (``benchmarks.torch_scbow``, its own process) at the
+  same thread count; scaling efficiency; bytes of matrix rows touched per second beside a
+  NumPy copy's GB/s.
+- ``wordpart``: one pass of the word part (skip-gram with negative sampling) at every thread
+  count, trained by ``scbow.training.train`` (the pass's kernel seconds from the model's
+  record): sentences/s, alternating with one epoch of gensim's skip-gram with the same
+  settings (window, noise words, subsampling threshold, dimensions, threads) on the same
+  token stream.
 - ``e2e``: raw text to saved model, one epoch, 2 threads, each run a fresh process with an
   empty corpus cache: scbow (default dims, and the paper's 300 as context) alternating with
   gensim word2vec CBOW (its own tokenizer, the paper's settings, same threads).
@@ -38,10 +40,11 @@ The goals come from ``benchmarks/targets.py``; what was tried on the kernel is i
 from __future__ import annotations
 
 import argparse
-import lzma
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -57,20 +60,22 @@ from .common import (
     RESULTS_DIR,
     WorkerError,
     context,
+    context_markdown,
     corpus_path,
     data_dir,
     have,
     human,
+    md_table,
     parse_threads,
     peak_rss_mib,
+    plain_text,
     run_worker,
     say,
     stats,
     timed,
+    worker_env,
     write_report,
 )
-from .harness import KernelBench, TorchPeer, compile_times
-from .speed_report import render
 from .targets import TARGETS
 
 WORK_DIR = REPO_ROOT / "benchmarks" / ".work" / "speed"
@@ -94,18 +99,13 @@ GENSIM_FILED = {"seconds": 6.8, "raw_words_per_s": 1.83e6,
                         "tokenizing not counted"}
 COPY_MB = 48  # a 300-dim matrix of the 10M vocabulary: about 48 MB
 
-# The "cached" kernel run folds every token id into this many most frequent words' rows.
-CACHED_ROWS = 1024
-
 DEFINITIONS = {
-    "examples_per_s": "training examples / seconds inside the CPU backend's run(lo, hi, done) calls, batch by "
-                      "batch as scbow.training.trainer.train drives them (scbow), or the timed "
+    "examples_per_s": "training examples / seconds inside the CPU backend's batches of one epoch of "
+                      "scbow.training.train (TrainResult.examples / TrainResult.seconds; scbow), or the timed "
                       "optimizer steps (torch); one example = a target, its positives and its negatives",
     "corpus_tokens_per_s": "examples_per_s x mean kept tokens of a target sentence: the rate the corpus is consumed",
     "scaling": "examples_per_s on N threads / examples_per_s on 1 thread (the serial kernel, what --threads 1 "
-               "runs); efficiency = scaling / N. 'private' runs the same chunks on the same threads, each thread "
-               "updating its own copy of the matrix: the scaling the threads would get if they shared no row; "
-               "'cached' runs the serial kernel with every token id folded into the 1,024 most frequent rows",
+               "runs); efficiency = scaling / N",
     "row_bytes_per_s": "examples_per_s x tokens per example (all its sentences) x dim x 4 bytes x 3 (each "
                        "token's row read once for the mean, then read and written once by the update)",
     "copy_gb_per_s": "np.copyto of a float32 array: (bytes read + bytes written) / seconds, one thread",
@@ -130,28 +130,6 @@ def run_job(args: list, timeout: float = 1800) -> dict:
 # -------------------------------------------------------------------------- scratch
 
 
-def decompressed_text(name: str) -> tuple[Path, dict]:
-    """The corpus ``name`` as plain text in the scratch folder (decompressed once, then reused)."""
-    src = corpus_path(name)
-    out_dir = WORK_DIR / "text"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / src.name.removesuffix(".xz")
-    stamp = out.with_name(out.name + ".source")
-    st = src.stat()
-    want = f"{src.resolve()} {st.st_size} {st.st_mtime_ns}"
-    if out.is_file() and stamp.is_file() and stamp.read_text() == want:
-        return out, {"reused": True, "bytes": out.stat().st_size}
-    tmp = out.with_name(out.name + ".tmp")
-    with timed() as t:
-        with lzma.open(src, "rb") as fin, open(tmp, "wb") as fout:
-            shutil.copyfileobj(fin, fout, 1 << 23)
-    os.replace(tmp, out)
-    stamp.write_text(want)
-    size = out.stat().st_size
-    return out, {"reused": False, "bytes": size, "seconds": round(t.seconds, 3),
-                 "mb_per_s": round(size / 1e6 / t.seconds, 1)}
-
-
 # -------------------------------------------------------------------------- preprocessing
 
 
@@ -159,7 +137,7 @@ def encode_phases(path: Path, config: TrainConfig) -> tuple[dict, float, float]:
     """``load_corpus(use_cache=False)`` of ``path``, timed in its two phases: reading and
     tokenizing the text (up to the last progress report, which follows the last block), then
     counting and encoding. Returns (corpus stats, tokenize seconds, whole seconds)."""
-    from scbow.training.corpus import load_corpus
+    from scbow.training import load_corpus
 
     last = [0.0]
 
@@ -175,7 +153,7 @@ def encode_phases(path: Path, config: TrainConfig) -> tuple[dict, float, float]:
 
 def warm_encoder(config: TrainConfig, tmp: Path) -> dict:
     """Encode a tiny file once, so that the encoder kernel's compile or cache load is paid here."""
-    from scbow.training.corpus import load_corpus
+    from scbow.training import load_corpus
 
     tiny = tmp / "warmup.txt"
     tiny.write_text("the cat sat on the mat .\nthe dog ran .\n\n" * config.min_count)
@@ -185,7 +163,7 @@ def warm_encoder(config: TrainConfig, tmp: Path) -> dict:
 
 
 def bench_preprocess(text: Path, xz: Path, config: TrainConfig, repeats: int, cache_dir: Path) -> dict:
-    from scbow.training.corpus import load_corpus
+    from scbow.training import load_corpus
 
     with tempfile.TemporaryDirectory(dir=WORK_DIR) as tmp:
         warm = warm_encoder(config, Path(tmp))
@@ -238,13 +216,11 @@ def bench_preprocess(text: Path, xz: Path, config: TrainConfig, repeats: int, ca
 
 def example_shape(corpus, config: TrainConfig, n: int = 50_000) -> dict:
     """Tokens per example (all its sentences) and per target, from the examples of ``n`` targets."""
-    from scbow.training.start import trainable_targets
-    from scbow.training.trainer import epoch_orders
+    from scbow.training import first_epoch
 
     from .torch_scbow import build_members, tokens_per_example
 
-    targets = trainable_targets(corpus)
-    order = next(epoch_orders(targets, config.seed))[:n]  # the first epoch of train()
+    order = first_epoch(corpus, config)[:n]
     members, n_pos = build_members(order, corpus.sent_doc, corpus.doc_offsets, config.negatives,
                                    config.negative_mode, np.random.default_rng(0))
     lengths = np.diff(np.asarray(corpus.offsets))[order]
@@ -267,12 +243,99 @@ def copy_gb_per_s(nbytes: int, repeats: int) -> dict:
     return {"bytes": int(src.nbytes), "gb_per_s": stats(rates)}
 
 
+def tiny_corpus(tmp: Path, config: TrainConfig):
+    """A corpus of a few sentences (the kernels' first call: they load or compile there)."""
+    from scbow.training import load_corpus
+
+    tiny = tmp / "tiny.txt"
+    tiny.write_text(("the cat sat on the mat .\nthe dog ran to the cat .\na bird sang .\n\n") * 4 * config.min_count)
+    return load_corpus([tiny], config.min_count, config.max_vocab, use_cache=False)
+
+
+def sentence_epoch(corpus, config: TrainConfig, threads: int) -> dict:
+    """One epoch of the sentence part on ``threads`` threads, trained by ``scbow.training.train``."""
+    from scbow.training import train
+
+    cfg = config.replace(device="cpu", epochs=1, threads=threads, word_passes=0, common_components=-1)
+    r = train(corpus, cfg, quiet=True)
+    return {"seconds": r.seconds, "examples": r.examples, "mean_loss": float(np.mean(r.losses))}
+
+
+def compile_times(tiny, config: TrainConfig, threads: list[int]) -> dict:
+    """Seconds of the first training call in this process on a tiny corpus (its kernels load from
+    numba's on-disk cache, or compile), on 1 thread and on the most threads asked for."""
+    from scbow.kernels.cpu import train_batch_serial
+
+    with timed() as serial:
+        sentence_epoch(tiny, config, 1)
+    # Dispatcher.stats: numba's public counters of on-disk cache hits and misses
+    hits = sum(train_batch_serial.stats.cache_hits.values())
+    misses = sum(train_batch_serial.stats.cache_misses.values())
+    out = {"serial_first_call_seconds": round(serial.seconds, 3),
+           "serial_cache": {"hit": hits > 0, "hits": hits, "misses": misses,
+                            "note": "hit: loaded from the on-disk cache; miss: compiled, then saved to it"},
+           "parallel_first_call_seconds": None, "parallel_threads": None, "tiny_corpus_sentences": tiny.n_sentences}
+    if max(threads) > 1:
+        with timed() as par:
+            sentence_epoch(tiny, config, max(threads))
+        out["parallel_first_call_seconds"] = round(par.seconds, 3)
+        out["parallel_threads"] = max(threads)
+    return out
+
+
+class TorchPeer:
+    """The PyTorch implementation (``benchmarks.torch_scbow``) in its own process, answering one
+    measurement per request, after it has checked its loss and gradient against ``scbow.reference``."""
+
+    def __init__(self, corpus_file: Path, cache_dir: Path, dim: int, batches: int, warmup: int, log: Path):
+        cmd = [sys.executable, "-m", "benchmarks.torch_scbow", "--corpus", str(corpus_file), "--cache-dir",
+               str(cache_dir), "--dim", str(dim), "--batches", str(batches), "--warmup", str(warmup)]
+        self.log = open(log, "w")
+        self.proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=worker_env(), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.batches = batches
+        self.hello = self._read()
+        check = self.hello.get("oracle_check") or {}
+        if not check.get("passed"):
+            self.close()
+            raise WorkerError(f"the torch peer's loss and gradient do not match scbow.reference ({check}): "
+                              "no ratio is reported against a peer that computes something else")
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait(timeout=30)
+            self.log.flush()
+            raise WorkerError(f"the torch worker exited with status {self.proc.returncode}; see {self.log.name}")
+        return json.loads(line)
+
+    def measure(self, threads: int) -> dict:
+        self.proc.stdin.write(json.dumps({"threads": threads, "batches": self.batches}) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        try:
+            if self.proc.poll() is None:
+                self.proc.stdin.write(json.dumps({"quit": True}) + "\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        finally:
+            self.log.close()
+
+
 def bench_kernel(corpus, text: Path, cache_dir: Path, config: TrainConfig, threads: list[int], repeats: int,
                  torch_batches: int, torch_warmup: int, run_dir: Path, with_torch: bool = True) -> dict:
-    bench = KernelBench(corpus, config)
-    folded = bench.folded(CACHED_ROWS)
+    from scbow.training import first_epoch
+
+    order = first_epoch(corpus, config)
+    lengths = np.diff(np.asarray(corpus.offsets))[order]
+    tokens_per_target = float(np.minimum(lengths, config.max_length).mean() if config.max_length else lengths.mean())
     say("  kernel: compile")
-    compile_ = compile_times(bench, threads)
+    compile_ = compile_times(tiny_corpus(run_dir, config), config, threads)
     torch = None
     torch_note = None
     if not with_torch:
@@ -289,24 +352,12 @@ def bench_kernel(corpus, text: Path, cache_dir: Path, config: TrainConfig, threa
     try:
         for rep in range(repeats):
             for n in threads:
-                variants = [("serial" if n == 1 else "parallel", n)]
-                if n == 1:
-                    variants.append(("cached", 1))
-                if n > 1:
-                    variants.append(("private", n))
-                for kind, k in variants:
-                    say(f"  kernel: {kind}, {k} thread(s), repeat {rep + 1}/{repeats}")
-                    if kind == "cached":
-                        r = folded.run(1)
-                    elif kind == "private":
-                        r = bench.run_private(k)
-                    else:
-                        r = bench.run(k)
-                    if not np.isfinite(r["mean_loss"]):
-                        raise BenchError(f"the loss became {r['mean_loss']} in the kernel run on {k} threads")
-                    runs.append({"repeat": rep + 1, "threads": k, "kernel": kind, "seconds": round(r["seconds"], 4),
-                                 "examples": r["examples"], "examples_per_s": round(r["examples"] / r["seconds"], 1),
-                                 "mean_loss": round(float(r["mean_loss"]), 5)})
+                kind = "serial" if n == 1 else "parallel"
+                say(f"  kernel: {kind}, {n} thread(s), repeat {rep + 1}/{repeats}")
+                r = sentence_epoch(corpus, config, n)
+                runs.append({"repeat": rep + 1, "threads": n, "kernel": kind, "seconds": round(r["seconds"], 4),
+                             "examples": r["examples"], "examples_per_s": round(r["examples"] / r["seconds"], 1),
+                             "mean_loss": round(r["mean_loss"], 5)})
                 if torch is not None:
                     say(f"  torch: {n} thread(s), repeat {rep + 1}/{repeats}")
                     tr = torch.measure(n)
@@ -320,7 +371,7 @@ def bench_kernel(corpus, text: Path, cache_dir: Path, config: TrainConfig, threa
         eps = [r["examples_per_s"] for r in runs if r["kernel"] == kind and r["threads"] == n]
         s = stats(eps)
         rows[f"{kind}-{n}"] = {"kernel": kind, "threads": n, "examples_per_s": s,
-                               "corpus_tokens_per_s": round(s["median"] * bench.tokens_per_target, 1)}
+                               "corpus_tokens_per_s": round(s["median"] * tokens_per_target, 1)}
     base = rows.get("serial-1")
     for row in rows.values():
         if base:
@@ -335,9 +386,8 @@ def bench_kernel(corpus, text: Path, cache_dir: Path, config: TrainConfig, threa
             if mine:
                 torch_rows[str(n)]["scbow_over_torch"] = round(mine["examples_per_s"]["median"] / stats(eps)["median"], 2)
     return {
-        "targets_per_epoch": len(bench.order),
-        "mean_tokens_per_target": round(bench.tokens_per_target, 3),
-        "batch": bench.batch,
+        "targets_per_epoch": len(order),
+        "mean_tokens_per_target": round(tokens_per_target, 3),
         "compile": compile_,
         "runs": runs,
         "rows": rows,
@@ -425,16 +475,24 @@ def bench_e2e(text: Path, dim: int, repeats: int, run_dir: Path, with_paper_dim:
 
 
 def bench_wordpart(corpus, config: TrainConfig, threads: list[int], repeats: int, run_dir: Path) -> dict:
-    """One pass of the word part at each thread count, alternating with gensim's skip-gram epoch."""
-    from scbow.training import wordpart as wp
+    """One pass of the word part at each thread count, alternating with gensim's skip-gram epoch.
 
-    counts = np.asarray(corpus.vocab.counts, dtype=np.float64)
-    raw = corpus.stats.get("raw_tokens") or int(counts.sum())
-    cfg = config.replace(word_passes=1)
-    part0 = wp.WordPart(corpus, cfg, 1)
-    kept = float((counts * part0.keep).sum())
-    part0.run(0)  # loads (or compiles) the kernel before any clock starts
-    part0.close()
+    Each run is ``scbow.training.train`` with one word pass after a one-epoch sentence part; the
+    pass's seconds are its kernel seconds (``TrainState.word_seconds``, read by a hook at the end).
+    """
+    from scbow.training import WORD_LR, WORD_NEGATIVES, WORD_WINDOW, Hook, train
+
+    class Seconds(Hook):
+        def after_training(self, state, vectors):
+            self.seconds = state.word_seconds
+
+    def one_pass(on, t: int) -> dict:
+        cfg = config.replace(device="cpu", epochs=1, threads=t, word_passes=1, common_components=-1)
+        hook = Seconds()
+        info = train(on, cfg, quiet=True, hooks=[hook]).model.info["training"]["word_part"]
+        return {**info, "kernel_seconds": hook.seconds}
+
+    one_pass(tiny_corpus(run_dir, config), threads[0])  # loads (or compiles) the kernels before any clock starts
     tokens_file = None
     if have("gensim"):
         tokens_file = run_dir / "wordpart-tokens.txt"
@@ -444,36 +502,30 @@ def bench_wordpart(corpus, config: TrainConfig, threads: list[int], repeats: int
             toks = np.asarray(corpus.tokens)
             for s in range(corpus.n_sentences):
                 fh.write(" ".join(words[toks[offsets[s]:offsets[s + 1]]]) + "\n")
-    runs = []
+    runs, sample = [], None
     for rep in range(repeats):
         for t in threads:
             say(f"  word part: {t} threads, repeat {rep + 1}/{repeats}")
-            part = wp.WordPart(corpus, cfg, t)
-            t0 = time.perf_counter()
-            done = 0
-            while done < corpus.n_sentences:
-                done += part.run(done)[0]
-            seconds = time.perf_counter() - t0
-            part.close()
-            runs.append({"system": "scbow", "threads": t, "seconds": seconds})
+            part = one_pass(corpus, t)
+            sample = part["sample"]
+            runs.append({"system": "scbow", "threads": t, "seconds": part["kernel_seconds"]})
             if tokens_file is not None:
-                r = run_job(["gensim-skipgram", tokens_file, "--threads", t, "--dim", cfg.word_dim,
-                             "--sample", part0.sample, "--window", wp.WORD_WINDOW, "--negative", wp.WORD_NEGATIVES,
-                             "--alpha", wp.WORD_LR])
+                r = run_job(["gensim-skipgram", tokens_file, "--threads", t, "--dim", config.word_dim,
+                             "--sample", sample, "--window", WORD_WINDOW, "--negative", WORD_NEGATIVES,
+                             "--alpha", WORD_LR])
                 runs.append({"system": "gensim", "threads": t, "seconds": r["train_seconds"],
                              "effective_words": r["effective_words"], "gensim": r["gensim"]})
     rows = []
     for t in threads:
         mine = [r["seconds"] for r in runs if r["system"] == "scbow" and r["threads"] == t]
         theirs = [r["seconds"] for r in runs if r["system"] == "gensim" and r["threads"] == t]
-        row = {"threads": t, "seconds": stats(mine), "sentences_per_second": corpus.n_sentences / statistics.median(mine),
-               "kept_tokens_per_second": kept / statistics.median(mine)}
+        row = {"threads": t, "seconds": stats(mine), "sentences_per_second": corpus.n_sentences / statistics.median(mine)}
         if theirs:
             row["gensim_seconds"] = stats(theirs)
             row["gensim_over_scbow"] = round(statistics.median(theirs) / statistics.median(mine), 3)
         rows.append(row)
-    return {"dim": cfg.word_dim, "window": wp.WORD_WINDOW, "negatives": wp.WORD_NEGATIVES, "sample": part0.sample,
-            "raw_tokens": raw, "kept_tokens_per_pass": round(kept), "sentences": corpus.n_sentences, "rows": rows,
+    return {"dim": config.word_dim, "window": WORD_WINDOW, "negatives": WORD_NEGATIVES, "sample": sample,
+            "raw_tokens": corpus.stats.get("raw_tokens"), "sentences": corpus.n_sentences, "rows": rows,
             "runs": runs, "gensim_note": None if tokens_file else "gensim is not installed (pip install '.[bench]')"}
 
 
@@ -496,7 +548,7 @@ def bench_inference(model_dir: str | None, corpus, config: TrainConfig, repeats:
             model = scbow.load(model_dir)
         source = "the model saved by the first scbow end-to-end run, loaded with scbow.load"
     else:
-        from scbow.training.trainer import train
+        from scbow.training import train
 
         model = train(corpus, config.replace(epochs=1, threads=1), quiet=True).model
         load = None
@@ -623,13 +675,6 @@ def check_targets(r: dict, corpus_name: str) -> list[dict]:
                      f"read for the means and read+written by the update: {gb} GB/s of rows against a "
                      f"{bw['copy_48mb']['gb_per_s']['median']:.1f} GB/s one-thread copy; matrix "
                      f"{bw['matrix_bytes'] / 1e6:.0f} MB")
-            cached, serial = k["rows"].get("cached-1"), k["rows"].get("serial-1")
-            if cached and serial:
-                c_eps, s_eps = cached["examples_per_s"]["median"], serial["examples_per_s"]["median"]
-                bound += (f". One thread with every token folded into the {CACHED_ROWS:,} most frequent rows (same "
-                          f"examples, rows always in the core's cache): {human(c_eps)} examples/s against "
-                          f"{human(s_eps)}, so cache misses on the rarer rows take {1 - s_eps / c_eps:.0%} of a "
-                          "thread's time and arithmetic on the rows the rest")
         add(f"training kernel, {TARGET_THREADS} threads ({corpus_name})", f">= {human(T_KERNEL_EPS, 0)} examples/s",
             f"{human(eps)} examples/s ({eps / T_KERNEL_EPS:.2f}x the goal)", eps >= T_KERNEL_EPS, bound)
         t = k["torch"]["rows"].get(str(TARGET_THREADS))
@@ -648,19 +693,7 @@ def check_targets(r: dict, corpus_name: str) -> list[dict]:
                 k["torch"]["note"] or "no torch run at this thread count")
         if "scaling" in row2:
             sc = row2["scaling"]
-            priv = k["rows"].get(f"private-{TARGET_THREADS}")
-            bound = ""
-            if priv and "scaling" in priv:
-                bound = (f"the same work on {TARGET_THREADS} threads with a private matrix each (no row shared, so no "
-                         f"cache line moves between the cores): {human(priv['examples_per_s']['median'])} examples/s, "
-                         f"{priv['scaling']}x; sharing the rows (Hogwild) costs the difference, the rest of the gap "
-                         "to 2x is the cores' shared L3 and memory bandwidth, and the hypervisor")
-                pairs = [(run["examples_per_s"], other["examples_per_s"]) for run in k["runs"] for other in k["runs"]
-                         if run["repeat"] == other["repeat"] and run["threads"] == other["threads"] == TARGET_THREADS
-                         and run["kernel"] == "parallel" and other["kernel"] == "private"]
-                if pairs:
-                    bound += ("; shared / private matrix, repeat by repeat: "
-                              + ", ".join(f"{human(a)} / {human(b)}" for a, b in pairs))
+            bound = "what bounds the threads (shared cache and memory, the hypervisor, Hogwild's shared rows): NOTES.md"
             add(f"{TARGET_THREADS}-thread scaling (over the 1-thread serial kernel)", f">= {T_SCALING}x", f"{sc}x",
                 sc >= T_SCALING, bound)
     else:
@@ -714,6 +747,233 @@ def check_targets(r: dict, corpus_name: str) -> list[dict]:
     return out
 
 
+
+
+# -------------------------------------------------------------------------- report
+
+
+def _s(st: dict, fmt=human) -> tuple:
+    return fmt(st["median"]), fmt(st["min"]), fmt(st["max"]), f"{st['spread']:.0%}" if st["spread"] is not None else ""
+
+
+def mib(nbytes) -> str:
+    return "n/a" if nbytes is None else f"{nbytes / 2**20:.0f} MiB"
+
+
+def _sec(x):
+    return f"{x:.3f}"
+
+
+def render(r: dict) -> str:
+    s = r["settings"]
+    parts = [
+        "# Speed benchmark",
+        f"`{' '.join(r['context']['command'])}`: corpus **{s['corpus']}**, dim {s['dim']}, threads {s['threads']}, "
+        f"{s['repeats']} repeat(s) (median, min, max and spread over them), end to end and memory on "
+        f"{s['e2e_threads']} threads. Harness wall time {r['harness_seconds']:.0f} s. Load average (1/5/15 min) at the "
+        f"start {r['context']['machine']['load_average_1_5_15']}, at the end {r['load_average_at_end']}: a machine "
+        "shared with other work gives noisy absolute figures, so the targets are judged on ratios from this one run.",
+    ]
+    if s["quick"]:
+        parts.append("**Quick run** (`--quick`): a small corpus and one repeat, to check the plumbing; its figures "
+                     "are not the project's.")
+    rows = []
+    for t in r["targets"]:
+        met = "not measured" if t["met"] is None else ("**yes**" if t["met"] else "**no**")
+        note = t["bound"] if t["met"] is False or t["met"] is None else ""
+        if t["context"]:
+            note = (note + "; " if note else "") + t["context"]
+        rows.append((t["target"], t["goal"], t["measured"], met, note))
+    parts.append("## Targets\n\n" + md_table(("target", "goal", "measured", "met", "what bounds it / context"), rows))
+
+    k = r.get("kernel")
+    if k:
+        c = k["compile"]
+        parts.append(
+            f"## Training kernel\n\nOne epoch of {k['targets_per_epoch']:,} targets "
+            f"({k['mean_tokens_per_target']:.2f} kept tokens per target) of the sentence part, trained by "
+            "`scbow.training.train`; the time inside the CPU backend's batches (`TrainResult.seconds`).\n\n"
+            + md_table(("kernel", "threads", "examples/s median", "min", "max", "spread", "corpus tokens/s", "scaling",
+                        "efficiency"),
+                       [(row["kernel"], row["threads"], *_s(row["examples_per_s"]), human(row["corpus_tokens_per_s"]),
+                         row.get("scaling", ""), row.get("efficiency", "")) for row in k["rows"].values()])
+            + "\n\nCompile (the first training call, on a tiny corpus, apart from the figures above): "
+            f"1 thread {c['serial_first_call_seconds']} s "
+            f"({'kernels loaded from the on-disk cache' if c['serial_cache']['hit'] else 'kernels compiled'}), "
+            + (f"{c['parallel_threads']} threads {c['parallel_first_call_seconds']} s (Python threads running the "
+               "same cached chunk kernel: nothing left to compile)." if c["parallel_first_call_seconds"] is not None
+               else "no run on several threads."))
+        t = k["torch"]
+        if t["rows"]:
+            w = t["worker"]
+            parts.append(
+                "## PyTorch implementation of the same objective\n\n"
+                f"`benchmarks/torch_scbow.py`, torch {w['torch']}: EmbeddingBag means, cosine softmax, autograd, "
+                f"plain SGD on the batch-mean loss (weight decay included), batch {w['batch_size']}, "
+                f"{'sparse' if w['sparse'] else 'dense'} gradients, `torch.set_num_threads(threads)`; "
+                f"{t['batches_timed']} batches timed after {t['warmup_batches']} warm-up batches, batches built "
+                "before the clock starts. Same examples as the kernel (target, neighbours, negatives from the "
+                "document). The peer computes the paper's plain objective: the per-word step factors of the "
+                "frequency weights are one multiply per row in the kernel and are left out of it."
+                + (f" Checked before timing: its loss and gradient on {w['oracle_check']['examples']} examples "
+                   f"match `scbow.reference` (largest relative error {w['oracle_check']['max_loss_rel_err']:.1e} in "
+                   f"the loss, {w['oracle_check']['max_grad_rel_err']:.1e} in the gradient)."
+                   if w.get("oracle_check") else "") + "\n\n"
+                + md_table(("threads", "examples/s median", "min", "max", "spread", "kernel / torch"),
+                           [(row["threads"], *_s(row["examples_per_s"]), f"{row.get('scbow_over_torch', 'n/a')}x")
+                            for row in t["rows"].values()]))
+        elif t["note"]:
+            parts.append(f"## PyTorch implementation\n\nNot measured: {t['note']}")
+        bw = r.get("bandwidth")
+        if bw:
+            sh = r["example_shape"]
+            parts.append(
+                "## Bandwidth context\n\n"
+                f"{sh['sentences_per_example']} sentences and {sh['tokens_per_example']} tokens per example "
+                f"(from {sh['sampled_targets']:,} examples): {bw['bytes_per_example'] / 1e3:.1f} KB of rows per "
+                f"example. Matrix {bw['matrix_bytes'] / 1e6:.1f} MB; L3 "
+                f"{mib(bw['l3_bytes'])}.\n\n"
+                + md_table(("", "GB/s"), [
+                    *[(f"kernel rows touched, {row['kernel']} {row['threads']} thread(s)", row["row_gb_per_s"])
+                      for row in bw["rows"].values()],
+                    (f"np.copyto, {bw['copy_48mb']['bytes'] / 1e6:.0f} MB, 1 thread (read + write)",
+                     round(bw["copy_48mb"]["gb_per_s"]["median"], 2)),
+                    (f"np.copyto, the matrix ({bw['copy_matrix']['bytes'] / 1e6:.1f} MB), 1 thread",
+                     round(bw["copy_matrix"]["gb_per_s"]["median"], 2)),
+                ]))
+
+    w = r.get("wordpart")
+    if w:
+        rows = [(row["threads"], *_s(row["seconds"], _sec), human(row["sentences_per_second"]),
+                 _sec(row["gensim_seconds"]["median"]) if "gensim_seconds" in row else "n/a",
+                 f"{row['gensim_over_scbow']}x" if "gensim_over_scbow" in row else "n/a") for row in w["rows"]]
+        gver = next((x.get("gensim") for x in w["runs"] if x["system"] == "gensim"), None)
+        parts.append(
+            f"## The word part\n\nOne pass of the word part (skip-gram with negative "
+            f"sampling, {w['dim']} dims, window {w['window']}, {w['negatives']} noise words, subsampling threshold "
+            f"{w['sample']:g}) over the {w['sentences']:,} sentences, trained by `scbow.training.train` (the "
+            "pass's kernel seconds, `TrainState.word_seconds`), alternating with one "
+            + (f"epoch of gensim {gver}'s skip-gram with the same settings on the same tokens (its `train` call "
+               "alone, the vocabulary built before the clock starts)" if gver else "epoch of gensim (not installed)")
+            + ".\n\n"
+            + md_table(("threads", "seconds median", "min", "max", "spread", "sentences/s",
+                        "gensim seconds", "gensim / scbow"), rows)
+            + "\n\nA default run makes `word_passes` such passes after the sentence part's epoch (End to end "
+            "below shows both parts of a default run).")
+
+    e = r.get("e2e")
+    if e:
+        rows = []
+        for row in e["rows"].values():
+            ph = ", ".join(f"{k} {v}" for k, v in row["phases"].items())
+            rows.append((row["system"], row["dim"], *_s(row["seconds"], _sec), row.get("over_gensim", "n/a"),
+                         _sec(row["process_wall_seconds"]["median"]), ph, f"{row['peak_rss_mib']:.0f}"))
+        g = e["rows"].get(f"gensim-{PAPER_DIM}")
+        gen = ""
+        if g:
+            gr = [x for x in e["runs"] if x["system"] == "gensim"]
+            gen = (f"\n\ngensim {gr[0]['gensim']} (compiled routines: FAST_VERSION {gr[0]['fast_version']}): "
+                   f"{gr[0]['sentences']:,} non-empty lines, {gr[0]['raw_words']:,} raw words after "
+                   f"`simple_preprocess`, training at a median "
+                   f"{human(statistics.median(x['train_raw_words_per_s'] for x in gr))} raw words/s "
+                   f"(before filing: {GENSIM_FILED['seconds']} s, {human(GENSIM_FILED['raw_words_per_s'])} words/s "
+                   "on 10M).")
+        parts.append(
+            f"## End to end\n\nRaw text (`{Path(e['text']).name}`, decompressed once) to a saved model, one epoch, "
+            f"{e['threads']} threads, every run a fresh process (scbow with an empty corpus cache). "
+            f"{e['order']}.\n\n"
+            + md_table(("system", "dim", "seconds median", "min", "max", "spread", "/ gensim", "process wall",
+                        "phases (medians, s)", "peak RSS MiB"), rows) + gen
+            + "\n\nscbow is the defaults (one epoch of the sentence part, then the word part's passes of "
+            "skip-gram); scbow-sentence the sentence part alone (`--word-passes 0`), one pass over the corpus as "
+            "gensim's one epoch of CBOW is. scbow's phases: compile = its first training call on a tiny corpus (loads "
+            "the kernels from numba's on-disk cache, compiling them when the cache is empty); kernel = the sentence "
+            "part; word_part = its skip-gram passes; post_process = the common-component removal and assembling "
+            "the rows. gensim's tokenize = "
+            "`simple_preprocess` of every line. Process wall = the whole process, interpreter and imports "
+            "included.")
+    elif e is None and "e2e" in s["sections"]:
+        parts.append("## End to end\n\nNot measured.")
+
+    p = r.get("preprocess")
+    if p:
+        parts.append(
+            f"## Preprocessing\n\n{p['raw_tokens']:,} raw tokens, {p['kept_tokens']:,} kept.\n\n"
+            + md_table(("step", "median", "min", "max", "spread"), [
+                ("read and tokenize (the encode's first phase), tokens/s", *_s(p["tokenize_tokens_per_s"])),
+                ("tokenize, count and encode (`load_corpus(use_cache=False)`, plain text), tokens/s",
+                 *_s(p["encode_tokens_per_s"])),
+                ("the same, seconds", *_s(p["encode_seconds"], _sec)),
+                ("reload of the cached corpus (memory-mapped), seconds", *_s(p["cache_reload_seconds"], _sec)),
+                ("reload and read every page, seconds", *_s(p["cache_reload_and_read_all_seconds"], _sec)),
+            ])
+            + f"\n\nCounting and encoding are {p['count_and_encode_share']:.0%} of the encode time. From the "
+            f"`.xz` file (decompression included, once): {p['encode_xz_seconds']} s, "
+            f"{human(p['encode_xz_tokens_per_s'])} tokens/s. Cache build: {p['cache_build_seconds']} s, "
+            f"{p['cache_bytes'] / 2**20:.1f} MiB. Encoder warm-up (not counted): {p['encoder_warmup_seconds']} s."
+            + (f" Decompressing the corpus to the scratch folder: {r['text']['seconds']} s, "
+               f"{r['text']['mb_per_s']} MB/s." if not r["text"]["reused"] else ""))
+
+    inf = r.get("inference")
+    if inf:
+        parts.append(
+            f"## Inference\n\n{inf['pairs']:,} pairs in {inf['sets']} STS sets, read once; model: "
+            f"{inf['model_source']} ({inf['vocab_size']:,} words, {inf['dim']} dims"
+            + (f", load {inf['load_seconds']} s" if inf["load_seconds"] is not None else "") + ").\n\n"
+            + md_table(("", "median s", "min", "max", "spread"), [
+                ("tokenize, embed, cosine (`pair_cosines` over every set)", *_s(inf["cosines_seconds"], _sec)),
+                ("the same plus Pearson and Spearman (`score_set`)", *_s(inf["with_correlations_seconds"], _sec)),
+                ("tokenize only (context)", *_s(inf["tokenize_only_seconds"], _sec)),
+            ])
+            + f"\n\nFirst call (cold): {inf['first_call_seconds']} s. {human(inf['pairs_per_s'])} pairs/s; the "
+            f"paper: {inf['paper']['pairs']:,} pairs in {inf['paper']['seconds']} s "
+            f"({human(inf['paper']['pairs_per_s'])} pairs/s).")
+
+    m = r.get("memory")
+    if m:
+        rows = []
+        for row in m["rows"].values():
+            rows.append((row["corpus"], f"{row['tokens']:,}", f"{row['vocab_size']:,}",
+                         f"{row['token_bytes'] / 2**20:.1f}", f"{row['matrix_bytes'] / 2**20:.1f}",
+                         row["idle_mib"].get("VmRSS"), row.get("peak_training_loop_mib"), row.get("peak_mib"),
+                         row.get("added_training_loop_ratio"), row.get("added_ratio"), row.get("peak_ratio"),
+                         row["seconds"]))
+        parts.append(
+            f"## Memory\n\nOne epoch, {m['threads']} threads, dim {m['dim']}, a fresh process per corpus: kernels "
+            "compiled on a tiny corpus, peak reset, then the cached corpus loaded (memory-mapped) and trained "
+            "(`scbow.training.train`, post-processing included). MiB.\n\n"
+            + md_table(("corpus", "tokens", "vocab", "token ids", "matrix", "idle RSS", "peak, end of epoch",
+                        "peak, end", "added/(ids+matrix), epoch", "added/(ids+matrix), end", "peak/(ids+matrix)",
+                        "seconds"), rows))
+
+    ab_file = RESULTS_DIR / "ab_speed.json"
+    if ab_file.is_file():
+        from .ab import medians_table
+
+        ab = json.loads(ab_file.read_text(encoding="utf-8"))
+        sides = ab["settings"]
+        parts.append(
+            "## Against an earlier checkout (A/B)\n\n"
+            f"From `benchmarks/results/ab_speed.md` (`python -m benchmarks.run ab`; its own run, "
+            f"{ab['context'].get('date_utc', 'date n/a')}): kernel examples/s of commit "
+            f"{(sides['after']['commit'] or 'n/a')[:12]} (after) against {(sides['before']['commit'] or 'n/a')[:12]} "
+            f"(before) on corpus {sides['corpus_label']}, {sides['rounds']} alternating rounds of fresh processes.\n\n"
+            + medians_table(ab))
+    if k:
+        parts.append("## What was tried on the kernel\n\nThe experiments on the kernel, each with its measured "
+                     "effect, are listed in `benchmarks/NOTES.md`; this run measures the kernel as it is.")
+
+    skipped = [x for x in SECTIONS if x not in s["sections"]]
+    notes = list(r.get("notes", []))
+    if skipped:
+        notes.append("sections not run: " + ", ".join(skipped))
+    if notes:
+        parts.append("## Notes\n\n" + "\n".join(f"- {n}" for n in notes))
+    parts.append("## Definitions\n\n" + "\n".join(f"- **{k}**: {v}" for k, v in DEFINITIONS.items()))
+    extra = r["context"]
+    parts.append(context_markdown(extra) + f"\n\nNumba threads available: {s['numba_num_threads']}; "
+                 f"L3: {mib(r.get('l3_bytes'))}.")
+    return "\n\n".join(parts)
 
 
 # -------------------------------------------------------------------------- main
@@ -791,8 +1051,8 @@ def main(argv=None, prog="python -m benchmarks.run speed") -> dict:
     }
     try:
         say(f"[speed] scratch {run_dir}; corpus {args.corpus}; sections {', '.join(args.sections)}")
-        text, report["text"] = decompressed_text(args.corpus)
-        from scbow.training.corpus import load_corpus
+        text, report["text"] = plain_text(args.corpus, WORK_DIR / "text")
+        from scbow.training import load_corpus
 
         if "preprocess" in args.sections:
             say("[preprocess]")

@@ -40,8 +40,7 @@ TINY_DOC = "the cat sat on the mat .\nthe dog ran to the cat .\na bird sang .\nt
 
 def _warm(config, tmp: Path) -> float:
     """Train once on a tiny corpus: compiles (or loads) every kernel the real run calls."""
-    from scbow.training.corpus import load_corpus
-    from scbow.training.trainer import train
+    from scbow.training import load_corpus, train
 
     tiny = tmp / "warmup.txt"
     tiny.write_text((TINY_DOC * 3 + "\n") * 4 * config.min_count)
@@ -55,8 +54,7 @@ def scbow_e2e(args) -> dict:
     import numba  # noqa: F401  (the import the CLI pays too, counted with the others)
 
     from scbow.config import TrainConfig
-    from scbow.training.corpus import load_corpus
-    from scbow.training.trainer import train
+    from scbow.training import load_corpus, train
     from scbow.vectors.modeldir import save_model
 
     t_imported = time.perf_counter()
@@ -166,7 +164,7 @@ def gensim_e2e(args) -> dict:
 
 def build_cache(args) -> dict:
     from scbow.config import TrainConfig
-    from scbow.training.corpus import load_corpus
+    from scbow.training import load_corpus
 
     config = TrainConfig()
     t0 = time.perf_counter()
@@ -182,14 +180,9 @@ def scbow_memory(args) -> dict:
     import numpy as np
 
     from scbow.config import TrainConfig
-    from scbow.training.corpus import cache_key, expand_inputs, load_corpus
-    from scbow.training.hooks import Hook
-    from scbow.training.trainer import train
+    from scbow.training import Hook, load_corpus, train
 
     config = TrainConfig(dim=args.dim, epochs=1, threads=args.threads)
-    key = cache_key(expand_inputs([args.corpus]), config.min_count, config.max_vocab)
-    if not (Path(args.cache_dir) / key / "meta.json").is_file():
-        raise SystemExit(f"{args.corpus}: no cached encoding in {args.cache_dir}; run build-cache first")
     tmp = Path(args.out)
     _warm(config, tmp)
     gc.collect()
@@ -207,6 +200,8 @@ def scbow_memory(args) -> dict:
 
     t0 = time.perf_counter()
     corpus = load_corpus([args.corpus], config.min_count, config.max_vocab, cache_dir=args.cache_dir)
+    if not corpus.from_cache:  # the peak would hold the encoding too
+        raise SystemExit(f"{args.corpus}: no cached encoding in {args.cache_dir}; run build-cache first")
     result = train(corpus, config, quiet=True, hooks=[Marks()])
     seconds = time.perf_counter() - t0
     end = proc_status()

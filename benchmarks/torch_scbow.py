@@ -168,12 +168,10 @@ class TorchSiameseCBOW:
 
 
 def prepare(corpus, config, n_batches: int, batch_size: int = 100, seed: int = 0):
-    """``n_batches`` batches of the first epoch's targets (the order ``scbow.training.trainer.train`` uses)."""
-    from scbow.training.start import trainable_targets
-    from scbow.training.trainer import epoch_orders
+    """``n_batches`` batches of the first epoch's targets (the order ``scbow.training.train`` uses)."""
+    from scbow.training import first_epoch
 
-    targets = trainable_targets(corpus)
-    order = next(epoch_orders(targets, config.seed))  # the first epoch of train()
+    order = first_epoch(corpus, config)
     need = n_batches * batch_size
     if need > len(order):
         order = np.concatenate([order] * (need // len(order) + 1))
@@ -221,12 +219,12 @@ def oracle_check(W, corpus, members, n_pos, config, n: int = 3, sparse: bool = T
 
 class Worker:
     def __init__(self, corpus, config, warmup: int, batches: int, batch_size: int, sparse: bool):
-        from scbow.training.start import init_vectors
+        from scbow.training import untrained_start
 
         t0 = time.perf_counter()
         self.config = config
         raw = prepare(corpus, config, warmup + batches, batch_size)
-        W = init_vectors(len(corpus.vocab), config)
+        W = untrained_start(corpus, config)
         self.oracle = oracle_check(W, corpus, *raw[0], config, sparse=sparse)
         self.model = TorchSiameseCBOW(W, config.lr, config.weight_decay, sparse=sparse)
         self.batches = [self.model.tensors(m, n, corpus.tokens, corpus.offsets, config.max_length) for m, n in raw]
@@ -255,7 +253,7 @@ class Worker:
 
 def main(argv=None) -> None:
     from scbow.config import TrainConfig
-    from scbow.training.corpus import load_corpus
+    from scbow.training import load_corpus
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.torch_scbow", description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", required=True, help="corpus file (its cache must be in --cache-dir to be fast)")

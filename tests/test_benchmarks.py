@@ -1,7 +1,7 @@
 """The benchmark harness (``python -m benchmarks.run SUITE``): plumbing on tiny corpora, never timings.
 
-The entry point must register every suite; the kernel bench must drive the real backend
-(same examples and bit-identical vectors as ``scbow.training.trainer.train`` on one thread); the
+The entry point must register every suite; the harness is no import circle and reaches training
+only through ``scbow.training``'s public names; the kernel figures are ``train``'s own; the
 targets table must judge as it says; the PyTorch peer is checked against ``scbow.reference``
 (loss and gradient), its example builder against the kernel's rules; the speed suite runs
 once on a synthetic corpus and a few STS pairs and must write a report with every section
@@ -130,10 +130,11 @@ def test_speed_harness_in_process_sections(tiny_data, tmp_path, monkeypatch):
     monkeypatch.setenv("SCBOW_DATA", str(tiny_data))
     monkeypatch.setattr(speed, "WORK_DIR", tmp_path / "work")
     out = tmp_path / "report" / "speed"
-    speed.main(["--quick", "--threads", "1", "--only", "preprocess,kernel,inference", "--no-torch",
+    speed.main(["--quick", "--threads", "1", "--only", "preprocess,kernel,wordpart,inference", "--no-torch",
                 "--out", str(out)])
     report = json.loads(out.with_name("speed.json").read_text())
-    assert report["settings"]["sections"] == ["preprocess", "kernel", "inference"]
+    assert report["settings"]["sections"] == ["preprocess", "kernel", "wordpart", "inference"]
+    assert report["wordpart"]["rows"][0]["sentences_per_second"] > 0 and report["wordpart"]["sample"] > 0
     assert report["inference"]["pairs"] == 5 and report["inference"]["sets"] == 2
     assert report["preprocess"]["raw_tokens"] == report["corpus"]["raw_tokens"] > 0
     assert report["kernel"]["rows"]["serial-1"]["examples_per_s"]["n"] == 1
@@ -143,7 +144,7 @@ def test_speed_harness_in_process_sections(tiny_data, tmp_path, monkeypatch):
     assert any("end to end" in name and t["met"] is None for name, t in by_name.items())  # not run
     assert any("reload" in name and t["met"] is True for name, t in by_name.items())
     markdown = out.with_name("speed.md").read_text()
-    assert "## Targets" in markdown and "sections not run: wordpart, e2e, memory" in markdown
+    assert "## Targets" in markdown and "## The word part" in markdown and "sections not run: e2e, memory" in markdown
 
 
 @pytest.mark.slow
@@ -189,7 +190,7 @@ def test_run_entry_point_lists_every_suite(capsys):
     assert exc.value.code == 0
     listing = capsys.readouterr().out
     bench_dir = Path(run.__file__).parent
-    helpers = {"run", "common", "harness", "targets", "peers", "torch_scbow", "speed_workers", "ab_worker", "__init__"}
+    helpers = {"run", "common", "targets", "peers", "sent2vec", "torch_scbow", "speed_workers", "ab_worker", "__init__"}
     with_main = set()
     for path in bench_dir.glob("*.py"):
         tree = ast.parse(path.read_text())
@@ -197,8 +198,7 @@ def test_run_entry_point_lists_every_suite(capsys):
             with_main.add(path.stem)
     suites = {s.module for s in run.SUITES.values()}
     assert with_main - helpers <= suites, f"suites not registered in run.py: {with_main - helpers - suites}"
-    for name in ("speed", "ab", "quality", "search", "sweep", "learning_curve", "embed_speed", "most_similar",
-                 "segmenters", "expand_demo", "unknown_words", "gpu"):
+    for name in ("speed", "ab", "quality", "embed_speed", "most_similar", "gpu", "cluster", "index"):
         assert name in run.SUITES
         assert any(line.split()[:1] == [name] for line in listing.splitlines()), name
     assert not (bench_dir / "throughput.py").exists()  # folded into the speed suite
@@ -207,7 +207,7 @@ def test_run_entry_point_lists_every_suite(capsys):
     assert "unknown suite" in str(exc.value.code)
 
 
-@pytest.mark.parametrize("name", ["speed", "ab", "curve", "sweep", "quality", "embed_speed", "gpu"])
+@pytest.mark.parametrize("name", ["speed", "ab", "quality", "embed", "most_similar", "gpu", "cluster", "index"])
 def test_each_suite_answers_help_through_the_entry_point(name, capsys):
     from benchmarks import run
 
@@ -218,76 +218,19 @@ def test_each_suite_answers_help_through_the_entry_point(name, capsys):
     assert f"python -m benchmarks.run {run.ALIASES.get(name, name)}" in out  # prog names the entry point
 
 
-def test_kernel_bench_drives_the_real_backend(small_corpus_file, tmp_path, monkeypatch):
-    """One thread: the bench's epoch is train()'s epoch, example for example and bit for bit."""
-    import scbow.training.trainer
-    from benchmarks.harness import KernelBench
+def test_the_kernel_section_times_train_on_the_sentence_part(small_corpus_file, tmp_path):
+    """The kernel figures are train()'s own: one epoch of the sentence part, its kernel seconds."""
     from scbow.config import TrainConfig
-    from scbow.training.corpus import load_corpus
-    from scbow.training.trainer import train
+    from scbow.training import load_corpus, train
 
-    # the kernel bench times the sentence part: train() without the word part to compare with
-    config = TrainConfig(dim=16, min_count=1, epochs=1, threads=1, common_components=-1, word_passes=0)
+    config = TrainConfig(dim=16, min_count=1, epochs=3, word_passes=2)
     corpus = load_corpus([small_corpus_file], 1, cache_dir=tmp_path)
-    bench = KernelBench(corpus, config)
-    assert bench.batch == scbow.training.trainer.batch_size(config, corpus)
-    # several run() calls and a last short batch, in the trainer too (its batches seed the kernel's streams)
-    monkeypatch.setattr(scbow.training.trainer, "BATCH", 7)
-    bench.batch = 7
-    got = bench.run(1)
-    want = train(corpus, config, quiet=True)
-    assert len(want.losses) > 2
-    assert got["examples"] == want.examples > 0
-    np.testing.assert_array_equal(got["vectors"], want.model.vectors)
-    assert np.isfinite(got["mean_loss"]) and got["seconds"] > 0
-    two = bench.run(2)  # the threaded backend: same examples, pool shut down
-    assert two["examples"] == want.examples
-    private = bench.run_private(2)
-    assert private["examples"] == want.examples and np.isfinite(private["mean_loss"])
-    folded = bench.folded(4).run(1)
-    assert folded["examples"] == want.examples
-    assert int(np.asarray(bench.folded(4).corpus.tokens).max()) < 4
-
-
-def test_kernel_bench_calls_the_backend_as_the_trainer_does(small_corpus_file, tmp_path, monkeypatch):
-    """begin_epoch with the trainer's first order, then run(lo, hi, done) over consecutive batches, then close."""
-    import scbow.training.backends
-    from benchmarks.harness import KernelBench
-    from scbow.config import TrainConfig
-    from scbow.training.corpus import load_corpus
-    from scbow.training.start import trainable_targets
-    from scbow.training.trainer import epoch_orders
-
-    calls = []
-
-    class Spy:
-        def __init__(self, W, corpus, config, threads, total, rate=None):
-            calls.append(("make", threads, total))
-
-        def begin_epoch(self, order):
-            calls.append(("begin", order.copy()))
-
-        def run(self, lo, hi, done):
-            calls.append(("run", lo, hi, done))
-            return 0.5 * (hi - lo), hi - lo
-
-        def close(self):
-            calls.append(("close",))
-            return np.zeros((1, 1), np.float32)
-
-    monkeypatch.setattr(scbow.training.backends, "make_backend", Spy)
-    config = TrainConfig(dim=8, min_count=1)
-    corpus = load_corpus([small_corpus_file], 1, cache_dir=tmp_path)
-    bench = KernelBench(corpus, config)
-    bench.batch = 5
-    r = bench.run(2)
-    n = len(trainable_targets(corpus))
-    assert calls[0] == ("make", 2, n)
-    np.testing.assert_array_equal(calls[1][1], next(epoch_orders(trainable_targets(corpus), config.seed)))
-    runs = [c[1:] for c in calls if c[0] == "run"]
-    assert runs == [(lo, min(lo + 5, n), lo) for lo in range(0, n, 5)]
-    assert calls[-1] == ("close",)
-    assert r["examples"] == n and r["mean_loss"] == pytest.approx(0.5)
+    got = speed.sentence_epoch(corpus, config, 1)
+    want = train(corpus, config.replace(epochs=1, threads=1, word_passes=0, common_components=-1), quiet=True)
+    assert got["examples"] == want.examples > 0 and got["seconds"] > 0
+    assert got["mean_loss"] == pytest.approx(float(np.mean(want.losses)))  # the serial kernel is deterministic
+    c = speed.compile_times(speed.tiny_corpus(tmp_path, config), config, [1, 2])
+    assert c["serial_first_call_seconds"] >= 0 and c["parallel_threads"] == 2 and c["parallel_first_call_seconds"] >= 0
 
 
 def test_targets_table_judges_and_the_speed_suite_reads_it():
@@ -378,13 +321,12 @@ def test_the_speed_harness_checks_the_torch_peer_against_the_oracle(small_corpus
     pytest.importorskip("torch")
     from benchmarks import torch_scbow
     from scbow.config import TrainConfig
-    from scbow.training.corpus import load_corpus
-    from scbow.training.start import init_vectors
+    from scbow.training import load_corpus, untrained_start
 
     config = TrainConfig(dim=8, min_count=1)
     corpus = load_corpus([small_corpus_file], 1, cache_dir=tmp_path)
     members, n_pos = torch_scbow.prepare(corpus, config, 1, batch_size=8)[0]
-    W = init_vectors(len(corpus.vocab), config)
+    W = untrained_start(corpus, config)
     good = torch_scbow.oracle_check(W, corpus, members, n_pos, config)
     assert good["passed"] and good["examples"] == 3, good
     original = torch_scbow.TorchSiameseCBOW.__init__
@@ -400,26 +342,106 @@ def test_the_speed_harness_checks_the_torch_peer_against_the_oracle(small_corpus
     assert not bad["passed"], bad
 
 
-def test_neighbours_suite_ranks_as_most_similar_and_halves_pairs_by_hash():
-    """The neighbours suite (issue 23): a pair's half does not depend on its order, the halves
-    are about even, and its ranks are those of Model.most_similar under the same rule."""
-    from benchmarks import neighbours
-    from scbow.text.vocab import Vocab
-    from scbow.vectors.model import Model
+# the harness's shape (issue 33): no import circle, training only through its public door
 
-    pairs = neighbours.read_word_pairs(neighbours.SETS["SimLex-999"])
-    halves = [neighbours.half_of(a, b) for a, b, _ in pairs]
-    assert halves == [neighbours.half_of(b, a) for a, b, _ in pairs]
-    assert 0.4 < halves.count("dev") / len(halves) < 0.6
+
+def benchmark_imports() -> dict[str, set[str]]:
+    """module -> the modules (benchmarks.* and scbow.*) and names it imports, read from the source."""
+    import ast
+
+    bench = Path(ROOT) / "benchmarks"
+    out = {}
+    for path in bench.glob("*.py"):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                module = ("benchmarks" + ("." + node.module if node.module else "")) if node.level else node.module
+                found.add(module)
+                found.update(f"{module}.{alias.name}" for alias in node.names)
+        out[f"benchmarks.{path.stem}"] = {m for m in found if m.split(".")[0] in ("benchmarks", "scbow")}
+    return out
+
+
+def test_the_harness_has_no_import_circle():
+    graph = benchmark_imports()
+    edges = {m: {t for t in targets if t in graph and t != m} for m, targets in graph.items()}
+
+    def reaches(start, goal, seen=()):
+        return any(t == goal or (t not in seen and reaches(t, goal, (*seen, t))) for t in edges[start])
+
+    assert sorted(m for m in edges if reaches(m, m)) == []
+    assert "benchmarks.harness" not in graph and "benchmarks.speed_report" not in graph  # merged, not moved
+
+
+# ab_worker also measures older checkouts, which have no public door: it falls back to their modules
+OLD_CHECKOUTS = {"scbow.training.corpus", "scbow.training.trainer", "scbow.corpus", "scbow.trainer"}
+
+
+def test_the_harness_trains_through_the_public_door_only():
+    import scbow.training
+
+    bad = []
+    for module, targets in benchmark_imports().items():
+        for t in targets:
+            name = t.rpartition(".")[2]
+            if t.startswith("scbow.") and name.startswith("_") and not name.startswith("__"):
+                bad.append((module, t))  # nobody's underscored names
+            if t.startswith("scbow.training.") and t.count(".") == 2 and name in scbow.training.__all__:
+                continue  # from scbow.training import NAME
+            if t.startswith(("scbow.training.", "scbow.trainer", "scbow.corpus")) and not (
+                    module == "benchmarks.ab_worker" and {t, t.rsplit(".", 1)[0]} & OLD_CHECKOUTS):
+                bad.append((module, t))
+    assert bad == []
+    for name in scbow.training.__all__:
+        assert getattr(scbow.training, name) is not None
+
+
+def test_the_quality_report_renders_the_committed_record():
+    from benchmarks import quality
+
+    result = json.loads((Path(ROOT) / "benchmarks" / "results" / "quality.json").read_text(encoding="utf-8"))
+    markdown = quality.markdown(result)
+    assert markdown.startswith("# Quality") and "## Machine" in markdown and "Siamese CBOW" in markdown
+
+
+
+def test_index_suite_measures_faiss_and_exact_search_on_small_vectors(tmp_path):
+    pytest.importorskip("faiss")
+    from benchmarks import ann_index
+
     rng = np.random.default_rng(0)
-    words = [f"w{i}" for i in range(60)]
-    model = Model(Vocab(words, [1000 - 16 * i for i in range(60)]), rng.standard_normal((60, 8)).astype(np.float32))
-    queries = [(3, 40), (40, 3), (7, 59), (59, 7)]
-    rules = [("cosine", 0), ("min_count", 100), ("min_count", 500)]
-    found = neighbours.ranks(model, neighbours.unit_rows(model), queries, rules)
-    for rule in rules:
-        r = found[neighbours.rule_name(rule)][0]
-        for (q, want), rank in zip(queries, r):
-            listed = [w for w, _ in model.most_similar(words[q], topn=60, min_count=rule[1])]
-            assert rank == (listed.index(words[want]) + 1 if words[want] in listed else np.inf)
-    assert np.isinf(found["min_count=500"][0][2])  # w59 is seen 56 times: left out
+    for name, n in (("base", 600), ("queries", 20)):
+        x = rng.standard_normal((n, 16)).astype(np.float32)
+        np.save(tmp_path / f"{name}.npy", x / np.linalg.norm(x, axis=1, keepdims=True))
+    truth = ann_index._truth(tmp_path, block=256)
+    exact = ann_index.worker({"lib": "exact", "kind": "exact", "params": {}, "efforts": [None], "exact_single": 5,
+                              "work": str(tmp_path), "threads": 1})
+    assert exact["sweep"][0]["recall"] == 1.0 and truth.shape == (20, ann_index.K)
+    hnsw = ann_index.worker({"lib": "faiss-cpu", "kind": "hnsw", "params": {"M": 8, "ef_construction": 40},
+                             "efforts": [16, 64], "work": str(tmp_path), "threads": 1})
+    assert [s["effort"] for s in hnsw["sweep"]] == [16, 64] and hnsw["sweep"][-1]["recall"] > 0.5
+    assert "open_ms" in hnsw["reopen"]["mmap"]
+
+
+def test_the_doors_helpers_are_what_train_starts_from(small_corpus_file, tmp_path):
+    """untrained_start is the matrix train() starts from; first_epoch its first order of targets."""
+    from scbow.config import TrainConfig
+    from scbow.training import Hook, first_epoch, load_corpus, train, untrained_start
+    from scbow.training.start import trainable_targets
+    from scbow.training.trainer import epoch_orders
+
+    config = TrainConfig(dim=8, min_count=1, epochs=1, threads=1, word_passes=0)
+    corpus = load_corpus([small_corpus_file], 1, cache_dir=tmp_path)
+    seen = {}
+
+    class Start(Hook):
+        def before_training(self, state, vectors, corpus):
+            seen["W"] = np.array(vectors())
+
+    train(corpus, config, quiet=True, hooks=[Start()])
+    np.testing.assert_array_equal(seen["W"], untrained_start(corpus, config))
+    np.testing.assert_array_equal(first_epoch(corpus, config), next(epoch_orders(trainable_targets(corpus), config.seed)))
+    processed = untrained_start(corpus, config, post_process=True)
+    assert processed.shape == seen["W"].shape and not np.array_equal(processed, seen["W"])

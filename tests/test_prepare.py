@@ -485,21 +485,6 @@ def test_cli_prepares_and_reports_in_one_line(tmp_path):
                        "refusing to overwrite an input", exit_code=1)
 
 
-def test_benchmark_scoring_counts_boundaries_in_non_space_characters():
-    root = str(Path(__file__).resolve().parents[1])
-    if root not in sys.path:
-        sys.path.append(root)
-    from benchmarks.segmenters import boundaries, evaluate, read_gold
-
-    assert boundaries(["Hi there.", " Bye. ", "", "Ok"]) == ({8, 12}, 14)
-    gold, first = read_gold()
-    assert 0 < first < len(gold) and sum(map(len, gold)) >= 60
-    perfect = evaluate(lambda text: [s for p in gold for s in p if " ".join(p) == text], gold)
-    assert perfect["f1"] == 1.0 and perfect["characters_lost"] == 0
-    one_each = evaluate(lambda text: [text], gold)
-    assert one_each["recall"] == 0.0 and one_each["precision"] == 1.0
-
-
 @pytest.mark.parametrize("gap", [" ", "\t", " \t  ", "\u00a0", "\t\r"])
 def test_a_line_of_only_spaces_or_tabs_is_a_blank_line(tmp_path, gap):
     # documents and paragraphs are separated by a line with nothing but whitespace on it, as
