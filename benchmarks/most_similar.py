@@ -174,13 +174,15 @@ def main(argv=None) -> None:
     in_memory = scbow.load(path, mmap=False)
     say(f"  {model!r}")
     with timed() as t_gensim_build:
-        kv = KeyedVectors(model.dim)
-        kv.add_vectors(list(model.index_to_key), np.asarray(in_memory.vectors))
+        # the columns our ranking uses (a model's word part, when it has one), for the same task
+        kv = KeyedVectors(in_memory.word_vectors.shape[1])
+        kv.add_vectors(list(model.index_to_key), np.asarray(in_memory.word_vectors))
     words = query_words(model, args.skip, args.stride, args.queries)
     topn = args.topn
     systems = {
-        "ours": lambda w: model.most_similar(w, topn=topn),
-        "ours, mmap=False": lambda w: in_memory.most_similar(w, topn=topn),
+        # min_count=1: every word a candidate, as in gensim (the default leaves rare words out)
+        "ours": lambda w: model.most_similar(w, topn=topn, min_count=1),
+        "ours, mmap=False": lambda w: in_memory.most_similar(w, topn=topn, min_count=1),
         "gensim": lambda w: kv.most_similar(w, topn=topn),
     }
 
@@ -226,7 +228,7 @@ def main(argv=None) -> None:
     }
 
     say("agreement")
-    checks = [compare(model.most_similar(w, topn=topn), [(a, float(c)) for a, c in kv.most_similar(w, topn=topn)])
+    checks = [compare(model.most_similar(w, topn=topn, min_count=1), [(a, float(c)) for a, c in kv.most_similar(w, topn=topn)])
               for w in words]
     same_mmap = sum(model.most_similar(w, topn=topn) == in_memory.most_similar(w, topn=topn) for w in words)
     agreement = {

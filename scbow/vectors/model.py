@@ -760,7 +760,8 @@ class Model:
         """What :meth:`most_similar` scores with, computed once per ``vectors`` array.
 
         ``(matrix, inverse_norms, odd)``: the vectors as a C-contiguous float32 matrix (the
-        array itself when it is one, memory-mapped or not: no copy), float32 ``1 / norm``
+        array itself when it is one, memory-mapped or not: no copy; a word part's columns are
+        copied), float32 ``1 / norm``
         of every row (0 for a zero row, whose cosines are 0), and the ids of the rows that
         float32 cannot score (norm below 1e-30 or above 1e30, or not finite), which are
         scored in float64 every time.
@@ -768,8 +769,10 @@ class Model:
         table = self._search
         if table is None:
             matrix = np.asarray(self.word_vectors)
-            # the word part's columns of a C-contiguous float32 matrix are a view BLAS reads as is
-            if matrix.dtype != np.float32 or matrix.strides[1] != 4:
+            # a C-contiguous float32 matrix is used as it is (memory-mapped or not); the word part's
+            # columns are copied once: BLAS reads a strided view of them at about half the speed
+            # (26 ms against 14.5 ms a query on 125K x 150 of 450 columns)
+            if matrix.dtype != np.float32 or not matrix.flags.c_contiguous:
                 matrix = np.ascontiguousarray(matrix, dtype=np.float32)
             norms = row_norms(matrix)
             fine = (norms >= 1e-30) & (norms <= 1e30)
