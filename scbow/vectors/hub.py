@@ -345,7 +345,10 @@ def write_folder(model, path: os.PathLike, fmt: str, extra_words=(), license: st
             _json(tmp / "modules.json", [{"idx": 0, "name": "0", "path": "0_StaticEmbedding", "type": ST_MODULE}])
             _json(tmp / "config_sentence_transformers.json",
                   {"model_type": "SentenceTransformer", "prompts": {}, "default_prompt_name": None,
-                   "similarity_fn_name": "cosine"})
+                   "similarity_fn_name": "cosine",
+                   # read by model2vec, which loads this folder too (sentence-transformers ignores them):
+                   # no cut at 512 tokens
+                   "max_length": None, "normalize": False})
         else:
             write_safetensors(tmp / "model.safetensors", {"embeddings": rows})
             (tmp / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
