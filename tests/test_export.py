@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import CORPUS_1M, DATA_DIR, assert_clean_error, make_runner, missing_data
+
 from scbow.cli import main
 
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (installed with model2vec, the test extra) is absent")
@@ -373,3 +373,34 @@ def test_failed_write_leaves_nothing(trained, tmp_path, monkeypatch):
                                          str(tmp_path / "out")])
     assert_clean_error(result, "No space left on device", exit_code=1)
     assert os.listdir(tmp_path) == []
+
+
+def test_the_example_in_docs_export_md(tmp_path, monkeypatch, capsys):
+    """docs/export.md's example, its code read from the doc: train, export, search."""
+    import contextlib
+    import io
+    import shlex
+
+    pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
+    if not CORPUS_1M.is_file():
+        missing_data(f"real corpus {CORPUS_1M}")
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "export.md").read_text(encoding="utf-8")
+    example = doc[doc.index("## Example"):]
+    shell = re.search(r"```bash\n(.*?)```", example, re.S).group(1)
+    python = re.search(r"```python\n(.*?)```", example, re.S).group(1)
+    with lzma.open(CORPUS_1M, "rt", encoding="utf-8") as fh:
+        (tmp_path / "my-text.txt").write_text("".join(line for _, line in zip(range(5000), fh)), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    runner = make_runner()
+    for line in shell.strip().splitlines():
+        args = shlex.split(line)
+        assert args[0] == "scbow-numba"
+        result = runner.invoke(main, args[1:])
+        assert result.exit_code == 0, result.output
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(python, "docs/export.md", "exec"), {"__name__": "__example__"})
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "a ship in a storm at sea" and len(lines) == 8, lines
+    scores = [float(line.split()[0]) for line in lines[1:4] + lines[5:8]]
+    assert all(-1.0001 <= s <= 1.0001 for s in scores) and scores[0] >= scores[2]
