@@ -149,7 +149,7 @@ def test_tokenizer_matches_every_line_of_the_10m_corpus(trained):
     tok = tokenizers.Tokenizer.from_file(_tokenizer_file(trained))
     with lzma.open(CORPUS_10M, "rt", encoding="utf-8") as fh:
         lines = fh.read().splitlines()
-    assert check_lines(tok, model, lines) == len(lines) > 600000
+    assert check_lines(tok, model, lines) == len(lines) > 590000
 
 
 @pytest.mark.slow
