@@ -326,6 +326,13 @@ def test_word2vec_options_refused_for_folders(trained, tmp_path, args, fragment)
     assert not (tmp_path / "x").exists()
 
 
+def test_add_words_missing_file(trained, tmp_path):
+    result = make_runner().invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o",
+                                         str(tmp_path / "x"), "--add-words", str(tmp_path / "nope.txt")])
+    assert_clean_error(result, "--add-words", "nope.txt: no such file", exit_code=1)
+    assert "reading" not in result.output and not (tmp_path / "x").exists()
+
+
 def test_add_words_refused_for_word2vec(trained, corpus, tmp_path):
     result = make_runner().invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "v.txt"),
                                          "--add-words", str(corpus)])
@@ -333,8 +340,9 @@ def test_add_words_refused_for_word2vec(trained, corpus, tmp_path):
 
 
 @pytest.mark.parametrize("fmt", ["sentence-transformers", "model2vec"])
-def test_hostile_outputs(trained, tmp_path, fmt):
+def test_hostile_outputs(trained, tmp_path, monkeypatch, fmt):
     runner = make_runner()
+    monkeypatch.chdir(tmp_path)
 
     def export(out, *more):
         return runner.invoke(main, ["export", "-m", str(trained), "--format", fmt, "-o", str(out), *more])
@@ -355,6 +363,8 @@ def test_hostile_outputs(trained, tmp_path, fmt):
     a_file = tmp_path / "file"
     a_file.write_text("x")
     assert_clean_error(export(a_file), "is not a folder", exit_code=1)
+    assert_clean_error(export("."), "give the new folder a name", exit_code=1)
+    assert_clean_error(export(tmp_path / "sub" / ".."), "give the new folder a name", exit_code=1)
     # the same kind is replaced whole; no temporaries are left beside it
     out = tmp_path / "out"
     assert export(out).exit_code == 0

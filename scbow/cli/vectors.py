@@ -151,11 +151,18 @@ def export(model_path, output, fmt, binary, part, min_count, limit, add_words, l
                                    "--part applies to --format word2vec")
     from ..vectors.hub import M2V_FILES, ST_FILES
 
+    if output.name in ("", "..") or output.resolve() == Path.cwd().resolve():
+        raise click.ClickException(f"-o {output}: give the new folder a name (the export replaces a folder whole; "
+                                   "not the current one)")
     if os.path.lexists(output) and not output.is_dir():
         raise click.ClickException(f"-o {output}: exists and is not a folder; a {name} export is a folder "
                                    "(choose a new name)")
     refuse_inside_ours(output)
     refuse_foreign(output, ST_FILES if name == "sentence-transformers" else M2V_FILES)
+    from ..text.reader import check_regular
+
+    for path in add_words:
+        check_regular(path, f"--add-words {path}")
     _export_folder(model_path, output, name, min_count, limit, add_words, license_)
 
 
