@@ -287,6 +287,22 @@ def test_model_card(folders, trained):
         assert "corpus.txt" in text and "tokenizer version 2" in text
 
 
+def test_model_card_scores_from_the_curve():
+    from scbow.text.vocab import Vocab
+    from scbow.vectors.hub import model_card
+    from scbow.vectors.model import Model
+
+    curve = {"unknown": "hash", "points": [{"dev": {"pearson": 0.5, "spearman": 0.5, "pairs": 1500}},
+                                           {"dev": {"pearson": 0.7483, "spearman": 0.748, "pairs": 1500},
+                                            "test": {"pearson_mean": 0.6431, "pearson": {"a": 0.6, "b": 0.7}}}]}
+    info = {"corpus": {"files": ["/x/books.txt.xz"], "raw_tokens": 1234567, "sentences": 89, "min_count": 5,
+                       "tokenizer_version": "2"}, "curve": curve}
+    model = Model(Vocab(["the", "cat"], [9, 5]), np.ones((2, 4), dtype=np.float32), {"dim": 4, "epochs": 1}, info)
+    card = model_card(model, "model2vec", 3, 0, "books", license="cc-by-4.0")
+    assert "license: \"cc-by-4.0\"" in card and "books.txt.xz (1,234,567 tokens, 89 sentences)" in card
+    assert "Pearson 0.7483" in card and "Mean Pearson over 2 STS test sets: 0.6431" in card
+
+
 # ---------------------------------------------------------------------------------------
 # the command
 

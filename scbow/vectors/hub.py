@@ -305,8 +305,9 @@ def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str
                   f"(unknown words: {curve.get('unknown', 'omit')}): Pearson {dev.get('pearson', float('nan')):.4f}, "
                   f"Spearman {dev.get('spearman', float('nan')):.4f}."]
         tests = points[-1].get("test")
-        if isinstance(tests, dict) and isinstance(tests.get("mean"), (int, float)):
-            lines.append(f"Mean Pearson over the STS test sets: {tests['mean']:.4f}.")
+        if isinstance(tests, dict) and isinstance(tests.get("pearson_mean"), (int, float)):
+            sets = tests.get("pearson") if isinstance(tests.get("pearson"), dict) else {}
+            lines.append(f"Mean Pearson over {len(sets) or 'the'} STS test sets: {tests['pearson_mean']:.4f}.")
         lines += ["", "Here unknown words are left out of the average (their hashed vectors cannot travel in this "
                   "format), which scores a little lower than scbow-numba's own hashing when the model hashes."]
     load = ["```python", "from sentence_transformers import SentenceTransformer", "",
