@@ -211,7 +211,7 @@ def test_model2vec_loads_the_sentence_transformers_folder(trained, folders):
 def test_what_static_embedding_computes(trained, folders, fmt):
     """sentence-transformers' StaticEmbedding: encode_batch(add_special_tokens=False), then an
     EmbeddingBag mean over the ids (unknown ones included: their zero row scales, never turns)."""
-    from safetensors.numpy import load_file
+    load_file = pytest.importorskip("safetensors.numpy", reason="safetensors (installed with model2vec) is absent").load_file
 
     import scbow
 
@@ -266,7 +266,7 @@ def test_add_words_carry_our_hashed_vectors(trained, corpus, tmp_path):
 
 
 def test_safetensors_by_hand_reads_back(tmp_path):
-    from safetensors.numpy import load_file
+    load_file = pytest.importorskip("safetensors.numpy", reason="safetensors (installed with model2vec) is absent").load_file
 
     from scbow.vectors.hub import write_safetensors
 
