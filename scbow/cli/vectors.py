@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -88,27 +89,120 @@ def info(model_arg_, model_path, as_json):
     click.echo(model_record(model, path) if as_json else "\n".join(describe(model, path)))
 
 
-@main.command(short_help="Write the word vectors as a word2vec text or binary file.")
+EXPORT_FORMATS = ("word2vec", "sentence-transformers", "model2vec")
+
+
+@main.command(short_help="Export the model: word2vec file, or a sentence-transformers or model2vec folder.")
 @model_option()
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="File to write.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
+              help="File (word2vec) or folder (sentence-transformers, model2vec) to write.")
+@click.option("--format", "fmt", metavar="[word2vec|sentence-transformers|model2vec]", default="word2vec",
+              show_default=True, help="word2vec: the word vectors as a text or binary file. sentence-transformers, "
+                                      "model2vec: a folder those libraries load offline, whose encode() gives this "
+                                      "model's sentence vectors, unknown words left out (see docs/export.md).")
 @click.option("--binary/--text", default=None,
               help="word2vec binary or text format. Default: binary for a name ending in .bin, else text.")
 @click.option("--part", type=click.Choice(["all", "sentence", "word"]), default="all", show_default=True,
-              help="Columns to write: the whole rows (what sentences average), or one part of a model with a word "
-                   "part (the word part is what word similarity lives on).")
-def export(model_path, output, binary, part):
-    """Export the word vectors in word2vec text (default) or binary format."""
-    from ..vectors.formats import export_word2vec, part_columns
+              help="Columns to write (word2vec): the whole rows (what sentences average), or one part of a model with "
+                   "a word part (the word part is what word similarity lives on).")
+@click.option("--min-count", type=Count(minimum=0, what="occurrences"), default=0,
+              help="Leave out the words seen fewer times in the training corpus (a word with no recorded count is "
+                   "kept). In a folder, a word left out is unknown.  [default: 0, all]")
+@click.option("--limit", type=Count(minimum=0, what="words"), default=0,
+              help="Write only the first N words, the most frequent (0: all).  [default: 0]")
+@click.option("--add-words", "add_words", type=click.Path(path_type=Path), multiple=True,
+              help="Folders only (repeatable): text files, such as the training corpus, whose words the model lacks "
+                   "get rows holding the hashed vectors this model gives unknown words, so the folder scores as "
+                   "the model's hashing does on them (a larger folder).")
+@click.option("--license", "license_", default=None, help="Folders: the licence named in the model card's front matter.")
+def export(model_path, output, fmt, binary, part, min_count, limit, add_words, license_):
+    """Export the model: its word vectors as a word2vec text (default) or binary file, or the
+    whole model as a folder that sentence-transformers or model2vec loads.
 
-    refuse_overwrite({"-o": output}, {"the model": model_dir(model_path)})
+    \b
+    scbow-numba export -o vectors.bin
+    scbow-numba export --format sentence-transformers -o my-st-model
+    scbow-numba export --format model2vec -o my-m2v-model
+
+    A folder holds the rows, a tokenizer.json that splits text exactly as this model does,
+    the libraries' settings and a model card (README.md); it is written whole beside the
+    output and renamed into place. Unknown words are left out of the average there (their
+    hashed vectors cannot travel; --add-words adds rows for the words of given files).
+    """
+    from ..files import refuse_foreign, refuse_inside_ours
+
+    name = {"st": "sentence-transformers", "sentence_transformers": "sentence-transformers"}.get(fmt.lower(), fmt.lower())
+    if name not in EXPORT_FORMATS:
+        raise click.ClickException(f"--format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}")
+    inputs = {"the model": model_dir(model_path)}
+    inputs.update({f"--add-words {p}": p for p in add_words})
+    refuse_overwrite({"-o": output}, inputs, replaces_dirs=name != "word2vec")
+    if name == "word2vec":
+        if add_words:
+            raise click.ClickException("--add-words applies to the folder formats (sentence-transformers, model2vec)")
+        if license_ is not None:
+            raise click.ClickException("--license applies to the folder formats (sentence-transformers, model2vec)")
+        _export_word2vec(model_path, output, binary, part, min_count, limit)
+        return
+    if binary is not None:
+        raise click.ClickException(f"--binary/--text apply to --format word2vec, not {name}")
+    if part != "all":
+        raise click.ClickException(f"--part {part}: a {name} folder embeds sentences with the whole rows; "
+                                   "--part applies to --format word2vec")
+    from ..vectors.hub import M2V_FILES, ST_FILES
+
+    if output.name in ("", "..") or output.resolve() == Path.cwd().resolve():
+        raise click.ClickException(f"-o {output}: give the new folder a name (the export replaces a folder whole; "
+                                   "not the current one)")
+    if os.path.lexists(output) and not output.is_dir():
+        raise click.ClickException(f"-o {output}: exists and is not a folder; a {name} export is a folder "
+                                   "(choose a new name)")
+    refuse_inside_ours(output)
+    refuse_foreign(output, ST_FILES if name == "sentence-transformers" else M2V_FILES)
+    from ..text.reader import check_regular
+
+    for path in add_words:
+        check_regular(path, f"--add-words {path}")
+    _export_folder(model_path, output, name, min_count, limit, add_words, license_)
+
+
+def _export_word2vec(model_path, output, binary, part, min_count, limit):
+    from ..vectors.formats import export_word2vec, part_columns
+    from ..vectors.hub import subset
+
     model = load(model_path)
     width = part_columns(model, part).shape[1]
     if binary is None:  # gensim's and word2vec's convention: vectors.bin is binary
         binary = output.name.lower().endswith(".bin")
-    export_word2vec(model, output, binary=binary, part=part)
-    click.echo(f"wrote {plural(len(model), 'vector')} of {plural(width, 'dim')} to {output} "
+    kept = subset(model, min_count, limit)
+    export_word2vec(kept, output, binary=binary, part=part)
+    left = len(model) - len(kept)
+    click.echo(f"wrote {plural(len(kept), 'vector')} of {plural(width, 'dim')} to {output} "
                f"(word2vec {'binary' if binary else 'text'})"
-               + (f" (the {part} part)" if part != "all" else ""), err=True)
+               + (f" (the {part} part)" if part != "all" else "")
+               + (f"; {plural(left, 'rarer word')} left out" if left else ""), err=True)
+
+
+def _export_folder(model_path, output, name, min_count, limit, add_words, license_):
+    from ..vectors.hub import hash_norm, subset, words_of, write_folder
+
+    model = load(model_path)
+    norm = hash_norm(model)
+    kept = subset(model, min_count, limit)
+    extra = []
+    if add_words:
+        say(f"reading the words of {plural(len(add_words), 'file')}...")
+        extra = words_of(add_words, kept.tokenize)
+    report = write_folder(kept, output, name, extra_words=extra, license=license_, norm=norm)
+    left = len(model) - len(kept)
+    loader = (f"SentenceTransformer({str(output)!r})" if name == "sentence-transformers"
+              else f"StaticModel.from_pretrained({str(output)!r})")
+    say(f"wrote a {name} folder to {output}: {plural(report['rows'], 'row')} of {plural(report['dim'], 'dim')} "
+        f"({plural(report['words'], 'word')}"
+        + (f", {plural(report['added'], 'added word')}" if report["added"] else "")
+        + f" and {report['unk']} for unknown words; tokenizer version {model.tokenizer_version})"
+        + (f"; {plural(left, 'rarer word')} left out" if left else ""))
+    say(f"load it with {loader}")
 
 
 @main.command(short_help="Add words from larger pretrained vectors (vocabulary expansion).")

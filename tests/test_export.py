@@ -1,0 +1,432 @@
+"""``export --format sentence-transformers|model2vec``: folders the two libraries load offline, whose
+``encode`` equals ``Model.embed(..., unknown="omit")``, with a tokenizer that splits as ours does.
+
+model2vec and ``tokenizers`` come with the ``test`` extra; sentence-transformers (torch) is the
+optional ``st`` extra: its test skips, saying why, where it is absent. What its StaticEmbedding
+computes (the mean of the rows of the token ids, the unknown token's zero row included) is also
+checked without it, from the folder's own files."""
+
+from __future__ import annotations
+
+import json
+import lzma
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import CORPUS_1M, DATA_DIR, assert_clean_error, make_runner, missing_data
+
+from scbow.cli import main
+
+tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (installed with model2vec, the test extra) is absent")
+
+STS_DIR = DATA_DIR / "sts"
+CORPUS_10M = DATA_DIR / "corpus" / "gutenberg-10M.txt.xz"
+TRAIN = ["--dim", "24", "--epochs", "1", "--word-passes", "0", "--threads", "1", "-q"]
+
+
+def sts_sentences() -> list[str]:
+    from scbow.use.evaluate import read_sts
+
+    if not STS_DIR.is_dir():
+        missing_data(f"STS test sets {STS_DIR}")
+    out = []
+    for path in sorted(STS_DIR.glob("*.tsv")):
+        sts = read_sts(path)
+        out += sts.first + sts.second
+    return list(dict.fromkeys(out))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """The first 20,000 lines of the 1M corpus."""
+    if not CORPUS_1M.is_file():
+        missing_data(f"real corpus {CORPUS_1M}")
+    out = tmp_path_factory.mktemp("export") / "corpus.txt"
+    with lzma.open(CORPUS_1M, "rt", encoding="utf-8") as fh:
+        out.write_text("".join(line for _, line in zip(range(20000), fh)), encoding="utf-8")
+    return out
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, corpus):
+    """A small model trained on the slice (default unknown rule: hash)."""
+    base = tmp_path_factory.mktemp("export-model")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
+        result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / "model"), *TRAIN])
+    assert result.exit_code == 0, result.output
+    return base / "model"
+
+
+@pytest.fixture(scope="module")
+def folders(trained, tmp_path_factory):
+    base = tmp_path_factory.mktemp("export-folders")
+    out = {}
+    for fmt in ("model2vec", "sentence-transformers"):
+        out[fmt] = base / fmt
+        result = make_runner().invoke(main, ["export", "-m", str(trained), "--format", fmt, "-o", str(out[fmt])])
+        assert result.exit_code == 0, result.output
+    return out
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def split(tok, text: str) -> list[str]:
+    """The tokens ``tok`` makes of ``text`` (its normalizer, then its pre-tokenizer)."""
+    return [piece for piece, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(text))]
+
+
+def hub_tokenizer(words, version="2"):
+    from scbow.vectors.hub import tokenizer_json
+
+    return tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json(list(words), version)))
+
+
+def check_lines(tok, model, lines) -> int:
+    """Token strings and ids of ``tok`` against ``model.tokenize``; returns the lines checked."""
+    index, unk = model.vocab.index, len(model.vocab)
+    for start in range(0, len(lines), 5000):
+        block = lines[start:start + 5000]
+        for line, enc in zip(block, tok.encode_batch(block, add_special_tokens=False)):
+            ours = model.tokenize(line)
+            assert split(tok, line) == ours, line
+            assert enc.ids == [index.get(t, unk) for t in ours], line
+    return len(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# the tokenizer
+
+
+@pytest.mark.parametrize("text", ["ΟΔΟΣ ΟΔΟΣ. ΣΑΣ Σ", "1⅞ miles, 2½", "don’t ‘quote’ “me”", "ﬁne ＡＢＣ ㋿ 🯱🯲",
+                                  "İstanbul naïve Ǆemal", "a_b c--d\te\u00a0f\u2028g", "", "   "])
+def test_tokenizer_catches(text):
+    """The probe's catches: Python's \\w and \\s (fractions), final sigma, NFKC of newer characters."""
+    from scbow.text.tokenize import tokenize
+
+    assert split(hub_tokenizer(["the"]), text) == tokenize(text)
+
+
+def test_tokenizer_version_1_keeps_its_rule():
+    from scbow.text.tokenize import tokenizer
+
+    tok, text = hub_tokenizer(["the"], "1"), "King’s ﬁne ΟΔΟΣ 1⅞"
+    assert split(tok, text) == tokenizer("1")[0](text) != tokenizer("2")[0](text)
+
+
+def test_tokenizer_matches_on_sts_and_the_1m_corpus(trained):
+    """Every STS sentence and every line of the 1M corpus: the same tokens, the same ids."""
+    import scbow
+
+    model = scbow.load(trained)
+    tok = tokenizers.Tokenizer.from_file(_tokenizer_file(trained))
+    with lzma.open(CORPUS_1M, "rt", encoding="utf-8") as fh:
+        lines = sts_sentences() + fh.read().splitlines()
+    assert check_lines(tok, model, lines) > 85000
+
+
+def _tokenizer_file(model_dir: Path) -> str:
+    out = model_dir.parent / "tok-only"
+    if not out.exists():
+        result = make_runner().invoke(main, ["export", "-m", str(model_dir), "--format", "model2vec", "-o", str(out)])
+        assert result.exit_code == 0, result.output
+    return str(out / "tokenizer.json")
+
+
+@pytest.mark.slow
+def test_tokenizer_matches_every_line_of_the_10m_corpus(trained):
+    import scbow
+
+    if not CORPUS_10M.is_file():
+        missing_data(f"real corpus {CORPUS_10M}")
+    model = scbow.load(trained)
+    tok = tokenizers.Tokenizer.from_file(_tokenizer_file(trained))
+    with lzma.open(CORPUS_10M, "rt", encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    assert check_lines(tok, model, lines) == len(lines) > 590000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_tokenizer_on_every_code_point(version):
+    """Every character, alone and between letters: the only differences are characters Python's
+    Unicode tables do not have yet (category Cn here), which ``tokenizers`` lowercases."""
+    import sys
+    import unicodedata
+
+    from scbow.text.tokenize import tokenizer
+
+    tok, ours = hub_tokenizer(["the"], version), tokenizer(version)[0]
+    differ = []
+    for c in range(sys.maxunicode + 1):
+        if 0xD800 <= c <= 0xDFFF:
+            continue
+        for text in (chr(c), f"a{chr(c)}b", f"A{chr(c)}Σ"):
+            if split(tok, text) != ours(text):
+                differ.append(c)
+                break
+    assert all(unicodedata.category(chr(c)) == "Cn" for c in differ), [hex(c) for c in differ]
+    assert len(differ) <= 60, len(differ)  # 55 on Python 3.11 (Unicode 14) with tokenizers 0.23 (Unicode 16)
+
+
+# ---------------------------------------------------------------------------------------
+# the libraries
+
+
+def test_model2vec_encode_equals_ours(trained, folders):
+    model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
+    import scbow
+
+    model = scbow.load(trained)
+    loaded = model2vec.StaticModel.from_pretrained(str(folders["model2vec"]))
+    sentences = sts_sentences() + ["", "zzzqqq xxyyq", "the " * 700 + "end"]  # none known; past 512 tokens
+    ours = model.embed(sentences, unknown="omit")
+    theirs = loaded.encode(sentences)
+    ok = ~np.isnan(ours).any(axis=1)
+    assert ok.sum() > 18000
+    assert cosines(ours[ok], theirs[ok]).min() >= 0.9999
+    assert (theirs[~ok] == 0).all()  # nothing to average: zeros there, NaN here
+    assert loaded.max_length is None  # long sentences are not cut
+
+
+def test_model2vec_loads_the_sentence_transformers_folder(trained, folders):
+    model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
+    import scbow
+
+    sentences = sts_sentences()[:2000]
+    ours = scbow.load(trained).embed(sentences, unknown="omit")
+    loaded = model2vec.StaticModel.from_pretrained(str(folders["sentence-transformers"]))
+    ok = ~np.isnan(ours).any(axis=1)
+    assert loaded.max_length is None
+    assert cosines(ours[ok], loaded.encode(sentences)[ok]).min() >= 0.9999
+
+
+@pytest.mark.parametrize("fmt", ["sentence-transformers", "model2vec"])
+def test_what_static_embedding_computes(trained, folders, fmt):
+    """sentence-transformers' StaticEmbedding: encode_batch(add_special_tokens=False), then an
+    EmbeddingBag mean over the ids (unknown ones included: their zero row scales, never turns)."""
+    load_file = pytest.importorskip("safetensors.numpy", reason="safetensors (installed with model2vec) is absent").load_file
+
+    import scbow
+
+    folder = folders[fmt]
+    modules = json.loads((folder / "modules.json").read_text())
+    assert modules[0]["type"] == "sentence_transformers.models.StaticEmbedding"
+    inner = folder / modules[0]["path"]
+    weights = load_file(str(inner / "model.safetensors"))
+    rows = weights["embedding.weight"] if "embedding.weight" in weights else weights["embeddings"]  # as its load() reads
+    tok = tokenizers.Tokenizer.from_file(str(inner / "tokenizer.json"))
+    sentences = sts_sentences()
+    theirs = np.zeros((len(sentences), rows.shape[1]), dtype=np.float32)
+    for i, enc in enumerate(tok.encode_batch(sentences, add_special_tokens=False)):
+        if enc.ids:
+            theirs[i] = rows[enc.ids].mean(axis=0)
+    ours = scbow.load(trained).embed(sentences, unknown="omit")
+    ok = ~np.isnan(ours).any(axis=1)
+    assert cosines(ours[ok], theirs[ok]).min() >= 0.9999
+
+
+def test_sentence_transformers_encode_equals_ours(trained, folders):
+    st = pytest.importorskip("sentence_transformers",
+                             reason="sentence-transformers (the optional st extra, with torch) is not installed")
+    import scbow
+
+    sentences = sts_sentences()
+    ours = scbow.load(trained).embed(sentences, unknown="omit")
+    for fmt in ("sentence-transformers", "model2vec"):  # it loads both folders
+        loaded = st.SentenceTransformer(str(folders[fmt]), device="cpu")
+        theirs = loaded.encode(sentences, convert_to_numpy=True)
+        ok = ~np.isnan(ours).any(axis=1)
+        assert cosines(ours[ok], theirs[ok]).min() >= 0.9999
+
+
+def test_add_words_carry_our_hashed_vectors(trained, corpus, tmp_path):
+    """Rows for the corpus's words below the minimum count hold our hashed vectors: a sentence
+    whose unknown words are all among them embeds as ours under unknown="hash"."""
+    model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
+    import scbow
+
+    out = tmp_path / "m2v"
+    result = make_runner().invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(out),
+                                         "--add-words", str(corpus)])
+    assert result.exit_code == 0, result.output
+    assert "added word" in result.output
+    model = scbow.load(trained)
+    loaded = model2vec.StaticModel.from_pretrained(str(out))
+    lines = corpus.read_text(encoding="utf-8").splitlines()[:3000]
+    unknown = [s for s in lines if s.strip() and model.ids(s)[1]]
+    assert len(unknown) > 100
+    np.testing.assert_allclose(loaded.encode(unknown), model.embed(unknown, unknown="hash"), rtol=2e-4, atol=2e-6)
+
+
+def test_safetensors_by_hand_reads_back(tmp_path):
+    load_file = pytest.importorskip("safetensors.numpy", reason="safetensors (installed with model2vec) is absent").load_file
+
+    from scbow.vectors.hub import write_safetensors
+
+    a = np.random.default_rng(0).standard_normal((40000, 7)).astype(np.float32)
+    write_safetensors(tmp_path / "x.safetensors", {"embeddings": a, "b": a[:3, :2]}, {"format": "np"})
+    back = load_file(str(tmp_path / "x.safetensors"))
+    np.testing.assert_array_equal(back["embeddings"], a)
+    np.testing.assert_array_equal(back["b"], a[:3, :2])
+
+
+def test_model_card(folders, trained):
+    yaml = pytest.importorskip("yaml", reason="PyYAML is absent")
+    for fmt, library in (("sentence-transformers", "sentence-transformers"), ("model2vec", "model2vec")):
+        text = (folders[fmt] / "README.md").read_text(encoding="utf-8")
+        head = yaml.safe_load(re.match(r"---\n(.*?)\n---\n", text, re.S).group(1))
+        assert head["library_name"] == library and head["language"] == ["en"]
+        assert library in head["tags"] and "static-embeddings" in head["tags"]
+        assert "corpus.txt" in text and "tokenizer version 2" in text
+
+
+def test_model_card_scores_from_the_curve():
+    from scbow.text.vocab import Vocab
+    from scbow.vectors.hub import model_card
+    from scbow.vectors.model import Model
+
+    curve = {"unknown": "hash", "points": [{"dev": {"pearson": 0.5, "spearman": 0.5, "pairs": 1500}},
+                                           {"dev": {"pearson": 0.7483, "spearman": 0.748, "pairs": 1500},
+                                            "test": {"pearson_mean": 0.6431, "pearson": {"a": 0.6, "b": 0.7}}}]}
+    info = {"corpus": {"files": ["/x/books.txt.xz"], "raw_tokens": 1234567, "sentences": 89, "min_count": 5,
+                       "tokenizer_version": "2"}, "curve": curve}
+    model = Model(Vocab(["the", "cat"], [9, 5]), np.ones((2, 4), dtype=np.float32), {"dim": 4, "epochs": 1}, info)
+    card = model_card(model, "model2vec", 3, 0, "books", license="cc-by-4.0")
+    assert "license: \"cc-by-4.0\"" in card and "books.txt.xz (1,234,567 tokens, 89 sentences)" in card
+    assert "Pearson 0.7483" in card and "Mean Pearson over 2 STS test sets: 0.6431" in card
+
+
+# ---------------------------------------------------------------------------------------
+# the command
+
+
+def test_word2vec_stays_the_default(trained, tmp_path):
+    from scbow.vectors.formats import load_word2vec
+
+    runner = make_runner()
+    result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "v.bin")])
+    assert result.exit_code == 0, result.output and "word2vec binary" in result.output
+    import scbow
+
+    model = scbow.load(trained)
+    assert len(load_word2vec(tmp_path / "v.bin")) == len(model)
+    result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "v.txt"), "--min-count", "20",
+                                  "--limit", "300"])
+    assert result.exit_code == 0, result.output
+    kept = load_word2vec(tmp_path / "v.txt")
+    counts = model.vocab.counts
+    assert len(kept) == min(300, int((counts >= 20).sum())) and "left out" in result.output
+    np.testing.assert_array_equal(kept.vectors[5], model.vectors[model.vocab.index[kept.vocab.words[5]]])
+
+
+def test_bad_format_is_one_line(trained, tmp_path):
+    result = make_runner().invoke(main, ["export", "-m", str(trained), "--format", "onnx", "-o", str(tmp_path / "x")])
+    assert_clean_error(result, "--format 'onnx'", "sentence-transformers", exit_code=1)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--part", "word"], "--part applies to --format word2vec"),
+    (["--binary"], "--binary/--text apply to --format word2vec"),
+])
+def test_word2vec_options_refused_for_folders(trained, tmp_path, args, fragment):
+    result = make_runner().invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o",
+                                         str(tmp_path / "x"), *args])
+    assert_clean_error(result, fragment, exit_code=1)
+    assert not (tmp_path / "x").exists()
+
+
+def test_add_words_missing_file(trained, tmp_path):
+    result = make_runner().invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o",
+                                         str(tmp_path / "x"), "--add-words", str(tmp_path / "nope.txt")])
+    assert_clean_error(result, "--add-words", "nope.txt: no such file", exit_code=1)
+    assert "reading" not in result.output and not (tmp_path / "x").exists()
+
+
+def test_add_words_refused_for_word2vec(trained, corpus, tmp_path):
+    result = make_runner().invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "v.txt"),
+                                         "--add-words", str(corpus)])
+    assert_clean_error(result, "--add-words applies to the folder formats", exit_code=1)
+
+
+@pytest.mark.parametrize("fmt", ["sentence-transformers", "model2vec"])
+def test_hostile_outputs(trained, tmp_path, monkeypatch, fmt):
+    runner = make_runner()
+    monkeypatch.chdir(tmp_path)
+
+    def export(out, *more):
+        return runner.invoke(main, ["export", "-m", str(trained), "--format", fmt, "-o", str(out), *more])
+
+    before = sorted(os.listdir(trained))
+    assert_clean_error(export(trained), "refusing to overwrite an input", exit_code=1)
+    assert_clean_error(export(trained / "inside"), "refusing to write into it", exit_code=1)
+    assert sorted(os.listdir(trained)) == before
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    assert_clean_error(export(mine), "notes.txt", exit_code=1)
+    assert (mine / "notes.txt").read_text() == "keep me" and os.listdir(mine) == ["notes.txt"]
+    other = tmp_path / "other"
+    other_fmt = "model2vec" if fmt == "sentence-transformers" else "sentence-transformers"
+    assert runner.invoke(main, ["export", "-m", str(trained), "--format", other_fmt, "-o", str(other)]).exit_code == 0
+    assert_clean_error(export(other), "which scbow-numba did not write", exit_code=1)
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert_clean_error(export(a_file), "is not a folder", exit_code=1)
+    assert_clean_error(export("."), "give the new folder a name", exit_code=1)
+    assert_clean_error(export(tmp_path / "sub" / ".."), "give the new folder a name", exit_code=1)
+    # the same kind is replaced whole; no temporaries are left beside it
+    out = tmp_path / "out"
+    assert export(out).exit_code == 0
+    assert export(out).exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "mine", "other", "out"]
+
+
+def test_failed_write_leaves_nothing(trained, tmp_path, monkeypatch):
+    from scbow.vectors import hub
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(hub, "write_safetensors", broken)
+    result = make_runner().invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o",
+                                         str(tmp_path / "out")])
+    assert_clean_error(result, "No space left on device", exit_code=1)
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_example_in_docs_export_md(tmp_path, monkeypatch, capsys):
+    """docs/export.md's example, its code read from the doc: train, export, search."""
+    import contextlib
+    import io
+    import shlex
+
+    pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
+    if not CORPUS_1M.is_file():
+        missing_data(f"real corpus {CORPUS_1M}")
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "export.md").read_text(encoding="utf-8")
+    example = doc[doc.index("## Example"):]
+    shell = re.search(r"```bash\n(.*?)```", example, re.S).group(1)
+    python = re.search(r"```python\n(.*?)```", example, re.S).group(1)
+    with lzma.open(CORPUS_1M, "rt", encoding="utf-8") as fh:
+        (tmp_path / "my-text.txt").write_text("".join(line for _, line in zip(range(5000), fh)), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    runner = make_runner()
+    for line in shell.strip().splitlines():
+        args = shlex.split(line)
+        assert args[0] == "scbow-numba"
+        result = runner.invoke(main, args[1:])
+        assert result.exit_code == 0, result.output
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(python, "docs/export.md", "exec"), {"__name__": "__example__"})
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "a ship in a storm at sea" and len(lines) == 8, lines
+    scores = [float(line.split()[0]) for line in lines[1:4] + lines[5:8]]
+    assert all(-1.0001 <= s <= 1.0001 for s in scores) and scores[0] >= scores[2]
