@@ -102,12 +102,19 @@ def token_pattern() -> str:
     return f"{w}+(?:['\\x{{2019}}]{w}+)*|[^{_ranges(word)}{_ranges(space)}]"
 
 
+SIGMA_LOOKBEHIND = 16
+
+
 def _lowercase() -> list[dict]:
     """Python's ``str.lower``: a capital sigma made final (``ς``) where Python makes it so, then
     the letter-by-letter Lowercase of ``tokenizers``."""
     cased, ignorable = sigma_classes()
     c, i = f"[{_ranges(cased)}]", f"[{_ranges(ignorable)}]"
-    final = f"(?<={c}{i}*)\\x{{3a3}}(?!{i}*{c})"
+    # Python looks back past any number of case-ignorable characters; a lookbehind of unbounded
+    # length made the normalizer about 100 times slower (10 ms against 0.1 ms on 2,500 characters),
+    # so it looks back past at most SIGMA_LOOKBEHIND of them (an apostrophe or a combining mark
+    # or two is what text holds)
+    final = f"(?<={c}{i}{{0,{SIGMA_LOOKBEHIND}}})\\x{{3a3}}(?!{i}*{c})"
     return [{"type": "Replace", "pattern": {"Regex": final}, "content": "\u03c2"}, {"type": "Lowercase"}]
 
 
