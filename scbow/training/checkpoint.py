@@ -17,10 +17,11 @@ beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.jso
   of the encoded corpus (its files, sizes, and a hash of its vocabulary), so that a
   resume on another corpus or with other hyperparameters is refused with a clear error.
 
-A checkpoint is written into a temporary sibling directory, flushed to disk and swapped
-into place in one step (:func:`scbow.files.atomic_dir`), so the previous checkpoint
-stays valid until the new one is complete, and a process killed at any moment leaves one
-of the two, never a mix.
+A checkpoint is written into a temporary sibling directory, flushed to disk and put in
+place whole (:func:`scbow.files.atomic_dir`), so the previous checkpoint stays valid until
+the new one is complete, and a process killed at any moment never leaves a mix. A
+directory is a checkpoint when it holds ``vectors.npy`` and ``state.json``
+(:func:`output_kind`); one holding anything but a checkpoint's files is never replaced.
 
 With one thread, a run resumed from a checkpoint is bit-identical to an uninterrupted
 one: the shuffle of epoch e and the kernel's random stream depend only on the seed, the
@@ -32,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +42,9 @@ import numpy as np
 
 from ..config import TrainConfig, show_value
 from ..errors import CheckpointError, diverged
-from ..files import atomic_dir, fsync_path, read_json
+from ..files import atomic_dir, fsync_path, read_json, register_kind
 from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
+from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES  # (imported first: a checkpoint is a model plus its state)
 
 CHECKPOINT_VERSION = 1
 STATE_FILE = "state.json"
@@ -55,9 +58,24 @@ FREE_ON_RESUME = ("threads", "device")
 def checkpoint_files() -> tuple:
     """Every name a checkpoint's files may have: what :class:`CheckpointWriter` writes, and all a
     finished run removes (``scbow.training.session.remove_checkpoint``)."""
-    from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES
-
     return (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, OUTPUT_FILE, *WORD_FILES)
+
+
+def is_checkpoint(directory: Path) -> bool:
+    """What makes a directory a checkpoint: ``vectors.npy`` and ``state.json`` in it."""
+    directory = Path(directory)
+    return (directory / "vectors.npy").is_file() and (directory / STATE_FILE).is_file()
+
+
+@register_kind
+def output_kind(directory: Path) -> str | None:
+    """``"a training checkpoint"`` when ``directory`` is one (:func:`scbow.files.kind_of`)."""
+    return "a training checkpoint" if is_checkpoint(directory) else None
+
+
+def only_checkpoint_files(directory: Path) -> bool:
+    """A directory a new checkpoint may replace: nothing in it but a checkpoint's own names."""
+    return set(os.listdir(directory)) <= set(checkpoint_files())
 
 
 def checkpoint_dir(output: Path) -> Path:
@@ -189,7 +207,7 @@ class CheckpointWriter:
         if not np.isfinite(W).all() or not all(np.isfinite(M).all() for _, M in extra):
             raise diverged(self.config.lr, f"the embeddings hold NaN or inf after {state.done:,} examples")
         # a user's file put in the checkpoint stops its replacement (a warning), never goes with it
-        with atomic_dir(self.path, own_names=checkpoint_files()) as tmp:
+        with atomic_dir(self.path, same_kind=only_checkpoint_files) as tmp:
             for name, M in extra:
                 np.save(tmp / name, np.ascontiguousarray(M, dtype=np.float32))
                 fsync_path(tmp / name)
