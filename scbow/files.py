@@ -310,20 +310,30 @@ def atomic_file(path: os.PathLike, sweep: bool = True) -> Iterator[Path]:
             os.unlink(tmp)
 
 
+def foreign(directory: os.PathLike, own_names) -> str | None:
+    """``"holds 'x' (and N more), which scbow-numba did not write"`` for what ``directory`` holds
+    beyond ``own_names``; None when it holds nothing else."""
+    other = sorted(set(os.listdir(directory)) - set(own_names))
+    if not other:
+        return None
+    more = f" and {len(other) - 1:,} more" if len(other) > 1 else ""
+    return f"holds {other[0]!r}{more}, which scbow-numba did not write"
+
+
 def replace_dir(tmp: Path, path: os.PathLike, same_kind=None) -> None:
     """Put the complete directory ``tmp`` at ``path``: a directory there is renamed aside (to a
     temporary's name), ``tmp`` renamed in, and the old one removed. A directory there that is
-    not empty is replaced only when ``same_kind(path)`` says it is an output of the same kind:
-    else FileExistsError (an OSError), and nothing is changed."""
+    not empty is replaced only when it is an output of the same kind (``same_kind(path)``
+    returns None; else why not): else FileExistsError (an OSError), and nothing is changed."""
     target = Path(_resolved(Path(path)))
     if not os.path.lexists(target):
         os.rename(tmp, target)
     else:
         if not stat.S_ISDIR(os.lstat(target).st_mode):
             raise FileExistsError(errno.EEXIST, "exists and is not a directory; refusing to replace it", str(path))
-        if os.listdir(target) and (same_kind is None or not same_kind(target)):
-            raise FileExistsError(errno.ENOTEMPTY, "is not empty and holds what scbow-numba did not write "
-                                  "there, so it is not replaced (move that away)", str(path))
+        why = (foreign(target, ()) if same_kind is None else same_kind(target)) if os.listdir(target) else None
+        if why is not None:
+            raise FileExistsError(errno.ENOTEMPTY, f"{why}, so it is not replaced (move that away)", str(path))
         old = target.parent / f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
         os.rename(target, old)
         try:

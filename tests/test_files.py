@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import make_runner, synthetic_text
 
 from scbow import files
 from scbow.errors import CorpusError, ModelError
 from scbow.files import atomic_dir, atomic_file, kind_of, leftovers, output_path, refuse_inside_ours, remove_leftovers
-from tests.conftest import make_runner, synthetic_text
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -108,11 +108,11 @@ def test_a_new_file_gets_the_mode_the_umask_gives(tmp_path):
 def test_a_directory_is_replaced_whole_by_one_of_its_kind(tmp_path):
     out = tmp_path / "m"
     for content in ("one", "two"):
-        with atomic_dir(out, same_kind=lambda d: True) as tmp:
+        with atomic_dir(out, same_kind=lambda d: None) as tmp:
             (tmp / "a.txt").write_text(content)
         assert (out / "a.txt").read_text() == content
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
-    with pytest.raises(RuntimeError), atomic_dir(out, same_kind=lambda d: True) as tmp:
+    with pytest.raises(RuntimeError), atomic_dir(out, same_kind=lambda d: None) as tmp:
         (tmp / "a.txt").write_text("half")
         raise RuntimeError
     assert (out / "a.txt").read_text() == "two" and sorted(p.name for p in tmp_path.iterdir()) == ["m"]
@@ -122,7 +122,7 @@ def test_a_directory_of_another_kind_is_refused_and_kept(tmp_path):
     out = tmp_path / "mine"
     out.mkdir()
     (out / "thesis.tex").write_text("a user's file")
-    with pytest.raises(FileExistsError, match="not empty"), atomic_dir(out, same_kind=lambda d: False) as tmp:
+    with pytest.raises(FileExistsError, match="holds what is not ours"), atomic_dir(out, same_kind=lambda d: "holds what is not ours") as tmp:
         (tmp / "a.txt").write_text("x")
     assert sorted(p.name for p in out.iterdir()) == ["thesis.tex"]
     assert temporaries(tmp_path, "mine") == []
@@ -131,7 +131,7 @@ def test_a_directory_of_another_kind_is_refused_and_kept(tmp_path):
         pass
     empty = tmp_path / "empty"
     empty.mkdir()
-    with atomic_dir(empty, same_kind=lambda d: False) as tmp:  # an empty directory holds nothing to lose
+    with atomic_dir(empty, same_kind=lambda d: "holds what is not ours") as tmp:  # an empty directory holds nothing to lose
         (tmp / "a.txt").write_text("x")
     assert (empty / "a.txt").is_file()
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +41,7 @@ import numpy as np
 
 from ..config import TrainConfig, show_value
 from ..errors import CheckpointError, diverged
-from ..files import atomic_dir, fsync_path, read_json, register_kind
+from ..files import atomic_dir, foreign, fsync_path, read_json, register_kind
 from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
 from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES  # (imported first: a checkpoint is a model plus its state)
 
@@ -73,9 +72,10 @@ def output_kind(directory: Path) -> str | None:
     return "a training checkpoint" if is_checkpoint(directory) else None
 
 
-def only_checkpoint_files(directory: Path) -> bool:
-    """A directory a new checkpoint may replace: nothing in it but a checkpoint's own names."""
-    return set(os.listdir(directory)) <= set(checkpoint_files())
+def only_checkpoint_files(directory: Path) -> str | None:
+    """None when a new checkpoint may replace ``directory`` (nothing in it but a checkpoint's own
+    names), else why not."""
+    return foreign(directory, checkpoint_files())
 
 
 def checkpoint_dir(output: Path) -> Path:

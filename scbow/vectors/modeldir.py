@@ -34,6 +34,7 @@ from ..files import (
     atomic_dir,
     atomic_file,
     check_output_file,
+    foreign,
     fsync_path,
     new_temporary,
     output_path,
@@ -93,6 +94,12 @@ def is_model_dir(path: Path) -> bool:
     except ModelError:
         return False
     return isinstance(meta, dict) and isinstance(meta.get("format_version"), int)
+
+
+def not_a_model(path: Path) -> str | None:
+    """None when ``save_model`` may replace the directory ``path`` (:func:`is_model_dir`), else why not."""
+    why = foreign(path, MODEL_FILES + OPTIONAL_FILES)
+    return why if why is not None or is_model_dir(path) else "holds no model"
 
 
 def check_output_dir(path: os.PathLike) -> Path:
@@ -184,7 +191,7 @@ def save_model(model: SavedModel, path: os.PathLike) -> Path:
                          "could not be read back; nothing was written") from None
     path = check_output_dir(path)
     try:
-        with atomic_dir(path, same_kind=is_model_dir) as tmp:
+        with atomic_dir(path, same_kind=not_a_model) as tmp:
             write_model_files(model, tmp)
     except OSError as exc:
         raise ModelError(f"cannot write model to {path}: {exc.strerror or exc}") from None
