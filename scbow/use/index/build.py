@@ -270,7 +270,7 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
         note(f"removed {len(removed)} unfinished build{'s' if len(removed) > 1 else ''} of {out_dir} left by an "
              f"earlier run that was killed: {', '.join(p.name for p in removed)}")
     t0 = time.perf_counter()
-    with atomic_dir(out_dir) as tmp:
+    with atomic_dir(out_dir, same_kind=_not_an_index_of_ours) as tmp:
         tmp = Path(tmp)
         offsets, files = _index_text(source.files, tmp, progress)
         np.save(tmp / OFFSETS_FILE, offsets)
