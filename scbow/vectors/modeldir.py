@@ -124,8 +124,9 @@ def check_output_dir(path: os.PathLike) -> Path:
     return path
 
 
-def write_model_files(model: SavedModel, directory: Path, info: dict | None = None) -> None:
-    """Write the three model files into the existing ``directory`` and fsync them.
+def write_model_files(model: SavedModel, directory: Path, info: dict | None = None) -> str:
+    """Write the three model files into the existing ``directory`` and fsync them; returns the
+    new ``model_id`` recorded in its ``config.json``.
 
     ``info`` replaces ``model.info`` in ``config.json`` when given.
     """
@@ -145,6 +146,7 @@ def write_model_files(model: SavedModel, directory: Path, info: dict | None = No
         names.append(CURVE_FILE)
     for name in names:
         fsync_path(directory / name)
+    return meta["model_id"]
 
 
 def model_id(model) -> str | None:
@@ -180,7 +182,8 @@ def model_id(model) -> str | None:
 
 
 def save_model(model: SavedModel, path: os.PathLike) -> Path:
-    """Write ``model`` as a directory at ``path``, replacing any model there atomically.
+    """Write ``model`` as a directory at ``path``, replacing any model there atomically, with a
+    new ``model_id`` (:func:`model_id`; also set in ``model.info``).
 
     ModelError, writing nothing, for a model with a word ``scbow.load`` could not read back
     (``scbow.text.vocab.unsavable``: empty, a line break in it, a lone surrogate)."""
@@ -192,9 +195,10 @@ def save_model(model: SavedModel, path: os.PathLike) -> Path:
     path = check_output_dir(path)
     try:
         with atomic_dir(path, same_kind=not_a_model) as tmp:
-            write_model_files(model, tmp)
+            written = write_model_files(model, tmp)
     except OSError as exc:
         raise ModelError(f"cannot write model to {path}: {exc.strerror or exc}") from None
+    model.info["model_id"] = written  # the model in memory is now the one saved there
     return path
 
 
