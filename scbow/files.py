@@ -1,6 +1,11 @@
-"""Files: reading those the tool did not just write, refusing outputs that would destroy
-inputs, and writing every output atomically (the one home of write-to-a-temporary-then-
-rename: :func:`atomic_file` for a file, :func:`atomic_dir` for a directory).
+"""Files the tool writes: where an output goes, what is the tool's own, and writing every
+output atomically (:func:`atomic_file` for a file, :func:`atomic_dir` for a directory).
+
+The one rule for what is ours: a temporary is ``.NAME.tmp-PID-RANDOM`` beside its output
+NAME; the next write to NAME removes the temporaries of NAME whose writer (PID) is no longer
+running, and nothing else. A non-empty directory is replaced only by an output of its kind,
+and each kind of output says in its own module what makes a directory one of its kind
+(:func:`register_kind`). An output given as a symbolic link is written through it.
 
 Light (standard library only), so the CLI can use it before numpy is imported.
 """
@@ -8,7 +13,6 @@ Light (standard library only), so the CLI can use it before numpy is imported.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import secrets
@@ -18,41 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import CorpusError, ModelError
-
-
-def read_json(path: os.PathLike, error: type[Exception] = ModelError, what: str = "damaged file") -> object:
-    """The JSON value in ``path``; any failure to read or parse it is ``error("PATH: what (why)")``.
-
-    Every exception parsing can raise is caught: invalid UTF-8 or JSON, integers too long
-    to convert, and ``RecursionError`` from arrays nested thousands deep.
-    """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(f"{path}: {what} (missing)") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise error(f"{path}: {what} (not UTF-8 text)") from None
-    return parse_json(text, path, error, what)
-
-
-def parse_json(text: str, path: os.PathLike, error: type[Exception] = ModelError, what: str = "damaged file") -> object:
-    """The JSON value in ``text`` (read from ``path``), failing as :func:`read_json` does."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise error(f"{path}: {what} (JSON nested too deep)") from None
-    except ValueError as exc:  # JSONDecodeError, and int() of a number with too many digits
-        raise error(f"{path}: {what} (not valid JSON: {short_message(exc, 100)})") from None
-
-
-def short_message(exc: Exception, limit: int = 120) -> str:
-    """The first line of an exception's message, cut to ``limit`` characters (for one-line errors)."""
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+from .errors import ModelError
 
 
 def named(path: os.PathLike) -> Path:
@@ -364,12 +334,3 @@ def atomic_dir(path: os.PathLike, same_kind=None) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-def read_range(path: os.PathLike, start: int, stop: int) -> bytes:
-    """Bytes ``start:stop`` of a file; CorpusError("PATH: cannot read: ...") when it cannot be read."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(start)
-            return fh.read(stop - start)
-    except OSError as exc:
-        raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None

@@ -141,7 +141,7 @@ def cache_entries(root: os.PathLike | None = None, foreign: list | None = None) 
     (:func:`is_ours`) are listed; ``foreign``, when given, receives the paths of
     everything else in ``root``.
     """
-    from ..files import read_json
+    from ..reading import read_json
 
     root = Path(root) if root is not None else default_cache_dir()
     out = []

@@ -41,7 +41,8 @@ import numpy as np
 
 from ..config import TrainConfig, show_value
 from ..errors import CheckpointError, diverged
-from ..files import atomic_dir, foreign, fsync_path, read_json, register_kind
+from ..files import atomic_dir, foreign, fsync_path, register_kind
+from ..reading import read_json
 from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
 from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES  # (imported first: a checkpoint is a model plus its state)
 

@@ -74,7 +74,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CorpusError, ModelError
-from ..files import atomic_file, kind_of, leftovers, read_json, refuse_inside_ours, register_kind, short_message
+from ..files import atomic_file, kind_of, leftovers, refuse_inside_ours, register_kind
+from ..reading import read_json, short_message
 from ..text.reader import check_regular, compression
 
 MANIFEST = "manifest.json"

@@ -14,8 +14,8 @@ import numpy as np
 
 from ..config import finite_number
 from ..errors import CorpusError, ModelError
-from ..files import parse_json, read_json, short_message
 from ..progress import plural
+from ..reading import parse_json, read_json, short_message
 from ..text.reader import read_all_bytes
 from ..text.tokenize import VERSIONS
 from ..text.vocab import Vocab
@@ -124,7 +124,7 @@ class ModelFiles:
         return open(fd, mode, encoding=None if "b" in mode else "utf-8")
 
     def json(self, name: str, what: str) -> object:
-        """The JSON value in ``name``, failing as :func:`scbow.files.read_json` does."""
+        """The JSON value in ``name``, failing as :func:`scbow.reading.read_json` does."""
         try:
             with self.open(name) as fh:
                 text = fh.read()

@@ -38,10 +38,10 @@ from ..files import (
     fsync_path,
     new_temporary,
     output_path,
-    read_json,
     refuse_inside_ours,
     register_kind,
 )
+from ..reading import read_json
 
 
 class SavedModel(Protocol):

@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import CorpusError, ModelError
-from ...files import atomic_dir, kind_of, refuse_inside_ours, remove_leftovers, short_message
+from ...files import atomic_dir, kind_of, refuse_inside_ours, remove_leftovers
+from ...reading import short_message
 from .lines import COPY_NAME, _index_text, _not_regular
 from .store import (
     DEFAULT_EF,

@@ -45,7 +45,8 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import CorpusError, ModelError
-from ...files import read_json, read_range, register_kind, short_message
+from ...files import register_kind
+from ...reading import read_json, read_range, short_message
 from .lines import COPY_DIGEST_LIMIT, COPY_NAME, _file_digest, _not_regular
 
 INDEX_JSON = "index.json"
