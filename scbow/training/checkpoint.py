@@ -13,9 +13,11 @@ beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.jso
   hold the word part's matrices (``scbow.training.wordpart``); ``vectors.npy`` then holds the
   finished sentence part, and the state's ``word_done`` says how far the word part is;
 - ``state.json`` holds the :class:`~scbow.training.hooks.TrainState` (epoch, position in the
-  epoch's shuffled targets, examples done, losses), the configuration, and the identity
+  epoch's shuffled targets, examples done, losses), the configuration, the identity
   of the encoded corpus (its files, sizes, and a hash of its vocabulary), so that a
-  resume on another corpus or with other hyperparameters is refused with a clear error.
+  resume on another corpus or with other hyperparameters is refused with a clear error,
+  and the ``model_id`` of the model files beside it (:func:`scbow.vectors.modeldir.model_id`),
+  so that a state is resumed only with the matrix it was written with.
 
 A checkpoint is written into a temporary sibling directory, flushed to disk and put in
 place whole (:func:`scbow.files.atomic_dir`), so the previous checkpoint stays valid until
@@ -219,9 +221,10 @@ class CheckpointWriter:
                 "training": {"checkpoint": True, "raw_vectors": True, "examples": state.done,
                              "of_examples": state.total},
             }
-            write_model_files(model, tmp, info)
+            written = write_model_files(model, tmp, info)
             meta = {
                 "checkpoint_version": CHECKPOINT_VERSION,
+                "model_id": written,  # the model files beside it: a state is read only with its own
                 "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "state": state.to_dict(),
                 "config": self.config.to_dict(),
@@ -344,6 +347,10 @@ def restore(path: Path, meta: dict, corpus, config: TrainConfig):
     except ValueError as exc:  # ModelError
         raise CheckpointError(f"damaged checkpoint: {exc}; delete {path} to start over") from None
     W = np.asarray(model.vectors)
+    recorded = meta.get("model_id")  # none in a checkpoint written before model ids
+    if recorded is not None and recorded != model.info.get("model_id"):
+        raise CheckpointError(f"{path}: damaged checkpoint (its {STATE_FILE} is not that of the model files beside it); "
+                              "delete it to start over")
     if vocab_digest(model.vocab.words) != now["vocab_sha256"] or W.shape != (len(corpus.vocab), config.dim):
         raise CheckpointError(f"{path}: damaged checkpoint (its vectors or vocabulary do not match its state); "
                               "delete it to start over")
