@@ -203,11 +203,14 @@ def test_clear_removes_its_own_entries_and_leftovers(tmp_path, runner, healthy):
     left.mkdir()
     (left / MARKER).write_text(MARKER_TEXT)
     (left / "raw.i32").write_bytes(b"\0" * 64)
+    older = cache / f"{entry.name}.tmp-abcd_123"  # one killed under a version before pids were in the name
+    older.mkdir()
+    (older / MARKER).write_text(MARKER_TEXT)
     listing = runner.invoke(main, ["cache", "--cache-dir", str(cache)])
-    assert "(an unfinished encoding)" in listing.stdout and "2 cached corpora" in listing.stderr
+    assert "(an unfinished encoding)" in listing.stdout and "3 cached corpora" in listing.stderr
     result = runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"])
     assert result.exit_code == 0, result.output
-    assert "removed 2 cached corpora" in result.stderr
+    assert "removed 3 cached corpora" in result.stderr
     assert list(cache.iterdir()) == []
     # a cache folder that is a file, or that cannot be read
     (tmp_path / "afile").write_text("x")

@@ -32,8 +32,9 @@ MARKER_TEXT = "scbow-numba corpus cache entry\n"
 # every file an encoding writes into its entry
 ENTRY_FILES = frozenset({MARKER, "raw.i32", "tokens.npy", "offsets.npy", "sent_doc.npy", "doc_offsets.npy",
                          "vocab.txt", "meta.json"})
-# a key, or the temporary of one (scbow.files.new_temporary): its writer's pid
-_ENTRY_NAME = re.compile(r"[0-9a-f]{24}|\.[0-9a-f]{24}\.tmp-(\d+)-[0-9a-f]{8}")
+# a key, or the temporary of one (scbow.files.new_temporary: its writer's pid), or the
+# temporary of an encoding by a version before pids were in the name (KEY.tmp-XXXXXXXX)
+_ENTRY_NAME = re.compile(r"[0-9a-f]{24}|\.[0-9a-f]{24}\.tmp-(\d+)-[0-9a-f]{8}|[0-9a-f]{24}\.tmp-[A-Za-z0-9_]{8}")
 
 
 def default_cache_dir() -> Path:
@@ -159,7 +160,7 @@ def cache_entries(root: os.PathLike | None = None, foreign: list | None = None) 
                 foreign.append(entry)
             continue
         files: list[str] = []
-        complete = _writer(entry) is None and (entry / "meta.json").is_file()
+        complete = ".tmp-" not in entry.name and (entry / "meta.json").is_file()
         if complete:
             try:
                 files = read_meta_files(read_json(entry / "meta.json"))
