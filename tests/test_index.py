@@ -422,20 +422,23 @@ def test_an_output_that_is_not_provably_an_index_is_never_replaced(setup, built,
     assert not list(tmp_path.glob(".proj.*"))
 
 
-def test_an_output_that_is_a_file_or_a_link_is_never_replaced(setup, built, tmp_path):
-    from scbow.use.index import build_index
+def test_an_output_that_is_a_file_is_never_replaced_and_a_link_is_followed(setup, built, tmp_path):
+    from scbow.use.index import build_index, open_index
 
     (tmp_path / "file").write_text("mine")
     with pytest.raises(ModelError, match="exists and is not a directory; refusing"):
         build_index(setup["emb"], setup["text"], tmp_path / "file", M=8, ef_construction=20)
+    assert (tmp_path / "file").read_text() == "mine"
     target = _copy(built, tmp_path)
-    before = sorted(p.name for p in target.iterdir())
-    for name, to in (("link", target), ("dangling", tmp_path / "nowhere")):
+    for name, to in (("link", target), ("dangling", tmp_path / "new-index")):
         (tmp_path / name).symlink_to(to)
-        with pytest.raises(ModelError, match="is a symbolic link; refusing"):
-            build_index(setup["emb"], setup["text"], tmp_path / name, M=8, ef_construction=20)
-        assert (tmp_path / name).is_symlink()
-    assert (tmp_path / "file").read_text() == "mine" and sorted(p.name for p in target.iterdir()) == before
+        build_index(setup["emb"], setup["text"], tmp_path / name, M=12, ef_construction=20)
+        assert (tmp_path / name).is_symlink() and open_index(to).info["params"]["M"] == 12
+    (tmp_path / "far").symlink_to(tmp_path / "nowhere" / "idx")
+    with pytest.raises(ModelError, match="whose folder does not exist"):
+        build_index(setup["emb"], setup["text"], tmp_path / "far", M=8, ef_construction=20)
+    assert not (tmp_path / "nowhere").exists()
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
 
 
 def test_an_empty_folder_or_an_index_of_ours_is_replaced(setup, built, tmp_path, faiss):

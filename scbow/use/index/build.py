@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import CorpusError, ModelError
-from ...files import atomic_dir, kind_of, refuse_inside_ours, remove_leftovers
+from ...files import atomic_dir, kind_of, output_path, refuse_inside_ours, remove_leftovers
 from ...reading import short_message
 from .lines import COPY_NAME, _index_text, _not_regular
 from .store import (
@@ -220,8 +220,7 @@ def _not_an_index_of_ours(directory: Path) -> str | None:
 def _check_replaceable(out_dir: Path) -> None:
     """ModelError unless an index may be written at ``out_dir``: nothing there, an empty directory,
     or a sentence index this tool wrote (:func:`_not_an_index_of_ours`), which is replaced whole."""
-    if out_dir.is_symlink():
-        raise ModelError(f"{out_dir}: is a symbolic link; refusing to replace it (give a directory path)")
+    output_path(out_dir)  # a link is followed (its target replaced); one into a missing folder is refused
     if not out_dir.exists():
         return
     if not out_dir.is_dir():
