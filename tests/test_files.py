@@ -170,6 +170,13 @@ def test_each_kind_of_output_is_told_by_its_own_module(tmp_path, good_model):
             refuse_inside_ours(parent / "deeper" / "out.npy")
 
 
+def test_every_module_that_registers_a_kind_is_listed_so_every_kind_is_known():
+    registering = sorted(
+        ".".join(path.relative_to(REPO).with_suffix("").parts)
+        for path in (REPO / "scbow").rglob("*.py") if "@register_kind" in path.read_text(encoding="utf-8"))
+    assert registering == sorted(files.KIND_MODULES)
+
+
 def test_files_names_no_file_of_a_higher_layer():
     source = (REPO / "scbow" / "files.py").read_text(encoding="utf-8")
     for name in ("vectors.npy", "vocab.txt", "config.json", "state.json", "index.json", "vectors.faiss",
