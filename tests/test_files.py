@@ -279,13 +279,15 @@ def test_saves_killed_at_random_points_leave_nothing_after_the_next_run(tmp_path
     out = tmp_path / "m"
     rng = random.Random(7)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    left = 0
     for _ in range(6):
         proc = subprocess.Popen([sys.executable, "-c", SAVER, str(out)], stdout=subprocess.PIPE, env=env)
         assert proc.stdout.readline().strip() == b"ready"
-        time.sleep(rng.uniform(0.0, 0.3))  # a save takes a few milliseconds: somewhere inside one
+        time.sleep(rng.uniform(0.0, 0.3))  # a save takes some milliseconds: somewhere in one
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    assert temporaries(tmp_path, "m")  # the kills left some: a temporary, or the old model set aside
+        left += bool(temporaries(tmp_path, "m"))  # a temporary, or the old model set aside
+    assert left  # (each kill lands where a save has one about 4 times in 5)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(synthetic_text(n_docs=4, sents_per_doc=30, seed=3), encoding="utf-8")
     result = make_runner().invoke(main, train_args(corpus, out))
