@@ -257,6 +257,33 @@ def test_train_and_prepare_write_through_a_link(tmp_path):
     assert not (tmp_path / "nowhere").exists()
 
 
+def test_a_link_onto_another_file_system_is_written_there(tmp_path):
+    import shutil
+    import tempfile
+
+    from scbow.cli import main
+
+    if not os.path.isdir("/dev/shm") or os.stat("/dev/shm").st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no second file system (/dev/shm) to link onto")
+    far = Path(tempfile.mkdtemp(dir="/dev/shm"))
+    try:
+        corpus = tmp_path / "corpus.txt"
+        corpus.write_text(synthetic_text(n_docs=4, sents_per_doc=30, seed=3), encoding="utf-8")
+        (tmp_path / "model").symlink_to(far / "model")
+        (tmp_path / "out.txt").symlink_to(far / "out.txt")
+        runner = make_runner()
+        for _ in range(2):  # made, then replaced, across the file systems (no "Invalid cross-device link")
+            result = runner.invoke(main, train_args(corpus, tmp_path / "model"))
+            assert result.exit_code == 0, result.output
+            result = runner.invoke(main, ["prepare", str(corpus), "-o", str(tmp_path / "out.txt")])
+            assert result.exit_code == 0, result.output
+        assert kind_of(far / "model") == "a model directory" and (far / "out.txt").stat().st_size > 0
+        assert sorted(p.name for p in far.iterdir()) == ["model", "out.txt"]
+        assert (tmp_path / "model").is_symlink() and (tmp_path / "out.txt").is_symlink()
+    finally:
+        shutil.rmtree(far)
+
+
 # -- the leak: a save killed at any point leaves nothing the next run keeps ---------------
 
 SAVER = """
