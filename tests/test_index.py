@@ -1239,3 +1239,13 @@ def test_a_build_killed_by_sigkill_is_cleaned_up_by_the_next(setup, tmp_path, fa
     assert running.is_dir() and (out / "index.json").is_file()
     build_index(setup["emb"], setup["text"], out, M=8, ef_construction=20)
     assert not running.exists() and not list(tmp_path.glob(".idx.tmp-*"))
+
+
+def test_an_index_recording_its_model_as_an_earlier_version_did_says_to_build_it_again(setup, built, tmp_path):
+    from conftest import assert_clean_error
+
+    idx = _copy(built, tmp_path)
+    info = json.loads((idx / "index.json").read_text())
+    assert info["model_id"] == json.loads((setup["model_dir"] / "config.json").read_text())["model_id"]
+    _edit_json(idx, lambda i: i.update(model_fingerprint=i.pop("model_id")[:16]))
+    assert_clean_error(_query(setup, idx), "was built by an earlier version", "build it again")
