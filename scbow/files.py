@@ -13,6 +13,7 @@ Light (standard library only), so the CLI can use it before numpy is imported.
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import re
 import secrets
@@ -53,8 +54,6 @@ def register_kind(describe):
 
 def kind_of(directory: os.PathLike) -> str | None:
     """What ``directory`` is when it is one of the tool's own outputs, else None."""
-    import importlib
-
     for name in KIND_MODULES:
         importlib.import_module(name)
     for describe in _kinds:
@@ -188,6 +187,11 @@ def _temporary_name(name: str) -> re.Pattern:
     return re.compile(re.escape(f".{name}.tmp-") + r"(\d+)-[0-9a-f]{8}")
 
 
+def _fresh(target: Path) -> Path:
+    """A new temporary's name for the output ``target`` (this process's pid, 8 random hex digits)."""
+    return target.parent / f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+
+
 def output_path(path: os.PathLike, name: str = "-o", error: type[Exception] = ModelError) -> Path:
     """Where the output ``path`` is written: ``path`` resolved (a symbolic link is followed to its
     target, which is replaced; the link stays). A link to a place whose folder does not exist is
@@ -246,7 +250,7 @@ def new_temporary(path: os.PathLike, directory: bool = False) -> Path:
     the umask gives a new file or directory."""
     target = Path(_resolved(Path(path)))
     while True:
-        tmp = target.parent / f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        tmp = _fresh(target)
         try:
             if directory:
                 os.mkdir(tmp, 0o777)
@@ -304,7 +308,7 @@ def replace_dir(tmp: Path, path: os.PathLike, same_kind=None) -> None:
         why = (foreign(target, ()) if same_kind is None else same_kind(target)) if os.listdir(target) else None
         if why is not None:
             raise FileExistsError(errno.ENOTEMPTY, f"{why}, so it is not replaced (move that away)", str(path))
-        old = target.parent / f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        old = _fresh(target)
         os.rename(target, old)
         try:
             os.rename(tmp, target)
