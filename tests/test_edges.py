@@ -631,18 +631,6 @@ def test_the_lock_never_follows_a_link_nor_takes_a_users_file(tmp_path, runner, 
     assert not (tmp_path / "m4.lock").exists()
 
 
-def test_a_users_backup_named_like_a_temporary_but_without_a_pid_stays(tmp_path, runner, healthy):
-    from scbow.files import remove_leftovers
-
-    model, _ = healthy
-    (tmp_path / "a.txt").write_text("the cat sat\n")
-    out = tmp_path / "x.npy"
-    assert runner.invoke(main, ["embed", "-m", str(model), str(tmp_path / "a.txt"), "-o", str(out), "-q"]).exit_code == 0
-    backup = tmp_path / ".x.npy.tmp-previous"  # a user's hard-link backup under a temporary-like name
-    os.link(out, backup)
-    assert remove_leftovers(out) == [] and backup.exists()
-
-
 def test_a_finished_runs_checkpoint_goes_but_a_users_file_in_it_stays(tmp_path):
     from scbow.training.session import remove_checkpoint
 
