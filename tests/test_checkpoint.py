@@ -282,7 +282,7 @@ def test_resume_without_a_checkpoint(tmp_path, runner, corpus_file):
 @pytest.mark.parametrize("how", ["state-not-json", "state-missing", "state-newer", "state-inconsistent",
                                  "state-no-losses", "state-negative-seconds", "state-negative-loss",
                                  "state-more-losses-than-examples", "truncated-vectors.npy", "missing-vocab.txt",
-                                 "nan-vectors", "shape"])
+                                 "nan-vectors", "shape", "state-of-another-write"])
 def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, small_batches, how):
     out = tmp_path / "m"
     with pytest.raises(Interrupted):
@@ -299,6 +299,10 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, sm
         state.write_text(json.dumps(meta))
     elif how == "state-inconsistent":
         meta["state"]["done"] += 7
+        state.write_text(json.dumps(meta))
+    elif how == "state-of-another-write":  # the state of another checkpoint beside these model files
+        assert meta["model_id"] == json.loads((ck / "config.json").read_text())["model_id"]
+        meta["model_id"] = "0" * 32
         state.write_text(json.dumps(meta))
     elif how.startswith("state-") and how != "state-newer":  # a record a resumed run would report as its own
         change = {"state-no-losses": ("losses", []), "state-negative-seconds": ("kernel_seconds", -1),
@@ -322,7 +326,8 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, sm
                                                               "state-negative-loss",
                                                               "state-more-losses-than-examples")},
                 "truncated-vectors.npy": "cannot read vectors", "missing-vocab.txt": "missing vocab.txt",
-                "nan-vectors": "the vectors hold NaN or inf", "shape": "the vocabulary has 38 words but the vectors have 5 rows"}
+                "nan-vectors": "the vectors hold NaN or inf", "shape": "the vocabulary has 38 words but the vectors have 5 rows",
+                "state-of-another-write": "is not that of the model files beside it"}
     assert expected[how] in line, line  # each damage named for what it is
     assert not out.exists() and ck.exists()  # a damaged checkpoint is reported, not deleted
 

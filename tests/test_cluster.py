@@ -427,7 +427,7 @@ def test_a_killed_runs_temporaries_are_removed_and_nothing_else(client, inputs, 
     (out / ".shard-000005.npy.tmp-abcdefgh").symlink_to(outside)
     keep += [out / ".shard-000004.npy.tmp-abcdefgh", out / ".shard-000005.npy.tmp-abcdefgh"]
     with pytest.raises(KeyboardInterrupt), atomic_file(out / "shard-000006.npy") as live:
-        live.write_bytes(b"a live writer's")  # another process of ours still writing: its lock is held
+        live.write_bytes(b"a live writer's")  # a process of ours still writing: its pid runs
         second = embed_on_cluster(model_dir, inputs[:2], out, client=client, block_bytes=8192)
         assert live.read_bytes() == b"a live writer's"
         raise KeyboardInterrupt  # that writer gives up: shard 6 stays as it was
@@ -690,20 +690,19 @@ def test_a_run_over_damaged_done_records_redoes_them(client, inputs, model_dir, 
     assert same_bits(np.asarray(shards), want) and shards.missing_lines() == want_missing
 
 
-# -- look-alike temporaries: the name is no proof, the mark is ---------------------------------
+# -- look-alike temporaries: only a temporary's name with a dead writer's pid is ours ------------
 
-# named as atomic_file names a temporary of the directory's own files, but written by someone else:
-# no mark (files.TEMP_XATTR) says the tool wrote them
+# named like a temporary of the directory's own files, but with no writer's pid: someone else's
 LOOK_ALIKES = [".manifest.json.tmp-mynotes1", ".shard-000001.npy.tmp-abcdefgh", ".shard-000002.json.tmp-12345678",
                ".shard-000000.missing.txt.tmp-notes_01", ".plan.json.tmp-mydraft1"]
 
 
-def test_a_rerun_removes_only_the_temporaries_that_carry_the_mark(client, inputs, model_dir, tmp_path):
+def test_a_rerun_removes_only_the_temporaries_of_dead_writers(client, inputs, model_dir, tmp_path):
     out = tmp_path / "shards"
     embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192)
     for name in LOOK_ALIKES:
         (out / name).write_text("data\n")
-    marked = killed_while_writing(out, "manifest.json", "shard-000001.npy")  # a killed run's: marked
+    marked = killed_while_writing(out, "manifest.json", "shard-000001.npy")  # a killed run's
     again = embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192)
     assert again.skipped == again.shards
     assert all((out / name).read_text() == "data\n" for name in LOOK_ALIKES)

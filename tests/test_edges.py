@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import assert_clean_error
+from test_files import dead_pid
 
 from scbow.cli import main
 from scbow.errors import CorpusError
@@ -198,15 +199,18 @@ def test_clear_removes_its_own_entries_and_leftovers(tmp_path, runner, healthy):
     cache = tmp_path / "cache"
     entry = _cache_with_one_entry(runner, corpus, cache)
     # an encoding killed part way (SIGKILL): a temporary entry with the files it had written
-    left = cache / f"{entry.name}.tmp-k1ll3d"
+    left = cache / f".{entry.name}.tmp-{dead_pid()}-0123abcd"
     left.mkdir()
     (left / MARKER).write_text(MARKER_TEXT)
     (left / "raw.i32").write_bytes(b"\0" * 64)
+    older = cache / f"{entry.name}.tmp-abcd_123"  # one killed under a version before pids were in the name
+    older.mkdir()
+    (older / MARKER).write_text(MARKER_TEXT)
     listing = runner.invoke(main, ["cache", "--cache-dir", str(cache)])
-    assert "(an unfinished encoding)" in listing.stdout and "2 cached corpora" in listing.stderr
+    assert "(an unfinished encoding)" in listing.stdout and "3 cached corpora" in listing.stderr
     result = runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"])
     assert result.exit_code == 0, result.output
-    assert "removed 2 cached corpora" in result.stderr
+    assert "removed 3 cached corpora" in result.stderr
     assert list(cache.iterdir()) == []
     # a cache folder that is a file, or that cannot be read
     (tmp_path / "afile").write_text("x")
@@ -337,9 +341,9 @@ def test_a_killed_prepare_leaves_a_temporary_that_the_next_run_removes(tmp_path,
     proc.wait()
     [left] = list(tmp_path.glob(".corpus.txt.xz.tmp-*"))
     assert not out.exists()
-    # beside it: a look-alike that is not ours, and a temporary a live writer holds
-    (tmp_path / ".corpus.txt.xz.tmp-notes").write_text("mine")  # not tempfile's 8 characters
-    (tmp_path / ".corpus.txt.xz.tmp-abcdefgh").symlink_to(src)  # a link is never ours
+    # beside it: look-alikes that are not ours, and a temporary a live writer holds
+    (tmp_path / ".corpus.txt.xz.tmp-notes").write_text("mine")  # not a temporary's name (no pid)
+    (tmp_path / ".corpus.txt.xz.tmp-abcdefgh").symlink_to(src)
     from scbow.files import atomic_file
 
     with atomic_file(out) as live:
@@ -351,41 +355,6 @@ def test_a_killed_prepare_leaves_a_temporary_that_the_next_run_removes(tmp_path,
         assert (tmp_path / ".corpus.txt.xz.tmp-notes").read_text() == "mine"
         assert (tmp_path / ".corpus.txt.xz.tmp-abcdefgh").is_symlink() and src.exists()
     assert out.read_text() == "being written"  # the live writer finished last
-
-
-def test_every_atomic_output_sweeps_its_killed_temporaries(tmp_path):
-    from scbow.files import TEMP_MARKER, TEMP_XATTR, atomic_dir, atomic_file, stale_temporaries
-
-    out = tmp_path / "out.npy"
-    dead_file = tmp_path / ".out.npy.tmp-a1b2c3d4"  # a killed write: carries our attribute
-    dead_file.write_bytes(b"x")
-    os.setxattr(dead_file, TEMP_XATTR, b"1")
-    users = [tmp_path / ".out.npy.tmp-abcdefgh", tmp_path / ".out.npy.probe-abcdefgh"]  # named so, not ours
-    for p in users:
-        p.write_text("precious")
-    dead_dir = tmp_path / ".model.tmp-a1b2c3d4"  # a killed save: our marker, and what it had written
-    dead_dir.mkdir()
-    (dead_dir / TEMP_MARKER).touch()
-    (dead_dir / "vectors.npy").write_bytes(b"x")
-    lookalike = tmp_path / ".model.tmp-e5f6g7h8"  # our name, no marker: a user's folder, kept
-    lookalike.mkdir()
-    (lookalike / "thesis.tex").write_text("mine")
-    probe = tmp_path / ".model.probe-a1b2c3d4"  # an empty directory of our name: harmless to remove
-    probe.mkdir()
-    other = tmp_path / ".other.npy.tmp-a1b2c3d4"  # another output's: not touched by this one
-    other.write_bytes(b"x")
-    assert dead_file in stale_temporaries(out)
-    with atomic_file(out) as tmp:
-        assert not dead_file.exists()
-        assert all(p.read_text() == "precious" for p in users)
-        assert tmp not in stale_temporaries(out)  # its own is locked while it writes
-        tmp.write_bytes(b"new")
-    with atomic_dir(tmp_path / "model") as tmp:
-        assert not dead_dir.exists() and not probe.exists()
-        assert (lookalike / "thesis.tex").read_text() == "mine"
-        (tmp / "a").write_text("a")
-    assert other.exists() and out.read_bytes() == b"new"
-    assert sorted(p.name for p in (tmp_path / "model").iterdir()) == ["a"]  # the marker is not installed
 
 
 # ---------------------------------------------------------------- 8. the smaller ones
@@ -551,7 +520,7 @@ def test_sts_files_go_through_the_one_reader(tmp_path, runner, healthy, sts_pair
                        "damaged or truncated gzip file")
 
 
-def test_a_cache_key_named_folder_is_ours_only_with_the_marker_or_a_whole_old_entry(tmp_path, runner, healthy):
+def test_a_cache_key_named_folder_is_ours_only_with_the_marker(tmp_path, runner, healthy):
     _, corpus = healthy
     cache = tmp_path / "cache"
     entry = _cache_with_one_entry(runner, corpus, cache)
@@ -561,42 +530,41 @@ def test_a_cache_key_named_folder_is_ours_only_with_the_marker_or_a_whole_old_en
     user_tmp = cache / "0123456789012345678900aa.tmp-mine"
     user_tmp.mkdir()
     (user_tmp / "tokens.npy").write_text("x")
-    forged = cache / "0123456789012345678900bb"  # the marker's name, not its content
+    forged = cache / "0123456789012345678900bb"  # the marker, and a user's file beside it
     forged.mkdir()
     (forged / MARKER).write_text("mine")
-    old = cache / "0123456789012345678900cc"  # a finished entry of a version before the marker
+    (forged / "thesis.tex").write_text("mine")
+    old = cache / "0123456789012345678900cc"  # a whole entry, but no marker: not provably the cache's
     import shutil
 
     shutil.copytree(entry, old)
     (old / MARKER).unlink()
-    assert is_ours(entry) and is_ours(old)
-    assert not any(is_ours(p) for p in (user, user_tmp, forged))
-    assert_clean_error(runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"]), "3 items", "did not write")
+    assert is_ours(entry)
+    assert not any(is_ours(p) for p in (user, user_tmp, forged, old))
+    assert_clean_error(runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"]), "4 items", "did not write")
     assert (user / "vocab.txt").read_text() == "mine\n" and entry.exists() and old.exists()
-    for p in (user, user_tmp, forged):
+    for p in (user, user_tmp, forged, old):
         shutil.rmtree(p)
     result = runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"])
-    assert result.exit_code == 0 and "removed 2 cached corpora" in result.stderr
+    assert result.exit_code == 0 and "removed 1 cached corpus" in result.stderr
     assert list(cache.iterdir()) == []
 
 
 def test_a_live_encoding_is_left_alone_by_clear(tmp_path):
-    from scbow.training.cache import in_use, mark_entry
+    from scbow.training.cache import in_use, new_entry
 
     cache = tmp_path / "cache"
-    live = cache / "0123456789abcdef01234567.tmp-live0000"
-    live.mkdir(parents=True)
-    held = mark_entry(live)  # what load_corpus holds while it encodes
+    cache.mkdir()
+    live = new_entry(cache / "0123456789abcdef01234567")  # what load_corpus encodes into: this process's
     (live / "raw.i32").write_bytes(b"\0" * 8)
-    try:
-        assert in_use(live)
-        [entry] = cache_entries(cache)
-        assert entry["in_use"] and "being encoded now" in describe(entry)
-        assert clear_cache(cache) == (0, 0) and (live / "raw.i32").exists()
-    finally:
-        os.close(held)
-    assert not in_use(live)
-    assert clear_cache(cache)[0] == 1 and not live.exists()
+    assert in_use(live)
+    [entry] = cache_entries(cache)
+    assert entry["in_use"] and "being encoded now" in describe(entry)
+    assert clear_cache(cache) == (0, 0) and (live / "raw.i32").exists()
+    dead = live.with_name(live.name.replace(f"-{os.getpid()}-", f"-{dead_pid()}-"))
+    live.rename(dead)  # its writer gone
+    assert not in_use(dead)
+    assert clear_cache(cache)[0] == 1 and not dead.exists()
 
 
 @pytest.mark.parametrize("where", ["model", "inside-model", "checkpoint"])
@@ -663,20 +631,6 @@ def test_the_lock_never_follows_a_link_nor_takes_a_users_file(tmp_path, runner, 
     assert not (tmp_path / "m4.lock").exists()
 
 
-def test_a_finished_output_carries_no_temporary_mark(tmp_path, runner, healthy):
-    from scbow.files import TEMP_XATTR, remove_stale_temporaries
-
-    model, _ = healthy
-    (tmp_path / "a.txt").write_text("the cat sat\n")
-    out = tmp_path / "x.npy"
-    assert runner.invoke(main, ["embed", "-m", str(model), str(tmp_path / "a.txt"), "-o", str(out), "-q"]).exit_code == 0
-    with pytest.raises(OSError):
-        os.getxattr(out, TEMP_XATTR)
-    backup = tmp_path / ".x.npy.tmp-previous"  # a user's hard-link backup under a temporary's name
-    os.link(out, backup)
-    assert remove_stale_temporaries(out) == 0 and backup.exists()
-
-
 def test_a_finished_runs_checkpoint_goes_but_a_users_file_in_it_stays(tmp_path):
     from scbow.training.session import remove_checkpoint
 
@@ -728,15 +682,15 @@ def test_an_output_that_is_a_pipe_or_a_device_is_never_replaced(tmp_path, runner
 def test_a_folder_with_a_manifest_of_its_own_is_no_shard_directory(tmp_path):
     import json
 
-    from scbow.files import holds_ours
+    from scbow.files import kind_of
 
     web = tmp_path / "proj"
     web.mkdir()
     (web / "manifest.json").write_text('{"name": "webapp"}')
     (web / "plan.json").write_text('{"steps": []}')
-    assert holds_ours(web) is None
+    assert kind_of(web) is None
     (web / "plan.json").write_text(json.dumps({"digest": "abc", "blocks": []}))
-    assert holds_ours(web) == "a directory of embedding shards"
+    assert kind_of(web) == "a directory of embedding shards"
 
 
 def test_pairs_refuse_binary_text_absurd_gold_and_name_damage_before_printing(tmp_path, runner, healthy):
@@ -839,6 +793,7 @@ def test_outputs_with_no_name_of_their_own(tmp_path, runner, healthy, monkeypatc
 
 def test_a_users_file_in_a_checkpoint_stops_its_replacement_not_the_run(tmp_path, corpus_file, small_batches):
     from scbow.files import atomic_dir
+    from scbow.training.checkpoint import only_checkpoint_files
     from scbow.training.session import train_session
 
     ck = tmp_path / "m.checkpoint"
@@ -847,7 +802,7 @@ def test_a_users_file_in_a_checkpoint_stops_its_replacement_not_the_run(tmp_path
         (ck / name).write_text("x")
     (ck / "notes.txt").write_text("precious")
     with pytest.raises(FileExistsError, match="notes.txt"):
-        with atomic_dir(ck, own_names=("vectors.npy", "vocab.txt", "config.json", "state.json")) as tmp:
+        with atomic_dir(ck, same_kind=only_checkpoint_files) as tmp:
             (tmp / "state.json").write_text("{}")
     assert (ck / "notes.txt").read_text() == "precious" and (ck / "state.json").read_text() == "x"
     # in a run: interrupted with a checkpoint, a user's file put in it, resumed with periodic checkpoints:

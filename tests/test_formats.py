@@ -38,6 +38,11 @@ def assert_same_model(a: Model, b: Model):
 # Model directories
 
 
+def without_id(info: dict) -> dict:
+    """A loaded model's info less the ``model_id`` its save recorded."""
+    return {k: v for k, v in info.items() if k != "model_id"}
+
+
 @pytest.mark.parametrize("mmap", [True, False])
 def test_save_load_round_trip(tmp_path, mmap):
     model = make_model()
@@ -49,9 +54,11 @@ def test_save_load_round_trip(tmp_path, mmap):
     assert loaded.vectors.dtype == np.float32
     assert isinstance(loaded.vectors, np.memmap) == mmap
     assert loaded.config == model.config
-    assert loaded.info == model.info
+    assert loaded.info == model.info  # save_model set model.info's model_id to the one it recorded
     meta = json.loads((out / "config.json").read_text())
     assert meta["format_version"] == FORMAT_VERSION
+    assert loaded.info["model_id"] == meta["model_id"] and len(meta["model_id"]) == 32  # a new id every save
+    assert json.loads((save_model(model, tmp_path / "m") / "config.json").read_text())["model_id"] != meta["model_id"]
     assert meta["config"] == model.config
     # a loaded model is usable
     assert loaded.similarity("the cat", "the cat") == pytest.approx(1.0, abs=1e-6)
@@ -245,7 +252,7 @@ def load_while_saving(where, loads: int, seconds: float):
             assert model.vocab.words == want.vocab.words
             assert model.vocab.counts.tolist() == want.vocab.counts.tolist()
             assert np.array_equal(np.asarray(model.vectors), want.vectors)
-            assert model.config == want.config and model.info == want.info
+            assert model.config == want.config and without_id(model.info) == without_id(want.info)
             seen[want.info["which"]] += 1
     finally:
         stop.set()
@@ -277,7 +284,7 @@ def test_a_save_landing_between_a_reads_files_restarts_the_read(tmp_path, monkey
 
     monkeypatch.setattr(formats.ModelFiles, "_open", save_first)
     model = load_model(where)
-    assert saves and model.vocab.words == models["b"].vocab.words and model.info == models["b"].info
+    assert saves and model.vocab.words == models["b"].vocab.words and without_id(model.info) == without_id(models["b"].info)
     assert np.array_equal(np.asarray(model.vectors), models["b"].vectors)
 
 

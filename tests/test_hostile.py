@@ -28,7 +28,8 @@ from test_session import Shim
 from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import ConfigError, ModelError
-from scbow.files import read_json, refuse_overwrite
+from scbow.files import refuse_overwrite
+from scbow.reading import read_json
 from scbow.vectors.formats import load_model
 
 

@@ -422,31 +422,33 @@ def test_an_output_that_is_not_provably_an_index_is_never_replaced(setup, built,
     assert not list(tmp_path.glob(".proj.*"))
 
 
-def test_an_output_that_is_a_file_or_a_link_is_never_replaced(setup, built, tmp_path):
-    from scbow.use.index import build_index
+def test_an_output_that_is_a_file_is_never_replaced_and_a_link_is_followed(setup, built, tmp_path):
+    from scbow.use.index import build_index, open_index
 
     (tmp_path / "file").write_text("mine")
     with pytest.raises(ModelError, match="exists and is not a directory; refusing"):
         build_index(setup["emb"], setup["text"], tmp_path / "file", M=8, ef_construction=20)
+    assert (tmp_path / "file").read_text() == "mine"
     target = _copy(built, tmp_path)
-    before = sorted(p.name for p in target.iterdir())
-    for name, to in (("link", target), ("dangling", tmp_path / "nowhere")):
+    for name, to in (("link", target), ("dangling", tmp_path / "new-index")):
         (tmp_path / name).symlink_to(to)
-        with pytest.raises(ModelError, match="is a symbolic link; refusing"):
-            build_index(setup["emb"], setup["text"], tmp_path / name, M=8, ef_construction=20)
-        assert (tmp_path / name).is_symlink()
-    assert (tmp_path / "file").read_text() == "mine" and sorted(p.name for p in target.iterdir()) == before
+        build_index(setup["emb"], setup["text"], tmp_path / name, M=12, ef_construction=20)
+        assert (tmp_path / name).is_symlink() and open_index(to).info["params"]["M"] == 12
+    (tmp_path / "far").symlink_to(tmp_path / "nowhere" / "idx")
+    with pytest.raises(ModelError, match="whose folder does not exist"):
+        build_index(setup["emb"], setup["text"], tmp_path / "far", M=8, ef_construction=20)
+    assert not (tmp_path / "nowhere").exists()
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
 
 
 def test_an_empty_folder_or_an_index_of_ours_is_replaced(setup, built, tmp_path, faiss):
-    from scbow.use.index import BUILD_MARKER, build_index, open_index
+    from scbow.use.index import build_index, open_index
 
     (tmp_path / "empty").mkdir()
     build_index(setup["emb"], setup["text"], tmp_path / "empty", M=8, ef_construction=20)
     assert open_index(tmp_path / "empty").info["params"]["M"] == 8
-    old = _copy(built, tmp_path)  # a complete index, and one without the build marker (an older build)
+    old = _copy(built, tmp_path)  # a complete index
     build_index(setup["emb"], setup["text"], old, M=8, ef_construction=20)
-    (old / BUILD_MARKER).unlink()
     (old / "ids.npy").unlink()  # a damaged index of ours is replaced too
     build_index(setup["emb"], setup["text"], old, M=12, ef_construction=20)
     assert open_index(old).info["params"]["M"] == 12
@@ -519,11 +521,7 @@ def test_query_with_another_model(setup, built, tmp_path):
     with pytest.raises(ModelError, match="8-dim embeddings but the model has 16"):
         search_command(setup["model_dir"], "the king", tmp_path / "idx8")
     # an index recording its model, queried with another model of the same dim
-    other = tmp_path / "other"
-    shutil.copytree(setup["model_dir"], other)
-    config = json.loads((other / "config.json").read_text())
-    config["config"]["seed"] = 12345
-    (other / "config.json").write_text(json.dumps(config))
+    other = _other_model(setup, tmp_path)
     with pytest.raises(ModelError, match="another model"):
         search_command(other, "the king", built[0])
 
@@ -638,7 +636,7 @@ BAD_INFO = {
     "ef-search-zero": lambda i: i["params"].update(ef_search=0),
     "ef-search-string": lambda i: i["params"].update(ef_search="many"),
     "model-number": lambda i: i.update(model=5),
-    "fingerprint-list": lambda i: i.update(model_fingerprint=["x"]),
+    "model-id-list": lambda i: i.update(model_id=["x"]),
     "files-empty": lambda i: i.update(files=[]),
     "files-dict": lambda i: i.update(files={"a": 1}),
     "file-not-object": lambda i: i.update(files=["a.txt"]),
@@ -984,12 +982,11 @@ def test_an_external_text_changed_in_place_is_refused(setup, tmp_path, faiss):
 
 
 def _other_model(setup, tmp_path, name="other"):
-    other = tmp_path / name
-    shutil.copytree(setup["model_dir"], other)
-    config = json.loads((other / "config.json").read_text())
-    config["config"]["seed"] = 4242
-    (other / "config.json").write_text(json.dumps(config))
-    return other
+    """The same vectors saved again: another model (every save records a new model id)."""
+    from scbow.vectors.formats import load_model
+    from scbow.vectors.modeldir import save_model
+
+    return save_model(load_model(setup["model_dir"]), tmp_path / name)
 
 
 def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
@@ -1040,7 +1037,7 @@ def test_an_index_built_with_a_word2vec_file_answers_with_that_file_only(setup, 
     idx = tmp_path / "idx"
     result = _cli("index", setup["emb"], "--text", setup["text"], "-m", w2v, "-o", idx, "--M", "8", "-q")
     assert result.exit_code == 0, result.output
-    assert json.loads((idx / "index.json").read_text())["model_fingerprint"].startswith("file-")
+    assert json.loads((idx / "index.json").read_text())["model_id"].startswith("file-")
     assert _query(setup, idx, model=w2v).exit_code == 0
     assert_clean_error(_query(setup, idx, model=setup["model_dir"]), "another model")
     changed = tmp_path / "changed.w2v.txt"
@@ -1095,7 +1092,7 @@ def test_index_without_m_records_the_default_model(setup, tmp_path, monkeypatch,
     assert result.exit_code == 0, result.output
     assert "recorded the default model" in result.stderr
     info = json.loads((idx / "index.json").read_text())
-    assert info["model"] == str(setup["model_dir"].resolve()) and info["model_fingerprint"]
+    assert info["model"] == str(setup["model_dir"].resolve()) and info["model_id"]
     assert_clean_error(_query(setup, idx, model=other), "another model")
     # a default model that does not fit (other dims) or is damaged is not recorded: a note says so
     for default, why in ((tmp_path / "nothing", "no default model at"), (setup["text"], "no model recorded")):
@@ -1179,86 +1176,24 @@ def test_no_index_inside_an_index(setup, built, tmp_path):
 # temporaries of a killed build
 
 
-def _marker(directory):
-    from scbow.use.index import BUILD_MARKER, MARKER_FORMAT
+def test_a_build_removes_the_leftovers_of_dead_builds_beside_it(setup, tmp_path, faiss):
+    from test_files import dead_pid
 
-    directory.mkdir()
-    (directory / BUILD_MARKER).write_text(json.dumps({"format": MARKER_FORMAT, "pid": 1}) + "\n")
-    return directory
+    from scbow.use.index import build_index
 
-
-def _leftovers(tmp_path):
-    """Two leftovers of killed builds of ``idx`` (ours), and look-alikes that are not ours."""
-    from scbow.use.index import BUILD_MARKER
-
-    ours = [_marker(tmp_path / ".idx.tmp-abcd_123"), _marker(tmp_path / ".idx.tmp-00000000")]
-    (ours[0] / "offsets.npy").write_bytes(b"x" * 100)
-    (ours[0] / "text-000.txt").write_text("partial")
-    (ours[1] / "vectors.faiss").write_bytes(b"")
-    # named otherwise than the temporaries of idx, or a link: not ours whatever they hold
-    named = {
-        "other-name": _marker(tmp_path / ".idxx.tmp-abcdefgh"),
-        "long-suffix": _marker(tmp_path / ".idx.tmp-abcdefghi"),
-        "old-not-tmp": _marker(tmp_path / ".idx.old-abcdefgh"),
-        "link-to-ours": tmp_path / ".idx.tmp-linkdirx",
-    }
-    hidden = _marker(tmp_path / "elsewhere")
-    named["link-to-ours"].symlink_to(hidden)
-    # named as ours, but holding what an index build does not write
-    held = {
-        "no-marker": tmp_path / ".idx.tmp-nomarker",
-        "foreign-marker": _marker(tmp_path / ".idx.tmp-foreignm"),
-        "user-file": _marker(tmp_path / ".idx.tmp-userfile"),
-        "subdirectory": _marker(tmp_path / ".idx.tmp-subdirec"),
-        "symlinked-file": _marker(tmp_path / ".idx.tmp-linkfile"),
-    }
-    held["no-marker"].mkdir()
-    (held["no-marker"] / "offsets.npy").write_text("x")
-    (held["foreign-marker"] / BUILD_MARKER).write_text('{"format": "something else"}')
-    (held["user-file"] / "thesis.tex").write_text("precious")
-    (held["subdirectory"] / "text-000.txt").mkdir()
-    (tmp_path / "precious.txt").write_text("precious")
-    (held["symlinked-file"] / "ids.npy").symlink_to(tmp_path / "precious.txt")
-    return ours, named, held, hidden
-
-
-def test_remove_leftovers_removes_only_what_it_can_prove_a_killed_build_wrote(tmp_path):
-    import fcntl
-
-    from scbow.use.index import BUILD_MARKER, remove_leftovers
-
-    ours, named, held, hidden = _leftovers(tmp_path)
-    live = _marker(tmp_path / ".idx.tmp-livebuil")
-    notes = []
-    with open(live / BUILD_MARKER, "rb") as fh:  # a build still running holds its marker's flock
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        removed = remove_leftovers(tmp_path / "idx", notes.append)
-        assert remove_leftovers(tmp_path / "idx", notes.append) == []  # nothing more is ours
-    assert sorted(removed) == sorted(ours) and all(not p.exists() for p in ours)
-    for name, path in {**named, **held, "live-build": live}.items():
-        assert os.path.lexists(path), name
-    assert (held["user-file"] / "thesis.tex").read_text() == "precious"
-    assert (tmp_path / "precious.txt").read_text() == "precious" and (hidden / BUILD_MARKER).is_file()
-    assert len(notes) == 1 and "removed 2 unfinished builds" in notes[0]
-    assert remove_leftovers(tmp_path / "idx") == [live]  # its build is gone now: it was ours
-
-
-def test_a_build_removes_the_leftovers_beside_it(setup, tmp_path, faiss):
-    from scbow.use.index import BUILD_MARKER, build_index
-
-    ours, named, held, hidden = _leftovers(tmp_path)
+    dead = tmp_path / f".idx.tmp-{dead_pid()}-0123abcd"  # a killed build: the files it had written
+    dead.mkdir()
+    (dead / "offsets.npy").write_bytes(b"x" * 100)
+    live = tmp_path / f".idx.tmp-{os.getpid()}-0123abcd"  # a running one's (this process's)
+    live.mkdir()
+    other = tmp_path / f".idxx.tmp-{dead_pid()}-0123abcd"  # another output's
+    other.mkdir()
     notes = []
     build_index(setup["emb"], setup["text"], tmp_path / "idx", M=8, ef_construction=20, note=notes.append)
-    assert all(not p.exists() for p in ours)
-    for name, path in named.items():
-        assert os.path.lexists(path), name
-    assert (tmp_path / "precious.txt").read_text() == "precious" and (hidden / BUILD_MARKER).is_file()
-    assert any("removed 2 unfinished builds" in n for n in notes)
-    assert (tmp_path / "idx" / "index.json").is_file() and (tmp_path / "idx" / BUILD_MARKER).is_file()
-    # its own temporary went too; what holds anything a build does not write stays (scbow.files
-    # removes a temporary directory whole only when it holds its marker)
-    assert set(tmp_path.glob(".idx.tmp-????????")) == {named["link-to-ours"], *held.values()}
-    assert (held["user-file"] / "thesis.tex").read_text() == "precious"
+    assert not dead.exists() and live.is_dir() and other.is_dir()
+    assert any("removed 1 unfinished build" in n for n in notes)
+    assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == ["ids.npy", "index.json", "offsets.npy",
+                                                                   "vectors.faiss"]
 
 
 _BUILD = """
@@ -1282,8 +1217,7 @@ def test_a_build_killed_by_sigkill_is_cleaned_up_by_the_next(setup, tmp_path, fa
     import subprocess
     import time
 
-    from scbow.files import TEMP_MARKER
-    from scbow.use.index import BUILD_MARKER, build_index
+    from scbow.use.index import build_index
 
     xz = tmp_path / "text.xz"
     with lzma.open(xz, "wb") as fh:
@@ -1296,7 +1230,7 @@ def test_a_build_killed_by_sigkill_is_cleaned_up_by_the_next(setup, tmp_path, fa
             assert proc.poll() is None and time.monotonic() < deadline, "the build ended before it was killed"
             time.sleep(0.05)
         (running,) = tmp_path.glob(".idx.tmp-*")
-        assert {p.name for p in running.iterdir()} == {BUILD_MARKER, TEMP_MARKER, "text-000.txt", "offsets.npy"}
+        assert {p.name for p in running.iterdir()} == {"text-000.txt", "offsets.npy"}
         build_index(setup["emb"], setup["text"], out, M=8, ef_construction=20)  # beside a live build
         assert running.is_dir()
     finally:
@@ -1305,3 +1239,13 @@ def test_a_build_killed_by_sigkill_is_cleaned_up_by_the_next(setup, tmp_path, fa
     assert running.is_dir() and (out / "index.json").is_file()
     build_index(setup["emb"], setup["text"], out, M=8, ef_construction=20)
     assert not running.exists() and not list(tmp_path.glob(".idx.tmp-*"))
+
+
+def test_an_index_recording_its_model_as_an_earlier_version_did_says_to_build_it_again(setup, built, tmp_path):
+    from conftest import assert_clean_error
+
+    idx = _copy(built, tmp_path)
+    info = json.loads((idx / "index.json").read_text())
+    assert info["model_id"] == json.loads((setup["model_dir"] / "config.json").read_text())["model_id"]
+    _edit_json(idx, lambda i: i.update(model_fingerprint=i.pop("model_id")[:16]))
+    assert_clean_error(_query(setup, idx), "was built by an earlier version", "build it again")

@@ -293,3 +293,35 @@ def test_word_methods_use_the_word_part():
     m = Model(Vocab(words, [9, 9, 9]), np.concatenate([S, G], axis=1), {"dim": 2, "word_passes": 1, "word_dim": 2})
     assert m.rank("a", "c") == 1 and m.distance("a", "c") < 1e-3 and m.doesnt_match(["a", "c", "b"]) == "b"
     assert m.get_normed_vectors().shape == (3, 2)
+
+
+# -- one model identity: the model_id a save records ---------------------------------------------
+
+
+def test_every_save_records_a_new_id_and_a_model_saved_before_ids_gets_one_from_its_config(tmp_path, good_model):
+    import json
+    import shutil
+
+    from scbow.vectors.formats import export_word2vec, load_model
+    from scbow.vectors.modeldir import model_id, save_model
+
+    recorded = json.loads((good_model / "config.json").read_text())["model_id"]
+    assert model_id(good_model) == recorded and len(recorded) == 32
+    copy = tmp_path / "copy"
+    shutil.copytree(good_model, copy)
+    assert model_id(copy) == recorded  # a copy is the same model
+    again = save_model(load_model(good_model), tmp_path / "again")
+    assert model_id(again) not in (None, recorded)  # saved again: another model
+    old = tmp_path / "old"  # saved by a version before ids
+    shutil.copytree(good_model, old)
+    meta = json.loads((old / "config.json").read_text())
+    del meta["model_id"]
+    (old / "config.json").write_text(json.dumps(meta))
+    derived = model_id(old)
+    assert derived.startswith("config-") and model_id(old) == derived
+    assert load_model(old).vocab.words == load_model(good_model).vocab.words  # it still loads
+    meta["training"] = {"seconds": 1.5}  # another run's record: another id
+    (old / "config.json").write_text(json.dumps(meta))
+    assert model_id(old).startswith("config-") and model_id(old) != derived
+    w2v = export_word2vec(load_model(good_model), tmp_path / "m.txt")
+    assert model_id(w2v).startswith("file-") and model_id(tmp_path / "missing") is None

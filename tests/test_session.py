@@ -415,39 +415,36 @@ def test_disk_full_while_writing_a_checkpoint_warns_and_training_goes_on(tmp_pat
 
 def test_disk_full_while_caching_the_corpus(tmp_path, runner, corpus_file, monkeypatch):
     cache = tmp_path / "cache"
-    _full_disk_under(monkeypatch, ".tmp-")  # the cache builds in KEY.tmp-*
+    _full_disk_under(monkeypatch, ".tmp-")  # the cache builds in .KEY.tmp-*
     out = tmp_path / "model"
     result = runner.invoke(main, train_args(corpus_file, out, "--cache-dir", str(cache)))
     assert_clean_error(result, "No space left on device")
     assert not out.exists() and list(cache.iterdir()) == []
 
 
-def test_install_dir_without_an_atomic_swap_puts_the_old_model_back(tmp_path, monkeypatch, good_model):
-    # where directories cannot be swapped in one step, a failure between the two renames
-    # must not leave the output without its model
+def test_a_failure_between_the_two_renames_puts_the_old_model_back(tmp_path, monkeypatch, good_model):
+    # a directory is replaced by renaming the old one aside, then the new one in: a failure
+    # between the two must not leave the output without its model
     import scbow.files as files
 
     path = tmp_path / "model"
     shutil.copytree(good_model, path)
     before = np.array(load_model(path).vectors)
-    monkeypatch.setattr(files, "_exchange", lambda a, b: False)
-    real_replace = os.replace
+    real_rename = os.rename
     calls = []
 
-    def replace(src, dst):
+    def rename(src, dst):
         calls.append((src, dst))
         if len(calls) == 2:  # the new model into place
             raise OSError(errno.EIO, "Input/output error")
-        return real_replace(src, dst)
+        return real_rename(src, dst)
 
-    monkeypatch.setattr(files.os, "replace", replace)
+    monkeypatch.setattr(files.os, "rename", rename)
     new = Model(Vocab(["a", "b"], [2, 1]), np.ones((2, 3), np.float32), {}, {})
     with pytest.raises(ModelError, match="Input/output error"):
         save_model(new, path)
-    monkeypatch.setattr(files.os, "replace", real_replace)
-    assert np.array_equal(np.array(load_model(path).vectors), before)
-    # and with the swap, the new model replaces the old one completely
-    monkeypatch.undo()
+    monkeypatch.setattr(files.os, "rename", real_rename)
+    assert np.array_equal(np.array(load_model(path).vectors), before) and sorted(os.listdir(tmp_path)) == ["model"]
     save_model(new, path)
     assert load_model(path).vocab.words == ["a", "b"] and sorted(os.listdir(tmp_path)) == ["model"]
 

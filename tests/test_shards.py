@@ -281,8 +281,8 @@ MANIFEST_DAMAGE = {
                                                             "first_line": s[-1]["first_line"] + s[-1]["rows"],
                                                             "bytes": [0, 5]}]),
                                "manifest.json", "its text is compressed"),
-    # the model is recorded with its digest, or a model retrained since could not be told
-    "model-digest-gone": (_edit(model_digest=...), "manifest.json", '"model_digest"'),
+    # the model is recorded with its id, or a model retrained since could not be told
+    "model-id-gone": (_edit(model_id=...), "manifest.json", '"model_id"'),
     "settings-gone": (_edit(settings=...), "manifest.json", '"settings"'),
 }
 

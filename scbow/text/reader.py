@@ -212,7 +212,7 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
     A directory stands for the files in it whose names ``accept`` (default: ending in one
     of :data:`TEXT_SUFFIXES`, any case), sorted; with ``recursive``, the files below it too,
     hidden names, links to folders and the tool's own outputs (a model, a checkpoint,
-    shards, an index, a cache entry: ``scbow.files.holds_ours``) skipped; one of those given
+    shards, an index, a cache entry: ``scbow.files.kind_of``) skipped; one of those given
     itself is refused. A file stands for itself
     whatever its name. ``unique``: a file named twice (by any path) is kept once.
     CorpusError for a path that does not exist, is not a regular file, cannot be read, or
@@ -221,18 +221,18 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
     accept = accept or _has_text_suffix
     looked_for = looked_for or ", ".join(TEXT_SUFFIXES)
     files: list[Path] = []
-    from ..files import holds_ours
+    from ..files import kind_of
 
     for p in map(Path, paths):
         if p.is_dir():
-            what = holds_ours(p)
+            what = kind_of(p)
             if what is not None:  # the tool's own output is never read as text
                 raise CorpusError(f"{p}: is {what}, not text (give the text files, or the folder holding them)")
             if recursive:
                 seen_files = []
                 for root, dirs, names in os.walk(p):
                     # hidden folders, and the tool's own outputs (models, shards, indexes, caches), are skipped
-                    dirs[:] = sorted(d for d in dirs if not d.startswith(".") and holds_ours(Path(root) / d) is None)
+                    dirs[:] = sorted(d for d in dirs if not d.startswith(".") and kind_of(Path(root) / d) is None)
                     seen_files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
             else:
                 seen_files = sorted(f for f in p.iterdir() if not f.name.startswith("."))

@@ -1,17 +1,16 @@
 """The cache of encoded corpora: where it lives, what is in it, and removing only what it wrote.
 
 An entry is a directory named by :func:`cache_key` (24 hex digits) holding the encoded
-arrays, ``vocab.txt`` and ``meta.json``; an encoding in progress is ``KEY.tmp-XXXXXXXX``
-beside them. Each entry holds a marker file (:data:`MARKER`) written first, before any
-other file.
+arrays, ``vocab.txt``, ``meta.json`` and the marker :data:`MARKER`, written first; an
+encoding in progress is a temporary ``.KEY.tmp-PID-RANDOM`` beside them
+(:func:`scbow.files.new_temporary`), renamed to ``KEY`` when complete.
 
-A cache directory may be any folder a user names with ``--cache-dir``, so nothing in it is
-removed on trust. An entry is **ours** only when all of these hold (:func:`is_ours`): it
-is a real directory (not a symbolic link), its name is a cache key (or a key's temporary
-name), and it holds nothing but regular files with the names an encoding writes. Removing
-one (:func:`remove_entry`) unlinks those files by name and then the empty directory: never
-a recursive delete, so a file that appears in it meanwhile stops the removal instead of
-being lost. ``cache --clear`` refuses a directory that holds anything else.
+A cache directory may be any folder a user names with ``--cache-dir``, so what is an entry
+is one rule (:func:`is_ours`): a real directory (not a link) that the cache named (a key,
+or a key's temporary) and wrote (it holds the marker, and nothing but the files an encoding
+writes). Removing one (:func:`remove_entry`) unlinks those files by name and then the empty
+directory; ``cache --clear`` refuses a folder that holds anything else. An encoding whose
+process still runs is left alone.
 
 Light (standard library only), so ``scbow-numba cache`` runs without numpy.
 """
@@ -25,6 +24,7 @@ import stat
 from pathlib import Path
 
 from ..errors import CorpusError
+from ..files import register_kind, writer_alive
 
 CACHE_FORMAT = "1"
 MARKER = ".scbow-corpus-cache"
@@ -32,7 +32,9 @@ MARKER_TEXT = "scbow-numba corpus cache entry\n"
 # every file an encoding writes into its entry
 ENTRY_FILES = frozenset({MARKER, "raw.i32", "tokens.npy", "offsets.npy", "sent_doc.npy", "doc_offsets.npy",
                          "vocab.txt", "meta.json"})
-_ENTRY_NAME = re.compile(r"[0-9a-f]{24}(\.tmp-[A-Za-z0-9_]{1,32})?")
+# a key, or the temporary of one (scbow.files.new_temporary: its writer's pid), or the
+# temporary of an encoding by a version before pids were in the name (KEY.tmp-XXXXXXXX)
+_ENTRY_NAME = re.compile(r"[0-9a-f]{24}|\.[0-9a-f]{24}\.tmp-(\d+)-[0-9a-f]{8}|[0-9a-f]{24}\.tmp-[A-Za-z0-9_]{8}")
 
 
 def default_cache_dir() -> Path:
@@ -55,30 +57,31 @@ def cache_key(files: list[Path], min_count: int, max_vocab: int, tokenizer_versi
     return h.hexdigest()[:24]
 
 
-def mark_entry(directory: Path) -> int:
-    """Write the marker into a new entry (first, before anything else is written there) and
-    hold its flock; returns the descriptor to close once the entry is in place (:func:`in_use`)."""
-    import fcntl
+def new_entry(target: Path) -> Path:
+    """A new temporary entry of the key ``target`` (its marker written), to encode into and rename to
+    ``target``; the entries of that key left by a killed encoding are removed first."""
+    from ..files import new_temporary, remove_leftovers
 
-    marker = Path(directory) / MARKER
-    marker.write_text(MARKER_TEXT, encoding="ascii")
-    fd = os.open(marker, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    except OSError:
-        pass
-    return fd
+    remove_leftovers(target)
+    work = new_temporary(target, directory=True)
+    (work / MARKER).write_text(MARKER_TEXT, encoding="ascii")
+    return work
 
 
-# An entry written before the marker existed holds exactly these, with our meta.json.
-_LEGACY_COMPLETE = ENTRY_FILES - {MARKER, "raw.i32"}
+def _writer(entry: Path) -> int | None:
+    """The writer's pid when ``entry`` is an encoding in progress (a key's temporary), else None."""
+    m = _ENTRY_NAME.fullmatch(entry.name)
+    return int(m.group(1)) if m and m.group(1) else None
+
+
+@register_kind
+def output_kind(directory: Path) -> str | None:
+    """``"a corpus cache entry"`` when ``directory`` is one (:func:`scbow.files.kind_of`)."""
+    return "a corpus cache entry" if (Path(directory) / MARKER).is_file() else None
 
 
 def is_ours(entry: Path) -> bool:
-    """True when ``entry`` is provably a cache entry this tool wrote (see the module's docstring):
-    a real directory named by a cache key, holding nothing but an encoding's files, and
-    either the marker an encoding writes first or (an entry of an earlier version) every
-    file of a finished encoding with a meta.json of this cache format."""
+    """True when ``entry`` is a cache entry this tool wrote (see the module's docstring)."""
     entry = Path(entry)
     try:
         if not stat.S_ISDIR(os.lstat(entry).st_mode) or not _ENTRY_NAME.fullmatch(entry.name):
@@ -90,38 +93,13 @@ def is_ours(entry: Path) -> bool:
             names.add(child.name)
     except OSError:
         return False
-    if MARKER in names:
-        try:
-            return (entry / MARKER).read_text(encoding="ascii") == MARKER_TEXT
-        except (OSError, UnicodeDecodeError):
-            return False
-    if names != _LEGACY_COMPLETE or ".tmp-" in entry.name:
-        return False
-    from ..files import read_json
-
-    try:
-        meta = read_json(entry / "meta.json")
-    except ValueError:
-        return False
-    return isinstance(meta, dict) and meta.get("cache_format") == CACHE_FORMAT
+    return MARKER in names
 
 
 def in_use(entry: Path) -> bool:
-    """True while an encoding is being written into ``entry`` by a live process (it holds the
-    marker's flock until the entry is in place; the kernel drops it when the process dies)."""
-    import fcntl
-
-    try:
-        fd = os.open(entry / MARKER, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    """True while an encoding is being written into ``entry`` by a running process."""
+    pid = _writer(Path(entry))
+    return pid is not None and writer_alive(pid)
 
 
 def remove_entry(entry: Path) -> bool:
@@ -164,7 +142,7 @@ def cache_entries(root: os.PathLike | None = None, foreign: list | None = None) 
     (:func:`is_ours`) are listed; ``foreign``, when given, receives the paths of
     everything else in ``root``.
     """
-    from ..files import read_json
+    from ..reading import read_json
 
     root = Path(root) if root is not None else default_cache_dir()
     out = []

@@ -13,14 +13,17 @@ beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.jso
   hold the word part's matrices (``scbow.training.wordpart``); ``vectors.npy`` then holds the
   finished sentence part, and the state's ``word_done`` says how far the word part is;
 - ``state.json`` holds the :class:`~scbow.training.hooks.TrainState` (epoch, position in the
-  epoch's shuffled targets, examples done, losses), the configuration, and the identity
+  epoch's shuffled targets, examples done, losses), the configuration, the identity
   of the encoded corpus (its files, sizes, and a hash of its vocabulary), so that a
-  resume on another corpus or with other hyperparameters is refused with a clear error.
+  resume on another corpus or with other hyperparameters is refused with a clear error,
+  and the ``model_id`` of the model files beside it (:func:`scbow.vectors.modeldir.model_id`),
+  so that a state is resumed only with the matrix it was written with.
 
-A checkpoint is written into a temporary sibling directory, flushed to disk and swapped
-into place in one step (:func:`scbow.files.atomic_dir`), so the previous checkpoint
-stays valid until the new one is complete, and a process killed at any moment leaves one
-of the two, never a mix.
+A checkpoint is written into a temporary sibling directory, flushed to disk and put in
+place whole (:func:`scbow.files.atomic_dir`), so the previous checkpoint stays valid until
+the new one is complete, and a process killed at any moment never leaves a mix. A
+directory is a checkpoint when it holds ``vectors.npy`` and ``state.json``
+(:func:`output_kind`); one holding anything but a checkpoint's files is never replaced.
 
 With one thread, a run resumed from a checkpoint is bit-identical to an uninterrupted
 one: the shuffle of epoch e and the kernel's random stream depend only on the seed, the
@@ -40,8 +43,10 @@ import numpy as np
 
 from ..config import TrainConfig, show_value
 from ..errors import CheckpointError, diverged
-from ..files import atomic_dir, fsync_path, read_json
+from ..files import atomic_dir, foreign, fsync_path, register_kind
+from ..reading import read_json
 from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
+from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES  # (imported first: a checkpoint is a model plus its state)
 
 CHECKPOINT_VERSION = 1
 STATE_FILE = "state.json"
@@ -55,9 +60,25 @@ FREE_ON_RESUME = ("threads", "device")
 def checkpoint_files() -> tuple:
     """Every name a checkpoint's files may have: what :class:`CheckpointWriter` writes, and all a
     finished run removes (``scbow.training.session.remove_checkpoint``)."""
-    from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES
-
     return (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, OUTPUT_FILE, *WORD_FILES)
+
+
+def is_checkpoint(directory: Path) -> bool:
+    """What makes a directory a checkpoint: ``vectors.npy`` and ``state.json`` in it."""
+    directory = Path(directory)
+    return (directory / "vectors.npy").is_file() and (directory / STATE_FILE).is_file()
+
+
+@register_kind
+def output_kind(directory: Path) -> str | None:
+    """``"a training checkpoint"`` when ``directory`` is one (:func:`scbow.files.kind_of`)."""
+    return "a training checkpoint" if is_checkpoint(directory) else None
+
+
+def only_checkpoint_files(directory: Path) -> str | None:
+    """None when a new checkpoint may replace ``directory`` (nothing in it but a checkpoint's own
+    names), else why not."""
+    return foreign(directory, checkpoint_files())
 
 
 def checkpoint_dir(output: Path) -> Path:
@@ -189,7 +210,7 @@ class CheckpointWriter:
         if not np.isfinite(W).all() or not all(np.isfinite(M).all() for _, M in extra):
             raise diverged(self.config.lr, f"the embeddings hold NaN or inf after {state.done:,} examples")
         # a user's file put in the checkpoint stops its replacement (a warning), never goes with it
-        with atomic_dir(self.path, own_names=checkpoint_files()) as tmp:
+        with atomic_dir(self.path, same_kind=only_checkpoint_files) as tmp:
             for name, M in extra:
                 np.save(tmp / name, np.ascontiguousarray(M, dtype=np.float32))
                 fsync_path(tmp / name)
@@ -200,9 +221,10 @@ class CheckpointWriter:
                 "training": {"checkpoint": True, "raw_vectors": True, "examples": state.done,
                              "of_examples": state.total},
             }
-            write_model_files(model, tmp, info)
+            written = write_model_files(model, tmp, info)
             meta = {
                 "checkpoint_version": CHECKPOINT_VERSION,
+                "model_id": written,  # the model files beside it: a state is read only with its own
                 "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "state": state.to_dict(),
                 "config": self.config.to_dict(),
@@ -325,6 +347,10 @@ def restore(path: Path, meta: dict, corpus, config: TrainConfig):
     except ValueError as exc:  # ModelError
         raise CheckpointError(f"damaged checkpoint: {exc}; delete {path} to start over") from None
     W = np.asarray(model.vectors)
+    recorded = meta.get("model_id")  # none in a checkpoint written before model ids
+    if recorded is not None and recorded != model.info.get("model_id"):
+        raise CheckpointError(f"{path}: damaged checkpoint (its {STATE_FILE} is not that of the model files beside it); "
+                              "delete it to start over")
     if vocab_digest(model.vocab.words) != now["vocab_sha256"] or W.shape != (len(corpus.vocab), config.dim):
         raise CheckpointError(f"{path}: damaged checkpoint (its vectors or vocabulary do not match its state); "
                               "delete it to start over")

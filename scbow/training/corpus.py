@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CorpusError  # noqa: F401  (re-exported)
-from ..files import holds_ours, read_json, refuse_inside_ours
+from ..files import kind_of, refuse_inside_ours
+from ..reading import read_json
 from ..text.reader import TEXT_SUFFIXES, check_text, expand, open_text, refuse_mostly_invalid  # noqa: F401  (TEXT_SUFFIXES re-exported)
 from ..text.tokenize import TOKENIZER_VERSION, tokenize_lines
 from ..text.vocab import Vocab
@@ -40,7 +41,7 @@ from .cache import (  # noqa: F401  (re-exported)
     cache_key,
     cache_size,
     default_cache_dir,
-    mark_entry,
+    new_entry,
     remove_entry,
 )
 
@@ -286,7 +287,7 @@ def load_corpus(
                 return corpus
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 remove_entry(target)  # stale or broken: rebuild (a directory not ours is left alone)
-        what = holds_ours(root)
+        what = kind_of(root)
         if what is not None:
             raise CorpusError(f"--cache-dir {root}: is {what}; give the corpus cache a folder of its own")
         refuse_inside_ours(root, "--cache-dir", CorpusError)
@@ -294,17 +295,11 @@ def load_corpus(
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise CorpusError(f"cannot create corpus cache directory {root}: {exc}") from None
-        work = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=root))
-        held = mark_entry(work)  # the encoding's flock: cache --clear leaves a live one alone
+        work = new_entry(target)  # cache --clear leaves it alone while this process runs
     else:
         target = None
         work = Path(tempfile.mkdtemp(prefix="scbow-corpus-"))
-        held = None
-    try:
-        return _encode_into(files, min_count, max_vocab, work, target, progress)
-    finally:
-        if held is not None:
-            os.close(held)
+    return _encode_into(files, min_count, max_vocab, work, target, progress)
 
 
 def _encode_into(files, min_count, max_vocab, work: Path, target: Path | None, progress) -> Corpus:

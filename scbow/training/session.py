@@ -287,18 +287,12 @@ def learned_nothing(result, warn) -> None:
 def remove_stale_temporaries(path: Path) -> None:
     """Delete temporary siblings of ``path`` left by a process killed while saving.
 
-    Called only while holding the output's lock. A ``.NAME.old-*`` directory is the
-    previous model set aside by a save that was killed before putting the new one in
-    place (only where directories cannot be swapped in one step): it is kept unless
-    ``path`` holds a model again.
+    Called only while holding the output's lock (scbow.files: only our names, whose writer is dead).
     """
-    from ..files import remove_stale_temporaries as remove
+    from ..files import remove_leftovers
 
-    if not path.resolve().parent.is_dir():
-        return
-    remove(path)  # only our names, and only those no live process holds (scbow.files)
-    if path.is_dir():
-        remove(path, tags=("old",))
+    if path.resolve().parent.is_dir():
+        remove_leftovers(path)
 
 
 def preflight(config, checkpoint_every=None):
@@ -446,10 +440,9 @@ def remove_checkpoint(ckpt: Path, warn=None) -> None:
     Anything else in it (a user's file) stays, with the directory, and ``warn`` says so: a
     checkpoint is removed only as far as the tool can prove it wrote it.
     """
-    from ..files import holds_model
-    from .checkpoint import checkpoint_files
+    from .checkpoint import checkpoint_files, is_checkpoint
 
-    if not ckpt.is_dir() or ckpt.is_symlink() or holds_model(ckpt) != "a training checkpoint":
+    if not ckpt.is_dir() or ckpt.is_symlink() or not is_checkpoint(ckpt):
         return
     for name in checkpoint_files():
         try:

@@ -38,20 +38,19 @@ be resumed.
 Running the same command again skips the shards already done (resume after a lost worker
 or a cancelled job; a done-record is read against every field, and anything wrong in it
 means the shard is redone; so is a shard of an input that has changed since) and removes
-the temporaries a killed run left in DIR (only files named as :func:`scbow.files.atomic_file`
-names the temporaries of DIR's own files and carrying the mark it gives them,
-:data:`scbow.files.TEMP_XATTR`: a file of such a name without it is left alone). A
+the temporaries of DIR's own files whose writer is dead (:func:`scbow.files.leftovers`). A
 directory holding shards of other inputs or another model, or anything else, is refused,
-and so is a DIR that is a model directory or inside one. :func:`open_shards` reads the
+and so is a DIR that is another of the tool's outputs or inside one. A directory is one of
+shards when it holds a manifest or a plan of ours (:func:`output_kind`). :func:`open_shards` reads the
 shards back, in manifest order, as one memory-mapped array-like, after checking the
 manifest and every shard (a damaged one is a ModelError naming it; every file is checked
 to be a regular file before it is opened; the byte ranges of a text's shards must follow
 each other from its start to its end, and each shard's missing count must be the lines its
 list names) and that the texts are as they were embedded (``check_sources=False`` skips
 that); they equal single-process ``embed`` output of the concatenated inputs row for row,
-bit for bit. The manifest records the model's ``model_digest`` (its files' sizes and
-modification times): :meth:`Shards.check_model` refuses shards whose model has changed
-since (retrained in place), as ``index`` does before recording it.
+bit for bit. The manifest records the model's ``model_id``
+(:func:`scbow.vectors.modeldir.model_id`): :meth:`Shards.check_model` refuses shards whose
+model has changed since (retrained in place), as ``index`` does before recording it.
 
 Dask is an optional extra: ``pip install 'scbow-numba[dask]'``. Nothing here imports it
 until a cluster is asked for.
@@ -75,16 +74,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CorpusError, ModelError
-from ..files import (
-    _marked_file,
-    _remove_temporary,
-    atomic_file,
-    holds_model,
-    read_json,
-    refuse_inside_ours,
-    short_message,
-    stale_temporaries,
-)
+from ..files import atomic_file, kind_of, leftovers, refuse_inside_ours, register_kind
+from ..reading import read_json, short_message
 from ..text.reader import check_regular, compression
 
 MANIFEST = "manifest.json"
@@ -93,11 +84,35 @@ MANIFEST_VERSION = 1
 BLOCK_BYTES = 64 << 20  # bytes of plain text per block: about 400K lines, a few seconds of work
 INSTALL_HINT = "pip install 'scbow-numba[dask]'"
 SCHEDULER_TIMEOUT = "20s"  # how long --scheduler ADDRESS is tried before the run is given up
-# the temporaries files.atomic_file leaves beside a shard directory's own files when the
-# process writing one is killed: ".NAME.tmp-" and tempfile's 8 random characters
+# the temporaries of a shard directory's own files (scbow.files.atomic_file: ".NAME.tmp-PID-RANDOM")
 _TEMPORARY = re.compile(r"\.(shard-\d{6}\.(?:npy|missing\.txt|json)|plan\.json|manifest\.json)"
-                        r"\.tmp-[a-z0-9_]{8}")
-_PLAN_TEMPORARY = re.compile(r"\.(plan\.json)\.tmp-[a-z0-9_]{8}")
+                        r"\.tmp-\d+-[0-9a-f]{8}")
+_PLAN_TEMPORARY = re.compile(r"\.(plan\.json)\.tmp-\d+-[0-9a-f]{8}")
+_SHARD_FILE = re.compile(r"shard-\d{6}\.(npy|json)")
+SHARDS = "a directory of embedding shards"
+
+
+@register_kind
+def output_kind(directory: Path) -> str | None:
+    """``"a directory of embedding shards"`` when ``directory`` is one (:func:`scbow.files.kind_of`): a
+    manifest or a plan, with shards or a plan of ours (a manifest.json alone is any web project's)."""
+    directory = Path(directory)
+    if not ((directory / MANIFEST).is_file() or (directory / PLAN).is_file()):
+        return None
+    if any(_SHARD_FILE.fullmatch(name) for name in os.listdir(directory)) or _plan_of_ours(directory / PLAN):
+        return SHARDS
+    return None
+
+
+def _plan_of_ours(path: Path) -> bool:
+    """A plan.json of a cluster embed (an object with its digest and blocks), not a user's file of that name."""
+    try:
+        if not path.is_file() or path.stat().st_size > 1 << 26:
+            return False
+        plan = read_json(path)
+    except (OSError, ValueError):
+        return False
+    return isinstance(plan, dict) and isinstance(plan.get("digest"), str) and "blocks" in plan
 
 
 @dataclass(frozen=True)
@@ -193,24 +208,14 @@ def changed_message(name: str, why: str) -> str:
     return f"{name}: changed while it was being embedded ({why}); run embed again"
 
 
-def _model_files(model_path: Path) -> dict:
-    """``{name: [size, mtime_ns]}`` of the model's files (a directory's, or the one file's); ModelError if unreadable."""
-    model_path = Path(model_path)
-    try:
-        paths = sorted(model_path.iterdir()) if model_path.is_dir() else [model_path]
-        return {p.name: [(st := p.stat()).st_size, st.st_mtime_ns] for p in paths}
-    except FileNotFoundError:
-        raise ModelError(f"{model_path}: no such model") from None
-    except OSError as exc:
-        raise ModelError(f"{model_path}: cannot read the model: {exc.strerror or exc}") from None
+def _model_id(model_path) -> str:
+    """The model's one identity (:func:`scbow.vectors.modeldir.model_id`); ModelError if it cannot be read."""
+    from ..vectors.modeldir import model_id
 
-
-def model_digest(model_path, settings: dict) -> str:
-    """The manifest's ``model_digest``: the model's files (names, sizes, modification times) and the settings.
-
-    A model retrained in place since has other times: its digest differs (:meth:`Shards.check_model`).
-    """
-    return _digest([_model_files(Path(model_path)), settings])
+    found = model_id(model_path)
+    if found is None:
+        raise ModelError(f"{model_path}: no such model, or it cannot be read")
+    return found
 
 
 def _digest(value) -> str:
@@ -218,16 +223,16 @@ def _digest(value) -> str:
 
 
 def _identity(model_path: Path, blocks: list[Block], settings: dict) -> dict:
-    """What makes two runs the same job: the model's files, the inputs (paths and sizes), the settings.
+    """What makes two runs the same job: the model's id, the inputs (paths and sizes), the settings.
 
-    ``model_digest`` is the model's part alone: a run whose inputs changed since an earlier
-    run of the same model and settings into the same directory is that job again (the
-    shards of the changed inputs are redone, see :func:`_check_output`).
+    A run whose inputs changed since an earlier run of the same model and settings into the
+    same directory is that job again (the shards of the changed inputs are redone, see
+    :func:`_check_output`).
     """
     files = _planned_files(blocks)
-    model_stat = _model_files(Path(model_path))
+    model = _model_id(model_path)
     return {"model": str(Path(model_path).resolve()), "files": files, "settings": settings,
-            "digest": _digest([model_stat, files, settings]), "model_digest": _digest([model_stat, settings])}
+            "digest": _digest([model, files, settings]), "model_id": model}
 
 
 # -- on a worker -----------------------------------------------------------------------
@@ -442,36 +447,24 @@ def _quiet_dask():
 
 
 def refuse_model_output(out_dir: Path) -> None:
-    """Refuse (ModelError) an output directory that is a model directory or a training
-    checkpoint, or lies inside one (:func:`scbow.files.refuse_inside_ours`, every command's rule)."""
-    what = holds_model(Path(out_dir))
-    if what is not None:
+    """Refuse (ModelError) an output directory that is another kind of the tool's outputs (a
+    model, a checkpoint, ...), or lies inside one (:func:`scbow.files.refuse_inside_ours`)."""
+    what = kind_of(Path(out_dir))
+    if what is not None and what != SHARDS:
         raise ModelError(f"-o {out_dir}: is {what}; refusing to write shards into it (choose another -o)")
     refuse_inside_ours(out_dir)
 
 
 def _leftovers(out_dir: Path, pattern: re.Pattern = _TEMPORARY) -> list[Path]:
-    """The temporaries a killed writer of this directory's own files left in it: regular files
-    named as :func:`scbow.files.atomic_file` names the temporaries of those files, that no live
-    process holds (:func:`scbow.files.stale_temporaries`) and that carry the mark
-    ``atomic_file`` gives every temporary it creates (:data:`scbow.files.TEMP_XATTR`): the
-    name alone proves nothing (``.manifest.json.tmp-mynotes1`` may be anyone's). Nothing
-    else is ever listed."""
+    """The temporaries of this directory's own files whose writer is dead (:func:`scbow.files.leftovers`)."""
     names = {m.group(1) for p in out_dir.iterdir() if (m := pattern.fullmatch(p.name))}
-    found = []
-    for name in sorted(names):
-        for p in stale_temporaries(out_dir / name, tags=("tmp",)):
-            if _regular(p) and _marked_file(p):
-                found.append(p)
-    return found
+    return [p for name in sorted(names) for p in leftovers(out_dir / name) if _regular(p)]
 
 
 def _remove_leftovers(paths) -> None:
-    """Remove temporaries listed by :func:`_leftovers`, each by the files module's rule
-    (:func:`scbow.files._remove_temporary`: only one that carries our mark)."""
     for p in paths:
         with contextlib.suppress(OSError):
-            _remove_temporary(p)
+            p.unlink()
 
 
 def _check_output(out_dir: Path, identity: dict, blocks: list[Block]) -> None:
@@ -519,7 +512,7 @@ def _same_job_new_texts(plan: dict, identity: dict) -> bool:
     """Whether ``plan`` (an earlier run's, read from disk) is of the same model, settings and
     input names, in order, as ``identity``: only the inputs' sizes or times differ."""
     files = plan.get("files")
-    return (plan.get("model_digest") == identity["model_digest"] and plan.get("model") == identity["model"]
+    return (plan.get("model_id") == identity["model_id"] and plan.get("model") == identity["model"]
             and plan.get("settings") == identity["settings"] and isinstance(files, dict)
             and list(files) == list(identity["files"]) and isinstance(plan.get("blocks"), list))
 
@@ -753,10 +746,10 @@ def read_manifest(directory: Path) -> dict:
     if manifest.get("model") is not None and not isinstance(manifest["model"], str):
         raise damaged('"model" is not a path')
     if manifest.get("model") is not None and not (
-            isinstance(manifest.get("model_digest"), str) and isinstance(manifest.get("settings"), dict)):
+            isinstance(manifest.get("model_id"), str) and isinstance(manifest.get("settings"), dict)):
         # without them a model retrained in place since could not be told (Shards.check_model)
-        raise damaged('"model_digest" or "settings" is missing: the model the shards were embedded with cannot be '
-                      "checked")
+        raise damaged('"model_id" or "settings" is missing: the model the shards were embedded with cannot be '
+                      "checked (shards embedded by a version before model ids: embed again)")
     files = manifest.get("files")  # required: without it, a text changed since could not be told
     if not isinstance(files, dict) or not all(
             isinstance(name, str) and isinstance(f, dict) and _is_int(f.get("bytes")) and _is_int(f.get("mtime_ns"), None)
@@ -885,18 +878,17 @@ class Shards:
 
     def check_model(self) -> None:
         """ModelError if the model the shards were embedded with has changed since (retrained
-        in place, say: its files' sizes or modification times are not those of the manifest's
-        ``model_digest``): the rows are not that model's embeddings any more, and an index
+        in place, say: its id is not the manifest's ``model_id``): the rows are not that model's embeddings any more, and an index
         recording it would answer queries wrong. A model that is gone, or none recorded, is
         skipped (the caller says what it needs it for)."""
         model = self.manifest.get("model")
         if model is None or not os.path.lexists(model):
             return
         try:
-            now = model_digest(model, self.manifest["settings"])
-        except (ModelError, TypeError, ValueError):
+            now = _model_id(model)
+        except ModelError:
             now = None
-        if now != self.manifest["model_digest"]:
+        if now != self.manifest["model_id"]:
             raise ModelError(f"{model}: changed since these shards ({self.directory}) were embedded; embed again")
 
     def check_sources(self) -> None:

@@ -14,8 +14,8 @@ import numpy as np
 
 from ..config import finite_number
 from ..errors import CorpusError, ModelError
-from ..files import parse_json, read_json, short_message
 from ..progress import plural
+from ..reading import parse_json, read_json, short_message
 from ..text.reader import read_all_bytes
 from ..text.tokenize import VERSIONS
 from ..text.vocab import Vocab
@@ -31,12 +31,14 @@ def load_model(path: os.PathLike, mmap: bool = True) -> Model:
     """
     path = Path(path)
     if not path.exists():
-        raise ModelError(f"{path}: no such model (train one with 'scbow-numba train')")
+        time.sleep(0.01)  # a save puts the new directory in place with two renames: none for a moment
+        if not path.exists():
+            raise ModelError(f"{path}: no such model (train one with 'scbow-numba train')")
     if path.is_file():
         return load_word2vec(path)
     for attempt in range(LOAD_ATTEMPTS):
         if attempt > 1:
-            time.sleep(0.01)  # a save that cannot swap directories in one step leaves none for a moment
+            time.sleep(0.01)  # between a save's two renames there is no directory for a moment
         try:
             with ModelFiles(path) as files:
                 return _read_model_dir(path, files, mmap)
@@ -61,8 +63,8 @@ class ModelFiles:
 
     The rule that makes a read whole: the directory is opened once and every file is opened
     relative to it, so all of them come from the same directory, even when a save swaps a
-    new one in at ``path`` meanwhile (:func:`scbow.files.atomic_dir` swaps the complete new
-    directory in, then deletes the old one's files; a file opened, or memory-mapped, before
+    new one in at ``path`` meanwhile (:func:`scbow.files.atomic_dir` renames the old directory
+    aside, the complete new one in, then deletes the old one's files; a file opened, or memory-mapped, before
     its deletion stays readable). A file missing while ``path`` no longer names the directory
     opened means a save took it away: :class:`Replaced`, and the caller starts over.
     ``curve.json`` (optional) is told missing from removed the same way.
@@ -122,7 +124,7 @@ class ModelFiles:
         return open(fd, mode, encoding=None if "b" in mode else "utf-8")
 
     def json(self, name: str, what: str) -> object:
-        """The JSON value in ``name``, failing as :func:`scbow.files.read_json` does."""
+        """The JSON value in ``name``, failing as :func:`scbow.reading.read_json` does."""
         try:
             with self.open(name) as fh:
                 text = fh.read()

@@ -22,7 +22,7 @@ The modules; each imports only those listed before it:
   ``PATH: damaged sentence index (...)`` error naming the file, never a wrong answer.
 - :mod:`.build`: :func:`build_index`: the embeddings and their text, the model recorded,
   the graph, and the rules of the output directory (replaced only when it is an index of
-  ours, written atomically, the leftovers of a killed build removed).
+  ours, written atomically (:func:`scbow.files.atomic_dir`)).
 - :mod:`.query`: what the CLI calls: :func:`index_command`, :func:`search_command`,
   :func:`check_query_model` (an index that records its model answers only that model).
 
@@ -30,15 +30,7 @@ The names below are those to import from ``scbow.use.index``; a test that replac
 (monkeypatch) replaces it in the module that looks it up.
 """
 
-from .build import (
-    BUILD_MARKER,
-    CHUNK_ROWS,
-    DEFAULT_EF_CONSTRUCTION,
-    DEFAULT_M,
-    MARKER_FORMAT,
-    build_index,
-    remove_leftovers,
-)
+from .build import CHUNK_ROWS, DEFAULT_EF_CONSTRUCTION, DEFAULT_M, build_index
 from .lines import COPY_DIGEST_LIMIT, COPY_NAME, _line_starts
 from .query import check_query_model, index_command, search_command
 from .store import (
@@ -55,14 +47,12 @@ from .store import (
     OFFSETS_FILE,
     SAMPLE_VECTORS,
     Index,
-    model_fingerprint,
     open_index,
 )
 
 __all__ = [
-    "BUILD_MARKER", "CHUNK_ROWS", "COPY_DIGEST_LIMIT", "COPY_NAME", "COSINE_SLACK", "DEFAULT_EF",
+    "CHUNK_ROWS", "COPY_DIGEST_LIMIT", "COPY_NAME", "COSINE_SLACK", "DEFAULT_EF",
     "DEFAULT_EF_CONSTRUCTION", "DEFAULT_M", "FORMAT", "FORMAT_VERSION", "IDS_FILE", "INDEX_FILE", "INDEX_JSON",
-    "INSTALL_HINT", "LIBRARY", "MARKER_FORMAT", "MAX_EF", "OFFSETS_FILE", "SAMPLE_VECTORS", "Index",
-    "_line_starts", "build_index", "check_query_model", "index_command", "model_fingerprint", "open_index",
-    "remove_leftovers", "search_command",
+    "INSTALL_HINT", "LIBRARY", "MAX_EF", "OFFSETS_FILE", "SAMPLE_VECTORS", "Index",
+    "_line_starts", "build_index", "check_query_model", "index_command", "open_index", "search_command",
 ]

@@ -12,17 +12,14 @@ build leaves nothing, or the previous index, at the path. An existing ``-o`` dir
 replaced only when it is empty or provably an index this tool wrote: an ``index.json``
 that opens as one, and nothing else but the files a build writes (no other file, no
 subdirectory, no symbolic link); anything else is refused, before the build and again
-just before the new index takes its place. ``.scbow-index-build`` is written
-first (and kept): a temporary ``.NAME.tmp-*`` holding it and only the files a build
-writes, whose flock no live build holds, is what a killed build left, and the next build
-removes it (:func:`remove_leftovers`).
+just before the new index takes its place. What a killed build left beside the index is
+removed by the next build (:func:`scbow.files.remove_leftovers`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import CorpusError, ModelError
-from ...files import TEMP_MARKER, atomic_dir, permissions, short_message
+from ...files import atomic_dir, kind_of, output_path, refuse_inside_ours, remove_leftovers
+from ...reading import short_message
 from .lines import COPY_NAME, _index_text, _not_regular
 from .store import (
     DEFAULT_EF,
@@ -47,17 +45,11 @@ from .store import (
     _sample_positions,
     _stored_vectors,
     _vectors_digest,
-    model_fingerprint,
 )
 
 DEFAULT_M = 32  # HNSW graph degree (faiss's M; the base layer has 2 M links)
 DEFAULT_EF_CONSTRUCTION = 200  # candidates kept while inserting (efConstruction)
 CHUNK_ROWS = 65536  # rows of embeddings read, normalised and added at a time
-# Written first into every index being built (and kept in it): the proof that a temporary
-# directory ``.NAME.tmp-*`` beside an index is an unfinished build of ours, which a later
-# build may remove. The build holds an exclusive flock on it, so a live build's is never removed.
-BUILD_MARKER = ".scbow-index-build"
-MARKER_FORMAT = "scbow-numba sentence index build"
 
 
 def _library_version() -> str | None:
@@ -149,8 +141,9 @@ def _open_source(embeddings, text=None, model=None) -> _Source:
 
 
 def _check_model(model, dim: int, what: str) -> str:
-    """The fingerprint of the model ``model`` (``what``: how it was named) after checking that it is
-    a model (a directory or a word2vec/GloVe file that loads) whose vectors have ``dim`` dims."""
+    """The id (:func:`scbow.vectors.modeldir.model_id`) of the model ``model`` (``what``: how it was
+    named) after checking that it is a model (a directory or a word2vec/GloVe file that loads) whose
+    vectors have ``dim`` dims."""
     from ...vectors.formats import load_model
 
     path = Path(model)
@@ -162,62 +155,25 @@ def _check_model(model, dim: int, what: str) -> str:
     if loaded.dim != dim:
         raise ModelError(f"{what} {path}: has {loaded.dim} dims but the embeddings have {dim}: not the model "
                          "that embedded them")
-    fp = model_fingerprint(path)
+    from ...vectors.modeldir import model_id
+
+    fp = model_id(path)
     if fp is None:
         raise ModelError(f"{what} {path}: cannot be read")
     return fp
 
 
 def _inside_model(out_dir: Path) -> None:
-    """ModelError when ``out_dir`` is a model directory (or a checkpoint) or lies inside one."""
-    from ...files import holds_model, refuse_inside_ours
-
-    what = holds_model(out_dir)
-    if what is not None:
+    """ModelError when ``out_dir`` is another kind of the tool's outputs (a model, a checkpoint, ...)
+    or lies inside one of them."""
+    what = kind_of(out_dir)
+    if what is not None and what != "a sentence index":
         raise ModelError(f"-o {out_dir}: is {what}; refusing to replace it with an index (choose another path)")
     refuse_inside_ours(out_dir, "-o")
-    try:
-        inside = next((p for p in out_dir.resolve().parents if (p / INDEX_JSON).is_file()), None)
-    except (OSError, RuntimeError):
-        inside = None
-    if inside is not None:
-        raise ModelError(f"-o {out_dir}: is inside the sentence index {inside}; refusing to write into it "
-                         "(choose a path outside it)")
-
-
-def _leftover_names(out_dir: Path) -> tuple[Path, re.Pattern]:
-    """The folder where :func:`scbow.files.atomic_dir` puts the temporaries of ``out_dir``, and their names."""
-    out_dir = Path(out_dir)
-    # scbow.files.temp_dir_beside: tempfile.mkdtemp(prefix=".NAME.tmp-", dir=resolved parent)
-    return out_dir.resolve().parent, re.compile(re.escape(f".{out_dir.name}.tmp-") + r"[a-z0-9_]{8}")
 
 
 def _own_file(name: str) -> bool:
-    return (name in (BUILD_MARKER, TEMP_MARKER, INDEX_JSON, INDEX_FILE, IDS_FILE, OFFSETS_FILE)
-            or bool(COPY_NAME.fullmatch(name)))
-
-
-def _marker_is_ours(path: Path) -> bool:
-    """True when ``path`` is a regular file (not a link) holding this module's build marker."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return False
-    try:
-        import stat
-
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
-        marker = os.read(fd, 4096)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    try:
-        found = json.loads(marker.decode("utf-8"))
-    except ValueError:
-        return False
-    return isinstance(found, dict) and found.get("format") == MARKER_FORMAT
+    return name in (INDEX_JSON, INDEX_FILE, IDS_FILE, OFFSETS_FILE) or bool(COPY_NAME.fullmatch(name))
 
 
 def _not_an_index_of_ours(directory: Path) -> str | None:
@@ -226,7 +182,7 @@ def _not_an_index_of_ours(directory: Path) -> str | None:
     It may when it is empty, or provably a sentence index this tool wrote: an ``index.json``
     that opens as one (format marker, version and every field), and nothing else but the
     files a build writes (the graph, ids, offsets, the copies of compressed texts that
-    ``index.json`` names, the build marker, which must be ours when present): no other file,
+    ``index.json`` names): no other file,
     no subdirectory, no symbolic link, nothing that is not a regular file.
     """
     try:
@@ -245,7 +201,7 @@ def _not_an_index_of_ours(directory: Path) -> str | None:
                 return f"it holds {e.name}, which is not a regular file"
         except OSError:
             return f"{e.name} cannot be examined"
-        if e.name == TEMP_MARKER or not _own_file(e.name):
+        if not _own_file(e.name):
             return f"it holds {e.name}, which no index build writes"
     names = {e.name for e in entries}
     if INDEX_JSON not in names:
@@ -258,16 +214,13 @@ def _not_an_index_of_ours(directory: Path) -> str | None:
     stray = sorted(n for n in names if COPY_NAME.fullmatch(n) and n not in copies)
     if stray:
         return f"it holds {stray[0]}, which its {INDEX_JSON} does not name"
-    if BUILD_MARKER in names and not _marker_is_ours(directory / BUILD_MARKER):
-        return f"its {BUILD_MARKER} is not the marker of an index build"
     return None
 
 
 def _check_replaceable(out_dir: Path) -> None:
     """ModelError unless an index may be written at ``out_dir``: nothing there, an empty directory,
     or a sentence index this tool wrote (:func:`_not_an_index_of_ours`), which is replaced whole."""
-    if out_dir.is_symlink():
-        raise ModelError(f"{out_dir}: is a symbolic link; refusing to replace it (give a directory path)")
+    output_path(out_dir)  # a link is followed (its target replaced); one into a missing folder is refused
     if not out_dir.exists():
         return
     if not out_dir.is_dir():
@@ -275,86 +228,6 @@ def _check_replaceable(out_dir: Path) -> None:
     why = _not_an_index_of_ours(out_dir)
     if why is not None:
         raise ModelError(f"{out_dir}: not empty and not a sentence index; refusing to replace it ({why})")
-
-
-def remove_leftovers(out_dir, note=None) -> list[Path]:
-    """Remove the unfinished builds of ``out_dir`` that a killed ``index`` left beside it; returns them.
-
-    Removed is only a directory named as :func:`scbow.files.atomic_dir` names its
-    temporaries (``.NAME.tmp-XXXXXXXX``), not a symbolic link, holding this module's build
-    marker (whose flock no live build holds) and nothing but regular files an index build
-    writes. Anything else, even an empty directory of that name, is left alone.
-    """
-    try:
-        import fcntl
-    except ImportError:  # no flock: a live build could not be told from a dead one
-        return []
-    parent, pattern = _leftover_names(out_dir)
-    removed: list[Path] = []
-    try:
-        entries = [e for e in os.scandir(parent) if pattern.fullmatch(e.name)]
-    except OSError:
-        return removed
-    for entry in entries:
-        try:
-            if entry.is_symlink() or not entry.is_dir(follow_symlinks=False):
-                continue
-            fd = os.open(os.path.join(entry.path, BUILD_MARKER), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except OSError:
-            continue
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                continue  # a build still running
-            marker = os.read(fd, 4096)
-            try:
-                ours = json.loads(marker.decode("utf-8")).get("format") == MARKER_FORMAT
-            except (ValueError, AttributeError):
-                ours = False
-            if not ours:
-                continue
-            members = list(os.scandir(entry.path))
-            if not all(_own_file(m.name) and m.is_file(follow_symlinks=False) for m in members):
-                continue
-            for m in members:
-                if m.name != BUILD_MARKER:
-                    os.unlink(m.path)
-            os.unlink(os.path.join(entry.path, BUILD_MARKER))
-            os.rmdir(entry.path)
-            removed.append(Path(entry.path))
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
-    if removed and note is not None:
-        names = ", ".join(p.name for p in removed)
-        note(f"removed {len(removed)} unfinished build{'s' if len(removed) > 1 else ''} of {out_dir} left by an "
-             f"earlier run that was killed: {names}")
-    return removed
-
-
-class _BuildMarker:
-    """``with _BuildMarker(tmp):`` the marker of a build in progress, written and flock-ed until the block ends."""
-
-    def __init__(self, directory: Path):
-        self.path = Path(directory) / BUILD_MARKER
-        self.fd = None
-
-    def __enter__(self):
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            import fcntl
-
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-        except ImportError:
-            pass
-        os.write(self.fd, (json.dumps({"format": MARKER_FORMAT, "pid": os.getpid()}) + "\n").encode())
-        os.fchmod(self.fd, permissions())
-        return self
-
-    def __exit__(self, *exc):
-        os.close(self.fd)  # releases the lock
 
 
 # -- building ---------------------------------------------------------------------------
@@ -375,7 +248,7 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
     record theirs); with ``default_model``, the default model (``$SCBOW_MODEL``, ...) is
     recorded when neither names one and it exists, as every command falls back to it.
     The unfinished builds of ``out_dir`` a killed run left beside it are removed first
-    (:func:`remove_leftovers`).
+    (:func:`scbow.files.remove_leftovers`).
     """
     if metric != "cosine":
         raise ValueError(f"metric must be 'cosine', got {metric!r}")
@@ -392,9 +265,12 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
             raise CorpusError(f"{name}: {what}, expected the text file the embeddings came from")
     n_rows, dim = int(source.rows.shape[0]), int(source.rows.shape[1])
     model_dir, fingerprint = _model_to_record(source, model, dim, default_model, note)
-    remove_leftovers(out_dir, note)
+    removed = remove_leftovers(out_dir)
+    if removed and note is not None:
+        note(f"removed {len(removed)} unfinished build{'s' if len(removed) > 1 else ''} of {out_dir} left by an "
+             f"earlier run that was killed: {', '.join(p.name for p in removed)}")
     t0 = time.perf_counter()
-    with atomic_dir(out_dir) as tmp, _BuildMarker(tmp):
+    with atomic_dir(out_dir, same_kind=_not_an_index_of_ours) as tmp:
         tmp = Path(tmp)
         offsets, files = _index_text(source.files, tmp, progress)
         np.save(tmp / OFFSETS_FILE, offsets)
@@ -430,7 +306,7 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
             "metric": metric, "dim": dim, "count": count, "rows": n_rows, "skipped_rows": skipped,
             "embeddings": {"kind": source.kind, "path": str(source.path.resolve())},
             "model": None if model_dir is None else str(Path(model_dir).resolve()),
-            "model_fingerprint": fingerprint,
+            "model_id": fingerprint,
             "params": {"M": M, "ef_construction": ef_construction, "ef_search": DEFAULT_EF},
             "index_bytes": (tmp / INDEX_FILE).stat().st_size,
             "vector_sample": {"positions": positions, "blake2b": _vectors_digest(_stored_vectors(graph, positions))},
@@ -443,7 +319,7 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
 
 
 def _model_to_record(source: _Source, model, dim: int, default_model: bool, note) -> tuple[str | None, str | None]:
-    """The model an index records and its fingerprint, checked (see :func:`build_index`)."""
+    """The model an index records and its id, checked (see :func:`build_index`)."""
     from ...vectors.modeldir import default_model_dir
 
     shards_model = source.rows.manifest.get("model") if source.kind == "shards" else None
@@ -453,7 +329,7 @@ def _model_to_record(source: _Source, model, dim: int, default_model: bool, note
         source.rows.check_model()  # retrained in place since the shards were embedded: not their model any more
     if model is not None:
         fingerprint = _check_model(model, dim, "-m")
-        if shards_model is not None and Path(shards_model).exists() and model_fingerprint(shards_model) != fingerprint:
+        if shards_model is not None and Path(shards_model).exists() and source.rows.manifest.get("model_id") != fingerprint:
             raise ModelError(f"-m {model}: is not the model the shards were embedded with ({shards_model})")
         return str(model), fingerprint
     if shards_model is not None:

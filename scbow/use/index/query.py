@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import ModelError
 from .build import DEFAULT_EF_CONSTRUCTION, DEFAULT_M, build_index
-from .store import INDEX_JSON, MAX_EF, Index, _read_info, model_fingerprint, open_index
+from .store import INDEX_JSON, MAX_EF, Index, _read_info, open_index
 
 
 def index_command(embeddings, output, text=None, M: int = DEFAULT_M, ef_construction: int = DEFAULT_EF_CONSTRUCTION,
@@ -63,7 +63,12 @@ def check_query_model(index: "Index | os.PathLike", model_dir) -> None:
     else:
         where = Path(index)
         info = _read_info(where)
-    recorded = info.get("model_fingerprint")
+    from ...vectors.modeldir import model_id
+
+    recorded = info.get("model_id")
+    if recorded is None and info.get("model_fingerprint") is not None:
+        raise ModelError(f"{where}: was built by an earlier version of scbow-numba, which recorded its model in a way "
+                         "no longer read; build it again with 'scbow-numba index'")
     if recorded is None:
         return
     name = info.get("model") or "the model recorded in it"
@@ -71,8 +76,7 @@ def check_query_model(index: "Index | os.PathLike", model_dir) -> None:
         raise ModelError(f"{where}: was built with the model {name}; give the directory the model was loaded "
                          "from (model_dir=...) so that it can be checked")
     model_dir = Path(model_dir)
-    fp = model_fingerprint(model_dir)
-    if fp == recorded:
+    if model_id(model_dir) == recorded:
         return
     if not model_dir.exists():
         raise ModelError(f"{model_dir}: no such model; the index {where} was built with {name}: query it "

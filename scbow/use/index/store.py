@@ -5,7 +5,7 @@ An index directory holds:
 
 - ``index.json``: what was built: library and version, metric (cosine), dim, count of
   vectors, the rows in all, the embeddings it came from, the model when known (and its
-  :func:`model_fingerprint`), the HNSW parameters, a digest of a sample of the stored
+  ``model_id``, :func:`scbow.vectors.modeldir.model_id`), the HNSW parameters, a digest of a sample of the stored
   vectors (``vector_sample``), and the text files (path, size, modification time, first
   row, lines; for a copy, its blake2b digest).
 - ``vectors.faiss``: the HNSW graph and the vectors, L2-normalised. Opened memory-mapped
@@ -32,7 +32,8 @@ the same size, modification time and line ends is read as it now is; offsets of 
 never answered are not read; the graph's links (not its vectors) replaced by another
 graph's give poorer recall, not wrong lines.
 
-faiss is imported here (:func:`_faiss`), only when an index is built or opened.
+A directory is a sentence index when it holds ``index.json`` and ``vectors.faiss``
+(:func:`output_kind`). faiss is imported here (:func:`_faiss`), only when an index is built or opened.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import CorpusError, ModelError
-from ...files import read_json, read_range, short_message
+from ...files import register_kind
+from ...reading import read_json, read_range, short_message
 from .lines import COPY_DIGEST_LIMIT, COPY_NAME, _file_digest, _not_regular
 
 INDEX_JSON = "index.json"
@@ -88,29 +90,11 @@ class _omp_threads:
             self.faiss.omp_set_num_threads(self.before)
 
 
-def model_fingerprint(model) -> str | None:
-    """What identifies a model, recorded in an index so that a query with another one is refused.
-
-    A model directory: a digest of its ``config.json`` and the size of its ``vectors.npy``.
-    A word2vec/GloVe file: ``file-`` and a digest of its bytes (reading it costs less than
-    loading it). None when ``model`` is neither.
-    """
-    path = Path(model)
-    if path.is_dir():
-        try:
-            config = (path / "config.json").read_bytes()
-            size = (path / "vectors.npy").stat().st_size
-        except OSError:
-            return None
-        return hashlib.sha256(config + str(size).encode()).hexdigest()[:16]
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as fh:
-            while chunk := fh.read(1 << 22):
-                digest.update(chunk)
-    except OSError:
-        return None
-    return "file-" + digest.hexdigest()[:16]
+@register_kind
+def output_kind(directory: Path) -> str | None:
+    """``"a sentence index"`` when ``directory`` is one (:func:`scbow.files.kind_of`)."""
+    directory = Path(directory)
+    return "a sentence index" if (directory / INDEX_JSON).is_file() and (directory / INDEX_FILE).is_file() else None
 
 
 # -- reading an index back ---------------------------------------------------------------
@@ -153,7 +137,7 @@ def _check_info(info: dict) -> str | None:
         return f"{info['count']:,} vectors but only {info['rows']:,} rows"
     if "skipped_rows" in info and not _is_int(info["skipped_rows"]):
         return "skipped_rows is not a count"
-    for key in ("model", "model_fingerprint"):
+    for key in ("model", "model_id", "model_fingerprint"):
         if info.get(key) is not None and not isinstance(info[key], str):
             return f"{key} is not a string"
     params = info.get("params", {})

@@ -1,0 +1,55 @@
+"""Reading what the tool did not just write: JSON records and byte ranges, any failure one line
+naming the file (the error type the caller gives). Light (standard library only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .errors import CorpusError, ModelError
+
+
+def read_json(path: os.PathLike, error: type[Exception] = ModelError, what: str = "damaged file") -> object:
+    """The JSON value in ``path``; any failure to read or parse it is ``error("PATH: what (why)")``.
+
+    Every exception parsing can raise is caught: invalid UTF-8 or JSON, integers too long
+    to convert, and ``RecursionError`` from arrays nested thousands deep.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{path}: {what} (missing)") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: {what} (not UTF-8 text)") from None
+    return parse_json(text, path, error, what)
+
+
+def parse_json(text: str, path: os.PathLike, error: type[Exception] = ModelError, what: str = "damaged file") -> object:
+    """The JSON value in ``text`` (read from ``path``), failing as :func:`read_json` does."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise error(f"{path}: {what} (JSON nested too deep)") from None
+    except ValueError as exc:  # JSONDecodeError, and int() of a number with too many digits
+        raise error(f"{path}: {what} (not valid JSON: {short_message(exc, 100)})") from None
+
+
+def short_message(exc: Exception, limit: int = 120) -> str:
+    """The first line of an exception's message, cut to ``limit`` characters (for one-line errors)."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def read_range(path: os.PathLike, start: int, stop: int) -> bytes:
+    """Bytes ``start:stop`` of a file; CorpusError("PATH: cannot read: ...") when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            return fh.read(stop - start)
+    except OSError as exc:
+        raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
