@@ -129,7 +129,7 @@ def export(model_path, output, fmt, binary, part, min_count, limit, add_words, l
     output and renamed into place. Unknown words are left out of the average there (their
     hashed vectors cannot travel; --add-words adds rows for the words of given files).
     """
-    from ..files import refuse_foreign, refuse_inside_ours
+    from ..files import foreign, refuse_inside_ours
 
     name = {"st": "sentence-transformers", "sentence_transformers": "sentence-transformers"}.get(fmt.lower(), fmt.lower())
     if name not in EXPORT_FORMATS:
@@ -158,7 +158,9 @@ def export(model_path, output, fmt, binary, part, min_count, limit, add_words, l
         raise click.ClickException(f"-o {output}: exists and is not a folder; a {name} export is a folder "
                                    "(choose a new name)")
     refuse_inside_ours(output)
-    refuse_foreign(output, ST_FILES if name == "sentence-transformers" else M2V_FILES)
+    why = foreign(output, ST_FILES if name == "sentence-transformers" else M2V_FILES) if output.is_dir() else None
+    if why is not None:
+        raise click.ClickException(f"-o {output}: {why}, so it is not replaced (move that away)")
     from ..text.reader import check_regular
 
     for path in add_words:

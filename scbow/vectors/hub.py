@@ -335,7 +335,7 @@ def write_folder(model, path: os.PathLike, fmt: str, extra_words=(), license: st
     """Write ``model`` as a sentence-transformers or model2vec folder at ``path``, atomically
     (a temporary folder beside it, renamed into place; a folder already there is replaced
     only when it holds nothing but this format's files). Returns what was written."""
-    from ..files import atomic_dir, permissions
+    from ..files import atomic_dir, foreign
 
     if fmt not in ("sentence-transformers", "model2vec"):
         raise ValueError(f"fmt must be sentence-transformers or model2vec, got {fmt!r}")
@@ -344,7 +344,7 @@ def write_folder(model, path: os.PathLike, fmt: str, extra_words=(), license: st
     spec = tokenizer_json(words, model.tokenizer_version)
     own = ST_FILES if fmt == "sentence-transformers" else M2V_FILES
     card = model_card(model, fmt, len(rows), len(added), path.name or "model", license)
-    with atomic_dir(path, own_names=own) as tmp:
+    with atomic_dir(path, same_kind=lambda d: foreign(d, own)) as tmp:
         if fmt == "sentence-transformers":
             inner = tmp / "0_StaticEmbedding"
             inner.mkdir()
@@ -367,7 +367,6 @@ def write_folder(model, path: os.PathLike, fmt: str, extra_words=(), license: st
                                         "embedding_dtype": "float32"})
             _json(tmp / "modules.json", [{"idx": 0, "name": "0", "path": ".", "type": ST_MODULE}])
         (tmp / "README.md").write_text(card, encoding="utf-8")
-        os.chmod(tmp, permissions(directory=True))
     return {"rows": len(rows), "words": len(model.vocab), "added": len(added), "dim": int(model.dim),
             "unk": spec["model"]["unk_token"]}
 
