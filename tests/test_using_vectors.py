@@ -357,6 +357,21 @@ def test_neighbors_cli_min_count(tmp_path, runner):
                        "--min-count is for nearest words")
 
 
+def test_the_neighbours_default_minimum_count_is_a_hundred(tmp_path, runner):
+    """The default itself, written out (issue 34 item 11: every other test derives its counts from
+    the constant, so 100 -> 10 passed them all): a word seen 99 times is left out, one seen 100
+    times is not, in the API and in the CLI."""
+    near = Model(Vocab(["the", "cat", "seen-99", "seen-100"], [1000, 500, 99, 100]),
+                 np.array([[0, 1], [1, 0], [1, 0.01], [1, 0.5]], dtype=np.float32))
+    assert [w for w, _ in near.most_similar("cat", topn=2)] == ["seen-100", "the"]
+    assert [w for w, _ in near.most_similar("cat", topn=1, min_count=99)] == ["seen-99"]
+    assert [w for w, _ in near.similar_by_vector(near["cat"], topn=2)] == ["cat", "seen-100"]
+    save_model(near, tmp_path / "m")
+    result = runner.invoke(main, ["neighbors", "-m", str(tmp_path / "m"), "cat", "-n", "1"])
+    assert result.exit_code == 0 and result.stdout.split("\t")[0] == "seen-100", result.output
+    assert "default: 100" in runner.invoke(main, ["neighbors", "--help"]).output
+
+
 def test_nearest_sentences(tmp_path, model):
     rng = np.random.default_rng(2)
     lines = [" ".join(rng.choice(WORDS + ["zzz"], size=rng.integers(0, 7))) for _ in range(400)]

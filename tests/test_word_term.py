@@ -240,3 +240,18 @@ def test_training_with_the_term_moves_words_that_share_contexts_together(tmp_pat
 
     base = TrainConfig(dim=16, threads=1, common_components=-1, min_count=1, epochs=3, frequency_weight=0.0)
     assert cosine(base.replace(word_window=2, word_weight=1.0, word_sample=0.0)) > cosine(base) + 0.2
+
+
+def test_kernel_params_carry_the_word_term_settings_of_the_config():
+    """The record the kernels read (``backends.params.kernel_params``) takes each word-term field
+    from its own setting: values all different, so that one read from another (word_negatives
+    from negatives, word_weight from lr) fails here (issue 34 item 11)."""
+    from scbow.training.backends.params import kernel_params
+
+    cfg = TrainConfig(word_window=3, word_negatives=7, word_weight=0.45, negatives=2, lr=0.125, dim=8,
+                      weight_decay=0.0, max_length=11, seed=13)
+    p = kernel_params(cfg, 1, 100)
+    assert (int(p.word_window), int(p.word_negatives), float(p.word_weight)) == (3, 7, 0.45)
+    assert (int(p.negatives), float(p.lr), int(p.max_len), int(p.seed), float(p.total)) == (2, 0.125, 11, 13, 100.0)
+    off = kernel_params(TrainConfig(negatives=4, word_negatives=1), 1, 100)
+    assert (int(off.word_window), int(off.word_negatives), int(off.negatives)) == (0, 1, 4)
