@@ -372,6 +372,34 @@ def test_the_neighbours_default_minimum_count_is_a_hundred(tmp_path, runner):
     assert "default: 100" in runner.invoke(main, ["neighbors", "--help"]).output
 
 
+@pytest.mark.parametrize("sentence, rule, has, lacks, note", [
+    ("the cat", None, True, "no word in the vocabulary", None),
+    ("the xyzzy", None, True, "no word in the vocabulary", "unknown words left out: xyzzy"),
+    ("xyzzy quux", None, False, "no word in the vocabulary", "unknown words left out: xyzzy, quux"),
+    ("xyzzy quux", "hash", True, "no word", "unknown words given hashed random vectors: xyzzy, quux"),
+    ("", "hash", False, "no word", None),
+])
+def test_the_rule_of_what_has_an_embedding(model, sentence, rule, has, lacks, note):
+    """scbow.use.embedding.sentence_words: the rule 'similarity' and 'neighbors --sentence' share
+    (issue 33 item 7: it lived in the commands). It agrees with what Model.embed does."""
+    from scbow.use.embedding import sentence_words
+
+    words = sentence_words(model, sentence, rule)
+    assert (words.has_embedding, words.lacks, words.unknown_note()) == (has, lacks, note)
+    assert words.has_embedding == bool(np.isfinite(model.embed([sentence], unknown=rule)).all())
+
+
+def test_embed_summary_is_the_commands_line(tmp_path, model):
+    from scbow.use.embedding import embed_file, embed_summary
+
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    stats = embed_file(model, src, tmp_path / "out.npy")
+    line = embed_summary(stats, model)
+    assert line.startswith(f"embedded {len(LINES)} lines as 6-dim rows in ")
+    assert f"with no known word (listed in {tmp_path / 'out.missing.txt'}); wrote {tmp_path / 'out.npy'}" in line
+
+
 def test_nearest_sentences(tmp_path, model):
     rng = np.random.default_rng(2)
     lines = [" ".join(rng.choice(WORDS + ["zzz"], size=rng.integers(0, 7))) for _ in range(400)]
