@@ -508,6 +508,23 @@ def test_train_cli_init_vectors(small_corpus_file, tmp_path, runner):
     assert not (tmp_path / "m2").exists()
 
 
+def test_train_cli_init_vectors_from_a_model_with_a_word_part(small_corpus_file, tmp_path, runner):
+    """A model of ours with a word part (the default) starts a run's sentence part from its own:
+    --dim is compared with its sentence part (it was compared with the whole rows, so such a model
+    could start no run: --dim 8 was refused as not 12, and --dim 12 as not 8)."""
+    args = [str(small_corpus_file), "--epochs", "1", "--min-count", "1", "--threads", "1", "--dim", "8",
+            "--cache-dir", str(tmp_path / "cache")]
+    result = runner.invoke(main, ["train", *args, "-o", str(tmp_path / "a"), "--word-passes", "1", "--word-dim", "4"])
+    assert result.exit_code == 0, result.output
+    assert load_model(tmp_path / "a").dim == 12
+    result = runner.invoke(main, ["train", *args, "-o", str(tmp_path / "b"), "--init-vectors", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["init_vectors"]["rows_initialised"] > 0
+    result = runner.invoke(main, ["train", *args[:-2], "--dim", "12", "--cache-dir", str(tmp_path / "cache"),
+                                  "-o", str(tmp_path / "c"), "--init-vectors", str(tmp_path / "a")])
+    assert_clean_error(result, "8-dimensional vectors in their sentence part", "--dim is 12", "pass --dim 8")
+
+
 # ---------------------------------------------------------------- vocabulary expansion
 
 
