@@ -178,17 +178,17 @@ class Verdict:
             out.update(sentences=self.end.sentences, words=self.end.words)
         return out
 
-    def describe(self) -> str:
-        """One clause: what is left of the start's spread."""
+    def describe(self, gap_bound: float = 2.0, kept_bound: float = 2.0) -> str:
+        """What is left of the start's spread: a clause for each measure under its bound."""
         parts = []
-        if self.kept_ratio is not None:
+        if self.kept_ratio is not None and self.kept_ratio < kept_bound:
             parts.append(f"the sampled sentences keep {self.end.kept:.3f} of their variance outside the directions "
                          f"post-processing removes ({self.start.kept:.3f} at the start of the run: "
                          f"{self.kept_ratio:.2f} of it)")
-        if self.gap_ratio is not None:
+        if self.gap_ratio is not None and self.gap_ratio < gap_bound:
             parts.append(f"a sentence's nearest other sentence sits at cosine {1 - self.end.gap:.3f} on average "
-                         f"after post-processing ({1 - self.start.gap:.3f} at the start: {self.gap_ratio:.2f} of "
-                         "the gap left)")
+                         f"after post-processing ({1 - self.start.gap:.3f} at the start of the run: "
+                         f"{self.gap_ratio:.2f} of the gap left)")
         return "; ".join(parts)
 
     def warning(self) -> str | None:
@@ -197,11 +197,11 @@ class Verdict:
             return None
         few = (f"; measured on {self.end.sentences:,} sentences of {self.end.words:,} distinct words, too few to be "
                "sure" if not self.sure else "")
-        return (f"warning: the sentence vectors may be collapsing: {self.describe()}{few} (healthy runs keep over "
-                f"{WARN_GAP:g} of the gap and {WARN_KEPT:g} of the variance, collapsed ones under {REFUSE_GAP:g} "
-                f"or {REFUSE_KEPT:g}); the model is saved; if its similarities look flat, train again with a "
-                "smaller --lr")
+        return (f"warning: the sentence vectors may be collapsing: {self.describe(WARN_GAP, WARN_KEPT)}{few} "
+                f"(healthy runs keep over {WARN_GAP:g} of the gap and {WARN_KEPT:g} of the variance, collapsed ones "
+                f"under {REFUSE_GAP:g} or {REFUSE_KEPT:g}); the model is saved; if its similarities look flat, "
+                "train again with a smaller --lr")
 
     def error(self) -> str:
-        return (f"the sentence vectors collapsed into a few directions: {self.describe()} (healthy runs keep over "
-                f"{WARN_GAP:g} of the gap and {WARN_KEPT:g} of the variance)")
+        return (f"the sentence vectors collapsed into a few directions: {self.describe(REFUSE_GAP, REFUSE_KEPT)} "
+                f"(healthy runs keep over {WARN_GAP:g} of the gap and {WARN_KEPT:g} of the variance)")
