@@ -114,7 +114,7 @@ def spread_of(S: np.ndarray, components: int = COMPONENTS, words: int = SAMPLE, 
     X = X[norms > 1e-12 * max(float(norms.max(initial=0.0)), 1e-300)]
     if len(X) < 3:
         return None
-    U = X / np.linalg.norm(X, axis=1)[:, None]
+    U = (X / np.linalg.norm(X, axis=1)[:, None]).astype(np.float32)  # float32 cosines: a quarter of the time
     nearest = np.empty(len(U))
     for lo in range(0, len(U), block):
         C = U[lo:lo + block] @ U.T
