@@ -65,7 +65,7 @@ class TrainResult:
     seconds: float
     examples: int
     losses: list = field(default_factory=list)  # mean loss of each batch, in order
-    # lines to show the user (the collapse check's "unsure" verdict); the session warns with them
+    # the warning lines of the run (the collapse check's "unsure" verdict), already given to train's warn
     warnings: list = field(default_factory=list)
 
 
