@@ -524,3 +524,39 @@ def test_a_resumed_run_is_judged_against_the_start_of_the_run(corpus, monkeypatc
     assert old.collapse_start is None  # a checkpoint from before the measure: judged against its own matrix
     again = train(corpus, cfg, quiet=True, init=hook.W, start=old).model.info["training"]["collapse_check"]
     assert again["end"] == whole["end"] and again["start"] != whole["start"]
+
+
+def test_a_collapse_is_refused_before_the_word_part_trains(corpus, monkeypatch):
+    """The sentence part is judged as soon as it is trained: a refused run spends no time on the
+    word part (whose learning rate is word2vec's, not --lr)."""
+    from scbow.training.wordpart import WordPart
+
+    def never(*args, **kwargs):
+        raise AssertionError("the word part ran")
+
+    monkeypatch.setattr(WordPart, "run", never)
+    with pytest.raises(TrainingError, match="collapsed"):
+        train(corpus, config(dim=50, lr=1e6, word_passes=1, word_dim=8), quiet=True)
+
+
+def test_train_enters_start_once_and_resolves_the_threads_once(corpus, monkeypatch):
+    """Issue 33 item 7: one start.prepare(...) per run, one resolution of the thread count (the
+    word part's threads are the sentence part's)."""
+    import scbow.kernels
+
+    calls = {"prepare": 0, "threads": 0}
+    prepare, resolve = start_mod.prepare, scbow.kernels.resolve_threads
+
+    def counted_prepare(*args, **kwargs):
+        calls["prepare"] += 1
+        return prepare(*args, **kwargs)
+
+    def counted_resolve(threads):
+        calls["threads"] += 1
+        return resolve(threads)
+
+    monkeypatch.setattr(train_mod, "prepare", counted_prepare)
+    monkeypatch.setattr(scbow.kernels, "resolve_threads", counted_resolve)
+    result = train(corpus, config(dim=16, word_passes=1, word_dim=8), quiet=True)
+    assert calls == {"prepare": 1, "threads": 1}
+    assert result.model.info["training"]["word_part"]["threads"] == result.model.info["training"]["threads"] == 1
