@@ -500,3 +500,16 @@ def test_a_run_resumed_in_the_word_part_checkpoints_where_an_uninterrupted_one_d
     written.clear()
     train_session([corpus_file], config, out, quiet=True, resume=True, checkpoint_every=1000)
     assert written == [d for d in reference if sum(d) > sum(at)]
+
+
+def test_an_unsure_collapse_is_a_warning_and_the_model_is_saved(tmp_path, small_corpus_file):
+    """The collapse check's unsure verdict reaches the user through the session's warn (even with
+    -q), and the run is saved: 120 generated sentences of 38 words at --dim 8 (too little evidence
+    to refuse; see tests/test_train.py for the rule)."""
+    warnings = []
+    out = tmp_path / "m"
+    train_session([small_corpus_file], TrainConfig(dim=8, epochs=2, min_count=1, threads=1, word_passes=0), out,
+                  quiet=True, use_cache=False, warn=warnings.append)
+    assert [w for w in warnings if "collapsing" in w] == [warnings[-1]]
+    assert "too few to be sure" in warnings[-1] and "the model is saved" in warnings[-1]
+    assert load_model(out).info["training"]["collapse_check"]["verdict"] == "unsure"
