@@ -45,25 +45,21 @@ def similarity(model_path, sentence1, sentence2, pairs_path, unknown):
     if sentence2 is None:
         raise click.ClickException('give two sentences: scbow-numba similarity "SENTENCE 1" "SENTENCE 2" '
                                    "(or --pairs FILE)")
+    from ..use.embedding import sentence_words
+
     model = load(model_path)
-    unknown = unknown or model.unknown_rule[0]
     blank = [n for n, sentence in enumerate((sentence1, sentence2), 1) if not sentence.strip()]
     if blank:
         raise click.ClickException(f"no similarity: {' and '.join(f'sentence {n}' for n in blank)} "
                                    f"{'is' if len(blank) == 1 else 'are'} empty")
-    empty = []
-    for n, sentence in enumerate((sentence1, sentence2), 1):
-        known, missing = model.ids(sentence)
-        if missing:
-            what = "given hashed random vectors" if unknown == "hash" else "left out"
-            click.echo(f"sentence {n}: unknown words {what}: {', '.join(missing)}", err=True)
-        if not known and not (unknown == "hash" and missing):
-            empty.append(n)
+    sides = [sentence_words(model, sentence, unknown) for sentence in (sentence1, sentence2)]
+    for n, side in enumerate(sides, 1):
+        if side.unknown_note():
+            click.echo(f"sentence {n}: {side.unknown_note()}", err=True)
+    empty = [n for n, side in enumerate(sides, 1) if not side.has_embedding]
     if empty:
         which = " and ".join(f"sentence {n}" for n in empty)
-        if unknown == "hash":
-            raise click.ClickException(f"no similarity: {which} has no word")
-        raise click.ClickException(f"no similarity: {which} has no word in the vocabulary")
+        raise click.ClickException(f"no similarity: {which} has {sides[empty[0] - 1].lacks}")
     value = model.similarity(sentence1, sentence2, unknown=unknown)
     if value != value:  # a side averages to the zero vector: its words' vectors cancel out or are zero
         raise click.ClickException("no similarity: a sentence's average is the zero vector (its words' vectors "
