@@ -510,3 +510,35 @@ def test_an_unsure_collapse_is_a_warning_and_the_model_is_saved(tmp_path, small_
     assert [w for w in warnings if "collapsing" in w] == [warnings[-1]]
     assert "too few to be sure" in warnings[-1] and "the model is saved" in warnings[-1]
     assert load_model(out).info["training"]["collapse_check"]["verdict"] == "unsure"
+
+
+def test_a_resumed_run_keeps_the_curve_points_of_before_its_interrupt(tmp_path, corpus_file, small_batches):
+    """--resume gives the learning curve back its points: an interrupted and resumed run has every
+    point an uninterrupted one has (the resumed start adds one more, at the interrupt)."""
+    from test_checkpoint import SignalAfter
+
+    from scbow.training.curve import curve_hook
+
+    words = "the a man dog cat walked sat ran house road".split()
+    rng = np.random.default_rng(0)
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("".join(f"{rng.uniform(0, 5):.2f}\t{' '.join(rng.choice(words, 5))}.\t"
+                           f"{' '.join(rng.choice(words, 5))}.\n" for _ in range(40)))
+    config = TrainConfig(dim=16, epochs=2, min_count=1, threads=1, seed=3, word_passes=0)
+
+    def examples(path):
+        return [p["examples"] for p in json.loads((path / "curve.json").read_text())["points"]]
+
+    def run(output, *more, resume=False):
+        curve = curve_hook(512, dev=dev, config=config)
+        train_session([corpus_file], config, output, quiet=True, resume=resume, hooks=[curve, *more],
+                      before_save=lambda result: curve.attach(result.model))
+
+    run(tmp_path / "a")
+    out = tmp_path / "b"
+    with pytest.raises(Interrupted):
+        run(out, SignalAfter(5))
+    run(out, resume=True)
+    whole, resumed = examples(tmp_path / "a"), examples(out)
+    assert len(whole) > 4 and set(whole) <= set(resumed) and len(resumed) == len(whole) + 1
+    assert resumed == sorted(resumed)

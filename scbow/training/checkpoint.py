@@ -195,11 +195,13 @@ class CheckpointWriter:
         self.identity = corpus_identity(corpus)
         self.last_done: int | None = None  # examples done at the last checkpoint written
 
-    def write(self, state, W: np.ndarray, output: np.ndarray | None = None, word: tuple | None = None) -> Path:
+    def write(self, state, W: np.ndarray, output: np.ndarray | None = None, word: tuple | None = None,
+              info: dict | None = None) -> Path:
         """Write a checkpoint of ``state`` with the matrix ``W`` (raises OSError on failure).
 
         ``output``: the skip-gram term's output matrix, saved as ``output.npy`` (None for a
-        run without the term); ``word``: the word part's ``(Wi, Wo)`` once it has begun. Refuses
+        run without the term); ``word``: the word part's ``(Wi, Wo)`` once it has begun; ``info``:
+        more of the model's info to save with it (the learning curve so far, as ``curve.json``). Refuses
         (TrainingError) a matrix holding NaN or inf: the last good checkpoint is worth more
         than a poisoned one.
         """
@@ -217,6 +219,7 @@ class CheckpointWriter:
             # a loadable model of the sentence part as trained (the word part's matrices beside it)
             model = Model(self.corpus.vocab, W, {**self.config.to_dict(), "word_passes": 0})
             info = {
+                **(info or {}),
                 "corpus": dict(self.corpus.stats or {}),
                 "training": {"checkpoint": True, "raw_vectors": True, "examples": state.done,
                              "of_examples": state.total},

@@ -116,9 +116,23 @@ class CurveHook(Hook):
         self.unknown_scale = float(unknown_scale)
 
     # -- the hook -------------------------------------------------------------------
+    def checkpoint_info(self) -> dict:
+        """Saved with each checkpoint (``curve.json``): the points so far."""
+        return {"curve": self.curve()}
+
+    def restore_checkpoint_info(self, info: dict) -> None:
+        """A resumed run starts with the points saved in its checkpoint (those of examples before it)."""
+        curve = info.get("curve")
+        points = curve.get("points") if isinstance(curve, dict) else None
+        if isinstance(points, list) and all(isinstance(p, dict) for p in points):
+            self.points = [dict(p) for p in points]
+            self.eval_seconds = sum(float(p.get("eval_seconds") or 0.0) for p in points)
+
     def before_training(self, state, vectors, corpus) -> None:
         t = time.perf_counter()
-        self._start = t
+        # a resumed run goes on from its saved points' clock (seconds exclude the evaluations)
+        before = float(self.points[-1].get("seconds") or 0.0) if self.points else 0.0
+        self._start = t - before - self.eval_seconds
         self.corpus = corpus
         dim = vectors().shape[1]
         self.dev = prepare_set(self.dev_set, corpus.vocab, self.unknown, dim)

@@ -191,8 +191,11 @@ def where(state) -> str:
     return f"{state.done:,} of {state.total:,} examples"
 
 
-def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
-    """The :class:`~scbow.training.hooks.Hook` that writes checkpoints and acts on signals."""
+def _make_hook(writer, every, guard, config, warn, start_done: int = 0, hooks=()):
+    """The :class:`~scbow.training.hooks.Hook` that writes checkpoints and acts on signals.
+
+    A hook with a ``checkpoint_info()`` method (the learning curve's) has what it returns saved
+    in each checkpoint's model files (the curve as ``curve.json``), for ``--resume`` to give back."""
     import time
 
     from .hooks import Hook
@@ -200,7 +203,11 @@ def _make_hook(writer, every, guard, config, warn, start_done: int = 0):
     def save(state, vectors):
         output = output_of(vectors)  # the skip-gram term's output matrix, saved beside W when the run has one
         word = vectors.word() if state.in_word_part else None  # the word part's (Wi, Wo) once it has begun
-        return writer.write(state, vectors(), output, word)
+        info = {}
+        for h in hooks:
+            if hasattr(h, "checkpoint_info"):
+                info.update(h.checkpoint_info())
+        return writer.write(state, vectors(), output, word, **({"info": info} if info else {}))
 
     class CheckpointHook(Hook):
         def __init__(self):
@@ -388,10 +395,17 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                     else:
                         note(f"resuming from the checkpoint at example {start.done:,} of {start.total:,} "
                              f"(epoch {min(start.epoch + 1, config.epochs)} of {config.epochs})")
+                from ..vectors.formats import load_model
+
+                saved = load_model(ckpt).info  # what the hooks saved (the curve so far), given back to them
+                for h in hooks:
+                    if hasattr(h, "restore_checkpoint_info"):
+                        h.restore_checkpoint_info(saved)
             writer = CheckpointWriter(ckpt, encoded, config)
             if start is not None:
                 writer.last_done = start.done
-            hook = _make_hook(writer, every, guard, config, warn, start.done + start.word_done if start is not None else 0)
+            hook = _make_hook(writer, every, guard, config, warn, start.done + start.word_done if start is not None else 0,
+                              hooks)
             guard.mode = "flag"
             try:
                 result = train(encoded, config, quiet=quiet, hooks=[*hooks, hook], init=init, start=start,
