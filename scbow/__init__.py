@@ -5,6 +5,7 @@ the entry points; ``scbow.reference.loss_and_grad`` is the float64 oracle of the
 objective. Importing the package does not import numba.
 """
 
+import logging
 import os
 
 from . import files as _files
@@ -51,11 +52,17 @@ def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache
 
     Paths are read (or their cached encoding loaded; ``cache_dir``, ``use_cache``) with
     ``config``'s ``min_count`` and ``max_vocab``. Further keywords (``hooks``, ``init``,
-    ``start``) go to :func:`scbow.training.trainer.train`.
+    ``start``, ``warn``) go to :func:`scbow.training.trainer.train`.
+
+    It reports through :mod:`logging`, logger ``"scbow"``, as gensim does: what the command line
+    prints (the corpus, the phases, a progress line every 30 s) at INFO, warnings (the loss did
+    not fall, an unsure collapse check) at WARNING, which Python shows even without a logging
+    setup. ``logging.basicConfig(level=logging.INFO)`` shows the rest.
     """
     from .config import TrainConfig
+    from .progress import to_logging
     from .training.corpus import Corpus, read_corpus
-    from .training.session import preflight
+    from .training.session import learned_nothing, preflight
     from .training.trainer import train as _train
 
     config = config or TrainConfig()
@@ -66,10 +73,15 @@ def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache
     if isinstance(corpus, (str, os.PathLike)):  # one file or folder
         corpus = [corpus]
     preflight(config)  # a GPU for --device cuda, the thread count: before the corpus is read
-    if not isinstance(corpus, Corpus):
-        corpus = read_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir, use_cache=use_cache,
-                             quiet=quiet)
-    return _train(corpus, config, quiet=quiet, **kwargs).model
+    logger = logging.getLogger("scbow")
+    kwargs.setdefault("warn", logger.warning)
+    with to_logging(logger):
+        if not isinstance(corpus, Corpus):
+            corpus = read_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir, use_cache=use_cache,
+                                 quiet=quiet)
+        result = _train(corpus, config, quiet=quiet, **kwargs)
+        learned_nothing(result, kwargs["warn"])
+    return result.model
 
 
 def open_shards(directory, check_sources: bool = True):

@@ -8,6 +8,8 @@ log, so that a long run shows it is alive without filling the log.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import sys
 import time
@@ -25,8 +27,29 @@ def human(x: float, spec: str = ".2f") -> str:
 
 
 
+# Where the Python API's runs report (scbow.train): a logger instead of stderr, set by to_logging().
+_LOGGER: contextvars.ContextVar = contextvars.ContextVar("scbow_progress_logger", default=None)
+
+
+@contextlib.contextmanager
+def to_logging(logger):
+    """Within the block, :func:`note` lines and :class:`Progress` lines of this thread go to
+    ``logger.info`` (a plain line every ``log_interval`` seconds, never a redrawn one) instead of
+    stderr: the Python API reports through ``logging``, as gensim does."""
+    token = _LOGGER.set(logger)
+    try:
+        yield logger
+    finally:
+        _LOGGER.reset(token)
+
+
 def note(line: str) -> None:
-    """One line on stderr, flushed: what a run says about the phase it is in."""
+    """One line on stderr, flushed: what a run says about the phase it is in (``logger.info``
+    inside :func:`to_logging`)."""
+    logger = _LOGGER.get()
+    if logger is not None:
+        logger.info(line)
+        return
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
 
@@ -67,7 +90,8 @@ class Progress:
     def __init__(self, total: int, unit: str = "ex", enabled: bool | None = None, stream=None,
                  interval: float = 0.25, log_interval: float = LOG_INTERVAL, initial: int = 0):
         self.stream = stream or sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", None) and self.stream.isatty())
+        self.logger = _LOGGER.get() if stream is None else None
+        self.tty = self.logger is None and bool(getattr(self.stream, "isatty", None) and self.stream.isatty())
         self.enabled = enabled is not False
         self.total = total
         self.unit = unit
@@ -114,7 +138,11 @@ class Progress:
         self._last = now
         texts = self._texts(done, prefix, suffix)
         if not self.tty:
-            self.stream.write(f"[{clock(now - self.start)}] {texts[1 if self.total else 0]}\n")
+            line = f"[{clock(now - self.start)}] {texts[1 if self.total else 0]}"
+            if self.logger is not None:
+                self.logger.info(line)
+                return
+            self.stream.write(line + "\n")
             self.stream.flush()
             return
         room = terminal_width(self.stream) - 1  # the last column would wrap on some terminals

@@ -560,3 +560,19 @@ def test_train_enters_start_once_and_resolves_the_threads_once(corpus, monkeypat
     result = train(corpus, config(dim=16, word_passes=1, word_dim=8), quiet=True)
     assert calls == {"prepare": 1, "threads": 1}
     assert result.model.info["training"]["word_part"]["threads"] == result.model.info["training"]["threads"] == 1
+
+
+def test_the_python_api_reports_through_logging(tmp_path, small_corpus_file, caplog, capsys):
+    """scbow.train: the phases at INFO and "the loss did not fall" at WARNING on logger "scbow" (the
+    command line's warning, not skipped), and nothing written to stderr by itself."""
+    import logging
+
+    import scbow
+
+    with caplog.at_level(logging.INFO, logger="scbow"):
+        scbow.train(small_corpus_file, {"dim": 8, "epochs": 1, "min_count": 1, "threads": 1, "word_passes": 0,
+                                        "lr": 1e-9}, cache_dir=tmp_path / "cache")
+    records = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "scbow"]
+    assert any(level == "INFO" and "post-processing" in text for level, text in records)
+    assert any(level == "WARNING" and "the loss did not fall" in text for level, text in records)
+    assert capsys.readouterr().err == ""
