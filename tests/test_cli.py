@@ -403,3 +403,13 @@ def test_help_fits_an_80_column_terminal_and_uses_a_wider_one(command, monkeypat
     if command == "train":
         wide = make_runner().invoke(main, [command, "--help"], terminal_width=120).output
         assert max(map(len, wide.splitlines())) > 80  # wraps at the terminal, not at click's 80
+
+
+@pytest.mark.parametrize("argv, fragment", [(["train", "--bogus"], "No such option '--bogus'"),
+                                            (["nosuch"], "No such command 'nosuch'"),
+                                            (["train", "x.txt", "--dim", "abc"], "'abc' is not a valid integer")])
+def test_a_usage_error_is_one_line_and_exit_status_2(argv, fragment):
+    result = make_runner().invoke(main, argv)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [result.stderr.strip()] and result.stderr.startswith("Error: ")
+    assert fragment in result.stderr and "--help')" in result.stderr

@@ -1,7 +1,8 @@
 """The ``scbow-numba`` group: how every command's failures become one line, and what commands share.
 
 Heavy imports (numpy, numba, scipy) happen inside the commands, so ``--help`` is instant.
-Known failures print one line ``Error: ...`` and exit 1; Ctrl-C exits 130.
+Known failures print one line ``Error: ...`` and exit 1; a usage error (an unknown option, a
+bad value) is one line too and exits 2; Ctrl-C exits 130.
 """
 
 from __future__ import annotations
@@ -23,6 +24,18 @@ def _flag(message: str) -> str:
     if head in TrainConfig.__dataclass_fields__:
         return f"--{head.replace('_', '-')} {rest}"
     return message
+
+
+class OneLineUsageError(click.UsageError):
+    """A usage error (an unknown option, a bad value) as one line, ``Error: ... (see 'CMD --help')``,
+    exit status 2: the usage text and the hint click prints above it say nothing the line does not."""
+
+    def __init__(self, error: click.UsageError):
+        super().__init__(error.format_message(), error.ctx)
+
+    def show(self, file=None) -> None:
+        where = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        click.echo(f"Error: {self.format_message().rstrip('.')}{where}", err=True)
 
 
 class _Group(click.Group):
@@ -56,6 +69,10 @@ class _Group(click.Group):
             # train's Interrupted says what was kept (a checkpoint) and which signal stopped it
             click.echo("\n" + (getattr(exc, "message", None) or "interrupted; nothing was written"), err=True)
             sys.exit(128 + getattr(exc, "signum", 2))
+        except OneLineUsageError:
+            raise
+        except click.UsageError as exc:
+            raise OneLineUsageError(exc) from None
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except RecursionError:
