@@ -6,8 +6,6 @@ import bz2
 import gzip
 import json
 import lzma
-import os
-import time
 from collections import Counter
 
 import numpy as np
@@ -264,63 +262,6 @@ def test_min_count_and_max_vocab(tmp_path):
     assert c.stats["max_vocab"] == 2
 
 
-def test_cache_hit_does_not_rebuild(tmp_path, monkeypatch, small_corpus_file):
-    cache = tmp_path / "cache"
-    first = load_corpus([small_corpus_file], min_count=1, cache_dir=cache)
-    assert first.cache_path is not None and first.cache_path.startswith(str(cache))
-    meta = os.path.join(first.cache_path, "meta.json")
-    mtime = os.stat(meta).st_mtime_ns
-    time.sleep(0.01)
-
-    def no_build(*args, **kwargs):
-        raise AssertionError("the cache was not used")
-
-    monkeypatch.setattr(corpus_mod, "_build", no_build)
-    second = load_corpus([small_corpus_file], min_count=1, cache_dir=cache)
-    assert second.cache_path == first.cache_path
-    assert os.stat(meta).st_mtime_ns == mtime
-    assert np.array_equal(second.tokens, first.tokens)
-    assert isinstance(second.tokens, np.memmap)  # memory-mapped from the cache
-    # another setting is another cache entry
-    monkeypatch.undo()
-    third = load_corpus([small_corpus_file], min_count=2, cache_dir=cache)
-    assert third.cache_path != first.cache_path
-    # no temporary build directories are left behind
-    assert sorted(p.name for p in cache.iterdir()) == sorted(
-        os.path.basename(p) for p in (first.cache_path, third.cache_path))
-
-
-def test_cache_key_changes_when_the_file_changes(tmp_path):
-    path = tmp_path / "a.txt"
-    path.write_text(TEXT1)
-    a = load_corpus([path], min_count=1, cache_dir=tmp_path / "cache")
-    path.write_text(TEXT1 + "A new sentence.\n")
-    b = load_corpus([path], min_count=1, cache_dir=tmp_path / "cache")
-    assert b.cache_path != a.cache_path
-    assert b.n_sentences == a.n_sentences + 1
-    assert "new" in b.vocab and "new" not in a.vocab
-
-
-def test_broken_cache_is_rebuilt(tmp_path, small_corpus_file):
-    a = load_corpus([small_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
-    expected = np.array(a.tokens)
-    os.unlink(os.path.join(a.cache_path, "tokens.npy"))
-    b = load_corpus([small_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
-    assert np.array_equal(b.tokens, expected)
-
-
-def test_default_cache_dir_follows_env(tmp_path, monkeypatch, small_corpus_file):
-    monkeypatch.setenv("SCBOW_CACHE_DIR", str(tmp_path / "envcache"))
-    c = load_corpus([small_corpus_file], min_count=1)
-    assert c.cache_path.startswith(str(tmp_path / "envcache"))
-
-
-def test_no_cache_writes_nothing_to_the_cache_dir(tmp_path, small_corpus_file):
-    c = load_corpus([small_corpus_file], min_count=1, cache_dir=tmp_path / "cache", use_cache=False)
-    assert c.n_sentences == 120
-    assert not (tmp_path / "cache").exists()
-
-
 # ---------------------------------------------------------------------------------------
 # Errors
 
@@ -377,13 +318,6 @@ def test_a_few_invalid_utf8_lines_are_counted_not_fatal(tmp_path):
     assert c.stats["invalid_utf8_lines"] == 1
     assert c.n_sentences == 41
     assert "\ufffd" in c.vocab  # the replacement character stands for the bad bytes
-
-
-def test_corrupt_compressed_file(tmp_path):
-    data = gzip.compress(TEXT1.encode() * 50)
-    (tmp_path / "a.txt.gz").write_bytes(data[: len(data) // 2])
-    with pytest.raises(CorpusError, match="a.txt.gz: damaged or truncated gzip file"):
-        load_corpus([tmp_path / "a.txt.gz"], min_count=1, cache_dir=tmp_path / "cache")
 
 
 def test_min_count_too_high_gives_empty_vocab(tmp_path):

@@ -9,110 +9,19 @@
 
 from __future__ import annotations
 
-import bz2
 import gzip
-import lzma
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import assert_clean_error
-from test_files import dead_pid
 
 from scbow.cli import main
-from scbow.errors import CorpusError
-from scbow.text.reader import open_bytes, open_text
-from scbow.training.cache import MARKER, MARKER_TEXT, cache_entries, clear_cache, describe, is_ours, remove_entry
+from scbow.training.cache import MARKER, MARKER_TEXT
 
 # tab-separated pairs, so that one file is a corpus, a sentence file and a pairs file
-TEXT = "".join(f"the cat number {i} sat on the mat\tthe dog ran far away {i}\n" for i in range(6000)).encode()
-
-
-def _flip(data: bytes, lo: int, hi: int) -> bytes:
-    b = bytearray(data)
-    for i in range(lo, min(hi, len(b))):
-        b[i] ^= 0x55
-    return bytes(b)
-
-
-DAMAGE = {  # name -> (file suffix, damaged bytes, the format named in the error)
-    "gzip-truncated": (".gz", lambda: gzip.compress(TEXT)[: len(gzip.compress(TEXT)) // 2], "gzip"),
-    "gzip-corrupt-deflate": (".gz", lambda: _flip(gzip.compress(TEXT), 40, 80), "gzip"),  # a zlib.error
-    "gzip-bad-crc": (".gz", lambda: _flip(gzip.compress(TEXT), len(gzip.compress(TEXT)) - 8,
-                                          len(gzip.compress(TEXT)) - 6), "gzip"),
-    "bzip2-truncated": (".bz2", lambda: bz2.compress(TEXT)[: len(bz2.compress(TEXT)) // 2], "bzip2"),
-    "bzip2-corrupt": (".bz2", lambda: _flip(bz2.compress(TEXT), 40, 80), "bzip2"),
-    "xz-truncated": (".xz", lambda: lzma.compress(TEXT)[: len(lzma.compress(TEXT)) // 2], "xz"),
-    "xz-corrupt": (".xz", lambda: _flip(lzma.compress(TEXT), 60, 90), "xz"),
-    "xz-header-only": (".xz", lambda: lzma.compress(TEXT)[:12], "xz"),
-}
-
-
-def damaged(tmp_path: Path, kind: str) -> tuple[Path, str]:
-    suffix, make, fmt = DAMAGE[kind]
-    path = tmp_path / f"damaged{suffix}"
-    path.write_bytes(make())
-    return path, fmt
-
-
-
 # ---------------------------------------------------------------- 2. damaged compressed text
-
-
-@pytest.mark.parametrize("kind", sorted(DAMAGE))
-def test_the_one_reader_names_every_damaged_file(tmp_path, kind):
-    path, fmt = damaged(tmp_path, kind)
-    with pytest.raises(CorpusError) as info:
-        with open_text(path) as fh:
-            for _ in fh:
-                pass
-    assert str(info.value).startswith(f"{path}: damaged or truncated {fmt} file (")
-    with pytest.raises(CorpusError, match=f"damaged or truncated {fmt} file"):
-        with open_bytes(path) as fh:
-            while fh.read(1 << 12):
-                pass
-
-
-def test_the_one_reader_reads_what_it_should(tmp_path):
-    plain = tmp_path / "a.txt"
-    plain.write_bytes(b"\xef\xbb\xbfone\r\ntwo\rthree\n")  # a byte order mark, three kinds of line end
-    for path, data in [(plain, plain.read_bytes()), (tmp_path / "a.gz", gzip.compress(plain.read_bytes())),
-                       (tmp_path / "a.bz2", bz2.compress(plain.read_bytes())),
-                       (tmp_path / "a.xz", lzma.compress(plain.read_bytes()))]:
-        path.write_bytes(data)
-        with open_text(path) as fh:
-            assert fh.read().split("\n") == ["one", "two", "three", ""], path
-        with open_bytes(path) as fh:
-            assert fh.read() == plain.read_bytes()
-    for bad, fragment in [(tmp_path / "nope.txt", "no such file"), (tmp_path, "is a directory")]:
-        with pytest.raises(CorpusError, match=fragment):
-            open_text(bad)
-
-
-def _every_text_reader(model: Path, text: Path, tmp: Path) -> dict:
-    """Each command that reads a text file the user gives, reading ``text``."""
-    return {
-        "train": ["train", text, "-o", tmp / "out-model", "--dim", "8", "--min-count", "1", "--threads", "1",
-                  "-q", "--no-cache"],
-        "embed": ["embed", "-m", model, text, "-o", tmp / "out.npy", "-q"],
-        "neighbors --in": ["neighbors", "-m", model, "--sentence", "the cat", "--in", text],
-        "similarity --pairs": ["similarity", "-m", model, "--pairs", text],
-        "prepare": ["prepare", text, "-o", tmp / "prepared.txt", "--segmenter", "lines", "-q"],
-        "vectors file": ["similarity", "-m", text, "the cat", "the dog"],
-    }
-
-
-@pytest.mark.parametrize("kind", ["gzip-truncated", "gzip-corrupt-deflate", "bzip2-truncated", "xz-corrupt"])
-def test_every_command_gives_the_damaged_file_line(tmp_path, runner, healthy, kind):
-    model, _ = healthy
-    path, fmt = damaged(tmp_path, kind)
-    for name, args in _every_text_reader(model, path, tmp_path).items():
-        result = runner.invoke(main, [str(a) for a in args])
-        assert_clean_error(result, f"{path}: damaged or truncated {fmt} file")
-        assert "unexpected" not in result.output, (name, result.output)
-    leftovers = [p.name for p in tmp_path.iterdir() if p.name != path.name]
-    assert leftovers == [], leftovers  # nothing half written
 
 
 def test_pairs_with_a_byte_order_mark_score_the_first_pair_right(tmp_path, runner, healthy):
@@ -131,106 +40,6 @@ def test_pairs_with_a_byte_order_mark_score_the_first_pair_right(tmp_path, runne
 
 
 # ---------------------------------------------------------------- 1. removing only what is ours
-
-
-def _cache_with_one_entry(runner, corpus: Path, cache: Path) -> Path:
-    result = runner.invoke(main, ["train", str(corpus), "-o", str(cache.parent / "m"), "--dim", "8",
-                                  "--min-count", "1", "--threads", "1", "-q", "--cache-dir", str(cache)])
-    assert result.exit_code == 0, result.output
-    [entry] = [p for p in cache.iterdir()]
-    assert (entry / MARKER).is_file() and is_ours(entry)
-    return entry
-
-
-def test_clear_refuses_a_folder_that_holds_anything_else(tmp_path, runner, healthy):
-    _, corpus = healthy
-    project = tmp_path / "project"
-    project.mkdir()
-    entry = _cache_with_one_entry(runner, corpus, project)
-    (project / "src").mkdir()
-    (project / "src" / "main.py").write_text("print('mine')\n")
-    (project / "notes.txt").write_text("mine\n")
-    result = runner.invoke(main, ["cache", "--cache-dir", str(project), "--clear"])
-    assert_clean_error(result, "did not write", "src/", "nothing was removed")
-    assert (project / "src" / "main.py").read_text() == "print('mine')\n"
-    assert (project / "notes.txt").is_file() and entry.is_dir()
-    # the listing names the cache's own entry and leaves the rest alone
-    listing = runner.invoke(main, ["cache", "--cache-dir", str(project)])
-    assert listing.exit_code == 0 and entry.name in listing.stdout
-    assert "src" not in listing.stdout and "unfinished" not in listing.stdout
-    assert "2 items scbow-numba did not write" in listing.stderr
-
-
-@pytest.mark.parametrize("lookalike", ["foreign-file", "subfolder", "symlink-out", "symlink-entry", "wrong-name"])
-def test_lookalike_entries_are_never_ours(tmp_path, lookalike):
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "precious.txt").write_text("keep\n")
-    key = "0123456789abcdef01234567"
-    entry = cache / key
-    if lookalike == "symlink-entry":
-        entry.symlink_to(outside, target_is_directory=True)
-    else:
-        entry.mkdir()
-        (entry / "meta.json").write_text("{}")
-        (entry / MARKER).write_text("x")
-        if lookalike == "foreign-file":
-            (entry / "thesis.tex").write_text("mine")
-        elif lookalike == "subfolder":
-            (entry / "tokens.npy").mkdir()
-        elif lookalike == "symlink-out":
-            (entry / "vocab.txt").symlink_to(outside / "precious.txt")
-        elif lookalike == "wrong-name":
-            entry.rename(cache / "my-folder")
-            entry = cache / "my-folder"
-    assert not is_ours(entry)
-    assert not remove_entry(entry)
-    with pytest.raises(CorpusError, match="did not write"):
-        clear_cache(cache)
-    assert (outside / "precious.txt").read_text() == "keep\n"
-    assert os.path.lexists(entry)
-    assert cache_entries(cache) == []
-
-
-def test_clear_removes_its_own_entries_and_leftovers(tmp_path, runner, healthy):
-    _, corpus = healthy
-    cache = tmp_path / "cache"
-    entry = _cache_with_one_entry(runner, corpus, cache)
-    # an encoding killed part way (SIGKILL): a temporary entry with the files it had written
-    left = cache / f".{entry.name}.tmp-{dead_pid()}-0123abcd"
-    left.mkdir()
-    (left / MARKER).write_text(MARKER_TEXT)
-    (left / "raw.i32").write_bytes(b"\0" * 64)
-    older = cache / f"{entry.name}.tmp-abcd_123"  # one killed under a version before pids were in the name
-    older.mkdir()
-    (older / MARKER).write_text(MARKER_TEXT)
-    listing = runner.invoke(main, ["cache", "--cache-dir", str(cache)])
-    assert "(an unfinished encoding)" in listing.stdout and "3 cached corpora" in listing.stderr
-    result = runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"])
-    assert result.exit_code == 0, result.output
-    assert "removed 3 cached corpora" in result.stderr
-    assert list(cache.iterdir()) == []
-    # a cache folder that is a file, or that cannot be read
-    (tmp_path / "afile").write_text("x")
-    assert_clean_error(runner.invoke(main, ["cache", "--cache-dir", str(tmp_path / "afile"), "--clear"]),
-                       "not a directory")
-
-
-def test_a_broken_entry_that_is_not_ours_is_left_and_the_corpus_still_loads(tmp_path, healthy):
-    from scbow.training.corpus import cache_key, expand_inputs, load_corpus
-
-    _, corpus = healthy
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    squatter = cache / cache_key(expand_inputs([corpus]), 1, 0)
-    squatter.mkdir()
-    (squatter / "meta.json").write_text("not json")
-    (squatter / "mine.txt").write_text("keep")
-    c = load_corpus([corpus], min_count=1, cache_dir=cache)
-    assert c.n_sentences > 0
-    assert (squatter / "mine.txt").read_text() == "keep"
 
 
 # ---------------------------------------------------------------- 7. no output inside a model
@@ -303,21 +112,6 @@ def test_info_reads_a_damaged_record_and_prints_strict_json(tmp_path, runner, he
     assert as_json.exit_code == 0, as_json.output
     record = json.loads(as_json.stdout, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
     assert record["words"] > 0
-
-
-@pytest.mark.parametrize("meta", ['{"files": 5}', '{"files": [1, 2]}', "[1]", '"text"', "{", '{"files": {"a": 1}}'])
-def test_cache_lists_entries_with_a_damaged_meta(tmp_path, runner, healthy, meta):
-    _, corpus = healthy
-    cache = tmp_path / "cache"
-    entry = _cache_with_one_entry(runner, corpus, cache)
-    (entry / "meta.json").write_text(meta)
-    listing = runner.invoke(main, ["cache", "--cache-dir", str(cache)])
-    assert listing.exit_code == 0 and "Traceback" not in listing.output, listing.output
-    assert entry.name in listing.stdout and "1 cached corpus" in listing.stderr
-    # and train rebuilds it instead of following it
-    again = runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m2"), "--dim", "8", "--min-count", "1",
-                                 "--threads", "1", "-q", "--cache-dir", str(cache)])
-    assert again.exit_code == 0, again.output
 
 
 # ---------------------------------------------------------------- 8. temporaries of killed writers
@@ -443,51 +237,12 @@ class _Alarm:
         signal.signal(signal.SIGALRM, self.old)
 
 
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
-def test_pipes_and_devices_are_refused_never_read(tmp_path, runner, healthy, sts_pairs, kind):
-    model, corpus = healthy
-    path = tmp_path / f"input-{kind}.txt"
-    if kind == "fifo":
-        os.mkfifo(path)
-    else:
-        path.symlink_to("/dev/zero")
-    m = str(model)
-    commands = {
-        "embed": ["embed", "-m", m, path, "-o", tmp_path / "out.npy", "-q"],
-        "neighbors --in": ["neighbors", "-m", m, "--sentence", "the cat", "--in", path],
-        "evaluate": ["evaluate", "-m", m, path],
-        "similarity --pairs": ["similarity", "-m", m, "--pairs", path],
-        "prepare": ["prepare", path, "-o", tmp_path / "p.txt", "--segmenter", "lines", "-q"],
-        "train": ["train", path, "-o", tmp_path / "m", "--dim", "8", "-q", "--no-cache"],
-        "train --eval-dev": ["train", corpus, "-o", tmp_path / "m", "--dim", "8", "--min-count", "1", "-q",
-                             "--no-cache", "--eval-every", "100", "--eval-dev", path],
-    }
-    for name, args in commands.items():
-        with _Alarm():
-            result = runner.invoke(main, [str(a) for a in args])
-        assert_clean_error(result, "not a regular file")
-        assert not (tmp_path / "out.npy").exists() and not (tmp_path / "m").exists(), name
-
-
 @pytest.fixture
 def sts_pairs(tmp_path):
     path = tmp_path / "sts.tsv"
     path.write_text("4.0\tthe cat sat\tthe cat sat down\n1.0\tthe dog ran\ta cat slept\n2.5\tthe cat ran\tthe dog sat\n",
                     encoding="utf-8")
     return path
-
-
-@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
-def test_empty_or_plain_files_under_a_compressed_name_are_named(tmp_path, runner, healthy, suffix):
-    model, _ = healthy
-    for content in (b"", b"the cat sat\tthe dog ran\n"):
-        path = tmp_path / f"input.txt{suffix}"
-        path.write_bytes(content)
-        for args in (["embed", "-m", model, path, "-o", tmp_path / "o.npy", "-q"],
-                     ["similarity", "-m", model, "--pairs", path],
-                     ["neighbors", "-m", model, "--sentence", "the cat", "--in", path]):
-            assert_clean_error(runner.invoke(main, [str(a) for a in args]), "named like a", "does not start like one")
-    assert not (tmp_path / "o.npy").exists()
 
 
 def test_nothing_to_search_or_score_is_an_error_not_silence(tmp_path, runner, healthy):
@@ -501,87 +256,6 @@ def test_nothing_to_search_or_score_is_an_error_not_silence(tmp_path, runner, he
                        "no sentence pairs")
     assert_clean_error(runner.invoke(main, ["similarity", "-m", str(model), "--pairs", "-"], input=""),
                        "no sentence pairs")
-
-
-def test_sts_files_go_through_the_one_reader(tmp_path, runner, healthy, sts_pairs):
-    model, _ = healthy
-    plain = runner.invoke(main, ["evaluate", "-m", str(model), str(sts_pairs), "--json"])
-    assert plain.exit_code == 0, plain.output
-    packed = tmp_path / "packed" / "sts.tsv.gz"
-    packed.parent.mkdir()
-    packed.write_bytes(gzip.compress(sts_pairs.read_bytes()))
-    result = runner.invoke(main, ["evaluate", "-m", str(model), str(packed), "--json"])
-    assert result.exit_code == 0, result.output
-    import json
-
-    assert json.loads(result.stdout)["sets"][0]["pearson"] == json.loads(plain.stdout)["sets"][0]["pearson"]
-    packed.write_bytes(gzip.compress(sts_pairs.read_bytes())[:20])
-    assert_clean_error(runner.invoke(main, ["evaluate", "-m", str(model), str(packed)]),
-                       "damaged or truncated gzip file")
-
-
-def test_a_cache_key_named_folder_is_ours_only_with_the_marker(tmp_path, runner, healthy):
-    _, corpus = healthy
-    cache = tmp_path / "cache"
-    entry = _cache_with_one_entry(runner, corpus, cache)
-    user = cache / "012345678901234567890abc"  # a key's name, a user's file
-    user.mkdir()
-    (user / "vocab.txt").write_text("mine\n")
-    user_tmp = cache / "0123456789012345678900aa.tmp-mine"
-    user_tmp.mkdir()
-    (user_tmp / "tokens.npy").write_text("x")
-    forged = cache / "0123456789012345678900bb"  # the marker, and a user's file beside it
-    forged.mkdir()
-    (forged / MARKER).write_text("mine")
-    (forged / "thesis.tex").write_text("mine")
-    old = cache / "0123456789012345678900cc"  # a whole entry, but no marker: not provably the cache's
-    import shutil
-
-    shutil.copytree(entry, old)
-    (old / MARKER).unlink()
-    assert is_ours(entry)
-    assert not any(is_ours(p) for p in (user, user_tmp, forged, old))
-    assert_clean_error(runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"]), "4 items", "did not write")
-    assert (user / "vocab.txt").read_text() == "mine\n" and entry.exists() and old.exists()
-    for p in (user, user_tmp, forged, old):
-        shutil.rmtree(p)
-    result = runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"])
-    assert result.exit_code == 0 and "removed 1 cached corpus" in result.stderr
-    assert list(cache.iterdir()) == []
-
-
-def test_a_live_encoding_is_left_alone_by_clear(tmp_path):
-    from scbow.training.cache import in_use, new_entry
-
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    live = new_entry(cache / "0123456789abcdef01234567")  # what load_corpus encodes into: this process's
-    (live / "raw.i32").write_bytes(b"\0" * 8)
-    assert in_use(live)
-    [entry] = cache_entries(cache)
-    assert entry["in_use"] and "being encoded now" in describe(entry)
-    assert clear_cache(cache) == (0, 0) and (live / "raw.i32").exists()
-    dead = live.with_name(live.name.replace(f"-{os.getpid()}-", f"-{dead_pid()}-"))
-    live.rename(dead)  # its writer gone
-    assert not in_use(dead)
-    assert clear_cache(cache)[0] == 1 and not dead.exists()
-
-
-@pytest.mark.parametrize("where", ["model", "inside-model", "checkpoint"])
-def test_the_corpus_cache_never_goes_into_a_model(tmp_path, runner, healthy, where):
-    import shutil
-
-    model, corpus = healthy
-    target = tmp_path / "target"
-    shutil.copytree(model, target)
-    if where == "checkpoint":
-        (target / "state.json").write_text("{}")
-    before = _snapshot(target)
-    cache = target / "sub" if where == "inside-model" else target
-    result = runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m"), "--dim", "8", "--min-count", "1",
-                                  "-q", "--cache-dir", str(cache)])
-    assert_clean_error(result, "--cache-dir")
-    assert _snapshot(target) == before and not (tmp_path / "m").exists()
 
 
 def test_no_command_writes_inside_an_index_shards_or_a_cache_entry(tmp_path, runner, healthy):

@@ -227,28 +227,6 @@ def test_deep_json_in_every_file_the_tool_reads(tmp_path, runner, healthy, sts_f
     assert json.loads(meta.read_text())["sentences"] > 0  # rebuilt
 
 
-@pytest.mark.parametrize("damage", ["token-out-of-range", "offsets-backwards", "wrong-dtype"])
-def test_a_damaged_corpus_cache_is_rebuilt(tmp_path, runner, healthy, damage):
-    cache = tmp_path / "cache"
-    argv = ["train", str(healthy[1]), "-o", str(tmp_path / "m"), *TRAIN, "--cache-dir", str(cache)]
-    assert runner.invoke(main, argv).exit_code == 0
-    (entry,) = cache.iterdir()
-    if damage == "token-out-of-range":
-        tokens = np.load(entry / "tokens.npy")
-        tokens[5] = 10 ** 9
-        np.save(entry / "tokens.npy", tokens)
-    elif damage == "offsets-backwards":
-        offsets = np.load(entry / "offsets.npy")
-        offsets[3], offsets[4] = offsets[4], offsets[3] - 1
-        np.save(entry / "offsets.npy", offsets)
-    else:
-        np.save(entry / "sent_doc.npy", np.load(entry / "sent_doc.npy").astype(np.float64))
-    before = load_model(tmp_path / "m").vectors.copy()
-    result = runner.invoke(main, argv)
-    assert result.exit_code == 0, result.output
-    np.testing.assert_array_equal(load_model(tmp_path / "m").vectors, before)  # the same corpus, rebuilt
-
-
 # ---------------------------------------------------------------------------------------
 # 3. Every run can be stopped
 
@@ -444,22 +422,6 @@ def test_expand_refuses_what_it_cannot_fit_or_hold(tmp_path, runner, healthy):
     assert_clean_error(result, "not usable", exit_code=1)
     assert "Warning" not in result.output
     assert not (tmp_path / "x1").exists() and not (tmp_path / "x2").exists()
-
-
-@pytest.mark.parametrize("field, value", [("invalid_utf8_lines", "abc"), ("invalid_utf8_lines", [1]),
-                                          ("raw_tokens", "x"), ("vocab_size", {}), ("files", "corpus.txt")])
-def test_cache_metadata_of_the_wrong_types_is_rebuilt(tmp_path, runner, healthy, field, value):
-    cache = tmp_path / "cache"
-    argv = ["train", str(healthy[1]), "-o", str(tmp_path / "m"), "--dim", "16", "--min-count", "1", "--threads", "1",
-            "--cache-dir", str(cache)]
-    assert runner.invoke(main, argv).exit_code == 0
-    (meta_path,) = cache.glob("*/meta.json")
-    meta = json.loads(meta_path.read_text())
-    meta[field] = value
-    meta_path.write_text(json.dumps(meta))
-    result = runner.invoke(main, argv)
-    assert result.exit_code == 0, result.output
-    assert json.loads(meta_path.read_text())[field] != value
 
 
 @pytest.mark.parametrize("pearson", [1e308, 2.0, -1e300])

@@ -107,24 +107,6 @@ def test_train_reports_its_phases_and_the_cache(tmp_path, make_text):
     assert missing.exit_code == 1 and "replaced" not in missing.output and "no-such-corpus" in missing.output
 
 
-def test_cache_command_lists_and_clears(tmp_path, make_text):
-    corpus = tmp_path / "c.txt"
-    corpus.write_text(make_text(n_docs=2, sents_per_doc=30, seed=2))
-    cache = tmp_path / "cache"
-    for min_count in ("1", "2"):
-        argv = ["train", str(corpus), "-o", str(tmp_path / f"m{min_count}"), *TRAIN, "--min-count", min_count,
-                "--cache-dir", str(cache)]
-        assert make_runner().invoke(main, argv).exit_code == 0
-    listed = make_runner().invoke(main, ["cache", "--cache-dir", str(cache)])
-    assert listed.exit_code == 0
-    assert listed.stdout.count(str(corpus)) == 2 and "2 cached corpora" in listed.stderr
-    cleared = make_runner().invoke(main, ["cache", "--cache-dir", str(cache), "--clear"])
-    assert cleared.exit_code == 0 and "removed 2 cached corpora" in cleared.stderr
-    assert list(cache.iterdir()) == []
-    empty = make_runner().invoke(main, ["cache", "--cache-dir", str(tmp_path / "none")])
-    assert empty.exit_code == 0 and "0 cached corpora" in empty.stderr
-
-
 def test_a_run_that_learned_nothing_says_so(tmp_path, make_text):
     corpus = tmp_path / "c.txt"
     corpus.write_text(make_text(n_docs=2, sents_per_doc=20, seed=3))  # one batch: the loss cannot fall
