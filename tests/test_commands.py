@@ -22,24 +22,6 @@ def trained(healthy):
 
 
 
-@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
-def test_every_output_follows_the_umask(tmp_path, runner, trained, umask):
-    lines = tmp_path / "lines.txt"
-    lines.write_text("the cat sat\nthe dog ran\n")
-    old = os.umask(umask)
-    try:
-        for argv in (["export", "-m", trained, "-o", tmp_path / "v.txt"],
-                     ["embed", "-m", trained, lines, "-o", tmp_path / "e.npy", "-q"],
-                     ["expand", "-m", trained, "--source", trained, "-o", tmp_path / "x"]):
-            result = runner.invoke(main, [str(a) for a in argv])
-            assert result.exit_code == 0, result.output
-    finally:
-        os.umask(old)
-    for path, base in ((tmp_path / "v.txt", 0o666), (tmp_path / "e.npy", 0o666), (tmp_path / "e.missing.txt", 0o666),
-                       (tmp_path / "x", 0o777), (tmp_path / "x" / "vectors.npy", 0o666)):
-        assert stat.S_IMODE(path.stat().st_mode) == base & ~umask, (path, oct(path.stat().st_mode))
-
-
 @pytest.mark.parametrize("compress", [None, gzip.open, bz2.open])
 @pytest.mark.parametrize("layout", ["word2vec-text", "word2vec-binary", "glove"])
 def test_compressed_word2vec_and_headerless_glove_load(tmp_path, trained, compress, layout):

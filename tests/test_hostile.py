@@ -286,51 +286,6 @@ def test_ctrl_c_stops_a_run_of_costly_examples_within_seconds(tmp_path, make_tex
 # 4. Outputs never overwrite inputs
 
 
-def test_outputs_that_are_inputs_are_refused(tmp_path, runner, healthy):
-    model = shutil.copytree(healthy[0], tmp_path / "model")
-    text = tmp_path / "in.txt"
-    text.write_text("the cat sat\nthe dog ran\n")
-    os.link(text, tmp_path / "hard.txt")
-    (tmp_path / "sym.txt").symlink_to(text)
-    (tmp_path / "model-link").symlink_to(model)
-    cases = [
-        (["embed", "-m", model, text, "-o", text], "INPUT"),
-        (["embed", "-m", model, text, "-o", tmp_path / "hard.txt"], "INPUT"),
-        (["embed", "-m", model, text, "-o", tmp_path / "sym.txt"], "INPUT"),
-        (["embed", "-m", model, text, "-o", tmp_path / "o.npy", "--missing", text], "INPUT"),
-        (["embed", "-m", model, text, "-o", model / "vectors.npy"], "vectors.npy of the model"),
-        (["embed", "-m", model, text, "-o", tmp_path / "o.npy", "--missing", model / "vocab.txt"], "vocab.txt"),
-        (["export", "-m", model, "-o", model / "vectors.npy"], "vectors.npy of the model"),
-        (["export", "-m", tmp_path / "model-link", "-o", model / "config.json"], "config.json of the model"),
-        (["plot", "-m", model, "-o", model / "config.json"], "config.json of the model"),
-        (["expand", "-m", model, "--source", model, "-o", model], "the model"),
-        (["train", model / "vocab.txt", "-o", model, *TRAIN], "the corpus"),
-        (["train", healthy[1], "-o", tmp_path / "m2", *TRAIN, "--init-vectors", model], None),  # another output: fine
-        (["train", healthy[1], "-o", model, *TRAIN, "--init-vectors", model], "--init-vectors"),
-        (["train", tmp_path / "m2", "-o", tmp_path / "m3", *TRAIN], "not a corpus"),
-    ]
-    snapshot = {p: p.read_bytes() for p in [text, *model.iterdir()]}
-    for argv, fragment in cases:
-        result = runner.invoke(main, [str(a) for a in argv])
-        if fragment is None:
-            assert result.exit_code == 0, result.output
-        else:
-            assert_clean_error(result, fragment, exit_code=1)
-    assert {p: p.read_bytes() for p in snapshot} == snapshot
-    assert not (tmp_path / "o.npy").exists() and not (tmp_path / "m3").exists()
-
-
-def test_refuse_overwrite_compares_files_not_names(tmp_path):
-    a = tmp_path / "a.txt"
-    a.write_text("x")
-    refuse_overwrite({"-o": tmp_path / "b.txt"}, {"INPUT": a})  # a new file: fine
-    with pytest.raises(ModelError, match="is INPUT"):
-        refuse_overwrite({"-o": tmp_path / "sub" / ".." / "a.txt"}, {"INPUT": a})
-    with pytest.raises(ModelError, match="the directory holding"):
-        refuse_overwrite({"-o": tmp_path}, {"INPUT": a}, replaces_dirs=True)
-    refuse_overwrite({"-o": tmp_path}, {"INPUT": a})  # a file command reports "is a directory" itself
-
-
 # ---------------------------------------------------------------------------------------
 # 5. The smaller ones
 

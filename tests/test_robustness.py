@@ -146,36 +146,6 @@ def test_a_vocabulary_that_ends_up_empty(tmp_path, runner, corpus_file):
 # ways, since the tests may run as root), and disk full through the CLI (see Faults).
 
 
-def test_output_under_a_file_is_refused(tmp_path, runner, corpus_file):
-    (tmp_path / "plain").write_text("a file, not a directory")
-    result = runner.invoke(main, train_args(corpus_file, tmp_path / "plain" / "model"))
-    assert_clean_error(result, "cannot create directory")
-
-
-def test_output_in_a_read_only_directory(tmp_path, runner, corpus_file):
-    if os.geteuid() == 0:
-        pytest.skip("root writes into read-only directories; see the /sys test")
-    d = tmp_path / "ro"
-    d.mkdir()
-    d.chmod(0o555)
-    try:
-        result = runner.invoke(main, train_args(corpus_file, d / "model"))
-        assert_clean_error(result, "not writable")
-        assert os.listdir(d) == []
-    finally:
-        d.chmod(0o755)
-
-
-def test_output_on_a_file_system_nobody_may_write(runner, corpus_file):
-    # /sys refuses new entries even to root, while os.access() says it is writable
-    target = Path("/sys/scbow-robustness-test-model")
-    if not Path("/sys").is_dir() or target.exists():
-        pytest.skip("no /sys here")
-    result = runner.invoke(main, train_args(corpus_file, target))
-    assert_clean_error(result, "not writable")
-    assert not target.exists()
-
-
 # =======================================================================================
 # Bad input: models
 #
