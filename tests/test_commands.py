@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import os
-import stat
 
 import numpy as np
 import pytest

@@ -10,15 +10,12 @@
 from __future__ import annotations
 
 import gzip
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import assert_clean_error
 
 from scbow.cli import main
-from scbow.training.cache import MARKER, MARKER_TEXT
 
 # tab-separated pairs, so that one file is a corpus, a sentence file and a pairs file
 # ---------------------------------------------------------------- 2. damaged compressed text

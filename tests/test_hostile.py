@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import time
@@ -28,7 +27,6 @@ from test_session import Shim
 from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import ConfigError, ModelError
-from scbow.files import refuse_overwrite
 from scbow.reading import read_json
 from scbow.vectors.formats import load_model
 
