@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import bz2
-import gzip
-
-import numpy as np
 import pytest
 from test_cli import assert_clean_error
 
 from scbow.cli import main
-from scbow.vectors.formats import export_word2vec, load_model, load_word2vec
+from scbow.vectors.formats import export_word2vec, load_model
 
 
 @pytest.fixture(scope="module")
@@ -18,34 +14,6 @@ def trained(healthy):
     """The small CLI-trained model of test_hostile, without a word part (read-only here)."""
     return healthy[0]
 
-
-
-@pytest.mark.parametrize("compress", [None, gzip.open, bz2.open])
-@pytest.mark.parametrize("layout", ["word2vec-text", "word2vec-binary", "glove"])
-def test_compressed_word2vec_and_headerless_glove_load(tmp_path, trained, compress, layout):
-    model = load_model(trained)
-    plain = tmp_path / "v"
-    export_word2vec(model, plain, binary=layout == "word2vec-binary")
-    data = plain.read_bytes()
-    if layout == "glove":
-        data = data.split(b"\n", 1)[1]  # GloVe: no 'count dim' line
-    path = tmp_path / "vectors"
-    if compress is None:
-        path.write_bytes(data)
-    else:
-        with compress(path, "wb") as fh:
-            fh.write(data)
-    loaded = load_word2vec(path)
-    assert loaded.vocab.words == model.vocab.words
-    np.testing.assert_array_equal(loaded.vectors, model.vectors)
-    assert loaded.info["format"] == ("glove-text" if layout == "glove" else layout)
-
-
-def test_a_file_that_is_no_vectors_says_what_is_expected(tmp_path, runner):
-    path = tmp_path / "corpus.txt"
-    path.write_text("the man walked down the road\n")
-    error = assert_clean_error(runner.invoke(main, ["similarity", "-m", str(path), "a", "b"]), "not a vectors file")
-    assert "GloVe" in error and "count dim" in error
 
 
 def test_embed_wants_an_npy_name(tmp_path, runner, trained):

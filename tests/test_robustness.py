@@ -9,9 +9,7 @@ SIGKILL, divergence, locks, a full disk) in test_session.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +21,6 @@ from test_cli import TRAIN, assert_clean_error
 import scbow
 from scbow.cli import main
 from scbow.config import ConfigError, TrainConfig
-from scbow.errors import ModelError
 from scbow.training.checkpoint import checkpoint_dir
 from scbow.training.session import lock_path
 from scbow.vectors.formats import load_model
@@ -154,72 +151,6 @@ def test_a_vocabulary_that_ends_up_empty(tmp_path, runner, corpus_file):
 # a config.json that is not JSON or has a newer format version, pickled vectors
 # (test_formats). Added: all of them through the CLI, truncated vocab.txt and config.json,
 # and proof that loading does not run a pickle's code.
-
-
-class _Payload:
-    """Unpickling this calls ``open(marker, "w")``: it creates the file ``marker``."""
-
-    def __init__(self, marker):
-        self.marker = str(marker)
-
-    def __reduce__(self):
-        return (open, (self.marker, "w"))
-
-
-def _damage(model_dir: Path, how: str, tmp_path: Path) -> None:
-    if how.startswith("missing-"):
-        (model_dir / how[len("missing-"):]).unlink()
-    elif how.startswith("truncated-"):
-        f = model_dir / how[len("truncated-"):]
-        data = f.read_bytes()
-        f.write_bytes(data[: len(data) // 2])
-    elif how == "empty-vectors":
-        (model_dir / "vectors.npy").write_bytes(b"")
-    elif how == "shape":
-        np.save(model_dir / "vectors.npy", np.zeros((3, 4), dtype=np.float32))
-    elif how == "config-not-json":
-        (model_dir / "config.json").write_text("this is not json {")
-    elif how == "config-newer":
-        meta = json.loads((model_dir / "config.json").read_text())
-        meta["format_version"] += 1
-        (model_dir / "config.json").write_text(json.dumps(meta))
-    elif how == "pickle":
-        np.save(model_dir / "vectors.npy", np.array([_Payload(tmp_path / "pwned")], dtype=object),
-                allow_pickle=True)
-    else:
-        raise ValueError(how)
-
-
-DAMAGE = ["missing-vectors.npy", "missing-vocab.txt", "missing-config.json", "truncated-vectors.npy",
-          "truncated-vocab.txt", "truncated-config.json", "empty-vectors", "shape", "config-not-json",
-          "config-newer", "pickle"]
-
-
-@pytest.mark.parametrize("how", DAMAGE)
-def test_damaged_model_through_the_cli(tmp_path, runner, good_model, how):
-    model_dir = tmp_path / "model"
-    shutil.copytree(good_model, model_dir)
-    _damage(model_dir, how, tmp_path)
-    before = files_under(model_dir)
-    for argv in (["similarity", "-m", str(model_dir), "the cat", "the cat sat"],
-                 ["export", "-m", str(model_dir), "-o", str(tmp_path / "v.txt")]):
-        assert_clean_error(runner.invoke(main, argv))
-    assert not (tmp_path / "v.txt").exists()
-    assert files_under(model_dir) == before  # reading never repairs or deletes
-    assert not (tmp_path / "pwned").exists()  # nothing was unpickled
-
-
-def test_loading_never_runs_a_pickle(tmp_path, good_model):
-    model_dir = tmp_path / "model"
-    shutil.copytree(good_model, model_dir)
-    _damage(model_dir, "pickle", tmp_path)
-    for mmap in (True, False):
-        with pytest.raises(ModelError):
-            load_model(model_dir, mmap=mmap)
-    assert not (tmp_path / "pwned").exists()
-    # the payload does work when unpickled: the test above can fail
-    np.load(model_dir / "vectors.npy", allow_pickle=True)
-    assert (tmp_path / "pwned").exists()
 
 
 # =======================================================================================
