@@ -6,7 +6,7 @@ import pytest
 from test_cli import assert_clean_error
 
 from scbow.cli import main
-from scbow.vectors.formats import export_word2vec, load_model
+from scbow.vectors.formats import load_model
 
 
 @pytest.fixture(scope="module")
@@ -14,14 +14,6 @@ def trained(healthy):
     """The small CLI-trained model of test_hostile, without a word part (read-only here)."""
     return healthy[0]
 
-
-
-def test_embed_wants_an_npy_name(tmp_path, runner, trained):
-    lines = tmp_path / "lines.txt"
-    lines.write_text("the cat\n")
-    result = runner.invoke(main, ["embed", "-m", str(trained), str(lines), "-o", str(tmp_path / "out.txt")])
-    assert_clean_error(result, ".npy", "out.npy")
-    assert not (tmp_path / "out.txt").exists()
 
 
 def test_evaluate_control_keeps_the_default_model(tmp_path, runner, trained, monkeypatch):
@@ -60,20 +52,3 @@ def test_similarity_pairs_matches_one_at_a_time(tmp_path, runner, trained):
                        "not both")
 
 
-def test_info_describes_a_model(runner, trained, tmp_path):
-    # trained with --word-passes 0 (conftest's healthy): info's word-part line: see test_wordpart
-    result = runner.invoke(main, ["info", str(trained)])
-    assert result.exit_code == 0, result.output
-    text = result.stdout
-    model = load_model(trained)
-    assert f"{len(model):,} words x 16 dims" in text
-    assert "corpus.txt" in text and "min_count=1*" in text and "dim=16*" in text and "negatives=2," in text
-    assert "examples in" in text and "loss" in text
-    same = runner.invoke(main, ["info", "-m", str(trained)])
-    assert same.stdout == text
-    as_json = __import__("json").loads(runner.invoke(main, ["info", str(trained), "--json"]).stdout)
-    assert as_json["dim"] == 16 and as_json["config"]["min_count"] == 1
-    export_word2vec(model, tmp_path / "w.txt")
-    w2v = runner.invoke(main, ["info", str(tmp_path / "w.txt")])
-    assert "word2vec-text (no training record)" in w2v.stdout
-    assert_clean_error(runner.invoke(main, ["info", str(tmp_path / "missing")]), "no such model")

@@ -125,26 +125,3 @@ def test_a_run_that_learned_nothing_says_so(tmp_path, make_text):
     assert "did not fall" not in result.stderr
 
 
-def test_help_lists_whole_descriptions_and_names_the_defaults():
-    text = make_runner().invoke(main, ["--help"], terminal_width=100).output
-    for line in text.split("Commands:")[1].strip().splitlines():
-        assert not line.rstrip().endswith("..."), line
-    assert "$XDG_DATA_HOME" in text
-    train_help = make_runner().invoke(main, ["train", "--help"], terminal_width=100).output
-    assert train_help.count("[default: (off)]") == 2
-
-
-def test_counts_of_one_are_singular(tmp_path, runner, healthy):
-    """'1 lines with no word' was a plural for one: every count line goes through progress.plural."""
-    model, _ = healthy
-    one = tmp_path / "one.txt"
-    one.write_text("\n", encoding="utf-8")
-    result = runner.invoke(main, ["embed", "-m", str(model), str(one), "-o", str(tmp_path / "e.npy")])
-    assert result.exit_code == 0, result.output
-    assert "embedded 1 line as " in result.stderr and "; 1 line with no word" in result.stderr
-    pairs = tmp_path / "pairs.tsv"
-    pairs.write_text("the cat\t\n", encoding="utf-8")
-    result = runner.invoke(main, ["similarity", "-m", str(model), "--pairs", str(pairs)])
-    assert result.exit_code == 0, result.output
-    assert "scored 1 pair; 1 had a side" in result.stderr
-    assert not re.search(r"\b1 (lines|pairs|words|points|rows|sentences)\b", result.stderr)

@@ -9,9 +9,6 @@ SIGKILL, divergence, locks, a full disk) in test_session.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -110,16 +107,6 @@ def test_one_enormous_line_among_normal_sentences_trains(tmp_path, runner, make_
 # --max-vocab with a high --min-count.
 
 
-@pytest.mark.parametrize("flag, value", [("--dim", "-3"), ("--epochs", "-1"), ("--negatives", "-2"),
-                                         ("--min-count", "-1"), ("--threads", "-4"), ("--lr", "-inf"),
-                                         ("--lr", "-nan"), ("--max-length", "-1")])
-def test_negative_hyperparameters_through_the_cli(tmp_path, runner, corpus_file, flag, value):
-    out = tmp_path / "model"
-    result = runner.invoke(main, train_args(corpus_file, out, flag, value))
-    assert_clean_error(result, flag)
-    assert not out.exists()
-
-
 @pytest.mark.parametrize("field, value", [("dim", -3), ("epochs", -1), ("negatives", -2), ("min_count", -1),
                                           ("threads", -4), ("lr", float("-inf")), ("lr", -1e-9)])
 def test_negative_hyperparameters_through_the_api(field, value):
@@ -183,28 +170,6 @@ def test_very_long_sentence(good_model):
     expected = np.asarray(model.vectors)[[model.vocab.index[w] for w in ("the", "cat", "sat")]].mean(axis=0)
     np.testing.assert_allclose(row, expected, rtol=1e-5, atol=1e-6)
     assert model.similarity(sentence, "sat the cat") == pytest.approx(1.0, abs=1e-5)
-
-
-@pytest.mark.parametrize("pair, ok", [(("", "the cat"), False), (("   ", ""), False), (("🙂", "the cat"), False),
-                                      (("the\u00a0cat 🙂", "CAT\tSAT"), True), (("a\ud800b the", "cat"), True)])
-def test_similarity_cli_with_odd_strings(runner, good_model, pair, ok):
-    result = runner.invoke(main, ["similarity", "-m", str(good_model), *pair])
-    if ok:
-        assert result.exit_code == 0, result.output
-        assert -1.0 <= float(result.stdout) <= 1.0
-    else:
-        assert_clean_error(result, "empty" if not pair[0].strip() else "no word in the vocabulary")
-
-
-def test_similarity_cli_with_a_very_long_argument_and_bad_bytes_in_a_real_process(tmp_path, good_model):
-    long = " ".join(["the cat"] * 12_000)  # a single argument may hold at most 128 KiB
-    argv = [os.fsencode(sys.executable), b"-m", b"scbow", b"similarity", b"-m", os.fsencode(good_model),
-            long.encode(), b"the \xff\xfe cat"]  # the last one is not UTF-8
-    proc = subprocess.run(argv, capture_output=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert float(proc.stdout) == pytest.approx(1.0, abs=1e-4)
-    assert b"Traceback" not in proc.stderr
-
 
 
 @pytest.mark.parametrize("bad, message", [(["--min-count", "100000"], "vocabulary is empty"),

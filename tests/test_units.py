@@ -51,21 +51,3 @@ def test_one_error_line_names_both_forms():
         parse_every(True)
 
 
-def test_every_count_option_takes_counts_as_people_type_them(tmp_path, healthy):
-    from conftest import make_runner
-
-    from scbow.cli import main
-
-    _, corpus = healthy
-    runner = make_runner()
-    base = ["train", str(corpus), "--dim", "8", "--threads", "1", "-q", "--no-cache"]
-    for flag, value in (("--min-count", "1e0"), ("--max-vocab", "1k"), ("--count-floor", "1e1"),
-                        ("--max-length", "0")):
-        result = runner.invoke(main, [*base, "-o", str(tmp_path / flag.strip("-")), flag, value])
-        assert result.exit_code == 0, (flag, result.output)
-    for flag, value, words in (("--min-count", "0", "positive whole number of occurrences"),
-                               ("--max-vocab", "2.5", "whole number of words"),
-                               ("--max-vocab", "10G", "at most 2,147,483,647")):
-        result = runner.invoke(main, [*base, "-o", str(tmp_path / "bad"), flag, value])
-        assert result.exit_code != 0 and words in result.output, (flag, result.output)
-        assert "Traceback" not in result.output and not (tmp_path / "bad").exists()
