@@ -10,8 +10,10 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from conftest import assert_clean_error
 
 import scbow
+from scbow.cli import main
 from scbow.text.tokenize import tokenize, tokenize_lines
 from scbow.text.vocab import Vocab
 from scbow.training import corpus as corpus_mod
@@ -620,3 +622,20 @@ def test_a_folder_says_which_files_it_leaves_out(tmp_path, capsys):
     (tmp_path / "help.html").unlink()
     expand([tmp_path])
     assert capsys.readouterr().err == ""
+
+
+def test_train_refuses_a_shard_directory_or_an_index_as_its_corpus(tmp_path, runner):
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "shard-000000.missing.txt").write_text("# lines\n1\n2\n")
+    (shards / "shard-000000.json").write_text("{}")
+    (shards / "manifest.json").write_text("{}")
+    index = tmp_path / "idx"
+    index.mkdir()
+    (index / "index.json").write_text("{}")
+    (index / "vectors.faiss").write_bytes(b"x")
+    (index / "text-000.txt").write_text("the cat sat\n" * 50)
+    for corpus, what in ((shards, "a directory of embedding shards"), (index, "a sentence index")):
+        result = runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m"), "--dim", "8", "-q"])
+        assert_clean_error(result, what, "not text")
+        assert not (tmp_path / "m").exists()

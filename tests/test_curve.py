@@ -365,3 +365,10 @@ def test_intermediate_points_score_the_post_processed_vectors_of_that_moment(set
         assert p["dev"]["pearson"] == pytest.approx(expected, abs=1e-6)
         assert p["dev_raw"]["pearson"] == pytest.approx(raw, abs=1e-6)
         assert abs(expected - raw) > 1e-4  # the post-processing changes the score: skipping it shows
+
+
+@pytest.mark.parametrize("pearson", [1e308, 2.0, -1e300])
+def test_a_curve_with_impossible_correlations_is_damaged(tmp_path, runner, pearson):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"points": [{"examples": 1, "dev": {"pearson": pearson}}]}))
+    assert_clean_error(runner.invoke(main, ["plot", str(path), "-o", str(tmp_path / "p.png")]), "not a correlation")

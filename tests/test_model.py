@@ -9,6 +9,7 @@ import scbow.vectors.numeric as model_module
 from scbow.text.tokenize import tokenize
 from scbow.text.vocab import Vocab
 from scbow.use.evaluate import pair_cosines, row_cosines
+from scbow.vectors.formats import load_model
 from scbow.vectors.model import Model
 from scbow.vectors.numeric import mean_rows
 
@@ -325,3 +326,31 @@ def test_every_save_records_a_new_id_and_a_model_saved_before_ids_gets_one_from_
     assert model_id(old).startswith("config-") and model_id(old) != derived
     w2v = export_word2vec(load_model(good_model), tmp_path / "m.txt")
     assert model_id(w2v).startswith("file-") and model_id(tmp_path / "missing") is None
+
+
+# ---------------- odd strings and very long sentences
+
+
+ODD = ["", "   ", "\t\n", "🙂🙃 🙂", "e\u0301te\u0301", "שלום עולם", "\u200b\u200d\ufeff", "a\ud800b",
+       "\x00\x07\x1b[31m", "ﷺ" * 1000, "the\u00a0cat", "CAT SAT", "the cat\r\nsat"]
+
+
+def test_embed_and_similarity_take_odd_strings(good_model):
+    model = load_model(good_model)
+    X = model.embed(ODD)
+    assert X.shape == (len(ODD), model.dim) and X.dtype == np.float32
+    for text, row in zip(ODD, X):
+        known = model.ids(text)[0]
+        assert np.isnan(row).all() == (not known), text
+    assert np.isnan(model.similarity("", "the cat"))
+    assert model.similarity("CAT SAT", "the cat\r\nsat") == pytest.approx(
+        model.similarity("cat sat", "the cat sat"))
+
+
+def test_very_long_sentence(good_model):
+    model = load_model(good_model)
+    sentence = " ".join(["the cat sat"] * 100_000)  # 300,000 tokens
+    [row] = model.embed([sentence])
+    expected = np.asarray(model.vectors)[[model.vocab.index[w] for w in ("the", "cat", "sat")]].mean(axis=0)
+    np.testing.assert_allclose(row, expected, rtol=1e-5, atol=1e-6)
+    assert model.similarity(sentence, "sat the cat") == pytest.approx(1.0, abs=1e-5)

@@ -1,4 +1,5 @@
-"""Issue 14: progress and messages — fitted to the terminal, alive in logs, honest after a resume."""
+"""The progress line and counts (scbow.progress): fitted to the terminal, alive in logs, honest
+after a resume."""
 
 from __future__ import annotations
 
@@ -6,10 +7,8 @@ import io
 import re
 
 import pytest
-from test_cli import TRAIN, make_runner
 
 from scbow import progress as progress_mod
-from scbow.cli import main
 from scbow.progress import Progress, plural
 
 
@@ -82,46 +81,3 @@ def test_off_a_terminal_plain_lines_come_at_intervals():
 def test_plural():
     assert plural(1, "thread") == "1 thread" and plural(2, "thread") == "2 threads"
     assert plural(1, "corpus", "corpora") == "1 corpus" and plural(3, "corpus", "corpora") == "3 corpora"
-
-
-def test_train_reports_its_phases_and_the_cache(tmp_path, make_text):
-    corpus = tmp_path / "c.txt"
-    corpus.write_text(make_text(n_docs=3, sents_per_doc=50, seed=1))
-    argv = ["train", str(corpus), "-o", str(tmp_path / "m"), *[a for a in TRAIN if a != "-q"],
-            "--cache-dir", str(tmp_path / "cache")]
-    result = make_runner().invoke(main, argv)
-    assert result.exit_code == 0, result.output
-    err = result.stderr
-    assert re.search(r"corpus: [\d,]+ tokens, [\d,]+ words in the vocabulary \(min count 1\), 150 sentences in "
-                     r"3 documents; cached in ", err), err
-    assert "post-processing:" in err and "saving the model to" in err
-    assert "1 thread)" in err and "1 threads" not in err
-    assert "corpus cache: wrote" in err and "'scbow-numba cache --clear'" in err
-    # again: the cache is read, not written; the model is replaced and the run says so
-    again = make_runner().invoke(main, argv).stderr
-    assert "from the cache" in again and "corpus cache: wrote" not in again
-    assert "holds a model; it is replaced" in again
-    # a missing input is the one line: no note about replacing a model that stays
-    argv_missing = [a if a != argv[1] else str(tmp_path / "no-such-corpus.txt") for a in argv]
-    missing = make_runner().invoke(main, argv_missing)
-    assert missing.exit_code == 1 and "replaced" not in missing.output and "no-such-corpus" in missing.output
-
-
-def test_a_run_that_learned_nothing_says_so(tmp_path, make_text):
-    corpus = tmp_path / "c.txt"
-    corpus.write_text(make_text(n_docs=2, sents_per_doc=20, seed=3))  # one batch: the loss cannot fall
-    result = make_runner().invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m"), *TRAIN])
-    assert result.exit_code == 0
-    assert "warning: the loss did not fall" in result.stderr
-    # the advice agrees with the measured defaults: more text, never more epochs
-    warning = next(line for line in result.stderr.splitlines() if line.startswith("warning: the loss"))
-    assert "train on more text" in warning and "more --epochs score lower" in warning and "--lr" not in warning
-    slow = make_runner().invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m1"), *TRAIN, "--lr", "0.001"])
-    assert "or with a larger --lr (this run's is 0.001, the default 0.1)" in slow.stderr
-    bigger = tmp_path / "big.txt"
-    bigger.write_text(make_text(n_docs=6, sents_per_doc=400, seed=3))
-    result = make_runner().invoke(main, ["train", str(bigger), "-o", str(tmp_path / "m2"), *TRAIN, "--epochs", "3"])
-    assert result.exit_code == 0
-    assert "did not fall" not in result.stderr
-
-
