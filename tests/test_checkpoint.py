@@ -22,7 +22,7 @@ from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import CheckpointError, Interrupted, ModelError
 from scbow.training import trainer as trainer_mod
-from scbow.training.checkpoint import Every, checkpoint_dir, parse_every
+from scbow.training.checkpoint import checkpoint_dir
 from scbow.training.hooks import Hook
 from scbow.training.session import lock_path, train_session
 from scbow.vectors.formats import load_model
@@ -32,30 +32,12 @@ from scbow.vectors.model import Model
 # --checkpoint-every
 
 
-@pytest.mark.parametrize("text, expected", [("500000", Every(examples=500_000)), ("1_000", Every(examples=1000)),
-                                            ("30s", Every(seconds=30)), ("10m", Every(seconds=600)),
-                                            ("1.5h", Every(seconds=5400)), ("2 min", Every(seconds=120)),
-                                            (250, Every(examples=250))])
-def test_parse_every(text, expected):
-    assert parse_every(text) == expected
-
-
 def test_checkpoint_every_takes_a_count_as_eval_every_does(tmp_path, runner, corpus_file):
     """--checkpoint-every 100k (or 2M, 1e6) is a count of examples, as in --eval-every."""
     out = tmp_path / "model"
     result = runner.invoke(main, train_args(corpus_file, out, "--checkpoint-every", "100k", "-q"))
     assert result.exit_code == 0, result.output
     assert (out / "vectors.npy").is_file()
-
-
-@pytest.mark.parametrize("text", ["0", "-5", "0s", "abc", "10x", "nan", "infm", "1e5m", "", "m"])
-def test_bad_checkpoint_every_is_one_clean_line(tmp_path, runner, corpus_file, text):
-    with pytest.raises(ValueError):
-        parse_every(text)
-    out = tmp_path / "model"
-    result = runner.invoke(main, train_args(corpus_file, out, "--checkpoint-every", text))
-    assert_clean_error(result, "--checkpoint-every")
-    assert not out.exists()
 
 
 # =======================================================================================

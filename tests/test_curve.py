@@ -15,7 +15,6 @@ from conftest import assert_clean_error as _assert_clean_error
 
 from scbow.cli import main
 from scbow.config import TrainConfig
-from scbow.text.units import parse_count
 from scbow.training import trainer as trainer_mod
 from scbow.training.corpus import load_corpus
 from scbow.training.curve import CurveHook
@@ -71,18 +70,6 @@ def expected_examples(per_epoch: int, epochs: int, batch: int, every: int) -> li
     points = {0} | {e * per_epoch for e in range(1, epochs + 1)}
     points |= {min(x for x in ends if x >= m) for m in range(every, total + 1, every)}
     return sorted(points)
-
-
-def test_parse_count():
-    assert parse_count("200000") == 200000
-    assert parse_count("200k") == 200000
-    assert parse_count("1M") == 1000000
-    assert parse_count("1.5m") == 1500000
-    assert parse_count("2e5") == 200000
-    assert parse_count(" 7 ") == 7
-    for bad in ("-5", "0", "abc", "1.5", "k", "", "5x", "0.1k5"):
-        with pytest.raises(ValueError):
-            parse_count(bad)
 
 
 def test_train_writes_curve(setup):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import bz2
 import gzip
 import json
-import math
 import os
 import re
 import shutil
@@ -20,7 +19,7 @@ import scbow
 from scbow.cli import main
 from scbow.text.vocab import Vocab
 from scbow.vectors.formats import ModelError, export_word2vec, load_model, load_word2vec
-from scbow.vectors.model import NEIGHBOUR_MIN_COUNT, Model
+from scbow.vectors.model import Model
 from scbow.vectors.modeldir import FORMAT_VERSION, save_model
 
 WORDS = ["the", ",", "cat", "don't", "état", "sat", "dog", "naïve", "o'clock", "."]
@@ -614,66 +613,6 @@ def test_save_names_a_long_bad_word_cut_short(tmp_path):
     with pytest.raises(ModelError) as error:
         make_model(words=["the", word]).save(tmp_path / "m")
     assert len(str(error.value)) < 300 and "www" in str(error.value)
-
-
-# ---------------------------------------------------------------------------------------
-# Model API
-
-
-@pytest.fixture
-def tiny():
-    words = ["the", "cat", "sat", "dog", "."]
-    vectors = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 2, 1], [1, 1, 1]], dtype=np.float32)
-    return Model(Vocab(words, np.array([5, 4, 3, 2, 1]) * NEIGHBOUR_MIN_COUNT), vectors)  # all frequent enough to be neighbours
-
-
-def test_embed(tiny):
-    out = tiny.embed(["The cat!", "xyzzy plugh", "", "cat cat dog", "."])
-    assert out.dtype == np.float32 and out.shape == (5, 3)
-    np.testing.assert_allclose(out[0], [0.5, 0.5, 0])  # "!" is unknown and left out
-    assert np.isnan(out[1]).all() and np.isnan(out[2]).all()
-    np.testing.assert_allclose(out[3], [0, 4 / 3, 1 / 3], rtol=1e-6)
-    np.testing.assert_allclose(out[4], [1, 1, 1])
-    assert tiny.embed([]).shape == (0, 3)
-    with pytest.raises(TypeError):
-        tiny.embed("a single string")
-
-
-def test_ids_names_unknown_words(tiny):
-    assert tiny.ids("The zebra sat , quickly") == ([0, 2], ["zebra", ",", "quickly"])
-
-
-def test_similarity(tiny):
-    assert tiny.similarity("the cat", "cat the") == pytest.approx(1.0)
-    assert tiny.similarity("cat", "sat") == pytest.approx(0.0, abs=1e-7)
-    assert tiny.similarity("cat", "dog") == pytest.approx(2 / math.sqrt(5), rel=1e-6)
-    assert math.isnan(tiny.similarity("the cat", "xyzzy zebra"))
-    assert math.isnan(tiny.similarity("", "the"))
-    assert math.isnan(tiny.similarity("qwerty", "asdf"))
-
-
-def test_getitem_and_contains(tiny):
-    assert "cat" in tiny and "zebra" not in tiny
-    np.testing.assert_array_equal(tiny["dog"], [0, 2, 1])
-    with pytest.raises(KeyError, match="zebra"):
-        tiny["zebra"]
-
-
-def test_most_similar(tiny):
-    result = tiny.most_similar("cat", topn=3)
-    assert [w for w, _ in result][:2] == ["dog", "."]
-    assert result[2][0] in ("the", "sat")  # both orthogonal to "cat"
-    assert result[0][1] == pytest.approx(2 / math.sqrt(5))
-    assert result[1][1] == pytest.approx(1 / math.sqrt(3))
-    assert result[2][1] == pytest.approx(0.0, abs=1e-7)
-    assert all(w != "cat" for w, _ in tiny.most_similar("cat", topn=4))
-    with pytest.raises(KeyError):
-        tiny.most_similar("zebra")
-
-
-def test_model_rejects_mismatched_vectors():
-    with pytest.raises(ValueError):
-        Model(Vocab(["a", "b"], [1, 1]), np.zeros((3, 2), dtype=np.float32))
 
 
 def test_word2vec_header_larger_than_the_file(tmp_path):

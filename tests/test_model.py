@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ from scbow.text.tokenize import tokenize
 from scbow.text.vocab import Vocab
 from scbow.use.evaluate import pair_cosines, row_cosines
 from scbow.vectors.formats import load_model
-from scbow.vectors.model import Model
+from scbow.vectors.model import NEIGHBOUR_MIN_COUNT, Model
 from scbow.vectors.numeric import mean_rows
 
 
@@ -354,3 +356,63 @@ def test_very_long_sentence(good_model):
     expected = np.asarray(model.vectors)[[model.vocab.index[w] for w in ("the", "cat", "sat")]].mean(axis=0)
     np.testing.assert_allclose(row, expected, rtol=1e-5, atol=1e-6)
     assert model.similarity(sentence, "sat the cat") == pytest.approx(1.0, abs=1e-5)
+
+
+# ---------------------------------------------------------------------------------------
+# Lookups, similarity and neighbours of a small hand-made model
+
+
+@pytest.fixture
+def tiny():
+    words = ["the", "cat", "sat", "dog", "."]
+    vectors = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 2, 1], [1, 1, 1]], dtype=np.float32)
+    return Model(Vocab(words, np.array([5, 4, 3, 2, 1]) * NEIGHBOUR_MIN_COUNT), vectors)  # all frequent enough to be neighbours
+
+
+def test_embed(tiny):
+    out = tiny.embed(["The cat!", "xyzzy plugh", "", "cat cat dog", "."])
+    assert out.dtype == np.float32 and out.shape == (5, 3)
+    np.testing.assert_allclose(out[0], [0.5, 0.5, 0])  # "!" is unknown and left out
+    assert np.isnan(out[1]).all() and np.isnan(out[2]).all()
+    np.testing.assert_allclose(out[3], [0, 4 / 3, 1 / 3], rtol=1e-6)
+    np.testing.assert_allclose(out[4], [1, 1, 1])
+    assert tiny.embed([]).shape == (0, 3)
+    with pytest.raises(TypeError):
+        tiny.embed("a single string")
+
+
+def test_ids_names_unknown_words(tiny):
+    assert tiny.ids("The zebra sat , quickly") == ([0, 2], ["zebra", ",", "quickly"])
+
+
+def test_similarity(tiny):
+    assert tiny.similarity("the cat", "cat the") == pytest.approx(1.0)
+    assert tiny.similarity("cat", "sat") == pytest.approx(0.0, abs=1e-7)
+    assert tiny.similarity("cat", "dog") == pytest.approx(2 / math.sqrt(5), rel=1e-6)
+    assert math.isnan(tiny.similarity("the cat", "xyzzy zebra"))
+    assert math.isnan(tiny.similarity("", "the"))
+    assert math.isnan(tiny.similarity("qwerty", "asdf"))
+
+
+def test_getitem_and_contains(tiny):
+    assert "cat" in tiny and "zebra" not in tiny
+    np.testing.assert_array_equal(tiny["dog"], [0, 2, 1])
+    with pytest.raises(KeyError, match="zebra"):
+        tiny["zebra"]
+
+
+def test_most_similar(tiny):
+    result = tiny.most_similar("cat", topn=3)
+    assert [w for w, _ in result][:2] == ["dog", "."]
+    assert result[2][0] in ("the", "sat")  # both orthogonal to "cat"
+    assert result[0][1] == pytest.approx(2 / math.sqrt(5))
+    assert result[1][1] == pytest.approx(1 / math.sqrt(3))
+    assert result[2][1] == pytest.approx(0.0, abs=1e-7)
+    assert all(w != "cat" for w, _ in tiny.most_similar("cat", topn=4))
+    with pytest.raises(KeyError):
+        tiny.most_similar("zebra")
+
+
+def test_model_rejects_mismatched_vectors():
+    with pytest.raises(ValueError):
+        Model(Vocab(["a", "b"], [1, 1]), np.zeros((3, 2), dtype=np.float32))
