@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from conftest import TRAIN, assert_clean_error, files_under, make_runner, train_args
 
-import scbow
 from scbow.cli import main
 from scbow.config import ConfigError, TrainConfig
 from scbow.training.checkpoint import checkpoint_dir
@@ -48,11 +47,8 @@ def test_negatives_at_least_the_sentences_are_refused(tmp_path, runner, mode):
 @pytest.mark.parametrize(
     "name, content, fragment",
     [
-        ("blank.txt", b"\n\n   \n\t\n\n", "no words"),
         ("one-sentence.txt", b"The cat sat on the mat.\n", "no training example"),
         ("short-docs.txt", b"One cat.\n\nTwo cats.\n\nThree cats.\n\nFour cats.\n\nFive cats.\n", "no training example"),
-        ("mostly-bad.txt", b"\xff\xfe\xfa word\n\xc3\x28 x\n\xa0\xa1\n", "invalid UTF-8"),
-        ("nul.txt", b"words\n\x00\x00\x00\nmore\n", "binary"),
         ("one-huge-line.txt", b"the cat sat on the mat and " * 200_000, "no training example"),
     ],
 )
@@ -68,8 +64,6 @@ def test_corpus_without_training_examples_fails_cleanly(tmp_path, runner, name, 
 def test_a_vocabulary_that_ends_up_empty(tmp_path, runner, corpus_file):
     result = runner.invoke(main, train_args(corpus_file, tmp_path / "m", "--min-count", "10000000"))
     assert_clean_error(result, "vocabulary is empty", "--min-count")
-    with pytest.raises(scbow.training.corpus.CorpusError, match="vocabulary is empty"):
-        scbow.train([corpus_file], TrainConfig(min_count=10_000_000, threads=1), quiet=True)
 
 
 @pytest.mark.parametrize("bad, message", [(["--min-count", "100000"], "vocabulary is empty"),
