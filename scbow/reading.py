@@ -4,8 +4,10 @@ naming the file (the error type the caller gives). Light (standard library only)
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 from pathlib import Path
 
 from .errors import CorpusError, ModelError
@@ -53,3 +55,13 @@ def read_range(path: os.PathLike, start: int, stop: int) -> bytes:
             return fh.read(stop - start)
     except OSError as exc:
         raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def os_error_text(exc: OSError) -> str:
+    """What an OSError says, in one line: its strerror; numpy's "N requested and M written" (a
+    short write, which on a local disk means it is full) as the "No space left on device" it is."""
+    written = re.search(r"(\d+) requested and (\d+) written", str(exc))
+    if exc.errno == errno.ENOSPC or written:
+        wrote = f" (wrote {int(written[2]):,} of {int(written[1]):,} bytes)" if written else ""
+        return f"No space left on device{wrote}"
+    return exc.strerror or short_message(exc)

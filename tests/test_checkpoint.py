@@ -408,7 +408,7 @@ def test_resume_with_the_word_term_is_bit_identical_and_keeps_its_output_matrix(
     assert not np.array_equal(np.asarray(a.vectors), np.asarray(load_model(out2).vectors))
 
 
-@pytest.mark.parametrize("damage", ["missing", "shape", "nan", "garbage"])
+@pytest.mark.parametrize("damage", ["missing", "shape", "nan", "garbage", "huge header"])
 def test_a_word_term_checkpoint_without_a_good_output_matrix_is_refused(tmp_path, corpus_file, small_batches, damage):
     config = cfg(word_window=2)
     out = tmp_path / "m"
@@ -423,6 +423,11 @@ def test_a_word_term_checkpoint_without_a_good_output_matrix_is_refused(tmp_path
     elif damage == "nan":
         Wo[0, 0] = np.nan
         np.save(path, Wo)
+    elif damage == "huge header":  # a header claiming 10^12 rows: named as damage, not allocated ("out of memory")
+        with open(path, "wb") as fh:
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<f4", "fortran_order": False,
+                                                      "shape": (10**12, Wo.shape[1])})
+            fh.write(Wo.tobytes())
     else:
         path.write_bytes(b"not a numpy file")
     with pytest.raises(CheckpointError) as info:

@@ -570,3 +570,23 @@ def test_prepare_warns_when_a_run_without_whitespace_is_cut(tmp_path, runner):
                                   "--segmenter", "lines"])
     assert result.exit_code == 0, result.output
     assert "with no whitespace" in result.stderr and "cut where a chunk ended" in result.stderr
+
+
+def test_the_summary_and_warnings_prepare_prints():
+    """PrepareStats.summary and .warnings: the lines 'prepare' prints, from the library (issue 33 item 7)."""
+    from scbow.text.prepare import CHUNK_CHARS, PrepareStats
+
+    stats = PrepareStats(files=2, documents=3, sentences=41, words=1234, input_bytes=2_500_000, seconds=2.0,
+                         invalid_utf8_lines=1, words_cut=2, skipped_records=1, bad_records=3,
+                         bad_examples=["a.jsonl: line 2: not JSON", "a.jsonl: line 5: no 'text'"])
+    assert stats.summary("nupunkt", "out.txt") == (
+        "prepared 2 files, 2.5 MB in 2.0 s (1.2 MB/s, nupunkt): 3 documents, 41 sentences, 1,234 words, skipped "
+        "1 JSON Lines record with no text and 3 unreadable JSON Lines lines; wrote out.txt")
+    assert stats.warnings("body") == [
+        "warning: 1 line of the input is not valid UTF-8; their bad bytes were written as U+FFFD (the replacement "
+        "character)",
+        f"warning: 2 runs of text with no whitespace for over {CHUNK_CHARS:,} characters were cut where a chunk ended "
+        "(not words: binary data or text without spaces?)",
+        "warning: skipped 3 JSON Lines lines that hold no record with text in 'body' (a.jsonl: line 2: not JSON; "
+        "a.jsonl: line 5: no 'text', ...); --strict stops at the first instead"]
+    assert PrepareStats(files=1, sentences=1, words=2).warnings() == []

@@ -449,3 +449,64 @@ def test_a_failure_between_the_two_renames_puts_the_old_model_back(tmp_path, mon
     assert load_model(path).vocab.words == ["a", "b"] and sorted(os.listdir(tmp_path)) == ["model"]
 
 
+
+
+# =======================================================================================
+# A run resumed inside the word part checkpoints where an uninterrupted one does
+
+
+def test_a_run_resumed_in_the_word_part_checkpoints_where_an_uninterrupted_one_does(tmp_path, corpus_file,
+                                                                                   small_batches, monkeypatch):
+    """--checkpoint-every N counts the sentence part's examples and then the word part's sentences;
+    a run resumed in the word part writes no extra checkpoint after its first batch (issue 34 item
+    11: only the sentence part's resume was pinned)."""
+    from scbow.training import wordpart
+    from scbow.training.checkpoint import CheckpointWriter
+    from scbow.training.hooks import Hook
+
+    monkeypatch.setattr(wordpart, "WORD_BATCH", 300)  # several word batches per pass of 2,400 sentences
+    written = []
+    original = CheckpointWriter.write
+
+    def spy(self, state, W, output=None, word=None):
+        written.append((state.done, state.word_done))
+        return original(self, state, W, output, word)
+
+    monkeypatch.setattr(CheckpointWriter, "write", spy)
+
+    class SignalAfterWordBatches(Hook):
+        def __init__(self, n):
+            self.n = n
+
+        def after_word_batch(self, state, vectors):
+            self.n -= 1
+            if self.n == 0:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    config = TrainConfig(dim=16, epochs=1, min_count=1, threads=1, seed=3, word_passes=2, word_dim=8)
+    train_session([corpus_file], config, tmp_path / "a", quiet=True, checkpoint_every=1000)
+    reference = list(written)
+    assert sum(w > 0 for _, w in reference) >= 3  # checkpoints inside the word part
+    written.clear()
+    out = tmp_path / "b"
+    with pytest.raises(Interrupted):
+        train_session([corpus_file], config, out, quiet=True, checkpoint_every=1000, hooks=[SignalAfterWordBatches(4)])
+    at = written[-1]  # the interrupt's checkpoint, in the word part: 2,400 examples and 1,200 sentences,
+    # so that the resumed run's first batch (to 3,900) is not due (the next is at 4,000)
+    assert at == (2400, 1200) and written[:-1] == [d for d in reference if sum(d) < sum(at)]
+    written.clear()
+    train_session([corpus_file], config, out, quiet=True, resume=True, checkpoint_every=1000)
+    assert written == [d for d in reference if sum(d) > sum(at)]
+
+
+def test_an_unsure_collapse_is_a_warning_and_the_model_is_saved(tmp_path, small_corpus_file):
+    """The collapse check's unsure verdict reaches the user through the session's warn (even with
+    -q), and the run is saved: 120 generated sentences of 38 words at --dim 8 (too little evidence
+    to refuse; see tests/test_train.py for the rule)."""
+    warnings = []
+    out = tmp_path / "m"
+    train_session([small_corpus_file], TrainConfig(dim=8, epochs=2, min_count=1, threads=1, word_passes=0), out,
+                  quiet=True, use_cache=False, warn=warnings.append)
+    assert [w for w in warnings if "collapsing" in w] == [warnings[-1]]
+    assert "too few to be sure" in warnings[-1] and "the model is saved" in warnings[-1]
+    assert load_model(out).info["training"]["collapse_check"]["verdict"] == "unsure"

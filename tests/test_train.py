@@ -223,7 +223,7 @@ def test_nan_embeddings_are_reported(corpus, monkeypatch):
         W[:] = np.nan
         return W
 
-    monkeypatch.setattr(train_mod, "init_vectors", poisoned)
+    monkeypatch.setattr(start_mod, "init_vectors", poisoned)
     with pytest.raises(TrainingError):
         train(corpus, config(), quiet=True)
 
@@ -405,3 +405,158 @@ def test_train_says_when_it_compiles_the_kernels(tmp_path, monkeypatch, capsys, 
           quiet=quiet)
     lines = [line for line in capsys.readouterr().err.splitlines() if "kernels" in line]
     assert lines == ([] if expected is None else [lines[0]]) and (expected is None or expected in lines[0])
+
+
+# ---------------------------------------------------------------- the collapse check
+# (scbow.training.collapse; the measurements behind its bounds are in docs/robustness.md)
+
+
+def spread(gap, kept, sentences=5000, words=5000):
+    from scbow.training.collapse import Spread
+
+    return Spread(gap, kept, sentences, words)
+
+
+@pytest.mark.parametrize("end, kind", [
+    (spread(0.55, 0.6), "healthy"),
+    (spread(0.06, 0.6), "collapsed"),               # a tenth of the start's gap left (--dim 8 at --lr 1e6)
+    (spread(0.5, 0.01), "collapsed"),               # the variance fell into the removed directions
+    (spread(0.24, 0.6), "unsure"),                  # 0.4 of the gap: between collapses and healthy runs
+    (spread(0.5, 0.1), "unsure"),                   # 0.125 of the variance
+    (spread(0.06, 0.01, 120, 38), "unsure"),        # too little evidence to throw a run away
+    (spread(0.06, 0.01, 5000, 60), "unsure"),
+    (None, "unjudged"),
+])
+def test_the_collapse_verdict(end, kind):
+    from scbow.training.collapse import Verdict
+
+    verdict = Verdict(spread(0.6, 0.8), end)
+    assert verdict.kind == kind
+    assert (verdict.warning() is not None) == (kind == "unsure")
+    assert verdict.to_dict()["verdict"] == kind
+
+
+def test_the_spread_sees_a_collapse_and_not_a_shared_direction():
+    """Sentence averages near three lines (either way) keep next to no variance outside the five
+    directions post-processing removes at 50 dimensions; at 20, where it removes two, the third
+    line is left and the gap between them is next to nothing. A strong direction shared by every
+    row changes neither measure."""
+    from scbow.training.collapse import Spread, spread_of
+
+    rng = np.random.default_rng(0)
+    for d in (50, 20):
+        spread = rng.standard_normal((2000, d))
+        lines = rng.standard_normal((3, d))
+        collapsed = lines[rng.integers(0, 3, 2000)] * rng.choice([-1, 1], (2000, 1)) + 0.01 * spread
+        common = spread + 30 * rng.standard_normal(d)
+        healthy = spread_of(spread)
+        assert healthy.sentences == 2000 and healthy.gap > 0.05 and healthy.kept > 0.7
+        if d == 50:  # the five directions removed hold the three lines
+            assert spread_of(collapsed).kept < 0.01 * healthy.kept
+        else:  # the two removed leave one line
+            assert spread_of(collapsed).gap < 0.01 * healthy.gap
+        same = spread_of(common)
+        assert same.gap == pytest.approx(healthy.gap, rel=1e-6) and same.kept == pytest.approx(healthy.kept, rel=1e-6)
+    assert spread_of(spread[:2]) is None and spread_of(np.full((10, 4), np.nan)) is None
+    assert Spread.from_dict(healthy.to_dict()).gap == pytest.approx(healthy.gap, abs=1e-6)
+    assert Spread.from_dict({"gap": "x", "kept": 0.5}) is None and Spread.from_dict(None) is None
+
+
+@pytest.mark.parametrize("settings, kind", [
+    (dict(dim=50), "healthy"),
+    (dict(dim=50, word_window=5, epochs=3), "healthy"),  # the skip-gram term: refused by the old rule
+    (dict(dim=50, lr=1e6), "collapsed"),
+    (dict(dim=8, lr=1e6), "collapsed"),                  # missed by the old rule
+    (dict(dim=50, max_vocab=900, lr=1e6), "collapsed"),  # missed by the old rule (a small vocabulary)
+])
+def test_a_run_is_judged_against_its_own_start(corpus, gutenberg_slice, settings, kind):
+    from scbow.training.corpus import read_corpus
+
+    if "max_vocab" in settings:
+        corpus = read_corpus([gutenberg_slice(20000)], 2, settings["max_vocab"], use_cache=False, quiet=True)
+    warned = []
+    cfg = config(**{"lr": 0.1, **settings})
+    if kind == "collapsed":
+        with pytest.raises(TrainingError, match="collapsed into a few directions.*smaller --lr"):
+            train(corpus, cfg, quiet=True, warn=warned.append)
+        return
+    check = train(corpus, cfg, quiet=True, warn=warned.append).model.info["training"]["collapse_check"]
+    assert check["verdict"] == kind and check["gap_ratio"] > 0.45 and check["kept_ratio"] > 0.15 and not warned
+
+
+def test_an_unsure_collapse_is_saved_with_a_warning(tmp_path, small_corpus_file):
+    """120 generated sentences of 38 words lose most of their gap at --dim 8 (such sentences
+    sit close by their nature): too little evidence to throw the run away."""
+    cfg = TrainConfig(dim=8, epochs=2, min_count=1, threads=1, word_passes=0)
+    warned = []
+    result = train(read_corpus([small_corpus_file], 1, 0, use_cache=False, quiet=True), cfg, quiet=True,
+                   warn=warned.append)
+    check = result.model.info["training"]["collapse_check"]
+    assert check["verdict"] == "unsure" and check["gap_ratio"] < 0.35 and check["words"] < 100
+    assert len(warned) == 1 and warned[0].startswith("warning: the sentence vectors may be collapsing")
+    assert "too few to be sure" in warned[0] and result.warnings == warned
+
+
+def test_a_resumed_run_is_judged_against_the_start_of_the_run(corpus, monkeypatch):
+    """The start's measures travel in the state (a checkpoint's state.json), not re-measured on
+    the checkpoint's matrix."""
+    from scbow.training.hooks import TrainState
+
+    class Stop(Exception):
+        pass
+
+    class Interrupt(Hook):
+        def after_batch(self, state, vectors):
+            if state.done >= 4096:
+                self.state, self.W = TrainState.from_dict(state.to_dict()), np.array(vectors())
+                raise Stop
+
+    monkeypatch.setattr(train_mod, "BATCH", 2048)
+    cfg = config(dim=24)
+    whole = train(corpus, cfg, quiet=True).model.info["training"]["collapse_check"]
+    hook = Interrupt()
+    with pytest.raises(Stop):
+        train(corpus, cfg, quiet=True, hooks=[hook])
+    assert {k: round(v, 4) for k, v in hook.state.collapse_start.items()} == whole["start"]
+    resumed = train(corpus, cfg, quiet=True, init=hook.W, start=hook.state).model.info["training"]["collapse_check"]
+    assert resumed == whole
+    old = TrainState.from_dict({k: v for k, v in hook.state.to_dict().items() if k != "collapse_start"})
+    assert old.collapse_start is None  # a checkpoint from before the measure: judged against its own matrix
+    again = train(corpus, cfg, quiet=True, init=hook.W, start=old).model.info["training"]["collapse_check"]
+    assert again["end"] == whole["end"] and again["start"] != whole["start"]
+
+
+def test_a_collapse_is_refused_before_the_word_part_trains(corpus, monkeypatch):
+    """The sentence part is judged as soon as it is trained: a refused run spends no time on the
+    word part (whose learning rate is word2vec's, not --lr)."""
+    from scbow.training.wordpart import WordPart
+
+    def never(*args, **kwargs):
+        raise AssertionError("the word part ran")
+
+    monkeypatch.setattr(WordPart, "run", never)
+    with pytest.raises(TrainingError, match="collapsed"):
+        train(corpus, config(dim=50, lr=1e6, word_passes=1, word_dim=8), quiet=True)
+
+
+def test_train_enters_start_once_and_resolves_the_threads_once(corpus, monkeypatch):
+    """Issue 33 item 7: one start.prepare(...) per run, one resolution of the thread count (the
+    word part's threads are the sentence part's)."""
+    import scbow.kernels
+
+    calls = {"prepare": 0, "threads": 0}
+    prepare, resolve = start_mod.prepare, scbow.kernels.resolve_threads
+
+    def counted_prepare(*args, **kwargs):
+        calls["prepare"] += 1
+        return prepare(*args, **kwargs)
+
+    def counted_resolve(threads):
+        calls["threads"] += 1
+        return resolve(threads)
+
+    monkeypatch.setattr(train_mod, "prepare", counted_prepare)
+    monkeypatch.setattr(scbow.kernels, "resolve_threads", counted_resolve)
+    result = train(corpus, config(dim=16, word_passes=1, word_dim=8), quiet=True)
+    assert calls == {"prepare": 1, "threads": 1}
+    assert result.model.info["training"]["word_part"]["threads"] == result.model.info["training"]["threads"] == 1

@@ -148,37 +148,6 @@ def test_the_batch_cost_counts_only_the_words_max_length_keeps(tmp_path):
 # ---------------------------------------------------------------- a collapse
 
 
-def test_spanned_fraction_tells_a_collapse_from_a_spread():
-    from scbow.training.trainer import COLLAPSED, spanned_fraction
-
-    rng = np.random.default_rng(0)
-    spread = rng.standard_normal((3000, 50))
-    assert spanned_fraction(spread) > 0.9
-    lines = rng.standard_normal((3, 50))  # every row near one of three directions, either way
-    collapsed = lines[rng.integers(0, 3, 3000)] * rng.choice([-1, 1], (3000, 1)) + 0.01 * spread
-    assert spanned_fraction(collapsed) < 3.5 / 50 < COLLAPSED
-    assert spanned_fraction(spread[:20]) > 0.5  # 20 rows can span only 20 directions: not a collapse
-    assert spanned_fraction(np.zeros((10, 4))) == 1.0 and spanned_fraction(spread[:1]) == 1.0
-
-
-def test_a_shared_common_direction_is_not_a_collapse():
-    """Frequent words of a long run share a strong common direction (the default run on
-    gutenberg-100M spans 0.15 of its directions) and are still spread around it: not a
-    collapse. Rows near three directions, nothing else, are one."""
-    from scbow.training.trainer import KEPT_ENERGY, collapsed, energy_beyond_common, spanned_fraction
-
-    rng = np.random.default_rng(0)
-    spread = rng.standard_normal((3000, 300)) / np.sqrt(300)
-    c = rng.standard_normal(300)
-    common = spread + c / np.linalg.norm(c) * rng.choice([0.6, 1.0], (3000, 1))
-    assert spanned_fraction(common) < 0.05  # the old rule alone called this collapsed
-    assert energy_beyond_common(common) > 0.5 > KEPT_ENERGY and collapsed(common) is None
-    lines = rng.standard_normal((3, 300))
-    near_lines = lines[rng.integers(0, 3, 3000)] * rng.choice([-1, 1], (3000, 1)) + 0.01 * spread
-    assert energy_beyond_common(near_lines) < 0.01 and collapsed(near_lines) == spanned_fraction(near_lines)
-    assert collapsed(near_lines[:500]) is None  # too few words to judge
-
-
 def test_a_collapsed_run_is_refused_not_saved(tmp_path, runner, gutenberg_slice):
     corpus = gutenberg_slice(20000)
     args = ["train", str(corpus), "--dim", "50", "--threads", "1", "-q", "--no-cache"]

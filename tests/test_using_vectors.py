@@ -379,6 +379,49 @@ def test_neighbors_cli_min_count(tmp_path, runner):
                        "--min-count is for nearest words")
 
 
+def test_the_neighbours_default_minimum_count_is_a_hundred(tmp_path, runner):
+    """The default itself, written out (issue 34 item 11: every other test derives its counts from
+    the constant, so 100 -> 10 passed them all): a word seen 99 times is left out, one seen 100
+    times is not, in the API and in the CLI."""
+    near = Model(Vocab(["the", "cat", "seen-99", "seen-100"], [1000, 500, 99, 100]),
+                 np.array([[0, 1], [1, 0], [1, 0.01], [1, 0.5]], dtype=np.float32))
+    assert [w for w, _ in near.most_similar("cat", topn=2)] == ["seen-100", "the"]
+    assert [w for w, _ in near.most_similar("cat", topn=1, min_count=99)] == ["seen-99"]
+    assert [w for w, _ in near.similar_by_vector(near["cat"], topn=2)] == ["cat", "seen-100"]
+    save_model(near, tmp_path / "m")
+    result = runner.invoke(main, ["neighbors", "-m", str(tmp_path / "m"), "cat", "-n", "1"])
+    assert result.exit_code == 0 and result.stdout.split("\t")[0] == "seen-100", result.output
+    assert "default: 100" in runner.invoke(main, ["neighbors", "--help"]).output
+
+
+@pytest.mark.parametrize("sentence, rule, has, lacks, note", [
+    ("the cat", None, True, "no word in the vocabulary", None),
+    ("the xyzzy", None, True, "no word in the vocabulary", "unknown words left out: xyzzy"),
+    ("xyzzy quux", None, False, "no word in the vocabulary", "unknown words left out: xyzzy, quux"),
+    ("xyzzy quux", "hash", True, "no word", "unknown words given hashed random vectors: xyzzy, quux"),
+    ("", "hash", False, "no word", None),
+])
+def test_the_rule_of_what_has_an_embedding(model, sentence, rule, has, lacks, note):
+    """scbow.use.embedding.sentence_words: the rule 'similarity' and 'neighbors --sentence' share
+    (issue 33 item 7: it lived in the commands). It agrees with what Model.embed does."""
+    from scbow.use.embedding import sentence_words
+
+    words = sentence_words(model, sentence, rule)
+    assert (words.has_embedding, words.lacks, words.unknown_note()) == (has, lacks, note)
+    assert words.has_embedding == bool(np.isfinite(model.embed([sentence], unknown=rule)).all())
+
+
+def test_embed_summary_is_the_commands_line(tmp_path, model):
+    from scbow.use.embedding import embed_file, embed_summary
+
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    stats = embed_file(model, src, tmp_path / "out.npy")
+    line = embed_summary(stats, model)
+    assert line.startswith(f"embedded {len(LINES)} lines as 6-dim rows in ")
+    assert f"with no known word (listed in {tmp_path / 'out.missing.txt'}); wrote {tmp_path / 'out.npy'}" in line
+
+
 def test_nearest_sentences(tmp_path, model):
     rng = np.random.default_rng(2)
     lines = [" ".join(rng.choice(WORDS + ["zzz"], size=rng.integers(0, 7))) for _ in range(400)]
@@ -485,6 +528,23 @@ def test_train_cli_init_vectors(small_corpus_file, tmp_path, runner):
     (tmp_path / "other.txt").write_text("1 8\nzebra " + " ".join(["0.5"] * 8) + "\n")
     assert_clean_error(runner.invoke(main, [*args, "--init-vectors", str(tmp_path / "other.txt")]), "no word")
     assert not (tmp_path / "m2").exists()
+
+
+def test_train_cli_init_vectors_from_a_model_with_a_word_part(small_corpus_file, tmp_path, runner):
+    """A model of ours with a word part (the default) starts a run's sentence part from its own:
+    --dim is compared with its sentence part (it was compared with the whole rows, so such a model
+    could start no run: --dim 8 was refused as not 12, and --dim 12 as not 8)."""
+    args = [str(small_corpus_file), "--epochs", "1", "--min-count", "1", "--threads", "1", "--dim", "8",
+            "--cache-dir", str(tmp_path / "cache")]
+    result = runner.invoke(main, ["train", *args, "-o", str(tmp_path / "a"), "--word-passes", "1", "--word-dim", "4"])
+    assert result.exit_code == 0, result.output
+    assert load_model(tmp_path / "a").dim == 12
+    result = runner.invoke(main, ["train", *args, "-o", str(tmp_path / "b"), "--init-vectors", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["init_vectors"]["rows_initialised"] > 0
+    result = runner.invoke(main, ["train", *args[:-2], "--dim", "12", "--cache-dir", str(tmp_path / "cache"),
+                                  "-o", str(tmp_path / "c"), "--init-vectors", str(tmp_path / "a")])
+    assert_clean_error(result, "8-dimensional vectors in their sentence part", "--dim is 12", "pass --dim 8")
 
 
 # ---------------------------------------------------------------- vocabulary expansion

@@ -124,6 +124,21 @@ def test_sentence_step_is_one_sgd_step_of_the_reference(hot, window):
     assert np.array_equal(Wo[[0, 8, 10, 11]], Wo0[[0, 8, 10, 11]])
 
 
+@pytest.mark.parametrize("window", [1, 3])
+def test_a_large_step_turns_rows_and_puts_them_back_to_their_length(window):
+    """The row-length restoring step of ``sgns_sentence`` on the CPU (issue 34 item 11: only the
+    CUDA-against-CPU comparison caught its loss). A step orthogonal to a row stretches it to
+    second order, which the small steps above cannot see; at this step the rows would grow tenfold
+    (on gutenberg-1M without it, the frequent words' mean row length went 0.109 -> 0.356). The rows
+    must turn, and keep their lengths."""
+    sentence = [3, 1, 4, 1, 5, 9, 2, 6, 3, 5]
+    W0, _, a, W, _, _ = sentence_step(sentence, window, 3, 20.0, 1.0, 7)
+    moved = sorted(set(sentence))
+    cos = (W[moved] * W0[moved]).sum(1) / np.linalg.norm(W[moved], axis=1) / np.linalg.norm(W0[moved], axis=1)
+    assert cos.min() < 0.95  # the rows turned by a large angle
+    assert np.linalg.norm(W, axis=1) == pytest.approx(np.linalg.norm(W0, axis=1), rel=1e-5)
+
+
 def test_windows_reach_only_as_far_as_drawn():
     sentence = list(range(10))
     for window in (1, 3):
@@ -240,3 +255,18 @@ def test_training_with_the_term_moves_words_that_share_contexts_together(tmp_pat
 
     base = TrainConfig(dim=16, threads=1, common_components=-1, min_count=1, epochs=3, frequency_weight=0.0)
     assert cosine(base.replace(word_window=2, word_weight=1.0, word_sample=0.0)) > cosine(base) + 0.2
+
+
+def test_kernel_params_carry_the_word_term_settings_of_the_config():
+    """The record the kernels read (``backends.params.kernel_params``) takes each word-term field
+    from its own setting: values all different, so that one read from another (word_negatives
+    from negatives, word_weight from lr) fails here (issue 34 item 11)."""
+    from scbow.training.backends.params import kernel_params
+
+    cfg = TrainConfig(word_window=3, word_negatives=7, word_weight=0.45, negatives=2, lr=0.125, dim=8,
+                      weight_decay=0.0, max_length=11, seed=13)
+    p = kernel_params(cfg, 1, 100)
+    assert (int(p.word_window), int(p.word_negatives), float(p.word_weight)) == (3, 7, 0.45)
+    assert (int(p.negatives), float(p.lr), int(p.max_len), int(p.seed), float(p.total)) == (2, 0.125, 11, 13, 100.0)
+    off = kernel_params(TrainConfig(negatives=4, word_negatives=1), 1, 100)
+    assert (int(off.word_window), int(off.word_negatives), int(off.negatives)) == (0, 1, 4)

@@ -48,8 +48,10 @@ class _Group(click.Group):
         except MemoryError:
             raise click.ClickException("out of memory; try a smaller --dim or --max-vocab") from None
         except OSError as exc:
+            from ..reading import os_error_text
+
             where = f"{exc.filename}: " if exc.filename else ""
-            raise click.ClickException(f"{where}{exc.strerror or exc}") from None
+            raise click.ClickException(f"{where}{os_error_text(exc)}") from None
         except KeyboardInterrupt as exc:
             # train's Interrupted says what was kept (a checkpoint) and which signal stopped it
             click.echo("\n" + (getattr(exc, "message", None) or "interrupted; nothing was written"), err=True)

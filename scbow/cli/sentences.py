@@ -59,8 +59,8 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
     OUTPUT/manifest.json; running the same command again skips the shards already done.
     Read them back with scbow.use.cluster.open_shards(OUTPUT). Needs: pip install 'scbow-numba[dask]'.
     """
-    from ..progress import Progress, plural
-    from ..use.embedding import embed_file, missing_path_for
+    from ..progress import Progress
+    from ..use.embedding import embed_file, embed_summary, missing_path_for
 
     if workers is not None and scheduler is not None:
         raise click.UsageError("give --workers (a local cluster) or --scheduler (a running one), not both")
@@ -88,13 +88,7 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
     finally:
         bar.close()
     if not quiet:
-        rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
-        known = stats.known_tokens / stats.tokens if stats.tokens else 0
-        rule = unknown or model.unknown_rule[0]
-        what = "no known word" if rule == "omit" else "no word"
-        click.echo(f"embedded {plural(stats.lines, 'line')} as {model.dim}-dim rows in {stats.seconds:.1f} s "
-                   f"({rate:,.0f} lines/min), {100 * known:.1f}% of tokens averaged (unknown words: {rule}); "
-                   f"{plural(stats.missing, 'line')} with {what} (listed in {missing_file}); wrote {output}", err=True)
+        click.echo(embed_summary(stats, model, unknown, output, missing_file), err=True)
 
 
 def _embed_on_cluster(model_path, inputs, output, fill, unknown, workers, scheduler, block_mb, quiet):
@@ -201,21 +195,18 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
         raise click.ClickException("give either WORDs or --sentence, not both")
     if in_path is None and index_path is None:
         raise click.ClickException("--sentence needs --in FILE or --index DIR: the sentences to search")
-    from ..use.embedding import nearest_sentences
+    from ..use.embedding import nearest_sentences, sentence_words
 
     if index_path is not None:  # an index that records its model answers only with it: check before loading
         from ..use.index import check_query_model
 
         check_query_model(index_path, model_dir(model_path))
     model = load(model_path)
-    known, unknown = model.ids(sentence)
-    hashed = model.unknown_rule[0] == "hash"
-    if not known and not (hashed and unknown):
-        what = "no word" if hashed else "no word in the vocabulary"
-        raise click.ClickException(f"the sentence has {what}; it has no embedding")
-    if unknown:
-        what = "given hashed random vectors" if hashed else "left out"
-        click.echo(f"unknown words {what}: {', '.join(unknown)}", err=True)
+    words = sentence_words(model, sentence)
+    if not words.has_embedding:
+        raise click.ClickException(f"the sentence has {words.lacks}; it has no embedding")
+    if words.unknown:
+        click.echo(words.unknown_note(), err=True)
     if index_path is not None:
         from ..use.index import search_command
 

@@ -162,8 +162,7 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict,
     Read in blocks, so inputs larger than memory work; OUTPUT is renamed into place at the end.
     The segmenters were compared in benchmarks/results/segmenters.md.
     """
-    from ..progress import Progress, plural
-    from ..text.prepare import CHUNK_CHARS
+    from ..progress import Progress
     from ..text.prepare import prepare as prepare_corpus
 
     bar = Progress(0, unit="B", enabled=None if not quiet else False)
@@ -177,29 +176,10 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict,
                                language=language, progress=show, strict=strict)
     finally:
         bar.close()
-    if stats.invalid_utf8_lines:
-        click.echo(f"warning: {plural(stats.invalid_utf8_lines, 'line')} of the input "
-                   f"{'is' if stats.invalid_utf8_lines == 1 else 'are'} not valid UTF-8; their bad "
-                   "bytes were written as U+FFFD (the replacement character)", err=True)
-    if stats.words_cut:
-        click.echo(f"warning: {plural(stats.words_cut, 'run')} of text with no whitespace for over "
-                   f"{CHUNK_CHARS:,} characters {'was' if stats.words_cut == 1 else 'were'} cut where a chunk ended "
-                   "(not words: binary data or text without spaces?)", err=True)
-    if stats.bad_records:
-        more = ", ..." if stats.bad_records > len(stats.bad_examples) else ""
-        click.echo(f"warning: skipped {plural(stats.bad_records, 'JSON Lines line')} that "
-                   f"{'holds' if stats.bad_records == 1 else 'hold'} no record with text in '{jsonl_field}' "
-                   f"({'; '.join(stats.bad_examples)}{more}); --strict stops at the first instead", err=True)
+    for line in stats.warnings(jsonl_field):
+        click.echo(line, err=True)
     if not quiet:
-        rate = stats.input_bytes / stats.seconds / 1e6 if stats.seconds > 0 else 0.0
-        skipped = [f"{plural(stats.skipped_records, 'JSON Lines record')} with no text"] if stats.skipped_records else []
-        if stats.bad_records:
-            skipped.append(plural(stats.bad_records, "unreadable JSON Lines line"))
-        skipped = f", skipped {' and '.join(skipped)}" if skipped else ""
-        click.echo(f"prepared {plural(stats.files, 'file')}, {stats.input_bytes / 1e6:,.1f} MB in {stats.seconds:.1f} s "
-                   f"({rate:.1f} MB/s, {segmenter}): {plural(stats.documents, 'document')}, "
-                   f"{plural(stats.sentences, 'sentence')}, {plural(stats.words, 'word')}{skipped}; wrote {output}",
-                   err=True)
+        click.echo(stats.summary(segmenter, output), err=True)
 
 
 @main.command("cache", short_help="List or clear the cache of encoded corpora.")

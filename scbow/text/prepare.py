@@ -121,6 +121,40 @@ class PrepareStats:
     segmenter: str = ""
     output: str = ""
 
+    def warnings(self, jsonl_field: str = "text") -> list[str]:
+        """The warning lines of a run (bad UTF-8, words cut at a chunk's end, unreadable JSON Lines lines)."""
+        from ..progress import plural
+
+        out = []
+        if self.invalid_utf8_lines:
+            out.append(f"warning: {plural(self.invalid_utf8_lines, 'line')} of the input "
+                       f"{'is' if self.invalid_utf8_lines == 1 else 'are'} not valid UTF-8; their bad "
+                       "bytes were written as U+FFFD (the replacement character)")
+        if self.words_cut:
+            out.append(f"warning: {plural(self.words_cut, 'run')} of text with no whitespace for over "
+                       f"{CHUNK_CHARS:,} characters {'was' if self.words_cut == 1 else 'were'} cut where a chunk "
+                       "ended (not words: binary data or text without spaces?)")
+        if self.bad_records:
+            more = ", ..." if self.bad_records > len(self.bad_examples) else ""
+            out.append(f"warning: skipped {plural(self.bad_records, 'JSON Lines line')} that "
+                       f"{'holds' if self.bad_records == 1 else 'hold'} no record with text in '{jsonl_field}' "
+                       f"({'; '.join(self.bad_examples)}{more}); --strict stops at the first instead")
+        return out
+
+    def summary(self, segmenter: str | None = None, output=None) -> str:
+        """The line ``prepare`` ends with: files, size, time and rate, what was found and skipped, the output."""
+        from ..progress import plural
+
+        rate = self.input_bytes / self.seconds / 1e6 if self.seconds > 0 else 0.0
+        skipped = [f"{plural(self.skipped_records, 'JSON Lines record')} with no text"] if self.skipped_records else []
+        if self.bad_records:
+            skipped.append(plural(self.bad_records, "unreadable JSON Lines line"))
+        skipped = f", skipped {' and '.join(skipped)}" if skipped else ""
+        return (f"prepared {plural(self.files, 'file')}, {self.input_bytes / 1e6:,.1f} MB in {self.seconds:.1f} s "
+                f"({rate:.1f} MB/s, {segmenter or self.segmenter}): {plural(self.documents, 'document')}, "
+                f"{plural(self.sentences, 'sentence')}, {plural(self.words, 'word')}{skipped}; "
+                f"wrote {output or self.output}")
+
 
 # ---------------------------------------------------------------- segmenters
 

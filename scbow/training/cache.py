@@ -102,10 +102,12 @@ def in_use(entry: Path) -> bool:
     return pid is not None and writer_alive(pid)
 
 
-def remove_entry(entry: Path) -> bool:
+def remove_entry(entry: Path, strict: bool = False) -> bool:
     """Remove a cache entry if it is ours: its files by name, then the empty directory.
 
-    Returns whether it is gone. Anything not ours is left exactly as it was.
+    Returns whether it is gone. Anything not ours is left exactly as it was. ``strict``: an
+    OSError while removing (a read-only cache, something that appeared in it) is raised
+    instead of returning False.
     """
     entry = Path(entry)
     if not is_ours(entry) or in_use(entry):
@@ -118,6 +120,8 @@ def remove_entry(entry: Path) -> bool:
                 pass
         os.rmdir(entry)  # fails, leaving it, if something else appeared in it meanwhile
     except OSError:
+        if strict:
+            raise
         return False
     return True
 
@@ -196,7 +200,12 @@ def clear_cache(root: os.PathLike | None = None) -> tuple[int, int]:
                           "(give the cache's own folder to --cache-dir)")
     removed = freed = 0
     for e in entries:
-        if remove_entry(Path(e["path"])):
+        try:
+            gone = remove_entry(Path(e["path"]), strict=True)
+        except OSError as exc:  # a read-only cache: said, not counted as "removed 0"
+            raise CorpusError(f"cannot remove the cached corpus {e['path']}: {exc.strerror or exc} (removed "
+                              f"{removed:,} of {len(entries):,} before it)") from None
+        if gone:
             removed += 1
             freed += e["bytes"]
     return removed, freed

@@ -284,20 +284,10 @@ def restore_output(path: Path, corpus, config: TrainConfig) -> np.ndarray | None
     """The skip-gram term's output matrix saved in the checkpoint at ``path`` (None when the run has no such term)."""
     if config.word_window <= 0:
         return None
-    path = Path(path)
-    file = path / OUTPUT_FILE
-    if not file.is_file() or file.is_symlink():
-        raise CheckpointError(f"{path}: damaged checkpoint (no {OUTPUT_FILE}, the --word-window term's output matrix); "
-                              "delete it to start over")
-    try:
-        Wo = np.load(file, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise CheckpointError(f"{file}: damaged checkpoint ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
-                              "delete it to start over") from None
-    if Wo.dtype != np.float32 or Wo.shape != (len(corpus.vocab), config.dim + 1) or not np.isfinite(Wo).all():
-        raise CheckpointError(f"{file}: damaged checkpoint (not a finite float32 matrix of {len(corpus.vocab):,} x "
-                              f"{config.dim + 1}); delete it to start over")
-    return Wo
+    # memory-mapped first, so that a header claiming more rows than the file holds is named as
+    # damage rather than allocated
+    return _restore_matrix(Path(path) / OUTPUT_FILE, (len(corpus.vocab), config.dim + 1),
+                           "the --word-window term's output matrix")
 
 
 def _restore_matrix(file: Path, shape: tuple, what: str) -> np.ndarray:

@@ -37,6 +37,9 @@ class TrainState:
     word_done: int = 0
     word_total: int = 0
     word_seconds: float = 0.0
+    # the collapse check's measures of the matrix the run started from (``scbow.training.collapse``,
+    # ``Spread.to_dict``), kept so that a resumed run is judged against its own start
+    collapse_start: dict | None = None
 
     @property
     def in_word_part(self) -> bool:
@@ -48,8 +51,10 @@ class TrainState:
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainState":
-        # a checkpoint from before the word part has no word_* fields: none done
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d or not f.name.startswith("word_")})
+        # a checkpoint from before the word part has no word_* fields: none done; one from before
+        # the collapse check's start measure has no collapse_start
+        optional = lambda name: name.startswith("word_") or name == "collapse_start"  # noqa: E731
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d or not optional(f.name)})
 
 
 class Hook:

@@ -207,9 +207,11 @@ def pretrained_start(path, config, note=None):
     from ..vectors.formats import load_model
 
     source = load_model(path)
-    if source.dim != config.dim:
-        raise ModelError(f"--init-vectors {path} has {source.dim}-dimensional vectors but --dim is "
-                         f"{config.dim}; they must match (pass --dim {source.dim})")
+    lo, hi = source.parts["sentence"]  # a model of ours with a word part starts the sentence part from its own
+    if hi - lo != config.dim:
+        what = " in their sentence part" if (lo, hi) != (0, source.dim) else ""
+        raise ModelError(f"--init-vectors {path} has {hi - lo}-dimensional vectors{what} but --dim is "
+                         f"{config.dim}; they must match (pass --dim {hi - lo})")
     info: dict = {}
 
     def init(vocab):

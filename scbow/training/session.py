@@ -395,7 +395,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             guard.mode = "flag"
             try:
                 result = train(encoded, config, quiet=quiet, hooks=[*hooks, hook], init=init, start=start,
-                               output=output_init, word=word_init)
+                               output=output_init, word=word_init, warn=warn)
             except TrainingError as exc:
                 if writer.last_done is not None:
                     raise TrainingError(f"{exc}; the last good checkpoint ({writer.last_done:,} examples) is "

@@ -1,13 +1,18 @@
 """What a run starts from: its training targets, the words' frequency weights and step
-rates, and the initial matrix. Plain numpy, shared by the trainer, the pretrained start
+rates, the initial matrix and the skip-gram term's arrays, all made by :func:`prepare`
+(the trainer's one call here). Plain numpy, shared by the trainer, the pretrained start
 (``scbow.training.pretrained``) and the benchmarks.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..config import TrainConfig
+from ..errors import ConfigError, CorpusError, TrainingError
+from ..progress import plural
 from ..vectors.numeric import word_weights  # noqa: F401  (its home: shared with the STS overlap control)
 from .corpus import Corpus
 
@@ -108,3 +113,60 @@ def output_biases(counts, keep, negatives: int) -> np.ndarray:
     context = counts * np.asarray(keep, dtype=np.float64)
     noise = counts ** NOISE_POWER
     return np.log(context / context.sum() / (negatives * noise / noise.sum())).astype(np.float32)
+
+
+@dataclass
+class Start:
+    """What :func:`prepare` returns: a run's targets (int64), frequency weights, initial matrix ``W``
+    (float32, a fresh array), per-word step rates, and the skip-gram term's arrays (``word_arrays``)."""
+
+    targets: np.ndarray
+    weights: np.ndarray
+    W: np.ndarray
+    rates: np.ndarray
+    word: tuple | None
+
+
+def prepare(corpus: Corpus, config: TrainConfig, init=None, output: np.ndarray | None = None) -> Start:
+    """Everything a run of ``config`` on ``corpus`` starts from, checked.
+
+    ``init``: None (random rows, :func:`init_vectors`), a matrix used as it is (a checkpoint's),
+    or a callable ``init(vocab)`` giving unweighted rows (``scbow.training.pretrained``), which are
+    multiplied by the frequency weights as the random rows are. ``output``: a resumed run's
+    skip-gram output matrix. Raises CorpusError (no training example), ConfigError (too many
+    negatives for the corpus) or TrainingError (a matrix of the wrong shape).
+    """
+    targets = trainable_targets(corpus)
+    if corpus.n_sentences < 4 or len(targets) == 0:
+        raise CorpusError(
+            f"no training example: the corpus has {plural(corpus.n_sentences, 'usable sentence')} in "
+            f"{plural(corpus.n_documents, 'document')}; an example needs a sentence with a neighbour in its "
+            "document and at least 4 sentences in all"
+        )
+    if config.negatives >= corpus.n_sentences - 1:
+        raise ConfigError(
+            f"negatives must be fewer than the sentences a negative is drawn from: this corpus has "
+            f"{plural(corpus.n_sentences, 'usable sentence')}, so at most "
+            f"{plural(max(corpus.n_sentences - 2, 0), 'negative')} "
+            f"(the paper's best is 2), got {config.negatives:,}")
+    weights = corpus_weights(corpus, config)
+    weighted = callable(init)
+    if weighted:
+        # a callable gives the unweighted start (U); the frequency weights are applied below,
+        # as to the random start (an array, such as a checkpoint's matrix, is used as it is)
+        init = np.asarray(init(corpus.vocab), dtype=np.float32)
+    if init is None:
+        W = init_vectors(len(corpus.vocab), config, weights)
+    else:
+        if init.shape != (len(corpus.vocab), config.dim):
+            raise TrainingError(f"initial vectors have shape {init.shape}; this run needs "
+                                f"{(len(corpus.vocab), config.dim)}")
+        W = np.array(init, dtype=np.float32, order="C", copy=True)
+        if weighted:
+            W *= weights[:, None]
+    if output is not None and (config.word_window <= 0 or output.shape != (len(W), W.shape[1] + 1)):
+        raise TrainingError(f"an output matrix of shape {output.shape} was given; this run "
+                            + (f"needs {(len(W), W.shape[1] + 1)}" if config.word_window > 0
+                               else "has no skip-gram term (word_window 0)"))
+    return Start(targets, weights, W, step_rates(weights, corpus.vocab.counts, config),
+                 word_arrays(corpus, config, weights, output))

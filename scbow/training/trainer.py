@@ -16,14 +16,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..config import TrainConfig, example_size
-from ..errors import ConfigError, CorpusError, TrainingError, diverged
+from ..errors import TrainingError, diverged
 from ..progress import Progress, note, plural
 from ..vectors.model import Model
+from . import collapse
 from .backends import make_backend
 from .corpus import Corpus
 from .hooks import TrainState
 from .postprocess import COMMON_SAMPLE, remove_common_components
-from .start import corpus_weights, init_vectors, step_rates, trainable_targets, word_arrays
+from .start import prepare
 from .wordpart import WordPart, assemble, sample_threshold, word_part_on
 
 # Examples per kernel call: long enough to amortise the thread launch, short enough for
@@ -64,6 +65,8 @@ class TrainResult:
     seconds: float
     examples: int
     losses: list = field(default_factory=list)  # mean loss of each batch, in order
+    # the warning lines of the run (the collapse check's "unsure" verdict), already given to train's warn
+    warnings: list = field(default_factory=list)
 
 
 def epoch_orders(targets: np.ndarray, seed: int, first: int = 0):
@@ -79,70 +82,6 @@ def epoch_orders(targets: np.ndarray, seed: int, first: int = 0):
         yield targets[rng.permutation(len(targets))]
 
 
-# A learning rate far too high drives the rows into a few directions: every word's nearest
-# neighbours sit at cosine 0.99 and sentence averages cannot tell sentences apart, whatever
-# post-processing does after. Measured as the directions the frequent words span (the
-# participation ratio of their unit vectors' spectrum) over the dimensions: 0.65-0.99 for
-# the default run on the 1M corpus at 8 to 300 dims, 0.32-0.91 at --lr 100, 0.02-0.14 at
-# --lr 1e6 (collapsed).
-# Judged only with enough words: a vocabulary of a few dozen words (a toy corpus) can span
-# few directions by its nature.
-# A long run on a large corpus also concentrates the frequent words in a few shared directions
-# without collapsing: the default run on gutenberg-100M spans only 0.15 (44 of 300), as the
-# common component of any word vectors, which post-processing removes. What tells the two
-# apart is what is left outside the strongest COMMON_DIRECTIONS directions: 0.67 of the unit
-# rows' energy for that run (0.88 on 1M), 0.10 for --lr 1e6 on 1M (0.03 spanned). A run is
-# judged collapsed only when it spans under COLLAPSED and keeps under KEPT_ENERGY outside them.
-COLLAPSED = 0.2
-COMMON_DIRECTIONS = 10
-KEPT_ENERGY = 0.3
-COLLAPSE_SAMPLE = 5000
-COLLAPSE_MIN_WORDS = 1000
-
-
-def spanned_fraction(W: np.ndarray, n: int = COLLAPSE_SAMPLE) -> float:
-    """How many directions the first ``n`` rows (the most frequent words) span, over as many as they could.
-
-    The participation ratio ``(sum s^2)^2 / sum s^4`` of the singular values of the unit
-    rows: 1 for rows spread evenly over every dimension (or over as many as there are rows),
-    ``1 / min(rows, dim)`` for rows on one line.
-    Rows of norm 0 are left out; 1.0 when fewer than two rows are left.
-    """
-    rows = np.asarray(W[:n], dtype=np.float64)
-    norms = np.linalg.norm(rows, axis=1)
-    units = rows[norms > 0] / norms[norms > 0, None]
-    if len(units) < 2 or units.shape[1] == 0:
-        return 1.0
-    gram = units.T @ units  # its eigenvalues are the squared singular values; its trace is len(units)
-    return float(len(units) ** 2 / np.square(gram).sum()) / min(units.shape)  # fewer rows span fewer
-
-
-def energy_beyond_common(W: np.ndarray, n: int = COLLAPSE_SAMPLE, k: int = COMMON_DIRECTIONS) -> float:
-    """The share of the first ``n`` unit rows' energy outside their ``k`` strongest directions.
-
-    ``k`` is capped at a quarter of the dimensions (a model of 8 dimensions has no 10 common
-    directions to set aside). Rows of norm 0 are left out; 1.0 when fewer than two are left.
-    """
-    rows = np.asarray(W[:n], dtype=np.float64)
-    norms = np.linalg.norm(rows, axis=1)
-    units = rows[norms > 0] / norms[norms > 0, None]
-    if len(units) < 2 or units.shape[1] == 0:
-        return 1.0
-    energy = np.sort(np.linalg.eigvalsh(units.T @ units))[::-1]  # squared singular values, summing to len(units)
-    k = min(k, units.shape[1] // 4)
-    return float(max(energy[k:].sum(), 0.0) / energy.sum())
-
-
-def collapsed(W: np.ndarray) -> float | None:
-    """The fraction of directions spanned when the rows collapsed (see :data:`COLLAPSED`), else None."""
-    if len(W) < max(COLLAPSE_MIN_WORDS, 3 * W.shape[1]):
-        return None  # a vocabulary of a few dozen words can span few directions by its nature
-    spanned = spanned_fraction(W)
-    if spanned < COLLAPSED and energy_beyond_common(W) < KEPT_ENERGY:
-        return spanned
-    return None
-
-
 def resolve_cpu_threads(config: TrainConfig) -> int:
     """The CPU threads of a run: ``config.threads``, all cores for 0."""
     from ..kernels import resolve_threads
@@ -151,11 +90,10 @@ def resolve_cpu_threads(config: TrainConfig) -> int:
 
 
 def train_word_part(corpus: Corpus, config: TrainConfig, state: TrainState, vectors, call_hooks, quiet: bool,
-                    word: tuple | None) -> tuple[np.ndarray, list]:
-    """The word part's loop (``scbow.training.wordpart``) from ``state.word_done`` on, on the CPU threads.
+                    word: tuple | None, threads: int) -> tuple[np.ndarray, list]:
+    """The word part's loop (``scbow.training.wordpart``) from ``state.word_done`` on, on ``threads`` CPU threads.
 
     Returns the trained ``Wi`` and the mean loss of each batch (per context word)."""
-    threads = resolve_cpu_threads(config)
     part = WordPart(corpus, config, threads, *(word or (None, None)))
     if not quiet and config.device != "cpu":
         note(f"the word part trains on the CPU ({plural(threads, 'thread')}); --device {config.device} "
@@ -188,7 +126,7 @@ def train_word_part(corpus: Corpus, config: TrainConfig, state: TrainState, vect
 
 def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False, hooks=(),
           init: np.ndarray | None = None, start: TrainState | None = None,
-          output: np.ndarray | None = None, word: tuple | None = None) -> TrainResult:
+          output: np.ndarray | None = None, word: tuple | None = None, warn=None) -> TrainResult:
     """Train Siamese CBOW embeddings on an encoded corpus.
 
     ``hooks`` are :class:`~scbow.training.hooks.Hook` objects. ``init`` is a starting matrix (float32, one row
@@ -202,46 +140,21 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
 
     With ``config.word_passes`` > 0 the word part (``scbow.training.wordpart``) is trained after
     the sentence part, and the model's rows are both parts side by side.
+
+    The sentence part is judged by the collapse check (``scbow.training.collapse``) as soon as it is
+    trained: a clear collapse raises TrainingError; an unsure verdict is a warning line, given to
+    ``warn`` (default: stderr unless ``quiet``) and kept in the result's ``warnings``.
     """
     config = config or TrainConfig()
     if not isinstance(corpus, Corpus):
         raise TypeError("trainer.train takes an encoded Corpus (scbow.training.corpus.read_corpus); scbow.train takes paths")
-    if config.device == "cpu":
-        from ..kernels import resolve_threads
-
-        threads = resolve_threads(config.threads)
-    else:
-        threads = max(config.threads, 1)
-    targets = trainable_targets(corpus)
-    if corpus.n_sentences < 4 or len(targets) == 0:
-        raise CorpusError(
-            f"no training example: the corpus has {plural(corpus.n_sentences, 'usable sentence')} in "
-            f"{plural(corpus.n_documents, 'document')}; an example needs a sentence with a neighbour in its "
-            "document and at least 4 sentences in all"
-        )
-    if config.negatives >= corpus.n_sentences - 1:
-        raise ConfigError(
-            f"negatives must be fewer than the sentences a negative is drawn from: this corpus has "
-            f"{plural(corpus.n_sentences, 'usable sentence')}, so at most "
-            f"{plural(max(corpus.n_sentences - 2, 0), 'negative')} "
-            f"(the paper's best is 2), got {config.negatives:,}")
+    # the CPU threads, resolved once: the sentence part's on the CPU, the word part's (always on the CPU)
+    cpu_threads = resolve_cpu_threads(config) if config.device == "cpu" or word_part_on(config) else None
+    threads = cpu_threads if config.device == "cpu" else max(config.threads, 1)
+    begin = prepare(corpus, config, init, output)
+    targets, W = begin.targets, begin.W
     n_targets = len(targets)
     total = n_targets * config.epochs
-    weights = corpus_weights(corpus, config)
-    weighted = callable(init)
-    if weighted:
-        # a callable gives the unweighted start (U); the frequency weights are applied below,
-        # as to the random start (an array, such as a checkpoint's matrix, is used as it is)
-        init = np.asarray(init(corpus.vocab), dtype=np.float32)
-    if init is None:
-        W = init_vectors(len(corpus.vocab), config, weights)
-    else:
-        if init.shape != (len(corpus.vocab), config.dim):
-            raise TrainingError(f"initial vectors have shape {init.shape}; this run needs "
-                                f"{(len(corpus.vocab), config.dim)}")
-        W = np.array(init, dtype=np.float32, order="C", copy=True)
-        if weighted:
-            W *= weights[:, None]
     state = TrainState(total=total, targets_per_epoch=n_targets)
     if start is not None:
         if start.total != total or start.targets_per_epoch != n_targets:
@@ -254,13 +167,12 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
         raise TrainingError(f"cannot resume: the saved run is {state.word_done:,} sentences into a word part of "
                             f"{state.word_total:,}" + ("" if word is not None or not state.in_word_part
                                                         else " and its word part's matrices are missing"))
-
-    if output is not None and (config.word_window <= 0 or output.shape != (len(W), W.shape[1] + 1)):
-        raise TrainingError(f"an output matrix of shape {output.shape} was given; this run "
-                            + (f"needs {(len(W), W.shape[1] + 1)}" if config.word_window > 0
-                               else "has no skip-gram term (word_window 0)"))
-    backend = make_backend(W, corpus, config, threads, total, step_rates(weights, corpus.vocab.counts, config),
-                           say=None if quiet else note, word=word_arrays(corpus, config, weights, output))
+    if not state.in_word_part and collapse.Spread.from_dict(state.collapse_start) is None:
+        # the collapse check's measure of the run's start (a resumed run's is in its checkpoint;
+        # one from before this measure is judged against the checkpoint's matrix)
+        measured = collapse.measure(W, corpus, config.seed)
+        state.collapse_start = measured.to_dict() if measured is not None else None
+    backend = make_backend(W, corpus, config, threads, total, begin.rates, say=None if quiet else note, word=begin.word)
     hooks = list(hooks)
 
     def vectors() -> np.ndarray:
@@ -312,16 +224,18 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     W = backend.close()
     if not np.isfinite(W).all():
         raise diverged(config.lr, "the embeddings hold NaN or inf")
-    spanned = collapsed(W)
-    if spanned is not None:
-        raise diverged(config.lr, f"the word vectors collapsed into a few directions (the "
-                                  f"{min(len(W), COLLAPSE_SAMPLE):,} most frequent words span about "
-                                  f"{spanned * min(W.shape[1], COLLAPSE_SAMPLE, len(W)):.0f} of "
-                                  f"{min(W.shape[1], COLLAPSE_SAMPLE, len(W))} directions)")
+    verdict = None
+    if not state.in_word_part:  # judged once, when the sentence part ends (see scbow.training.collapse)
+        verdict = collapse.Verdict(collapse.Spread.from_dict(state.collapse_start),
+                                   collapse.measure(W, corpus, config.seed))
+        if verdict.kind == "collapsed":
+            raise diverged(config.lr, verdict.error())
+        if verdict.warning():
+            (warn or (note if not quiet else (lambda line: None)))(verdict.warning())
     sentence_seconds = state.kernel_seconds
     Wi, word_losses = None, []
     if state.word_total:
-        Wi, word_losses = train_word_part(corpus, config, state, vectors, call_hooks, quiet, word)
+        Wi, word_losses = train_word_part(corpus, config, state, vectors, call_hooks, quiet, word, cpu_threads)
     call_hooks("after_training")
     wall_seconds = time.perf_counter() - wall_start
     if config.common_components >= 0:
@@ -354,11 +268,14 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     }
     if state.word_total:
         info["training"]["word_part"] = {
-            "passes": config.word_passes, "sentences": state.word_done, "threads": resolve_cpu_threads(config),
+            "passes": config.word_passes, "sentences": state.word_done, "threads": cpu_threads,
             "sample": sample_threshold(corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum())),
             "kernel_seconds": round(state.word_seconds, 3),
             "sentences_per_second": round(state.word_done / state.word_seconds, 1) if state.word_seconds else None,
             "first_loss": word_losses[0] if word_losses else None,
             "final_loss": float(np.mean(word_losses[-max(1, len(word_losses) // 20):])) if word_losses else None}
+    if verdict is not None:
+        info["training"]["collapse_check"] = verdict.to_dict()
     model = Model(corpus.vocab, W, config.to_dict(), info)
-    return TrainResult(model=model, seconds=seconds, examples=state.done, losses=losses)
+    warnings = [w for w in (verdict.warning() if verdict is not None else None,) if w]
+    return TrainResult(model=model, seconds=seconds, examples=state.done, losses=losses, warnings=warnings)

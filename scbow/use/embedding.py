@@ -207,6 +207,55 @@ class EmbedStats:
     extra: dict = field(default_factory=dict)
 
 
+def embed_summary(stats: EmbedStats, model: Model, unknown: str | None = None, output=None, missing_file=None) -> str:
+    """The line ``embed`` ends with: lines, rate, the share of tokens averaged, the lines with nothing
+    to average and where they are listed (``missing_file``), and the ``output`` (as the user named
+    them; default: the files ``stats`` records)."""
+    from ..progress import plural
+
+    rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
+    known = stats.known_tokens / stats.tokens if stats.tokens else 0
+    rule = unknown or model.unknown_rule[0]
+    what = "no known word" if rule == "omit" else "no word"
+    return (f"embedded {plural(stats.lines, 'line')} as {model.dim}-dim rows in {stats.seconds:.1f} s "
+            f"({rate:,.0f} lines/min), {100 * known:.1f}% of tokens averaged (unknown words: {rule}); "
+            f"{plural(stats.missing, 'line')} with {what} (listed in {missing_file or stats.missing_file}); "
+            f"wrote {output or stats.output}")
+
+
+@dataclass(frozen=True)
+class SentenceWords:
+    """A sentence as a model averages it: the ids of its ``known`` words, its ``unknown`` words, and
+    the ``rule`` for those ("omit" or "hash"). The rule of what has an embedding: a sentence has
+    one when it has a known word, or, with hashed vectors for unknown words, any word."""
+
+    known: list
+    unknown: list
+    rule: str
+
+    @property
+    def has_embedding(self) -> bool:
+        return bool(self.known) or (self.rule == "hash" and bool(self.unknown))
+
+    @property
+    def lacks(self) -> str:
+        """What a sentence without an embedding lacks: "no word", or "no word in the vocabulary"."""
+        return "no word" if self.rule == "hash" else "no word in the vocabulary"
+
+    def unknown_note(self) -> str | None:
+        """``unknown words given hashed random vectors: a, b`` (or ``left out``); None when all are known."""
+        if not self.unknown:
+            return None
+        what = "given hashed random vectors" if self.rule == "hash" else "left out"
+        return f"unknown words {what}: {', '.join(self.unknown)}"
+
+
+def sentence_words(model: Model, sentence: str, unknown: str | None = None) -> SentenceWords:
+    """:class:`SentenceWords` of ``sentence`` under ``unknown`` (default: the model's own rule)."""
+    known, missing = model.ids(sentence)
+    return SentenceWords(known, missing, unknown or model.unknown_rule[0])
+
+
 def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.PathLike | None = None,
                fill: float = math.nan, threads: int = 1, block_chars: int = BLOCK_CHARS,
                progress=None, unknown: str | None = None) -> EmbedStats:

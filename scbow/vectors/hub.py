@@ -344,29 +344,34 @@ def write_folder(model, path: os.PathLike, fmt: str, extra_words=(), license: st
     spec = tokenizer_json(words, model.tokenizer_version)
     own = ST_FILES if fmt == "sentence-transformers" else M2V_FILES
     card = model_card(model, fmt, len(rows), len(added), path.name or "model", license)
-    with atomic_dir(path, same_kind=lambda d: foreign(d, own)) as tmp:
-        if fmt == "sentence-transformers":
-            inner = tmp / "0_StaticEmbedding"
-            inner.mkdir()
-            write_safetensors(inner / "model.safetensors", {"embedding.weight": rows})
-            (inner / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
-            _json(tmp / "modules.json", [{"idx": 0, "name": "0", "path": "0_StaticEmbedding", "type": ST_MODULE}])
-            _json(tmp / "config_sentence_transformers.json",
-                  {"model_type": "SentenceTransformer", "prompts": {}, "default_prompt_name": None,
-                   "similarity_fn_name": "cosine",
-                   # read by model2vec, which loads this folder too (sentence-transformers ignores them):
-                   # no cut at 512 tokens
-                   "max_length": None, "normalize": False})
-        else:
-            write_safetensors(tmp / "model.safetensors", {"embeddings": rows})
-            (tmp / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
-            # max_length null: model2vec cuts nothing (its default cuts at 512 tokens)
-            _json(tmp / "config.json", {"model_type": "model2vec", "architectures": ["StaticModel"],
-                                        "tokenizer_name": None, "apply_pca": None, "hidden_dim": int(model.dim),
-                                        "normalize": False, "max_length": None, "pooling": "mean",
-                                        "embedding_dtype": "float32"})
-            _json(tmp / "modules.json", [{"idx": 0, "name": "0", "path": ".", "type": ST_MODULE}])
-        (tmp / "README.md").write_text(card, encoding="utf-8")
+    from ..reading import os_error_text
+
+    try:
+        with atomic_dir(path, same_kind=lambda d: foreign(d, own)) as tmp:
+            if fmt == "sentence-transformers":
+                inner = tmp / "0_StaticEmbedding"
+                inner.mkdir()
+                write_safetensors(inner / "model.safetensors", {"embedding.weight": rows})
+                (inner / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+                _json(tmp / "modules.json", [{"idx": 0, "name": "0", "path": "0_StaticEmbedding", "type": ST_MODULE}])
+                _json(tmp / "config_sentence_transformers.json",
+                      {"model_type": "SentenceTransformer", "prompts": {}, "default_prompt_name": None,
+                       "similarity_fn_name": "cosine",
+                       # read by model2vec, which loads this folder too (sentence-transformers ignores them):
+                       # no cut at 512 tokens
+                       "max_length": None, "normalize": False})
+            else:
+                write_safetensors(tmp / "model.safetensors", {"embeddings": rows})
+                (tmp / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+                # max_length null: model2vec cuts nothing (its default cuts at 512 tokens)
+                _json(tmp / "config.json", {"model_type": "model2vec", "architectures": ["StaticModel"],
+                                            "tokenizer_name": None, "apply_pca": None, "hidden_dim": int(model.dim),
+                                            "normalize": False, "max_length": None, "pooling": "mean",
+                                            "embedding_dtype": "float32"})
+                _json(tmp / "modules.json", [{"idx": 0, "name": "0", "path": ".", "type": ST_MODULE}])
+            (tmp / "README.md").write_text(card, encoding="utf-8")
+    except OSError as exc:
+        raise ModelError(f"cannot write {path}: {os_error_text(exc)}") from None
     return {"rows": len(rows), "words": len(model.vocab), "added": len(added), "dim": int(model.dim),
             "unk": spec["model"]["unk_token"]}
 

@@ -41,7 +41,7 @@ from ..files import (
     refuse_inside_ours,
     register_kind,
 )
-from ..reading import read_json
+from ..reading import os_error_text, read_json
 
 
 class SavedModel(Protocol):
@@ -197,7 +197,7 @@ def save_model(model: SavedModel, path: os.PathLike) -> Path:
         with atomic_dir(path, same_kind=not_a_model) as tmp:
             written = write_model_files(model, tmp)
     except OSError as exc:
-        raise ModelError(f"cannot write model to {path}: {exc.strerror or exc}") from None
+        raise ModelError(f"cannot write model to {path}: {os_error_text(exc)}") from None
     model.info["model_id"] = written  # the model in memory is now the one saved there
     return path
 
@@ -213,13 +213,16 @@ def export_word2vec(model: SavedModel, path: os.PathLike, binary: bool = False, 
     ``"word"`` one part's columns of a model with a word part (:attr:`Model.parts`)."""
     path = check_output_file(path, "vectors.txt")
     vectors = part_columns(model, part)
-    with atomic_file(path) as tmp, open(tmp, "wb") as fh:
-        fh.write(f"{len(model.vocab)} {vectors.shape[1]}\n".encode())
-        for word, vec in zip(model.vocab.words, vectors):
-            if binary:
-                fh.write(word.encode("utf-8") + b" " + vec.astype("<f4").tobytes() + b"\n")
-            else:
-                fh.write((word + " " + " ".join(f"{x:.9g}" for x in vec.tolist()) + "\n").encode("utf-8"))
+    try:
+        with atomic_file(path) as tmp, open(tmp, "wb") as fh:
+            fh.write(f"{len(model.vocab)} {vectors.shape[1]}\n".encode())
+            for word, vec in zip(model.vocab.words, vectors):
+                if binary:
+                    fh.write(word.encode("utf-8") + b" " + vec.astype("<f4").tobytes() + b"\n")
+                else:
+                    fh.write((word + " " + " ".join(f"{x:.9g}" for x in vec.tolist()) + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise ModelError(f"cannot write {path}: {os_error_text(exc)}") from None
     return path
 
 
