@@ -324,16 +324,16 @@ def test_the_api_takes_numpy_integers_and_refuses_a_senseless_unknown_scale(heal
         with pytest.raises(ValueError, match="topn"):
             model.most_similar(word, topn=bad)
     assert np.isfinite(model.embed(["zzqx qqzz"], unknown="hash", unknown_scale=np.float32(0.5))).all()
-    for bad in (float("nan"), float("inf"), 0.0, -1.0, True, "1"):
+    for bad in (float("nan"), float("inf"), 0.0, -1.0, True, "1", 1e300, 10**400, 2e6):
         with pytest.raises(ValueError, match="unknown_scale"):
             model.embed(["the cat"], unknown="hash", unknown_scale=bad)
 
 
-def test_the_api_takes_one_path_a_dict_and_numpy_numbers_and_bounds_the_hash_scale(tmp_path, healthy):
+def test_the_api_takes_one_path_a_dict_and_numpy_numbers(tmp_path, healthy):
     import scbow
     from scbow.config import TrainConfig
 
-    model_dir, corpus = healthy
+    _, corpus = healthy
     settings = {"dim": 8, "min_count": 1, "threads": 1, "word_passes": 0}  # about the API's inputs: no word part
     for one in (str(corpus), corpus):  # a single path, as str or Path
         m = scbow.train(one, settings, quiet=True, use_cache=False)
@@ -346,7 +346,3 @@ def test_the_api_takes_one_path_a_dict_and_numpy_numbers_and_bounds_the_hash_sca
 
     with pytest.raises(ConfigError):
         TrainConfig(dim=np.bool_(True))
-    model = scbow.load(model_dir)
-    for bad in (1e300, 10**400, 1e6 * 2):
-        with pytest.raises(ValueError, match="unknown_scale"):
-            model.embed(["zzqx"], unknown="hash", unknown_scale=bad)

@@ -267,11 +267,6 @@ def test_min_count_and_max_vocab(tmp_path):
 # Errors
 
 
-def test_missing_path(tmp_path):
-    with pytest.raises(CorpusError, match="no such file"):
-        load_corpus([tmp_path / "nope.txt"], cache_dir=tmp_path / "cache")
-
-
 def test_no_paths(tmp_path):
     with pytest.raises(CorpusError):
         load_corpus([], cache_dir=tmp_path / "cache")

@@ -105,12 +105,6 @@ def test_failed_save_keeps_the_old_model(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["m"]
 
 
-def test_save_into_an_empty_directory(tmp_path):
-    (tmp_path / "m").mkdir()
-    save_model(make_model(), tmp_path / "m")
-    assert_same_model(load_model(tmp_path / "m"), make_model())
-
-
 def test_save_creates_missing_parents(tmp_path):
     save_model(make_model(), tmp_path / "a" / "b" / "m")
     assert (tmp_path / "a" / "b" / "m" / "vectors.npy").is_file()
