@@ -322,14 +322,6 @@ def test_missing_segmenter_library_says_what_to_install(tmp_path, monkeypatch):
     assert files_in(tmp_path) == ["a.txt"]
 
 
-def test_bad_output_paths(tmp_path):
-    (tmp_path / "a.txt").write_text("Text.\n")
-    with pytest.raises(CorpusError, match="is a directory"):
-        prepare([tmp_path / "a.txt"], tmp_path, segmenter="lines")
-    with pytest.raises(CorpusError, match="no such directory"):
-        prepare([tmp_path / "a.txt"], tmp_path / "nope" / "corpus.txt", segmenter="lines")
-
-
 # ---------------------------------------------------------------- atomicity
 
 
