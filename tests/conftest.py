@@ -133,6 +133,20 @@ def assert_clean_error(result, *fragments, exit_code=None):
     for fragment in fragments:
         assert fragment in errors[0], errors[0]
     return errors[0]
+
+
+TRAIN = ["--dim", "16", "--epochs", "1", "--min-count", "1", "--threads", "1", "--word-passes", "0", "-q"]
+
+
+def train_args(corpus, out, *extra) -> list[str]:
+    """``train CORPUS -o OUT`` with small, quick settings; ``extra`` comes last and wins."""
+    return ["train", str(corpus), "-o", str(out), *TRAIN, *extra]
+
+
+def files_under(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
 CORPUS_1M = DATA_DIR / "corpus" / "gutenberg-1M.txt.xz"
 
 

@@ -308,3 +308,41 @@ def test_repr(tmp_path):
     big = Model(Vocab([f"w{i}" for i in range(1234)], np.ones(1234)), np.ones((1234, 300), np.float32), {"epochs": 1},
                 {"corpus": {"files": ["x"]}, "expansions": [{"source": "glove.txt", "added": 1000}]})
     assert repr(big) == "<scbow Model: 1,234 words x 300 dims, trained on x (1 epoch), expanded by 1,000 words from glove.txt>"
+
+
+# ---------------- what the API takes
+
+
+def test_the_api_takes_numpy_integers_and_refuses_a_senseless_unknown_scale(healthy):
+    import scbow
+
+    model = scbow.load(healthy[0])
+    word = model.index_to_key[0]
+    assert model.most_similar(word, topn=np.int64(3)) == model.most_similar(word, topn=3)
+    assert len(model.similar_by_word(word, topn=np.int32(2), min_count=np.int64(0))) == 2  # a toy corpus's counts
+    for bad in (np.True_, 0, -1, 2.5, "3"):
+        with pytest.raises(ValueError, match="topn"):
+            model.most_similar(word, topn=bad)
+    assert np.isfinite(model.embed(["zzqx qqzz"], unknown="hash", unknown_scale=np.float32(0.5))).all()
+    for bad in (float("nan"), float("inf"), 0.0, -1.0, True, "1", 1e300, 10**400, 2e6):
+        with pytest.raises(ValueError, match="unknown_scale"):
+            model.embed(["the cat"], unknown="hash", unknown_scale=bad)
+
+
+def test_the_api_takes_one_path_a_dict_and_numpy_numbers(tmp_path, healthy):
+    import scbow
+    from scbow.config import TrainConfig
+
+    _, corpus = healthy
+    settings = {"dim": 8, "min_count": 1, "threads": 1, "word_passes": 0}  # about the API's inputs: no word part
+    for one in (str(corpus), corpus):  # a single path, as str or Path
+        m = scbow.train(one, settings, quiet=True, use_cache=False)
+        assert m.dim == 8
+    with pytest.raises(TypeError, match="TrainConfig"):
+        scbow.train([corpus], "dim=8", quiet=True)
+    config = TrainConfig(dim=np.int64(16), lr=np.float32(0.05), seed=np.int32(3))
+    assert (config.dim, config.seed) == (16, 3) and isinstance(config.dim, int) and isinstance(config.lr, float)
+    from scbow.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        TrainConfig(dim=np.bool_(True))

@@ -14,15 +14,15 @@ import signal
 
 import numpy as np
 import pytest
+from conftest import TRAIN, train_args
 from test_cli import assert_clean_error
-from test_robustness import _damage, train_args
 
 import scbow
 from scbow.cli import main
 from scbow.config import TrainConfig
-from scbow.errors import CheckpointError, Interrupted
+from scbow.errors import CheckpointError, Interrupted, ModelError
 from scbow.training import trainer as trainer_mod
-from scbow.training.checkpoint import Every, checkpoint_dir, parse_every
+from scbow.training.checkpoint import checkpoint_dir
 from scbow.training.hooks import Hook
 from scbow.training.session import lock_path, train_session
 from scbow.vectors.formats import load_model
@@ -32,30 +32,12 @@ from scbow.vectors.model import Model
 # --checkpoint-every
 
 
-@pytest.mark.parametrize("text, expected", [("500000", Every(examples=500_000)), ("1_000", Every(examples=1000)),
-                                            ("30s", Every(seconds=30)), ("10m", Every(seconds=600)),
-                                            ("1.5h", Every(seconds=5400)), ("2 min", Every(seconds=120)),
-                                            (250, Every(examples=250))])
-def test_parse_every(text, expected):
-    assert parse_every(text) == expected
-
-
 def test_checkpoint_every_takes_a_count_as_eval_every_does(tmp_path, runner, corpus_file):
     """--checkpoint-every 100k (or 2M, 1e6) is a count of examples, as in --eval-every."""
     out = tmp_path / "model"
     result = runner.invoke(main, train_args(corpus_file, out, "--checkpoint-every", "100k", "-q"))
     assert result.exit_code == 0, result.output
     assert (out / "vectors.npy").is_file()
-
-
-@pytest.mark.parametrize("text", ["0", "-5", "0s", "abc", "10x", "nan", "infm", "1e5m", "", "m"])
-def test_bad_checkpoint_every_is_one_clean_line(tmp_path, runner, corpus_file, text):
-    with pytest.raises(ValueError):
-        parse_every(text)
-    out = tmp_path / "model"
-    result = runner.invoke(main, train_args(corpus_file, out, "--checkpoint-every", text))
-    assert_clean_error(result, "--checkpoint-every")
-    assert not out.exists()
 
 
 # =======================================================================================
@@ -316,8 +298,11 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, sm
         np.save(ck / "vectors.npy", W)
     elif how == "shape":
         np.save(ck / "vectors.npy", np.zeros((5, 8), dtype=np.float32))
-    else:
-        _damage(ck, how, tmp_path)
+    elif how == "missing-vocab.txt":
+        (ck / "vocab.txt").unlink()
+    else:  # truncated-vectors.npy
+        data = (ck / "vectors.npy").read_bytes()
+        (ck / "vectors.npy").write_bytes(data[: len(data) // 2])
     result = runner.invoke(main, train_args(corpus_file, out, "--dim", "8", "--seed", "1", "--resume"))
     line = assert_clean_error(result)
     expected = {"state-not-json": "damaged checkpoint (not valid JSON: Expecting value", "state-missing": "(no state.json)",
@@ -459,3 +444,82 @@ def test_a_checkpoint_without_the_word_term_does_not_resume_with_it(tmp_path, co
     with pytest.raises(CheckpointError) as info:
         train_session([corpus_file], cfg(word_window=5), out, quiet=True, resume=True)
     assert "--word-window was 0, now 5" in str(info.value)
+
+
+# ---------------- what a checkpoint may hold
+
+
+def test_a_finished_runs_checkpoint_goes_but_a_users_file_in_it_stays(tmp_path):
+    from scbow.training.session import remove_checkpoint
+
+    ck = tmp_path / "model.checkpoint"
+    ck.mkdir()
+    for name in ("vectors.npy", "vocab.txt", "config.json", "state.json"):
+        (ck / name).write_text("x")
+    remove_checkpoint(ck)
+    assert not ck.exists()
+    ck.mkdir()
+    for name in ("vectors.npy", "vocab.txt", "config.json", "state.json"):
+        (ck / name).write_text("x")
+    (ck / "mydir").mkdir()
+    (ck / "mydir" / "notes.txt").write_text("precious")
+    said = []
+    remove_checkpoint(ck, said.append)
+    assert (ck / "mydir" / "notes.txt").read_text() == "precious" and not (ck / "state.json").exists()
+    assert said and "did not write" in said[0]
+    other = tmp_path / "not-a-checkpoint"  # only a checkpoint's files are ever removed
+    other.mkdir()
+    (other / "vectors.npy").write_text("mine")
+    remove_checkpoint(other)
+    assert (other / "vectors.npy").read_text() == "mine"
+
+
+def test_a_users_file_in_a_checkpoint_stops_its_replacement_not_the_run(tmp_path, corpus_file, small_batches):
+    from scbow.files import atomic_dir
+    from scbow.training.checkpoint import only_checkpoint_files
+    from scbow.training.session import train_session
+
+    ck = tmp_path / "m.checkpoint"
+    ck.mkdir()
+    for name in ("vectors.npy", "vocab.txt", "config.json", "state.json"):
+        (ck / name).write_text("x")
+    (ck / "notes.txt").write_text("precious")
+    with pytest.raises(FileExistsError, match="notes.txt"):
+        with atomic_dir(ck, same_kind=only_checkpoint_files) as tmp:
+            (tmp / "state.json").write_text("{}")
+    assert (ck / "notes.txt").read_text() == "precious" and (ck / "state.json").read_text() == "x"
+    # in a run: interrupted with a checkpoint, a user's file put in it, resumed with periodic checkpoints:
+    # each replacement is a warning, the run goes on and saves its model, the file stays
+    from test_checkpoint import SignalAfter
+
+    from scbow.config import TrainConfig
+    from scbow.errors import Interrupted
+
+    config = TrainConfig(dim=8, epochs=2, min_count=1, threads=1)
+    out = tmp_path / "run"
+    with pytest.raises(Interrupted):
+        train_session([corpus_file], config, out, quiet=True, hooks=[SignalAfter(2)])
+    (tmp_path / "run.checkpoint" / "notes.txt").write_text("precious")
+    said = []
+    train_session([corpus_file], config, out, quiet=True, resume=True, checkpoint_every=256, warn=said.append)
+    assert (out / "vectors.npy").is_file()
+    assert (tmp_path / "run.checkpoint" / "notes.txt").read_text() == "precious"
+    assert any("notes.txt" in line for line in said) and any("did not write" in line for line in said), said
+
+
+def test_a_checkpoint_whose_header_claims_too_many_rows(tmp_path, runner, healthy):
+    out = tmp_path / "run"
+    ckpt = shutil.copytree(healthy[0], tmp_path / "run.checkpoint")
+    header = np.lib.format.header_data_from_array_1_0(np.zeros((2, 16), np.float32))
+    header["shape"] = (10 ** 12, 16)
+    with open(ckpt / "vectors.npy", "wb") as fh:
+        np.lib.format.write_array_header_1_0(fh, header)
+        fh.write(b"\0" * 128)
+    (ckpt / "state.json").write_text(json.dumps({"checkpoint_version": 1, "state": {}, "config": {}, "corpus": {}}))
+    result = runner.invoke(main, ["train", str(healthy[1]), "-o", str(out), *TRAIN, "--resume"])
+    error = assert_clean_error(result, exit_code=1)
+    assert "--dim" not in error and "memory" not in error
+    # the same file as a model: refused as damaged, never allocated
+    shutil.copy(ckpt / "vectors.npy", shutil.copytree(healthy[0], tmp_path / "m") / "vectors.npy")
+    with pytest.raises(ModelError, match="cannot read vectors"):
+        load_model(tmp_path / "m", mmap=False)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import bz2
 import gzip
 import json
 import lzma
-import os
-import time
 from collections import Counter
 
 import numpy as np
 import pytest
+from conftest import assert_clean_error
 
 import scbow
+from scbow.cli import main
 from scbow.text.tokenize import tokenize, tokenize_lines
 from scbow.text.vocab import Vocab
 from scbow.training import corpus as corpus_mod
@@ -181,13 +180,13 @@ def test_vocab_ordered_by_count_then_first_occurrence(tmp_path):
     assert c.vocab.counts.tolist() == [3, 2, 2, 1, 1]
 
 
-@pytest.mark.parametrize("opener, suffix", [(gzip.open, ".gz"), (bz2.open, ".bz2"), (lzma.open, ".xz")])
-def test_compressed_files_give_identical_arrays(tmp_path, make_text, opener, suffix):
+def test_a_compressed_file_gives_identical_arrays(tmp_path, make_text):
+    """One format here: the reader reads each alike (test_reader)."""
     text = make_text(n_docs=3, sents_per_doc=20, seed=1)
     plain = tmp_path / "plain.txt"
     plain.write_text(text, encoding="utf-8")
-    packed = tmp_path / ("packed.txt" + suffix)
-    with opener(packed, "wt", encoding="utf-8") as fh:
+    packed = tmp_path / "packed.txt.xz"
+    with lzma.open(packed, "wt", encoding="utf-8") as fh:
         fh.write(text)
     a = load_corpus([plain], min_count=2, cache_dir=tmp_path / "cache")
     b = load_corpus([packed], min_count=2, cache_dir=tmp_path / "cache")
@@ -264,70 +263,8 @@ def test_min_count_and_max_vocab(tmp_path):
     assert c.stats["max_vocab"] == 2
 
 
-def test_cache_hit_does_not_rebuild(tmp_path, monkeypatch, small_corpus_file):
-    cache = tmp_path / "cache"
-    first = load_corpus([small_corpus_file], min_count=1, cache_dir=cache)
-    assert first.cache_path is not None and first.cache_path.startswith(str(cache))
-    meta = os.path.join(first.cache_path, "meta.json")
-    mtime = os.stat(meta).st_mtime_ns
-    time.sleep(0.01)
-
-    def no_build(*args, **kwargs):
-        raise AssertionError("the cache was not used")
-
-    monkeypatch.setattr(corpus_mod, "_build", no_build)
-    second = load_corpus([small_corpus_file], min_count=1, cache_dir=cache)
-    assert second.cache_path == first.cache_path
-    assert os.stat(meta).st_mtime_ns == mtime
-    assert np.array_equal(second.tokens, first.tokens)
-    assert isinstance(second.tokens, np.memmap)  # memory-mapped from the cache
-    # another setting is another cache entry
-    monkeypatch.undo()
-    third = load_corpus([small_corpus_file], min_count=2, cache_dir=cache)
-    assert third.cache_path != first.cache_path
-    # no temporary build directories are left behind
-    assert sorted(p.name for p in cache.iterdir()) == sorted(
-        os.path.basename(p) for p in (first.cache_path, third.cache_path))
-
-
-def test_cache_key_changes_when_the_file_changes(tmp_path):
-    path = tmp_path / "a.txt"
-    path.write_text(TEXT1)
-    a = load_corpus([path], min_count=1, cache_dir=tmp_path / "cache")
-    path.write_text(TEXT1 + "A new sentence.\n")
-    b = load_corpus([path], min_count=1, cache_dir=tmp_path / "cache")
-    assert b.cache_path != a.cache_path
-    assert b.n_sentences == a.n_sentences + 1
-    assert "new" in b.vocab and "new" not in a.vocab
-
-
-def test_broken_cache_is_rebuilt(tmp_path, small_corpus_file):
-    a = load_corpus([small_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
-    expected = np.array(a.tokens)
-    os.unlink(os.path.join(a.cache_path, "tokens.npy"))
-    b = load_corpus([small_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
-    assert np.array_equal(b.tokens, expected)
-
-
-def test_default_cache_dir_follows_env(tmp_path, monkeypatch, small_corpus_file):
-    monkeypatch.setenv("SCBOW_CACHE_DIR", str(tmp_path / "envcache"))
-    c = load_corpus([small_corpus_file], min_count=1)
-    assert c.cache_path.startswith(str(tmp_path / "envcache"))
-
-
-def test_no_cache_writes_nothing_to_the_cache_dir(tmp_path, small_corpus_file):
-    c = load_corpus([small_corpus_file], min_count=1, cache_dir=tmp_path / "cache", use_cache=False)
-    assert c.n_sentences == 120
-    assert not (tmp_path / "cache").exists()
-
-
 # ---------------------------------------------------------------------------------------
 # Errors
-
-
-def test_missing_path(tmp_path):
-    with pytest.raises(CorpusError, match="no such file"):
-        load_corpus([tmp_path / "nope.txt"], cache_dir=tmp_path / "cache")
 
 
 def test_no_paths(tmp_path):
@@ -377,13 +314,6 @@ def test_a_few_invalid_utf8_lines_are_counted_not_fatal(tmp_path):
     assert c.stats["invalid_utf8_lines"] == 1
     assert c.n_sentences == 41
     assert "\ufffd" in c.vocab  # the replacement character stands for the bad bytes
-
-
-def test_corrupt_compressed_file(tmp_path):
-    data = gzip.compress(TEXT1.encode() * 50)
-    (tmp_path / "a.txt.gz").write_bytes(data[: len(data) // 2])
-    with pytest.raises(CorpusError, match="a.txt.gz: damaged or truncated gzip file"):
-        load_corpus([tmp_path / "a.txt.gz"], min_count=1, cache_dir=tmp_path / "cache")
 
 
 def test_min_count_too_high_gives_empty_vocab(tmp_path):
@@ -686,3 +616,20 @@ def test_a_folder_says_which_files_it_leaves_out(tmp_path, capsys):
     (tmp_path / "help.html").unlink()
     expand([tmp_path])
     assert capsys.readouterr().err == ""
+
+
+def test_train_refuses_a_shard_directory_or_an_index_as_its_corpus(tmp_path, runner):
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "shard-000000.missing.txt").write_text("# lines\n1\n2\n")
+    (shards / "shard-000000.json").write_text("{}")
+    (shards / "manifest.json").write_text("{}")
+    index = tmp_path / "idx"
+    index.mkdir()
+    (index / "index.json").write_text("{}")
+    (index / "vectors.faiss").write_bytes(b"x")
+    (index / "text-000.txt").write_text("the cat sat\n" * 50)
+    for corpus, what in ((shards, "a directory of embedding shards"), (index, "a sentence index")):
+        result = runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m"), "--dim", "8", "-q"])
+        assert_clean_error(result, what, "not text")
+        assert not (tmp_path / "m").exists()

@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -22,11 +24,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import make_runner, synthetic_text
+from conftest import assert_clean_error, make_runner, synthetic_text
 
 from scbow import files
+from scbow.cli import main
 from scbow.errors import CorpusError, ModelError
-from scbow.files import atomic_dir, atomic_file, kind_of, leftovers, output_path, refuse_inside_ours, remove_leftovers
+from scbow.files import (
+    atomic_dir,
+    atomic_file,
+    kind_of,
+    leftovers,
+    output_path,
+    refuse_inside_ours,
+    refuse_overwrite,
+    remove_leftovers,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -149,6 +161,11 @@ def test_each_kind_of_output_is_told_by_its_own_module(tmp_path, good_model):
     for name in ("vectors.npy", "vocab.txt", "config.json", "state.json"):
         (ckpt / name).write_text("x")
     assert kind_of(ckpt) == "a training checkpoint"
+    bare = tmp_path / "bare-ckpt"  # a checkpoint's matrix and state alone
+    bare.mkdir()
+    for name in ("vectors.npy", "state.json"):
+        (bare / name).write_text("x")
+    assert kind_of(bare) == "a training checkpoint"
     index = tmp_path / "index"
     index.mkdir()
     (index / "index.json").write_text("{}")
@@ -165,9 +182,11 @@ def test_each_kind_of_output_is_told_by_its_own_module(tmp_path, good_model):
     (entry / MARKER).write_text("x")
     assert kind_of(entry) == "a corpus cache entry"
     assert kind_of(tmp_path) is None
-    for parent in (good_model, ckpt, index, shards, entry):
-        with pytest.raises(ModelError, match=f"is inside {parent}"):
+    for parent in (good_model, ckpt, bare, index, shards, entry):
+        with pytest.raises(ModelError, match=f"is inside {parent}, {kind_of(parent)}; refusing to write into it"):
             refuse_inside_ours(parent / "deeper" / "out.npy")
+        with pytest.raises(ModelError, match=f"is inside {parent}, {kind_of(parent)}"):
+            files.check_output_file(parent / "out.txt", "out.txt")
 
 
 def test_every_module_that_registers_a_kind_is_listed_so_every_kind_is_known():
@@ -215,9 +234,11 @@ def test_a_dangling_link_creates_its_target_only_where_its_folder_exists(tmp_pat
     assert not (tmp_path / "missing").exists()
 
 
+TRAIN_ARGS = ["--dim", "16", "--epochs", "1", "--min-count", "1", "--threads", "1", "--word-passes", "0", "-q"]
+
+
 def train_args(corpus: Path, out: Path) -> list[str]:
-    return ["train", str(corpus), "-o", str(out), "--dim", "8", "--epochs", "1", "--min-count", "1", "--threads", "1",
-            "--word-passes", "0", "-q"]
+    return ["train", str(corpus), "-o", str(out), *TRAIN_ARGS]
 
 
 def test_train_and_prepare_write_through_a_link(tmp_path):
@@ -321,7 +342,7 @@ def test_saves_killed_at_random_points_leave_nothing_after_the_next_run(tmp_path
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt", "m"]
     assert json.loads((out / "config.json").read_text())["model_id"]
-    assert np.load(out / "vectors.npy").shape[1] == 8
+    assert np.load(out / "vectors.npy").shape[1] == 16
 
 
 def test_a_user_file_named_like_no_temporary_survives_every_write(tmp_path):
@@ -334,10 +355,201 @@ def test_a_user_file_named_like_no_temporary_survives_every_write(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(keep + ["out.npy"])
 
 
-def test_check_output_file_refuses_a_pipe_and_a_path_inside_ours(tmp_path, good_model):
+def test_check_output_file_refuses_a_pipe_a_device_and_a_path_inside_ours(tmp_path, good_model):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    with pytest.raises(CorpusError, match="not a regular file"):
-        files.check_output_file(fifo, "x.txt", CorpusError)
+    (tmp_path / "device").symlink_to("/dev/null")
+    for path in (fifo, tmp_path / "device"):
+        with pytest.raises(CorpusError, match="not a regular file"):
+            files.check_output_file(path, "x.txt", CorpusError)
+    assert (tmp_path / "device").is_symlink() and not os.path.isfile("/dev/null")
     with pytest.raises(ModelError, match="a model directory"):
         files.check_output_file(good_model / "x.npy", "x.npy")
+
+
+# -- every command's outputs go through these rules (one CLI test each) ------------------
+
+
+def _snapshot(directory: Path) -> dict:
+    return {p.relative_to(directory): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def test_no_command_writes_inside_a_model(tmp_path, runner, healthy):
+    """Every command that writes, with its output inside a model (every other kind of output
+    is refused alike: test_each_kind_of_output_is_told_by_its_own_module)."""
+    import shutil
+
+    model, corpus = healthy
+    target = tmp_path / "target"
+    shutil.copytree(model, target)
+    before = _snapshot(target)
+    (tmp_path / "lines.txt").write_text("the cat sat\n")
+    m = str(model)
+    commands = {
+        "prepare over vectors.npy": ["prepare", corpus, "-o", target / "vectors.npy", "--segmenter", "lines", "-q"],
+        "prepare beside": ["prepare", corpus, "-o", target / "corpus.txt", "--segmenter", "lines", "-q"],
+        "embed": ["embed", "-m", m, tmp_path / "lines.txt", "-o", target / "e.npy", "-q"],
+        "embed --missing": ["embed", "-m", m, tmp_path / "lines.txt", "-o", tmp_path / "e.npy",
+                            "--missing", target / "missing.txt", "-q"],
+        "export": ["export", "-m", m, "-o", target / "vectors.txt"],
+        "export deeper": ["export", "-m", m, "-o", target / "sub" / "vectors.txt"],
+        "train": ["train", corpus, "-o", target / "sub", "--dim", "8", "--min-count", "1", "-q", "--threads", "1"],
+        "expand": ["expand", "-m", m, "--source", m, "-o", target / "sub"],
+        "plot": ["plot", m, "-o", target / "curve.png"],
+    }
+    for name, args in commands.items():
+        result = runner.invoke(main, [str(a) for a in args])
+        if name == "export deeper":
+            assert result.exit_code != 0 and "Traceback" not in result.output, result.output
+        else:
+            assert_clean_error(result, "is inside", f"{target}", "refusing to write into it")
+        assert _snapshot(target) == before, name
+    assert not (tmp_path / "e.npy").exists()
+
+
+def test_an_output_that_is_a_pipe_is_never_replaced(tmp_path, runner, healthy):
+    """Every command that writes a file, over a FIFO (a device: test_check_output_file_refuses...)."""
+    from test_reader import _Alarm
+
+    model, corpus = healthy
+    (tmp_path / "a.txt").write_text("the cat sat\n")
+    for name in ("o.npy", "o.txt", "m.txt"):
+        os.mkfifo(tmp_path / name)
+    m = str(model)
+    for args in (["export", "-m", m, "-o", tmp_path / "o.txt"],
+                 ["embed", "-m", m, tmp_path / "a.txt", "-o", tmp_path / "o.npy", "-q"],
+                 ["embed", "-m", m, tmp_path / "a.txt", "-o", tmp_path / "e.npy", "--missing", tmp_path / "m.txt",
+                  "-q"],
+                 ["prepare", corpus, "-o", tmp_path / "o.txt", "--segmenter", "lines", "-q"]):
+        with _Alarm():
+            assert_clean_error(runner.invoke(main, [str(a) for a in args]), "not a regular file")
+    for name in ("o.npy", "o.txt", "m.txt"):
+        assert not (tmp_path / name).is_file()
+    assert not (tmp_path / "e.npy").exists()
+
+
+def test_a_folder_with_a_manifest_of_its_own_is_no_shard_directory(tmp_path):
+    import json
+
+    from scbow.files import kind_of
+
+    web = tmp_path / "proj"
+    web.mkdir()
+    (web / "manifest.json").write_text('{"name": "webapp"}')
+    (web / "plan.json").write_text('{"steps": []}')
+    assert kind_of(web) is None
+    (web / "plan.json").write_text(json.dumps({"digest": "abc", "blocks": []}))
+    assert kind_of(web) == "a directory of embedding shards"
+
+
+def test_outputs_with_no_name_of_their_own(tmp_path, runner, healthy, monkeypatch):
+    model, corpus = healthy
+    (tmp_path / "a.txt").write_text("the cat sat\n")
+    for out in ("/", ".", ".."):
+        assert_clean_error(runner.invoke(main, ["embed", "-m", str(model), str(tmp_path / "a.txt"), "-o", out]),
+                           "is a directory; give a file name")
+    empty = tmp_path / "here"
+    empty.mkdir()
+    monkeypatch.chdir(empty)  # -o . is the current directory: a model may go there while it is empty
+    result = runner.invoke(main, ["train", str(corpus), "-o", ".", "--dim", "8", "--min-count", "1", "--threads", "1",
+                                  "-q", "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert (empty / "vectors.npy").is_file() and not list(tmp_path.glob("*.checkpoint"))
+    (tmp_path / "num.txt").write_text("12345\n")
+    os.link(tmp_path / "num.txt", tmp_path / "g.lock")  # a pid-like file with a second name: a user's
+    assert_clean_error(runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "g"), "--dim", "8", "-q"]),
+                       "not a lock file")
+    assert (tmp_path / "num.txt").read_text() == "12345\n"
+
+
+def test_outputs_that_are_inputs_are_refused(tmp_path, runner, healthy):
+    model = shutil.copytree(healthy[0], tmp_path / "model")
+    text = tmp_path / "in.txt"
+    text.write_text("the cat sat\nthe dog ran\n")
+    os.link(text, tmp_path / "hard.txt")
+    (tmp_path / "sym.txt").symlink_to(text)
+    (tmp_path / "model-link").symlink_to(model)
+    cases = [
+        (["embed", "-m", model, text, "-o", text], "INPUT"),
+        (["embed", "-m", model, text, "-o", tmp_path / "hard.txt"], "INPUT"),
+        (["embed", "-m", model, text, "-o", tmp_path / "sym.txt"], "INPUT"),
+        (["embed", "-m", model, text, "-o", tmp_path / "o.npy", "--missing", text], "INPUT"),
+        (["embed", "-m", model, text, "-o", model / "vectors.npy"], "vectors.npy of the model"),
+        (["embed", "-m", model, text, "-o", tmp_path / "o.npy", "--missing", model / "vocab.txt"], "vocab.txt"),
+        (["export", "-m", model, "-o", model / "vectors.npy"], "vectors.npy of the model"),
+        (["export", "-m", tmp_path / "model-link", "-o", model / "config.json"], "config.json of the model"),
+        (["plot", "-m", model, "-o", model / "config.json"], "config.json of the model"),
+        (["expand", "-m", model, "--source", model, "-o", model], "the model"),
+        (["train", model / "vocab.txt", "-o", model, *TRAIN_ARGS], "the corpus"),
+        (["train", healthy[1], "-o", tmp_path / "m2", *TRAIN_ARGS, "--init-vectors", model], None),  # another output: fine
+        (["train", healthy[1], "-o", model, *TRAIN_ARGS, "--init-vectors", model], "--init-vectors"),
+        (["train", tmp_path / "m2", "-o", tmp_path / "m3", *TRAIN_ARGS], "not a corpus"),
+    ]
+    snapshot = {p: p.read_bytes() for p in [text, *model.iterdir()]}
+    for argv, fragment in cases:
+        result = runner.invoke(main, [str(a) for a in argv])
+        if fragment is None:
+            assert result.exit_code == 0, result.output
+        else:
+            assert_clean_error(result, fragment, exit_code=1)
+    assert {p: p.read_bytes() for p in snapshot} == snapshot
+    assert not (tmp_path / "o.npy").exists() and not (tmp_path / "m3").exists()
+
+
+def test_refuse_overwrite_compares_files_not_names(tmp_path):
+    a = tmp_path / "a.txt"
+    a.write_text("x")
+    refuse_overwrite({"-o": tmp_path / "b.txt"}, {"INPUT": a})  # a new file: fine
+    with pytest.raises(ModelError, match="is INPUT"):
+        refuse_overwrite({"-o": tmp_path / "sub" / ".." / "a.txt"}, {"INPUT": a})
+    with pytest.raises(ModelError, match="the directory holding"):
+        refuse_overwrite({"-o": tmp_path}, {"INPUT": a}, replaces_dirs=True)
+    refuse_overwrite({"-o": tmp_path}, {"INPUT": a})  # a file command reports "is a directory" itself
+
+
+def test_output_under_a_file_is_refused(tmp_path, runner, corpus_file):
+    (tmp_path / "plain").write_text("a file, not a directory")
+    result = runner.invoke(main, train_args(corpus_file, tmp_path / "plain" / "model"))
+    assert_clean_error(result, "cannot create directory")
+
+
+def test_output_in_a_read_only_directory(tmp_path, runner, corpus_file):
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only directories; see the /sys test")
+    d = tmp_path / "ro"
+    d.mkdir()
+    d.chmod(0o555)
+    try:
+        result = runner.invoke(main, train_args(corpus_file, d / "model"))
+        assert_clean_error(result, "not writable")
+        assert os.listdir(d) == []
+    finally:
+        d.chmod(0o755)
+
+
+def test_output_on_a_file_system_nobody_may_write(runner, corpus_file):
+    # /sys refuses new entries even to root, while os.access() says it is writable
+    target = Path("/sys/scbow-robustness-test-model")
+    if not Path("/sys").is_dir() or target.exists():
+        pytest.skip("no /sys here")
+    result = runner.invoke(main, train_args(corpus_file, target))
+    assert_clean_error(result, "not writable")
+    assert not target.exists()
+
+
+def test_every_output_follows_the_umask(tmp_path, runner, healthy):
+    trained, umask = healthy[0], 0o077  # other values: test_a_new_file_gets_the_mode_the_umask_gives
+    lines = tmp_path / "lines.txt"
+    lines.write_text("the cat sat\nthe dog ran\n")
+    old = os.umask(umask)
+    try:
+        for argv in (["export", "-m", trained, "-o", tmp_path / "v.txt"],
+                     ["embed", "-m", trained, lines, "-o", tmp_path / "e.npy", "-q"],
+                     ["expand", "-m", trained, "--source", trained, "-o", tmp_path / "x"]):
+            result = runner.invoke(main, [str(a) for a in argv])
+            assert result.exit_code == 0, result.output
+    finally:
+        os.umask(old)
+    for path, base in ((tmp_path / "v.txt", 0o666), (tmp_path / "e.npy", 0o666), (tmp_path / "e.missing.txt", 0o666),
+                       (tmp_path / "x", 0o777), (tmp_path / "x" / "vectors.npy", 0o666)):
+        assert stat.S_IMODE(path.stat().st_mode) == base & ~umask, (path, oct(path.stat().st_mode))

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
-import math
 import os
+import re
+import shutil
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import assert_clean_error
 
 import scbow
+from scbow.cli import main
 from scbow.text.vocab import Vocab
 from scbow.vectors.formats import ModelError, export_word2vec, load_model, load_word2vec
-from scbow.vectors.model import NEIGHBOUR_MIN_COUNT, Model
+from scbow.vectors.model import Model
 from scbow.vectors.modeldir import FORMAT_VERSION, save_model
 
 WORDS = ["the", ",", "cat", "don't", "état", "sat", "dog", "naïve", "o'clock", "."]
@@ -98,12 +105,6 @@ def test_failed_save_keeps_the_old_model(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["m"]
 
 
-def test_save_into_an_empty_directory(tmp_path):
-    (tmp_path / "m").mkdir()
-    save_model(make_model(), tmp_path / "m")
-    assert_same_model(load_model(tmp_path / "m"), make_model())
-
-
 def test_save_creates_missing_parents(tmp_path):
     save_model(make_model(), tmp_path / "a" / "b" / "m")
     assert (tmp_path / "a" / "b" / "m" / "vectors.npy").is_file()
@@ -139,70 +140,191 @@ def test_refuses_to_write_over_a_file(tmp_path):
     assert f.read_text() == "a file"
 
 
-@pytest.fixture
-def saved(tmp_path):
-    return save_model(make_model(), tmp_path / "m")
-
-
 def test_load_missing_dir(tmp_path):
     with pytest.raises(ModelError, match="no such model"):
         load_model(tmp_path / "nope")
 
 
-@pytest.mark.parametrize("name", ["vectors.npy", "vocab.txt", "config.json"])
-def test_load_missing_file(saved, name):
-    (saved / name).unlink()
-    with pytest.raises(ModelError, match=name):
-        load_model(saved)
+class _Payload:
+    """Unpickling this calls ``open(marker, "w")``: it creates the file ``marker``."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
 
 
-@pytest.mark.parametrize("mmap", [True, False])
-@pytest.mark.parametrize("keep", [0.5, 0.99, 0.1])
-def test_load_truncated_vectors(saved, mmap, keep):
-    data = (saved / "vectors.npy").read_bytes()
-    (saved / "vectors.npy").write_bytes(data[: int(len(data) * keep)])
-    with pytest.raises(ModelError, match="vectors"):
-        load_model(saved, mmap=mmap)
+def _config(path: Path, change) -> None:
+    meta = json.loads((path / "config.json").read_text())
+    change(meta)
+    (path / "config.json").write_text(json.dumps(meta))
 
 
-def test_load_vectors_of_the_wrong_dtype(saved):
-    np.save(saved / "vectors.npy", np.zeros((len(WORDS), 7), dtype=np.float64))
-    with pytest.raises(ModelError, match="float32"):
-        load_model(saved)
+def _vectors(path: Path, change) -> None:
+    vectors = np.load(path / "vectors.npy")
+    np.save(path / "vectors.npy", change(vectors))
 
 
-def test_load_pickled_vectors_is_refused(saved):
-    np.save(saved / "vectors.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
-    with pytest.raises(ModelError):
-        load_model(saved)
+def _set(vectors, value):
+    vectors[len(vectors) // 2, 3] = value
+    return vectors
 
 
-def test_load_shape_mismatch(saved):
-    lines = (saved / "vocab.txt").read_text().splitlines()
-    (saved / "vocab.txt").write_text("\n".join(lines[:-2]) + "\n")
-    with pytest.raises(ModelError, match="rows"):
-        load_model(saved)
+def _cut(path: Path, keep: float) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
 
 
-def test_load_malformed_vocab(saved):
-    (saved / "vocab.txt").write_text("the 10\ncat\n")
-    with pytest.raises(ModelError, match="vocab.txt"):
-        load_model(saved)
+def _big_count(path: Path) -> None:
+    lines = path.read_text().splitlines()
+    lines[1] = f"{lines[1].rsplit(' ', 1)[0]} {10 ** 30}"
+    path.write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe garbage", b"[1, 2]", b'{"config": {}}'])
-def test_load_bad_config_json(saved, content):
-    (saved / "config.json").write_bytes(content)
-    with pytest.raises(ModelError, match="config.json"):
-        load_model(saved)
+def _scaled(scale: float):
+    return lambda v: (v.astype(np.float64) / np.abs(v).max() * scale).astype(np.float32)
 
 
-def test_load_newer_format_version(saved):
-    meta = json.loads((saved / "config.json").read_text())
-    meta["format_version"] = FORMAT_VERSION + 1
-    (saved / "config.json").write_text(json.dumps(meta))
-    with pytest.raises(ModelError, match="newer"):
-        load_model(saved)
+DAMAGE = {  # kind -> (what is done to a copy of a model directory, the words the error must hold)
+    "missing-vectors.npy": (lambda d: (d / "vectors.npy").unlink(), "vectors.npy"),
+    "missing-vocab.txt": (lambda d: (d / "vocab.txt").unlink(), "vocab.txt"),
+    "missing-config.json": (lambda d: (d / "config.json").unlink(), "config.json"),
+    "truncated-vectors-0.99": (lambda d: _cut(d / "vectors.npy", 0.99), "vectors"),
+    "truncated-vectors-0.5": (lambda d: _cut(d / "vectors.npy", 0.5), "vectors"),
+    "truncated-vectors-0.1": (lambda d: _cut(d / "vectors.npy", 0.1), "vectors"),
+    "empty-vectors": (lambda d: _cut(d / "vectors.npy", 0), "vectors"),
+    "wrong-dtype": (lambda d: _vectors(d, lambda v: v.astype(np.float64)), "float32"),
+    "pickle": (lambda d: np.save(d / "vectors.npy", np.array([_Payload(d.parent / "pwned")], dtype=object),
+                                 allow_pickle=True), ""),
+    "vectors-shape": (lambda d: np.save(d / "vectors.npy", np.zeros((3, 4), dtype=np.float32)), "rows"),
+    "vocab-short": (lambda d: (d / "vocab.txt").write_text("\n".join((d / "vocab.txt").read_text().splitlines()[:-2])
+                                                          + "\n"), "rows"),
+    "vocab-malformed": (lambda d: (d / "vocab.txt").write_text("the 10\ncat\n"), "vocab.txt"),
+    "vocab-truncated": (lambda d: _cut(d / "vocab.txt", 0.5), ""),
+    "count-too-big": (lambda d: _big_count(d / "vocab.txt"), "larger than any corpus"),
+    "config-not-json": (lambda d: (d / "config.json").write_bytes(b"{not json"), "config.json"),
+    "config-not-utf8": (lambda d: (d / "config.json").write_bytes(b"\xff\xfe garbage"), "config.json"),
+    "config-a-list": (lambda d: (d / "config.json").write_bytes(b"[1, 2]"), "config.json"),
+    "config-only-config": (lambda d: (d / "config.json").write_bytes(b'{"config": {}}'), "config.json"),
+    "config-truncated": (lambda d: _cut(d / "config.json", 0.5), "config.json"),
+    "config-newer": (lambda d: _config(d, lambda m: m.update(format_version=FORMAT_VERSION + 1)), "newer"),
+    "config-dim-text": (lambda d: _config(d, lambda m: m["config"].update(dim="abc")), "dim must be"),
+    "config-dim-disagrees": (lambda d: _config(d, lambda m: m["config"].update(dim=17)), "records dim"),
+    "config-negatives": (lambda d: _config(d, lambda m: m["config"].update(negatives=-3)), "negatives must be"),
+    "config-not-object": (lambda d: _config(d, lambda m: m.update(config=[1, 2])), "not an object"),
+    "nan": (lambda d: _vectors(d, lambda v: _set(v, np.nan)), "NaN or inf"),
+    "inf": (lambda d: _vectors(d, lambda v: _set(v, np.inf)), "NaN or inf"),
+    "-inf": (lambda d: _vectors(d, lambda v: _set(v, -np.inf)), "NaN or inf"),
+    "no-dims": (lambda d: _vectors(d, lambda v: np.zeros((len(v), 0), np.float32)), "0 dimensions"),
+    "zero": (lambda d: _vectors(d, _scaled(0.0)), "zero or nearly so"),
+    "nearly-zero": (lambda d: _vectors(d, _scaled(1e-30)), "zero or nearly so"),
+    "too-large": (lambda d: _vectors(d, _scaled(1e30)), "too large"),
+    "sum-overflows": (lambda d: _vectors(d, _scaled(3e38 / 50)), "too large"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DAMAGE))
+def test_every_damage_to_a_model_is_one_error_and_reading_changes_nothing(tmp_path, healthy, kind):
+    model = shutil.copytree(healthy[0], tmp_path / "model")
+    damage, fragment = DAMAGE[kind]
+    damage(model)
+    before = {p.name: p.read_bytes() for p in model.iterdir()}
+    for mmap in (True, False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no overflow warning on the way to the error
+            with pytest.raises(ModelError, match=re.escape(fragment) or None):
+                load_model(model, mmap=mmap)
+    assert {p.name: p.read_bytes() for p in model.iterdir()} == before  # reading never repairs or deletes
+    assert not (tmp_path / "pwned").exists()  # nothing was unpickled
+    if kind == "pickle":  # the payload does work when unpickled: the test above can fail
+        np.load(model / "vectors.npy", allow_pickle=True)
+        assert (tmp_path / "pwned").exists()
+
+
+def test_every_command_refuses_a_damaged_model(tmp_path, runner, healthy):
+    """Each command that reads a model, with one damaged (every damage: the test above)."""
+    model = shutil.copytree(healthy[0], tmp_path / "model")
+    DAMAGE["nan"][0](model)
+    sts = tmp_path / "pairs.tsv"
+    sts.write_text("4.0\tthe cat sat\tthe cat sat down\n1.0\tthe dog ran\ta cat slept\n2.5\tthe cat ran\tthe dog sat\n")
+    (tmp_path / "lines.txt").write_text("the cat sat\nthe dog ran\n")
+    train = ["--dim", "16", "--epochs", "1", "--min-count", "1", "--threads", "1", "--word-passes", "0", "-q"]
+    commands = {
+        "similarity": ["similarity", "-m", model, "the cat sat", "the dog ran"],
+        "evaluate": ["evaluate", "-m", model, sts],
+        "evaluate-baseline": ["evaluate", "-m", healthy[0], "--baseline", model, sts],
+        "embed": ["embed", "-m", model, tmp_path / "lines.txt", "-o", tmp_path / "out.npy", "-q"],
+        "export": ["export", "-m", model, "-o", tmp_path / "out.txt"],
+        "neighbors": ["neighbors", "-m", model, "cat"],
+        "neighbors-sentence": ["neighbors", "-m", model, "--sentence", "the cat", "--in", tmp_path / "lines.txt"],
+        "expand": ["expand", "-m", model, "--source", healthy[0], "-o", tmp_path / "expanded"],
+        "expand-source": ["expand", "-m", healthy[0], "--source", model, "-o", tmp_path / "expanded"],
+        "init-vectors": ["train", healthy[1], "-o", tmp_path / "new", *train, "--init-vectors", model],
+    }
+    for name, argv in commands.items():
+        result = runner.invoke(main, [str(a) for a in argv])
+        assert_clean_error(result, "NaN or inf", exit_code=1)
+        assert "nan" not in result.stdout.lower(), (name, result.stdout)
+        for out in ("out.npy", "out.txt", "out.png", "expanded", "new"):
+            assert not (tmp_path / out).exists(), (name, out)
+
+
+def test_a_healthy_model_still_loads_and_old_configs_pass(tmp_path, healthy):
+    model = load_model(healthy[0])
+    assert np.isfinite(model.vectors).all()
+    # a model of an older version: settings it lacks are fine, unknown ones ignored
+    old = shutil.copytree(healthy[0], tmp_path / "old")
+    meta = json.loads((old / "config.json").read_text())
+    for key in ("frequency_weight", "count_power", "unknown", "unknown_scale"):
+        del meta["config"][key]
+    meta["config"]["retired_setting"] = 7
+    (old / "config.json").write_text(json.dumps(meta))
+    assert load_model(old).dim == model.dim
+
+
+@pytest.mark.parametrize("body", [
+    "2 3\nthe 1 2 nan\ncat 1 2 3\n", "2 3\nthe 1 2 inf\ncat 1 2 3\n", "2 3\nthe 1 2 1e400\ncat 1 2 3\n",
+    "2 3\nthe 1 2 -Infinity\ncat 1 2 3\n", "2 0\nthe\ncat\n", f"2 {10 ** 20}\nthe 1\ncat 2\n", "1 3\nfoo 1e39 1 2\n",
+])
+def test_word2vec_files_with_damaged_numbers_are_refused(tmp_path, runner, body):
+    path = tmp_path / "vectors.txt"
+    path.write_text(body)
+    result = runner.invoke(main, ["similarity", "-m", str(path), "the", "cat"])
+    assert_clean_error(result, str(path), "NaN or inf" if "1e39" in body else "", exit_code=1)
+    assert "Warning" not in result.output
+    binary = tmp_path / "vectors.bin"
+    binary.write_bytes(b"2 3\nthe " + np.array([1, np.nan, 2], "<f4").tobytes() + b"\ncat "
+                       + np.array([1, 2, 3], "<f4").tobytes() + b"\n")
+    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(binary), "the", "cat"]), "NaN or inf")
+
+
+@pytest.mark.parametrize("compress", [None, gzip.open, bz2.open])
+@pytest.mark.parametrize("layout", ["word2vec-text", "word2vec-binary", "glove"])
+def test_compressed_word2vec_and_headerless_glove_load(tmp_path, healthy, compress, layout):
+    model = load_model(healthy[0])
+    plain = tmp_path / "v"
+    export_word2vec(model, plain, binary=layout == "word2vec-binary")
+    data = plain.read_bytes()
+    if layout == "glove":
+        data = data.split(b"\n", 1)[1]  # GloVe: no 'count dim' line
+    path = tmp_path / "vectors"
+    if compress is None:
+        path.write_bytes(data)
+    else:
+        with compress(path, "wb") as fh:
+            fh.write(data)
+    loaded = load_word2vec(path)
+    assert loaded.vocab.words == model.vocab.words
+    np.testing.assert_array_equal(loaded.vectors, model.vectors)
+    assert loaded.info["format"] == ("glove-text" if layout == "glove" else layout)
+
+
+def test_a_file_that_is_no_vectors_says_what_is_expected(tmp_path, runner):
+    path = tmp_path / "corpus.txt"
+    path.write_text("the man walked down the road\n")
+    error = assert_clean_error(runner.invoke(main, ["similarity", "-m", str(path), "a", "b"]), "not a vectors file")
+    assert "GloVe" in error and "count dim" in error
 
 
 # ---------------------------------------------------------------------------------------
@@ -485,66 +607,6 @@ def test_save_names_a_long_bad_word_cut_short(tmp_path):
     with pytest.raises(ModelError) as error:
         make_model(words=["the", word]).save(tmp_path / "m")
     assert len(str(error.value)) < 300 and "www" in str(error.value)
-
-
-# ---------------------------------------------------------------------------------------
-# Model API
-
-
-@pytest.fixture
-def tiny():
-    words = ["the", "cat", "sat", "dog", "."]
-    vectors = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 2, 1], [1, 1, 1]], dtype=np.float32)
-    return Model(Vocab(words, np.array([5, 4, 3, 2, 1]) * NEIGHBOUR_MIN_COUNT), vectors)  # all frequent enough to be neighbours
-
-
-def test_embed(tiny):
-    out = tiny.embed(["The cat!", "xyzzy plugh", "", "cat cat dog", "."])
-    assert out.dtype == np.float32 and out.shape == (5, 3)
-    np.testing.assert_allclose(out[0], [0.5, 0.5, 0])  # "!" is unknown and left out
-    assert np.isnan(out[1]).all() and np.isnan(out[2]).all()
-    np.testing.assert_allclose(out[3], [0, 4 / 3, 1 / 3], rtol=1e-6)
-    np.testing.assert_allclose(out[4], [1, 1, 1])
-    assert tiny.embed([]).shape == (0, 3)
-    with pytest.raises(TypeError):
-        tiny.embed("a single string")
-
-
-def test_ids_names_unknown_words(tiny):
-    assert tiny.ids("The zebra sat , quickly") == ([0, 2], ["zebra", ",", "quickly"])
-
-
-def test_similarity(tiny):
-    assert tiny.similarity("the cat", "cat the") == pytest.approx(1.0)
-    assert tiny.similarity("cat", "sat") == pytest.approx(0.0, abs=1e-7)
-    assert tiny.similarity("cat", "dog") == pytest.approx(2 / math.sqrt(5), rel=1e-6)
-    assert math.isnan(tiny.similarity("the cat", "xyzzy zebra"))
-    assert math.isnan(tiny.similarity("", "the"))
-    assert math.isnan(tiny.similarity("qwerty", "asdf"))
-
-
-def test_getitem_and_contains(tiny):
-    assert "cat" in tiny and "zebra" not in tiny
-    np.testing.assert_array_equal(tiny["dog"], [0, 2, 1])
-    with pytest.raises(KeyError, match="zebra"):
-        tiny["zebra"]
-
-
-def test_most_similar(tiny):
-    result = tiny.most_similar("cat", topn=3)
-    assert [w for w, _ in result][:2] == ["dog", "."]
-    assert result[2][0] in ("the", "sat")  # both orthogonal to "cat"
-    assert result[0][1] == pytest.approx(2 / math.sqrt(5))
-    assert result[1][1] == pytest.approx(1 / math.sqrt(3))
-    assert result[2][1] == pytest.approx(0.0, abs=1e-7)
-    assert all(w != "cat" for w, _ in tiny.most_similar("cat", topn=4))
-    with pytest.raises(KeyError):
-        tiny.most_similar("zebra")
-
-
-def test_model_rejects_mismatched_vectors():
-    with pytest.raises(ValueError):
-        Model(Vocab(["a", "b"], [1, 1]), np.zeros((3, 2), dtype=np.float32))
 
 
 def test_word2vec_header_larger_than_the_file(tmp_path):

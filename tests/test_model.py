@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,8 @@ import scbow.vectors.numeric as model_module
 from scbow.text.tokenize import tokenize
 from scbow.text.vocab import Vocab
 from scbow.use.evaluate import pair_cosines, row_cosines
-from scbow.vectors.model import Model
+from scbow.vectors.formats import load_model
+from scbow.vectors.model import NEIGHBOUR_MIN_COUNT, Model
 from scbow.vectors.numeric import mean_rows
 
 
@@ -325,3 +328,72 @@ def test_every_save_records_a_new_id_and_a_model_saved_before_ids_gets_one_from_
     assert model_id(old).startswith("config-") and model_id(old) != derived
     w2v = export_word2vec(load_model(good_model), tmp_path / "m.txt")
     assert model_id(w2v).startswith("file-") and model_id(tmp_path / "missing") is None
+
+
+# ---------------- odd strings and very long sentences
+
+
+ODD_STRINGS = ["", "   ", "\t\n", "🙂🙃 🙂", "e\u0301te\u0301", "שלום עולם", "\u200b\u200d\ufeff", "a\ud800b",
+       "\x00\x07\x1b[31m", "ﷺ" * 1000, "the\u00a0cat", "CAT SAT", "the cat\r\nsat"]
+
+
+def test_embed_and_similarity_take_odd_strings(good_model):
+    model = load_model(good_model)
+    X = model.embed(ODD_STRINGS)
+    assert X.shape == (len(ODD_STRINGS), model.dim) and X.dtype == np.float32
+    for text, row in zip(ODD_STRINGS, X):
+        known = model.ids(text)[0]
+        assert np.isnan(row).all() == (not known), text
+    assert np.isnan(model.similarity("", "the cat"))
+    assert model.similarity("CAT SAT", "the cat\r\nsat") == pytest.approx(
+        model.similarity("cat sat", "the cat sat"))
+
+
+def test_very_long_sentence(good_model):
+    model = load_model(good_model)
+    sentence = " ".join(["the cat sat"] * 100_000)  # 300,000 tokens
+    [row] = model.embed([sentence])
+    expected = np.asarray(model.vectors)[[model.vocab.index[w] for w in ("the", "cat", "sat")]].mean(axis=0)
+    np.testing.assert_allclose(row, expected, rtol=1e-5, atol=1e-6)
+    assert model.similarity(sentence, "sat the cat") == pytest.approx(1.0, abs=1e-5)
+
+
+# ---------------------------------------------------------------------------------------
+# Lookups, similarity and neighbours of a small hand-made model
+
+
+@pytest.fixture
+def tiny():
+    words = ["the", "cat", "sat", "dog", "."]
+    vectors = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 2, 1], [1, 1, 1]], dtype=np.float32)
+    return Model(Vocab(words, np.array([5, 4, 3, 2, 1]) * NEIGHBOUR_MIN_COUNT), vectors)  # all frequent enough to be neighbours
+
+
+def test_embed(tiny):
+    out = tiny.embed(["The cat!", "xyzzy plugh", "", "cat cat dog", "."])
+    assert out.dtype == np.float32 and out.shape == (5, 3)
+    np.testing.assert_allclose(out[0], [0.5, 0.5, 0])  # "!" is unknown and left out
+    assert np.isnan(out[1]).all() and np.isnan(out[2]).all()
+    np.testing.assert_allclose(out[3], [0, 4 / 3, 1 / 3], rtol=1e-6)
+    np.testing.assert_allclose(out[4], [1, 1, 1])
+    assert tiny.embed([]).shape == (0, 3)
+    with pytest.raises(TypeError):
+        tiny.embed("a single string")
+
+
+def test_ids_names_unknown_words(tiny):
+    assert tiny.ids("The zebra sat , quickly") == ([0, 2], ["zebra", ",", "quickly"])
+
+
+def test_similarity(tiny):
+    assert tiny.similarity("the cat", "cat the") == pytest.approx(1.0)
+    assert tiny.similarity("cat", "sat") == pytest.approx(0.0, abs=1e-7)
+    assert tiny.similarity("cat", "dog") == pytest.approx(2 / math.sqrt(5), rel=1e-6)
+    assert math.isnan(tiny.similarity("the cat", "xyzzy zebra"))
+    assert math.isnan(tiny.similarity("", "the"))
+    assert math.isnan(tiny.similarity("qwerty", "asdf"))
+
+
+def test_model_rejects_mismatched_vectors():
+    with pytest.raises(ValueError):
+        Model(Vocab(["a", "b"], [1, 1]), np.zeros((3, 2), dtype=np.float32))

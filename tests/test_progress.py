@@ -1,0 +1,83 @@
+"""The progress line and counts (scbow.progress): fitted to the terminal, alive in logs, honest
+after a resume."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from scbow import progress as progress_mod
+from scbow.progress import Progress, plural
+
+
+class FakeTTY(io.StringIO):
+    def __init__(self, columns: int):
+        super().__init__()
+        self.columns = columns
+
+    def isatty(self):
+        return True
+
+
+@pytest.fixture
+def columns(monkeypatch):
+    def set_width(n):
+        monkeypatch.setattr(progress_mod, "terminal_width", lambda stream, default=80: n)
+    return set_width
+
+
+def drawn_lines(stream) -> list[str]:
+    return [part.rstrip() for part in stream.getvalue().split("\r") if part.strip()]
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 120, 200])
+def test_the_progress_line_fits_the_terminal_and_keeps_the_eta(columns, width):
+    columns(width)
+    stream = FakeTTY(width)
+    bar = Progress(6_000_000, unit="ex", stream=stream, interval=0)
+    bar.start -= 10  # ten seconds in: a rate and an ETA to show
+    for done in (1_000_000, 3_000_000):
+        bar.update(done, prefix="epoch 1/1 ", suffix="loss 1.2345")
+    for line in drawn_lines(stream):
+        assert len(line) <= width - 1, line
+        assert "ETA" in line and "%" in line
+    if width >= 120:
+        assert "|" in drawn_lines(stream)[-1] and "loss 1.2345" in drawn_lines(stream)[-1]  # all parts fit
+
+
+def test_a_resumed_run_counts_only_its_own_examples_in_the_rate(columns):
+    columns(200)
+    stream = FakeTTY(200)
+    bar = Progress(1_000_000, unit="ex", stream=stream, interval=0, initial=900_000)
+    bar.start -= 10
+    bar.update(950_000, prefix="epoch 1/1 ")
+    line = drawn_lines(stream)[-1]
+    assert "5.00K ex/s" in line  # 50,000 examples in 10 s, not 950,000
+    assert "ETA 0:00:10" in line  # 50,000 left at 5,000 a second
+
+
+def test_off_a_terminal_plain_lines_come_at_intervals():
+    stream = io.StringIO()
+    bar = Progress(1000, unit="ex", stream=stream, log_interval=0)
+    for done in (100, 500, 1000):
+        bar.update(done, prefix="epoch 1/1 ", suffix="loss 1.0")
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 3 and "\r" not in stream.getvalue()
+    assert re.match(r"\[0:00:\d\d\] epoch 1/1 +50\.0% 500/1\.00K ex ", lines[1]), lines[1]
+    quiet = io.StringIO()
+    bytes_line = io.StringIO()
+    Progress(0, unit="B", stream=bytes_line, log_interval=0).update(150_810_000)
+    assert re.search(r"150\.81 MB [\d.]+ [KMG]?B/s", bytes_line.getvalue()), bytes_line.getvalue()  # not "150.81M B"
+    bar = Progress(1000, unit="ex", stream=quiet)  # the default interval: a short run prints nothing
+    bar.update(500)
+    assert quiet.getvalue() == ""
+    silent = io.StringIO()
+    Progress(1000, stream=silent, enabled=False, log_interval=0).update(500)
+    assert silent.getvalue() == ""
+
+
+def test_plural():
+    assert plural(1, "thread") == "1 thread" and plural(2, "thread") == "2 threads"
+    assert plural(1, "corpus", "corpora") == "1 corpus" and plural(3, "corpus", "corpora") == "3 corpora"

@@ -1,0 +1,160 @@
+"""The one reader of text (scbow.text.reader), tested where it lives: plain, gzip, bzip2 and xz;
+every decompression failure, a compressed name over plain or empty bytes, a pipe or a device,
+each turned into one error naming the file. One test shows that every command that reads a
+file the user gives reads it through this reader (one kind of damage each); the kinds are
+tested here once, at the reader.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+from pathlib import Path
+
+import pytest
+from conftest import assert_clean_error
+
+from scbow.cli import main
+from scbow.errors import CorpusError
+from scbow.text.reader import open_bytes, open_text
+
+# gold score and a pair, tab-separated: one file is a corpus, a sentence file, a pairs file and an STS file
+TEXT = "".join(f"{i % 5}\tthe cat number {i} sat on the mat\tthe dog ran far away {i}\n" for i in range(6000)).encode()
+
+
+def _flip(data: bytes, lo: int, hi: int) -> bytes:
+    b = bytearray(data)
+    for i in range(lo, min(hi, len(b))):
+        b[i] ^= 0x55
+    return bytes(b)
+
+
+DAMAGE = {  # name -> (file suffix, damaged bytes, the format named in the error)
+    "gzip-truncated": (".gz", lambda: gzip.compress(TEXT)[: len(gzip.compress(TEXT)) // 2], "gzip"),
+    "gzip-corrupt-deflate": (".gz", lambda: _flip(gzip.compress(TEXT), 40, 80), "gzip"),  # a zlib.error
+    "gzip-bad-crc": (".gz", lambda: _flip(gzip.compress(TEXT), len(gzip.compress(TEXT)) - 8,
+                                          len(gzip.compress(TEXT)) - 6), "gzip"),
+    "bzip2-truncated": (".bz2", lambda: bz2.compress(TEXT)[: len(bz2.compress(TEXT)) // 2], "bzip2"),
+    "bzip2-corrupt": (".bz2", lambda: _flip(bz2.compress(TEXT), 40, 80), "bzip2"),
+    "xz-truncated": (".xz", lambda: lzma.compress(TEXT)[: len(lzma.compress(TEXT)) // 2], "xz"),
+    "xz-corrupt": (".xz", lambda: _flip(lzma.compress(TEXT), 60, 90), "xz"),
+    "xz-header-only": (".xz", lambda: lzma.compress(TEXT)[:12], "xz"),
+}
+
+
+def damaged(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    suffix, make, fmt = DAMAGE[kind]
+    path = tmp_path / f"damaged{suffix}"
+    path.write_bytes(make())
+    return path, fmt
+
+
+@pytest.mark.parametrize("kind", sorted(DAMAGE))
+def test_the_one_reader_names_every_damaged_file(tmp_path, kind):
+    path, fmt = damaged(tmp_path, kind)
+    with pytest.raises(CorpusError) as info:
+        with open_text(path) as fh:
+            for _ in fh:
+                pass
+    assert str(info.value).startswith(f"{path}: damaged or truncated {fmt} file (")
+    with pytest.raises(CorpusError, match=f"damaged or truncated {fmt} file"):
+        with open_bytes(path) as fh:
+            while fh.read(1 << 12):
+                pass
+
+
+def test_the_one_reader_reads_what_it_should(tmp_path):
+    plain = tmp_path / "a.txt"
+    plain.write_bytes(b"\xef\xbb\xbfone\r\ntwo\rthree\n")  # a byte order mark, three kinds of line end
+    for path, data in [(plain, plain.read_bytes()), (tmp_path / "a.gz", gzip.compress(plain.read_bytes())),
+                       (tmp_path / "a.bz2", bz2.compress(plain.read_bytes())),
+                       (tmp_path / "a.xz", lzma.compress(plain.read_bytes()))]:
+        path.write_bytes(data)
+        with open_text(path) as fh:
+            assert fh.read().split("\n") == ["one", "two", "three", ""], path
+        with open_bytes(path) as fh:
+            assert fh.read() == plain.read_bytes()
+    for bad, fragment in [(tmp_path / "nope.txt", "no such file"), (tmp_path, "is a directory")]:
+        with pytest.raises(CorpusError, match=fragment):
+            open_text(bad)
+
+
+class _Alarm:
+    """Fail instead of hanging: SIGALRM after ``seconds`` raises in the main thread (a blocked
+    open() of a FIFO or an endless read of /dev/zero is interrupted by it)."""
+
+    def __init__(self, seconds: int = 20):
+        self.seconds = seconds
+
+    def __enter__(self):
+        import signal
+
+        def ring(signum, frame):
+            raise TimeoutError("the command blocked on its input")
+
+        self.old = signal.signal(signal.SIGALRM, ring)
+        signal.alarm(self.seconds)
+
+    def __exit__(self, *exc):
+        import signal
+
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, self.old)
+
+
+def _every_text_reader(model: Path, corpus: Path, text: Path, tmp: Path) -> dict:
+    """Each command that reads a text file the user gives, reading ``text``."""
+    train = ["--dim", "8", "--min-count", "1", "--threads", "1", "-q", "--no-cache"]
+    return {
+        "train": ["train", text, "-o", tmp / "out-model", *train],
+        "train --eval-dev": ["train", corpus, "-o", tmp / "out-model", *train, "--eval-every", "100", "--eval-dev", text],
+        "embed": ["embed", "-m", model, text, "-o", tmp / "out.npy", "-q"],
+        "neighbors --in": ["neighbors", "-m", model, "--sentence", "the cat", "--in", text],
+        "similarity --pairs": ["similarity", "-m", model, "--pairs", text],
+        "evaluate": ["evaluate", "-m", model, text],
+        "prepare": ["prepare", text, "-o", tmp / "prepared.txt", "--segmenter", "lines", "-q"],
+        "vectors file": ["similarity", "-m", text, "the cat", "the dog"],
+    }
+
+
+@pytest.mark.parametrize("kind", ["damaged", "fifo"])
+def test_every_command_reads_through_the_one_reader(tmp_path, runner, healthy, kind):
+    """One damaged file and one pipe, through every command: each gives the reader's line and
+    writes nothing (every kind of damage, and a device, are tested above at the reader)."""
+    model, corpus = healthy
+    if kind == "fifo":
+        path, fragment = tmp_path / "input.txt", "not a regular file"
+        os.mkfifo(path)
+    else:
+        path, fmt = damaged(tmp_path, "gzip-truncated")
+        fragment = f"{path}: damaged or truncated {fmt} file"
+    for name, args in _every_text_reader(model, corpus, path, tmp_path).items():
+        if kind == "fifo" and name == "vectors file":
+            continue  # -m names a model: a pipe there is no model (test_formats)
+        with _Alarm():
+            result = runner.invoke(main, [str(a) for a in args])
+        assert_clean_error(result, fragment)
+        assert "unexpected" not in result.output and result.stdout == "", (name, result.output)
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name != path.name]
+    assert leftovers == [], leftovers  # nothing half written
+
+
+def test_a_device_is_refused_never_read(tmp_path):
+    path = tmp_path / "input.txt"
+    path.symlink_to("/dev/zero")
+    with _Alarm():
+        for reader in (open_text, open_bytes):
+            with pytest.raises(CorpusError, match=f"{path}: not a regular file"):
+                reader(path)
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
+def test_empty_or_plain_files_under_a_compressed_name_are_named(tmp_path, suffix):
+    for content in (b"", b"the cat sat\tthe dog ran\n"):
+        path = tmp_path / f"input.txt{suffix}"
+        path.write_bytes(content)
+        for reader in (open_text, open_bytes):
+            with pytest.raises(CorpusError, match=f"{path}: named like a .* does not start like one"):
+                reader(path)
