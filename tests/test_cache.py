@@ -267,3 +267,19 @@ def test_the_corpus_cache_never_goes_into_a_model(tmp_path, runner, healthy, whe
                                   "-q", "--cache-dir", str(cache)])
     assert_clean_error(result, "--cache-dir")
     assert _snapshot(target) == before and not (tmp_path / "m").exists()
+
+
+def test_clear_on_a_cache_it_cannot_change_says_so(tmp_path, runner, healthy, monkeypatch):
+    """A read-only cache (simulated: root may write anywhere) is one error and exit 1, never
+    "removed 0 cached corpora"; the entry stays."""
+    _, corpus = healthy
+    cache = tmp_path / "cache"
+    entry = _cache_with_one_entry(corpus, cache)
+
+    def read_only(path, *a, **k):
+        raise PermissionError(13, "Read-only file system", str(path))
+
+    monkeypatch.setattr("scbow.training.cache.os.unlink", read_only)
+    assert_clean_error(runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"]),
+                       "cannot remove the cached corpus", "Read-only file system", "removed 0 of 1")
+    assert entry.is_dir()

@@ -46,3 +46,14 @@ def test_deep_json_in_every_file_the_tool_reads(tmp_path, runner, healthy):
     result = runner.invoke(main, ["train", str(healthy[1]), "-o", str(out), *TRAIN, "--resume"])
     assert_clean_error(result, "damaged checkpoint", "nested too deep")
     # meta.json of the cache: test_cache.test_a_damaged_meta_is_listed_and_rebuilt_never_followed
+
+
+def test_a_short_write_is_named_a_full_disk():
+    import errno
+
+    from scbow.reading import os_error_text
+
+    assert os_error_text(OSError("1472700 requested and 18400 written")) == \
+        "No space left on device (wrote 18,400 of 1,472,700 bytes)"
+    assert os_error_text(OSError(errno.ENOSPC, "No space left on device")) == "No space left on device"
+    assert os_error_text(PermissionError(errno.EACCES, "Permission denied", "x")) == "Permission denied"
