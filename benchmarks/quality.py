@@ -73,11 +73,13 @@ from .peers import SentenceEmbedder, WordTable, choose, filled_cosines, variants
 from .sent2vec import PAPER_SETTINGS as PAPER_SENT2VEC
 from .targets import TARGETS
 
-TRAINED = ("scbow", "cbow", "skipgram", "fasttext", "sent2vec")
-SYSTEMS = ("scbow", "scbow_start", "cbow", "skipgram", "fasttext", "sent2vec", "overlap")
-PEERS = ("overlap", "cbow", "skipgram", "fasttext", "sent2vec")  # what Siamese CBOW must beat
+TRAINED = ("scbow", "cbow", "skipgram", "fasttext", "sent2vec", "static")
+DEFAULT_TRAINED = TRAINED[:-1]  # the modern peer needs sentence-transformers and torch: named to run
+SYSTEMS = ("scbow", "scbow_start", "cbow", "skipgram", "fasttext", "sent2vec", "static", "overlap")
+PEERS = ("overlap", "cbow", "skipgram", "fasttext", "sent2vec", "static")  # what Siamese CBOW must beat
 LABELS = {"scbow": "Siamese CBOW", "scbow_start": "Siamese CBOW, untrained start", "cbow": "w2v CBOW",
-          "skipgram": "w2v skip-gram", "fasttext": "fastText CBOW", "sent2vec": "Sent2Vec", "overlap": "word overlap"}
+          "skipgram": "w2v skip-gram", "fasttext": "fastText CBOW", "sent2vec": "Sent2Vec",
+          "static": "ST static + MNRL", "overlap": "word overlap"}
 WORK = REPO_ROOT / "benchmarks" / ".work" / "quality"
 WORDSIM = {"WordSim-353": REPO_ROOT / "benchmarks" / "data" / "wordsim353.tsv",
            "SimLex-999": REPO_ROOT / "benchmarks" / "data" / "simlex999.tsv"}
@@ -331,6 +333,12 @@ def settings_of(system: str, threads: int, scbow_overrides: dict | None = None) 
         from .sent2vec import describe
 
         return {"trainer": describe(), **SENT2VEC_SETTINGS, "thread": threads}
+    if system == "static":
+        try:
+            from .static_peer import settings
+        except ImportError:
+            return {"trainer": "sentence-transformers (not installed)"}
+        return settings(threads)
     if system == "overlap":
         return {"trainer": "none (untrained)", "dim": OVERLAP_DIM, "vectors": "standard normal per token, seeded "
                 "by BLAKE2b of the token", "tokens": "every token, known or not"}
@@ -578,6 +586,16 @@ def embedder(table, variant, corpus, model=None):
             model.info["sample"] = np.stack([own[line] for line in sample_lines(corpus)])
         return OwnSentences(own, model.info["sample"], variant.post, PCR_COMPONENTS).embed
     return SentenceEmbedder(table, variant, corpus).embed
+
+
+def static_dev_score(M: np.ndarray, corpus, dev) -> float:
+    """STS-B dev Pearson of a word table by its own mean pooling (raw average, unknown words left out)."""
+    from scbow.vectors.model import Model
+
+    from .peers import Variant
+
+    table = WordTable.from_model(corpus.vocab, Model(corpus.vocab, M))
+    return Scored._one(SentenceEmbedder(table, Variant("omit", "raw"), corpus).embed, dev)["pearson"]
 
 
 def pearson_of(gold: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
@@ -928,7 +946,11 @@ def markdown(result: dict) -> str:
             when = t.get("finished_utc", "-")
             if t.get("git", {}).get("commit"):
                 when += f", commit {t['git']['commit'][:10]}" + (" (dirty)" if t["git"].get("dirty") else "")
-            trow.append((f"{LABELS[n]} training", _f(t["wall_seconds"], 1), _f(t["cpu_seconds"], 1), _load(t), when))
+            step = f"{LABELS[n]} training"
+            if t.get("chosen_lr") is not None:  # the modern peer: one run per learning rate, the best on dev kept
+                runs = ", ".join(f"lr {r['lr']}: dev {r['dev_pearson_raw']}, {r['seconds']} s" for r in t.get("runs", []))
+                step += f" (lr {t['chosen_lr']} chosen on dev among {runs}; CPU s: the whole search)"
+            trow.append((step, _f(t["wall_seconds"], 1), _f(t["cpu_seconds"], 1), _load(t), when))
     parts.append("## Training times\n\nwall: elapsed seconds (Siamese CBOW: without the learning curve's evaluations, "
                  "which are reported apart); CPU: seconds of CPU of the process, all threads; load: 1-minute load "
                  "average before -> after (mean during). The machine has 2 cores; a load above the run's threads "
@@ -956,8 +978,9 @@ def parse_args(argv=None):
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--corpus", default="100M", help=f"one of {', '.join(CORPORA)} or a path")
     ap.add_argument("--threads", type=int, default=2, help="training threads of every trainer")
-    ap.add_argument("--systems", default=",".join(TRAINED),
-                    help="systems this run may train when not cached (the others come from the cache); "
+    ap.add_argument("--systems", default=",".join(DEFAULT_TRAINED),
+                    help=f"systems this run may train when not cached (the others come from the cache; one of "
+                         f"{', '.join(TRAINED)}; 'static' needs sentence-transformers and torch); "
                          "'none' trains nothing and only rewrites the report")
     ap.add_argument("--force", action="store_true", help="retrain the systems named in --systems even if cached")
     ap.add_argument("--scbow-config", default=None, metavar="JSON",
@@ -1036,6 +1059,14 @@ def main(argv=None) -> None:
             model, vectors = train_sent2vec(tokens_path, settings[system], corpus, lines,
                                             path_s.with_name(path_s.name + ".training"))
             own = (lines, vectors)
+        elif system == "static":
+            from .static_peer import train_static
+
+            with Meter() as m_static:
+                model = train_static(corpus, settings[system], lambda M: static_dev_score(M, corpus, dev), say)
+            model.info["benchmark"] = {**m_static.to_dict(), **model.info["benchmark"], **provenance(),
+                                       "note": "wall_seconds: the run at the chosen learning rate; cpu_seconds and "
+                                               "the load: the whole search (search_seconds)"}
         elif system == "fasttext":
             model = train_fasttext(tokens_path, settings[system], corpus, evaluation_oov(sets, dev, corpus.vocab))
             oov = model.info.pop("oov_vectors")
@@ -1076,7 +1107,7 @@ def main(argv=None) -> None:
                 label_ = f"as saved (unknown {rule[0]})"
                 systems[name] = {**_summary(s), "chosen": label_, "variants": {label_: s.summary()}}
             tables["scbow"] = WordTable.from_model(corpus.vocab, models["scbow"])
-        for name in ("cbow", "skipgram", "fasttext", "sent2vec"):
+        for name in ("cbow", "skipgram", "fasttext", "sent2vec", "static"):
             if name in models:
                 tables[name] = WordTable.from_model(corpus.vocab, models[name])
                 npz = dirs[name] / "oov.npz"

@@ -445,3 +445,26 @@ def test_the_doors_helpers_are_what_train_starts_from(small_corpus_file, tmp_pat
     np.testing.assert_array_equal(first_epoch(corpus, config), next(epoch_orders(trainable_targets(corpus), config.seed)))
     processed = untrained_start(corpus, config, post_process=True)
     assert processed.shape == seen["W"].shape and not np.array_equal(processed, seen["W"])
+
+
+def test_the_modern_peer_pairs_each_sentence_with_the_next_of_its_book(small_corpus_file):
+    from benchmarks.static_peer import pairs_of
+    from scbow.training import load_corpus
+
+    corpus = load_corpus([small_corpus_file], min_count=1)
+    pairs = pairs_of(corpus)
+    assert len(pairs) == corpus.n_sentences - corpus.n_documents
+    assert (pairs[:, 1] == pairs[:, 0] + 1).all()
+    assert (corpus.sent_doc[pairs[:, 0]] == corpus.sent_doc[pairs[:, 1]]).all()
+
+
+def test_the_modern_peer_trains_with_sentence_transformers(small_corpus_file, monkeypatch):
+    pytest.importorskip("sentence_transformers", reason="sentence-transformers (with torch) is not installed")
+    from benchmarks import static_peer
+    from scbow.training import load_corpus
+
+    corpus = load_corpus([small_corpus_file], min_count=1)
+    monkeypatch.setattr(static_peer, "BATCH", 16)
+    table, info = static_peer.train_one(corpus, 0.2, 1, say=lambda line: None)
+    assert table.shape == (len(corpus.vocab), static_peer.DIM) and np.isfinite(table).all()
+    assert info["steps"] == len(static_peer.pairs_of(corpus)) // 16 > 1 and np.isfinite(info["loss_last"])

@@ -1,0 +1,118 @@
+"""The modern peer: sentence-transformers' ``StaticEmbedding`` trained with
+``MultipleNegativesRankingLoss`` on (sentence, next sentence of the same book) pairs.
+
+It is the 2025 recipe for static sentence embeddings (a token table, mean-pooled; in-batch
+negatives), trained here on the benchmark's own token stream: the same tokenizer, the same
+vocabulary (the corpus's words at the minimum count) and the same sentences as every other
+system. Its model and loss are sentence-transformers' own; the loop is a plain one (AdamW,
+linear warm-up over the first tenth, then linear decay, one epoch: the recipe's trainer
+settings, without its ``datasets`` dependency). The learning rate is chosen on the STS-B dev
+set among :data:`LEARNING_RATES` (the recipe's 0.2, and above and below it); the batch is the recipe's.
+The table of its word vectors is then scored by the same rules as every peer (raw, SIF,
+our post-processing; unknown words left out or hashed), chosen on dev.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+LEARNING_RATES = (2.0, 1.0, 0.5, 0.2, 0.05, 0.01)
+BATCH = 2048
+DIM = 300
+SCALE = 20.0  # MultipleNegativesRankingLoss's default
+WARMUP = 0.1
+WEIGHT_DECAY = 0.01  # AdamW's default in the transformers trainer sentence-transformers uses
+SEED = 1
+
+
+def settings(threads: int) -> dict:
+    import sentence_transformers
+    import torch
+
+    return {"trainer": f"sentence-transformers {sentence_transformers.__version__} StaticEmbedding + "
+                       f"MultipleNegativesRankingLoss, torch {torch.__version__.split('+')[0]}",
+            "dim": DIM, "batch": BATCH, "learning_rates": list(LEARNING_RATES), "scale": SCALE, "warmup": WARMUP,
+            "weight_decay": WEIGHT_DECAY, "epochs": 1, "seed": SEED, "pairs": "each sentence and the next of its book",
+            "threads": threads}
+
+
+def pairs_of(corpus) -> np.ndarray:
+    """(n, 2) sentence ids: every sentence with the next one of the same document."""
+    first = np.arange(corpus.n_sentences - 1)
+    same = corpus.sent_doc[:-1] == corpus.sent_doc[1:]
+    return np.stack([first[same], first[same] + 1], axis=1)
+
+
+def _features(corpus, ids: np.ndarray) -> dict:
+    import torch
+
+    starts, ends = corpus.offsets[ids], corpus.offsets[ids + 1]
+    lengths = ends - starts
+    flat = np.concatenate([corpus.tokens[s:e] for s, e in zip(starts, ends)]).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return {"input_ids": torch.from_numpy(flat), "offsets": torch.from_numpy(offsets)}
+
+
+def train_one(corpus, lr: float, threads: int, say=print) -> tuple[np.ndarray, dict]:
+    """One epoch at ``lr``: the word table (float32, one row per vocabulary word) and its timing."""
+    import json
+
+    import tokenizers
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+
+    from scbow.vectors.hub import tokenizer_json
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(SEED)
+    words = list(corpus.vocab.words)
+    tok = tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json(words, "2")))
+    model = SentenceTransformer(modules=[StaticEmbedding(tok, embedding_dim=DIM)], device="cpu")
+    loss_fn = MultipleNegativesRankingLoss(model, scale=SCALE)
+    pairs = pairs_of(corpus)
+    order = np.random.default_rng(SEED).permutation(len(pairs))
+    steps = len(pairs) // BATCH
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=WEIGHT_DECAY)
+    warm = max(1, int(WARMUP * steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: (s + 1) / warm if s < warm else max(0.0, (steps - s) / max(1, steps - warm)))
+    t0, losses = time.perf_counter(), []
+    model.train()
+    for step in range(steps):
+        batch = pairs[order[step * BATCH:(step + 1) * BATCH]]
+        loss = loss_fn([_features(corpus, batch[:, 0]), _features(corpus, batch[:, 1])], labels=None)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if step % 50 == 0 or step == steps - 1:
+            say(f"  static lr {lr}: step {step + 1}/{steps}, loss {np.mean(losses[-50:]):.4f}, "
+                f"{time.perf_counter() - t0:.0f} s")
+    seconds = time.perf_counter() - t0
+    weights = model[0].embedding.weight.detach().numpy()[: len(words)].astype(np.float32)
+    return np.ascontiguousarray(weights), {"lr": lr, "seconds": round(seconds, 1), "steps": steps,
+                                           "pairs": int(len(pairs)), "loss_first": round(float(np.mean(losses[:50])), 4),
+                                           "loss_last": round(float(np.mean(losses[-50:])), 4)}
+
+
+def train_static(corpus, settings_: dict, dev_score, say=print):
+    """Train at every learning rate, keep the one best on dev (``dev_score(table) -> Pearson``); a scbow Model."""
+    from scbow.vectors.model import Model
+
+    runs, best = [], None
+    for lr in settings_["learning_rates"]:
+        table, info = train_one(corpus, lr, settings_["threads"], say)
+        info["dev_pearson_raw"] = round(float(dev_score(table)), 4)
+        say(f"static lr {lr}: dev {info['dev_pearson_raw']} (its own mean pooling), {info['seconds']} s")
+        runs.append(info)
+        if best is None or info["dev_pearson_raw"] > best[1]["dev_pearson_raw"]:
+            best = (table, info)
+    table, info = best
+    return Model(corpus.vocab, table, settings_,
+                 {"benchmark": {"wall_seconds": info["seconds"], "chosen_lr": info["lr"],
+                                "search_seconds": round(sum(r["seconds"] for r in runs), 1), "runs": runs}})
