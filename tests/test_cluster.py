@@ -184,6 +184,31 @@ def test_a_directory_of_another_job_is_refused(client, inputs, model_dir, tmp_pa
         embed_on_cluster(model_dir, inputs[:1], other, client=client)
 
 
+@pytest.mark.parametrize("edit", ["fields-edited", "another-jobs-plan"])
+def test_a_directory_whose_plan_was_edited_is_refused_and_its_shards_kept(client, inputs, model_dir, tmp_path, edit):
+    """Issue 34 item 10: a plan.json edited to name another job is no proof that the directory is that job's."""
+    from dataclasses import asdict
+
+    from scbow.use.cluster import job
+
+    out = tmp_path / "shards"
+    embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    blocks = plan_blocks(inputs[1:2], 8192)  # job B: the second input, same model and settings
+    other = {**job(Path(model_dir), blocks, {"fill": None, "unknown": None, "block_bytes": 8192}),
+             "blocks": [asdict(b) for b in blocks]}
+    plan = json.loads((out / "plan.json").read_text())
+    if edit == "fields-edited":  # its inputs edited to B's, its digest left as it was
+        plan.update(files=other["files"], blocks=other["blocks"])
+    else:  # B's own plan (consistent in itself) put in its place: the shards' records still name A's input
+        plan = other
+    (out / "plan.json").write_text(json.dumps(plan))
+    before["plan.json"] = (out / "plan.json").read_bytes()
+    with pytest.raises(ModelError, match="holds the shards of another job"):
+        embed_on_cluster(model_dir, inputs[1:2], out, client=client, block_bytes=8192)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
 def test_a_binary_input_fails_as_in_one_process(client, inputs, model_dir, tmp_path, runner):
     binary = tmp_path / "data.bin"
     binary.write_bytes(b"some text\n" * 50 + b"\x00\x01\x02" * 100)
