@@ -48,6 +48,17 @@ def client():
     c.cluster.close()
 
 
+@pytest.fixture
+def own_client():
+    """A local cluster of two worker processes for one test: the tests that kill workers on purpose, or
+    count them, do not share the module's cluster (a worker killed while the nanny restarts it can
+    leave that cluster one worker short for good, failing later tests at random)."""
+    c = client_for(workers=2)
+    yield c
+    c.close()
+    c.cluster.close()
+
+
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory, gutenberg_slice):
     """Two plain files with awkward lines (CRLF, a lone CR, invalid UTF-8, empty lines) and a gzip one."""
@@ -146,9 +157,9 @@ def raise_once(model_path, block, out_dir, fill, unknown):
 
 
 @pytest.mark.parametrize("task", [crash_once, raise_once], ids=["worker-killed", "task-raises-once"])
-def test_a_lost_worker_or_a_failing_task_still_gives_the_whole_result(client, inputs, model_dir, tmp_path, task):
+def test_a_lost_worker_or_a_failing_task_still_gives_the_whole_result(own_client, inputs, model_dir, tmp_path, task):
     out = tmp_path / "shards"
-    embed_on_cluster(model_dir, inputs[:2], out, client=client, block_bytes=8192, task=task)
+    embed_on_cluster(model_dir, inputs[:2], out, client=own_client, block_bytes=8192, task=task)
     want, _ = single_process(model_dir, inputs[:2], tmp_path)
     assert same_bits(np.asarray(open_shards(out)), want)
     assert any(p.name.startswith(".crashed-") or p.name.startswith(".raised-") for p in out.iterdir())
@@ -323,14 +334,13 @@ def always_dies(model_path, block, out_dir, fill, unknown):
     return embed_block(model_path, block, out_dir, fill, unknown)
 
 
-def test_a_block_that_kills_every_worker_ends_in_one_message(client, inputs, model_dir, tmp_path):
+def test_a_block_that_kills_every_worker_ends_in_one_message(own_client, inputs, model_dir, tmp_path):
     with pytest.raises(ModelError) as err:  # run again on a fresh worker a few times first, then given up
-        embed_on_cluster(model_dir, inputs[:1], tmp_path / "shards", client=client, block_bytes=8192,
+        embed_on_cluster(model_dir, inputs[:1], tmp_path / "shards", client=own_client, block_bytes=8192,
                          task=always_dies)
     # Dask names the task that ran out of allowed failures: block 1, or a block that shared the
     # dying worker with it every time (both "kept dying"; a block-2 message was seen in CI)
     assert re.match(rf"{re.escape(str(inputs[0]))}: the workers embedding its block \d+ kept dying", str(err.value))
-    client.wait_for_workers(2, timeout=30)  # the nannies restart them, for the tests after this one
 
 
 # -- resume trusts no done-marker -----------------------------------------------------------
@@ -837,12 +847,12 @@ def test_a_fifo_in_place_of_a_shards_file_is_redone(client, inputs, model_dir, t
     assert same_bits(np.asarray(open_shards(out)), want)
 
 
-def test_a_running_scheduler_by_its_address(client, inputs, model_dir, tmp_path):
+def test_a_running_scheduler_by_its_address(own_client, inputs, model_dir, tmp_path):
     """--scheduler ADDRESS: a client of its own (closed at the end), not made the process's default."""
     from dask.distributed import default_client
 
-    stats = embed_on_cluster(model_dir, inputs[:1], tmp_path / "shards", scheduler=client.scheduler.address,
+    stats = embed_on_cluster(model_dir, inputs[:1], tmp_path / "shards", scheduler=own_client.scheduler.address,
                              block_bytes=8192)
     want, _ = single_process(model_dir, inputs[:1], tmp_path)
     assert stats.workers == 2 and same_bits(np.asarray(open_shards(tmp_path / "shards")), want)
-    assert default_client() is client
+    assert default_client() is own_client
