@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import json
 import logging
 import math
@@ -35,7 +36,6 @@ from .shards import (
     SHARDS,
     changed_file,
     check_shard,
-    digest,
     model_id_of,
     read_missing,
     read_plan,
@@ -105,6 +105,11 @@ def plan_blocks(paths, block_bytes: int = BLOCK_BYTES) -> list[Block]:
 
 def changed_message(name: str, why: str) -> str:
     return f"{name}: changed while it was being embedded ({why}); run embed again"
+
+
+def digest(value) -> str:
+    """The digest that names a job: of its model id, inputs and settings."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
 def job(model_path: Path, blocks: list[Block], settings: dict) -> dict:
@@ -274,8 +279,10 @@ def _check_output(out: Path, identity: dict, blocks: list[Block]) -> None:
         remove_leftovers(out / PLAN)
         return
     plan = read_plan(out)
-    same = plan is not None and all(plan.get(k) == identity[k] for k in ("model_id", "model", "settings")) \
-        and list(plan["files"]) == list(identity["files"])
+    intact = plan is not None and isinstance(plan.get("files"), dict) and plan["digest"] == digest(
+        [plan.get("model_id"), plan["files"], plan.get("settings")])  # not edited since it was written
+    same = intact and list(plan["files"]) == list(identity["files"]) and all(
+        plan.get(k) == identity[k] for k in ("model_id", "model", "settings"))
     for name in entries:  # and every record of a shard is of one of its inputs
         if same and SHARD_FILE.fullmatch(name) and name.endswith(".json") and (out / name).is_file():  # no FIFO
             with contextlib.suppress(ModelError, OSError, AttributeError):
