@@ -28,18 +28,7 @@ from ..errors import CorpusError, ModelError
 from ..files import atomic_file, kind_of, leftovers, refuse_inside_ours, remove_leftovers
 from ..reading import read_json, short_message
 from ..text.reader import check_regular, compression
-from .shards import (
-    MANIFEST,
-    MANIFEST_VERSION,
-    PLAN,
-    SHARD_FILE,
-    SHARDS,
-    changed_file,
-    check_shard,
-    model_id_of,
-    read_missing,
-    read_plan,
-)
+from . import shards
 
 BLOCK_BYTES = 64 << 20  # bytes of plain text per block: about 400K lines, a few seconds of work
 INSTALL_HINT = "pip install 'scbow-numba[dask]'"
@@ -115,7 +104,7 @@ def digest(value) -> str:
 def job(model_path: Path, blocks: list[Block], settings: dict) -> dict:
     """What makes two runs the same job: the model's id, the inputs (paths, sizes, times), the settings."""
     files = {b.file: {"bytes": b.size, "mtime_ns": b.mtime_ns} for b in blocks}
-    model = model_id_of(model_path)
+    model = shards.model_id_of(model_path)
     return {"model": str(Path(model_path).resolve()), "files": files, "settings": settings,
             "digest": digest([model, files, settings]), "model_id": model}
 
@@ -140,8 +129,8 @@ def shard_done(out_dir: Path, block: Block, dim: int | None = None) -> dict | No
         counts = [info.get(k) for k in ("rows", "missing", "tokens", "known_tokens")]
         if not all(type(n) is int and n >= 0 for n in counts) or counts[1] > counts[0] or counts[3] > counts[2]:
             return None
-        check_shard(out_dir / f"{block.name}.npy", counts[0], dim)
-        if len(read_missing(out_dir / f"{block.name}.missing.txt", counts[0])) != counts[1]:
+        shards.check_shard(out_dir / f"{block.name}.npy", counts[0], dim)
+        if len(shards.read_missing(out_dir / f"{block.name}.missing.txt", counts[0])) != counts[1]:
             return None
     except (ModelError, OSError):
         return None
@@ -167,14 +156,14 @@ def embed_block(model_path: str, block: Block, out_dir: str, fill: float = math.
         done = shard_done(out, block, model.dim)
         if done is not None:
             return {**done, "skipped": True}
-        why = changed_file(block.file, planned)
+        why = shards.changed_file(block.file, planned)
         if why is not None:
             raise CorpusError(changed_message(block.file, why))
         t0 = time.perf_counter()
         stats = write_embeddings(model, read_blocks(block.file, byte_range=None if block.stop < 0 else (block.start, block.stop)),
                                  out / f"{block.name}.npy", out / f"{block.name}.missing.txt", fill=fill, unknown=unknown,
                                  source=block.file, sweep=False)  # the run sweeps its directory once, at its start
-        why = changed_file(block.file, planned)  # rewritten while it was read: these rows may not be its lines
+        why = shards.changed_file(block.file, planned)  # rewritten while it was read: these rows may not be its lines
         if why is not None:
             raise CorpusError(changed_message(block.file, why))
         info = {"block": asdict(block), "rows": stats.lines, "missing": stats.missing, "tokens": stats.tokens,
@@ -184,7 +173,7 @@ def embed_block(model_path: str, block: Block, out_dir: str, fill: float = math.
             Path(tmp).write_text(json.dumps(info) + "\n", encoding="utf-8")
         return {**info, "skipped": False}
     except (CorpusError, ModelError) as exc:
-        why = changed_file(block.file, planned)  # read while it was being rewritten: that is the failure to report
+        why = shards.changed_file(block.file, planned)  # read while it was being rewritten: that is the failure to report
         error = CorpusError(changed_message(block.file, why)) if why is not None else exc
         return {"block": asdict(block), "error": str(error),
                 "error_type": "corpus" if isinstance(error, CorpusError) else "model"}
@@ -235,23 +224,11 @@ def client_for(workers: int | None = None, scheduler: str | None = None):
     raise error
 
 
-@contextlib.contextmanager
-def _quiet_dask():
-    """Dask's own log lines (a worker's traceback, a nanny restarting a worker) kept off the terminal."""
-    logger = logging.getLogger("distributed")
-    before = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(before)
-
-
 def refuse_model_output(out_dir: Path) -> None:
     """ModelError for an output directory that is another kind of the tool's outputs (a model, ...)
     or lies inside one (:func:`scbow.files.refuse_inside_ours`)."""
     what = kind_of(Path(out_dir))
-    if what is not None and what != SHARDS:
+    if what is not None and what != shards.SHARDS:
         raise ModelError(f"-o {out_dir}: is {what}; refusing to write shards into it (choose another -o)")
     refuse_inside_ours(out_dir)
 
@@ -271,20 +248,20 @@ def _check_output(out: Path, identity: dict, blocks: list[Block]) -> None:
     if os.path.lexists(out) and not out.is_dir():
         raise ModelError(f"{out}: exists and is not a directory (a cluster embed writes a directory of shards)")
     entries = os.listdir(out) if out.is_dir() else []
-    if not os.path.lexists(out / PLAN):
-        stale = leftovers(out / PLAN)  # a run killed before its plan was in place leaves only that
+    if not os.path.lexists(out / shards.PLAN):
+        stale = leftovers(out / shards.PLAN)  # a run killed before its plan was in place leaves only that
         if len(stale) != len(entries):
             raise ModelError(f"{out}: directory is not empty and holds no shards of scbow-numba; refusing to "
                              "write into it")
-        remove_leftovers(out / PLAN)
+        remove_leftovers(out / shards.PLAN)
         return
-    plan = read_plan(out)
+    plan = shards.read_plan(out)
     intact = plan is not None and isinstance(plan.get("files"), dict) and plan["digest"] == digest(
         [plan.get("model_id"), plan["files"], plan.get("settings")])  # not edited since it was written
     same = intact and list(plan["files"]) == list(identity["files"]) and all(
         plan.get(k) == identity[k] for k in ("model_id", "model", "settings"))
     for name in entries:  # and every record of a shard is of one of its inputs
-        if same and SHARD_FILE.fullmatch(name) and name.endswith(".json") and (out / name).is_file():  # no FIFO
+        if same and shards.SHARD_FILE.fullmatch(name) and name.endswith(".json") and (out / name).is_file():  # no FIFO
             with contextlib.suppress(ModelError, OSError, AttributeError):
                 block = read_json(out / name).get("block")  # a damaged record is no proof: it is redone
                 same = not isinstance(block.get("file"), str) or block["file"] in identity["files"]
@@ -294,8 +271,8 @@ def _check_output(out: Path, identity: dict, blocks: list[Block]) -> None:
     _sweep(out)
     if plan["digest"] != identity["digest"]:  # an input changed since the plan: its shards are redone
         for name in entries:
-            m = SHARD_FILE.fullmatch(name)
-            if name == MANIFEST or (m and int(m.group(1)) >= len(blocks)):
+            m = shards.SHARD_FILE.fullmatch(name)
+            if name == shards.MANIFEST or (m and int(m.group(1)) >= len(blocks)):
                 with contextlib.suppress(OSError):
                     (out / name).unlink()
 
@@ -308,7 +285,7 @@ def _undo(out: Path, blocks: list[Block], fresh: bool, created: list[Path]) -> N
         if not out.is_dir() or any(os.path.lexists(out / f"{b.name}.json") for b in blocks):
             return
         if fresh:
-            for name in [PLAN, *(f"{b.name}{ext}" for b in blocks for ext in (".npy", ".missing.txt"))]:
+            for name in [shards.PLAN, *(f"{b.name}{ext}" for b in blocks for ext in (".npy", ".missing.txt"))]:
                 with contextlib.suppress(FileNotFoundError):
                     (out / name).unlink()
         _sweep(out)
@@ -343,16 +320,19 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     identity = job(Path(model_path), blocks, settings)
     _check_output(out, identity, blocks)
     created = [d for d in (out, *out.absolute().parents) if not os.path.lexists(d)]  # deepest first
-    fresh = not os.path.lexists(out / PLAN)
+    fresh = not os.path.lexists(out / shards.PLAN)
     t0 = time.perf_counter()
     own, finished = client is None, False
-    with _quiet_dask():
+    logger = logging.getLogger("distributed")  # Dask's own log lines kept off the terminal: one message of ours
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
         if own:
             client = client_for(workers, scheduler)  # a bad scheduler fails here, before anything is written
         try:
             try:
                 out.mkdir(parents=True, exist_ok=True)
-                with atomic_file(out / PLAN) as tmp:
+                with atomic_file(out / shards.PLAN) as tmp:
                     Path(tmp).write_text(json.dumps({**identity, "blocks": [asdict(b) for b in blocks]}, indent=1)
                                          + "\n", encoding="utf-8")
                 records, stats = _run(client, task, model_path, blocks, out, identity, fill, unknown, retries,
@@ -367,8 +347,10 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
         finally:
             if not finished:  # after the cluster is closed: its workers write nothing more
                 _undo(out, blocks, fresh, created)
+    finally:
+        logger.setLevel(level)
     for name, recorded in identity["files"].items():  # the shards are its lines only if it is as planned
-        why = changed_file(name, recorded)
+        why = shards.changed_file(name, recorded)
         if why is not None:
             raise CorpusError(_as_given(inputs, changed_message(name, why), name))
     manifest = write_manifest(out, blocks, records, identity)
@@ -383,19 +365,19 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
 
 def write_manifest(out: Path, blocks: list[Block], records: dict, identity: dict) -> dict:
     """Write ``out/manifest.json`` (atomically) from the records of every block's shard; returns it."""
-    shards = []
+    listed = []
     line_in_file: dict[str, int] = {}
     for b in blocks:
         info = records[b.index]
         first = line_in_file.get(b.file, 1)
         line_in_file[b.file] = first + info["rows"]
-        shards.append({"shard": f"{b.name}.npy", "missing_file": f"{b.name}.missing.txt", "file": b.file,
+        listed.append({"shard": f"{b.name}.npy", "missing_file": f"{b.name}.missing.txt", "file": b.file,
                        "bytes": [b.start, b.stop], "first_line": first, "rows": info["rows"],
                        "missing": info["missing"]})
-    dim = check_shard(out / shards[0]["shard"])[1] if shards else None
-    manifest = {"manifest_version": MANIFEST_VERSION, **identity, "dim": dim,
-                "rows": sum(s["rows"] for s in shards), "shards": shards}
-    with atomic_file(out / MANIFEST) as tmp:
+    dim = shards.check_shard(out / listed[0]["shard"])[1] if listed else None
+    manifest = {"manifest_version": shards.MANIFEST_VERSION, **identity, "dim": dim,
+                "rows": sum(s["rows"] for s in listed), "shards": listed}
+    with atomic_file(out / shards.MANIFEST) as tmp:
         Path(tmp).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     return manifest
 

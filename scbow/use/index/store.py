@@ -1,16 +1,13 @@
-"""A sentence index directory, read back: what it holds, :func:`open_index` and :class:`Index`.
+"""A sentence index directory, read back: :func:`open_index` and :class:`Index`.
 
-- ``index.json``: the format and its version, dim, the count of vectors and of rows, the
-  model (its ``model_id``), the HNSW parameters, the size of the graph's file, and the text
-  files (path, size, modification time, first row, rows).
-- ``vectors.faiss``: the HNSW graph (faiss) of the L2-normalised rows, opened memory-mapped.
-- ``ids.npy``: int64, the row of each vector of the graph; ``offsets.npy``: int64, where each
-  row's line starts in its text; ``text-NNN.txt``: a compressed text, decompressed.
-
-On open, what a damaged file would make wrong is checked: the format and version, every field
-of ``index.json`` that is used, each file's size and each array's dtype and shape, the graph's
-dim, count and metric. At query time each score must be a cosine, each id a row, each line's
-bytes one line. Anything wrong is one ``PATH: damaged sentence index (...)`` error.
+It holds ``index.json`` (format, version, dim, counts of vectors and rows, the model and its
+``model_id``, the HNSW parameters, the graph file's size, the text files), ``vectors.faiss``
+(the HNSW graph of the L2-normalised rows, opened memory-mapped), ``ids.npy`` (the row of each
+vector), ``offsets.npy`` (where each row's line starts) and ``text-NNN.txt`` (a compressed text,
+decompressed). On open, what damage would make wrong is checked: format, version, the fields
+used, sizes, dtypes and shapes, the graph's dim, count and metric; at query time every score must
+be a cosine, every id a row, every line's bytes one line. Anything wrong is one ``PATH: damaged
+sentence index (...)`` error.
 """
 
 from __future__ import annotations
@@ -18,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -51,20 +49,16 @@ def load_faiss():
     return faiss
 
 
-class omp_threads:  # noqa: N801 - used as a function: with omp_threads(faiss, n)
-    """``with omp_threads(faiss, n):`` faiss's OpenMP threads set to ``n`` (0: leave them), restored after."""
-
-    def __init__(self, faiss, n: int):
-        self.faiss, self.n, self.before = faiss, int(n), None
-
-    def __enter__(self):
-        if self.n > 0:
-            self.before = self.faiss.omp_get_max_threads()
-            self.faiss.omp_set_num_threads(self.n)
-
-    def __exit__(self, *exc):
-        if self.before is not None:
-            self.faiss.omp_set_num_threads(self.before)
+@contextmanager
+def omp_threads(faiss, n: int):
+    """faiss's OpenMP threads set to ``n`` (0: left as they are) while the block runs."""
+    before = faiss.omp_get_max_threads()
+    if n > 0:
+        faiss.omp_set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
 
 
 def not_regular(path: Path) -> str | None:
