@@ -11,11 +11,9 @@ lines; an output in a model is refused; a killed run's temporaries are removed, 
 
 from __future__ import annotations
 
-import bz2
 import gzip
 import io
 import json
-import lzma
 import os
 import re
 import shutil
@@ -257,28 +255,13 @@ def test_cli_embeds_on_a_local_cluster(inputs, model_dir, tmp_path, runner):
 
 
 def _damaged(kind: str, folder: Path, text: bytes) -> Path:
-    """A file of ``kind`` that embed cannot read (each a different way of failing)."""
-    path = folder / {"binary": "data.bin", "gz-deflate": "bad.txt.gz", "gz-truncated": "cut.txt.gz",
-                     "xz-truncated": "cut.txt.xz", "bz2-truncated": "cut.txt.bz2", "xz-corrupt": "bad.txt.xz",
-                     "not-utf8": "latin.txt"}[kind]
+    """A file of ``kind`` that embed cannot read: binary text, or corrupt deflate data (zlib.error)."""
+    path = folder / {"binary": "data.bin", "gz-deflate": "bad.txt.gz"}[kind]
     if kind == "binary":
         data = text[:2000] + b"\x00\x01\x02" * 100 + text[2000:4000]
-    elif kind == "gz-deflate":  # corrupt deflate data: zlib.error, not a checksum error
+    else:
         data = bytearray(gzip.compress(text, mtime=0))
         data[200:260] = bytes(b ^ 0xFF for b in data[200:260])
-    elif kind == "gz-truncated":  # EOFError
-        data = gzip.compress(text, mtime=0)[:-200]
-    elif kind == "xz-truncated":
-        data = lzma.compress(text)
-        data = data[: len(data) // 2]
-    elif kind == "bz2-truncated":
-        data = bz2.compress(text)
-        data = data[: len(data) // 2]
-    elif kind == "xz-corrupt":  # LZMAError
-        data = bytearray(lzma.compress(text))
-        data[100:140] = bytes(140 - 100)
-    else:  # mostly invalid UTF-8 from the start
-        data = bytes(range(0x80, 0x100)) * 40
     path.write_bytes(bytes(data))
     return path
 
@@ -289,7 +272,8 @@ def counting(model_path, block, out_dir, fill, unknown):
     return embed_block(model_path, block, out_dir, fill, unknown)
 
 
-DAMAGED = ["binary", "gz-deflate", "gz-truncated", "xz-truncated", "bz2-truncated", "xz-corrupt", "not-utf8"]
+# each format's damage is the reader's rule (tests of scbow.text.reader); here: one message, no retry
+DAMAGED = ["binary", "gz-deflate"]
 
 
 @pytest.mark.parametrize("kind", DAMAGED)

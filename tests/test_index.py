@@ -1019,25 +1019,19 @@ def test_index_without_m_records_the_default_model(setup, tmp_path, monkeypatch,
 # damaged compressed text, read through the one text reader
 
 
-def _flip(data: bytes, lo: int, hi: int) -> bytes:
-    return data[:lo] + bytes(b ^ 0x55 for b in data[lo:hi]) + data[hi:]
-
-
 def _damaged_text(kind: str, data: bytes) -> bytes:
-    import bz2
-    import gzip
+    """gzip cut in half, or xz with bytes flipped in its middle."""
+    if kind == "gz-truncated":
+        import gzip
 
-    packed = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}[kind.split("-")[0]](data)
-    if kind.endswith("truncated"):
+        packed = gzip.compress(data)
         return packed[: len(packed) // 2]
-    if kind == "gz-deflate":  # a zlib.error, not a checksum error
-        return _flip(packed, 40, 80)
-    if kind == "gz-crc":
-        return _flip(packed, len(packed) - 8, len(packed) - 6)
-    return _flip(packed, 60, 90)  # bz2-corrupt, xz-corrupt
+    packed = lzma.compress(data)
+    return packed[:60] + bytes(b ^ 0x55 for b in packed[60:90]) + packed[90:]
 
 
-DAMAGED_TEXT = ["gz-truncated", "gz-deflate", "gz-crc", "bz2-truncated", "bz2-corrupt", "xz-truncated", "xz-corrupt"]
+# each format's damage is the reader's rule (tests of scbow.text.reader); here: that index says it in one line
+DAMAGED_TEXT = ["gz-truncated", "xz-corrupt"]
 
 
 @pytest.mark.parametrize("kind", DAMAGED_TEXT)
