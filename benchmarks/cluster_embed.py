@@ -75,7 +75,7 @@ def default_model() -> Path:
 
 
 def same_rows(npy: Path, shard_dir: Path) -> bool:
-    from scbow.use.cluster import open_shards
+    from scbow.use.shards import open_shards
 
     want = np.load(npy, mmap_mode="r")
     shards = open_shards(shard_dir)

@@ -14,7 +14,7 @@ from .text.tokenize import tokenize
 
 # the modules that say what makes a directory one of the tool's outputs (scbow.files.kind_of)
 _files.KIND_MODULES = ("scbow.vectors.modeldir", "scbow.training.checkpoint", "scbow.use.index.store",
-                       "scbow.use.cluster", "scbow.training.cache")
+                       "scbow.use.shards", "scbow.training.cache")
 
 __version__ = "0.1.0"
 __all__ = ["TrainConfig", "tokenize", "load", "train", "open_shards", "similarity", "semantic_search"]
@@ -88,9 +88,9 @@ def open_shards(directory, check_sources: bool = True):
     """The shards of ``scbow-numba embed --workers/--scheduler`` as one memory-mapped array-like.
 
     Rows in manifest order: row ``i`` is the ``i``-th line of the inputs, in the order
-    given. See :class:`scbow.use.cluster.Shards`. Shards of a text that has changed since
+    given. See :class:`scbow.use.shards.Shards`. Shards of a text that has changed since
     they were embedded are refused (ModelError) unless ``check_sources=False``.
     """
-    from .use.cluster import open_shards as _open
+    from .use.shards import open_shards as _open
 
     return _open(directory, check_sources=check_sources)

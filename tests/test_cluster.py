@@ -11,11 +11,9 @@ lines; an output in a model is refused; a killed run's temporaries are removed, 
 
 from __future__ import annotations
 
-import bz2
 import gzip
 import io
 import json
-import lzma
 import os
 import re
 import shutil
@@ -43,6 +41,17 @@ from scbow.use.embedding import embed_file  # noqa: E402
 @pytest.fixture(scope="module")
 def client():
     c = client_for(workers=2)  # the local cluster of `embed --workers 2`
+    yield c
+    c.close()
+    c.cluster.close()
+
+
+@pytest.fixture
+def own_client():
+    """A local cluster of two worker processes for one test: the tests that kill workers on purpose, or
+    count them, do not share the module's cluster (a worker killed while the nanny restarts it can
+    leave that cluster one worker short for good, failing later tests at random)."""
+    c = client_for(workers=2)
     yield c
     c.close()
     c.cluster.close()
@@ -146,9 +155,9 @@ def raise_once(model_path, block, out_dir, fill, unknown):
 
 
 @pytest.mark.parametrize("task", [crash_once, raise_once], ids=["worker-killed", "task-raises-once"])
-def test_a_lost_worker_or_a_failing_task_still_gives_the_whole_result(client, inputs, model_dir, tmp_path, task):
+def test_a_lost_worker_or_a_failing_task_still_gives_the_whole_result(own_client, inputs, model_dir, tmp_path, task):
     out = tmp_path / "shards"
-    embed_on_cluster(model_dir, inputs[:2], out, client=client, block_bytes=8192, task=task)
+    embed_on_cluster(model_dir, inputs[:2], out, client=own_client, block_bytes=8192, task=task)
     want, _ = single_process(model_dir, inputs[:2], tmp_path)
     assert same_bits(np.asarray(open_shards(out)), want)
     assert any(p.name.startswith(".crashed-") or p.name.startswith(".raised-") for p in out.iterdir())
@@ -182,6 +191,31 @@ def test_a_directory_of_another_job_is_refused(client, inputs, model_dir, tmp_pa
     (other / "notes.txt").write_text("mine")
     with pytest.raises(ModelError, match="not empty"):
         embed_on_cluster(model_dir, inputs[:1], other, client=client)
+
+
+@pytest.mark.parametrize("edit", ["fields-edited", "another-jobs-plan"])
+def test_a_directory_whose_plan_was_edited_is_refused_and_its_shards_kept(client, inputs, model_dir, tmp_path, edit):
+    """Issue 34 item 10: a plan.json edited to name another job is no proof that the directory is that job's."""
+    from dataclasses import asdict
+
+    from scbow.use.cluster import job
+
+    out = tmp_path / "shards"
+    embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    blocks = plan_blocks(inputs[1:2], 8192)  # job B: the second input, same model and settings
+    other = {**job(Path(model_dir), blocks, {"fill": None, "unknown": None, "block_bytes": 8192}),
+             "blocks": [asdict(b) for b in blocks]}
+    plan = json.loads((out / "plan.json").read_text())
+    if edit == "fields-edited":  # its inputs edited to B's, its digest left as it was
+        plan.update(files=other["files"], blocks=other["blocks"])
+    else:  # B's own plan (consistent in itself) put in its place: the shards' records still name A's input
+        plan = other
+    (out / "plan.json").write_text(json.dumps(plan))
+    before["plan.json"] = (out / "plan.json").read_bytes()
+    with pytest.raises(ModelError, match="holds the shards of another job"):
+        embed_on_cluster(model_dir, inputs[1:2], out, client=client, block_bytes=8192)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
 def test_a_binary_input_fails_as_in_one_process(client, inputs, model_dir, tmp_path, runner):
@@ -221,28 +255,13 @@ def test_cli_embeds_on_a_local_cluster(inputs, model_dir, tmp_path, runner):
 
 
 def _damaged(kind: str, folder: Path, text: bytes) -> Path:
-    """A file of ``kind`` that embed cannot read (each a different way of failing)."""
-    path = folder / {"binary": "data.bin", "gz-deflate": "bad.txt.gz", "gz-truncated": "cut.txt.gz",
-                     "xz-truncated": "cut.txt.xz", "bz2-truncated": "cut.txt.bz2", "xz-corrupt": "bad.txt.xz",
-                     "not-utf8": "latin.txt"}[kind]
+    """A file of ``kind`` that embed cannot read: binary text, or corrupt deflate data (zlib.error)."""
+    path = folder / {"binary": "data.bin", "gz-deflate": "bad.txt.gz"}[kind]
     if kind == "binary":
         data = text[:2000] + b"\x00\x01\x02" * 100 + text[2000:4000]
-    elif kind == "gz-deflate":  # corrupt deflate data: zlib.error, not a checksum error
+    else:
         data = bytearray(gzip.compress(text, mtime=0))
         data[200:260] = bytes(b ^ 0xFF for b in data[200:260])
-    elif kind == "gz-truncated":  # EOFError
-        data = gzip.compress(text, mtime=0)[:-200]
-    elif kind == "xz-truncated":
-        data = lzma.compress(text)
-        data = data[: len(data) // 2]
-    elif kind == "bz2-truncated":
-        data = bz2.compress(text)
-        data = data[: len(data) // 2]
-    elif kind == "xz-corrupt":  # LZMAError
-        data = bytearray(lzma.compress(text))
-        data[100:140] = bytes(140 - 100)
-    else:  # mostly invalid UTF-8 from the start
-        data = bytes(range(0x80, 0x100)) * 40
     path.write_bytes(bytes(data))
     return path
 
@@ -253,7 +272,8 @@ def counting(model_path, block, out_dir, fill, unknown):
     return embed_block(model_path, block, out_dir, fill, unknown)
 
 
-DAMAGED = ["binary", "gz-deflate", "gz-truncated", "xz-truncated", "bz2-truncated", "xz-corrupt", "not-utf8"]
+# each format's damage is the reader's rule (tests of scbow.text.reader); here: one message, no retry
+DAMAGED = ["binary", "gz-deflate"]
 
 
 @pytest.mark.parametrize("kind", DAMAGED)
@@ -298,14 +318,13 @@ def always_dies(model_path, block, out_dir, fill, unknown):
     return embed_block(model_path, block, out_dir, fill, unknown)
 
 
-def test_a_block_that_kills_every_worker_ends_in_one_message(client, inputs, model_dir, tmp_path):
+def test_a_block_that_kills_every_worker_ends_in_one_message(own_client, inputs, model_dir, tmp_path):
     with pytest.raises(ModelError) as err:  # run again on a fresh worker a few times first, then given up
-        embed_on_cluster(model_dir, inputs[:1], tmp_path / "shards", client=client, block_bytes=8192,
+        embed_on_cluster(model_dir, inputs[:1], tmp_path / "shards", client=own_client, block_bytes=8192,
                          task=always_dies)
     # Dask names the task that ran out of allowed failures: block 1, or a block that shared the
     # dying worker with it every time (both "kept dying"; a block-2 message was seen in CI)
     assert re.match(rf"{re.escape(str(inputs[0]))}: the workers embedding its block \d+ kept dying", str(err.value))
-    client.wait_for_workers(2, timeout=30)  # the nannies restart them, for the tests after this one
 
 
 # -- resume trusts no done-marker -----------------------------------------------------------
@@ -812,12 +831,12 @@ def test_a_fifo_in_place_of_a_shards_file_is_redone(client, inputs, model_dir, t
     assert same_bits(np.asarray(open_shards(out)), want)
 
 
-def test_a_running_scheduler_by_its_address(client, inputs, model_dir, tmp_path):
+def test_a_running_scheduler_by_its_address(own_client, inputs, model_dir, tmp_path):
     """--scheduler ADDRESS: a client of its own (closed at the end), not made the process's default."""
     from dask.distributed import default_client
 
-    stats = embed_on_cluster(model_dir, inputs[:1], tmp_path / "shards", scheduler=client.scheduler.address,
+    stats = embed_on_cluster(model_dir, inputs[:1], tmp_path / "shards", scheduler=own_client.scheduler.address,
                              block_bytes=8192)
     want, _ = single_process(model_dir, inputs[:1], tmp_path)
     assert stats.workers == 2 and same_bits(np.asarray(open_shards(tmp_path / "shards")), want)
-    assert default_client() is client
+    assert default_client() is own_client

@@ -166,10 +166,10 @@ def test_small_index_pads_with_minus_one(tmp_path, faiss):
 
 @pytest.mark.parametrize("block", [1, 2, 3, 7, 1 << 20])
 def test_line_starts_split_like_universal_newlines(block):
-    from scbow.use.index import _line_starts
+    from scbow.use.index.build import line_starts
 
     data = "\ufeffone\r\ntwo\rthree\n\nfour\r\r\nfive\u2028still five\rsix".encode("utf-8")
-    starts, size = _line_starts(io.BytesIO(data), block=block)
+    starts, size = line_starts(io.BytesIO(data), block=block)
     expected = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=None).readlines()
     assert size == len(data) and len(starts) == len(expected)
     ends = list(starts[1:]) + [size]
@@ -177,7 +177,7 @@ def test_line_starts_split_like_universal_newlines(block):
     assert got == [line.rstrip("\n") for line in expected]
     for text in (b"", b"x", b"x\n", b"\n", b"\r", b"\r\n\r\n"):
         n = len(io.TextIOWrapper(io.BytesIO(text), encoding="utf-8", newline=None).readlines())
-        assert len(_line_starts(io.BytesIO(text), block=block)[0]) == n, text
+        assert len(line_starts(io.BytesIO(text), block=block)[0]) == n, text
 
 
 def test_compressed_text_is_kept_in_the_index(setup, tmp_path, faiss):
@@ -196,7 +196,7 @@ def test_compressed_text_is_kept_in_the_index(setup, tmp_path, faiss):
 
 def _write_shards(directory, parts):
     """A shard directory in the format of ``scbow.use.cluster``: ``parts`` = [(text file, rows array)]."""
-    from scbow.use.cluster import MANIFEST_VERSION
+    from scbow.use.shards import MANIFEST_VERSION
 
     directory.mkdir()
     shards = []
@@ -460,8 +460,8 @@ def test_what_appears_in_the_output_during_a_build_is_never_replaced(setup, buil
 
     out = _copy(built, tmp_path)
 
-    def progress(message):
-        if message.startswith("indexed ") and not (out / "notes.txt").exists():
+    def progress(what, done, total):
+        if what == "rows" and not (out / "notes.txt").exists():
             (out / "notes.txt").write_text("written while it was building")
 
     with pytest.raises(ModelError, match="not empty and not a sentence index.*notes.txt"):
@@ -564,6 +564,30 @@ def test_index_command_summary_and_progress(setup, tmp_path, capsys, faiss):
     assert capsys.readouterr().err == ""
 
 
+def test_a_build_reports_its_progress_as_it_goes(setup, tmp_path, monkeypatch, faiss):
+    """Issue 35: the rows added are reported every ADD_ROWS rows from the first ones on (not once per
+    65,536), and ``index`` shows them with the project's progress line."""
+    from scbow.use.index import build, build_index, index_command
+
+    assert build.ADD_ROWS <= 4096  # a report every few seconds at the slowest rate seen (635 rows/s on 69K rows)
+    ADD_ROWS = 1000
+    monkeypatch.setattr(build, "ADD_ROWS", ADD_ROWS)  # several batches of this test's 3,000 rows
+    calls = []
+    build_index(setup["emb"], setup["text"], tmp_path / "idx", M=8, ef_construction=20,
+                progress=lambda *a: calls.append(a))
+    assert calls[0][0] == f"reading the lines of {setup['text']}"
+    assert [done for what, done, total in calls if what == "rows"] == [*range(ADD_ROWS, N_LINES, ADD_ROWS), N_LINES]
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    index_command(setup["emb"], tmp_path / "idx", setup["text"], 8, 20, False, model=setup["model_dir"])
+    assert "index: reading the lines of" in terminal.getvalue() and "3.00K/3.00K rows" in terminal.getvalue()
+
+
 def test_cli_index_then_neighbors_from_it_as_from_a_scan(setup, tmp_path, faiss):
     """``index`` then ``neighbors --index``: the same output format as ``--in``, and the same
     nearest line first; the option mistakes get one-line errors."""
@@ -623,7 +647,7 @@ def _first_file(info):
     return info["files"][0]
 
 
-# every field of index.json against the shape it must have
+# the fields of index.json that opening and searching use, against the shape they must have
 BAD_INFO = {
     "dim-string": lambda i: i.update(dim="16"),
     "dim-zero": lambda i: i.update(dim=0),
@@ -646,16 +670,8 @@ BAD_INFO = {
     "file-mtime-null": lambda i: _first_file(i).update(mtime_ns=None),
     "file-first-row": lambda i: _first_file(i).update(first_row=1),
     "file-rows-more": lambda i: _first_file(i).update(rows=_first_file(i)["rows"] + 1),
-    "file-rows-beyond-bytes": lambda i: _first_file(i).update(bytes=10),
     "text-escapes-index": lambda i: _first_file(i).update(text="../../etc/passwd"),
     "library": lambda i: i.update(library="usearch"),
-    "vector-sample-string": lambda i: i.update(vector_sample="x"),
-    "vector-sample-no-positions": lambda i: i["vector_sample"].update(positions=[]),
-    "vector-sample-past-count": lambda i: i["vector_sample"].update(positions=[i["count"]]),
-    "vector-sample-negative": lambda i: i["vector_sample"].update(positions=[-1]),
-    "vector-sample-digest-short": lambda i: i["vector_sample"].update(blake2b="abc"),
-    "file-digest-number": lambda i: _first_file(i).update(blake2b=5),
-    "file-digest-not-hex": lambda i: _first_file(i).update(blake2b="z" * 64),
 }
 
 
@@ -673,7 +689,7 @@ def _put(idx, name, array):
     np.save(idx / name, array, allow_pickle=True)
 
 
-# ids.npy and offsets.npy: out-of-range values, wrong dtype, wrong shape, not an array
+# ids.npy: out-of-range values (refused when a search finds them), wrong dtype or shape (on open)
 BAD_IDS = {
     "all-negative": lambda ids, rows: np.full_like(ids, -5),
     "all-minus-one": lambda ids, rows: np.full_like(ids, -1),
@@ -686,15 +702,6 @@ BAD_IDS = {
     "one-short": lambda ids, rows: ids[:-1],
     "scalar": lambda ids, rows: np.int64(3),
     "objects": lambda ids, rows: np.array([None, 1], dtype=object),
-    # in range but not what a build writes (each row once, strictly increasing): wrong lines
-    "all-zero": lambda ids, rows: np.zeros_like(ids),
-    "one-repeated": lambda ids, rows: np.concatenate([ids[:100], ids[99:-1]]),
-    "permuted": lambda ids, rows: np.random.default_rng(0).permutation(ids),
-    "two-swapped": lambda ids, rows: np.concatenate([ids[:50], ids[51:52], ids[50:51], ids[52:]]),
-    "reversed": lambda ids, rows: ids[::-1].copy(),
-    "shifted-past-the-end": lambda ids, rows: ids + (rows - ids[-1]),
-    "one-bad-at-the-start": lambda ids, rows: np.concatenate([[-7], ids[1:]]),
-    "one-bad-at-the-end": lambda ids, rows: np.concatenate([ids[:-1], [rows + 10**6]]),
 }
 
 
@@ -714,34 +721,22 @@ def test_damaged_ids_are_refused_naming_the_file(setup, tmp_path, built, kind):
     assert_clean_error(_query(setup, idx), "ids.npy: damaged sentence index")
 
 
-def test_one_bad_id_is_refused_on_open_and_when_it_is_found(setup, tmp_path, built):
-    """One id out of range or out of order anywhere: refused on open (the whole of ids.npy is
-    checked); and the search itself still refuses a row it cannot show."""
+def test_one_bad_id_is_refused_when_a_search_finds_it(setup, tmp_path, built):
+    """ids.npy is checked for its dtype and shape on open, not read whole: an id out of range is
+    refused when a search finds it, and the other vectors still answer."""
     from scbow.use.index import open_index
 
     idx = _copy(built, tmp_path)
     ids = np.load(idx / "ids.npy")
     x = np.load(setup["emb"])
-    for where in (0, 10, len(ids) - 1):
-        for bad in (-7, built[1]["rows"], built[1]["rows"] + 10**6, ids[where] + 1, ids[where] - 1):
-            after = where == 0 or ids[where - 1] < bad
-            before = where == len(ids) - 1 or bad < ids[where + 1]
-            if after and before and 0 <= bad < built[1]["rows"]:
-                continue  # still strictly increasing within the rows: a build could have written it
-            changed = ids.copy()
-            changed[where] = bad
-            np.save(idx / "ids.npy", changed)
-            with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index"):
-                open_index(idx)
-    np.save(idx / "ids.npy", ids)
-    index = open_index(idx)
     changed = ids.copy()
     changed[10] = built[1]["rows"] + 5
-    index._ids = changed  # past the check on open (as if changed while open)
+    np.save(idx / "ids.npy", changed)
+    index = open_index(idx)
     with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index \(row"):
         index.search(x[ids[10]], 3)
     ok_row = ids[500]
-    assert index.search(x[ok_row], 1)[0][0, 0] == ok_row  # the other vectors still answer
+    assert index.search(x[ok_row], 1)[0][0, 0] == ok_row
 
 
 def _swap_graph(idx, vectors):
@@ -755,17 +750,12 @@ def _swap_graph(idx, vectors):
     _edit_json(idx, lambda i: i.update(index_bytes=(idx / "vectors.faiss").stat().st_size))
 
 
-# what another graph could hold, given the unit vectors the build added (in order) and a generator
+# what a damaged graph could hold, given the unit vectors the build added (in order) and a generator
 SWAPPED = {
     "not-normalised": lambda ours, rng: rng.normal(size=ours.shape) * 3,
-    "half-length": lambda ours, rng: ours / 2,
     "nan": lambda ours, rng: np.full(ours.shape, np.nan),
-    "one-nan-at-the-end": lambda ours, rng: np.concatenate([ours[:-1], np.full((1, ours.shape[1]), np.nan)]),
     "infinite": lambda ours, rng: np.full(ours.shape, np.inf),
-    "unit-but-other-vectors": lambda ours, rng: _unit(rng.normal(size=ours.shape)),
-    "ours-in-another-order": lambda ours, rng: ours[rng.permutation(len(ours))],
 }
-UNIT = {"unit-but-other-vectors", "ours-in-another-order"}  # caught by the recorded digest only
 
 
 def _indexed_vectors(setup, idx):
@@ -773,49 +763,18 @@ def _indexed_vectors(setup, idx):
     return _unit(x[np.load(idx / "ids.npy")]).astype(np.float32)
 
 
-@pytest.mark.parametrize("recorded", [True, False], ids=["digest", "older-index-without-digest"])
-@pytest.mark.parametrize("kind", sorted(SWAPPED))
-def test_another_graph_swapped_in_is_refused_on_open(setup, tmp_path, built, kind, recorded):
-    from conftest import assert_clean_error
-
-    from scbow.use.index import open_index
-
-    if not recorded and kind in UNIT:
-        pytest.skip("unit vectors of the right dim and count: only the digest tells them apart")
-    idx = _copy(built, tmp_path)
-    _swap_graph(idx, SWAPPED[kind](_indexed_vectors(setup, idx), np.random.default_rng(1)))
-    if not recorded:
-        _edit_json(idx, lambda i: i.pop("vector_sample"))
-    with pytest.raises(ModelError, match=r"vectors\.faiss: damaged sentence index"):
-        open_index(idx)
-    result = _query(setup, idx)
-    assert_clean_error(result, "vectors.faiss: damaged sentence index")
-    assert result.stdout == ""
-
-
-def test_the_graph_we_wrote_passes_the_sample_check(setup, tmp_path, built):
-    from scbow.use.index import open_index
-
-    idx = _copy(built, tmp_path)
-    _swap_graph(idx, _indexed_vectors(setup, idx))  # the same vectors in the same order: the same answers
-    assert open_index(idx).search(_indexed_vectors(setup, idx)[7], 1)[0][0, 0] == np.load(idx / "ids.npy")[7]
-
-
 @pytest.mark.parametrize("kind,why", [("not-normalised", "which is no cosine"), ("nan", "found nothing"),
                                       ("infinite", "found nothing|no cosine")])
-def test_a_damaged_graph_past_the_check_on_open_is_refused_at_query_time(setup, tmp_path, built, monkeypatch,
-                                                                         kind, why):
+def test_a_damaged_graph_is_refused_at_query_time(setup, tmp_path, built, kind, why):
     """Scores must be cosines, and a search of a non-empty index must find something."""
     from conftest import assert_clean_error
 
-    from scbow.use.index import open_index, store
+    from scbow.use.index import open_index
 
     idx = _copy(built, tmp_path)
     rng = np.random.default_rng(2)
     _swap_graph(idx, SWAPPED[kind](_indexed_vectors(setup, idx), rng))
-    # where open_index looks it up: the check on open passes the swapped graph, the search must not
-    monkeypatch.setattr(store, "_check_stored_vectors", lambda *a: None)
-    index = open_index(idx)
+    index = open_index(idx)  # the graph's dim, count and metric are right: opened
     q = rng.normal(size=(20, index.dim)).astype(np.float32)
     with pytest.raises(ModelError, match=rf"vectors\.faiss: damaged sentence index \(.*({why})"):
         index.search(q, 10)
@@ -849,7 +808,8 @@ def test_damaged_offsets_are_refused_naming_the_file(setup, tmp_path, built, kin
         index = open_index(idx)
         for row in (0, 1, 1234, N_LINES - 1):
             index.line(row)
-    assert_clean_error(_query(setup, idx), "offsets.npy: damaged sentence index")
+    if kind in ("float", "short", "two-dims"):  # refused on open; a wrong offset, when its line is read
+        assert_clean_error(_query(setup, idx), "offsets.npy: damaged sentence index")
 
 
 @pytest.fixture(scope="module")
@@ -882,24 +842,7 @@ DAMAGED_COPY = {
     "longer": lambda d: d + b"more\n",
     "line-ends-moved": _shift_a_line,
     "no-line-ends": lambda d: d.replace(b"\n", b" "),
-    # the same size and the same line ends: only the digest recorded at build time tells
-    "one-letter-changed": lambda d: d[:5000] + (b"Q" if d[5000:5001] != b"Q" else b"R") + d[5001:],
-    "a-word-changed": lambda d: d.replace(b" the ", b" THE ", 1),
-    "last-byte-changed": lambda d: d[:-2] + (b"!" if d[-2:-1] != b"!" else b"?") + d[-1:],
-    "lines-swapped": lambda d: _swap_two_lines_of_equal_length(d),
 }
-
-
-def _swap_two_lines_of_equal_length(data: bytes) -> bytes:
-    lines = data.split(b"\n")
-    seen = {}
-    for i, line in enumerate(lines):
-        if len(line) > 20 and len(line) in seen and lines[seen[len(line)]] != line:
-            j = seen[len(line)]
-            lines[i], lines[j] = lines[j], lines[i]
-            return b"\n".join(lines)
-        seen.setdefault(len(line), i)
-    raise AssertionError("no two lines of the same length")
 
 
 @pytest.mark.parametrize("kind", sorted(DAMAGED_COPY) + ["missing"])
@@ -926,38 +869,6 @@ def test_the_index_copy_of_a_compressed_text_is_checked(setup, tmp_path, built_x
     result = _query(setup, idx, "-n", N_LINES)
     assert_clean_error(result, "text-000.txt: damaged sentence index")
     assert result.stdout == ""
-
-
-def test_a_large_copy_is_checked_line_by_line_not_whole(setup, tmp_path, built_xz, monkeypatch):
-    """Over the size checked whole on open, a copy is not read on open; a moved line end is
-    still refused when that line is read."""
-    from scbow.use.index import open_index, store
-
-    idx = tmp_path / "copy"
-    shutil.copytree(built_xz, idx)
-    # both are looked up by open_index, in scbow.use.index.store (a patch on the package would not reach it)
-    monkeypatch.setattr(store, "COPY_DIGEST_LIMIT", 1000)
-
-    def no_digest(path):
-        raise AssertionError("a large copy is not read whole on open")
-
-    monkeypatch.setattr(store, "_file_digest", no_digest)
-    assert open_index(idx).line(200)[2] == _lines(setup["text"])[200]
-    copy = idx / "text-000.txt"
-    copy.write_bytes(_shift_a_line(copy.read_bytes()))
-    index = open_index(idx)
-    with pytest.raises(ModelError, match=r"text-000\.txt: damaged sentence index"):
-        for row in range(N_LINES):
-            index.line(row)
-
-
-def test_the_digest_of_a_copy_is_recorded_at_build_time(built_xz):
-    import hashlib
-
-    info = json.loads((built_xz / "index.json").read_text())
-    digest = hashlib.blake2b((built_xz / "text-000.txt").read_bytes(), digest_size=32).hexdigest()
-    assert info["files"][0]["blake2b"] == digest
-    assert len(info["vector_sample"]["positions"]) == min(32, info["count"])
 
 
 def test_an_external_text_changed_in_place_is_refused(setup, tmp_path, faiss):
@@ -1108,25 +1019,19 @@ def test_index_without_m_records_the_default_model(setup, tmp_path, monkeypatch,
 # damaged compressed text, read through the one text reader
 
 
-def _flip(data: bytes, lo: int, hi: int) -> bytes:
-    return data[:lo] + bytes(b ^ 0x55 for b in data[lo:hi]) + data[hi:]
-
-
 def _damaged_text(kind: str, data: bytes) -> bytes:
-    import bz2
-    import gzip
+    """gzip cut in half, or xz with bytes flipped in its middle."""
+    if kind == "gz-truncated":
+        import gzip
 
-    packed = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}[kind.split("-")[0]](data)
-    if kind.endswith("truncated"):
+        packed = gzip.compress(data)
         return packed[: len(packed) // 2]
-    if kind == "gz-deflate":  # a zlib.error, not a checksum error
-        return _flip(packed, 40, 80)
-    if kind == "gz-crc":
-        return _flip(packed, len(packed) - 8, len(packed) - 6)
-    return _flip(packed, 60, 90)  # bz2-corrupt, xz-corrupt
+    packed = lzma.compress(data)
+    return packed[:60] + bytes(b ^ 0x55 for b in packed[60:90]) + packed[90:]
 
 
-DAMAGED_TEXT = ["gz-truncated", "gz-deflate", "gz-crc", "bz2-truncated", "bz2-corrupt", "xz-truncated", "xz-corrupt"]
+# each format's damage is the reader's rule (tests of scbow.text.reader); here: that index says it in one line
+DAMAGED_TEXT = ["gz-truncated", "xz-corrupt"]
 
 
 @pytest.mark.parametrize("kind", DAMAGED_TEXT)
@@ -1201,8 +1106,8 @@ import sys, time
 from pathlib import Path
 from scbow.use.index import build_index
 
-def progress(message):
-    if message.startswith("indexed "):
+def progress(what, done, total):
+    if what == "rows":
         Path(sys.argv[4]).write_text("building")
         time.sleep(60)
 

@@ -230,3 +230,27 @@ def test_the_model_writer_does_not_know_the_model_api_even_for_types():
     # item 5 of the layout issue: model <-> modeldir was a circle through a TYPE_CHECKING import
     source = MODULES["scbow.vectors.modeldir"].read_text(encoding="utf-8")
     assert "TYPE_CHECKING" not in source and "from .model import" not in source
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A name that starts with one underscore is its module's own: no other module imports it, or reads
+    it off an imported module (issue 33: index/ shared nine private names across four files)."""
+    bad = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules = set()  # names this module binds to an imported module
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                bad += [(name, node.module, a.name) for a in node.names if a.name.startswith("_")
+                        and not a.name.startswith("__")]
+                modules.update(a.asname or a.name for a in node.names)
+            elif isinstance(node, ast.Import):
+                modules.update((a.asname or a.name).split(".")[0] for a in node.names)
+        bad += [(name, node.value.id, node.attr) for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name) and node.value.id in modules and node.attr.startswith("_")
+                and not node.attr.startswith("__") and f"{node.value.id}.{node.attr}" not in ALLOWED_PRIVATE]
+    assert bad == [], bad
+
+
+# other libraries' private names a module may need (not the package's)
+ALLOWED_PRIVATE = {"sys._getframe", "os._exit"}

@@ -1,11 +1,12 @@
-"""Reading a shard directory back (``scbow.open_shards``) trusts nothing in it.
+"""Reading a shard directory back (``scbow.open_shards``, ``scbow.use.shards``).
 
-Every field of ``manifest.json`` is read against the shape embed writes, and every shard
-against the manifest (float32, 2-D, its rows and width, a file of exactly that size): a
-damaged one is a ModelError naming the damaged file, never a numpy error, a KeyError or
-wrong rows; ``index`` over it ends in that one line. Shards of a text that has changed
-since are refused by ``index``. The shard directory is written by a real cluster embed
-(an in-process Dask cluster: fast), on the small CLI-trained model of conftest.
+``manifest.json`` is checked for what a damaged one would make wrong (format, version,
+width, counts, each text's shards in line order), and every shard against it (float32,
+2-D, its rows and width, a file of exactly that size): a damaged one is a ModelError
+naming the damaged file, never a numpy error, a KeyError or wrong rows; ``index`` over
+it ends in that one line. Shards of a text or a model that has changed since are refused.
+The shard directory is written by a real cluster embed (an in-process Dask cluster: fast),
+on the small CLI-trained model of conftest.
 """
 
 from __future__ import annotations
@@ -200,66 +201,40 @@ def _first_file(d: Path) -> str:
     return json.loads((d / "manifest.json").read_text())["shards"][0]["file"]
 
 
-def _last_of_first_file(d: Path) -> int:
-    """The number (0-based) of the last shard of the first text, the plain one of several shards."""
-    shards = json.loads((d / "manifest.json").read_text())["shards"]
-    return max(i for i, s in enumerate(shards) if s["file"] == shards[0]["file"])
-
-
-def _edit_last(change):
-    return lambda d: _edit(**{f"shards.{_last_of_first_file(d)}.bytes": change})(d)
-
-
 MANIFEST_DAMAGE = {
     # what the issue saw: a dim that disagrees with the rows, named at the first shard
     "dim-disagrees": (_edit(dim=7), "shard-000000.npy", "the manifest says 7"),
     "dim-string": (_edit(dim="16"), "manifest.json", '"dim"'),
-    "dim-bool": (_edit(dim=True), "manifest.json", '"dim"'),
     "dim-gone": (_edit(dim=...), "manifest.json", '"dim"'),
     "rows-wrong": (_edit(rows=lambda r: r + 1), "manifest.json", '"rows"'),
-    "rows-float": (_edit(rows=lambda r: r + 0.5), "manifest.json", '"rows"'),
     "rows-gone": (_edit(rows=...), "manifest.json", '"rows"'),
     "shards-gone": (_edit(shards=...), "manifest.json", '"shards" is not a list'),
     "shards-dict": (_edit(shards={}), "manifest.json", '"shards" is not a list'),
     "shard-a-number": (_edit(**{"shards.1": 5}), "manifest.json", "shard 2 of"),
     "shard-rows-gone": (_edit(**{"shards.1.rows": ...}), "manifest.json", '"rows"'),
-    "shard-rows-string": (_edit(**{"shards.1.rows": "12"}), "manifest.json", '"rows"'),
     "shard-rows-negative": (_edit(**{"shards.1.rows": -1}), "manifest.json", '"rows"'),
     "missing-over-rows": (_edit(**{"shards.1.missing": 10**6}), "manifest.json", '"missing"'),
     "shard-name-gone": (_edit(**{"shards.1.shard": ...}), "manifest.json", '"shard"'),
     "shard-name-escapes": (_edit(**{"shards.1.shard": "../shard-000001.npy"}), "manifest.json", '"shard"'),
-    "shard-name-absolute": (_edit(**{"shards.1.shard": "/etc/passwd"}), "manifest.json", '"shard"'),
-    "shard-name-number": (_edit(**{"shards.1.shard": 3}), "manifest.json", '"shard"'),
-    "shard-not-npy": (_edit(**{"shards.1.shard": "shard-000001.json"}), "manifest.json", "not a shard's .npy"),
     "shard-twice": (_edit(**{"shards.2.shard": "shard-000001.npy"}), "manifest.json", "listed twice"),
     "missing-file-list": (_edit(**{"shards.1.missing_file": ["x"]}), "manifest.json", '"missing_file"'),
     "first-line-zero": (_edit(**{"shards.0.first_line": 0}), "manifest.json", '"first_line"'),
-    "first-line-string": (_edit(**{"shards.0.first_line": "1"}), "manifest.json", '"first_line"'),
-    "bytes-short": (_edit(**{"shards.0.bytes": [0]}), "manifest.json", '"bytes"'),
-    "bytes-backwards": (_edit(**{"shards.0.bytes": [100, 10]}), "manifest.json", '"bytes"'),
-    "bytes-string": (_edit(**{"shards.0.bytes": "0-100"}), "manifest.json", '"bytes"'),
     "file-number": (_edit(**{"shards.0.file": 5}), "manifest.json", '"file"'),
     "file-unknown": (_edit(**{"shards.0.file": "/elsewhere/other.txt"}), "manifest.json", "not among"),
     "files-string": (_edit(files="a.txt"), "manifest.json", '"files"'),
     # without its files the manifest could not tell a changed text: it is required
     "files-gone": (_edit(files=...), "manifest.json", '"files" is missing'),
-    "files-null": (_edit(files=None), "manifest.json", '"files" is missing'),
     "files-empty": (_edit(files={}), "manifest.json", "not among the manifest's files"),
-    "files-extra": (_edit(files=lambda f: {**f, "/elsewhere/other.txt": {"bytes": 1, "mtime_ns": 0}}),
-                    "manifest.json", "/elsewhere/other.txt, of which it lists no shard"),
     # a line number must follow the rows of the shards of its text before it
     "first-line-huge": (_edit(**{"shards.1.first_line": 10**30}), "manifest.json", '"first_line" is 10000'),
-    "first-line-float": (_edit(**{"shards.1.first_line": 1e30}), "manifest.json", '"first_line" is 1e+30'),
     "first-line-off-by-one": (_edit(**{"shards.1.first_line": lambda n: n + 1}), "manifest.json", '"first_line"'),
     "first-line-restarts": (_edit(**{"shards.2.first_line": 1}), "manifest.json", '"first_line" is 1,'),
     "first-line-not-first": (_edit(**{"shards.0.first_line": 5}), "manifest.json", "the 0 lines"),
     "shards-apart": (lambda d: _swap_texts(d), "manifest.json", "are not listed together"),
-    "bytes-beyond-its-text": (_edit(**{"shards.0.bytes": [0, 10**9]}), "manifest.json", '"bytes"'),
     "files-entry": (lambda d: _edit(files=lambda f: {**f, _first_file(d): {"bytes": "1", "mtime_ns": 0}})(d),
                     "manifest.json", '"files"'),
     "model-number": (_edit(model=5), "manifest.json", '"model"'),
     "version-string": (_edit(manifest_version="1"), "manifest.json", "not a manifest"),
-    "version-bool": (_edit(manifest_version=True), "manifest.json", "not a manifest"),
     "version-2": (_edit(manifest_version=2), "manifest.json", "not a manifest"),
     "a-list": (lambda d: (d / "manifest.json").write_text("[1, 2]"), "manifest.json", "not a manifest"),
     "not-json": (lambda d: (d / "manifest.json").write_text('{"dim": 1'), "manifest.json", "not valid JSON"),
@@ -270,20 +245,8 @@ MANIFEST_DAMAGE = {
     "manifest-symlink-to-fifo": (lambda d: _fifo(d / "manifest.json", d / "pipe"), "manifest.json",
                                  "not a regular file"),
     # the byte ranges of a text's shards follow each other from its start to its end
-    "bytes-not-from-0": (_edit(**{"shards.0.bytes": lambda b: [1, b[1]]}), "manifest.json",
-                         "not a range that starts at the start of its text (0)"),
-    "bytes-gap": (_edit(**{"shards.1.bytes": lambda b: [b[0] + 1, b[1]]}), "manifest.json",
-                  "starts at the end of the shard of its text before it"),
-    "bytes-overlap": (_edit(**{"shards.1.bytes": lambda b: [b[0] - 1, b[1]]}), "manifest.json", 'shard 2 of'),
-    "bytes-short-of-the-end": (_edit_last(lambda b: [b[0], b[1] - 1]), "manifest.json", "must end at its end"),
-    "bytes-compressed-in-a-plain-text": (_edit(**{"shards.1.bytes": [0, -1]}), "manifest.json", "shard 2 of"),
-    "bytes-after-compressed": (_edit(shards=lambda s: s + [{**s[-1], "shard": "x.npy", "missing_file": "x.txt",
-                                                            "first_line": s[-1]["first_line"] + s[-1]["rows"],
-                                                            "bytes": [0, 5]}]),
-                               "manifest.json", "its text is compressed"),
     # the model is recorded with its id, or a model retrained since could not be told
     "model-id-gone": (_edit(model_id=...), "manifest.json", '"model_id"'),
-    "settings-gone": (_edit(settings=...), "manifest.json", '"settings"'),
 }
 
 
@@ -300,7 +263,7 @@ def test_a_damaged_manifest_is_named(copy, kind):
 
 @pytest.mark.parametrize("kind", ["truncated", "narrow", "float64", "dim-disagrees", "shard-rows-gone",
                                   "files-string", "missing", "files-gone", "first-line-huge", "fifo",
-                                  "symlink-to-fifo", "bytes-gap"])
+                                  "symlink-to-fifo", "shards-apart"])
 def test_index_over_a_damaged_directory_ends_in_one_line(copy, tmp_path, runner, kind):
     pytest.importorskip("faiss")
     damage, *rest = {**SHARD_DAMAGE, **MANIFEST_DAMAGE}[kind]

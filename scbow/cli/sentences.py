@@ -57,7 +57,7 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
     With --workers N (a local cluster) or --scheduler ADDRESS (Dask), several INPUT files
     are cut into blocks and embedded in parallel into OUTPUT/shard-*.npy, listed in
     OUTPUT/manifest.json; running the same command again skips the shards already done.
-    Read them back with scbow.use.cluster.open_shards(OUTPUT). Needs: pip install 'scbow-numba[dask]'.
+    Read them back with scbow.open_shards(OUTPUT). Needs: pip install 'scbow-numba[dask]'.
     """
     from ..progress import Progress
     from ..use.embedding import embed_file, embed_summary, missing_path_for

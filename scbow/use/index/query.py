@@ -13,44 +13,39 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import ModelError
+from ...progress import Progress, note
 from .build import DEFAULT_EF_CONSTRUCTION, DEFAULT_M, build_index
-from .store import INDEX_JSON, MAX_EF, Index, _read_info, open_index
+from .store import INDEX_JSON, MAX_EF, Index, open_index, read_info
 
 
 def index_command(embeddings, output, text=None, M: int = DEFAULT_M, ef_construction: int = DEFAULT_EF_CONSTRUCTION,
                   quiet: bool = False, model=None, threads: int = 0) -> str:
-    """Build an index (``scbow-numba index``), with progress lines on stderr unless ``quiet``;
-    returns the one-line summary to print. Without ``model`` (and shards that name theirs),
-    the default model is recorded when there is one, as every command falls back to it; a
-    note says so, or that no model is recorded."""
-    import sys
+    """Build an index (``scbow-numba index``), with its progress on stderr unless ``quiet``
+    (:class:`scbow.progress.Progress`: a line redrawn on a terminal, a plain line every 30 s
+    elsewhere); returns the one-line summary to print. Without ``model`` (and shards that name
+    theirs), the default model is recorded when there is one; a note says so, or that no model is."""
+    bar = Progress(0, unit="rows", enabled=False if quiet else None)
 
-    def progress(message: str) -> None:
-        print(f"index: {message}", file=sys.stderr, flush=True)
+    def progress(what: str, done: int, total: int) -> None:
+        if what != "rows":
+            bar.close()
+            if not quiet:
+                note(f"index: {what}")
+            return
+        bar.total = total
+        bar.update(done, prefix="index: ", force=done == total)
 
     t0 = time.perf_counter()
-    # notes (no model recorded, leftovers removed) are printed with -q too: they are not progress
-    info = build_index(embeddings, text, output, M=M, ef_construction=ef_construction,
-                       progress=None if quiet else _throttled(progress), threads=threads, model=model,
-                       default_model=True, note=progress)
+    try:  # notes (no model recorded, leftovers removed) are printed with -q too: they are not progress
+        info = build_index(embeddings, text, output, M=M, ef_construction=ef_construction, progress=progress,
+                           threads=threads, model=model, default_model=True, note=lambda m: note(f"index: {m}"))
+    finally:
+        bar.close()
     seconds = time.perf_counter() - t0
     size = sum(p.stat().st_size for p in Path(output).iterdir() if p.is_file())
     skipped = f", {info['skipped_rows']:,} rows with no embedding left out" if info["skipped_rows"] else ""
     return (f"indexed {info['count']:,} sentences x {info['dim']} dims{skipped} in {seconds:.1f} s "
             f"({size / 2**20:,.1f} MiB); wrote {output}")
-
-
-def _throttled(progress, interval: float = 2.0):
-    """``progress`` called at most every ``interval`` seconds (and always for other messages than counts)."""
-    last = [0.0]
-
-    def call(message: str) -> None:
-        now = time.perf_counter()
-        if not message.startswith("indexed ") or now - last[0] >= interval:
-            last[0] = now
-            progress(message)
-
-    return call
 
 
 def check_query_model(index: "Index | os.PathLike", model_dir) -> None:
@@ -62,7 +57,7 @@ def check_query_model(index: "Index | os.PathLike", model_dir) -> None:
         info, where = index.info, index.path
     else:
         where = Path(index)
-        info = _read_info(where)
+        info = read_info(where)
     from ...vectors.modeldir import model_id
 
     recorded = info.get("model_id")
