@@ -228,6 +228,18 @@ def leftovers(path: os.PathLike) -> list[Path]:
     return [target.parent / n for n in names if (m := pattern.fullmatch(n)) and not writer_alive(int(m.group(1)))]
 
 
+def being_written(path: os.PathLike) -> bool:
+    """Whether a running process is writing the output ``path`` now (a temporary of it whose writer
+    runs): between the two renames that replace a directory, ``path`` is absent for a moment."""
+    target = Path(_resolved(Path(path)))
+    pattern = _temporary_name(target.name)
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return False
+    return any((m := pattern.fullmatch(n)) and writer_alive(int(m.group(1))) for n in names)
+
+
 def remove_leftovers(path: os.PathLike) -> list[Path]:
     """Remove :func:`leftovers` of ``path`` (a link among them is unlinked, never followed); returns them."""
     removed = []

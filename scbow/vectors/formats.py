@@ -30,10 +30,8 @@ def load_model(path: os.PathLike, mmap: bool = True) -> Model:
     new one (:class:`ModelFiles`), never one model's words with another's vectors.
     """
     path = Path(path)
-    if not path.exists():
-        time.sleep(0.01)  # a save puts the new directory in place with two renames: none for a moment
-        if not path.exists():
-            raise ModelError(f"{path}: no such model (train one with 'scbow-numba train')")
+    if not _there(path):
+        raise ModelError(f"{path}: no such model (train one with 'scbow-numba train')")
     if path.is_file():
         return load_word2vec(path)
     for attempt in range(LOAD_ATTEMPTS):
@@ -44,10 +42,23 @@ def load_model(path: os.PathLike, mmap: bool = True) -> Model:
                 return _read_model_dir(path, files, mmap)
         except Replaced:
             continue
-    if not path.exists():
+    if not _there(path):
         raise ModelError(f"{path}: no such model (train one with 'scbow-numba train')")
     raise ModelError(f"{path}: the model was replaced {LOAD_ATTEMPTS} times while it was being read (another "
                      "process is saving models there); try again")
+
+
+def _there(path: Path, patience: float = 10.0) -> bool:
+    """Whether ``path`` exists, waiting (up to ``patience`` seconds) while a running save replaces it:
+    a save puts the new directory in place with two renames, and there is none between them."""
+    from ..files import being_written
+
+    deadline = time.monotonic() + patience
+    while not path.exists():
+        if not being_written(path) or time.monotonic() > deadline:
+            return path.exists()
+        time.sleep(0.005)
+    return True
 
 
 # How many times load_model starts over when saves keep replacing the directory it reads.
