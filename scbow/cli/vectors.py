@@ -154,8 +154,13 @@ def export(model_path, output, fmt, binary, part, min_count, limit, add_words, l
         raise click.ClickException(f"-o {output}: exists and is not a folder; a {name} export is a folder "
                                    "(choose a new name)")
     refuse_inside_ours(output)
-    why = foreign(output, ST_FILES if name == "sentence-transformers" else M2V_FILES) if output.is_dir() else None
+    own, other = (ST_FILES, M2V_FILES) if name == "sentence-transformers" else (M2V_FILES, ST_FILES)
+    why = foreign(output, own) if output.is_dir() else None
     if why is not None:
+        if foreign(output, other) is None:  # the other format's export, which we wrote
+            theirs = "model2vec" if name == "sentence-transformers" else "sentence-transformers"
+            raise click.ClickException(f"-o {output}: holds a {theirs} export; a {name} export is not written over "
+                                       "it (choose a new name)")
         raise click.ClickException(f"-o {output}: {why}, so it is not replaced (move that away)")
     from ..text.reader import check_regular
 
