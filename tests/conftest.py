@@ -368,3 +368,18 @@ def good_model(tmp_path_factory):
                   {"dim": 8}, {})
     return save_model(model, tmp_path_factory.mktemp("good") / "model")
 
+
+@pytest.fixture
+def checkpoints_written(monkeypatch):
+    """The example counts (``state.done``) of the checkpoints a run writes, in order."""
+    from scbow.training.checkpoint import CheckpointWriter
+
+    written = []
+    original = CheckpointWriter.write
+
+    def spy(self, state, *args, **kwargs):
+        written.append(state.done)
+        return original(self, state, *args, **kwargs)
+
+    monkeypatch.setattr(CheckpointWriter, "write", spy)
+    return written

@@ -126,17 +126,8 @@ def test_a_checkpoint_is_a_loadable_model_of_the_raw_matrix(tmp_path, corpus_fil
     assert not lock_path(out).exists()
 
 
-def test_periodic_checkpoints(tmp_path, corpus_file, small_batches, monkeypatch):
-    from scbow.training.checkpoint import CheckpointWriter
-
-    written = []
-    original = CheckpointWriter.write
-
-    def spy(self, state, W, output=None, word=None):
-        written.append(state.done)
-        return original(self, state, W, output, word)
-
-    monkeypatch.setattr(CheckpointWriter, "write", spy)
+def test_periodic_checkpoints(tmp_path, corpus_file, small_batches, monkeypatch, checkpoints_written):
+    written = checkpoints_written
     boundaries = []
 
     class Record(Hook):
@@ -188,19 +179,10 @@ def test_a_checkpoint_at_the_end_of_an_epoch_resumes_bit_identically(tmp_path, c
 
 @pytest.mark.parametrize("stop", ["mid-epoch", "at a checkpoint", "end of an epoch"])
 def test_a_resumed_run_checkpoints_where_an_uninterrupted_one_does(tmp_path, corpus_file, small_batches,
-                                                                   monkeypatch, stop):
+                                                                   monkeypatch, stop, checkpoints_written):
     """--checkpoint-every N: a resumed run writes its checkpoints at the example counts an uninterrupted
     run writes them at (issue 34: none after its first batch unless one is due there)."""
-    from scbow.training.checkpoint import CheckpointWriter
-
-    written = []
-    original = CheckpointWriter.write
-
-    def spy(self, state, W, output=None, word=None):
-        written.append(state.done)
-        return original(self, state, W, output, word)
-
-    monkeypatch.setattr(CheckpointWriter, "write", spy)
+    written = checkpoints_written
     train_session([corpus_file], cfg(), tmp_path / "a", quiet=True, checkpoint_every=1000)
     reference = list(written)
     assert len(reference) >= 4

@@ -207,7 +207,7 @@ def _make_hook(writer, every, guard, config, warn, start_done: int = 0, hooks=()
         for h in hooks:
             if hasattr(h, "checkpoint_info"):
                 info.update(h.checkpoint_info())
-        return writer.write(state, vectors(), output, word, **({"info": info} if info else {}))
+        return writer.write(state, vectors(), output, word, info=info)
 
     class CheckpointHook(Hook):
         def __init__(self):
