@@ -395,9 +395,12 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                     else:
                         note(f"resuming from the checkpoint at example {start.done:,} of {start.total:,} "
                              f"(epoch {min(start.epoch + 1, config.epochs)} of {config.epochs})")
-                from ..vectors.formats import load_model
+                from ..reading import read_json
+                from ..vectors.modeldir import CURVE_FILE
 
-                saved = load_model(ckpt).info  # what the hooks saved (the curve so far), given back to them
+                # what the hooks saved (the curve so far), given back to them
+                curve_file = ckpt / CURVE_FILE
+                saved = {"curve": read_json(curve_file, CheckpointError)} if curve_file.is_file() else {}
                 for h in hooks:
                     if hasattr(h, "restore_checkpoint_info"):
                         h.restore_checkpoint_info(saved)

@@ -325,6 +325,18 @@ class Model:
         only a sentence without any token has no embedding. ``None`` (the default) takes
         the model's own rule (:attr:`unknown_rule`).
         """
+        if isinstance(sentences, str):
+            raise TypeError("embed() takes a list of sentences; wrap a single sentence in a list")
+        if isinstance(sentences, (bytes, bytearray)) or not hasattr(sentences, "__iter__"):
+            raise TypeError(f"embed() takes a list of sentences (str), got {type(sentences).__name__}")
+        sentences = sentences if isinstance(sentences, (list, tuple)) else list(sentences)  # a generator is read once
+        for n, s in enumerate(sentences):
+            if not isinstance(s, str):
+                raise TypeError(f"sentence {n} is a {type(s).__name__}, not a str")
+        return self._embed_strs(sentences, unknown, unknown_scale)
+
+    def _embed_strs(self, sentences, unknown: str | None, unknown_scale: float | None) -> np.ndarray:
+        """:meth:`embed` of a list of str (checked by the caller: :meth:`embed`, :meth:`encode`)."""
         own_mode, own_scale = self.unknown_rule
         unknown = own_mode if unknown is None else unknown
         unknown_scale = own_scale if unknown_scale is None else unknown_scale
@@ -332,16 +344,8 @@ class Model:
                 or not 0 < unknown_scale <= 1e6 or not math.isfinite(unknown_scale)):
             raise ValueError(f"unknown_scale must be a number above 0 and at most 1e6 (as in TrainConfig), "
                              f"got {unknown_scale!r}")
-        if isinstance(sentences, str):
-            raise TypeError("embed() takes a list of sentences; wrap a single sentence in a list")
-        if isinstance(sentences, (bytes, bytearray)) or not hasattr(sentences, "__iter__"):
-            raise TypeError(f"embed() takes a list of sentences (str), got {type(sentences).__name__}")
         if unknown not in UNKNOWN_MODES:
             raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {unknown!r}")
-        sentences = sentences if isinstance(sentences, (list, tuple)) else list(sentences)  # a generator is read once
-        for n, s in enumerate(sentences):
-            if not isinstance(s, str):
-                raise TypeError(f"sentence {n} is a {type(s).__name__}, not a str")
         scale = unknown_scale if unknown == "hash" else None
         unique = dict.fromkeys(sentences)  # a sentence said twice is embedded once
         if len(unique) == len(sentences):
@@ -384,7 +388,7 @@ class Model:
             for n, s in enumerate(batch):
                 if not isinstance(s, str):
                     raise TypeError(f"sentence {done + n} is a {type(s).__name__}, not a str")
-            blocks.append(self.embed(batch, unknown=unknown))
+            blocks.append(self._embed_strs(batch, unknown, None))  # checked above, numbered across batches
             done += len(batch)
             bar.update(done)
             batch.clear()
