@@ -821,7 +821,10 @@ def markdown(result: dict) -> str:
         verdict = ("met" if goal["met"] else "**not met**") + ("" if goal["complete"] else " (peers missing)")
         parts.append(f"## Goal: {verdict}\n\nSiamese CBOW with its default settings, trained on gutenberg-100M in at "
                      "most 15 minutes on the 2-core machine." + (
-                         "" if corpus["label"] == "100M" else f" *This run is on {corpus['label']}, not 100M.*")
+                         "" if corpus["label"] == "100M" else f" *This run is on {corpus['label']}, not 100M.* "
+                         "The peers' settings were chosen for 100M (word2vec's paper settings subsample with "
+                         "1e-5, meant for a corpus of a billion words): on a smaller corpus read their rows as "
+                         "those settings, not as each peer at its best.")
                      + "\n\n" + md_table(("criterion", "result", "goal", "met"), rows))
 
     # per set
