@@ -430,9 +430,11 @@ def test_parallel_batch_trains_every_chunk_as_the_serial_one_does(chunks):
                         (t + 1 < len(sent_doc) and sent_doc[t + 1] == sent_doc[t]) for t in mine])
         assert ss[c, 1] == sp[c, 1] == has.sum() > 0
     np.testing.assert_allclose(sp[:, 0], ss[:, 0], rtol=0.05)
-    moved = np.abs(Ws - W0).max()
-    assert moved > 1e-2
-    # the races between chunks move single values by up to about a third of the largest step
-    # (seen: 0.28-0.35); a thread training the wrong chunk moves the whole matrix away
-    assert np.abs(Wp - Ws).max() < 0.6 * moved
-    assert np.abs(Wp - Ws).mean() < 0.25 * np.abs(Ws - W0).mean()
+    assert np.abs(Ws - W0).max() > 1e-2
+    # Threads see each other's writes late, so the matrix differs from the serial one by an
+    # amount that depends on the schedule (mean distance 0 to 0.27 of the mean step, delta
+    # cosine 0.957 or more, over 160 runs with and without a CPU hog); a thread whose updates
+    # are lost (trained into a copy, or not at all) gives 0.75 or more and 0.67 or less
+    ds, dp = (Ws - W0).ravel(), (Wp - W0).ravel()
+    assert np.abs(dp - ds).mean() < 0.5 * np.abs(ds).mean()
+    assert ds @ dp / np.linalg.norm(ds) / np.linalg.norm(dp) > 0.85
