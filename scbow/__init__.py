@@ -8,13 +8,13 @@ objective. Importing the package does not import numba.
 import logging
 import os
 
-from . import files as _files
+from . import outputs as _outputs
 from .config import TrainConfig
 from .text.tokenize import tokenize
 
-# the modules that say what makes a directory one of the tool's outputs (scbow.files.kind_of)
-_files.KIND_MODULES = ("scbow.vectors.modeldir", "scbow.training.checkpoint", "scbow.use.index.store",
-                       "scbow.use.shards", "scbow.training.cache")
+# the modules that say what makes a directory one of the tool's outputs (scbow.outputs.kind_of)
+_outputs.KIND_MODULES = ("scbow.vectors.modeldir", "scbow.training.checkpoint", "scbow.use.index.store",
+                         "scbow.use.shards", "scbow.training.cache")
 
 __version__ = "0.1.0"
 __all__ = ["TrainConfig", "tokenize", "load", "train", "open_shards", "similarity", "semantic_search"]

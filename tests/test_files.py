@@ -26,19 +26,17 @@ import numpy as np
 import pytest
 from conftest import assert_clean_error, make_runner, synthetic_text
 
-from scbow import files
+from scbow import files, outputs
 from scbow.cli import main
 from scbow.errors import CorpusError, ModelError
 from scbow.files import (
     atomic_dir,
     atomic_file,
-    kind_of,
     leftovers,
     output_path,
-    refuse_inside_ours,
-    refuse_overwrite,
     remove_leftovers,
 )
+from scbow.outputs import kind_of, refuse_inside_ours, refuse_overwrite
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -186,14 +184,14 @@ def test_each_kind_of_output_is_told_by_its_own_module(tmp_path, good_model):
         with pytest.raises(ModelError, match=f"is inside {parent}, {kind_of(parent)}; refusing to write into it"):
             refuse_inside_ours(parent / "deeper" / "out.npy")
         with pytest.raises(ModelError, match=f"is inside {parent}, {kind_of(parent)}"):
-            files.check_output_file(parent / "out.txt", "out.txt")
+            outputs.check_output_file(parent / "out.txt", "out.txt")
 
 
 def test_every_module_that_registers_a_kind_is_listed_so_every_kind_is_known():
     registering = sorted(
         ".".join(path.relative_to(REPO).with_suffix("").parts)
         for path in (REPO / "scbow").rglob("*.py") if "@register_kind" in path.read_text(encoding="utf-8"))
-    assert registering == sorted(files.KIND_MODULES)
+    assert registering == sorted(outputs.KIND_MODULES)
 
 
 def test_files_names_no_file_of_a_higher_layer():
@@ -361,10 +359,10 @@ def test_check_output_file_refuses_a_pipe_a_device_and_a_path_inside_ours(tmp_pa
     (tmp_path / "device").symlink_to("/dev/null")
     for path in (fifo, tmp_path / "device"):
         with pytest.raises(CorpusError, match="not a regular file"):
-            files.check_output_file(path, "x.txt", CorpusError)
+            outputs.check_output_file(path, "x.txt", CorpusError)
     assert (tmp_path / "device").is_symlink() and not os.path.isfile("/dev/null")
     with pytest.raises(ModelError, match="a model directory"):
-        files.check_output_file(good_model / "x.npy", "x.npy")
+        outputs.check_output_file(good_model / "x.npy", "x.npy")
 
 
 # -- every command's outputs go through these rules (one CLI test each) ------------------
@@ -431,7 +429,7 @@ def test_an_output_that_is_a_pipe_is_never_replaced(tmp_path, runner, healthy):
 def test_a_folder_with_a_manifest_of_its_own_is_no_shard_directory(tmp_path):
     import json
 
-    from scbow.files import kind_of
+    from scbow.outputs import kind_of
 
     web = tmp_path / "proj"
     web.mkdir()

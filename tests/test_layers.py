@@ -132,7 +132,8 @@ def test_an_arrow_upwards_would_be_found(monkeypatch):
 # The layers, bottom to top, as the folders show them (README's "Code map"). A module may
 # import only from its own layer and those below it.
 LAYERS = [
-    ("foundation", ("scbow.errors", "scbow.reading", "scbow.files", "scbow.progress", "scbow.config", "scbow.reference")),
+    ("foundation", ("scbow.errors", "scbow.reading", "scbow.files", "scbow.outputs", "scbow.progress", "scbow.config",
+                    "scbow.reference")),
     ("text", ("scbow.text",)),
     ("kernels", ("scbow.kernels",)),
     ("vectors", ("scbow.vectors",)),
@@ -203,7 +204,8 @@ def test_only_the_entry_points_import_the_cli():
 
 
 # the light modules the CLI imports before numpy: the standard library and each other only
-LIGHT = ("scbow.errors", "scbow.reading", "scbow.files", "scbow.text.reader", "scbow.training.cache", "scbow.text.tokenize")
+LIGHT = ("scbow.errors", "scbow.reading", "scbow.files", "scbow.outputs", "scbow.text.reader", "scbow.training.cache",
+         "scbow.text.tokenize")
 
 
 @pytest.mark.parametrize("module", LIGHT)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..files import refuse_overwrite
+from ..outputs import refuse_overwrite
 from ..progress import plural
 from .app import main, model_arg, model_option
 
@@ -26,7 +26,7 @@ def plot(model_arg_, model_path, output, title):
     and the ends of epochs. MODEL (or -m MODEL, as in the other commands) is a model
     directory or a curve.json file; default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model.
     """
-    from ..files import check_output_file
+    from ..outputs import check_output_file
     from ..vectors.formats import curve_of
 
     path = model_arg(model_arg_, model_path)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..files import refuse_overwrite
+from ..outputs import refuse_overwrite
 from ..vectors.neighbours import NEIGHBOUR_MIN_COUNT
 from .app import Count, load, main, model_dir, model_option
 
@@ -73,7 +73,7 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
         raise click.UsageError(f"{len(inputs)} inputs: one process embeds one INPUT; several need --workers N "
                                "(a local Dask cluster) or --scheduler ADDRESS")
     input_path = inputs[0]
-    from ..files import check_output_file
+    from ..outputs import check_output_file
 
     if output.is_dir():  # -o ., -o /: named as a directory before a name is made from it
         check_output_file(output, "embeddings.npy")

@@ -82,7 +82,7 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
 
     One sentence per line; an empty line, and the end of each file, ends a document.
     """
-    from ..files import named, refuse_overwrite
+    from ..outputs import named, refuse_overwrite
     from ..vectors.modeldir import default_model_dir
 
     config = TrainConfig(**hyper)

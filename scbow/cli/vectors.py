@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..files import refuse_overwrite
+from ..outputs import refuse_overwrite
 from ..progress import plural
 from .app import Count, echo_lines, load, main, model_arg, model_dir, model_option, say
 
@@ -125,7 +125,8 @@ def export(model_path, output, fmt, binary, part, min_count, limit, add_words, l
     output and renamed into place. Unknown words are left out of the average there (their
     hashed vectors cannot travel; --add-words adds rows for the words of given files).
     """
-    from ..files import foreign, refuse_inside_ours
+    from ..files import foreign
+    from ..outputs import refuse_inside_ours
 
     name = {"st": "sentence-transformers", "sentence_transformers": "sentence-transformers"}.get(fmt.lower(), fmt.lower())
     if name not in EXPORT_FORMATS:

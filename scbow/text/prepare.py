@@ -60,7 +60,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ..errors import CorpusError, ModelError
-from ..files import atomic_file, check_output_file, refuse_overwrite
+from ..files import atomic_file
+from ..outputs import check_output_file, refuse_overwrite
 from ..progress import plural
 from .reader import COMPRESSED_SUFFIXES, TextFile, check_text, expand, open_text, refuse_mostly_invalid
 

@@ -212,7 +212,7 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
     A directory stands for the files in it whose names ``accept`` (default: ending in one
     of :data:`TEXT_SUFFIXES`, any case), sorted; with ``recursive``, the files below it too,
     hidden names, links to folders and the tool's own outputs (a model, a checkpoint,
-    shards, an index, a cache entry: ``scbow.files.kind_of``) skipped; one of those given
+    shards, an index, a cache entry: ``scbow.outputs.kind_of``) skipped; one of those given
     itself is refused. A file stands for itself
     whatever its name. ``unique``: a file named twice (by any path) is kept once.
     CorpusError for a path that does not exist, is not a regular file, cannot be read, or
@@ -221,7 +221,7 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
     accept = accept or _has_text_suffix
     looked_for = looked_for or ", ".join(TEXT_SUFFIXES)
     files: list[Path] = []
-    from ..files import kind_of
+    from ..outputs import kind_of
 
     for p in map(Path, paths):
         if p.is_dir():

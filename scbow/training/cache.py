@@ -24,7 +24,8 @@ import stat
 from pathlib import Path
 
 from ..errors import CorpusError
-from ..files import register_kind, writer_alive
+from ..files import writer_alive
+from ..outputs import register_kind
 
 CACHE_FORMAT = "1"
 MARKER = ".scbow-corpus-cache"
@@ -76,7 +77,7 @@ def _writer(entry: Path) -> int | None:
 
 @register_kind
 def output_kind(directory: Path) -> str | None:
-    """``"a corpus cache entry"`` when ``directory`` is one (:func:`scbow.files.kind_of`)."""
+    """``"a corpus cache entry"`` when ``directory`` is one (:func:`scbow.outputs.kind_of`)."""
     return "a corpus cache entry" if (Path(directory) / MARKER).is_file() else None
 
 

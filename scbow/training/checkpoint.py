@@ -43,7 +43,8 @@ import numpy as np
 
 from ..config import TrainConfig, show_value
 from ..errors import CheckpointError, diverged
-from ..files import atomic_dir, foreign, fsync_path, register_kind
+from ..files import atomic_dir, foreign, fsync_path
+from ..outputs import register_kind
 from ..reading import read_json
 from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
 from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES  # (imported first: a checkpoint is a model plus its state)
@@ -71,7 +72,7 @@ def is_checkpoint(directory: Path) -> bool:
 
 @register_kind
 def output_kind(directory: Path) -> str | None:
-    """``"a training checkpoint"`` when ``directory`` is one (:func:`scbow.files.kind_of`)."""
+    """``"a training checkpoint"`` when ``directory`` is one (:func:`scbow.outputs.kind_of`)."""
     return "a training checkpoint" if is_checkpoint(directory) else None
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CorpusError  # noqa: F401  (re-exported)
-from ..files import kind_of, refuse_inside_ours
+from ..outputs import kind_of, refuse_inside_ours
 from ..reading import read_json
 from ..text.reader import TEXT_SUFFIXES, check_text, expand, open_text, refuse_mostly_invalid  # noqa: F401  (TEXT_SUFFIXES re-exported)
 from ..text.tokenize import TOKENIZER_VERSION, tokenize_lines

@@ -25,7 +25,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import CorpusError, ModelError
-from ..files import atomic_file, kind_of, leftovers, refuse_inside_ours, remove_leftovers
+from ..files import atomic_file, leftovers, remove_leftovers
+from ..outputs import refuse_other_kind
 from ..reading import read_json, short_message
 from ..text.reader import check_regular, compression
 from . import shards
@@ -225,12 +226,8 @@ def client_for(workers: int | None = None, scheduler: str | None = None):
 
 
 def refuse_model_output(out_dir: Path) -> None:
-    """ModelError for an output directory that is another kind of the tool's outputs (a model, ...)
-    or lies inside one (:func:`scbow.files.refuse_inside_ours`)."""
-    what = kind_of(Path(out_dir))
-    if what is not None and what != shards.SHARDS:
-        raise ModelError(f"-o {out_dir}: is {what}; refusing to write shards into it (choose another -o)")
-    refuse_inside_ours(out_dir)
+    """ModelError for an output directory that is another of the tool's outputs (a model, ...) or inside one."""
+    refuse_other_kind(out_dir, shards.SHARDS, "write shards into it (choose another -o)")
 
 
 def _sweep(out: Path) -> None:

@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CorpusError, ModelError
-from ..files import atomic_file, check_output_file, named
+from ..files import atomic_file
+from ..outputs import check_output_file, named
 from ..reading import read_range
 from ..vectors.model import Model
 

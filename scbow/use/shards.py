@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError
-from ..files import register_kind
+from ..outputs import register_kind
 from ..reading import read_json, short_message
 from ..text.reader import check_regular
 
@@ -44,7 +44,7 @@ def read_plan(directory) -> dict | None:
 
 @register_kind
 def output_kind(directory: Path) -> str | None:
-    """``"a directory of embedding shards"`` when ``directory`` is one (:func:`scbow.files.kind_of`): a
+    """``"a directory of embedding shards"`` when ``directory`` is one (:func:`scbow.outputs.kind_of`): a
     manifest or a plan, with shards or a plan of ours (a manifest.json alone is any web project's)."""
     directory = Path(directory)
     if not ((directory / MANIFEST).is_file() or (directory / PLAN).is_file()):

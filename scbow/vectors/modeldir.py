@@ -30,17 +30,8 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import ModelError
-from ..files import (
-    atomic_dir,
-    atomic_file,
-    check_output_file,
-    foreign,
-    fsync_path,
-    new_temporary,
-    output_path,
-    refuse_inside_ours,
-    register_kind,
-)
+from ..files import atomic_dir, atomic_file, foreign, fsync_path, new_temporary, output_path
+from ..outputs import check_output_file, refuse_inside_ours, register_kind
 from ..reading import os_error_text, read_json
 
 
@@ -79,7 +70,7 @@ def holds_model_files(directory: Path) -> bool:
 
 @register_kind
 def output_kind(directory: Path) -> str | None:
-    """``"a model directory"`` when ``directory`` is one (:func:`scbow.files.kind_of`)."""
+    """``"a model directory"`` when ``directory`` is one (:func:`scbow.outputs.kind_of`)."""
     return "a model directory" if holds_model_files(directory) else None
 
 

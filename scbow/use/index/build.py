@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import CorpusError, ModelError
-from ...files import atomic_dir, kind_of, output_path, refuse_inside_ours, remove_leftovers
+from ...files import atomic_dir, output_path, remove_leftovers
+from ...outputs import refuse_other_kind
 from ...reading import short_message
 from .store import (
     COPY_NAME,
@@ -226,10 +227,7 @@ def not_an_index_of_ours(directory: Path) -> str | None:
 def check_output(out_dir: Path) -> None:
     """ModelError unless an index may be written at ``out_dir``: not another kind of the tool's outputs
     nor inside one; nothing there, an empty directory, or an index of ours (:func:`not_an_index_of_ours`)."""
-    what = kind_of(out_dir)
-    if what is not None and what != "a sentence index":
-        raise ModelError(f"-o {out_dir}: is {what}; refusing to replace it with an index (choose another path)")
-    refuse_inside_ours(out_dir, "-o")
+    refuse_other_kind(out_dir, "a sentence index", "replace it with an index (choose another path)")
     output_path(out_dir)  # a link is followed (its target replaced); one into a missing folder is refused
     if not out_dir.exists():
         return

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import CorpusError, ModelError
-from ...files import register_kind
+from ...outputs import register_kind
 from ...reading import read_json, read_range, short_message
 
 INDEX_JSON = "index.json"
@@ -77,7 +77,7 @@ def not_regular(path: Path) -> str | None:
 
 @register_kind
 def output_kind(directory: Path) -> str | None:
-    """``"a sentence index"`` when ``directory`` is one (:func:`scbow.files.kind_of`)."""
+    """``"a sentence index"`` when ``directory`` is one (:func:`scbow.outputs.kind_of`)."""
     directory = Path(directory)
     return "a sentence index" if (directory / INDEX_JSON).is_file() and (directory / INDEX_FILE).is_file() else None
 
