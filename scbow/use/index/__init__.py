@@ -1,14 +1,8 @@
-"""Approximate nearest-sentence search over embedded lines: ``scbow-numba index`` and
-``neighbors --sentence "..." --index DIR``.
-
-An index is built once from the output of ``embed`` (a ``.npy`` and its text file, or a
-directory of shards); a query then answers in milliseconds instead of scanning every line.
-The graph is an HNSW index of faiss (inner product on L2-normalised rows = cosine; chosen in
+"""Approximate nearest-sentence search over the output of ``embed`` (``scbow-numba index``, ``neighbors
+--sentence "..." --index DIR``): a query answers in milliseconds instead of scanning every line. The graph
+is an HNSW index of faiss (inner product on L2-normalised rows = cosine; chosen in
 ``benchmarks/results/ann_index.md``), an optional extra: ``pip install 'scbow-numba[index]'``.
-
-Each module imports only those before it: :mod:`.store` (an index directory read back and
-checked: :func:`open_index`, :class:`Index`), :mod:`.build` (:func:`build_index`),
-:mod:`.query` (what the CLI calls). The names below are the package's API.
+Each module imports only those before it: :mod:`.store`, :mod:`.build`, :mod:`.query`.
 """
 
 from .build import DEFAULT_EF_CONSTRUCTION, DEFAULT_M, build_index

@@ -1,16 +1,12 @@
-"""Building a sentence index: :func:`build_index`, from the embeddings to a directory written atomically.
-
-The embeddings are the ``.npy`` of ``scbow-numba embed`` (with the text file it came from) or a
-directory of shards (whose manifest names the texts). Rows with no embedding (NaN, or all zero
-from ``--fill zero``) are left out. The model that embedded them is checked and recorded, so
-that a query with another model is refused. ``-o`` is written atomically
-(:func:`scbow.files.atomic_dir`) and replaces only an empty directory or an index of ours.
+"""Building a sentence index (:func:`build_index`) from the ``.npy`` of ``embed`` and its text file, or
+a directory of shards (whose manifest names the texts); rows with no embedding (NaN, or all zero from
+``--fill zero``) are left out. The model that embedded them is recorded, so that a query with another
+model is refused. ``-o`` is written atomically and replaces only an empty directory or an index of ours.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -20,21 +16,7 @@ from ...errors import CorpusError, ModelError
 from ...files import atomic_dir, output_path, remove_leftovers
 from ...outputs import refuse_other_kind
 from ...reading import short_message
-from .store import (
-    COPY_NAME,
-    DEFAULT_EF,
-    FORMAT,
-    FORMAT_VERSION,
-    IDS_FILE,
-    INDEX_FILE,
-    INDEX_JSON,
-    LIBRARY,
-    OFFSETS_FILE,
-    load_faiss,
-    not_regular,
-    omp_threads,
-    read_info,
-)
+from . import store
 
 DEFAULT_M = 32  # HNSW graph degree (faiss's M; the base layer has 2 M links)
 DEFAULT_EF_CONSTRUCTION = 200  # candidates kept while inserting (efConstruction)
@@ -110,7 +92,7 @@ def open_embeddings(embeddings, text=None) -> tuple[object, list, dict | None]:
         raise ModelError(f"{path}: no such file or directory (give the .npy file or the shard directory "
                          "written by 'scbow-numba embed')")
     if path.is_dir():
-        if (path / INDEX_JSON).is_file():
+        if (path / store.INDEX_JSON).is_file():
             raise ModelError(f"{path}: is a sentence index already; give the embeddings it was built from")
         if not (path / "manifest.json").is_file():
             if (path / "config.json").is_file() and (path / "vectors.npy").is_file():
@@ -124,7 +106,7 @@ def open_embeddings(embeddings, text=None) -> tuple[object, list, dict | None]:
         if text is not None:
             raise ModelError("the text of shards is named by their manifest; give no text file with a shard directory")
         return shards, shards.texts(), shards.manifest
-    what = not_regular(path)
+    what = store.not_regular(path)
     if what is not None:
         raise ModelError(f"{path}: {what}; give the .npy file or the shard directory written by 'scbow-numba embed'")
     try:
@@ -149,7 +131,7 @@ def checked_model_id(model, dim: int, what: str) -> str:
     path = Path(model)
     if not path.exists():
         raise ModelError(f"{what} {path}: no such model; give the model that embedded the lines")
-    if (path / INDEX_JSON).is_file():
+    if (path / store.INDEX_JSON).is_file():
         raise ModelError(f"{what} {path}: is a sentence index, not a model")
     loaded = load_model(path)  # ModelError naming what is wrong for anything that is not a model
     if loaded.dim != dim:
@@ -198,42 +180,16 @@ def model_to_record(rows, manifest: dict | None, model, dim: int, default_model:
     return None, None
 
 
-def not_an_index_of_ours(directory: Path) -> str | None:
-    """Why the existing directory ``directory`` may not be replaced by a new index (None: it may): it
-    may when empty, or when its ``index.json`` reads as one and it holds only what a build writes
-    (regular files: the graph, ids, offsets, the copies its ``index.json`` names)."""
-    try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError as exc:
-        return f"it cannot be listed: {exc.strerror or exc}"
-    if not entries:
-        return None
-    for e in entries:
-        if e.name not in (INDEX_JSON, INDEX_FILE, IDS_FILE, OFFSETS_FILE) and not COPY_NAME.fullmatch(e.name):
-            return f"it holds {e.name}, which no index build writes"
-        try:
-            if e.is_symlink() or not e.is_file(follow_symlinks=False):
-                return f"it holds {e.name}, which is not a regular file"
-        except OSError:
-            return f"{e.name} cannot be examined"
-    try:
-        copies = {f["text"] for f in read_info(directory)["files"]}
-    except ModelError:
-        return f"its {INDEX_JSON} is missing or not that of a sentence index"
-    stray = [e.name for e in entries if COPY_NAME.fullmatch(e.name) and e.name not in copies]
-    return f"it holds {stray[0]}, which its {INDEX_JSON} does not name" if stray else None
-
-
 def check_output(out_dir: Path) -> None:
     """ModelError unless an index may be written at ``out_dir``: not another kind of the tool's outputs
-    nor inside one; nothing there, an empty directory, or an index of ours (:func:`not_an_index_of_ours`)."""
+    nor inside one; nothing there, an empty directory, or an index of ours (:func:`.store.not_an_index_of_ours`)."""
     refuse_other_kind(out_dir, "a sentence index", "replace it with an index (choose another path)")
     output_path(out_dir)  # a link is followed (its target replaced); one into a missing folder is refused
     if not out_dir.exists():
         return
     if not out_dir.is_dir():
         raise ModelError(f"{out_dir}: exists and is not a directory; refusing to replace it")
-    why = not_an_index_of_ours(out_dir)
+    why = store.not_an_index_of_ours(out_dir)
     if why is not None:
         raise ModelError(f"{out_dir}: not empty and not a sentence index; refusing to replace it ({why})")
 
@@ -256,12 +212,12 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
         raise ValueError(f"metric must be 'cosine', got {metric!r}")
     if M < 2 or ef_construction < 1:
         raise ValueError("M must be at least 2 and ef_construction at least 1")
-    faiss = load_faiss()
+    faiss = store.load_faiss()
     rows, texts, manifest = open_embeddings(embeddings, lines_source)
     out_dir = Path(out_dir)
     check_output(out_dir)
     for name, _, _ in texts:  # before the notes about the model: what cannot be read is said first
-        what = not_regular(Path(name))
+        what = store.not_regular(Path(name))
         if what is not None:
             raise CorpusError(f"{name}: {what}, expected the text file the embeddings came from")
     n_rows, dim = int(rows.shape[0]), int(rows.shape[1])
@@ -271,13 +227,13 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
         note(f"removed {len(removed)} unfinished build{'s' if len(removed) > 1 else ''} of {out_dir} left by an "
              f"earlier run that was killed: {', '.join(p.name for p in removed)}")
     t0 = time.perf_counter()
-    with atomic_dir(out_dir, same_kind=not_an_index_of_ours) as tmp:
+    with atomic_dir(out_dir, same_kind=store.not_an_index_of_ours) as tmp:
         tmp = Path(tmp)
         offsets, files = index_text(texts, tmp, progress)
-        np.save(tmp / OFFSETS_FILE, offsets)
+        np.save(tmp / store.OFFSETS_FILE, offsets)
         graph = faiss.IndexHNSWFlat(dim, M, faiss.METRIC_INNER_PRODUCT)
         graph.hnsw.efConstruction = ef_construction
-        graph.hnsw.efSearch = DEFAULT_EF
+        graph.hnsw.efSearch = store.DEFAULT_EF
         ids = []
         for start in range(0, n_rows, ADD_ROWS):
             chunk = np.asarray(rows[start : start + ADD_ROWS], dtype=np.float32)
@@ -285,7 +241,7 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
             ok = np.isfinite(norms) & (norms > 0)
             if ok.any():
                 ids.append(np.flatnonzero(ok).astype(np.int64) + start)
-                with omp_threads(faiss, threads):
+                with store.omp_threads(faiss, threads):
                     graph.add(np.ascontiguousarray(chunk[ok] / norms[ok, None], dtype=np.float32))
             if progress is not None:
                 progress("rows", min(start + ADD_ROWS, n_rows), n_rows)
@@ -293,18 +249,19 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
         if count == 0:
             raise CorpusError(f"{Path(embeddings)}: no row has an embedding (every line had nothing to average); "
                               "nothing to index")
-        np.save(tmp / IDS_FILE, np.concatenate(ids))
-        faiss.write_index(graph, str(tmp / INDEX_FILE))
+        np.save(tmp / store.IDS_FILE, np.concatenate(ids))
+        faiss.write_index(graph, str(tmp / store.INDEX_FILE))
         info = {
-            "format": FORMAT, "format_version": FORMAT_VERSION, "library": LIBRARY, "library_version": _version(faiss),
+            "format": store.FORMAT, "format_version": store.FORMAT_VERSION, "library": store.LIBRARY,
+            "library_version": _version(faiss),
             "metric": metric, "dim": dim, "count": count, "rows": n_rows, "skipped_rows": n_rows - count,
             "embeddings": {"kind": "npy" if manifest is None else "shards", "path": str(Path(embeddings).resolve())},
             "model": None if model_dir is None else str(Path(model_dir).resolve()), "model_id": found_id,
-            "params": {"M": M, "ef_construction": ef_construction, "ef_search": DEFAULT_EF},
-            "index_bytes": (tmp / INDEX_FILE).stat().st_size, "files": files,
+            "params": {"M": M, "ef_construction": ef_construction, "ef_search": store.DEFAULT_EF},
+            "index_bytes": (tmp / store.INDEX_FILE).stat().st_size, "files": files,
             "build_seconds": round(time.perf_counter() - t0, 3),
         }
-        (tmp / INDEX_JSON).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+        (tmp / store.INDEX_JSON).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
         check_output(out_dir)  # again: what is there may have changed during the build
     return info
 

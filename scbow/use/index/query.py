@@ -1,7 +1,5 @@
-"""What the CLI calls: ``scbow-numba index`` (:func:`index_command`) and
-``neighbors --sentence "..." --index DIR`` (:func:`search_command`, :func:`check_query_model`).
-
-An index that records its model answers only queries with that model.
+"""What the CLI calls: ``scbow-numba index`` (:func:`index_command`) and ``neighbors --sentence "..."
+--index DIR`` (:func:`search_command`); an index that records its model answers only with that model.
 """
 
 from __future__ import annotations
@@ -53,12 +51,9 @@ def check_query_model(index: "Index | os.PathLike", model_dir) -> None:
     (a directory or a word2vec/GloVe file; None: unknown) unless it is the model the index
     records; an index that records none takes any model (its dims are checked on search).
     """
-    if isinstance(index, Index):
-        info, where = index.info, index.path
-    else:
-        where = Path(index)
-        info = read_info(where)
     from ...vectors.modeldir import model_id
+
+    info, where = (index.info, index.path) if isinstance(index, Index) else (read_info(Path(index)), Path(index))
 
     recorded = info.get("model_id")
     if recorded is None and info.get("model_fingerprint") is not None:
@@ -99,12 +94,10 @@ def _loaded_from(model) -> Path | None:
 def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | None = None, model_dir=None):
     """The ``topn`` indexed lines nearest to ``sentence``: ``[(cosine, file, line number, text)]``, best first.
 
-    ``model``: a loaded :class:`scbow.vectors.model.Model` (with ``model_dir``, the directory or
-    word2vec file it was loaded from; found from its memory-mapped vectors when not given)
-    or a model directory. An index that records the model it was built with answers only
-    with that model. ``topn`` is capped at the vectors in the index. Raises ModelError for
-    an index that is not one, or one built with another model, and ValueError when the
-    sentence has nothing to average.
+    ``model``: a model directory, or a loaded :class:`scbow.vectors.model.Model` (``model_dir``: the
+    directory or word2vec file it was loaded from; else found from its memory-mapped vectors).
+    ``topn`` is capped at the vectors in the index. ModelError for an index that is not one, or of
+    another model; ValueError when the sentence has nothing to average.
     """
     if topn < 1:
         raise ValueError(f"topn must be at least 1, got {topn}")
@@ -130,10 +123,4 @@ def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | N
         what = "no word in the vocabulary" if model.unknown_rule[0] == "omit" else "no word"
         raise ValueError(f"the sentence {sentence!r} has {what}")
     ids, scores = index.search(q, topn, threads=1)
-    out = []
-    for row, score in zip(ids[0].tolist(), scores[0].tolist()):
-        if row < 0:
-            continue
-        file, number, text = index.line(row)
-        out.append((float(score), file, number, text))
-    return out
+    return [(float(score), *index.line(row)) for row, score in zip(ids[0].tolist(), scores[0].tolist()) if row >= 0]

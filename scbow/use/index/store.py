@@ -1,13 +1,9 @@
-"""A sentence index directory, read back: :func:`open_index` and :class:`Index`.
-
-It holds ``index.json`` (format, version, dim, counts of vectors and rows, the model and its
-``model_id``, the HNSW parameters, the graph file's size, the text files), ``vectors.faiss``
-(the HNSW graph of the L2-normalised rows, opened memory-mapped), ``ids.npy`` (the row of each
-vector), ``offsets.npy`` (where each row's line starts) and ``text-NNN.txt`` (a compressed text,
-decompressed). On open, what damage would make wrong is checked: format, version, the fields
-used, sizes, dtypes and shapes, the graph's dim, count and metric; at query time every score must
-be a cosine, every id a row, every line's bytes one line. Anything wrong is one ``PATH: damaged
-sentence index (...)`` error.
+"""A sentence index directory, read back (:func:`open_index`, :class:`Index`): ``index.json`` (what
+:func:`read_info` checks), ``vectors.faiss`` (the HNSW graph of the L2-normalised rows, memory-mapped),
+``ids.npy`` (the row of each vector), ``offsets.npy`` (where each row's line starts), ``text-NNN.txt``
+(a compressed text, decompressed). What damage would make wrong is checked on open (sizes, dtypes,
+shapes, the graph's dim, count and metric) and at query time (every score a cosine, every id a row,
+every line's bytes one line): one ``PATH: damaged sentence index (...)`` error.
 """
 
 from __future__ import annotations
@@ -62,8 +58,7 @@ def omp_threads(faiss, n: int):
 
 
 def not_regular(path: Path) -> str | None:
-    """What ``path`` is when it is not a regular file (after links): "no such file", "is a
-    directory", "not a regular file (...)" (a FIFO or a device would block or never end)."""
+    """Why ``path`` is not a regular file (after links; a FIFO or a device would block or never end), or None."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -82,8 +77,32 @@ def output_kind(directory: Path) -> str | None:
     return "a sentence index" if (directory / INDEX_JSON).is_file() and (directory / INDEX_FILE).is_file() else None
 
 
+def not_an_index_of_ours(directory: Path) -> str | None:
+    """Why the existing ``directory`` may not be replaced by a new index (None: it may): unless it is empty,
+    its ``index.json`` must read as one, and it must hold only regular files a build writes."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError as exc:
+        return f"it cannot be listed: {exc.strerror or exc}"
+    if not entries:
+        return None
+    for e in entries:
+        if e.name not in (INDEX_JSON, INDEX_FILE, IDS_FILE, OFFSETS_FILE) and not COPY_NAME.fullmatch(e.name):
+            return f"it holds {e.name}, which no index build writes"
+        try:
+            if e.is_symlink() or not e.is_file(follow_symlinks=False):
+                return f"it holds {e.name}, which is not a regular file"
+        except OSError:
+            return f"{e.name} cannot be examined"
+    try:
+        copies = {f["text"] for f in read_info(directory)["files"]}
+    except ModelError:
+        return f"its {INDEX_JSON} is missing or not that of a sentence index"
+    stray = [e.name for e in entries if COPY_NAME.fullmatch(e.name) and e.name not in copies]
+    return f"it holds {stray[0]}, which its {INDEX_JSON} does not name" if stray else None
+
+
 def damaged(path: Path, why: str) -> ModelError:
-    """The error for a damaged part of an index: ``path`` names the file (or the directory)."""
     return ModelError(f"{path}: damaged sentence index ({why}); build it again with 'scbow-numba index'")
 
 
