@@ -131,8 +131,7 @@ def shard_done(out_dir: Path, block: Block, dim: int | None = None) -> dict | No
         if not all(type(n) is int and n >= 0 for n in counts) or counts[1] > counts[0] or counts[3] > counts[2]:
             return None
         shards.check_shard(out_dir / f"{block.name}.npy", counts[0], dim)
-        if len(shards.read_missing(out_dir / f"{block.name}.missing.txt", counts[0])) != counts[1]:
-            return None
+        shards.read_missing(out_dir / f"{block.name}.missing.txt", counts[0], counts[1])
     except (ModelError, OSError):
         return None
     return {key: info[key] for key in ("block", "rows", "missing", "tokens", "known_tokens")}
@@ -319,45 +318,44 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     created = [d for d in (out, *out.absolute().parents) if not os.path.lexists(d)]  # deepest first
     fresh = not os.path.lexists(out / shards.PLAN)
     t0 = time.perf_counter()
-    own, finished = client is None, False
-    logger = logging.getLogger("distributed")  # Dask's own log lines kept off the terminal: one message of ours
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
+    with contextlib.ExitStack() as stack:  # its callbacks run last first
+        logger = logging.getLogger("distributed")  # Dask's own log lines kept off the terminal: one message of ours
+        stack.callback(logger.setLevel, logger.level)
+        logger.setLevel(logging.CRITICAL)
+        own, finished = client is None, []
         if own:
             client = client_for(workers, scheduler)  # a bad scheduler fails here, before anything is written
-        try:
-            try:
-                out.mkdir(parents=True, exist_ok=True)
-                with atomic_file(out / shards.PLAN) as tmp:
-                    Path(tmp).write_text(json.dumps({**identity, "blocks": [asdict(b) for b in blocks]}, indent=1)
-                                         + "\n", encoding="utf-8")
-                records, stats = _run(client, task, model_path, blocks, out, identity, fill, unknown, retries,
-                                      progress, inputs)
-                finished = True
-            finally:
-                if own:
-                    cluster = getattr(client, "cluster", None)
-                    client.close()
-                    if cluster is not None:
-                        cluster.close()
-        finally:
-            if not finished:  # after the cluster is closed: its workers write nothing more
-                _undo(out, blocks, fresh, created)
-    finally:
-        logger.setLevel(level)
+        # after the cluster is closed (its workers write nothing more), a failed run takes back what it wrote
+        stack.callback(lambda: finished or _undo(out, blocks, fresh, created))
+        if own:
+            stack.callback(_close, client)
+        out.mkdir(parents=True, exist_ok=True)
+        with atomic_file(out / shards.PLAN) as tmp:
+            Path(tmp).write_text(json.dumps({**identity, "blocks": [asdict(b) for b in blocks]}, indent=1) + "\n",
+                                 encoding="utf-8")
+        workers = len(client.scheduler_info()["workers"])
+        records = _run(client, task, model_path, blocks, out, identity, fill, unknown, retries, progress, inputs)
+        finished.append(True)
     for name, recorded in identity["files"].items():  # the shards are its lines only if it is as planned
         why = shards.changed_file(name, recorded)
         if why is not None:
             raise CorpusError(_as_given(inputs, changed_message(name, why), name))
     manifest = write_manifest(out, blocks, records, identity)
-    stats.lines, stats.missing = manifest["rows"], sum(s["missing"] for s in manifest["shards"])
+    stats = ClusterStats(shards=len(blocks), output=str(out), workers=workers, lines=manifest["rows"],
+                         missing=sum(s["missing"] for s in manifest["shards"]))
     for info in records.values():
         stats.skipped += bool(info.get("skipped"))
         stats.tokens += info.get("tokens", 0)
         stats.known_tokens += info.get("known_tokens", 0)
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+def _close(client) -> None:
+    cluster = getattr(client, "cluster", None)
+    client.close()
+    if cluster is not None:
+        cluster.close()
 
 
 def write_manifest(out: Path, blocks: list[Block], records: dict, identity: dict) -> dict:
@@ -384,7 +382,6 @@ def _run(client, task, model_path, blocks, out, identity, fill, unknown, retries
     from dask.distributed import as_completed
     from distributed import KilledWorker
 
-    stats = ClusterStats(shards=len(blocks), output=str(out), workers=len(client.scheduler_info()["workers"]))
     model_arg = str(Path(model_path).resolve())
     run = os.urandom(4).hex()  # a key of this run's own: a client kept across runs must not hand back an earlier result
     futures = [client.submit(task, model_arg, b, str(out.resolve()), fill, unknown, retries=retries,
@@ -408,4 +405,4 @@ def _run(client, task, model_path, blocks, out, identity, fill, unknown, retries
     except BaseException:
         client.cancel(futures)
         raise
-    return records, stats
+    return records

@@ -1,11 +1,9 @@
 """A directory of embedding shards, as a cluster embed (:mod:`scbow.use.cluster`) writes it, read back.
 
-Per block of the inputs, ``shard-NNNNNN.npy`` (float32 rows), ``.missing.txt`` (its lines with
-nothing to average) and ``.json`` (its record, written last: the shard is done); ``plan.json``
-(the job: model, inputs, settings, blocks) and, once every shard is done, ``manifest.json``
-(the shards in input order, each with its text file and first line). :func:`open_shards` reads
-them as one memory-mapped array-like, checking what a damaged file would make wrong: the
-manifest's format, version, width and counts, and each shard's header against them.
+Per block of the inputs, ``shard-NNNNNN.npy`` (float32 rows), ``.missing.txt`` (its lines with nothing
+to average) and ``.json`` (its record, written last: the shard is done); ``plan.json`` (the job) and,
+once every shard is done, ``manifest.json`` (the shards in input order, each with its text file and
+first line). :func:`open_shards` reads them as one memory-mapped array-like, checked.
 """
 
 from __future__ import annotations
@@ -30,8 +28,8 @@ SHARD_FILE = re.compile(r"shard-(\d{6})\.(?:npy|missing\.txt|json)")
 
 
 def read_plan(directory) -> dict | None:
-    """The ``plan.json`` of a cluster embed in ``directory`` (an object with its digest and blocks, not
-    a user's file of that name); else None. Whether it is intact is the job's to say (:mod:`.cluster`)."""
+    """The ``plan.json`` of a cluster embed in ``directory`` (not a user's file of that name), else None;
+    whether it is intact is the job's to say (:mod:`.cluster`)."""
     path = Path(directory) / PLAN
     try:
         if not path.is_file() or path.stat().st_size > 1 << 26:
@@ -44,8 +42,8 @@ def read_plan(directory) -> dict | None:
 
 @register_kind
 def output_kind(directory: Path) -> str | None:
-    """``"a directory of embedding shards"`` when ``directory`` is one (:func:`scbow.outputs.kind_of`): a
-    manifest or a plan, with shards or a plan of ours (a manifest.json alone is any web project's)."""
+    """``"a directory of embedding shards"`` when ``directory`` is one: a manifest or a plan, with shards
+    or a plan of ours (a manifest.json alone is any web project's)."""
     directory = Path(directory)
     if not ((directory / MANIFEST).is_file() or (directory / PLAN).is_file()):
         return None
@@ -55,8 +53,8 @@ def output_kind(directory: Path) -> str | None:
 
 
 def check_shard(path: Path, rows: int | None = None, dim: int | None = None) -> tuple[int, int]:
-    """The shape of the shard ``path``: a 2-D float32 ``.npy`` whose file holds exactly its header and
-    rows (``rows`` by ``dim`` when given); else ModelError. Only the header is read."""
+    """The shape of the shard ``path`` (``rows`` by ``dim`` when given), a 2-D float32 ``.npy`` of exactly
+    its header and rows; else ModelError. Only the header is read."""
     check_regular(path, error=ModelError, expected="a shard (.npy)", why="a shard is a .npy file",
                   missing="missing (a shard of the directory; run the same embed again to redo it)")
     try:
@@ -85,8 +83,9 @@ def check_shard(path: Path, rows: int | None = None, dim: int | None = None) -> 
     return int(shape[0]), int(shape[1])
 
 
-def read_missing(path: Path, rows: int) -> list[int]:
-    """The lines (1..rows, increasing) a shard's list of missing lines names; else ModelError naming it."""
+def read_missing(path: Path, rows: int, count: int | None = None) -> list[int]:
+    """The lines (1..rows, increasing; ``count`` of them, when given) a shard's list of missing lines
+    names; else ModelError naming it."""
     check_regular(path, error=ModelError, expected="a shard's list of missing lines", why="a shard's list of "
                   "missing lines", missing="missing (the list of lines with nothing to average of a shard)")
     lines: list[int] = []
@@ -101,6 +100,9 @@ def read_missing(path: Path, rows: int) -> list[int]:
         raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except ValueError as exc:  # int() of a damaged line, UnicodeDecodeError
         raise ModelError(f"{path}: damaged list of missing lines ({short_message(exc, 100)})") from None
+    if count is not None and len(lines) != count:
+        raise ModelError(f"{path}: damaged list of missing lines (it lists {len(lines):,} lines, the manifest says "
+                         f"{count:,})")
     return lines
 
 
@@ -114,9 +116,8 @@ def _plain_name(value) -> bool:
 
 
 def read_manifest(directory) -> dict:
-    """``directory/manifest.json``, checked for what a damaged one would make wrong: its format and
-    version, the width, every count, each shard a file of the directory and each text's shards
-    listed together in line order (rows are numbered by them); else ModelError naming it."""
+    """``directory/manifest.json``, checked for what a damaged one would make wrong (each text's shards
+    listed together in line order: rows are numbered by them); else ModelError naming it."""
     path = Path(directory) / MANIFEST
     check_regular(path, error=ModelError, expected="a manifest", why="a manifest is a JSON file",
                   missing="missing: not the directory of a finished cluster embed (run the same embed again)")
@@ -194,14 +195,11 @@ def model_id_of(model_path) -> str:
 
 
 class Shards:
-    """The shards of a cluster embed, in manifest order, as one read-only array-like.
+    """The shards of a cluster embed, in manifest order, as one read-only array-like of memory-mapped shards.
 
-    ``len()``, ``shape``, ``dtype``; indexing with an int, a slice or an integer array returns
-    rows (a copy for slices across shards); ``np.asarray(shards)`` reads them all. Each shard is
-    memory-mapped. ``missing_lines()``: ``(file, line)`` of the lines with no embedding;
-    ``texts()``: ``(file, first row, rows)`` of each text. Opening checks the manifest
-    (:func:`read_manifest`) and every shard against it (:func:`check_shard`, and the count of its
-    list of missing lines).
+    ``len()``, ``shape``, ``dtype``; indexing with an int, a slice or an integer array returns rows (a
+    copy for slices across shards); ``np.asarray(shards)`` reads them all. Opening checks the manifest
+    and every shard against it.
     """
 
     def __init__(self, directory):
@@ -212,10 +210,7 @@ class Shards:
         for s in self.manifest["shards"]:
             shard = self.directory / s["shard"]
             check_shard(shard, s["rows"], dim)
-            listed = len(read_missing(self.directory / s["missing_file"], s["rows"]))
-            if listed != s["missing"]:
-                raise ModelError(f"{self.directory / s['missing_file']}: damaged list of missing lines (it lists "
-                                 f"{listed:,} lines, the manifest says {s['missing']:,})")
+            read_missing(self.directory / s["missing_file"], s["rows"], s["missing"])
             try:
                 self.parts.append(np.load(shard, mmap_mode="r", allow_pickle=False))
             except (ValueError, OSError) as exc:
@@ -306,9 +301,8 @@ class Shards:
 def open_shards(directory, check_sources: bool = True) -> Shards:
     """The shards written by a cluster embed into ``directory``, as one memory-mapped array-like.
 
-    ``check_sources``: refuse (ModelError) shards of a text that has changed since they were
-    embedded (:meth:`Shards.check_sources`); False skips that, for a user who knows the rows
-    are still those of the texts (a text copied with a new modification time, say).
+    ``check_sources``: refuse shards of a text changed since (:meth:`Shards.check_sources`); False, for a
+    user who knows the rows are still those of the texts (a text copied with a new modification time).
     """
     shards = Shards(directory)
     if check_sources:
