@@ -1,13 +1,9 @@
-"""Running ``scbow-numba embed MODEL INPUT... -o DIR --workers N | --scheduler ADDRESS`` on a Dask cluster.
-
-:func:`embed_on_cluster` plans the job (:func:`plan_blocks`: plain files cut into byte ranges at
-line starts, a compressed file one block), writes ``DIR/plan.json``, submits one task per block
-(:func:`embed_block`: a shard written as single-process ``embed`` writes it, its record last) and,
-when every shard is done, writes the manifest. A rerun skips the shards whose record is of its
-block; a directory of another job (or with an edited plan) is refused. A failure no rerun can mend
-(a damaged input, a text changed while it is embedded) ends the run in one message; a run that
-fails before any shard is done takes back what it wrote. The layout and reading it back:
-:mod:`scbow.use.shards`. Dask is an optional extra (``pip install 'scbow-numba[dask]'``).
+"""``scbow-numba embed MODEL INPUT... -o DIR --workers N | --scheduler ADDRESS``: on a Dask cluster
+(an optional extra), one task per block of the inputs (:func:`plan_blocks`), each writing its shard as
+single-process ``embed`` writes it, its record last; then the manifest. A rerun skips the shards whose
+record is of its block; a directory of another job (or with an edited plan) is refused. A failure no
+rerun can mend ends the run in one message; a run that fails before any shard is done takes back what
+it wrote. The layout and reading it back: :mod:`scbow.use.shards`.
 """
 
 from __future__ import annotations
@@ -40,8 +36,8 @@ _OWN_TEMPORARY = re.compile(r"\.(shard-\d{6}\.(?:npy|missing\.txt|json)|plan\.js
 
 @dataclass(frozen=True)
 class Block:
-    """Bytes ``start:stop`` of ``file`` (``stop = -1``: the whole file, decompressed); ``size`` and
-    ``mtime_ns``, the file's as planned, are part of its identity (a shard of another version is redone)."""
+    """Bytes ``start:stop`` of ``file`` (``stop = -1``: the whole file, decompressed); the file's ``size``
+    and ``mtime_ns`` as planned are part of its identity (a shard of another version is redone)."""
 
     index: int
     file: str
@@ -116,12 +112,8 @@ _MODELS: dict = {}  # model path -> Model, one per worker process
 
 
 def shard_done(out_dir: Path, block: Block, dim: int | None = None) -> dict | None:
-    """The record of the finished shard of ``block``, or None (not done, or damaged: it is redone).
-
-    Done: its record (``.json``) is of this very block (file, range, the file's size and time as
-    planned) with counts that fit (``missing <= rows``, ``known_tokens <= tokens``), its array has
-    the record's rows (:func:`scbow.use.shards.check_shard`) and its list names ``missing`` lines.
-    """
+    """The record of the finished shard of ``block``, or None (not done, or damaged: it is redone): its
+    record is of this very block, with counts that fit, and its array and list of missing lines agree."""
     try:
         check_regular(out_dir / f"{block.name}.json", error=ModelError)
         info = read_json(out_dir / f"{block.name}.json")
@@ -139,9 +131,9 @@ def shard_done(out_dir: Path, block: Block, dim: int | None = None) -> dict | No
 
 def embed_block(model_path: str, block: Block, out_dir: str, fill: float = math.nan,
                 unknown: str | None = None) -> dict:
-    """Embed one block into its shard (a Dask task); returns the shard's record. A shard done is not
-    redone. A failure a rerun cannot mend (CorpusError, ModelError) is returned as
-    ``{"block", "error", "error_type"}``, not raised: the client reports it once, Dask retries nothing."""
+    """Embed one block into its shard (a Dask task) unless it is done; returns the shard's record. A failure
+    a rerun cannot mend is returned as ``{"block", "error", "error_type"}``: the client reports it once,
+    Dask retries nothing."""
     from .embedding import read_blocks, write_embeddings
 
     out = Path(out_dir)
@@ -230,17 +222,15 @@ def refuse_model_output(out_dir: Path) -> None:
 
 
 def _sweep(out: Path) -> None:
-    """Remove the temporaries of the directory's own files whose writer is dead (:func:`scbow.files.remove_leftovers`)."""
+    """Remove the temporaries of the directory's own files whose writer is dead."""
     for name in sorted({m.group(1) for n in os.listdir(out) if (m := _OWN_TEMPORARY.fullmatch(n))}):
         remove_leftovers(out / name)
 
 
 def _check_output(out: Path, identity: dict, blocks: list[Block]) -> None:
-    """Refuse a directory that holds anything but the shards of this job (their plan, records and
-    manifest all of its model, settings and inputs; its plan not edited); then sweep it. When only
-    the inputs' sizes or times differ from the plan's, the manifest and the shards numbered beyond
-    this plan's blocks are removed too (the others are redone where their record is not of this plan)."""
-    refuse_model_output(out)
+    """Refuse a directory that holds anything but the shards of this job (its plan not edited); then sweep
+    it. When only the inputs' sizes or times differ from the plan's, the manifest and the shards numbered
+    beyond this plan's blocks are removed too (the others are redone where their record is not of this plan)."""
     if os.path.lexists(out) and not out.is_dir():
         raise ModelError(f"{out}: exists and is not a directory (a cluster embed writes a directory of shards)")
     entries = os.listdir(out) if out.is_dir() else []
@@ -274,9 +264,9 @@ def _check_output(out: Path, identity: dict, blocks: list[Block]) -> None:
 
 
 def _undo(out: Path, blocks: list[Block], fresh: bool, created: list[Path]) -> None:
-    """After a run that failed with no shard done: remove its plan and its blocks' partial shards (when it
-    found no plan there, ``fresh``), the dead writers' temporaries, and the directories it ``created``
-    that are then empty. A shard done keeps everything: running the same command again resumes."""
+    """After a run that failed with no shard done (one done keeps everything: a rerun resumes): remove its
+    plan and partial shards (when it found no plan there), dead writers' temporaries, and the directories
+    it ``created`` that are then empty."""
     try:
         if not out.is_dir() or any(os.path.lexists(out / f"{b.name}.json") for b in blocks):
             return
@@ -302,13 +292,10 @@ def _as_given(inputs, message: str, file: str) -> str:
 def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, scheduler: str | None = None,
                      fill: float = math.nan, unknown: str | None = None, block_bytes: int = BLOCK_BYTES,
                      retries: int = 2, progress=None, client=None, task=embed_block) -> ClusterStats:
-    """Embed ``inputs`` into shards in ``out_dir`` on a Dask cluster (see the module's docstring).
-
-    ``client``: an existing ``dask.distributed.Client`` (else one is made from ``workers`` or
-    ``scheduler``, and closed at the end). ``progress(done, total)`` counts shards. ``task``: the
-    function run per block, :func:`embed_block` or a wrapper of it (the tests inject faults so).
-    ``retries``: for a task that raises; a task whose worker dies is run again elsewhere.
-    """
+    """Embed ``inputs`` into shards in ``out_dir`` on a Dask cluster: ``client`` (else one made from ``workers``
+    or ``scheduler``, closed at the end). ``progress(done, total)`` counts shards. ``task``: run per block,
+    :func:`embed_block` or a wrapper of it. ``retries``: for a task that raises (one whose worker dies is
+    run again elsewhere)."""
     out, inputs = Path(out_dir), list(inputs)
     refuse_model_output(out)
     blocks = plan_blocks(inputs, block_bytes)

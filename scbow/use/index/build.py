@@ -123,8 +123,7 @@ def open_embeddings(embeddings, text=None) -> tuple[object, list, dict | None]:
 
 
 def checked_model_id(model, dim: int, what: str) -> str:
-    """The id (:func:`scbow.vectors.modeldir.model_id`) of ``model`` (``what``: how it was named), after
-    checking that it loads as a model whose vectors have ``dim`` dims."""
+    """The id of ``model`` (``what``: how it was named), a model whose vectors have ``dim`` dims."""
     from ...vectors.formats import load_model
     from ...vectors.modeldir import model_id
 
@@ -170,13 +169,11 @@ def model_to_record(rows, manifest: dict | None, model, dim: int, default_model:
         except ModelError as exc:
             why = str(exc)
         else:
-            if note is not None:
-                note(f"recorded the default model {default} as the one that embedded the lines: queries with "
-                     "another model will be refused (give -m MODEL to name another)")
+            note(f"recorded the default model {default} as the one that embedded the lines: queries with "
+                 "another model will be refused (give -m MODEL to name another)")
             return str(default), found
-    if note is not None:
-        note(f"no model recorded (no -m; {why}): queries with any {dim}-dim model will be answered; give -m MODEL, "
-             "the model that embedded the lines, to refuse the others")
+    note(f"no model recorded (no -m; {why}): queries with any {dim}-dim model will be answered; give -m MODEL, "
+         "the model that embedded the lines, to refuse the others")
     return None, None
 
 
@@ -212,7 +209,7 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
         raise ValueError(f"metric must be 'cosine', got {metric!r}")
     if M < 2 or ef_construction < 1:
         raise ValueError("M must be at least 2 and ef_construction at least 1")
-    faiss = store.load_faiss()
+    faiss, note = store.load_faiss(), note or (lambda message: None)
     rows, texts, manifest = open_embeddings(embeddings, lines_source)
     out_dir = Path(out_dir)
     check_output(out_dir)
@@ -223,7 +220,7 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
     n_rows, dim = int(rows.shape[0]), int(rows.shape[1])
     model_dir, found_id = model_to_record(rows, manifest, model, dim, default_model, note)
     removed = remove_leftovers(out_dir)
-    if removed and note is not None:
+    if removed:
         note(f"removed {len(removed)} unfinished build{'s' if len(removed) > 1 else ''} of {out_dir} left by an "
              f"earlier run that was killed: {', '.join(p.name for p in removed)}")
     t0 = time.perf_counter()

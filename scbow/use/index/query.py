@@ -18,10 +18,9 @@ from .store import INDEX_JSON, MAX_EF, Index, open_index, read_info
 
 def index_command(embeddings, output, text=None, M: int = DEFAULT_M, ef_construction: int = DEFAULT_EF_CONSTRUCTION,
                   quiet: bool = False, model=None, threads: int = 0) -> str:
-    """Build an index (``scbow-numba index``), with its progress on stderr unless ``quiet``
-    (:class:`scbow.progress.Progress`: a line redrawn on a terminal, a plain line every 30 s
-    elsewhere); returns the one-line summary to print. Without ``model`` (and shards that name
-    theirs), the default model is recorded when there is one; a note says so, or that no model is."""
+    """Build an index (``scbow-numba index``), with its progress on stderr unless ``quiet``; returns the
+    one-line summary. Without ``model`` (or shards that name theirs), the default model is recorded when
+    there is one; a note says so, or that no model is."""
     bar = Progress(0, unit="rows", enabled=False if quiet else None)
 
     def progress(what: str, done: int, total: int) -> None:
