@@ -100,8 +100,12 @@ def digest(value) -> str:
 
 def job(model_path: Path, blocks: list[Block], settings: dict) -> dict:
     """What makes two runs the same job: the model's id, the inputs (paths, sizes, times), the settings."""
+    from ..vectors.modeldir import model_id
+
     files = {b.file: {"bytes": b.size, "mtime_ns": b.mtime_ns} for b in blocks}
-    model = shards.model_id_of(model_path)
+    model = model_id(model_path)
+    if model is None:
+        raise ModelError(f"{model_path}: no such model, or it cannot be read")
     return {"model": str(Path(model_path).resolve()), "files": files, "settings": settings,
             "digest": digest([model, files, settings]), "model_id": model}
 

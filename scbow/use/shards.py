@@ -184,16 +184,6 @@ def changed_file(name: str, recorded: dict) -> str | None:
     return None
 
 
-def model_id_of(model_path) -> str:
-    """The model's one identity (:func:`scbow.vectors.modeldir.model_id`); ModelError if it cannot be read."""
-    from ..vectors.modeldir import model_id
-
-    found = model_id(model_path)
-    if found is None:
-        raise ModelError(f"{model_path}: no such model, or it cannot be read")
-    return found
-
-
 class Shards:
     """The shards of a cluster embed, in manifest order, as one read-only array-like of memory-mapped shards.
 
@@ -222,14 +212,10 @@ class Shards:
     def check_model(self) -> None:
         """ModelError if the model the shards were embedded with has changed since (retrained in place:
         its id is not the manifest's ``model_id``). A model that is gone, or none recorded, is skipped."""
+        from ..vectors.modeldir import model_id
+
         model = self.manifest.get("model")
-        if model is None or not os.path.lexists(model):
-            return
-        try:
-            now = model_id_of(model)
-        except ModelError:
-            now = None
-        if now != self.manifest["model_id"]:
+        if model is not None and os.path.lexists(model) and model_id(model) != self.manifest["model_id"]:
             raise ModelError(f"{model}: changed since these shards ({self.directory}) were embedded; embed again")
 
     def check_sources(self) -> None:
