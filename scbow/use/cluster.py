@@ -332,14 +332,11 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
         if why is not None:
             raise CorpusError(_as_given(inputs, changed_message(name, why), name))
     manifest = write_manifest(out, blocks, records, identity)
-    stats = ClusterStats(shards=len(blocks), output=str(out), workers=workers, lines=manifest["rows"],
-                         missing=sum(s["missing"] for s in manifest["shards"]))
-    for info in records.values():
-        stats.skipped += bool(info.get("skipped"))
-        stats.tokens += info.get("tokens", 0)
-        stats.known_tokens += info.get("known_tokens", 0)
-    stats.seconds = time.perf_counter() - t0
-    return stats
+    done = records.values()
+    return ClusterStats(shards=len(blocks), skipped=sum(bool(i.get("skipped")) for i in done), lines=manifest["rows"],
+                        missing=sum(s["missing"] for s in manifest["shards"]), tokens=sum(i.get("tokens", 0) for i in done),
+                        known_tokens=sum(i.get("known_tokens", 0) for i in done), seconds=time.perf_counter() - t0,
+                        workers=workers, output=str(out))
 
 
 def _close(client) -> None:
