@@ -84,9 +84,8 @@ def index_text(files, out_dir: Path, progress=None) -> tuple[np.ndarray, list[di
 
 
 def open_embeddings(embeddings, text=None) -> tuple[object, list, dict | None]:
-    """``(rows, texts, manifest)``: the rows of a ``.npy`` (memory-mapped) or of a directory of
-    shards (:class:`scbow.use.shards.Shards`), the text files ``[(path, first row, rows)]``, and
-    the shards' manifest (None for a ``.npy``)."""
+    """``(rows, texts, manifest)``: the rows of a ``.npy`` (memory-mapped) or of shards, the text files
+    ``[(path, first row, rows)]``, and the shards' manifest (None for a ``.npy``)."""
     path = Path(embeddings)
     if not path.exists():
         raise ModelError(f"{path}: no such file or directory (give the .npy file or the shard directory "
@@ -196,14 +195,11 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
                 model=None, default_model: bool = False, note=None) -> dict:
     """Build a sentence index of ``embeddings`` in ``out_dir`` (replaced atomically); returns its ``index.json``.
 
-    ``embeddings``: a ``.npy`` of float32 rows, with ``lines_source`` the text file they came from,
-    or a directory of shards (``lines_source`` None). ``progress(what, done, total)`` is called as
-    the work goes: ``("reading the lines of PATH", i, files)`` then ``("rows", rows added, rows)``
-    every :data:`ADD_ROWS` rows. ``note(message)``: what the user should know (no model recorded,
-    leftovers removed). ``threads``: threads adding to the graph (0: all cores). ``model``: the
-    model that embedded the rows, checked and recorded so that a query with another model is
-    refused (shards record theirs); with ``default_model``, the default model is recorded when
-    neither names one and it exists.
+    ``embeddings``: a ``.npy`` of float32 rows with ``lines_source`` its text file, or a directory of
+    shards. ``progress(what, done, total)``: ``("reading the lines of PATH", i, files)``, then ``("rows",
+    rows added, rows)`` every :data:`ADD_ROWS` rows. ``note(message)``: what the user should know.
+    ``threads``: threads adding to the graph (0: all cores). ``model``: the model that embedded the rows
+    (shards record theirs); with ``default_model``, the default model when neither names one and it exists.
     """
     if metric != "cosine":
         raise ValueError(f"metric must be 'cosine', got {metric!r}")
