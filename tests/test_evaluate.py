@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from conftest import assert_clean_error, make_runner
 from scipy.stats import pearsonr, spearmanr, wilcoxon
 
 from scbow.cli import main
@@ -169,26 +169,18 @@ def test_wilcoxon_uses_common_pairs_and_matches_scipy():
     ref = wilcoxon(good[5:-3], bad[5:-3])
     assert stat == pytest.approx(ref.statistic) and p == pytest.approx(ref.pvalue)
     assert p < 1e-4
-
-
-def test_wilcoxon_identical_and_degenerate():
-    _, good, _ = synthetic()
-    assert wilcoxon_test(good, good.copy()) == (0.0, 1.0)
+    assert wilcoxon_test(synthetic()[1], synthetic()[1]) == (0.0, 1.0)  # identical systems
     stat, p = wilcoxon_test(np.array([1.0, np.nan]), np.array([np.nan, 2.0]))
     assert np.isnan(stat) and np.isnan(p)
 
 
-def test_bootstrap_clearly_better_system_excludes_zero():
+def test_bootstrap_excludes_zero_for_a_clearly_better_system_and_is_reproducible():
     gold, good, bad = synthetic()
     diff, low, high = bootstrap_pearson_diff(gold, good, bad, resamples=1000, seed=0)
     assert diff == pytest.approx(pearsonr(gold, good)[0] - pearsonr(gold, bad)[0])
     assert 0 < low < diff < high
     diff, low, high = bootstrap_pearson_diff(gold, bad, good, resamples=1000, seed=0)
     assert low < diff < high < 0
-
-
-def test_bootstrap_identical_systems_contains_zero_and_is_reproducible():
-    gold, good, bad = synthetic()
     assert bootstrap_pearson_diff(gold, good, good.copy()) == (0.0, 0.0, 0.0)
     first = bootstrap_pearson_diff(gold, good, bad, resamples=200, seed=5)
     assert bootstrap_pearson_diff(gold, good, bad, resamples=200, seed=5) == first
@@ -214,14 +206,10 @@ def test_rowwise_pearson_matches_numpy():
 # --- overlap control --------------------------------------------------------------------
 
 
-def test_overlap_control_identical_sentences_have_cosine_one():
-    control = OverlapControl(dim=50)
-    cos = pair_cosines(control.embed, ["The zebra grazed.", "a b"], ["the ZEBRA grazed .", "c d"])
+def test_overlap_control_averages_all_tokens_repeats_count():
+    cos = pair_cosines(OverlapControl(dim=50).embed, ["The zebra grazed.", "a b"], ["the ZEBRA grazed .", "c d"])
     assert cos[0] == pytest.approx(1.0, abs=1e-6)
     assert abs(cos[1]) < 0.5  # no shared token: nearly orthogonal random vectors
-
-
-def test_overlap_control_averages_all_tokens_repeats_count():
     control = OverlapControl(dim=20)
     emb = control.embed(["Qwxz qwxz the", ""])
     assert emb.shape == (2, 20) and emb.dtype == np.float32
@@ -272,8 +260,6 @@ def test_evaluate_control_overlap_is_weighted_by_the_model_and_named(tmp_path):
     model.vocab.counts[:] = np.arange(len(WORDS), 0, -1) * 100
     model.config["frequency_weight"] = 0.01
     model.info["corpus"] = {"raw_tokens": int(model.vocab.counts.sum()) + 500}
-    from scbow.vectors.modeldir import save_model
-
     save_model(model, tmp_path / "m")
     sts = write_sts(tmp_path / "toy.tsv")
     report = evaluate_models([sts], model=tmp_path / "m", control="overlap", resamples=100)
@@ -321,8 +307,6 @@ def test_report_turns_nan_into_null(tmp_path):
 @pytest.mark.parametrize("level", [0.8, 0.95])
 def test_bootstrap_interval_matches_a_plain_loop_at_the_requested_level(level):
     """The vectorised bootstrap against a loop over the same resamples, at two levels."""
-    from scbow.use.evaluate import bootstrap_pearson_diff
-
     rng = np.random.default_rng(11)
     gold = rng.uniform(0, 5, 60)
     a = gold + rng.normal(0, 1.0, 60)
@@ -340,51 +324,41 @@ def test_bootstrap_interval_matches_a_plain_loop_at_the_requested_level(level):
 
 # --- the evaluate command ------------------------------------------------------------
 
-CLI_WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", "."]
-
-SET_A = [
-    (4.8, "The cat sat on the mat.", "A cat sat on a mat"),
-    (0.4, "The dog ran.", "A red house"),
-    (3.1, "A big dog", "the big cat"),
-    (1.9, "small red house", "the dog sat"),
-    (2.5, "The cat ran on the mat", "the dog ran on a mat"),
-    (0.0, "zebra quagga", "the cat"),
-]
-SET_B = [
-    (4.0, "Big house", "a big house"),
-    (1.0, "the mat", "a dog ran"),
-    (2.2, "red cat", "small cat"),
-    (0.5, "on a mat", "the big house"),
-]
-
 
 @pytest.fixture
 def files(tmp_path):
     rng = np.random.default_rng(0)
-    model = Model(Vocab(CLI_WORDS, np.ones(len(CLI_WORDS))), rng.standard_normal((len(CLI_WORDS), 8)).astype(np.float32))
+    words = WORDS + ["."]
+    model = Model(Vocab(words, np.ones(len(words))), rng.standard_normal((len(words), 8)).astype(np.float32))
     save_model(model, tmp_path / "model")
     baseline = tmp_path / "baseline.txt"  # word2vec text, a smaller vocabulary: 'house' is unknown
-    rows = [f"{w} " + " ".join(f"{x:.5f}" for x in rng.standard_normal(5)) for w in CLI_WORDS if w != "house"]
+    rows = [f"{w} " + " ".join(f"{x:.5f}" for x in rng.standard_normal(5)) for w in words if w != "house"]
     baseline.write_text(f"{len(rows)} 5\n" + "\n".join(rows) + "\n", encoding="utf-8")
     sts = tmp_path / "sts"
     sts.mkdir()
-    for name, pairs in (("2012.a.tsv", SET_A), ("2013.b.tsv", SET_B)):
-        (sts / name).write_text("".join(f"{g}\t{x}\t{y}\n" for g, x, y in pairs), encoding="utf-8")
+    write_sts(sts / "2012.a.tsv", PAIRS[:6])  # a side without a known word: 6 pairs, 5 scored
+    write_sts(sts / "2013.b.tsv", [(4.0, "Big house", "a big house"), (1.0, "the mat", "a dog ran"),
+                                   (2.2, "red cat", "small cat"), (0.5, "on a mat", "the big house")])
     return {"model": str(tmp_path / "model"), "baseline": str(baseline), "sts": sts, "tmp": tmp_path}
 
 
 def run(*args, env=None):
-    return CliRunner().invoke(main, ["evaluate", *map(str, args)], env=env)
+    return make_runner().invoke(main, ["evaluate", *map(str, args)], env=env)
 
 
-def test_table(files):
-    result = run("-m", files["model"], files["sts"])
+def one_line_error(result, *fragments):
+    """Exit 1, and the whole output is the one 'Error: ...' line."""
+    assert result.output.strip() == assert_clean_error(result, *fragments, exit_code=1)
+
+
+def test_table_of_the_default_sts_folder(files):
+    result = run("-m", files["model"], env={"SCBOW_STS_DIR": str(files["sts"])})
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     header = next(line for line in lines if line.startswith("set "))
     assert header.split() == ["set", "pairs", "scored", "pearson", "spearman"]
     row = next(line for line in lines if line.startswith("2012.a "))
-    assert row.split()[1:3] == ["6", "5"]
+    assert row.split()[1:3] == ["6", "5"] and any(line.startswith("2013.b ") for line in lines)
     assert any(line.startswith("mean ") for line in lines) and any(line.startswith("weighted ") for line in lines)
     assert "mean: unweighted over sets; weighted: weighted by the pairs scored" in result.output
     assert "pairs with a side without any known word (no embedding) are not scored" in result.output
@@ -396,6 +370,18 @@ def test_files_and_folders_mix(files):
     out = json.loads(result.stdout)
     assert [s["name"] for s in out["sets"]] == ["2013.b", "2012.a", "2013.b"]
     assert out["system"] == "model" and out["comparisons"] == {} and set(out["notes"]) >= {"mean", "unscored"}
+
+
+def test_the_real_sts_files(files):
+    from conftest import DATA_DIR, missing_data
+
+    path = DATA_DIR / "sts" / "2012.MSRvid.tsv"
+    if not path.is_file():
+        missing_data(f"real STS set {path}")
+    result = run("-m", files["model"], "--json", path)
+    assert result.exit_code == 0, result.output
+    [row] = json.loads(result.stdout)["sets"]
+    assert row["pairs"] == 750 and 0 < row["scored"] <= 750
 
 
 def test_baseline_word2vec(files):
@@ -445,15 +431,6 @@ def test_control_beside_model(files, control, name):
     assert ("SIF" in out["sources"][name]) == (control == "overlap")
     table = run("-m", files["model"], "--control", control, files["sts"])
     assert f"{name}: untrained control" in table.stdout and name in table.stdout.splitlines()[3]
-
-
-def one_line_error(result, *fragments):
-    assert result.exit_code == 1, result.output
-    assert "Traceback" not in result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 def test_errors(files):
