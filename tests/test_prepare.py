@@ -12,12 +12,14 @@ import importlib.util
 import json
 import lzma
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import assert_clean_error
 
 from scbow.cli import main
 from scbow.errors import CorpusError
@@ -147,18 +149,14 @@ def test_jsonl_named_field_one_document_per_record(tmp_path, segmenter_lib):
     assert len(documents_of(out)) == 3
 
 
-def test_jsonl_default_field_is_text(tmp_path):
+def test_jsonl_default_field_is_text_and_text_that_is_not_text_becomes_text(tmp_path):
     src = write_jsonl(tmp_path / "docs.ndjson", [{"text": "a\nb"}, {"text": "c"}])
-    out = tmp_path / "corpus.txt"
-    prepare([src], out, segmenter="lines")
-    assert documents_of(out) == [["a", "b"], ["c"]]
-
-
-def test_jsonl_text_with_a_lone_surrogate_is_written(tmp_path):
-    src = write_jsonl(tmp_path / "docs.jsonl", ['{"text": "bad \\ud800 char"}'])
-    out = tmp_path / "corpus.txt"
-    prepare([src], out, segmenter="lines")
-    assert documents_of(out) == [["bad \ufffd char"]]  # U+FFFD, as invalid UTF-8 is read everywhere
+    prepare([src], tmp_path / "corpus.txt", segmenter="lines")
+    assert documents_of(tmp_path / "corpus.txt") == [["a", "b"], ["c"]]
+    # NUL (binary) becomes a space, a lone surrogate U+FFFD, as invalid UTF-8 is read everywhere
+    (tmp_path / "n.jsonl").write_text('{"text": "The man walked home."}\n{"text": "a\\u0000b \\ud800 c."}\n')
+    prepare([tmp_path / "n.jsonl"], tmp_path / "c.txt", segmenter="lines")
+    assert documents_of(tmp_path / "c.txt") == [["The man walked home."], ["a b \ufffd c."]]
 
 
 @pytest.mark.parametrize("line, fragments", [
@@ -200,14 +198,10 @@ def test_jsonl_with_only_bad_lines_says_why_in_its_error(tmp_path):
     assert files_in(tmp_path) == ["dump.jsonl"]
 
 
-def test_cli_prepare_skips_bad_json_lines_with_one_warning_and_strict_refuses(tmp_path):
-    from conftest import assert_clean_error, make_runner
-
-    cli, _ = prepare_command()
+def test_cli_prepare_skips_bad_json_lines_with_one_warning_and_strict_refuses(tmp_path, runner):
     src = write_jsonl(tmp_path / "dump.jsonl", [{"text": "Fine."}, "{oops", {"text": None}, {"text": "Good."}])
     out = tmp_path / "corpus.txt"
-    runner = make_runner()
-    result = runner.invoke(cli.main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines"])
+    result = runner.invoke(main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines"])
     assert result.exit_code == 0, result.output
     assert documents_of(out) == [["Fine."], ["Good."]]
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
@@ -215,7 +209,7 @@ def test_cli_prepare_skips_bad_json_lines_with_one_warning_and_strict_refuses(tm
     assert f"{src}: line 2: not valid JSON" in warnings[0] and "--strict" in warnings[0]
     assert "skipped 1 JSON Lines record with no text and 1 unreadable JSON Lines line; wrote" in result.stderr
     out.unlink()
-    assert_clean_error(runner.invoke(cli.main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines",
+    assert_clean_error(runner.invoke(main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines",
                                                 "--strict"]), "line 2: not valid JSON", exit_code=1)
     assert not out.exists()
 
@@ -251,20 +245,13 @@ def test_folder_input_is_recursive_sorted_and_skips_hidden_and_other_files(tmp_p
     (root / ".git" / "x.txt").write_text("git\n")
     (root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00")
     (root / "archive.tar.gz").write_bytes(gzip.compress(b"x\x00"))
+    (tmp_path / "notes").write_text("Plain text without a suffix.\n")  # a file named is read whatever its name
     out = tmp_path / "corpus.txt"
-    stats = prepare([root], out, segmenter="lines")
-    assert documents_of(out) == [["A."], ["B."], ["D."], ["C."]]
-    assert stats.files == 4
+    stats = prepare([root, tmp_path / "notes"], out, segmenter="lines")
+    assert documents_of(out) == [["A."], ["B."], ["D."], ["C."], ["Plain text without a suffix."]]
+    assert stats.files == 5
     assert [p.relative_to(root).as_posix() for p, _ in P.find_inputs([root])] == [
         "a.txt", "b/b.text", "b/d.jsonl.gz", "b/deep/c.md"]
-
-
-def test_a_named_file_is_read_whatever_its_name(tmp_path):
-    src = tmp_path / "notes"
-    src.write_text("Plain text without a suffix.\n")
-    out = tmp_path / "corpus.txt"
-    prepare([src], out, segmenter="lines")
-    assert documents_of(out) == [["Plain text without a suffix."]]
 
 
 # ---------------------------------------------------------------- refusals and errors
@@ -323,18 +310,6 @@ def test_missing_segmenter_library_says_what_to_install(tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------- atomicity
-
-
-def test_failure_midway_leaves_the_old_output_and_no_temporary_file(tmp_path):
-    good = tmp_path / "1-good.txt"
-    good.write_text("Sentence one.\n" * 1000)
-    bad = write_jsonl(tmp_path / "2-bad.jsonl", [{"text": "Fine."}, "{oops"])
-    out = tmp_path / "corpus.txt.gz"
-    out.write_bytes(b"old output")
-    with pytest.raises(CorpusError, match=r"2-bad.jsonl: line 2: not valid JSON"):
-        prepare([good, bad], out, segmenter="lines", strict=True)
-    assert out.read_bytes() == b"old output"
-    assert files_in(tmp_path) == ["1-good.txt", "2-bad.jsonl", "corpus.txt.gz"]
 
 
 def test_interrupt_midway_leaves_no_output(tmp_path):
@@ -441,39 +416,24 @@ def test_importing_the_module_imports_no_segmenter():
 # ---------------------------------------------------------------- the command
 
 
-def prepare_command():
-    from scbow import cli
-
-    return cli, cli.main.commands["prepare"]
-
-
 def test_cli_choices_match_the_module():
-    _, command = prepare_command()
-    params = {p.name: p for p in command.params}
+    params = {p.name: p for p in main.commands["prepare"].params}
     assert list(params["segmenter"].type.choices) == list(P.SEGMENTERS)
     assert params["segmenter"].default == P.DEFAULT_SEGMENTER
     assert list(params["documents"].type.choices) == list(P.DOCUMENT_MODES)
     assert params["jsonl_field"].default == P.DEFAULT_JSONL_FIELD
 
 
-def test_cli_prepares_and_reports_in_one_line(tmp_path):
-    from conftest import assert_clean_error, make_runner
-
-    cli, _ = prepare_command()
+def test_cli_prepares_and_reports_in_one_line(tmp_path, runner):
     (tmp_path / "a.txt").write_text("One.\nTwo.\n\nThree.\n")
     out = tmp_path / "corpus.txt.gz"
-    runner = make_runner()
-    result = runner.invoke(cli.main, ["prepare", str(tmp_path / "a.txt"), "-o", str(out), "--segmenter", "lines",
+    result = runner.invoke(main, ["prepare", str(tmp_path / "a.txt"), "-o", str(out), "--segmenter", "lines",
                                       "--documents", "blank-line"])
     assert result.exit_code == 0, result.output
     assert documents_of(out) == [["One.", "Two."], ["Three."]]
     assert "2 documents, 3 sentences" in result.stderr and result.stdout == ""
-    result = runner.invoke(cli.main, ["prepare", str(tmp_path / "a.txt"), "-o", str(out), "-q", "--segmenter", "lines"])
+    result = runner.invoke(main, ["prepare", str(tmp_path / "a.txt"), "-o", str(out), "-q", "--segmenter", "lines"])
     assert result.exit_code == 0 and result.stderr == ""
-    assert_clean_error(runner.invoke(cli.main, ["prepare", str(tmp_path / "nope.txt"), "-o", str(out)]),
-                       "no such file or directory", exit_code=1)
-    assert_clean_error(runner.invoke(cli.main, ["prepare", str(out), "-o", str(out)]),
-                       "refusing to overwrite an input", exit_code=1)
 
 
 @pytest.mark.parametrize("gap", [" ", "\t", " \t  ", "\u00a0", "\t\r"])
@@ -502,16 +462,7 @@ def test_a_line_longer_than_a_chunk_is_cut_only_at_whitespace(tmp_path, segmente
     assert got == text.split()  # every word whole, in order (the line may be several sentences)
 
 
-def test_json_text_that_is_not_text_becomes_text(tmp_path):
-    (tmp_path / "n.jsonl").write_text('{"text": "The man walked home."}\n{"text": "a\\u0000b \\ud800 c."}\n')
-    prepare([tmp_path / "n.jsonl"], tmp_path / "c.txt", segmenter="lines")
-    data = (tmp_path / "c.txt").read_bytes()
-    assert b"\x00" not in data and "a b \ufffd c.".encode() in data
-
-
 def test_the_tools_own_outputs_are_not_read_as_text(tmp_path, good_model):
-    import shutil
-
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "a.txt").write_text("One sentence here.\n")
@@ -522,52 +473,36 @@ def test_the_tools_own_outputs_are_not_read_as_text(tmp_path, good_model):
         prepare([folder / "model"], tmp_path / "d.txt", segmenter="lines")
 
 
-def test_a_killed_prepare_leaves_a_temporary_that_the_next_run_removes(tmp_path, make_text):
-    import signal
-    import subprocess
-    import sys
-    import time
+def test_a_dead_prepares_temporary_is_removed_and_nothing_else(tmp_path, runner):
+    """The next prepare removes a dead writer's temporary, never a live one's or a look-alike (the rule:
+    test_files; a killed writer leaving one: test_saves_killed_at_random_points_leave_nothing...)."""
+    from test_files import dead_pid
 
-    src = tmp_path / "raw.txt"
-    src.write_text(make_text(n_docs=40, sents_per_doc=2000, seed=3), encoding="utf-8")
-    out = tmp_path / "corpus.txt.xz"
-    cmd = [sys.executable, "-m", "scbow", "prepare", str(src), "-o", str(out), "--segmenter", "lines", "-q"]
-    proc = subprocess.Popen(cmd)
-    deadline = time.monotonic() + 60
-    while not list(tmp_path.glob(".corpus.txt.xz.tmp-*")) and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    [left] = list(tmp_path.glob(".corpus.txt.xz.tmp-*"))
-    assert not out.exists()
-    # beside it: look-alikes that are not ours, and a temporary a live writer holds
-    (tmp_path / ".corpus.txt.xz.tmp-notes").write_text("mine")  # not a temporary's name (no pid)
-    (tmp_path / ".corpus.txt.xz.tmp-abcdefgh").symlink_to(src)
     from scbow.files import atomic_file
 
+    src = tmp_path / "raw.txt"
+    src.write_text("One sentence.\n", encoding="utf-8")
+    out = tmp_path / "corpus.txt.xz"
+    left = tmp_path / f".corpus.txt.xz.tmp-{dead_pid()}-0123abcd"
+    left.write_bytes(b"half")
+    (tmp_path / ".corpus.txt.xz.tmp-notes").write_text("mine")  # not a temporary's name (no pid)
+    (tmp_path / ".corpus.txt.xz.tmp-abcdefgh").symlink_to(src)
     with atomic_file(out) as live:
         live.write_text("being written")
-        result = subprocess.run(cmd, capture_output=True, text=True)
-        assert result.returncode == 0, result.stderr
-        assert live.exists()  # a live writer's temporary is left alone
-        assert not left.exists()  # the killed run's is gone
+        result = runner.invoke(main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines", "-q"])
+        assert result.exit_code == 0, result.output
+        assert live.exists() and not left.exists()  # a live writer's temporary is left alone, the dead one's gone
         assert (tmp_path / ".corpus.txt.xz.tmp-notes").read_text() == "mine"
         assert (tmp_path / ".corpus.txt.xz.tmp-abcdefgh").is_symlink() and src.exists()
     assert out.read_text() == "being written"  # the live writer finished last
 
 
-def test_prepare_warns_when_a_run_without_whitespace_is_cut(tmp_path, runner):
-    (tmp_path / "giant.txt").write_text("a" * 300_000 + "\n")
-    result = runner.invoke(main, ["prepare", str(tmp_path / "giant.txt"), "-o", str(tmp_path / "g.txt"),
-                                  "--segmenter", "lines"])
-    assert result.exit_code == 0, result.output
-    assert "with no whitespace" in result.stderr and "cut where a chunk ended" in result.stderr
-
-
-def test_the_summary_and_warnings_prepare_prints():
+def test_the_summary_and_warnings_prepare_prints(tmp_path):
     """PrepareStats.summary and .warnings: the lines 'prepare' prints, from the library (issue 33 item 7)."""
     from scbow.text.prepare import CHUNK_CHARS, PrepareStats
 
+    (tmp_path / "giant.txt").write_text("a" * 300_000 + "\n")  # a run with no whitespace is cut, and counted
+    assert prepare([tmp_path / "giant.txt"], tmp_path / "g.txt", segmenter="lines").words_cut > 0
     stats = PrepareStats(files=2, documents=3, sentences=41, words=1234, input_bytes=2_500_000, seconds=2.0,
                          invalid_utf8_lines=1, words_cut=2, skipped_records=1, bad_records=3,
                          bad_examples=["a.jsonl: line 2: not JSON", "a.jsonl: line 5: no 'text'"])
