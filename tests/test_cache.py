@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import assert_clean_error
-from test_files import dead_pid
+from test_files import dead_pid, snapshot
 
 from scbow.cli import main
 from scbow.errors import CorpusError
@@ -66,16 +66,11 @@ def test_cache_key_changes_when_the_file_changes(tmp_path):
     assert "new" in b.vocab and "new" not in a.vocab
 
 
-def test_default_cache_dir_follows_env(tmp_path, monkeypatch, small_corpus_file):
+def test_the_default_cache_dir_follows_env_and_no_cache_writes_nothing(tmp_path, monkeypatch, small_corpus_file):
     monkeypatch.setenv("SCBOW_CACHE_DIR", str(tmp_path / "envcache"))
-    c = load_corpus([small_corpus_file], min_count=1)
-    assert c.cache_path.startswith(str(tmp_path / "envcache"))
-
-
-def test_no_cache_writes_nothing_to_the_cache_dir(tmp_path, small_corpus_file):
+    assert load_corpus([small_corpus_file], min_count=1).cache_path.startswith(str(tmp_path / "envcache"))
     c = load_corpus([small_corpus_file], min_count=1, cache_dir=tmp_path / "cache", use_cache=False)
-    assert c.n_sentences == 120
-    assert not (tmp_path / "cache").exists()
+    assert c.n_sentences == 120 and not (tmp_path / "cache").exists()
 
 
 @pytest.mark.parametrize("damage", ["tokens-missing", "token-out-of-range", "offsets-backwards", "wrong-dtype"])
@@ -122,7 +117,7 @@ def test_a_damaged_meta_is_listed_and_rebuilt_never_followed(tmp_path, runner, h
 
 
 def test_a_broken_entry_that_is_not_ours_is_left_and_the_corpus_still_loads(tmp_path, healthy):
-    from scbow.training.corpus import cache_key, expand_inputs, load_corpus
+    from scbow.training.corpus import cache_key, expand_inputs
 
     _, corpus = healthy
     cache = tmp_path / "cache"
@@ -248,25 +243,19 @@ def test_a_live_encoding_is_left_alone_by_clear(tmp_path):
     assert clear_cache(cache)[0] == 1 and not dead.exists()
 
 
-def _snapshot(directory: Path) -> dict:
-    return {p.relative_to(directory): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
-
-
 @pytest.mark.parametrize("where", ["model", "inside-model", "checkpoint"])
 def test_the_corpus_cache_never_goes_into_a_model(tmp_path, runner, healthy, where):
-    import shutil
-
     model, corpus = healthy
     target = tmp_path / "target"
     shutil.copytree(model, target)
     if where == "checkpoint":
         (target / "state.json").write_text("{}")
-    before = _snapshot(target)
+    before = snapshot(target)
     cache = target / "sub" if where == "inside-model" else target
     result = runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m"), "--dim", "8", "--min-count", "1",
                                   "-q", "--cache-dir", str(cache)])
     assert_clean_error(result, "--cache-dir")
-    assert _snapshot(target) == before and not (tmp_path / "m").exists()
+    assert snapshot(target) == before and not (tmp_path / "m").exists()
 
 
 def test_clear_on_a_cache_it_cannot_change_says_so(tmp_path, runner, healthy, monkeypatch):

@@ -347,7 +347,7 @@ def test_check_output_file_refuses_a_pipe_and_a_device(tmp_path):  # inside ours
 # -- every command's outputs go through these rules (one CLI test each) ------------------
 
 
-def _snapshot(directory: Path) -> dict:
+def snapshot(directory: Path) -> dict:
     return {p.relative_to(directory): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
@@ -357,7 +357,7 @@ def test_no_command_writes_inside_a_model(tmp_path, runner, healthy):
     model, corpus = healthy
     target = tmp_path / "target"
     shutil.copytree(model, target)
-    before = _snapshot(target)
+    before = snapshot(target)
     (tmp_path / "lines.txt").write_text("the cat sat\n")
     m = str(model)
     commands = {
@@ -378,7 +378,7 @@ def test_no_command_writes_inside_a_model(tmp_path, runner, healthy):
             assert result.exit_code != 0 and "Traceback" not in result.output, result.output
         else:
             assert_clean_error(result, "is inside", f"{target}", "refusing to write into it")
-        assert _snapshot(target) == before, name
+        assert snapshot(target) == before, name
     assert not (tmp_path / "e.npy").exists()
 
 
