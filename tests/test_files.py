@@ -242,58 +242,37 @@ def test_a_dangling_link_creates_its_target_only_where_its_folder_exists(tmp_pat
     assert not (tmp_path / "missing").exists()
 
 
-def test_train_and_prepare_write_through_a_link(tmp_path):
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text(synthetic_text(n_docs=4, sents_per_doc=30, seed=3), encoding="utf-8")
-    real = tmp_path / "real"
-    real.mkdir()
-    runner = make_runner()
-    link = tmp_path / "model"
-    link.symlink_to(real / "model")  # dangling: train makes the target
-    for _ in range(2):  # a new model, then one replacing it
-        result = runner.invoke(main, train_args(corpus, link))
-        assert result.exit_code == 0, result.output
-        assert link.is_symlink() and kind_of(real / "model") == "a model directory"
-        assert temporaries(real, "model") == [] and temporaries(tmp_path, "model") == []
-    far = tmp_path / "far"
-    far.symlink_to(tmp_path / "nowhere" / "model")
-    result = runner.invoke(main, train_args(corpus, far))
-    assert result.exit_code == 1 and "whose folder does not exist" in result.output
-    assert not (tmp_path / "nowhere").exists()
-
-    raw = tmp_path / "raw.txt"
-    raw.write_text("One sentence here. And another one.\n\nA second document.\n", encoding="utf-8")
-    (real / "prepared.txt").write_text("old")
-    plink = tmp_path / "prepared.txt"
-    plink.symlink_to(real / "prepared.txt")
-    result = runner.invoke(main, ["prepare", str(raw), "-o", str(plink)])
-    assert result.exit_code == 0, result.output
-    assert plink.is_symlink() and "second document" in (real / "prepared.txt").read_text()
-    assert temporaries(real, "prepared.txt") == []
-
-
-def test_a_link_onto_another_file_system_is_written_there(tmp_path):
+@pytest.mark.parametrize("where", ["same file system", "/dev/shm"])
+def test_train_and_prepare_write_through_a_link(tmp_path, runner, where):
+    """Made, then replaced, at the links' targets: on another file system too (no "Invalid cross-device link")."""
     import tempfile
 
-    if not os.path.isdir("/dev/shm") or os.stat("/dev/shm").st_dev == os.stat(tmp_path).st_dev:
+    if where == "/dev/shm" and (not os.path.isdir("/dev/shm") or os.stat("/dev/shm").st_dev == os.stat(tmp_path).st_dev):
         pytest.skip("no second file system (/dev/shm) to link onto")
-    far = Path(tempfile.mkdtemp(dir="/dev/shm"))
+    real = Path(tempfile.mkdtemp(dir="/dev/shm")) if where == "/dev/shm" else tmp_path / "real"
+    real.mkdir(exist_ok=True)
     try:
         corpus = tmp_path / "corpus.txt"
         corpus.write_text(synthetic_text(n_docs=4, sents_per_doc=30, seed=3), encoding="utf-8")
-        (tmp_path / "model").symlink_to(far / "model")
-        (tmp_path / "out.txt").symlink_to(far / "out.txt")
-        runner = make_runner()
-        for _ in range(2):  # made, then replaced, across the file systems (no "Invalid cross-device link")
+        (tmp_path / "model").symlink_to(real / "model")  # dangling: train makes the target
+        (tmp_path / "out.txt").symlink_to(real / "out.txt")
+        raw = tmp_path / "raw.txt"
+        for text in ("One sentence.", "A second document."):  # made, then replaced
             result = runner.invoke(main, train_args(corpus, tmp_path / "model"))
             assert result.exit_code == 0, result.output
-            result = runner.invoke(main, ["prepare", str(corpus), "-o", str(tmp_path / "out.txt")])
+            assert kind_of(real / "model") == "a model directory"
+            raw.write_text(text + "\n")
+            result = runner.invoke(main, ["prepare", str(raw), "-o", str(tmp_path / "out.txt"), "--segmenter", "lines"])
             assert result.exit_code == 0, result.output
-        assert kind_of(far / "model") == "a model directory" and (far / "out.txt").stat().st_size > 0
-        assert sorted(p.name for p in far.iterdir()) == ["model", "out.txt"]
-        assert (tmp_path / "model").is_symlink() and (tmp_path / "out.txt").is_symlink()
+            assert (real / "out.txt").read_text() == text + "\n"
+            assert sorted(p.name for p in real.iterdir()) == ["model", "out.txt"]  # no temporary beside the targets
+            assert (tmp_path / "model").is_symlink() and (tmp_path / "out.txt").is_symlink()
+            assert temporaries(tmp_path, "model") == temporaries(tmp_path, "out.txt") == []
     finally:
-        shutil.rmtree(far)
+        shutil.rmtree(real)
+    (tmp_path / "far").symlink_to(tmp_path / "nowhere" / "model")
+    assert_clean_error(runner.invoke(main, train_args(corpus, tmp_path / "far")), "whose folder does not exist")
+    assert not (tmp_path / "nowhere").exists()
 
 
 # -- the leak: a save killed at any point leaves nothing the next run keeps ---------------
