@@ -351,35 +351,31 @@ def _random_text(seed, n_lines=300):
     )
 
 
-@pytest.mark.parametrize("text", [
-    "\n".join(TRICKY_LINES) + "\n",
-    _random_text(0),
-    _random_text(1),
-    "no trailing newline ΟΔΟΣ\n",
-    "\n\n\n",
-])
-def test_chunk_memo_gives_the_ids_of_the_regex_pass(text):
-    memo_types, plain_types = corpus_mod._TypeIds(), corpus_mod._TypeIds()
-    chunks = corpus_mod._ChunkIds(memo_types)
-    plain = corpus_mod._ChunkIds(plain_types)
-    # the same text twice: the second time every chunk is a memo hit
-    for block in (text, text):
+def memo_gives_the_regex_ids(blocks, **kwargs):
+    """Each block through the chunk memo and through the plain regex pass: the same ids, in first-occurrence
+    order. Returns the memo, and after each block (table slots, keys, code points of keys, chunks)."""
+    types, plain_types = corpus_mod._TypeIds(), corpus_mod._TypeIds()
+    chunks, plain = corpus_mod._ChunkIds(types, **kwargs), corpus_mod._ChunkIds(plain_types)
+    sizes = []
+    for block in blocks:
         got = chunks.encode(block)
-        want = _plain_encode(plain, block)
-        assert got.dtype == np.int32
-        assert got.tolist() == want.tolist()
-    assert list(memo_types.items()) == list(plain_types.items())  # ids in first-occurrence order
+        assert got.dtype == np.int32 and got.tolist() == _plain_encode(plain, block).tolist()
+        sizes.append((len(chunks._table), len(chunks._key_start), len(chunks._keys), len(chunks)))
+    assert list(types.items()) == list(plain_types.items())
+    return chunks, sizes
+
+
+@pytest.mark.parametrize("text", ["\n".join(TRICKY_LINES) + "\n", _random_text(0), _random_text(1),
+                                  "no trailing newline ΟΔΟΣ\n", "\n\n\n"])
+def test_chunk_memo_gives_the_ids_of_the_regex_pass(text):
+    memo_gives_the_regex_ids([text, text])  # the second time every chunk is a memo hit
 
 
 def test_chunk_memo_that_starts_afresh_gives_the_same_ids(monkeypatch):
     monkeypatch.setattr(corpus_mod, "_MAX_CHUNKS", 5)
-    types, plain_types = corpus_mod._TypeIds(), corpus_mod._TypeIds()
-    chunks, plain = corpus_mod._ChunkIds(types), corpus_mod._ChunkIds(plain_types)
-    for seed in range(4):
-        block = _random_text(seed, 20)
-        assert chunks.encode(block).tolist() == _plain_encode(plain, block).tolist()
-        assert len(chunks) <= 5 + len(block.split())
-    assert list(types.items()) == list(plain_types.items())
+    blocks = [_random_text(seed, 20) for seed in range(4)]
+    _, sizes = memo_gives_the_regex_ids(blocks)
+    assert all(size[3] <= 5 + len(block.split()) for size, block in zip(sizes, blocks))
 
 
 def _encode_both(monkeypatch, paths):
@@ -473,20 +469,14 @@ def test_the_chunk_memo_assumptions_hold_for_every_code_point():
 
 
 def test_chunk_memo_grows_its_table_and_key_store():
-    types, plain_types = corpus_mod._TypeIds(), corpus_mod._TypeIds()
-    # room for one chunk at first: a table of 4 slots, 2 keys, 8 code points of keys
-    chunks, plain = corpus_mod._ChunkIds(types, capacity=1), corpus_mod._ChunkIds(plain_types)
     blocks = [
         _random_text(5),
         # a chunk many times the key store: doubled several times before it fits
         "\n".join(TRICKY_LINES) + "\n" + "Ab" * 500 + " tail\n",
         "lone \ud800 surrogate\udfff\n" + _random_text(6),
     ]
-    sizes = []
-    for block in blocks + blocks:  # the second time, every chunk is a memo hit
-        assert chunks.encode(block).tolist() == _plain_encode(plain, block).tolist()
-        sizes.append((len(chunks._table), len(chunks._key_start), len(chunks._keys)))
-    assert list(types.items()) == list(plain_types.items())
+    # room for one chunk at first: a table of 4 slots, 2 keys, 8 code points of keys
+    chunks, sizes = memo_gives_the_regex_ids(blocks + blocks, capacity=1)  # the second time, every chunk a hit
     assert len(chunks) == len(set("".join(blocks).split()))
     assert sizes[0][0] >= 4 << 6 and sizes[0][1] >= 2 << 6 and sizes[1][2] >= 2000
     assert sizes[2:] == sizes[2:3] * 4  # nothing grows once every chunk is known
