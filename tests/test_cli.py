@@ -44,38 +44,39 @@ def test_train_writes_a_model(tmp_path, runner, small_corpus_file):
 
 
 def test_similarity_prints_a_float_and_names_unknown_words(runner, trained):
-    result = runner.invoke(main, ["similarity", "-m", str(trained), "The cat sat xyzzy.", "A dog ran!"])
-    assert result.exit_code == 0, result.output
-    value = float(result.stdout.strip())
-    assert -1.0 <= value <= 1.0
-    assert value == pytest.approx(load_model(trained).similarity("The cat sat xyzzy.", "A dog ran!"), abs=1e-4)
-    assert "xyzzy" in result.stderr and "sentence 1" in result.stderr
-    assert "sentence 2" not in result.stderr
-    same = runner.invoke(main, ["similarity", "-m", str(trained), "the big dog", "Dog the big"])
-    assert float(same.stdout) == pytest.approx(1.0, abs=1e-4)
-
-
-@pytest.mark.parametrize("sides", [("the cat", "qwerty zxcv"), ("qwerty", "asdf")])
-def test_similarity_without_a_known_word_fails_cleanly(runner, trained, sides):
-    result = runner.invoke(main, ["similarity", "-m", str(trained), "--unknown", "omit", *sides])
-    line = assert_clean_error(result, "no word in the vocabulary")
-    assert result.stdout == ""  # no invented number
-    assert ("sentence 1" in line) == (sides[0] == "qwerty")
-
-
-def test_similarity_hashes_unknown_words_by_default(runner, trained):
     """A model trained now records unknown="hash": a sentence of unknown words still has an
     embedding, the same words on both sides are similar, and stderr says what was hashed."""
-    assert load_model(trained).unknown_rule == ("hash", 1.0)
-    result = runner.invoke(main, ["similarity", "-m", str(trained), "the cat qwerty", "qwerty zxcv"])
-    assert result.exit_code == 0, result.output
-    assert "given hashed random vectors: qwerty, zxcv" in result.stderr
-    same = runner.invoke(main, ["similarity", "-m", str(trained), "qwerty zxcv", "zxcv qwerty"])
-    assert float(same.stdout) == pytest.approx(1.0, abs=1e-4)
-    assert float(result.stdout) < float(same.stdout)
-    empty = runner.invoke(main, ["similarity", "-m", str(trained), "the cat", "   "])
-    assert_clean_error(empty, "sentence 2 is empty")
+    def similarity(*pair):
+        result = runner.invoke(main, ["similarity", "-m", str(trained), *pair])
+        assert result.exit_code == 0, result.output
+        assert -1.0 <= float(result.stdout) <= 1.0
+        return result
 
+    result = similarity("The cat sat xyzzy.", "A dog ran!")
+    assert float(result.stdout) == pytest.approx(load_model(trained).similarity("The cat sat xyzzy.", "A dog ran!"),
+                                                 abs=1e-4)
+    assert "xyzzy" in result.stderr and "sentence 1" in result.stderr and "sentence 2" not in result.stderr
+    assert float(similarity("the big dog", "Dog the big").stdout) == pytest.approx(1.0, abs=1e-4)
+    assert load_model(trained).unknown_rule == ("hash", 1.0)
+    result = similarity("the cat qwerty", "qwerty zxcv")
+    assert "given hashed random vectors: qwerty, zxcv" in result.stderr
+    same = similarity("qwerty zxcv", "zxcv qwerty")
+    assert float(result.stdout) < float(same.stdout) == pytest.approx(1.0, abs=1e-4)
+    similarity("the\u00a0cat 🙂", "CAT\tSAT")  # odd strings
+    similarity("a\ud800b the", "cat")
+
+
+@pytest.mark.parametrize("pair, fragment", [
+    (("the cat", "qwerty zxcv"), "no similarity: sentence 2 has no word in the vocabulary"),
+    (("qwerty", "asdf"), "sentence 1 and sentence 2 has no word in the vocabulary"),
+    (("🙂", "the cat"), "no similarity: sentence 1 has no word in the vocabulary"),
+    (("", "the cat"), "sentence 1 is empty"), (("the cat", "   "), "sentence 2 is empty"),
+    (("   ", ""), "sentence 1 and sentence 2 are empty"),
+])
+def test_similarity_without_two_sentences_to_compare_fails_cleanly(runner, trained, pair, fragment):
+    result = runner.invoke(main, ["similarity", "-m", str(trained), "--unknown", "omit", *pair])
+    assert_clean_error(result, fragment)
+    assert result.stdout == ""  # no invented number
 
 
 def test_a_missing_model_is_one_line_and_nothing_is_written(tmp_path, runner, sts_file):
@@ -412,15 +413,11 @@ def test_counts_of_one_are_singular(tmp_path, runner, healthy):
 # ---------------------------------------------------------------- similarity, neighbors, embed, expand
 
 
-@pytest.mark.parametrize("words, negative", [(["cat"], ["cat"]), (["cat", "dog"], ["cat", "dog"]),
-                                             (["Cat"], ["cat"])])
-def test_a_query_that_cancels_out_is_an_error(runner, healthy, words, negative):
-    argv = ["neighbors", "-m", str(healthy[0]), *words, *[f"--negative={w}" for w in negative]]
-    assert_clean_error(runner.invoke(main, argv), "zero vector", exit_code=1)
-
-
-def test_a_sentence_averaging_to_zero_is_an_error_not_nan(tmp_path, runner, healthy):
-    model = shutil.copytree(healthy[0], tmp_path / "m")
+def test_a_query_or_sentence_that_averages_to_zero_is_an_error_not_nan(tmp_path, runner, trained):
+    for words, negative in ((["cat"], ["cat"]), (["cat", "dog"], ["cat", "dog"]), (["Cat"], ["cat"])):  # cancels out
+        argv = ["neighbors", "-m", str(trained), *words, *[f"--negative={w}" for w in negative]]
+        assert_clean_error(runner.invoke(main, argv), "zero vector", exit_code=1)
+    model = shutil.copytree(trained, tmp_path / "m")
     vectors = np.load(model / "vectors.npy")
     word = load_model(model).vocab.words[3]
     vectors[3] = 0.0
@@ -428,17 +425,6 @@ def test_a_sentence_averaging_to_zero_is_an_error_not_nan(tmp_path, runner, heal
     result = runner.invoke(main, ["similarity", "-m", str(model), word, "the cat"])
     assert_clean_error(result, "zero vector", exit_code=1)
     assert "nan" not in result.stdout
-
-
-@pytest.mark.parametrize("pair, ok", [(("", "the cat"), False), (("   ", ""), False), (("🙂", "the cat"), False),
-                                      (("the\u00a0cat 🙂", "CAT\tSAT"), True), (("a\ud800b the", "cat"), True)])
-def test_similarity_cli_with_odd_strings(runner, good_model, pair, ok):
-    result = runner.invoke(main, ["similarity", "-m", str(good_model), *pair])
-    if ok:
-        assert result.exit_code == 0, result.output
-        assert -1.0 <= float(result.stdout) <= 1.0
-    else:
-        assert_clean_error(result, "empty" if not pair[0].strip() else "no word in the vocabulary")
 
 
 def test_similarity_cli_with_a_very_long_argument_and_bad_bytes_in_a_real_process(tmp_path, good_model):
