@@ -83,12 +83,18 @@ def test_file_mode_one_document_per_file(tmp_path, segmenter_lib):
     assert stats.segmenter == P.DEFAULT_SEGMENTER and stats.seconds > 0
 
 
-def test_blank_line_mode_one_document_per_block(tmp_path, segmenter_lib):
-    (tmp_path / "a.txt").write_text("\n\n" + BOOK + "\n \n\t\n", encoding="utf-8")
+def test_blank_line_mode_one_document_per_block_and_the_trainer_reads_it(tmp_path, segmenter_lib):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text("\n\n" + BOOK + "\n \n\t\n", encoding="utf-8")
     out = tmp_path / "corpus.txt"
-    stats = prepare([tmp_path / "a.txt"], out, documents="blank-line")
+    stats = prepare([tmp_path / "in" / "a.txt"], out, documents="blank-line")
     assert documents_of(out) == [BOOK_SENTENCES[:2], BOOK_SENTENCES[2:]]
     assert stats.documents == 2
+    write_jsonl(tmp_path / "in" / "b.jsonl", [{"text": "Record one. Has two."}, {"text": "Record two."}])
+    stats = prepare([tmp_path / "in"], tmp_path / "corpus.txt.xz", documents="blank-line")
+    assert (stats.documents, stats.sentences) == (4, 8)
+    corpus = load_corpus([tmp_path / "corpus.txt.xz"], min_count=1, max_vocab=0, use_cache=False)
+    assert (corpus.n_documents, corpus.n_sentences) == (4, 8)
 
 
 def test_lines_segmenter_keeps_lines_and_collapses_whitespace(tmp_path):
@@ -99,6 +105,12 @@ def test_lines_segmenter_keeps_lines_and_collapses_whitespace(tmp_path):
     assert documents_of(out) == [["One sentence here.", "Two", "Three", "Four"]]
     prepare([src], out, segmenter="lines", documents="blank-line")
     assert documents_of(out) == [["One sentence here.", "Two"], ["Three", "Four"]]
+    # documents without sentences are dropped; a little invalid UTF-8 is kept and counted
+    (tmp_path / "b.txt").write_text(" \n\n\t\n", encoding="utf-8")
+    (tmp_path / "c.txt").write_bytes(b"Caf\xe9 au lait.\n" + b"Fine line.\n" * 10)
+    stats = prepare([src, tmp_path / "b.txt", tmp_path / "c.txt"], out, segmenter="lines")
+    assert documents_of(out) == [["One sentence here.", "Two", "Three", "Four"], ["Caf\ufffd au lait."] + ["Fine line."] * 10]
+    assert (stats.files, stats.documents, stats.invalid_utf8_lines) == (3, 2, 1)
 
 
 @pytest.mark.parametrize("name", [n for n, module in P.SEGMENTERS.items() if module])
@@ -110,16 +122,6 @@ def test_every_library_segmenter_keeps_the_text(tmp_path, name):
     (doc,) = documents_of(out)
     assert "".join("".join(doc).split()) == "".join(BOOK.split())  # nothing lost, nothing added
     assert 4 <= stats.sentences <= 8 and stats.segmenter == name
-
-
-def test_documents_without_sentences_are_dropped(tmp_path):
-    (tmp_path / "a.txt").write_text("One.\n", encoding="utf-8")
-    (tmp_path / "b.txt").write_text(" \n\n\t\n", encoding="utf-8")
-    (tmp_path / "c.txt").write_text("Two.\n", encoding="utf-8")
-    out = tmp_path / "corpus.txt"
-    stats = prepare([tmp_path / n for n in ("a.txt", "b.txt", "c.txt")], out, segmenter="lines")
-    assert documents_of(out) == [["One."], ["Two."]]
-    assert (stats.files, stats.documents) == (3, 2)
 
 
 # ---------------------------------------------------------------- JSON Lines
@@ -188,10 +190,8 @@ def test_jsonl_bad_lines_are_skipped_counted_and_the_first_few_named(tmp_path):
     assert documents_of(tmp_path / "corpus.txt") == [["Fine."], ["Also fine."]]
     assert stats.bad_records == 5 and len(stats.bad_examples) == P.BAD_EXAMPLES == 3
     assert [e.split(": ")[1] for e in stats.bad_examples] == ["line 2", "line 3", "line 4"]
-
-
-def test_jsonl_with_only_bad_lines_says_why_in_its_error(tmp_path):
-    src = write_jsonl(tmp_path / "dump.jsonl", [{"body": "x"}, {"body": "y"}])
+    src = write_jsonl(tmp_path / "dump.jsonl", [{"body": "x"}, {"body": "y"}])  # only bad lines: the error says why
+    (tmp_path / "corpus.txt").unlink()
     with pytest.raises(CorpusError, match=r"no documents found .*2 unreadable JSON Lines records skipped, the first: "
                                           r".*line 1: no field 'text' .*--jsonl-field"):
         prepare([src], tmp_path / "corpus.txt", segmenter="lines")
@@ -284,15 +284,6 @@ def test_input_errors_are_one_line_and_write_nothing(tmp_path, make, fragment):
         prepare([src], tmp_path / "corpus.txt", segmenter="lines")
     assert fragment in str(info.value) and "\n" not in str(info.value)
     assert files_in(tmp_path) == before
-
-
-def test_a_little_invalid_utf8_is_kept_and_counted(tmp_path):
-    src = tmp_path / "a.txt"
-    src.write_bytes(b"Caf\xe9 au lait.\n" + b"Fine line.\n" * 10)
-    out = tmp_path / "corpus.txt"
-    stats = prepare([src], out, segmenter="lines")
-    assert stats.invalid_utf8_lines == 1
-    assert documents_of(out)[0][0] == "Caf\ufffd au lait."
 
 
 def test_missing_segmenter_library_says_what_to_install(tmp_path, monkeypatch):
@@ -394,17 +385,6 @@ def test_a_50_mb_file_without_blank_lines_keeps_memory_flat(tmp_path):
 
 
 # ---------------------------------------------------------------- the trainer reads it
-
-
-def test_load_corpus_reads_the_prepared_file(tmp_path, segmenter_lib):
-    (tmp_path / "in").mkdir()
-    (tmp_path / "in" / "a.txt").write_text(BOOK, encoding="utf-8")
-    write_jsonl(tmp_path / "in" / "b.jsonl", [{"text": "Record one. Has two."}, {"text": "Record two."}])
-    out = tmp_path / "corpus.txt.xz"
-    stats = prepare([tmp_path / "in"], out, documents="blank-line")
-    assert (stats.documents, stats.sentences) == (4, 8)
-    corpus = load_corpus([out], min_count=1, max_vocab=0, use_cache=False)
-    assert (corpus.n_documents, corpus.n_sentences) == (4, 8)
 
 
 def test_importing_the_module_imports_no_segmenter():
