@@ -68,6 +68,14 @@ def test_read_sts_parses_fields_name_blank_lines_and_crlf(tmp_path):
     assert sts.name == "2012.toy"
     assert sts.gold.dtype == np.float64 and sts.gold.tolist() == [4.5, 0.0]
     assert sts.first == ["One é.", "a"] and sts.second == ["Two", "b"]
+    with pytest.raises(STSError, match="missing.tsv: no such file"):
+        read_sts(tmp_path / "missing.tsv")
+    with pytest.raises(STSError, match="is a directory"):
+        read_sts(tmp_path)
+    latin = tmp_path / "latin1.tsv"
+    latin.write_bytes("1\tcaf\xe9\tb\n".encode("latin-1"))
+    with pytest.raises(STSError, match="not UTF-8"):
+        read_sts(latin)
 
 
 @pytest.mark.parametrize(
@@ -89,21 +97,10 @@ def test_read_sts_malformed(tmp_path, content, message):
         read_sts(path)
 
 
-def test_read_sts_unreadable(tmp_path):
-    with pytest.raises(STSError, match="missing.tsv: no such file"):
-        read_sts(tmp_path / "missing.tsv")
-    with pytest.raises(STSError, match="is a directory"):
-        read_sts(tmp_path)
-    latin = tmp_path / "latin1.tsv"
-    latin.write_bytes("1\tcaf\xe9\tb\n".encode("latin-1"))
-    with pytest.raises(STSError, match="not UTF-8"):
-        read_sts(latin)
-
-
 # --- scoring ----------------------------------------------------------------------------
 
 
-def test_score_set_matches_scipy_and_leaves_out_pairs_without_known_words(tmp_path):
+def test_score_set_matches_scipy_and_leaves_out_pairs_without_known_words_or_an_embedding(tmp_path):
     model = tiny_model()
     sts = read_sts(write_sts(tmp_path / "toy.tsv"))
     score = score_set(model.embed, sts)
@@ -118,19 +115,14 @@ def test_score_set_matches_scipy_and_leaves_out_pairs_without_known_words(tmp_pa
     assert score.pearson == pytest.approx(pearsonr(gold[ok], expected[ok])[0], abs=1e-6)
     assert score.spearman == pytest.approx(spearmanr(gold[ok], expected[ok])[0], abs=1e-6)
 
-
-def test_pair_cosines_zero_or_missing_embedding_is_nan():
-    def embed(sentences):
+    def embed(sentences):  # a zero or missing embedding: NaN
         table = {"x": [1.0, 0.0], "y": [0.0, 2.0], "zero": [0.0, 0.0], "none": [np.nan, np.nan]}
         return np.array([table[s] for s in sentences])
 
     cos = pair_cosines(embed, ["x", "x", "zero", "none"], ["x", "y", "x", "x"])
     np.testing.assert_allclose(cos, [1.0, 0.0, np.nan, np.nan], equal_nan=True)
-
-
-def test_score_set_without_enough_scored_pairs_is_nan(tmp_path):
     sts = read_sts(write_sts(tmp_path / "t.tsv", [(1, "cat", "dog"), (2, "zebra", "cat"), (3, "the mat", "a mat")]))
-    score = score_set(tiny_model().embed, sts)
+    score = score_set(tiny_model().embed, sts)  # too few pairs scored
     assert score.scored == 2 and np.isnan(score.pearson) and np.isnan(score.spearman)
 
 
@@ -230,9 +222,6 @@ def test_overlap_control_is_deterministic_and_independent_of_vocabulary():
     np.testing.assert_array_equal(first.embed(sentences[:1]), first.embed(sentences)[:1])
     seed = int.from_bytes(hashlib.blake2b(b"cat", digest_size=8).digest(), "little")
     np.testing.assert_array_equal(first.vector("cat"), np.random.default_rng(seed).standard_normal(30))
-
-
-def test_overlap_control_is_the_same_in_another_process():
     code = "from scbow.use.evaluate import OverlapControl; print(repr(float(OverlapControl(8).embed(['naïve cat'])[0, 3])))"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
@@ -295,9 +284,6 @@ def test_evaluate_systems_report_and_table(tmp_path):
     assert "toy2" in table and "wilcox p" in table and "95% CI" in table
     assert "mean: unweighted over sets; weighted: weighted by the pairs scored" in table
     assert "without any known word" in table
-
-
-def test_report_turns_nan_into_null(tmp_path):
     sets = [read_sts(write_sts(tmp_path / "t.tsv", [(1, "cat", "dog"), (2, "zebra", "cat"), (3, "the", "a")]))]
     report = evaluate_systems({"model": tiny_model().embed}, sets)
     assert report["sets"][0]["pearson"] is None and report["pearson_mean"] is None
@@ -362,9 +348,6 @@ def test_table_of_the_default_sts_folder(files):
     assert any(line.startswith("mean ") for line in lines) and any(line.startswith("weighted ") for line in lines)
     assert "mean: unweighted over sets; weighted: weighted by the pairs scored" in result.output
     assert "pairs with a side without any known word (no embedding) are not scored" in result.output
-
-
-def test_files_and_folders_mix(files):
     result = run("-m", files["model"], "--json", files["sts"] / "2013.b.tsv", files["sts"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
