@@ -53,9 +53,6 @@ def test_cache_hit_does_not_rebuild(tmp_path, monkeypatch, small_corpus_file):
     # no temporary build directories are left behind
     assert sorted(p.name for p in cache.iterdir()) == sorted(
         os.path.basename(p) for p in (first.cache_path, third.cache_path))
-
-
-def test_cache_key_changes_when_the_file_changes(tmp_path):
     path = tmp_path / "a.txt"
     path.write_text(TEXT1)
     a = load_corpus([path], min_count=1, cache_dir=tmp_path / "cache")

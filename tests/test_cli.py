@@ -259,19 +259,6 @@ def test_help_imports_nothing_heavy(argv, allowed):
     assert heavy <= allowed, heavy
 
 
-def test_train_help_groups_its_options_under_headings():
-    from scbow.cli.train import TRAIN_OPTION_GROUPS
-
-    result = make_runner().invoke(main, ["train", "--help"], terminal_width=80)
-    assert result.exit_code == 0
-    headings = [line[:-1] for line in result.output.splitlines() if line.endswith(":") and not line.startswith(" ")]
-    assert headings == ["Data", "Model", "Optimisation", "Run control", "Evaluation", "Other options"]
-    options = [p.name for p in main.commands["train"].params if p.param_type_name == "option"]
-    grouped = [name for _, names in TRAIN_OPTION_GROUPS for name in names]
-    assert sorted(grouped) == sorted(options) and len(set(grouped)) == len(grouped)  # each option once
-    assert result.output.index("--lr FLOAT") > result.output.index("Optimisation:") > result.output.index("--dim")
-
-
 @pytest.mark.parametrize("command", sorted(main.commands))
 def test_help_fits_an_80_column_terminal_and_uses_a_wider_one(command, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
@@ -385,13 +372,23 @@ def test_info_bounds_what_it_reads(tmp_path, runner, healthy):
 # ---------------------------------------------------------------- help and messages
 
 
-def test_help_lists_whole_descriptions_and_names_the_defaults():
+def test_help_lists_whole_descriptions_names_the_defaults_and_groups_trains_options():
+    from scbow.cli.train import TRAIN_OPTION_GROUPS
+
     text = make_runner().invoke(main, ["--help"], terminal_width=100).output
     for line in text.split("Commands:")[1].strip().splitlines():
         assert not line.rstrip().endswith("..."), line
     assert "$XDG_DATA_HOME" in text
     train_help = make_runner().invoke(main, ["train", "--help"], terminal_width=100).output
     assert train_help.count("[default: (off)]") == 2
+    result = make_runner().invoke(main, ["train", "--help"], terminal_width=80)
+    assert result.exit_code == 0
+    headings = [line[:-1] for line in result.output.splitlines() if line.endswith(":") and not line.startswith(" ")]
+    assert headings == ["Data", "Model", "Optimisation", "Run control", "Evaluation", "Other options"]
+    options = [p.name for p in main.commands["train"].params if p.param_type_name == "option"]
+    grouped = [name for _, names in TRAIN_OPTION_GROUPS for name in names]
+    assert sorted(grouped) == sorted(options) and len(set(grouped)) == len(grouped)  # each option once
+    assert result.output.index("--lr FLOAT") > result.output.index("Optimisation:") > result.output.index("--dim")
 
 
 def test_counts_of_one_are_singular(tmp_path, runner, healthy):

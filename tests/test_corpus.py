@@ -53,6 +53,9 @@ def test_tokenizer_versions_keep_their_rules():
     assert tokenizer(None)[0] is tokenize and tokenizer("2")[1] is tokenize_lines
     with pytest.raises(ValueError, match="upgrade"):
         tokenizer("3")
+    assert scbow.tokenize is tokenize
+    assert tokenize_lines("A b.\n\nC!\n") == ["a", "b", ".", "\n", "\n", "c", "!", "\n"]
+    assert tokenize("A b.\nC!") == ["a", "b", ".", "c", "!"]
 
 
 def test_a_model_keeps_the_tokenizer_it_was_trained_with(tmp_path):
@@ -96,12 +99,6 @@ def test_folding_keeps_line_ends_and_whitespace():
         assert folded.count("\n") == (c == "\n"), hex(ord(c))
         if c.isspace():
             assert folded.isspace(), hex(ord(c))
-
-
-def test_tokenize_is_exported_and_lines_keep_newlines():
-    assert scbow.tokenize is tokenize
-    assert tokenize_lines("A b.\n\nC!\n") == ["a", "b", ".", "\n", "\n", "c", "!", "\n"]
-    assert tokenize("A b.\nC!") == ["a", "b", ".", "c", "!"]
 
 
 def test_vocab_save_load_round_trip(tmp_path):
@@ -166,14 +163,6 @@ def test_small_corpus_by_hand(tmp_path):
     assert c.offsets.tolist() == [0, 4, 8, 12, 15]
 
 
-def test_vocab_ordered_by_count_then_first_occurrence(tmp_path):
-    (tmp_path / "a.txt").write_text("b a c\na c\nd c\ne e\n")
-    c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
-    # c:3, a:2, e:2 (a seen first), b:1, d:1 (b seen first)
-    assert c.vocab.words == ["c", "a", "e", "b", "d"]
-    assert c.vocab.counts.tolist() == [3, 2, 2, 1, 1]
-
-
 def test_document_boundaries(tmp_path):
     # leading blank lines, several blank lines, whitespace-only lines, CRLF, no final newline
     text = "\n\nOne a.\r\nTwo a.\r\n\r\n\r\n   \r\nThree a.\n \t \nFour a.\nFive a."
@@ -234,6 +223,11 @@ def test_min_count_and_max_vocab(tmp_path):
     assert c.vocab.words == ["a", "b"]
     assert decode(c)[0] == [["a"] * 4 + ["b"] * 3, ["a", "b"]]
     assert c.stats["max_vocab"] == 2
+    (tmp_path / "a.txt").write_text("b a c\na c\nd c\ne e\n")
+    c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
+    # c:3, a:2, e:2 (a seen first), b:1, d:1 (b seen first)
+    assert c.vocab.words == ["c", "a", "e", "b", "d"]
+    assert c.vocab.counts.tolist() == [3, 2, 2, 1, 1]
 
 
 # ---------------------------------------------------------------------------------------
@@ -274,7 +268,7 @@ def test_a_few_invalid_utf8_lines_are_counted_not_fatal(tmp_path):
 # Real data
 
 
-def test_real_corpus_slice(tmp_path, gutenberg_slice):
+def test_real_corpus_slice(tmp_path, monkeypatch, gutenberg_slice):
     path = gutenberg_slice(3000)
     lines = path.read_text(encoding="utf-8").split("\n")
     # an independent encoding with the (separately tested) tokenizer
@@ -308,6 +302,8 @@ def test_real_corpus_slice(tmp_path, gutenberg_slice):
     assert c5.stats["oov_rate"] == pytest.approx(1 - kept / sum(counts.values()), abs=1e-6)
     assert 0.0 < c5.stats["oov_rate"] < 0.2
     assert c5.n_sentences <= c.n_sentences
+    new, old = _encode_both(monkeypatch, [gutenberg_slice(3000)])
+    assert_same_corpus(new, old)
 
 
 # ---------------------------------------------------------------------------------------
@@ -433,11 +429,6 @@ def test_blocks_are_the_lines_readlines_gives(tmp_path):
             while block := fh.read(hint) + fh.readline():
                 got.append(block)
         assert got == want, hint
-
-
-def test_encoder_matches_the_regex_pass_on_real_text(tmp_path, monkeypatch, gutenberg_slice):
-    new, old = _encode_both(monkeypatch, [gutenberg_slice(3000)])
-    assert_same_corpus(new, old)
 
 
 def test_the_chunk_memo_assumptions_hold_for_every_code_point():

@@ -76,9 +76,6 @@ def test_only_the_temporaries_of_dead_writers_of_that_output_are_removed(tmp_pat
                                                       f".out.tmp-{dead}-89abcdef"])
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(live + others + ["elsewhere"])
     assert (tmp_path / "elsewhere" / "keep").read_text() == "mine"
-
-
-def test_a_writer_alive_is_any_process_that_runs():
     assert files.writer_alive(os.getpid())
     assert files.writer_alive(1)  # not ours to signal: it runs all the same
     assert not files.writer_alive(dead_pid())
@@ -201,9 +198,6 @@ def test_every_module_that_registers_a_kind_is_listed_so_every_kind_is_known():
         ".".join(path.relative_to(REPO).with_suffix("").parts)
         for path in (REPO / "scbow").rglob("*.py") if "@register_kind" in path.read_text(encoding="utf-8"))
     assert registering == sorted(files.KIND_MODULES)
-
-
-def test_files_names_no_file_of_a_higher_layer():
     source = (REPO / "scbow" / "files.py").read_text(encoding="utf-8")
     for name in ("vectors.npy", "vocab.txt", "config.json", "state.json", "index.json", "vectors.faiss",
                  "manifest.json", "plan.json", "shard-", ".scbow-corpus-cache", "setxattr", "flock", "ctypes"):
@@ -434,9 +428,6 @@ def test_outputs_that_are_inputs_are_refused(tmp_path, runner, healthy):
             assert_clean_error(result, fragment, exit_code=1)
     assert {p: p.read_bytes() for p in snapshot} == snapshot
     assert not (tmp_path / "o.npy").exists() and not (tmp_path / "m3").exists()
-
-
-def test_refuse_overwrite_compares_files_not_names(tmp_path):
     a = tmp_path / "a.txt"
     a.write_text("x")
     refuse_overwrite({"-o": tmp_path / "b.txt"}, {"INPUT": a})  # a new file: fine
