@@ -333,13 +333,17 @@ def test_info_describes_a_model(runner, trained, tmp_path):
     assert_clean_error(runner.invoke(main, ["info", str(tmp_path / "missing")]), "no such model")
 
 
+BOUNDED = {"examples": 10**400, "examples_per_second": -5, "first_loss": 1e308, "final_loss": 2.0, "kernel_seconds": -1,
+           "threads": 2}  # info bounds what it reads: its training line is "0 examples in ? s on 2 threads", no rate or loss
+
+
 @pytest.mark.parametrize("damage", [
     {"corpus": {"files": 5}}, {"corpus": {"files": [1, None]}}, {"corpus": [1]}, {"corpus": "x"},
     {"corpus": {"raw_tokens": "many", "sentences": 1.5, "oov_rate": "x", "min_count": []}},
     {"training": [1]}, {"training": {"first_loss": "a", "final_loss": None, "examples": "7", "threads": "2",
                                      "kernel_seconds": "slow", "examples_per_second": [], "device": 3}},
     {"training": {"first_loss": float("nan"), "final_loss": float("inf")}},
-    {"init_vectors": {"x": float("nan")}}, {"expansions": [float("inf")]}, {"format": 7},
+    {"init_vectors": {"x": float("nan")}}, {"expansions": [float("inf")]}, {"format": 7}, {"training": BOUNDED},
 ])
 def test_info_reads_a_damaged_record_and_prints_strict_json(tmp_path, runner, healthy, damage):
     model = tmp_path / "model"
@@ -354,19 +358,9 @@ def test_info_reads_a_damaged_record_and_prints_strict_json(tmp_path, runner, he
     assert as_json.exit_code == 0, as_json.output
     record = json.loads(as_json.stdout, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
     assert record["words"] > 0
-
-
-def test_info_bounds_what_it_reads(tmp_path, runner, healthy):
-    model = tmp_path / "model"
-    shutil.copytree(healthy[0], model)
-    meta = json.loads((model / "config.json").read_text())
-    meta["training"] = {"examples": 10**400, "examples_per_second": -5, "first_loss": 1e308, "final_loss": 2.0,
-                        "kernel_seconds": -1, "threads": 2}
-    (model / "config.json").write_text(json.dumps(meta))
-    shown = runner.invoke(main, ["info", str(model)])
-    assert shown.exit_code == 0, shown.output
-    line = next(x for x in shown.stdout.splitlines() if x.startswith("training"))
-    assert "0 examples in ? s on 2 threads" in line and "/s" not in line and "loss" not in line, line
+    if damage == {"training": BOUNDED}:
+        line = next(x for x in shown.stdout.splitlines() if x.startswith("training"))
+        assert "0 examples in ? s on 2 threads" in line and "/s" not in line and "loss" not in line, line
 
 
 # ---------------------------------------------------------------- help and messages
