@@ -61,13 +61,10 @@ def test_cache_hit_does_not_rebuild(tmp_path, monkeypatch, small_corpus_file):
     assert b.cache_path != a.cache_path
     assert b.n_sentences == a.n_sentences + 1
     assert "new" in b.vocab and "new" not in a.vocab
-
-
-def test_the_default_cache_dir_follows_env_and_no_cache_writes_nothing(tmp_path, monkeypatch, small_corpus_file):
     monkeypatch.setenv("SCBOW_CACHE_DIR", str(tmp_path / "envcache"))
     assert load_corpus([small_corpus_file], min_count=1).cache_path.startswith(str(tmp_path / "envcache"))
-    c = load_corpus([small_corpus_file], min_count=1, cache_dir=tmp_path / "cache", use_cache=False)
-    assert c.n_sentences == 120 and not (tmp_path / "cache").exists()
+    c = load_corpus([small_corpus_file], min_count=1, cache_dir=tmp_path / "unused", use_cache=False)
+    assert c.n_sentences == 120 and not (tmp_path / "unused").exists()
 
 
 @pytest.mark.parametrize("damage", ["tokens-missing", "token-out-of-range", "offsets-backwards", "wrong-dtype"])

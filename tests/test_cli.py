@@ -105,13 +105,6 @@ def test_export_writes_binary_for_a_bin_name_unless_told(tmp_path, runner, train
         assert_clean_error(part, "no word part")
 
 
-def test_neighbours_is_neighbors(runner, trained):
-    word = load_model(trained).vocab.words[5]
-    a = runner.invoke(main, ["neighbors", "-m", str(trained), word, "--min-count", "0"])
-    b = runner.invoke(main, ["neighbours", "-m", str(trained), word, "--min-count", "0"])
-    assert a.exit_code == b.exit_code == 0 and a.stdout == b.stdout != ""
-
-
 STS_LINES = [
     ("5.0", "The cat sat.", "A cat sat!"),
     ("4.2", "The big dog ran.", "A big dog walked."),
@@ -385,7 +378,7 @@ def test_help_lists_whole_descriptions_names_the_defaults_and_groups_trains_opti
     assert result.output.index("--lr FLOAT") > result.output.index("Optimisation:") > result.output.index("--dim")
 
 
-def test_counts_of_one_are_singular(tmp_path, runner, healthy):
+def test_counts_of_one_are_singular_and_embed_wants_an_npy_name(tmp_path, runner, healthy, trained):
     """'1 lines with no word' was a plural for one: every count line goes through progress.plural."""
     model, _ = healthy
     one = tmp_path / "one.txt"
@@ -399,6 +392,11 @@ def test_counts_of_one_are_singular(tmp_path, runner, healthy):
     assert result.exit_code == 0, result.output
     assert "scored 1 pair; 1 had a side" in result.stderr
     assert not re.search(r"\b1 (lines|pairs|words|points|rows|sentences)\b", result.stderr)
+    lines = tmp_path / "lines.txt"
+    lines.write_text("the cat\n")
+    result = runner.invoke(main, ["embed", "-m", str(trained), str(lines), "-o", str(tmp_path / "out.txt")])
+    assert_clean_error(result, ".npy", "out.npy")
+    assert not (tmp_path / "out.txt").exists()
 
 
 # ---------------------------------------------------------------- similarity, neighbors, embed, expand
@@ -416,6 +414,10 @@ def test_a_query_or_sentence_that_averages_to_zero_is_an_error_not_nan(tmp_path,
     result = runner.invoke(main, ["similarity", "-m", str(model), word, "the cat"])
     assert_clean_error(result, "zero vector", exit_code=1)
     assert "nan" not in result.stdout
+    word = load_model(trained).vocab.words[5]
+    a = runner.invoke(main, ["neighbors", "-m", str(trained), word, "--min-count", "0"])
+    b = runner.invoke(main, ["neighbours", "-m", str(trained), word, "--min-count", "0"])
+    assert a.exit_code == b.exit_code == 0 and a.stdout == b.stdout != ""
 
 
 def test_similarity_cli_with_a_very_long_argument_and_bad_bytes_in_a_real_process(tmp_path, good_model):
@@ -426,14 +428,6 @@ def test_similarity_cli_with_a_very_long_argument_and_bad_bytes_in_a_real_proces
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert float(proc.stdout) == pytest.approx(1.0, abs=1e-4)
     assert b"Traceback" not in proc.stderr
-
-
-def test_embed_wants_an_npy_name(tmp_path, runner, trained):
-    lines = tmp_path / "lines.txt"
-    lines.write_text("the cat\n")
-    result = runner.invoke(main, ["embed", "-m", str(trained), str(lines), "-o", str(tmp_path / "out.txt")])
-    assert_clean_error(result, ".npy", "out.npy")
-    assert not (tmp_path / "out.txt").exists()
 
 
 def test_expand_refuses_what_it_cannot_fit_or_hold(tmp_path, runner, healthy):

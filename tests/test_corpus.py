@@ -212,6 +212,12 @@ def test_oov_words_and_empty_sentences_and_documents_are_dropped(tmp_path):
     assert set(c.vocab.words) == {"x", "y", "."}
     assert c.stats["raw_tokens"] == 18
     assert c.stats["oov_rate"] == pytest.approx(6 / 18, abs=1e-6)
+    good = "".join(f"Line {i} has words.\n" for i in range(20)).encode()
+    (tmp_path / "a.txt").write_bytes(good + b"bad \xff\xfe bytes.\n" + good)
+    c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
+    assert c.stats["invalid_utf8_lines"] == 1
+    assert c.n_sentences == 41
+    assert "\ufffd" in c.vocab  # the replacement character stands for the bad bytes
 
 
 def test_min_count_and_max_vocab(tmp_path):
@@ -253,15 +259,6 @@ def test_what_holds_no_corpus_is_refused_and_leaves_nothing_in_the_cache(tmp_pat
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
     with pytest.raises(CorpusError):
         load_corpus([], cache_dir=tmp_path / "cache")
-
-
-def test_a_few_invalid_utf8_lines_are_counted_not_fatal(tmp_path):
-    good = "".join(f"Line {i} has words.\n" for i in range(20)).encode()
-    (tmp_path / "a.txt").write_bytes(good + b"bad \xff\xfe bytes.\n" + good)
-    c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
-    assert c.stats["invalid_utf8_lines"] == 1
-    assert c.n_sentences == 41
-    assert "\ufffd" in c.vocab  # the replacement character stands for the bad bytes
 
 
 # ---------------------------------------------------------------------------------------

@@ -186,9 +186,6 @@ def test_bootstrap_drops_unscored_pairs_and_needs_three():
     diff, _, _ = bootstrap_pearson_diff(gold, good_nan, bad, resamples=100)
     assert diff == pytest.approx(pearsonr(gold[10:], good[10:])[0] - pearsonr(gold[10:], bad[10:])[0])
     assert all(np.isnan(bootstrap_pearson_diff(gold[:2], good[:2], bad[:2])))
-
-
-def test_rowwise_pearson_matches_numpy():
     rng = np.random.default_rng(1)
     x, y = rng.standard_normal((5, 30)), rng.standard_normal((5, 30))
     expected = [np.corrcoef(x[i], y[i])[0, 1] for i in range(5)]

@@ -387,12 +387,6 @@ def test_a_50_mb_file_without_blank_lines_keeps_memory_flat(tmp_path):
 # ---------------------------------------------------------------- the trainer reads it
 
 
-def test_importing_the_module_imports_no_segmenter():
-    code = "import sys, scbow.text.prepare as P; print(sorted(m for m in P.SEGMENTERS.values() if m in sys.modules))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
-    assert done.stdout.strip() == "[]"
-
-
 # ---------------------------------------------------------------- the command
 
 
@@ -402,6 +396,9 @@ def test_cli_choices_match_the_module():
     assert params["segmenter"].default == P.DEFAULT_SEGMENTER
     assert list(params["documents"].type.choices) == list(P.DOCUMENT_MODES)
     assert params["jsonl_field"].default == P.DEFAULT_JSONL_FIELD
+    code = "import sys, scbow.text.prepare as P; print(sorted(m for m in P.SEGMENTERS.values() if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "[]"
 
 
 def test_cli_prepares_and_reports_in_one_line(tmp_path, runner):
