@@ -153,8 +153,7 @@ def test_default_model_location(tmp_path, runner, small_corpus_file, monkeypatch
     assert load_model(home).dim == 8
 
 
-# ---------------------------------------------------------------------------------------
-# Bad input: one line 'Error: ...', exit 1, nothing written
+# ---------------------------------------------------------------- Bad input: one line 'Error: ...', exit 1, nothing written
 
 
 INTEGER_OPTIONS = ["--dim", "--negatives", "--min-count", "--max-vocab", "--epochs", "--max-length", "--threads", "--seed",
@@ -211,8 +210,7 @@ def test_train_out_of_range_seed(tmp_path, runner, small_corpus_file, seed):
         assert not out.exists()
 
 
-# ---------------------------------------------------------------------------------------
-# Real processes
+# ---------------------------------------------------------------- Real processes
 
 
 def run_python(*args, env_extra=None):

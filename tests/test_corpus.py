@@ -22,8 +22,7 @@ from scbow.text.vocab import Vocab
 from scbow.training import corpus as corpus_mod
 from scbow.training.corpus import CorpusError, load_corpus
 
-# ---------------------------------------------------------------------------------------
-# Tokenizer
+# ---------------------------------------------------------------- Tokenizer
 
 
 @pytest.mark.parametrize(
@@ -114,8 +113,7 @@ def test_vocab_save_load_round_trip(tmp_path):
         Vocab(["a"], [1, 2])
 
 
-# ---------------------------------------------------------------------------------------
-# Encoding
+# ---------------------------------------------------------------- Encoding
 
 TEXT1 = "The cat sat.\nThe dog sat.\n\nA cat ran!\n"
 TEXT2 = "The end.\n"
@@ -236,8 +234,7 @@ def test_min_count_and_max_vocab(tmp_path):
     assert c.vocab.counts.tolist() == [3, 2, 2, 1, 1]
 
 
-# ---------------------------------------------------------------------------------------
-# Errors
+# ---------------------------------------------------------------- Errors
 
 
 @pytest.mark.parametrize("content, fragment", [
@@ -261,8 +258,7 @@ def test_what_holds_no_corpus_is_refused_and_leaves_nothing_in_the_cache(tmp_pat
         load_corpus([], cache_dir=tmp_path / "cache")
 
 
-# ---------------------------------------------------------------------------------------
-# Real data
+# ---------------------------------------------------------------- Real data
 
 
 def test_real_corpus_slice(tmp_path, monkeypatch, gutenberg_slice):
@@ -303,8 +299,7 @@ def test_real_corpus_slice(tmp_path, monkeypatch, gutenberg_slice):
     assert_same_corpus(new, old)
 
 
-# ---------------------------------------------------------------------------------------
-# The chunk memo of the encoder gives the same ids as the plain regex pass
+# ---------------------------------------------------------------- the chunk memo gives the ids of the regex pass
 
 TRICKY_LINES = [
     "The CAT sat. the cat SAT!",
