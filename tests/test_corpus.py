@@ -159,9 +159,6 @@ def test_small_corpus_by_hand(tmp_path):
     assert docs == [0, 0, 1, 2]
     assert c.doc_offsets.tolist() == [0, 2, 3, 4]
     assert c.offsets.tolist() == [0, 4, 8, 12, 15]
-
-
-def test_document_boundaries(tmp_path):
     # leading blank lines, several blank lines, whitespace-only lines, CRLF, no final newline
     text = "\n\nOne a.\r\nTwo a.\r\n\r\n\r\n   \r\nThree a.\n \t \nFour a.\nFive a."
     (tmp_path / "a.txt").write_text(text, encoding="utf-8", newline="")

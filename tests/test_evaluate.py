@@ -152,7 +152,7 @@ def synthetic(n=400, seed=7):
     return gold, good, bad
 
 
-def test_wilcoxon_uses_common_pairs_and_matches_scipy():
+def test_wilcoxon_and_the_bootstrap_tell_a_clearly_better_system_and_are_reproducible():
     _, good, bad = synthetic()
     bad = bad + 0.3  # a systematic shift: the systems clearly score the pairs differently
     good[:5] = np.nan
@@ -164,9 +164,6 @@ def test_wilcoxon_uses_common_pairs_and_matches_scipy():
     assert wilcoxon_test(synthetic()[1], synthetic()[1]) == (0.0, 1.0)  # identical systems
     stat, p = wilcoxon_test(np.array([1.0, np.nan]), np.array([np.nan, 2.0]))
     assert np.isnan(stat) and np.isnan(p)
-
-
-def test_bootstrap_excludes_zero_for_a_clearly_better_system_and_is_reproducible():
     gold, good, bad = synthetic()
     diff, low, high = bootstrap_pearson_diff(gold, good, bad, resamples=1000, seed=0)
     assert diff == pytest.approx(pearsonr(gold, good)[0] - pearsonr(gold, bad)[0])
@@ -225,7 +222,7 @@ def test_overlap_control_is_deterministic_and_independent_of_vocabulary():
     assert float(out.stdout) == float(OverlapControl(8).embed(["naïve cat"])[0, 3])
 
 
-def test_weighted_overlap_control_weighs_each_token_by_sif():
+def test_weighted_overlap_control_weighs_each_token_by_sif_and_evaluate_names_it(tmp_path):
     """The weighted control: a/(a + p(w)) from the vocabulary counts; a word outside it weighs 1."""
     words, counts = ["the", "cat", "mat"], [900, 50, 10]
     w = overlap_weights(counts, 1000, 1e-3)
@@ -239,9 +236,6 @@ def test_weighted_overlap_control_weighs_each_token_by_sif():
     # the frequent word hardly counts: "the cat" is nearly "cat", unlike in plain overlap
     cos = pair_cosines(control.embed, ["the cat"], ["cat"])[0]
     assert cos > 0.99 > pair_cosines(plain.embed, ["the cat"], ["cat"])[0]
-
-
-def test_evaluate_control_overlap_is_weighted_by_the_model_and_named(tmp_path):
     model = tiny_model()
     model.vocab.counts[:] = np.arange(len(WORDS), 0, -1) * 100
     model.config["frequency_weight"] = 0.01

@@ -128,9 +128,6 @@ def test_a_directory_is_replaced_whole_by_one_of_its_kind(tmp_path):
         (tmp / "a.txt").write_text("half")
         raise RuntimeError
     assert (out / "a.txt").read_text() == "two" and sorted(p.name for p in tmp_path.iterdir()) == ["m"]
-
-
-def test_a_directory_of_another_kind_is_refused_and_kept(tmp_path):
     out = tmp_path / "mine"
     out.mkdir()
     (out / "thesis.tex").write_text("a user's file")
