@@ -134,7 +134,7 @@ def _cache_with_one_entry(corpus: Path, cache: Path) -> Path:
     return entry
 
 
-def test_clear_refuses_a_folder_that_holds_anything_else(tmp_path, runner, healthy):
+def test_clear_removes_its_own_entries_and_leftovers_and_refuses_a_folder_with_anything_else(tmp_path, runner, healthy):
     _, corpus = healthy
     project = tmp_path / "project"
     project.mkdir()
@@ -151,6 +151,30 @@ def test_clear_refuses_a_folder_that_holds_anything_else(tmp_path, runner, healt
     assert listing.exit_code == 0 and entry.name in listing.stdout
     assert "src" not in listing.stdout and "unfinished" not in listing.stdout
     assert "2 items scbow-numba did not write" in listing.stderr
+    _, corpus = healthy
+    cache = tmp_path / "cache"
+    entry = _cache_with_one_entry(corpus, cache)
+    # an encoding killed part way (SIGKILL): a temporary entry with the files it had written
+    left = cache / f".{entry.name}.tmp-{dead_pid()}-0123abcd"
+    left.mkdir()
+    (left / MARKER).write_text(MARKER_TEXT)
+    (left / "raw.i32").write_bytes(b"\0" * 64)
+    older = cache / f"{entry.name}.tmp-abcd_123"  # one killed under a version before pids were in the name
+    older.mkdir()
+    (older / MARKER).write_text(MARKER_TEXT)
+    listing = runner.invoke(main, ["cache", "--cache-dir", str(cache)])
+    assert "(an unfinished encoding)" in listing.stdout and "3 cached corpora" in listing.stderr
+    assert str(corpus) in listing.stdout  # each entry says which corpus it holds
+    result = runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"])
+    assert result.exit_code == 0, result.output
+    assert "removed 3 cached corpora" in result.stderr
+    assert list(cache.iterdir()) == []
+    empty = runner.invoke(main, ["cache", "--cache-dir", str(tmp_path / "none")])
+    assert empty.exit_code == 0 and "0 cached corpora" in empty.stderr
+    # a cache folder that is a file, or that cannot be read
+    (tmp_path / "afile").write_text("x")
+    assert_clean_error(runner.invoke(main, ["cache", "--cache-dir", str(tmp_path / "afile"), "--clear"]),
+                       "not a directory")
 
 
 @pytest.mark.parametrize("lookalike", ["foreign-file", "subfolder", "symlink-out", "symlink-entry", "wrong-name",
@@ -191,33 +215,6 @@ def test_lookalike_entries_are_never_ours(tmp_path, lookalike):
     assert (outside / "precious.txt").read_text() == "keep\n"
     assert os.path.lexists(entry) and (lookalike == "symlink-entry" or (entry / "meta.json").is_file())
     assert cache_entries(cache) == []
-
-
-def test_clear_removes_its_own_entries_and_leftovers(tmp_path, runner, healthy):
-    _, corpus = healthy
-    cache = tmp_path / "cache"
-    entry = _cache_with_one_entry(corpus, cache)
-    # an encoding killed part way (SIGKILL): a temporary entry with the files it had written
-    left = cache / f".{entry.name}.tmp-{dead_pid()}-0123abcd"
-    left.mkdir()
-    (left / MARKER).write_text(MARKER_TEXT)
-    (left / "raw.i32").write_bytes(b"\0" * 64)
-    older = cache / f"{entry.name}.tmp-abcd_123"  # one killed under a version before pids were in the name
-    older.mkdir()
-    (older / MARKER).write_text(MARKER_TEXT)
-    listing = runner.invoke(main, ["cache", "--cache-dir", str(cache)])
-    assert "(an unfinished encoding)" in listing.stdout and "3 cached corpora" in listing.stderr
-    assert str(corpus) in listing.stdout  # each entry says which corpus it holds
-    result = runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"])
-    assert result.exit_code == 0, result.output
-    assert "removed 3 cached corpora" in result.stderr
-    assert list(cache.iterdir()) == []
-    empty = runner.invoke(main, ["cache", "--cache-dir", str(tmp_path / "none")])
-    assert empty.exit_code == 0 and "0 cached corpora" in empty.stderr
-    # a cache folder that is a file, or that cannot be read
-    (tmp_path / "afile").write_text("x")
-    assert_clean_error(runner.invoke(main, ["cache", "--cache-dir", str(tmp_path / "afile"), "--clear"]),
-                       "not a directory")
 
 
 def test_a_live_encoding_is_left_alone_by_clear(tmp_path):

@@ -25,7 +25,7 @@ def trained(healthy):
     return healthy[0]
 
 
-def test_train_writes_a_model(tmp_path, runner, small_corpus_file):
+def test_train_writes_a_model_by_default_where_the_other_commands_look(tmp_path, runner, small_corpus_file, monkeypatch):
     out = tmp_path / "model"
     result = runner.invoke(main, ["train", str(small_corpus_file), "-o", str(out), "--dim", "16", "--epochs", "1",
                                   "--min-count", "1", "--threads", "1", "--seed", "5", "--word-dim", "8",
@@ -41,6 +41,21 @@ def test_train_writes_a_model(tmp_path, runner, small_corpus_file):
     assert "trained 1 epoch" in result.stderr  # the summary goes to stderr, not stdout
     assert result.stdout == ""
     assert any((tmp_path / "cache").iterdir())
+    home = tmp_path / "share" / "model"
+    monkeypatch.setenv("SCBOW_MODEL", str(home))
+    result = runner.invoke(main, ["train", str(small_corpus_file), *TRAIN])
+    assert result.exit_code == 0, result.output
+    assert (home / "vectors.npy").is_file()
+    sim = runner.invoke(main, ["similarity", "the cat", "the dog"])
+    assert sim.exit_code == 0, sim.output
+    assert -1 <= float(sim.stdout) <= 1
+    exported = runner.invoke(main, ["export", "-o", str(tmp_path / "v.txt")])
+    assert exported.exit_code == 0, exported.output
+    assert load_word2vec(tmp_path / "v.txt").vocab.words == load_model(home).vocab.words
+    # training again replaces the default model
+    again = runner.invoke(main, ["train", str(small_corpus_file), *TRAIN[:-1], "--dim", "8", "-q"])
+    assert again.exit_code == 0, again.output
+    assert load_model(home).dim == 8
 
 
 def test_similarity_prints_a_float_and_names_unknown_words(runner, trained):
@@ -135,24 +150,6 @@ def test_evaluate_json_is_strict_and_takes_the_models_unknown_rule(runner, train
     assert report["pearson_mean"] == pytest.approx(row["pearson"]) == report["pearson_weighted"]
 
 
-def test_default_model_location(tmp_path, runner, small_corpus_file, monkeypatch):
-    home = tmp_path / "share" / "model"
-    monkeypatch.setenv("SCBOW_MODEL", str(home))
-    result = runner.invoke(main, ["train", str(small_corpus_file), *TRAIN])
-    assert result.exit_code == 0, result.output
-    assert (home / "vectors.npy").is_file()
-    sim = runner.invoke(main, ["similarity", "the cat", "the dog"])
-    assert sim.exit_code == 0, sim.output
-    assert -1 <= float(sim.stdout) <= 1
-    exported = runner.invoke(main, ["export", "-o", str(tmp_path / "v.txt")])
-    assert exported.exit_code == 0, exported.output
-    assert load_word2vec(tmp_path / "v.txt").vocab.words == load_model(home).vocab.words
-    # training again replaces the default model
-    again = runner.invoke(main, ["train", str(small_corpus_file), *TRAIN[:-1], "--dim", "8", "-q"])
-    assert again.exit_code == 0, again.output
-    assert load_model(home).dim == 8
-
-
 # ---------------------------------------------------------------- Bad input: one line 'Error: ...', exit 1, nothing written
 
 
@@ -218,7 +215,7 @@ def run_python(*args, env_extra=None):
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, env=env)
 
 
-def test_a_real_process_lists_the_commands_and_gives_an_error_in_one_line(tmp_path):
+def test_a_real_process_lists_the_commands_gives_an_error_in_one_line_and_takes_any_argument(tmp_path, good_model):
     proc = run_python("-m", "scbow", "--help")
     assert proc.returncode == 0, proc.stderr
     for command in ("train", "similarity", "export", "evaluate"):
@@ -228,6 +225,13 @@ def test_a_real_process_lists_the_commands_and_gives_an_error_in_one_line(tmp_pa
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("Error:"), proc.stderr
     assert not (tmp_path / "m").exists()
+    long = " ".join(["the cat"] * 12_000)  # a single argument may hold at most 128 KiB
+    argv = [os.fsencode(sys.executable), b"-m", b"scbow", b"similarity", b"-m", os.fsencode(good_model),
+            long.encode(), b"the \xff\xfe cat"]  # the last one is not UTF-8
+    proc = subprocess.run(argv, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert float(proc.stdout) == pytest.approx(1.0, abs=1e-4)
+    assert b"Traceback" not in proc.stderr
 
 
 HELP_IMPORTS = """
@@ -416,16 +420,6 @@ def test_a_query_or_sentence_that_averages_to_zero_is_an_error_not_nan(tmp_path,
     a = runner.invoke(main, ["neighbors", "-m", str(trained), word, "--min-count", "0"])
     b = runner.invoke(main, ["neighbours", "-m", str(trained), word, "--min-count", "0"])
     assert a.exit_code == b.exit_code == 0 and a.stdout == b.stdout != ""
-
-
-def test_similarity_cli_with_a_very_long_argument_and_bad_bytes_in_a_real_process(tmp_path, good_model):
-    long = " ".join(["the cat"] * 12_000)  # a single argument may hold at most 128 KiB
-    argv = [os.fsencode(sys.executable), b"-m", b"scbow", b"similarity", b"-m", os.fsencode(good_model),
-            long.encode(), b"the \xff\xfe cat"]  # the last one is not UTF-8
-    proc = subprocess.run(argv, capture_output=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert float(proc.stdout) == pytest.approx(1.0, abs=1e-4)
-    assert b"Traceback" not in proc.stderr
 
 
 def test_expand_refuses_what_it_cannot_fit_or_hold(tmp_path, runner, healthy):

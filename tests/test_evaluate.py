@@ -358,7 +358,7 @@ def test_the_real_sts_files(files):
     assert row["pairs"] == 750 and 0 < row["scored"] <= 750
 
 
-def test_baseline_word2vec(files):
+def test_baseline_word2vec_and_the_overlap_control_alone(files, monkeypatch):
     result = run("-m", files["model"], "--baseline", files["baseline"], "--json", files["sts"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
@@ -374,9 +374,6 @@ def test_baseline_word2vec(files):
     assert table.exit_code == 0, table.output
     assert "baseline" in table.output and "wilcox p" in table.output and "95% CI" in table.output
     assert "shows the systems differ, not which is better" in table.output
-
-
-def test_control_overlap_alone(files, monkeypatch):
     monkeypatch.setenv("SCBOW_MODEL", str(files["tmp"] / "no-model-here"))
     result = run("--control", "plain-overlap", "--json", files["sts"])
     assert result.exit_code == 0, result.output

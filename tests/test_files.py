@@ -99,9 +99,6 @@ def test_a_file_is_replaced_whole_or_left_as_it_was(tmp_path):
         tmp.write_text("half")
         raise RuntimeError
     assert out.read_text() == "new" and sorted(p.name for p in tmp_path.iterdir()) == sorted(keep + ["out.txt"])
-
-
-def test_a_new_file_gets_the_mode_the_umask_gives(tmp_path):
     before = os.umask(0o027)
     try:
         with atomic_file(tmp_path / "f") as tmp:

@@ -198,22 +198,6 @@ def test_jsonl_bad_lines_are_skipped_counted_and_the_first_few_named(tmp_path):
     assert files_in(tmp_path) == ["dump.jsonl"]
 
 
-def test_cli_prepare_skips_bad_json_lines_with_one_warning_and_strict_refuses(tmp_path, runner):
-    src = write_jsonl(tmp_path / "dump.jsonl", [{"text": "Fine."}, "{oops", {"text": None}, {"text": "Good."}])
-    out = tmp_path / "corpus.txt"
-    result = runner.invoke(main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines"])
-    assert result.exit_code == 0, result.output
-    assert documents_of(out) == [["Fine."], ["Good."]]
-    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and "skipped 1 JSON Lines line that holds" in warnings[0]
-    assert f"{src}: line 2: not valid JSON" in warnings[0] and "--strict" in warnings[0]
-    assert "skipped 1 JSON Lines record with no text and 1 unreadable JSON Lines line; wrote" in result.stderr
-    out.unlink()
-    assert_clean_error(runner.invoke(main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines",
-                                                "--strict"]), "line 2: not valid JSON", exit_code=1)
-    assert not out.exists()
-
-
 # ---------------------------------------------------------------- files, folders, compression
 
 
@@ -257,7 +241,7 @@ def test_folder_input_is_recursive_sorted_and_skips_hidden_and_other_files(tmp_p
 # ---------------------------------------------------------------- refusals and errors
 
 
-def test_output_that_is_an_input_is_refused(tmp_path):
+def test_an_input_as_output_or_a_missing_segmenter_is_refused(tmp_path, monkeypatch):
     src = tmp_path / "a.txt"
     src.write_text("Keep me.\n")
     for inputs in ([src], [tmp_path]):
@@ -267,6 +251,17 @@ def test_output_that_is_an_input_is_refused(tmp_path):
     with pytest.raises(CorpusError, match="refusing to overwrite"):
         prepare([src], tmp_path / "hardlink.txt", segmenter="lines")
     assert src.read_text() == "Keep me.\n"
+    (tmp_path / "a.txt").write_text("Text.\n")
+    monkeypatch.setitem(P.SEGMENTERS, P.DEFAULT_SEGMENTER, "scbow_no_such_module")
+    with pytest.raises(CorpusError, match=r"not installed; pip install 'scbow-numba\[prepare\]'"):
+        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt")
+    with pytest.raises(CorpusError, match="knows English only; for language 'de' use the sentencex"):
+        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nupunkt", language="de")
+    with pytest.raises(CorpusError, match="unknown segmenter"):
+        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nltk")
+    with pytest.raises(CorpusError, match="unknown documents mode"):
+        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="lines", documents="page")
+    assert files_in(tmp_path) == ["a.txt", "hardlink.txt"]
 
 
 @pytest.mark.parametrize("make, fragment", [
@@ -286,24 +281,10 @@ def test_input_errors_are_one_line_and_write_nothing(tmp_path, make, fragment):
     assert files_in(tmp_path) == before
 
 
-def test_missing_segmenter_library_says_what_to_install(tmp_path, monkeypatch):
-    (tmp_path / "a.txt").write_text("Text.\n")
-    monkeypatch.setitem(P.SEGMENTERS, P.DEFAULT_SEGMENTER, "scbow_no_such_module")
-    with pytest.raises(CorpusError, match=r"not installed; pip install 'scbow-numba\[prepare\]'"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt")
-    with pytest.raises(CorpusError, match="knows English only; for language 'de' use the sentencex"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nupunkt", language="de")
-    with pytest.raises(CorpusError, match="unknown segmenter"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nltk")
-    with pytest.raises(CorpusError, match="unknown documents mode"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="lines", documents="page")
-    assert files_in(tmp_path) == ["a.txt"]
-
-
 # ---------------------------------------------------------------- atomicity
 
 
-def test_interrupt_midway_leaves_no_output(tmp_path):
+def test_progress_reports_stored_bytes_up_to_the_total_and_an_interrupt_leaves_no_output(tmp_path):
     src = tmp_path / "a.txt"
     src.write_text("A sentence of text.\n" * 20_000)  # several blocks
     calls = []
@@ -317,9 +298,7 @@ def test_interrupt_midway_leaves_no_output(tmp_path):
         prepare([src], tmp_path / "corpus.txt", segmenter="lines", progress=progress)
     assert files_in(tmp_path) == ["a.txt"]
     assert calls[0] == (0, src.stat().st_size) and calls[1][0] > 0
-
-
-def test_progress_reports_stored_bytes_up_to_the_total(tmp_path):
+    src.unlink()  # and a folder whose stored bytes are counted, one file compressed
     with gzip.open(tmp_path / "a.txt.gz", "wt") as fh:
         fh.write("".join(f"Sentence number {i} of the file.\n" for i in range(100_000)))
     (tmp_path / "b.txt").write_text("Another file.\n" * 10_000)
@@ -401,7 +380,7 @@ def test_cli_choices_match_the_module():
     assert done.stdout.strip() == "[]"
 
 
-def test_cli_prepares_and_reports_in_one_line(tmp_path, runner):
+def test_cli_prepares_reports_in_one_line_and_warns_once_of_bad_json_lines(tmp_path, runner):
     (tmp_path / "a.txt").write_text("One.\nTwo.\n\nThree.\n")
     out = tmp_path / "corpus.txt.gz"
     result = runner.invoke(main, ["prepare", str(tmp_path / "a.txt"), "-o", str(out), "--segmenter", "lines",
@@ -411,6 +390,19 @@ def test_cli_prepares_and_reports_in_one_line(tmp_path, runner):
     assert "2 documents, 3 sentences" in result.stderr and result.stdout == ""
     result = runner.invoke(main, ["prepare", str(tmp_path / "a.txt"), "-o", str(out), "-q", "--segmenter", "lines"])
     assert result.exit_code == 0 and result.stderr == ""
+    src = write_jsonl(tmp_path / "dump.jsonl", [{"text": "Fine."}, "{oops", {"text": None}, {"text": "Good."}])
+    out = tmp_path / "corpus.txt"
+    result = runner.invoke(main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines"])
+    assert result.exit_code == 0, result.output
+    assert documents_of(out) == [["Fine."], ["Good."]]
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "skipped 1 JSON Lines line that holds" in warnings[0]
+    assert f"{src}: line 2: not valid JSON" in warnings[0] and "--strict" in warnings[0]
+    assert "skipped 1 JSON Lines record with no text and 1 unreadable JSON Lines line; wrote" in result.stderr
+    out.unlink()
+    assert_clean_error(runner.invoke(main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines",
+                                                "--strict"]), "line 2: not valid JSON", exit_code=1)
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("gap", [" ", "\t", " \t  ", "\u00a0", "\t\r"])
