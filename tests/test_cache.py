@@ -29,7 +29,7 @@ TEXT1 = "The cat sat.\nThe dog sat.\n\nA cat ran!\n"
 # ---------------------------------------------------------------- hits, keys and damage
 
 
-def test_cache_hit_does_not_rebuild(tmp_path, monkeypatch, small_corpus_file):
+def test_a_cache_hit_is_not_rebuilt_and_a_change_is_another_entry(tmp_path, monkeypatch, small_corpus_file):
     cache = tmp_path / "cache"
     first = load_corpus([small_corpus_file], min_count=1, cache_dir=cache)
     assert first.cache_path is not None and first.cache_path.startswith(str(cache))

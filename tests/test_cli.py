@@ -404,7 +404,7 @@ def test_counts_of_one_are_singular_and_embed_wants_an_npy_name(tmp_path, runner
 # ---------------------------------------------------------------- similarity, neighbors, embed, expand
 
 
-def test_a_query_or_sentence_that_averages_to_zero_is_an_error_not_nan(tmp_path, runner, trained):
+def test_neighbours_is_neighbors_and_a_query_or_sentence_averaging_to_zero_is_an_error(tmp_path, runner, trained):
     for words, negative in ((["cat"], ["cat"]), (["cat", "dog"], ["cat", "dog"]), (["Cat"], ["cat"])):  # cancels out
         argv = ["neighbors", "-m", str(trained), *words, *[f"--negative={w}" for w in negative]]
         assert_clean_error(runner.invoke(main, argv), "zero vector", exit_code=1)

@@ -143,7 +143,7 @@ def check_consistent(c):
         len(c.tokens), c.n_sentences, c.n_documents, len(c.vocab))
 
 
-def test_small_corpus_by_hand(tmp_path):
+def test_small_corpus_by_hand_and_document_boundaries(tmp_path):
     (tmp_path / "a.txt").write_text(TEXT1)
     (tmp_path / "b.txt").write_text(TEXT2)
     c = load_corpus([tmp_path / "a.txt", tmp_path / "b.txt"], min_count=1, cache_dir=tmp_path / "cache")
@@ -188,7 +188,7 @@ def test_directory_input_reads_its_text_files_in_order_and_names_what_it_leaves_
     assert expand([d]) == [d / "a.txt", d / "b.txt"] and capsys.readouterr().err == ""
 
 
-def test_oov_words_and_empty_sentences_and_documents_are_dropped(tmp_path):
+def test_oov_words_and_empty_sentences_and_documents_are_dropped_and_invalid_utf8_counted(tmp_path):
     text = (
         "x y x y.\n"           # doc 0
         "rare1 rare2\n"        # only rare words: dropped, neighbours become neighbours
@@ -215,7 +215,7 @@ def test_oov_words_and_empty_sentences_and_documents_are_dropped(tmp_path):
     assert "\ufffd" in c.vocab  # the replacement character stands for the bad bytes
 
 
-def test_min_count_and_max_vocab(tmp_path):
+def test_min_count_max_vocab_and_the_vocabulary_order(tmp_path):
     (tmp_path / "a.txt").write_text("a a a a b b b c c d\na b c d e\n")
     # counts: a 5, b 4, c 3, d 2, e 1
     c = load_corpus([tmp_path / "a.txt"], min_count=3, cache_dir=tmp_path / "cache")

@@ -61,7 +61,7 @@ def write_sts(path, pairs=PAIRS):
 # --- read_sts -------------------------------------------------------------------------
 
 
-def test_read_sts_parses_fields_name_blank_lines_and_crlf(tmp_path):
+def test_read_sts_parses_fields_name_blank_lines_and_crlf_and_names_unreadable_files(tmp_path):
     path = tmp_path / "2012.toy.tsv"
     path.write_bytes("\ufeff4.5\tOne é.\tTwo\r\n\n  \n0\ta\tb\n".encode())  # a byte order mark is not text
     sts = read_sts(path)

@@ -84,7 +84,7 @@ def test_only_the_temporaries_of_dead_writers_of_that_output_are_removed(tmp_pat
 # -- files ------------------------------------------------------------------------------
 
 
-def test_a_file_is_replaced_whole_or_left_as_it_was(tmp_path):
+def test_a_file_is_replaced_whole_or_left_as_it_was_and_made_with_the_umasks_mode(tmp_path):
     out = tmp_path / "out.txt"
     out.write_text("old")
     keep = [".out.txt.tmp-mynotes1", ".out.txt.tmp-0-abcdefgh", "out.txt.bak"]  # a user's, named like no temporary
@@ -114,7 +114,7 @@ def test_a_file_is_replaced_whole_or_left_as_it_was(tmp_path):
 # -- directories ------------------------------------------------------------------------
 
 
-def test_a_directory_is_replaced_whole_by_one_of_its_kind(tmp_path):
+def test_a_directory_is_replaced_whole_by_one_of_its_kind_and_another_kind_kept(tmp_path):
     out = tmp_path / "m"
     for content in ("one", "two"):
         with atomic_dir(out, same_kind=lambda d: None) as tmp:
@@ -187,7 +187,7 @@ def test_each_kind_of_output_is_told_by_its_own_module(tmp_path, good_model):
             files.check_output_file(parent / "out.txt", "out.txt")
 
 
-def test_every_module_that_registers_a_kind_is_listed_so_every_kind_is_known():
+def test_every_kind_is_known_and_files_names_no_file_of_a_higher_layer():
     registering = sorted(
         ".".join(path.relative_to(REPO).with_suffix("").parts)
         for path in (REPO / "scbow").rglob("*.py") if "@register_kind" in path.read_text(encoding="utf-8"))
@@ -453,7 +453,7 @@ def test_output_where_nobody_may_write(tmp_path, runner, corpus_file):
 
 
 def test_every_output_follows_the_umask(tmp_path, runner, healthy):
-    trained, umask = healthy[0], 0o077  # other values: test_a_new_file_gets_the_mode_the_umask_gives
+    trained, umask = healthy[0], 0o077  # others: test_a_file_is_replaced_whole_or_left_as_it_was_and_made_with_the_umasks_mode
     lines = tmp_path / "lines.txt"
     lines.write_text("the cat sat\nthe dog ran\n")
     old = os.umask(umask)

@@ -65,7 +65,7 @@ def test_the_one_reader_names_every_damaged_file(tmp_path, kind):
                 pass
 
 
-def test_the_one_reader_reads_what_it_should(tmp_path):
+def test_the_one_reader_reads_what_it_should_and_refuses_a_device(tmp_path):
     plain = tmp_path / "a.txt"
     plain.write_bytes(b"\xef\xbb\xbfone\r\ntwo\rthree\n")  # a byte order mark, three kinds of line end
     for path, data in [(plain, plain.read_bytes()), (tmp_path / "a.gz", gzip.compress(plain.read_bytes())),
