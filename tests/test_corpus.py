@@ -255,9 +255,6 @@ def test_what_holds_no_corpus_is_refused_and_leaves_nothing_in_the_cache(tmp_pat
         load_corpus([], cache_dir=tmp_path / "cache")
 
 
-# ---------------------------------------------------------------- Real data
-
-
 def test_real_corpus_slice(tmp_path, monkeypatch, gutenberg_slice):
     path = gutenberg_slice(3000)
     lines = path.read_text(encoding="utf-8").split("\n")

@@ -81,7 +81,7 @@ def test_only_the_temporaries_of_dead_writers_of_that_output_are_removed(tmp_pat
     assert not files.writer_alive(dead_pid())
 
 
-# -- files ------------------------------------------------------------------------------
+# -- files and directories: replaced whole ----------------------------------------------
 
 
 def test_a_file_is_replaced_whole_or_left_as_it_was_and_made_with_the_umasks_mode(tmp_path):
@@ -109,9 +109,6 @@ def test_a_file_is_replaced_whole_or_left_as_it_was_and_made_with_the_umasks_mod
         os.umask(before)
     assert (tmp_path / "f").stat().st_mode & 0o777 == 0o640
     assert (tmp_path / "d").stat().st_mode & 0o777 == 0o750
-
-
-# -- directories ------------------------------------------------------------------------
 
 
 def test_a_directory_is_replaced_whole_by_one_of_its_kind_and_another_kind_kept(tmp_path):

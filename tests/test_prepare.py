@@ -281,9 +281,6 @@ def test_input_errors_are_one_line_and_write_nothing(tmp_path, make, fragment):
     assert files_in(tmp_path) == before
 
 
-# ---------------------------------------------------------------- atomicity
-
-
 def test_progress_reports_stored_bytes_up_to_the_total_and_an_interrupt_leaves_no_output(tmp_path):
     src = tmp_path / "a.txt"
     src.write_text("A sentence of text.\n" * 20_000)  # several blocks
@@ -361,9 +358,6 @@ def test_a_50_mb_file_without_blank_lines_keeps_memory_flat(tmp_path):
     assert (documents, sentences) == (1, 50_000_000 // len(line))
     assert grew < 20_000_000, f"peak memory grew by {grew / 1e6:.1f} MB for a 50 MB input"
     assert out.stat().st_size == src.stat().st_size  # every line was a sentence, kept as it was
-
-
-# ---------------------------------------------------------------- the trainer reads it
 
 
 # ---------------------------------------------------------------- the command
