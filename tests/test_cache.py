@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import assert_clean_error
-from test_files import dead_pid
+from test_files import dead_pid, snapshot
 
 from scbow.cli import main
 from scbow.errors import CorpusError
@@ -29,7 +29,7 @@ TEXT1 = "The cat sat.\nThe dog sat.\n\nA cat ran!\n"
 # ---------------------------------------------------------------- hits, keys and damage
 
 
-def test_cache_hit_does_not_rebuild(tmp_path, monkeypatch, small_corpus_file):
+def test_a_cache_hit_is_not_rebuilt_and_a_change_is_another_entry(tmp_path, monkeypatch, small_corpus_file):
     cache = tmp_path / "cache"
     first = load_corpus([small_corpus_file], min_count=1, cache_dir=cache)
     assert first.cache_path is not None and first.cache_path.startswith(str(cache))
@@ -53,9 +53,6 @@ def test_cache_hit_does_not_rebuild(tmp_path, monkeypatch, small_corpus_file):
     # no temporary build directories are left behind
     assert sorted(p.name for p in cache.iterdir()) == sorted(
         os.path.basename(p) for p in (first.cache_path, third.cache_path))
-
-
-def test_cache_key_changes_when_the_file_changes(tmp_path):
     path = tmp_path / "a.txt"
     path.write_text(TEXT1)
     a = load_corpus([path], min_count=1, cache_dir=tmp_path / "cache")
@@ -64,18 +61,10 @@ def test_cache_key_changes_when_the_file_changes(tmp_path):
     assert b.cache_path != a.cache_path
     assert b.n_sentences == a.n_sentences + 1
     assert "new" in b.vocab and "new" not in a.vocab
-
-
-def test_default_cache_dir_follows_env(tmp_path, monkeypatch, small_corpus_file):
     monkeypatch.setenv("SCBOW_CACHE_DIR", str(tmp_path / "envcache"))
-    c = load_corpus([small_corpus_file], min_count=1)
-    assert c.cache_path.startswith(str(tmp_path / "envcache"))
-
-
-def test_no_cache_writes_nothing_to_the_cache_dir(tmp_path, small_corpus_file):
-    c = load_corpus([small_corpus_file], min_count=1, cache_dir=tmp_path / "cache", use_cache=False)
-    assert c.n_sentences == 120
-    assert not (tmp_path / "cache").exists()
+    assert load_corpus([small_corpus_file], min_count=1).cache_path.startswith(str(tmp_path / "envcache"))
+    c = load_corpus([small_corpus_file], min_count=1, cache_dir=tmp_path / "unused", use_cache=False)
+    assert c.n_sentences == 120 and not (tmp_path / "unused").exists()
 
 
 @pytest.mark.parametrize("damage", ["tokens-missing", "token-out-of-range", "offsets-backwards", "wrong-dtype"])
@@ -122,7 +111,7 @@ def test_a_damaged_meta_is_listed_and_rebuilt_never_followed(tmp_path, runner, h
 
 
 def test_a_broken_entry_that_is_not_ours_is_left_and_the_corpus_still_loads(tmp_path, healthy):
-    from scbow.training.corpus import cache_key, expand_inputs, load_corpus
+    from scbow.training.corpus import cache_key, expand_inputs
 
     _, corpus = healthy
     cache = tmp_path / "cache"
@@ -145,7 +134,7 @@ def _cache_with_one_entry(corpus: Path, cache: Path) -> Path:
     return entry
 
 
-def test_clear_refuses_a_folder_that_holds_anything_else(tmp_path, runner, healthy):
+def test_clear_removes_its_own_entries_and_leftovers_and_refuses_a_folder_with_anything_else(tmp_path, runner, healthy):
     _, corpus = healthy
     project = tmp_path / "project"
     project.mkdir()
@@ -162,6 +151,30 @@ def test_clear_refuses_a_folder_that_holds_anything_else(tmp_path, runner, healt
     assert listing.exit_code == 0 and entry.name in listing.stdout
     assert "src" not in listing.stdout and "unfinished" not in listing.stdout
     assert "2 items scbow-numba did not write" in listing.stderr
+    _, corpus = healthy
+    cache = tmp_path / "cache"
+    entry = _cache_with_one_entry(corpus, cache)
+    # an encoding killed part way (SIGKILL): a temporary entry with the files it had written
+    left = cache / f".{entry.name}.tmp-{dead_pid()}-0123abcd"
+    left.mkdir()
+    (left / MARKER).write_text(MARKER_TEXT)
+    (left / "raw.i32").write_bytes(b"\0" * 64)
+    older = cache / f"{entry.name}.tmp-abcd_123"  # one killed under a version before pids were in the name
+    older.mkdir()
+    (older / MARKER).write_text(MARKER_TEXT)
+    listing = runner.invoke(main, ["cache", "--cache-dir", str(cache)])
+    assert "(an unfinished encoding)" in listing.stdout and "3 cached corpora" in listing.stderr
+    assert str(corpus) in listing.stdout  # each entry says which corpus it holds
+    result = runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"])
+    assert result.exit_code == 0, result.output
+    assert "removed 3 cached corpora" in result.stderr
+    assert list(cache.iterdir()) == []
+    empty = runner.invoke(main, ["cache", "--cache-dir", str(tmp_path / "none")])
+    assert empty.exit_code == 0 and "0 cached corpora" in empty.stderr
+    # a cache folder that is a file, or that cannot be read
+    (tmp_path / "afile").write_text("x")
+    assert_clean_error(runner.invoke(main, ["cache", "--cache-dir", str(tmp_path / "afile"), "--clear"]),
+                       "not a directory")
 
 
 @pytest.mark.parametrize("lookalike", ["foreign-file", "subfolder", "symlink-out", "symlink-entry", "wrong-name",
@@ -204,33 +217,6 @@ def test_lookalike_entries_are_never_ours(tmp_path, lookalike):
     assert cache_entries(cache) == []
 
 
-def test_clear_removes_its_own_entries_and_leftovers(tmp_path, runner, healthy):
-    _, corpus = healthy
-    cache = tmp_path / "cache"
-    entry = _cache_with_one_entry(corpus, cache)
-    # an encoding killed part way (SIGKILL): a temporary entry with the files it had written
-    left = cache / f".{entry.name}.tmp-{dead_pid()}-0123abcd"
-    left.mkdir()
-    (left / MARKER).write_text(MARKER_TEXT)
-    (left / "raw.i32").write_bytes(b"\0" * 64)
-    older = cache / f"{entry.name}.tmp-abcd_123"  # one killed under a version before pids were in the name
-    older.mkdir()
-    (older / MARKER).write_text(MARKER_TEXT)
-    listing = runner.invoke(main, ["cache", "--cache-dir", str(cache)])
-    assert "(an unfinished encoding)" in listing.stdout and "3 cached corpora" in listing.stderr
-    assert str(corpus) in listing.stdout  # each entry says which corpus it holds
-    result = runner.invoke(main, ["cache", "--cache-dir", str(cache), "--clear"])
-    assert result.exit_code == 0, result.output
-    assert "removed 3 cached corpora" in result.stderr
-    assert list(cache.iterdir()) == []
-    empty = runner.invoke(main, ["cache", "--cache-dir", str(tmp_path / "none")])
-    assert empty.exit_code == 0 and "0 cached corpora" in empty.stderr
-    # a cache folder that is a file, or that cannot be read
-    (tmp_path / "afile").write_text("x")
-    assert_clean_error(runner.invoke(main, ["cache", "--cache-dir", str(tmp_path / "afile"), "--clear"]),
-                       "not a directory")
-
-
 def test_a_live_encoding_is_left_alone_by_clear(tmp_path):
     from scbow.training.cache import in_use, new_entry
 
@@ -248,25 +234,19 @@ def test_a_live_encoding_is_left_alone_by_clear(tmp_path):
     assert clear_cache(cache)[0] == 1 and not dead.exists()
 
 
-def _snapshot(directory: Path) -> dict:
-    return {p.relative_to(directory): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
-
-
 @pytest.mark.parametrize("where", ["model", "inside-model", "checkpoint"])
 def test_the_corpus_cache_never_goes_into_a_model(tmp_path, runner, healthy, where):
-    import shutil
-
     model, corpus = healthy
     target = tmp_path / "target"
     shutil.copytree(model, target)
     if where == "checkpoint":
         (target / "state.json").write_text("{}")
-    before = _snapshot(target)
+    before = snapshot(target)
     cache = target / "sub" if where == "inside-model" else target
     result = runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m"), "--dim", "8", "--min-count", "1",
                                   "-q", "--cache-dir", str(cache)])
     assert_clean_error(result, "--cache-dir")
-    assert _snapshot(target) == before and not (tmp_path / "m").exists()
+    assert snapshot(target) == before and not (tmp_path / "m").exists()
 
 
 def test_clear_on_a_cache_it_cannot_change_says_so(tmp_path, runner, healthy, monkeypatch):

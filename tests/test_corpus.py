@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
 import json
-import lzma
+import re
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,34 +15,28 @@ from conftest import assert_clean_error
 
 import scbow
 from scbow.cli import main
+from scbow.errors import ModelError
+from scbow.text.reader import expand
 from scbow.text.tokenize import tokenize, tokenize_lines
 from scbow.text.vocab import Vocab
 from scbow.training import corpus as corpus_mod
 from scbow.training.corpus import CorpusError, load_corpus
 
-# ---------------------------------------------------------------------------------------
-# Tokenizer
+# ---------------------------------------------------------------- Tokenizer
 
 
 @pytest.mark.parametrize(
     "text, tokens",
     [
-        ("Hello, World!", ["hello", ",", "world", "!"]),
-        ("The CAT sat.", ["the", "cat", "sat", "."]),
-        ("Don't stop at five o'clock", ["don't", "stop", "at", "five", "o'clock"]),
-        ("Don\u2019t", ["don't"]),
+        ("Hello, World!", ["hello", ",", "world", "!"]), ("The CAT sat.", ["the", "cat", "sat", "."]),
+        ("Don't stop at five o'clock", ["don't", "stop", "at", "five", "o'clock"]), ("Don\u2019t", ["don't"]),
         ("\u2018King\u2019s\u2019 \u201cyes\u201d \u201emaybe\u201f", ["'", "king's", "'", '"', "yes", '"', '"', "maybe", '"']),
         ("Cafe\u0301 CAF\u00c9", ["caf\u00e9", "caf\u00e9"]),  # NFD and NFC: one word
         ("\ufb01ne \uff21\uff22\uff23 \u2460", ["fine", "abc", "1"]),  # ligature, full-width, circled
-        ("'Tis the dogs' bone", ["'", "tis", "the", "dogs", "'", "bone"]),
-        ("rock 'n' roll", ["rock", "'", "n", "'", "roll"]),
-        ("État, ÉCOLE", ["état", ",", "école"]),
-        ("In 1984 (or so)", ["in", "1984", "(", "or", "so", ")"]),
-        ("e-mail...", ["e", "-", "mail", ".", ".", "."]),
-        ('"Quoted"', ['"', "quoted", '"']),
-        ("snake_case #tag", ["snake_case", "#", "tag"]),
-        ("  \t  ", []),
-        ("", []),
+        ("'Tis the dogs' bone", ["'", "tis", "the", "dogs", "'", "bone"]), ("rock 'n' roll", ["rock", "'", "n", "'", "roll"]),
+        ("État, ÉCOLE", ["état", ",", "école"]), ("In 1984 (or so)", ["in", "1984", "(", "or", "so", ")"]),
+        ("e-mail...", ["e", "-", "mail", ".", ".", "."]), ('"Quoted"', ['"', "quoted", '"']),
+        ("snake_case #tag", ["snake_case", "#", "tag"]), ("  \t  ", []), ("", []),
     ],
 )
 def test_tokenize_rules(text, tokens):
@@ -56,12 +52,12 @@ def test_tokenizer_versions_keep_their_rules():
     assert tokenizer(None)[0] is tokenize and tokenizer("2")[1] is tokenize_lines
     with pytest.raises(ValueError, match="upgrade"):
         tokenizer("3")
+    assert scbow.tokenize is tokenize
+    assert tokenize_lines("A b.\n\nC!\n") == ["a", "b", ".", "\n", "\n", "c", "!", "\n"]
+    assert tokenize("A b.\nC!") == ["a", "b", ".", "c", "!"]
 
 
 def test_a_model_keeps_the_tokenizer_it_was_trained_with(tmp_path):
-    import numpy as np
-
-    from scbow.errors import ModelError
     from scbow.vectors.formats import load_model
     from scbow.vectors.model import Model
 
@@ -104,12 +100,6 @@ def test_folding_keeps_line_ends_and_whitespace():
             assert folded.isspace(), hex(ord(c))
 
 
-def test_tokenize_is_exported_and_lines_keep_newlines():
-    assert scbow.tokenize is tokenize
-    assert tokenize_lines("A b.\n\nC!\n") == ["a", "b", ".", "\n", "\n", "c", "!", "\n"]
-    assert tokenize("A b.\nC!") == ["a", "b", ".", "c", "!"]
-
-
 def test_vocab_save_load_round_trip(tmp_path):
     v = Vocab(["the", "don't", "état", ","], [10, 3, 3, 1])
     v.save(tmp_path / "vocab.txt")
@@ -123,8 +113,7 @@ def test_vocab_save_load_round_trip(tmp_path):
         Vocab(["a"], [1, 2])
 
 
-# ---------------------------------------------------------------------------------------
-# Encoding
+# ---------------------------------------------------------------- Encoding
 
 TEXT1 = "The cat sat.\nThe dog sat.\n\nA cat ran!\n"
 TEXT2 = "The end.\n"
@@ -154,7 +143,7 @@ def check_consistent(c):
         len(c.tokens), c.n_sentences, c.n_documents, len(c.vocab))
 
 
-def test_small_corpus_by_hand(tmp_path):
+def test_small_corpus_by_hand_and_document_boundaries(tmp_path):
     (tmp_path / "a.txt").write_text(TEXT1)
     (tmp_path / "b.txt").write_text(TEXT2)
     c = load_corpus([tmp_path / "a.txt", tmp_path / "b.txt"], min_count=1, cache_dir=tmp_path / "cache")
@@ -170,43 +159,6 @@ def test_small_corpus_by_hand(tmp_path):
     assert docs == [0, 0, 1, 2]
     assert c.doc_offsets.tolist() == [0, 2, 3, 4]
     assert c.offsets.tolist() == [0, 4, 8, 12, 15]
-
-
-def test_vocab_ordered_by_count_then_first_occurrence(tmp_path):
-    (tmp_path / "a.txt").write_text("b a c\na c\nd c\ne e\n")
-    c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
-    # c:3, a:2, e:2 (a seen first), b:1, d:1 (b seen first)
-    assert c.vocab.words == ["c", "a", "e", "b", "d"]
-    assert c.vocab.counts.tolist() == [3, 2, 2, 1, 1]
-
-
-def test_a_compressed_file_gives_identical_arrays(tmp_path, make_text):
-    """One format here: the reader reads each alike (test_reader)."""
-    text = make_text(n_docs=3, sents_per_doc=20, seed=1)
-    plain = tmp_path / "plain.txt"
-    plain.write_text(text, encoding="utf-8")
-    packed = tmp_path / "packed.txt.xz"
-    with lzma.open(packed, "wt", encoding="utf-8") as fh:
-        fh.write(text)
-    a = load_corpus([plain], min_count=2, cache_dir=tmp_path / "cache")
-    b = load_corpus([packed], min_count=2, cache_dir=tmp_path / "cache")
-    assert a.cache_path != b.cache_path
-    assert a.vocab.words == b.vocab.words
-    assert a.vocab.counts.tolist() == b.vocab.counts.tolist()
-    for name in ("tokens", "offsets", "sent_doc", "doc_offsets"):
-        assert np.array_equal(getattr(a, name), getattr(b, name)), name
-    assert a.n_documents == 3
-
-
-def test_compression_is_detected_by_content_not_name(tmp_path):
-    path = tmp_path / "looks-plain.txt"
-    with gzip.open(path, "wt", encoding="utf-8") as fh:
-        fh.write(TEXT1)
-    c = load_corpus([path], min_count=1, cache_dir=tmp_path / "cache")
-    assert decode(c)[0][0] == ["the", "cat", "sat", "."]
-
-
-def test_document_boundaries(tmp_path):
     # leading blank lines, several blank lines, whitespace-only lines, CRLF, no final newline
     text = "\n\nOne a.\r\nTwo a.\r\n\r\n\r\n   \r\nThree a.\n \t \nFour a.\nFive a."
     (tmp_path / "a.txt").write_text(text, encoding="utf-8", newline="")
@@ -218,20 +170,25 @@ def test_document_boundaries(tmp_path):
     assert docs == [0, 0, 1, 2, 2, 3]
 
 
-def test_directory_input_reads_its_text_files_in_order(tmp_path):
+def test_directory_input_reads_its_text_files_in_order_and_names_what_it_leaves_out(tmp_path, capsys):
     d = tmp_path / "books"
     d.mkdir()
     (d / "b.txt").write_text(TEXT2)
     (d / "a.txt").write_text(TEXT1)
-    (d / "notes.md").write_text("Ignored words here.\n")
+    (d / "help.html").write_text("<p>Ignored words here.</p>\n")
+    (d / ".hidden").write_text("x\n")
     c = load_corpus([d], min_count=1, cache_dir=tmp_path / "cache")
     sents, docs = decode(c)
     assert sents[0] == ["the", "cat", "sat", "."] and sents[-1] == ["the", "end", "."]
     assert docs == [0, 0, 1, 2]
     assert "ignored" not in c.vocab
+    err = capsys.readouterr().err
+    assert "1 file left out (help.html)" in err and ".hidden" not in err
+    (d / "help.html").unlink()
+    assert expand([d]) == [d / "a.txt", d / "b.txt"] and capsys.readouterr().err == ""
 
 
-def test_oov_words_and_empty_sentences_and_documents_are_dropped(tmp_path):
+def test_oov_words_and_empty_sentences_and_documents_are_dropped_and_invalid_utf8_counted(tmp_path):
     text = (
         "x y x y.\n"           # doc 0
         "rare1 rare2\n"        # only rare words: dropped, neighbours become neighbours
@@ -250,64 +207,6 @@ def test_oov_words_and_empty_sentences_and_documents_are_dropped(tmp_path):
     assert set(c.vocab.words) == {"x", "y", "."}
     assert c.stats["raw_tokens"] == 18
     assert c.stats["oov_rate"] == pytest.approx(6 / 18, abs=1e-6)
-
-
-def test_min_count_and_max_vocab(tmp_path):
-    (tmp_path / "a.txt").write_text("a a a a b b b c c d\na b c d e\n")
-    # counts: a 5, b 4, c 3, d 2, e 1
-    c = load_corpus([tmp_path / "a.txt"], min_count=3, cache_dir=tmp_path / "cache")
-    assert c.vocab.words == ["a", "b", "c"]
-    c = load_corpus([tmp_path / "a.txt"], min_count=1, max_vocab=2, cache_dir=tmp_path / "cache")
-    assert c.vocab.words == ["a", "b"]
-    assert decode(c)[0] == [["a"] * 4 + ["b"] * 3, ["a", "b"]]
-    assert c.stats["max_vocab"] == 2
-
-
-# ---------------------------------------------------------------------------------------
-# Errors
-
-
-def test_no_paths(tmp_path):
-    with pytest.raises(CorpusError):
-        load_corpus([], cache_dir=tmp_path / "cache")
-
-
-def test_directory_without_text_files(tmp_path):
-    d = tmp_path / "d"
-    d.mkdir()
-    (d / "image.png").write_bytes(b"\x89PNG")
-    with pytest.raises(CorpusError, match="no text files"):
-        load_corpus([d], cache_dir=tmp_path / "cache")
-
-
-@pytest.mark.parametrize("content", [b"", b"\n\n\n", b"  \n\t\n\r\n"], ids=["empty", "blank-lines", "whitespace"])
-def test_no_words(tmp_path, content):
-    (tmp_path / "a.txt").write_bytes(content)
-    with pytest.raises(CorpusError, match="no words"):
-        load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
-    # a failed build leaves no temporary directory in the cache
-    assert not any((tmp_path / "cache").iterdir())
-
-
-def test_nul_bytes_are_binary(tmp_path):
-    (tmp_path / "a.txt").write_bytes(b"some words\n\x00\x01\x02\x00binary\n")
-    with pytest.raises(CorpusError, match="binary"):
-        load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
-
-
-def test_random_bytes_are_binary(tmp_path):
-    (tmp_path / "a.bin").write_bytes(np.random.default_rng(0).integers(0, 256, 20000, dtype=np.uint8).tobytes())
-    with pytest.raises(CorpusError, match="binary"):
-        load_corpus([tmp_path / "a.bin"], min_count=1, cache_dir=tmp_path / "cache")
-
-
-def test_invalid_utf8_without_nul_is_binary(tmp_path):
-    (tmp_path / "a.txt").write_bytes(b"\xff\xfe\xfa word\n\xc3\x28 x\n\xa0\xa1\n")
-    with pytest.raises(CorpusError, match="invalid UTF-8"):
-        load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
-
-
-def test_a_few_invalid_utf8_lines_are_counted_not_fatal(tmp_path):
     good = "".join(f"Line {i} has words.\n" for i in range(20)).encode()
     (tmp_path / "a.txt").write_bytes(good + b"bad \xff\xfe bytes.\n" + good)
     c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
@@ -316,17 +215,47 @@ def test_a_few_invalid_utf8_lines_are_counted_not_fatal(tmp_path):
     assert "\ufffd" in c.vocab  # the replacement character stands for the bad bytes
 
 
-def test_min_count_too_high_gives_empty_vocab(tmp_path):
-    (tmp_path / "a.txt").write_text(TEXT1)
-    with pytest.raises(CorpusError, match="vocabulary is empty"):
-        load_corpus([tmp_path / "a.txt"], min_count=1000, cache_dir=tmp_path / "cache")
+def test_min_count_max_vocab_and_the_vocabulary_order(tmp_path):
+    (tmp_path / "a.txt").write_text("a a a a b b b c c d\na b c d e\n")
+    # counts: a 5, b 4, c 3, d 2, e 1
+    c = load_corpus([tmp_path / "a.txt"], min_count=3, cache_dir=tmp_path / "cache")
+    assert c.vocab.words == ["a", "b", "c"]
+    c = load_corpus([tmp_path / "a.txt"], min_count=1, max_vocab=2, cache_dir=tmp_path / "cache")
+    assert c.vocab.words == ["a", "b"]
+    assert decode(c)[0] == [["a"] * 4 + ["b"] * 3, ["a", "b"]]
+    assert c.stats["max_vocab"] == 2
+    (tmp_path / "a.txt").write_text("b a c\na c\nd c\ne e\n")
+    c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
+    # c:3, a:2, e:2 (a seen first), b:1, d:1 (b seen first)
+    assert c.vocab.words == ["c", "a", "e", "b", "d"]
+    assert c.vocab.counts.tolist() == [3, 2, 2, 1, 1]
 
 
-# ---------------------------------------------------------------------------------------
-# Real data
+# ---------------------------------------------------------------- Errors
 
 
-def test_real_corpus_slice(tmp_path, gutenberg_slice):
+@pytest.mark.parametrize("content, fragment", [
+    (None, "no text files"), (b"", "no words"), (b"\n\n\n", "no words"), (b"  \n\t\n\r\n", "no words"),
+    (b"some words\n\x00\x01\x02\x00binary\n", "binary"), (b"words \x00words\n", "NUL"),
+    (np.random.default_rng(0).integers(0, 256, 20000, dtype=np.uint8).tobytes(), "binary"),
+    (b"\xff\xfe\xfa word\n\xc3\x28 x\n\xa0\xa1\n", "invalid UTF-8"),
+    (TEXT1.encode(), "vocabulary is empty"),  # at min_count 1000
+], ids=["no-text-files", "empty", "blank-lines", "whitespace", "nul", "nul-midline", "random", "invalid-utf8", "min-count"])
+def test_what_holds_no_corpus_is_refused_and_leaves_nothing_in_the_cache(tmp_path, content, fragment):
+    path = tmp_path / ("d" if content is None else "a.txt")
+    if content is None:  # a folder with an image alone
+        path.mkdir()
+        (path / "image.png").write_bytes(b"\x89PNG")
+    else:
+        path.write_bytes(content)
+    with pytest.raises(CorpusError, match=fragment):
+        load_corpus([path], min_count=1000 if "vocabulary" in fragment else 1, cache_dir=tmp_path / "cache")
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+    with pytest.raises(CorpusError):
+        load_corpus([], cache_dir=tmp_path / "cache")
+
+
+def test_real_corpus_slice(tmp_path, monkeypatch, gutenberg_slice):
     path = gutenberg_slice(3000)
     lines = path.read_text(encoding="utf-8").split("\n")
     # an independent encoding with the (separately tested) tokenizer
@@ -360,10 +289,11 @@ def test_real_corpus_slice(tmp_path, gutenberg_slice):
     assert c5.stats["oov_rate"] == pytest.approx(1 - kept / sum(counts.values()), abs=1e-6)
     assert 0.0 < c5.stats["oov_rate"] < 0.2
     assert c5.n_sentences <= c.n_sentences
+    new, old = _encode_both(monkeypatch, [gutenberg_slice(3000)])
+    assert_same_corpus(new, old)
 
 
-# ---------------------------------------------------------------------------------------
-# The chunk memo of the encoder gives the same ids as the plain regex pass
+# ---------------------------------------------------------------- the chunk memo gives the ids of the regex pass
 
 TRICKY_LINES = [
     "The CAT sat. the cat SAT!",
@@ -403,35 +333,31 @@ def _random_text(seed, n_lines=300):
     )
 
 
-@pytest.mark.parametrize("text", [
-    "\n".join(TRICKY_LINES) + "\n",
-    _random_text(0),
-    _random_text(1),
-    "no trailing newline ΟΔΟΣ\n",
-    "\n\n\n",
-])
-def test_chunk_memo_gives_the_ids_of_the_regex_pass(text):
-    memo_types, plain_types = corpus_mod._TypeIds(), corpus_mod._TypeIds()
-    chunks = corpus_mod._ChunkIds(memo_types)
-    plain = corpus_mod._ChunkIds(plain_types)
-    # the same text twice: the second time every chunk is a memo hit
-    for block in (text, text):
+def memo_gives_the_regex_ids(blocks, **kwargs):
+    """Each block through the chunk memo and through the plain regex pass: the same ids, in first-occurrence
+    order. Returns the memo, and after each block (table slots, keys, code points of keys, chunks)."""
+    types, plain_types = corpus_mod._TypeIds(), corpus_mod._TypeIds()
+    chunks, plain = corpus_mod._ChunkIds(types, **kwargs), corpus_mod._ChunkIds(plain_types)
+    sizes = []
+    for block in blocks:
         got = chunks.encode(block)
-        want = _plain_encode(plain, block)
-        assert got.dtype == np.int32
-        assert got.tolist() == want.tolist()
-    assert list(memo_types.items()) == list(plain_types.items())  # ids in first-occurrence order
+        assert got.dtype == np.int32 and got.tolist() == _plain_encode(plain, block).tolist()
+        sizes.append((len(chunks._table), len(chunks._key_start), len(chunks._keys), len(chunks)))
+    assert list(types.items()) == list(plain_types.items())
+    return chunks, sizes
+
+
+@pytest.mark.parametrize("text", ["\n".join(TRICKY_LINES) + "\n", _random_text(0), _random_text(1),
+                                  "no trailing newline ΟΔΟΣ\n", "\n\n\n"])
+def test_chunk_memo_gives_the_ids_of_the_regex_pass(text):
+    memo_gives_the_regex_ids([text, text])  # the second time every chunk is a memo hit
 
 
 def test_chunk_memo_that_starts_afresh_gives_the_same_ids(monkeypatch):
     monkeypatch.setattr(corpus_mod, "_MAX_CHUNKS", 5)
-    types, plain_types = corpus_mod._TypeIds(), corpus_mod._TypeIds()
-    chunks, plain = corpus_mod._ChunkIds(types), corpus_mod._ChunkIds(plain_types)
-    for seed in range(4):
-        block = _random_text(seed, 20)
-        assert chunks.encode(block).tolist() == _plain_encode(plain, block).tolist()
-        assert len(chunks) <= 5 + len(block.split())
-    assert list(types.items()) == list(plain_types.items())
+    blocks = [_random_text(seed, 20) for seed in range(4)]
+    _, sizes = memo_gives_the_regex_ids(blocks)
+    assert all(size[3] <= 5 + len(block.split()) for size, block in zip(sizes, blocks))
 
 
 def _encode_both(monkeypatch, paths):
@@ -476,13 +402,6 @@ def test_encoder_matches_the_regex_pass_on_tricky_files(tmp_path, monkeypatch, r
     assert new.stats["invalid_utf8_lines"] > 2
 
 
-def test_the_line_end_marker_in_the_text_is_refused_as_before(tmp_path):
-    # text with NUL is refused as binary (NUL no longer stands for anything inside the encoder)
-    (tmp_path / "a.txt").write_bytes(b"words \x00words\n")
-    with pytest.raises(CorpusError, match="NUL"):
-        load_corpus([tmp_path / "a.txt"], min_count=1, use_cache=False)
-
-
 def test_blocks_are_the_lines_readlines_gives(tmp_path):
     text = "".join(f"line {i} " + "x" * (i % 13) + ("\r\n" if i % 3 else "\n") for i in range(200))
     (tmp_path / "a.txt").write_bytes(text.encode())
@@ -498,14 +417,7 @@ def test_blocks_are_the_lines_readlines_gives(tmp_path):
         assert got == want, hint
 
 
-def test_encoder_matches_the_regex_pass_on_real_text(tmp_path, monkeypatch, gutenberg_slice):
-    new, old = _encode_both(monkeypatch, [gutenberg_slice(3000)])
-    assert_same_corpus(new, old)
-
-
 def test_the_chunk_memo_assumptions_hold_for_every_code_point():
-    import re
-
     every = "".join(map(chr, range(0x110000)))
     regex_space = set(re.findall(r"\s", every))
     # str.split() cuts at exactly the characters the tokenizer's \s skips
@@ -534,29 +446,20 @@ def test_the_chunk_memo_assumptions_hold_for_every_code_point():
 
 
 def test_chunk_memo_grows_its_table_and_key_store():
-    types, plain_types = corpus_mod._TypeIds(), corpus_mod._TypeIds()
-    # room for one chunk at first: a table of 4 slots, 2 keys, 8 code points of keys
-    chunks, plain = corpus_mod._ChunkIds(types, capacity=1), corpus_mod._ChunkIds(plain_types)
     blocks = [
         _random_text(5),
         # a chunk many times the key store: doubled several times before it fits
         "\n".join(TRICKY_LINES) + "\n" + "Ab" * 500 + " tail\n",
         "lone \ud800 surrogate\udfff\n" + _random_text(6),
     ]
-    sizes = []
-    for block in blocks + blocks:  # the second time, every chunk is a memo hit
-        assert chunks.encode(block).tolist() == _plain_encode(plain, block).tolist()
-        sizes.append((len(chunks._table), len(chunks._key_start), len(chunks._keys)))
-    assert list(types.items()) == list(plain_types.items())
+    # room for one chunk at first: a table of 4 slots, 2 keys, 8 code points of keys
+    chunks, sizes = memo_gives_the_regex_ids(blocks + blocks, capacity=1)  # the second time, every chunk a hit
     assert len(chunks) == len(set("".join(blocks).split()))
     assert sizes[0][0] >= 4 << 6 and sizes[0][1] >= 2 << 6 and sizes[1][2] >= 2000
     assert sizes[2:] == sizes[2:3] * 4  # nothing grows once every chunk is known
 
 
 def test_importing_the_encoder_does_not_import_numba():
-    import subprocess
-    import sys
-
     code = "import sys, scbow.training.corpus; print('numba' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -565,11 +468,6 @@ def test_importing_the_encoder_does_not_import_numba():
 
 def test_the_corpus_files_are_recorded_and_shown_absolute(tmp_path, monkeypatch, runner, make_text):
     """A corpus typed as a relative path is stored absolute: info and cache mean something from anywhere."""
-    import json
-    from pathlib import Path
-
-    from scbow.cli import main
-
     (tmp_path / "work").mkdir()
     (tmp_path / "work" / "c.txt").write_text(make_text(n_docs=2, sents_per_doc=30, seed=3), encoding="utf-8")
     monkeypatch.chdir(tmp_path / "work")
@@ -590,32 +488,6 @@ def test_the_corpus_files_are_recorded_and_shown_absolute(tmp_path, monkeypatch,
     meta = Path(corpus.cache_path) / "meta.json"  # an entry of an earlier version: the path as typed
     meta.write_text(meta.read_text(encoding="utf-8").replace(json.dumps(absolute), '"c.txt"'), encoding="utf-8")
     assert corpus_mod.read_corpus(["c.txt"], min_count=1, cache_dir=cache, quiet=True).stats["files"] == [absolute]
-
-
-@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
-def test_utf16_text_is_named_not_called_binary(encoding):
-    from scbow.text.reader import check_text
-
-    block = "the man walked\nand a dog\n".encode(encoding).decode("utf-8", errors="replace")
-    with pytest.raises(CorpusError, match="UTF-16 or UTF-32 text.*iconv"):
-        check_text("x.txt", block, at_start=True)
-    elf = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00>\x00".decode("utf-8", errors="replace")
-    with pytest.raises(CorpusError, match="binary data"):
-        check_text("x.txt", elf, at_start=True)
-
-
-def test_a_folder_says_which_files_it_leaves_out(tmp_path, capsys):
-    from scbow.text.reader import expand
-
-    (tmp_path / "a.txt").write_text("the man\n")
-    (tmp_path / "help.html").write_text("<p>x</p>\n")
-    (tmp_path / ".hidden").write_text("x\n")
-    assert expand([tmp_path]) == [tmp_path / "a.txt"]
-    err = capsys.readouterr().err
-    assert "1 file left out (help.html)" in err and ".hidden" not in err
-    (tmp_path / "help.html").unlink()
-    expand([tmp_path])
-    assert capsys.readouterr().err == ""
 
 
 def test_train_refuses_a_shard_directory_or_an_index_as_its_corpus(tmp_path, runner):

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from conftest import assert_clean_error, make_runner
 from scipy.stats import pearsonr, spearmanr, wilcoxon
 
 from scbow.cli import main
@@ -61,13 +61,21 @@ def write_sts(path, pairs=PAIRS):
 # --- read_sts -------------------------------------------------------------------------
 
 
-def test_read_sts_parses_fields_name_blank_lines_and_crlf(tmp_path):
+def test_read_sts_parses_fields_name_blank_lines_and_crlf_and_names_unreadable_files(tmp_path):
     path = tmp_path / "2012.toy.tsv"
     path.write_bytes("\ufeff4.5\tOne é.\tTwo\r\n\n  \n0\ta\tb\n".encode())  # a byte order mark is not text
     sts = read_sts(path)
     assert sts.name == "2012.toy"
     assert sts.gold.dtype == np.float64 and sts.gold.tolist() == [4.5, 0.0]
     assert sts.first == ["One é.", "a"] and sts.second == ["Two", "b"]
+    with pytest.raises(STSError, match="missing.tsv: no such file"):
+        read_sts(tmp_path / "missing.tsv")
+    with pytest.raises(STSError, match="is a directory"):
+        read_sts(tmp_path)
+    latin = tmp_path / "latin1.tsv"
+    latin.write_bytes("1\tcaf\xe9\tb\n".encode("latin-1"))
+    with pytest.raises(STSError, match="not UTF-8"):
+        read_sts(latin)
 
 
 @pytest.mark.parametrize(
@@ -89,21 +97,10 @@ def test_read_sts_malformed(tmp_path, content, message):
         read_sts(path)
 
 
-def test_read_sts_unreadable(tmp_path):
-    with pytest.raises(STSError, match="missing.tsv: no such file"):
-        read_sts(tmp_path / "missing.tsv")
-    with pytest.raises(STSError, match="is a directory"):
-        read_sts(tmp_path)
-    latin = tmp_path / "latin1.tsv"
-    latin.write_bytes("1\tcaf\xe9\tb\n".encode("latin-1"))
-    with pytest.raises(STSError, match="not UTF-8"):
-        read_sts(latin)
-
-
 # --- scoring ----------------------------------------------------------------------------
 
 
-def test_score_set_matches_scipy_and_leaves_out_pairs_without_known_words(tmp_path):
+def test_score_set_matches_scipy_and_leaves_out_pairs_without_known_words_or_an_embedding(tmp_path):
     model = tiny_model()
     sts = read_sts(write_sts(tmp_path / "toy.tsv"))
     score = score_set(model.embed, sts)
@@ -118,19 +115,14 @@ def test_score_set_matches_scipy_and_leaves_out_pairs_without_known_words(tmp_pa
     assert score.pearson == pytest.approx(pearsonr(gold[ok], expected[ok])[0], abs=1e-6)
     assert score.spearman == pytest.approx(spearmanr(gold[ok], expected[ok])[0], abs=1e-6)
 
-
-def test_pair_cosines_zero_or_missing_embedding_is_nan():
-    def embed(sentences):
+    def embed(sentences):  # a zero or missing embedding: NaN
         table = {"x": [1.0, 0.0], "y": [0.0, 2.0], "zero": [0.0, 0.0], "none": [np.nan, np.nan]}
         return np.array([table[s] for s in sentences])
 
     cos = pair_cosines(embed, ["x", "x", "zero", "none"], ["x", "y", "x", "x"])
     np.testing.assert_allclose(cos, [1.0, 0.0, np.nan, np.nan], equal_nan=True)
-
-
-def test_score_set_without_enough_scored_pairs_is_nan(tmp_path):
     sts = read_sts(write_sts(tmp_path / "t.tsv", [(1, "cat", "dog"), (2, "zebra", "cat"), (3, "the mat", "a mat")]))
-    score = score_set(tiny_model().embed, sts)
+    score = score_set(tiny_model().embed, sts)  # too few pairs scored
     assert score.scored == 2 and np.isnan(score.pearson) and np.isnan(score.spearman)
 
 
@@ -160,7 +152,7 @@ def synthetic(n=400, seed=7):
     return gold, good, bad
 
 
-def test_wilcoxon_uses_common_pairs_and_matches_scipy():
+def test_wilcoxon_and_the_bootstrap_tell_a_clearly_better_system_and_are_reproducible():
     _, good, bad = synthetic()
     bad = bad + 0.3  # a systematic shift: the systems clearly score the pairs differently
     good[:5] = np.nan
@@ -169,26 +161,15 @@ def test_wilcoxon_uses_common_pairs_and_matches_scipy():
     ref = wilcoxon(good[5:-3], bad[5:-3])
     assert stat == pytest.approx(ref.statistic) and p == pytest.approx(ref.pvalue)
     assert p < 1e-4
-
-
-def test_wilcoxon_identical_and_degenerate():
-    _, good, _ = synthetic()
-    assert wilcoxon_test(good, good.copy()) == (0.0, 1.0)
+    assert wilcoxon_test(synthetic()[1], synthetic()[1]) == (0.0, 1.0)  # identical systems
     stat, p = wilcoxon_test(np.array([1.0, np.nan]), np.array([np.nan, 2.0]))
     assert np.isnan(stat) and np.isnan(p)
-
-
-def test_bootstrap_clearly_better_system_excludes_zero():
     gold, good, bad = synthetic()
     diff, low, high = bootstrap_pearson_diff(gold, good, bad, resamples=1000, seed=0)
     assert diff == pytest.approx(pearsonr(gold, good)[0] - pearsonr(gold, bad)[0])
     assert 0 < low < diff < high
     diff, low, high = bootstrap_pearson_diff(gold, bad, good, resamples=1000, seed=0)
     assert low < diff < high < 0
-
-
-def test_bootstrap_identical_systems_contains_zero_and_is_reproducible():
-    gold, good, bad = synthetic()
     assert bootstrap_pearson_diff(gold, good, good.copy()) == (0.0, 0.0, 0.0)
     first = bootstrap_pearson_diff(gold, good, bad, resamples=200, seed=5)
     assert bootstrap_pearson_diff(gold, good, bad, resamples=200, seed=5) == first
@@ -202,9 +183,6 @@ def test_bootstrap_drops_unscored_pairs_and_needs_three():
     diff, _, _ = bootstrap_pearson_diff(gold, good_nan, bad, resamples=100)
     assert diff == pytest.approx(pearsonr(gold[10:], good[10:])[0] - pearsonr(gold[10:], bad[10:])[0])
     assert all(np.isnan(bootstrap_pearson_diff(gold[:2], good[:2], bad[:2])))
-
-
-def test_rowwise_pearson_matches_numpy():
     rng = np.random.default_rng(1)
     x, y = rng.standard_normal((5, 30)), rng.standard_normal((5, 30))
     expected = [np.corrcoef(x[i], y[i])[0, 1] for i in range(5)]
@@ -214,14 +192,10 @@ def test_rowwise_pearson_matches_numpy():
 # --- overlap control --------------------------------------------------------------------
 
 
-def test_overlap_control_identical_sentences_have_cosine_one():
-    control = OverlapControl(dim=50)
-    cos = pair_cosines(control.embed, ["The zebra grazed.", "a b"], ["the ZEBRA grazed .", "c d"])
+def test_overlap_control_averages_all_tokens_repeats_count():
+    cos = pair_cosines(OverlapControl(dim=50).embed, ["The zebra grazed.", "a b"], ["the ZEBRA grazed .", "c d"])
     assert cos[0] == pytest.approx(1.0, abs=1e-6)
     assert abs(cos[1]) < 0.5  # no shared token: nearly orthogonal random vectors
-
-
-def test_overlap_control_averages_all_tokens_repeats_count():
     control = OverlapControl(dim=20)
     emb = control.embed(["Qwxz qwxz the", ""])
     assert emb.shape == (2, 20) and emb.dtype == np.float32
@@ -242,16 +216,13 @@ def test_overlap_control_is_deterministic_and_independent_of_vocabulary():
     np.testing.assert_array_equal(first.embed(sentences[:1]), first.embed(sentences)[:1])
     seed = int.from_bytes(hashlib.blake2b(b"cat", digest_size=8).digest(), "little")
     np.testing.assert_array_equal(first.vector("cat"), np.random.default_rng(seed).standard_normal(30))
-
-
-def test_overlap_control_is_the_same_in_another_process():
     code = "from scbow.use.evaluate import OverlapControl; print(repr(float(OverlapControl(8).embed(['naïve cat'])[0, 3])))"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert float(out.stdout) == float(OverlapControl(8).embed(["naïve cat"])[0, 3])
 
 
-def test_weighted_overlap_control_weighs_each_token_by_sif():
+def test_weighted_overlap_control_weighs_each_token_by_sif_and_evaluate_names_it(tmp_path):
     """The weighted control: a/(a + p(w)) from the vocabulary counts; a word outside it weighs 1."""
     words, counts = ["the", "cat", "mat"], [900, 50, 10]
     w = overlap_weights(counts, 1000, 1e-3)
@@ -265,15 +236,10 @@ def test_weighted_overlap_control_weighs_each_token_by_sif():
     # the frequent word hardly counts: "the cat" is nearly "cat", unlike in plain overlap
     cos = pair_cosines(control.embed, ["the cat"], ["cat"])[0]
     assert cos > 0.99 > pair_cosines(plain.embed, ["the cat"], ["cat"])[0]
-
-
-def test_evaluate_control_overlap_is_weighted_by_the_model_and_named(tmp_path):
     model = tiny_model()
     model.vocab.counts[:] = np.arange(len(WORDS), 0, -1) * 100
     model.config["frequency_weight"] = 0.01
     model.info["corpus"] = {"raw_tokens": int(model.vocab.counts.sum()) + 500}
-    from scbow.vectors.modeldir import save_model
-
     save_model(model, tmp_path / "m")
     sts = write_sts(tmp_path / "toy.tsv")
     report = evaluate_models([sts], model=tmp_path / "m", control="overlap", resamples=100)
@@ -309,9 +275,6 @@ def test_evaluate_systems_report_and_table(tmp_path):
     assert "toy2" in table and "wilcox p" in table and "95% CI" in table
     assert "mean: unweighted over sets; weighted: weighted by the pairs scored" in table
     assert "without any known word" in table
-
-
-def test_report_turns_nan_into_null(tmp_path):
     sets = [read_sts(write_sts(tmp_path / "t.tsv", [(1, "cat", "dog"), (2, "zebra", "cat"), (3, "the", "a")]))]
     report = evaluate_systems({"model": tiny_model().embed}, sets)
     assert report["sets"][0]["pearson"] is None and report["pearson_mean"] is None
@@ -321,8 +284,6 @@ def test_report_turns_nan_into_null(tmp_path):
 @pytest.mark.parametrize("level", [0.8, 0.95])
 def test_bootstrap_interval_matches_a_plain_loop_at_the_requested_level(level):
     """The vectorised bootstrap against a loop over the same resamples, at two levels."""
-    from scbow.use.evaluate import bootstrap_pearson_diff
-
     rng = np.random.default_rng(11)
     gold = rng.uniform(0, 5, 60)
     a = gold + rng.normal(0, 1.0, 60)
@@ -340,57 +301,44 @@ def test_bootstrap_interval_matches_a_plain_loop_at_the_requested_level(level):
 
 # --- the evaluate command ------------------------------------------------------------
 
-CLI_WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", "."]
-
-SET_A = [
-    (4.8, "The cat sat on the mat.", "A cat sat on a mat"),
-    (0.4, "The dog ran.", "A red house"),
-    (3.1, "A big dog", "the big cat"),
-    (1.9, "small red house", "the dog sat"),
-    (2.5, "The cat ran on the mat", "the dog ran on a mat"),
-    (0.0, "zebra quagga", "the cat"),
-]
-SET_B = [
-    (4.0, "Big house", "a big house"),
-    (1.0, "the mat", "a dog ran"),
-    (2.2, "red cat", "small cat"),
-    (0.5, "on a mat", "the big house"),
-]
-
 
 @pytest.fixture
 def files(tmp_path):
     rng = np.random.default_rng(0)
-    model = Model(Vocab(CLI_WORDS, np.ones(len(CLI_WORDS))), rng.standard_normal((len(CLI_WORDS), 8)).astype(np.float32))
+    words = WORDS + ["."]
+    model = Model(Vocab(words, np.ones(len(words))), rng.standard_normal((len(words), 8)).astype(np.float32))
     save_model(model, tmp_path / "model")
     baseline = tmp_path / "baseline.txt"  # word2vec text, a smaller vocabulary: 'house' is unknown
-    rows = [f"{w} " + " ".join(f"{x:.5f}" for x in rng.standard_normal(5)) for w in CLI_WORDS if w != "house"]
+    rows = [f"{w} " + " ".join(f"{x:.5f}" for x in rng.standard_normal(5)) for w in words if w != "house"]
     baseline.write_text(f"{len(rows)} 5\n" + "\n".join(rows) + "\n", encoding="utf-8")
     sts = tmp_path / "sts"
     sts.mkdir()
-    for name, pairs in (("2012.a.tsv", SET_A), ("2013.b.tsv", SET_B)):
-        (sts / name).write_text("".join(f"{g}\t{x}\t{y}\n" for g, x, y in pairs), encoding="utf-8")
+    write_sts(sts / "2012.a.tsv", PAIRS[:6])  # a side without a known word: 6 pairs, 5 scored
+    write_sts(sts / "2013.b.tsv", [(4.0, "Big house", "a big house"), (1.0, "the mat", "a dog ran"),
+                                   (2.2, "red cat", "small cat"), (0.5, "on a mat", "the big house")])
     return {"model": str(tmp_path / "model"), "baseline": str(baseline), "sts": sts, "tmp": tmp_path}
 
 
 def run(*args, env=None):
-    return CliRunner().invoke(main, ["evaluate", *map(str, args)], env=env)
+    return make_runner().invoke(main, ["evaluate", *map(str, args)], env=env)
 
 
-def test_table(files):
-    result = run("-m", files["model"], files["sts"])
+def one_line_error(result, *fragments):
+    """Exit 1, and the whole output is the one 'Error: ...' line."""
+    assert result.output.strip() == assert_clean_error(result, *fragments, exit_code=1)
+
+
+def test_table_of_the_default_sts_folder(files):
+    result = run("-m", files["model"], env={"SCBOW_STS_DIR": str(files["sts"])})
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     header = next(line for line in lines if line.startswith("set "))
     assert header.split() == ["set", "pairs", "scored", "pearson", "spearman"]
     row = next(line for line in lines if line.startswith("2012.a "))
-    assert row.split()[1:3] == ["6", "5"]
+    assert row.split()[1:3] == ["6", "5"] and any(line.startswith("2013.b ") for line in lines)
     assert any(line.startswith("mean ") for line in lines) and any(line.startswith("weighted ") for line in lines)
     assert "mean: unweighted over sets; weighted: weighted by the pairs scored" in result.output
     assert "pairs with a side without any known word (no embedding) are not scored" in result.output
-
-
-def test_files_and_folders_mix(files):
     result = run("-m", files["model"], "--json", files["sts"] / "2013.b.tsv", files["sts"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
@@ -398,7 +346,19 @@ def test_files_and_folders_mix(files):
     assert out["system"] == "model" and out["comparisons"] == {} and set(out["notes"]) >= {"mean", "unscored"}
 
 
-def test_baseline_word2vec(files):
+def test_the_real_sts_files(files):
+    from conftest import DATA_DIR, missing_data
+
+    path = DATA_DIR / "sts" / "2012.MSRvid.tsv"
+    if not path.is_file():
+        missing_data(f"real STS set {path}")
+    result = run("-m", files["model"], "--json", path)
+    assert result.exit_code == 0, result.output
+    [row] = json.loads(result.stdout)["sets"]
+    assert row["pairs"] == 750 and 0 < row["scored"] <= 750
+
+
+def test_baseline_word2vec_and_the_overlap_control_alone(files, monkeypatch):
     result = run("-m", files["model"], "--baseline", files["baseline"], "--json", files["sts"])
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
@@ -414,9 +374,6 @@ def test_baseline_word2vec(files):
     assert table.exit_code == 0, table.output
     assert "baseline" in table.output and "wilcox p" in table.output and "95% CI" in table.output
     assert "shows the systems differ, not which is better" in table.output
-
-
-def test_control_overlap_alone(files, monkeypatch):
     monkeypatch.setenv("SCBOW_MODEL", str(files["tmp"] / "no-model-here"))
     result = run("--control", "plain-overlap", "--json", files["sts"])
     assert result.exit_code == 0, result.output
@@ -445,15 +402,6 @@ def test_control_beside_model(files, control, name):
     assert ("SIF" in out["sources"][name]) == (control == "overlap")
     table = run("-m", files["model"], "--control", control, files["sts"])
     assert f"{name}: untrained control" in table.stdout and name in table.stdout.splitlines()[3]
-
-
-def one_line_error(result, *fragments):
-    assert result.exit_code == 1, result.output
-    assert "Traceback" not in result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 def test_errors(files):

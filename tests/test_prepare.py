@@ -12,12 +12,14 @@ import importlib.util
 import json
 import lzma
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import assert_clean_error
 
 from scbow.cli import main
 from scbow.errors import CorpusError
@@ -81,12 +83,18 @@ def test_file_mode_one_document_per_file(tmp_path, segmenter_lib):
     assert stats.segmenter == P.DEFAULT_SEGMENTER and stats.seconds > 0
 
 
-def test_blank_line_mode_one_document_per_block(tmp_path, segmenter_lib):
-    (tmp_path / "a.txt").write_text("\n\n" + BOOK + "\n \n\t\n", encoding="utf-8")
+def test_blank_line_mode_one_document_per_block_and_the_trainer_reads_it(tmp_path, segmenter_lib):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text("\n\n" + BOOK + "\n \n\t\n", encoding="utf-8")
     out = tmp_path / "corpus.txt"
-    stats = prepare([tmp_path / "a.txt"], out, documents="blank-line")
+    stats = prepare([tmp_path / "in" / "a.txt"], out, documents="blank-line")
     assert documents_of(out) == [BOOK_SENTENCES[:2], BOOK_SENTENCES[2:]]
     assert stats.documents == 2
+    write_jsonl(tmp_path / "in" / "b.jsonl", [{"text": "Record one. Has two."}, {"text": "Record two."}])
+    stats = prepare([tmp_path / "in"], tmp_path / "corpus.txt.xz", documents="blank-line")
+    assert (stats.documents, stats.sentences) == (4, 8)
+    corpus = load_corpus([tmp_path / "corpus.txt.xz"], min_count=1, max_vocab=0, use_cache=False)
+    assert (corpus.n_documents, corpus.n_sentences) == (4, 8)
 
 
 def test_lines_segmenter_keeps_lines_and_collapses_whitespace(tmp_path):
@@ -97,6 +105,12 @@ def test_lines_segmenter_keeps_lines_and_collapses_whitespace(tmp_path):
     assert documents_of(out) == [["One sentence here.", "Two", "Three", "Four"]]
     prepare([src], out, segmenter="lines", documents="blank-line")
     assert documents_of(out) == [["One sentence here.", "Two"], ["Three", "Four"]]
+    # documents without sentences are dropped; a little invalid UTF-8 is kept and counted
+    (tmp_path / "b.txt").write_text(" \n\n\t\n", encoding="utf-8")
+    (tmp_path / "c.txt").write_bytes(b"Caf\xe9 au lait.\n" + b"Fine line.\n" * 10)
+    stats = prepare([src, tmp_path / "b.txt", tmp_path / "c.txt"], out, segmenter="lines")
+    assert documents_of(out) == [["One sentence here.", "Two", "Three", "Four"], ["Caf\ufffd au lait."] + ["Fine line."] * 10]
+    assert (stats.files, stats.documents, stats.invalid_utf8_lines) == (3, 2, 1)
 
 
 @pytest.mark.parametrize("name", [n for n, module in P.SEGMENTERS.items() if module])
@@ -108,16 +122,6 @@ def test_every_library_segmenter_keeps_the_text(tmp_path, name):
     (doc,) = documents_of(out)
     assert "".join("".join(doc).split()) == "".join(BOOK.split())  # nothing lost, nothing added
     assert 4 <= stats.sentences <= 8 and stats.segmenter == name
-
-
-def test_documents_without_sentences_are_dropped(tmp_path):
-    (tmp_path / "a.txt").write_text("One.\n", encoding="utf-8")
-    (tmp_path / "b.txt").write_text(" \n\n\t\n", encoding="utf-8")
-    (tmp_path / "c.txt").write_text("Two.\n", encoding="utf-8")
-    out = tmp_path / "corpus.txt"
-    stats = prepare([tmp_path / n for n in ("a.txt", "b.txt", "c.txt")], out, segmenter="lines")
-    assert documents_of(out) == [["One."], ["Two."]]
-    assert (stats.files, stats.documents) == (3, 2)
 
 
 # ---------------------------------------------------------------- JSON Lines
@@ -147,18 +151,14 @@ def test_jsonl_named_field_one_document_per_record(tmp_path, segmenter_lib):
     assert len(documents_of(out)) == 3
 
 
-def test_jsonl_default_field_is_text(tmp_path):
+def test_jsonl_default_field_is_text_and_text_that_is_not_text_becomes_text(tmp_path):
     src = write_jsonl(tmp_path / "docs.ndjson", [{"text": "a\nb"}, {"text": "c"}])
-    out = tmp_path / "corpus.txt"
-    prepare([src], out, segmenter="lines")
-    assert documents_of(out) == [["a", "b"], ["c"]]
-
-
-def test_jsonl_text_with_a_lone_surrogate_is_written(tmp_path):
-    src = write_jsonl(tmp_path / "docs.jsonl", ['{"text": "bad \\ud800 char"}'])
-    out = tmp_path / "corpus.txt"
-    prepare([src], out, segmenter="lines")
-    assert documents_of(out) == [["bad \ufffd char"]]  # U+FFFD, as invalid UTF-8 is read everywhere
+    prepare([src], tmp_path / "corpus.txt", segmenter="lines")
+    assert documents_of(tmp_path / "corpus.txt") == [["a", "b"], ["c"]]
+    # NUL (binary) becomes a space, a lone surrogate U+FFFD, as invalid UTF-8 is read everywhere
+    (tmp_path / "n.jsonl").write_text('{"text": "The man walked home."}\n{"text": "a\\u0000b \\ud800 c."}\n')
+    prepare([tmp_path / "n.jsonl"], tmp_path / "c.txt", segmenter="lines")
+    assert documents_of(tmp_path / "c.txt") == [["The man walked home."], ["a b \ufffd c."]]
 
 
 @pytest.mark.parametrize("line, fragments", [
@@ -190,34 +190,12 @@ def test_jsonl_bad_lines_are_skipped_counted_and_the_first_few_named(tmp_path):
     assert documents_of(tmp_path / "corpus.txt") == [["Fine."], ["Also fine."]]
     assert stats.bad_records == 5 and len(stats.bad_examples) == P.BAD_EXAMPLES == 3
     assert [e.split(": ")[1] for e in stats.bad_examples] == ["line 2", "line 3", "line 4"]
-
-
-def test_jsonl_with_only_bad_lines_says_why_in_its_error(tmp_path):
-    src = write_jsonl(tmp_path / "dump.jsonl", [{"body": "x"}, {"body": "y"}])
+    src = write_jsonl(tmp_path / "dump.jsonl", [{"body": "x"}, {"body": "y"}])  # only bad lines: the error says why
+    (tmp_path / "corpus.txt").unlink()
     with pytest.raises(CorpusError, match=r"no documents found .*2 unreadable JSON Lines records skipped, the first: "
                                           r".*line 1: no field 'text' .*--jsonl-field"):
         prepare([src], tmp_path / "corpus.txt", segmenter="lines")
     assert files_in(tmp_path) == ["dump.jsonl"]
-
-
-def test_cli_prepare_skips_bad_json_lines_with_one_warning_and_strict_refuses(tmp_path):
-    from conftest import assert_clean_error, make_runner
-
-    cli, _ = prepare_command()
-    src = write_jsonl(tmp_path / "dump.jsonl", [{"text": "Fine."}, "{oops", {"text": None}, {"text": "Good."}])
-    out = tmp_path / "corpus.txt"
-    runner = make_runner()
-    result = runner.invoke(cli.main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines"])
-    assert result.exit_code == 0, result.output
-    assert documents_of(out) == [["Fine."], ["Good."]]
-    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and "skipped 1 JSON Lines line that holds" in warnings[0]
-    assert f"{src}: line 2: not valid JSON" in warnings[0] and "--strict" in warnings[0]
-    assert "skipped 1 JSON Lines record with no text and 1 unreadable JSON Lines line; wrote" in result.stderr
-    out.unlink()
-    assert_clean_error(runner.invoke(cli.main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines",
-                                                "--strict"]), "line 2: not valid JSON", exit_code=1)
-    assert not out.exists()
 
 
 # ---------------------------------------------------------------- files, folders, compression
@@ -251,26 +229,19 @@ def test_folder_input_is_recursive_sorted_and_skips_hidden_and_other_files(tmp_p
     (root / ".git" / "x.txt").write_text("git\n")
     (root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00")
     (root / "archive.tar.gz").write_bytes(gzip.compress(b"x\x00"))
+    (tmp_path / "notes").write_text("Plain text without a suffix.\n")  # a file named is read whatever its name
     out = tmp_path / "corpus.txt"
-    stats = prepare([root], out, segmenter="lines")
-    assert documents_of(out) == [["A."], ["B."], ["D."], ["C."]]
-    assert stats.files == 4
+    stats = prepare([root, tmp_path / "notes"], out, segmenter="lines")
+    assert documents_of(out) == [["A."], ["B."], ["D."], ["C."], ["Plain text without a suffix."]]
+    assert stats.files == 5
     assert [p.relative_to(root).as_posix() for p, _ in P.find_inputs([root])] == [
         "a.txt", "b/b.text", "b/d.jsonl.gz", "b/deep/c.md"]
-
-
-def test_a_named_file_is_read_whatever_its_name(tmp_path):
-    src = tmp_path / "notes"
-    src.write_text("Plain text without a suffix.\n")
-    out = tmp_path / "corpus.txt"
-    prepare([src], out, segmenter="lines")
-    assert documents_of(out) == [["Plain text without a suffix."]]
 
 
 # ---------------------------------------------------------------- refusals and errors
 
 
-def test_output_that_is_an_input_is_refused(tmp_path):
+def test_an_input_as_output_or_a_missing_segmenter_is_refused(tmp_path, monkeypatch):
     src = tmp_path / "a.txt"
     src.write_text("Keep me.\n")
     for inputs in ([src], [tmp_path]):
@@ -280,6 +251,17 @@ def test_output_that_is_an_input_is_refused(tmp_path):
     with pytest.raises(CorpusError, match="refusing to overwrite"):
         prepare([src], tmp_path / "hardlink.txt", segmenter="lines")
     assert src.read_text() == "Keep me.\n"
+    (tmp_path / "a.txt").write_text("Text.\n")
+    monkeypatch.setitem(P.SEGMENTERS, P.DEFAULT_SEGMENTER, "scbow_no_such_module")
+    with pytest.raises(CorpusError, match=r"not installed; pip install 'scbow-numba\[prepare\]'"):
+        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt")
+    with pytest.raises(CorpusError, match="knows English only; for language 'de' use the sentencex"):
+        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nupunkt", language="de")
+    with pytest.raises(CorpusError, match="unknown segmenter"):
+        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nltk")
+    with pytest.raises(CorpusError, match="unknown documents mode"):
+        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="lines", documents="page")
+    assert files_in(tmp_path) == ["a.txt", "hardlink.txt"]
 
 
 @pytest.mark.parametrize("make, fragment", [
@@ -299,45 +281,7 @@ def test_input_errors_are_one_line_and_write_nothing(tmp_path, make, fragment):
     assert files_in(tmp_path) == before
 
 
-def test_a_little_invalid_utf8_is_kept_and_counted(tmp_path):
-    src = tmp_path / "a.txt"
-    src.write_bytes(b"Caf\xe9 au lait.\n" + b"Fine line.\n" * 10)
-    out = tmp_path / "corpus.txt"
-    stats = prepare([src], out, segmenter="lines")
-    assert stats.invalid_utf8_lines == 1
-    assert documents_of(out)[0][0] == "Caf\ufffd au lait."
-
-
-def test_missing_segmenter_library_says_what_to_install(tmp_path, monkeypatch):
-    (tmp_path / "a.txt").write_text("Text.\n")
-    monkeypatch.setitem(P.SEGMENTERS, P.DEFAULT_SEGMENTER, "scbow_no_such_module")
-    with pytest.raises(CorpusError, match=r"not installed; pip install 'scbow-numba\[prepare\]'"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt")
-    with pytest.raises(CorpusError, match="knows English only; for language 'de' use the sentencex"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nupunkt", language="de")
-    with pytest.raises(CorpusError, match="unknown segmenter"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nltk")
-    with pytest.raises(CorpusError, match="unknown documents mode"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="lines", documents="page")
-    assert files_in(tmp_path) == ["a.txt"]
-
-
-# ---------------------------------------------------------------- atomicity
-
-
-def test_failure_midway_leaves_the_old_output_and_no_temporary_file(tmp_path):
-    good = tmp_path / "1-good.txt"
-    good.write_text("Sentence one.\n" * 1000)
-    bad = write_jsonl(tmp_path / "2-bad.jsonl", [{"text": "Fine."}, "{oops"])
-    out = tmp_path / "corpus.txt.gz"
-    out.write_bytes(b"old output")
-    with pytest.raises(CorpusError, match=r"2-bad.jsonl: line 2: not valid JSON"):
-        prepare([good, bad], out, segmenter="lines", strict=True)
-    assert out.read_bytes() == b"old output"
-    assert files_in(tmp_path) == ["1-good.txt", "2-bad.jsonl", "corpus.txt.gz"]
-
-
-def test_interrupt_midway_leaves_no_output(tmp_path):
+def test_progress_reports_stored_bytes_up_to_the_total_and_an_interrupt_leaves_no_output(tmp_path):
     src = tmp_path / "a.txt"
     src.write_text("A sentence of text.\n" * 20_000)  # several blocks
     calls = []
@@ -351,9 +295,7 @@ def test_interrupt_midway_leaves_no_output(tmp_path):
         prepare([src], tmp_path / "corpus.txt", segmenter="lines", progress=progress)
     assert files_in(tmp_path) == ["a.txt"]
     assert calls[0] == (0, src.stat().st_size) and calls[1][0] > 0
-
-
-def test_progress_reports_stored_bytes_up_to_the_total(tmp_path):
+    src.unlink()  # and a folder whose stored bytes are counted, one file compressed
     with gzip.open(tmp_path / "a.txt.gz", "wt") as fh:
         fh.write("".join(f"Sentence number {i} of the file.\n" for i in range(100_000)))
     (tmp_path / "b.txt").write_text("Another file.\n" * 10_000)
@@ -418,62 +360,43 @@ def test_a_50_mb_file_without_blank_lines_keeps_memory_flat(tmp_path):
     assert out.stat().st_size == src.stat().st_size  # every line was a sentence, kept as it was
 
 
-# ---------------------------------------------------------------- the trainer reads it
+# ---------------------------------------------------------------- the command
 
 
-def test_load_corpus_reads_the_prepared_file(tmp_path, segmenter_lib):
-    (tmp_path / "in").mkdir()
-    (tmp_path / "in" / "a.txt").write_text(BOOK, encoding="utf-8")
-    write_jsonl(tmp_path / "in" / "b.jsonl", [{"text": "Record one. Has two."}, {"text": "Record two."}])
-    out = tmp_path / "corpus.txt.xz"
-    stats = prepare([tmp_path / "in"], out, documents="blank-line")
-    assert (stats.documents, stats.sentences) == (4, 8)
-    corpus = load_corpus([out], min_count=1, max_vocab=0, use_cache=False)
-    assert (corpus.n_documents, corpus.n_sentences) == (4, 8)
-
-
-def test_importing_the_module_imports_no_segmenter():
+def test_cli_choices_match_the_module():
+    params = {p.name: p for p in main.commands["prepare"].params}
+    assert list(params["segmenter"].type.choices) == list(P.SEGMENTERS)
+    assert params["segmenter"].default == P.DEFAULT_SEGMENTER
+    assert list(params["documents"].type.choices) == list(P.DOCUMENT_MODES)
+    assert params["jsonl_field"].default == P.DEFAULT_JSONL_FIELD
     code = "import sys, scbow.text.prepare as P; print(sorted(m for m in P.SEGMENTERS.values() if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "[]"
 
 
-# ---------------------------------------------------------------- the command
-
-
-def prepare_command():
-    from scbow import cli
-
-    return cli, cli.main.commands["prepare"]
-
-
-def test_cli_choices_match_the_module():
-    _, command = prepare_command()
-    params = {p.name: p for p in command.params}
-    assert list(params["segmenter"].type.choices) == list(P.SEGMENTERS)
-    assert params["segmenter"].default == P.DEFAULT_SEGMENTER
-    assert list(params["documents"].type.choices) == list(P.DOCUMENT_MODES)
-    assert params["jsonl_field"].default == P.DEFAULT_JSONL_FIELD
-
-
-def test_cli_prepares_and_reports_in_one_line(tmp_path):
-    from conftest import assert_clean_error, make_runner
-
-    cli, _ = prepare_command()
+def test_cli_prepares_reports_in_one_line_and_warns_once_of_bad_json_lines(tmp_path, runner):
     (tmp_path / "a.txt").write_text("One.\nTwo.\n\nThree.\n")
     out = tmp_path / "corpus.txt.gz"
-    runner = make_runner()
-    result = runner.invoke(cli.main, ["prepare", str(tmp_path / "a.txt"), "-o", str(out), "--segmenter", "lines",
+    result = runner.invoke(main, ["prepare", str(tmp_path / "a.txt"), "-o", str(out), "--segmenter", "lines",
                                       "--documents", "blank-line"])
     assert result.exit_code == 0, result.output
     assert documents_of(out) == [["One.", "Two."], ["Three."]]
     assert "2 documents, 3 sentences" in result.stderr and result.stdout == ""
-    result = runner.invoke(cli.main, ["prepare", str(tmp_path / "a.txt"), "-o", str(out), "-q", "--segmenter", "lines"])
+    result = runner.invoke(main, ["prepare", str(tmp_path / "a.txt"), "-o", str(out), "-q", "--segmenter", "lines"])
     assert result.exit_code == 0 and result.stderr == ""
-    assert_clean_error(runner.invoke(cli.main, ["prepare", str(tmp_path / "nope.txt"), "-o", str(out)]),
-                       "no such file or directory", exit_code=1)
-    assert_clean_error(runner.invoke(cli.main, ["prepare", str(out), "-o", str(out)]),
-                       "refusing to overwrite an input", exit_code=1)
+    src = write_jsonl(tmp_path / "dump.jsonl", [{"text": "Fine."}, "{oops", {"text": None}, {"text": "Good."}])
+    out = tmp_path / "corpus.txt"
+    result = runner.invoke(main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines"])
+    assert result.exit_code == 0, result.output
+    assert documents_of(out) == [["Fine."], ["Good."]]
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "skipped 1 JSON Lines line that holds" in warnings[0]
+    assert f"{src}: line 2: not valid JSON" in warnings[0] and "--strict" in warnings[0]
+    assert "skipped 1 JSON Lines record with no text and 1 unreadable JSON Lines line; wrote" in result.stderr
+    out.unlink()
+    assert_clean_error(runner.invoke(main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines",
+                                                "--strict"]), "line 2: not valid JSON", exit_code=1)
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("gap", [" ", "\t", " \t  ", "\u00a0", "\t\r"])
@@ -502,16 +425,7 @@ def test_a_line_longer_than_a_chunk_is_cut_only_at_whitespace(tmp_path, segmente
     assert got == text.split()  # every word whole, in order (the line may be several sentences)
 
 
-def test_json_text_that_is_not_text_becomes_text(tmp_path):
-    (tmp_path / "n.jsonl").write_text('{"text": "The man walked home."}\n{"text": "a\\u0000b \\ud800 c."}\n')
-    prepare([tmp_path / "n.jsonl"], tmp_path / "c.txt", segmenter="lines")
-    data = (tmp_path / "c.txt").read_bytes()
-    assert b"\x00" not in data and "a b \ufffd c.".encode() in data
-
-
 def test_the_tools_own_outputs_are_not_read_as_text(tmp_path, good_model):
-    import shutil
-
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "a.txt").write_text("One sentence here.\n")
@@ -522,52 +436,36 @@ def test_the_tools_own_outputs_are_not_read_as_text(tmp_path, good_model):
         prepare([folder / "model"], tmp_path / "d.txt", segmenter="lines")
 
 
-def test_a_killed_prepare_leaves_a_temporary_that_the_next_run_removes(tmp_path, make_text):
-    import signal
-    import subprocess
-    import sys
-    import time
+def test_a_dead_prepares_temporary_is_removed_and_nothing_else(tmp_path, runner):
+    """The next prepare removes a dead writer's temporary, never a live one's or a look-alike (the rule:
+    test_files; a killed writer leaving one: test_saves_killed_at_random_points_leave_nothing...)."""
+    from test_files import dead_pid
 
-    src = tmp_path / "raw.txt"
-    src.write_text(make_text(n_docs=40, sents_per_doc=2000, seed=3), encoding="utf-8")
-    out = tmp_path / "corpus.txt.xz"
-    cmd = [sys.executable, "-m", "scbow", "prepare", str(src), "-o", str(out), "--segmenter", "lines", "-q"]
-    proc = subprocess.Popen(cmd)
-    deadline = time.monotonic() + 60
-    while not list(tmp_path.glob(".corpus.txt.xz.tmp-*")) and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    [left] = list(tmp_path.glob(".corpus.txt.xz.tmp-*"))
-    assert not out.exists()
-    # beside it: look-alikes that are not ours, and a temporary a live writer holds
-    (tmp_path / ".corpus.txt.xz.tmp-notes").write_text("mine")  # not a temporary's name (no pid)
-    (tmp_path / ".corpus.txt.xz.tmp-abcdefgh").symlink_to(src)
     from scbow.files import atomic_file
 
+    src = tmp_path / "raw.txt"
+    src.write_text("One sentence.\n", encoding="utf-8")
+    out = tmp_path / "corpus.txt.xz"
+    left = tmp_path / f".corpus.txt.xz.tmp-{dead_pid()}-0123abcd"
+    left.write_bytes(b"half")
+    (tmp_path / ".corpus.txt.xz.tmp-notes").write_text("mine")  # not a temporary's name (no pid)
+    (tmp_path / ".corpus.txt.xz.tmp-abcdefgh").symlink_to(src)
     with atomic_file(out) as live:
         live.write_text("being written")
-        result = subprocess.run(cmd, capture_output=True, text=True)
-        assert result.returncode == 0, result.stderr
-        assert live.exists()  # a live writer's temporary is left alone
-        assert not left.exists()  # the killed run's is gone
+        result = runner.invoke(main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines", "-q"])
+        assert result.exit_code == 0, result.output
+        assert live.exists() and not left.exists()  # a live writer's temporary is left alone, the dead one's gone
         assert (tmp_path / ".corpus.txt.xz.tmp-notes").read_text() == "mine"
         assert (tmp_path / ".corpus.txt.xz.tmp-abcdefgh").is_symlink() and src.exists()
     assert out.read_text() == "being written"  # the live writer finished last
 
 
-def test_prepare_warns_when_a_run_without_whitespace_is_cut(tmp_path, runner):
-    (tmp_path / "giant.txt").write_text("a" * 300_000 + "\n")
-    result = runner.invoke(main, ["prepare", str(tmp_path / "giant.txt"), "-o", str(tmp_path / "g.txt"),
-                                  "--segmenter", "lines"])
-    assert result.exit_code == 0, result.output
-    assert "with no whitespace" in result.stderr and "cut where a chunk ended" in result.stderr
-
-
-def test_the_summary_and_warnings_prepare_prints():
+def test_the_summary_and_warnings_prepare_prints(tmp_path):
     """PrepareStats.summary and .warnings: the lines 'prepare' prints, from the library (issue 33 item 7)."""
     from scbow.text.prepare import CHUNK_CHARS, PrepareStats
 
+    (tmp_path / "giant.txt").write_text("a" * 300_000 + "\n")  # a run with no whitespace is cut, and counted
+    assert prepare([tmp_path / "giant.txt"], tmp_path / "g.txt", segmenter="lines").words_cut > 0
     stats = PrepareStats(files=2, documents=3, sentences=41, words=1234, input_bytes=2_500_000, seconds=2.0,
                          invalid_utf8_lines=1, words_cut=2, skipped_records=1, bad_records=3,
                          bad_examples=["a.jsonl: line 2: not JSON", "a.jsonl: line 5: no 'text'"])

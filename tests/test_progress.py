@@ -47,18 +47,7 @@ def test_the_progress_line_fits_the_terminal_and_keeps_the_eta(columns, width):
         assert "|" in drawn_lines(stream)[-1] and "loss 1.2345" in drawn_lines(stream)[-1]  # all parts fit
 
 
-def test_a_resumed_run_counts_only_its_own_examples_in_the_rate(columns):
-    columns(200)
-    stream = FakeTTY(200)
-    bar = Progress(1_000_000, unit="ex", stream=stream, interval=0, initial=900_000)
-    bar.start -= 10
-    bar.update(950_000, prefix="epoch 1/1 ")
-    line = drawn_lines(stream)[-1]
-    assert "5.00K ex/s" in line  # 50,000 examples in 10 s, not 950,000
-    assert "ETA 0:00:10" in line  # 50,000 left at 5,000 a second
-
-
-def test_off_a_terminal_plain_lines_come_at_intervals():
+def test_off_a_terminal_plain_lines_come_at_intervals_and_a_resumed_run_rates_its_own(columns):
     stream = io.StringIO()
     bar = Progress(1000, unit="ex", stream=stream, log_interval=0)
     for done in (100, 500, 1000):
@@ -76,8 +65,13 @@ def test_off_a_terminal_plain_lines_come_at_intervals():
     silent = io.StringIO()
     Progress(1000, stream=silent, enabled=False, log_interval=0).update(500)
     assert silent.getvalue() == ""
-
-
-def test_plural():
     assert plural(1, "thread") == "1 thread" and plural(2, "thread") == "2 threads"
     assert plural(1, "corpus", "corpora") == "1 corpus" and plural(3, "corpus", "corpora") == "3 corpora"
+    columns(200)
+    stream = FakeTTY(200)
+    bar = Progress(1_000_000, unit="ex", stream=stream, interval=0, initial=900_000)
+    bar.start -= 10
+    bar.update(950_000, prefix="epoch 1/1 ")
+    line = drawn_lines(stream)[-1]
+    assert "5.00K ex/s" in line  # 50,000 examples in 10 s, not 950,000
+    assert "ETA 0:00:10" in line  # 50,000 left at 5,000 a second

@@ -18,7 +18,7 @@ from conftest import assert_clean_error
 
 from scbow.cli import main
 from scbow.errors import CorpusError
-from scbow.text.reader import open_bytes, open_text
+from scbow.text.reader import check_text, open_bytes, open_text
 
 # gold score and a pair, tab-separated: one file is a corpus, a sentence file, a pairs file and an STS file
 TEXT = "".join(f"{i % 5}\tthe cat number {i} sat on the mat\tthe dog ran far away {i}\n" for i in range(6000)).encode()
@@ -65,12 +65,13 @@ def test_the_one_reader_names_every_damaged_file(tmp_path, kind):
                 pass
 
 
-def test_the_one_reader_reads_what_it_should(tmp_path):
+def test_the_one_reader_reads_what_it_should_and_refuses_a_device(tmp_path):
     plain = tmp_path / "a.txt"
     plain.write_bytes(b"\xef\xbb\xbfone\r\ntwo\rthree\n")  # a byte order mark, three kinds of line end
     for path, data in [(plain, plain.read_bytes()), (tmp_path / "a.gz", gzip.compress(plain.read_bytes())),
                        (tmp_path / "a.bz2", bz2.compress(plain.read_bytes())),
-                       (tmp_path / "a.xz", lzma.compress(plain.read_bytes()))]:
+                       (tmp_path / "a.xz", lzma.compress(plain.read_bytes())),
+                       (tmp_path / "looks-plain.txt", gzip.compress(plain.read_bytes()))]:  # told by content, not name
         path.write_bytes(data)
         with open_text(path) as fh:
             assert fh.read().split("\n") == ["one", "two", "three", ""], path
@@ -79,6 +80,12 @@ def test_the_one_reader_reads_what_it_should(tmp_path):
     for bad, fragment in [(tmp_path / "nope.txt", "no such file"), (tmp_path, "is a directory")]:
         with pytest.raises(CorpusError, match=fragment):
             open_text(bad)
+    path = tmp_path / "input.txt"
+    path.symlink_to("/dev/zero")
+    with _Alarm():
+        for reader in (open_text, open_bytes):
+            with pytest.raises(CorpusError, match=f"{path}: not a regular file"):
+                reader(path)
 
 
 class _Alarm:
@@ -141,15 +148,6 @@ def test_every_command_reads_through_the_one_reader(tmp_path, runner, healthy, k
     assert leftovers == [], leftovers  # nothing half written
 
 
-def test_a_device_is_refused_never_read(tmp_path):
-    path = tmp_path / "input.txt"
-    path.symlink_to("/dev/zero")
-    with _Alarm():
-        for reader in (open_text, open_bytes):
-            with pytest.raises(CorpusError, match=f"{path}: not a regular file"):
-                reader(path)
-
-
 @pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
 def test_empty_or_plain_files_under_a_compressed_name_are_named(tmp_path, suffix):
     for content in (b"", b"the cat sat\tthe dog ran\n"):
@@ -158,3 +156,13 @@ def test_empty_or_plain_files_under_a_compressed_name_are_named(tmp_path, suffix
         for reader in (open_text, open_bytes):
             with pytest.raises(CorpusError, match=f"{path}: named like a .* does not start like one"):
                 reader(path)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
+def test_utf16_text_is_named_not_called_binary(encoding):
+    block = "the man walked\nand a dog\n".encode(encoding).decode("utf-8", errors="replace")
+    with pytest.raises(CorpusError, match="UTF-16 or UTF-32 text.*iconv"):
+        check_text("x.txt", block, at_start=True)
+    elf = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00>\x00".decode("utf-8", errors="replace")
+    with pytest.raises(CorpusError, match="binary data"):
+        check_text("x.txt", elf, at_start=True)
