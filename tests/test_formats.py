@@ -69,14 +69,30 @@ def test_save_load_round_trip(tmp_path, mmap):
     assert meta["config"] == model.config
     # a loaded model is usable
     assert loaded.similarity("the cat", "the cat") == pytest.approx(1.0, abs=1e-6)
+    if mmap:  # read-only; a writable copy's changes never reach the file
+        assert not loaded.vectors.flags.writeable
+        with pytest.raises(ValueError):
+            loaded.vectors[0, 0] = 1.0
+    else:
+        assert loaded.vectors.flags.writeable
+        loaded.vectors[0] = 0.0
+        loaded.vectors = loaded.vectors  # reassigned: the model's cached norms follow
+        assert_same_model(load_model(out), model)
+        assert dict(loaded.most_similar(loaded.index_to_key[1], topn=9, min_count=0))[loaded.index_to_key[0]] == 0.0
 
 
-def test_scbow_load_reads_directories_and_word2vec_files(tmp_path):
+def test_model_save_and_scbow_load(tmp_path):
     model = make_model()
-    save_model(model, tmp_path / "m")
+    assert model.save(tmp_path / "m") == tmp_path / "m"
     export_word2vec(model, tmp_path / "v.txt")
-    assert_same_model(scbow.load(tmp_path / "m"), model)
     assert_same_model(scbow.load(tmp_path / "v.txt"), model)
+    back = scbow.load(tmp_path / "m")
+    assert_same_model(back, model)
+    assert back.config == model.config and back.info == model.info and isinstance(back.vectors, np.memmap)
+    # saved again over itself, from its own memory-mapped vectors: replaced in one step
+    Model(back.vocab, back.vectors * 0.5, back.config, back.info).save(tmp_path / "m")
+    np.testing.assert_array_equal(scbow.load(tmp_path / "m", mmap=False).vectors, model.vectors * 0.5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m", "v.txt"]  # no temporary left beside it
 
 
 def test_save_replaces_an_existing_model_atomically(tmp_path):
@@ -110,37 +126,24 @@ def test_save_creates_missing_parents(tmp_path):
     assert (tmp_path / "a" / "b" / "m" / "vectors.npy").is_file()
 
 
-def test_refuses_a_non_model_directory(tmp_path):
+def test_save_refuses_what_is_no_model_and_load_a_missing_one(tmp_path):
     d = tmp_path / "precious"
     d.mkdir()
     (d / "thesis.tex").write_text("years of work")
     with pytest.raises(ModelError, match="not empty"):
         save_model(make_model(), d)
-    assert os.listdir(d) == ["thesis.tex"]
-    assert (d / "thesis.tex").read_text() == "years of work"
-
-
-def test_refuses_a_directory_that_only_looks_like_a_model(tmp_path):
-    d = tmp_path / "project"
-    d.mkdir()
-    (d / "config.json").write_text('{"name": "my-app"}')
-    (d / "thesis.tex").write_text("years of work")
+    assert os.listdir(d) == ["thesis.tex"] and (d / "thesis.tex").read_text() == "years of work"
+    (d / "config.json").write_text('{"name": "my-app"}')  # only looks like a model
     try:
         save_model(make_model(), d)
     except ModelError:
         pass
     assert (d / "thesis.tex").read_text() == "years of work"
-
-
-def test_refuses_to_write_over_a_file(tmp_path):
     f = tmp_path / "m"
     f.write_text("a file")
     with pytest.raises(ModelError, match="not a directory"):
         save_model(make_model(), f)
     assert f.read_text() == "a file"
-
-
-def test_load_missing_dir(tmp_path):
     with pytest.raises(ModelError, match="no such model"):
         load_model(tmp_path / "nope")
 
@@ -445,28 +448,20 @@ def gensim_kv():
     return pytest.importorskip("gensim.models").KeyedVectors
 
 
-def test_export_text_read_by_gensim_and_back(tmp_path, gensim_kv):
+@pytest.mark.parametrize("binary", [False, True])
+def test_export_read_by_gensim_and_back(tmp_path, gensim_kv, binary):
     model = make_model()
-    path = export_word2vec(model, tmp_path / "v.txt")
-    header = path.read_bytes().split(b"\n", 1)[0]
-    assert header == f"{len(WORDS)} 7".encode()
-    kv = gensim_kv.load_word2vec_format(str(path), binary=False)
+    path = export_word2vec(model, tmp_path / "v", binary=binary)
+    assert path.read_bytes().split(b"\n", 1)[0] == f"{len(WORDS)} 7".encode()
+    kv = gensim_kv.load_word2vec_format(str(path), binary=binary)
     assert list(kv.index_to_key) == WORDS
-    np.testing.assert_allclose(kv.vectors, model.vectors, rtol=1e-6, atol=1e-6)
+    if binary:
+        assert np.array_equal(kv.vectors, model.vectors)
+    else:
+        np.testing.assert_allclose(kv.vectors, model.vectors, rtol=1e-6, atol=1e-6)
     back = load_word2vec(path)
-    assert back.info["format"] == "word2vec-text"
-    assert_same_model(back, model)  # 9 significant digits round-trip float32 exactly
-
-
-def test_export_binary_read_by_gensim_and_back(tmp_path, gensim_kv):
-    model = make_model()
-    path = export_word2vec(model, tmp_path / "v.bin", binary=True)
-    kv = gensim_kv.load_word2vec_format(str(path), binary=True)
-    assert list(kv.index_to_key) == WORDS
-    assert np.array_equal(kv.vectors, model.vectors)
-    back = load_word2vec(path)
-    assert back.info["format"] == "word2vec-binary"
-    assert_same_model(back, model)
+    assert back.info["format"] == ("word2vec-binary" if binary else "word2vec-text")
+    assert_same_model(back, model)  # text: 9 significant digits round-trip float32 exactly
 
 
 @pytest.mark.parametrize("binary", [False, True])
@@ -509,7 +504,7 @@ def test_truncated_word2vec(tmp_path, binary, cut):
         load_word2vec(path)
 
 
-@pytest.mark.parametrize("content", [b"", b"hello world\n", b"3\n", b"-1 5\n", b"2 0\n"])
+@pytest.mark.parametrize("content", [b"", b"hello world\n", b"3\n", b"-1 5\n", b"2 0\n", b"100000000000 300\nthe 1 2 3\n"])
 def test_bad_word2vec_header(tmp_path, content):
     (tmp_path / "v.txt").write_bytes(content)
     with pytest.raises(ModelError):
@@ -610,7 +605,48 @@ def test_save_names_a_long_bad_word_cut_short(tmp_path):
     assert len(str(error.value)) < 300 and "www" in str(error.value)
 
 
-def test_word2vec_header_larger_than_the_file(tmp_path):
-    (tmp_path / "v.txt").write_text("100000000000 300\nthe 1 2 3\n")
-    with pytest.raises(ModelError):
-        load_model(tmp_path / "v.txt")
+def test_every_save_records_a_new_id_and_a_model_saved_before_ids_gets_one_from_its_config(tmp_path, good_model):
+    from scbow.vectors.modeldir import model_id
+
+    recorded = json.loads((good_model / "config.json").read_text())["model_id"]
+    assert model_id(good_model) == recorded and len(recorded) == 32
+    copy = tmp_path / "copy"
+    shutil.copytree(good_model, copy)
+    assert model_id(copy) == recorded  # a copy is the same model
+    again = save_model(load_model(good_model), tmp_path / "again")
+    assert model_id(again) not in (None, recorded)  # saved again: another model
+    old = tmp_path / "old"  # saved by a version before ids
+    shutil.copytree(good_model, old)
+    meta = json.loads((old / "config.json").read_text())
+    del meta["model_id"]
+    (old / "config.json").write_text(json.dumps(meta))
+    derived = model_id(old)
+    assert derived.startswith("config-") and model_id(old) == derived
+    assert load_model(old).vocab.words == load_model(good_model).vocab.words  # it still loads
+    meta["training"] = {"seconds": 1.5}  # another run's record: another id
+    (old / "config.json").write_text(json.dumps(meta))
+    assert model_id(old).startswith("config-") and model_id(old) != derived
+    w2v = export_word2vec(load_model(good_model), tmp_path / "m.txt")
+    assert model_id(w2v).startswith("file-") and model_id(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_word2vec_files_score_like_models(tmp_path, runner, binary):
+    model = make_model(seed=4, dim=5, words=["the", "zzz", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small",
+                                             "red", "house", "café"])
+    save_model(model, tmp_path / "m")
+    vec = export_word2vec(model, tmp_path / ("v.bin" if binary else "v.txt"), binary=binary)
+    assert scbow.load(vec).similarity("the cat sat", "a dog ran") == pytest.approx(
+        model.similarity("the cat sat", "a dog ran"), rel=1e-5)
+    sts = tmp_path / "sts.tsv"
+    sts.write_text("".join(f"{g}\t{a}\t{b}\n" for g, a, b in [
+        (4.5, "the cat sat on the mat", "a cat sat on a mat"), (1.0, "the big dog", "small red house"),
+        (3.0, "a dog ran", "the dog sat"), (0.5, "café", "the mat"), (2.0, "the red cat", "a big cat")]))
+    scores = []
+    for m in (tmp_path / "m", vec):
+        result = runner.invoke(main, ["evaluate", "-m", str(m), str(sts), "--json"])
+        assert result.exit_code == 0, result.output
+        scores.append(json.loads(result.stdout)["sets"][0]["pearson"])
+    assert scores[0] == pytest.approx(scores[1], abs=1e-5)
+    sim = runner.invoke(main, ["similarity", "-m", str(vec), "the cat", "a dog"])
+    assert sim.exit_code == 0 and float(sim.stdout) == pytest.approx(model.similarity("the cat", "a dog"), abs=1e-4)
