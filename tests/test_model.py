@@ -148,7 +148,7 @@ def test_pair_cosines_of_a_model(model):
     assert np.isnan(got[[1, 3]]).all() and got[2] == pytest.approx(1.0)
 
 
-def test_encode_is_embed_with_sentence_transformers_shapes(model):
+def test_encode_is_embed_with_sentence_transformers_conventions(model):
     sentences = ["the cat sat", "zebra", "a dog ran .", "the cat sat"]
     want = model.embed(sentences)
     np.testing.assert_array_equal(model.encode(sentences), want)
@@ -160,9 +160,7 @@ def test_encode_is_embed_with_sentence_transformers_shapes(model):
     assert one.shape == (16,) and one.dtype == np.float32
     np.testing.assert_array_equal(one, want[0])
     assert model.encode([]).shape == (0, 16)
-
-
-def test_encode_normalizes_and_fills(model):
+    # normalize_embeddings, fill and unknown
     sentences = ["the cat sat", "zebra", "a dog"]
     raw = model.embed(sentences)
     unit = model.encode(sentences, normalize_embeddings=True)
@@ -172,11 +170,7 @@ def test_encode_normalizes_and_fills(model):
     zeros = model.encode(sentences, fill=0.0)
     assert (zeros[1] == 0).all() and np.array_equal(zeros[[0, 2]], raw[[0, 2]])
     assert (model.encode("zebra", fill=0.0) == 0).all()
-    hashed = model.encode(["zebra"], unknown="hash")
-    assert np.isfinite(hashed).all()
-
-
-def test_encode_refuses_bad_arguments(model):
+    assert np.isfinite(model.encode(["zebra"], unknown="hash")).all()
     for bad, error in ((dict(batch_size=0), ValueError), (dict(batch_size=True), ValueError), (dict(fill="zero"), TypeError)):
         with pytest.raises(error):
             model.encode(["the cat"], **bad)
@@ -190,7 +184,7 @@ ODD_STRINGS = ["", "   ", "\t\n", "🙂🙃 🙂", "e\u0301te\u0301", "שלום 
                "\x00\x07\x1b[31m", "ﷺ" * 1000, "the\u00a0cat", "CAT SAT", "the cat\r\nsat"]
 
 
-def test_embed_and_similarity_take_odd_strings(good_model):
+def test_embed_and_similarity_take_odd_strings_and_very_long_ones(good_model):
     model = load_model(good_model)
     X = model.embed(ODD_STRINGS)
     assert X.shape == (len(ODD_STRINGS), model.dim) and X.dtype == np.float32
@@ -198,12 +192,7 @@ def test_embed_and_similarity_take_odd_strings(good_model):
         known = model.ids(text)[0]
         assert np.isnan(row).all() == (not known), text
     assert np.isnan(model.similarity("", "the cat"))
-    assert model.similarity("CAT SAT", "the cat\r\nsat") == pytest.approx(
-        model.similarity("cat sat", "the cat sat"))
-
-
-def test_very_long_sentence(good_model):
-    model = load_model(good_model)
+    assert model.similarity("CAT SAT", "the cat\r\nsat") == pytest.approx(model.similarity("cat sat", "the cat sat"))
     sentence = " ".join(["the cat sat"] * 100_000)  # 300,000 tokens
     [row] = model.embed([sentence])
     expected = np.asarray(model.vectors)[[model.vocab.index[w] for w in ("the", "cat", "sat")]].mean(axis=0)
@@ -211,14 +200,9 @@ def test_very_long_sentence(good_model):
     assert model.similarity(sentence, "sat the cat") == pytest.approx(1.0, abs=1e-5)
 
 
-@pytest.fixture
-def tiny():
-    words = ["the", "cat", "sat", "dog", "."]
-    vectors = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 2, 1], [1, 1, 1]], dtype=np.float32)
-    return Model(Vocab(words, np.array([5, 4, 3, 2, 1]) * NEIGHBOUR_MIN_COUNT), vectors)  # all frequent enough to be neighbours
-
-
-def test_ids_and_similarity(tiny):
+def test_ids_and_similarity():
+    tiny = Model(Vocab(["the", "cat", "sat", "dog", "."], [5, 4, 3, 2, 1]),
+                 np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 2, 1], [1, 1, 1]], dtype=np.float32))
     assert tiny.ids("The zebra sat , quickly") == ([0, 2], ["zebra", ",", "quickly"])
     assert tiny.similarity("the cat", "cat the") == pytest.approx(1.0)
     assert tiny.similarity("cat", "sat") == pytest.approx(0.0, abs=1e-7)
@@ -414,7 +398,7 @@ def test_cache_follows_the_vectors():
     assert_same(m.most_similar("cat", topn=5), brute_force(m, ["cat"], topn=5), atol=1e-12)
     assert m.most_similar("cat", topn=5) != before
     assert m.unknown_norm() == Model(m.vocab, new.copy()).unknown_norm()
-    new[1:] *= np.linspace(0.1, 3, len(new) - 1, dtype=np.float32)[:, None]  # in place: reassign to tell the model400
+    new[1:] *= np.linspace(0.1, 3, len(new) - 1, dtype=np.float32)[:, None]  # in place: reassign to tell the model
     m.vectors = m.vectors
     assert_same(m.most_similar("cat", topn=5), brute_force(m, ["cat"], topn=5), atol=1e-12)
     with pytest.raises(ValueError, match="vocabulary has 400 words"):
@@ -442,6 +426,12 @@ def rare_word_model():
     vectors = np.array([[0, 0, 1], [1, 0, 0], [0.8, 0.6, 0], [0, 1, 0], [1, 0.01, 0], [0.99, 0.1, 0],
                         [0.9, 0.3, 0]], dtype=np.float32)
     return Model(Vocab(words, counts), vectors)
+
+
+def near_model():
+    """The default minimum count written out (every other check derives its counts from the constant)."""
+    return Model(Vocab(["the", "cat", "seen-99", "seen-100"], [1000, 500, 99, 100]),
+                 np.array([[0, 1], [1, 0], [1, 0.01], [1, 0.5]], dtype=np.float32))
 
 
 def test_most_similar_leaves_rare_words_out_by_default():
@@ -473,9 +463,7 @@ def test_most_similar_leaves_rare_words_out_by_default():
     for bad in (-1, 2.5, True, "5", None):
         with pytest.raises(ValueError, match="min_count"):
             m.most_similar("cat", min_count=bad)
-    # the default itself, written out (every other check derives its counts from the constant)
-    near = Model(Vocab(["the", "cat", "seen-99", "seen-100"], [1000, 500, 99, 100]),
-                 np.array([[0, 1], [1, 0], [1, 0.01], [1, 0.5]], dtype=np.float32))
+    near = near_model()
     assert [w for w, _ in near.most_similar("cat", topn=2)] == ["seen-100", "the"]
     assert [w for w, _ in near.most_similar("cat", topn=1, min_count=99)] == ["seen-99"]
     assert [w for w, _ in near.similar_by_vector(near["cat"], topn=2)] == ["cat", "seen-100"]
@@ -509,8 +497,8 @@ def test_neighbors_cli(tmp_path, runner, model400):
     assert words("-n", "2", "--min-count", "1") == ["mezzanine", "padoie"]
     assert words("-n", "3", "--min-count", "5") == ["padoie", "kitten", "dog"]
     assert words("-n", "9", "--min-count", "2k") == ["kitten"]  # counts as other options take them
-    assert "--min-count" in runner.invoke(main, ["neighbors", "--help"]).output
-    assert "default: 100" in runner.invoke(main, ["neighbors", "--help"]).output
+    help_text = runner.invoke(main, ["neighbors", "--help"]).output
+    assert "--min-count" in help_text and "default: 100" in help_text
     for bad, says in (("-1", "is not a whole number of occurrences"), ("2.5", "is not a whole number"),
                       ("lots", "is not a whole number"), ("1e30", "is more occurrences than any run has")):
         result = runner.invoke(main, [*m, "--min-count", bad])
@@ -523,13 +511,9 @@ def test_neighbors_cli(tmp_path, runner, model400):
     src.write_text("the cat\n", encoding="utf-8")
     assert_clean_error(runner.invoke(main, [*m[:3], "--sentence", "cat", "--in", str(src), "--min-count", "5"]),
                        "--min-count is for nearest words")
-    near = Model(Vocab(["the", "cat", "seen-99", "seen-100"], [1000, 500, 99, 100]),
-                 np.array([[0, 1], [1, 0], [1, 0.01], [1, 0.5]], dtype=np.float32))
-    save_model(near, tmp_path / "near")
+    save_model(near_model(), tmp_path / "near")
     result = runner.invoke(main, ["neighbors", "-m", str(tmp_path / "near"), "cat", "-n", "1"])
     assert result.exit_code == 0 and result.stdout.split("\t")[0] == "seen-100", result.output
-
-
 
 
 # ---------------------------------------------------------------- similarities
