@@ -78,39 +78,33 @@ def test_training_starts_from_the_pretrained_rows(small_corpus_file, tmp_path):
 
 
 def test_train_cli_init_vectors(small_corpus_file, tmp_path, runner):
-    source = make_model(dim=8, words=["cat", "dog", "tree", "unused"])
-    export_word2vec(source, tmp_path / "w2v.bin", binary=True)
-    args = ["train", str(small_corpus_file), "-o", str(tmp_path / "m"), "--dim", "8", "--epochs", "1",
-            "--min-count", "1", "--threads", "1", "--cache-dir", str(tmp_path / "cache")]
-    result = runner.invoke(main, [*args, "--init-vectors", str(tmp_path / "w2v.bin")])
+    export_word2vec(make_model(dim=8, words=["cat", "dog", "tree", "unused"]), tmp_path / "w2v.bin", binary=True)
+
+    def train(out, *extra):
+        return runner.invoke(main, ["train", str(small_corpus_file), "-o", str(tmp_path / out), "--dim", "8", "--epochs",
+                                    "1", "--min-count", "1", "--threads", "1", "--cache-dir", str(tmp_path / "cache"), *extra])
+
+    result = train("m", "--init-vectors", str(tmp_path / "w2v.bin"))
     assert result.exit_code == 0, result.output
     vocab_size = len(load_model(tmp_path / "m"))
     assert f"initialised 3 of {vocab_size} rows from {tmp_path / 'w2v.bin'}" in result.stderr
     meta = json.loads((tmp_path / "m" / "config.json").read_text())
     assert meta["init_vectors"]["rows_initialised"] == 3 and meta["init_vectors"]["rows"] == vocab_size
     # a dimension mismatch fails before the corpus is read; nothing is written
-    result = runner.invoke(main, [*args[:3], str(tmp_path / "m2"), *args[4:], "--dim", "9",
-                                  "--init-vectors", str(tmp_path / "w2v.bin")])
-    assert_clean_error(result, "8-dimensional", "--dim is 9")
-    assert_clean_error(runner.invoke(main, [*args, "--init-vectors", str(tmp_path / "none.txt")]), "none.txt")
+    assert_clean_error(train("m2", "--dim", "9", "--init-vectors", str(tmp_path / "w2v.bin")), "8-dimensional", "--dim is 9")
+    assert_clean_error(train("m2", "--init-vectors", str(tmp_path / "none.txt")), "none.txt")
     (tmp_path / "other.txt").write_text("1 8\nzebra " + " ".join(["0.5"] * 8) + "\n")
-    assert_clean_error(runner.invoke(main, [*args, "--init-vectors", str(tmp_path / "other.txt")]), "no word")
+    assert_clean_error(train("m2", "--init-vectors", str(tmp_path / "other.txt")), "no word")
     assert not (tmp_path / "m2").exists()
-
-
-def test_train_cli_init_vectors_from_a_model_with_a_word_part(small_corpus_file, tmp_path, runner):
-    """--dim is compared with the source's sentence part, not its whole rows (8 + 4 here)."""
-    args = [str(small_corpus_file), "--epochs", "1", "--min-count", "1", "--threads", "1", "--dim", "8",
-            "--cache-dir", str(tmp_path / "cache")]
-    result = runner.invoke(main, ["train", *args, "-o", str(tmp_path / "a"), "--word-passes", "1", "--word-dim", "4"])
+    # a model of ours with a word part: --dim is compared with its sentence part, not its whole rows (8 + 4)
+    result = train("a", "--word-passes", "1", "--word-dim", "4")
     assert result.exit_code == 0, result.output
     assert load_model(tmp_path / "a").dim == 12
-    result = runner.invoke(main, ["train", *args, "-o", str(tmp_path / "b"), "--init-vectors", str(tmp_path / "a")])
+    result = train("b", "--init-vectors", str(tmp_path / "a"))
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "b" / "config.json").read_text())["init_vectors"]["rows_initialised"] > 0
-    result = runner.invoke(main, ["train", *args[:-2], "--dim", "12", "--cache-dir", str(tmp_path / "cache"),
-                                  "-o", str(tmp_path / "c"), "--init-vectors", str(tmp_path / "a")])
-    assert_clean_error(result, "8-dimensional vectors in their sentence part", "--dim is 12", "pass --dim 8")
+    assert_clean_error(train("c", "--dim", "12", "--init-vectors", str(tmp_path / "a")),
+                       "8-dimensional vectors in their sentence part", "--dim is 12", "pass --dim 8")
 
 
 # ---------------------------------------------------------------- vocabulary expansion
