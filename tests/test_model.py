@@ -712,11 +712,11 @@ def test_the_api_takes_numpy_integers_and_refuses_a_senseless_unknown_scale(mode
             model.embed(["the cat"], unknown="hash", unknown_scale=bad)
 
 
-def test_the_api_takes_one_path_a_dict_and_numpy_numbers(tmp_path, healthy):
+def test_the_api_takes_one_path_a_dict_and_numpy_numbers(small_corpus_file):
     from scbow.config import TrainConfig
     from scbow.errors import ConfigError
 
-    _, corpus = healthy
+    corpus = small_corpus_file
     settings = {"dim": 8, "min_count": 1, "threads": 1, "word_passes": 0}  # about the API's inputs: no word part
     for one in (str(corpus), corpus):  # a single path, as str or Path
         m = scbow.train(one, settings, quiet=True, use_cache=False)
