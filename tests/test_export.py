@@ -292,9 +292,8 @@ def test_model_card_scores_from_the_curve():
 
 
 def test_word2vec_stays_the_default(trained, tmp_path):
-    from scbow.vectors.formats import load_word2vec
-
     import scbow
+    from scbow.vectors.formats import load_word2vec
 
     runner = make_runner()
     result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "v.bin")])
