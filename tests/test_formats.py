@@ -378,11 +378,11 @@ def test_a_model_read_while_saves_replace_it_is_one_of_them_whole(tmp_path, load
     assert loads < 10_000 or seen.total() == 10_000
 
 
-@pytest.mark.parametrize("at", ["vectors.npy", "vocab.txt", "config.json", "curve.json"])
+@pytest.mark.parametrize("at", ["vectors.npy", "vocab.txt", "config.json", "curve.json", "every read"])
 def test_a_save_landing_between_a_reads_files_restarts_the_read(tmp_path, monkeypatch, at):
-    """The rule, step by step: a save that swaps a new model in just before the reader opens ``at``
-    (the old directory's files then deleted) makes the read start over and return the new model
-    whole; curve.json, which only model a has, is not taken for absent."""
+    """A save that swaps a new model in just before the reader opens ``at`` (the old directory's files
+    then deleted) makes the read start over and return the new model whole; curve.json, which only
+    model a has, is not taken for absent. A save before every read is one clean error."""
     from scbow.vectors import formats
 
     models, where = two_models(), tmp_path / "x"
@@ -392,30 +392,19 @@ def test_a_save_landing_between_a_reads_files_restarts_the_read(tmp_path, monkey
     def save_first(self, name):
         if name == at and not saves:
             saves.append(save_model(models["b"], where))
-        return opened(self, name)
-
-    monkeypatch.setattr(formats.ModelFiles, "_open", save_first)
-    model = load_model(where)
-    assert saves and model.vocab.words == models["b"].vocab.words and without_id(model.info) == without_id(models["b"].info)
-    assert np.array_equal(np.asarray(model.vectors), models["b"].vectors)
-
-
-def test_a_model_replaced_at_every_read_is_one_clean_error(tmp_path, monkeypatch):
-    from scbow.vectors import formats
-
-    models, where = two_models(), tmp_path / "x"
-    save_model(models["a"], where)
-    opened, saves = formats.ModelFiles._open, []
-
-    def save_always(self, name):
-        if name == "vocab.txt":
+        elif at == "every read" and name == "vocab.txt":
             saves.append(save_model(models["ab"[len(saves) % 2]], where))
         return opened(self, name)
 
-    monkeypatch.setattr(formats.ModelFiles, "_open", save_always)
-    with pytest.raises(ModelError, match=f"replaced {formats.LOAD_ATTEMPTS} times while it was being read"):
-        load_model(where)
-    assert len(saves) == formats.LOAD_ATTEMPTS
+    monkeypatch.setattr(formats.ModelFiles, "_open", save_first)
+    if at == "every read":
+        with pytest.raises(ModelError, match=f"replaced {formats.LOAD_ATTEMPTS} times while it was being read"):
+            load_model(where)
+        assert len(saves) == formats.LOAD_ATTEMPTS
+        return
+    model = load_model(where)
+    assert saves and model.vocab.words == models["b"].vocab.words and without_id(model.info) == without_id(models["b"].info)
+    assert np.array_equal(np.asarray(model.vectors), models["b"].vectors)
 
 
 @pytest.fixture(scope="module")
