@@ -1,10 +1,7 @@
-"""``export --format sentence-transformers|model2vec``: folders the two libraries load offline, whose
-``encode`` equals ``Model.embed(..., unknown="omit")``, with a tokenizer that splits as ours does.
-
-model2vec and ``tokenizers`` come with the ``test`` extra; sentence-transformers (torch) is the
-optional ``st`` extra: its test skips, saying why, where it is absent. What its StaticEmbedding
-computes (the mean of the rows of the token ids, the unknown token's zero row included) is also
-checked without it, from the folder's own files."""
+"""``export --format sentence-transformers|model2vec`` (scbow.vectors.hub): folders the two libraries load
+offline, whose ``encode`` equals ``Model.embed(..., unknown="omit")``, with a tokenizer that splits as ours
+does. sentence-transformers (torch, the optional ``st`` extra) skips where absent; what its StaticEmbedding
+computes is also checked without it, from the folder's own files."""
 
 from __future__ import annotations
 
@@ -132,36 +129,17 @@ def test_tokenizer_version_1_keeps_its_rule():
     assert split(tok, text) == tokenizer("1")[0](text) != tokenizer("2")[0](text)
 
 
-def test_tokenizer_matches_on_sts_and_the_1m_corpus(trained):
-    """Every STS sentence and every line of the 1M corpus: the same tokens, the same ids."""
+@pytest.mark.parametrize("corpus_file", [CORPUS_1M, pytest.param(CORPUS_10M, marks=pytest.mark.slow)], ids=["1M", "10M"])
+def test_tokenizer_matches_on_sts_and_every_corpus_line(trained, folders, corpus_file):
+    """Every STS sentence and every line of the corpus: the same tokens, the same ids."""
     import scbow
 
-    model = scbow.load(trained)
-    tok = tokenizers.Tokenizer.from_file(_tokenizer_file(trained))
-    with lzma.open(CORPUS_1M, "rt", encoding="utf-8") as fh:
+    if not corpus_file.is_file():
+        missing_data(f"real corpus {corpus_file}")
+    tok = tokenizers.Tokenizer.from_file(str(folders["model2vec"] / "tokenizer.json"))
+    with lzma.open(corpus_file, "rt", encoding="utf-8") as fh:
         lines = sts_sentences() + fh.read().splitlines()
-    assert check_lines(tok, model, lines) > 85000
-
-
-def _tokenizer_file(model_dir: Path) -> str:
-    out = model_dir.parent / "tok-only"
-    if not out.exists():
-        result = make_runner().invoke(main, ["export", "-m", str(model_dir), "--format", "model2vec", "-o", str(out)])
-        assert result.exit_code == 0, result.output
-    return str(out / "tokenizer.json")
-
-
-@pytest.mark.slow
-def test_tokenizer_matches_every_line_of_the_10m_corpus(trained):
-    import scbow
-
-    if not CORPUS_10M.is_file():
-        missing_data(f"real corpus {CORPUS_10M}")
-    model = scbow.load(trained)
-    tok = tokenizers.Tokenizer.from_file(_tokenizer_file(trained))
-    with lzma.open(CORPUS_10M, "rt", encoding="utf-8") as fh:
-        lines = fh.read().splitlines()
-    assert check_lines(tok, model, lines) == len(lines) > 590000
+    assert check_lines(tok, scbow.load(trained), lines) > (590000 if corpus_file == CORPUS_10M else 85000)
 
 
 @pytest.mark.slow
@@ -196,32 +174,21 @@ def test_tokenizer_on_every_code_point(version):
 # the libraries
 
 
-def test_model2vec_encode_equals_ours(trained, folders):
+@pytest.mark.parametrize("fmt", ["model2vec", "sentence-transformers"])
+def test_model2vec_encode_equals_ours(trained, folders, fmt):
+    """model2vec loads both folders."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
     import scbow
 
-    model = scbow.load(trained)
-    loaded = model2vec.StaticModel.from_pretrained(str(folders["model2vec"]))
+    loaded = model2vec.StaticModel.from_pretrained(str(folders[fmt]))
     sentences = sts_sentences() + ["", "zzzqqq xxyyq", "the " * 700 + "end"]  # none known; past 512 tokens
-    ours = model.embed(sentences, unknown="omit")
+    ours = scbow.load(trained).embed(sentences, unknown="omit")
     theirs = loaded.encode(sentences)
     ok = ~np.isnan(ours).any(axis=1)
     assert ok.sum() > 18000
     assert cosines(ours[ok], theirs[ok]).min() >= 0.9999
     assert (theirs[~ok] == 0).all()  # nothing to average: zeros there, NaN here
     assert loaded.max_length is None  # long sentences are not cut
-
-
-def test_model2vec_loads_the_sentence_transformers_folder(trained, folders):
-    model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
-    import scbow
-
-    sentences = sts_sentences()[:2000]
-    ours = scbow.load(trained).embed(sentences, unknown="omit")
-    loaded = model2vec.StaticModel.from_pretrained(str(folders["sentence-transformers"]))
-    ok = ~np.isnan(ours).any(axis=1)
-    assert loaded.max_length is None
-    assert cosines(ours[ok], loaded.encode(sentences)[ok]).min() >= 0.9999
 
 
 @pytest.mark.parametrize("fmt", ["sentence-transformers", "model2vec"])
@@ -325,13 +292,12 @@ def test_model_card_scores_from_the_curve():
 
 
 def test_word2vec_stays_the_default(trained, tmp_path):
+    import scbow
     from scbow.vectors.formats import load_word2vec
 
     runner = make_runner()
     result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "v.bin")])
-    assert result.exit_code == 0, result.output and "word2vec binary" in result.output
-    import scbow
-
+    assert result.exit_code == 0, result.output
     model = scbow.load(trained)
     assert len(load_word2vec(tmp_path / "v.bin")) == len(model)
     result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "v.txt"), "--min-count", "20",
@@ -343,33 +309,18 @@ def test_word2vec_stays_the_default(trained, tmp_path):
     np.testing.assert_array_equal(kept.vectors[5], model.vectors[model.vocab.index[kept.vocab.words[5]]])
 
 
-def test_bad_format_is_one_line(trained, tmp_path):
-    result = make_runner().invoke(main, ["export", "-m", str(trained), "--format", "onnx", "-o", str(tmp_path / "x")])
-    assert_clean_error(result, "--format 'onnx'", "sentence-transformers", exit_code=1)
-
-
-@pytest.mark.parametrize("args, fragment", [
-    (["--part", "word"], "--part applies to --format word2vec"),
-    (["--binary"], "--binary/--text apply to --format word2vec"),
+@pytest.mark.parametrize("args, fragments", [
+    (["--format", "onnx"], ["--format 'onnx'", "sentence-transformers"]),
+    (["--format", "model2vec", "--part", "word"], ["--part applies to --format word2vec"]),
+    (["--format", "model2vec", "--binary"], ["--binary/--text apply to --format word2vec"]),
+    (["--format", "model2vec", "--add-words", "{tmp}/nope.txt"], ["--add-words", "nope.txt: no such file"]),
+    (["--add-words", "{corpus}"], ["--add-words applies to the folder formats"]),
 ])
-def test_word2vec_options_refused_for_folders(trained, tmp_path, args, fragment):
-    result = make_runner().invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o",
-                                         str(tmp_path / "x"), *args])
-    assert_clean_error(result, fragment, exit_code=1)
-    assert not (tmp_path / "x").exists()
-
-
-def test_add_words_missing_file(trained, tmp_path):
-    result = make_runner().invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o",
-                                         str(tmp_path / "x"), "--add-words", str(tmp_path / "nope.txt")])
-    assert_clean_error(result, "--add-words", "nope.txt: no such file", exit_code=1)
+def test_bad_export_options_are_one_line_and_write_nothing(trained, corpus, tmp_path, args, fragments):
+    args = [a.format(tmp=tmp_path, corpus=corpus) for a in args]
+    result = make_runner().invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "x"), *args])
+    assert_clean_error(result, *fragments, exit_code=1)
     assert "reading" not in result.output and not (tmp_path / "x").exists()
-
-
-def test_add_words_refused_for_word2vec(trained, corpus, tmp_path):
-    result = make_runner().invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "v.txt"),
-                                         "--add-words", str(corpus)])
-    assert_clean_error(result, "--add-words applies to the folder formats", exit_code=1)
 
 
 @pytest.mark.parametrize("fmt", ["sentence-transformers", "model2vec"])

@@ -1,4 +1,4 @@
-"""Model directories, word2vec import/export, and the Model's embed/similarity API."""
+"""Model directories and word2vec files (scbow.vectors.formats, modeldir): save, load, damage, export."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_clean_error
+from conftest import TRAIN, assert_clean_error
 
 import scbow
 from scbow.cli import main
@@ -41,10 +41,6 @@ def assert_same_model(a: Model, b: Model):
     assert np.array_equal(np.asarray(a.vectors), np.asarray(b.vectors))
 
 
-# ---------------------------------------------------------------------------------------
-# Model directories
-
-
 def without_id(info: dict) -> dict:
     """A loaded model's info less the ``model_id`` its save recorded."""
     return {k: v for k, v in info.items() if k != "model_id"}
@@ -53,7 +49,7 @@ def without_id(info: dict) -> dict:
 @pytest.mark.parametrize("mmap", [True, False])
 def test_save_load_round_trip(tmp_path, mmap):
     model = make_model()
-    out = save_model(model, tmp_path / "m")
+    out = save_model(model, tmp_path / "a" / "b" / "m")  # missing parents are made
     assert sorted(os.listdir(out)) == ["config.json", "vectors.npy", "vocab.txt"]
     loaded = load_model(out, mmap=mmap)
     assert_same_model(model, loaded)
@@ -65,35 +61,45 @@ def test_save_load_round_trip(tmp_path, mmap):
     meta = json.loads((out / "config.json").read_text())
     assert meta["format_version"] == FORMAT_VERSION
     assert loaded.info["model_id"] == meta["model_id"] and len(meta["model_id"]) == 32  # a new id every save
-    assert json.loads((save_model(model, tmp_path / "m") / "config.json").read_text())["model_id"] != meta["model_id"]
+    assert json.loads((save_model(model, out) / "config.json").read_text())["model_id"] != meta["model_id"]
     assert meta["config"] == model.config
     # a loaded model is usable
     assert loaded.similarity("the cat", "the cat") == pytest.approx(1.0, abs=1e-6)
+    if mmap:  # read-only; a writable copy's changes never reach the file
+        assert not loaded.vectors.flags.writeable
+        with pytest.raises(ValueError):
+            loaded.vectors[0, 0] = 1.0
+    else:
+        assert loaded.vectors.flags.writeable
+        loaded.vectors[0] = 0.0
+        loaded.vectors = loaded.vectors  # reassigned: the model's cached norms follow
+        assert_same_model(load_model(out), model)
+        assert dict(loaded.most_similar(loaded.index_to_key[1], topn=9, min_count=0))[loaded.index_to_key[0]] == 0.0
 
 
-def test_scbow_load_reads_directories_and_word2vec_files(tmp_path):
+def test_model_save_and_scbow_load(tmp_path):
     model = make_model()
-    save_model(model, tmp_path / "m")
+    assert model.save(tmp_path / "m") == tmp_path / "m"
     export_word2vec(model, tmp_path / "v.txt")
-    assert_same_model(scbow.load(tmp_path / "m"), model)
     assert_same_model(scbow.load(tmp_path / "v.txt"), model)
+    back = scbow.load(tmp_path / "m")
+    assert_same_model(back, model)
+    assert back.config == model.config and back.info == model.info and isinstance(back.vectors, np.memmap)
+    # saved again over itself, from its own memory-mapped vectors: replaced in one step
+    Model(back.vocab, back.vectors * 0.5, back.config, back.info).save(tmp_path / "m")
+    np.testing.assert_array_equal(scbow.load(tmp_path / "m", mmap=False).vectors, model.vectors * 0.5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m", "v.txt"]  # no temporary left beside it
 
 
-def test_save_replaces_an_existing_model_atomically(tmp_path):
+def test_a_save_replaces_the_old_model_whole_or_not_at_all(tmp_path):
     path = tmp_path / "m"
     save_model(make_model(seed=1), path)
-    new = make_model(seed=2, dim=5, words=WORDS[:4])
-    save_model(new, path)
-    assert_same_model(load_model(path), new)
+    old = make_model(seed=2, dim=5, words=WORDS[:4])
+    save_model(old, path)
+    assert_same_model(load_model(path), old)
     assert load_model(path).dim == 5
     assert sorted(os.listdir(tmp_path)) == ["m"]  # no temporary or old copies left
-
-
-def test_failed_save_keeps_the_old_model(tmp_path):
-    path = tmp_path / "m"
-    old = make_model(seed=1)
-    save_model(old, path)
-    broken = make_model(seed=2)
+    broken = make_model(seed=3)
 
     def fail(_path):
         raise OSError(28, "No space left on device")
@@ -105,42 +111,24 @@ def test_failed_save_keeps_the_old_model(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["m"]
 
 
-def test_save_creates_missing_parents(tmp_path):
-    save_model(make_model(), tmp_path / "a" / "b" / "m")
-    assert (tmp_path / "a" / "b" / "m" / "vectors.npy").is_file()
-
-
-def test_refuses_a_non_model_directory(tmp_path):
+def test_save_refuses_what_is_no_model_and_load_a_missing_one(tmp_path):
     d = tmp_path / "precious"
     d.mkdir()
     (d / "thesis.tex").write_text("years of work")
     with pytest.raises(ModelError, match="not empty"):
         save_model(make_model(), d)
-    assert os.listdir(d) == ["thesis.tex"]
-    assert (d / "thesis.tex").read_text() == "years of work"
-
-
-def test_refuses_a_directory_that_only_looks_like_a_model(tmp_path):
-    d = tmp_path / "project"
-    d.mkdir()
-    (d / "config.json").write_text('{"name": "my-app"}')
-    (d / "thesis.tex").write_text("years of work")
+    assert os.listdir(d) == ["thesis.tex"] and (d / "thesis.tex").read_text() == "years of work"
+    (d / "config.json").write_text('{"name": "my-app"}')  # only looks like a model
     try:
         save_model(make_model(), d)
     except ModelError:
         pass
     assert (d / "thesis.tex").read_text() == "years of work"
-
-
-def test_refuses_to_write_over_a_file(tmp_path):
     f = tmp_path / "m"
     f.write_text("a file")
     with pytest.raises(ModelError, match="not a directory"):
         save_model(make_model(), f)
     assert f.read_text() == "a file"
-
-
-def test_load_missing_dir(tmp_path):
     with pytest.raises(ModelError, match="no such model"):
         load_model(tmp_path / "nope")
 
@@ -249,7 +237,6 @@ def test_every_command_refuses_a_damaged_model(tmp_path, runner, healthy):
     sts = tmp_path / "pairs.tsv"
     sts.write_text("4.0\tthe cat sat\tthe cat sat down\n1.0\tthe dog ran\ta cat slept\n2.5\tthe cat ran\tthe dog sat\n")
     (tmp_path / "lines.txt").write_text("the cat sat\nthe dog ran\n")
-    train = ["--dim", "16", "--epochs", "1", "--min-count", "1", "--threads", "1", "--word-passes", "0", "-q"]
     commands = {
         "similarity": ["similarity", "-m", model, "the cat sat", "the dog ran"],
         "evaluate": ["evaluate", "-m", model, sts],
@@ -260,7 +247,7 @@ def test_every_command_refuses_a_damaged_model(tmp_path, runner, healthy):
         "neighbors-sentence": ["neighbors", "-m", model, "--sentence", "the cat", "--in", tmp_path / "lines.txt"],
         "expand": ["expand", "-m", model, "--source", healthy[0], "-o", tmp_path / "expanded"],
         "expand-source": ["expand", "-m", healthy[0], "--source", model, "-o", tmp_path / "expanded"],
-        "init-vectors": ["train", healthy[1], "-o", tmp_path / "new", *train, "--init-vectors", model],
+        "init-vectors": ["train", healthy[1], "-o", tmp_path / "new", *TRAIN, "--init-vectors", model],
     }
     for name, argv in commands.items():
         result = runner.invoke(main, [str(a) for a in argv])
@@ -383,17 +370,19 @@ def load_while_saving(where, loads: int, seconds: float):
     return seen, saves[0]
 
 
-def test_a_model_read_while_saves_replace_it_is_one_of_them_whole(tmp_path):
-    seen, saves = load_while_saving(tmp_path / "x", loads=2000, seconds=4)
+@pytest.mark.parametrize("loads, seconds", [(2000, 4), pytest.param(10_000, 600, marks=pytest.mark.slow)])
+def test_a_model_read_while_saves_replace_it_is_one_of_them_whole(tmp_path, loads, seconds):
+    seen, saves = load_while_saving(tmp_path / "x", loads=loads, seconds=seconds)
     # the reads overlapped the saves: both models were seen (a loaded machine manages fewer saves)
     assert seen["a"] and seen["b"] and saves >= 2
+    assert loads < 10_000 or seen.total() == 10_000
 
 
-@pytest.mark.parametrize("at", ["vectors.npy", "vocab.txt", "config.json", "curve.json"])
+@pytest.mark.parametrize("at", ["vectors.npy", "vocab.txt", "config.json", "curve.json", "every read"])
 def test_a_save_landing_between_a_reads_files_restarts_the_read(tmp_path, monkeypatch, at):
-    """The rule, step by step: a save that swaps a new model in just before the reader opens ``at``
-    (the old directory's files then deleted) makes the read start over and return the new model
-    whole; curve.json, which only model a has, is not taken for absent."""
+    """A save that swaps a new model in just before the reader opens ``at`` (the old directory's files
+    then deleted) makes the read start over and return the new model whole; curve.json, which only
+    model a has, is not taken for absent. A save before every read is one clean error."""
     from scbow.vectors import formats
 
     models, where = two_models(), tmp_path / "x"
@@ -403,41 +392,19 @@ def test_a_save_landing_between_a_reads_files_restarts_the_read(tmp_path, monkey
     def save_first(self, name):
         if name == at and not saves:
             saves.append(save_model(models["b"], where))
-        return opened(self, name)
-
-    monkeypatch.setattr(formats.ModelFiles, "_open", save_first)
-    model = load_model(where)
-    assert saves and model.vocab.words == models["b"].vocab.words and without_id(model.info) == without_id(models["b"].info)
-    assert np.array_equal(np.asarray(model.vectors), models["b"].vectors)
-
-
-def test_a_model_replaced_at_every_read_is_one_clean_error(tmp_path, monkeypatch):
-    from scbow.vectors import formats
-
-    models, where = two_models(), tmp_path / "x"
-    save_model(models["a"], where)
-    opened, saves = formats.ModelFiles._open, []
-
-    def save_always(self, name):
-        if name == "vocab.txt":
+        elif at == "every read" and name == "vocab.txt":
             saves.append(save_model(models["ab"[len(saves) % 2]], where))
         return opened(self, name)
 
-    monkeypatch.setattr(formats.ModelFiles, "_open", save_always)
-    with pytest.raises(ModelError, match=f"replaced {formats.LOAD_ATTEMPTS} times while it was being read"):
-        load_model(where)
-    assert len(saves) == formats.LOAD_ATTEMPTS
-
-
-@pytest.mark.slow
-def test_ten_thousand_reads_while_saves_replace_the_model(tmp_path):
-    seen, saves = load_while_saving(tmp_path / "x", loads=10_000, seconds=600)
-    print(f"loads {dict(seen)}, saves {saves}")
-    assert seen.total() == 10_000 and seen["a"] and seen["b"]
-
-
-# ---------------------------------------------------------------------------------------
-# word2vec
+    monkeypatch.setattr(formats.ModelFiles, "_open", save_first)
+    if at == "every read":
+        with pytest.raises(ModelError, match=f"replaced {formats.LOAD_ATTEMPTS} times while it was being read"):
+            load_model(where)
+        assert len(saves) == formats.LOAD_ATTEMPTS
+        return
+    model = load_model(where)
+    assert saves and model.vocab.words == models["b"].vocab.words and without_id(model.info) == without_id(models["b"].info)
+    assert np.array_equal(np.asarray(model.vectors), models["b"].vectors)
 
 
 @pytest.fixture(scope="module")
@@ -445,28 +412,20 @@ def gensim_kv():
     return pytest.importorskip("gensim.models").KeyedVectors
 
 
-def test_export_text_read_by_gensim_and_back(tmp_path, gensim_kv):
+@pytest.mark.parametrize("binary", [False, True])
+def test_export_read_by_gensim_and_back(tmp_path, gensim_kv, binary):
     model = make_model()
-    path = export_word2vec(model, tmp_path / "v.txt")
-    header = path.read_bytes().split(b"\n", 1)[0]
-    assert header == f"{len(WORDS)} 7".encode()
-    kv = gensim_kv.load_word2vec_format(str(path), binary=False)
+    path = export_word2vec(model, tmp_path / "v", binary=binary)
+    assert path.read_bytes().split(b"\n", 1)[0] == f"{len(WORDS)} 7".encode()
+    kv = gensim_kv.load_word2vec_format(str(path), binary=binary)
     assert list(kv.index_to_key) == WORDS
-    np.testing.assert_allclose(kv.vectors, model.vectors, rtol=1e-6, atol=1e-6)
+    if binary:
+        assert np.array_equal(kv.vectors, model.vectors)
+    else:
+        np.testing.assert_allclose(kv.vectors, model.vectors, rtol=1e-6, atol=1e-6)
     back = load_word2vec(path)
-    assert back.info["format"] == "word2vec-text"
-    assert_same_model(back, model)  # 9 significant digits round-trip float32 exactly
-
-
-def test_export_binary_read_by_gensim_and_back(tmp_path, gensim_kv):
-    model = make_model()
-    path = export_word2vec(model, tmp_path / "v.bin", binary=True)
-    kv = gensim_kv.load_word2vec_format(str(path), binary=True)
-    assert list(kv.index_to_key) == WORDS
-    assert np.array_equal(kv.vectors, model.vectors)
-    back = load_word2vec(path)
-    assert back.info["format"] == "word2vec-binary"
-    assert_same_model(back, model)
+    assert back.info["format"] == ("word2vec-binary" if binary else "word2vec-text")
+    assert_same_model(back, model)  # text: 9 significant digits round-trip float32 exactly
 
 
 @pytest.mark.parametrize("binary", [False, True])
@@ -509,17 +468,12 @@ def test_truncated_word2vec(tmp_path, binary, cut):
         load_word2vec(path)
 
 
-@pytest.mark.parametrize("content", [b"", b"hello world\n", b"3\n", b"-1 5\n", b"2 0\n"])
-def test_bad_word2vec_header(tmp_path, content):
+@pytest.mark.parametrize("content, fragment", [(b"", ""), (b"hello world\n", ""), (b"3\n", ""), (b"-1 5\n", ""), (b"2 0\n", ""),
+                                               (b"100000000000 300\nthe 1 2 3\n", ""), (b"2 2\na 1 2\na 3 4\n", "repeated")])
+def test_bad_word2vec_header_or_a_repeated_word(tmp_path, content, fragment):
     (tmp_path / "v.txt").write_bytes(content)
-    with pytest.raises(ModelError):
+    with pytest.raises(ModelError, match=fragment or None):
         load_model(tmp_path / "v.txt")
-
-
-def test_word2vec_with_a_repeated_word(tmp_path):
-    (tmp_path / "v.txt").write_text("2 2\na 1 2\na 3 4\n")
-    with pytest.raises(ModelError, match="repeated"):
-        load_word2vec(tmp_path / "v.txt")
 
 
 # Files of 'word number' lines (a model's vocab.txt, a word-count list) are not 1-dimensional
@@ -533,13 +487,7 @@ NOT_VECTORS = {
 
 
 @pytest.mark.parametrize("name", sorted(NOT_VECTORS) + ["vocab.txt", "counts.txt.gz"])
-def test_word_number_lines_are_not_vectors(tmp_path, name):
-    import gzip
-
-    from conftest import assert_clean_error, make_runner
-
-    from scbow.cli import main
-
+def test_word_number_lines_are_not_vectors(tmp_path, runner, name):
     if name == "vocab.txt":  # a model directory's own word list
         path = save_model(make_model(), tmp_path / "m") / "vocab.txt"
     else:
@@ -549,7 +497,6 @@ def test_word_number_lines_are_not_vectors(tmp_path, name):
     for read in (load_word2vec, scbow.load):
         with pytest.raises(ModelError, match="not a vectors file.*word-count list"):
             read(path)
-    runner = make_runner()
     for args in (["similarity", "-m", str(path), "the man walked", "a cat sat"], ["neighbors", "-m", str(path), "man"]):
         result = runner.invoke(main, args)
         assert_clean_error(result, "not a vectors file", exit_code=1)
@@ -610,7 +557,48 @@ def test_save_names_a_long_bad_word_cut_short(tmp_path):
     assert len(str(error.value)) < 300 and "www" in str(error.value)
 
 
-def test_word2vec_header_larger_than_the_file(tmp_path):
-    (tmp_path / "v.txt").write_text("100000000000 300\nthe 1 2 3\n")
-    with pytest.raises(ModelError):
-        load_model(tmp_path / "v.txt")
+def test_every_save_records_a_new_id_and_a_model_saved_before_ids_gets_one_from_its_config(tmp_path, good_model):
+    from scbow.vectors.modeldir import model_id
+
+    recorded = json.loads((good_model / "config.json").read_text())["model_id"]
+    assert model_id(good_model) == recorded and len(recorded) == 32
+    copy = tmp_path / "copy"
+    shutil.copytree(good_model, copy)
+    assert model_id(copy) == recorded  # a copy is the same model
+    again = save_model(load_model(good_model), tmp_path / "again")
+    assert model_id(again) not in (None, recorded)  # saved again: another model
+    old = tmp_path / "old"  # saved by a version before ids
+    shutil.copytree(good_model, old)
+    meta = json.loads((old / "config.json").read_text())
+    del meta["model_id"]
+    (old / "config.json").write_text(json.dumps(meta))
+    derived = model_id(old)
+    assert derived.startswith("config-") and model_id(old) == derived
+    assert load_model(old).vocab.words == load_model(good_model).vocab.words  # it still loads
+    meta["training"] = {"seconds": 1.5}  # another run's record: another id
+    (old / "config.json").write_text(json.dumps(meta))
+    assert model_id(old).startswith("config-") and model_id(old) != derived
+    w2v = export_word2vec(load_model(good_model), tmp_path / "m.txt")
+    assert model_id(w2v).startswith("file-") and model_id(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_word2vec_files_score_like_models(tmp_path, runner, binary):
+    model = make_model(seed=4, dim=5, words=["the", "zzz", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small",
+                                             "red", "house", "café"])
+    save_model(model, tmp_path / "m")
+    vec = export_word2vec(model, tmp_path / ("v.bin" if binary else "v.txt"), binary=binary)
+    assert scbow.load(vec).similarity("the cat sat", "a dog ran") == pytest.approx(
+        model.similarity("the cat sat", "a dog ran"), rel=1e-5)
+    sts = tmp_path / "sts.tsv"
+    sts.write_text("".join(f"{g}\t{a}\t{b}\n" for g, a, b in [
+        (4.5, "the cat sat on the mat", "a cat sat on a mat"), (1.0, "the big dog", "small red house"),
+        (3.0, "a dog ran", "the dog sat"), (0.5, "café", "the mat"), (2.0, "the red cat", "a big cat")]))
+    scores = []
+    for m in (tmp_path / "m", vec):
+        result = runner.invoke(main, ["evaluate", "-m", str(m), str(sts), "--json"])
+        assert result.exit_code == 0, result.output
+        scores.append(json.loads(result.stdout)["sets"][0]["pearson"])
+    assert scores[0] == pytest.approx(scores[1], abs=1e-5)
+    sim = runner.invoke(main, ["similarity", "-m", str(vec), "the cat", "a dog"])
+    assert sim.exit_code == 0 and float(sim.stdout) == pytest.approx(model.similarity("the cat", "a dog"), abs=1e-4)

@@ -13,12 +13,8 @@ from scbow.cli import main
 from scbow.vectors.formats import load_model
 
 
-@pytest.fixture(scope="module")
-def trained(healthy):
-    return healthy[0]
-
-
-def test_similarity_pairs_matches_one_at_a_time(tmp_path, runner, trained):
+def test_similarity_pairs_matches_one_at_a_time(tmp_path, runner, healthy):
+    trained = healthy[0]
     pairs = [("the cat sat", "the dog ran"), ("a cat", "a cat"), ("", "the dog"), ("the man walked", "zzz qqq")]
     path = tmp_path / "pairs.tsv"
     path.write_text("".join(f"{a}\t{b}\n" for a, b in pairs[:2]) + "".join(f"3.5\t{a}\t{b}\n" for a, b in pairs[2:]))

@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-from conftest import make_runner
 
 from scbow.cli import main
 from scbow.text.vocab import Vocab
@@ -24,14 +23,6 @@ def model():
     V = rng.standard_normal((len(WORDS), 16)).astype(np.float32)
     V *= np.linspace(0.5, 2.0, len(WORDS), dtype=np.float32)[:, None]  # norms vary with the row
     return Model(Vocab(WORDS, np.arange(len(WORDS), 0, -1)), V)
-
-
-def test_hashed_vector_is_fixed_and_shared_with_the_overlap_control():
-    a = hashed_vector("zebra", 16)
-    assert a.shape == (16,) and a.dtype == np.float64
-    assert np.array_equal(a, hashed_vector("zebra", 16))
-    assert not np.allclose(a, hashed_vector("zebras", 16))
-    assert np.array_equal(OverlapControl(dim=16).vector("zebra"), a)
 
 
 @pytest.mark.parametrize("token", ["\udcff", "a\udcffb", "\ud800", "x\udfff\ud800y"])
@@ -53,17 +44,16 @@ def test_a_token_with_a_lone_surrogate_has_a_hashed_vector(model, token):
     assert np.isfinite(OverlapControl(dim=16).vector(token)).all()
 
 
-def test_similarity_cli_with_bytes_that_are_not_utf8(model, tmp_path):
-    save_model(model, tmp_path / "m")
-    sentence = b"the cat \xff sat".decode("utf-8", "surrogateescape")  # as Python passes such argv
-    r = runner().invoke(main, ["similarity", "-m", str(tmp_path / "m"), "--unknown", "hash", sentence, "the cat"])
-    assert r.exit_code == 0, r.output
-    assert float(r.stdout.strip()) == pytest.approx(model.similarity(sentence, "the cat", unknown="hash"), abs=1e-4)
-
-
 def test_unknown_norm_is_the_median_of_the_rarest_tenth(model):
     rows = np.asarray(model.vectors[-1:], dtype=np.float64)  # 13 words: the rarest tenth is one row
     assert model.unknown_norm() == pytest.approx(float(np.linalg.norm(rows[0])))
+    # words added with count 0 (vocabulary expansion) are not the rarest trained words
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(40)]
+    base = Model(Vocab(words, np.arange(40, 0, -1)), rng.standard_normal((40, 8)).astype(np.float32))
+    added = Model(Vocab(words + ["x1", "x2", "x3", "x4", "x5"], list(np.arange(40, 0, -1)) + [0] * 5),
+                  np.vstack([base.vectors, 100 * np.ones((5, 8), np.float32)]))
+    assert added.unknown_norm() == pytest.approx(base.unknown_norm())
 
 
 def test_omit_is_the_default(model):
@@ -71,6 +61,8 @@ def test_omit_is_the_default(model):
     assert np.allclose(X[0], model.vectors[[0, 1]].mean(axis=0), atol=1e-6)
     assert np.isnan(X[1]).all()
     assert np.array_equal(model.embed(["the cat zebra"], unknown="omit"), X[:1])
+    with pytest.raises(ValueError, match="unknown must be one of"):
+        model.embed(["the cat"], unknown="zero")
 
 
 def test_hash_gives_unknown_words_their_vector(model):
@@ -98,29 +90,25 @@ def test_shared_unknown_word_raises_similarity(model):
     assert np.isfinite(model.similarity("zebra", "the cat", unknown="hash"))
 
 
-def test_bad_mode(model):
-    with pytest.raises(ValueError, match="unknown must be one of"):
-        model.embed(["the cat"], unknown="zero")
-
-
-def runner():
-    return make_runner()
-
-
-def test_similarity_cli(model, tmp_path):
+def test_similarity_cli(model, tmp_path, runner):
     save_model(model, tmp_path / "m")
-    r = runner().invoke(main, ["similarity", "-m", str(tmp_path / "m"), "zebra quagga", "the cat"])
+    m = ["similarity", "-m", str(tmp_path / "m")]
+    r = runner.invoke(main, [*m, "zebra quagga", "the cat"])
     assert r.exit_code == 1 and "has no word in the vocabulary" in r.output
-    r = runner().invoke(main, ["similarity", "-m", str(tmp_path / "m"), "--unknown", "hash", "zebra quagga", "the cat"])
+    r = runner.invoke(main, [*m, "--unknown", "hash", "zebra quagga", "the cat"])
     assert r.exit_code == 0, r.output
     expected = model.similarity("zebra quagga", "the cat", unknown="hash")
     assert float(r.stdout.strip()) == pytest.approx(expected, abs=1e-4)
     assert "given hashed random vectors: zebra, quagga" in r.stderr
-    r = runner().invoke(main, ["similarity", "-m", str(tmp_path / "m"), "--unknown", "hash", "", "the cat"])
+    r = runner.invoke(main, [*m, "--unknown", "hash", "", "the cat"])
     assert r.exit_code == 1 and "sentence 1 is empty" in r.output
+    sentence = b"the cat \xff sat".decode("utf-8", "surrogateescape")  # as Python passes argv that is not UTF-8
+    r = runner.invoke(main, [*m, "--unknown", "hash", sentence, "the cat"])
+    assert r.exit_code == 0, r.output
+    assert float(r.stdout.strip()) == pytest.approx(model.similarity(sentence, "the cat", unknown="hash"), abs=1e-4)
 
 
-def test_evaluate_cli_scores_more_pairs_with_hash(model, tmp_path):
+def test_evaluate_cli_scores_more_pairs_with_hash(model, tmp_path, runner):
     save_model(model, tmp_path / "m")
     sts = tmp_path / "set.tsv"
     pairs = [(4.8, "the cat sat on the mat", "a cat sat on a mat"), (0.4, "the dog ran", "a red house"),
@@ -128,23 +116,12 @@ def test_evaluate_cli_scores_more_pairs_with_hash(model, tmp_path):
     sts.write_text("".join(f"{g}\t{a}\t{b}\n" for g, a, b in pairs), encoding="utf-8")
     out = {}
     for mode in ("omit", "hash"):
-        r = runner().invoke(main, ["evaluate", "-m", str(tmp_path / "m"), str(sts), "--json", "--unknown", mode])
+        r = runner.invoke(main, ["evaluate", "-m", str(tmp_path / "m"), str(sts), "--json", "--unknown", mode])
         assert r.exit_code == 0, r.output
         out[mode] = json.loads(r.stdout)
     assert out["omit"]["sets"][0]["scored"] == 3
     assert out["hash"]["sets"][0]["scored"] == 5
     assert "unknown words: hash" in out["hash"]["sources"]["model"]
-
-
-def test_the_hashed_norm_ignores_words_added_without_counts():
-    """Vocabulary expansion appends words with count 0: the norm of hashed vectors stays that
-    of the rarest trained words."""
-    rng = np.random.default_rng(0)
-    words = [f"w{i}" for i in range(40)]
-    base = Model(Vocab(words, np.arange(40, 0, -1)), rng.standard_normal((40, 8)).astype(np.float32))
-    added = Model(Vocab(words + ["x1", "x2", "x3", "x4", "x5"], list(np.arange(40, 0, -1)) + [0] * 5),
-                  np.vstack([base.vectors, 100 * np.ones((5, 8), np.float32)]))
-    assert added.unknown_norm() == pytest.approx(base.unknown_norm())
 
 
 # the values of three hashed vectors, pinned: --unknown hash must give the same vector for a
@@ -156,12 +133,15 @@ PINNED = {
 }
 
 
-def test_hashed_vectors_are_pinned_and_the_same_in_every_process():
-    import json
+def test_hashed_vectors_are_pinned_the_same_in_every_process_and_shared_with_the_overlap_control():
     import os
     import subprocess
     import sys
 
+    a = hashed_vector("zebra", 16)
+    assert a.shape == (16,) and a.dtype == np.float64
+    assert np.array_equal(a, hashed_vector("zebra", 16)) and not np.allclose(a, hashed_vector("zebras", 16))
+    assert np.array_equal(OverlapControl(dim=16).vector("zebra"), a)
     for token, want in PINNED.items():
         np.testing.assert_allclose(hashed_vector(token, 4), want, rtol=1e-12)
     code = ("import json, sys; from scbow.vectors.numeric import hashed_vector; "
