@@ -87,7 +87,7 @@ def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray, dtype=n
     a cached kernel costs a fresh process about half a second, more than a whole
     ``scbow-numba similarity`` call takes without it), and on the few sentences they get
     numpy is as fast. The kernels serve files of millions of lines. Both sum each group in
-    float64 in order, so they give the same numbers: ``tests/test_using_vectors.py`` checks
+    float64 in order, so they give the same numbers: ``tests/test_embedding.py`` checks
     ``embed`` files against ``Model.embed`` bit for bit.
 
     Many groups are summed by position rather than by group: with the groups sorted longest
