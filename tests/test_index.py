@@ -7,6 +7,7 @@ import io
 import json
 import lzma
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -200,37 +201,20 @@ def test_compressed_text_is_kept_in_the_index(setup, built_xz):
     assert index.line(42) == (str((setup["base"] / "slice.txt.xz").resolve()), 43, _lines(setup["text"])[42])
 
 
-def _write_shards(directory, parts):
-    """A shard directory in the format of ``scbow.use.cluster``: ``parts`` = [(text file, rows array)]."""
-    from scbow.use.shards import MANIFEST_VERSION
-
-    directory.mkdir()
-    shards = []
-    first = {}
-    for i, (file, rows) in enumerate(parts):
-        np.save(directory / f"shard-{i:06d}.npy", rows)
-        missing = np.flatnonzero(np.isnan(rows).any(axis=1)) + 1
-        (directory / f"shard-{i:06d}.missing.txt").write_text("".join(f"{m}\n" for m in missing))
-        start = first.get(str(file), 1)
-        first[str(file)] = start + len(rows)
-        lines = Path(file).read_bytes().splitlines(keepends=True)  # the byte range of its lines, in its plain text
-        span = [len(b"".join(lines[: start - 1])), len(b"".join(lines[: start - 1 + len(rows)]))]
-        shards.append({"shard": f"shard-{i:06d}.npy", "missing_file": f"shard-{i:06d}.missing.txt",
-                       "file": str(file), "bytes": span, "first_line": start, "rows": len(rows),
-                       "missing": int(len(missing))})
-    files = {str(f): {"bytes": os.stat(f).st_size, "mtime_ns": os.stat(f).st_mtime_ns} for f, _ in parts}
-    manifest = {"manifest_version": MANIFEST_VERSION, "model": None, "dim": int(parts[0][1].shape[1]),
-                "rows": sum(len(r) for _, r in parts), "files": files, "shards": shards}
-    (directory / "manifest.json").write_text(json.dumps(manifest))
-
-
 def test_a_shard_directory_as_input(setup, tmp_path, faiss):
+    """Shards as a cluster embed writes them: its task run here, block after block (no Dask)."""
+    from scbow.use.cluster import embed_block, job, plan_blocks, write_manifest
+
     lines = _lines(setup["text"])
     x = np.load(setup["emb"])
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
     a.write_text("".join(t + "\n" for t in lines[:2000]), encoding="utf-8")
     b.write_text("".join(t + "\n" for t in lines[2000:]), encoding="utf-8")
-    _write_shards(tmp_path / "shards", [(a.resolve(), x[:1200]), (a.resolve(), x[1200:2000]), (b.resolve(), x[2000:])])
+    (tmp_path / "shards").mkdir()
+    blocks = plan_blocks([a, b], block_bytes=100_000)
+    assert len([bl for bl in blocks if bl.file == str(a.resolve())]) > 1  # a text in several shards
+    records = {bl.index: embed_block(str(setup["model_dir"]), bl, str(tmp_path / "shards")) for bl in blocks}
+    write_manifest(tmp_path / "shards", blocks, records, job(setup["model_dir"], blocks, {}))
     info = build_index(tmp_path / "shards", None, tmp_path / "idx", M=16, ef_construction=100)
     assert info["embeddings"]["kind"] == "shards" and info["rows"] == len(x)
     assert [f["rows"] for f in info["files"]] == [2000, len(x) - 2000]
@@ -310,15 +294,6 @@ def test_a_text_or_embeddings_that_is_not_a_regular_file_is_named_so(setup, tmp_
     assert not out.exists() and not list(tmp_path.glob(".idx.*"))
 
 
-@pytest.mark.parametrize("name", ["ids.npy", "offsets.npy", "vectors.faiss", "text-000.txt"])
-def test_a_part_of_an_index_that_is_not_a_regular_file_is_damage(tmp_path, built_xz, name):
-    idx = shutil.copytree(built_xz, tmp_path / "copy")
-    (idx / name).unlink()
-    os.mkfifo(idx / name)
-    with pytest.raises(ModelError, match=rf"{name}: damaged sentence index \(not a regular file"):
-        open_index(idx)
-
-
 # -o: an existing directory is replaced only when it is provably an index this tool wrote
 
 
@@ -381,15 +356,11 @@ def test_an_output_that_is_a_file_is_never_replaced_and_a_link_is_followed(setup
     with pytest.raises(ModelError, match="exists and is not a directory; refusing"):
         build_index(setup["emb"], setup["text"], tmp_path / "file", M=8, ef_construction=20)
     assert (tmp_path / "file").read_text() == "mine"
+    # a link to an index: the index replaced, the link kept (dangling or far links: test_files, atomic_dir)
     target = _copy(built, tmp_path)
-    for name, to in (("link", target), ("dangling", tmp_path / "new-index")):
-        (tmp_path / name).symlink_to(to)
-        build_index(setup["emb"], setup["text"], tmp_path / name, M=12, ef_construction=20)
-        assert (tmp_path / name).is_symlink() and open_index(to).info["params"]["M"] == 12
-    (tmp_path / "far").symlink_to(tmp_path / "nowhere" / "idx")
-    with pytest.raises(ModelError, match="whose folder does not exist"):
-        build_index(setup["emb"], setup["text"], tmp_path / "far", M=8, ef_construction=20)
-    assert not (tmp_path / "nowhere").exists()
+    (tmp_path / "link").symlink_to(target)
+    build_index(setup["emb"], setup["text"], tmp_path / "link", M=12, ef_construction=20)
+    assert (tmp_path / "link").is_symlink() and open_index(target).info["params"]["M"] == 12
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
 
 
@@ -578,10 +549,6 @@ def test_damaged_index_json_fields(tmp_path, built, kind):
         open_index(idx)
 
 
-def _put(idx, name, array):
-    np.save(idx / name, array, allow_pickle=True)
-
-
 # ids.npy: out-of-range values (refused when a search finds them), wrong dtype or shape (on open)
 BAD_IDS = {
     "all-negative": lambda ids, rows: np.full_like(ids, -5),
@@ -596,17 +563,6 @@ BAD_IDS = {
     "scalar": lambda ids, rows: np.int64(3),
     "objects": lambda ids, rows: np.array([None, 1], dtype=object),
 }
-
-
-@pytest.mark.parametrize("kind", sorted(BAD_IDS))
-def test_damaged_ids_are_refused_naming_the_file(setup, tmp_path, built, kind):
-    idx = _copy(built, tmp_path)
-    _put(idx, "ids.npy", BAD_IDS[kind](np.load(idx / "ids.npy"), built[1]["rows"]))
-    with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index") as info:
-        open_index(idx).search(np.nan_to_num(np.load(setup["emb"])[:50]), 5)
-    if kind in ("float64", "uint64", "scalar"):  # the wrong type: say what it must hold
-        assert "not one row per vector: int64" in str(info.value), info.value
-    assert_clean_error(_query(setup, idx), "ids.npy: damaged sentence index")
 
 
 def test_one_bad_id_is_refused_when_a_search_finds_it(setup, tmp_path, built):
@@ -667,18 +623,6 @@ BAD_OFFSETS = {
 }
 
 
-@pytest.mark.parametrize("kind", sorted(BAD_OFFSETS))
-def test_damaged_offsets_are_refused_naming_the_file(setup, tmp_path, built, kind):
-    idx = _copy(built, tmp_path)
-    _put(idx, "offsets.npy", BAD_OFFSETS[kind](np.load(idx / "offsets.npy"), setup["text"].stat().st_size))
-    with pytest.raises(ModelError, match=r"offsets\.npy: damaged sentence index"):
-        index = open_index(idx)
-        for row in (0, 1, 1234, N_LINES - 1):
-            index.line(row)
-    if kind in ("float", "short", "two-dims"):  # refused on open; a wrong offset, when its line is read
-        assert_clean_error(_query(setup, idx), "offsets.npy: damaged sentence index")
-
-
 DAMAGED_COPY = {
     "truncated-half": lambda d: d[: len(d) // 2],
     "truncated-one-byte": lambda d: d[:-1],
@@ -689,24 +633,53 @@ DAMAGED_COPY = {
 }
 
 
-@pytest.mark.parametrize("kind", sorted(DAMAGED_COPY) + ["missing"])
-def test_the_index_copy_of_a_compressed_text_is_checked(setup, tmp_path, built_xz, kind):
-    """A damaged copy is refused with one line, never answered with empty or wrong text."""
-    idx = shutil.copytree(built_xz, tmp_path / "copy")
-    copy = idx / "text-000.txt"
-    if kind == "missing":
-        copy.unlink()
-    else:
-        copy.write_bytes(DAMAGED_COPY[kind](copy.read_bytes()))
-    with pytest.raises(ModelError, match=r"text-000\.txt: damaged sentence index"):
+def _npy(name, change):
+    """``name`` replaced by ``change(its array, the index's rows (ids.npy) or its text's size (offsets.npy))``."""
+    def damage(idx, setup):
+        rows = json.loads((idx / "index.json").read_text())["rows"]
+        second = rows if name == "ids.npy" else setup["text"].stat().st_size
+        np.save(idx / name, change(np.load(idx / name), second), allow_pickle=True)
+    return damage
+
+
+def _copy_damage(change):
+    return lambda idx, setup: (idx / "text-000.txt").write_bytes(change((idx / "text-000.txt").read_bytes()))
+
+
+def _fifo(name):
+    return lambda idx, setup: ((idx / name).unlink(), os.mkfifo(idx / name))
+
+
+PART_DAMAGE = {  # kind: (the file named, the damage)
+    **{f"ids-{k}": ("ids.npy", _npy("ids.npy", f)) for k, f in BAD_IDS.items()},
+    **{f"offsets-{k}": ("offsets.npy", _npy("offsets.npy", f)) for k, f in BAD_OFFSETS.items()},
+    **{f"copy-{k}": ("text-000.txt", _copy_damage(f)) for k, f in DAMAGED_COPY.items()},
+    "copy-missing": ("text-000.txt", lambda idx, setup: (idx / "text-000.txt").unlink()),
+    **{f"not-regular-{n}": (n, _fifo(n)) for n in ("ids.npy", "offsets.npy", "vectors.faiss", "text-000.txt")},
+}
+# a wrong offset is found when its line is read (a query may read other lines); the rest, by any query
+FOUND_WHEN_ITS_LINE_IS_READ = {f"offsets-{k}" for k in ("negative", "past-the-end", "decreasing", "all-zero",
+                                                        "first-not-zero")}
+
+
+@pytest.mark.parametrize("kind", sorted(PART_DAMAGE))
+def test_a_damaged_part_of_an_index_is_refused_naming_it(setup, tmp_path, built, built_xz, kind):
+    """On open, on search or when a line is read: one line, never an answer with empty or wrong text."""
+    name, damage = PART_DAMAGE[kind]
+    idx = shutil.copytree(built[0] if kind.startswith(("ids-", "offsets-")) else built_xz, tmp_path / "copy")
+    damage(idx, setup)
+    pattern = rf"{re.escape(name)}: damaged sentence index" + (r" \(not a regular file" if kind.startswith("not-") else "")
+    with pytest.raises(ModelError, match=pattern) as info:
         index = open_index(idx)
-        for row in range(N_LINES):  # the moved line end is found when that line is read
+        index.search(np.nan_to_num(np.load(setup["emb"])[:50]), 5)
+        for row in range(N_LINES):  # a moved line end is found when that line is read
             index.line(row)
-    with pytest.raises(ModelError, match=r"text-000\.txt: damaged sentence index"):
-        search_command(setup["model_dir"], _lines(setup["text"])[200], idx, topn=N_LINES)
-    result = _query(setup, idx, "-n", N_LINES)
-    assert_clean_error(result, "text-000.txt: damaged sentence index")
-    assert result.stdout == ""
+    if kind in ("ids-float64", "ids-uint64", "ids-scalar"):  # the wrong type: say what it must hold
+        assert "not one row per vector: int64" in str(info.value), info.value
+    if kind not in FOUND_WHEN_ITS_LINE_IS_READ:
+        result = _query(setup, idx, "-n", N_LINES)
+        assert_clean_error(result, f"{name}: damaged sentence index")
+        assert result.stdout == ""
 
 
 # the model an index records: only that model answers
