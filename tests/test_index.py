@@ -389,34 +389,11 @@ def test_what_appears_in_the_output_during_a_build_is_never_replaced(setup, buil
     assert not list(tmp_path.glob(".copy.tmp-*"))
 
 
-def test_damaged_index(setup, tmp_path, built):
+def test_what_is_no_index(setup, tmp_path):
     with pytest.raises(ModelError, match="no such index"):
         open_index(tmp_path / "nope")
     with pytest.raises(ModelError, match="is a model directory, not a sentence index"):
         open_index(setup["model_dir"])
-    idx = _copy(built, tmp_path)
-    (idx / "index.json").write_text("{ not json")
-    with pytest.raises(ModelError, match="damaged sentence index"):
-        open_index(idx)
-    (idx / "index.json").write_text(json.dumps({"format": "scbow-numba sentence index", "format_version": 1}))
-    with pytest.raises(ModelError, match="damaged sentence index.*fields"):
-        open_index(idx)
-    idx = _copy(built, tmp_path / "b")
-    data = (idx / "vectors.faiss").read_bytes()
-    (idx / "vectors.faiss").write_bytes(data[: len(data) // 2])
-    with pytest.raises(ModelError, match="damaged sentence index.*bytes"):
-        open_index(idx)
-    _edit_json(idx, lambda i: i.update(index_bytes=len(data) // 2))  # a truncated file that index.json agrees with
-    with pytest.raises(ModelError, match="damaged sentence index"):
-        open_index(idx)
-    idx = _copy(built, tmp_path / "c")
-    (idx / "offsets.npy").unlink()
-    with pytest.raises(ModelError, match="offsets.npy"):
-        open_index(idx)
-    idx = _copy(built, tmp_path / "d")
-    (idx / "ids.npy").write_bytes(b"junk")
-    with pytest.raises(ModelError, match="ids.npy: damaged sentence index"):
-        open_index(idx)
 
 
 def _shift_a_line(data: bytes) -> bytes:
@@ -646,6 +623,13 @@ def _copy_damage(change):
     return lambda idx, setup: (idx / "text-000.txt").write_bytes(change((idx / "text-000.txt").read_bytes()))
 
 
+def _truncate(path):
+    """``path`` cut to half its size; returns that size."""
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return len(data) // 2
+
+
 def _fifo(name):
     return lambda idx, setup: ((idx / name).unlink(), os.mkfifo(idx / name))
 
@@ -656,7 +640,18 @@ PART_DAMAGE = {  # kind: (the file named, the damage)
     **{f"copy-{k}": ("text-000.txt", _copy_damage(f)) for k, f in DAMAGED_COPY.items()},
     "copy-missing": ("text-000.txt", lambda idx, setup: (idx / "text-000.txt").unlink()),
     **{f"not-regular-{n}": (n, _fifo(n)) for n in ("ids.npy", "offsets.npy", "vectors.faiss", "text-000.txt")},
+    "json-not-json": ("index.json", lambda idx, setup: (idx / "index.json").write_text("{ not json")),
+    "json-format-only": ("index.json", lambda idx, setup: (idx / "index.json").write_text(
+        json.dumps({"format": "scbow-numba sentence index", "format_version": 1}))),
+    "graph-truncated": ("vectors.faiss", lambda idx, setup: _truncate(idx / "vectors.faiss")),
+    "graph-truncated-and-so-said": ("vectors.faiss", lambda idx, setup: _edit_json(  # index.json agrees with it
+        idx, lambda i: i.update(index_bytes=_truncate(idx / "vectors.faiss")))),
+    "offsets-gone": ("offsets.npy", lambda idx, setup: (idx / "offsets.npy").unlink()),
+    "ids-junk": ("ids.npy", lambda idx, setup: (idx / "ids.npy").write_bytes(b"junk")),
 }
+# what the message says after the file's name
+SAYS = {"json-format-only": ".*fields", "graph-truncated": ".*bytes",
+        **{k: r" \(not a regular file" for k in PART_DAMAGE if k.startswith("not-regular-")}}
 # a wrong offset is found when its line is read (a query may read other lines); the rest, by any query
 FOUND_WHEN_ITS_LINE_IS_READ = {f"offsets-{k}" for k in ("negative", "past-the-end", "decreasing", "all-zero",
                                                         "first-not-zero")}
@@ -666,10 +661,9 @@ FOUND_WHEN_ITS_LINE_IS_READ = {f"offsets-{k}" for k in ("negative", "past-the-en
 def test_a_damaged_part_of_an_index_is_refused_naming_it(setup, tmp_path, built, built_xz, kind):
     """On open, on search or when a line is read: one line, never an answer with empty or wrong text."""
     name, damage = PART_DAMAGE[kind]
-    idx = shutil.copytree(built[0] if kind.startswith(("ids-", "offsets-")) else built_xz, tmp_path / "copy")
+    idx = shutil.copytree(built_xz if kind.startswith(("copy-", "not-regular-")) else built[0], tmp_path / "copy")
     damage(idx, setup)
-    pattern = rf"{re.escape(name)}: damaged sentence index" + (r" \(not a regular file" if kind.startswith("not-") else "")
-    with pytest.raises(ModelError, match=pattern) as info:
+    with pytest.raises(ModelError, match=rf"{re.escape(name)}: damaged sentence index{SAYS.get(kind, '')}") as info:
         index = open_index(idx)
         index.search(np.nan_to_num(np.load(setup["emb"])[:50]), 5)
         for row in range(N_LINES):  # a moved line end is found when that line is read
