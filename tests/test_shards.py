@@ -117,22 +117,18 @@ def _fifo(path: Path, behind: Path | None = None) -> None:
         path.symlink_to(behind)
 
 
-def test_a_missing_or_damaged_list_of_missing_lines_is_named(copy):
-    (copy / "shard-000002.missing.txt").write_text("# lines\nseven\n")
-    with pytest.raises(ModelError, match="shard-000002.missing.txt: damaged"):
-        scbow.open_shards(copy).missing_lines()
-    (copy / "shard-000002.missing.txt").write_text("# lines\n100000\n")  # beyond the shard's rows
-    with pytest.raises(ModelError, match="shard-000002.missing.txt: damaged"):
-        scbow.open_shards(copy).missing_lines()
-    (copy / "shard-000002.missing.txt").unlink()
-    with pytest.raises(ModelError, match="shard-000002.missing.txt: missing"):
-        scbow.open_shards(copy)
-    for behind in (None, copy / "pipe"):
-        (copy / "shard-000002.missing.txt").touch()
-        _fifo(copy / "shard-000002.missing.txt", behind)
-        with pytest.raises(ModelError, match="shard-000002.missing.txt: not a regular file"):
-            scbow.open_shards(copy)
-        (copy / "shard-000002.missing.txt").unlink()
+def _list(d: Path) -> Path:
+    return d / "shard-000002.missing.txt"
+
+
+LIST_DAMAGE = {  # a shard's list of missing lines
+    "list-damaged": (lambda d: _list(d).write_text("# lines\nseven\n"), "damaged"),
+    "list-beyond-rows": (lambda d: _list(d).write_text("# lines\n100000\n"), "damaged"),
+    "list-out-of-order": (lambda d: _list(d).write_text("2\n1\n"), "damaged list"),
+    "list-gone": (lambda d: _list(d).unlink(), "missing"),
+    "list-fifo": (lambda d: _fifo(_list(d)), "not a regular file"),
+    "list-symlink-to-fifo": (lambda d: _fifo(_list(d), d / "pipe"), "not a regular file"),
+}
 
 
 def test_the_missing_count_must_be_the_lines_listed(copy):
@@ -145,9 +141,6 @@ def test_the_missing_count_must_be_the_lines_listed(copy):
                               "lines, the manifest says 0)")
     _edit(**{"shards.1.missing": 2})(copy)
     with pytest.raises(ModelError, match="it lists 1 lines, the manifest says 2"):
-        scbow.open_shards(copy)
-    (copy / "shard-000001.missing.txt").write_text("2\n1\n")  # out of order: damaged
-    with pytest.raises(ModelError, match="shard-000001.missing.txt: damaged list"):
         scbow.open_shards(copy)
 
 
@@ -234,6 +227,7 @@ MANIFEST_DAMAGE = {
 
 
 DAMAGE = {**{k: (damage, "shard-000001.npy", fragment) for k, (damage, fragment) in SHARD_DAMAGE.items()},
+          **{k: (damage, "shard-000002.missing.txt", fragment) for k, (damage, fragment) in LIST_DAMAGE.items()},
           **MANIFEST_DAMAGE}
 
 
