@@ -237,43 +237,41 @@ def test_missing_library_gives_the_install_hint(setup, tmp_path, monkeypatch):
         build_index(setup["emb"], setup["text"], tmp_path / "idx")
 
 
-def test_bad_embeddings(setup, built, tmp_path):
-    text = setup["text"]
-    with pytest.raises(ModelError, match="no such file"):
-        build_index(tmp_path / "nope.npy", text, tmp_path / "i")
-    np.save(tmp_path / "f64.npy", np.zeros((3, 4)))
-    with pytest.raises(ModelError, match="float64.*expected float32"):
-        build_index(tmp_path / "f64.npy", text, tmp_path / "i")
-    np.save(tmp_path / "flat.npy", np.zeros(5, np.float32))
-    with pytest.raises(ModelError, match="shape"):
-        build_index(tmp_path / "flat.npy", text, tmp_path / "i")
-    (tmp_path / "junk.npy").write_bytes(b"not numpy at all")
-    with pytest.raises(ModelError, match="not a .npy"):
-        build_index(tmp_path / "junk.npy", text, tmp_path / "i")
-    with pytest.raises(ModelError, match="give the text file"):
-        build_index(setup["emb"], None, tmp_path / "i")
-    with pytest.raises(ModelError, match="model directory"):
-        build_index(setup["model_dir"], text, tmp_path / "i")
-    with pytest.raises(ModelError, match="is a sentence index already"):
-        build_index(built[0], None, tmp_path / "i")
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(ModelError, match="manifest.json"):
-        build_index(tmp_path / "empty", None, tmp_path / "i")
-    np.save(tmp_path / "allnan.npy", np.full((3, 4), np.nan, np.float32))
-    (tmp_path / "three.txt").write_text("a\nb\nc\n")
-    with pytest.raises(CorpusError, match="nothing to index"):
-        build_index(tmp_path / "allnan.npy", tmp_path / "three.txt", tmp_path / "i")
+def _saved(path, array):
+    np.save(path, array)
+    return path
+
+
+def _written(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
+BAD_INPUT = {  # kind: (the embeddings and the text, of setup, built and tmp_path), the error, its message
+    "embeddings-missing": (lambda s, b, t: (t / "nope.npy", s["text"]), ModelError, "no such file"),
+    "embeddings-float64": (lambda s, b, t: (_saved(t / "f64.npy", np.zeros((3, 4))), s["text"]), ModelError,
+                           "float64.*expected float32"),
+    "embeddings-flat": (lambda s, b, t: (_saved(t / "flat.npy", np.zeros(5, np.float32)), s["text"]), ModelError, "shape"),
+    "embeddings-junk": (lambda s, b, t: (_written(t / "junk.npy", b"not numpy at all"), s["text"]), ModelError, "not a .npy"),
+    "no-text": (lambda s, b, t: (s["emb"], None), ModelError, "give the text file"),
+    "a-model": (lambda s, b, t: (s["model_dir"], s["text"]), ModelError, "model directory"),
+    "an-index": (lambda s, b, t: (b[0], None), ModelError, "is a sentence index already"),
+    "an-empty-directory": (lambda s, b, t: ((t / "empty").mkdir() or t / "empty", None), ModelError, "manifest.json"),
+    "no-row-embedded": (lambda s, b, t: (_saved(t / "allnan.npy", np.full((3, 4), np.nan, np.float32)),
+                                         _written(t / "three.txt", b"a\nb\nc\n")), CorpusError, "nothing to index"),
+    "text-missing": (lambda s, b, t: (s["emb"], t / "nope.txt"), CorpusError, "no such file"),
+    "text-a-directory": (lambda s, b, t: (s["emb"], t), CorpusError, "is a directory"),
+    "text-short": (lambda s, b, t: (s["emb"], _written(t / "short.txt", b"a\nb\n")), CorpusError,
+                   "2 lines but the embeddings have 3,000 rows"),
+}
+
+
+@pytest.mark.parametrize("kind", BAD_INPUT)
+def test_bad_embeddings_or_text(setup, built, tmp_path, kind):
+    make, error, message = BAD_INPUT[kind]
+    with pytest.raises(error, match=message):
+        build_index(*make(setup, built, tmp_path), tmp_path / "i")
     assert not (tmp_path / "i").exists()  # nothing left behind by a failed build
-
-
-def test_bad_text(setup, tmp_path, faiss):
-    with pytest.raises(CorpusError, match="no such file"):
-        build_index(setup["emb"], tmp_path / "nope.txt", tmp_path / "i")
-    with pytest.raises(CorpusError, match="is a directory"):
-        build_index(setup["emb"], tmp_path, tmp_path / "i")
-    (tmp_path / "short.txt").write_text("a\nb\n")
-    with pytest.raises(CorpusError, match="2 lines but the embeddings have 3,000 rows"):
-        build_index(setup["emb"], tmp_path / "short.txt", tmp_path / "i")
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "link-to-dev-zero", "link-to-dev-null", "link-to-dev-urandom"])
