@@ -174,7 +174,7 @@ def test_sent2vec_variants_hold_its_own_sentence_vectors_and_every_word_variant(
 
 
 def test_own_sentence_vectors_are_looked_up_by_tokens_and_post_processed_by_hand():
-    from benchmarks.sent2vec import OwnSentences
+    from benchmarks.peers import OwnSentences
 
     rng = np.random.default_rng(3)
     sample = rng.standard_normal((50, 6)) + 3.0  # a common direction, as real sentence vectors have
