@@ -54,8 +54,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import (
-    REPO_ROOT,
     RESULTS_DIR,
+    WORK_ROOT,
     context,
     context_markdown,
     corpus_path,
@@ -67,6 +67,7 @@ from benchmarks.common import (
     say,
     versions,
     worker_env,
+    write_report,
 )
 
 K = 10
@@ -74,7 +75,6 @@ HNSW_EFS = (16, 32, 64, 128, 256, 512)
 HNSW_EFS_32 = (32, 64, 128, 256, 512, 1024)  # M=32 was added when M=16 fell short of the target at ef 512
 IVF_PROBES = (4, 8, 16, 32, 64, 128)
 TARGET_RECALL = 0.95
-LIBS = ("faiss-cpu",)
 
 
 # -- data -------------------------------------------------------------------------------
@@ -146,13 +146,9 @@ def _embed(work: Path, model: Path) -> dict:
                         "-o", str(work / f"{name}-raw.npy"), "-q"], check=True, env=worker_env())
         out[f"{name}_embed_seconds"] = round(time.perf_counter() - t0, 2)
         x = np.load(work / f"{name}-raw.npy")
-        ok = ~np.isnan(x).any(axis=1)
-        norms = np.linalg.norm(x[ok], axis=1, keepdims=True)
-        ok_idx = np.flatnonzero(ok)
-        nonzero = (norms[:, 0] > 0)
-        keep = ok_idx[nonzero]
-        xn = (x[keep] / norms[nonzero]).astype(np.float32)
-        np.save(work / f"{name}.npy", xn)
+        norms = np.linalg.norm(x, axis=1)
+        keep = np.flatnonzero(np.isfinite(norms) & (norms > 0))  # NaN rows: nothing to average
+        np.save(work / f"{name}.npy", (x[keep] / norms[keep, None]).astype(np.float32))
         np.save(work / f"{name}_rows.npy", keep.astype(np.int64))  # row of the sampled file of each vector
         out[f"{name}_rows"] = int(len(x))
         out[f"{name}_kept"] = int(len(keep))
@@ -199,8 +195,6 @@ def recall_at_k(found: np.ndarray, base: np.ndarray, queries: np.ndarray, truth:
 
 
 class _Faiss:
-    name = "faiss-cpu"
-
     def __init__(self, kind, dim, params, threads):
         import faiss
 
@@ -242,8 +236,6 @@ class _Faiss:
 
 
 class _Exact:
-    name = "exact (numpy)"
-
     def __init__(self, kind, dim, params, threads):
         pass
 
@@ -263,13 +255,20 @@ class _Exact:
 LIB_CLASSES = {"faiss-cpu": _Faiss, "exact": _Exact}
 
 
-def _latencies(lib, queries, threads=1, limit=None) -> list[float]:
-    out = []
+def _point(lib, effort, base, queries, truth, threads, limit=None) -> dict:
+    """Recall and query times at one search effort: every query (or ``limit``) one at a time on
+    1 thread, then all of them in one batch on ``threads``."""
+    lat = []
     for q in queries[:limit]:
         t0 = time.perf_counter()
-        lib.search(q, threads)
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
+        lib.search(q, 1)
+        lat.append((time.perf_counter() - t0) * 1000)
+    t0 = time.perf_counter()
+    found = lib.search(queries, threads)
+    batch = time.perf_counter() - t0
+    return {"effort": effort, "recall": round(recall_at_k(found, base, queries, truth), 4),
+            "single_ms_median": _pct(lat, 50), "single_ms_p99": _pct(lat, 99), "single_n": len(lat),
+            "batch_ms_per_query": round(batch * 1000 / len(queries), 4)}
 
 
 def _pct(values, p) -> float:
@@ -325,29 +324,16 @@ def worker(spec: dict) -> dict:
     out = {"spec": spec, "build_seconds": round(build_s, 2), "rss_before_mib": before, "peak_mib": peak,
            "peak_added_mib": round(peak - before, 1), "vectors_mib": round(base.nbytes / 2**20, 1)}
     if spec["lib"] == "exact":
-        lat = _latencies(lib, queries, 1, limit=spec.get("exact_single", 100))
-        t0 = time.perf_counter()
-        found = lib.search(queries, threads)
-        batch = time.perf_counter() - t0
-        out["sweep"] = [{"effort": None, "recall": recall_at_k(found, base, queries, truth),
-                         "single_ms_median": _pct(lat, 50), "single_ms_p99": _pct(lat, 99), "single_n": len(lat),
-                         "batch_ms_per_query": round(batch * 1000 / len(queries), 4)}]
+        out["sweep"] = [_point(lib, None, base, queries, truth, threads, spec.get("exact_single", 100))]
         return out
     path = work / f"index-{spec['lib']}-{spec['kind']}-{'-'.join(f'{k}{v}' for k, v in spec['params'].items())}"
     lib.save(path)
     out["disk_mib"] = round(path.stat().st_size / 2**20, 1)
-    sweep = []
+    sweep = out["sweep"] = []
     for effort in spec["efforts"]:
         lib.set_effort(effort)
         lib.search(queries[0], 1)  # warm
-        lat = _latencies(lib, queries, 1)
-        t0 = time.perf_counter()
-        found = lib.search(queries, threads)
-        batch = time.perf_counter() - t0
-        sweep.append({"effort": effort, "recall": round(recall_at_k(found, base, queries, truth), 4),
-                      "single_ms_median": _pct(lat, 50), "single_ms_p99": _pct(lat, 99), "single_n": len(lat),
-                      "batch_ms_per_query": round(batch * 1000 / len(queries), 4)})
-    out["sweep"] = sweep
+        sweep.append(_point(lib, effort, base, queries, truth, threads))
     # reopening the saved index, as `neighbors --index` does at every call (file in the page cache)
     loads = {}
     chosen = next((s["effort"] for s in sweep if s["recall"] >= TARGET_RECALL), sweep[-1]["effort"])
@@ -375,11 +361,9 @@ def worker(spec: dict) -> dict:
 
 def _specs(args, work: Path) -> list[dict]:
     specs = [{"lib": "exact", "kind": "exact", "params": {}, "efforts": [None], "exact_single": args.exact_single}]
-    for m in args.M:
-        for lib in args.libs:
-            specs.append({"lib": lib, "kind": "hnsw", "params": {"M": m, "ef_construction": args.ef_construction},
-                          "efforts": list(HNSW_EFS if m < 32 else HNSW_EFS_32)})
-    if "faiss-cpu" in args.libs and args.nlist:
+    specs += [{"lib": "faiss-cpu", "kind": "hnsw", "params": {"M": m, "ef_construction": args.ef_construction},
+               "efforts": list(HNSW_EFS if m < 32 else HNSW_EFS_32)} for m in args.M if args.faiss]
+    if args.faiss and args.nlist:
         specs.append({"lib": "faiss-cpu", "kind": "ivf", "params": {"nlist": args.nlist}, "efforts": list(IVF_PROBES)})
     for s in specs:
         s["work"] = str(work)
@@ -534,7 +518,7 @@ def main(argv=None, prog=None) -> None:
     parser.add_argument("--ef-construction", type=int, default=200)
     parser.add_argument("--nlist", type=int, default=1024, help="faiss IVF-Flat lists (0: skip IVF)")
     parser.add_argument("--exact-single", type=int, default=100, help="queries timed one at a time for exact search")
-    parser.add_argument("--work", type=Path, default=REPO_ROOT / "benchmarks" / ".work" / "ann")
+    parser.add_argument("--work", type=Path, default=WORK_ROOT / "ann")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "ann_index")
     parser.add_argument("--why-sample", default="building several HNSW graphs over all 5.9M lines (7 GB of "
                         "vectors) on 2 shared cores does not fit one session; 500K lines keep each build to "
@@ -545,8 +529,8 @@ def main(argv=None, prog=None) -> None:
                         "the results of settings already measured on the same sample, kept in --work)")
     args = parser.parse_args(argv)
 
-    args.libs = list(LIBS) if have("faiss") else []
-    if not args.libs:
+    args.faiss = have("faiss")
+    if not args.faiss:
         say("faiss-cpu is not installed (pip install faiss-cpu): exact search only")
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
@@ -573,7 +557,7 @@ def main(argv=None, prog=None) -> None:
         results.append(res)
     report = {"sample": sample, "embed": {k: v for k, v in embed.items() if k != "key"}, "model": str(model),
               "threads": args.threads, "why_sample": args.why_sample, "target_recall": TARGET_RECALL,
-              "results": results, "lib_versions": {k: v for k, v in versions(*LIBS).items() if k in LIBS},
+              "results": results, "lib_versions": {"faiss-cpu": versions("faiss-cpu")["faiss-cpu"]},
               "context": context("faiss-cpu", threads=args.threads)}
     if args.product:
         cache = work / "product.json"
@@ -585,14 +569,7 @@ def main(argv=None, prog=None) -> None:
             report["product"] = run_worker("benchmarks.ann_index", ["product", json.dumps(spec)], timeout=3600)
             cache.write_text(json.dumps(report["product"]) + "\n")
     report["model_about"] = _model_about(model)
-    json_path, md_path = write_report_files(args.out, report)
-    say(f"saved {json_path} and {md_path}")
-
-
-def write_report_files(out: Path, report: dict):
-    from benchmarks.common import write_report
-
-    return write_report(out, report, markdown(report))
+    write_report(args.out, report, markdown(report))
 
 
 def _model_about(model: Path) -> str:

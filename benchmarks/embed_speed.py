@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import tempfile
 from pathlib import Path
@@ -39,11 +38,12 @@ from scbow.vectors.model import Model
 
 from .common import (
     CORPORA,
-    REPO_ROOT,
     RESULTS_DIR,
+    WORK_ROOT,
     context,
     context_markdown,
     corpus_path,
+    cpu_seconds,
     human,
     md_table,
     parse_threads,
@@ -58,29 +58,17 @@ from .targets import TARGETS
 GOAL_LINES_PER_MIN = TARGETS["embed_lines_per_min"].value
 
 
-
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run embed_speed", description=__doc__.split("\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--corpus", choices=sorted(CORPORA, key=len), default="10M", help="corpus to embed")
-    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    parser.add_argument("--threads", type=parse_threads, default="1,2", help="comma-separated thread counts")
     parser.add_argument("--repeats", type=int, default=3, help="end-to-end runs per thread count")
     parser.add_argument("--dim", type=int, default=TrainConfig().dim, help="embedding dimension")
-    parser.add_argument("--work", type=Path, default=REPO_ROOT / "benchmarks" / ".work" / "embed",
+    parser.add_argument("--work", type=Path, default=WORK_ROOT / "embed",
                         help="where the decompressed corpus is kept")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "embed", help="report prefix (.json and .md)")
-    args = parser.parse_args(argv)
-    try:
-        args.threads = parse_threads(args.threads)
-    except ValueError as exc:
-        parser.error(str(exc))
-    return args
-
-
-def _cpu_seconds() -> float:
-    """User + system CPU time of this process, all its threads: what the run cost, whatever the load."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    return parser.parse_args(argv)
 
 
 def main(argv=None) -> None:
@@ -113,9 +101,9 @@ def main(argv=None) -> None:
         for repeat in range(args.repeats):
             for threads in args.threads:
                 load = os.getloadavg()[0]
-                cpu0 = _cpu_seconds()
+                cpu0 = cpu_seconds()  # all threads: what the run cost, whatever the load
                 stats = embed_file(model, text, out, threads=threads)
-                cpu = _cpu_seconds() - cpu0
+                cpu = cpu_seconds() - cpu0
                 runs.append({"repeat": repeat, "threads": threads, "seconds": round(stats.seconds, 3),
                              "cpu_seconds": round(cpu, 3), "lines_per_cpu_min": round(stats.lines / cpu * 60),
                              "lines": stats.lines, "lines_per_min": round(stats.lines / stats.seconds * 60),
@@ -214,8 +202,7 @@ def main(argv=None) -> None:
         "with other work: compare ratios within one run, not absolute numbers across runs.",
         context_markdown(ctx),
     ])
-    write_report(args.out, report, markdown)
-    print(markdown)
+    write_report(args.out, report, markdown, echo=True)
 
 
 if __name__ == "__main__":

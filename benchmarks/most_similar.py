@@ -47,6 +47,7 @@ import scbow
 from .common import (
     REPO_ROOT,
     RESULTS_DIR,
+    WORK_ROOT,
     context,
     context_markdown,
     corpus_path,
@@ -54,16 +55,14 @@ from .common import (
     peak_rss_mib,
     say,
     timed,
-    versions,
     write_report,
 )
 from .targets import TARGETS
 
 GOAL_RATIO = TARGETS["most_similar_over_gensim"].value
 COSINE_TOLERANCE = 1e-5
-QUALITY_MODEL = REPO_ROOT / "benchmarks" / ".work" / "quality" / "scbow-100M-c36ac6717165c352"
-WORK = REPO_ROOT / "benchmarks" / ".work" / "most_similar"
-
+QUALITY_MODEL = WORK_ROOT / "quality" / "scbow-100M-c36ac6717165c352"
+WORK = WORK_ROOT / "most_similar"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -156,16 +155,11 @@ def compare(ours: list, theirs: list) -> dict:
     return out
 
 
-def percentile(values, q) -> float:
-    return float(np.percentile(values, q))
-
-
 def main(argv=None) -> None:
     args = parse_args(argv)
     from gensim.models import KeyedVectors
 
-    ctx = context()
-    ctx["versions"] = versions("gensim")
+    ctx = context("gensim")
     ctx["blas"] = blas_info()
     path = find_model(args.model)
     say(f"model: {path}")
@@ -217,7 +211,7 @@ def main(argv=None) -> None:
     for name, ts in times.items():
         ms = np.array(ts) * 1e3
         summary[name] = {"calls": len(ms), "median_ms": round(float(np.median(ms)), 3), "mean_ms": round(float(ms.mean()), 3),
-                         "p10_ms": round(percentile(ms, 10), 3), "p90_ms": round(percentile(ms, 90), 3),
+                         "p10_ms": round(float(np.percentile(ms, 10)), 3), "p90_ms": round(float(np.percentile(ms, 90)), 3),
                          "min_ms": round(float(ms.min()), 3), "first_call_ms": round(first_call[name] * 1e3, 2)}
     paired = np.array(times["ours"]) / np.array(times["gensim"])
     ratios = {
@@ -257,11 +251,10 @@ def main(argv=None) -> None:
         "agreement": agreement,
         "peak_rss_mib": peak_rss_mib(),
     }
-    json_path, md_path = write_report(args.out, result, markdown(result))
+    write_report(args.out, result, markdown(result))
     say(f"ours {summary['ours']['median_ms']:.2f} ms vs gensim {summary['gensim']['median_ms']:.2f} ms per query "
         f"(median; ratio {ratios['median']:.2f}, mean ratio {ratios['mean']:.2f}); "
         f"{agreement['identical']}/{agreement['queries']} top-{topn} lists identical")
-    say(f"wrote {json_path} and {md_path}")
 
 
 def markdown(r: dict) -> str:

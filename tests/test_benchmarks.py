@@ -245,7 +245,6 @@ def test_targets_table_judges_and_the_speed_suite_reads_it():
     for t in targets.TARGETS.values():
         assert t.source and t.measured_against and t.sense in ("at_least", "at_most", "below")
     assert targets.SUPERSEDED["kernel_examples_per_s"][0] == 120_000  # the old goal, replaced, judged by nothing
-    assert "`kernel_examples_per_s` | >= 150000 examples/s" in targets.markdown_table("speed")
 
 
 def test_common_memory_workers_and_checkout(tmp_path):
