@@ -4,22 +4,13 @@
     python -m benchmarks.run ab --base ../old --corpus 1M --threads 1 --rounds 3
     python -m benchmarks.run ab --base ../old --lines 3000 --rounds 1  # plumbing check on a slice of 1M
 
-Every measurement is one fresh Python process (``benchmarks/ab_worker.py``, run with
-``python -P`` and ``PYTHONPATH`` set to the checkout it measures, from a scratch folder),
-which loads the corpus with ``scbow.training.load_corpus`` and trains one epoch with
-``scbow.training.train(corpus, TrainConfig(threads=N, epochs=1, common_components=-1,
-word_passes=0), quiet=True)`` (``word_passes`` where the checkout has a word part): kernel
-examples/s is ``result.examples / result.seconds`` (the seconds inside the kernel calls;
-compiling is done on an empty batch before the clock starts). Before any timing, each
-checkout builds its corpus cache and warms numba's on-disk cache with one
-untimed run on a tiny slice at every thread count. Then, for each round and each thread
-count, a "before" process runs, then an "after" one (before, after, before, after, ...), so
-that a slow spell of a shared machine hits both alike.
-
-The report (``benchmarks/results/ab_speed.md`` and ``.json`` by default) gives, per thread
-count, every round of both, their medians, the ratio after / before of the medians and of
-each round, and the spread ((max - min) / median) of each: a ratio inside the spread is no
-difference.
+Every measurement is one fresh process of one checkout (``benchmarks/ab_worker.py``, run with
+``python -P`` and ``PYTHONPATH`` set to it) training one epoch of the sentence part; kernel
+examples/s is ``result.examples / result.seconds``. Each checkout first builds its corpus cache
+and warms numba's cache untimed at every thread count; then each round runs before, then
+after, per thread count, so that a slow spell of a shared machine hits both alike. The report
+gives every round, the medians, after / before and each side's spread: a ratio inside the
+spread is no difference.
 """
 
 from __future__ import annotations

@@ -4,39 +4,27 @@
     python -m benchmarks.run index --lines 20000 --queries 200 --work /tmp/annq --out /tmp/annq/report  # plumbing
 
 The workload is the one ``scbow-numba index`` serves: sentence embeddings (cosine) of the
-lines of the 100M Gutenberg corpus. Embedding all 5.9M lines (7 GB of float32 at 300
-dims) and building several HNSW graphs over them does not fit a session on a 2-core
-machine, so the suite measures a documented random sample and extrapolates on paper:
+lines of the 100M Gutenberg corpus. All 5.9M lines (7 GB of float32 at 300 dims) and several
+HNSW graphs over them do not fit a session on a 2-core machine, so the suite measures a random
+sample and extrapolates on paper:
 
-1. ``sample``: the non-empty lines of ``gutenberg-100M.txt.xz`` are counted; ``--lines``
-   database lines and ``--queries`` held-out query lines are drawn from them without
-   replacement (numpy ``default_rng(--seed)``; the query lines are never in the database).
-   Their line numbers in the corpus are kept beside the sampled text.
-2. ``embed``: both files are embedded with ``scbow-numba embed`` and the model (``--model``;
-   default: one trained on gutenberg-10M with the default settings, 300 dims). Rows with
-   nothing to average (NaN) are left out of the database, as ``scbow-numba index`` does;
-   every row is L2-normalised, so the inner product is the cosine.
-3. ``truth``: the exact top 10 of each query by brute force (float32 dot products, in
-   blocks). Recall@10 counts a returned row as right when its exact cosine is at least the
-   10th best exact cosine (minus 1e-6), so duplicate lines (ties) are not counted as misses.
-4. One fresh process per index and setting (``run_worker``): load the vectors, build the
-   index with ``--threads`` threads, save it, reload it, and query with a sweep of the
-   search-time effort (``ef`` for HNSW, ``nprobe`` for IVF): recall@10, milliseconds per
-   query one at a time on 1 thread (median and p99 over every query), and the batch of all
-   queries on ``--threads`` threads. Peak memory added by the build is ``VmHWM`` after the
-   build minus ``VmRSS`` before it (vectors already loaded); the size on disk is the saved
-   index's; the reload time is with the file in the page cache (best case).
-   Exact search runs the same way (numpy, BLAS on 1 thread) as the reference.
-5. ``product``: ``scbow.use.index`` itself, with its defaults: ``build_index`` from the ``embed``
-   output and the sampled text, then ``search_command`` (what ``neighbors --index`` runs)
-   for 200 query sentences.
+1. ``sample``: ``--lines`` database lines and ``--queries`` held-out query lines drawn without
+   replacement from the non-empty lines (``default_rng(--seed)``), their line numbers kept.
+2. ``embed``: both embedded with ``scbow-numba embed`` and ``--model`` (default: one trained
+   on 10M with the defaults); NaN rows left out, as ``scbow-numba index`` does; L2-normalised.
+3. ``truth``: the exact top 10 of each query by brute force. Recall@10 counts a returned row
+   whose exact cosine reaches the 10th best (minus 1e-6) as right, so ties are not misses.
+4. One fresh process per index and setting: build with ``--threads``, save, reload, query with
+   a sweep of the search effort (``ef`` for HNSW, ``nprobe`` for IVF): recall@10, ms per query
+   one at a time on 1 thread (median, p99) and per query of a batch on ``--threads``; peak
+   memory added by the build (``VmHWM`` after minus ``VmRSS`` before); size on disk; reopening
+   with the file in the page cache. Exact search (numpy, BLAS on 1 thread) is the reference.
+5. ``product``: ``scbow.use.index`` itself with its defaults: ``build_index``, then
+   ``search_command`` (what ``neighbors --index`` runs) for 200 query sentences.
 
 The heavy stages are cached in ``--work`` (default ``benchmarks/.work/ann``) by their
-settings; delete it to start over.
-
-faiss-cpu was chosen against usearch and hnswlib by this suite before (issue 33 retired that
-comparison as finished research): the committed ``benchmarks/results/ann_index.md`` of commit
-59c4a92 holds it and the reasons, and its code is in git at that commit.
+settings. faiss-cpu was chosen against usearch and hnswlib by this suite before (retired in
+issue 33): ``benchmarks/results/ann_index.md`` and the code at commit 59c4a92 hold it.
 """
 
 from __future__ import annotations

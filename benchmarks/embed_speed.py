@@ -3,22 +3,11 @@
     python -m benchmarks.run embed_speed                 # 10M corpus, 1 and 2 threads, 3 repeats
     python -m benchmarks.run embed_speed --corpus 1M --repeats 1 --out /tmp/embed-check
 
-The goal (``benchmarks/targets.py``, ``embed_lines_per_min``): at least 1M sentences per minute on
-2 cores from raw text.
-
-What is measured, in order:
-
-1. The corpus is decompressed once to a plain text file (not timed): "raw text" is the
-   text as it would be given, untokenized, one sentence per line.
-2. The model: the corpus's vocabulary (min count 5, from the corpus cache) with random
-   float32 vectors of ``--dim`` dims; speed does not depend on the values.
-3. Compile time of the first call of the averaging kernels: ``mean_lines_serial``
-   (cached on disk) and ``mean_lines_parallel`` (never cached).
-4. End to end, ``--repeats`` times per thread count, alternating: ``scbow.use.embedding.embed_file``
-   from the text file to a .npy file and its record of lines with no known word, as the
-   command does it (read, tokenize, look up, average, write, fsync, rename).
-5. The parts, once: reading and tokenizing and looking up all blocks (Python, one core),
-   and averaging them with each kernel (compiled, already warm).
+The corpus is decompressed once (raw text: untokenized, one sentence a line); the model is its
+vocabulary with random vectors (speed does not depend on the values). Measured: the first
+call of the averaging kernels, then ``scbow.use.embedding.embed_file`` end to end as the
+command runs it, ``--repeats`` times per thread count, alternating; then the parts once
+(reading, tokenizing and looking up; averaging with each kernel).
 """
 
 from __future__ import annotations

@@ -3,32 +3,13 @@
     python -m benchmarks.run most_similar                    # the 100M model of benchmarks.quality, if there
     python -m benchmarks.run most_similar --model PATH --queries 200 --rounds 3
 
-The goal (``benchmarks/targets.py``, ``most_similar_over_gensim``): at most 1.5 times gensim's time per
-query, measured side by side.
-
-What is measured, in order:
-
-1. The model: ``--model``, else the 100M model that ``benchmarks.quality`` trained (in
-   ``benchmarks/.work/quality``), else one trained here on the 1M corpus with the
-   defaults (kept in ``benchmarks/.work/most_similar``). Loaded with ``scbow.load``:
-   memory-mapped, as users get it; a second copy with ``mmap=False`` (in memory).
-2. gensim: ``KeyedVectors(dim)`` and ``add_vectors(words, vectors)`` from the same
-   float32 arrays, in the same order (not timed).
-3. Queries: ``--queries`` frequent words, every ``--stride``-th alphabetic word of the
-   vocabulary from rank ``--skip`` on, ``topn=--topn``, one word per query.
-4. Warm-up (not timed): ``--warmup`` queries on each system. Our first call builds the
-   inverse row norms that every later call reuses; its time is reported by itself.
-5. ``--rounds`` rounds over all the queries, each query timed on each system back to back
-   (the order alternating from query to query), so that a change in the machine's load
-   hits both alike. Per-query median and mean over every timed call, and the ratio ours
-   / gensim of both.
-6. Agreement: for every query, whether the two top-n lists hold the same words in the
-   same order with cosines within ``1e-5``. Where they differ, the gap between the
-   cosines of the words that swapped tells whether it is a near tie (float32 rounding in
-   gensim; ours orders the words near the cut by float64 cosines).
-
-The comparison with the float64 implementation this replaced (commit 45aabfe) is history:
-the committed report holds it; its code is in git at commit 59c4a92.
+The model: ``--model``, else the 100M model ``benchmarks.quality`` trained, else one trained
+here on 1M; loaded memory-mapped (as users get it) and with ``mmap=False``. gensim gets a
+``KeyedVectors`` of the same float32 rows. After untimed warm-up queries, every query is timed
+on each system back to back, the order alternating, so that a change in the machine's load hits
+both alike; then the two top-n lists of each query are compared (same words, same order,
+cosines within ``1e-5``; where they differ, the cosine gap tells a near tie). The comparison
+with the float64 implementation this replaced is history: its code is in git at commit 59c4a92.
 """
 
 from __future__ import annotations

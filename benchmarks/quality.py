@@ -152,13 +152,10 @@ def paper_table() -> dict:
     out = {}
     for line in PAPER_TABLE1.strip().splitlines():
         name, rest = line.split(None, 1)
-        cells = rest.replace(" (", "(").split()
+        cells = [cell.rstrip(")").split("(") for cell in rest.replace(" (", "(").split()]
         assert len(cells) == len(PAPER_COLUMNS), line
-        row = {}
-        for column, cell in zip(PAPER_COLUMNS, cells):
-            p, s = cell.rstrip(")").split("(")
-            row[column] = {"pearson": float(p.rstrip("†")), "spearman": float(s), "dagger": p.endswith("†")}
-        out[name] = row
+        out[name] = {column: {"pearson": float(p.rstrip("†")), "spearman": float(s), "dagger": p.endswith("†")}
+                     for column, (p, s) in zip(PAPER_COLUMNS, cells)}
     return out
 
 

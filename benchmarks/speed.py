@@ -1005,35 +1005,34 @@ def main(argv=None, prog="python -m benchmarks.run speed") -> dict:
         "l3_bytes": l3_bytes(),
         "notes": [],
     }
+    def section(name: str) -> bool:
+        if name in args.sections:
+            say(f"[{name}]")
+        return name in args.sections
+
     try:
         say(f"[speed] scratch {run_dir}; corpus {args.corpus}; sections {', '.join(args.sections)}")
         text, report["text"] = plain_text(args.corpus, WORK_DIR / "text")
         from scbow.training import load_corpus
 
-        if "preprocess" in args.sections:
-            say("[preprocess]")
+        if section("preprocess"):
             report["preprocess"] = bench_preprocess(text, xz, config, args.repeats, cache_dir)
         corpus = load_corpus([text], config.min_count, config.max_vocab, cache_dir=cache_dir)
         report["corpus"] = {k: v for k, v in corpus.stats.items() if k != "files"}
         report["example_shape"] = example_shape(corpus, config)
-        if "kernel" in args.sections:
-            say("[kernel]")
+        if section("kernel"):
             report["kernel"] = bench_kernel(corpus, text, cache_dir, config, threads, args.repeats,
                                             args.torch_batches, 5 if args.quick else 20, run_dir, not args.no_torch)
             report["bandwidth"] = bench_bandwidth(report["kernel"], report["example_shape"], args.dim,
                                                   len(corpus.vocab), 10)
-        if "wordpart" in args.sections:
-            say("[wordpart]")
+        if section("wordpart"):
             report["wordpart"] = bench_wordpart(corpus, config, threads, args.repeats, run_dir)
-        if "e2e" in args.sections:
-            say("[e2e]")
+        if section("e2e"):
             report["e2e"] = bench_e2e(text, args.dim, args.repeats, run_dir, not args.no_paper_dim, args.e2e_threads)
-        if "inference" in args.sections:
-            say("[inference]")
+        if section("inference"):
             model = report.get("e2e", {}).get("model")
             report["inference"] = bench_inference(model, corpus, config, max(args.repeats, 5))
-        if "memory" in args.sections:
-            say("[memory]")
+        if section("memory"):
             corpora = [(args.corpus, text)]
             if not args.skip_100m and args.corpus != "100M":
                 corpora.append(("100M", corpus_path("100M")))
