@@ -314,11 +314,12 @@ def settings_of(system: str, threads: int, scbow_overrides: dict | None = None) 
 
         return {"trainer": describe(), **SENT2VEC_SETTINGS, "thread": threads}
     if system == "static":
+        from .static_peer import settings
+
         try:
-            from .static_peer import settings
+            return settings(threads)  # it imports sentence-transformers and torch
         except ImportError:
             return {"trainer": "sentence-transformers (not installed)"}
-        return settings(threads)
     if system == "overlap":
         return {"trainer": "none (untrained)", "dim": OVERLAP_DIM, "vectors": "standard normal per token, seeded "
                 "by BLAKE2b of the token", "tokens": "every token, known or not"}

@@ -123,12 +123,14 @@ def test_word_similarity_uses_the_same_pairs_for_everyone(setup, tmp_path, monke
     assert out["toy"]["spearman"]["self"] == pytest.approx(1.0) and out["toy"]["spearman"]["other"] < 0.99
 
 
-@pytest.mark.parametrize("wins, mean, gain, gap, met", [(14, 0.65, 0.03, 0.1, True), (13, 0.7, 0.05, 0.0, False),
-                                                        (19, 0.649, 0.05, 0.0, False), (19, 0.7, 0.029, 0.0, False),
-                                                        (19, 0.7, 0.05, 0.11, False)])
-def test_goal_needs_every_line(wins, mean, gain, gap, met):
+@pytest.mark.parametrize("wins, mean, gain, gap, absent, met", [
+    (14, 0.65, 0.03, 0.1, None, True), (13, 0.7, 0.05, 0.0, None, False), (19, 0.649, 0.05, 0.0, None, False),
+    (19, 0.7, 0.029, 0.0, None, False), (19, 0.7, 0.05, 0.11, None, False),
+    (19, 0.7, 0.05, 0.0, "cbow", False), (19, 0.7, 0.05, 0.0, "static", True)])  # the opt-in peer may be absent
+def test_goal_needs_every_line_and_every_default_peer(wins, mean, gain, gap, absent, met):
     result = {"systems": {"scbow": {"sets": [{}] * 19, "test_pearson_mean": mean, "dev_pearson": 0.7 + gain},
-                          "scbow_start": {"dev_pearson": 0.7}}, "pairwise": {p: {"wins": wins} for p in quality.PEERS},
+                          "scbow_start": {"dev_pearson": 0.7}},
+              "pairwise": {p: {"wins": wins} for p in quality.PEERS if p != absent},
               "word_similarity": {"WS": {"spearman": {"scbow": 0.5 - gap, "cbow": 0.5}}},
               "timings": {"scbow": {"wall_seconds": 100.0, "cpu_seconds": 190.0}}}
     assert quality._goal(result)["met"] is met
