@@ -232,13 +232,9 @@ def resolve_corpus(arg: str) -> tuple[str, Path]:
 
 
 def content_key(corpus) -> str:
-    """Key of what every system trains on: the encoding's words and arrays, not the file's mtime.
-
-    scbow's corpus cache keys an entry by (path, size, mtime), which is right for a user's
-    cache but would make every cached peer model (hours of training on 100M) stale the day
-    the data are copied or remounted unchanged. The benchmark's models and token files are
-    keyed by this digest of the encoding instead.
-    """
+    """Key of what every system trains on: the encoding's words and arrays. scbow's corpus cache
+    keys by (path, size, mtime), which would make every cached peer model (hours of training on
+    100M) stale the day the data are copied or remounted unchanged."""
     h = hashlib.sha256(b"scbow benchmark corpus v1")
     h.update("\n".join(corpus.vocab.words).encode("utf-8"))
     for a in (corpus.tokens, corpus.offsets, corpus.sent_doc, corpus.doc_offsets):
@@ -350,11 +346,8 @@ def provenance() -> dict:
 
 
 def train_scbow(corpus, settings: dict, dev_path: Path):
-    """Train with the defaults, recording the learning curve on the dev set from the untrained start.
-
-    The curve's evaluations are kept out of the timing: ``wall_seconds`` is the run's wall
-    time less the hook's (``hook_seconds``, reported beside it).
-    """
+    """Train with the defaults, recording the learning curve on the dev set from the untrained start;
+    ``wall_seconds`` leaves out the curve's evaluations (``hook_seconds``, reported beside it)."""
     from scbow.training import CurveHook, train
 
     config = TrainConfig.from_dict({k: v for k, v in settings.items() if k != "trainer"})
@@ -376,12 +369,8 @@ def train_scbow(corpus, settings: dict, dev_path: Path):
 
 
 def train_fasttext(tokens_path: Path, settings: dict, corpus, oov_words: list):
-    """fastText cbow on the token file; the vectors of the corpus's vocabulary and of ``oov_words``.
-
-    The model itself (about 2.4 GB with its subword buckets) is not kept: the vectors of
-    the words the evaluation needs that are outside the vocabulary are computed here from
-    their subwords and saved with the model (``info["oov_vectors"]``).
-    """
+    """fastText cbow on the token file: the vectors of the corpus's vocabulary, and those of ``oov_words``
+    from their subwords (``info["oov_vectors"]``); the model itself (2.4 GB with its buckets) is not kept."""
     import fasttext
 
     s = {k: v for k, v in settings.items() if k != "trainer"}

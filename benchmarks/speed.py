@@ -567,15 +567,11 @@ def bench_memory(corpora: list[tuple[str, Path]], cache_dir: Path, dim: int, run
         row = {**r, "corpus": name, "corpus_file": r["corpus"], "cache_build_seconds": built["seconds"],
                "cache_build_peak_rss_mib": built.get("memory_mib", {}).get("VmHWM"), "ids_plus_matrix_mib": round(ref, 1)}
         if peak is not None and idle is not None:
-            row.update({
-                "peak_mib": peak,
-                "peak_training_loop_mib": peak_loop,
-                "added_mib": round(peak - idle, 1),
-                "added_training_loop_mib": round(peak_loop - idle, 1) if peak_loop is not None else None,
-                "peak_ratio": round(peak / ref, 2),
-                "added_ratio": round((peak - idle) / ref, 2),
-                "added_training_loop_ratio": round((peak_loop - idle) / ref, 2) if peak_loop is not None else None,
-            })
+            loop = peak_loop is not None
+            row.update(peak_mib=peak, peak_training_loop_mib=peak_loop, added_mib=round(peak - idle, 1),
+                       added_training_loop_mib=round(peak_loop - idle, 1) if loop else None,
+                       peak_ratio=round(peak / ref, 2), added_ratio=round((peak - idle) / ref, 2),
+                       added_training_loop_ratio=round((peak_loop - idle) / ref, 2) if loop else None)
         rows[name] = row
     return {"threads": threads, "dim": dim, "rows": rows}
 
@@ -720,8 +716,7 @@ def mib(nbytes) -> str:
     return "n/a" if nbytes is None else f"{nbytes / 2**20:.0f} MiB"
 
 
-def _sec(x):
-    return f"{x:.3f}"
+_sec = "{:.3f}".format
 
 
 def render(r: dict) -> str:
