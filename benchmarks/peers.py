@@ -17,8 +17,9 @@ make sentence vectors, and may treat unknown words two ways:
   word from a hash of it, of 0.75 times the median norm of the rarest tenth of the
   vocabulary, as ``scbow.vectors.model.Model.embed`` gives) or ``own`` (fastText's subword vectors).
 
-The post-processing is always estimated on sentences of the training corpus (a fixed
-sample), never on evaluation data. Which variant a system gets is chosen on the STS-B dev
+Sent2Vec's own sentence vectors (:class:`OwnSentences`) get raw, SIF's projection (``pc1``)
+or ``pcr`` alike. The post-processing is always estimated on sentences of the training corpus
+(a fixed sample), never on evaluation data. Which variant a system gets is chosen on the STS-B dev
 set (:func:`choose`), never on the test sets.
 """
 
