@@ -4,22 +4,13 @@
     python -m benchmarks.run ab --base ../old --corpus 1M --threads 1 --rounds 3
     python -m benchmarks.run ab --base ../old --lines 3000 --rounds 1  # plumbing check on a slice of 1M
 
-Every measurement is one fresh Python process (``benchmarks/ab_worker.py``, run with
-``python -P`` and ``PYTHONPATH`` set to the checkout it measures, from a scratch folder),
-which loads the corpus with ``scbow.training.load_corpus`` and trains one epoch with
-``scbow.training.train(corpus, TrainConfig(threads=N, epochs=1, common_components=-1,
-word_passes=0), quiet=True)`` (``word_passes`` where the checkout has a word part): kernel
-examples/s is ``result.examples / result.seconds`` (the seconds inside the kernel calls;
-compiling is done on an empty batch before the clock starts). Before any timing, each
-checkout builds its corpus cache and warms numba's on-disk cache with one
-untimed run on a tiny slice at every thread count. Then, for each round and each thread
-count, a "before" process runs, then an "after" one (before, after, before, after, ...), so
-that a slow spell of a shared machine hits both alike.
-
-The report (``benchmarks/results/ab_speed.md`` and ``.json`` by default) gives, per thread
-count, every round of both, their medians, the ratio after / before of the medians and of
-each round, and the spread ((max - min) / median) of each: a ratio inside the spread is no
-difference.
+Every measurement is one fresh process of one checkout (``benchmarks/ab_worker.py``, run with
+``python -P`` and ``PYTHONPATH`` set to it) training one epoch of the sentence part; kernel
+examples/s is ``result.examples / result.seconds``. Each checkout first builds its corpus cache
+and warms numba's cache untimed at every thread count; then each round runs before, then
+after, per thread count, so that a slow spell of a shared machine hits both alike. The report
+gives every round, the medians, after / before and each side's spread: a ratio inside the
+spread is no difference.
 """
 
 from __future__ import annotations
@@ -35,6 +26,7 @@ from .common import (
     CORPORA,
     REPO_ROOT,
     RESULTS_DIR,
+    WORK_ROOT,
     checkout_commit,
     context,
     context_markdown,
@@ -50,7 +42,7 @@ from .common import (
 )
 
 WORKER = Path(__file__).resolve().with_name("ab_worker.py")
-WORK_DIR = REPO_ROOT / "benchmarks" / ".work" / "ab"
+WORK_DIR = WORK_ROOT / "ab"
 WARM_LINES = 2000  # lines of the corpus in the warm-up run
 SIDES = ("before", "after")
 
@@ -73,17 +65,13 @@ def parse_args(argv=None, prog="python -m benchmarks.run ab") -> argparse.Namesp
     ap.add_argument("--corpus", choices=sorted(CORPORA, key=len), default="10M", help="corpus (default %(default)s)")
     ap.add_argument("--lines", type=int, default=None,
                     help="train on the first N lines of the 1M corpus instead (a plumbing check)")
-    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default %(default)s)")
+    ap.add_argument("--threads", type=parse_threads, default="1,2", help="comma-separated thread counts (default %(default)s)")
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds per thread count (default %(default)s)")
     ap.add_argument("--dim", type=int, default=None, help="embedding dimension (default: TrainConfig's)")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds one process may take")
     ap.add_argument("--out", type=Path, default=None,
                     help="output prefix (default benchmarks/results/ab_speed; with --lines, benchmarks/.work/ab/ab_speed)")
     args = ap.parse_args(argv)
-    try:
-        args.threads = parse_threads(args.threads)
-    except ValueError as exc:
-        ap.error(str(exc))
     if args.rounds < 1:
         ap.error("--rounds must be >= 1")
     if args.lines is not None and args.lines < 10:
@@ -126,18 +114,15 @@ def verdict(row: dict) -> str:
     return ("faster" if ratio > 1 else "slower") + f" beyond the run-to-run spread ({spread:.0%})"
 
 
-def _pct(x) -> str:
-    return "" if x is None else f"{x:.0%}"
-
-
 def medians_table(r: dict) -> str:
     """The medians of an A/B report as a Markdown table (also shown in the speed report)."""
     rows = []
     for row in r["rows"].values():
         b, a = row["before"], row["after"]
         paired = row.get("median_round_ratio")
+        spreads = ("" if x is None else f"{x:.0%}" for x in (b["spread"], a["spread"]))
         rows.append((row["threads"], human(b["median"]), human(a["median"]), f"{row['ratio_after_over_before']:.3f}",
-                     "" if paired is None else f"{paired:.3f}", _pct(b["spread"]), _pct(a["spread"]), verdict(row)))
+                     "" if paired is None else f"{paired:.3f}", *spreads, verdict(row)))
     return md_table(("threads", "before, examples/s", "after, examples/s", "after / before", "median of round ratios",
                      "spread before", "spread after", "reading"), rows)
 

@@ -3,13 +3,11 @@
     PYTHONPATH=CHECKOUT python -P benchmarks/ab_worker.py CORPUS --threads N --cache-dir DIR --expect ROOT
     ... --warm TINY_TEXT     # instead: build CORPUS's cache and train once on TINY_TEXT (untimed)
 
-Run as a script (``-P``: the script's folder is not put on ``sys.path``), so that ``scbow``
-is the one of the checkout on ``PYTHONPATH``; it imports nothing of ``benchmarks``, which
-the other checkout may not have in this form. It uses only what both checkouts have:
-``load_corpus(paths, min_count, max_vocab, cache_dir=...)``, ``train(corpus, TrainConfig(...),
-quiet=True)`` and ``TrainResult.examples`` and ``.seconds`` (the seconds inside the kernel
-calls), from ``scbow.training`` (the public door), or in an older checkout from the modules
-that held them then (the only imports of training internals left in the harness).
+Run as a script (``-P``: its folder is not on ``sys.path``), so that ``scbow`` is the
+checkout's on ``PYTHONPATH``; it imports nothing of ``benchmarks`` (the other checkout may
+not have it in this form) and only what both checkouts have: ``load_corpus``, ``train`` and
+``TrainResult.examples`` / ``.seconds``, from ``scbow.training`` or, in an older checkout,
+from the modules that held them then (the only training internals the harness imports).
 """
 
 from __future__ import annotations
@@ -60,12 +58,8 @@ def main(argv=None) -> None:
     if args.warm:
         corpus = load_corpus([args.warm], config.min_count, config.max_vocab, cache_dir=args.cache_dir)
     result = train(corpus, config, quiet=True)
-    versions = {"python": platform.python_version(), "scbow": getattr(scbow, "__version__", None)}
-    for name in ("numpy", "numba", "llvmlite"):
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
+    versions = {"python": platform.python_version(), "scbow": getattr(scbow, "__version__", None),
+                **{name: metadata.version(name) for name in ("numpy", "numba", "llvmlite")}}  # all installed
     print(json.dumps({
         "warm": bool(args.warm),
         "threads": args.threads,

@@ -4,39 +4,27 @@
     python -m benchmarks.run index --lines 20000 --queries 200 --work /tmp/annq --out /tmp/annq/report  # plumbing
 
 The workload is the one ``scbow-numba index`` serves: sentence embeddings (cosine) of the
-lines of the 100M Gutenberg corpus. Embedding all 5.9M lines (7 GB of float32 at 300
-dims) and building several HNSW graphs over them does not fit a session on a 2-core
-machine, so the suite measures a documented random sample and extrapolates on paper:
+lines of the 100M Gutenberg corpus. All 5.9M lines (7 GB of float32 at 300 dims) and several
+HNSW graphs over them do not fit a session on a 2-core machine, so the suite measures a random
+sample and extrapolates on paper:
 
-1. ``sample``: the non-empty lines of ``gutenberg-100M.txt.xz`` are counted; ``--lines``
-   database lines and ``--queries`` held-out query lines are drawn from them without
-   replacement (numpy ``default_rng(--seed)``; the query lines are never in the database).
-   Their line numbers in the corpus are kept beside the sampled text.
-2. ``embed``: both files are embedded with ``scbow-numba embed`` and the model (``--model``;
-   default: one trained on gutenberg-10M with the default settings, 300 dims). Rows with
-   nothing to average (NaN) are left out of the database, as ``scbow-numba index`` does;
-   every row is L2-normalised, so the inner product is the cosine.
-3. ``truth``: the exact top 10 of each query by brute force (float32 dot products, in
-   blocks). Recall@10 counts a returned row as right when its exact cosine is at least the
-   10th best exact cosine (minus 1e-6), so duplicate lines (ties) are not counted as misses.
-4. One fresh process per index and setting (``run_worker``): load the vectors, build the
-   index with ``--threads`` threads, save it, reload it, and query with a sweep of the
-   search-time effort (``ef`` for HNSW, ``nprobe`` for IVF): recall@10, milliseconds per
-   query one at a time on 1 thread (median and p99 over every query), and the batch of all
-   queries on ``--threads`` threads. Peak memory added by the build is ``VmHWM`` after the
-   build minus ``VmRSS`` before it (vectors already loaded); the size on disk is the saved
-   index's; the reload time is with the file in the page cache (best case).
-   Exact search runs the same way (numpy, BLAS on 1 thread) as the reference.
-5. ``product``: ``scbow.use.index`` itself, with its defaults: ``build_index`` from the ``embed``
-   output and the sampled text, then ``search_command`` (what ``neighbors --index`` runs)
-   for 200 query sentences.
+1. ``sample``: ``--lines`` database lines and ``--queries`` held-out query lines drawn without
+   replacement from the non-empty lines (``default_rng(--seed)``), their line numbers kept.
+2. ``embed``: both embedded with ``scbow-numba embed`` and ``--model`` (default: one trained
+   on 10M with the defaults); NaN rows left out, as ``scbow-numba index`` does; L2-normalised.
+3. ``truth``: the exact top 10 of each query by brute force. Recall@10 counts a returned row
+   whose exact cosine reaches the 10th best (minus 1e-6) as right, so ties are not misses.
+4. One fresh process per index and setting: build with ``--threads``, save, reload, query with
+   a sweep of the search effort (``ef`` for HNSW, ``nprobe`` for IVF): recall@10, ms per query
+   one at a time on 1 thread (median, p99) and per query of a batch on ``--threads``; peak
+   memory added by the build (``VmHWM`` after minus ``VmRSS`` before); size on disk; reopening
+   with the file in the page cache. Exact search (numpy, BLAS on 1 thread) is the reference.
+5. ``product``: ``scbow.use.index`` itself with its defaults: ``build_index``, then
+   ``search_command`` (what ``neighbors --index`` runs) for 200 query sentences.
 
 The heavy stages are cached in ``--work`` (default ``benchmarks/.work/ann``) by their
-settings; delete it to start over.
-
-faiss-cpu was chosen against usearch and hnswlib by this suite before (issue 33 retired that
-comparison as finished research): the committed ``benchmarks/results/ann_index.md`` of commit
-59c4a92 holds it and the reasons, and its code is in git at that commit.
+settings. faiss-cpu was chosen against usearch and hnswlib by this suite before (retired in
+issue 33): ``benchmarks/results/ann_index.md`` and the code at commit 59c4a92 hold it.
 """
 
 from __future__ import annotations
@@ -54,8 +42,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import (
-    REPO_ROOT,
     RESULTS_DIR,
+    WORK_ROOT,
     context,
     context_markdown,
     corpus_path,
@@ -67,6 +55,7 @@ from benchmarks.common import (
     say,
     versions,
     worker_env,
+    write_report,
 )
 
 K = 10
@@ -74,7 +63,6 @@ HNSW_EFS = (16, 32, 64, 128, 256, 512)
 HNSW_EFS_32 = (32, 64, 128, 256, 512, 1024)  # M=32 was added when M=16 fell short of the target at ef 512
 IVF_PROBES = (4, 8, 16, 32, 64, 128)
 TARGET_RECALL = 0.95
-LIBS = ("faiss-cpu",)
 
 
 # -- data -------------------------------------------------------------------------------
@@ -146,13 +134,9 @@ def _embed(work: Path, model: Path) -> dict:
                         "-o", str(work / f"{name}-raw.npy"), "-q"], check=True, env=worker_env())
         out[f"{name}_embed_seconds"] = round(time.perf_counter() - t0, 2)
         x = np.load(work / f"{name}-raw.npy")
-        ok = ~np.isnan(x).any(axis=1)
-        norms = np.linalg.norm(x[ok], axis=1, keepdims=True)
-        ok_idx = np.flatnonzero(ok)
-        nonzero = (norms[:, 0] > 0)
-        keep = ok_idx[nonzero]
-        xn = (x[keep] / norms[nonzero]).astype(np.float32)
-        np.save(work / f"{name}.npy", xn)
+        norms = np.linalg.norm(x, axis=1)
+        keep = np.flatnonzero(np.isfinite(norms) & (norms > 0))  # NaN rows: nothing to average
+        np.save(work / f"{name}.npy", (x[keep] / norms[keep, None]).astype(np.float32))
         np.save(work / f"{name}_rows.npy", keep.astype(np.int64))  # row of the sampled file of each vector
         out[f"{name}_rows"] = int(len(x))
         out[f"{name}_kept"] = int(len(keep))
@@ -199,8 +183,6 @@ def recall_at_k(found: np.ndarray, base: np.ndarray, queries: np.ndarray, truth:
 
 
 class _Faiss:
-    name = "faiss-cpu"
-
     def __init__(self, kind, dim, params, threads):
         import faiss
 
@@ -242,8 +224,6 @@ class _Faiss:
 
 
 class _Exact:
-    name = "exact (numpy)"
-
     def __init__(self, kind, dim, params, threads):
         pass
 
@@ -263,13 +243,20 @@ class _Exact:
 LIB_CLASSES = {"faiss-cpu": _Faiss, "exact": _Exact}
 
 
-def _latencies(lib, queries, threads=1, limit=None) -> list[float]:
-    out = []
+def _point(lib, effort, base, queries, truth, threads, limit=None) -> dict:
+    """Recall and query times at one search effort: every query (or ``limit``) one at a time on
+    1 thread, then all of them in one batch on ``threads``."""
+    lat = []
     for q in queries[:limit]:
         t0 = time.perf_counter()
-        lib.search(q, threads)
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
+        lib.search(q, 1)
+        lat.append((time.perf_counter() - t0) * 1000)
+    t0 = time.perf_counter()
+    found = lib.search(queries, threads)
+    batch = time.perf_counter() - t0
+    return {"effort": effort, "recall": round(recall_at_k(found, base, queries, truth), 4),
+            "single_ms_median": _pct(lat, 50), "single_ms_p99": _pct(lat, 99), "single_n": len(lat),
+            "batch_ms_per_query": round(batch * 1000 / len(queries), 4)}
 
 
 def _pct(values, p) -> float:
@@ -325,29 +312,16 @@ def worker(spec: dict) -> dict:
     out = {"spec": spec, "build_seconds": round(build_s, 2), "rss_before_mib": before, "peak_mib": peak,
            "peak_added_mib": round(peak - before, 1), "vectors_mib": round(base.nbytes / 2**20, 1)}
     if spec["lib"] == "exact":
-        lat = _latencies(lib, queries, 1, limit=spec.get("exact_single", 100))
-        t0 = time.perf_counter()
-        found = lib.search(queries, threads)
-        batch = time.perf_counter() - t0
-        out["sweep"] = [{"effort": None, "recall": recall_at_k(found, base, queries, truth),
-                         "single_ms_median": _pct(lat, 50), "single_ms_p99": _pct(lat, 99), "single_n": len(lat),
-                         "batch_ms_per_query": round(batch * 1000 / len(queries), 4)}]
+        out["sweep"] = [_point(lib, None, base, queries, truth, threads, spec.get("exact_single", 100))]
         return out
     path = work / f"index-{spec['lib']}-{spec['kind']}-{'-'.join(f'{k}{v}' for k, v in spec['params'].items())}"
     lib.save(path)
     out["disk_mib"] = round(path.stat().st_size / 2**20, 1)
-    sweep = []
+    sweep = out["sweep"] = []
     for effort in spec["efforts"]:
         lib.set_effort(effort)
         lib.search(queries[0], 1)  # warm
-        lat = _latencies(lib, queries, 1)
-        t0 = time.perf_counter()
-        found = lib.search(queries, threads)
-        batch = time.perf_counter() - t0
-        sweep.append({"effort": effort, "recall": round(recall_at_k(found, base, queries, truth), 4),
-                      "single_ms_median": _pct(lat, 50), "single_ms_p99": _pct(lat, 99), "single_n": len(lat),
-                      "batch_ms_per_query": round(batch * 1000 / len(queries), 4)})
-    out["sweep"] = sweep
+        sweep.append(_point(lib, effort, base, queries, truth, threads))
     # reopening the saved index, as `neighbors --index` does at every call (file in the page cache)
     loads = {}
     chosen = next((s["effort"] for s in sweep if s["recall"] >= TARGET_RECALL), sweep[-1]["effort"])
@@ -375,11 +349,9 @@ def worker(spec: dict) -> dict:
 
 def _specs(args, work: Path) -> list[dict]:
     specs = [{"lib": "exact", "kind": "exact", "params": {}, "efforts": [None], "exact_single": args.exact_single}]
-    for m in args.M:
-        for lib in args.libs:
-            specs.append({"lib": lib, "kind": "hnsw", "params": {"M": m, "ef_construction": args.ef_construction},
-                          "efforts": list(HNSW_EFS if m < 32 else HNSW_EFS_32)})
-    if "faiss-cpu" in args.libs and args.nlist:
+    specs += [{"lib": "faiss-cpu", "kind": "hnsw", "params": {"M": m, "ef_construction": args.ef_construction},
+               "efforts": list(HNSW_EFS if m < 32 else HNSW_EFS_32)} for m in args.M if args.faiss]
+    if args.faiss and args.nlist:
         specs.append({"lib": "faiss-cpu", "kind": "ivf", "params": {"nlist": args.nlist}, "efforts": list(IVF_PROBES)})
     for s in specs:
         s["work"] = str(work)
@@ -534,7 +506,7 @@ def main(argv=None, prog=None) -> None:
     parser.add_argument("--ef-construction", type=int, default=200)
     parser.add_argument("--nlist", type=int, default=1024, help="faiss IVF-Flat lists (0: skip IVF)")
     parser.add_argument("--exact-single", type=int, default=100, help="queries timed one at a time for exact search")
-    parser.add_argument("--work", type=Path, default=REPO_ROOT / "benchmarks" / ".work" / "ann")
+    parser.add_argument("--work", type=Path, default=WORK_ROOT / "ann")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "ann_index")
     parser.add_argument("--why-sample", default="building several HNSW graphs over all 5.9M lines (7 GB of "
                         "vectors) on 2 shared cores does not fit one session; 500K lines keep each build to "
@@ -545,8 +517,8 @@ def main(argv=None, prog=None) -> None:
                         "the results of settings already measured on the same sample, kept in --work)")
     args = parser.parse_args(argv)
 
-    args.libs = list(LIBS) if have("faiss") else []
-    if not args.libs:
+    args.faiss = have("faiss")
+    if not args.faiss:
         say("faiss-cpu is not installed (pip install faiss-cpu): exact search only")
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
@@ -573,7 +545,7 @@ def main(argv=None, prog=None) -> None:
         results.append(res)
     report = {"sample": sample, "embed": {k: v for k, v in embed.items() if k != "key"}, "model": str(model),
               "threads": args.threads, "why_sample": args.why_sample, "target_recall": TARGET_RECALL,
-              "results": results, "lib_versions": {k: v for k, v in versions(*LIBS).items() if k in LIBS},
+              "results": results, "lib_versions": {"faiss-cpu": versions("faiss-cpu")["faiss-cpu"]},
               "context": context("faiss-cpu", threads=args.threads)}
     if args.product:
         cache = work / "product.json"
@@ -585,14 +557,7 @@ def main(argv=None, prog=None) -> None:
             report["product"] = run_worker("benchmarks.ann_index", ["product", json.dumps(spec)], timeout=3600)
             cache.write_text(json.dumps(report["product"]) + "\n")
     report["model_about"] = _model_about(model)
-    json_path, md_path = write_report_files(args.out, report)
-    say(f"saved {json_path} and {md_path}")
-
-
-def write_report_files(out: Path, report: dict):
-    from benchmarks.common import write_report
-
-    return write_report(out, report, markdown(report))
+    write_report(args.out, report, markdown(report))
 
 
 def _model_about(model: Path) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -30,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import REPO_ROOT, RESULTS_DIR, context, context_markdown, corpus_path, md_table, plain_text, say, write_report
+from .common import RESULTS_DIR, context, context_markdown, corpus_path, cpu_seconds, md_table, plain_text, say, write_report
 
-WORK = REPO_ROOT / "benchmarks" / ".work" / "cluster"
+WORK = RESULTS_DIR.parent / ".work" / "cluster"
 # A price per worker-hour to turn hours into money, stated in the report as an assumption:
 # about what one vCPU of an on-demand general-purpose cloud instance costs.
 PRICE_PER_WORKER_HOUR = 0.05
@@ -54,15 +53,12 @@ def cli(*args, timeout=7200) -> tuple[float, float]:
     """Run ``scbow-numba ARGS`` in a fresh process: its wall seconds and the CPU seconds of it
     and every process under it (the cluster's nannies and workers included)."""
     cmd = [sys.executable, "-m", "scbow", *map(str, args)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
+    cpu0, t0 = cpu_seconds(children=True), time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    seconds = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds, cpu = time.perf_counter() - t0, cpu_seconds(children=True) - cpu0
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[2:])} failed:\n{proc.stderr[-2000:]}")
     say("  " + (proc.stderr.strip().splitlines() or [""])[-1][:200])
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return seconds, cpu
 
 

@@ -1,23 +1,14 @@
-"""What every benchmark needs, defined once: data paths, the machine, reports, progress lines,
-memory, statistics of repeats and fresh-process workers.
-
-- Data: :func:`data_dir` (``$SCBOW_DATA`` or ``../shared/data``), :func:`corpus_path`.
-- A report is one JSON file (every figure and setting, for machines) and one markdown file
-  (the same, for people) written side by side from an output prefix by :func:`write_report`:
-  ``--out benchmarks/results/speed`` gives ``speed.json`` and ``speed.md``. Both record the
-  machine, the thread counts, the versions and the checkout (:func:`context`).
-- :func:`say`: the one progress line on stderr.
-- :func:`memory_mib`: the one memory measurement (``VmRSS`` and ``VmHWM``, the peak, of this
-  process); :func:`peak_rss_mib` is its peak; :func:`reset_peak` starts a new peak.
-- :func:`run_worker`: one job of a ``benchmarks`` module in a fresh Python process, its last
-  stdout line read as JSON.
-
-Nothing here imports numba, torch or ``scbow.training``: the suites do, through its public names.
+"""What every suite shares, defined once: data paths, the machine and checkout of a run
+(:func:`context`), reports (:func:`write_report`: ``<out>.json`` and ``<out>.md``), the one
+progress line (:func:`say`), memory (:func:`memory_mib`), statistics of repeats, fresh-process
+workers and the markdown helpers. Nothing here imports numba, torch or ``scbow.training``.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
+import importlib.util
 import json
 import lzma
 import os
@@ -32,32 +23,20 @@ from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+WORK_ROOT = REPO_ROOT / "benchmarks" / ".work"
 
-CORPORA = {
-    "1M": "corpus/gutenberg-1M.txt.xz",
-    "10M": "corpus/gutenberg-10M.txt.xz",
-    "100M": "corpus/gutenberg-100M.txt.xz",
-}
+CORPORA = {"1M": "corpus/gutenberg-1M.txt.xz", "10M": "corpus/gutenberg-10M.txt.xz", "100M": "corpus/gutenberg-100M.txt.xz"}
 # Environment variables that change what a benchmark measures.
-RELEVANT_ENV = (
-    "SCBOW_DATA",
-    "SCBOW_CACHE_DIR",
-    "NUMBA_NUM_THREADS",
-    "NUMBA_THREADING_LAYER",
-    "NUMBA_DISABLE_JIT",
-    "NUMBA_CACHE_DIR",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "CUDA_VISIBLE_DEVICES",
-)
+RELEVANT_ENV = ("SCBOW_DATA", "SCBOW_CACHE_DIR", "NUMBA_NUM_THREADS", "NUMBA_THREADING_LAYER", "NUMBA_DISABLE_JIT",
+                "NUMBA_CACHE_DIR", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "CUDA_VISIBLE_DEVICES")
 
 
 def data_dir() -> Path:
-    """``$SCBOW_DATA``, else the shared data directory beside the checkout (never copied in):
-    the library's one rule (:func:`scbow.use.data.data_dir`)."""
+    """``$SCBOW_DATA``, else the shared data beside the checkout: the library's rule."""
     from scbow.use.data import data_dir as library_data_dir
 
     return library_data_dir()
@@ -98,54 +77,52 @@ def plain_text(name: str, work: Path, lines: int | None = None) -> tuple[Path, d
     return out, {"reused": False, "bytes": size, "seconds": round(seconds, 3), "mb_per_s": round(size / 1e6 / seconds, 1)}
 
 
-def _cpuinfo() -> tuple[str | None, int | None]:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor() or None, None
-    model = None
-    logical = 0
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        key = key.strip()
-        if key == "processor":
-            logical += 1
-        elif key == "model name" and model is None:
-            model = value.strip()
-    return model or platform.processor() or None, logical or None
-
-
-def _ram_gib() -> float | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return round(int(line.split()[1]) / 2**20, 2)
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+def write_tokens(corpus, path: Path) -> None:
+    """The corpus's kept tokens as words, one sentence a line (what gensim and Sent2Vec train on)."""
+    words = np.array(corpus.vocab.words, dtype=object)
+    offsets = np.asarray(corpus.offsets)
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        for s0 in range(0, corpus.n_sentences, 200_000):  # sentences per block
+            s1 = min(s0 + 200_000, corpus.n_sentences)
+            lo, hi = int(offsets[s0]), int(offsets[s1])
+            out = np.empty(2 * (hi - lo), dtype=object)
+            out[0::2] = words[np.asarray(corpus.tokens[lo:hi])]
+            seps = np.full(hi - lo, " ", dtype=object)
+            seps[offsets[s0 + 1 : s1 + 1] - lo - 1] = "\n"
+            out[1::2] = seps
+            fh.write("".join(out.tolist()))
 
 
 def parse_threads(text: str) -> list[int]:
-    """Thread counts from ``"1,2,4"``, duplicates dropped, in order; ValueError says what is wrong."""
+    """Thread counts from ``"1,2,4"``, duplicates dropped, in order (an argparse ``type``)."""
     try:
         threads = [int(t) for t in text.split(",") if t.strip()]
     except ValueError:
-        raise ValueError(f"--threads must be comma-separated integers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be comma-separated integers, got {text!r}") from None
     if not threads or min(threads) < 1:
-        raise ValueError("--threads needs at least one thread count, each >= 1")
+        raise argparse.ArgumentTypeError("needs at least one thread count, each >= 1")
     return list(dict.fromkeys(threads))
 
 
 def machine_info() -> dict:
     """CPU model, core counts, RAM, OS and the load average when it was called."""
-    model, logical = _cpuinfo()
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    try:
+        cpuinfo = [line.partition(":") for line in Path("/proc/cpuinfo").read_text().splitlines()]
+    except OSError:
+        cpuinfo = []
+    model = next((v.strip() for k, _, v in cpuinfo if k.strip() == "model name"), None)
+    logical = sum(k.strip() == "processor" for k, _, _ in cpuinfo)
+    try:
+        ram = next(round(int(line.split()[1]) / 2**20, 2) for line in Path("/proc/meminfo").read_text().splitlines()
+                   if line.startswith("MemTotal:"))
+    except (OSError, ValueError, IndexError, StopIteration):
+        ram = None
     return {
-        "cpu_model": model,
-        "logical_cores": logical,  # processors listed in /proc/cpuinfo
+        "cpu_model": model or platform.processor() or None,
+        "logical_cores": logical or None,  # processors listed in /proc/cpuinfo
         "os_cpu_count": os.cpu_count(),
-        "usable_cores": usable,  # this process's CPU affinity (containers, taskset)
-        "ram_gib": _ram_gib(),
+        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,  # this process's
+        "ram_gib": ram,
         "platform": platform.platform(),
         "machine": platform.machine(),
         # the machine may be shared: a load above zero before a run means competing work
@@ -218,47 +195,36 @@ def git_info(root: os.PathLike = REPO_ROOT) -> dict:
     return {"commit": commit, "dirty": dirty}
 
 
-def numba_threads() -> int | None:
-    """Threads numba may use here (``NUMBA_NUM_THREADS``, default the cores); None without numba."""
-    try:
-        import numba
-    except ImportError:
-        return None
-    return numba.config.NUMBA_NUM_THREADS
-
-
 def context(*extra_versions: str, threads=None) -> dict:
     """Everything about the run that is not a measurement: date, command, machine, the thread
     counts measured (``threads``) and available, versions (plus ``extra_versions``), checkout."""
+    main = sys.modules.get("__main__")
+    module = main.__spec__.name if getattr(main, "__spec__", None) is not None else sys.argv[0]
+    try:
+        import numba
+
+        available = numba.config.NUMBA_NUM_THREADS
+    except ImportError:
+        available = None
     return {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": [Path(sys.executable).name, "-m", _module_name(), *sys.argv[1:]],
+        "command": [Path(sys.executable).name, "-m", module, *sys.argv[1:]],
         "machine": machine_info(),
-        "threads": {"measured": threads, "numba_available": numba_threads()},
+        "threads": {"measured": threads, "numba_available": available},
         "versions": versions(*extra_versions),
         "git": git_info(),
         "env": {k: os.environ[k] for k in RELEVANT_ENV if k in os.environ},
     }
 
 
-def _module_name() -> str:
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    return spec.name if spec is not None else sys.argv[0]
-
-
 def say(message: str) -> None:
-    """A progress line on stderr, flushed, with the time of day: the one way every suite tells
-    what it is doing (reports go to files and stdout, progress to stderr)."""
+    """A progress line on stderr, with the time of day (reports go to files and stdout)."""
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def memory_mib() -> dict:
-    """``VmRSS`` (resident now) and ``VmHWM`` (peak resident) of this process, in MiB.
-
-    Read from ``/proc/self/status``; where that is missing (macOS), the peak comes from
-    ``getrusage`` and there is no ``VmRSS``.
-    """
+    """``VmRSS`` (resident now) and ``VmHWM`` (peak resident) of this process, in MiB; where
+    ``/proc/self/status`` is missing (macOS) the peak comes from ``getrusage``, without ``VmRSS``."""
     out = {}
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
@@ -269,8 +235,7 @@ def memory_mib() -> dict:
         pass
     if "VmHWM" not in out:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        # Linux reports KiB, macOS bytes
-        out["VmHWM"] = round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
+        out["VmHWM"] = round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)  # macOS bytes, Linux KiB
     return out
 
 
@@ -289,6 +254,12 @@ def reset_peak() -> bool:
         return False
 
 
+def cpu_seconds(children: bool = False) -> float:
+    """User + system CPU seconds of this process, all its threads (or of its finished children)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def stats(values) -> dict:
     """Median, min, max, count and relative spread ((max - min) / median) of a list of numbers."""
     values = [float(v) for v in values]
@@ -299,8 +270,6 @@ def stats(values) -> dict:
 
 def have(module: str) -> bool:
     """Whether ``module`` can be imported (without importing it)."""
-    import importlib.util
-
     return importlib.util.find_spec(module) is not None
 
 
@@ -310,10 +279,8 @@ class WorkerError(RuntimeError):
 
 def worker_env(pythonpath: os.PathLike | str | None = None) -> dict:
     """This environment, with ``pythonpath`` (default: this checkout) first on ``PYTHONPATH``."""
-    env = dict(os.environ)
     first = str(pythonpath if pythonpath is not None else REPO_ROOT)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [first, env.get("PYTHONPATH")]))
-    return env
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [first, os.environ.get("PYTHONPATH")]))}
 
 
 def run_worker(module: str, args: list, timeout: float = 1800, env: dict | None = None,
@@ -363,34 +330,31 @@ def human(x: float | None, digits: int = 2) -> str:
     return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
 
 
-def read_word_pairs(path) -> list[tuple[str, str, float]]:
-    """A word-similarity file (``word<TAB>word<TAB>score``, ``#`` comments): lower-cased pairs and scores."""
-    pairs = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if line.startswith("#") or not line.strip():
-            continue
-        a, b, score = line.split("\t")
-        pairs.append((a.lower(), b.lower(), float(score)))
-    return pairs
-
-
 def md_table(headers, rows) -> str:
     lines = ["| " + " | ".join(map(str, headers)) + " |", "|" + " --- |" * len(headers)]
     lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
     return "\n".join(lines)
 
 
+def definitions_markdown(definitions: dict) -> str:
+    return "## Definitions\n\n" + "\n".join(f"- **{k}**: {v}" for k, v in definitions.items())
+
+
 def context_markdown(ctx: dict) -> str:
     """The machine, versions and checkout of a report as a markdown section."""
-    m, v, g = ctx["machine"], ctx["versions"], ctx["git"]
+    m, v, g, threads = ctx["machine"], ctx["versions"], ctx["git"], ctx.get("threads")
     commit = "n/a" if g["commit"] is None else g["commit"][:12] + (" (uncommitted changes)" if g["dirty"] else "")
+    if threads:
+        measured = threads.get("measured")
+        measured = ", ".join(map(str, measured)) if isinstance(measured, (list, tuple)) else str(measured)
+        threads = f"measured: {measured}; numba can use {threads.get('numba_available')}"
     rows = [
         ("date (UTC)", ctx["date_utc"]),
         ("command", "`" + " ".join(ctx["command"]) + "`"),
         ("CPU", m["cpu_model"]),
         ("cores", f"{m['logical_cores']} logical, os.cpu_count {m['os_cpu_count']}, usable {m['usable_cores']}"),
         ("RAM", f"{m['ram_gib']} GiB"),
-        ("threads", _threads_text(ctx.get("threads"))),
+        ("threads", threads or "n/a"),
         ("load average at start (1/5/15 min)", m["load_average_1_5_15"]),
         ("platform", m["platform"]),
         ("versions", ", ".join(f"{k} {val}" for k, val in v.items())),
@@ -401,29 +365,16 @@ def context_markdown(ctx: dict) -> str:
     return "## Machine\n\n" + md_table(("", ""), rows)
 
 
-def _threads_text(threads: dict | None) -> str:
-    if not threads:
-        return "n/a"
-    measured = threads.get("measured")
-    text = "measured: " + (", ".join(map(str, measured)) if isinstance(measured, (list, tuple)) else str(measured))
-    return text + f"; numba can use {threads.get('numba_available')}"
-
-
 def write_report(out: os.PathLike, data: dict, markdown: str, echo: bool = False) -> tuple[Path, Path]:
-    """Write ``<out>.json`` and ``<out>.md``, creating the directory; returns both paths.
-
-    ``echo``: also print the markdown on stdout and say where both were saved.
-
-    A report without a ``context`` gets one here, so that every report says what ran it.
-    """
+    """Write ``<out>.json`` and ``<out>.md`` (a report without a ``context`` gets one here);
+    ``echo``: also print the markdown and say where both went."""
     out = Path(out)
     data.setdefault("context", context())
     out.parent.mkdir(parents=True, exist_ok=True)
-    json_path = out.with_name(out.name + ".json")
-    md_path = out.with_name(out.name + ".md")
+    json_path, md_path = out.with_name(out.name + ".json"), out.with_name(out.name + ".md")
     json_path.write_text(json.dumps(data, indent=1, default=str) + "\n")
     md_path.write_text(markdown.rstrip() + "\n")
     if echo:
         print(markdown)
-        say(f"saved {json_path} and {md_path}")
+    say(f"saved {json_path} and {md_path}")
     return json_path, md_path

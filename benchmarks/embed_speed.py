@@ -3,29 +3,17 @@
     python -m benchmarks.run embed_speed                 # 10M corpus, 1 and 2 threads, 3 repeats
     python -m benchmarks.run embed_speed --corpus 1M --repeats 1 --out /tmp/embed-check
 
-The goal (``benchmarks/targets.py``, ``embed_lines_per_min``): at least 1M sentences per minute on
-2 cores from raw text.
-
-What is measured, in order:
-
-1. The corpus is decompressed once to a plain text file (not timed): "raw text" is the
-   text as it would be given, untokenized, one sentence per line.
-2. The model: the corpus's vocabulary (min count 5, from the corpus cache) with random
-   float32 vectors of ``--dim`` dims; speed does not depend on the values.
-3. Compile time of the first call of the averaging kernels: ``mean_lines_serial``
-   (cached on disk) and ``mean_lines_parallel`` (never cached).
-4. End to end, ``--repeats`` times per thread count, alternating: ``scbow.use.embedding.embed_file``
-   from the text file to a .npy file and its record of lines with no known word, as the
-   command does it (read, tokenize, look up, average, write, fsync, rename).
-5. The parts, once: reading and tokenizing and looking up all blocks (Python, one core),
-   and averaging them with each kernel (compiled, already warm).
+The corpus is decompressed once (raw text: untokenized, one sentence a line); the model is its
+vocabulary with random vectors (speed does not depend on the values). Measured: the first
+call of the averaging kernels, then ``scbow.use.embedding.embed_file`` end to end as the
+command runs it, ``--repeats`` times per thread count, alternating; then the parts once
+(reading, tokenizing and looking up; averaging with each kernel).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import tempfile
 from pathlib import Path
@@ -39,11 +27,12 @@ from scbow.vectors.model import Model
 
 from .common import (
     CORPORA,
-    REPO_ROOT,
     RESULTS_DIR,
+    WORK_ROOT,
     context,
     context_markdown,
     corpus_path,
+    cpu_seconds,
     human,
     md_table,
     parse_threads,
@@ -58,29 +47,17 @@ from .targets import TARGETS
 GOAL_LINES_PER_MIN = TARGETS["embed_lines_per_min"].value
 
 
-
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run embed_speed", description=__doc__.split("\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--corpus", choices=sorted(CORPORA, key=len), default="10M", help="corpus to embed")
-    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    parser.add_argument("--threads", type=parse_threads, default="1,2", help="comma-separated thread counts")
     parser.add_argument("--repeats", type=int, default=3, help="end-to-end runs per thread count")
     parser.add_argument("--dim", type=int, default=TrainConfig().dim, help="embedding dimension")
-    parser.add_argument("--work", type=Path, default=REPO_ROOT / "benchmarks" / ".work" / "embed",
+    parser.add_argument("--work", type=Path, default=WORK_ROOT / "embed",
                         help="where the decompressed corpus is kept")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "embed", help="report prefix (.json and .md)")
-    args = parser.parse_args(argv)
-    try:
-        args.threads = parse_threads(args.threads)
-    except ValueError as exc:
-        parser.error(str(exc))
-    return args
-
-
-def _cpu_seconds() -> float:
-    """User + system CPU time of this process, all its threads: what the run cost, whatever the load."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    return parser.parse_args(argv)
 
 
 def main(argv=None) -> None:
@@ -113,9 +90,9 @@ def main(argv=None) -> None:
         for repeat in range(args.repeats):
             for threads in args.threads:
                 load = os.getloadavg()[0]
-                cpu0 = _cpu_seconds()
+                cpu0 = cpu_seconds()  # all threads: what the run cost, whatever the load
                 stats = embed_file(model, text, out, threads=threads)
-                cpu = _cpu_seconds() - cpu0
+                cpu = cpu_seconds() - cpu0
                 runs.append({"repeat": repeat, "threads": threads, "seconds": round(stats.seconds, 3),
                              "cpu_seconds": round(cpu, 3), "lines_per_cpu_min": round(stats.lines / cpu * 60),
                              "lines": stats.lines, "lines_per_min": round(stats.lines / stats.seconds * 60),
@@ -214,8 +191,7 @@ def main(argv=None) -> None:
         "with other work: compare ratios within one run, not absolute numbers across runs.",
         context_markdown(ctx),
     ])
-    write_report(args.out, report, markdown)
-    print(markdown)
+    write_report(args.out, report, markdown, echo=True)
 
 
 if __name__ == "__main__":

@@ -3,28 +3,13 @@
     python -m benchmarks.run gpu                      # gutenberg-10M repeated 10 times, 1 epoch, dim 100
     python -m benchmarks.run gpu --repeat 2 --epochs 1 --out /tmp/gpu-check
 
-Needs an NVIDIA GPU and numba-cuda (``pip install '.[cuda]'``) and exits with the reason
-when either is missing. Prints a markdown report and saves it with every figure and
-setting as ``<out>.json`` and ``<out>.md`` (default ``benchmarks/results/gpu``).
-
-The corpus is encoded once (through the corpus cache) and tiled ``--repeat`` times in
-memory: the same documents one after the other, about 100M tokens for the default. Then,
-for each device (CPU first, then GPU), on that same corpus and configuration:
-
-1. warm-up: ``train()`` on the first 2,000 sentences, so that the kernels are compiled
-   (CPU: the parallel batch kernel; GPU: the CUDA kernels) before anything is timed;
-2. ``train()`` for ``--epochs`` epochs, then ``save_model``. **Kernel** examples/s are the
-   trained examples over the seconds spent inside the backend's batch calls (GPU: the
-   launches and the read-back of each batch's loss; the corpus stays on the device).
-   **End to end** is the wall time of ``train()`` plus saving: the matrix initialisation,
-   the uploads, every epoch with its shuffles, the common-component removal and the save.
-   Encoding the text is the same on both devices and is reported once.
-
-The STS-B dev Pearson of each model is printed beside it as a sanity check that the fast
-run learned the same thing (the tests hold the GPU to within 0.01 of the CPU path).
-
-``--allow-simulator`` runs the script in Numba's CUDA simulator on a few sentences: it
-checks the plumbing, and its numbers mean nothing.
+Needs an NVIDIA GPU and numba-cuda (``pip install '.[cuda]'``); exits with the reason when
+either is missing. The corpus is encoded once and tiled ``--repeat`` times in memory (about
+100M tokens by default). Each device (CPU first) is warmed up on 2,000 sentences (its
+kernels compiled), then trains ``--epochs`` epochs and saves the model: kernel examples/s
+count the seconds inside the backend's batch calls, end to end the wall time of ``train()``
+and the save. The STS-B dev Pearson of each model is a sanity check that both learned the
+same thing. ``--allow-simulator`` runs in Numba's CUDA simulator: plumbing only.
 """
 
 from __future__ import annotations
@@ -46,12 +31,12 @@ from .common import (
     context_markdown,
     corpus_path,
     data_dir,
+    definitions_markdown,
     human,
     md_table,
     peak_rss_mib,
     say,
     timed,
-    versions,
     write_report,
 )
 from .targets import TARGETS
@@ -86,7 +71,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.allow_simulator:
         args.sentences = args.sentences or 60
     return args
-
 
 
 def require_gpu(allow_simulator: bool) -> dict:
@@ -198,7 +182,7 @@ def render(report: dict) -> str:
                      f"**{'met' if goal.met(ratio) else 'not met'}** kernel only.")
     parts += [
         f"Encoding the corpus once (cache): {report['load_seconds']} s; not part of either device's time.",
-        "## Definitions\n\n" + "\n".join(f"- **{k}**: {v}" for k, v in DEFINITIONS.items()),
+        definitions_markdown(DEFINITIONS),
         context_markdown(report["context"]),
     ]
     return "\n\n".join(parts)
@@ -207,8 +191,7 @@ def render(report: dict) -> str:
 def main(argv=None) -> None:
     args = parse_args(argv)
     gpu = require_gpu(args.allow_simulator)
-    ctx = context()
-    ctx["versions"] = versions("numba-cuda", "cuda-bindings")
+    ctx = context("numba-cuda", "cuda-bindings")
     path = corpus_path(args.corpus)
     config = TrainConfig(dim=args.dim, epochs=args.epochs)
     from scbow.training import load_corpus
@@ -222,9 +205,7 @@ def main(argv=None) -> None:
         with timed() as load:
             base = load_corpus([path], config.min_count, config.max_vocab)
         corpus = tile_corpus(base, args.repeat, args.sentences)
-        rows = []
-        for device in args.devices:
-            rows.append(measure(device, corpus, config, tmp, dev_set))
+        rows = [measure(device, corpus, config, tmp, dev_set) for device in args.devices]
     report = {
         "benchmark": "gpu",
         "settings": {"corpus": args.corpus, "corpus_file": str(path), "repeat": args.repeat, "epochs": args.epochs,
@@ -239,10 +220,7 @@ def main(argv=None) -> None:
         "definitions": DEFINITIONS,
         "context": ctx,
     }
-    markdown = render(report)
-    json_path, md_path = write_report(args.out, report, markdown)
-    print(markdown)
-    say(f"saved {json_path} and {md_path}")
+    write_report(args.out, report, render(report), echo=True)
 
 
 if __name__ == "__main__":

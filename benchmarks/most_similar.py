@@ -3,32 +3,13 @@
     python -m benchmarks.run most_similar                    # the 100M model of benchmarks.quality, if there
     python -m benchmarks.run most_similar --model PATH --queries 200 --rounds 3
 
-The goal (``benchmarks/targets.py``, ``most_similar_over_gensim``): at most 1.5 times gensim's time per
-query, measured side by side.
-
-What is measured, in order:
-
-1. The model: ``--model``, else the 100M model that ``benchmarks.quality`` trained (in
-   ``benchmarks/.work/quality``), else one trained here on the 1M corpus with the
-   defaults (kept in ``benchmarks/.work/most_similar``). Loaded with ``scbow.load``:
-   memory-mapped, as users get it; a second copy with ``mmap=False`` (in memory).
-2. gensim: ``KeyedVectors(dim)`` and ``add_vectors(words, vectors)`` from the same
-   float32 arrays, in the same order (not timed).
-3. Queries: ``--queries`` frequent words, every ``--stride``-th alphabetic word of the
-   vocabulary from rank ``--skip`` on, ``topn=--topn``, one word per query.
-4. Warm-up (not timed): ``--warmup`` queries on each system. Our first call builds the
-   inverse row norms that every later call reuses; its time is reported by itself.
-5. ``--rounds`` rounds over all the queries, each query timed on each system back to back
-   (the order alternating from query to query), so that a change in the machine's load
-   hits both alike. Per-query median and mean over every timed call, and the ratio ours
-   / gensim of both.
-6. Agreement: for every query, whether the two top-n lists hold the same words in the
-   same order with cosines within ``1e-5``. Where they differ, the gap between the
-   cosines of the words that swapped tells whether it is a near tie (float32 rounding in
-   gensim; ours orders the words near the cut by float64 cosines).
-
-The comparison with the float64 implementation this replaced (commit 45aabfe) is history:
-the committed report holds it; its code is in git at commit 59c4a92.
+The model: ``--model``, else the 100M model ``benchmarks.quality`` trained, else one trained
+here on 1M; loaded memory-mapped (as users get it) and with ``mmap=False``. gensim gets a
+``KeyedVectors`` of the same float32 rows. After untimed warm-up queries, every query is timed
+on each system back to back, the order alternating, so that a change in the machine's load hits
+both alike; then the two top-n lists of each query are compared (same words, same order,
+cosines within ``1e-5``; where they differ, the cosine gap tells a near tie). The comparison
+with the float64 implementation this replaced is history: its code is in git at commit 59c4a92.
 """
 
 from __future__ import annotations
@@ -47,6 +28,7 @@ import scbow
 from .common import (
     REPO_ROOT,
     RESULTS_DIR,
+    WORK_ROOT,
     context,
     context_markdown,
     corpus_path,
@@ -54,16 +36,14 @@ from .common import (
     peak_rss_mib,
     say,
     timed,
-    versions,
     write_report,
 )
 from .targets import TARGETS
 
 GOAL_RATIO = TARGETS["most_similar_over_gensim"].value
 COSINE_TOLERANCE = 1e-5
-QUALITY_MODEL = REPO_ROOT / "benchmarks" / ".work" / "quality" / "scbow-100M-c36ac6717165c352"
-WORK = REPO_ROOT / "benchmarks" / ".work" / "most_similar"
-
+QUALITY_MODEL = WORK_ROOT / "quality" / "scbow-100M-c36ac6717165c352"
+WORK = WORK_ROOT / "most_similar"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -156,16 +136,11 @@ def compare(ours: list, theirs: list) -> dict:
     return out
 
 
-def percentile(values, q) -> float:
-    return float(np.percentile(values, q))
-
-
 def main(argv=None) -> None:
     args = parse_args(argv)
     from gensim.models import KeyedVectors
 
-    ctx = context()
-    ctx["versions"] = versions("gensim")
+    ctx = context("gensim")
     ctx["blas"] = blas_info()
     path = find_model(args.model)
     say(f"model: {path}")
@@ -217,7 +192,7 @@ def main(argv=None) -> None:
     for name, ts in times.items():
         ms = np.array(ts) * 1e3
         summary[name] = {"calls": len(ms), "median_ms": round(float(np.median(ms)), 3), "mean_ms": round(float(ms.mean()), 3),
-                         "p10_ms": round(percentile(ms, 10), 3), "p90_ms": round(percentile(ms, 90), 3),
+                         "p10_ms": round(float(np.percentile(ms, 10)), 3), "p90_ms": round(float(np.percentile(ms, 90)), 3),
                          "min_ms": round(float(ms.min()), 3), "first_call_ms": round(first_call[name] * 1e3, 2)}
     paired = np.array(times["ours"]) / np.array(times["gensim"])
     ratios = {
@@ -257,11 +232,10 @@ def main(argv=None) -> None:
         "agreement": agreement,
         "peak_rss_mib": peak_rss_mib(),
     }
-    json_path, md_path = write_report(args.out, result, markdown(result))
+    write_report(args.out, result, markdown(result))
     say(f"ours {summary['ours']['median_ms']:.2f} ms vs gensim {summary['gensim']['median_ms']:.2f} ms per query "
         f"(median; ratio {ratios['median']:.2f}, mean ratio {ratios['mean']:.2f}); "
         f"{agreement['identical']}/{agreement['queries']} top-{topn} lists identical")
-    say(f"wrote {json_path} and {md_path}")
 
 
 def markdown(r: dict) -> str:

@@ -17,8 +17,9 @@ make sentence vectors, and may treat unknown words two ways:
   word from a hash of it, of 0.75 times the median norm of the rarest tenth of the
   vocabulary, as ``scbow.vectors.model.Model.embed`` gives) or ``own`` (fastText's subword vectors).
 
-The post-processing is always estimated on sentences of the training corpus (a fixed
-sample), never on evaluation data. Which variant a system gets is chosen on the STS-B dev
+Sent2Vec's own sentence vectors (:class:`OwnSentences`) get raw, SIF's projection (``pc1``)
+or ``pcr`` alike. The post-processing is always estimated on sentences of the training corpus
+(a fixed sample), never on evaluation data. Which variant a system gets is chosen on the STS-B dev
 set (:func:`choose`), never on the test sets.
 """
 
@@ -130,18 +131,10 @@ class SentenceEmbedder:
         weights = overlap_weights(corpus.vocab.counts, raw, SIF_A)
         self.word_weight = weights if variant.post == "sif" else np.ones_like(weights)
         self.index = corpus.vocab.index
-        self.mean = None
-        self.U = np.zeros((0, table.dim))
+        self.mean, self.U = None, np.zeros((0, table.dim))
         if variant.post != "raw":
             S = self._corpus_means(corpus, sample_sentences(corpus.n_sentences, SAMPLE, seed))
-            if variant.post == "sif":
-                # SIF removes the first singular vector of the (uncentred) weighted averages
-                self.U = np.linalg.svd(S, full_matrices=False)[2][:1]
-            else:
-                self.mean = S.mean(axis=0)
-                C = S - self.mean
-                vals, vecs = np.linalg.eigh(C.T @ C)
-                self.U = vecs[:, ::-1][:, :PCR_COMPONENTS].T
+            self.mean, self.U = estimate(S, variant.post)
 
     def _corpus_means(self, corpus, pick: np.ndarray) -> np.ndarray:
         import scipy.sparse as sp
@@ -184,10 +177,48 @@ class SentenceEmbedder:
             out += A @ self.table.M.astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             out /= np.where(n > 0, n, np.nan)[:, None]
-        if self.mean is not None:
-            out -= self.mean
-        if len(self.U):
-            out -= (out @ self.U.T) @ self.U
+        return remove(out, self.mean, self.U)
+
+
+def estimate(S: np.ndarray, post: str, components: int = PCR_COMPONENTS):
+    """(mean, U) of a post-processing estimated on the sample ``S``: for ``sif`` (and ``pc1``) no
+    mean and the first right singular vector of the uncentred S; for ``pcr`` S's mean and the
+    top ``components`` principal directions of the centred S."""
+    if post in ("sif", "pc1"):
+        return None, np.linalg.svd(S, full_matrices=False)[2][:1]
+    mean = S.mean(axis=0)
+    C = S - mean
+    return mean, np.linalg.eigh(C.T @ C)[1][:, ::-1][:, :components].T
+
+
+def remove(out: np.ndarray, mean, U: np.ndarray) -> np.ndarray:
+    """``out`` less the mean (when there is one) and its projection on the rows of ``U``, in place."""
+    if mean is not None:
+        out -= mean
+    if len(U):
+        out -= (out @ U.T) @ U
+    return out
+
+
+class OwnSentences:
+    """A system's own sentence vectors (Sent2Vec's), looked up by the tokenized sentence, with a
+    post-processing estimated on ``sample`` (the corpus sample's vectors): ``raw``, ``pc1`` (the
+    first singular direction of the uncentred sample removed, as SIF and the Sent2Vec paper's
+    comparisons do) or ``pcr``. A zero vector (no known word) is NaN: the pair gets the set's mean."""
+
+    def __init__(self, vectors: dict, sample: np.ndarray, post: str, components: int = PCR_COMPONENTS):
+        if post not in ("raw", "pc1", "pcr"):
+            raise ValueError(post)
+        self.vectors = vectors
+        S = sample.astype(np.float64)
+        S = S[np.linalg.norm(S, axis=1) > 0]
+        self.mean, self.U = (None, np.zeros((0, sample.shape[1]))) if post == "raw" else estimate(S, post, components)
+
+    def embed(self, sentences) -> np.ndarray:
+        out = np.stack([self.vectors[" ".join(tokenize(s))] for s in sentences]).astype(np.float64)
+        empty = np.linalg.norm(out, axis=1) == 0
+        out = remove(out, self.mean, self.U)
+        out[empty] = np.nan
         return out
 
 

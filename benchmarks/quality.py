@@ -45,31 +45,36 @@ import hashlib
 import json
 import logging
 import os
-import resource
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
 from scbow.config import TrainConfig
+from scbow.text.tokenize import tokenize
+from scbow.text.vocab import Vocab
 from scbow.training import load_corpus
 from scbow.use.evaluate import bootstrap_pearson_diff, read_sts
+from scbow.vectors.model import Model
 
 from .common import (
     CORPORA,
     REPO_ROOT,
+    WORK_ROOT,
     context,
     context_markdown,
     corpus_path,
+    cpu_seconds,
     data_dir,
     md_table,
-    read_word_pairs,
     say,
     write_report,
+    write_tokens,
 )
-from .peers import SentenceEmbedder, WordTable, choose, filled_cosines, variants_of
+from .peers import PCR_COMPONENTS, SAMPLE, OwnSentences, SentenceEmbedder, Variant, WordTable, choose, filled_cosines, variants_of
 from .sent2vec import PAPER_SETTINGS as PAPER_SENT2VEC
 from .targets import TARGETS
 
@@ -80,7 +85,7 @@ PEERS = ("overlap", "cbow", "skipgram", "fasttext", "sent2vec", "static")  # wha
 LABELS = {"scbow": "Siamese CBOW", "scbow_start": "Siamese CBOW, untrained start", "cbow": "w2v CBOW",
           "skipgram": "w2v skip-gram", "fasttext": "fastText CBOW", "sent2vec": "Sent2Vec",
           "static": "ST static + MNRL", "overlap": "word overlap"}
-WORK = REPO_ROOT / "benchmarks" / ".work" / "quality"
+WORK = WORK_ROOT / "quality"
 WORDSIM = {"WordSim-353": REPO_ROOT / "benchmarks" / "data" / "wordsim353.tsv",
            "SimLex-999": REPO_ROOT / "benchmarks" / "data" / "simlex999.tsv"}
 
@@ -147,15 +152,11 @@ def paper_table() -> dict:
     out = {}
     for line in PAPER_TABLE1.strip().splitlines():
         name, rest = line.split(None, 1)
-        cells = rest.replace(" (", "(").split()
+        cells = [cell.rstrip(")").split("(") for cell in rest.replace(" (", "(").split()]
         assert len(cells) == len(PAPER_COLUMNS), line
-        row = {}
-        for column, cell in zip(PAPER_COLUMNS, cells):
-            p, s = cell.rstrip(")").split("(")
-            row[column] = {"pearson": float(p.rstrip("†")), "spearman": float(s), "dagger": p.endswith("†")}
-        out[name] = row
+        out[name] = {column: {"pearson": float(p.rstrip("†")), "spearman": float(s), "dagger": p.endswith("†")}
+                     for column, (p, s) in zip(PAPER_COLUMNS, cells)}
     return out
-
 
 
 def paper_means(paper: dict, names: list) -> dict:
@@ -174,18 +175,13 @@ def paper_means(paper: dict, names: list) -> dict:
 
 
 class Meter:
-    """Wall seconds, CPU seconds of this process (every thread) plus its children, load averages.
-
-    The 1-minute load average is read before, after and every ``LOAD_SAMPLE_SECONDS`` during
-    the block (by a daemon thread), so a long run reports the load it actually shared the
-    machine with.
-    """
+    """Wall seconds, CPU seconds of this process (every thread) plus its children, and the
+    1-minute load average before, after and every ``LOAD_SAMPLE_SECONDS`` during the block
+    (a daemon thread), so a long run reports the load it actually shared the machine with."""
 
     LOAD_SAMPLE_SECONDS = 15.0
 
     def __enter__(self):
-        import threading
-
         self.load_before = [round(x, 2) for x in os.getloadavg()]
         self.samples = [self.load_before[0]]
         self._stop = threading.Event()
@@ -196,14 +192,12 @@ class Meter:
 
         self._thread = threading.Thread(target=sample, daemon=True)
         self._thread.start()
-        self.wall0 = time.perf_counter()
-        self.cpu0 = time.process_time()
-        self.child0 = _children_cpu()
+        self.wall0, self.cpu0, self.child0 = time.perf_counter(), time.process_time(), cpu_seconds(children=True)
         return self
 
     def __exit__(self, *exc):
         self.wall = time.perf_counter() - self.wall0
-        self.cpu = time.process_time() - self.cpu0 + _children_cpu() - self.child0
+        self.cpu = time.process_time() - self.cpu0 + cpu_seconds(children=True) - self.child0
         self._stop.set()
         self._thread.join()
         self.load_after = [round(x, 2) for x in os.getloadavg()]
@@ -217,12 +211,6 @@ class Meter:
                 "load_1min_mean_during": round(float(np.mean(self.samples)), 2),
                 "load_1min_max_during": round(float(np.max(self.samples)), 2),
                 "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-
-
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -244,13 +232,9 @@ def resolve_corpus(arg: str) -> tuple[str, Path]:
 
 
 def content_key(corpus) -> str:
-    """Key of what every system trains on: the encoding's words and arrays, not the file's mtime.
-
-    scbow's corpus cache keys an entry by (path, size, mtime), which is right for a user's
-    cache but would make every cached peer model (hours of training on 100M) stale the day
-    the data are copied or remounted unchanged. The benchmark's models and token files are
-    keyed by this digest of the encoding instead.
-    """
+    """Key of what every system trains on: the encoding's words and arrays. scbow's corpus cache
+    keys by (path, size, mtime), which would make every cached peer model (hours of training on
+    100M) stale the day the data are copied or remounted unchanged."""
     h = hashlib.sha256(b"scbow benchmark corpus v1")
     h.update("\n".join(corpus.vocab.words).encode("utf-8"))
     for a in (corpus.tokens, corpus.offsets, corpus.sent_doc, corpus.doc_offsets):
@@ -289,22 +273,10 @@ def token_file(corpus, key: str) -> tuple[Path, dict]:
     if path.is_file() and timing_path.is_file():
         return path, json.loads(timing_path.read_text())
     WORK.mkdir(parents=True, exist_ok=True)
-    words = np.array(corpus.vocab.words, dtype=object)
-    offsets = np.asarray(corpus.offsets)
     tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
     say(f"writing {corpus.stats['tokens']:,} tokens to {path}")
     with Meter() as m:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            step = 200_000  # sentences per block
-            for s0 in range(0, corpus.n_sentences, step):
-                s1 = min(s0 + step, corpus.n_sentences)
-                lo, hi = int(offsets[s0]), int(offsets[s1])
-                out = np.empty(2 * (hi - lo), dtype=object)
-                out[0::2] = words[np.asarray(corpus.tokens[lo:hi])]
-                seps = np.full(hi - lo, " ", dtype=object)
-                seps[offsets[s0 + 1 : s1 + 1] - lo - 1] = "\n"
-                out[1::2] = seps
-                fh.write("".join(out.tolist()))
+        write_tokens(corpus, tmp)
         os.replace(tmp, path)
     timing = {**m.to_dict(), "bytes": path.stat().st_size}
     timing_path.write_text(json.dumps(timing, indent=1) + "\n")
@@ -325,36 +297,31 @@ def settings_of(system: str, threads: int, scbow_overrides: dict | None = None) 
         return {"trainer": f"gensim {gensim.__version__} Word2Vec", "sg": int(system == "skipgram"), **W2V_SETTINGS,
                 "alpha": alpha, "min_alpha": alpha * W2V_MIN_ALPHA_FRACTION, "seed": W2V_SEED, "workers": threads}
     if system == "fasttext":
+        from importlib import metadata
+
         import fasttext
 
-        version = getattr(fasttext, "__version__", None) or _dist_version("fasttext")
+        version = getattr(fasttext, "__version__", None) or next(
+            (f"{d.metadata['Name']} {d.version}" for d in metadata.distributions()
+             if (d.metadata["Name"] or "").lower().startswith("fasttext")), "unknown")
         return {"trainer": f"fasttext {version} train_unsupervised", **FASTTEXT_SETTINGS, "thread": threads}
     if system == "sent2vec":
         from .sent2vec import describe
 
         return {"trainer": describe(), **SENT2VEC_SETTINGS, "thread": threads}
     if system == "static":
+        from .static_peer import settings
+
         try:
-            from .static_peer import settings
+            return settings(threads)  # it imports sentence-transformers and torch
         except ImportError:
             return {"trainer": "sentence-transformers (not installed)"}
-        return settings(threads)
     if system == "overlap":
         return {"trainer": "none (untrained)", "dim": OVERLAP_DIM, "vectors": "standard normal per token, seeded "
                 "by BLAKE2b of the token", "tokens": "every token, known or not"}
     if system == "scbow_start":
         return {"trainer": "none (the untrained start of scbow's run, with its post-processing)"}
     raise ValueError(system)
-
-
-def _dist_version(prefix: str) -> str:
-    from importlib import metadata
-
-    for dist in metadata.distributions():
-        name = dist.metadata["Name"] or ""
-        if name.lower().startswith(prefix):
-            return f"{name} {dist.version}"
-    return "unknown"
 
 
 def model_dir(system: str, corpus_label: str, corpus_key: str, settings: dict) -> Path:
@@ -379,11 +346,8 @@ def provenance() -> dict:
 
 
 def train_scbow(corpus, settings: dict, dev_path: Path):
-    """Train with the defaults, recording the learning curve on the dev set from the untrained start.
-
-    The curve's evaluations are kept out of the timing: ``wall_seconds`` is the run's wall
-    time less the hook's (``hook_seconds``, reported beside it).
-    """
+    """Train with the defaults, recording the learning curve on the dev set from the untrained start;
+    ``wall_seconds`` leaves out the curve's evaluations (``hook_seconds``, reported beside it)."""
     from scbow.training import CurveHook, train
 
     config = TrainConfig.from_dict({k: v for k, v in settings.items() if k != "trainer"})
@@ -405,15 +369,9 @@ def train_scbow(corpus, settings: dict, dev_path: Path):
 
 
 def train_fasttext(tokens_path: Path, settings: dict, corpus, oov_words: list):
-    """fastText cbow on the token file; the vectors of the corpus's vocabulary and of ``oov_words``.
-
-    The model itself (about 2.4 GB with its subword buckets) is not kept: the vectors of
-    the words the evaluation needs that are outside the vocabulary are computed here from
-    their subwords and saved with the model (``info["oov_vectors"]``).
-    """
+    """fastText cbow on the token file: the vectors of the corpus's vocabulary, and those of ``oov_words``
+    from their subwords (``info["oov_vectors"]``); the model itself (2.4 GB with its buckets) is not kept."""
     import fasttext
-
-    from scbow.vectors.model import Model
 
     s = {k: v for k, v in settings.items() if k != "trainer"}
     say(f"training fastText: {json.dumps(s)}")
@@ -434,19 +392,12 @@ def train_fasttext(tokens_path: Path, settings: dict, corpus, oov_words: list):
 def train_word2vec(system: str, tokens_path: Path, settings: dict):
     from gensim.models import Word2Vec
 
-    from scbow.text.vocab import Vocab
-    from scbow.vectors.model import Model
-
-    s = dict(settings)
-    say(f"training word2vec {system} with gensim: {json.dumps(s)}")
+    say(f"training word2vec {system} with gensim: {json.dumps(settings)}")
     with Meter() as m:
-        w2v = Word2Vec(sg=s["sg"], vector_size=s["vector_size"], window=s["window"], min_count=s["min_count"],
-                       sample=s["sample"], negative=s["negative"], hs=s["hs"], cbow_mean=s["cbow_mean"],
-                       alpha=s["alpha"], min_alpha=s["min_alpha"], seed=s["seed"], workers=s["workers"],
-                       epochs=s["epochs"])
+        w2v = Word2Vec(**{k: v for k, v in settings.items() if k != "trainer"})
         w2v.build_vocab(corpus_file=str(tokens_path))
         w2v.train(corpus_file=str(tokens_path), total_words=w2v.corpus_total_words, total_examples=w2v.corpus_count,
-                  epochs=s["epochs"], report_delay=60)
+                  epochs=settings["epochs"], report_delay=60)
     wv = w2v.wv
     trained = [e.get("msg", "") for e in getattr(w2v, "lifecycle_events", []) or []
                if str(e.get("msg", "")).startswith("training on")]
@@ -464,37 +415,20 @@ def sample_lines(corpus) -> list[str]:
     seed 1), each sentence as its kept tokens joined by spaces."""
     from scbow.training import sample_sentences
 
-    from .peers import SAMPLE
-
     words = corpus.vocab.words
     offsets = np.asarray(corpus.offsets)
     return [" ".join(words[t] for t in np.asarray(corpus.tokens[int(offsets[s]):int(offsets[s + 1])]).tolist())
             for s in sample_sentences(corpus.n_sentences, SAMPLE, 1)]
 
 
-def sentence_lines(sets: list, dev, corpus) -> list[str]:
-    """What Sent2Vec's own sentence vectors are needed for, each as scbow's tokens joined by
-    spaces: every evaluation sentence and the corpus sample (:func:`sample_lines`)."""
-    from scbow.text.tokenize import tokenize
-
-    seen = {}
-    for sts in [*sets, dev]:
-        for sentence in (*sts.first, *sts.second):
-            seen.setdefault(" ".join(tokenize(sentence)), None)
-    for line in sample_lines(corpus):
-        seen.setdefault(line, None)
-    return list(seen)
+def evaluation_tokens(sets: list, dev) -> list[tuple]:
+    """Every sentence of the test sets and dev, tokenized, once each, in order."""
+    return list(dict.fromkeys(tuple(tokenize(s)) for sts in [*sets, dev] for s in (*sts.first, *sts.second)))
 
 
 def train_sent2vec(tokens_path: Path, settings: dict, corpus, lines: list[str], work: Path):
     """Sent2Vec on the token file: its unigram vectors as a model, and its sentence vectors of ``lines``.
-
-    The trained model (about 2.5 GB with its bigram buckets) is not kept: what the
-    evaluation needs is taken from it here, then it is deleted.
-    """
-    from scbow.text.vocab import Vocab
-    from scbow.vectors.model import Model
-
+    The trained model (about 2.5 GB with its bigram buckets) is deleted once they are taken."""
     from . import sent2vec
 
     s = {k: v for k, v in settings.items() if k != "trainer"}
@@ -578,9 +512,6 @@ def dev_path() -> Path:
 def embedder(table, variant, corpus, model=None):
     """The sentence-embedding function of one system's variant (its own sentence vectors or averaged words)."""
     if variant.source == "sentences":
-        from .peers import PCR_COMPONENTS
-        from .sent2vec import OwnSentences
-
         own = model.info["own_sentences"]
         if "sample" not in model.info:
             model.info["sample"] = np.stack([own[line] for line in sample_lines(corpus)])
@@ -590,18 +521,8 @@ def embedder(table, variant, corpus, model=None):
 
 def static_dev_score(M: np.ndarray, corpus, dev) -> float:
     """STS-B dev Pearson of a word table by its own mean pooling (raw average, unknown words left out)."""
-    from scbow.vectors.model import Model
-
-    from .peers import Variant
-
     table = WordTable.from_model(corpus.vocab, Model(corpus.vocab, M))
     return Scored._one(SentenceEmbedder(table, Variant("omit", "raw"), corpus).embed, dev)["pearson"]
-
-
-def pearson_of(gold: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
-    from scipy.stats import pearsonr, spearmanr
-
-    return float(pearsonr(gold, pred)[0]), float(spearmanr(gold, pred)[0])
 
 
 class Scored:
@@ -617,12 +538,11 @@ class Scored:
 
     @staticmethod
     def _one(embed, sts) -> dict:
-        a = np.asarray(embed(sts.first), dtype=np.float64)
-        b = np.asarray(embed(sts.second), dtype=np.float64)
-        pred, scored = filled_cosines(a, b)
-        p, s = pearson_of(sts.gold, pred)
-        return {"name": sts.name, "pairs": len(sts.gold), "scored": scored, "pearson": p, "spearman": s,
-                "pred": pred}
+        from scipy.stats import pearsonr, spearmanr
+
+        pred, scored = filled_cosines(np.asarray(embed(sts.first), np.float64), np.asarray(embed(sts.second), np.float64))
+        return {"name": sts.name, "pairs": len(sts.gold), "scored": scored, "pearson": float(pearsonr(sts.gold, pred)[0]),
+                "spearman": float(spearmanr(sts.gold, pred)[0]), "pred": pred}
 
     def summary(self) -> dict:
         return {"dev_pearson": self.dev["pearson"], "test_pearson_mean": self.mean,
@@ -632,23 +552,21 @@ class Scored:
 def untrained_start(model, corpus):
     """The start of scbow's run (same seed, weights, post-processing, unknown-word rule), as a model."""
     from scbow.training import untrained_start as start
-    from scbow.vectors.model import Model
 
     config = TrainConfig.from_dict(model.config)
     return Model(corpus.vocab, start(corpus, config, post_process=True), config.to_dict())
 
 
 def word_similarity(tables: dict, vocab) -> dict:
-    """Spearman's rho of each system's word cosines on each word-similarity set.
-
-    Pairs with a word outside the corpus's vocabulary are left out for every system alike
-    (the same pairs for all).
-    """
+    """Spearman's rho of each system's word cosines on each word-similarity set (``word<TAB>word<TAB>score``
+    lines, ``#`` comments), on the pairs whose words are both in the corpus's vocabulary."""
     from scipy.stats import spearmanr
 
     out = {}
     for name, path in WORDSIM.items():
-        pairs = read_word_pairs(path)
+        pairs = [(a.lower(), b.lower(), float(g)) for a, b, g in
+                 (line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()
+                  if line.strip() and not line.startswith("#"))]
         index = vocab.index
         kept = [(index[a], index[b], g) for a, b, g in pairs if a in index and b in index]
         ia = np.array([k[0] for k in kept])
@@ -700,8 +618,6 @@ def pairwise(ours: Scored, other: Scored, sets: list) -> dict:
 # report
 
 
-
-
 def _goal(result: dict) -> dict:
     systems = result["systems"]
     if "scbow" not in systems:
@@ -729,15 +645,10 @@ def _goal(result: dict) -> dict:
                                "required": GOAL_TRAIN_SECONDS,
                                "met": bool(t.get("wall_seconds") is not None and t["wall_seconds"] <= GOAL_TRAIN_SECONDS)}
     complete = all(p in wins for p in PEERS if p in DEFAULT_TRAINED or p == "overlap")  # the opt-in peer may be absent
-    parts = [c["met"] for c in checks["wins"].values()] + [checks["mean_pearson"]["met"], checks["train_seconds"]["met"]]
-    parts += [checks["curve_gain"]["met"]] if "curve_gain" in checks else []
-    parts += [c["met"] for c in checks.get("word_similarity", {}).values()]
-    checks["met"] = bool(complete and all(parts))
-    checks["complete"] = complete
-    checks["evaluated"] = True
+    parts = [*checks["wins"].values(), *checks.get("word_similarity", {}).values()]
+    parts += [checks[k] for k in ("mean_pearson", "train_seconds", "curve_gain") if k in checks]
+    checks.update(met=bool(complete and all(c["met"] for c in parts)), complete=complete, evaluated=True)
     return checks
-
-
 
 
 def _load(t: dict) -> str:
@@ -748,7 +659,6 @@ def _load(t: dict) -> str:
     return f"{b[0]} -> {a[0]}{during}"
 
 
-
 def _clean(value):
     """nan/inf -> None, numpy scalars -> Python, for JSON."""
     if isinstance(value, dict):
@@ -756,23 +666,22 @@ def _clean(value):
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
     if isinstance(value, (np.floating, float)):
-        v = float(value)
-        return v if np.isfinite(v) else None
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
+        return float(value) if np.isfinite(value) else None
+    return value.item() if isinstance(value, (np.integer, np.bool_)) else value
 
 
 def _f(x, digits=4) -> str:
-    if x is None or not np.isfinite(x):
-        return "-"
-    return f"{x:.{digits}f}"
+    return "-" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
 
 def _yes(met: bool) -> str:
     return "yes" if met else "**no**"
+
+
+def _ps(e: dict, bold: bool = False) -> str:
+    """Pearson (Spearman) of a set's entry."""
+    p = _f(e["pearson"])
+    return f"{f'**{p}**' if bold else p} ({_f(e['spearman'])})"
 
 
 def markdown(result: dict) -> str:
@@ -834,17 +743,11 @@ def markdown(result: dict) -> str:
     best = {n: 0 for n in names}
     for k in range(n_sets):
         cells = [systems[names[0]]["sets"][k]["name"], str(systems[names[0]]["sets"][k]["pairs"])]
-        vals = {n: systems[n]["sets"][k]["pearson"] for n in names}
-        top = max(vals.values())
+        top = max(systems[n]["sets"][k]["pearson"] for n in names)
         for n in names:
             e = systems[n]["sets"][k]
-            cell = f"{_f(e['pearson'])} ({_f(e['spearman'])})"
-            if vals[n] == top:
-                cell = f"**{_f(e['pearson'])}** ({_f(e['spearman'])})"
-                best[n] += 1
-            if e["scored"] != e["pairs"]:
-                cell += f" [{e['scored']}]"
-            cells.append(cell)
+            best[n] += e["pearson"] == top
+            cells.append(_ps(e, e["pearson"] == top) + ("" if e["scored"] == e["pairs"] else f" [{e['scored']}]"))
         rows.append(cells)
     rows.append(["**mean**", ""] + [f"{_f(systems[n]['test_pearson_mean'])} ({_f(systems[n]['test_spearman_mean'])})"
                                     for n in names])
@@ -895,9 +798,8 @@ def markdown(result: dict) -> str:
         wrows = [(name, f"{row['covered']} of {row['pairs']}") + tuple(_f(row["spearman"][n]) for n in wnames)
                  for name, row in ws.items()]
         nb = result.get("neighbours", {})
-        nrows = []
-        for w in next(iter(nb.values()), {}):
-            nrows.append((w,) + tuple(", ".join(x for x, _ in nb[n].get(w, [])) for n in wnames if n in nb))
+        nrows = [(w,) + tuple(", ".join(x for x, _ in nb[n].get(w, [])) for n in wnames if n in nb)
+                 for w in next(iter(nb.values()), {})]
         parts.append("## Word similarity\n\nSpearman's rho between the cosine of two words' vectors and the human "
                      "scores, on the pairs whose words are both in the corpus's vocabulary (the same pairs for every "
                      "system). Data: `benchmarks/data/` (sources there).\n\n"
@@ -907,22 +809,15 @@ def markdown(result: dict) -> str:
 
     paper = result["paper"]["table"]
     pcols = [("scbow", "Siamese CBOW"), ("cbow", "w2v CBOW"), ("skipgram", "w2v skip-gram")]
-    head = ["set"]
-    for key, label in pcols:
-        if key in systems:
-            head.append(f"{label}, ours")
-        head.append(f"{label}, paper")
+    head = ["set"] + [x for key, label in pcols for x in ([f"{label}, ours"] if key in systems else []) + [f"{label}, paper"]]
     rows = []
     for k in range(n_sets):
         name = systems[names[0]]["sets"][k]["name"]
-        ref = paper.get(name, {})
         cells = [name]
         for key, _ in pcols:
-            if key in systems:
-                e = systems[key]["sets"][k]
-                cells.append(f"{_f(e['pearson'])} ({_f(e['spearman'])})")
-            r = ref.get(key)
-            cells.append("-" if r is None else f"{_f(r['pearson'])} ({_f(r['spearman'])})" + (" †" if r["dagger"] else ""))
+            cells += [_ps(systems[key]["sets"][k])] if key in systems else []
+            r = paper.get(name, {}).get(key)
+            cells.append("-" if r is None else _ps(r) + (" †" if r["dagger"] else ""))
         rows.append(cells)
     pm = result["paper"]["means"]
     cells = ["**mean (19 sets)**"]
@@ -1007,21 +902,43 @@ def parse_args(argv=None):
     return args
 
 
-def evaluation_oov(sets: list, dev, vocab) -> list:
-    """Tokens of the evaluation sentences outside the vocabulary (fastText gets their subword vectors)."""
-    from scbow.text.tokenize import tokenize
-
-    seen = {}
-    for sts in [*sets, dev]:
-        for sentence in (*sts.first, *sts.second):
-            for tok in tokenize(sentence):
-                if tok not in vocab.index:
-                    seen[tok] = None
-    return list(seen)
-
-
 def _summary(scored: Scored) -> dict:
     return {**scored.summary(), "sets": [{k: v for k, v in r.items() if k != "pred"} for r in scored.sets]}
+
+
+def train_system(system: str, settings: dict, corpus, tokens_path, sets, dev, path: Path):
+    """Train one system and save it in ``path`` (Sent2Vec's own sentence vectors and fastText's
+    vectors of the evaluation's unknown words beside it); returns its timing."""
+    from scbow.vectors.modeldir import save_model
+
+    own = oov = None
+    if system == "scbow":
+        model = train_scbow(corpus, settings, dev_path())
+    elif system == "sent2vec":
+        lines = list(dict.fromkeys([" ".join(t) for t in evaluation_tokens(sets, dev)] + sample_lines(corpus)))
+        model, vectors = train_sent2vec(tokens_path, settings, corpus, lines, path.with_name(path.name + ".training"))
+        own = (lines, vectors)
+    elif system == "static":
+        from .static_peer import train_static
+
+        with Meter() as m_static:
+            model = train_static(corpus, settings, lambda M: static_dev_score(M, corpus, dev), say)
+        model.info["benchmark"] = {**m_static.to_dict(), **model.info["benchmark"], **provenance(),
+                                   "note": "wall_seconds: the run at the chosen learning rate; cpu_seconds and "
+                                           "the load: the whole search (search_seconds)"}
+    elif system == "fasttext":  # fastText gets the subword vectors of the evaluation's unknown words
+        unknown = dict.fromkeys(t for toks in evaluation_tokens(sets, dev) for t in toks if t not in corpus.vocab.index)
+        model = train_fasttext(tokens_path, settings, corpus, list(unknown))
+        oov = model.info.pop("oov_vectors")
+    else:
+        model = train_word2vec(system, tokens_path, settings)
+    save_model(model, path)
+    if own is not None:
+        save_sentences(path / "sentences.npz", *own)
+    if oov is not None:
+        np.savez(path / "oov.npz", words=np.array(list(oov), dtype=object),
+                 vectors=np.array(list(oov.values()), dtype=np.float32).reshape(len(oov), -1))
+    return model.info["benchmark"]
 
 
 def main(argv=None) -> None:
@@ -1031,59 +948,23 @@ def main(argv=None) -> None:
     label, path = resolve_corpus(args.corpus)
     ctx = context()
     WORK.mkdir(parents=True, exist_ok=True)
-    min_count = TrainConfig().min_count
     say(f"corpus {label}: {path}")
-    corpus, ckey, enc_timing = encode_corpus(path, min_count)
+    corpus, ckey, enc_timing = encode_corpus(path, TrainConfig().min_count)
     say(f"corpus encoded: {corpus.stats['tokens']:,} kept tokens, {corpus.n_sentences:,} sentences, "
         f"vocabulary {len(corpus.vocab):,} (encoding {'reloaded' if enc_timing.get('reloaded_this_run') else 'built'})")
     sets, dev = sts_sets(), read_sts(dev_path())
-
     settings = {s: settings_of(s, args.threads, args.scbow_overrides) for s in SYSTEMS}
     dirs = {s: model_dir(s, label, ckey, settings[s]) for s in TRAINED}
-    from scbow.vectors.modeldir import save_model
-
     timings = {"encode": enc_timing}
     tokens_path = None
-    for system in TRAINED:
-        if system not in args.systems:
-            continue
-        path_s = dirs[system]
-        if not args.force and load_cached(path_s) is not None:
-            say(f"{system}: cached in {path_s}")
+    for system in (s for s in TRAINED if s in args.systems):
+        if not args.force and load_cached(dirs[system]) is not None:
+            say(f"{system}: cached in {dirs[system]}")
             continue
         if system != "scbow" and tokens_path is None:
             tokens_path, timings["tokens"] = token_file(corpus, ckey)
-        oov = None
-        own = None
-        if system == "scbow":
-            model = train_scbow(corpus, settings[system], dev_path())
-        elif system == "sent2vec":
-            lines = sentence_lines(sets, dev, corpus)
-            model, vectors = train_sent2vec(tokens_path, settings[system], corpus, lines,
-                                            path_s.with_name(path_s.name + ".training"))
-            own = (lines, vectors)
-        elif system == "static":
-            from .static_peer import train_static
-
-            with Meter() as m_static:
-                model = train_static(corpus, settings[system], lambda M: static_dev_score(M, corpus, dev), say)
-            model.info["benchmark"] = {**m_static.to_dict(), **model.info["benchmark"], **provenance(),
-                                       "note": "wall_seconds: the run at the chosen learning rate; cpu_seconds and "
-                                               "the load: the whole search (search_seconds)"}
-        elif system == "fasttext":
-            model = train_fasttext(tokens_path, settings[system], corpus, evaluation_oov(sets, dev, corpus.vocab))
-            oov = model.info.pop("oov_vectors")
-        else:
-            model = train_word2vec(system, tokens_path, settings[system])
-        save_model(model, path_s)
-        if own is not None:
-            save_sentences(path_s / "sentences.npz", *own)
-        if oov is not None:
-            np.savez(path_s / "oov.npz", words=np.array(list(oov), dtype=object),
-                     vectors=np.array(list(oov.values()), dtype=np.float32).reshape(len(oov), -1))
-        b = model.info["benchmark"]
-        say(f"{system}: trained in {b['wall_seconds']} s wall, {b['cpu_seconds']} s CPU; saved to {path_s}")
-        del model
+        b = train_system(system, settings[system], corpus, tokens_path, sets, dev, dirs[system])
+        say(f"{system}: trained in {b['wall_seconds']} s wall, {b['cpu_seconds']} s CPU; saved to {dirs[system]}")
     # The report is made from everything cached now, including what other runs (say, one
     # training the peers in the background) finished while this one was training.
     models = {}
@@ -1091,8 +972,7 @@ def main(argv=None) -> None:
         model = load_cached(dirs[system])
         if system == "sent2vec" and model is not None:
             model.info["own_sentences"] = load_sentences(dirs[system] / "sentences.npz")
-            if model.info["own_sentences"] is None:
-                model = None
+            model = model if model.info["own_sentences"] is not None else None
         if model is not None:
             models[system] = model
             timings[system] = model.info.get("benchmark", {})
@@ -1106,8 +986,7 @@ def main(argv=None) -> None:
         if "scbow" in models:
             for name, model in (("scbow", models["scbow"]), ("scbow_start", untrained_start(models["scbow"], corpus))):
                 s = scored[name] = Scored(model.embed, dev, sets)
-                rule = model.unknown_rule
-                label_ = f"as saved (unknown {rule[0]})"
+                label_ = f"as saved (unknown {model.unknown_rule[0]})"
                 systems[name] = {**_summary(s), "chosen": label_, "variants": {label_: s.summary()}}
             tables["scbow"] = WordTable.from_model(corpus.vocab, models["scbow"])
         for name in ("cbow", "skipgram", "fasttext", "sent2vec", "static"):
@@ -1130,11 +1009,8 @@ def main(argv=None) -> None:
             scored[name] = by_variant[pick]
             systems[name] = {**_summary(by_variant[pick]), "chosen": pick.label,
                              "variants": {v.label: s.summary() for v, s in by_variant.items()}}
-        pairs = {}
-        if "scbow" in scored:
-            for other in ("scbow_start", *PEERS):
-                if other in scored:
-                    pairs[other] = pairwise(scored["scbow"], scored[other], sets)
+        others = ("scbow_start", *PEERS) if "scbow" in scored else ()
+        pairs = {o: pairwise(scored["scbow"], scored[o], sets) for o in others if o in scored}
         ws = word_similarity(tables, corpus.vocab)
         nb = neighbours({k: v for k, v in tables.items() if k != "overlap"}, corpus.vocab)
     paper = paper_table()
@@ -1161,8 +1037,7 @@ def main(argv=None) -> None:
     }
     result["goal"] = _goal(result)
     result = _clean(result)
-    json_path, md_path = write_report(Path(args.out), result, markdown(result))
-    say(f"wrote {json_path} and {md_path}")
+    write_report(Path(args.out), result, markdown(result))
     print(" ".join(f"{n}: mean r {systems[n]['test_pearson_mean']:.4f}" for n in systems))
     if pairs:
         print("scbow wins: " + ", ".join(f"{o} {p['wins']}/{len(sets)}" for o, p in pairs.items()))

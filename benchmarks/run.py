@@ -17,28 +17,17 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class Suite:
-    module: str
-    report: str
-    summary: str
-
-
-SUITES: dict[str, Suite] = {
-    "speed": Suite("speed", "speed.md",
-                   "training kernel and its scaling (real backend), PyTorch peer, end to end vs gensim, "
-                   "preprocessing, reload, STS inference, memory"),
-    "ab": Suite("ab", "ab_speed.md", "kernel examples/s of this checkout against another (--base), alternating fresh processes"),
-    "quality": Suite("quality", "quality.md", "every system on gutenberg-100M: 19 SemEval STS sets, STS-B dev, word similarity"),
-    "embed_speed": Suite("embed_speed", "embed.md", "`scbow-numba embed` lines per minute"),
-    "most_similar": Suite("most_similar", "most_similar.md", "`Model.most_similar` against gensim's KeyedVectors"),
-    "gpu": Suite("gpu", "gpu.md", "the CUDA path against the CPU path (needs a GPU)"),
-    "cluster": Suite("cluster_embed", "cluster.md",
-                     "`embed` on a local Dask cluster against one process; 1B/10B sentences on paper"),
-    "index": Suite("ann_index", "ann_index.md", "nearest-sentence search: faiss-cpu and scbow.use.index against exact search"),
+SUITES = {  # name: (module of benchmarks/, one line for --help)
+    "speed": ("speed", "training kernel and its scaling (real backend), PyTorch peer, end to end vs gensim, "
+                       "preprocessing, reload, STS inference, memory"),
+    "ab": ("ab", "kernel examples/s of this checkout against another (--base), alternating fresh processes"),
+    "quality": ("quality", "every system on gutenberg-100M: 19 SemEval STS sets, STS-B dev, word similarity"),
+    "embed_speed": ("embed_speed", "`scbow-numba embed` lines per minute"),
+    "most_similar": ("most_similar", "`Model.most_similar` against gensim's KeyedVectors"),
+    "gpu": ("gpu", "the CUDA path against the CPU path (needs a GPU)"),
+    "cluster": ("cluster_embed", "`embed` on a local Dask cluster against one process; 1B/10B sentences on paper"),
+    "index": ("ann_index", "nearest-sentence search: faiss-cpu and scbow.use.index against exact search"),
 }
 ALIASES = {"embed": "embed_speed"}
 
@@ -46,7 +35,7 @@ ALIASES = {"embed": "embed_speed"}
 def usage() -> str:
     width = max(map(len, SUITES))
     lines = [__doc__.strip(), "", "Suites:", ""]
-    lines += [f"  {name:<{width}}  {suite.summary}" for name, suite in SUITES.items()]
+    lines += [f"  {name:<{width}}  {summary}" for name, (_, summary) in SUITES.items()]
     lines += ["", "Aliases: " + ", ".join(f"{a} = {n}" for a, n in ALIASES.items())]
     return "\n".join(lines)
 
@@ -54,7 +43,7 @@ def usage() -> str:
 def run_suite(name: str, argv: list[str]):
     """Import the suite's module and call its ``main`` with ``argv`` (and ``prog``, where it takes one)."""
     name = ALIASES.get(name, name)
-    module = importlib.import_module(f"benchmarks.{SUITES[name].module}")
+    module = importlib.import_module(f"benchmarks.{SUITES[name][0]}")
     prog = f"python -m benchmarks.run {name}"
     if "prog" in inspect.signature(module.main).parameters:
         return module.main(argv, prog=prog)

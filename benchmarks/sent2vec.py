@@ -2,24 +2,18 @@
 
 Sent2Vec learns word (and word-bigram) vectors whose average is a sentence vector, by
 predicting each word of a sentence from the average of the rest: the same "average of
-vectors" interface as Siamese CBOW, a different objective. The reference implementation
-is C++ (a fork of fastText): it is built here from its source, never vendored.
+vectors" interface as Siamese CBOW, a different objective. Its C++ source (a fork of
+fastText) is never vendored: clone https://github.com/epfml/sent2vec into
+``benchmarks/.work/sent2vec/src`` (ignored by git) or point ``SCBOW_SENT2VEC_SRC`` at a
+checkout; :func:`binary` builds it with its own ``make`` in a copy under
+``benchmarks/.work/sent2vec/build-<hash of the sources>/`` the first time.
 
-Getting the source (it is never committed): clone https://github.com/epfml/sent2vec into
-``benchmarks/.work/sent2vec/src`` (ignored by git), or point ``SCBOW_SENT2VEC_SRC`` at a
-checkout. :func:`binary` builds it with its own ``make`` in a copy under
-``benchmarks/.work/sent2vec/build-<hash of the sources>/`` the first time, and reuses it.
-
-What the benchmark takes from a trained model, before throwing the model away (about 2.5 GB
-with its bigram buckets):
-
-* its sentence vectors (``print-sentence-vectors``: the average of the sentence's unigram
-  and bigram vectors, unknown words left out) for every evaluation sentence and a fixed
-  sample of corpus sentences (on which post-processing is estimated), each sentence given
-  as scbow's tokens joined by spaces;
-* its unigram vectors (``print-vocabulary-vectors ... input``) for the corpus vocabulary,
-  which get the same word-vector post-processings as the other peers (SIF and so on) and
-  the word-similarity sets.
+From a trained model (about 2.5 GB with its bigram buckets, then deleted) the benchmark takes
+its sentence vectors (``print-sentence-vectors``: the average of the sentence's unigram and
+bigram vectors, unknown words left out) of every evaluation sentence and of the corpus sample
+the post-processing is estimated on, each given as scbow's tokens joined by spaces; and its
+unigram vectors (``print-vocabulary-vectors ... input``), which get every peer's word-vector
+post-processings and the word-similarity sets.
 """
 
 from __future__ import annotations
@@ -33,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import REPO_ROOT, say
+from .common import WORK_ROOT, checkout_commit, say
 
-WORK = REPO_ROOT / "benchmarks" / ".work" / "sent2vec"
+WORK = WORK_ROOT / "sent2vec"
 SOURCE_ENV = "SCBOW_SENT2VEC_SRC"
 UPSTREAM = "https://github.com/epfml/sent2vec"
 
@@ -63,19 +57,6 @@ def source_id(src: Path) -> str:
     return h.hexdigest()[:12]
 
 
-def source_commit(src: Path) -> str | None:
-    """The checkout's commit, when ``src`` is a git checkout of its own (not a folder inside another)."""
-    if not (src / ".git").exists():
-        return None
-    try:
-        out = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0:
-        return None
-    return out.stdout.strip() or None
-
-
 def binary() -> Path:
     """The ``fasttext`` binary of Sent2Vec, built from :func:`source_dir` on first use."""
     src = source_dir()
@@ -96,7 +77,7 @@ def binary() -> Path:
 
 def describe() -> str:
     src = source_dir()
-    commit = source_commit(src)
+    commit = checkout_commit(src)  # None unless src is a git checkout of its own
     return f"epfml/sent2vec {'commit ' + commit[:10] if commit else 'source'} (sources {source_id(src)})"
 
 
@@ -141,67 +122,28 @@ def _parse(text: bytes, rows: int, dim: int, what: str) -> np.ndarray:
     return values.reshape(rows, dim)
 
 
+def _run(command: str, *args: str, text: bytes | None = None) -> bytes:
+    done = subprocess.run([str(binary()), command, *args], input=text, capture_output=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"Sent2Vec {command} failed: {done.stderr.decode(errors='replace')[-500:]}")
+    return done.stdout
+
+
 def sentence_vectors(model: Path, lines: list[str], dim: int) -> np.ndarray:
     """``print-sentence-vectors`` of ``lines`` (tokens joined by spaces, no newlines): float32 (n, dim)."""
     if any("\n" in s or "\r" in s for s in lines):
         raise ValueError("a sentence for Sent2Vec holds a line break")
-    text = ("\n".join(lines) + "\n").encode("utf-8")
-    done = subprocess.run([str(binary()), "print-sentence-vectors", str(model)], input=text, capture_output=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"Sent2Vec print-sentence-vectors failed: {done.stderr.decode(errors='replace')[-500:]}")
-    return _parse(done.stdout, len(lines), dim, "sentence vectors")
+    out = _run("print-sentence-vectors", str(model), text=("\n".join(lines) + "\n").encode("utf-8"))
+    return _parse(out, len(lines), dim, "sentence vectors")
 
 
 def vocabulary_vectors(model: Path, dim: int) -> tuple[list[str], np.ndarray]:
     """The model's words and their unigram (input) vectors."""
-    done = subprocess.run([str(binary()), "print-vocabulary-vectors", str(model), "input"], capture_output=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"Sent2Vec print-vocabulary-vectors failed: {done.stderr.decode(errors='replace')[-500:]}")
     words, rows = [], []
-    for line in done.stdout.decode("utf-8").splitlines():
+    for line in _run("print-vocabulary-vectors", str(model), "input").decode("utf-8").splitlines():
         parts = line.split()
         if len(parts) != dim + 1:
             raise RuntimeError(f"Sent2Vec vocabulary vectors: a line of {len(parts)} fields, not {dim + 1}")
         words.append(parts[0])
         rows.append(parts[1:])
     return words, np.array(rows, dtype=np.float32).reshape(len(words), dim)
-
-
-class OwnSentences:
-    """A system's own sentence vectors, looked up by the tokenized sentence, with a post-processing.
-
-    ``vectors``: text -> float32 vector (the cache of :func:`sentence_vectors`); ``sample``:
-    the vectors of the corpus sample the post-processing is estimated on. ``post``: ``raw``,
-    ``pc1`` (the first singular direction of the uncentred sample removed, as SIF and the
-    Sent2Vec paper's comparisons do) or ``pcr`` (centred, ``components`` principal
-    directions removed). A zero vector (no known word) is NaN: the pair gets the set's mean.
-    """
-
-    def __init__(self, vectors: dict, sample: np.ndarray, post: str, components: int = 10):
-        self.vectors = vectors
-        self.post = post
-        self.mean = None
-        self.U = np.zeros((0, sample.shape[1]))
-        S = sample.astype(np.float64)
-        S = S[np.linalg.norm(S, axis=1) > 0]
-        if post == "pc1":
-            self.U = np.linalg.svd(S, full_matrices=False)[2][:1]
-        elif post == "pcr":
-            self.mean = S.mean(axis=0)
-            C = S - self.mean
-            vecs = np.linalg.eigh(C.T @ C)[1]
-            self.U = vecs[:, ::-1][:, :components].T
-        elif post != "raw":
-            raise ValueError(post)
-
-    def embed(self, sentences) -> np.ndarray:
-        from scbow.text.tokenize import tokenize
-
-        out = np.stack([self.vectors[" ".join(tokenize(s))] for s in sentences]).astype(np.float64)
-        empty = np.linalg.norm(out, axis=1) == 0
-        if self.mean is not None:
-            out -= self.mean
-        if len(self.U):
-            out -= (out @ self.U.T) @ self.U
-        out[empty] = np.nan
-        return out

@@ -6,35 +6,25 @@
 
 Sections (``--only`` picks some; targets of skipped sections read "not measured"):
 
-- ``preprocess``: tokens/s of the whole encode (tokenize, count, encode) from the
-  decompressed text, and of its first phase (reading and tokenizing, timed to the encoder's
-  last progress report); xz decompression and an encode from the ``.xz`` file
-  as context; the corpus cache built, then reloaded (memory-mapped).
-- ``kernel``: compile time of the kernels, then one epoch of the sentence part at every
-  thread count, trained by ``scbow.training.train`` (its ``TrainResult.seconds``: the time inside
-  the backend's batches, as ``ab`` measures it), alternating in each repeat with the PyTorch
-  implementation of the same objective (``benchmarks.torch_scbow``, its own process) at the
-  same thread count; scaling efficiency; bytes of matrix rows touched per second beside a
-  NumPy copy's GB/s.
-- ``wordpart``: one pass of the word part (skip-gram with negative sampling) at every thread
-  count, trained by ``scbow.training.train`` (the pass's kernel seconds from the model's
-  record): sentences/s, alternating with one epoch of gensim's skip-gram with the same
-  settings (window, noise words, subsampling threshold, dimensions, threads) on the same
-  token stream.
-- ``e2e``: raw text to saved model, one epoch, 2 threads, each run a fresh process with an
-  empty corpus cache: scbow (default dims, and the paper's 300 as context) alternating with
-  gensim word2vec CBOW (its own tokenizer, the paper's settings, same threads).
-- ``inference``: all pairs of the 19 STS sets scored from raw sentences (tokenize, embed,
-  cosine) with a trained model.
-- ``memory``: peak RSS of a one-epoch training process on the chosen corpus and on 100M,
-  against the bytes of the token ids plus the matrix.
+- ``preprocess``: tokens/s of the whole encode (tokenize, count, encode) of the decompressed
+  text and of its first phase (to the encoder's last progress report); an encode from the
+  ``.xz`` file as context; the corpus cache built, then reloaded (memory-mapped).
+- ``kernel``: compile time, then one epoch of the sentence part at every thread count by
+  ``scbow.training.train`` (``TrainResult.seconds``, as ``ab`` measures it), alternating with
+  the PyTorch implementation (``benchmarks.torch_scbow``, its own process) at the same
+  thread count; scaling; bytes of matrix rows touched per second beside a NumPy copy's GB/s.
+- ``wordpart``: one pass of the word part at every thread count (its kernel seconds),
+  alternating with one epoch of gensim's skip-gram at the same settings on the same tokens.
+- ``e2e``: raw text to saved model, one epoch, 2 threads, fresh processes, empty corpus
+  cache: scbow (default dims, and the paper's 300 as context) alternating with gensim
+  word2vec CBOW (its own tokenizer, the paper's settings).
+- ``inference``: all pairs of the 19 STS sets scored from raw sentences with a trained model.
+- ``memory``: peak RSS of a one-epoch training process on the corpus and on 100M, against
+  the bytes of the token ids plus the matrix.
 
-Scratch lives in ``benchmarks/.work/speed/`` (git-ignored): the decompressed text is kept
-between runs, every run's caches and models are removed at its end unless ``--keep-work``.
-The report is ``<out>.json`` and ``<out>.md`` (default ``benchmarks/results/speed``;
-``--quick`` defaults to ``benchmarks/.work/speed/quick`` so that it never replaces the report).
-The goals come from ``benchmarks/targets.py``; what was tried on the kernel is in
-``benchmarks/NOTES.md``.
+Scratch lives in ``benchmarks/.work/speed/``: the decompressed text is kept, a run's caches
+and models are removed unless ``--keep-work``. ``--quick`` writes to
+``benchmarks/.work/speed/quick`` so that it never replaces the report.
 """
 
 from __future__ import annotations
@@ -58,11 +48,13 @@ from .common import (
     CORPORA,
     REPO_ROOT,
     RESULTS_DIR,
+    WORK_ROOT,
     WorkerError,
     context,
     context_markdown,
     corpus_path,
     data_dir,
+    definitions_markdown,
     have,
     human,
     md_table,
@@ -75,10 +67,11 @@ from .common import (
     timed,
     worker_env,
     write_report,
+    write_tokens,
 )
 from .targets import TARGETS
 
-WORK_DIR = REPO_ROOT / "benchmarks" / ".work" / "speed"
+WORK_DIR = WORK_ROOT / "speed"
 SECTIONS = ("preprocess", "kernel", "wordpart", "e2e", "inference", "memory")
 
 # The goals (benchmarks/targets.py): ratios from one run; absolute figures only as context.
@@ -119,15 +112,9 @@ DEFINITIONS = {
 }
 
 
-BenchError = WorkerError
-
-
-def run_job(args: list, timeout: float = 1800) -> dict:
+def run_job(args: list) -> dict:
     """One ``benchmarks.speed_workers`` job in a fresh process (see there)."""
-    return run_worker("benchmarks.speed_workers", args, timeout)
-
-
-# -------------------------------------------------------------------------- scratch
+    return run_worker("benchmarks.speed_workers", args)
 
 
 # -------------------------------------------------------------------------- preprocessing
@@ -151,22 +138,11 @@ def encode_phases(path: Path, config: TrainConfig) -> tuple[dict, float, float]:
     return dict(corpus.stats), tokenize, whole
 
 
-def warm_encoder(config: TrainConfig, tmp: Path) -> dict:
-    """Encode a tiny file once, so that the encoder kernel's compile or cache load is paid here."""
-    from scbow.training import load_corpus
-
-    tiny = tmp / "warmup.txt"
-    tiny.write_text("the cat sat on the mat .\nthe dog ran .\n\n" * config.min_count)
-    with timed() as t:
-        load_corpus([tiny], config.min_count, config.max_vocab, use_cache=False)
-    return {"seconds": round(t.seconds, 3)}
-
-
 def bench_preprocess(text: Path, xz: Path, config: TrainConfig, repeats: int, cache_dir: Path) -> dict:
     from scbow.training import load_corpus
 
-    with tempfile.TemporaryDirectory(dir=WORK_DIR) as tmp:
-        warm = warm_encoder(config, Path(tmp))
+    with tempfile.TemporaryDirectory(dir=WORK_DIR) as tmp, timed() as warm:
+        tiny_corpus(Path(tmp), config)  # the encoder kernel's compile or cache load is paid here
     tok_rates, enc_rates, enc_secs, tok_secs = [], [], [], []
     raw = kept = None
     for rep in range(repeats):
@@ -195,7 +171,7 @@ def bench_preprocess(text: Path, xz: Path, config: TrainConfig, repeats: int, ca
     return {
         "raw_tokens": raw,
         "kept_tokens": kept,
-        "encoder_warmup_seconds": warm["seconds"],
+        "encoder_warmup_seconds": round(warm.seconds, 3),
         "tokenize_tokens_per_s": stats(tok_rates),
         "tokenize_seconds": stats(tok_secs),
         "encode_tokens_per_s": stats(enc_rates),
@@ -336,17 +312,14 @@ def bench_kernel(corpus, text: Path, cache_dir: Path, config: TrainConfig, threa
     tokens_per_target = float(np.minimum(lengths, config.max_length).mean() if config.max_length else lengths.mean())
     say("  kernel: compile")
     compile_ = compile_times(tiny_corpus(run_dir, config), config, threads)
-    torch = None
-    torch_note = None
-    if not with_torch:
-        torch_note = "not run (--no-torch)"
-    elif have("torch"):
+    torch, torch_note = None, (None if with_torch else "not run (--no-torch)")
+    if with_torch and have("torch"):
         say("  torch: starting its worker (builds the batches before any clock starts)")
         try:
             torch = TorchPeer(text, cache_dir, config.dim, torch_batches, torch_warmup, run_dir / "torch.log")
-        except BenchError as exc:
+        except WorkerError as exc:
             torch_note = str(exc)
-    else:
+    elif with_torch:
         torch_note = "torch is not installed (pip install '.[bench]')"
     runs, torch_runs = [], []
     try:
@@ -400,10 +373,9 @@ def bench_kernel(corpus, text: Path, cache_dir: Path, config: TrainConfig, threa
 
 def bench_bandwidth(kernel: dict, shape: dict, dim: int, n_words: int, repeats: int) -> dict:
     per_example = shape["tokens_per_example"] * dim * 4 * 3
-    rows = {}
-    for key, row in kernel["rows"].items():
-        rows[key] = {"threads": row["threads"], "kernel": row["kernel"],
-                     "row_gb_per_s": round(row["examples_per_s"]["median"] * per_example / 1e9, 2)}
+    rows = {key: {"threads": row["threads"], "kernel": row["kernel"],
+                  "row_gb_per_s": round(row["examples_per_s"]["median"] * per_example / 1e9, 2)}
+            for key, row in kernel["rows"].items()}
     return {
         "bytes_per_example": round(per_example, 1),
         "rows": rows,
@@ -428,12 +400,8 @@ def l3_bytes() -> int | None:
 def bench_e2e(text: Path, dim: int, repeats: int, run_dir: Path, with_paper_dim: bool, threads: int) -> dict:
     # (row key, system, dims): "scbow" is the defaults (sentence and word part), "scbow-sentence"
     # the sentence part alone (--word-passes 0), one pass like gensim's one epoch of CBOW
-    systems = [("scbow", dim), ("scbow-sentence", dim)]
-    gensim_note = None
-    if have("gensim"):
-        systems.append(("gensim", PAPER_DIM))
-    else:
-        gensim_note = "gensim is not installed (pip install '.[bench]')"
+    systems = [("scbow", dim), ("scbow-sentence", dim)] + ([("gensim", PAPER_DIM)] if have("gensim") else [])
+    gensim_note = None if have("gensim") else "gensim is not installed (pip install '.[bench]')"
     if with_paper_dim and dim != PAPER_DIM:
         systems.append(("scbow", PAPER_DIM))
     runs = []
@@ -493,15 +461,9 @@ def bench_wordpart(corpus, config: TrainConfig, threads: list[int], repeats: int
         return {**info, "kernel_seconds": hook.seconds}
 
     one_pass(tiny_corpus(run_dir, config), threads[0])  # loads (or compiles) the kernels before any clock starts
-    tokens_file = None
-    if have("gensim"):
-        tokens_file = run_dir / "wordpart-tokens.txt"
-        words = np.array(corpus.vocab.words, dtype=object)
-        with open(tokens_file, "w", encoding="utf-8") as fh:
-            offsets = np.asarray(corpus.offsets)
-            toks = np.asarray(corpus.tokens)
-            for s in range(corpus.n_sentences):
-                fh.write(" ".join(words[toks[offsets[s]:offsets[s + 1]]]) + "\n")
+    tokens_file = run_dir / "wordpart-tokens.txt" if have("gensim") else None
+    if tokens_file:
+        write_tokens(corpus, tokens_file)
     runs, sample = [], None
     for rep in range(repeats):
         for t in threads:
@@ -540,7 +502,7 @@ def bench_inference(model_dir: str | None, corpus, config: TrainConfig, repeats:
     sts_dir = data_dir() / "sts"
     files = sorted(sts_dir.glob("*.tsv"))
     if not files:
-        raise BenchError(f"no STS sets in {sts_dir}")
+        raise WorkerError(f"no STS sets in {sts_dir}")
     sets = [read_sts(f) for f in files]
     pairs = sum(len(s.gold) for s in sets)
     if model_dir is not None:
@@ -605,15 +567,11 @@ def bench_memory(corpora: list[tuple[str, Path]], cache_dir: Path, dim: int, run
         row = {**r, "corpus": name, "corpus_file": r["corpus"], "cache_build_seconds": built["seconds"],
                "cache_build_peak_rss_mib": built.get("memory_mib", {}).get("VmHWM"), "ids_plus_matrix_mib": round(ref, 1)}
         if peak is not None and idle is not None:
-            row.update({
-                "peak_mib": peak,
-                "peak_training_loop_mib": peak_loop,
-                "added_mib": round(peak - idle, 1),
-                "added_training_loop_mib": round(peak_loop - idle, 1) if peak_loop is not None else None,
-                "peak_ratio": round(peak / ref, 2),
-                "added_ratio": round((peak - idle) / ref, 2),
-                "added_training_loop_ratio": round((peak_loop - idle) / ref, 2) if peak_loop is not None else None,
-            })
+            loop = peak_loop is not None
+            row.update(peak_mib=peak, peak_training_loop_mib=peak_loop, added_mib=round(peak - idle, 1),
+                       added_training_loop_mib=round(peak_loop - idle, 1) if loop else None,
+                       peak_ratio=round(peak / ref, 2), added_ratio=round((peak - idle) / ref, 2),
+                       added_training_loop_ratio=round((peak_loop - idle) / ref, 2) if loop else None)
         rows[name] = row
     return {"threads": threads, "dim": dim, "rows": rows}
 
@@ -747,8 +705,6 @@ def check_targets(r: dict, corpus_name: str) -> list[dict]:
     return out
 
 
-
-
 # -------------------------------------------------------------------------- report
 
 
@@ -760,8 +716,7 @@ def mib(nbytes) -> str:
     return "n/a" if nbytes is None else f"{nbytes / 2**20:.0f} MiB"
 
 
-def _sec(x):
-    return f"{x:.3f}"
+_sec = "{:.3f}".format
 
 
 def render(r: dict) -> str:
@@ -969,7 +924,7 @@ def render(r: dict) -> str:
         notes.append("sections not run: " + ", ".join(skipped))
     if notes:
         parts.append("## Notes\n\n" + "\n".join(f"- {n}" for n in notes))
-    parts.append("## Definitions\n\n" + "\n".join(f"- **{k}**: {v}" for k, v in DEFINITIONS.items()))
+    parts.append(definitions_markdown(DEFINITIONS))
     extra = r["context"]
     parts.append(context_markdown(extra) + f"\n\nNumba threads available: {s['numba_num_threads']}; "
                  f"L3: {mib(r.get('l3_bytes'))}.")
@@ -984,7 +939,7 @@ def parse_args(argv=None, prog="python -m benchmarks.run speed") -> argparse.Nam
     ap.add_argument("--quick", action="store_true",
                     help="plumbing check: 1M corpus, 1 repeat, few torch batches, no 300-dim end to end, no 100M memory run")
     ap.add_argument("--corpus", choices=sorted(CORPORA, key=len), default=None, help="corpus (default 10M, quick 1M)")
-    ap.add_argument("--threads", default=None, help="comma-separated kernel thread counts (default 1..N)")
+    ap.add_argument("--threads", type=parse_threads, default=None, help="comma-separated kernel thread counts (default 1..N)")
     ap.add_argument("--repeats", type=int, default=None, help="repeats of every timed run (default 3, quick 1)")
     ap.add_argument("--dim", type=int, default=TrainConfig().dim,
                     help="embedding dimension of scbow and torch (default %(default)s)")
@@ -1013,11 +968,7 @@ def parse_args(argv=None, prog="python -m benchmarks.run speed") -> argparse.Nam
     if bad or not sections:
         ap.error(f"--only: unknown section(s) {', '.join(bad)}; choose from {', '.join(SECTIONS)}")
     args.sections = [x for x in SECTIONS if x in sections]
-    if args.threads is not None:
-        try:
-            args.threads = sorted(parse_threads(args.threads))
-        except ValueError as exc:
-            ap.error(str(exc))
+    args.threads = args.threads and sorted(args.threads)
     return args
 
 
@@ -1049,35 +1000,34 @@ def main(argv=None, prog="python -m benchmarks.run speed") -> dict:
         "l3_bytes": l3_bytes(),
         "notes": [],
     }
+    def section(name: str) -> bool:
+        if name in args.sections:
+            say(f"[{name}]")
+        return name in args.sections
+
     try:
         say(f"[speed] scratch {run_dir}; corpus {args.corpus}; sections {', '.join(args.sections)}")
         text, report["text"] = plain_text(args.corpus, WORK_DIR / "text")
         from scbow.training import load_corpus
 
-        if "preprocess" in args.sections:
-            say("[preprocess]")
+        if section("preprocess"):
             report["preprocess"] = bench_preprocess(text, xz, config, args.repeats, cache_dir)
         corpus = load_corpus([text], config.min_count, config.max_vocab, cache_dir=cache_dir)
         report["corpus"] = {k: v for k, v in corpus.stats.items() if k != "files"}
         report["example_shape"] = example_shape(corpus, config)
-        if "kernel" in args.sections:
-            say("[kernel]")
+        if section("kernel"):
             report["kernel"] = bench_kernel(corpus, text, cache_dir, config, threads, args.repeats,
                                             args.torch_batches, 5 if args.quick else 20, run_dir, not args.no_torch)
             report["bandwidth"] = bench_bandwidth(report["kernel"], report["example_shape"], args.dim,
                                                   len(corpus.vocab), 10)
-        if "wordpart" in args.sections:
-            say("[wordpart]")
+        if section("wordpart"):
             report["wordpart"] = bench_wordpart(corpus, config, threads, args.repeats, run_dir)
-        if "e2e" in args.sections:
-            say("[e2e]")
+        if section("e2e"):
             report["e2e"] = bench_e2e(text, args.dim, args.repeats, run_dir, not args.no_paper_dim, args.e2e_threads)
-        if "inference" in args.sections:
-            say("[inference]")
+        if section("inference"):
             model = report.get("e2e", {}).get("model")
             report["inference"] = bench_inference(model, corpus, config, max(args.repeats, 5))
-        if "memory" in args.sections:
-            say("[memory]")
+        if section("memory"):
             corpora = [(args.corpus, text)]
             if not args.skip_100m and args.corpus != "100M":
                 corpora.append(("100M", corpus_path("100M")))

@@ -1,9 +1,5 @@
-"""Fresh-process measurements of the speed suite: one job per process, one JSON line out.
-
-    python -m benchmarks.speed_workers scbow-e2e TEXT OUT_DIR --cache-dir EMPTY_DIR [--threads 2] [--dim 100]
-    python -m benchmarks.speed_workers gensim-e2e TEXT OUT_DIR [--threads 2] [--dim 300]
-    python -m benchmarks.speed_workers build-cache CORPUS --cache-dir DIR
-    python -m benchmarks.speed_workers scbow-memory CORPUS --cache-dir DIR [--threads 2] [--dim 100]
+"""Fresh-process measurements of the speed suite: one job per process, one JSON line out
+(``python -m benchmarks.speed_workers JOB --help``).
 
 Every job prints a JSON object as its last stdout line: phase times (``time.perf_counter``,
 imports of the libraries not counted, reported as ``import_seconds``) and memory read from
@@ -16,6 +12,8 @@ imports of the libraries not counted, reported as ``import_seconds``) and memory
   (``gensim.utils.simple_preprocess`` per line, the list of token lists kept in memory), the
   paper's settings (window 5, min count 5, sample 1e-5, negative 5), ``workers=threads``,
   one epoch: tokenize, build the vocabulary, train, ``model.save``.
+- ``gensim-skipgram``: one epoch of gensim's skip-gram on a token file: the word part's peer.
+- ``build-cache``: the corpus cache of a file (what ``scbow-memory`` reloads).
 - ``scbow-memory``: peak RSS of training one epoch on an already cached corpus. The
   kernels are compiled first on a tiny corpus, then the peak is reset (``clear_refs``) so
   that it covers only loading the corpus and training.
@@ -29,7 +27,6 @@ _T_START = time.perf_counter()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from benchmarks.common import memory_mib as proc_status  # noqa: E402
@@ -235,42 +232,25 @@ def scbow_memory(args) -> dict:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.speed_workers", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="job", required=True)
-    p = sub.add_parser("scbow-e2e")
-    p.add_argument("text")
-    p.add_argument("out")
-    p.add_argument("--cache-dir", required=True)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--dim", type=int, default=100)
-    p.add_argument("--word-passes", type=int, default=None, help="default: TrainConfig's")
-    p = sub.add_parser("gensim-skipgram")
-    p.add_argument("tokens")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--dim", type=int, default=300)
-    p.add_argument("--sample", type=float, default=1e-5)
-    p.add_argument("--window", type=int, default=5)
-    p.add_argument("--negative", type=int, default=5)
-    p.add_argument("--alpha", type=float, default=0.025)
-    p = sub.add_parser("gensim-e2e")
-    p.add_argument("text")
-    p.add_argument("out")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--dim", type=int, default=300)
-    p = sub.add_parser("build-cache")
-    p.add_argument("corpus")
-    p.add_argument("--cache-dir", required=True)
-    p = sub.add_parser("scbow-memory")
-    p.add_argument("corpus")
-    p.add_argument("out")
-    p.add_argument("--cache-dir", required=True)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--dim", type=int, default=100)
+    jobs = {"scbow-e2e": scbow_e2e, "gensim-e2e": gensim_e2e, "gensim-skipgram": gensim_skipgram,
+            "build-cache": build_cache, "scbow-memory": scbow_memory}
+    p = {name: sub.add_parser(name) for name in jobs}
+    for name, positional in (("scbow-e2e", "text out"), ("gensim-e2e", "text out"), ("gensim-skipgram", "tokens"),
+                             ("build-cache", "corpus"), ("scbow-memory", "corpus out")):
+        for a in positional.split():
+            p[name].add_argument(a)
+    for name in ("scbow-e2e", "build-cache", "scbow-memory"):
+        p[name].add_argument("--cache-dir", required=True)
+    for name, dim in (("scbow-e2e", 100), ("gensim-e2e", 300), ("gensim-skipgram", 300), ("scbow-memory", 100)):
+        p[name].add_argument("--threads", type=int, default=2)
+        p[name].add_argument("--dim", type=int, default=dim)
+    p["scbow-e2e"].add_argument("--word-passes", type=int, default=None, help="default: TrainConfig's")
+    for option, kind, default in (("--sample", float, 1e-5), ("--window", int, 5), ("--negative", int, 5),
+                                  ("--alpha", float, 0.025)):
+        p["gensim-skipgram"].add_argument(option, type=kind, default=default)
     args = ap.parse_args(argv)
     Path(getattr(args, "out", ".")).mkdir(parents=True, exist_ok=True)
-    job = {"scbow-e2e": scbow_e2e, "gensim-e2e": gensim_e2e, "gensim-skipgram": gensim_skipgram, "build-cache": build_cache,
-           "scbow-memory": scbow_memory}[args.job]
-    result = job(args)
-    print(json.dumps(result), flush=True)
-    sys.stdout.flush()
+    print(json.dumps(jobs[args.job](args)), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,11 @@
 """The modern peer: sentence-transformers' ``StaticEmbedding`` trained with
 ``MultipleNegativesRankingLoss`` on (sentence, next sentence of the same book) pairs.
 
-It is the 2025 recipe for static sentence embeddings (a token table, mean-pooled; in-batch
-negatives), trained here on the benchmark's own token stream: the same tokenizer, the same
-vocabulary (the corpus's words at the minimum count) and the same sentences as every other
-system. Its model and loss are sentence-transformers' own; the loop is a plain one (AdamW,
-linear warm-up over the first tenth, then linear decay, one epoch: the recipe's trainer
-settings, without its ``datasets`` dependency). The learning rate is chosen on the STS-B dev
-set among :data:`LEARNING_RATES` (the recipe's 0.2, and above and below it); the batch is the recipe's.
-The table of its word vectors is then scored by the same rules as every peer (raw, SIF,
-our post-processing; unknown words left out or hashed), chosen on dev.
+The 2025 recipe for static sentence embeddings (a mean-pooled token table, in-batch negatives)
+on the benchmark's own tokens, vocabulary and sentences: sentence-transformers' model and loss
+in a plain loop (AdamW, linear warm-up over the first tenth then decay, one epoch, the recipe's
+batch), the learning rate chosen on STS-B dev among :data:`LEARNING_RATES`. Its word table is
+then scored by the same rules as every peer.
 """
 
 from __future__ import annotations

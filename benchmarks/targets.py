@@ -1,13 +1,9 @@
 """The project's performance and quality targets: one table, read by every report that judges one.
 
-Each target has a name (its key), a value and unit, which way it must be met (``at_least``,
-``at_most`` or ``below``), what it is measured against (the setting it holds for) and its
-source: the project issue that set it. Earlier targets that a later issue replaced are
-kept in :data:`SUPERSEDED` with what replaced them, so that an old report's goal can be
-traced; no suite judges against them.
-
-Reports print a target's goal (``goal_text``) and what it is measured against, never its
-source: the sources are project bookkeeping, listed here and in ``benchmarks/README.md``.
+Each target has a value and unit, which way it must be met, what it is measured against and
+its source (the project issue that set it; reports never print it). Targets a later issue
+replaced are kept in :data:`SUPERSEDED`, so that an old report's goal can be traced; no
+suite judges against them.
 """
 
 from __future__ import annotations
@@ -89,15 +85,3 @@ SUPERSEDED = {
     "preprocess_tokens_per_s": (1_000_000, "raw tokens/s", "issue 2 (CPU trainer), benchmarks",
                                 "2M in issue 5, measured by the speed suite"),
 }
-
-
-def target(name: str) -> Target:
-    return TARGETS[name]
-
-
-def markdown_table(suite: str | None = None) -> str:
-    """The targets (of one suite, or all) as a markdown table, without their sources."""
-    rows = [t for t in TARGETS.values() if suite is None or t.suite == suite]
-    lines = ["| target | goal | measured against |", "| --- | --- | --- |"]
-    lines += [f"| `{t.name}` | {t.goal_text()} | {t.measured_against} |" for t in rows]
-    return "\n".join(lines)

@@ -1,28 +1,15 @@
 """A PyTorch CPU implementation of the Siamese CBOW objective: the peer of the Numba kernel.
 
-Written the way a PyTorch user would write it, to measure what hand-written kernels buy:
-``nn.EmbeddingBag(mode="mean")`` averages the sentences, the cosines of the target with
-its positives and negatives go through a masked ``log_softmax``, autograd computes the
-gradient and ``torch.optim.SGD`` takes a plain step on the batch-mean loss, 100 examples
-per batch as in the paper. The loss is the one of ``scbow.reference.loss_and_grad``,
-the per-occurrence L2 weight decay included, so both trainers optimise the same function
-(the torch one on the batch mean, as the paper did; the Numba one per example, Hogwild).
+Written the way a PyTorch user would write it: ``nn.EmbeddingBag(mode="mean")``, cosines
+through a masked ``log_softmax``, autograd and a plain ``torch.optim.SGD`` step on the
+batch-mean loss, 100 examples per batch as in the paper. The loss is
+``scbow.reference.loss_and_grad``'s (weight decay included). Examples are built as
+``scbow.kernels.sampling.fill_example`` builds them (target, previous and next sentence of
+its document, negatives from its document or, when it is too small, the corpus), with NumPy
+before the clock starts: the comparison is generous to torch.
 
-Examples are built as ``scbow.kernels.sampling.fill_example`` builds them: the target, its
-previous and next sentence when they are in its document, and ``negatives`` random
-sentences of its document that are neither the target nor a positive (from the whole
-corpus when the document is too small). Batches are built with NumPy before the clock
-starts, so the figure is the speed of torch alone: the comparison is generous to torch
-(the Numba kernel's figure includes drawing its negatives).
-
-torch is a benchmark extra (``pip install '.[bench]'``), imported only when used. The
-example builder needs NumPy only. Run as a worker by ``benchmarks.speed``:
-
-    python -m benchmarks.torch_scbow --corpus FILE --cache-dir DIR [--dim 100] ...
-
-reads one JSON request per stdin line (``{"threads": 2, "batches": 300}``) and answers
-one JSON line on stdout, so that the kernel and torch runs can alternate while each keeps
-its own process (and its own OpenMP runtime).
+Run by ``benchmarks.speed`` as a worker in its own process (and OpenMP runtime): one JSON
+request per stdin line (``{"threads": 2, "batches": 300}``), one JSON line of answer.
 """
 
 from __future__ import annotations
@@ -33,8 +20,6 @@ import sys
 import time
 
 import numpy as np
-
-NEG_DOCUMENT = "document"
 
 
 def build_members(targets, sent_doc, doc_offsets, negatives: int, negative_mode: str, rng):
@@ -60,7 +45,7 @@ def build_members(targets, sent_doc, doc_offsets, negatives: int, negative_mode:
     members[:, 2] = np.where(next_ok, t + 1, -1)
     lo = np.zeros(len(t), dtype=np.int64)
     size = np.full(len(t), n_sent, dtype=np.int64)
-    if negative_mode == NEG_DOCUMENT:
+    if negative_mode == "document":
         d_lo = doc_offsets[doc]
         d_size = doc_offsets[doc + 1] - d_lo
         own = d_size > 1 + n_pos
@@ -176,16 +161,11 @@ def prepare(corpus, config, n_batches: int, batch_size: int = 100, seed: int = 0
     if need > len(order):
         order = np.concatenate([order] * (need // len(order) + 1))
     rng = np.random.default_rng(seed)
-    out = []
-    for b in range(n_batches):
-        t = order[b * batch_size:(b + 1) * batch_size]
-        members, n_pos = build_members(t, corpus.sent_doc, corpus.doc_offsets, config.negatives,
-                                       config.negative_mode, rng)
-        out.append((members, n_pos))
-    return out
+    return [build_members(order[b * batch_size:(b + 1) * batch_size], corpus.sent_doc, corpus.doc_offsets,
+                          config.negatives, config.negative_mode, rng) for b in range(n_batches)]
 
 
-def oracle_check(W, corpus, members, n_pos, config, n: int = 3, sparse: bool = True) -> dict:
+def oracle_check(W, corpus, members, n_pos, config, n: int = 3) -> dict:
     """Loss and gradient of the peer on ``n`` single examples against ``scbow.reference``.
 
     The speed harness reports a ratio against the peer only when this passes: a fast peer
@@ -202,7 +182,7 @@ def oracle_check(W, corpus, members, n_pos, config, n: int = 3, sparse: bool = T
     loss_err = grad_err = 0.0
     for row in range(min(n, len(members))):
         m, k = members[row], int(n_pos[row])
-        model = TorchSiameseCBOW(W, lr=0.0, weight_decay=config.weight_decay, sparse=sparse)
+        model = TorchSiameseCBOW(W, lr=0.0, weight_decay=config.weight_decay)
         loss = model.loss(model.tensors(members[row:row + 1], n_pos[row:row + 1], tokens, offsets, config.max_length))
         loss.backward()
         g = model.W.grad
@@ -218,15 +198,15 @@ def oracle_check(W, corpus, members, n_pos, config, n: int = 3, sparse: bool = T
 
 
 class Worker:
-    def __init__(self, corpus, config, warmup: int, batches: int, batch_size: int, sparse: bool):
+    def __init__(self, corpus, config, warmup: int, batches: int, batch_size: int):
         from scbow.training import untrained_start
 
         t0 = time.perf_counter()
         self.config = config
         raw = prepare(corpus, config, warmup + batches, batch_size)
         W = untrained_start(corpus, config)
-        self.oracle = oracle_check(W, corpus, *raw[0], config, sparse=sparse)
-        self.model = TorchSiameseCBOW(W, config.lr, config.weight_decay, sparse=sparse)
+        self.oracle = oracle_check(W, corpus, *raw[0], config)
+        self.model = TorchSiameseCBOW(W, config.lr, config.weight_decay)
         self.batches = [self.model.tensors(m, n, corpus.tokens, corpus.offsets, config.max_length) for m, n in raw]
         self.tokens_per_example = float(np.mean([tokens_per_example(m, corpus.offsets, config.max_length)
                                                  for m, _ in raw]))
@@ -262,15 +242,14 @@ def main(argv=None) -> None:
     ap.add_argument("--batch-size", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=20, help="batches run before each timed run")
     ap.add_argument("--batches", type=int, default=300, help="most batches a request may time")
-    ap.add_argument("--dense", action="store_true", help="dense gradients instead of sparse ones")
     args = ap.parse_args(argv)
     import torch
 
     config = TrainConfig(dim=args.dim, epochs=1)
     corpus = load_corpus([args.corpus], config.min_count, config.max_vocab, cache_dir=args.cache_dir)
-    worker = Worker(corpus, config, args.warmup, args.batches, args.batch_size, sparse=not args.dense)
+    worker = Worker(corpus, config, args.warmup, args.batches, args.batch_size)
     hello = {"ready": True, "torch": torch.__version__, "prepare_seconds": round(worker.prepare_seconds, 3),
-             "tokens_per_example": round(worker.tokens_per_example, 3), "sparse": not args.dense,
+             "tokens_per_example": round(worker.tokens_per_example, 3), "sparse": True,
              "batch_size": args.batch_size, "warmup_batches": args.warmup, "oracle_check": worker.oracle,
              "torch_config": torch.__config__.parallel_info().splitlines()[:6]}
     print(json.dumps(hello), flush=True)
