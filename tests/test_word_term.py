@@ -8,7 +8,6 @@ import pytest
 from conftest import assert_grad_close, seed_of
 
 from scbow.config import TrainConfig
-from scbow.errors import ConfigError
 from scbow.kernels import cpu, sampling
 from scbow.reference import sgns_loss_and_grad, sgns_sentence_pairs
 from scbow.training.backends.params import params_record
@@ -184,25 +183,6 @@ def test_noise_table_and_keep_probabilities_follow_word2vec():
     assert list(row) == [2, -1, -1, -1]  # noise equal to the context is skipped
 
 
-@pytest.mark.parametrize("field, value, words", [
-    ("word_window", -1, "word_window must be a non-negative integer"),
-    ("word_window", 1.5, "word_window must be"),
-    ("word_negatives", 0, "word_negatives must be a positive integer"),
-    ("word_weight", 0.0, "word_weight must be a number > 0"),
-    ("word_weight", float("nan"), "word_weight must be"),
-    ("word_sample", 2.0, "word_sample must be a number >= 0 and at most 1"),
-    ("word_sample", -1e-3, "word_sample must be"),
-])
-def test_bad_word_term_settings_are_one_line_errors(field, value, words):
-    with pytest.raises(ConfigError) as info:
-        TrainConfig(**{field: value})
-    assert words in str(info.value) and "\n" not in str(info.value)
-
-
-def test_the_term_is_off_by_default():
-    assert TrainConfig().word_window == 0
-
-
 def test_output_biases_start_at_their_optimum_for_zero_rows():
     """sigmoid(b) / (sigmoid(b) + k sigmoid(-b)) ... at b = log(p_context / (k p_noise)) the expected
     gradient of a bias with zero rows, p_context (1 - sigmoid(b)) - k p_noise sigmoid(b), is 0."""
@@ -255,18 +235,3 @@ def test_training_with_the_term_moves_words_that_share_contexts_together(tmp_pat
 
     base = TrainConfig(dim=16, threads=1, common_components=-1, min_count=1, epochs=3, frequency_weight=0.0)
     assert cosine(base.replace(word_window=2, word_weight=1.0, word_sample=0.0)) > cosine(base) + 0.2
-
-
-def test_kernel_params_carry_the_word_term_settings_of_the_config():
-    """The record the kernels read (``backends.params.kernel_params``) takes each word-term field
-    from its own setting: values all different, so that one read from another (word_negatives
-    from negatives, word_weight from lr) fails here (issue 34 item 11)."""
-    from scbow.training.backends.params import kernel_params
-
-    cfg = TrainConfig(word_window=3, word_negatives=7, word_weight=0.45, negatives=2, lr=0.125, dim=8,
-                      weight_decay=0.0, max_length=11, seed=13)
-    p = kernel_params(cfg, 1, 100)
-    assert (int(p.word_window), int(p.word_negatives), float(p.word_weight)) == (3, 7, 0.45)
-    assert (int(p.negatives), float(p.lr), int(p.max_len), int(p.seed), float(p.total)) == (2, 0.125, 11, 13, 100.0)
-    off = kernel_params(TrainConfig(negatives=4, word_negatives=1), 1, 100)
-    assert (int(off.word_window), int(off.word_negatives), int(off.negatives)) == (0, 1, 4)

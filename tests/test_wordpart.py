@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from test_checkpoint import SignalAfter, cfg
 
-from scbow.config import TrainConfig
 from scbow.errors import Interrupted
 from scbow.reference import sgns_loss_and_grad
 from scbow.text.vocab import Vocab
@@ -196,11 +195,3 @@ def test_the_word_part_is_trained_after_the_sentence_part_and_hooks_see_it(tmp_p
     kinds = [s[0] for s in seen]
     assert kinds[-1] == "end" and kinds.index("word") > max(i for i, k in enumerate(kinds) if k == "sentence")
     assert seen[-2][2][1] == 12 and seen[-2][3][1] == 13
-
-
-def test_word_part_settings_are_checked():
-    from scbow.errors import ConfigError
-
-    for bad in (dict(word_passes=-1), dict(word_dim=0), dict(word_mix=0.0), dict(word_mix=float("nan"))):
-        with pytest.raises(ConfigError):
-            TrainConfig(**bad)
