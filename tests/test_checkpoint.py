@@ -76,9 +76,15 @@ def batches_of_256(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def reference(corpus_file, tmp_path_factory, batches_of_256):
-    """``cfg()`` run to its end once, with a checkpoint every 1,000 examples: the result, its saved
-    vectors, the example counts after every batch and those of its checkpoints."""
-    out, boundaries, written = tmp_path_factory.mktemp("reference") / "a", [], []
+    """``cfg()`` run to its end once, with a checkpoint every 1,000 examples and a learning curve: the result,
+    its saved model, the example counts after every batch and those of its checkpoints, the curve's dev set."""
+    from scbow.training.curve import curve_hook
+
+    base, boundaries, written = tmp_path_factory.mktemp("reference"), [], []
+    words, rng = "the a man dog cat walked sat ran house road".split(), np.random.default_rng(0)
+    dev = base / "dev.tsv"
+    dev.write_text("".join(f"{rng.uniform(0, 5):.2f}\t{' '.join(rng.choice(words, 5))}.\t"
+                           f"{' '.join(rng.choice(words, 5))}.\n" for _ in range(40)))
     write = CheckpointWriter.write
 
     def spy(self, state, *args, **kwargs):
@@ -89,11 +95,13 @@ def reference(corpus_file, tmp_path_factory, batches_of_256):
         def after_batch(self, state, vectors):
             boundaries.append(state.done)
 
+    curve = curve_hook(512, dev=dev, config=cfg())
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(CheckpointWriter, "write", spy)
-        result = train_session([corpus_file], cfg(), out, quiet=True, checkpoint_every=1000, hooks=[Record()])
-    assert not checkpoint_dir(out).exists()
-    return SimpleNamespace(result=result, model=load_model(out), boundaries=boundaries, written=written)
+        result = train_session([corpus_file], cfg(), base / "a", quiet=True, checkpoint_every=1000,
+                               hooks=[Record(), curve], before_save=lambda result: curve.attach(result.model))
+    assert not checkpoint_dir(base / "a").exists()
+    return SimpleNamespace(result=result, model=load_model(base / "a"), boundaries=boundaries, written=written, dev=dev)
 
 
 def interrupted_at_batch(corpus_file, tmp_path_factory, config, batches):
@@ -212,6 +220,24 @@ def test_a_resumed_run_checkpoints_and_ends_as_an_uninterrupted_one(tmp_path, co
     assert written == [d for d in reference.written if d > at]
     assert same_bits(reference.model.vectors, load_model(out).vectors)
     assert resumed.losses == reference.result.losses and resumed.examples == reference.result.examples
+
+
+def test_a_resumed_run_keeps_the_curve_points_of_before_its_interrupt(tmp_path, corpus_file, reference):
+    """--resume gives the learning curve back its points: an interrupted and resumed run has every
+    point an uninterrupted one has (the resumed start adds one more, at the interrupt)."""
+    from scbow.training.curve import curve_hook
+
+    def run(*more, resume=False):
+        curve = curve_hook(512, dev=reference.dev, config=cfg())
+        train_session([corpus_file], cfg(), tmp_path / "b", quiet=True, resume=resume, hooks=[curve, *more],
+                      before_save=lambda result: curve.attach(result.model))
+
+    with pytest.raises(Interrupted):
+        run(SignalAfter(5))
+    run(resume=True)
+    whole, resumed = ([p["examples"] for p in m.info["curve"]["points"]] for m in (reference.model, load_model(tmp_path / "b")))
+    assert len(whole) > 4 and set(whole) <= set(resumed) and len(resumed) == len(whole) + 1
+    assert resumed == sorted(resumed)
 
 
 def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_text, plain_checkpoint):

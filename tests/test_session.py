@@ -37,46 +37,34 @@ from scbow.vectors.formats import load_model
 from scbow.vectors.model import Model
 from scbow.vectors.modeldir import save_model
 
-# =======================================================================================
-# Faults in real processes
-
 SHIM = r"""
 import os, sys, time
+import scbow.text.vocab as V
+import scbow.training.corpus as C
 import scbow.training.trainer as T
 from scbow.training.backends.cpu import CpuBackend
 
-T.BATCH = int(os.environ.get("SHIM_BATCH", "256"))
-_run = CpuBackend.run
+env = os.environ.get
+T.BATCH = int(env("SHIM_BATCH", "256"))
+_run, _load, _save, count = CpuBackend.run, C.load_corpus, V.Vocab.save, [0]
 
 
 def run(self, lo, hi, done):
     print(f"BATCH {done}", flush=True)
-    time.sleep(float(os.environ.get("SHIM_SLEEP", "0")))
+    time.sleep(float(env("SHIM_SLEEP", "0")))
     return _run(self, lo, hi, done)
 
 
-CpuBackend.run = run
-
-if os.environ.get("SHIM_SLOW_LOAD"):
-    import scbow.training.corpus as C
-    _load = C.load_corpus
-
-    def load_corpus(*a, **k):
+def load_corpus(*a, **k):
+    if env("SHIM_SLOW_LOAD"):
         print("LOADING", flush=True)
-        time.sleep(float(os.environ["SHIM_SLOW_LOAD"]))
-        return _load(*a, **k)
+        time.sleep(float(env("SHIM_SLOW_LOAD")))
+    return _load(*a, **k)
 
-    C.load_corpus = load_corpus
 
-if os.environ.get("SHIM_SLOW_SAVE"):
-    # PREFIX:N:SECONDS: the N-th vocab.txt written into a directory named PREFIX* is left
-    # half written while the process sleeps
-    prefix, nth, seconds = os.environ["SHIM_SLOW_SAVE"].split(":")
-    import scbow.text.vocab as V
-    _save = V.Vocab.save
-    count = [0]
-
-    def save(self, path):
+def save(self, path):  # SHIM_SLOW_SAVE=PREFIX:N:SECONDS: the N-th vocab.txt written into a directory
+    if env("SHIM_SLOW_SAVE"):  # named PREFIX* is left half written while the process sleeps
+        prefix, nth, seconds = env("SHIM_SLOW_SAVE").split(":")
         if os.path.basename(os.path.dirname(os.path.abspath(path))).startswith(prefix):
             count[0] += 1
             if count[0] == int(nth):
@@ -84,10 +72,10 @@ if os.environ.get("SHIM_SLOW_SAVE"):
                     fh.write("the 1\nha")
                 print("SAVING", flush=True)
                 time.sleep(float(seconds))
-        return _save(self, path)
+    return _save(self, path)
 
-    V.Vocab.save = save
 
+CpuBackend.run, C.load_corpus, V.Vocab.save = run, load_corpus, save
 from scbow.cli import main
 main(sys.argv[1:], prog_name="scbow-numba")
 """
@@ -130,10 +118,7 @@ class Shim:
             self.proc.kill()
             raise AssertionError("the process did not stop")
         stderr = self.proc.stderr.read()
-        while True:
-            line = self.lines.get(timeout=10)
-            if line is None:
-                break
+        while (line := self.lines.get(timeout=10)) is not None:
             self.seen.append(line)
         return self.proc.returncode, stderr
 
@@ -304,8 +289,7 @@ def test_sigkill_at_random_moments_of_repeated_saves(tmp_path):
         assert sorted(os.listdir(path)) == ["config.json", "vectors.npy", "vocab.txt"]
 
 
-# =======================================================================================
-# NaN or inf
+# ---------------------------------------------------------------- NaN or inf
 
 
 @pytest.mark.parametrize("where", ["matrix", "loss"])
@@ -342,8 +326,7 @@ def test_divergence_without_checkpoints_names_the_cause(tmp_path, runner, corpus
     assert not (tmp_path / "m").exists() and not checkpoint_dir(tmp_path / "m").exists()
 
 
-# =======================================================================================
-# Two trainers, one output: the second refuses (a lock)
+# ---------------------------------------------------------------- two trainers, one output: the second refuses
 
 
 def test_second_trainer_into_the_same_output_refuses(tmp_path, corpus_file):
@@ -371,58 +354,58 @@ def test_lock_in_one_process(tmp_path, runner, corpus_file):
     assert not lock_path(out).exists()
 
 
-# =======================================================================================
-# Disk full (simulated: the write that would fill the disk raises ENOSPC)
+def test_the_lock_never_follows_a_link_nor_takes_a_users_file(tmp_path, runner, healthy):
+    _, corpus = healthy
+    args = ["train", str(corpus), "--dim", "8", "--min-count", "1", "--threads", "1", "-q", "--no-cache"]
+    (tmp_path / "userfile").write_text("user data\n")
+    (tmp_path / "m1.lock").symlink_to(tmp_path / "userfile")
+    (tmp_path / "m2.lock").write_text("my notes\n")
+    (tmp_path / "m3.lock").mkdir()
+    for out in ("m1", "m2", "m3"):
+        assert_clean_error(runner.invoke(main, [*args, "-o", str(tmp_path / out)]), f"{out}.lock", "not a lock file")
+        assert not (tmp_path / out).exists()
+    assert (tmp_path / "userfile").read_text() == "user data\n" and (tmp_path / "m1.lock").is_symlink()
+    assert (tmp_path / "m2.lock").read_text() == "my notes\n" and (tmp_path / "m3.lock").is_dir()
+    (tmp_path / "m4.lock").write_text("12345\n")  # a lock file left by a killed run: ours, reused and removed
+    result = runner.invoke(main, [*args, "-o", str(tmp_path / "m4")])
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "m4.lock").exists()
 
 
-def _full_disk_under(monkeypatch, marker: str):
-    """Make vocab.txt writes into directories whose name contains ``marker`` fail with ENOSPC."""
+@pytest.mark.parametrize("where", ["model", "previous model", "checkpoint", "cache"])
+def test_a_full_disk(tmp_path, runner, corpus_file, small_batches, monkeypatch, where):
+    """Simulated: vocab.txt written into the directory being made raises ENOSPC, leaving a partial file.
+    A model's save or the corpus cache fails cleanly with nothing partial left (a previous model kept);
+    a periodic checkpoint's is a warning, and training goes on."""
+    out = tmp_path / "model"
+    if where == "previous model":
+        assert runner.invoke(main, train_args(corpus_file, out, "--dim", "8")).exit_code == 0
+        before = np.array(load_model(out).vectors)
+    marker = {"checkpoint": ".model.checkpoint.tmp-", "cache": ".tmp-"}.get(where, ".model.tmp-")  # cache: .KEY.tmp-*
     original = Vocab.save
 
     def save(self, path):
         if marker in Path(path).parent.name:
-            with open(path, "w") as fh:
-                fh.write("the 1\n")  # a partial file, as a full disk leaves
+            Path(path).write_text("the 1\n")
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
         return original(self, path)
 
     monkeypatch.setattr(Vocab, "save", save)
-
-
-@pytest.mark.parametrize("previous", [False, True])
-def test_disk_full_while_saving_the_model(tmp_path, runner, corpus_file, monkeypatch, previous):
-    out = tmp_path / "model"
-    if previous:
-        assert runner.invoke(main, train_args(corpus_file, out, "--dim", "8")).exit_code == 0
-        before = np.array(load_model(out).vectors)
-    _full_disk_under(monkeypatch, ".model.tmp-")
-    result = runner.invoke(main, train_args(corpus_file, out))
-    assert_clean_error(result, "cannot write model", "No space left on device")
-    assert sorted(os.listdir(tmp_path)) == (["model"] if previous else [])  # no partial output
-    if previous:
-        assert np.array_equal(np.array(load_model(out).vectors), before)
-
-
-def test_disk_full_while_writing_a_checkpoint_warns_and_training_goes_on(tmp_path, runner, corpus_file,
-                                                                         small_batches, monkeypatch):
-    out = tmp_path / "model"
-    _full_disk_under(monkeypatch, ".model.checkpoint.tmp-")
     # 1k: --checkpoint-every takes a count as --eval-every does (tests/test_units.py: the parser)
-    result = runner.invoke(main, train_args(corpus_file, out, "--checkpoint-every", "1k"))
-    assert result.exit_code == 0, result.output
-    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
-    assert warnings and all("No space left on device" in w and "training goes on" in w for w in warnings)
-    assert np.isfinite(load_model(out).vectors).all()
-    assert sorted(os.listdir(tmp_path)) == ["model"]
-
-
-def test_disk_full_while_caching_the_corpus(tmp_path, runner, corpus_file, monkeypatch):
-    cache = tmp_path / "cache"
-    _full_disk_under(monkeypatch, ".tmp-")  # the cache builds in .KEY.tmp-*
-    out = tmp_path / "model"
-    result = runner.invoke(main, train_args(corpus_file, out, "--cache-dir", str(cache)))
-    assert_clean_error(result, "No space left on device")
-    assert not out.exists() and list(cache.iterdir()) == []
+    extra = {"checkpoint": ["--checkpoint-every", "1k"], "cache": ["--cache-dir", str(tmp_path / "cache")]}
+    result = runner.invoke(main, train_args(corpus_file, out, *extra.get(where, [])))
+    if where == "checkpoint":
+        assert result.exit_code == 0, result.output
+        warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+        assert warnings and all("No space left on device" in w and "training goes on" in w for w in warnings)
+        assert np.isfinite(load_model(out).vectors).all()
+    else:
+        assert_clean_error(result, *(["cannot write model"] if "model" in where else []), "No space left on device")
+    assert sorted(os.listdir(tmp_path)) == {"model": [], "cache": ["cache"]}.get(where, ["model"])  # nothing partial
+    if where == "cache":
+        assert list((tmp_path / "cache").iterdir()) == []
+    if where == "previous model":
+        assert np.array_equal(np.array(load_model(out).vectors), before)
 
 
 def test_a_failure_between_the_two_renames_puts_the_old_model_back(tmp_path, monkeypatch, good_model):
@@ -453,59 +436,6 @@ def test_a_failure_between_the_two_renames_puts_the_old_model_back(tmp_path, mon
 
 
 
-
-# =======================================================================================
-# A run resumed inside the word part checkpoints where an uninterrupted one does
-
-
-def test_a_run_resumed_in_the_word_part_checkpoints_where_an_uninterrupted_one_does(tmp_path, corpus_file,
-                                                                                   small_batches, monkeypatch):
-    """--checkpoint-every N counts the sentence part's examples and then the word part's sentences;
-    a run resumed in the word part writes no extra checkpoint after its first batch (issue 34 item
-    11: only the sentence part's resume was pinned). A finished run whose last checkpoint was in the word
-    part removes word_in.npy and word_out.npy with the rest: nothing blocks the next run into its output."""
-    from scbow.training import wordpart
-    from scbow.training.checkpoint import CheckpointWriter
-    from scbow.training.hooks import Hook
-
-    monkeypatch.setattr(wordpart, "WORD_BATCH", 300)  # several word batches per pass of 2,400 sentences
-    written = []
-    original = CheckpointWriter.write
-
-    def spy(self, state, *args, **kwargs):
-        written.append((state.done, state.word_done))
-        return original(self, state, *args, **kwargs)
-
-    monkeypatch.setattr(CheckpointWriter, "write", spy)
-
-    class SignalAfterWordBatches(Hook):
-        def __init__(self, n):
-            self.n = n
-
-        def after_word_batch(self, state, vectors):
-            self.n -= 1
-            if self.n == 0:
-                os.kill(os.getpid(), signal.SIGINT)
-
-    config = TrainConfig(dim=16, epochs=1, min_count=1, threads=1, seed=3, word_passes=2, word_dim=8)
-    warnings = []
-    train_session([corpus_file], config, tmp_path / "a", quiet=True, checkpoint_every=1000, warn=warnings.append)
-    reference = list(written)
-    assert sum(w > 0 for _, w in reference) >= 3  # checkpoints inside the word part
-    assert not checkpoint_dir(tmp_path / "a").exists() and warnings == []
-    train_session([corpus_file], config, tmp_path / "a", quiet=True)  # not taken for an unfinished run's checkpoint
-    written.clear()
-    out = tmp_path / "b"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], config, out, quiet=True, checkpoint_every=1000, hooks=[SignalAfterWordBatches(4)])
-    at = written[-1]  # the interrupt's checkpoint, in the word part: 2,400 examples and 1,200 sentences,
-    # so that the resumed run's first batch (to 3,900) is not due (the next is at 4,000)
-    assert at == (2400, 1200) and written[:-1] == [d for d in reference if sum(d) < sum(at)]
-    written.clear()
-    train_session([corpus_file], config, out, quiet=True, resume=True, checkpoint_every=1000)
-    assert written == [d for d in reference if sum(d) > sum(at)]
-
-
 def test_an_unsure_collapse_is_a_warning_and_the_model_is_saved(tmp_path, small_corpus_file):
     """The collapse check's unsure verdict reaches the user through warn (even with -q), and the run is
     saved: 120 generated sentences of 38 words lose most of their gap at --dim 8 (such sentences sit
@@ -520,56 +450,6 @@ def test_an_unsure_collapse_is_a_warning_and_the_model_is_saved(tmp_path, small_
     assert "too few to be sure" in collapsing[0] and "the model is saved" in collapsing[0]
     check = load_model(out).info["training"]["collapse_check"]
     assert check["verdict"] == "unsure" and check["gap_ratio"] < 0.35 and check["words"] < 100
-
-
-def test_a_resumed_run_keeps_the_curve_points_of_before_its_interrupt(tmp_path, corpus_file, small_batches):
-    """--resume gives the learning curve back its points: an interrupted and resumed run has every
-    point an uninterrupted one has (the resumed start adds one more, at the interrupt)."""
-    from test_checkpoint import SignalAfter
-
-    from scbow.training.curve import curve_hook
-
-    words = "the a man dog cat walked sat ran house road".split()
-    rng = np.random.default_rng(0)
-    dev = tmp_path / "dev.tsv"
-    dev.write_text("".join(f"{rng.uniform(0, 5):.2f}\t{' '.join(rng.choice(words, 5))}.\t"
-                           f"{' '.join(rng.choice(words, 5))}.\n" for _ in range(40)))
-    config = TrainConfig(dim=16, epochs=2, min_count=1, threads=1, seed=3, word_passes=0)
-
-    def examples(path):
-        return [p["examples"] for p in json.loads((path / "curve.json").read_text())["points"]]
-
-    def run(output, *more, resume=False):
-        curve = curve_hook(512, dev=dev, config=config)
-        train_session([corpus_file], config, output, quiet=True, resume=resume, hooks=[curve, *more],
-                      before_save=lambda result: curve.attach(result.model))
-
-    run(tmp_path / "a")
-    out = tmp_path / "b"
-    with pytest.raises(Interrupted):
-        run(out, SignalAfter(5))
-    run(out, resume=True)
-    whole, resumed = examples(tmp_path / "a"), examples(out)
-    assert len(whole) > 4 and set(whole) <= set(resumed) and len(resumed) == len(whole) + 1
-    assert resumed == sorted(resumed)
-
-
-def test_the_lock_never_follows_a_link_nor_takes_a_users_file(tmp_path, runner, healthy):
-    _, corpus = healthy
-    args = ["train", str(corpus), "--dim", "8", "--min-count", "1", "--threads", "1", "-q", "--no-cache"]
-    (tmp_path / "userfile").write_text("user data\n")
-    (tmp_path / "m1.lock").symlink_to(tmp_path / "userfile")
-    (tmp_path / "m2.lock").write_text("my notes\n")
-    (tmp_path / "m3.lock").mkdir()
-    for out in ("m1", "m2", "m3"):
-        assert_clean_error(runner.invoke(main, [*args, "-o", str(tmp_path / out)]), f"{out}.lock", "not a lock file")
-        assert not (tmp_path / out).exists()
-    assert (tmp_path / "userfile").read_text() == "user data\n" and (tmp_path / "m1.lock").is_symlink()
-    assert (tmp_path / "m2.lock").read_text() == "my notes\n" and (tmp_path / "m3.lock").is_dir()
-    (tmp_path / "m4.lock").write_text("12345\n")  # a lock file left by a killed run: ours, reused and removed
-    result = runner.invoke(main, [*args, "-o", str(tmp_path / "m4")])
-    assert result.exit_code == 0, result.output
-    assert not (tmp_path / "m4.lock").exists()
 
 
 def test_ctrl_c_stops_a_run_of_costly_examples_within_seconds(tmp_path, make_text):

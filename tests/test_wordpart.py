@@ -136,49 +136,25 @@ def test_a_run_with_the_word_part_saves_both_parts(tmp_path, corpus_file, word_b
     assert np.allclose(ratio, ratio[0], rtol=1e-4)  # the same rows, scaled to unit-length averages
 
 
-def test_resume_inside_the_word_part_is_bit_identical(tmp_path, corpus_file, word_batches):
-    config = cfg(word_passes=2, word_dim=12)
-    train_session([corpus_file], config, tmp_path / "a", quiet=True)
-    out = tmp_path / "b"
-    with pytest.raises(Interrupted) as info:
-        train_session([corpus_file], config, out, quiet=True, hooks=[SignalInWordPart(5)])
-    assert "of the word part" in info.value.message
-    from scbow.training.checkpoint import describe, read_meta
+def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkeypatch, runner):
+    """Hooks see the word part after the sentence part. A resume inside it is bit-identical, from the saved
+    matrices. --checkpoint-every N counts the sentence part's examples, then the word part's sentences: a
+    resumed run writes its checkpoints where an uninterrupted one does (issue 34 item 11: only the sentence
+    part's resume was pinned), and a finished run whose last checkpoint was in the word part removes
+    word_in.npy and word_out.npy with the rest, so nothing blocks the next run into its output."""
+    import shutil
 
-    assert describe(read_meta(checkpoint_dir(out))) == f"1,500 of {2 * 2400:,} sentences of the word part"
-    meta = json.loads((checkpoint_dir(out) / "state.json").read_text())
-    assert meta["state"]["word_done"] == 5 * 300 and meta["state"]["epoch"] == 2
-    assert (checkpoint_dir(out) / "word_in.npy").is_file() and (checkpoint_dir(out) / "word_out.npy").is_file()
-    train_session([corpus_file], config, out, quiet=True, resume=True)
-    a, b = load_model(tmp_path / "a"), load_model(out)
-    assert np.array_equal(np.asarray(a.vectors).view(np.uint32), np.asarray(b.vectors).view(np.uint32))
-    # the resumed word part started from the saved matrices: zeroed ones land elsewhere
-    out2 = tmp_path / "c"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], config, out2, quiet=True, hooks=[SignalInWordPart(5)])
-    saved = np.load(checkpoint_dir(out2) / "word_in.npy")
-    np.save(checkpoint_dir(out2) / "word_in.npy", np.zeros_like(saved))
-    train_session([corpus_file], config, out2, quiet=True, resume=True)
-    assert not np.array_equal(np.asarray(a.vectors), np.asarray(load_model(out2).vectors))
-
-
-def test_a_word_part_checkpoint_without_its_matrices_is_refused(tmp_path, runner, corpus_file, word_batches):
     from test_cli import assert_clean_error
 
     from scbow.cli import main
+    from scbow.training.checkpoint import CheckpointWriter, describe, read_meta
 
-    config = cfg(word_passes=2, word_dim=12)
-    out = tmp_path / "b"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], config, out, quiet=True, hooks=[SignalInWordPart(2)])
-    (checkpoint_dir(out) / "word_out.npy").unlink()
-    args = ["train", str(corpus_file), "-o", str(out), "--dim", "16", "--epochs", "2", "--min-count", "1",
-            "--threads", "1", "--seed", "3", "--word-passes", "2", "--word-dim", "12", "--resume"]
-    assert_clean_error(runner.invoke(main, args), "word_out.npy")
+    written, seen, warnings = [], [], []
+    write = CheckpointWriter.write
 
-
-def test_the_word_part_is_trained_after_the_sentence_part_and_hooks_see_it(tmp_path, corpus_file, word_batches):
-    seen = []
+    def spy(self, state, *args, **kwargs):
+        written.append((state.done, state.word_done))
+        return write(self, state, *args, **kwargs)
 
     class Watch(Hook):
         def after_batch(self, state, vectors):
@@ -191,7 +167,45 @@ def test_the_word_part_is_trained_after_the_sentence_part_and_hooks_see_it(tmp_p
         def after_training(self, state, vectors):
             seen.append(("end",))
 
-    train_session([corpus_file], cfg(word_passes=1, word_dim=12), tmp_path / "m", quiet=True, hooks=[Watch()])
+    monkeypatch.setattr(CheckpointWriter, "write", spy)
+    config = cfg(epochs=1, word_passes=2, word_dim=12)
+
+    def run(out, **kw):
+        return train_session([corpus_file], config, out, quiet=True, checkpoint_every=1000, **kw)
+
+    run(tmp_path / "a", warn=warnings.append, hooks=[Watch()])
     kinds = [s[0] for s in seen]
     assert kinds[-1] == "end" and kinds.index("word") > max(i for i, k in enumerate(kinds) if k == "sentence")
     assert seen[-2][2][1] == 12 and seen[-2][3][1] == 13
+    reference, whole = list(written), np.asarray(load_model(tmp_path / "a").vectors)
+    assert sum(w > 0 for _, w in reference) >= 3  # checkpoints inside the word part
+    assert not checkpoint_dir(tmp_path / "a").exists() and warnings == []
+    train_session([corpus_file], config, tmp_path / "a", quiet=True)  # not taken for an unfinished run's checkpoint
+    written.clear()
+    out = tmp_path / "b"
+    with pytest.raises(Interrupted) as info:
+        run(out, hooks=[SignalInWordPart(4)])
+    assert "of the word part" in info.value.message
+    assert describe(read_meta(checkpoint_dir(out))) == f"1,200 of {2 * 2400:,} sentences of the word part"
+    meta = json.loads((checkpoint_dir(out) / "state.json").read_text())
+    assert meta["state"]["word_done"] == 4 * 300 and meta["state"]["epoch"] == 1
+    assert (checkpoint_dir(out) / "word_in.npy").is_file() and (checkpoint_dir(out) / "word_out.npy").is_file()
+    at = written[-1]  # the interrupt's checkpoint, in the word part: 2,400 examples and 1,200 sentences,
+    # so that the resumed run's first batch (to 3,900) is not due (the next is at 4,000)
+    assert at == (2400, 1200) and written[:-1] == [d for d in reference if sum(d) < sum(at)]
+    for name in ("zeroed", "missing"):
+        shutil.copytree(checkpoint_dir(out), checkpoint_dir(tmp_path / name))
+    written.clear()
+    run(out, resume=True)
+    assert written == [d for d in reference if sum(d) > sum(at)]
+    assert np.array_equal(whole.view(np.uint32), np.asarray(load_model(out).vectors).view(np.uint32))
+    # the resumed word part started from the saved matrices: zeroed ones land elsewhere
+    saved = checkpoint_dir(tmp_path / "zeroed") / "word_in.npy"
+    np.save(saved, np.zeros_like(np.load(saved)))
+    run(tmp_path / "zeroed", resume=True)
+    assert not np.array_equal(whole, np.asarray(load_model(tmp_path / "zeroed").vectors))
+    # and a checkpoint in the word part without its matrices is refused
+    (checkpoint_dir(tmp_path / "missing") / "word_out.npy").unlink()
+    args = ["train", str(corpus_file), "-o", str(tmp_path / "missing"), "--dim", "16", "--epochs", "1",
+            "--min-count", "1", "--threads", "1", "--seed", "3", "--word-passes", "2", "--word-dim", "12", "--resume"]
+    assert_clean_error(runner.invoke(main, args), "word_out.npy")
