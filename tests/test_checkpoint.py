@@ -25,7 +25,7 @@ from scbow.errors import CheckpointError, Interrupted, ModelError
 from scbow.training import trainer as trainer_mod
 from scbow.training.checkpoint import CheckpointWriter, checkpoint_dir
 from scbow.training.hooks import Hook
-from scbow.training.session import lock_path, train_session
+from scbow.training.session import train_session
 from scbow.vectors.formats import load_model
 from scbow.vectors.model import Model
 
@@ -134,16 +134,28 @@ def copy_checkpoint(ck, out):
 
 
 def test_resume_is_bit_identical_and_says_where_it_resumes(tmp_path, corpus_file, capsys, reference):
-    out = tmp_path / "b"
-    # interrupted twice (mid-epoch, then in the second epoch), resumed twice
+    """Interrupted twice (SIGTERM mid-epoch, then SIGINT in the second epoch), resumed twice. The checkpoint
+    is a loadable model of the raw matrix (no common-component removal yet), and all that is left."""
+    out, seen = tmp_path / "b", {}
+
+    class Grab(Hook):
+        def after_batch(self, state, vectors):
+            if state.done == 4 * 256:
+                seen["W"] = np.array(vectors())
+                os.kill(os.getpid(), signal.SIGTERM)
+
     with pytest.raises(Interrupted) as info:
-        train_session([corpus_file], cfg(), out, quiet=True, hooks=[SignalAfter(4)])
-    assert info.value.signum == signal.SIGINT and "--resume" in info.value.message
-    assert not out.exists()
+        train_session([corpus_file], cfg(), out, quiet=True, hooks=[Grab()])
+    assert info.value.signum == signal.SIGTERM and "--resume" in info.value.message
+    ck = scbow.load(checkpoint_dir(out))
+    assert np.array_equal(np.asarray(ck.vectors), seen["W"]) and ck.info["training"]["checkpoint"] is True
+    assert sorted(os.listdir(checkpoint_dir(out))) == ["config.json", "state.json", "vectors.npy", "vocab.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["b.checkpoint"]  # no model, no lock, no temporary directory
     first = state_of(out)
     assert first["done"] == 4 * 256 and first["epoch"] == 0 and first["lo"] == 4 * 256
-    with pytest.raises(Interrupted):
+    with pytest.raises(Interrupted) as info:
         train_session([corpus_file], cfg(), out, quiet=True, resume=True, hooks=[SignalAfter(9)])
+    assert info.value.signum == signal.SIGINT
     assert "resuming" not in capsys.readouterr().err  # quiet: not a word
     second = state_of(out)
     assert second["epoch"] == 1 and second["done"] == second["targets_per_epoch"] + second["lo"] > first["done"]
@@ -162,34 +174,11 @@ def test_resume_is_bit_identical_and_says_where_it_resumes(tmp_path, corpus_file
     assert other.losses != reference.result.losses
 
 
-def test_a_checkpoint_is_a_loadable_model_of_the_raw_matrix(tmp_path, corpus_file):
-    out = tmp_path / "m"
-    seen = {}
-
-    class Grab(Hook):
-        def after_batch(self, state, vectors):
-            if state.done == 3 * 256:
-                seen["W"] = np.array(vectors())
-                os.kill(os.getpid(), signal.SIGTERM)
-
-    with pytest.raises(Interrupted) as info:
-        train_session([corpus_file], cfg(), out, quiet=True, hooks=[Grab()])
-    assert info.value.signum == signal.SIGTERM
-    ck = scbow.load(checkpoint_dir(out))
-    assert np.array_equal(np.asarray(ck.vectors), seen["W"])  # raw: no common-component removal yet
-    assert ck.info["training"]["checkpoint"] is True
-    assert sorted(os.listdir(checkpoint_dir(out))) == ["config.json", "state.json", "vectors.npy", "vocab.txt"]
-    assert sorted(os.listdir(tmp_path)) == ["m.checkpoint"]  # no model, no lock, no temporary directory
-    assert not lock_path(out).exists()
-
-
-def test_periodic_checkpoints(tmp_path, corpus_file, checkpoints_written, reference):
+def test_periodic_checkpoints(reference):
     # one checkpoint at the first batch boundary at or after every multiple of 1000
     b = reference.boundaries
     expected = sorted({next(x for x in b if x >= k) for k in range(1000, reference.result.examples + 1, 1000)})
     assert reference.written == expected and len(expected) >= 4
-    train_session([corpus_file], cfg(), tmp_path / "t", quiet=True, checkpoint_every="0.000001s")
-    assert len(checkpoints_written) >= 10  # a duration that is always due: after every batch
 
 
 STOPS = {"mid-epoch": lambda ref: lambda s: s.done == 5 * 256,
@@ -455,8 +444,8 @@ def test_a_finished_runs_checkpoint_goes_but_a_users_file_in_it_stays(tmp_path):
     assert (other / "vectors.npy").read_text() == "mine"
 
 
-def test_a_users_file_in_a_checkpoint_stops_its_replacement_not_the_run(tmp_path, corpus_file,
-                                                                        plain_checkpoint):
+def test_a_users_file_in_a_checkpoint_stops_its_replacement_not_the_run(tmp_path, corpus_file, plain_checkpoint,
+                                                                        checkpoints_written):
     from scbow.files import atomic_dir
     from scbow.training.checkpoint import only_checkpoint_files
 
@@ -471,7 +460,8 @@ def test_a_users_file_in_a_checkpoint_stops_its_replacement_not_the_run(tmp_path
     out = copy_checkpoint(plain_checkpoint, tmp_path / "run")
     (checkpoint_dir(out) / "notes.txt").write_text("precious")
     said = []
-    train_session([corpus_file], PLAIN, out, quiet=True, resume=True, checkpoint_every=256, warn=said.append)
+    train_session([corpus_file], PLAIN, out, quiet=True, resume=True, checkpoint_every="0.000001s", warn=said.append)
+    assert len(checkpoints_written) == 10 - 2  # a duration that is always due: after every batch left (of 10)
     assert (out / "vectors.npy").is_file() and (checkpoint_dir(out) / "notes.txt").read_text() == "precious"
     assert any("notes.txt" in line for line in said) and any("did not write" in line for line in said), said
 

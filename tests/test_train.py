@@ -535,26 +535,19 @@ def test_a_failed_run_leaves_no_directory_behind(tmp_path, corpus_file, runner, 
         assert files_under(tmp_path) == []  # the corpus was never read, so no cache either
 
 
-def test_a_few_invalid_utf8_lines_are_replaced_with_a_warning(tmp_path, runner, make_text):
+def test_bad_bytes_and_an_enormous_line_are_read_and_trained_on(tmp_path, runner, make_text):
+    """A few invalid UTF-8 lines are replaced with a warning (the decision: replace and warn, not refuse);
+    a 1.6 MB line is one sentence of 400,000 tokens: it is read, averaged and trained on."""
     text = make_text(n_docs=2, sents_per_doc=60, seed=2).encode()
+    huge = (" ".join(["the cat sat on the mat"] * 66_667) + ".\n").encode()
     path, out = tmp_path / "c.txt", tmp_path / "model"
-    path.write_bytes(text + b"\nThe cat \xff\xfe sat.\nA dog \xc3\x28 ran.\n" + text)
+    path.write_bytes(text + b"\nThe cat \xff\xfe sat.\nA dog \xc3\x28 ran.\n" + huge + text)
     result = runner.invoke(main, train_args(path, out))
     assert result.exit_code == 0, result.output
     warning = [line for line in result.stderr.splitlines() if line.startswith("warning:") and "UTF-8" in line]
     assert len(warning) == 1 and "2 lines of the corpus are not valid UTF-8" in warning[0], result.stderr
-    assert "\ufffd" in load_model(out)  # the decision: replace and warn, not refuse
-
-
-def test_one_enormous_line_among_normal_sentences_trains(tmp_path, runner, make_text):
-    # a 1.6 MB line is one sentence of 400,000 tokens: it is read, averaged and trained on
-    text = make_text(n_docs=2, sents_per_doc=40, seed=4)
-    path, out = tmp_path / "c.txt", tmp_path / "model"
-    path.write_text(text + " ".join(["the cat sat on the mat"] * 66_667) + ".\n" + text, encoding="utf-8")
-    result = runner.invoke(main, train_args(path, out))
-    assert result.exit_code == 0, result.output
     model = load_model(out)
-    assert np.isfinite(model.vectors).all() and model.info["corpus"]["tokens"] > 400_000
+    assert "\ufffd" in model and np.isfinite(model.vectors).all() and model.info["corpus"]["tokens"] > 400_000
 
 
 def test_train_reports_its_phases_and_the_cache(tmp_path, make_text):
@@ -614,8 +607,8 @@ def test_the_python_api_reports_through_logging(tmp_path, small_corpus_file, cap
 # ---------------------------------------------------------------- batches
 
 
-def test_costly_examples_make_smaller_batches(healthy):
-    from scbow.training.trainer import BATCH, batch_size
+def test_costly_examples_make_smaller_batches(healthy, tmp_path):
+    from scbow.training.trainer import BATCH, BATCH_COST, batch_size
 
     corpus = load_corpus([healthy[1]], 1, 0, use_cache=False)
     assert batch_size(TrainConfig(), corpus) == BATCH  # the defaults keep the full batch
@@ -630,14 +623,10 @@ def test_costly_examples_make_smaller_batches(healthy):
     # the skip-gram term's work counts too (issue 34: --word-window 100 --word-negatives 100 ignored Ctrl-C)
     plain = batch_size(TrainConfig(word_window=5), corpus)
     assert batch_size(TrainConfig(word_window=100, word_negatives=100), corpus) < plain // 100
-
-
-def test_the_batch_cost_counts_only_the_words_max_length_keeps(tmp_path):
-    from scbow.training.trainer import BATCH, BATCH_COST, batch_size
-
+    # only the words max_length keeps count: sentences of 200 words
     words = [f"w{i}" for i in range(50)]
     (tmp_path / "long.txt").write_text("".join(" ".join(words[(i + j) % 50] for j in range(200)) + "\n"
-                                               for i in range(60)))  # sentences of 200 words
+                                               for i in range(60)))
     corpus = load_corpus([tmp_path / "long.txt"], 1, 0, use_cache=False)
     uncut = batch_size(TrainConfig(dim=300, negatives=2), corpus)
     assert uncut == int(BATCH * BATCH_COST / (5 * 202 * 300))
