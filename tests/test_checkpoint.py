@@ -15,17 +15,31 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import TRAIN, train_args
+from conftest import DATA_DIR, TRAIN, missing_data, train_args
 from test_cli import assert_clean_error
 
 import scbow
 from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import CheckpointError, Interrupted, ModelError
+from scbow.files import atomic_dir
 from scbow.training import trainer as trainer_mod
-from scbow.training.checkpoint import CheckpointWriter, checkpoint_dir
+from scbow.training.checkpoint import (
+    BEFORE_THEY_EXISTED,
+    CheckpointWriter,
+    _config_differences,
+    check_config,
+    checkpoint_dir,
+    only_checkpoint_files,
+    read_meta,
+)
+from scbow.training.corpus import load_corpus
+from scbow.training.curve import curve_hook
 from scbow.training.hooks import Hook
-from scbow.training.session import train_session
+from scbow.training.postprocess import remove_common_components
+from scbow.training.session import remove_checkpoint, train_session
+from scbow.training.start import corpus_weights, init_vectors
+from scbow.use.evaluate import read_sts, score_set
 from scbow.vectors.formats import load_model
 from scbow.vectors.model import Model
 
@@ -78,8 +92,6 @@ def batches_of_256(tmp_path_factory):
 def reference(corpus_file, tmp_path_factory, batches_of_256):
     """``cfg()`` run to its end once, with a checkpoint every 1,000 examples and a learning curve: the result,
     its saved model, the example counts after every batch and those of its checkpoints, the curve's dev set."""
-    from scbow.training.curve import curve_hook
-
     base, boundaries, written = tmp_path_factory.mktemp("reference"), [], []
     words, rng = "the a man dog cat walked sat ran house road".split(), np.random.default_rng(0)
     dev = base / "dev.tsv"
@@ -214,8 +226,6 @@ def test_a_resumed_run_checkpoints_and_ends_as_an_uninterrupted_one(tmp_path, co
 def test_a_resumed_run_keeps_the_curve_points_of_before_its_interrupt(tmp_path, corpus_file, reference):
     """--resume gives the learning curve back its points: an interrupted and resumed run has every
     point an uninterrupted one has (the resumed start adds one more, at the interrupt)."""
-    from scbow.training.curve import curve_hook
-
     def run(*more, resume=False):
         curve = curve_hook(512, dev=reference.dev, config=cfg())
         train_session([corpus_file], cfg(), tmp_path / "b", quiet=True, resume=resume, hooks=[curve, *more],
@@ -245,8 +255,6 @@ def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_tex
         train_session([corpus_file], PLAIN, out, quiet=True)
     assert checkpoint_dir(out).exists() and not out.exists()
     # another thread count or device is fine (they change the speed, not the computation)
-    from scbow.training.checkpoint import check_config, read_meta
-
     check_config(read_meta(checkpoint_dir(out)), PLAIN.replace(threads=2, device="cuda"), checkpoint_dir(out))
     # and so is the same corpus under another name
     copy = tmp_path / "copy.txt"
@@ -313,10 +321,6 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, pl
 
 @pytest.mark.parametrize("threads", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monkeypatch, threads):
-    from conftest import DATA_DIR, missing_data
-
-    from scbow.use.evaluate import read_sts, score_set
-
     dev = DATA_DIR / "sts-dev" / "stsb.dev.tsv"
     if not dev.is_file():
         missing_data(f"STS-B dev set {dev}")
@@ -343,10 +347,6 @@ def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monke
         assert abs(after - before) < abs(after - resumed.losses[0]), resumed.losses
     # scores of a trained model, not NaN or a degenerate one: near its own untrained start
     # (SIF-weighted word overlap; on this small slice two epochs move it a little either way)
-    from scbow.training.corpus import load_corpus
-    from scbow.training.postprocess import remove_common_components
-    from scbow.training.start import corpus_weights, init_vectors
-
     enc = load_corpus(corpus, config.min_count, 0)
     W0 = init_vectors(len(enc.vocab), config, corpus_weights(enc, config))
     remove_common_components(W0, enc, min(config.common_components, config.dim // 10), config.seed)
@@ -358,8 +358,6 @@ def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monke
 def test_a_checkpoint_from_before_the_frequency_weights_resumes_only_with_its_settings():
     """A checkpoint written before a setting existed trained with that setting's old value;
     resuming it under the new defaults would mix two objectives, so it is refused."""
-    from scbow.training.checkpoint import BEFORE_THEY_EXISTED, _config_differences
-
     old = {k: v for k, v in TrainConfig(lr=0.02, weight_decay=10.0).to_dict().items() if k not in BEFORE_THEY_EXISTED}
     diffs = _config_differences(old, TrainConfig(lr=0.02, weight_decay=10.0))
     assert any(d.startswith("--frequency-weight was 0.0 (the checkpoint predates") for d in diffs), diffs
@@ -425,8 +423,6 @@ def fake_checkpoint(ck):
 
 
 def test_a_finished_runs_checkpoint_goes_but_a_users_file_in_it_stays(tmp_path):
-    from scbow.training.session import remove_checkpoint
-
     ck = fake_checkpoint(tmp_path / "model.checkpoint")
     remove_checkpoint(ck)
     assert not ck.exists()
@@ -446,9 +442,6 @@ def test_a_finished_runs_checkpoint_goes_but_a_users_file_in_it_stays(tmp_path):
 
 def test_a_users_file_in_a_checkpoint_stops_its_replacement_not_the_run(tmp_path, corpus_file, plain_checkpoint,
                                                                         checkpoints_written):
-    from scbow.files import atomic_dir
-    from scbow.training.checkpoint import only_checkpoint_files
-
     ck = fake_checkpoint(tmp_path / "m.checkpoint")
     (ck / "notes.txt").write_text("precious")
     with pytest.raises(FileExistsError, match="notes.txt"):

@@ -14,6 +14,7 @@ import pytest
 from conftest import WORDS, make_runner
 from conftest import assert_clean_error as _assert_clean_error
 
+import scbow.use.data as data_mod
 from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.training import trainer as trainer_mod
@@ -179,8 +180,6 @@ def test_bad_eval_options(setup, monkeypatch):
     refused(args, "SCBOW_STS_DEV", "no such file")
     monkeypatch.delenv("SCBOW_STS_DEV")
     monkeypatch.chdir(setup["tmp"])  # no shared/data/sts-dev from here, nor (patched) beside the checkout
-    import scbow.use.data as data_mod
-
     monkeypatch.setattr(data_mod, "data_places", lambda name: [Path("shared/data") / name])
     refused(args, "no STS dev set", "--eval-dev")
     refused(args + ["--eval-dev", "missing.tsv"], "missing.tsv")

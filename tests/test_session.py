@@ -26,10 +26,12 @@ from conftest import files_under, train_args
 from test_cli import assert_clean_error, make_runner
 
 import scbow
+import scbow.files as files
 from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import Interrupted, ModelError
 from scbow.text.vocab import Vocab
+from scbow.training import trainer
 from scbow.training.backends.cpu import CpuBackend
 from scbow.training.checkpoint import checkpoint_dir
 from scbow.training.session import OutputLock, SignalGuard, lock_path, train_session
@@ -136,8 +138,6 @@ def one_line(stderr: str) -> str:
 @pytest.fixture(scope="module")
 def uninterrupted(corpus_file, tmp_path_factory):
     """The vectors of the shim's run of train_args(..., "--epochs", "3"), uninterrupted, in this process."""
-    from scbow.training import trainer
-
     base = tmp_path_factory.mktemp("uninterrupted")
     config = TrainConfig(dim=16, epochs=3, min_count=1, threads=1, word_passes=0)  # train_args: no word part
     with pytest.MonkeyPatch.context() as mp:
@@ -411,8 +411,6 @@ def test_a_full_disk(tmp_path, runner, corpus_file, small_batches, monkeypatch, 
 def test_a_failure_between_the_two_renames_puts_the_old_model_back(tmp_path, monkeypatch, good_model):
     # a directory is replaced by renaming the old one aside, then the new one in: a failure
     # between the two must not leave the output without its model
-    import scbow.files as files
-
     path = tmp_path / "model"
     shutil.copytree(good_model, path)
     before = np.array(load_model(path).vectors)

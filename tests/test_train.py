@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import re
 import subprocess
 import sys
@@ -13,16 +14,22 @@ import numpy as np
 import pytest
 from conftest import TRAIN, assert_clean_error, files_under, make_runner, train_args
 
+import scbow
+import scbow.kernels
+from scbow import kernels as cpu  # the CPU kernels' constants live in the package, compiled by nothing
 from scbow.cli import main
 from scbow.config import ConfigError, TrainConfig
 from scbow.training import start as start_mod
-from scbow.training.backends.cpu import CpuBackend
+from scbow.training.backends import cpu as cpu_backend
+from scbow.training.backends.cpu import CpuBackend, compiled_already
 from scbow.training.backends.params import kernel_params
 from scbow.training.checkpoint import checkpoint_dir
+from scbow.training.collapse import Spread, Verdict, spread_of
 from scbow.training.corpus import load_corpus, read_corpus
 from scbow.training.hooks import Hook, TrainState
 from scbow.training.session import lock_path
-from scbow.training.trainer import TrainingError, train
+from scbow.training.trainer import BATCH, BATCH_COST, TrainingError, batch_size, train
+from scbow.training.wordpart import WordPart
 from scbow.vectors.formats import load_model
 
 # the submodule, not the top-level function scbow.train (see test_top_level_train_...)
@@ -235,8 +242,6 @@ def test_kernel_params_take_each_field_from_its_own_setting():
     """Hot rows are buffered only with several threads (one thread: plain per-example SGD, reproducible);
     the word-term fields have values all different, so that one read from another (word_negatives from
     negatives, word_weight from lr) fails here (issue 34 item 11)."""
-    from scbow import kernels as cpu  # the CPU kernels' constants live in the package, compiled by nothing
-
     one, two = kernel_params(config(), 1, 100), kernel_params(config(), 2, 100)
     assert one.hot == 0 and one.chunks == 1 and two.chunks == 2
     assert two.hot == cpu.HOT_ROWS > 0 and two.flush == cpu.FLUSH_EVERY > 0
@@ -320,8 +325,6 @@ def test_a_callable_start_of_the_wrong_shape_is_a_clear_error(corpus):
 
 def test_compiled_already_tells_a_first_compilation_from_numba_cache(tmp_path, monkeypatch):
     """What decides the 'compiling the training kernels' line: numba's memory, then its on-disk cache."""
-    from scbow.training.backends.cpu import compiled_already
-
     (tmp_path / "fresh_kernel_mod.py").write_text(
         "from numba import njit\n\n@njit(cache=True)\ndef twice(x):\n    return 2 * x\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -339,8 +342,6 @@ def test_compiled_already_tells_a_first_compilation_from_numba_cache(tmp_path, m
                                                     (None, False, "loading or compiling the training kernels"),
                                                     (True, False, None), (False, True, None)])
 def test_train_says_when_it_compiles_the_kernels(tmp_path, monkeypatch, capsys, ready, quiet, expected):
-    from scbow.training.backends import cpu as cpu_backend
-
     monkeypatch.setattr(cpu_backend, "compiled_already", lambda kernel, args: ready)
     cfg = TrainConfig(dim=8, epochs=1, min_count=1, threads=1)
     corpus = tmp_path / "c.txt"
@@ -354,8 +355,6 @@ def test_train_says_when_it_compiles_the_kernels(tmp_path, monkeypatch, capsys, 
 def test_train_enters_start_once_and_resolves_the_threads_once(corpus, monkeypatch):
     """Issue 33 item 7: one start.prepare(...) per run, one resolution of the thread count (the
     word part's threads are the sentence part's)."""
-    import scbow.kernels
-
     calls = {"prepare": 0, "threads": 0}
     prepare, resolve = start_mod.prepare, scbow.kernels.resolve_threads
 
@@ -377,8 +376,6 @@ def test_train_enters_start_once_and_resolves_the_threads_once(corpus, monkeypat
 
 
 def spread(gap, kept, sentences=5000, words=5000):
-    from scbow.training.collapse import Spread
-
     return Spread(gap, kept, sentences, words)
 
 
@@ -393,8 +390,6 @@ def spread(gap, kept, sentences=5000, words=5000):
     (None, "unjudged"),
 ])
 def test_the_collapse_verdict(end, kind):
-    from scbow.training.collapse import Verdict
-
     verdict = Verdict(spread(0.6, 0.8), end)
     assert verdict.kind == kind and verdict.to_dict()["verdict"] == kind
     assert (verdict.warning() is not None) == (kind == "unsure")
@@ -405,8 +400,6 @@ def test_the_spread_sees_a_collapse_and_not_a_shared_direction():
     directions post-processing removes at 50 dimensions; at 20, where it removes two, the third
     line is left and the gap between them is next to nothing. A strong direction shared by every
     row changes neither measure."""
-    from scbow.training.collapse import Spread, spread_of
-
     rng = np.random.default_rng(0)
     for d in (50, 20):
         spread = rng.standard_normal((2000, d))
@@ -476,8 +469,6 @@ def test_a_resumed_run_is_judged_against_the_start_of_the_run(corpus, monkeypatc
 def test_a_collapsed_run_is_refused_not_saved(tmp_path, runner, gutenberg_slice):
     """Refused as soon as the sentence part is trained: no time spent on the word part (whose learning
     rate is word2vec's, not --lr); the defaults at the same --dim are not refused."""
-    from scbow.training.wordpart import WordPart
-
     def never(*args, **kwargs):
         raise AssertionError("the word part ran")
 
@@ -591,10 +582,6 @@ def test_a_run_that_learned_nothing_says_so(tmp_path, make_text):
 def test_the_python_api_reports_through_logging(tmp_path, small_corpus_file, caplog, capsys):
     """scbow.train: the phases at INFO and "the loss did not fall" at WARNING on logger "scbow" (the
     command line's warning, not skipped), and nothing written to stderr by itself."""
-    import logging
-
-    import scbow
-
     with caplog.at_level(logging.INFO, logger="scbow"):
         scbow.train(small_corpus_file, {"dim": 8, "epochs": 1, "min_count": 1, "threads": 1, "word_passes": 0,
                                         "lr": 1e-9}, cache_dir=tmp_path / "cache")
@@ -608,8 +595,6 @@ def test_the_python_api_reports_through_logging(tmp_path, small_corpus_file, cap
 
 
 def test_costly_examples_make_smaller_batches(healthy, tmp_path):
-    from scbow.training.trainer import BATCH, BATCH_COST, batch_size
-
     corpus = load_corpus([healthy[1]], 1, 0, use_cache=False)
     assert batch_size(TrainConfig(), corpus) == BATCH  # the defaults keep the full batch
     sizes = [batch_size(TrainConfig(negatives=n), corpus) for n in (2, 50, 500, 5000, 50_000)]

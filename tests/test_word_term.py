@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_grad_close, seed_of
+from conftest import assert_clean_error, assert_grad_close, seed_of, train_args
 
+from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.kernels import cpu, sampling
 from scbow.reference import sgns_loss_and_grad, sgns_sentence_pairs
 from scbow.training.backends.params import params_record
-from scbow.training.start import keep_probabilities, noise_table
+from scbow.training.corpus import load_corpus
+from scbow.training.start import NOISE_POWER, keep_probabilities, noise_table, output_biases
+from scbow.training.trainer import train
 
 V, D = 12, 8
 
@@ -179,8 +182,6 @@ def test_noise_table_and_keep_probabilities_follow_word2vec():
 def test_output_biases_start_at_their_optimum_for_zero_rows():
     """sigmoid(b) / (sigmoid(b) + k sigmoid(-b)) ... at b = log(p_context / (k p_noise)) the expected
     gradient of a bias with zero rows, p_context (1 - sigmoid(b)) - k p_noise sigmoid(b), is 0."""
-    from scbow.training.start import NOISE_POWER, output_biases
-
     counts = np.array([5000.0, 700.0, 40.0, 6.0])
     keep = np.array([0.3, 0.8, 1.0, 1.0])
     k = 5
@@ -192,10 +193,6 @@ def test_output_biases_start_at_their_optimum_for_zero_rows():
 
 
 def test_cli_refuses_a_bad_word_window_in_one_line(tmp_path, runner, small_corpus_file):
-    from conftest import assert_clean_error, train_args
-
-    from scbow.cli import main
-
     result = runner.invoke(main, train_args(small_corpus_file, tmp_path / "m", "--word-window", "-2"))
     assert_clean_error(result, "--word-window must be a non-negative integer")
     assert not (tmp_path / "m").exists()
@@ -204,9 +201,6 @@ def test_cli_refuses_a_bad_word_window_in_one_line(tmp_path, runner, small_corpu
 def test_training_with_the_term_moves_words_that_share_contexts_together(tmp_path):
     """Two words that never share a sentence but always have the same neighbours end up closer
     with the term than without it (the term's signal reaches the saved vectors)."""
-    from scbow.training.corpus import load_corpus
-    from scbow.training.trainer import train
-
     rng = np.random.default_rng(0)
     lines = []
     for doc in range(40):

@@ -4,18 +4,24 @@ the word-level API on the word columns, and checkpoints inside the word part."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
 from test_checkpoint import SignalAfter, cfg
+from test_cli import assert_clean_error
 
+from scbow.cli import main
 from scbow.errors import Interrupted
+from scbow.kernels.cpu import word_part_chunk, word_part_gradient
+from scbow.kernels.sampling import WORD_SEGMENT
 from scbow.reference import sgns_loss_and_grad
 from scbow.text.vocab import Vocab
-from scbow.training.checkpoint import checkpoint_dir
+from scbow.training import wordpart
+from scbow.training.checkpoint import CheckpointWriter, checkpoint_dir, describe, read_meta
 from scbow.training.hooks import Hook
 from scbow.training.session import train_session
-from scbow.vectors.formats import load_model
+from scbow.vectors.formats import export_word2vec, load_model, load_word2vec
 from scbow.vectors.model import Model, row_parts
 
 
@@ -32,8 +38,6 @@ def tiny_problem(seed=0, V=40, d=8, n_tokens=60):
 
 
 def test_the_word_part_gradient_is_the_reference_one():
-    from scbow.kernels.cpu import word_part_gradient
-
     tokens, offsets, Wi, Wo, keep, table = tiny_problem()
     loss, gWi, gWo, drawn = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, 3, 4, 7, 11)
     assert len(drawn) > 20
@@ -49,9 +53,6 @@ def test_the_word_part_gradient_is_the_reference_one():
 def test_one_sentence_of_the_kernel_is_one_sgd_step(lr):
     """A sentence trained by ``word_part_chunk`` at a small rate moves the rows by ``-lr`` times the
     reference gradient, to first order (the steps are sequential, so equal up to O(lr^2))."""
-    from scbow.kernels.cpu import word_part_chunk, word_part_gradient
-    from scbow.kernels.sampling import WORD_SEGMENT
-
     tokens, offsets, Wi, Wo, keep, table = tiny_problem(seed=2)
     _, gWi, gWo, _ = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, 3, 4, 5, 9)
     Wi2, Wo2 = Wi.copy(), Wo.copy()
@@ -94,8 +95,6 @@ def test_words_are_ranked_by_the_word_part_and_sentences_by_whole_rows():
 
 @pytest.fixture
 def word_batches(monkeypatch, small_batches):
-    from scbow.training import wordpart
-
     monkeypatch.setattr(wordpart, "WORD_BATCH", 300)
 
 
@@ -112,8 +111,6 @@ def test_a_run_with_the_word_part_saves_both_parts(tmp_path, corpus_file, word_b
     result = train_session([corpus_file], config, tmp_path / "m", quiet=True)
     m = load_model(tmp_path / "m")
     assert m.vectors.shape == (len(m.vocab), 16 + 12) and m.parts == {"sentence": (0, 16), "word": (16, 28)}
-    from scbow.vectors.formats import export_word2vec, load_word2vec
-
     for part, width in (("word", 12), ("sentence", 16), ("all", 28)):
         back = load_word2vec(export_word2vec(m, tmp_path / f"{part}.txt", part=part))
         lo, hi = m.parts.get(part, (0, 28))
@@ -136,13 +133,6 @@ def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkey
     resumed run writes its checkpoints where an uninterrupted one does (issue 34 item 11: only the sentence
     part's resume was pinned), and a finished run whose last checkpoint was in the word part removes
     word_in.npy and word_out.npy with the rest, so nothing blocks the next run into its output."""
-    import shutil
-
-    from test_cli import assert_clean_error
-
-    from scbow.cli import main
-    from scbow.training.checkpoint import CheckpointWriter, describe, read_meta
-
     written, seen, warnings = [], [], []
     write = CheckpointWriter.write
 
