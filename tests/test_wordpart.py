@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from scbow.kernels.cpu import word_part_chunk, word_part_gradient
 from scbow.kernels.sampling import WORD_SEGMENT
 from scbow.reference import sgns_loss_and_grad
 from scbow.text.vocab import Vocab
-from scbow.training import wordpart
+from scbow.training import trainer, wordpart
 from scbow.training.checkpoint import CheckpointWriter, checkpoint_dir, describe, read_meta
 from scbow.training.hooks import Hook
 from scbow.training.session import train_session
@@ -95,7 +96,7 @@ def test_words_are_ranked_by_the_word_part_and_sentences_by_whole_rows():
 
 @pytest.fixture
 def word_batches(monkeypatch, small_batches):
-    monkeypatch.setattr(wordpart, "WORD_BATCH", 300)
+    monkeypatch.setattr(wordpart, "WORD_BATCH", 300)  # several word batches per pass of 2,400 sentences
 
 
 class SignalInWordPart(SignalAfter):
@@ -106,39 +107,26 @@ class SignalInWordPart(SignalAfter):
         SignalAfter.after_batch(self, state, vectors)
 
 
-def test_a_run_with_the_word_part_saves_both_parts(tmp_path, corpus_file, word_batches):
-    config = cfg(word_passes=2, word_dim=12, word_mix=0.5)
-    result = train_session([corpus_file], config, tmp_path / "m", quiet=True)
-    m = load_model(tmp_path / "m")
-    assert m.vectors.shape == (len(m.vocab), 16 + 12) and m.parts == {"sentence": (0, 16), "word": (16, 28)}
-    for part, width in (("word", 12), ("sentence", 16), ("all", 28)):
-        back = load_word2vec(export_word2vec(m, tmp_path / f"{part}.txt", part=part))
-        lo, hi = m.parts.get(part, (0, 28))
-        np.testing.assert_allclose(back.vectors, np.asarray(m.vectors)[:, lo:hi], atol=1e-6)
-        assert back.vectors.shape[1] == width
-    info = m.info["training"]["word_part"]
-    assert info["passes"] == 2 and info["sentences"] == 2 * result.model.info["corpus"]["sentences"]
-    # 0 passes: the sentence part alone, the same bits as the sentence part of a run with it
-    alone = train_session([corpus_file], cfg(word_passes=0), tmp_path / "s", quiet=True)
-    assert alone.model.vectors.shape[1] == 16 and alone.losses == result.losses
-    S = np.asarray(alone.model.vectors, dtype=np.float64)
-    part = np.asarray(m.vectors[:, :16], dtype=np.float64)
-    ratio = part[np.abs(S) > 1e-3] / S[np.abs(S) > 1e-3]
-    assert np.allclose(ratio, ratio[0], rtol=1e-4)  # the same rows, scaled to unit-length averages
+WORD_PART = cfg(word_passes=2, word_dim=12, word_mix=0.5)
 
 
-def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkeypatch, runner):
-    """Hooks see the word part after the sentence part. A resume inside it is bit-identical, from the saved
-    matrices. --checkpoint-every N counts the sentence part's examples, then the word part's sentences: a
-    resumed run writes its checkpoints where an uninterrupted one does (issue 34 item 11: only the sentence
-    part's resume was pinned), and a finished run whose last checkpoint was in the word part removes
-    word_in.npy and word_out.npy with the rest, so nothing blocks the next run into its output."""
-    written, seen, warnings = [], [], []
-    write = CheckpointWriter.write
+def spy_on_checkpoints(monkeypatch):
+    """The (examples, sentences) of the checkpoints written from now on, in order."""
+    written, write = [], CheckpointWriter.write
 
     def spy(self, state, *args, **kwargs):
         written.append((state.done, state.word_done))
         return write(self, state, *args, **kwargs)
+
+    monkeypatch.setattr(CheckpointWriter, "write", spy)
+    return written
+
+
+@pytest.fixture(scope="module")
+def word_run(corpus_file, tmp_path_factory):
+    """``WORD_PART`` trained once (batches of 256 and of 300 sentences) with a checkpoint every 1,000 examples:
+    the result, the model, the (examples, sentences) of its checkpoints, what a hook saw, the warnings."""
+    base, seen, warnings = tmp_path_factory.mktemp("word-part"), [], []
 
     class Watch(Hook):
         def after_batch(self, state, vectors):
@@ -151,32 +139,63 @@ def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkey
         def after_training(self, state, vectors):
             seen.append(("end",))
 
-    monkeypatch.setattr(CheckpointWriter, "write", spy)
-    config = cfg(epochs=1, word_passes=2, word_dim=12)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(trainer, "BATCH", 256)
+        mp.setattr(wordpart, "WORD_BATCH", 300)
+        written = spy_on_checkpoints(mp)
+        result = train_session([corpus_file], WORD_PART, base / "m", quiet=True, checkpoint_every=1000,
+                               hooks=[Watch()], warn=warnings.append, cache_dir=base / "cache")
+        assert not checkpoint_dir(base / "m").exists()
+        # word_in.npy and word_out.npy went with the rest: the next run into the output is not refused
+        train_session([corpus_file], WORD_PART, base / "m", quiet=True, cache_dir=base / "cache")
+    return SimpleNamespace(result=result, model=load_model(base / "m"), written=written, seen=seen, warnings=warnings)
+
+
+def test_a_run_with_the_word_part_saves_both_parts(tmp_path, corpus_file, small_batches, word_run):
+    m = word_run.model
+    assert m.vectors.shape == (len(m.vocab), 16 + 12) and m.parts == {"sentence": (0, 16), "word": (16, 28)}
+    for part, width in (("word", 12), ("sentence", 16), ("all", 28)):
+        back = load_word2vec(export_word2vec(m, tmp_path / f"{part}.txt", part=part))
+        lo, hi = m.parts.get(part, (0, 28))
+        np.testing.assert_allclose(back.vectors, np.asarray(m.vectors)[:, lo:hi], atol=1e-6)
+        assert back.vectors.shape[1] == width
+    info = m.info["training"]["word_part"]
+    assert info["passes"] == 2 and info["sentences"] == 2 * m.info["corpus"]["sentences"]
+    # 0 passes: the sentence part alone, the same bits as the sentence part of a run with it
+    alone = train_session([corpus_file], cfg(word_passes=0), tmp_path / "s", quiet=True)
+    assert alone.model.vectors.shape[1] == 16 and alone.losses == word_run.result.losses
+    S = np.asarray(alone.model.vectors, dtype=np.float64)
+    part = np.asarray(m.vectors[:, :16], dtype=np.float64)
+    ratio = part[np.abs(S) > 1e-3] / S[np.abs(S) > 1e-3]
+    assert np.allclose(ratio, ratio[0], rtol=1e-4)  # the same rows, scaled to unit-length averages
+
+
+def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkeypatch, runner, word_run):
+    """Hooks see the word part after the sentence part. A resume inside it is bit-identical, from the saved
+    matrices. --checkpoint-every N counts the sentence part's examples, then the word part's sentences: a
+    resumed run writes its checkpoints where an uninterrupted one does (issue 34 item 11: only the sentence
+    part's resume was pinned); a finished run whose last checkpoint was in the word part removes word_in.npy
+    and word_out.npy with the rest, so nothing blocks the next run into its output (word_run)."""
+    kinds = [s[0] for s in word_run.seen]
+    assert kinds[-1] == "end" and kinds.index("word") > max(i for i, k in enumerate(kinds) if k == "sentence")
+    assert word_run.seen[-2][2][1] == 12 and word_run.seen[-2][3][1] == 13
+    reference, whole = word_run.written, np.asarray(word_run.model.vectors)
+    assert sum(w > 0 for _, w in reference) >= 3 and word_run.warnings == []  # checkpoints inside the word part
+    written, out = spy_on_checkpoints(monkeypatch), tmp_path / "b"
 
     def run(out, **kw):
-        return train_session([corpus_file], config, out, quiet=True, checkpoint_every=1000, **kw)
+        return train_session([corpus_file], WORD_PART, out, quiet=True, checkpoint_every=1000, **kw)
 
-    run(tmp_path / "a", warn=warnings.append, hooks=[Watch()])
-    kinds = [s[0] for s in seen]
-    assert kinds[-1] == "end" and kinds.index("word") > max(i for i, k in enumerate(kinds) if k == "sentence")
-    assert seen[-2][2][1] == 12 and seen[-2][3][1] == 13
-    reference, whole = list(written), np.asarray(load_model(tmp_path / "a").vectors)
-    assert sum(w > 0 for _, w in reference) >= 3  # checkpoints inside the word part
-    assert not checkpoint_dir(tmp_path / "a").exists() and warnings == []
-    train_session([corpus_file], config, tmp_path / "a", quiet=True)  # not taken for an unfinished run's checkpoint
-    written.clear()
-    out = tmp_path / "b"
     with pytest.raises(Interrupted) as info:
-        run(out, hooks=[SignalInWordPart(4)])
+        run(out, hooks=[SignalInWordPart(5)])
     assert "of the word part" in info.value.message
-    assert describe(read_meta(checkpoint_dir(out))) == f"1,200 of {2 * 2400:,} sentences of the word part"
+    assert describe(read_meta(checkpoint_dir(out))) == f"1,500 of {2 * 2400:,} sentences of the word part"
     meta = json.loads((checkpoint_dir(out) / "state.json").read_text())
-    assert meta["state"]["word_done"] == 4 * 300 and meta["state"]["epoch"] == 1
+    assert meta["state"]["word_done"] == 5 * 300 and meta["state"]["epoch"] == 2
     assert (checkpoint_dir(out) / "word_in.npy").is_file() and (checkpoint_dir(out) / "word_out.npy").is_file()
-    at = written[-1]  # the interrupt's checkpoint, in the word part: 2,400 examples and 1,200 sentences,
-    # so that the resumed run's first batch (to 3,900) is not due (the next is at 4,000)
-    assert at == (2400, 1200) and written[:-1] == [d for d in reference if sum(d) < sum(at)]
+    at = written[-1]  # the interrupt's checkpoint, in the word part: 4,800 examples and 1,500 sentences,
+    # so that the resumed run's first batch (to 6,600) is not due (the next is at 7,000)
+    assert at == (4800, 1500) and written[:-1] == [d for d in reference if sum(d) < sum(at)]
     for name in ("zeroed", "missing"):
         shutil.copytree(checkpoint_dir(out), checkpoint_dir(tmp_path / name))
     written.clear()
@@ -190,6 +209,6 @@ def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkey
     assert not np.array_equal(whole, np.asarray(load_model(tmp_path / "zeroed").vectors))
     # and a checkpoint in the word part without its matrices is refused
     (checkpoint_dir(tmp_path / "missing") / "word_out.npy").unlink()
-    args = ["train", str(corpus_file), "-o", str(tmp_path / "missing"), "--dim", "16", "--epochs", "1",
-            "--min-count", "1", "--threads", "1", "--seed", "3", "--word-passes", "2", "--word-dim", "12", "--resume"]
+    args = ["train", str(corpus_file), "-o", str(tmp_path / "missing"), "--dim", "16", "--epochs", "2", "--min-count",
+            "1", "--threads", "1", "--seed", "3", "--word-passes", "2", "--word-dim", "12", "--word-mix", "0.5", "--resume"]
     assert_clean_error(runner.invoke(main, args), "word_out.npy")
