@@ -184,29 +184,23 @@ def test_signal_during_training_writes_a_checkpoint_and_resume_finishes(tmp_path
     assert np.array_equal(uninterrupted, np.asarray(load_model(out).vectors))  # --threads 1: bit-identical
 
 
-def test_signal_while_reading_the_corpus_writes_nothing(tmp_path, corpus_file):
+@pytest.mark.parametrize("when, env, signum, words, left", [
+    ("LOADING", dict(SHIM_SLOW_LOAD=30), signal.SIGINT, "nothing was written", []),
+    ("SAVING", dict(SHIM_SLOW_SAVE=".model.tmp-:1:1.5"), signal.SIGTERM, "model was saved", ["model"]),
+], ids=["while reading the corpus", "while saving the model"])
+def test_a_signal_outside_training(tmp_path, corpus_file, when, env, signum, words, left):
+    """Before training (reading) a signal stops at once and nothing is written; after it, it waits for the save."""
     out = tmp_path / "model"
-    shim = Shim(train_args(corpus_file, out, "--checkpoint-every", "256"), SHIM_SLOW_LOAD=30)
-    shim.wait_for("LOADING")
-    shim.proc.send_signal(signal.SIGINT)
+    shim = Shim(train_args(corpus_file, out, *(["--checkpoint-every", "256"] if not left else [])), **env)
+    shim.wait_for(when)
+    shim.proc.send_signal(signum)
     code, stderr = shim.finish()
-    assert code == 130
-    assert "nothing was written" in one_line(stderr)
-    assert shim.batches() == []
-    assert sorted(os.listdir(tmp_path)) == []
-
-
-def test_signal_while_saving_the_model_waits_for_the_save(tmp_path, corpus_file):
-    out = tmp_path / "model"
-    shim = Shim(train_args(corpus_file, out), SHIM_SLOW_SAVE=".model.tmp-:1:1.5")
-    shim.wait_for("SAVING")
-    shim.proc.send_signal(signal.SIGTERM)
-    code, stderr = shim.finish()
-    assert code == 143
-    line = one_line(stderr)
-    assert "model was saved" in line
-    assert np.isfinite(load_model(out).vectors).all()
-    assert sorted(os.listdir(tmp_path)) == ["model"]
+    assert code == 128 + signum and words in one_line(stderr)
+    assert sorted(os.listdir(tmp_path)) == left
+    if left:
+        assert np.isfinite(load_model(out).vectors).all()
+    else:
+        assert shim.batches() == []
 
 
 def test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once():
