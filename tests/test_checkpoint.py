@@ -11,40 +11,37 @@ import json
 import os
 import shutil
 import signal
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import TRAIN, train_args
+from conftest import DATA_DIR, TRAIN, missing_data, train_args
 from test_cli import assert_clean_error
 
 import scbow
 from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import CheckpointError, Interrupted, ModelError
+from scbow.files import atomic_dir
 from scbow.training import trainer as trainer_mod
-from scbow.training.checkpoint import checkpoint_dir
+from scbow.training.checkpoint import (
+    BEFORE_THEY_EXISTED,
+    CheckpointWriter,
+    _config_differences,
+    check_config,
+    checkpoint_dir,
+    only_checkpoint_files,
+    read_meta,
+)
+from scbow.training.corpus import load_corpus
+from scbow.training.curve import curve_hook
 from scbow.training.hooks import Hook
-from scbow.training.session import lock_path, train_session
+from scbow.training.postprocess import remove_common_components
+from scbow.training.session import remove_checkpoint, train_session
+from scbow.training.start import corpus_weights, init_vectors
+from scbow.use.evaluate import read_sts, score_set
 from scbow.vectors.formats import load_model
 from scbow.vectors.model import Model
-
-# =======================================================================================
-# --checkpoint-every
-
-
-def test_checkpoint_every_takes_a_count_as_eval_every_does(tmp_path, runner, corpus_file):
-    """--checkpoint-every 100k (or 2M, 1e6) is a count of examples, as in --eval-every."""
-    out = tmp_path / "model"
-    result = runner.invoke(main, train_args(corpus_file, out, "--checkpoint-every", "100k", "-q"))
-    assert result.exit_code == 0, result.output
-    assert (out / "vectors.npy").is_file()
-
-
-# =======================================================================================
-# Checkpoints and resume, in process
-#
-# A hook sends this very process SIGINT after a chosen batch: the signal goes through the
-# real handler, flag and checkpoint path.
 
 
 class SignalAfter(Hook):
@@ -55,94 +52,6 @@ class SignalAfter(Hook):
         self.seen += 1
         if self.seen == self.batches:
             os.kill(os.getpid(), self.signum)
-
-
-def cfg(**kw):
-    # the sentence part alone (no word part): these tests are about checkpoints of the sentence part
-    return TrainConfig(**{"dim": 16, "epochs": 2, "min_count": 1, "threads": 1, "seed": 3, "word_passes": 0, **kw})
-
-
-def test_resume_is_bit_identical_to_an_uninterrupted_run(tmp_path, corpus_file, small_batches):
-    config = cfg()
-    reference = train_session([corpus_file], config, tmp_path / "a", quiet=True)
-    out = tmp_path / "b"
-    # interrupted twice (mid-epoch, then in the second epoch), resumed twice
-    with pytest.raises(Interrupted) as info:
-        train_session([corpus_file], config, out, quiet=True, hooks=[SignalAfter(4)])
-    assert info.value.signum == signal.SIGINT and "--resume" in info.value.message
-    assert not out.exists()
-    first = json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]
-    assert first["done"] == 4 * 256 and first["epoch"] == 0 and first["lo"] == 4 * 256
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], config, out, quiet=True, resume=True, hooks=[SignalAfter(9)])
-    second = json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]
-    assert second["epoch"] == 1 and second["done"] == second["targets_per_epoch"] + second["lo"] > first["done"]
-    resumed = train_session([corpus_file], config, out, quiet=True, resume=True)
-    assert not checkpoint_dir(out).exists()  # removed once the model is saved
-    a, b = load_model(tmp_path / "a"), load_model(out)
-    assert np.array_equal(np.asarray(a.vectors).view(np.uint32), np.asarray(b.vectors).view(np.uint32))
-    assert resumed.losses == reference.losses  # the same learning-rate position, batch for batch
-    assert resumed.examples == reference.examples
-    assert b.info["training"]["examples"] == a.info["training"]["examples"]
-    # equality is no accident of the setup: another random stream gives other vectors
-    other = train_session([corpus_file], config.replace(seed=4), tmp_path / "c", quiet=True)
-    assert not np.array_equal(np.asarray(a.vectors), np.asarray(load_model(tmp_path / "c").vectors))
-    assert other.losses != reference.losses
-
-
-def test_resume_says_where_it_resumes(tmp_path, corpus_file, small_batches, capsys):
-    out = tmp_path / "m"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], cfg(), out, quiet=True, hooks=[SignalAfter(4)])
-    state = json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]
-    with pytest.raises(Interrupted):  # quiet: not a word
-        train_session([corpus_file], cfg(), out, quiet=True, resume=True, hooks=[SignalAfter(1)])
-    assert "resuming" not in capsys.readouterr().err
-    state = json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]
-    assert state["done"] == 5 * 256 and state["epoch"] == 0
-    train_session([corpus_file], cfg(), out, resume=True)
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("resuming")]
-    assert lines == [f"resuming from the checkpoint at example 1,280 of {state['total']:,} (epoch 1 of 2)"]
-
-
-def test_a_checkpoint_is_a_loadable_model_of_the_raw_matrix(tmp_path, corpus_file, small_batches):
-    out = tmp_path / "m"
-    seen = {}
-
-    class Grab(Hook):
-        def after_batch(self, state, vectors):
-            if state.done == 3 * 256:
-                seen["W"] = np.array(vectors())
-                os.kill(os.getpid(), signal.SIGTERM)
-
-    with pytest.raises(Interrupted) as info:
-        train_session([corpus_file], cfg(), out, quiet=True, hooks=[Grab()])
-    assert info.value.signum == signal.SIGTERM
-    ck = scbow.load(checkpoint_dir(out))
-    assert np.array_equal(np.asarray(ck.vectors), seen["W"])  # raw: no common-component removal yet
-    assert ck.info["training"]["checkpoint"] is True
-    assert sorted(os.listdir(checkpoint_dir(out))) == ["config.json", "state.json", "vectors.npy", "vocab.txt"]
-    assert sorted(os.listdir(tmp_path)) == ["m.checkpoint"]  # no model, no lock, no temporary directory
-    assert not lock_path(out).exists()
-
-
-def test_periodic_checkpoints(tmp_path, corpus_file, small_batches, monkeypatch, checkpoints_written):
-    written = checkpoints_written
-    boundaries = []
-
-    class Record(Hook):
-        def after_batch(self, state, vectors):
-            boundaries.append(state.done)
-
-    result = train_session([corpus_file], cfg(), tmp_path / "m", quiet=True, checkpoint_every=1000,
-                           hooks=[Record()])
-    # one checkpoint at the first batch boundary at or after every multiple of 1000
-    expected = sorted({next(b for b in boundaries if b >= k) for k in range(1000, result.examples + 1, 1000)})
-    assert written == expected and len(written) >= 4
-    assert not checkpoint_dir(tmp_path / "m").exists()
-    written.clear()
-    train_session([corpus_file], cfg(), tmp_path / "t", quiet=True, checkpoint_every="0.000001s")
-    assert len(written) >= 10  # a duration that is always due: after every batch
 
 
 class SignalWhen(Hook):
@@ -157,100 +66,221 @@ class SignalWhen(Hook):
             os.kill(os.getpid(), signal.SIGINT)
 
 
-@pytest.mark.parametrize("epoch", [0, 1])
-def test_a_checkpoint_at_the_end_of_an_epoch_resumes_bit_identically(tmp_path, corpus_file, small_batches, epoch):
-    """Interrupted at an epoch's last batch (issue 34): the checkpoint holds lo == targets_per_epoch in
-    that epoch (the trainer moves to the next epoch after the hooks); it resumes with the next
-    epoch's shuffle, bit for bit as an uninterrupted run."""
-    config = cfg()
-    reference = train_session([corpus_file], config, tmp_path / "a", quiet=True)
-    out = tmp_path / "b"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], config, out, quiet=True,
-                      hooks=[SignalWhen(lambda s: s.epoch == epoch and s.lo == s.targets_per_epoch)])
-    state = json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]
-    assert state["epoch"] == epoch and state["lo"] == state["targets_per_epoch"]
-    assert state["done"] == (epoch + 1) * state["targets_per_epoch"]
-    resumed = train_session([corpus_file], config, out, quiet=True, resume=True)
-    a, b = load_model(tmp_path / "a"), load_model(out)
-    assert np.array_equal(np.asarray(a.vectors).view(np.uint32), np.asarray(b.vectors).view(np.uint32))
-    assert resumed.losses == reference.losses and resumed.examples == reference.examples
+def cfg(**kw):
+    # the sentence part alone (no word part): these tests are about checkpoints of the sentence part
+    return TrainConfig(**{"dim": 16, "epochs": 2, "min_count": 1, "threads": 1, "seed": 3, "word_passes": 0, **kw})
 
 
-@pytest.mark.parametrize("stop", ["mid-epoch", "at a checkpoint", "end of an epoch"])
-def test_a_resumed_run_checkpoints_where_an_uninterrupted_one_does(tmp_path, corpus_file, small_batches,
-                                                                   monkeypatch, stop, checkpoints_written):
-    """--checkpoint-every N: a resumed run writes its checkpoints at the example counts an uninterrupted
-    run writes them at (issue 34: none after its first batch unless one is due there)."""
-    written = checkpoints_written
-    train_session([corpus_file], cfg(), tmp_path / "a", quiet=True, checkpoint_every=1000)
-    reference = list(written)
-    assert len(reference) >= 4
-    when = {"mid-epoch": lambda s: s.done == 5 * 256, "at a checkpoint": lambda s: s.done == reference[1],
-            "end of an epoch": lambda s: s.epoch == 0 and s.lo == s.targets_per_epoch}[stop]
-    written.clear()
-    out = tmp_path / "b"
+def state_of(out) -> dict:
+    return json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]
+
+
+def same_bits(a, b) -> bool:
+    return np.array_equal(np.asarray(a).view(np.uint32), np.asarray(b).view(np.uint32))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def batches_of_256(tmp_path_factory):
+    """Batches of 256 examples (conftest's small_batches) for the whole module, its fixtures' runs included."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(trainer_mod, "BATCH", 256)
+        mp.setenv("SCBOW_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        yield mp
+
+
+@pytest.fixture(scope="module")
+def reference(corpus_file, tmp_path_factory, batches_of_256):
+    """``cfg()`` run to its end once, with a checkpoint every 1,000 examples and a learning curve: the result,
+    its saved model, the example counts after every batch and those of its checkpoints, the curve's dev set."""
+    base, boundaries, written = tmp_path_factory.mktemp("reference"), [], []
+    words, rng = "the a man dog cat walked sat ran house road".split(), np.random.default_rng(0)
+    dev = base / "dev.tsv"
+    dev.write_text("".join(f"{rng.uniform(0, 5):.2f}\t{' '.join(rng.choice(words, 5))}.\t"
+                           f"{' '.join(rng.choice(words, 5))}.\n" for _ in range(40)))
+    write = CheckpointWriter.write
+
+    def spy(self, state, *args, **kwargs):
+        written.append(state.done)
+        return write(self, state, *args, **kwargs)
+
+    class Record(Hook):
+        def after_batch(self, state, vectors):
+            boundaries.append(state.done)
+
+    curve = curve_hook(512, dev=dev, config=cfg())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(CheckpointWriter, "write", spy)
+        result = train_session([corpus_file], cfg(), base / "a", quiet=True, checkpoint_every=1000,
+                               hooks=[Record(), curve], before_save=lambda result: curve.attach(result.model))
+    assert not checkpoint_dir(base / "a").exists()
+    return SimpleNamespace(result=result, model=load_model(base / "a"), boundaries=boundaries, written=written, dev=dev)
+
+
+def interrupted_at_batch(corpus_file, tmp_path_factory, config, batches):
+    out = tmp_path_factory.mktemp("interrupted") / "m"
     with pytest.raises(Interrupted):
-        train_session([corpus_file], cfg(), out, quiet=True, checkpoint_every=1000, hooks=[SignalWhen(when)])
+        train_session([corpus_file], config, out, quiet=True, hooks=[SignalAfter(batches)])
+    return checkpoint_dir(out)
+
+
+PLAIN = cfg(dim=8, epochs=1, seed=1)
+WORD_TERM = cfg(word_window=3, word_weight=0.5)
+
+
+@pytest.fixture(scope="module")
+def plain_checkpoint(corpus_file, tmp_path_factory, batches_of_256):
+    """The checkpoint of ``PLAIN`` interrupted after 2 batches (tests copy it)."""
+    return interrupted_at_batch(corpus_file, tmp_path_factory, PLAIN, 2)
+
+
+@pytest.fixture(scope="module")
+def word_term_checkpoint(corpus_file, tmp_path_factory, batches_of_256):
+    """The checkpoint of ``WORD_TERM`` interrupted after 5 batches (tests copy it)."""
+    return interrupted_at_batch(corpus_file, tmp_path_factory, WORD_TERM, 5)
+
+
+def copy_checkpoint(ck, out):
+    """A copy of checkpoint ``ck`` as that of a run into ``out``; returns ``out``."""
+    shutil.copytree(ck, checkpoint_dir(out))
+    return out
+
+
+def test_resume_is_bit_identical_and_says_where_it_resumes(tmp_path, corpus_file, capsys, reference):
+    """Interrupted twice (SIGTERM mid-epoch, then SIGINT in the second epoch), resumed twice. The checkpoint
+    is a loadable model of the raw matrix (no common-component removal yet), and all that is left."""
+    out, seen = tmp_path / "b", {}
+
+    class Grab(Hook):
+        def after_batch(self, state, vectors):
+            if state.done == 4 * 256:
+                seen["W"] = np.array(vectors())
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    with pytest.raises(Interrupted) as info:
+        train_session([corpus_file], cfg(), out, quiet=True, hooks=[Grab()])
+    assert info.value.signum == signal.SIGTERM and "--resume" in info.value.message
+    ck = scbow.load(checkpoint_dir(out))
+    assert np.array_equal(np.asarray(ck.vectors), seen["W"]) and ck.info["training"]["checkpoint"] is True
+    assert sorted(os.listdir(checkpoint_dir(out))) == ["config.json", "state.json", "vectors.npy", "vocab.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["b.checkpoint"]  # no model, no lock, no temporary directory
+    first = state_of(out)
+    assert first["done"] == 4 * 256 and first["epoch"] == 0 and first["lo"] == 4 * 256
+    with pytest.raises(Interrupted) as info:
+        train_session([corpus_file], cfg(), out, quiet=True, resume=True, hooks=[SignalAfter(9)])
+    assert info.value.signum == signal.SIGINT
+    assert "resuming" not in capsys.readouterr().err  # quiet: not a word
+    second = state_of(out)
+    assert second["epoch"] == 1 and second["done"] == second["targets_per_epoch"] + second["lo"] > first["done"]
+    resumed = train_session([corpus_file], cfg(), out, resume=True)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("resuming")]
+    assert lines == [f"resuming from the checkpoint at example {second['done']:,} of {second['total']:,} (epoch 2 of 2)"]
+    assert not checkpoint_dir(out).exists()  # removed once the model is saved
+    b = load_model(out)
+    assert same_bits(reference.model.vectors, b.vectors)
+    assert resumed.losses == reference.result.losses  # the same learning-rate position, batch for batch
+    assert resumed.examples == reference.result.examples
+    assert b.info["training"]["examples"] == reference.model.info["training"]["examples"]
+    # equality is no accident of the setup: another random stream gives other vectors
+    other = train_session([corpus_file], cfg(seed=4), tmp_path / "c", quiet=True)
+    assert not np.array_equal(np.asarray(reference.model.vectors), np.asarray(load_model(tmp_path / "c").vectors))
+    assert other.losses != reference.result.losses
+
+
+def test_periodic_checkpoints(reference):
+    # one checkpoint at the first batch boundary at or after every multiple of 1000
+    b = reference.boundaries
+    expected = sorted({next(x for x in b if x >= k) for k in range(1000, reference.result.examples + 1, 1000)})
+    assert reference.written == expected and len(expected) >= 4
+
+
+STOPS = {"mid-epoch": lambda ref: lambda s: s.done == 5 * 256,
+         "at a checkpoint": lambda ref: lambda s: s.done == ref.written[1],
+         "end of epoch 0": lambda ref: lambda s: s.epoch == 0 and s.lo == s.targets_per_epoch,
+         "end of epoch 1": lambda ref: lambda s: s.epoch == 1 and s.lo == s.targets_per_epoch}
+
+
+@pytest.mark.parametrize("stop", list(STOPS))
+def test_a_resumed_run_checkpoints_and_ends_as_an_uninterrupted_one(tmp_path, corpus_file,
+                                                                     checkpoints_written, reference, stop):
+    """--checkpoint-every N: a resumed run writes its checkpoints at the example counts an uninterrupted run
+    writes them at (issue 34: none after its first batch unless one is due there), and ends bit for bit
+    as that run. At an epoch's last batch (issue 34) the checkpoint holds lo == targets_per_epoch in that
+    epoch (the trainer moves to the next epoch after the hooks) and resumes with the next epoch's shuffle."""
+    written, out = checkpoints_written, tmp_path / "b"
+    with pytest.raises(Interrupted):
+        train_session([corpus_file], cfg(), out, quiet=True, checkpoint_every=1000,
+                      hooks=[SignalWhen(STOPS[stop](reference))])
     at = written[-1]  # the interrupt's checkpoint; the periodic ones before it are the reference's
-    assert written[:-1] == [d for d in reference if d < at]
+    assert written[:-1] == [d for d in reference.written if d < at]
+    if stop.startswith("end of epoch"):
+        state, epoch = state_of(out), int(stop[-1])
+        assert state["epoch"] == epoch and state["lo"] == state["targets_per_epoch"]
+        assert state["done"] == (epoch + 1) * state["targets_per_epoch"] == at
     written.clear()
-    train_session([corpus_file], cfg(), out, quiet=True, resume=True, checkpoint_every=1000)
-    assert written == [d for d in reference if d > at]
+    resumed = train_session([corpus_file], cfg(), out, quiet=True, resume=True, checkpoint_every=1000)
+    assert written == [d for d in reference.written if d > at]
+    assert same_bits(reference.model.vectors, load_model(out).vectors)
+    assert resumed.losses == reference.result.losses and resumed.examples == reference.result.examples
 
 
-def test_a_finished_runs_checkpoint_goes_with_its_word_part_matrices(tmp_path, corpus_file, small_batches):
-    """A run whose last checkpoint was in the word part removes word_in.npy and word_out.npy with the
-    rest of the checkpoint: nothing is left to block the next run into the same output."""
-    config = cfg(epochs=1, word_passes=2, word_dim=8)
-    warnings = []
-    out = tmp_path / "m"
-    train_session([corpus_file], config, out, quiet=True, checkpoint_every=1000, warn=warnings.append)
-    assert not checkpoint_dir(out).exists() and warnings == []
-    train_session([corpus_file], config, out, quiet=True)  # not taken for an unfinished run's checkpoint
+def test_a_resumed_run_keeps_the_curve_points_of_before_its_interrupt(tmp_path, corpus_file, reference):
+    """--resume gives the learning curve back its points: an interrupted and resumed run has every
+    point an uninterrupted one has (the resumed start adds one more, at the interrupt)."""
+    def run(*more, resume=False):
+        curve = curve_hook(512, dev=reference.dev, config=cfg())
+        train_session([corpus_file], cfg(), tmp_path / "b", quiet=True, resume=resume, hooks=[curve, *more],
+                      before_save=lambda result: curve.attach(result.model))
 
-
-def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_text, small_batches):
-    out = tmp_path / "m"
     with pytest.raises(Interrupted):
-        train_session([corpus_file], cfg(), out, quiet=True, hooks=[SignalAfter(2)])
-    with pytest.raises(CheckpointError, match=r"--lr was 0\.1, now 0\.03"):
-        train_session([corpus_file], cfg(lr=0.03), out, quiet=True, resume=True)
-    with pytest.raises(CheckpointError, match="--epochs was 2, now 3"):
-        train_session([corpus_file], cfg(epochs=3), out, quiet=True, resume=True)
+        run(SignalAfter(5))
+    run(resume=True)
+    whole, resumed = ([p["examples"] for p in m.info["curve"]["points"]] for m in (reference.model, load_model(tmp_path / "b")))
+    assert len(whole) > 4 and set(whole) <= set(resumed) and len(resumed) == len(whole) + 1
+    assert resumed == sorted(resumed)
+
+
+def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_text, plain_checkpoint):
+    out = copy_checkpoint(plain_checkpoint, tmp_path / "m")
+    assert not (checkpoint_dir(out) / "output.npy").exists()  # no skip-gram term, no output matrix
+    for change, message in ((dict(lr=0.03), r"--lr was 0\.1, now 0\.03"), (dict(epochs=3), "--epochs was 1, now 3"),
+                            (dict(word_window=5), "--word-window was 0, now 5")):
+        with pytest.raises(CheckpointError, match=message):
+            train_session([corpus_file], PLAIN.replace(**change), out, quiet=True, resume=True)
     other = tmp_path / "other.txt"
     other.write_text(make_text(n_docs=6, sents_per_doc=400, seed=12), encoding="utf-8")
     with pytest.raises(CheckpointError, match="another corpus"):
-        train_session([other], cfg(), out, quiet=True, resume=True)
+        train_session([other], PLAIN, out, quiet=True, resume=True)
     # without --resume, an existing checkpoint is never overwritten
     with pytest.raises(CheckpointError, match="--resume"):
-        train_session([corpus_file], cfg(), out, quiet=True)
+        train_session([corpus_file], PLAIN, out, quiet=True)
     assert checkpoint_dir(out).exists() and not out.exists()
     # another thread count or device is fine (they change the speed, not the computation)
-    from scbow.training.checkpoint import check_config, read_meta
-
-    check_config(read_meta(checkpoint_dir(out)), cfg(threads=2, device="cuda"), checkpoint_dir(out))
+    check_config(read_meta(checkpoint_dir(out)), PLAIN.replace(threads=2, device="cuda"), checkpoint_dir(out))
     # and so is the same corpus under another name
     copy = tmp_path / "copy.txt"
     shutil.copy(corpus_file, copy)
-    train_session([copy], cfg(), out, quiet=True, resume=True)
-    assert load_model(out).dim == 16 and not checkpoint_dir(out).exists()
+    train_session([copy], PLAIN, out, quiet=True, resume=True)
+    assert load_model(out).dim == 8 and not checkpoint_dir(out).exists()
 
 
 def test_resume_without_a_checkpoint(tmp_path, runner, corpus_file):
-    result = runner.invoke(main, train_args(corpus_file, tmp_path / "m", "--resume"))
-    assert_clean_error(result, "no checkpoint")
+    assert_clean_error(runner.invoke(main, train_args(corpus_file, tmp_path / "m", "--resume")), "no checkpoint")
     assert not (tmp_path / "m").exists()
 
 
-@pytest.mark.parametrize("how", ["state-not-json", "state-missing", "state-newer", "state-inconsistent",
-                                 "state-no-losses", "state-negative-seconds", "state-negative-loss",
-                                 "state-more-losses-than-examples", "truncated-vectors.npy", "missing-vocab.txt",
-                                 "nan-vectors", "shape", "state-of-another-write"])
-def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, small_batches, how):
-    out = tmp_path / "m"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], cfg(dim=8, epochs=1, threads=1, seed=1), out, quiet=True, hooks=[SignalAfter(2)])
+DAMAGE = {  # how -> what the error names
+    "state-not-json": "damaged checkpoint (not valid JSON: Expecting value", "state-missing": "(no state.json)",
+    "state-newer": "newer than this scbow-numba understands", "state-inconsistent": "inconsistent training state",
+    **dict.fromkeys(("state-no-losses", "state-negative-seconds", "state-negative-loss",
+                     "state-more-losses-than-examples"), "inconsistent training state"),
+    "truncated-vectors.npy": "cannot read vectors", "missing-vocab.txt": "missing vocab.txt",
+    "nan-vectors": "the vectors hold NaN or inf", "shape": "the vocabulary has 38 words but the vectors have 5 rows",
+    "state-of-another-write": "is not that of the model files beside it"}
+
+
+@pytest.mark.parametrize("how", list(DAMAGE))
+def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, plain_checkpoint, how):
+    out = copy_checkpoint(plain_checkpoint, tmp_path / "m")
     ck = checkpoint_dir(out)
     state = ck / "state.json"
     meta = json.loads(state.read_text())
@@ -260,20 +290,16 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, sm
         state.unlink()
     elif how == "state-newer":
         meta["checkpoint_version"] += 1
-        state.write_text(json.dumps(meta))
     elif how == "state-inconsistent":
         meta["state"]["done"] += 7
-        state.write_text(json.dumps(meta))
     elif how == "state-of-another-write":  # the state of another checkpoint beside these model files
         assert meta["model_id"] == json.loads((ck / "config.json").read_text())["model_id"]
         meta["model_id"] = "0" * 32
-        state.write_text(json.dumps(meta))
-    elif how.startswith("state-") and how != "state-newer":  # a record a resumed run would report as its own
-        change = {"state-no-losses": ("losses", []), "state-negative-seconds": ("kernel_seconds", -1),
-                  "state-negative-loss": ("losses", [-0.5] * len(meta["state"]["losses"])),
-                  "state-more-losses-than-examples": ("losses", [1.0] * (meta["state"]["done"] + 1))}[how]
-        meta["state"][change[0]] = change[1]
-        state.write_text(json.dumps(meta))
+    elif how.startswith("state-"):  # a record a resumed run would report as its own
+        key, value = {"state-no-losses": ("losses", []), "state-negative-seconds": ("kernel_seconds", -1),
+                      "state-negative-loss": ("losses", [-0.5] * len(meta["state"]["losses"])),
+                      "state-more-losses-than-examples": ("losses", [1.0] * (meta["state"]["done"] + 1))}[how]
+        meta["state"][key] = value
     elif how == "nan-vectors":
         W = np.load(ck / "vectors.npy")
         W[3, 2] = np.nan
@@ -285,31 +311,16 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, sm
     else:  # truncated-vectors.npy
         data = (ck / "vectors.npy").read_bytes()
         (ck / "vectors.npy").write_bytes(data[: len(data) // 2])
+    if how.startswith("state-") and how not in ("state-not-json", "state-missing"):
+        state.write_text(json.dumps(meta))
     result = runner.invoke(main, train_args(corpus_file, out, "--dim", "8", "--seed", "1", "--resume"))
     line = assert_clean_error(result)
-    expected = {"state-not-json": "damaged checkpoint (not valid JSON: Expecting value", "state-missing": "(no state.json)",
-                "state-newer": "newer than this scbow-numba understands", "state-inconsistent": "inconsistent training state",
-                **{k: "inconsistent training state" for k in ("state-no-losses", "state-negative-seconds",
-                                                              "state-negative-loss",
-                                                              "state-more-losses-than-examples")},
-                "truncated-vectors.npy": "cannot read vectors", "missing-vocab.txt": "missing vocab.txt",
-                "nan-vectors": "the vectors hold NaN or inf", "shape": "the vocabulary has 38 words but the vectors have 5 rows",
-                "state-of-another-write": "is not that of the model files beside it"}
-    assert expected[how] in line, line  # each damage named for what it is
+    assert DAMAGE[how] in line, line  # each damage named for what it is
     assert not out.exists() and ck.exists()  # a damaged checkpoint is reported, not deleted
-
-
-
-# =======================================================================================
-# A resumed run reaches the quality of an uninterrupted one (STS-B dev Pearson)
 
 
 @pytest.mark.parametrize("threads", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monkeypatch, threads):
-    from conftest import DATA_DIR, missing_data
-
-    from scbow.use.evaluate import read_sts, score_set
-
     dev = DATA_DIR / "sts-dev" / "stsb.dev.tsv"
     if not dev.is_file():
         missing_data(f"STS-B dev set {dev}")
@@ -336,10 +347,6 @@ def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monke
         assert abs(after - before) < abs(after - resumed.losses[0]), resumed.losses
     # scores of a trained model, not NaN or a degenerate one: near its own untrained start
     # (SIF-weighted word overlap; on this small slice two epochs move it a little either way)
-    from scbow.training.corpus import load_corpus
-    from scbow.training.postprocess import remove_common_components
-    from scbow.training.start import corpus_weights, init_vectors
-
     enc = load_corpus(corpus, config.min_count, 0)
     W0 = init_vectors(len(enc.vocab), config, corpus_weights(enc, config))
     remove_common_components(W0, enc, min(config.common_components, config.dim // 10), config.seed)
@@ -348,54 +355,41 @@ def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monke
     assert min(a, b) > start - 0.05, (a, b, start)
 
 
-
 def test_a_checkpoint_from_before_the_frequency_weights_resumes_only_with_its_settings():
     """A checkpoint written before a setting existed trained with that setting's old value;
     resuming it under the new defaults would mix two objectives, so it is refused."""
-    from scbow.training.checkpoint import BEFORE_THEY_EXISTED, _config_differences
-
     old = {k: v for k, v in TrainConfig(lr=0.02, weight_decay=10.0).to_dict().items() if k not in BEFORE_THEY_EXISTED}
     diffs = _config_differences(old, TrainConfig(lr=0.02, weight_decay=10.0))
     assert any(d.startswith("--frequency-weight was 0.0 (the checkpoint predates") for d in diffs), diffs
     assert any(d.startswith("--unknown was 'omit'") for d in diffs), diffs
-    same = TrainConfig(lr=0.02, weight_decay=10.0, **BEFORE_THEY_EXISTED)
-    assert _config_differences(old, same) == []
+    assert _config_differences(old, TrainConfig(lr=0.02, weight_decay=10.0, **BEFORE_THEY_EXISTED)) == []
 
 
-
-# =======================================================================================
-# The skip-gram term's output matrix (--word-window): saved with a checkpoint, resumed from it
+# ---------------- the skip-gram term's output matrix (--word-window): saved with a checkpoint, resumed from it
 
 
-def test_resume_with_the_word_term_is_bit_identical_and_keeps_its_output_matrix(tmp_path, corpus_file, small_batches):
-    config = cfg(word_window=3, word_weight=0.5)
-    reference = train_session([corpus_file], config, tmp_path / "a", quiet=True)
-    out = tmp_path / "b"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], config, out, quiet=True, hooks=[SignalAfter(5)])
-    saved = np.load(checkpoint_dir(out) / "output.npy")
-    assert saved.shape == (len(load_model(checkpoint_dir(out)).vocab), 16 + 1) and np.abs(saved).max() > 0
-    train_session([corpus_file], config, out, quiet=True, resume=True)
+def test_resume_with_the_word_term_is_bit_identical_and_keeps_its_output_matrix(tmp_path, corpus_file,
+                                                                                word_term_checkpoint, reference):
+    whole = train_session([corpus_file], WORD_TERM, tmp_path / "a", quiet=True)
+    saved = np.load(word_term_checkpoint / "output.npy")
+    assert saved.shape == (len(load_model(word_term_checkpoint).vocab), 16 + 1) and np.abs(saved).max() > 0
+    out = copy_checkpoint(word_term_checkpoint, tmp_path / "b")
+    train_session([corpus_file], WORD_TERM, out, quiet=True, resume=True)
     assert not checkpoint_dir(out).exists()  # output.npy went with the rest
-    a, b = load_model(tmp_path / "a"), load_model(out)
-    assert np.array_equal(np.asarray(a.vectors).view(np.uint32), np.asarray(b.vectors).view(np.uint32))
+    a = load_model(tmp_path / "a")
+    assert same_bits(a.vectors, load_model(out).vectors)
     # the term changes the model, and a resume from a zeroed output matrix lands elsewhere
-    plain = train_session([corpus_file], cfg(), tmp_path / "c", quiet=True)
-    assert plain.losses != reference.losses
-    out2 = tmp_path / "d"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], config, out2, quiet=True, hooks=[SignalAfter(5)])
+    assert whole.losses != reference.result.losses
+    out2 = copy_checkpoint(word_term_checkpoint, tmp_path / "d")
     np.save(checkpoint_dir(out2) / "output.npy", np.zeros_like(saved))
-    train_session([corpus_file], config, out2, quiet=True, resume=True)
+    train_session([corpus_file], WORD_TERM, out2, quiet=True, resume=True)
     assert not np.array_equal(np.asarray(a.vectors), np.asarray(load_model(out2).vectors))
 
 
 @pytest.mark.parametrize("damage", ["missing", "shape", "nan", "garbage", "huge header"])
-def test_a_word_term_checkpoint_without_a_good_output_matrix_is_refused(tmp_path, corpus_file, small_batches, damage):
-    config = cfg(word_window=2)
-    out = tmp_path / "m"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], config, out, quiet=True, hooks=[SignalAfter(3)])
+def test_a_word_term_checkpoint_without_a_good_output_matrix_is_refused(tmp_path, corpus_file,
+                                                                        word_term_checkpoint, damage):
+    out = copy_checkpoint(word_term_checkpoint, tmp_path / "m")
     path = checkpoint_dir(out) / "output.npy"
     Wo = np.load(path)
     if damage == "missing":
@@ -413,36 +407,26 @@ def test_a_word_term_checkpoint_without_a_good_output_matrix_is_refused(tmp_path
     else:
         path.write_bytes(b"not a numpy file")
     with pytest.raises(CheckpointError) as info:
-        train_session([corpus_file], config, out, quiet=True, resume=True)
+        train_session([corpus_file], WORD_TERM, out, quiet=True, resume=True)
     message = str(info.value)
     assert "output.npy" in message and "damaged checkpoint" in message and "\n" not in message
-
-
-def test_a_checkpoint_without_the_word_term_does_not_resume_with_it(tmp_path, corpus_file, small_batches):
-    out = tmp_path / "m"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], cfg(), out, quiet=True, hooks=[SignalAfter(3)])
-    assert not (checkpoint_dir(out) / "output.npy").exists()
-    with pytest.raises(CheckpointError) as info:
-        train_session([corpus_file], cfg(word_window=5), out, quiet=True, resume=True)
-    assert "--word-window was 0, now 5" in str(info.value)
 
 
 # ---------------- what a checkpoint may hold
 
 
-def test_a_finished_runs_checkpoint_goes_but_a_users_file_in_it_stays(tmp_path):
-    from scbow.training.session import remove_checkpoint
-
-    ck = tmp_path / "model.checkpoint"
+def fake_checkpoint(ck):
     ck.mkdir()
     for name in ("vectors.npy", "vocab.txt", "config.json", "state.json"):
         (ck / name).write_text("x")
+    return ck
+
+
+def test_a_finished_runs_checkpoint_goes_but_a_users_file_in_it_stays(tmp_path):
+    ck = fake_checkpoint(tmp_path / "model.checkpoint")
     remove_checkpoint(ck)
     assert not ck.exists()
-    ck.mkdir()
-    for name in ("vectors.npy", "vocab.txt", "config.json", "state.json"):
-        (ck / name).write_text("x")
+    fake_checkpoint(ck)
     (ck / "mydir").mkdir()
     (ck / "mydir" / "notes.txt").write_text("precious")
     said = []
@@ -456,36 +440,22 @@ def test_a_finished_runs_checkpoint_goes_but_a_users_file_in_it_stays(tmp_path):
     assert (other / "vectors.npy").read_text() == "mine"
 
 
-def test_a_users_file_in_a_checkpoint_stops_its_replacement_not_the_run(tmp_path, corpus_file, small_batches):
-    from scbow.files import atomic_dir
-    from scbow.training.checkpoint import only_checkpoint_files
-    from scbow.training.session import train_session
-
-    ck = tmp_path / "m.checkpoint"
-    ck.mkdir()
-    for name in ("vectors.npy", "vocab.txt", "config.json", "state.json"):
-        (ck / name).write_text("x")
+def test_a_users_file_in_a_checkpoint_stops_its_replacement_not_the_run(tmp_path, corpus_file, plain_checkpoint,
+                                                                        checkpoints_written):
+    ck = fake_checkpoint(tmp_path / "m.checkpoint")
     (ck / "notes.txt").write_text("precious")
     with pytest.raises(FileExistsError, match="notes.txt"):
         with atomic_dir(ck, same_kind=only_checkpoint_files) as tmp:
             (tmp / "state.json").write_text("{}")
     assert (ck / "notes.txt").read_text() == "precious" and (ck / "state.json").read_text() == "x"
-    # in a run: interrupted with a checkpoint, a user's file put in it, resumed with periodic checkpoints:
+    # in a run: a user's file put in an interrupted run's checkpoint, resumed with periodic checkpoints:
     # each replacement is a warning, the run goes on and saves its model, the file stays
-    from test_checkpoint import SignalAfter
-
-    from scbow.config import TrainConfig
-    from scbow.errors import Interrupted
-
-    config = TrainConfig(dim=8, epochs=2, min_count=1, threads=1)
-    out = tmp_path / "run"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], config, out, quiet=True, hooks=[SignalAfter(2)])
-    (tmp_path / "run.checkpoint" / "notes.txt").write_text("precious")
+    out = copy_checkpoint(plain_checkpoint, tmp_path / "run")
+    (checkpoint_dir(out) / "notes.txt").write_text("precious")
     said = []
-    train_session([corpus_file], config, out, quiet=True, resume=True, checkpoint_every=256, warn=said.append)
-    assert (out / "vectors.npy").is_file()
-    assert (tmp_path / "run.checkpoint" / "notes.txt").read_text() == "precious"
+    train_session([corpus_file], PLAIN, out, quiet=True, resume=True, checkpoint_every="0.000001s", warn=said.append)
+    assert len(checkpoints_written) == 10 - 2  # a duration that is always due: after every batch left (of 10)
+    assert (out / "vectors.npy").is_file() and (checkpoint_dir(out) / "notes.txt").read_text() == "precious"
     assert any("notes.txt" in line for line in said) and any("did not write" in line for line in said), said
 
 

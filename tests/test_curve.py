@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from conftest import WORDS, make_runner
 from conftest import assert_clean_error as _assert_clean_error
 
+import scbow.use.data as data_mod
 from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.training import trainer as trainer_mod
@@ -29,6 +31,7 @@ from scbow.vectors.numeric import mean_rows
 
 def assert_clean_error(result, *fragments):
     return _assert_clean_error(result, *fragments, exit_code=1)
+
 
 TRAIN = ["--dim", "16", "--epochs", "2", "--min-count", "1", "--threads", "1", "-q", "--common-components", "1",
          "--word-passes", "0"]
@@ -63,6 +66,12 @@ def setup(tmp_path, small_corpus_file, monkeypatch):
     return {"corpus": small_corpus_file, "dev": dev, "tests": tests, "tmp": tmp_path}
 
 
+def train_cli(setup, out, *extra):
+    result = make_runner().invoke(main, ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, *extra])
+    assert result.exit_code == 0, result.output
+    return load_model(out)
+
+
 def expected_examples(per_epoch: int, epochs: int, batch: int, every: int) -> list[int]:
     """Points: before training, the first batch end at or past every multiple of ``every``, epoch ends."""
     ends = [e * per_epoch + min(lo + batch, per_epoch) for e in range(epochs) for lo in range(0, per_epoch, batch)]
@@ -74,10 +83,7 @@ def expected_examples(per_epoch: int, epochs: int, batch: int, every: int) -> li
 
 def test_train_writes_curve(setup):
     out = setup["tmp"] / "model"
-    result = make_runner().invoke(main, ["train", str(setup["corpus"]), "-o", str(out), *TRAIN,
-                                         "--eval-every", str(EVERY), "--eval-sets", str(setup["tests"])])
-    assert result.exit_code == 0, result.output
-    assert (out / "curve.json").is_file()
+    model = train_cli(setup, out, "--eval-every", str(EVERY), "--eval-sets", str(setup["tests"]))
     curve = json.loads((out / "curve.json").read_text())
     meta = json.loads((out / "config.json").read_text())
     assert "curve" not in meta
@@ -85,16 +91,13 @@ def test_train_writes_curve(setup):
     assert per_epoch > 2 * BATCH  # several batches per epoch, or the test proves little
     points = curve["points"]
     examples = [p["examples"] for p in points]
-    assert examples == expected_examples(per_epoch, 2, BATCH, EVERY)
-    assert examples == sorted(set(examples))
+    assert examples == expected_examples(per_epoch, 2, BATCH, EVERY) == sorted(set(examples))
     assert [p["epoch_end"] for p in points] == [x > 0 and x % per_epoch == 0 for x in examples]
     assert points[0]["loss"] is None and all(p["loss"] > 0 for p in points[1:])
     assert [p["fraction"] for p in points] == pytest.approx([x / (2 * per_epoch) for x in examples], abs=1e-6)
     assert [p["epoch"] for p in points] == pytest.approx([x / per_epoch for x in examples], abs=1e-6)
     for p in points:
-        for key in ("dev", "dev_raw"):
-            for stat in ("pearson", "spearman"):
-                assert -1 <= p[key][stat] <= 1
+        assert all(-1 <= p[key][stat] <= 1 for key in ("dev", "dev_raw") for stat in ("pearson", "spearman"))
         assert p["dev"]["pairs"] == 40 and p["dev"]["scored"] == 40
         assert set(p["test"]["pearson"]) == {"a", "b"}
         assert p["test"]["pearson_mean"] == pytest.approx(np.mean(list(p["test"]["pearson"].values())), abs=1e-5)
@@ -108,9 +111,7 @@ def test_train_writes_curve(setup):
     assert t["evaluations"] == len(points)
     assert t["hook_seconds"] >= t["eval_seconds"] - 0.01
     assert t["wall_seconds"] >= t["kernel_seconds"] + t["hook_seconds"] - 0.01
-    # load_model exposes the curve
-    model = load_model(out)
-    assert model.info["curve"] == curve
+    assert model.info["curve"] == curve  # load_model exposes the curve
     # the last point scores exactly the saved model (the same post-processing)
     dev = score_set(model.embed, read_sts(setup["dev"]))
     assert points[-1]["dev"]["pearson"] == pytest.approx(dev.pearson, abs=1e-4)
@@ -120,17 +121,14 @@ def test_train_writes_curve(setup):
 
 
 def test_no_post_processing_scores_vectors_as_trained(setup):
-    out = setup["tmp"] / "raw"
     args = list(TRAIN)
     args[args.index("--common-components") + 1] = "-1"
-    result = make_runner().invoke(main, ["train", str(setup["corpus"]), "-o", str(out), *args, "--eval-every", "1k"])
-    assert result.exit_code == 0, result.output
-    curve = load_model(out).info["curve"]
+    model = train_cli(setup, setup["tmp"] / "raw", *args, "--eval-every", "1k")
+    curve = model.info["curve"]
     assert curve["post_processing"] is None
     assert [p["examples"] for p in curve["points"]][0] == 0 and all(p["epoch_end"] for p in curve["points"][1:])
-    for p in curve["points"]:
-        assert p["dev"]["pearson"] == p["dev_raw"]["pearson"]
-    dev = score_set(load_model(out).embed, read_sts(setup["dev"]))
+    assert all(p["dev"]["pearson"] == p["dev_raw"]["pearson"] for p in curve["points"])
+    dev = score_set(model.embed, read_sts(setup["dev"]))
     assert curve["points"][-1]["dev"]["pearson"] == pytest.approx(dev.pearson, abs=1e-5)
 
 
@@ -169,42 +167,41 @@ def test_hook_through_the_python_api(small_corpus_file, tmp_path, monkeypatch):
         CurveHook(dev, every=0, common_components=0, seed=1)
 
 
-@pytest.mark.parametrize("every", ["-5", "0", "abc", "1.5"])
-def test_bad_eval_every(setup, every):
-    out = setup["tmp"] / "model"
-    result = make_runner().invoke(main, ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-every", every])
-    assert_clean_error(result, "--eval-every", repr(every))
-    assert not out.exists()
-
-
-def test_missing_dev_set(setup, monkeypatch):
+def test_bad_eval_options(setup, monkeypatch):
     out = setup["tmp"] / "model"
     args = ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-every", "100"]
+
+    def refused(argv, *fragments):
+        assert_clean_error(make_runner().invoke(main, argv), *fragments)
+
+    for every in ("-5", "0", "abc", "1.5"):
+        refused([*args[:-1], every], "--eval-every", repr(every))
     monkeypatch.setenv("SCBOW_STS_DEV", str(setup["tmp"] / "nope.tsv"))
-    assert_clean_error(make_runner().invoke(main, args), "SCBOW_STS_DEV", "no such file")
+    refused(args, "SCBOW_STS_DEV", "no such file")
     monkeypatch.delenv("SCBOW_STS_DEV")
     monkeypatch.chdir(setup["tmp"])  # no shared/data/sts-dev from here, nor (patched) beside the checkout
-    import scbow.use.data as data_mod
-
     monkeypatch.setattr(data_mod, "data_places", lambda name: [Path("shared/data") / name])
-    assert_clean_error(make_runner().invoke(main, args), "no STS dev set", "--eval-dev")
-    assert_clean_error(make_runner().invoke(main, args + ["--eval-dev", "missing.tsv"]), "missing.tsv")
-    assert_clean_error(make_runner().invoke(main, args + ["--eval-dev", str(setup["dev"]),
-                                                          "--eval-sets", "nothing-here"]), "nothing-here")
+    refused(args, "no STS dev set", "--eval-dev")
+    refused(args + ["--eval-dev", "missing.tsv"], "missing.tsv")
+    refused(args + ["--eval-dev", str(setup["dev"]), "--eval-sets", "nothing-here"], "nothing-here")
     bad = setup["tmp"] / "bad.tsv"
     bad.write_text("1.0\tonly two fields\n", encoding="utf-8")
-    assert_clean_error(make_runner().invoke(main, args + ["--eval-dev", str(bad)]), "bad.tsv")
-    no_every = ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-dev", str(setup["dev"])]
-    assert_clean_error(make_runner().invoke(main, no_every), "--eval-every")
+    refused(args + ["--eval-dev", str(bad)], "bad.tsv")
+    refused(["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-dev", str(setup["dev"])], "--eval-every")
     assert not out.exists()
 
 
-@pytest.fixture
-def curved_model(setup):
-    out = setup["tmp"] / "model"
-    result = make_runner().invoke(main, ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-every", "50"])
-    assert result.exit_code == 0, result.output
-    return out
+@pytest.fixture(scope="module")
+def curved_model(tmp_path_factory, make_text):
+    """A model trained with --eval-every 50 (batches of 16), shared by the plot tests, which only read it."""
+    base = tmp_path_factory.mktemp("curved")
+    (base / "corpus.txt").write_text(make_text(), encoding="utf-8")  # small_corpus_file's text
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(trainer_mod, "BATCH", BATCH)
+        mp.setenv("SCBOW_STS_DEV", str(write_sts(base / "dev.tsv", 40, seed=1)))
+        mp.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
+        train_cli({"corpus": base / "corpus.txt"}, base / "model", "--eval-every", "50")
+    return base / "model"
 
 
 def png_size(path):
@@ -214,28 +211,22 @@ def png_size(path):
     return struct.unpack(">II", data[16:24])
 
 
-def test_plot_writes_png(curved_model, tmp_path):
+def test_plot_writes_png_with_the_legend_below_the_curves(curved_model, tmp_path, monkeypatch):
+    """The legend sits below the axes: inside, it covered the end of the dashed 'as trained' curve."""
     pytest.importorskip("matplotlib")
+    from scbow.use import plot as plot_mod
+
     png = tmp_path / "curve.png"
     result = make_runner().invoke(main, ["plot", str(curved_model), "-o", str(png)])
     assert result.exit_code == 0, result.output
     width, height = png_size(png)
     assert width > 100 and height > 100
     # a curve.json file on its own works too
-    png2 = tmp_path / "from-file.png"
-    result = make_runner().invoke(main, ["plot", str(curved_model / "curve.json"), "-o", str(png2), "--title", "x"])
+    result = make_runner().invoke(main, ["plot", str(curved_model / "curve.json"), "-o", str(tmp_path / "f.png"),
+                                         "--title", "x"])
     assert result.exit_code == 0, result.output
-    png_size(png2)
+    png_size(tmp_path / "f.png")
     assert not list(tmp_path.glob(".*.tmp-*"))
-
-
-def test_plot_legend_covers_no_curve(curved_model, tmp_path, monkeypatch):
-    """The legend sits below the axes: inside, it covered the end of the dashed 'as trained' curve."""
-    pytest.importorskip("matplotlib")
-    import json
-
-    from scbow.use import plot as plot_mod
-
     figures = []
     close = plot_mod.plt.close
     monkeypatch.setattr(plot_mod.plt, "close", lambda fig=None: figures.append(fig))
@@ -252,12 +243,9 @@ def test_plot_legend_covers_no_curve(curved_model, tmp_path, monkeypatch):
             close(fig)
 
 
-def test_plot_errors(curved_model, setup, tmp_path, monkeypatch):
-    pytest.importorskip("matplotlib")  # an optional extra: the plot itself needs it
-    runner = make_runner()
-    plain = tmp_path / "plain"
-    result = runner.invoke(main, ["train", str(setup["corpus"]), "-o", str(plain), *TRAIN])
-    assert result.exit_code == 0, result.output
+def test_plot_errors(curved_model, healthy, tmp_path, monkeypatch, runner):
+    """Each found before matplotlib (an optional extra) is imported."""
+    plain = healthy[0]  # trained without --eval-every
     assert not (plain / "curve.json").exists()
     assert_clean_error(runner.invoke(main, ["plot", str(plain), "-o", str(tmp_path / "x.png")]),
                        "no learning curve", "--eval-every")
@@ -267,30 +255,26 @@ def test_plot_errors(curved_model, setup, tmp_path, monkeypatch):
     assert_clean_error(runner.invoke(main, ["plot", str(bad)]), "bad.json", "not valid JSON")
     bad.write_text('{"points": 3}', encoding="utf-8")
     assert_clean_error(runner.invoke(main, ["plot", str(bad)]), "not a learning curve")
+    for pearson in (1e308, 2.0, -1e300):
+        bad.write_text(json.dumps({"points": [{"examples": 1, "dev": {"pearson": pearson}}]}))
+        assert_clean_error(runner.invoke(main, ["plot", str(bad), "-o", str(tmp_path / "p.png")]), "not a correlation")
     assert_clean_error(runner.invoke(main, ["plot", str(curved_model), "-o", str(tmp_path / "no" / "dir.png")]),
                        "no such directory")
-    assert not (tmp_path / "x.png").exists()
-    # the default model location is used without MODEL
-    monkeypatch.setenv("SCBOW_MODEL", str(plain))
+    assert not (tmp_path / "x.png").exists() and not (tmp_path / "p.png").exists()
+    monkeypatch.setenv("SCBOW_MODEL", str(plain))  # the default model location is used without MODEL
     assert_clean_error(runner.invoke(main, ["plot"]), str(plain))
 
 
-def test_plot_without_matplotlib(curved_model, tmp_path, monkeypatch):
+def test_plot_without_matplotlib_and_its_help_import_nothing_heavy(curved_model, tmp_path, monkeypatch):
+    code = ("import sys; from scbow.cli import main\ntry:\n    main(['plot', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('numpy', 'numba', 'matplotlib', 'scipy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
     monkeypatch.delitem(sys.modules, "scbow.use.plot", raising=False)
     result = make_runner().invoke(main, ["plot", str(curved_model), "-o", str(tmp_path / "c.png")])
     assert_clean_error(result, "matplotlib", "pip install 'scbow-numba[plot]'")
     assert not (tmp_path / "c.png").exists()
-
-
-def test_help_imports_nothing_heavy():
-    import subprocess
-
-    code = ("import sys; from scbow.cli import main\n"
-            "try:\n    main(['plot', '--help'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('numpy', 'numba', 'matplotlib', 'scipy') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip().splitlines()[-1] == "[]"
 
 
 @pytest.mark.parametrize("unknown", ["hash", "omit"])
@@ -305,15 +289,12 @@ def test_last_point_scores_the_saved_model_with_unknown_words(setup, unknown, wo
         lines.append(f"{rng.uniform(0, 5):.3f}\t{' '.join(a)}.\t{' '.join(b)}.\n")
     dev = setup["tmp"] / f"dev-{unknown}.tsv"
     dev.write_text("".join(lines), encoding="utf-8")
-    out = setup["tmp"] / f"model-{unknown}-{len(word)}"
-    result = make_runner().invoke(main, ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, *word, "--eval-every",
-                                         "1k", "--eval-dev", str(dev), "--unknown", unknown])
-    assert result.exit_code == 0, result.output
-    model = load_model(out)
+    model = train_cli(setup, setup["tmp"] / "model", *word, "--eval-every", "1k", "--eval-dev", str(dev),
+                      "--unknown", unknown)
     assert model.unknown_rule[0] == unknown
     # with a word part the last point scores the saved rows, both parts; the points before, the sentence part
-    assert [bool(p.get("word_part")) for p in model.info["curve"]["points"]][-2:] == [False, bool(word)]
     curve = model.info["curve"]
+    assert [bool(p.get("word_part")) for p in curve["points"]][-2:] == [False, bool(word)]
     assert curve["unknown"] == unknown
     sts = read_sts(dev)
     saved = score_set(model.embed, sts).pearson
@@ -342,20 +323,9 @@ def test_intermediate_points_score_the_post_processed_vectors_of_that_moment(set
     for p in inner:
         W = copies[p["examples"]]
         mean, U = post.fit(W)
-
-        def embed(sentences, W=W, mean=mean, U=U):
-            return CommonComponents.apply(Model(corpus.vocab, W, {"unknown": "omit"}).embed(sentences).astype(np.float64),
-                                mean, U)
-
-        expected = score_set(embed, dev).pearson
-        raw = score_set(Model(corpus.vocab, W, {"unknown": "omit"}).embed, dev).pearson
+        raw = Model(corpus.vocab, W, {"unknown": "omit"}).embed
+        expected = score_set(lambda sentences: CommonComponents.apply(raw(sentences).astype(np.float64), mean, U),
+                             dev).pearson
         assert p["dev"]["pearson"] == pytest.approx(expected, abs=1e-6)
-        assert p["dev_raw"]["pearson"] == pytest.approx(raw, abs=1e-6)
-        assert abs(expected - raw) > 1e-4  # the post-processing changes the score: skipping it shows
-
-
-@pytest.mark.parametrize("pearson", [1e308, 2.0, -1e300])
-def test_a_curve_with_impossible_correlations_is_damaged(tmp_path, runner, pearson):
-    path = tmp_path / "c.json"
-    path.write_text(json.dumps({"points": [{"examples": 1, "dev": {"pearson": pearson}}]}))
-    assert_clean_error(runner.invoke(main, ["plot", str(path), "-o", str(tmp_path / "p.png")]), "not a correlation")
+        assert p["dev_raw"]["pearson"] == pytest.approx(score_set(raw, dev).pearson, abs=1e-6)
+        assert abs(expected - score_set(raw, dev).pearson) > 1e-4  # the post-processing changes the score

@@ -26,10 +26,12 @@ from conftest import files_under, train_args
 from test_cli import assert_clean_error, make_runner
 
 import scbow
+import scbow.files as files
 from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import Interrupted, ModelError
 from scbow.text.vocab import Vocab
+from scbow.training import trainer
 from scbow.training.backends.cpu import CpuBackend
 from scbow.training.checkpoint import checkpoint_dir
 from scbow.training.session import OutputLock, SignalGuard, lock_path, train_session
@@ -37,46 +39,34 @@ from scbow.vectors.formats import load_model
 from scbow.vectors.model import Model
 from scbow.vectors.modeldir import save_model
 
-# =======================================================================================
-# Faults in real processes
-
 SHIM = r"""
 import os, sys, time
+import scbow.text.vocab as V
+import scbow.training.corpus as C
 import scbow.training.trainer as T
 from scbow.training.backends.cpu import CpuBackend
 
-T.BATCH = int(os.environ.get("SHIM_BATCH", "256"))
-_run = CpuBackend.run
+env = os.environ.get
+T.BATCH = int(env("SHIM_BATCH", "256"))
+_run, _load, _save, count = CpuBackend.run, C.load_corpus, V.Vocab.save, [0]
 
 
 def run(self, lo, hi, done):
     print(f"BATCH {done}", flush=True)
-    time.sleep(float(os.environ.get("SHIM_SLEEP", "0")))
+    time.sleep(float(env("SHIM_SLEEP", "0")))
     return _run(self, lo, hi, done)
 
 
-CpuBackend.run = run
-
-if os.environ.get("SHIM_SLOW_LOAD"):
-    import scbow.training.corpus as C
-    _load = C.load_corpus
-
-    def load_corpus(*a, **k):
+def load_corpus(*a, **k):
+    if env("SHIM_SLOW_LOAD"):
         print("LOADING", flush=True)
-        time.sleep(float(os.environ["SHIM_SLOW_LOAD"]))
-        return _load(*a, **k)
+        time.sleep(float(env("SHIM_SLOW_LOAD")))
+    return _load(*a, **k)
 
-    C.load_corpus = load_corpus
 
-if os.environ.get("SHIM_SLOW_SAVE"):
-    # PREFIX:N:SECONDS: the N-th vocab.txt written into a directory named PREFIX* is left
-    # half written while the process sleeps
-    prefix, nth, seconds = os.environ["SHIM_SLOW_SAVE"].split(":")
-    import scbow.text.vocab as V
-    _save = V.Vocab.save
-    count = [0]
-
-    def save(self, path):
+def save(self, path):  # SHIM_SLOW_SAVE=PREFIX:N:SECONDS: the N-th vocab.txt written into a directory
+    if env("SHIM_SLOW_SAVE"):  # named PREFIX* is left half written while the process sleeps
+        prefix, nth, seconds = env("SHIM_SLOW_SAVE").split(":")
         if os.path.basename(os.path.dirname(os.path.abspath(path))).startswith(prefix):
             count[0] += 1
             if count[0] == int(nth):
@@ -84,10 +74,10 @@ if os.environ.get("SHIM_SLOW_SAVE"):
                     fh.write("the 1\nha")
                 print("SAVING", flush=True)
                 time.sleep(float(seconds))
-        return _save(self, path)
+    return _save(self, path)
 
-    V.Vocab.save = save
 
+CpuBackend.run, C.load_corpus, V.Vocab.save = run, load_corpus, save
 from scbow.cli import main
 main(sys.argv[1:], prog_name="scbow-numba")
 """
@@ -130,10 +120,7 @@ class Shim:
             self.proc.kill()
             raise AssertionError("the process did not stop")
         stderr = self.proc.stderr.read()
-        while True:
-            line = self.lines.get(timeout=10)
-            if line is None:
-                break
+        while (line := self.lines.get(timeout=10)) is not None:
             self.seen.append(line)
         return self.proc.returncode, stderr
 
@@ -148,19 +135,27 @@ def one_line(stderr: str) -> str:
     return lines[0]
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(corpus_file, tmp_path_factory):
+    """The vectors of the shim's run of train_args(..., "--epochs", "3"), uninterrupted, in this process."""
+    base = tmp_path_factory.mktemp("uninterrupted")
+    config = TrainConfig(dim=16, epochs=3, min_count=1, threads=1, word_passes=0)  # train_args: no word part
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(trainer, "BATCH", 256)  # the shim's
+        train_session([corpus_file], config, base / "m", quiet=True, cache_dir=base / "cache")
+    return np.asarray(load_model(base / "m").vectors)
+
+
 @pytest.mark.parametrize("signum, extra, previous", [(signal.SIGINT, [], True),
                                                       (signal.SIGTERM, ["--checkpoint-every", "600"], False)],
                          ids=["SIGINT", "SIGTERM"])
-def test_signal_during_training_writes_a_checkpoint_and_resume_finishes(tmp_path, corpus_file, small_batches,
+def test_signal_during_training_writes_a_checkpoint_and_resume_finishes(tmp_path, corpus_file, uninterrupted,
                                                                         signum, extra, previous):
     out = tmp_path / "model"
     args = train_args(corpus_file, out, "--epochs", "3", *extra)
     if previous:
         assert make_runner().invoke(main, train_args(corpus_file, out, "--dim", "8")).exit_code == 0
         old = files_under(out), np.array(load_model(out).vectors)
-    # the same run, uninterrupted, in this process (with the shim's batch size)
-    config = TrainConfig(dim=16, epochs=3, min_count=1, threads=1, word_passes=0)  # train_args: no word part
-    train_session([corpus_file], config, tmp_path / "reference", quiet=True)
     shim = Shim(args, SHIM_SLEEP=0.05)
     shim.wait_for("BATCH 1280")
     shim.proc.send_signal(signum)
@@ -186,33 +181,26 @@ def test_signal_during_training_writes_a_checkpoint_and_resume_finishes(tmp_path
     assert code == 0, stderr
     assert resumed.batches()[0] == meta["state"]["done"]  # continues where it stopped
     assert not checkpoint_dir(out).exists()
-    a, b = load_model(tmp_path / "reference"), load_model(out)
-    assert np.array_equal(np.asarray(a.vectors), np.asarray(b.vectors))  # --threads 1: bit-identical
+    assert np.array_equal(uninterrupted, np.asarray(load_model(out).vectors))  # --threads 1: bit-identical
 
 
-def test_signal_while_reading_the_corpus_writes_nothing(tmp_path, corpus_file):
+@pytest.mark.parametrize("when, env, signum, words, left", [
+    ("LOADING", dict(SHIM_SLOW_LOAD=30), signal.SIGINT, "nothing was written", []),
+    ("SAVING", dict(SHIM_SLOW_SAVE=".model.tmp-:1:1.5"), signal.SIGTERM, "model was saved", ["model"]),
+], ids=["while reading the corpus", "while saving the model"])
+def test_a_signal_outside_training(tmp_path, corpus_file, when, env, signum, words, left):
+    """Before training (reading) a signal stops at once and nothing is written; after it, it waits for the save."""
     out = tmp_path / "model"
-    shim = Shim(train_args(corpus_file, out, "--checkpoint-every", "256"), SHIM_SLOW_LOAD=30)
-    shim.wait_for("LOADING")
-    shim.proc.send_signal(signal.SIGINT)
+    shim = Shim(train_args(corpus_file, out, *(["--checkpoint-every", "256"] if not left else [])), **env)
+    shim.wait_for(when)
+    shim.proc.send_signal(signum)
     code, stderr = shim.finish()
-    assert code == 130
-    assert "nothing was written" in one_line(stderr)
-    assert shim.batches() == []
-    assert sorted(os.listdir(tmp_path)) == []
-
-
-def test_signal_while_saving_the_model_waits_for_the_save(tmp_path, corpus_file):
-    out = tmp_path / "model"
-    shim = Shim(train_args(corpus_file, out), SHIM_SLOW_SAVE=".model.tmp-:1:1.5")
-    shim.wait_for("SAVING")
-    shim.proc.send_signal(signal.SIGTERM)
-    code, stderr = shim.finish()
-    assert code == 143
-    line = one_line(stderr)
-    assert "model was saved" in line
-    assert np.isfinite(load_model(out).vectors).all()
-    assert sorted(os.listdir(tmp_path)) == ["model"]
+    assert code == 128 + signum and words in one_line(stderr)
+    assert sorted(os.listdir(tmp_path)) == left
+    if left:
+        assert np.isfinite(load_model(out).vectors).all()
+    else:
+        assert shim.batches() == []
 
 
 def test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once():
@@ -295,8 +283,7 @@ def test_sigkill_at_random_moments_of_repeated_saves(tmp_path):
         assert sorted(os.listdir(path)) == ["config.json", "vectors.npy", "vocab.txt"]
 
 
-# =======================================================================================
-# NaN or inf
+# ---------------------------------------------------------------- NaN or inf
 
 
 @pytest.mark.parametrize("where", ["matrix", "loss"])
@@ -333,8 +320,7 @@ def test_divergence_without_checkpoints_names_the_cause(tmp_path, runner, corpus
     assert not (tmp_path / "m").exists() and not checkpoint_dir(tmp_path / "m").exists()
 
 
-# =======================================================================================
-# Two trainers, one output: the second refuses (a lock)
+# ---------------------------------------------------------------- two trainers, one output: the second refuses
 
 
 def test_second_trainer_into_the_same_output_refuses(tmp_path, corpus_file):
@@ -351,82 +337,74 @@ def test_second_trainer_into_the_same_output_refuses(tmp_path, corpus_file):
     assert load_model(out).dim == 16 and not lock_path(out).exists()
 
 
-def test_lock_in_one_process_and_a_stale_lock_file(tmp_path, runner, corpus_file):
+def test_lock_in_one_process(tmp_path, runner, corpus_file):
+    # a lock file left by a dead process is taken over: test_the_lock_never_follows_a_link... and test_sigkill_...
     out = tmp_path / "model"
     with OutputLock(out):
         assert lock_path(out).read_text().strip() == str(os.getpid())
         with pytest.raises(ModelError, match=f"pid {os.getpid()}"):
             OutputLock(out).acquire()
-        result = runner.invoke(main, train_args(corpus_file, out))
-        assert_clean_error(result, "another scbow-numba process")
+        assert_clean_error(runner.invoke(main, train_args(corpus_file, out)), "another scbow-numba process")
     assert not lock_path(out).exists()
-    # a lock file left by a dead process (SIGKILL) holds no lock: it is taken over
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    lock_path(out).write_text(f"{dead.pid}\n")
-    result = runner.invoke(main, train_args(corpus_file, out))
+
+
+def test_the_lock_never_follows_a_link_nor_takes_a_users_file(tmp_path, runner, healthy):
+    _, corpus = healthy
+    args = ["train", str(corpus), "--dim", "8", "--min-count", "1", "--threads", "1", "-q", "--no-cache"]
+    (tmp_path / "userfile").write_text("user data\n")
+    (tmp_path / "m1.lock").symlink_to(tmp_path / "userfile")
+    (tmp_path / "m2.lock").write_text("my notes\n")
+    (tmp_path / "m3.lock").mkdir()
+    for out in ("m1", "m2", "m3"):
+        assert_clean_error(runner.invoke(main, [*args, "-o", str(tmp_path / out)]), f"{out}.lock", "not a lock file")
+        assert not (tmp_path / out).exists()
+    assert (tmp_path / "userfile").read_text() == "user data\n" and (tmp_path / "m1.lock").is_symlink()
+    assert (tmp_path / "m2.lock").read_text() == "my notes\n" and (tmp_path / "m3.lock").is_dir()
+    (tmp_path / "m4.lock").write_text("12345\n")  # a lock file left by a killed run: ours, reused and removed
+    result = runner.invoke(main, [*args, "-o", str(tmp_path / "m4")])
     assert result.exit_code == 0, result.output
-    assert not lock_path(out).exists()
+    assert not (tmp_path / "m4.lock").exists()
 
 
-# =======================================================================================
-# Disk full (simulated: the write that would fill the disk raises ENOSPC)
-
-
-def _full_disk_under(monkeypatch, marker: str):
-    """Make vocab.txt writes into directories whose name contains ``marker`` fail with ENOSPC."""
+@pytest.mark.parametrize("where", ["model", "previous model", "checkpoint", "cache"])
+def test_a_full_disk(tmp_path, runner, corpus_file, small_batches, monkeypatch, where):
+    """Simulated: vocab.txt written into the directory being made raises ENOSPC, leaving a partial file.
+    A model's save or the corpus cache fails cleanly with nothing partial left (a previous model kept);
+    a periodic checkpoint's is a warning, and training goes on."""
+    out = tmp_path / "model"
+    if where == "previous model":
+        assert runner.invoke(main, train_args(corpus_file, out, "--dim", "8")).exit_code == 0
+        before = np.array(load_model(out).vectors)
+    marker = {"checkpoint": ".model.checkpoint.tmp-", "cache": ".tmp-"}.get(where, ".model.tmp-")  # cache: .KEY.tmp-*
     original = Vocab.save
 
     def save(self, path):
         if marker in Path(path).parent.name:
-            with open(path, "w") as fh:
-                fh.write("the 1\n")  # a partial file, as a full disk leaves
+            Path(path).write_text("the 1\n")
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
         return original(self, path)
 
     monkeypatch.setattr(Vocab, "save", save)
-
-
-@pytest.mark.parametrize("previous", [False, True])
-def test_disk_full_while_saving_the_model(tmp_path, runner, corpus_file, monkeypatch, previous):
-    out = tmp_path / "model"
-    if previous:
-        assert runner.invoke(main, train_args(corpus_file, out, "--dim", "8")).exit_code == 0
-        before = np.array(load_model(out).vectors)
-    _full_disk_under(monkeypatch, ".model.tmp-")
-    result = runner.invoke(main, train_args(corpus_file, out))
-    assert_clean_error(result, "cannot write model", "No space left on device")
-    assert sorted(os.listdir(tmp_path)) == (["model"] if previous else [])  # no partial output
-    if previous:
+    # 1k: --checkpoint-every takes a count as --eval-every does (tests/test_units.py: the parser)
+    extra = {"checkpoint": ["--checkpoint-every", "1k"], "cache": ["--cache-dir", str(tmp_path / "cache")]}
+    result = runner.invoke(main, train_args(corpus_file, out, *extra.get(where, [])))
+    if where == "checkpoint":
+        assert result.exit_code == 0, result.output
+        warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+        assert warnings and all("No space left on device" in w and "training goes on" in w for w in warnings)
+        assert np.isfinite(load_model(out).vectors).all()
+    else:
+        assert_clean_error(result, *(["cannot write model"] if "model" in where else []), "No space left on device")
+    assert sorted(os.listdir(tmp_path)) == {"model": [], "cache": ["cache"]}.get(where, ["model"])  # nothing partial
+    if where == "cache":
+        assert list((tmp_path / "cache").iterdir()) == []
+    if where == "previous model":
         assert np.array_equal(np.array(load_model(out).vectors), before)
-
-
-def test_disk_full_while_writing_a_checkpoint_warns_and_training_goes_on(tmp_path, runner, corpus_file,
-                                                                         small_batches, monkeypatch):
-    out = tmp_path / "model"
-    _full_disk_under(monkeypatch, ".model.checkpoint.tmp-")
-    result = runner.invoke(main, train_args(corpus_file, out, "--checkpoint-every", "1000"))
-    assert result.exit_code == 0, result.output
-    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
-    assert warnings and all("No space left on device" in w and "training goes on" in w for w in warnings)
-    assert np.isfinite(load_model(out).vectors).all()
-    assert sorted(os.listdir(tmp_path)) == ["model"]
-
-
-def test_disk_full_while_caching_the_corpus(tmp_path, runner, corpus_file, monkeypatch):
-    cache = tmp_path / "cache"
-    _full_disk_under(monkeypatch, ".tmp-")  # the cache builds in .KEY.tmp-*
-    out = tmp_path / "model"
-    result = runner.invoke(main, train_args(corpus_file, out, "--cache-dir", str(cache)))
-    assert_clean_error(result, "No space left on device")
-    assert not out.exists() and list(cache.iterdir()) == []
 
 
 def test_a_failure_between_the_two_renames_puts_the_old_model_back(tmp_path, monkeypatch, good_model):
     # a directory is replaced by renaming the old one aside, then the new one in: a failure
     # between the two must not leave the output without its model
-    import scbow.files as files
-
     path = tmp_path / "model"
     shutil.copytree(good_model, path)
     before = np.array(load_model(path).vectors)
@@ -450,116 +428,20 @@ def test_a_failure_between_the_two_renames_puts_the_old_model_back(tmp_path, mon
 
 
 
-
-# =======================================================================================
-# A run resumed inside the word part checkpoints where an uninterrupted one does
-
-
-def test_a_run_resumed_in_the_word_part_checkpoints_where_an_uninterrupted_one_does(tmp_path, corpus_file,
-                                                                                   small_batches, monkeypatch):
-    """--checkpoint-every N counts the sentence part's examples and then the word part's sentences;
-    a run resumed in the word part writes no extra checkpoint after its first batch (issue 34 item
-    11: only the sentence part's resume was pinned)."""
-    from scbow.training import wordpart
-    from scbow.training.checkpoint import CheckpointWriter
-    from scbow.training.hooks import Hook
-
-    monkeypatch.setattr(wordpart, "WORD_BATCH", 300)  # several word batches per pass of 2,400 sentences
-    written = []
-    original = CheckpointWriter.write
-
-    def spy(self, state, *args, **kwargs):
-        written.append((state.done, state.word_done))
-        return original(self, state, *args, **kwargs)
-
-    monkeypatch.setattr(CheckpointWriter, "write", spy)
-
-    class SignalAfterWordBatches(Hook):
-        def __init__(self, n):
-            self.n = n
-
-        def after_word_batch(self, state, vectors):
-            self.n -= 1
-            if self.n == 0:
-                os.kill(os.getpid(), signal.SIGINT)
-
-    config = TrainConfig(dim=16, epochs=1, min_count=1, threads=1, seed=3, word_passes=2, word_dim=8)
-    train_session([corpus_file], config, tmp_path / "a", quiet=True, checkpoint_every=1000)
-    reference = list(written)
-    assert sum(w > 0 for _, w in reference) >= 3  # checkpoints inside the word part
-    written.clear()
-    out = tmp_path / "b"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], config, out, quiet=True, checkpoint_every=1000, hooks=[SignalAfterWordBatches(4)])
-    at = written[-1]  # the interrupt's checkpoint, in the word part: 2,400 examples and 1,200 sentences,
-    # so that the resumed run's first batch (to 3,900) is not due (the next is at 4,000)
-    assert at == (2400, 1200) and written[:-1] == [d for d in reference if sum(d) < sum(at)]
-    written.clear()
-    train_session([corpus_file], config, out, quiet=True, resume=True, checkpoint_every=1000)
-    assert written == [d for d in reference if sum(d) > sum(at)]
-
-
 def test_an_unsure_collapse_is_a_warning_and_the_model_is_saved(tmp_path, small_corpus_file):
-    """The collapse check's unsure verdict reaches the user through the session's warn (even with
-    -q), and the run is saved: 120 generated sentences of 38 words at --dim 8 (too little evidence
-    to refuse; see tests/test_train.py for the rule)."""
+    """The collapse check's unsure verdict reaches the user through warn (even with -q), and the run is
+    saved: 120 generated sentences of 38 words lose most of their gap at --dim 8 (such sentences sit
+    close by their nature), too little evidence to throw the run away."""
     warnings = []
     out = tmp_path / "m"
-    train_session([small_corpus_file], TrainConfig(dim=8, epochs=2, min_count=1, threads=1, word_passes=0), out,
-                  quiet=True, use_cache=False, warn=warnings.append)
-    assert [w for w in warnings if "collapsing" in w] == [warnings[-1]]
-    assert "too few to be sure" in warnings[-1] and "the model is saved" in warnings[-1]
-    assert load_model(out).info["training"]["collapse_check"]["verdict"] == "unsure"
-
-
-def test_a_resumed_run_keeps_the_curve_points_of_before_its_interrupt(tmp_path, corpus_file, small_batches):
-    """--resume gives the learning curve back its points: an interrupted and resumed run has every
-    point an uninterrupted one has (the resumed start adds one more, at the interrupt)."""
-    from test_checkpoint import SignalAfter
-
-    from scbow.training.curve import curve_hook
-
-    words = "the a man dog cat walked sat ran house road".split()
-    rng = np.random.default_rng(0)
-    dev = tmp_path / "dev.tsv"
-    dev.write_text("".join(f"{rng.uniform(0, 5):.2f}\t{' '.join(rng.choice(words, 5))}.\t"
-                           f"{' '.join(rng.choice(words, 5))}.\n" for _ in range(40)))
-    config = TrainConfig(dim=16, epochs=2, min_count=1, threads=1, seed=3, word_passes=0)
-
-    def examples(path):
-        return [p["examples"] for p in json.loads((path / "curve.json").read_text())["points"]]
-
-    def run(output, *more, resume=False):
-        curve = curve_hook(512, dev=dev, config=config)
-        train_session([corpus_file], config, output, quiet=True, resume=resume, hooks=[curve, *more],
-                      before_save=lambda result: curve.attach(result.model))
-
-    run(tmp_path / "a")
-    out = tmp_path / "b"
-    with pytest.raises(Interrupted):
-        run(out, SignalAfter(5))
-    run(out, resume=True)
-    whole, resumed = examples(tmp_path / "a"), examples(out)
-    assert len(whole) > 4 and set(whole) <= set(resumed) and len(resumed) == len(whole) + 1
-    assert resumed == sorted(resumed)
-
-
-def test_the_lock_never_follows_a_link_nor_takes_a_users_file(tmp_path, runner, healthy):
-    _, corpus = healthy
-    args = ["train", str(corpus), "--dim", "8", "--min-count", "1", "--threads", "1", "-q", "--no-cache"]
-    (tmp_path / "userfile").write_text("user data\n")
-    (tmp_path / "m1.lock").symlink_to(tmp_path / "userfile")
-    (tmp_path / "m2.lock").write_text("my notes\n")
-    (tmp_path / "m3.lock").mkdir()
-    for out in ("m1", "m2", "m3"):
-        assert_clean_error(runner.invoke(main, [*args, "-o", str(tmp_path / out)]), f"{out}.lock", "not a lock file")
-        assert not (tmp_path / out).exists()
-    assert (tmp_path / "userfile").read_text() == "user data\n" and (tmp_path / "m1.lock").is_symlink()
-    assert (tmp_path / "m2.lock").read_text() == "my notes\n" and (tmp_path / "m3.lock").is_dir()
-    (tmp_path / "m4.lock").write_text("12345\n")  # a lock file left by a killed run: ours, reused and removed
-    result = runner.invoke(main, [*args, "-o", str(tmp_path / "m4")])
-    assert result.exit_code == 0, result.output
-    assert not (tmp_path / "m4.lock").exists()
+    result = train_session([small_corpus_file], TrainConfig(dim=8, epochs=2, min_count=1, threads=1, word_passes=0),
+                           out, quiet=True, use_cache=False, warn=warnings.append)
+    collapsing = [w for w in warnings if "collapsing" in w]
+    assert collapsing == [warnings[-1]] == result.warnings
+    assert collapsing[0].startswith("warning: the sentence vectors may be collapsing")
+    assert "too few to be sure" in collapsing[0] and "the model is saved" in collapsing[0]
+    check = load_model(out).info["training"]["collapse_check"]
+    assert check["verdict"] == "unsure" and check["gap_ratio"] < 0.35 and check["words"] < 100
 
 
 def test_ctrl_c_stops_a_run_of_costly_examples_within_seconds(tmp_path, make_text):

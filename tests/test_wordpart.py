@@ -4,19 +4,25 @@ the word-level API on the word columns, and checkpoints inside the word part."""
 from __future__ import annotations
 
 import json
+import shutil
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from test_checkpoint import SignalAfter, cfg
+from test_cli import assert_clean_error
 
-from scbow.config import TrainConfig
+from scbow.cli import main
 from scbow.errors import Interrupted
+from scbow.kernels.cpu import word_part_chunk, word_part_gradient
+from scbow.kernels.sampling import WORD_SEGMENT
 from scbow.reference import sgns_loss_and_grad
 from scbow.text.vocab import Vocab
-from scbow.training.checkpoint import checkpoint_dir
+from scbow.training import trainer, wordpart
+from scbow.training.checkpoint import CheckpointWriter, checkpoint_dir, describe, read_meta
 from scbow.training.hooks import Hook
 from scbow.training.session import train_session
-from scbow.vectors.formats import load_model
+from scbow.vectors.formats import export_word2vec, load_model, load_word2vec
 from scbow.vectors.model import Model, row_parts
 
 
@@ -33,8 +39,6 @@ def tiny_problem(seed=0, V=40, d=8, n_tokens=60):
 
 
 def test_the_word_part_gradient_is_the_reference_one():
-    from scbow.kernels.cpu import word_part_gradient
-
     tokens, offsets, Wi, Wo, keep, table = tiny_problem()
     loss, gWi, gWo, drawn = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, 3, 4, 7, 11)
     assert len(drawn) > 20
@@ -43,22 +47,13 @@ def test_the_word_part_gradient_is_the_reference_one():
     assert loss == pytest.approx(ref_loss, rel=1e-5)
     np.testing.assert_allclose(gWi, ref_gW, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(gWo, ref_gO, rtol=1e-4, atol=1e-6)
-    # and the reference's gradient is the loss's derivative (central differences in float64)
-    rng = np.random.default_rng(1)
-    D, Do = rng.standard_normal(Wi.shape), rng.standard_normal(Wo.shape)
-    h = 1e-5
-    up = sgns_loss_and_grad(Wi + h * D, Wo + h * Do, pairs)[0]
-    down = sgns_loss_and_grad(Wi - h * D, Wo - h * Do, pairs)[0]
-    assert (up - down) / (2 * h) == pytest.approx(float((ref_gW * D).sum() + (ref_gO * Do).sum()), rel=1e-6)
+    # the reference's own gradient: test_word_term.test_reference_gradient_is_the_derivative_of_its_loss
 
 
 @pytest.mark.parametrize("lr", [1e-4, 3e-4])
 def test_one_sentence_of_the_kernel_is_one_sgd_step(lr):
     """A sentence trained by ``word_part_chunk`` at a small rate moves the rows by ``-lr`` times the
     reference gradient, to first order (the steps are sequential, so equal up to O(lr^2))."""
-    from scbow.kernels.cpu import word_part_chunk, word_part_gradient
-    from scbow.kernels.sampling import WORD_SEGMENT
-
     tokens, offsets, Wi, Wo, keep, table = tiny_problem(seed=2)
     _, gWi, gWo, _ = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, 3, 4, 5, 9)
     Wi2, Wo2 = Wi.copy(), Wo.copy()
@@ -101,9 +96,7 @@ def test_words_are_ranked_by_the_word_part_and_sentences_by_whole_rows():
 
 @pytest.fixture
 def word_batches(monkeypatch, small_batches):
-    from scbow.training import wordpart
-
-    monkeypatch.setattr(wordpart, "WORD_BATCH", 300)
+    monkeypatch.setattr(wordpart, "WORD_BATCH", 300)  # several word batches per pass of 2,400 sentences
 
 
 class SignalInWordPart(SignalAfter):
@@ -114,72 +107,26 @@ class SignalInWordPart(SignalAfter):
         SignalAfter.after_batch(self, state, vectors)
 
 
-def test_a_run_with_the_word_part_saves_both_parts(tmp_path, corpus_file, word_batches):
-    config = cfg(word_passes=2, word_dim=12, word_mix=0.5)
-    result = train_session([corpus_file], config, tmp_path / "m", quiet=True)
-    m = load_model(tmp_path / "m")
-    assert m.vectors.shape == (len(m.vocab), 16 + 12) and m.parts == {"sentence": (0, 16), "word": (16, 28)}
-    from scbow.vectors.formats import export_word2vec, load_word2vec
-
-    for part, width in (("word", 12), ("sentence", 16), ("all", 28)):
-        back = load_word2vec(export_word2vec(m, tmp_path / f"{part}.txt", part=part))
-        lo, hi = m.parts.get(part, (0, 28))
-        np.testing.assert_allclose(back.vectors, np.asarray(m.vectors)[:, lo:hi], atol=1e-6)
-        assert back.vectors.shape[1] == width
-    info = m.info["training"]["word_part"]
-    assert info["passes"] == 2 and info["sentences"] == 2 * result.model.info["corpus"]["sentences"]
-    # 0 passes: the sentence part alone, the same bits as the sentence part of a run with it
-    alone = train_session([corpus_file], cfg(word_passes=0), tmp_path / "s", quiet=True)
-    assert alone.model.vectors.shape[1] == 16 and alone.losses == result.losses
-    S = np.asarray(alone.model.vectors, dtype=np.float64)
-    part = np.asarray(m.vectors[:, :16], dtype=np.float64)
-    ratio = part[np.abs(S) > 1e-3] / S[np.abs(S) > 1e-3]
-    assert np.allclose(ratio, ratio[0], rtol=1e-4)  # the same rows, scaled to unit-length averages
+WORD_PART = cfg(word_passes=2, word_dim=12, word_mix=0.5)
 
 
-def test_resume_inside_the_word_part_is_bit_identical(tmp_path, corpus_file, word_batches):
-    config = cfg(word_passes=2, word_dim=12)
-    train_session([corpus_file], config, tmp_path / "a", quiet=True)
-    out = tmp_path / "b"
-    with pytest.raises(Interrupted) as info:
-        train_session([corpus_file], config, out, quiet=True, hooks=[SignalInWordPart(5)])
-    assert "of the word part" in info.value.message
-    from scbow.training.checkpoint import describe, read_meta
+def spy_on_checkpoints(monkeypatch):
+    """The (examples, sentences) of the checkpoints written from now on, in order."""
+    written, write = [], CheckpointWriter.write
 
-    assert describe(read_meta(checkpoint_dir(out))) == f"1,500 of {2 * 2400:,} sentences of the word part"
-    meta = json.loads((checkpoint_dir(out) / "state.json").read_text())
-    assert meta["state"]["word_done"] == 5 * 300 and meta["state"]["epoch"] == 2
-    assert (checkpoint_dir(out) / "word_in.npy").is_file() and (checkpoint_dir(out) / "word_out.npy").is_file()
-    train_session([corpus_file], config, out, quiet=True, resume=True)
-    a, b = load_model(tmp_path / "a"), load_model(out)
-    assert np.array_equal(np.asarray(a.vectors).view(np.uint32), np.asarray(b.vectors).view(np.uint32))
-    # the resumed word part started from the saved matrices: zeroed ones land elsewhere
-    out2 = tmp_path / "c"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], config, out2, quiet=True, hooks=[SignalInWordPart(5)])
-    saved = np.load(checkpoint_dir(out2) / "word_in.npy")
-    np.save(checkpoint_dir(out2) / "word_in.npy", np.zeros_like(saved))
-    train_session([corpus_file], config, out2, quiet=True, resume=True)
-    assert not np.array_equal(np.asarray(a.vectors), np.asarray(load_model(out2).vectors))
+    def spy(self, state, *args, **kwargs):
+        written.append((state.done, state.word_done))
+        return write(self, state, *args, **kwargs)
+
+    monkeypatch.setattr(CheckpointWriter, "write", spy)
+    return written
 
 
-def test_a_word_part_checkpoint_without_its_matrices_is_refused(tmp_path, runner, corpus_file, word_batches):
-    from test_cli import assert_clean_error
-
-    from scbow.cli import main
-
-    config = cfg(word_passes=2, word_dim=12)
-    out = tmp_path / "b"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], config, out, quiet=True, hooks=[SignalInWordPart(2)])
-    (checkpoint_dir(out) / "word_out.npy").unlink()
-    args = ["train", str(corpus_file), "-o", str(out), "--dim", "16", "--epochs", "2", "--min-count", "1",
-            "--threads", "1", "--seed", "3", "--word-passes", "2", "--word-dim", "12", "--resume"]
-    assert_clean_error(runner.invoke(main, args), "word_out.npy")
-
-
-def test_the_word_part_is_trained_after_the_sentence_part_and_hooks_see_it(tmp_path, corpus_file, word_batches):
-    seen = []
+@pytest.fixture(scope="module")
+def word_run(corpus_file, tmp_path_factory):
+    """``WORD_PART`` trained once (batches of 256 and of 300 sentences) with a checkpoint every 1,000 examples:
+    the result, the model, the (examples, sentences) of its checkpoints, what a hook saw, the warnings."""
+    base, seen, warnings = tmp_path_factory.mktemp("word-part"), [], []
 
     class Watch(Hook):
         def after_batch(self, state, vectors):
@@ -192,15 +139,76 @@ def test_the_word_part_is_trained_after_the_sentence_part_and_hooks_see_it(tmp_p
         def after_training(self, state, vectors):
             seen.append(("end",))
 
-    train_session([corpus_file], cfg(word_passes=1, word_dim=12), tmp_path / "m", quiet=True, hooks=[Watch()])
-    kinds = [s[0] for s in seen]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(trainer, "BATCH", 256)
+        mp.setattr(wordpart, "WORD_BATCH", 300)
+        written = spy_on_checkpoints(mp)
+        result = train_session([corpus_file], WORD_PART, base / "m", quiet=True, checkpoint_every=1000,
+                               hooks=[Watch()], warn=warnings.append, cache_dir=base / "cache")
+        assert not checkpoint_dir(base / "m").exists()
+        # word_in.npy and word_out.npy went with the rest: the next run into the output is not refused
+        train_session([corpus_file], WORD_PART, base / "m", quiet=True, cache_dir=base / "cache")
+    return SimpleNamespace(result=result, model=load_model(base / "m"), written=written, seen=seen, warnings=warnings)
+
+
+def test_a_run_with_the_word_part_saves_both_parts(tmp_path, corpus_file, small_batches, word_run):
+    m = word_run.model
+    assert m.vectors.shape == (len(m.vocab), 16 + 12) and m.parts == {"sentence": (0, 16), "word": (16, 28)}
+    for part, width in (("word", 12), ("sentence", 16), ("all", 28)):
+        back = load_word2vec(export_word2vec(m, tmp_path / f"{part}.txt", part=part))
+        lo, hi = m.parts.get(part, (0, 28))
+        np.testing.assert_allclose(back.vectors, np.asarray(m.vectors)[:, lo:hi], atol=1e-6)
+        assert back.vectors.shape[1] == width
+    info = m.info["training"]["word_part"]
+    assert info["passes"] == 2 and info["sentences"] == 2 * m.info["corpus"]["sentences"]
+    # 0 passes: the sentence part alone, the same bits as the sentence part of a run with it
+    alone = train_session([corpus_file], cfg(word_passes=0), tmp_path / "s", quiet=True)
+    assert alone.model.vectors.shape[1] == 16 and alone.losses == word_run.result.losses
+    S = np.asarray(alone.model.vectors, dtype=np.float64)
+    part = np.asarray(m.vectors[:, :16], dtype=np.float64)
+    ratio = part[np.abs(S) > 1e-3] / S[np.abs(S) > 1e-3]
+    assert np.allclose(ratio, ratio[0], rtol=1e-4)  # the same rows, scaled to unit-length averages
+
+
+def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkeypatch, runner, word_run):
+    """Hooks see the word part after the sentence part. A resume inside it is bit-identical, from the saved
+    matrices. --checkpoint-every N counts the sentence part's examples, then the word part's sentences: a
+    resumed run writes its checkpoints where an uninterrupted one does (issue 34 item 11: only the sentence
+    part's resume was pinned); a finished run whose last checkpoint was in the word part removes word_in.npy
+    and word_out.npy with the rest, so nothing blocks the next run into its output (word_run)."""
+    kinds = [s[0] for s in word_run.seen]
     assert kinds[-1] == "end" and kinds.index("word") > max(i for i, k in enumerate(kinds) if k == "sentence")
-    assert seen[-2][2][1] == 12 and seen[-2][3][1] == 13
+    assert word_run.seen[-2][2][1] == 12 and word_run.seen[-2][3][1] == 13
+    reference, whole = word_run.written, np.asarray(word_run.model.vectors)
+    assert sum(w > 0 for _, w in reference) >= 3 and word_run.warnings == []  # checkpoints inside the word part
+    written, out = spy_on_checkpoints(monkeypatch), tmp_path / "b"
 
+    def run(out, **kw):
+        return train_session([corpus_file], WORD_PART, out, quiet=True, checkpoint_every=1000, **kw)
 
-def test_word_part_settings_are_checked():
-    from scbow.errors import ConfigError
-
-    for bad in (dict(word_passes=-1), dict(word_dim=0), dict(word_mix=0.0), dict(word_mix=float("nan"))):
-        with pytest.raises(ConfigError):
-            TrainConfig(**bad)
+    with pytest.raises(Interrupted) as info:
+        run(out, hooks=[SignalInWordPart(5)])
+    assert "of the word part" in info.value.message
+    assert describe(read_meta(checkpoint_dir(out))) == f"1,500 of {2 * 2400:,} sentences of the word part"
+    meta = json.loads((checkpoint_dir(out) / "state.json").read_text())
+    assert meta["state"]["word_done"] == 5 * 300 and meta["state"]["epoch"] == 2
+    assert (checkpoint_dir(out) / "word_in.npy").is_file() and (checkpoint_dir(out) / "word_out.npy").is_file()
+    at = written[-1]  # the interrupt's checkpoint, in the word part: 4,800 examples and 1,500 sentences,
+    # so that the resumed run's first batch (to 6,600) is not due (the next is at 7,000)
+    assert at == (4800, 1500) and written[:-1] == [d for d in reference if sum(d) < sum(at)]
+    for name in ("zeroed", "missing"):
+        shutil.copytree(checkpoint_dir(out), checkpoint_dir(tmp_path / name))
+    written.clear()
+    run(out, resume=True)
+    assert written == [d for d in reference if sum(d) > sum(at)]
+    assert np.array_equal(whole.view(np.uint32), np.asarray(load_model(out).vectors).view(np.uint32))
+    # the resumed word part started from the saved matrices: zeroed ones land elsewhere
+    saved = checkpoint_dir(tmp_path / "zeroed") / "word_in.npy"
+    np.save(saved, np.zeros_like(np.load(saved)))
+    run(tmp_path / "zeroed", resume=True)
+    assert not np.array_equal(whole, np.asarray(load_model(tmp_path / "zeroed").vectors))
+    # and a checkpoint in the word part without its matrices is refused
+    (checkpoint_dir(tmp_path / "missing") / "word_out.npy").unlink()
+    args = ["train", str(corpus_file), "-o", str(tmp_path / "missing"), "--dim", "16", "--epochs", "2", "--min-count",
+            "1", "--threads", "1", "--seed", "3", "--word-passes", "2", "--word-dim", "12", "--word-mix", "0.5", "--resume"]
+    assert_clean_error(runner.invoke(main, args), "word_out.npy")
