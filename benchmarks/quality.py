@@ -845,9 +845,12 @@ def markdown(result: dict) -> str:
             if t.get("git", {}).get("commit"):
                 when += f", commit {t['git']['commit'][:10]}" + (" (dirty)" if t["git"].get("dirty") else "")
             step = f"{LABELS[n]} training"
-            if t.get("chosen_lr") is not None:  # the modern peer: one run per learning rate, the best on dev kept
-                runs = ", ".join(f"lr {r['lr']}: dev {r['dev_pearson_raw']}, {r['seconds']} s" for r in t.get("runs", []))
-                step += f" (lr {t['chosen_lr']} chosen on dev among {runs}; CPU s: the whole search)"
+            if t.get("chosen_lr") is not None:  # the modern peer: one run per setting, the best on dev kept
+                def ep(r):
+                    return f", {r['epochs']} epochs" if "epochs" in r else ""
+                runs = ", ".join(f"lr {r['lr']}{ep(r)}: dev {r['dev_pearson_raw']}, {r['seconds']} s" for r in t.get("runs", []))
+                step += f" (lr {t['chosen_lr']}{ep({'epochs': t['chosen_epochs']} if 'chosen_epochs' in t else {})} chosen on " \
+                        f"dev among {runs}; CPU s: the whole search)"
             trow.append((step, _f(t["wall_seconds"], 1), _f(t["cpu_seconds"], 1), _load(t), when))
     parts.append("## Training times\n\nwall: elapsed seconds (Siamese CBOW: without the learning curve's evaluations, "
                  "which are reported apart); CPU: seconds of CPU of the process, all threads; load: 1-minute load "

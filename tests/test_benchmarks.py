@@ -359,3 +359,5 @@ def test_the_modern_peer_pairs_each_sentence_with_the_next_of_its_book_and_train
     table, info = static_peer.train_one(corpus, 0.2, 1, say=lambda line: None)
     assert table.shape == (len(corpus.vocab), static_peer.DIM) and np.isfinite(table).all()
     assert info["steps"] == len(pairs) // 16 > 1 and np.isfinite(info["loss_last"])
+    _, two = static_peer.train_one(corpus, 0.2, 1, say=lambda line: None, epochs=2)
+    assert two["steps"] == 2 * info["steps"] and two["epochs"] == 2
