@@ -1,9 +1,5 @@
-"""Shared fixtures of the scbow-numba test suite.
-
-Real data is read from ``../shared/data`` beside the repository (never copied into it);
-tests that need it skip cleanly when it is absent. Every test runs with its corpus cache
-and default model location in a temporary directory, so nothing is written to $HOME.
-"""
+"""Shared fixtures of the scbow-numba test suite. Real data is read from ``../shared/data`` beside the
+repository (never copied into it); every test's cache and default model location are temporary."""
 
 from __future__ import annotations
 
@@ -44,14 +40,10 @@ if "NUMBA_ENABLE_CUDASIM" not in os.environ and not cuda_gpu_present():
 
 
 def _patch_simulator_race() -> None:
-    """Make the simulator's module swap safe with several threads per block.
-
-    Each simulated thread that calls a device function swaps the ``cuda`` global of the
-    function's module in and out, and builds its list of what to swap with a generator
-    over the module's dict, which another simulated thread may change under it (seen as a
-    rare "dictionary changed size during iteration"). Taking the snapshot in one C call
-    (``list(dict.items())``) cannot be interleaved. Test-only; a real GPU never runs this.
-    """
+    """Make the simulator's module swap safe with several threads per block: each simulated thread
+    swaps its device function module's ``cuda`` global, listing it with a generator over the module's
+    dict that another thread may change (a rare "dictionary changed size during iteration");
+    ``list(dict.items())`` is one C call, never interleaved. Test-only."""
     from contextlib import contextmanager
 
     from numba import cuda
@@ -69,10 +61,8 @@ def _patch_simulator_race() -> None:
 
     kernel.swapped_cuda_module = swapped_cuda_module
 
-    # The simulator's shared arrays are made on first use, keyed by the line that asks for
-    # one: two simulated threads of a block can both find none and each make its own, and
-    # then the block's threads write different arrays (a rare wrong result, seen as a
-    # replay test off by 0.05). Making the array under a lock gives the block one array.
+    # shared arrays are made on first use, keyed by the asking line: two threads of a block could each
+    # make one and write different arrays (a replay test off by 0.05, rarely); a lock gives one array
     import threading
 
     from numba.core import types
@@ -114,10 +104,8 @@ def make_runner():
 
 
 def assert_clean_error(result, *fragments, exit_code=None):
-    """A handled failure: exactly one 'Error: ...' line holding ``fragments``, no traceback.
-
-    ``exit_code``: the status expected, or None for any non-zero one.
-    """
+    """A handled failure: exactly one 'Error: ...' line holding ``fragments``, no traceback;
+    ``exit_code`` the status expected (None: any non-zero one)."""
     if exit_code is None:
         assert result.exit_code != 0, result.output
     else:
@@ -127,8 +115,7 @@ def assert_clean_error(result, *fragments, exit_code=None):
     assert "Traceback" not in result.output
     errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1, result.output
-    # the CLI's last-resort handler turns an unforeseen exception into one line too; a test
-    # of a failure a user can cause wants that failure's own message, not that one
+    # the last-resort handler's line for an unforeseen exception is not a failure's own message
     assert "a bug in scbow-numba" not in errors[0], errors[0]
     for fragment in fragments:
         assert fragment in errors[0], errors[0]
@@ -164,8 +151,7 @@ def _isolated_home(tmp_path_factory, monkeypatch):
 
 
 def missing_data(what: str) -> None:
-    """A test needs the shared data and it is not there: skip, saying why, on a user's
-    machine; fail in CI (``CI`` set), where a silently skipped test would hide a broken setup."""
+    """Shared data a test needs is absent: skip on a user's machine; fail in CI (``CI`` set)."""
     message = f"{what} not available (the project's data folder ../shared/data beside the checkout)"
     if os.environ.get("CI"):
         pytest.fail(message + "; CI must have it")
@@ -223,7 +209,6 @@ def small_corpus_file(tmp_path) -> Path:
     return path
 
 
-
 CASES = ("distinct", "length1", "repeated", "shared", "mixed_lengths")
 
 
@@ -241,14 +226,9 @@ def assert_grad_close(grad, ref, rtol=1e-4):
 
 
 def build_example(case: str, n_pos: int, n_neg: int, seed: int = 0):
-    """Sentences of one example as lists of word ids: ``(V, target, positives, negatives)``.
-
-    The vocabulary always has two extra ids that no sentence uses (V-2 and V-1).
-    ``distinct``: no word shared, lengths 1-5; ``length1``: one word per sentence;
-    ``repeated``: words repeated inside each sentence; ``shared``: a pool of 5 words, so
-    words repeat inside and across sentences; ``mixed_lengths``: target of length 1,
-    other lengths 1 to 10 drawn from a shared pool.
-    """
+    """Sentences of one example as word ids, ``(V, target, positives, negatives)``; ids V-2 and V-1
+    unused. ``distinct``: no word shared, lengths 1-5; ``length1``; ``repeated``: inside each sentence;
+    ``shared``: a pool of 5 words; ``mixed_lengths``: target of length 1, others 1 to 10 from a pool."""
     rng = np.random.default_rng(seed)
     k = 1 + n_pos + n_neg
     sentences = []
@@ -289,11 +269,8 @@ def build_example(case: str, n_pos: int, n_neg: int, seed: int = 0):
 
 
 def pack(sentences, shuffle_seed=None, extra=0):
-    """Pack sentences into (tokens int32, offsets int64, members int64).
-
-    With ``shuffle_seed`` the sentences are stored in a random order among ``extra``
-    unrelated one-word sentences (word id 0), and ``members`` says where each one is.
-    """
+    """(tokens int32, offsets int64, members int64); with ``shuffle_seed`` the sentences are stored in a
+    random order among ``extra`` one-word sentences (word 0), ``members`` saying where each one is."""
     order = list(range(len(sentences)))
     stored = [list(s) for s in sentences]
     if shuffle_seed is not None:
@@ -316,9 +293,7 @@ def make_text():
 
 @pytest.fixture(scope="module")
 def healthy(tmp_path_factory, make_text):
-    """A small model trained through the CLI, and its corpus (tests that damage it copy it first).
-    The word part is off (--word-passes 0): its users are about hostile input, shards, clusters and
-    commands, and expect rows of --dim columns."""
+    """A small model trained through the CLI (word part off: rows of --dim columns), and its corpus."""
     from scbow.cli import main
 
     base = tmp_path_factory.mktemp("hostile")
@@ -326,16 +301,14 @@ def healthy(tmp_path_factory, make_text):
     corpus.write_text(make_text(n_docs=4, sents_per_doc=40, seed=5), encoding="utf-8")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
-        result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / "model"), "--dim", "16",
-                                             "--epochs", "1", "--min-count", "1", "--threads", "1",
-                                             "--word-passes", "0", "-q"])
+        result = make_runner().invoke(main, train_args(corpus, base / "model"))
     assert result.exit_code == 0, result.output
     return base / "model", corpus
 
 
 @pytest.fixture
 def runner():
-    """A click CliRunner with stderr apart (every test module that invokes the CLI uses it)."""
+    """A click CliRunner with stderr apart."""
     return make_runner()
 
 
