@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_clean_error
 
 import scbow
 from scbow.cli import main
@@ -489,19 +488,3 @@ def test_the_corpus_files_are_recorded_and_shown_absolute(tmp_path, monkeypatch,
     meta.write_text(meta.read_text(encoding="utf-8").replace(json.dumps(absolute), '"c.txt"'), encoding="utf-8")
     assert corpus_mod.read_corpus(["c.txt"], min_count=1, cache_dir=cache, quiet=True).stats["files"] == [absolute]
 
-
-def test_train_refuses_a_shard_directory_or_an_index_as_its_corpus(tmp_path, runner):
-    shards = tmp_path / "shards"
-    shards.mkdir()
-    (shards / "shard-000000.missing.txt").write_text("# lines\n1\n2\n")
-    (shards / "shard-000000.json").write_text("{}")
-    (shards / "manifest.json").write_text("{}")
-    index = tmp_path / "idx"
-    index.mkdir()
-    (index / "index.json").write_text("{}")
-    (index / "vectors.faiss").write_bytes(b"x")
-    (index / "text-000.txt").write_text("the cat sat\n" * 50)
-    for corpus, what in ((shards, "a directory of embedding shards"), (index, "a sentence index")):
-        result = runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m"), "--dim", "8", "-q"])
-        assert_clean_error(result, what, "not text")
-        assert not (tmp_path / "m").exists()

@@ -12,7 +12,6 @@ import importlib.util
 import json
 import lzma
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -423,17 +422,6 @@ def test_a_line_longer_than_a_chunk_is_cut_only_at_whitespace(tmp_path, segmente
     prepare([tmp_path / "a.txt"], tmp_path / "c.txt", segmenter=segmenter)
     got = [w for doc in documents_of(tmp_path / "c.txt") for s in doc for w in s.split()]
     assert got == text.split()  # every word whole, in order (the line may be several sentences)
-
-
-def test_the_tools_own_outputs_are_not_read_as_text(tmp_path, good_model):
-    folder = tmp_path / "in"
-    folder.mkdir()
-    (folder / "a.txt").write_text("One sentence here.\n")
-    shutil.copytree(good_model, folder / "model")  # a model inside the input folder: skipped
-    prepare([folder], tmp_path / "c.txt", segmenter="lines")
-    assert documents_of(tmp_path / "c.txt") == [["One sentence here."]]
-    with pytest.raises(CorpusError, match="is a model directory, not text"):
-        prepare([folder / "model"], tmp_path / "d.txt", segmenter="lines")
 
 
 def test_a_dead_prepares_temporary_is_removed_and_nothing_else(tmp_path, runner):

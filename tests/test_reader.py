@@ -11,6 +11,7 @@ import bz2
 import gzip
 import lzma
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from conftest import assert_clean_error
 
 from scbow.cli import main
 from scbow.errors import CorpusError
-from scbow.text.reader import check_text, open_bytes, open_text
+from scbow.text.reader import check_text, expand, open_bytes, open_text
 
 # gold score and a pair, tab-separated: one file is a corpus, a sentence file, a pairs file and an STS file
 TEXT = "".join(f"{i % 5}\tthe cat number {i} sat on the mat\tthe dog ran far away {i}\n" for i in range(6000)).encode()
@@ -166,3 +167,23 @@ def test_utf16_text_is_named_not_called_binary(encoding):
     elf = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00>\x00".decode("utf-8", errors="replace")
     with pytest.raises(CorpusError, match="binary data"):
         check_text("x.txt", elf, at_start=True)
+
+
+def test_the_tools_own_outputs_are_not_read_as_text(tmp_path, good_model):
+    """One given is refused (train, prepare); one inside a folder read recursively (prepare) is skipped."""
+    folder, shards, index = tmp_path / "in", tmp_path / "in" / "shards", tmp_path / "in" / "idx"
+    shards.mkdir(parents=True)
+    index.mkdir()
+    (folder / "a.txt").write_text("One sentence here.\n")
+    shutil.copytree(good_model, folder / "model")  # holds vocab.txt
+    (shards / "shard-000000.missing.txt").write_text("# lines\n1\n2\n")
+    (shards / "shard-000000.json").write_text("{}")
+    (shards / "manifest.json").write_text("{}")
+    (index / "index.json").write_text("{}")
+    (index / "vectors.faiss").write_bytes(b"x")
+    (index / "text-000.txt").write_text("the cat sat\n" * 50)
+    assert expand([folder], recursive=True) == [folder / "a.txt"]
+    for path, what in ((folder / "model", "a model directory"), (shards, "a directory of embedding shards"),
+                       (index, "a sentence index")):
+        with pytest.raises(CorpusError, match=f"{path}: is {what}, not text"):
+            expand([path])
