@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import train_args
 
 import scbow
 from scbow.cli import main
@@ -83,9 +84,7 @@ def test_a_model_keeps_the_tokenizer_it_was_trained_with(tmp_path):
 
 
 def test_folding_keeps_line_ends_and_whitespace():
-    # the corpus encoder and the embedder count line ends and cut chunks at whitespace in
-    # the raw text: folding must add or remove neither
-    import sys
+    # the corpus encoder and the embedder count line ends and cut chunks at whitespace in the raw text
     import unicodedata
 
     from scbow.text.tokenize import fold
@@ -103,8 +102,7 @@ def test_vocab_save_load_round_trip(tmp_path):
     v = Vocab(["the", "don't", "état", ","], [10, 3, 3, 1])
     v.save(tmp_path / "vocab.txt")
     w = Vocab.load(tmp_path / "vocab.txt")
-    assert w.words == v.words
-    assert w.counts.tolist() == [10, 3, 3, 1]
+    assert w.words == v.words and w.counts.tolist() == [10, 3, 3, 1]
     assert w.index["état"] == 2 and "don't" in w and "cat" not in w
     with pytest.raises(ValueError, match="repeated"):
         Vocab(["a", "a"], [1, 1])
@@ -148,16 +146,9 @@ def test_small_corpus_by_hand_and_document_boundaries(tmp_path):
     c = load_corpus([tmp_path / "a.txt", tmp_path / "b.txt"], min_count=1, cache_dir=tmp_path / "cache")
     check_consistent(c)
     sents, docs = decode(c)
-    assert sents == [
-        ["the", "cat", "sat", "."],
-        ["the", "dog", "sat", "."],
-        ["a", "cat", "ran", "!"],
-        ["the", "end", "."],
-    ]
+    assert sents == [["the", "cat", "sat", "."], ["the", "dog", "sat", "."], ["a", "cat", "ran", "!"], ["the", "end", "."]]
     # the blank line ends the first document, the end of a.txt the second
-    assert docs == [0, 0, 1, 2]
-    assert c.doc_offsets.tolist() == [0, 2, 3, 4]
-    assert c.offsets.tolist() == [0, 4, 8, 12, 15]
+    assert docs == [0, 0, 1, 2] and c.doc_offsets.tolist() == [0, 2, 3, 4] and c.offsets.tolist() == [0, 4, 8, 12, 15]
     # leading blank lines, several blank lines, whitespace-only lines, CRLF, no final newline
     text = "\n\nOne a.\r\nTwo a.\r\n\r\n\r\n   \r\nThree a.\n \t \nFour a.\nFive a."
     (tmp_path / "a.txt").write_text(text, encoding="utf-8", newline="")
@@ -188,29 +179,18 @@ def test_directory_input_reads_its_text_files_in_order_and_names_what_it_leaves_
 
 
 def test_oov_words_and_empty_sentences_and_documents_are_dropped_and_invalid_utf8_counted(tmp_path):
-    text = (
-        "x y x y.\n"           # doc 0
-        "rare1 rare2\n"        # only rare words: dropped, neighbours become neighbours
-        "y x rare3 .\n"
-        "\n"
-        "rare4 rare5 rare6\n"  # a document with only rare words disappears
-        "\n"
-        "x. y.\n"
-    )
-    (tmp_path / "a.txt").write_text(text)
+    # a sentence of rare words only is dropped (its neighbours become neighbours), so is a document of them
+    (tmp_path / "a.txt").write_text("x y x y.\nrare1 rare2\ny x rare3 .\n\nrare4 rare5 rare6\n\nx. y.\n")
     c = load_corpus([tmp_path / "a.txt"], min_count=2, cache_dir=tmp_path / "cache")
     check_consistent(c)
     sents, docs = decode(c)
     assert sents == [["x", "y", "x", "y", "."], ["y", "x", "."], ["x", ".", "y", "."]]
-    assert docs == [0, 0, 1]
-    assert set(c.vocab.words) == {"x", "y", "."}
-    assert c.stats["raw_tokens"] == 18
+    assert docs == [0, 0, 1] and set(c.vocab.words) == {"x", "y", "."} and c.stats["raw_tokens"] == 18
     assert c.stats["oov_rate"] == pytest.approx(6 / 18, abs=1e-6)
     good = "".join(f"Line {i} has words.\n" for i in range(20)).encode()
     (tmp_path / "a.txt").write_bytes(good + b"bad \xff\xfe bytes.\n" + good)
     c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
-    assert c.stats["invalid_utf8_lines"] == 1
-    assert c.n_sentences == 41
+    assert c.stats["invalid_utf8_lines"] == 1 and c.n_sentences == 41
     assert "\ufffd" in c.vocab  # the replacement character stands for the bad bytes
 
 
@@ -220,14 +200,12 @@ def test_min_count_max_vocab_and_the_vocabulary_order(tmp_path):
     c = load_corpus([tmp_path / "a.txt"], min_count=3, cache_dir=tmp_path / "cache")
     assert c.vocab.words == ["a", "b", "c"]
     c = load_corpus([tmp_path / "a.txt"], min_count=1, max_vocab=2, cache_dir=tmp_path / "cache")
-    assert c.vocab.words == ["a", "b"]
+    assert c.vocab.words == ["a", "b"] and c.stats["max_vocab"] == 2
     assert decode(c)[0] == [["a"] * 4 + ["b"] * 3, ["a", "b"]]
-    assert c.stats["max_vocab"] == 2
     (tmp_path / "a.txt").write_text("b a c\na c\nd c\ne e\n")
     c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
     # c:3, a:2, e:2 (a seen first), b:1, d:1 (b seen first)
-    assert c.vocab.words == ["c", "a", "e", "b", "d"]
-    assert c.vocab.counts.tolist() == [3, 2, 2, 1, 1]
+    assert c.vocab.words == ["c", "a", "e", "b", "d"] and c.vocab.counts.tolist() == [3, 2, 2, 1, 1]
 
 
 # ---------------------------------------------------------------- Errors
@@ -256,18 +234,10 @@ def test_what_holds_no_corpus_is_refused_and_leaves_nothing_in_the_cache(tmp_pat
 
 def test_real_corpus_slice(tmp_path, monkeypatch, gutenberg_slice):
     path = gutenberg_slice(3000)
-    lines = path.read_text(encoding="utf-8").split("\n")
+    text = path.read_text(encoding="utf-8")
     # an independent encoding with the (separately tested) tokenizer
-    docs, cur = [], []
-    for line in lines:
-        toks = tokenize(line)
-        if toks:
-            cur.append(toks)
-        elif cur:
-            docs.append(cur)
-            cur = []
-    if cur:
-        docs.append(cur)
+    docs = [[tokenize(line) for line in block.split("\n") if tokenize(line)] for block in re.split(r"\n\s*\n", text)]
+    docs = [d for d in docs if d]
     counts = Counter(w for d in docs for s in d for w in s)
 
     c = load_corpus([path], min_count=1, cache_dir=tmp_path / "cache")
@@ -301,18 +271,10 @@ TRICKY_LINES = [
     "Straße STRASSE ß ẞ",
     "don't O’CLOCK o'clock 'quote' dogs' 'tis rock 'n' roll ''",
     "...!!?? --- «»  ()[]{} #tag e-mail a.b.c 1,000.5",
-    "tab\tseparated\t\twords\t",
-    "vertical\x0bfeed\x0cfile\x1cgroup\x1drecord\x1eunit\x1fsep",
-    "next\x85line\u2028line\u2029para\u3000ideographic\xa0nbsp\u2009thin\u1680ogham",
-    "",
-    "   \t  ",
-    "!!! ... ???",
-    "   leading and trailing spaces   ",
-    "\ufffd bad \ufffd\ufffd bytes\ufffd",
-    "snake_case ＦＵＬＬＷＩＤＴＨ 数字123 ٣٤ ä̈ a\u0301",
-    "",
-    "",
-    "a new document after blank lines.",
+    "tab\tseparated\t\twords\t", "vertical\x0bfeed\x0cfile\x1cgroup\x1drecord\x1eunit\x1fsep",
+    "next\x85line\u2028line\u2029para\u3000ideographic\xa0nbsp\u2009thin\u1680ogham", "", "   \t  ", "!!! ... ???",
+    "   leading and trailing spaces   ", "\ufffd bad \ufffd\ufffd bytes\ufffd",
+    "snake_case ＦＵＬＬＷＩＤＴＨ 数字123 ٣٤ ä̈ a\u0301", "", "", "a new document after blank lines.",
 ]
 
 
@@ -327,9 +289,7 @@ def _random_text(seed, n_lines=300):
     pieces = ["the", "The", "ΟΔΟΣ", "Σ", "σ", "İ", "ß", "don't", "o’clock", "'", "’", ".", ",",
               "!", "-", "é", "E\u0301", "\ufffd", "1984", "_", " ", " ", " ", "\t", "\x0b",
               "\x0c", "\x1c", "\x1f", "\x85", "\u2028", "\u3000", "\xa0"]
-    return "".join(
-        "".join(rng.choice(pieces, size=rng.integers(0, 12))) + "\n" for _ in range(n_lines)
-    )
+    return "".join("".join(rng.choice(pieces, size=rng.integers(0, 12))) + "\n" for _ in range(n_lines))
 
 
 def memo_gives_the_regex_ids(blocks, **kwargs):
@@ -360,8 +320,7 @@ def test_chunk_memo_that_starts_afresh_gives_the_same_ids(monkeypatch):
 
 
 def _encode_both(monkeypatch, paths):
-    """``load_corpus`` with the chunk memo and with the plain regex pass, and the progress
-    reports of each."""
+    """``load_corpus`` with the chunk memo and with the plain regex pass: the same progress reports."""
     new_progress, old_progress = [], []
     new = load_corpus(paths, min_count=1, use_cache=False, progress=lambda *a: new_progress.append(a))
     with monkeypatch.context() as m:
@@ -384,19 +343,12 @@ def assert_same_corpus(a, b):
 def test_encoder_matches_the_regex_pass_on_tricky_files(tmp_path, monkeypatch, read_hint):
     monkeypatch.setattr(corpus_mod, "_READ_HINT", read_hint)
     tricky = "\n".join(TRICKY_LINES) + "\n"
-    files = {
-        "a.txt": tricky.encode(),
-        "b.txt": tricky.replace("\n", "\r\n").encode(),  # Windows line ends
-        "c.txt": b"last line without a newline \xce\xa3",
-        "d.txt": b"",
-        "e.txt": _random_text(2).encode(),
-        "f.txt": b"good line\nbad \xff\xfe line\n\n\xc3( more\nfine again\n",  # invalid UTF-8
-        "g.txt": b"\n\nblank lines first\r\rold Mac line ends\r",
-    }
-    for name, data in files.items():
-        (tmp_path / name).write_bytes(data)
-    paths = [tmp_path / name for name in files]
-    new, old = _encode_both(monkeypatch, paths)
+    files = [tricky.encode(), tricky.replace("\n", "\r\n").encode(), b"last line without a newline \xce\xa3", b"",
+             _random_text(2).encode(), b"good line\nbad \xff\xfe line\n\n\xc3( more\nfine again\n",  # invalid UTF-8
+             b"\n\nblank lines first\r\rold Mac line ends\r"]
+    for i, data in enumerate(files):
+        (tmp_path / f"{i}.txt").write_bytes(data)
+    new, old = _encode_both(monkeypatch, [tmp_path / f"{i}.txt" for i in range(len(files))])
     assert_same_corpus(new, old)
     assert new.stats["invalid_utf8_lines"] > 2
 
@@ -406,13 +358,9 @@ def test_blocks_are_the_lines_readlines_gives(tmp_path):
     (tmp_path / "a.txt").write_bytes(text.encode())
     for hint in (1, 5, 17, 64, 1000):
         with corpus_mod.open_text(tmp_path / "a.txt") as fh:
-            want = []
-            while lines := fh.readlines(hint):
-                want.append("".join(lines))
+            want = list(iter(lambda: "".join(fh.readlines(hint)), ""))
         with corpus_mod.open_text(tmp_path / "a.txt") as fh:
-            got = []
-            while block := fh.read(hint) + fh.readline():
-                got.append(block)
+            got = list(iter(lambda: fh.read(hint) + fh.readline(), ""))
         assert got == want, hint
 
 
@@ -445,12 +393,9 @@ def test_the_chunk_memo_assumptions_hold_for_every_code_point():
 
 
 def test_chunk_memo_grows_its_table_and_key_store():
-    blocks = [
-        _random_text(5),
-        # a chunk many times the key store: doubled several times before it fits
-        "\n".join(TRICKY_LINES) + "\n" + "Ab" * 500 + " tail\n",
-        "lone \ud800 surrogate\udfff\n" + _random_text(6),
-    ]
+    # the second: a chunk many times the key store, doubled several times before it fits
+    blocks = [_random_text(5), "\n".join(TRICKY_LINES) + "\n" + "Ab" * 500 + " tail\n",
+              "lone \ud800 surrogate\udfff\n" + _random_text(6)]
     # room for one chunk at first: a table of 4 slots, 2 keys, 8 code points of keys
     chunks, sizes = memo_gives_the_regex_ids(blocks + blocks, capacity=1)  # the second time, every chunk a hit
     assert len(chunks) == len(set("".join(blocks).split()))
@@ -461,8 +406,7 @@ def test_chunk_memo_grows_its_table_and_key_store():
 def test_importing_the_encoder_does_not_import_numba():
     code = "import sys, scbow.training.corpus; print('numba' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "False"
+    assert proc.returncode == 0 and proc.stdout.strip() == "False", proc.stderr
 
 
 def test_the_corpus_files_are_recorded_and_shown_absolute(tmp_path, monkeypatch, runner, make_text):
@@ -475,8 +419,7 @@ def test_the_corpus_files_are_recorded_and_shown_absolute(tmp_path, monkeypatch,
     for cached in (False, True):  # encoded, then from the cache
         corpus = corpus_mod.read_corpus(["c.txt"], min_count=1, cache_dir=cache, quiet=True)
         assert corpus.stats["files"] == [absolute] and corpus.from_cache == cached
-    result = runner.invoke(main, ["train", "c.txt", "-o", str(tmp_path / "m"), "--dim", "8", "--epochs", "1",
-                                  "--min-count", "1", "-q", "--cache-dir", str(cache)])
+    result = runner.invoke(main, train_args("c.txt", tmp_path / "m", "--cache-dir", str(cache)))
     assert result.exit_code == 0, result.output
     monkeypatch.chdir(tmp_path)
     info = runner.invoke(main, ["info", "-m", str(tmp_path / "m")])
