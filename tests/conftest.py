@@ -89,6 +89,10 @@ def _patch_simulator_race() -> None:
 if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
     _patch_simulator_race()
 
+# benchmarks/ is not installed: found in the checkout (appended: an installed scbow keeps precedence)
+if str(Path(__file__).resolve().parents[1]) not in sys.path:
+    sys.path.append(str(Path(__file__).resolve().parents[1]))
+
 # the library's rule for the data folder beside the checkout (scbow.use.data), not a copy of it
 DATA_DIR = checkout_data_dir() or Path(__file__).resolve().parents[2] / "shared" / "data"
 

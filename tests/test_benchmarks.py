@@ -6,23 +6,16 @@ import argparse
 import ast
 import json
 import lzma
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks import ab, common, run, speed, targets, torch_scbow
+from benchmarks.torch_scbow import build_members, pack_batch, tokens_per_example
 from scbow.config import TrainConfig
 from scbow.reference import loss_and_grad
 from scbow.training import load_corpus
-
-# benchmarks/ is not installed: found in the checkout (appended: an installed scbow keeps precedence)
-ROOT = str(Path(__file__).resolve().parents[1])
-if ROOT not in sys.path:
-    sys.path.append(ROOT)
-
-from benchmarks import ab, common, run, speed, targets, torch_scbow  # noqa: E402
-from benchmarks.torch_scbow import build_members, pack_batch, tokens_per_example  # noqa: E402
 
 SENTENCES = [[1, 2, 3], [4, 5], [2, 6, 7, 7], [8], [9, 10, 1], [11, 12], [3, 3, 4]]
 TOKENS = np.array([w for s in SENTENCES for w in s], dtype=np.int32)
@@ -123,9 +116,7 @@ def test_speed_harness_in_process_sections(tiny_data, tmp_path, monkeypatch):
 def test_speed_harness_runs_every_section_on_a_tiny_corpus(tiny_data, tmp_path, monkeypatch):
     """With its worker processes, one thread (no parallel compile), every target."""
     report, markdown = run_speed(tmp_path, monkeypatch, "--e2e-threads", "1", "--torch-batches", "2")
-    assert report["settings"]["sections"] == list(speed.SECTIONS)
-    assert report["inference"]["pairs"] == 5 and report["inference"]["sets"] == 2
-    assert report["preprocess"]["raw_tokens"] > 0 and report["kernel"]["rows"]["serial-1"]["examples_per_s"]["n"] == 1
+    assert report["settings"]["sections"] == list(speed.SECTIONS)  # the in-process ones: the test above
     assert report["memory"]["rows"]["1M"]["token_bytes"] > 0 and f"scbow-{TrainConfig().dim}" in report["e2e"]["rows"]
     names = " ".join(t["target"] for t in report["targets"])
     assert all(word in names for word in ("end to end", "kernel", "preprocessing", "reload", "STS", "memory"))
@@ -262,7 +253,7 @@ def test_the_harness_has_no_import_circle_and_trains_through_the_public_door_onl
     import scbow.training
 
     graph = {}  # module -> the modules (benchmarks.* and scbow.*) and names it imports, read from the source
-    for path in (Path(ROOT) / "benchmarks").glob("*.py"):
+    for path in Path(run.__file__).parent.glob("*.py"):
         found = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
@@ -291,13 +282,6 @@ def test_the_harness_has_no_import_circle_and_trains_through_the_public_door_onl
                 bad.append((module, t))
     assert bad == []
     assert all(getattr(scbow.training, name) is not None for name in scbow.training.__all__)
-
-
-def test_the_quality_report_renders_the_committed_record():
-    from benchmarks import quality
-
-    markdown = quality.markdown(json.loads((Path(ROOT) / "benchmarks" / "results" / "quality.json").read_text()))
-    assert markdown.startswith("# Quality") and "## Machine" in markdown and "Siamese CBOW" in markdown
 
 
 def test_index_suite_measures_faiss_and_exact_search_on_small_vectors(tmp_path):

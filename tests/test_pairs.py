@@ -13,12 +13,16 @@ from scbow.cli import main
 from scbow.vectors.formats import load_model
 
 
+def similarity(runner, model, *args, **kwargs):
+    return runner.invoke(main, ["similarity", "-m", str(model), *map(str, args)], **kwargs)
+
+
 def test_similarity_pairs_matches_one_at_a_time(tmp_path, runner, healthy):
     trained = healthy[0]
     pairs = [("the cat sat", "the dog ran"), ("a cat", "a cat"), ("", "the dog"), ("the man walked", "zzz qqq")]
     path = tmp_path / "pairs.tsv"
     path.write_text("".join(f"{a}\t{b}\n" for a, b in pairs[:2]) + "".join(f"3.5\t{a}\t{b}\n" for a, b in pairs[2:]))
-    result = runner.invoke(main, ["similarity", "-m", str(trained), "--pairs", str(path)])
+    result = similarity(runner, trained, "--pairs", path)
     assert result.exit_code == 0, result.output
     got = result.stdout.splitlines()
     assert len(got) == len(pairs)
@@ -27,46 +31,36 @@ def test_similarity_pairs_matches_one_at_a_time(tmp_path, runner, healthy):
         expected = model.similarity(a, b)
         assert (line == "nan") if expected != expected else float(line) == pytest.approx(expected, abs=1e-4)
     assert "1 had a side with nothing to average" in result.stderr
-    piped = runner.invoke(main, ["similarity", "-m", str(trained), "--pairs", "-"], input=path.read_text())
-    assert piped.stdout == result.stdout
-    bad = tmp_path / "bad.tsv"
-    bad.write_text("a\tb\nonly one field\n")
-    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(trained), "--pairs", str(bad)]), "line 2")
-    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(trained), "a"]), "give two sentences")
-    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(trained), "a", "b", "--pairs", str(path)]),
-                       "not both")
+    assert similarity(runner, trained, "--pairs", "-", input=path.read_text()).stdout == result.stdout
+    (tmp_path / "bad.tsv").write_text("a\tb\nonly one field\n")
+    assert_clean_error(similarity(runner, trained, "--pairs", tmp_path / "bad.tsv"), "line 2")
+    assert_clean_error(similarity(runner, trained, "a"), "give two sentences")
+    assert_clean_error(similarity(runner, trained, "a", "b", "--pairs", path), "not both")
 
 
 def test_pairs_with_a_byte_order_mark_score_the_first_pair_right(tmp_path, runner, healthy):
-    model, _ = healthy
-    pairs = "the cat sat\tthe cat sat\nthe dog ran\tthe cat sat\n"
-    (tmp_path / "bom.tsv").write_bytes(b"\xef\xbb\xbf" + pairs.encode())
-    (tmp_path / "plain.tsv").write_bytes(pairs.encode())
-    with_bom = runner.invoke(main, ["similarity", "-m", str(model), "--pairs", str(tmp_path / "bom.tsv")])
-    plain = runner.invoke(main, ["similarity", "-m", str(model), "--pairs", str(tmp_path / "plain.tsv")])
+    pairs = "the cat sat\tthe cat sat\nthe dog ran\tthe cat sat\n".encode()
+    (tmp_path / "bom.tsv").write_bytes(b"\xef\xbb\xbf" + pairs)
+    (tmp_path / "plain.tsv").write_bytes(pairs)
+    with_bom, plain = (similarity(runner, healthy[0], "--pairs", tmp_path / name) for name in ("bom.tsv", "plain.tsv"))
     assert with_bom.exit_code == 0 and plain.exit_code == 0, with_bom.output
-    assert with_bom.stdout == plain.stdout
-    assert with_bom.stdout.splitlines()[0] == "1.0000"
-    from_stdin = runner.invoke(main, ["similarity", "-m", str(model), "--pairs", "-"],
-                               input=b"\xef\xbb\xbf" + pairs.encode())
-    assert from_stdin.stdout == plain.stdout
+    assert with_bom.stdout == plain.stdout and with_bom.stdout.splitlines()[0] == "1.0000"
+    assert similarity(runner, healthy[0], "--pairs", "-", input=b"\xef\xbb\xbf" + pairs).stdout == plain.stdout
 
 
 def test_pairs_refuse_binary_text_absurd_gold_and_name_damage_before_printing(tmp_path, runner, healthy):
     model, _ = healthy
-    m = str(model)
     for data, fragment in ((b"a\x00b\tc d\n", "NUL bytes"), (gzip.compress(b"x" * 100), "NUL bytes"),
                            (b"4\tthe cat\tthe dog\nnan\ta\tb\n", "line 2: gold score 'nan'"),
                            (b"1e300\ta\tb\n", "gold score '1e300'"), (b"abc\ta\tb\n", "gold score 'abc'")):
-        result = runner.invoke(main, ["similarity", "-m", m, "--pairs", "-"], input=data)
+        result = similarity(runner, model, "--pairs", "-", input=data)
         assert_clean_error(result, fragment)
         assert result.stdout == ""
     # a bit flipped in the middle of a .gz: its checksum fails at the end; nothing is printed first
-    pairs = "".join(f"the cat number {i}\tthe dog {i}\n" for i in range(20000)).encode()
-    packed = bytearray(gzip.compress(pairs))
+    packed = bytearray(gzip.compress("".join(f"the cat number {i}\tthe dog {i}\n" for i in range(20000)).encode()))
     packed[len(packed) // 2] ^= 0x01
     (tmp_path / "p.tsv.gz").write_bytes(bytes(packed))
-    result = runner.invoke(main, ["similarity", "-m", m, "--pairs", str(tmp_path / "p.tsv.gz")])
+    result = similarity(runner, model, "--pairs", tmp_path / "p.tsv.gz")
     assert_clean_error(result, "damaged or truncated gzip file")
     assert result.stdout == ""
 
@@ -78,7 +72,5 @@ def test_nothing_to_search_or_score_is_an_error_not_silence(tmp_path, runner, he
         assert_clean_error(runner.invoke(main, ["neighbors", "-m", str(model), "--sentence", "the cat",
                                                 "--in", str(tmp_path / "e.txt")]), "e.txt")
     (tmp_path / "e.txt").write_text("")
-    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(model), "--pairs", str(tmp_path / "e.txt")]),
-                       "no sentence pairs")
-    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(model), "--pairs", "-"], input=""),
-                       "no sentence pairs")
+    assert_clean_error(similarity(runner, model, "--pairs", tmp_path / "e.txt"), "no sentence pairs")
+    assert_clean_error(similarity(runner, model, "--pairs", "-", input=""), "no sentence pairs")

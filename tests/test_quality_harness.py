@@ -3,23 +3,18 @@ scores. Each post-processing a peer may get is recomputed here by hand; the harn
 
 from __future__ import annotations
 
+import json
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks import peers, quality
 from scbow.text.tokenize import tokenize
 from scbow.training.corpus import load_corpus
 from scbow.vectors.model import HASH_SCALE
 from scbow.vectors.numeric import hashed_vector
-
-ROOT = str(Path(__file__).resolve().parents[1])
-if ROOT not in sys.path:
-    sys.path.append(ROOT)
-
-from benchmarks import peers, quality  # noqa: E402
 
 SENTENCES = ["the cat sat on the mat", "a dog ran", "zzqx", "the dog and the zzqx"]
 
@@ -182,3 +177,8 @@ def test_models_are_keyed_by_the_encoding_not_the_files_mtime(tmp_path, monkeypa
     assert key_again == key_a and timing["reloaded_this_run"] is False  # re-encoded: scbow's key did change
     a.write_text(text.replace("log", "rug"))
     assert quality.encode_corpus(a, 1)[1] != key_a
+
+
+def test_the_quality_report_renders_the_committed_record():
+    markdown = quality.markdown(json.loads((Path(quality.__file__).parent / "results" / "quality.json").read_text()))
+    assert markdown.startswith("# Quality") and "## Machine" in markdown and "Siamese CBOW" in markdown

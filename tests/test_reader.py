@@ -1,9 +1,6 @@
-"""The one reader of text (scbow.text.reader), tested where it lives: plain, gzip, bzip2 and xz;
-every decompression failure, a compressed name over plain or empty bytes, a pipe or a device,
-each turned into one error naming the file. One test shows that every command that reads a
-file the user gives reads it through this reader (one kind of damage each); the kinds are
-tested here once, at the reader.
-"""
+"""The one reader of text (scbow.text.reader): plain, gzip, bzip2 and xz; every decompression failure, a
+compressed name over plain or empty bytes, a pipe or a device, each one error naming the file. One test
+shows that every command reading a file the user gives reads it through this reader."""
 
 from __future__ import annotations
 
@@ -12,6 +9,8 @@ import gzip
 import lzma
 import os
 import shutil
+import signal
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -47,8 +46,7 @@ DAMAGE = {  # name -> (file suffix, damaged bytes, the format named in the error
 
 def damaged(tmp_path: Path, kind: str) -> tuple[Path, str]:
     suffix, make, fmt = DAMAGE[kind]
-    path = tmp_path / f"damaged{suffix}"
-    path.write_bytes(make())
+    (path := tmp_path / f"damaged{suffix}").write_bytes(make())
     return path, fmt
 
 
@@ -89,27 +87,21 @@ def test_the_one_reader_reads_what_it_should_and_refuses_a_device(tmp_path):
                 reader(path)
 
 
-class _Alarm:
-    """Fail instead of hanging: SIGALRM after ``seconds`` raises in the main thread (a blocked
-    open() of a FIFO or an endless read of /dev/zero is interrupted by it)."""
+@contextmanager
+def _Alarm(seconds: int = 20):
+    """Fail instead of hanging: SIGALRM raises in the main thread (a blocked open() of a FIFO or an endless
+    read of /dev/zero is interrupted by it)."""
 
-    def __init__(self, seconds: int = 20):
-        self.seconds = seconds
+    def ring(signum, frame):
+        raise TimeoutError("the command blocked on its input")
 
-    def __enter__(self):
-        import signal
-
-        def ring(signum, frame):
-            raise TimeoutError("the command blocked on its input")
-
-        self.old = signal.signal(signal.SIGALRM, ring)
-        signal.alarm(self.seconds)
-
-    def __exit__(self, *exc):
-        import signal
-
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
         signal.alarm(0)
-        signal.signal(signal.SIGALRM, self.old)
+        signal.signal(signal.SIGALRM, old)
 
 
 def _every_text_reader(model: Path, corpus: Path, text: Path, tmp: Path) -> dict:
@@ -129,8 +121,7 @@ def _every_text_reader(model: Path, corpus: Path, text: Path, tmp: Path) -> dict
 
 @pytest.mark.parametrize("kind", ["damaged", "fifo"])
 def test_every_command_reads_through_the_one_reader(tmp_path, runner, healthy, kind):
-    """One damaged file and one pipe, through every command: each gives the reader's line and
-    writes nothing (every kind of damage, and a device, are tested above at the reader)."""
+    """One damaged file and one pipe, through every command: each gives the reader's line and writes nothing."""
     model, corpus = healthy
     if kind == "fifo":
         path, fragment = tmp_path / "input.txt", "not a regular file"
