@@ -24,10 +24,9 @@ def cuda_gpu_present() -> bool:
 
     for name in ("libcuda.so.1", "libcuda.so"):
         try:
-            lib = ctypes.CDLL(name)
+            lib, count = ctypes.CDLL(name), ctypes.c_int(0)
         except OSError:
             continue
-        count = ctypes.c_int(0)
         return lib.cuInit(0) == 0 and lib.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
     return False
 
@@ -44,10 +43,13 @@ def _patch_simulator_race() -> None:
     swaps its device function module's ``cuda`` global, listing it with a generator over the module's
     dict that another thread may change (a rare "dictionary changed size during iteration");
     ``list(dict.items())`` is one C call, never interleaved. Test-only."""
+    import threading
     from contextlib import contextmanager
 
     from numba import cuda
-    from numba.cuda.simulator import kernel
+    from numba.core import types
+    from numba.cuda.simulator import kernel, kernelapi
+    from numba.np import numpy_support
 
     @contextmanager
     def swapped_cuda_module(fn, fake_cuda_module):
@@ -63,12 +65,6 @@ def _patch_simulator_race() -> None:
 
     # shared arrays are made on first use, keyed by the asking line: two threads of a block could each
     # make one and write different arrays (a replay test off by 0.05, rarely); a lock gives one array
-    import threading
-
-    from numba.core import types
-    from numba.cuda.simulator import kernelapi
-    from numba.np import numpy_support
-
     original = kernelapi.FakeCUDAShared.array
     lock = threading.Lock()
 
