@@ -115,11 +115,6 @@ def layer_of(module: str) -> int:
     return found
 
 
-def test_every_module_has_a_layer():
-    for name in MODULES:
-        layer_of(name)
-
-
 @pytest.mark.parametrize("layer", [name for name, _ in LAYERS])
 def test_each_layer_imports_only_what_is_below_it(layer):
     level = [name for name, _ in LAYERS].index(layer)
