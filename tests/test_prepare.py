@@ -56,6 +56,12 @@ def documents_of(path: Path) -> list[list[str]]:
     return docs
 
 
+def prepared(inputs, out: Path, **kwargs):
+    """``prepare`` with the lines segmenter unless told: the documents written, and the stats."""
+    stats = prepare(inputs, out, **{"segmenter": "lines", **kwargs})
+    return documents_of(out), stats
+
+
 def files_in(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir())
 
@@ -93,15 +99,13 @@ def test_lines_segmenter_keeps_lines_and_collapses_whitespace(tmp_path):
     src = tmp_path / "a.txt"
     src.write_bytes(b"\xef\xbb\xbfOne  sentence\there. \r\nTwo\r\n\r\n  \r\nThree\rFour")  # BOM, CRLF, CR, no final EOL
     out = tmp_path / "corpus.txt"
-    prepare([src], out, segmenter="lines")
-    assert documents_of(out) == [["One sentence here.", "Two", "Three", "Four"]]
-    prepare([src], out, segmenter="lines", documents="blank-line")
-    assert documents_of(out) == [["One sentence here.", "Two"], ["Three", "Four"]]
+    assert prepared([src], out)[0] == [["One sentence here.", "Two", "Three", "Four"]]
+    assert prepared([src], out, documents="blank-line")[0] == [["One sentence here.", "Two"], ["Three", "Four"]]
     # documents without sentences are dropped; a little invalid UTF-8 is kept and counted
     (tmp_path / "b.txt").write_text(" \n\n\t\n", encoding="utf-8")
     (tmp_path / "c.txt").write_bytes(b"Caf\xe9 au lait.\n" + b"Fine line.\n" * 10)
-    stats = prepare([src, tmp_path / "b.txt", tmp_path / "c.txt"], out, segmenter="lines")
-    assert documents_of(out) == [["One sentence here.", "Two", "Three", "Four"], ["Caf\ufffd au lait."] + ["Fine line."] * 10]
+    docs, stats = prepared([src, tmp_path / "b.txt", tmp_path / "c.txt"], out)
+    assert docs == [["One sentence here.", "Two", "Three", "Four"], ["Caf\ufffd au lait."] + ["Fine line."] * 10]
     assert (stats.files, stats.documents, stats.invalid_utf8_lines) == (3, 2, 1)
 
 
@@ -109,9 +113,7 @@ def test_lines_segmenter_keeps_lines_and_collapses_whitespace(tmp_path):
 def test_every_library_segmenter_keeps_the_text(tmp_path, name):
     pytest.importorskip(P.SEGMENTERS[name])
     (tmp_path / "a.txt").write_text(BOOK, encoding="utf-8")
-    out = tmp_path / "corpus.txt"
-    stats = prepare([tmp_path / "a.txt"], out, segmenter=name)
-    (doc,) = documents_of(out)
+    (doc,), stats = prepared([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter=name)
     assert "".join("".join(doc).split()) == "".join(BOOK.split())  # nothing lost, nothing added
     assert 4 <= stats.sentences <= 8 and stats.segmenter == name
 
@@ -145,12 +147,10 @@ def test_jsonl_named_field_one_document_per_record(tmp_path, segmenter_lib):
 
 def test_jsonl_default_field_is_text_and_text_that_is_not_text_becomes_text(tmp_path):
     src = write_jsonl(tmp_path / "docs.ndjson", [{"text": "a\nb"}, {"text": "c"}])
-    prepare([src], tmp_path / "corpus.txt", segmenter="lines")
-    assert documents_of(tmp_path / "corpus.txt") == [["a", "b"], ["c"]]
+    assert prepared([src], tmp_path / "corpus.txt")[0] == [["a", "b"], ["c"]]
     # NUL (binary) becomes a space, a lone surrogate U+FFFD, as invalid UTF-8 is read everywhere
     (tmp_path / "n.jsonl").write_text('{"text": "The man walked home."}\n{"text": "a\\u0000b \\ud800 c."}\n')
-    prepare([tmp_path / "n.jsonl"], tmp_path / "c.txt", segmenter="lines")
-    assert documents_of(tmp_path / "c.txt") == [["The man walked home."], ["a b \ufffd c."]]
+    assert prepared([tmp_path / "n.jsonl"], tmp_path / "c.txt")[0] == [["The man walked home."], ["a b \ufffd c."]]
 
 
 @pytest.mark.parametrize("line, fragments", [
@@ -167,8 +167,8 @@ def test_jsonl_errors_name_the_file_and_line(tmp_path, line, fragments):
     assert "\n" not in message and all(f in message for f in [str(src), *fragments]), message
     assert files_in(tmp_path) == ["docs.jsonl"]
     # by default such a line is skipped, counted and named, and the rest is written
-    stats = prepare([src], tmp_path / "corpus.txt", segmenter="lines")
-    assert documents_of(tmp_path / "corpus.txt") == [["Fine."], ["Never read."]]
+    docs, stats = prepared([src], tmp_path / "corpus.txt")
+    assert docs == [["Fine."], ["Never read."]]
     assert stats.bad_records == 1 and len(stats.bad_examples) == 1
     assert stats.bad_examples[0].startswith(f"{src}: line 2: ") and all(f in stats.bad_examples[0] for f in fragments)
 
@@ -176,8 +176,8 @@ def test_jsonl_errors_name_the_file_and_line(tmp_path, line, fragments):
 def test_jsonl_bad_lines_are_skipped_counted_and_the_first_few_named(tmp_path):
     records = [{"text": "Fine."}, "{oops", {"body": "x"}, ["a"], {"text": 3}, {"text": "Also fine."}, "nope"]
     src = write_jsonl(tmp_path / "dump.jsonl", records)
-    stats = prepare([src], tmp_path / "corpus.txt", segmenter="lines")
-    assert documents_of(tmp_path / "corpus.txt") == [["Fine."], ["Also fine."]]
+    docs, stats = prepared([src], tmp_path / "corpus.txt")
+    assert docs == [["Fine."], ["Also fine."]]
     assert stats.bad_records == 5 and len(stats.bad_examples) == P.BAD_EXAMPLES == 3
     assert [e.split(": ")[1] for e in stats.bad_examples] == ["line 2", "line 3", "line 4"]
     src = write_jsonl(tmp_path / "dump.jsonl", [{"body": "x"}, {"body": "y"}])  # only bad lines: the error says why
@@ -220,10 +220,8 @@ def test_folder_input_is_recursive_sorted_and_skips_hidden_and_other_files(tmp_p
     (root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00")
     (root / "archive.tar.gz").write_bytes(gzip.compress(b"x\x00"))
     (tmp_path / "notes").write_text("Plain text without a suffix.\n")  # a file named is read whatever its name
-    out = tmp_path / "corpus.txt"
-    stats = prepare([root, tmp_path / "notes"], out, segmenter="lines")
-    assert documents_of(out) == [["A."], ["B."], ["D."], ["C."], ["Plain text without a suffix."]]
-    assert stats.files == 5
+    docs, stats = prepared([root, tmp_path / "notes"], tmp_path / "corpus.txt")
+    assert docs == [["A."], ["B."], ["D."], ["C."], ["Plain text without a suffix."]] and stats.files == 5
     assert [p.relative_to(root).as_posix() for p, _ in P.find_inputs([root])] == [
         "a.txt", "b/b.text", "b/d.jsonl.gz", "b/deep/c.md"]
 
@@ -384,11 +382,9 @@ def test_a_line_of_only_spaces_or_tabs_is_a_blank_line(tmp_path, gap):
     src = tmp_path / "a.txt"
     src.write_text(f"First one ends here\n{gap}\nsecond starts here.\nThird.\n", encoding="utf-8")
     out = tmp_path / "corpus.txt"
-    prepare([src], out, segmenter="lines", documents="blank-line")
-    assert documents_of(out) == [["First one ends here"], ["second starts here.", "Third."]]
-    if P.SEGMENTERS.get("nupunkt") and importlib.util.find_spec("nupunkt"):
-        prepare([src], out, segmenter="nupunkt")  # one document; the paragraph break ends a sentence
-        assert documents_of(out) == [["First one ends here", "second starts here.", "Third."]]
+    assert prepared([src], out, documents="blank-line")[0] == [["First one ends here"], ["second starts here.", "Third."]]
+    if P.SEGMENTERS.get("nupunkt") and importlib.util.find_spec("nupunkt"):  # one document; the paragraph break ends a sentence
+        assert prepared([src], out, segmenter="nupunkt")[0] == [["First one ends here", "second starts here.", "Third."]]
 
 
 @pytest.mark.parametrize("segmenter", ["lines", "nupunkt"])
@@ -398,9 +394,8 @@ def test_a_line_longer_than_a_chunk_is_cut_only_at_whitespace(tmp_path, segmente
     words = ["alpha", "beta", "gamma", "delta", "epsilonic"]
     text = " ".join(words[i % 5] for i in range(60_000))  # one line of ~380K characters, no full stop
     (tmp_path / "a.txt").write_text(text + "\n")
-    prepare([tmp_path / "a.txt"], tmp_path / "c.txt", segmenter=segmenter)
-    got = [w for doc in documents_of(tmp_path / "c.txt") for s in doc for w in s.split()]
-    assert got == text.split()  # every word whole, in order (the line may be several sentences)
+    docs, _ = prepared([tmp_path / "a.txt"], tmp_path / "c.txt", segmenter=segmenter)
+    assert [w for doc in docs for s in doc for w in s.split()] == text.split()  # every word whole, in order
 
 
 def test_a_dead_prepares_temporary_is_removed_and_nothing_else(tmp_path, runner):
