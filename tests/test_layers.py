@@ -109,7 +109,8 @@ def layer_of(module: str) -> int:
     best, found = -1, None
     for i, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+            # "scbow" is the front door itself, not a prefix: a new top-level module must be placed
+            if (module == prefix or (prefix != "scbow" and module.startswith(prefix + "."))) and len(prefix) > best:
                 best, found = len(prefix), i
     assert found is not None, f"{module} is in no layer: place it in LAYERS"
     return found
