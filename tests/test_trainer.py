@@ -213,7 +213,11 @@ def test_a_matrix_that_ends_not_finite_is_never_a_model(corpus, monkeypatch):
         ("min_lr_fraction", 1.5), ("min_lr_fraction", float("nan")), ("weight_decay", -0.1),
         ("weight_decay", float("nan")), ("negative_mode", "random"), ("device", "tpu"), ("seed", 1.5),
         ("seed", -1), ("seed", 2**63), ("word_passes", -1), ("word_dim", 0), ("word_mix", 0.0),
-        ("word_mix", float("nan"))]],
+        ("word_mix", float("nan")), ("init_std", 1e-300), ("weight_decay", 1e300), ("count_power", 1e300),
+        ("unknown_scale", float("inf")), ("unknown_scale", 0.0), ("frequency_weight", -1.0),
+        ("frequency_weight", 1e-12), ("frequency_weight", 1e-320),  # a weight that underflows float32
+        *((f, v) for f in ("dim", "negatives", "min_count", "max_vocab", "epochs", "max_length", "threads", "seed",
+                           "common_components", "count_floor") for v in (10**20, -10**20))]],
     ("word_window", -1, "word_window must be a non-negative integer"),
     ("word_window", 1.5, "word_window must be"),
     ("word_negatives", 0, "word_negatives must be a positive integer"),
