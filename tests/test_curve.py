@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import random
 import struct
-import subprocess
 import sys
 from pathlib import Path
 
@@ -265,11 +264,7 @@ def test_plot_errors(curved_model, healthy, tmp_path, monkeypatch, runner):
     assert_clean_error(runner.invoke(main, ["plot"]), str(plain))
 
 
-def test_plot_without_matplotlib_and_its_help_import_nothing_heavy(curved_model, tmp_path, monkeypatch):
-    code = ("import sys; from scbow.cli import main\ntry:\n    main(['plot', '--help'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('numpy', 'numba', 'matplotlib', 'scipy') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip().splitlines()[-1] == "[]"
+def test_plot_without_matplotlib(curved_model, tmp_path, monkeypatch):  # plot --help: test_cli.py
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
     monkeypatch.delitem(sys.modules, "scbow.use.plot", raising=False)
     result = make_runner().invoke(main, ["plot", str(curved_model), "-o", str(tmp_path / "c.png")])
