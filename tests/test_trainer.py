@@ -5,9 +5,6 @@ from __future__ import annotations
 import importlib
 import logging
 import re
-import subprocess
-import sys
-import textwrap
 
 import numba  # noqa: E402  (a dependency: an import error must fail, not skip)
 import numpy as np
@@ -32,7 +29,7 @@ from scbow.training.trainer import BATCH, BATCH_COST, TrainingError, batch_size,
 from scbow.training.wordpart import WordPart
 from scbow.vectors.formats import load_model
 
-# the submodule, not the top-level function scbow.train (see test_top_level_train_...)
+# the submodule, not the top-level function scbow.train
 train_mod = importlib.import_module("scbow.training.trainer")
 
 
@@ -153,26 +150,6 @@ def test_common_components_are_a_linear_map_of_the_trained_vectors(corpus, train
     assert np.abs(S_post.mean(axis=0)).max() < 1e-4 * np.abs(S).max()
     if k:
         assert np.abs(S_post @ U.T).max() < 1e-4 * np.abs(S).max()
-
-
-TOP_LEVEL_TRAIN = """
-    import sys, types
-    import scbow
-    cfg = scbow.TrainConfig(dim=8, epochs=1, min_count=1, threads=1)
-    for attempt in range(2):
-        model = scbow.train([sys.argv[1]], cfg, quiet=True, cache_dir=sys.argv[2])
-        assert len(model) > 10, model
-    assert not isinstance(scbow.train, types.ModuleType)
-    print("ok")
-"""
-
-
-def test_top_level_train_can_be_called_twice(tmp_path, small_corpus_file):
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(TOP_LEVEL_TRAIN), str(small_corpus_file), str(tmp_path / "cache")],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
 
 def test_minimal_trainable_corpus(tmp_path):
