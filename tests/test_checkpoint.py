@@ -15,14 +15,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, TRAIN, missing_data, train_args
-from test_cli import assert_clean_error
+from conftest import DATA_DIR, TRAIN, assert_clean_error, missing_data, train_args
 
 import scbow
 from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import CheckpointError, Interrupted, ModelError
-from scbow.files import atomic_dir
 from scbow.training import trainer as trainer_mod
 from scbow.training.checkpoint import (
     BEFORE_THEY_EXISTED,
@@ -30,7 +28,6 @@ from scbow.training.checkpoint import (
     _config_differences,
     check_config,
     checkpoint_dir,
-    only_checkpoint_files,
     read_meta,
 )
 from scbow.training.corpus import load_corpus
@@ -180,10 +177,6 @@ def test_resume_is_bit_identical_and_says_where_it_resumes(tmp_path, corpus_file
     assert resumed.losses == reference.result.losses  # the same learning-rate position, batch for batch
     assert resumed.examples == reference.result.examples
     assert b.info["training"]["examples"] == reference.model.info["training"]["examples"]
-    # equality is no accident of the setup: another random stream gives other vectors
-    other = train_session([corpus_file], cfg(seed=4), tmp_path / "c", quiet=True)
-    assert not np.array_equal(np.asarray(reference.model.vectors), np.asarray(load_model(tmp_path / "c").vectors))
-    assert other.losses != reference.result.losses
 
 
 def test_periodic_checkpoints(reference):
@@ -442,14 +435,8 @@ def test_a_finished_runs_checkpoint_goes_but_a_users_file_in_it_stays(tmp_path):
 
 def test_a_users_file_in_a_checkpoint_stops_its_replacement_not_the_run(tmp_path, corpus_file, plain_checkpoint,
                                                                         checkpoints_written):
-    ck = fake_checkpoint(tmp_path / "m.checkpoint")
-    (ck / "notes.txt").write_text("precious")
-    with pytest.raises(FileExistsError, match="notes.txt"):
-        with atomic_dir(ck, same_kind=only_checkpoint_files) as tmp:
-            (tmp / "state.json").write_text("{}")
-    assert (ck / "notes.txt").read_text() == "precious" and (ck / "state.json").read_text() == "x"
-    # in a run: a user's file put in an interrupted run's checkpoint, resumed with periodic checkpoints:
-    # each replacement is a warning, the run goes on and saves its model, the file stays
+    """A user's file put in an interrupted run's checkpoint, resumed with periodic checkpoints: each
+    replacement is a warning, the run goes on and saves its model, the file stays."""
     out = copy_checkpoint(plain_checkpoint, tmp_path / "run")
     (checkpoint_dir(out) / "notes.txt").write_text("precious")
     said = []
