@@ -266,9 +266,8 @@ DAMAGE = {  # how -> what the error names
     "state-newer": "newer than this scbow-numba understands", "state-inconsistent": "inconsistent training state",
     **dict.fromkeys(("state-no-losses", "state-negative-seconds", "state-negative-loss",
                      "state-more-losses-than-examples"), "inconsistent training state"),
-    "truncated-vectors.npy": "cannot read vectors", "missing-vocab.txt": "missing vocab.txt",
-    "nan-vectors": "the vectors hold NaN or inf", "shape": "the vocabulary has 38 words but the vectors have 5 rows",
-    "state-of-another-write": "is not that of the model files beside it"}
+    # one damage to the model files: each other is test_formats test_every_damage_to_a_model_is_one_error...
+    "nan-vectors": "the vectors hold NaN or inf", "state-of-another-write": "is not that of the model files beside it"}
 
 
 @pytest.mark.parametrize("how", list(DAMAGE))
@@ -293,17 +292,10 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, pl
                       "state-negative-loss": ("losses", [-0.5] * len(meta["state"]["losses"])),
                       "state-more-losses-than-examples": ("losses", [1.0] * (meta["state"]["done"] + 1))}[how]
         meta["state"][key] = value
-    elif how == "nan-vectors":
+    else:  # nan-vectors
         W = np.load(ck / "vectors.npy")
         W[3, 2] = np.nan
         np.save(ck / "vectors.npy", W)
-    elif how == "shape":
-        np.save(ck / "vectors.npy", np.zeros((5, 8), dtype=np.float32))
-    elif how == "missing-vocab.txt":
-        (ck / "vocab.txt").unlink()
-    else:  # truncated-vectors.npy
-        data = (ck / "vectors.npy").read_bytes()
-        (ck / "vectors.npy").write_bytes(data[: len(data) // 2])
     if how.startswith("state-") and how not in ("state-not-json", "state-missing"):
         state.write_text(json.dumps(meta))
     result = runner.invoke(main, train_args(corpus_file, out, "--dim", "8", "--seed", "1", "--resume"))
