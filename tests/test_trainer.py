@@ -448,7 +448,7 @@ def test_a_resumed_run_is_judged_against_the_start_of_the_run(corpus, monkeypatc
 
 def test_a_collapsed_run_is_refused_not_saved(tmp_path, runner, gutenberg_slice):
     """Refused as soon as the sentence part is trained: no time spent on the word part (whose learning
-    rate is word2vec's, not --lr); the defaults at the same --dim are not refused."""
+    rate is word2vec's, not --lr). (--dim 50 at --lr 0.1 is not refused: test_a_run_is_judged_against_its_own_start.)"""
     def never(*args, **kwargs):
         raise AssertionError("the word part ran")
 
@@ -458,8 +458,6 @@ def test_a_collapsed_run_is_refused_not_saved(tmp_path, runner, gutenberg_slice)
         result = runner.invoke(main, [*args, "-o", str(tmp_path / "hot"), "--lr", "1e6"])
     assert_clean_error(result, "collapsed into a few directions", "learning rate (1e+06)", "smaller --lr")
     assert not (tmp_path / "hot").exists()
-    result = runner.invoke(main, [*args, "-o", str(tmp_path / "ok")])
-    assert result.exit_code == 0, result.output
 
 
 # ---------------------------------------------------------------- the command line
