@@ -15,14 +15,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, TRAIN, missing_data, train_args
-from test_cli import assert_clean_error
+from conftest import DATA_DIR, TRAIN, assert_clean_error, missing_data, train_args
 
 import scbow
 from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import CheckpointError, Interrupted, ModelError
-from scbow.files import atomic_dir
 from scbow.training import trainer as trainer_mod
 from scbow.training.checkpoint import (
     BEFORE_THEY_EXISTED,
@@ -30,7 +28,6 @@ from scbow.training.checkpoint import (
     _config_differences,
     check_config,
     checkpoint_dir,
-    only_checkpoint_files,
     read_meta,
 )
 from scbow.training.corpus import load_corpus
@@ -180,10 +177,6 @@ def test_resume_is_bit_identical_and_says_where_it_resumes(tmp_path, corpus_file
     assert resumed.losses == reference.result.losses  # the same learning-rate position, batch for batch
     assert resumed.examples == reference.result.examples
     assert b.info["training"]["examples"] == reference.model.info["training"]["examples"]
-    # equality is no accident of the setup: another random stream gives other vectors
-    other = train_session([corpus_file], cfg(seed=4), tmp_path / "c", quiet=True)
-    assert not np.array_equal(np.asarray(reference.model.vectors), np.asarray(load_model(tmp_path / "c").vectors))
-    assert other.losses != reference.result.losses
 
 
 def test_periodic_checkpoints(reference):
@@ -273,9 +266,8 @@ DAMAGE = {  # how -> what the error names
     "state-newer": "newer than this scbow-numba understands", "state-inconsistent": "inconsistent training state",
     **dict.fromkeys(("state-no-losses", "state-negative-seconds", "state-negative-loss",
                      "state-more-losses-than-examples"), "inconsistent training state"),
-    "truncated-vectors.npy": "cannot read vectors", "missing-vocab.txt": "missing vocab.txt",
-    "nan-vectors": "the vectors hold NaN or inf", "shape": "the vocabulary has 38 words but the vectors have 5 rows",
-    "state-of-another-write": "is not that of the model files beside it"}
+    # one damage to the model files: each other is test_formats test_every_damage_to_a_model_is_one_error...
+    "nan-vectors": "the vectors hold NaN or inf", "state-of-another-write": "is not that of the model files beside it"}
 
 
 @pytest.mark.parametrize("how", list(DAMAGE))
@@ -300,17 +292,10 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, pl
                       "state-negative-loss": ("losses", [-0.5] * len(meta["state"]["losses"])),
                       "state-more-losses-than-examples": ("losses", [1.0] * (meta["state"]["done"] + 1))}[how]
         meta["state"][key] = value
-    elif how == "nan-vectors":
+    else:  # nan-vectors
         W = np.load(ck / "vectors.npy")
         W[3, 2] = np.nan
         np.save(ck / "vectors.npy", W)
-    elif how == "shape":
-        np.save(ck / "vectors.npy", np.zeros((5, 8), dtype=np.float32))
-    elif how == "missing-vocab.txt":
-        (ck / "vocab.txt").unlink()
-    else:  # truncated-vectors.npy
-        data = (ck / "vectors.npy").read_bytes()
-        (ck / "vectors.npy").write_bytes(data[: len(data) // 2])
     if how.startswith("state-") and how not in ("state-not-json", "state-missing"):
         state.write_text(json.dumps(meta))
     result = runner.invoke(main, train_args(corpus_file, out, "--dim", "8", "--seed", "1", "--resume"))
@@ -442,14 +427,8 @@ def test_a_finished_runs_checkpoint_goes_but_a_users_file_in_it_stays(tmp_path):
 
 def test_a_users_file_in_a_checkpoint_stops_its_replacement_not_the_run(tmp_path, corpus_file, plain_checkpoint,
                                                                         checkpoints_written):
-    ck = fake_checkpoint(tmp_path / "m.checkpoint")
-    (ck / "notes.txt").write_text("precious")
-    with pytest.raises(FileExistsError, match="notes.txt"):
-        with atomic_dir(ck, same_kind=only_checkpoint_files) as tmp:
-            (tmp / "state.json").write_text("{}")
-    assert (ck / "notes.txt").read_text() == "precious" and (ck / "state.json").read_text() == "x"
-    # in a run: a user's file put in an interrupted run's checkpoint, resumed with periodic checkpoints:
-    # each replacement is a warning, the run goes on and saves its model, the file stays
+    """A user's file put in an interrupted run's checkpoint, resumed with periodic checkpoints: each
+    replacement is a warning, the run goes on and saves its model, the file stays."""
     out = copy_checkpoint(plain_checkpoint, tmp_path / "run")
     (checkpoint_dir(out) / "notes.txt").write_text("precious")
     said = []

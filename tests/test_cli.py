@@ -73,12 +73,8 @@ def test_similarity_prints_a_float_and_names_unknown_words(runner, trained):
     assert "xyzzy" in result.stderr and "sentence 1" in result.stderr and "sentence 2" not in result.stderr
     assert float(similarity("the big dog", "Dog the big").stdout) == pytest.approx(1.0, abs=1e-4)
     assert load_model(trained).unknown_rule == ("hash", 1.0)
-    result = similarity("the cat qwerty", "qwerty zxcv")
-    assert "given hashed random vectors: qwerty, zxcv" in result.stderr
     same = similarity("qwerty zxcv", "zxcv qwerty")
-    assert float(result.stdout) < float(same.stdout) == pytest.approx(1.0, abs=1e-4)
-    similarity("the\u00a0cat 🙂", "CAT\tSAT")  # odd strings
-    similarity("a\ud800b the", "cat")
+    assert float(similarity("the cat qwerty", "qwerty zxcv").stdout) < float(same.stdout) == pytest.approx(1.0, abs=1e-4)
 
 
 @pytest.mark.parametrize("pair, fragment", [
@@ -92,14 +88,6 @@ def test_similarity_without_two_sentences_to_compare_fails_cleanly(runner, train
     result = runner.invoke(main, ["similarity", "-m", str(trained), "--unknown", "omit", *pair])
     assert_clean_error(result, fragment)
     assert result.stdout == ""  # no invented number
-
-
-def test_a_missing_model_is_one_line_and_nothing_is_written(tmp_path, runner, sts_file):
-    nope = str(tmp_path / "nope")
-    for argv in (["similarity", "-m", nope, "a", "b"], ["export", "-m", nope, "-o", str(tmp_path / "v.txt")],
-                 ["evaluate", "-m", nope, str(sts_file)]):
-        assert_clean_error(runner.invoke(main, argv), "no such model")
-    assert not (tmp_path / "v.txt").exists()
 
 
 @pytest.mark.parametrize("name, flag, binary", [("v.bin", [], True), ("V.BIN", [], True), ("v.bin", ["--text"], False),
@@ -139,13 +127,12 @@ def sts_file(tmp_path):
 
 
 def test_evaluate_json_is_strict_and_takes_the_models_unknown_rule(runner, trained, sts_file):
-    result = runner.invoke(main, ["evaluate", "-m", str(trained), "--json", "--unknown", "omit", str(sts_file)])
+    """--unknown omit scores fewer pairs: test_unknown_words test_evaluate_cli_scores_more_pairs_with_hash."""
+    result = runner.invoke(main, ["evaluate", "-m", str(trained), "--json", str(sts_file)])
     assert result.exit_code == 0, result.output
-    default = runner.invoke(main, ["evaluate", "-m", str(trained), "--json", str(sts_file)])
-    assert json.loads(default.stdout)["sets"][0]["scored"] == 7  # the model's rule hashes unknown words
     report = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
     [row] = report["sets"]
-    assert row["name"] == "toy" and row["pairs"] == 7 and row["scored"] == 6
+    assert row["name"] == "toy" and row["pairs"] == 7 and row["scored"] == 7  # the model's rule hashes unknown words
     assert -1.0 <= row["pearson"] <= 1.0 and -1.0 <= row["spearman"] <= 1.0
     assert report["pearson_mean"] == pytest.approx(row["pearson"]) == report["pearson_weighted"]
 
@@ -153,32 +140,20 @@ def test_evaluate_json_is_strict_and_takes_the_models_unknown_rule(runner, train
 # ---------------------------------------------------------------- Bad input: one line 'Error: ...', exit 1, nothing written
 
 
-INTEGER_OPTIONS = ["--dim", "--negatives", "--min-count", "--max-vocab", "--epochs", "--max-length", "--threads", "--seed",
-                   "--common-components", "--count-floor"]
-ABSURD = [(o, v) for o in INTEGER_OPTIONS for v in (HUGE, "-" + HUGE, "9" * 400)] + [
-    ("--eval-every", "1e400"), ("--eval-every", "1e308M"), ("--eval-every", "9" * 100), ("--eval-every", "1e99999"),
-    ("--checkpoint-every", "9" * 100), ("--checkpoint-every", "1e400s"), ("--checkpoint-every", "9" * 40 + "h"),
-    ("--init-std", "1e300"), ("--init-std", "1e-300"), ("--lr", "nan"), ("--lr", "inf"), ("--weight-decay", "1e300"),
-    ("--count-power", "1e300"), ("--unknown-scale", "inf"), ("--frequency-weight", "-1"), ("--min-lr-fraction", "2"),
-    ("--dim", "-3"), ("--epochs", "-1"), ("--negatives", "-2"), ("--min-count", "-1"), ("--threads", "-4"),
-    ("--lr", "-inf"), ("--lr", "-nan"), ("--max-length", "-1"),
-    ("--frequency-weight", "1e-320"), ("--frequency-weight", "1e-12"), ("--unknown-scale", "0"),  # vectors of zero
-    ("--dim", "0"), ("--epochs", "0"), ("--negatives", "0"), ("--lr", "0"), ("--lr", "-0.1"), ("--lr", "1e30"),
-    ("--threads", "-1"), ("--min-count", "0"), ("--max-vocab", "-5"), ("--init-std", "0"), ("--weight-decay", "-1"),
-]
+# The CLI's part only: each way a bad value fails (a TrainConfig field, renamed to its flag; a count;
+# --eval-every and --checkpoint-every), one line, nothing written. Every field's bounds: test_trainer.py.
+ABSURD = [("--dim", HUGE), ("--common-components", "-" + HUGE), ("--seed", "9" * 400), ("--lr", "nan"),
+          ("--frequency-weight", "1e-12"), ("--min-count", HUGE), ("--max-vocab", "-5"),
+          ("--eval-every", "1e400"), ("--eval-every", "1e308M"), ("--eval-every", "9" * 100),
+          ("--eval-every", "1e99999"), ("--checkpoint-every", "9" * 100), ("--checkpoint-every", "1e400s")]
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["{missing}"], "no such file"), (["{empty}"], "no words"), (["{binary}"], "binary"),
-    (["{corpus}", "--min-count", "100000"], "vocabulary is empty"), (["{corpus}", "--threads", "100000"], "threads"),
-    (["{corpus}", "--cache-dir", "{corpus}"], "cache"), (["{corpus}", "{missing}"], "no such file"),
-    *((["{corpus}", option, value], option) for option, value in ABSURD),
+    (["{missing}"], "no such file"), (["{corpus}", "--cache-dir", "{corpus}"], "cache"),
+    (["{corpus}", "{missing}"], "no such file"), *((["{corpus}", option, value], option) for option, value in ABSURD),
 ], ids=lambda v: " ".join(v)[:60] if isinstance(v, list) else "")
 def test_train_bad_input_is_one_line_and_writes_nothing(tmp_path, runner, small_corpus_file, args, fragment):
-    (tmp_path / "empty.txt").write_text("")
-    (tmp_path / "data.bin").write_bytes(bytes(range(256)) * 64)
-    paths = {"missing": tmp_path / "missing.txt", "empty": tmp_path / "empty.txt", "binary": tmp_path / "data.bin",
-             "corpus": small_corpus_file}
+    paths = {"missing": tmp_path / "missing.txt", "corpus": small_corpus_file}
     out = tmp_path / "out" / "model"
     # small, valid settings first: the flag under test comes later and wins
     argv = ["train", "-o", str(out), "--cache-dir", str(tmp_path / "cache"), *TRAIN, *[a.format(**paths) for a in args]]
@@ -196,35 +171,11 @@ def test_train_output_that_is_a_file_or_holds_other_things_is_kept(tmp_path, run
     assert (tmp_path / "file").read_text() == "not a model" and os.listdir(tmp_path / "dir") == ["notes.txt"]
 
 
-@pytest.mark.parametrize("seed", ["-1", str(2**63)])
-def test_train_out_of_range_seed(tmp_path, runner, small_corpus_file, seed):
-    out = tmp_path / "model"
-    result = runner.invoke(main, ["train", str(small_corpus_file), "-o", str(out), *TRAIN, "--seed", seed])
-    if result.exit_code == 0:
-        assert (out / "vectors.npy").is_file()  # accepting the seed is fine too
-    else:
-        assert_clean_error(result, "--seed")
-        assert not out.exists()
-
-
 # ---------------------------------------------------------------- Real processes
 
 
-def run_python(*args, env_extra=None):
-    env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, env=env)
-
-
-def test_a_real_process_lists_the_commands_gives_an_error_in_one_line_and_takes_any_argument(tmp_path, good_model):
-    proc = run_python("-m", "scbow", "--help")
-    assert proc.returncode == 0, proc.stderr
-    for command in ("train", "similarity", "export", "evaluate"):
-        assert command in proc.stdout
-    proc = run_python("-m", "scbow", "train", str(tmp_path / "missing.txt"), "-o", str(tmp_path / "m"),
-                      env_extra={"SCBOW_CACHE_DIR": str(tmp_path / "cache")})
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("Error:"), proc.stderr
-    assert not (tmp_path / "m").exists()
+def test_a_real_process_takes_any_argument(good_model):
+    """A real process's one-line error: test_session test_second_trainer_into_the_same_output_refuses."""
     long = " ".join(["the cat"] * 12_000)  # a single argument may hold at most 128 KiB
     argv = [os.fsencode(sys.executable), b"-m", b"scbow", b"similarity", b"-m", os.fsencode(good_model),
             long.encode(), b"the \xff\xfe cat"]  # the last one is not UTF-8
@@ -241,14 +192,14 @@ try:
     main(sys.argv[1:], prog_name="scbow-numba")
 except SystemExit as exc:
     assert exc.code == 0, exc.code
-print("HEAVY=" + ",".join(m for m in ("numpy", "numba", "scipy") if m in sys.modules))
+print("HEAVY=" + ",".join(m for m in ("numpy", "numba", "scipy", "matplotlib") if m in sys.modules))
 """
 
 
-@pytest.mark.parametrize("argv, allowed", [(["--help"], set()), (["train", "--help"], set()),
+@pytest.mark.parametrize("argv, allowed", [(["--help"], set()), (["train", "--help"], set()), (["plot", "--help"], set()),
                                            (["similarity", "--help"], {"numpy"}), (["evaluate", "--help"], {"numpy"})])
 def test_help_imports_nothing_heavy(argv, allowed):
-    proc = run_python("-c", HELP_IMPORTS, *argv)
+    proc = subprocess.run([sys.executable, "-c", HELP_IMPORTS, *argv], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "Usage:" in proc.stdout, proc.stderr
     heavy = set(proc.stdout.rstrip().rsplit("HEAVY=", 1)[1].split(",")) - {""}
     assert heavy <= allowed, heavy
