@@ -1,11 +1,7 @@
 """STS reading, scoring, significance tests and the overlap control (scbow.use.evaluate), and the
 ``evaluate`` command."""
 
-import hashlib
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -107,7 +103,7 @@ def test_score_set_matches_scipy_and_leaves_out_pairs_without_known_words_or_an_
 
     expected = np.array([model.similarity(a, b) for _, a, b in PAIRS])
     assert np.isnan(expected[5]) and np.isnan(score.predictions[5])
-    np.testing.assert_allclose(score.predictions, expected, rtol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(score.predictions, expected, rtol=1e-14, equal_nan=True)  # pair_cosines: float64
     assert (score.pairs, score.scored) == (7, 6)
 
     ok = np.isfinite(expected)
@@ -214,12 +210,6 @@ def test_overlap_control_is_deterministic_and_independent_of_vocabulary():
     second.embed([f"word{i}" for i in range(2000)] + ["zebra cat"])
     np.testing.assert_array_equal(first.embed(sentences), second.embed(sentences))
     np.testing.assert_array_equal(first.embed(sentences[:1]), first.embed(sentences)[:1])
-    seed = int.from_bytes(hashlib.blake2b(b"cat", digest_size=8).digest(), "little")
-    np.testing.assert_array_equal(first.vector("cat"), np.random.default_rng(seed).standard_normal(30))
-    code = "from scbow.use.evaluate import OverlapControl; print(repr(float(OverlapControl(8).embed(['naïve cat'])[0, 3])))"
-    env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert float(out.stdout) == float(OverlapControl(8).embed(["naïve cat"])[0, 3])
 
 
 def test_weighted_overlap_control_weighs_each_token_by_sif_and_evaluate_names_it(tmp_path):
