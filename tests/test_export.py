@@ -122,7 +122,6 @@ def test_tokenizer_version_1_keeps_its_rule():
 
 @pytest.mark.parametrize("corpus_file", [CORPUS_1M, pytest.param(CORPUS_10M, marks=pytest.mark.slow)], ids=["1M", "10M"])
 def test_tokenizer_matches_on_sts_and_every_corpus_line(trained, folders, corpus_file):
-    """Every STS sentence and every line of the corpus: the same tokens, the same ids."""
     import scbow
 
     if not corpus_file.is_file():
@@ -167,7 +166,6 @@ def test_tokenizer_on_every_code_point(version):
 
 @pytest.mark.parametrize("fmt", ["model2vec", "sentence-transformers"])
 def test_model2vec_encode_equals_ours(trained, folders, fmt):
-    """model2vec loads both folders."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
     import scbow
 

@@ -580,14 +580,10 @@ def test_word_methods_use_the_word_part():
 # ---------------------------------------------------------------- the rest
 
 
-def trained_like(dim=8):
+def test_repr(tmp_path):
     info = {"corpus": {"files": ["/data/a.txt.xz", "/data/b.txt"], "tokens": 1234567, "vocab_size": 40},
             "training": {"examples": 10}}
-    return random_model(n_words=40, dim=dim, seed=7, config={"dim": dim, "epochs": 2}, info=info)
-
-
-def test_repr(tmp_path):
-    m = trained_like()
+    m = random_model(n_words=40, dim=8, seed=7, config={"dim": 8, "epochs": 2}, info=info)
     assert repr(m) == "<scbow Model: 40 words x 8 dims, trained on a.txt.xz and 1 more file (1,234,567 tokens, 2 epochs)>"
     assert repr(random_model(n_words=13, dim=3)) == "<scbow Model: 13 words x 3 dims>"
     export_word2vec(m, tmp_path / "v.txt")
