@@ -9,6 +9,7 @@ import json
 import lzma
 import os
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ import pytest
 from conftest import CORPUS_1M, DATA_DIR, assert_clean_error, make_runner, missing_data
 
 from scbow.cli import main
+from scbow.vectors.numeric import row_cosines
 
 tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (installed with model2vec, the test extra) is absent")
 
@@ -37,14 +39,8 @@ def sts_sentences() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    """The first 20,000 lines of the 1M corpus."""
-    if not CORPUS_1M.is_file():
-        missing_data(f"real corpus {CORPUS_1M}")
-    out = tmp_path_factory.mktemp("export") / "corpus.txt"
-    with lzma.open(CORPUS_1M, "rt", encoding="utf-8") as fh:
-        out.write_text("".join(line for _, line in zip(range(20000), fh)), encoding="utf-8")
-    return out
+def corpus(gutenberg_slice):
+    return gutenberg_slice(20000)
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +63,6 @@ def folders(trained, tmp_path_factory):
         result = make_runner().invoke(main, ["export", "-m", str(trained), "--format", fmt, "-o", str(out[fmt])])
         assert result.exit_code == 0, result.output
     return out
-
-
-def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a, b = a.astype(np.float64), b.astype(np.float64)
-    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
 def split(tok, text: str) -> list[str]:
@@ -131,7 +122,6 @@ def test_tokenizer_version_1_keeps_its_rule():
 
 @pytest.mark.parametrize("corpus_file", [CORPUS_1M, pytest.param(CORPUS_10M, marks=pytest.mark.slow)], ids=["1M", "10M"])
 def test_tokenizer_matches_on_sts_and_every_corpus_line(trained, folders, corpus_file):
-    """Every STS sentence and every line of the corpus: the same tokens, the same ids."""
     import scbow
 
     if not corpus_file.is_file():
@@ -176,7 +166,6 @@ def test_tokenizer_on_every_code_point(version):
 
 @pytest.mark.parametrize("fmt", ["model2vec", "sentence-transformers"])
 def test_model2vec_encode_equals_ours(trained, folders, fmt):
-    """model2vec loads both folders."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
     import scbow
 
@@ -186,7 +175,7 @@ def test_model2vec_encode_equals_ours(trained, folders, fmt):
     theirs = loaded.encode(sentences)
     ok = ~np.isnan(ours).any(axis=1)
     assert ok.sum() > 18000
-    assert cosines(ours[ok], theirs[ok]).min() >= 0.9999
+    assert row_cosines(ours[ok], theirs[ok]).min() >= 0.9999
     assert (theirs[~ok] == 0).all()  # nothing to average: zeros there, NaN here
     assert loaded.max_length is None  # long sentences are not cut
 
@@ -213,7 +202,7 @@ def test_what_static_embedding_computes(trained, folders, fmt):
             theirs[i] = rows[enc.ids].mean(axis=0)
     ours = scbow.load(trained).embed(sentences, unknown="omit")
     ok = ~np.isnan(ours).any(axis=1)
-    assert cosines(ours[ok], theirs[ok]).min() >= 0.9999
+    assert row_cosines(ours[ok], theirs[ok]).min() >= 0.9999
 
 
 def test_sentence_transformers_encode_equals_ours(trained, folders):
@@ -227,18 +216,18 @@ def test_sentence_transformers_encode_equals_ours(trained, folders):
         loaded = st.SentenceTransformer(str(folders[fmt]), device="cpu")
         theirs = loaded.encode(sentences, convert_to_numpy=True)
         ok = ~np.isnan(ours).any(axis=1)
-        assert cosines(ours[ok], theirs[ok]).min() >= 0.9999
+        assert row_cosines(ours[ok], theirs[ok]).min() >= 0.9999
 
 
-def test_add_words_carry_our_hashed_vectors(trained, corpus, tmp_path):
+def test_add_words_carry_our_hashed_vectors(trained, corpus, tmp_path, runner):
     """Rows for the corpus's words below the minimum count hold our hashed vectors: a sentence
     whose unknown words are all among them embeds as ours under unknown="hash"."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
     import scbow
 
     out = tmp_path / "m2v"
-    result = make_runner().invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(out),
-                                         "--add-words", str(corpus)])
+    result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(out),
+                                  "--add-words", str(corpus)])
     assert result.exit_code == 0, result.output
     assert "added word" in result.output
     model = scbow.load(trained)
@@ -268,7 +257,7 @@ def test_model_card(folders, trained):
         head = yaml.safe_load(re.match(r"---\n(.*?)\n---\n", text, re.S).group(1))
         assert head["library_name"] == library and head["language"] == ["en"]
         assert library in head["tags"] and "static-embeddings" in head["tags"]
-        assert "corpus.txt" in text and "tokenizer version 2" in text
+        assert "gutenberg-20000.txt" in text and "tokenizer version 2" in text
 
 
 def test_model_card_scores_from_the_curve():
@@ -291,15 +280,11 @@ def test_model_card_scores_from_the_curve():
 # the command
 
 
-def test_word2vec_stays_the_default(trained, tmp_path):
+def test_word2vec_export_min_count_and_limit(trained, tmp_path, runner):
     import scbow
     from scbow.vectors.formats import load_word2vec
 
-    runner = make_runner()
-    result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "v.bin")])
-    assert result.exit_code == 0, result.output
     model = scbow.load(trained)
-    assert len(load_word2vec(tmp_path / "v.bin")) == len(model)
     result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "v.txt"), "--min-count", "20",
                                   "--limit", "300"])
     assert result.exit_code == 0, result.output
@@ -316,16 +301,15 @@ def test_word2vec_stays_the_default(trained, tmp_path):
     (["--format", "model2vec", "--add-words", "{tmp}/nope.txt"], ["--add-words", "nope.txt: no such file"]),
     (["--add-words", "{corpus}"], ["--add-words applies to the folder formats"]),
 ])
-def test_bad_export_options_are_one_line_and_write_nothing(trained, corpus, tmp_path, args, fragments):
+def test_bad_export_options_are_one_line_and_write_nothing(trained, corpus, tmp_path, runner, args, fragments):
     args = [a.format(tmp=tmp_path, corpus=corpus) for a in args]
-    result = make_runner().invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "x"), *args])
+    result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "x"), *args])
     assert_clean_error(result, *fragments, exit_code=1)
     assert "reading" not in result.output and not (tmp_path / "x").exists()
 
 
 @pytest.mark.parametrize("fmt", ["sentence-transformers", "model2vec"])
-def test_hostile_outputs(trained, tmp_path, monkeypatch, fmt):
-    runner = make_runner()
+def test_hostile_outputs(trained, tmp_path, monkeypatch, runner, fmt):
     monkeypatch.chdir(tmp_path)
 
     def export(out, *more):
@@ -356,36 +340,31 @@ def test_hostile_outputs(trained, tmp_path, monkeypatch, fmt):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "mine", "other", "out"]
 
 
-def test_failed_write_leaves_nothing(trained, tmp_path, monkeypatch):
+def test_failed_write_leaves_nothing(trained, tmp_path, monkeypatch, runner):
     from scbow.vectors import hub
 
     def broken(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(hub, "write_safetensors", broken)
-    result = make_runner().invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o",
-                                         str(tmp_path / "out")])
+    result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(tmp_path / "out")])
     assert_clean_error(result, "No space left on device", exit_code=1)
     assert os.listdir(tmp_path) == []
 
 
-def test_the_example_in_docs_export_md(tmp_path, monkeypatch, capsys):
+def test_the_example_in_docs_export_md(tmp_path, monkeypatch, runner, gutenberg_slice):
     """docs/export.md's example, its code read from the doc: train, export, search."""
     import contextlib
     import io
     import shlex
 
     pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
-    if not CORPUS_1M.is_file():
-        missing_data(f"real corpus {CORPUS_1M}")
     doc = (Path(__file__).resolve().parents[1] / "docs" / "export.md").read_text(encoding="utf-8")
     example = doc[doc.index("## Example"):]
     shell = re.search(r"```bash\n(.*?)```", example, re.S).group(1)
     python = re.search(r"```python\n(.*?)```", example, re.S).group(1)
-    with lzma.open(CORPUS_1M, "rt", encoding="utf-8") as fh:
-        (tmp_path / "my-text.txt").write_text("".join(line for _, line in zip(range(5000), fh)), encoding="utf-8")
+    shutil.copy(gutenberg_slice(5000), tmp_path / "my-text.txt")
     monkeypatch.chdir(tmp_path)
-    runner = make_runner()
     for line in shell.strip().splitlines():
         args = shlex.split(line)
         assert args[0] == "scbow-numba"
