@@ -56,18 +56,6 @@ def test_centre_gradient_matches_reference(case, weighted):
     assert not gWo[[w for w in range(V) if w not in touched]].any()
 
 
-def test_reference_gradient_is_the_derivative_of_its_loss():
-    """The oracle itself (weighted; the word part's unweighted calls are its weights of one), against
-    central differences in float64 along a random direction (so a sign error in both would still fail)."""
-    W, Wo, a = matrices(7)
-    pairs = [(1, 2, [3, 4]), (1, 5, [2]), (6, 1, [1, 1])]
-    _, gW, gWo = sgns_loss_and_grad(W, Wo, pairs, a)
-    rng = np.random.default_rng(1)
-    dW, dO, h = rng.standard_normal(W.shape), rng.standard_normal(Wo.shape), 1e-5
-    up, down = (sgns_loss_and_grad(W + s * h * dW, Wo + s * h * dO, pairs, a)[0] for s in (1, -1))
-    assert (up - down) / (2 * h) == pytest.approx(float((gW * dW).sum() + (gWo * dO).sum()), rel=1e-6)
-
-
 def turn_only(W, G):
     """Each row of ``G`` less its part along the same row of ``W``: the steps the term takes."""
     W = W.astype(np.float64)
