@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import assert_clean_error
 from test_checkpoint import SignalAfter, cfg
-from test_cli import assert_clean_error
 
 from scbow.cli import main
 from scbow.errors import Interrupted
