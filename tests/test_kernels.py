@@ -29,9 +29,10 @@ def shuffled_example(case, n_pos, n_neg, dim, scale, *key, extra=3):
 
 
 def truncated(sentences, max_len):
-    """``(target, positives, negatives)`` cut to their first ``max_len`` words."""
+    """``(target, positives, negatives)`` cut to their first ``max_len`` words (0: whole)."""
     target, positives, negatives = sentences
-    return target[:max_len], [s[:max_len] for s in positives], [s[:max_len] for s in negatives]
+    n = max_len or None
+    return target[:n], [s[:n] for s in positives], [s[:n] for s in negatives]
 
 
 @pytest.mark.parametrize("case", CASES)
