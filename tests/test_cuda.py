@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import TrainingError
 from scbow.reference import loss_and_grad
+from scbow.training.backends.params import params_record
 from scbow.training.corpus import load_corpus
 from scbow.training.hooks import Hook
 from scbow.training.start import init_vectors
@@ -379,14 +381,8 @@ def test_cli_trains_on_cuda_and_the_word_part_on_the_cpu(tiny_corpus_file, tmp_p
 # No GPU, no numba-cuda: one line, exit 1
 
 
-class NoDevice:
-    @staticmethod
-    def is_available():
-        return False
-
-    @staticmethod
-    def cuda_error():
-        return "\nCUDA driver library cannot be found.\nIf you are sure that a CUDA driver is installed,\n"
+NoDevice = SimpleNamespace(is_available=lambda: False, cuda_error=lambda: "\nCUDA driver library cannot be found.\n"
+                           "If you are sure that a CUDA driver is installed,\n")
 
 
 def no_numba_cuda():
@@ -498,8 +494,6 @@ def test_many_blocks_compound_their_weight_decay_on_shared_rows():
 
 def run_words(W, Wo, a, tokens, *, window, n_neg, lr, weight, noise, threads=4, seed=1):
     """The device's skip-gram term over ``tokens`` by one block; returns (W, Wo, loss)."""
-    from scbow.training.backends.params import params_record
-
     kern = KC.build(3, W.shape[1], threads, n_neg)
     W_d, O_d = cuda.to_device(W), cuda.to_device(Wo)
     word = (O_d, cuda.to_device(a), cuda.to_device(np.ones(len(W), np.float32)),
