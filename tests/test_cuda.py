@@ -16,12 +16,23 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, assert_grad_close, build_example, pack, seed_of, synthetic_text
+from conftest import DATA_DIR, assert_clean_error, assert_grad_close, build_example, pack, seed_of, synthetic_text
+from test_kernels import CAPPED, check_capped_decay, check_sgd_step, doc_arrays, reference_step, shuffled_example, truncated
+from test_kernels import toy_corpus as kernels_toy_corpus
+from test_word_term import LR, NOISE, SENTENCE, WEIGHT, check_word_step, cpu_sentence_step, matrices
 
+import scbow
 import scbow.training.backends.cuda as scuda
+from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import TrainingError
 from scbow.reference import loss_and_grad
+from scbow.training.backends.params import params_record
+from scbow.training.corpus import load_corpus
+from scbow.training.hooks import Hook
+from scbow.training.start import init_vectors
+from scbow.training.trainer import train
+from scbow.vectors.formats import load_model
 
 PROBLEM = scuda.cuda_problem()
 needs_cuda = pytest.mark.skipif(PROBLEM is not None, reason=f"CUDA unusable here: {PROBLEM}")
@@ -51,14 +62,14 @@ def _fast_simulator():
 
 
 def run_example(W, tokens, offsets, members, n_pos, *, coef=1.0, decay=0.0, max_len=0, in_place=False, threads=4,
-                rate=None):
-    """One example through the kernels' example path; returns (loss, out or stepped W)."""
+                rate=None, blocks=1):
+    """One example through the kernels' example path, by each of ``blocks`` blocks; returns (loss, out or stepped W)."""
     V, d = W.shape
     kern = KC.build(len(members), d, threads)
     W_d = cuda.to_device(W)
     out_d = W_d if in_place else cuda.to_device(np.zeros_like(W))
     loss_d = cuda.to_device(np.zeros(1))
-    kern.example[1, threads](W_d, W_d.reshape(V * d).view(np.int32), out_d, cuda.to_device(tokens),
+    kern.example[blocks, threads](W_d, W_d.reshape(V * d).view(np.int32), out_d, cuda.to_device(tokens),
                              cuda.to_device(offsets), cuda.to_device(np.asarray(members, np.int64)),
                              cuda.to_device(np.ones(V, np.float32) if rate is None else np.asarray(rate, np.float32)),
                              cuda.to_device(np.array([coef, decay])),
@@ -66,55 +77,31 @@ def run_example(W, tokens, offsets, members, n_pos, *, coef=1.0, decay=0.0, max_
     return float(loss_d.copy_to_host()[0]), out_d.copy_to_host()
 
 
-def decay_loss(W, sentences, decay):
-    rows = W[np.concatenate([np.asarray(s) for s in sentences])].astype(np.float64)
-    return 0.5 * decay * float((rows * rows).sum())
-
-
 # ---------------------------------------------------------------------------------------
 # One example: loss and gradient
 
 
 @needs_cuda
-@pytest.mark.parametrize("case, n_pos, n_neg, dim, threads", [
-    ("distinct", 2, 2, 8, 4),
-    ("length1", 1, 1, 8, 4),
-    ("repeated", 2, 3, 8, 4),
-    ("shared", 2, 2, 8, 4),
-    ("mixed_lengths", 1, 5, 8, 4),
-    ("shared", 1, 2, 6, 8),  # more threads than columns
-    ("distinct", 2, 2, 5, 1),  # one thread does every column
+@pytest.mark.parametrize("case, n_pos, n_neg, dim, threads, max_len", [
+    ("distinct", 2, 2, 8, 4, 0),
+    ("length1", 1, 1, 8, 4, 0),
+    ("repeated", 2, 3, 8, 4, 0),
+    ("shared", 2, 2, 8, 4, 0),
+    ("mixed_lengths", 1, 5, 8, 4, 0),
+    ("shared", 1, 2, 6, 8, 0),  # more threads than columns
+    ("distinct", 2, 2, 5, 1, 0),  # one thread does every column
+    ("mixed_lengths", 2, 4, 8, 4, 1), ("mixed_lengths", 2, 4, 8, 4, 3),  # sentences cut to max_len words
 ])
 @pytest.mark.parametrize("decay", [0.0, 0.3])
-def test_example_loss_and_gradient_match_reference(case, n_pos, n_neg, dim, threads, decay):
-    seed = seed_of(case, n_pos, n_neg, dim)
-    V, target, positives, negatives = build_example(case, n_pos, n_neg, seed=seed)
-    W = (0.3 * np.random.default_rng(seed).standard_normal((V, dim))).astype(np.float32)
-    tokens, offsets, members = pack([target, *positives, *negatives], shuffle_seed=seed, extra=3)
-    loss, grad = run_example(W, tokens, offsets, members, n_pos, decay=decay, threads=threads)
-    ref_loss, ref_grad = loss_and_grad(W, target, positives, negatives, weight_decay=decay)
-    # the kernel reports the data loss; the decay term is the reference's extra
-    assert loss + decay_loss(W, [target, *positives, *negatives], decay) == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
-    assert_grad_close(grad, ref_grad)
-    assert not grad[[V - 2, V - 1]].any()  # rows of words outside the example
-
-
-@needs_cuda
-@pytest.mark.parametrize("max_len", [1, 3])
-def test_max_len_truncation_matches_reference(max_len):
-    seed = seed_of("max_len", max_len)
-    V, target, positives, negatives = build_example("mixed_lengths", 2, 4, seed=seed)
-    W = (0.3 * np.random.default_rng(seed).standard_normal((V, 8))).astype(np.float32)
-    tokens, offsets, members = pack([target, *positives, *negatives], shuffle_seed=seed, extra=2)
-    loss, grad = run_example(W, tokens, offsets, members, 2, max_len=max_len)
-
-    def cut(s):
-        return s[:max_len]
-
-    ref_loss, ref_grad = loss_and_grad(W, cut(target), [cut(s) for s in positives], [cut(s) for s in negatives])
-    assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
-    assert_grad_close(grad, ref_grad)
-    assert abs(loss_and_grad(W, target, positives, negatives)[0] - ref_loss) > 1e-4  # truncation mattered
+def test_example_loss_and_gradient_match_reference(case, n_pos, n_neg, dim, threads, max_len, decay):
+    W, whole, packed = shuffled_example(case, n_pos, n_neg, dim, 0.3, max_len)
+    sentences = truncated(whole, max_len)
+    loss, grad = run_example(W, *packed, n_pos, decay=decay, max_len=max_len, threads=threads)
+    ref_loss = loss_and_grad(W, *sentences)[0]
+    assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)  # the data loss, without decay
+    assert_grad_close(grad, loss_and_grad(W, *sentences, weight_decay=decay)[1])
+    assert not grad[-2:].any()  # rows of words outside the example
+    assert not max_len or abs(loss_and_grad(W, *whole)[0] - ref_loss) > 1e-4  # truncation mattered
 
 
 # ---------------------------------------------------------------------------------------
@@ -125,54 +112,28 @@ def test_max_len_truncation_matches_reference(max_len):
 @pytest.mark.parametrize("case, decay", [("distinct", 0.0), ("shared", 0.0), ("distinct", 0.1), ("repeated", 0.1),
                                          ("shared", 0.1)])
 def test_in_place_step_is_one_sgd_step(case, decay):
-    lr = 0.5
-    seed = seed_of("sgd", case)
-    V, target, positives, negatives = build_example(case, 2, 3, seed=seed)
-    W0 = np.random.default_rng(seed).standard_normal((V, 8)).astype(np.float32)
-    tokens, offsets, members = pack([target, *positives, *negatives])
-    # per-word step factors on the data gradient (the decay step is not scaled)
-    rate = np.random.default_rng(V).uniform(0.05, 1.0, V).astype(np.float32)
-    loss, W = run_example(W0, tokens, offsets, members, 2, coef=-lr, decay=decay, in_place=True, rate=rate)
-    _, data_grad = loss_and_grad(W0, target, positives, negatives)
-    ref_loss, ref_grad = loss_and_grad(W0, target, positives, negatives, weight_decay=decay)
-    ref_grad = rate.astype(np.float64)[:, None] * data_grad + (ref_grad - data_grad)
-    expected = W0.astype(np.float64) - lr * ref_grad
-    assert np.abs(W - W0).max() > 1e-2  # large enough to see a write that came before a read
-    assert np.abs(W - expected).max() <= 1e-4 * lr * np.abs(ref_grad).max() + 1e-6
+    W0, sentences, packed = shuffled_example(case, 2, 3, 8, 1.0, "sgd")
+    rate = np.random.default_rng(len(W0)).uniform(0.05, 1.0, len(W0)).astype(np.float32)  # per-word step factors
+    loss, W = run_example(W0, *packed, 2, coef=-0.5, decay=decay, in_place=True, rate=rate)
+    check_sgd_step(W0, W, loss, *reference_step(W0, sentences, decay, rate), 0.5)
 
 
 @needs_cuda
 def test_in_place_decay_of_a_frequent_word_is_capped_at_its_row():
-    # word 1 occurs 12 times: the uncapped step would scale its row by 1 - 12 * 0.5 = -5
-    sentences = [[1, 2, 1, 1, 1], [1, 3, 1, 1], [1, 4, 1, 1], [5, 1, 6], [7, 8]]
-    lr, decay = 0.5, 1.0
     W0 = np.random.default_rng(3).standard_normal((9, 6)).astype(np.float32)
-    tokens, offsets, members = pack(sentences)
-    _, W = run_example(W0, tokens, offsets, members, 2, coef=-lr, decay=decay, in_place=True)
-    _, data_grad = loss_and_grad(W0, sentences[0], sentences[1:3], sentences[3:])
-    np.testing.assert_allclose(W[1], -lr * data_grad[1], rtol=1e-4, atol=1e-6)  # zeroed, then the data step
-    _, full_grad = loss_and_grad(W0, sentences[0], sentences[1:3], sentences[3:], weight_decay=decay)
-    np.testing.assert_allclose(W[7], W0[7] - lr * full_grad[7], rtol=1e-4, atol=1e-6)  # seen once: exact
+    _, W = run_example(W0, *pack(CAPPED), 2, coef=-0.5, decay=1.0, in_place=True)
+    check_capped_decay(W0, W, 0.5, 1.0)
 
 
 # ---------------------------------------------------------------------------------------
 # Sampling on the device: the CPU sampler's numbers and invariants
 
-DOC_SIZES = (1, 2, 3, 4, 6, 40)
-
-
-def doc_arrays(sizes=DOC_SIZES):
-    sent_doc = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
-    doc_offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
-    doc_offsets[1:] = np.cumsum(sizes)
-    return sent_doc, doc_offsets
-
-
 @needs_cuda
 @pytest.mark.parametrize("mode", ["document", "uniform"])
 def test_device_sampler_draws_what_the_cpu_sampler_draws(mode):
+    """The CPU sampler's numbers, whose invariants test_kernels.test_fill_example_invariants pins."""
     mode_id = sampling.NEG_DOCUMENT if mode == "document" else sampling.NEG_UNIFORM
-    sent_doc, doc_offsets = doc_arrays()
+    sent_doc, doc_offsets = doc_arrays((1, 2, 3, 4, 6, 40))
     n_neg, seed = 3, 17
     targets = np.arange(len(sent_doc), dtype=np.int64)
     members = np.full((len(targets), 3 + n_neg), -1, dtype=np.int64)
@@ -188,18 +149,6 @@ def test_device_sampler_draws_what_the_cpu_sampler_draws(mode):
         k, n_pos = sampling.fill_example(target, sent_doc, doc_offsets, n_neg, mode_id, state, want)
         assert (kn[i, 0], kn[i, 1]) == (k, n_pos)
         assert members[i, :k].tolist() == want[:k].tolist()
-        # and the invariants themselves, checked here too
-        doc = sent_doc[target]
-        lo, hi = doc_offsets[doc], doc_offsets[doc + 1]
-        neighbours = {s for s in (target - 1, target + 1) if lo <= s < hi}
-        if not neighbours:
-            assert n_pos == 0
-            continue
-        negs = set(members[i, 1 + n_pos : k].tolist())
-        assert set(members[i, 1 : 1 + n_pos].tolist()) == neighbours
-        assert target not in negs and not negs & neighbours
-        if mode == "document" and hi - lo > 1 + n_pos:
-            assert all(lo <= s < hi for s in negs)
     assert kn[:, 1].sum() > 0
 
 
@@ -207,16 +156,9 @@ def test_device_sampler_draws_what_the_cpu_sampler_draws(mode):
 # The backend: learning-rate schedule, epochs over a corpus, streaming
 
 
-def toy_corpus(doc_sizes, seed=0, vocab=30, max_words=6):
-    rng = np.random.default_rng(seed)
-    sentences = [rng.integers(0, vocab, size=int(rng.integers(1, max_words + 1))).tolist()
-                 for _ in range(sum(doc_sizes))]
-    tokens = np.array([w for s in sentences for w in s], dtype=np.int32)
-    offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum([len(s) for s in sentences])
-    sent_doc, doc_offsets = doc_arrays(doc_sizes)
-    return SimpleNamespace(sentences=sentences, tokens=tokens, offsets=offsets, sent_doc=sent_doc,
-                           doc_offsets=doc_offsets, vocab_size=vocab)
+def toy_corpus(doc_sizes, seed=0, max_words=6):
+    """test_kernels' corpus, small for the simulator."""
+    return kernels_toy_corpus(seed, doc_sizes, vocab=30, max_words=max_words)
 
 
 def backend_for(corpus, W, total, rate=None, **config_and_backend):
@@ -242,9 +184,9 @@ def test_one_example_step_follows_the_learning_rate_schedule(doc_sizes, mode, po
     W = backend.close()
     step_lr = max(lr * 0.01, lr * (1 - done / total))
     s = corpus.sentences
-    ref_loss, ref_grad = loss_and_grad(W0, s[1], [s[0], s[2]], [s[3], s[3]], weight_decay=decay)
+    ref_loss, ref_grad = reference_step(W0, (s[1], [s[0], s[2]], [s[3], s[3]]), decay)
     assert n == 1
-    assert loss_sum + decay_loss(W0, [s[1], s[0], s[2], s[3], s[3]], decay) == pytest.approx(ref_loss, rel=1e-4)
+    assert loss_sum == pytest.approx(ref_loss, rel=1e-4)
     expected = W0 - step_lr * ref_grad
     assert np.abs(W - W0).max() > 1e-3
     np.testing.assert_allclose(W, expected, rtol=0, atol=1e-4 * step_lr * np.abs(ref_grad).max() + 1e-7)
@@ -273,12 +215,9 @@ def emulate_epoch(backend, corpus, W0, config, total, done0=0, rate=None):
                 continue
             sents = [corpus.sentences[first + m] for m in members[:k]]
             lr = max(config.lr * config.min_lr_fraction, config.lr * (1 - position / total))
-            loss, grad = loss_and_grad(W, sents[0], sents[1 : 1 + n_pos], sents[1 + n_pos :],
-                                       weight_decay=config.weight_decay)
-            if rate is not None:  # the factors scale the data gradient, not the decay
-                _, data = loss_and_grad(W, sents[0], sents[1 : 1 + n_pos], sents[1 + n_pos :])
-                grad = rate[:, None] * data + (grad - data)
-            loss_sum += loss - decay_loss(W, sents, config.weight_decay)
+            loss, grad = reference_step(W, (sents[0], sents[1 : 1 + n_pos], sents[1 + n_pos :]), config.weight_decay,
+                                        rate)
+            loss_sum += loss
             W -= lr * grad
     return W, loss_sum
 
@@ -389,12 +328,6 @@ def mean_reference_loss(W, corpus, negatives):
 
 @needs_cuda
 def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path, monkeypatch):
-    from scbow.training.corpus import load_corpus
-    from scbow.training.hooks import Hook
-    from scbow.training.trainer import train
-    from scbow.vectors.formats import load_model
-    from scbow.vectors.modeldir import save_model
-
     monkeypatch.setattr(scuda, "LAUNCH_BATCH", 16)  # several batches per epoch: progress and hooks
     corpus = load_corpus([tiny_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
     # the plain objective (no frequency weights): the loss must fall well below the start
@@ -418,56 +351,29 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
 
     rng = np.random.default_rng(0)
     negatives = rng.integers(0, corpus.n_sentences, size=(corpus.n_sentences, 2))
-    from scbow.training.start import init_vectors
     before = mean_reference_loss(init_vectors(len(corpus.vocab), config), corpus, negatives)
     after = mean_reference_loss(result.model.vectors, corpus, negatives)
     assert after < before - 0.1, (before, after)  # about 1.36 -> 1.16
-
-    path = save_model(result.model, tmp_path / "model")
-    np.testing.assert_array_equal(load_model(path).vectors, result.model.vectors)
 
 
 @needs_cuda
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's numpy scalars see the inf and NaN
 def test_cuda_divergence_is_reported_like_on_cpu(tiny_corpus_file, tmp_path):
-    import scbow
-
     config = TrainConfig(dim=8, epochs=1, lr=1e30, weight_decay=0.0, common_components=-1, device="cuda")
     with pytest.raises(TrainingError, match="lr"):
         scbow.train([tiny_corpus_file], config, quiet=True, cache_dir=tmp_path / "cache")
 
 
 @needs_cuda
-def test_cli_trains_on_cuda(tiny_corpus_file, tmp_path):
-    from click.testing import CliRunner
-
-    from scbow.cli import main
-    from scbow.vectors.formats import load_model
-
+def test_cli_trains_on_cuda_and_the_word_part_on_the_cpu(tiny_corpus_file, tmp_path, runner):
     out = tmp_path / "model"
-    result = CliRunner().invoke(main, ["train", str(tiny_corpus_file), "-o", str(out), "--device", "cuda", "--dim", "8",
-                                       "--epochs", "1", "--min-count", "1", "--common-components", "-1",
-                                       "--word-passes", "0", "--cache-dir", str(tmp_path / "cache")])
+    result = runner.invoke(main, ["train", str(tiny_corpus_file), "-o", str(out), "--device", "cuda", "--dim", "8",
+                                  "--epochs", "1", "--min-count", "1", "--common-components", "-1",
+                                  "--word-passes", "1", "--word-dim", "4", "--cache-dir", str(tmp_path / "cache")])
     assert result.exit_code == 0, result.output
-    assert "GPU" in result.stderr
+    assert "/s, GPU)" in result.stderr and "the word part trains on the CPU" in result.stderr
     model = load_model(out)
-    assert model.info["training"]["device"] == "cuda" and model.vectors.shape[1] == 8
-
-
-def test_cuda_trains_the_word_part_on_the_cpu_and_says_so(tiny_corpus_file, tmp_path):
-    from click.testing import CliRunner
-
-    from scbow.cli import main
-    from scbow.vectors.formats import load_model
-
-    out = tmp_path / "model"
-    result = CliRunner().invoke(main, ["train", str(tiny_corpus_file), "-o", str(out), "--device", "cuda", "--dim", "8",
-                                       "--epochs", "1", "--min-count", "1", "--common-components", "-1",
-                                       "--word-passes", "1", "--word-dim", "4", "--cache-dir", str(tmp_path / "cache")])
-    assert result.exit_code == 0, result.output
-    assert "the word part trains on the CPU" in result.stderr
-    model = load_model(out)
-    assert model.parts == {"sentence": (0, 8), "word": (8, 12)}
+    assert model.info["training"]["device"] == "cuda" and model.parts == {"sentence": (0, 8), "word": (8, 12)}
     assert model.info["training"]["word_part"]["sentences"] > 0
 
 
@@ -475,14 +381,8 @@ def test_cuda_trains_the_word_part_on_the_cpu_and_says_so(tiny_corpus_file, tmp_
 # No GPU, no numba-cuda: one line, exit 1
 
 
-class NoDevice:
-    @staticmethod
-    def is_available():
-        return False
-
-    @staticmethod
-    def cuda_error():
-        return "\nCUDA driver library cannot be found.\nIf you are sure that a CUDA driver is installed,\n"
+NoDevice = SimpleNamespace(is_available=lambda: False, cuda_error=lambda: "\nCUDA driver library cannot be found.\n"
+                           "If you are sure that a CUDA driver is installed,\n")
 
 
 def no_numba_cuda():
@@ -495,29 +395,18 @@ def no_numba_cuda():
     (NoDevice, True, ["no usable NVIDIA GPU", "nvidia-smi"]),
     (no_numba_cuda, False, ["needs numba-cuda", "pip install 'scbow-numba[cuda]'"]),
 ])
-def test_cli_without_gpu_or_numba_cuda_says_what_is_missing(tmp_path, small_corpus_file, monkeypatch, importer,
+def test_cli_without_gpu_or_numba_cuda_says_what_is_missing(tmp_path, runner, small_corpus_file, monkeypatch, importer,
                                                            installed, fragments):
-    from click.testing import CliRunner
-
-    from scbow.cli import main
-
     monkeypatch.setattr(scuda, "_import_cuda", importer if importer is no_numba_cuda else lambda: importer)
     monkeypatch.setattr(scuda, "_numba_cuda_installed", lambda: installed)
     out = tmp_path / "model"
-    result = CliRunner().invoke(main, ["train", str(small_corpus_file), "-o", str(out), "--device", "cuda",
-                                       "--cache-dir", str(tmp_path / "cache")])
-    assert result.exit_code == 1
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: --device cuda"), result.output
-    for fragment in fragments:
-        assert fragment in lines[0]
+    result = runner.invoke(main, ["train", str(small_corpus_file), "-o", str(out), "--device", "cuda",
+                                  "--cache-dir", str(tmp_path / "cache")])
+    line = assert_clean_error(result, *fragments, exit_code=1)
+    assert line.startswith("Error: --device cuda") and result.output.strip() == line
     assert not out.exists()
     assert not (tmp_path / "cache").exists()  # it failed before reading the corpus
-
-    # the Python API says the same
-    import scbow
-
-    with pytest.raises(TrainingError, match="--device cuda"):
+    with pytest.raises(TrainingError, match="--device cuda"):  # the Python API says the same
         scbow.train([small_corpus_file], TrainConfig(dim=8, epochs=1, device="cuda"), quiet=True, use_cache=False)
 
 
@@ -553,8 +442,6 @@ STSB_DEV = DATA_DIR / "sts-dev" / "stsb.dev.tsv"
 @pytest.mark.skipif(SIMULATOR, reason="needs a real GPU (the simulator would take days on the 10M corpus)")
 @pytest.mark.skipif(not (CORPUS_10M.is_file() and STSB_DEV.is_file()), reason="10M corpus or STS-B dev set missing")
 def test_gpu_quality_is_within_001_dev_pearson_of_the_cpu_path(tmp_path):  # pragma: no cover - needs a GPU
-    from scbow.training.corpus import load_corpus
-    from scbow.training.trainer import train
     from scbow.use.evaluate import read_sts, score_set
 
     corpus = load_corpus([CORPUS_10M], TrainConfig().min_count, TrainConfig().max_vocab, cache_dir=tmp_path / "cache")
@@ -581,17 +468,9 @@ def test_many_blocks_add_their_gradients_without_losing_one():
     """256 blocks add the gradient of the same example into one array: exactly 256 times it."""
     V, target, positives, negatives = build_example("shared", 2, 3, seed=21)
     W = np.random.default_rng(21).standard_normal((V, 64)).astype(np.float32)
-    tokens, offsets, members = pack([target, *positives, *negatives])
-    blocks, threads = 256, 64
-    kern = KC.build(len(members), 64, threads)
-    W_d = cuda.to_device(W)
-    out_d = cuda.to_device(np.zeros_like(W))
-    kern.example[blocks, threads](W_d, W_d.reshape(V * 64).view(np.int32), out_d, cuda.to_device(tokens),
-                                  cuda.to_device(offsets), cuda.to_device(np.asarray(members, np.int64)),
-                                  cuda.to_device(np.ones(V, np.float32)), cuda.to_device(np.array([1.0, 0.0])),
-                                  cuda.to_device(np.array([2, 0, 0], np.int64)), cuda.to_device(np.zeros(1)))
+    _, out = run_example(W, *pack([target, *positives, *negatives]), 2, threads=64, blocks=256)
     _, ref = loss_and_grad(W, target, positives, negatives)
-    np.testing.assert_allclose(out_d.copy_to_host(), blocks * ref, rtol=1e-3, atol=1e-4 * blocks * np.abs(ref).max())
+    np.testing.assert_allclose(out, 256 * ref, rtol=1e-3, atol=1e-4 * 256 * np.abs(ref).max())
 
 
 @needs_real_gpu
@@ -600,15 +479,9 @@ def test_many_blocks_compound_their_weight_decay_on_shared_rows():
     shrink must land, compounded by the compare-and-swap loop, as (1 + f) ** 256."""
     V, target, positives, negatives = build_example("distinct", 2, 3, seed=22)
     W0 = np.random.default_rng(22).standard_normal((V, 64)).astype(np.float32)
-    tokens, offsets, members = pack([target, *positives, *negatives])
-    blocks, threads, lr, decay = 256, 64, 1e-7, 1e5  # f = -lr * decay = -0.01 per occurrence
-    kern = KC.build(len(members), 64, threads)
-    W_d = cuda.to_device(W0)
-    kern.example[blocks, threads](W_d, W_d.reshape(V * 64).view(np.int32), W_d, cuda.to_device(tokens),
-                                  cuda.to_device(offsets), cuda.to_device(np.asarray(members, np.int64)),
-                                  cuda.to_device(np.ones(V, np.float32)), cuda.to_device(np.array([-lr, decay])),
-                                  cuda.to_device(np.array([2, 0, 1], np.int64)), cuda.to_device(np.zeros(1)))
-    W = W_d.copy_to_host()
+    blocks, lr, decay = 256, 1e-7, 1e5  # f = -lr * decay = -0.01 per occurrence
+    _, W = run_example(W0, *pack([target, *positives, *negatives]), 2, coef=-lr, decay=decay, in_place=True, threads=64,
+                       blocks=blocks)
     used = sorted({w for s in [target, *positives, *negatives] for w in s})
     expected = W0[used].astype(np.float64) * (1 - lr * decay) ** blocks  # each word occurs once ("distinct")
     np.testing.assert_allclose(W[used], expected, rtol=2e-2)
@@ -620,9 +493,7 @@ def test_many_blocks_compound_their_weight_decay_on_shared_rows():
 
 
 def run_words(W, Wo, a, tokens, *, window, n_neg, lr, weight, noise, threads=4, seed=1):
-    """The device's skip-gram term over ``tokens`` by one block; returns (loss, W, Wo)."""
-    from scbow.training.backends.params import params_record
-
+    """The device's skip-gram term over ``tokens`` by one block; returns (W, Wo, loss)."""
     kern = KC.build(3, W.shape[1], threads, n_neg)
     W_d, O_d = cuda.to_device(W), cuda.to_device(Wo)
     word = (O_d, cuda.to_device(a), cuda.to_device(np.ones(len(W), np.float32)),
@@ -630,47 +501,22 @@ def run_words(W, Wo, a, tokens, *, window, n_neg, lr, weight, noise, threads=4, 
     loss_d = cuda.to_device(np.zeros(1))
     params = params_record(word_window=window, word_negatives=n_neg, word_weight=weight)
     kern.words[1, threads](W_d, cuda.to_device(np.asarray(tokens, np.int32)), lr, params, word, seed, loss_d)
-    return float(loss_d.copy_to_host()[0]), W_d.copy_to_host(), O_d.copy_to_host()
+    return W_d.copy_to_host(), O_d.copy_to_host(), float(loss_d.copy_to_host()[0])
 
 
 @needs_cuda
 @pytest.mark.parametrize("dim, threads", [(8, 4), (5, 2)])
 def test_word_term_step_is_one_sgd_step_of_the_reference(dim, threads):
-    """Window 1 and a one-word noise table make the step deterministic: W moves by
-    ``-lr * weight * a**2 * dL/dW`` less its part along the row (lengths kept), Wo by
-    ``-lr * weight * dL/dO`` (to second order in lr)."""
-    from test_word_term import turn_only
-
-    from scbow.reference import sgns_loss_and_grad, sgns_sentence_pairs
-
-    rng = np.random.default_rng(seed_of("cuda words", dim))
-    V = 12
-    W0 = (0.3 * rng.standard_normal((V, dim))).astype(np.float32)
-    Wo0 = (0.3 * rng.standard_normal((V, dim + 1))).astype(np.float32)  # rows, then biases
-    a = rng.uniform(0.2, 1.0, V).astype(np.float32)
-    sentence, noise, lr, weight = [3, 1, 4, 1, 5, 9, 2, 7], 7, 1e-4, 0.5
-    loss, W, Wo = run_words(W0, Wo0, a, sentence, window=1, n_neg=2, lr=lr, weight=weight, noise=[noise],
-                           threads=threads)
-    pairs = [(c, x, [noise, noise] if x != noise else []) for c, x in sgns_sentence_pairs(sentence, 1)]
-    ref_loss, gW, gWo = sgns_loss_and_grad(W0, Wo0, pairs, a)
-    assert loss == pytest.approx(ref_loss, rel=1e-3)
-    expected_W = W0 - lr * weight * (a.astype(np.float64) ** 2)[:, None] * turn_only(W0, gW)
-    expected_O = Wo0 - lr * weight * gWo
-    assert np.abs(W - W0).max() > 0 and np.abs(Wo - Wo0).max() > 0
-    assert np.linalg.norm(W, axis=1) == pytest.approx(np.linalg.norm(W0, axis=1), rel=1e-5)
-    assert np.abs(W - expected_W).max() <= 1e-2 * np.abs(W - W0).max()
-    assert np.abs(Wo - expected_O).max() <= 1e-2 * np.abs(Wo - Wo0).max()
-    untouched = [0, 6, 8, 10, 11]
-    assert np.array_equal(W[untouched], W0[untouched]) and np.array_equal(Wo[untouched], Wo0[untouched])
+    """Window 1 and a one-word noise table make the step deterministic (test_word_term.check_word_step)."""
+    W0, Wo0, a = matrices(seed_of("cuda words", dim), scale=0.3, dim=dim)
+    check_word_step(W0, Wo0, a, *run_words(W0, Wo0, a, SENTENCE, window=1, n_neg=2, lr=LR, weight=WEIGHT, noise=[NOISE],
+                                           threads=threads))
 
 
 @needs_cuda
 def test_word_term_draws_what_the_cpu_kernel_draws():
     """Same seed, same sampler: a wide window and a real noise table step W and Wo as the CPU kernel does
     (up to float32 summation order)."""
-    from scbow.kernels import cpu
-    from scbow.training.backends.params import params_record
-
     rng = np.random.default_rng(11)
     V, dim, n_neg = 20, 8, 3
     W0 = (0.3 * rng.standard_normal((V, dim))).astype(np.float32)
@@ -678,16 +524,9 @@ def test_word_term_draws_what_the_cpu_kernel_draws():
     a = rng.uniform(0.2, 1.0, V).astype(np.float32)
     table = rng.integers(0, V, 50).astype(np.int32)
     tokens = rng.integers(0, V, 9).astype(np.int32)
-    lr, weight = 0.01, 1.0
-    _, W, Wo = run_words(W0, Wo0, a, tokens, window=3, n_neg=n_neg, lr=lr, weight=weight, noise=table)
+    W, Wo, _ = run_words(W0, Wo0, a, tokens, window=3, n_neg=n_neg, lr=0.01, weight=1.0, noise=table)
     Wc, Woc = W0.copy(), Wo0.copy()
-    state = np.empty(1, np.uint64)
-    sampling.seed_state(1, 0, state)
-    buffers = (np.empty(sampling.WORD_SEGMENT, np.int32), np.empty(1 + n_neg, np.int32),
-               np.empty(dim, np.float32), np.empty(dim, np.float32))
-    params = params_record(word_window=3, word_negatives=n_neg, word_weight=weight)
-    cpu.sgns_sentence(Wc, tokens, 0, len(tokens), lr, params, (Woc, a, np.ones(V, np.float32), table), buffers,
-                      (0, np.zeros((1, dim), np.float32), np.ones(1, np.float32)), state)
+    cpu_sentence_step(Wc, Woc, a, tokens, 3, n_neg, 0.01, 1.0, table)
     assert np.abs(Wc - W0).max() > 1e-4
     # the device reads every noise word's row before stepping any of a context's rows, the CPU one after another
     np.testing.assert_allclose(W, Wc, atol=1e-2 * np.abs(Wc - W0).max())

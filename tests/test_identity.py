@@ -33,9 +33,7 @@ RUNS = {
                                  max_length=12, epochs=2, common_components=-1, frequency_weight=0.0),
     "count-damping": dict(dim=33, seed=5, count_power=0.5, count_floor=50, common_components=2, lr=0.3),
 }
-# where the digests were recorded: the host CPU as LLVM names it, numba, numpy.
-# Re-recorded when tokenizer version 2 (NFKC, ASCII quotes) changed the 1M slice's words; the
-# values of tokenizer version 1 are kept below (SAMPLES_V1), and the same code still trains them.
+# where the digests were recorded: the host CPU as LLVM names it, numba, numpy (tokenizer version 2)
 RECORDED_ON = ("znver4", "0.68.1", "2.4.6")
 DIGESTS = {
     'count-damping': '282262443e27943a97804700913b165a',
@@ -76,16 +74,22 @@ def corpus_file(folder: Path, source: Path) -> Path:
     return out
 
 
-def train_run(path: Path, name: str) -> np.ndarray:
+def train_run(path: Path, settings: dict) -> np.ndarray:
+    """The sentence part (``word_passes=0``, the kernel these digests pin) trained by one thread."""
     from scbow.config import TrainConfig
     from scbow.training.corpus import load_corpus
     from scbow.training.trainer import train
 
-    settings = dict(RUNS[name], threads=1)
-    settings.setdefault("word_passes", 0)  # the sentence part: the kernel these digests pin
-    config = TrainConfig(**settings)
+    config = TrainConfig(**{"word_passes": 0, **settings, "threads": 1})
     corpus = load_corpus([path], config.min_count, config.max_vocab, use_cache=False)
     return train(corpus, config, quiet=True).model.vectors
+
+
+def check_recorded(W: np.ndarray, sample: list, recorded_on: tuple, want: str, name: str) -> None:
+    np.testing.assert_allclose(W[5, :len(sample)], np.array(sample, dtype=np.float32), rtol=2e-3, atol=1e-6)
+    if host() != recorded_on:
+        pytest.skip(f"exact digest recorded on {recorded_on}, this is {host()}; the values matched to 2e-3")
+    assert digest(W) == want, f"{name}: the trained vectors changed bit for bit"
 
 
 def digest(W: np.ndarray) -> str:
@@ -103,11 +107,7 @@ def identity_corpus(tmp_path_factory):
 
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_one_thread_trains_the_recorded_vectors(identity_corpus, name):
-    W = train_run(identity_corpus, name)
-    np.testing.assert_allclose(W[5, :8], np.array(SAMPLES[name], dtype=np.float32), rtol=2e-3, atol=1e-6)
-    if host() != RECORDED_ON:
-        pytest.skip(f"exact digest recorded on {RECORDED_ON}, this is {host()}; the values matched to 2e-3")
-    assert digest(W) == DIGESTS[name], f"{name}: the trained vectors changed bit for bit"
+    check_recorded(train_run(identity_corpus, RUNS[name]), SAMPLES[name], RECORDED_ON, DIGESTS[name], name)
 
 
 # The same check on generated text (tests/conftest.synthetic_text), so that it holds
@@ -128,19 +128,10 @@ GENERATED_ON = ("rocketlake", "0.68.1", "2.4.6")
 
 @pytest.mark.parametrize("name", sorted(GENERATED_RUNS))
 def test_one_thread_trains_the_recorded_vectors_on_generated_text(tmp_path, make_text, name):
-    from scbow.config import TrainConfig
-    from scbow.training.corpus import load_corpus
-    from scbow.training.trainer import train
-
     settings, want_digest, sample = GENERATED_RUNS[name]
     path = tmp_path / "generated.txt"
     path.write_text(make_text(**GENERATED), encoding="utf-8")
-    corpus = load_corpus([path], 1, 0, use_cache=False)
-    W = train(corpus, TrainConfig(**{"word_passes": 0, **settings}, threads=1), quiet=True).model.vectors
-    np.testing.assert_allclose(W[5, :6], np.array(sample, dtype=np.float32), rtol=2e-3, atol=1e-6)
-    if host() != GENERATED_ON:
-        pytest.skip(f"exact digest recorded on {GENERATED_ON}, this is {host()}; the values matched to 2e-3")
-    assert digest(W) == want_digest, f"{name}: the trained vectors changed bit for bit"
+    check_recorded(train_run(path, settings), sample, GENERATED_ON, want_digest, name)
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
@@ -150,7 +141,7 @@ def test_tokenizer_version_1_still_trains_the_values_recorded_with_it(identity_c
     from scbow.training import corpus as C
 
     monkeypatch.setattr(C, "tokenize_lines", T.tokenizer("1")[1])
-    W = train_run(identity_corpus, name)
+    W = train_run(identity_corpus, RUNS[name])
     np.testing.assert_allclose(W[5, :8], np.array(SAMPLES_V1[name], dtype=np.float32), rtol=2e-3, atol=1e-6)
 
 
@@ -164,5 +155,5 @@ if __name__ == "__main__":  # print the digests of this checkout, to record them
         path = corpus_file(Path(tmp), CORPUS_1M)
         print("host", host())
         for name in sorted(RUNS):
-            W = train_run(path, name)
+            W = train_run(path, RUNS[name])
             print(f"{name!r}: {digest(W)!r},  # {[float(x) for x in W[5, :8]]}")

@@ -19,93 +19,94 @@ NEGATIVES = (1, 2, 5, 10)
 POSITIVES = (1, 2)
 
 
+def shuffled_example(case, n_pos, n_neg, dim, scale, *key, extra=3):
+    """An example, a random W, and its sentences packed in a random order among ``extra`` unrelated
+    ones (the CUDA tests use it too): ``(W, (target, positives, negatives), (tokens, offsets, members))``."""
+    seed = seed_of(case, n_pos, n_neg, dim, *key)
+    V, target, positives, negatives = build_example(case, n_pos, n_neg, seed=seed)
+    W = (scale * np.random.default_rng(seed).standard_normal((V, dim))).astype(np.float32)
+    return W, (target, positives, negatives), pack([target, *positives, *negatives], shuffle_seed=seed, extra=extra)
+
+
+def truncated(sentences, max_len):
+    """``(target, positives, negatives)`` cut to their first ``max_len`` words (0: whole)."""
+    target, positives, negatives = sentences
+    n = max_len or None
+    return target[:n], [s[:n] for s in positives], [s[:n] for s in negatives]
+
+
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("n_pos", POSITIVES)
 @pytest.mark.parametrize("n_neg", NEGATIVES)
 @pytest.mark.parametrize("dim", DIMS)
 def test_example_loss_grad_matches_reference(case, n_pos, n_neg, dim):
-    seed = seed_of(case, n_pos, n_neg, dim)
-    V, target, positives, negatives = build_example(case, n_pos, n_neg, seed=seed)
-    W = (0.1 * np.random.default_rng(seed).standard_normal((V, dim))).astype(np.float32)
-    # the example's sentences sit in a random order among unrelated sentences
-    tokens, offsets, members = pack([target, *positives, *negatives], shuffle_seed=seed, extra=3)
-    loss, grad = cpu.example_loss_grad(W, tokens, offsets, members, n_pos)
-    ref_loss, ref_grad = loss_and_grad(W, target, positives, negatives)
+    W, sentences, packed = shuffled_example(case, n_pos, n_neg, dim, 0.1)
+    loss, grad = cpu.example_loss_grad(W, *packed, n_pos)
+    ref_loss, ref_grad = loss_and_grad(W, *sentences)
     assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
     assert grad.shape == W.shape
     assert_grad_close(grad, ref_grad)
-    # rows of words outside the example are untouched
-    assert not grad[[V - 2, V - 1]].any()
+    assert not grad[-2:].any()  # rows of words outside the example
 
 
 @pytest.mark.parametrize("max_len", [1, 2, 3])
 @pytest.mark.parametrize("n_pos", POSITIVES)
 def test_max_len_truncation_matches_reference_on_truncated_sentences(max_len, n_pos):
-    seed = seed_of("max_len", max_len, n_pos)
-    V, target, positives, negatives = build_example("mixed_lengths", n_pos, 5, seed=seed)
-    assert max(len(s) for s in positives + negatives) > max_len  # truncation happens
-    W = (0.1 * np.random.default_rng(seed).standard_normal((V, 8))).astype(np.float32)
-    tokens, offsets, members = pack([target, *positives, *negatives], shuffle_seed=seed, extra=2)
-    loss, grad = cpu.example_loss_grad(W, tokens, offsets, members, n_pos, max_len=max_len)
-
-    def cut(s):
-        return s[:max_len]
-
-    ref_loss, ref_grad = loss_and_grad(W, cut(target), [cut(s) for s in positives], [cut(s) for s in negatives])
+    W, sentences, packed = shuffled_example("mixed_lengths", n_pos, 5, 8, 0.1, max_len, extra=2)
+    assert max(len(s) for s in sentences[1] + sentences[2]) > max_len  # truncation happens
+    loss, grad = cpu.example_loss_grad(W, *packed, n_pos, max_len=max_len)
+    ref_loss, ref_grad = loss_and_grad(W, *truncated(sentences, max_len))
     assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
     assert_grad_close(grad, ref_grad)
-    # and truncation matters: the untruncated reference is a different example
-    full_loss, _ = loss_and_grad(W, target, positives, negatives)
-    assert abs(full_loss - ref_loss) > 1e-4
+    assert abs(loss_and_grad(W, *sentences)[0] - ref_loss) > 1e-4  # the untruncated example differs
 
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("n_pos", POSITIVES)
 def test_weight_decay_gradient_matches_reference(case, n_pos):
-    seed = seed_of("decay", case, n_pos)
-    V, target, positives, negatives = build_example(case, n_pos, 3, seed=seed)
-    W = (0.5 * np.random.default_rng(seed).standard_normal((V, 8))).astype(np.float32)
-    tokens, offsets, members = pack([target, *positives, *negatives], shuffle_seed=seed, extra=2)
-    loss, grad = cpu.example_loss_grad(W, tokens, offsets, members, n_pos, weight_decay=0.3)
-    ref_loss, ref_grad = loss_and_grad(W, target, positives, negatives, weight_decay=0.3)
+    W, sentences, packed = shuffled_example(case, n_pos, 3, 8, 0.5, "decay", extra=2)
+    loss, grad = cpu.example_loss_grad(W, *packed, n_pos, weight_decay=0.3)
+    ref_loss, ref_grad = loss_and_grad(W, *sentences, weight_decay=0.3)
     assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
     assert_grad_close(grad, ref_grad)
     # the decay term is really there
-    plain_loss, plain_grad = loss_and_grad(W, target, positives, negatives)
+    plain_loss, plain_grad = loss_and_grad(W, *sentences)
     assert ref_loss > plain_loss + 1e-3
     assert np.abs(plain_grad - ref_grad).max() > 1e-2 * np.abs(ref_grad).max()
 
 
+def reference_step(W0, sentences, decay=0.0, rate=None):
+    """The reference's data loss (the kernels report it without the decay term) and the gradient an
+    SGD step takes: ``rate`` (per word, ones when None) scales the data gradient, not the decay."""
+    loss, data = loss_and_grad(W0, *sentences)
+    full = loss_and_grad(W0, *sentences, weight_decay=decay)[1]
+    return loss, (1.0 if rate is None else np.asarray(rate, np.float64)[:, None]) * data + (full - data)
+
+
 def sgd_step(case, n_pos, lr, decay, hot=0, rate=None):
-    """One in-place SGD step of ``sgd_step``; with ``hot`` > 0 the rows of words
-    ``w < hot`` are buffered and applied by ``flush_rows`` afterwards. ``rate``: a
-    callable ``rate(V)`` giving the per-word step factors (all ones when None)."""
+    """One in-place ``cpu.sgd_step``; with ``hot`` > 0 the rows of words ``w < hot`` are buffered and
+    applied by ``flush_rows`` afterwards. ``rate(V)``: the per-word step factors (all ones when None)."""
     seed = seed_of("sgd", case, n_pos)
     V, target, positives, negatives = build_example(case, n_pos, 3, seed=seed)
     W0 = np.random.default_rng(seed).standard_normal((V, 8)).astype(np.float32)
     tokens, offsets, members = pack([target, *positives, *negatives])
-    k = len(members)
-    buf = np.empty((2, k, 8), dtype=np.float32)
-    work = np.empty((4, k), dtype=np.float64)
-    W = W0.copy()
+    k, W = len(members), W0.copy()
     counts = np.zeros(V, dtype=np.int32)
     pending = np.zeros((max(hot, 1), 8), dtype=np.float32)
     keep = np.ones(max(hot, 1), dtype=np.float32)
     r = np.ones(V, dtype=np.float32) if rate is None else np.asarray(rate(V), dtype=np.float32)
-    loss = cpu.sgd_step(W, tokens, offsets, members, n_pos, lr, params_record(decay=decay), r, (buf, work, counts),
-                        (hot, pending, keep))
+    loss = cpu.sgd_step(W, tokens, offsets, members, n_pos, lr, params_record(decay=decay), r,
+                        (np.empty((2, k, 8), np.float32), np.empty((4, k)), counts), (hot, pending, keep))
     if hot:
         assert np.array_equal(W[:hot], W0[:hot])  # nothing written in place yet
         cpu.flush_rows(W, pending, keep, hot)
         assert not pending.any() and (keep == 1).all()
     assert not counts.any()
-    ref_loss, ref_grad = loss_and_grad(W0, target, positives, negatives, weight_decay=decay)
-    return W0, W, loss, ref_loss, r.astype(np.float64)[:, None] * ref_grad
+    return (W0, W, loss, *reference_step(W0, (target, positives, negatives), decay, r))
 
 
-def check_sgd_step(W0, W, loss, ref_loss, ref_grad, lr, decay):
-    if decay == 0:  # the kernel returns the data loss, without the decay term
-        assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
+def check_sgd_step(W0, W, loss, ref_loss, ref_grad, lr):
+    assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
     expected = W0.astype(np.float64) - lr * ref_grad
     assert np.abs(W - W0).max() > 1e-2  # the step is large enough to see an ordering bug
     err = np.abs(W - expected).max()
@@ -114,10 +115,10 @@ def check_sgd_step(W0, W, loss, ref_loss, ref_grad, lr, decay):
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("n_pos", POSITIVES)
-def test_example_step_in_place_is_one_sgd_step(case, n_pos):
+@pytest.mark.parametrize("decay", [0.0, 0.1])
+def test_example_step_in_place_is_one_sgd_step(case, n_pos, decay):
     """``out=W, coef=-lr`` must read every mean before writing any row."""
-    lr = 0.5
-    check_sgd_step(*sgd_step(case, n_pos, lr, 0.0), lr, 0.0)
+    check_sgd_step(*sgd_step(case, n_pos, 0.5, decay), 0.5)
 
 
 def spread_rates(V):
@@ -129,18 +130,9 @@ def spread_rates(V):
 @pytest.mark.parametrize("hot", [0, 3])
 def test_example_step_scales_each_rows_step_by_its_rate(case, hot):
     """Row w moves by ``-lr * rate[w] * dL/dW[w]``: the per-word preconditioner."""
-    lr = 0.5
-    W0, W, loss, ref_loss, scaled = sgd_step(case, 2, lr, 0.0, hot=hot, rate=spread_rates)
-    check_sgd_step(W0, W, loss, ref_loss, scaled, lr, 0.0)
-    # the factors are really applied: a plain step lands elsewhere
-    _, W_plain, *_ = sgd_step(case, 2, lr, 0.0, hot=hot)
-    assert np.abs(W - W_plain).max() > 1e-3
-
-
-@pytest.mark.parametrize("case", ["distinct", "length1"])
-def test_example_step_in_place_with_weight_decay_distinct_words(case):
-    lr, decay = 0.5, 0.1
-    check_sgd_step(*sgd_step(case, 2, lr, decay), lr, decay)
+    W0, W, *rest = sgd_step(case, 2, 0.5, 0.0, hot=hot, rate=spread_rates)
+    check_sgd_step(W0, W, *rest, 0.5)
+    assert np.abs(W - sgd_step(case, 2, 0.5, 0.0, hot=hot)[1]).max() > 1e-3  # the factors are really applied
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -148,13 +140,30 @@ def test_example_step_in_place_with_weight_decay_distinct_words(case):
 def test_buffered_hot_rows_then_flush_is_one_sgd_step(case, hot):
     """Buffering the rows of words < hot and flushing them gives the same step."""
     lr, decay = 0.5, 0.1
-    check_sgd_step(*sgd_step(case, 2, lr, decay, hot=hot), lr, decay)
+    check_sgd_step(*sgd_step(case, 2, lr, decay, hot=hot), lr)
 
 
-@pytest.mark.parametrize("case", ["repeated", "shared"])
-def test_example_step_in_place_with_weight_decay_repeated_words(case):
-    lr, decay = 0.5, 0.1
-    check_sgd_step(*sgd_step(case, 2, lr, decay), lr, decay)
+# word 1 occurs 12 times: the exact step would scale its row by 1 - 12 * lr * decay = -5 (lr 0.5, decay 1)
+CAPPED = [[1, 2, 1, 1, 1], [1, 3, 1, 1], [1, 4, 1, 1], [5, 1, 6], [7, 8]]
+
+
+def check_capped_decay(W0, W, lr, decay):
+    """The kernels cap the shrink: the frequent word's row is zeroed, then takes only the data step;
+    a word seen once takes the exact step (the CUDA tests use it too)."""
+    t, p, n = CAPPED[0], CAPPED[1:3], CAPPED[3:]
+    np.testing.assert_allclose(W[1], -lr * loss_and_grad(W0, t, p, n)[1][1], rtol=1e-4, atol=1e-6)
+    full = loss_and_grad(W0, t, p, n, weight_decay=decay)[1]
+    np.testing.assert_allclose(W[7], W0[7] - lr * full[7], rtol=1e-4, atol=1e-6)
+
+
+def test_in_place_decay_of_a_frequent_word_never_flips_its_row():
+    W0 = np.random.default_rng(3).standard_normal((9, 6)).astype(np.float32)
+    tokens, offsets, members = pack(CAPPED)
+    k, W = len(members), W0.copy()
+    cpu.sgd_step(W, tokens, offsets, members, 2, 0.5, params_record(decay=1.0), np.ones(9, np.float32),
+                 (np.empty((2, k, 6), np.float32), np.empty((4, k)), np.zeros(9, np.int32)),
+                 (0, np.zeros((1, 6), np.float32), np.ones(1, np.float32)))
+    check_capped_decay(W0, W, 0.5, 1.0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -213,7 +222,7 @@ def collect_negatives(target, mode, n_calls, n_neg=10, seed=3):
     for _ in range(n_calls):
         members, k, n_pos = draw(target, sent_doc, doc_offsets, n_neg, mode, state)
         out.extend(members[1 + n_pos : k].tolist())
-    return np.array(out), sent_doc, doc_offsets
+    return np.array(out)
 
 
 def test_document_mode_draws_from_the_whole_target_document():
@@ -221,7 +230,7 @@ def test_document_mode_draws_from_the_whole_target_document():
     doc = len(DOC_SIZES) - 1
     lo, hi = int(doc_offsets[doc]), int(doc_offsets[doc + 1])
     target = lo + 10
-    negs, _, _ = collect_negatives(target, sampling.NEG_DOCUMENT, 300)
+    negs = collect_negatives(target, sampling.NEG_DOCUMENT, 300)
     assert ((negs >= lo) & (negs < hi)).all()
     # every sentence of the book but the target and its two neighbours gets drawn
     assert set(negs.tolist()) == set(range(lo, hi)) - {target - 1, target, target + 1}
@@ -230,7 +239,7 @@ def test_document_mode_draws_from_the_whole_target_document():
 def test_document_mode_falls_back_to_the_corpus_for_a_small_document():
     sent_doc, doc_offsets = doc_arrays()
     target = int(doc_offsets[1])  # first sentence of the 2-sentence document
-    negs, _, _ = collect_negatives(target, sampling.NEG_DOCUMENT, 50)
+    negs = collect_negatives(target, sampling.NEG_DOCUMENT, 50)
     outside = sent_doc[negs] != 1
     assert outside.all()  # only the target and its positive are in the document
     assert len(set(sent_doc[negs].tolist())) >= 5
@@ -240,7 +249,7 @@ def test_uniform_mode_spans_documents():
     sent_doc, doc_offsets = doc_arrays()
     doc = 6  # 60 of the 200 sentences
     target = int(doc_offsets[doc]) + 5
-    negs, _, _ = collect_negatives(target, sampling.NEG_UNIFORM, 300)
+    negs = collect_negatives(target, sampling.NEG_UNIFORM, 300)
     assert len(negs) == 3000
     frac_outside = float((sent_doc[negs] != doc).mean())
     assert 0.62 < frac_outside < 0.80  # 140 of the 197 candidates lie outside the document
@@ -269,14 +278,20 @@ def test_seed_state_is_deterministic_and_streams_differ():
 # The batch kernel
 
 
-def toy_corpus(seed=0, doc_sizes=(7, 1, 12, 5, 20), vocab=40):
+def toy_corpus(seed=0, doc_sizes=(7, 1, 12, 5, 20), vocab=40, max_words=8):
+    """Random sentences of 1 to ``max_words`` words in documents of ``doc_sizes`` (the CUDA tests use it too)."""
     rng = np.random.default_rng(seed)
-    sentences = [rng.integers(0, vocab, size=int(rng.integers(1, 9))).tolist() for _ in range(sum(doc_sizes))]
+    sentences = [rng.integers(0, vocab, size=int(rng.integers(1, max_words + 1))).tolist() for _ in range(sum(doc_sizes))]
     tokens = np.array([w for s in sentences for w in s], dtype=np.int32)
     offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(s) for s in sentences])
     sent_doc, doc_offsets = doc_arrays(doc_sizes)
-    return sentences, tokens, offsets, sent_doc, doc_offsets, vocab
+    return SimpleNamespace(sentences=sentences, tokens=tokens, offsets=offsets, sent_doc=sent_doc,
+                           doc_offsets=doc_offsets, vocab_size=vocab)
+
+
+def arrays(corpus):
+    return corpus.tokens, corpus.offsets, corpus.sent_doc, corpus.doc_offsets
 
 
 def batch_params(n_neg, seed, chunks, lr, total, max_len=0, mode=None, min_frac=1e-4, decay=0.0, hot=0, flush=1):
@@ -301,7 +316,8 @@ def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush, decay, don
     take the summed steps of those examples at once (their gradients computed with the
     rows as they were before them) and the product of their shrink factors; flushing every
     example is plain SGD."""
-    sentences, tokens, offsets, sent_doc, doc_offsets, V = toy_corpus()
+    corpus = toy_corpus()
+    sentences, sent_doc, doc_offsets, V = corpus.sentences, corpus.sent_doc, corpus.doc_offsets, corpus.vocab_size
     order = np.random.default_rng(5).permutation(len(sentences)).astype(np.int64)
     lo, hi, total, lr0, n_neg, seed = 2, 30, 400, 0.3, 2, 9
     assert 7 in order[lo:hi]  # sentence 7 is alone in its document: skipped, no example
@@ -310,8 +326,7 @@ def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush, decay, don
     params = batch_params(n_neg, seed, chunks, lr0, total, hot=hot, flush=flush, decay=decay)
     stats = np.zeros((chunks, 2))
     rate = np.random.default_rng(2).uniform(0.2, 1.0, V).astype(np.float32)
-    cpu.train_batch_serial(W, (tokens, offsets, sent_doc, doc_offsets), order, rate, params, lo, hi, done, stats,
-                           cpu.no_word_term(W.shape[1]))
+    cpu.train_batch_serial(W, arrays(corpus), order, rate, params, lo, hi, done, stats, cpu.no_word_term(W.shape[1]))
 
     Wr = W0.astype(np.float64)
     pending = np.zeros_like(Wr)
@@ -358,65 +373,20 @@ def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush, decay, don
     assert np.abs(W - Wr).max() <= 1e-3 * moved
 
 
-@pytest.mark.parametrize("chunks", [1, 3])
-def test_train_batch_serial_is_deterministic(chunks):
-    _, tokens, offsets, sent_doc, doc_offsets, V = toy_corpus(seed=4)
-    order = np.random.default_rng(2).permutation(len(sent_doc)).astype(np.int64)
-    W0 = (0.01 * np.random.default_rng(3).standard_normal((V, 16))).astype(np.float32)
-
-    def run(seed):
-        W = W0.copy()
-        params = batch_params(3, seed, chunks, 0.5, 2 * len(order))
-        stats = np.zeros((chunks, 2))
-        cpu.train_batch_serial(W, (tokens, offsets, sent_doc, doc_offsets), order, np.ones(V, np.float32), params,
-                               0, len(order), 0, stats, cpu.no_word_term(16))
-        return W, stats
-
-    W1, s1 = run(11)
-    W2, s2 = run(11)
-    W3, _ = run(12)
-    assert np.array_equal(W1.view(np.uint32), W2.view(np.uint32))  # bit for bit
-    assert np.array_equal(s1, s2)
-    assert s1[:, 1].sum() == len(order) - 1  # every target but the lone sentence
-    assert not np.array_equal(W1, W0)
-    assert not np.array_equal(W1, W3)
-
-
-def test_in_place_decay_of_a_frequent_word_never_flips_its_row():
-    # word 1 occurs 12 times in the example: the exact step would scale its row by
-    # 1 - 12 * lr * decay = -5; the kernel caps the shrink, so the row is zeroed and then
-    # receives only the data gradient
-    sentences = [[1, 2, 1, 1, 1], [1, 3, 1, 1], [1, 4, 1, 1], [5, 1, 6], [7, 8]]
-    lr, decay = 0.5, 1.0
-    W0 = np.random.default_rng(3).standard_normal((9, 6)).astype(np.float32)
-    tokens, offsets, members = pack(sentences)
-    k = len(members)
-    W = W0.copy()
-    cpu.sgd_step(W, tokens, offsets, members, 2, lr, params_record(decay=decay), np.ones(9, np.float32),
-                 (np.empty((2, k, 6), np.float32), np.empty((4, k)), np.zeros(9, np.int32)),
-                 (0, np.zeros((1, 6), np.float32), np.ones(1, np.float32)))
-    _, data_grad = loss_and_grad(W0, sentences[0], sentences[1:3], sentences[3:])
-    np.testing.assert_allclose(W[1], -lr * data_grad[1], rtol=1e-4, atol=1e-6)
-    # a word seen once still gets the exact step
-    _, full_grad = loss_and_grad(W0, sentences[0], sentences[1:3], sentences[3:], weight_decay=decay)
-    np.testing.assert_allclose(W[7], W0[7] - lr * full_grad[7], rtol=1e-4, atol=1e-6)
-
-
 @pytest.mark.parametrize("chunks", [2, 3])
 def test_parallel_batch_trains_every_chunk_as_the_serial_one_does(chunks):
     """Each thread trains exactly its own chunk: per-chunk example counts equal the serial
     kernel's, per-chunk losses are close (rows race only between chunks), and the matrix
     lands near the serial one. A thread that trained another chunk, or none, fails here."""
-    _, tokens, offsets, sent_doc, doc_offsets, V = toy_corpus(seed=6, doc_sizes=(40, 3, 60, 25, 80))
+    corpus = toy_corpus(seed=6, doc_sizes=(40, 3, 60, 25, 80))
+    sent_doc, V = corpus.sent_doc, corpus.vocab_size
     order = np.random.default_rng(4).permutation(len(sent_doc)).astype(np.int64)
     W0 = (0.1 * np.random.default_rng(5).standard_normal((V, 16))).astype(np.float32)
     rate = np.random.default_rng(6).uniform(0.2, 1.0, V).astype(np.float32)
     params = batch_params(2, 3, chunks, 0.05, len(order), hot=4, flush=3)
     Ws, ss = W0.copy(), np.zeros((chunks, 2))
-    cpu.train_batch_serial(Ws, (tokens, offsets, sent_doc, doc_offsets), order, rate, params, 0, len(order), 0, ss,
-                           cpu.no_word_term(16))
+    cpu.train_batch_serial(Ws, arrays(corpus), order, rate, params, 0, len(order), 0, ss, cpu.no_word_term(16))
     # the CPU backend's threads, one chunk each
-    corpus = SimpleNamespace(tokens=tokens, offsets=offsets, sent_doc=sent_doc, doc_offsets=doc_offsets)
     backend = CpuBackend(W0.copy(), corpus, TrainConfig(), chunks, len(order), rate)
     backend.params = params
     backend.begin_epoch(order)

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_clean_error, assert_grad_close, seed_of, train_args
+from conftest import assert_grad_close, seed_of
 
-from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.kernels import cpu, sampling
 from scbow.reference import sgns_loss_and_grad, sgns_sentence_pairs
@@ -19,10 +18,10 @@ from scbow.training.trainer import train
 V, D = 12, 8
 
 
-def matrices(seed, scale=0.5):
+def matrices(seed, scale=0.5, dim=D):
     rng = np.random.default_rng(seed)
-    W = (scale * rng.standard_normal((V, D))).astype(np.float32)
-    Wo = (scale * rng.standard_normal((V, D + 1))).astype(np.float32)  # rows, then biases
+    W = (scale * rng.standard_normal((V, dim))).astype(np.float32)
+    Wo = (scale * rng.standard_normal((V, dim + 1))).astype(np.float32)  # rows, then biases
     a = rng.uniform(0.2, 1.0, V).astype(np.float32)
     return W, Wo, a
 
@@ -56,18 +55,6 @@ def test_centre_gradient_matches_reference(case, weighted):
     assert not gWo[[w for w in range(V) if w not in touched]].any()
 
 
-def test_reference_gradient_is_the_derivative_of_its_loss():
-    """The oracle itself (weighted; the word part's unweighted calls are its weights of one), against
-    central differences in float64 along a random direction (so a sign error in both would still fail)."""
-    W, Wo, a = matrices(7)
-    pairs = [(1, 2, [3, 4]), (1, 5, [2]), (6, 1, [1, 1])]
-    _, gW, gWo = sgns_loss_and_grad(W, Wo, pairs, a)
-    rng = np.random.default_rng(1)
-    dW, dO, h = rng.standard_normal(W.shape), rng.standard_normal(Wo.shape), 1e-5
-    up, down = (sgns_loss_and_grad(W + s * h * dW, Wo + s * h * dO, pairs, a)[0] for s in (1, -1))
-    assert (up - down) / (2 * h) == pytest.approx(float((gW * dW).sum() + (gWo * dO).sum()), rel=1e-6)
-
-
 def turn_only(W, G):
     """Each row of ``G`` less its part along the same row of ``W``: the steps the term takes."""
     W = W.astype(np.float64)
@@ -75,48 +62,59 @@ def turn_only(W, G):
     return G - along[:, None] * W
 
 
-def sentence_step(sentence, window, n_neg, lr, weight, noise_word, hot=0, seed=0):
-    """One SGD step of ``sgns_sentence`` with a one-word noise table and no subsampling."""
-    W0, Wo0, a = matrices(seed, scale=0.3)
-    W, Wo = W0.copy(), Wo0.copy()
-    tokens = np.array(sentence, dtype=np.int32)
+def cpu_sentence_step(W, Wo, a, tokens, window, n_neg, lr, weight, table, hot=0):
+    """``cpu.sgns_sentence`` over ``tokens``, in place, with the random stream the CUDA tests' device run
+    uses, no subsampling and the noise ``table``; returns its loss."""
+    dim = W.shape[1]
     params = params_record(word_window=window, word_negatives=n_neg, word_weight=weight)
-    word = (Wo, a, np.ones(V, np.float32), np.array([noise_word], np.int32))
+    word = (Wo, a, np.ones(len(W), np.float32), np.asarray(table, np.int32))
     buffers = (np.empty(sampling.WORD_SEGMENT, np.int32), np.empty(1 + n_neg, np.int32),
-               np.empty(D, np.float32), np.empty(D, np.float32))
-    pending = np.zeros((max(hot, 1), D), np.float32)
+               np.empty(dim, np.float32), np.empty(dim, np.float32))
+    pending = np.zeros((max(hot, 1), dim), np.float32)
     keep = np.ones(max(hot, 1), np.float32)
     state = np.empty(1, np.uint64)
     sampling.seed_state(1, 0, state)
-    loss = cpu.sgns_sentence(W, tokens, 0, len(tokens), lr, params, word, buffers, (hot, pending, keep), state)
+    loss = cpu.sgns_sentence(W, np.asarray(tokens, np.int32), 0, len(tokens), lr, params, word, buffers,
+                             (hot, pending, keep), state)
     assert not pending.any()  # the term writes every row in place, the hot ones too
+    return loss
+
+
+def sentence_step(sentence, window, n_neg, lr, weight, noise_word, hot=0):
+    """One SGD step of ``sgns_sentence`` with a one-word noise table: ``(W0, Wo0, a, W, Wo, loss)``."""
+    W0, Wo0, a = matrices(0, scale=0.3)
+    W, Wo = W0.copy(), Wo0.copy()
+    loss = cpu_sentence_step(W, Wo, a, sentence, window, n_neg, lr, weight, [noise_word], hot)
     return W0, Wo0, a, W, Wo, loss
+
+
+SENTENCE, NOISE, LR, WEIGHT = [3, 1, 4, 1, 5, 9, 2, 6], 7, 1e-4, 0.5  # rows 0, 8, 10 and 11 in neither
+
+
+def check_word_step(W0, Wo0, a, W, Wo, loss, exact=True):
+    """A step over SENTENCE, 2 negatives all NOISE, at LR and WEIGHT (the CUDA tests use it too): W moves
+    by ``-lr * weight * a**2 * dL/dW`` (SGD on W / a) less its part along the row, and keeps its rows'
+    lengths; Wo moves by ``-lr * weight * dL/dO``. ``exact=False`` (a window wider than 1, drawn at
+    random): only the lengths and the rows left alone are checked."""
+    if exact:
+        pairs = [(c, x, [NOISE, NOISE] if x != NOISE else []) for c, x in sgns_sentence_pairs(SENTENCE, 1)]
+        ref_loss, gW, gWo = sgns_loss_and_grad(W0, Wo0, pairs, a)
+        assert loss == pytest.approx(ref_loss, rel=1e-3)
+        # second order only: the kernels step Wo at once and W once per centre
+        expected_W = W0 - LR * WEIGHT * (a.astype(np.float64) ** 2)[:, None] * turn_only(W0, gW)
+        assert np.abs(W - expected_W).max() <= 1e-2 * np.abs(W - W0).max()
+        assert np.abs(Wo - (Wo0 - LR * WEIGHT * gWo)).max() <= 1e-2 * np.abs(Wo - Wo0).max()
+    assert np.abs(W - W0).max() > 0 and np.abs(Wo - Wo0).max() > 0
+    # the term turns rows, never stretches them
+    assert np.linalg.norm(W, axis=1) == pytest.approx(np.linalg.norm(W0, axis=1), rel=1e-5)
+    assert np.array_equal(W[[0, 8, 10, 11]], W0[[0, 8, 10, 11]])
+    assert np.array_equal(Wo[[0, 8, 10, 11]], Wo0[[0, 8, 10, 11]])
 
 
 @pytest.mark.parametrize("hot", [0, 4])
 @pytest.mark.parametrize("window", [1, 2])
 def test_sentence_step_is_one_sgd_step_of_the_reference(hot, window):
-    """Window 1 draws no random window (2 is checked on the rows it can touch); W moves by
-    ``-lr * weight * a**2 * dL/dW`` (SGD on W / a) less its part along the row, and keeps its
-    rows' lengths; Wo moves by ``-lr * weight * dL/dO``."""
-    sentence = [3, 1, 4, 1, 5, 9, 2, 6]
-    lr, weight, noise = 1e-4, 0.5, 7
-    W0, Wo0, a, W, Wo, loss = sentence_step(sentence, window, 2, lr, weight, noise, hot=hot)
-    pairs = [(c, x, [noise, noise] if x != noise else []) for c, x in sgns_sentence_pairs(sentence, 1)]
-    ref_loss, gW, gWo = sgns_loss_and_grad(W0, Wo0, pairs, a)
-    expected_W = W0 - lr * weight * (a.astype(np.float64) ** 2)[:, None] * turn_only(W0, gW)
-    expected_O = Wo0 - lr * weight * gWo
-    if window == 1:
-        assert loss == pytest.approx(ref_loss, rel=1e-3)
-        # second order only: the kernel steps Wo at once and W once per centre
-        assert np.abs(W - expected_W).max() <= 1e-2 * np.abs(W - W0).max()
-        assert np.abs(Wo - expected_O).max() <= 1e-2 * np.abs(Wo - Wo0).max()
-    assert np.abs(W - W0).max() > 0 and np.abs(Wo - Wo0).max() > 0
-    # the term turns rows, never stretches them
-    assert np.linalg.norm(W, axis=1) == pytest.approx(np.linalg.norm(W0, axis=1), rel=1e-5)
-    # a row outside the sentence and its noise never moves
-    assert np.array_equal(W[[0, 8, 10, 11]], W0[[0, 8, 10, 11]])
-    assert np.array_equal(Wo[[0, 8, 10, 11]], Wo0[[0, 8, 10, 11]])
+    check_word_step(*sentence_step(SENTENCE, window, 2, LR, WEIGHT, NOISE, hot=hot), exact=window == 1)
 
 
 @pytest.mark.parametrize("window", [1, 3])
@@ -190,12 +188,6 @@ def test_output_biases_start_at_their_optimum_for_zero_rows():
     p_noise = counts ** NOISE_POWER / (counts ** NOISE_POWER).sum()
     sig = 1 / (1 + np.exp(-b))
     assert p_ctx * (1 - sig) - k * p_noise * sig == pytest.approx(np.zeros(4), abs=1e-7)
-
-
-def test_cli_refuses_a_bad_word_window_in_one_line(tmp_path, runner, small_corpus_file):
-    result = runner.invoke(main, train_args(small_corpus_file, tmp_path / "m", "--word-window", "-2"))
-    assert_clean_error(result, "--word-window must be a non-negative integer")
-    assert not (tmp_path / "m").exists()
 
 
 def test_training_with_the_term_moves_words_that_share_contexts_together(tmp_path):

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import assert_clean_error
 from test_checkpoint import SignalAfter, cfg
-from test_cli import assert_clean_error
 
 from scbow.cli import main
 from scbow.errors import Interrupted
@@ -47,7 +47,7 @@ def test_the_word_part_gradient_is_the_reference_one():
     assert loss == pytest.approx(ref_loss, rel=1e-5)
     np.testing.assert_allclose(gWi, ref_gW, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(gWo, ref_gO, rtol=1e-4, atol=1e-6)
-    # the reference's own gradient: test_word_term.test_reference_gradient_is_the_derivative_of_its_loss
+    # the reference's own gradient: test_reference.test_sgns_gradient_is_the_derivative_of_its_loss
 
 
 @pytest.mark.parametrize("lr", [1e-4, 3e-4])
