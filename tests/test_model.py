@@ -683,7 +683,7 @@ def test_the_api_takes_one_path_a_dict_and_numpy_numbers(small_corpus_file):
     from scbow.config import TrainConfig
     from scbow.errors import ConfigError
 
-    # a single path as a str (as a Path: test_train's test_the_python_api_reports_through_logging)
+    # a single path as a str (as a Path: test_trainer's test_the_python_api_reports_through_logging)
     settings = {"dim": 8, "min_count": 1, "threads": 1, "word_passes": 0}
     assert scbow.train(str(small_corpus_file), settings, quiet=True, use_cache=False).dim == 8
     with pytest.raises(TypeError, match="TrainConfig"):
