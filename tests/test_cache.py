@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_clean_error
+from conftest import assert_clean_error, train_args
 from test_files import dead_pid, snapshot
 
 from scbow.cli import main
@@ -239,8 +239,7 @@ def test_the_corpus_cache_never_goes_into_a_model(tmp_path, runner, healthy, whe
     shutil.copytree(model, target)
     before = snapshot(target)
     cache = target / "sub" if where == "inside-model" else target
-    result = runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "m"), "--dim", "8", "--min-count", "1",
-                                  "-q", "--cache-dir", str(cache)])
+    result = runner.invoke(main, train_args(corpus, tmp_path / "m", "--cache-dir", str(cache)))
     assert_clean_error(result, "--cache-dir")
     assert snapshot(target) == before and not (tmp_path / "m").exists()
 
