@@ -120,41 +120,30 @@ def test_shards_equal_single_process_embed_and_the_manifest_says_where_each_row_
     out = tmp_path / "shards"
     stats = embed_on_cluster(model_dir, inputs, out, client=client, block_bytes=8192)
     want, want_missing = single_process(model_dir, inputs, tmp_path)
+    # open_shards checks the manifest against itself, the shards and the texts (first lines, rows: test_shards)
     shards = open_shards(out)
     assert stats.shards == len(shards.parts) > 6 and stats.skipped == 0
     assert len(shards) == len(want) == stats.lines
     assert same_bits(np.asarray(shards), want)
     assert shards.missing_lines() == want_missing and len(want_missing) > 2  # the empty lines at least
-    # indexing across shards
-    cut = int(shards.offsets[3])
-    assert same_bits(shards[cut - 2 : cut + 2], want[cut - 2 : cut + 2])
-    assert same_bits(shards[cut], want[cut]) and same_bits(shards[-1], want[-1])
-    assert same_bits(shards[[0, cut, len(want) - 1]], want[[0, cut, len(want) - 1]])
-    # the manifest: each text's shards together, in input order, with the byte and line ranges of their lines
+    # the manifest: each text's shards in input order, with the byte ranges of their lines
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert [s["file"] for s in manifest["shards"]] == sorted((s["file"] for s in manifest["shards"]),
                                                              key=[str(p.resolve()) for p in inputs].index)
     for path in inputs:
         data = path.read_bytes()
         mine = [s for s in manifest["shards"] if s["file"] == str(path.resolve())]
-        st = path.stat()
-        assert manifest["files"][str(path.resolve())] == {"bytes": st.st_size, "mtime_ns": st.st_mtime_ns}
         if path.suffix == ".gz":
-            lines = _lines(gzip.decompress(data))
-            assert [s["bytes"] for s in mine] == [[0, -1]] and mine[0]["first_line"] == 1
-            assert mine[0]["rows"] == len(lines)
+            assert [s["bytes"] for s in mine] == [[0, -1]] and mine[0]["rows"] == len(_lines(gzip.decompress(data)))
             continue
         lines = _lines(data)
         assert len(mine) > 3 and mine[0]["bytes"][0] == 0 and mine[-1]["bytes"][1] == len(data)
-        assert mine[0]["first_line"] == 1 and sum(s["rows"] for s in mine) == len(lines)
+        assert sum(s["rows"] for s in mine) == len(lines)
         for s, t in zip(mine, mine[1:]):
-            assert s["bytes"][1] == t["bytes"][0] and s["first_line"] + s["rows"] == t["first_line"]
-        for s in mine:
+            assert s["bytes"][1] == t["bytes"][0]
+        for s in mine:  # the bytes of the range are exactly the lines first_line .. first_line + rows - 1
             start, stop = s["bytes"]
-            # the bytes of the range are exactly the lines first_line .. first_line + rows - 1
             assert _lines(data[start:stop]) == lines[s["first_line"] - 1 : s["first_line"] - 1 + s["rows"]]
-            assert np.load(out / s["shard"], mmap_mode="r").shape[0] == s["rows"]
-    assert manifest["rows"] == sum(s["rows"] for s in manifest["shards"]) == len(shards)
 
 
 def crash_once(model_path, block, out_dir, fill, unknown):

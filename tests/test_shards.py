@@ -72,8 +72,12 @@ def test_a_sound_directory_opens_as_written(sound):
     manifest = json.loads((sound / "manifest.json").read_text())
     parts = [np.load(sound / s["shard"]) for s in manifest["shards"]]
     assert len(parts) > 4 and 0 in [len(p) for p in parts]  # the empty text's shard has no rows
-    assert shards.shape == (sum(len(p) for p in parts), 16) and shards.dtype == np.float32
-    assert np.array_equal(np.asarray(shards), np.concatenate(parts), equal_nan=True)
+    want = np.concatenate(parts)
+    assert shards.shape == want.shape == (len(want), 16) and shards.dtype == np.float32
+    assert np.array_equal(np.asarray(shards), want, equal_nan=True)
+    cut = int(shards.offsets[3])  # where a.txt's last shard ends and the empty text's shard is
+    for key in (slice(cut - 2, cut + 2), cut, -1, [0, cut, len(want) - 1]):  # rows across shards, bit for bit
+        assert np.array_equal(np.asarray(shards[key]).view(np.uint32), want[key].view(np.uint32)), key
     shards.check_sources()  # the texts are as they were embedded
 
 
