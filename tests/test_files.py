@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TRAIN, assert_clean_error, make_runner, synthetic_text, train_args
+from conftest import TRAIN, assert_clean_error, make_runner, train_args
 
 from scbow import files, outputs
 from scbow.cli import main
@@ -226,7 +226,7 @@ def test_a_dangling_link_creates_its_target_only_where_its_folder_exists(tmp_pat
 
 
 @pytest.mark.parametrize("where", ["same file system", "/dev/shm"])
-def test_train_and_prepare_write_through_a_link(tmp_path, runner, where):
+def test_train_and_prepare_write_through_a_link(tmp_path, runner, small_corpus_file, where):
     """Made, then replaced, at the links' targets: on another file system too (no "Invalid cross-device link")."""
     import tempfile
 
@@ -234,9 +234,8 @@ def test_train_and_prepare_write_through_a_link(tmp_path, runner, where):
         pytest.skip("no second file system (/dev/shm) to link onto")
     real = Path(tempfile.mkdtemp(dir="/dev/shm")) if where == "/dev/shm" else tmp_path / "real"
     real.mkdir(exist_ok=True)
+    corpus = small_corpus_file
     try:
-        corpus = tmp_path / "corpus.txt"
-        corpus.write_text(synthetic_text(n_docs=4, sents_per_doc=30, seed=3), encoding="utf-8")
         (tmp_path / "model").symlink_to(real / "model")  # dangling: train makes the target
         (tmp_path / "out.txt").symlink_to(real / "out.txt")
         raw = tmp_path / "raw.txt"
@@ -274,7 +273,7 @@ while True:
 """
 
 
-def test_saves_killed_at_random_points_leave_nothing_after_the_next_run(tmp_path):
+def test_saves_killed_at_random_points_leave_nothing_after_the_next_run(tmp_path, small_corpus_file):
     out = tmp_path / "m"
     rng = random.Random(7)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -287,11 +286,9 @@ def test_saves_killed_at_random_points_leave_nothing_after_the_next_run(tmp_path
         proc.wait()
         left += bool(temporaries(tmp_path, "m"))  # a temporary, or the old model set aside
     assert left  # (each kill lands where a save has one about 4 times in 5)
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text(synthetic_text(n_docs=4, sents_per_doc=30, seed=3), encoding="utf-8")
-    result = make_runner().invoke(main, train_args(corpus, out))
+    result = make_runner().invoke(main, train_args(small_corpus_file, out))
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt", "m"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m", "small.txt"]
     assert json.loads((out / "config.json").read_text())["model_id"]
     assert np.load(out / "vectors.npy").shape[1] == 16
 
@@ -374,14 +371,12 @@ def test_outputs_with_no_name_of_their_own(tmp_path, runner, healthy, monkeypatc
     empty = tmp_path / "here"
     empty.mkdir()
     monkeypatch.chdir(empty)  # -o . is the current directory: a model may go there while it is empty
-    result = runner.invoke(main, ["train", str(corpus), "-o", ".", "--dim", "8", "--min-count", "1", "--threads", "1",
-                                  "-q", "--no-cache"])
+    result = runner.invoke(main, train_args(corpus, ".", "--no-cache"))
     assert result.exit_code == 0, result.output
     assert (empty / "vectors.npy").is_file() and not list(tmp_path.glob("*.checkpoint"))
     (tmp_path / "num.txt").write_text("12345\n")
     os.link(tmp_path / "num.txt", tmp_path / "g.lock")  # a pid-like file with a second name: a user's
-    assert_clean_error(runner.invoke(main, ["train", str(corpus), "-o", str(tmp_path / "g"), "--dim", "8", "-q"]),
-                       "not a lock file")
+    assert_clean_error(runner.invoke(main, train_args(corpus, tmp_path / "g")), "not a lock file")
     assert (tmp_path / "num.txt").read_text() == "12345\n"
 
 

@@ -72,9 +72,34 @@ def test_a_sound_directory_opens_as_written(sound):
     manifest = json.loads((sound / "manifest.json").read_text())
     parts = [np.load(sound / s["shard"]) for s in manifest["shards"]]
     assert len(parts) > 4 and 0 in [len(p) for p in parts]  # the empty text's shard has no rows
-    assert shards.shape == (sum(len(p) for p in parts), 16) and shards.dtype == np.float32
-    assert np.array_equal(np.asarray(shards), np.concatenate(parts), equal_nan=True)
+    want = np.concatenate(parts)
+    assert shards.shape == want.shape == (len(want), 16) and shards.dtype == np.float32
+    assert np.array_equal(np.asarray(shards), want, equal_nan=True)
+    cut = int(shards.offsets[3])  # where a.txt's last shard ends and the empty text's shard is
+    for key in (slice(cut - 2, cut + 2), cut, -1, [0, cut, len(want) - 1]):  # rows across shards, bit for bit
+        assert np.array_equal(np.asarray(shards[key]).view(np.uint32), want[key].view(np.uint32)), key
     shards.check_sources()  # the texts are as they were embedded
+
+
+def test_an_index_of_shards_finds_each_rows_line(sound, tmp_path):
+    """index takes the rows and their texts from the manifest: across shards, an empty text, a compressed one."""
+    pytest.importorskip("faiss")
+    from scbow.use.index import build_index, open_index
+
+    a, _, packed = texts = [sound.parent / "texts" / n for n in ("a.txt", "empty.txt", "b.txt.gz")]
+    lines = a.read_text().splitlines() + gzip.decompress(packed.read_bytes()).decode().splitlines()
+    x = np.asarray(scbow.open_shards(sound))
+    info = build_index(sound, None, tmp_path / "idx", M=16, ef_construction=100)
+    assert info["embeddings"]["kind"] == "shards" and info["rows"] == len(x) == len(lines)
+    assert [(f["file"], f["rows"]) for f in info["files"]] == [(str(t.resolve()), n) for t, n in zip(texts, (100, 0, 63))]
+    index = open_index(tmp_path / "idx")
+    assert scbow.open_shards(sound).offsets[1] < 50  # row 50 is in a later shard of a.txt
+    assert index.line(50) == (str(a.resolve()), 51, lines[50])
+    assert index.line(105) == (str(packed.resolve()), 6, lines[105])
+    ids, scores = index.search(x[130], 1)
+    assert index.line(int(ids[0, 0]))[2] == lines[130] and scores[0, 0] > 0.999
+    with pytest.raises(ModelError, match="no text file"):
+        build_index(sound, a, tmp_path / "idx2")
 
 
 def _save(path: Path, array) -> None:
