@@ -684,6 +684,11 @@ def _ps(e: dict, bold: bool = False) -> str:
     return f"{f'**{p}**' if bold else p} ({_f(e['spearman'])})"
 
 
+def _epochs(n) -> str:
+    """", N epochs" for a run of the modern peer's search that records them (older records do not)."""
+    return "" if n is None else f", {n} epochs"
+
+
 def markdown(result: dict) -> str:
     corpus, systems, goal = result["corpus"], result["systems"], result["goal"]
     names = [s for s in SYSTEMS if s in systems]
@@ -846,11 +851,10 @@ def markdown(result: dict) -> str:
                 when += f", commit {t['git']['commit'][:10]}" + (" (dirty)" if t["git"].get("dirty") else "")
             step = f"{LABELS[n]} training"
             if t.get("chosen_lr") is not None:  # the modern peer: one run per setting, the best on dev kept
-                def ep(r):
-                    return f", {r['epochs']} epochs" if "epochs" in r else ""
-                runs = ", ".join(f"lr {r['lr']}{ep(r)}: dev {r['dev_pearson_raw']}, {r['seconds']} s" for r in t.get("runs", []))
-                step += f" (lr {t['chosen_lr']}{ep({'epochs': t['chosen_epochs']} if 'chosen_epochs' in t else {})} chosen on " \
-                        f"dev among {runs}; CPU s: the whole search)"
+                runs = ", ".join(f"lr {r['lr']}{_epochs(r.get('epochs'))}: dev {r['dev_pearson_raw']}, {r['seconds']} s"
+                                 for r in t.get("runs", []))
+                step += (f" (lr {t['chosen_lr']}{_epochs(t.get('chosen_epochs'))} chosen on dev among {runs}; "
+                         "CPU s: the whole search)")
             trow.append((step, _f(t["wall_seconds"], 1), _f(t["cpu_seconds"], 1), _load(t), when))
     parts.append("## Training times\n\nwall: elapsed seconds (Siamese CBOW: without the learning curve's evaluations, "
                  "which are reported apart); CPU: seconds of CPU of the process, all threads; load: 1-minute load "
