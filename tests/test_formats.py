@@ -425,6 +425,17 @@ def test_word2vec_files_to_and_from_gensim(tmp_path, binary):
     np.testing.assert_allclose(back.vectors, kv.vectors, rtol=0 if binary else 1e-6)
 
 
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_a_text_file_with_non_ascii_words_is_read_as_text_at_any_dimension(tmp_path, dim):
+    # the bytes after the first word once decided text or binary: 'é' within them meant binary
+    rows = {"a": [1.0] * dim, "été": [3.0] * dim, "naïve": [-2.5] * dim}
+    body = "".join(f"{w} {' '.join(f'{x:g}' for x in v)}\n" for w, v in rows.items())
+    (tmp_path / "v.txt").write_text(f"3 {dim}\n{body}", encoding="utf-8")
+    model = load_word2vec(tmp_path / "v.txt")
+    assert model.info["format"] == "word2vec-text" and model.vocab.words == list(rows)
+    assert np.array_equal(model.vectors, np.float32(list(rows.values())))
+
+
 def test_export_replaces_a_file_and_refuses_a_directory(tmp_path):
     (tmp_path / "v.txt").write_text("old")
     export_word2vec(make_model(), tmp_path / "v.txt")

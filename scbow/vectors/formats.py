@@ -457,8 +457,16 @@ def _all_numbers(fields) -> bool:
 
 
 def _looks_binary(body: bytes, dim: int) -> bool:
-    """A word2vec text body is printable ASCII digits after the first word; binary is not."""
-    first = body[:2000]
+    """Text when the first vector reads as a text line (a word and `dim` numbers), else binary
+    when the bytes after the first word are not printable ASCII (binary floats seldom are)."""
+    first = body.lstrip(b"\n\r")[: 4096 + 64 * dim]
+    line = first.split(b"\n", 1)[0]
+    try:
+        parts = line.decode("utf-8").rstrip().split(" ")
+        if len(parts) == dim + 1 and _all_numbers(parts[1:]):
+            return False
+    except UnicodeDecodeError:
+        pass
     space = first.find(b" ")
     if space < 0:
         return False
