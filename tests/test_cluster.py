@@ -411,6 +411,17 @@ def test_a_run_over_damaged_shards_redoes_them(client, inputs, model_dir, tmp_pa
     assert same_as_single(out, model_dir, inputs, tmp_path)
 
 
+@pytest.mark.parametrize("name", ["shard-000000.json", "shard-000001.npy", "manifest.json"])
+def test_a_directory_in_place_of_a_shard_file_is_refused_and_kept(client, done, inputs, model_dir, tmp_path, name):
+    out = shutil.copytree(done[0], tmp_path / "shards")
+    (out / name).unlink()
+    (out / name / "notes").mkdir(parents=True)  # the user's: never removed
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    with pytest.raises(ModelError, match=f"{name}: is a directory where a cluster embed writes a file"):
+        embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192)
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before and (out / name / "notes").is_dir()
+
+
 # -- an output inside a model: refused, also where an earlier version left a directory --------------
 
 

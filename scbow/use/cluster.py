@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import re
+import stat
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -245,6 +246,10 @@ def _check_output(out: Path, identity: dict, blocks: list[Block]) -> None:
                              "write into it")
         remove_leftovers(out / shards.PLAN)
         return
+    for name in entries:  # a rerun renames its files over these: a directory there would end it half way
+        if (shards.SHARD_FILE.fullmatch(name) or name == shards.MANIFEST) and stat.S_ISDIR(os.lstat(out / name).st_mode):
+            raise ModelError(f"{out / name}: is a directory where a cluster embed writes a file; move it away or "
+                             "give another -o")
     plan = shards.read_plan(out)
     intact = plan is not None and isinstance(plan.get("files"), dict) and plan["digest"] == digest(
         [plan.get("model_id"), plan["files"], plan.get("settings")])  # not edited since it was written
