@@ -180,6 +180,7 @@ def test_each_kind_of_output_is_told_by_its_own_module(tmp_path, good_model):
             refuse_inside_ours(parent / "deeper" / "out.npy")
         with pytest.raises(ModelError, match=f"is inside {parent}, {kind_of(parent)}"):
             outputs.check_output_file(parent / "out.txt", "out.txt")
+        refuse_inside_ours(parent / ".." / "beside.npy")  # read as written, its parents would include the output
 
 
 def test_every_kind_is_known_and_files_names_no_file_of_a_higher_layer():
