@@ -136,7 +136,8 @@ def one_line(stderr: str) -> str:
 @pytest.mark.parametrize("signum, extra, previous", [(signal.SIGINT, [], True),
                                                       (signal.SIGTERM, ["--checkpoint-every", "600"], False)],
                          ids=["SIGINT", "SIGTERM"])
-def test_signal_during_training_writes_a_checkpoint_and_resume_finishes(tmp_path, corpus_file, signum, extra, previous):
+def test_signal_during_training_writes_a_checkpoint_and_resume_finishes(tmp_path, corpus_file, signum, extra, previous,
+                                                                       small_batches):
     out = tmp_path / "model"
     args = train_args(corpus_file, out, "--epochs", "3", *extra)
     if previous:
@@ -166,7 +167,10 @@ def test_signal_during_training_writes_a_checkpoint_and_resume_finishes(tmp_path
     code, stderr = resumed.finish()
     assert code == 0, stderr
     assert resumed.batches()[0] == meta["state"]["done"]  # continues where it stopped
-    assert not checkpoint_dir(out).exists()  # bit for bit an uninterrupted run: test_checkpoint.py
+    assert not checkpoint_dir(out).exists()  # and the model is that of an uninterrupted run, bit for bit:
+    whole = make_runner().invoke(main, train_args(corpus_file, tmp_path / "whole", "--epochs", "3", *extra))
+    assert whole.exit_code == 0, whole.output
+    assert np.array_equal(np.asarray(load_model(out).vectors), np.asarray(load_model(tmp_path / "whole").vectors))
 
 
 @pytest.mark.parametrize("when, env, signum, words, left", [
