@@ -459,7 +459,7 @@ def _all_numbers(fields) -> bool:
 def _looks_binary(body: bytes, dim: int) -> bool:
     """Text when the first vector reads as a text line (a word and `dim` numbers), else binary
     when the bytes after the first word are not printable ASCII (binary floats seldom are)."""
-    first = body.lstrip(b"\n\r")[: 4096 + 64 * dim]
+    first = body[: 4096 + 64 * dim].lstrip(b"\n\r")
     line = first.split(b"\n", 1)[0]
     try:
         parts = line.decode("utf-8").rstrip().split(" ")
