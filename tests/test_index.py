@@ -657,7 +657,8 @@ def _other_model(setup, tmp_path, name="other"):
 
 
 def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
-    from scbow.vectors.formats import export_word2vec
+    from scbow.vectors.formats import export_word2vec, load_model
+    from scbow.vectors.modeldir import save_model
 
     w2v = export_word2vec(setup["model"], tmp_path / "same.w2v.txt")
     other = _other_model(setup, tmp_path)
@@ -682,14 +683,24 @@ def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
     monkeypatch.setenv("SCBOW_MODEL", str(setup["model_dir"]))
     result = _cli(*no_m)
     assert result.exit_code == 0 and len(result.stdout.splitlines()) == 10, result.output
-    # a loaded model: checked by the directory its vectors are mapped from, else refused without model_dir
-    assert search_command(scbow.load(setup["model_dir"]), sentence, built[0], topn=3)
+    # a loaded model: checked by the id it was loaded with, else by model_dir, else refused
+    assert search_command(scbow.load(setup["model_dir"], mmap=False), sentence, built[0], topn=3)
     with pytest.raises(ModelError, match="another model"):
         search_command(scbow.load(other), sentence, built[0], topn=3)
     in_memory = scbow.load(setup["model_dir"], mmap=False)
+    del in_memory.info["model_id"]  # a model made in memory
     with pytest.raises(ModelError, match="model_dir"):
         search_command(in_memory, sentence, built[0], topn=3)
     assert search_command(in_memory, sentence, built[0], topn=3, model_dir=setup["model_dir"])
+    # a model loaded before its directory was saved again is not the model there now
+    copy = shutil.copytree(other, tmp_path / "copy")
+    stale = scbow.load(copy)
+    save_model(load_model(copy, mmap=False), copy)  # a new model_id
+    built_again = _cli("index", setup["emb"], "--text", setup["text"], "-m", copy, "-o", tmp_path / "idx-copy", "--M", "8")
+    assert built_again.exit_code == 0, built_again.output
+    assert search_command(scbow.load(copy), sentence, tmp_path / "idx-copy", topn=3)
+    with pytest.raises(ModelError, match="another model.*load it again"):
+        search_command(stale, sentence, tmp_path / "idx-copy", topn=3, model_dir=copy)
 
 
 def test_an_index_built_with_a_word2vec_file_answers_with_that_file_only(setup, tmp_path, faiss):

@@ -45,10 +45,12 @@ def index_command(embeddings, output, text=None, M: int = DEFAULT_M, ef_construc
             f"({size / 2**20:,.1f} MiB); wrote {output}")
 
 
-def check_query_model(index: "Index | os.PathLike", model_dir) -> None:
+def check_query_model(index: "Index | os.PathLike", model_dir, loaded_id: str | None = None) -> None:
     """Refuse to query ``index`` (an :class:`Index` or its directory) with the model at ``model_dir``
     (a directory or a word2vec/GloVe file; None: unknown) unless it is the model the index
     records; an index that records none takes any model (its dims are checked on search).
+    ``loaded_id``: the ``model_id`` of a model in memory, which is what is compared when given
+    (the directory may have been saved again since the model was loaded from it).
     """
     from ...vectors.modeldir import model_id
 
@@ -61,6 +63,12 @@ def check_query_model(index: "Index | os.PathLike", model_dir) -> None:
     if recorded is None:
         return
     name = info.get("model") or "the model recorded in it"
+    if loaded_id is not None:
+        if loaded_id == recorded:
+            return
+        raise ModelError(f"{where}: was built from the embeddings of another model ({name}), not the model given "
+                         f"({'loaded from ' + str(model_dir) if model_dir is not None else 'in memory'}; load it again if it was "
+                         "saved since)")
     if model_dir is None:
         raise ModelError(f"{where}: was built with the model {name}; give the directory the model was loaded "
                          "from (model_dir=...) so that it can be checked")
@@ -93,8 +101,9 @@ def _loaded_from(model) -> Path | None:
 def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | None = None, model_dir=None):
     """The ``topn`` indexed lines nearest to ``sentence``: ``[(cosine, file, line number, text)]``, best first.
 
-    ``model``: a model directory, or a loaded :class:`scbow.vectors.model.Model` (``model_dir``: the
-    directory or word2vec file it was loaded from; else found from its memory-mapped vectors).
+    ``model``: a model directory, or a loaded :class:`scbow.vectors.model.Model`, checked by the
+    ``model_id`` it was loaded with (else by ``model_dir``: the directory or word2vec file it was
+    loaded from; else found from its memory-mapped vectors).
     ``topn`` is capped at the vectors in the index. ModelError for an index that is not one, or of
     another model; ValueError when the sentence has nothing to average.
     """
@@ -111,7 +120,9 @@ def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | N
 
         model = load_model(model_dir)
     else:
-        check_query_model(index, model_dir if model_dir is not None else _loaded_from(model))
+        info = getattr(model, "info", None)
+        loaded_id = info.get("model_id") if isinstance(info, dict) and isinstance(info.get("model_id"), str) else None
+        check_query_model(index, model_dir if model_dir is not None else _loaded_from(model), loaded_id)
     if model.dim != index.dim:
         raise ModelError(f"{index_path}: holds {index.dim}-dim embeddings but the model has {model.dim} dims; "
                          "query it with the model its embeddings came from")
