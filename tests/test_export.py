@@ -219,21 +219,25 @@ def test_sentence_transformers_encode_equals_ours(trained, folders):
         assert row_cosines(ours[ok], theirs[ok]).min() >= 0.9999
 
 
-def test_add_words_carry_our_hashed_vectors(trained, corpus, tmp_path, runner):
+@pytest.mark.parametrize("smaller", [[], ["--min-count", "40"]], ids=["all-words", "min-count"])
+def test_add_words_carry_our_hashed_vectors(trained, corpus, tmp_path, runner, smaller):
     """Rows for the corpus's words below the minimum count hold our hashed vectors: a sentence
-    whose unknown words are all among them embeds as ours under unknown="hash"."""
+    whose unknown words are all among them embeds as ours under unknown="hash". A word that
+    --min-count left out comes back with its own row, not a hashed one."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
     import scbow
 
     out = tmp_path / "m2v"
     result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(out),
-                                  "--add-words", str(corpus)])
+                                  "--add-words", str(corpus), *smaller])
     assert result.exit_code == 0, result.output
     assert "added word" in result.output
     model = scbow.load(trained)
     loaded = model2vec.StaticModel.from_pretrained(str(out))
     lines = corpus.read_text(encoding="utf-8").splitlines()[:3000]
-    unknown = [s for s in lines if s.strip() and model.ids(s)[1]]
+    if smaller:
+        assert "rarer word" in result.output and (np.asarray(model.vocab.counts) < 40).sum() > 100
+    unknown = [s for s in lines if s.strip() and (smaller or model.ids(s)[1])]
     assert len(unknown) > 100
     np.testing.assert_allclose(loaded.encode(unknown), model.embed(unknown, unknown="hash"), rtol=2e-4, atol=2e-6)
 

@@ -109,7 +109,8 @@ EXPORT_FORMATS = ("word2vec", "sentence-transformers", "model2vec")
 @click.option("--add-words", "add_words", type=click.Path(path_type=Path), multiple=True,
               help="Folders only (repeatable): text files, such as the training corpus, whose words the model lacks "
                    "get rows holding the hashed vectors this model gives unknown words, so the folder scores as "
-                   "the model's hashing does on them (a larger folder).")
+                   "the model's hashing does on them (a larger folder); a word --min-count or --limit left out gets its own "
+                   "row back.")
 @click.option("--license", "license_", default=None, help="Folders: the licence named in the model card's front matter.")
 def export(model_path, output, fmt, binary, part, min_count, limit, add_words, license_):
     """Export the model: its word vectors as a word2vec text (default) or binary file, or the
@@ -197,7 +198,7 @@ def _export_folder(model_path, output, name, min_count, limit, add_words, licens
     if add_words:
         say(f"reading the words of {plural(len(add_words), 'file')}...")
         extra = words_of(add_words, kept.tokenize)
-    report = write_folder(kept, output, name, extra_words=extra, license=license_, norm=norm)
+    report = write_folder(kept, output, name, extra_words=extra, license=license_, norm=norm, whole=model)
     left = len(model) - len(kept)
     loader = (f"SentenceTransformer({str(output)!r})" if name == "sentence-transformers"
               else f"StaticModel.from_pretrained({str(output)!r})")
