@@ -62,6 +62,10 @@ def test_omit_is_the_default(model):
     assert np.array_equal(model.embed(["the cat zebra"], unknown="omit"), X[:1])
     with pytest.raises(ValueError, match="unknown must be one of"):
         model.embed(["the cat"], unknown="zero")
+    from scbow.use.embedding import LineEncoder  # what embed_file and a cluster embed encode with
+
+    with pytest.raises(ValueError, match="unknown must be one of omit, hash, got 'HASH'"):
+        LineEncoder(model, unknown="HASH")
 
 
 def test_hash_gives_unknown_words_their_vector(model):

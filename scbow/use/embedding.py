@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config import UNKNOWN_MODES
 from ..errors import CorpusError, ModelError
 from ..files import atomic_file
 from ..outputs import check_output_file, named
@@ -82,6 +83,8 @@ class LineEncoder:
         self._unknown = UNKNOWN
         mode, scale = model.unknown_rule
         self.unknown = mode if unknown is None else unknown
+        if self.unknown not in UNKNOWN_MODES:  # as Model.embed says it
+            raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {self.unknown!r}")
         self._n_words = len(model.vocab)
         self._dim = model.dim
         self._norm = scale * model.unknown_norm() if self.unknown == "hash" else 0.0
