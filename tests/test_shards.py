@@ -76,8 +76,14 @@ def test_a_sound_directory_opens_as_written(sound):
     assert shards.shape == want.shape == (len(want), 16) and shards.dtype == np.float32
     assert np.array_equal(np.asarray(shards), want, equal_nan=True)
     cut = int(shards.offsets[3])  # where a.txt's last shard ends and the empty text's shard is
-    for key in (slice(cut - 2, cut + 2), cut, -1, [0, cut, len(want) - 1]):  # rows across shards, bit for bit
+    mask = np.arange(len(want)) % 3 == 0
+    for key in (slice(cut - 2, cut + 2), cut, -1, [0, cut, len(want) - 1], slice(None, None, -7), mask, [],
+                (0, 5), (cut, slice(2, 4)), (slice(1, 9), 3), ([[0, 1], [cut, 2]],), [[0, 1], [cut, 2]], (slice(None), [1, 2]),
+                Ellipsis, (Ellipsis, 0), None, True, np.int32(cut)):  # as NumPy indexes the whole, bit for bit
         assert np.array_equal(np.asarray(shards[key]).view(np.uint32), want[key].view(np.uint32)), key
+    for key in (1.5, [1.7], "3", mask[:3], np.ones((2, len(want)), bool), len(want), [-len(want) - 1]):
+        with pytest.raises(IndexError):
+            shards[key]
     shards.check_sources()  # the texts are as they were embedded
 
 

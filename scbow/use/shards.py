@@ -240,6 +240,15 @@ class Shards:
         return self.shape[0]
 
     def __getitem__(self, key):
+        """Rows as NumPy gives them from the whole array: an int, a slice, an array of ints or a mask
+        of all rows, then more indices of the columns; anything else is an IndexError."""
+        if isinstance(key, tuple):
+            if not key or any(k is Ellipsis or k is None or isinstance(k, (bool, np.bool_)) for k in key):
+                return np.asarray(self)[key]
+            rows = self[key[0]]
+            return rows[key[1:]] if isinstance(key[0], (int, np.integer)) else rows[(slice(None), *key[1:])]
+        if key is Ellipsis or key is None or isinstance(key, (bool, np.bool_)):
+            return np.asarray(self)[key]
         if isinstance(key, (int, np.integer)):
             i = int(key) + (len(self) if key < 0 else 0)
             if not 0 <= i < len(self):
@@ -256,7 +265,15 @@ class Shards:
                 return np.concatenate(pieces) if pieces else np.empty((0, self.shape[1]), self.dtype)
             key = np.arange(start, stop, step)
         idx = np.asarray(key)
-        idx = (np.flatnonzero(idx) if idx.dtype == bool else idx).astype(np.int64).ravel()
+        if idx.dtype == bool:
+            if idx.shape != (len(self),):
+                raise IndexError(f"a boolean index must be a mask of all {len(self):,} rows, not of shape {idx.shape}")
+            idx = np.flatnonzero(idx)
+        elif idx.size == 0:
+            idx = idx.astype(np.int64)
+        elif idx.dtype.kind not in "iu":
+            raise IndexError(f"rows are indexed by integers, slices, integer arrays or a boolean mask, not {key!r:.60}")
+        shape, idx = idx.shape, idx.astype(np.int64).ravel()
         idx = np.where(idx < 0, idx + len(self), idx)
         if len(idx) and (idx.min() < 0 or idx.max() >= len(self)):
             raise IndexError(f"rows out of range for {len(self)} rows")
@@ -265,7 +282,7 @@ class Shards:
         for k in np.unique(owner).tolist():  # one fancy index per shard touched
             mine = owner == k
             out[mine] = self.parts[k][idx[mine] - self.offsets[k]]
-        return out
+        return out.reshape(*shape, self.shape[1])
 
     def __array__(self, dtype=None, copy=None):
         whole = self[:]
