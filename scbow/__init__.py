@@ -72,6 +72,15 @@ def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache
         raise TypeError(f"config must be a TrainConfig (or a dict of its fields), not {type(config).__name__}")
     if isinstance(corpus, (str, os.PathLike)):  # one file or folder
         corpus = [corpus]
+    if not isinstance(corpus, Corpus):
+        try:
+            corpus = list(corpus) if not isinstance(corpus, bytes) else [corpus]  # a generator is read once
+        except TypeError:
+            corpus = [corpus]
+        for path in corpus:
+            if not isinstance(path, (str, os.PathLike)):
+                raise TypeError(f"corpus must be paths of text files (str or os.PathLike) or a Corpus, not "
+                                f"{type(path).__name__}")
     preflight(config)  # a GPU for --device cuda, the thread count: before the corpus is read
     logger = logging.getLogger("scbow")
     kwargs.setdefault("warn", logger.warning)

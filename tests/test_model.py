@@ -686,8 +686,13 @@ def test_the_api_takes_one_path_a_dict_and_numpy_numbers(small_corpus_file):
     # a single path as a str (as a Path: test_trainer's test_the_python_api_reports_through_logging)
     settings = {"dim": 8, "min_count": 1, "threads": 1, "word_passes": 0}
     assert scbow.train(str(small_corpus_file), settings, quiet=True, use_cache=False).dim == 8
+    # a generator of paths, read once (it was read twice: the second time found no file)
+    assert scbow.train((p for p in [small_corpus_file]), settings, quiet=True, use_cache=False).dim == 8
     with pytest.raises(TypeError, match="TrainConfig"):
         scbow.train([small_corpus_file], "dim=8", quiet=True)
+    for bad, named in ((str(small_corpus_file).encode(), "bytes"), (5, "int"), ([small_corpus_file, None], "NoneType")):
+        with pytest.raises(TypeError, match=f"corpus must be paths of text files .* not {named}$"):
+            scbow.train(bad, settings, quiet=True)
     config = TrainConfig(dim=np.int64(16), lr=np.float32(0.05), seed=np.int32(3))
     assert (config.dim, config.seed) == (16, 3) and isinstance(config.dim, int) and isinstance(config.lr, float)
     with pytest.raises(ConfigError):

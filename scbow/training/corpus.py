@@ -82,6 +82,7 @@ class Corpus:
 
 def expand_inputs(paths) -> list[Path]:
     """Resolve files and directories to a sorted list of readable text files (``scbow.text.reader.expand``)."""
+    paths = list(paths)  # read twice below
     if not paths:
         raise CorpusError("no corpus file given")
     for p in map(Path, paths):
