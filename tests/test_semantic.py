@@ -37,6 +37,12 @@ def test_similarity_is_every_cosine(data):
     assert isinstance(scbow.similarity(Q[0], C[5]), float)
     with pytest.raises(ValueError, match="dims"):
         scbow.similarity(Q, C[:, :5])
+    # very large and very small rows keep their direction (their norms overflow or underflow on their own)
+    for scale in (1e300, 1e-320):
+        assert scbow.similarity([scale, scale], [1.0, 1.0]) == pytest.approx(1.0)
+        assert scbow.similarity([scale, 0.0], [1.0, 1.0]) == pytest.approx(2 ** -0.5)
+    with pytest.raises(ValueError, match="0 dims"):
+        scbow.similarity([], [])
 
 
 @pytest.mark.parametrize("top_k, block", [(1, 1 << 15), (5, 7), (400, 64)])

@@ -24,9 +24,11 @@ def _rows(x, name: str) -> tuple[np.ndarray, bool]:
         a = a[None, :]
     if a.ndim != 2:
         raise ValueError(f"{name} must be one embedding (1-D) or a matrix of them (2-D), got shape {a.shape}")
-    with np.errstate(invalid="ignore", divide="ignore"):
-        norms = np.linalg.norm(a, axis=1, keepdims=True)
-        unit = a / norms
+    if a.shape[1] == 0:
+        raise ValueError(f"{name} has embeddings of 0 dims")
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        a = a / np.abs(a).max(axis=1, keepdims=True)  # first to at most 1: the norm of 1e300s is finite
+        unit = a / np.linalg.norm(a, axis=1, keepdims=True)
     unit[~np.isfinite(unit).all(axis=1)] = np.nan
     return unit, single
 
