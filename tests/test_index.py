@@ -174,6 +174,18 @@ def test_small_index_pads_with_minus_one(setup, tmp_path, faiss):
     assert np.isneginf(scores[0, 2:]).all()
     zero_ids, _ = open_index(tmp_path / "idx").search(np.zeros(3, np.float32), 2)
     assert (zero_ids == -1).all()  # a zero query finds nothing
+    index = open_index(tmp_path / "idx")
+    big_ids, big_scores = index.search(np.array([1e30, 1e29, 0], dtype=np.float32), 5)  # its norm overflows float32
+    assert big_ids.tolist() == ids.tolist() and np.allclose(big_scores[0, :2], scores[0, :2])
+    for bad in (2.5, None, True, 0):
+        with pytest.raises(ValueError, match="k must be an integer"):
+            index.search(np.ones(3, np.float32), bad)
+    for bad in (2.7, 0, 1 << 30):
+        with pytest.raises(ValueError, match="ef must be an integer"):
+            index.ef = bad
+    for bad in (1.5, "1", True):
+        with pytest.raises(TypeError, match="a row id is an integer"):
+            index.line(bad)
     with pytest.raises(ModelError, match="3-dim embeddings but the model has 16"):  # queried with another dim
         search_command(setup["model_dir"], "the king", tmp_path / "idx")
 

@@ -185,8 +185,8 @@ class Index:
 
     @ef.setter
     def ef(self, value: int) -> None:
-        if int(value) < 1:
-            raise ValueError(f"ef must be at least 1, got {value}")
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_EF:
+            raise ValueError(f"ef must be an integer from 1 to {MAX_EF:,}, got {value!r}")
         self.graph.hnsw.efSearch = int(value)
 
     def _exact(self, qn: np.ndarray, k: int, block: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
@@ -208,8 +208,9 @@ class Index:
         """The ``k`` rows nearest to each of ``vectors`` ((n, dim) or (dim,)) by cosine: ``(ids, scores)``,
         int64 rows and float32 cosines, both (n, k), best first; id -1 and score -inf past what was
         found. ``k`` at the index's size scores every vector exactly. A zero or non-finite query finds nothing."""
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be an integer of at least 1, got {k!r}")
+        k = int(k)
         q = np.asarray(vectors, dtype=np.float32)
         q = q[None, :] if q.ndim == 1 else q
         if q.ndim != 2 or q.shape[1] != self.dim:
@@ -217,6 +218,8 @@ class Index:
                              "dims (was it built with another model?)")
         ids = np.full((len(q), k), -1, dtype=np.int64)
         scores = np.full((len(q), k), -np.inf, dtype=np.float32)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            q = q / np.abs(q).max(axis=1, keepdims=True)  # first to at most 1: the norm of 1e30s is finite
         norms = np.linalg.norm(q, axis=1)
         ok = np.isfinite(norms) & (norms > 0)
         if not ok.any():
@@ -245,6 +248,8 @@ class Index:
     def line(self, row_id: int) -> tuple[str, int, str]:
         """``(file, line number (1-based), text)`` of row ``row_id``. IndexError for a row the index
         does not have, CorpusError for a text changed since the build, ModelError for a damaged index."""
+        if isinstance(row_id, (bool, np.bool_)) or not isinstance(row_id, (int, np.integer)):
+            raise TypeError(f"a row id is an integer, not {type(row_id).__name__}")
         row_id = int(row_id)
         if not 0 <= row_id < int(self.info["rows"]):
             raise IndexError(f"row {row_id} is not in the index ({self.info['rows']} rows)")
