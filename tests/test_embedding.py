@@ -86,7 +86,8 @@ def test_embed_file_writes_rows_and_the_missing_lines(tmp_path, model, block_cha
     assert (stats.lines, stats.missing) == (len(LINES), 3)
     assert stats.tokens == sum(len(scbow.tokenize(line)) for line in LINES)
     assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.missing.txt", "out.npy"]  # no temporary left
-    # a model that hashes unknown words embeds a file exactly as its Model.embed does
+    # a model that hashes unknown words embeds a file as its Model.embed does, to float32 rounding (the
+    # file's kernel adds the hashed rows in float32 and in token order; Model.embed adds them last)
     model = hashing_model()
     stats = embed_file(model, src, out, block_chars=block_chars)
     X = np.load(out)
