@@ -549,6 +549,7 @@ def test_gensim_word_methods_agree_with_gensim(tmp_path):
     np.testing.assert_allclose(model.get_normed_vectors(), kv.get_normed_vectors(), rtol=1e-6)
     assert model.distance("w1", "w2") == pytest.approx(kv.distance("w1", "w2"), rel=1e-6)
     np.testing.assert_allclose(model.distances("w1", ["w2", "w9"]), kv.distances("w1", ["w2", "w9"]), rtol=1e-5)
+    np.testing.assert_array_equal(model.distances("w1", np.array(["w2", "w9"])), model.distances("w1", ["w2", "w9"]))
     np.testing.assert_allclose(model.distances("w1"), kv.distances("w1"), rtol=1e-5, atol=1e-6)
     for a, b in (("w1", "w2"), ("w7", "w40"), ("w0", "w59")):
         assert model.rank(a, b) == kv.rank(a, b)
@@ -563,6 +564,8 @@ def test_gensim_word_methods_agree_with_gensim(tmp_path):
     assert pearson == pytest.approx(theirs[0][0], rel=1e-5) and spearman == pytest.approx(theirs[1][0], rel=1e-5)
     assert oov == pytest.approx(theirs[2] / 100)
     model.save_word2vec_format(tmp_path / "v.bin", binary=True)
+    with pytest.raises(TypeError, match="binary must be True or False"):
+        model.save_word2vec_format(tmp_path / "v.txt", binary="no")  # truthy: it wrote binary
     np.testing.assert_array_equal(type(kv).load_word2vec_format(str(tmp_path / "v.bin"), binary=True)["w4"], model["w4"])
     with pytest.raises(KeyError):
         model.get_vecattr("w1", "colour")

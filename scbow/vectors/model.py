@@ -564,6 +564,7 @@ class Model:
         else:
             q = self._word_query(np.asarray(word_or_vector, dtype=np.float64))
             q = q / (np.linalg.norm(q) or 1.0)
+        other_words = list(other_words)  # a numpy array of words too
         if other_words:
             rows = np.array([self._unit_word(w) for w in other_words])
         else:
@@ -621,7 +622,9 @@ class Model:
         """gensim's name for ``scbow-numba export``: the whole rows in word2vec text or binary format."""
         from .modeldir import export_word2vec
 
-        export_word2vec(self, path, binary=binary)
+        if not isinstance(binary, (bool, np.bool_)):  # binary="no" is truthy: it would write binary
+            raise TypeError(f"binary must be True or False, not {binary!r}")
+        export_word2vec(self, path, binary=bool(binary))
 
     def similar_by_word(self, word: str, topn: int = 10, restrict_vocab: int | None = None,
                         min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:
