@@ -436,6 +436,16 @@ def test_a_text_file_with_non_ascii_words_is_read_as_text_at_any_dimension(tmp_p
     assert np.array_equal(model.vectors, np.float32(list(rows.values())))
 
 
+@pytest.mark.parametrize("content", [b"\xef\xbb\xbfthe 1 0\nman 0 1\n", b"\xef\xbb\xbf2 2\nthe 1 0\nman 0 1\n",
+                                     b"the 1 0\n  \t\nman 0 1\n", b"2 2\nthe 1 0\n \r\nman 0 1\n \n"],
+                         ids=["glove-bom", "word2vec-bom", "glove-blank-line", "word2vec-blank-lines"])
+def test_a_byte_order_mark_and_blank_lines_are_not_words(tmp_path, content):
+    # a BOM once became part of the first word (GloVe) or made the header unreadable (word2vec)
+    (tmp_path / "v.txt").write_bytes(content)
+    model = load_word2vec(tmp_path / "v.txt")
+    assert model.vocab.words == ["the", "man"] and np.array_equal(model.vectors, np.eye(2, dtype=np.float32))
+
+
 def test_export_replaces_a_file_and_refuses_a_directory(tmp_path):
     (tmp_path / "v.txt").write_text("old")
     export_word2vec(make_model(), tmp_path / "v.txt")
@@ -462,7 +472,8 @@ def test_truncated_word2vec(tmp_path, binary, cut):
 
 
 @pytest.mark.parametrize("content, fragment", [(b"", ""), (b"hello world\n", ""), (b"3\n", ""), (b"-1 5\n", ""), (b"2 0\n", ""),
-                                               (b"100000000000 300\nthe 1 2 3\n", ""), (b"2 2\na 1 2\na 3 4\n", "repeated")])
+                                               (b"100000000000 300\nthe 1 2 3\n", ""), (b"2 2\na 1 2\na 3 4\n", "repeated"),
+                                               (b"0 16\n", "it has no words")])
 def test_bad_word2vec_header_or_a_repeated_word(tmp_path, content, fragment):
     (tmp_path / "v.txt").write_bytes(content)
     with pytest.raises(ModelError, match=fragment or None):

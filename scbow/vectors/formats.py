@@ -234,6 +234,8 @@ def check_vectors(where, vectors: np.ndarray, n_words: int, config: dict | None 
         raise ModelError(f"{where}: damaged model: expected a 2-d float32 matrix, got {vectors.dtype} "
                          f"{vectors.shape}")
     rows, dim = vectors.shape
+    if rows == 0:  # every score would come from hashed vectors alone
+        raise ModelError(f"{where}: damaged model: it has no words")
     if rows != n_words:
         raise ModelError(f"{where}: damaged model: the vocabulary has {plural(n_words, 'word')} but the vectors "
                          f"have {plural(rows, 'row')}")
@@ -376,6 +378,8 @@ def load_word2vec(path: os.PathLike) -> Model:
         data = read_all_bytes(path)
     except CorpusError as exc:  # names the file: missing, unreadable, damaged compressed data
         raise ModelError(f"cannot read vectors: {exc}") from None
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, as editors on Windows write it
+        data = data[3:]
     newline = data.find(b"\n")
     header = data[: newline if newline >= 0 else len(data)]
     fields = header.split()
@@ -423,10 +427,12 @@ def load_word2vec(path: os.PathLike) -> Model:
                 vectors[i] = np.frombuffer(body, dtype="<f4", count=dim, offset=start)
                 pos = start + 4 * dim
             else:
-                while body[pos : pos + 1] in (b"\n", b"\r"):  # blank lines between vectors
-                    pos += 1
                 end = body.find(b"\n", pos)
                 end = len(body) if end < 0 else end
+                while not body[pos:end].strip() and end < len(body):  # blank lines between vectors (as counted)
+                    pos = end + 1
+                    end = body.find(b"\n", pos)
+                    end = len(body) if end < 0 else end
                 parts = body[pos:end].decode("utf-8").rstrip().split(" ")
                 if len(parts) != dim + 1:
                     raise ValueError
