@@ -2,6 +2,7 @@
 ``evaluate`` command."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from scbow.use.evaluate import (
     STSScore,
     _rowwise_pearson,
     bootstrap_pearson_diff,
+    correlations,
     evaluate_models,
     evaluate_systems,
     format_table,
@@ -120,6 +122,12 @@ def test_score_set_matches_scipy_and_leaves_out_pairs_without_known_words_or_an_
     sts = read_sts(write_sts(tmp_path / "t.tsv", [(1, "cat", "dog"), (2, "zebra", "cat"), (3, "the mat", "a mat")]))
     score = score_set(tiny_model().embed, sts)  # too few pairs scored
     assert score.scored == 2 and np.isnan(score.pearson) and np.isnan(score.spearman)
+    # cosines that differ only by rounding are constant: no correlation of their noise, no scipy warning
+    noise = np.array([0.9999999999999998, 0.9999999999999998, 1.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert all(np.isnan(correlations(np.array([1.0, 2, 3, 4]), noise)))
+        assert correlations(np.array([1.0, 2, 3, 4]), 0.5 + np.array([0, 1, 2, 3]) * 1e-9)[1] == pytest.approx(1.0)
 
 
 def _score(name, pearson, spearman, scored, pairs=None):

@@ -111,12 +111,17 @@ def pair_cosines(embed, first, second) -> np.ndarray:
 
 
 def correlations(gold: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
-    """Pearson and Spearman; nan when fewer than 3 pairs or either side is constant."""
+    """Pearson and Spearman; nan when fewer than 3 pairs or either side is constant (cosines that
+    differ only by rounding, 1e-12, are constant: their ranks would be noise)."""
+    import warnings
+
     from scipy.stats import pearsonr, spearmanr
 
-    if len(gold) < 3 or np.ptp(gold) == 0 or np.ptp(pred) == 0:
+    if len(gold) < 3 or np.ptp(gold) == 0 or np.ptp(pred) <= 1e-12 * max(1.0, float(np.abs(pred).max())):
         return float("nan"), float("nan")
-    return float(pearsonr(gold, pred)[0]), float(spearmanr(gold, pred)[0])
+    with warnings.catch_warnings():  # scipy's near-constant warning: the check above has decided
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(pearsonr(gold, pred)[0]), float(spearmanr(gold, pred)[0])
 
 
 def score_set(embed, sts: STSSet) -> STSScore:
