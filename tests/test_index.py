@@ -177,6 +177,12 @@ def test_small_index_pads_with_minus_one(setup, tmp_path, faiss):
     index = open_index(tmp_path / "idx")
     big_ids, big_scores = index.search(np.array([1e30, 1e29, 0], dtype=np.float32), 5)  # its norm overflows float32
     assert big_ids.tolist() == ids.tolist() and np.allclose(big_scores[0, :2], scores[0, :2])
+    np.save(emb, np.array([[1, 0, 0], [np.inf, 0, 0], [0, 1, 0]], dtype=np.float32))  # inf: no embedding's value
+    with pytest.raises(ModelError, match="row 2 holds inf"):
+        build_index(emb, text, tmp_path / "idx-inf")
+    np.save(emb, np.array([[3e38, 3e38, 0], [np.nan] * 3, [0, 1, 0]], dtype=np.float32))  # a norm past float32
+    build_index(emb, text, tmp_path / "idx-big")
+    assert open_index(tmp_path / "idx-big").search(np.array([1, 1, 0], np.float32), 1)[0].tolist() == [[0]]
     for bad in (2.5, None, True, 0):
         with pytest.raises(ValueError, match="k must be an integer"):
             index.search(np.ones(3, np.float32), bad)
@@ -537,6 +543,10 @@ def test_one_bad_id_is_refused_when_a_search_finds_it(setup, tmp_path, built):
         index.search(x[ids[10]], 3)
     ok_row = ids[500]
     assert index.search(x[ok_row], 1)[0][0, 0] == ok_row
+    changed[100] ^= 8  # one bit: still a row, but not the one between its neighbours (it answered at cosine 1.0)
+    np.save(idx / "ids.npy", changed)
+    with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index \(row .* in order"):
+        open_index(idx).search(x[ids[100]], 1)
 
 
 # what a damaged graph could hold, given the unit vectors the build added (in order) and a generator

@@ -230,6 +230,11 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
         ids = []
         for start in range(0, n_rows, ADD_ROWS):
             chunk = np.asarray(rows[start : start + ADD_ROWS], dtype=np.float32)
+            if np.isinf(chunk).any():  # NaN is a line with no embedding; inf is no embedding's value
+                at = start + int(np.flatnonzero(np.isinf(chunk).any(axis=1))[0])
+                raise ModelError(f"{Path(embeddings)}: row {at + 1:,} holds inf, which no embedding does (damaged?)")
+            with np.errstate(invalid="ignore", divide="ignore"):
+                chunk = chunk / np.abs(chunk).max(axis=1, keepdims=True)  # first to at most 1: no norm overflows
             norms = np.linalg.norm(chunk, axis=1)
             ok = np.isfinite(norms) & (norms > 0)
             if ok.any():

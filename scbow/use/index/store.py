@@ -236,11 +236,16 @@ class Index:
         sane = ~found | (np.isfinite(sims) & (np.abs(sims) <= 1 + COSINE_SLACK))
         if not sane.all():
             raise damaged(self.path / INDEX_FILE, f"a search scored {float(sims[~sane][0]):.4g}, which is no cosine")
-        rows = np.where(found, np.asarray(self.ids)[np.where(found, pos, 0)], -1)
-        bad = found & ((rows < 0) | (rows >= int(self.info["rows"])))
+        column, count, n_rows = np.asarray(self.ids), len(self.ids), int(self.info["rows"])
+        at = np.where(found, pos, 0)
+        rows = np.where(found, column[at], -1)
+        # a build writes the rows in order: each row lies between its neighbours' (a changed id does not)
+        before = np.where(at > 0, column[np.maximum(at - 1, 0)], -1)
+        after = np.where(at + 1 < count, column[np.minimum(at + 1, count - 1)], n_rows)
+        bad = found & ((rows < 0) | (rows >= n_rows) | (rows <= before) | (rows >= after))
         if bad.any():
             raise damaged(self.path / IDS_FILE, f"row {int(rows[bad][0]):,} of vector {int(pos[bad][0]):,} is not "
-                                                f"one of the {int(self.info['rows']):,} rows")
+                                                f"one of the {n_rows:,} rows in order")
         ids[ok] = rows
         scores[ok] = np.where(found, sims, -np.inf)
         return ids, scores
