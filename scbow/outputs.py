@@ -1,5 +1,5 @@
 """What the tool's outputs are, and the checks before one is written: each kind of output (a model,
-a checkpoint, a sentence index, shards, a cache entry) says in its own module what makes a
+a checkpoint, a sentence index, shards, a cache entry, an exported folder) says in its own module what makes a
 directory one of its kind (:func:`register_kind`); nothing is written inside one
 (:func:`refuse_inside_ours`); a file must be writable where it goes (:func:`check_output_file`)
 and overwrite none of the inputs (:func:`refuse_overwrite`). How an output is written, and which

@@ -381,3 +381,19 @@ def test_the_example_in_docs_export_md(tmp_path, monkeypatch, runner, gutenberg_
     assert lines[0] == "a ship in a storm at sea" and len(lines) == 8, lines
     scores = [float(line.split()[0]) for line in lines[1:4] + lines[5:8]]
     assert all(-1.0001 <= s <= 1.0001 for s in scores) and scores[0] >= scores[2]
+
+
+def test_nothing_is_written_inside_an_exported_folder(folders, trained, corpus, tmp_path):
+    """An exported folder is one of the tool's outputs: a file written into it would make the next
+    export of it refuse to replace it (a user's file there), so it is refused up front."""
+    from scbow.outputs import kind_of
+
+    runner = make_runner()
+    for fmt, what in (("model2vec", "a model2vec folder"), ("sentence-transformers", "a sentence-transformers folder")):
+        folder = shutil.copytree(folders[fmt], tmp_path / fmt)
+        before = sorted(p.name for p in folder.iterdir())
+        assert kind_of(folder) == what
+        for args in (["export", "-m", str(trained), "-o", str(folder / "v.txt")],
+                     ["embed", "-m", str(trained), str(corpus), "-o", str(folder / "e.npy")]):
+            assert_clean_error(runner.invoke(main, args), f"is inside {folder.resolve()}, {what}")
+        assert sorted(p.name for p in folder.iterdir()) == before

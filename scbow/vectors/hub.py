@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError
+from ..outputs import register_kind
 
 FORMATS = ("word2vec", "sentence-transformers", "model2vec")
 UNK = "[UNK]"
@@ -44,6 +45,19 @@ UNK = "[UNK]"
 ST_FILES = ("README.md", "config_sentence_transformers.json", "modules.json", "0_StaticEmbedding")
 M2V_FILES = ("README.md", "config.json", "model.safetensors", "tokenizer.json", "modules.json")
 ST_MODULE = "sentence_transformers.models.StaticEmbedding"
+
+
+@register_kind
+def output_kind(directory: Path) -> str | None:
+    """``"a sentence-transformers folder"`` or ``"a model2vec folder"`` (what ``export`` writes; one
+    from elsewhere too) when ``directory`` is one (:func:`scbow.outputs.kind_of`)."""
+    if not (directory / "modules.json").is_file():
+        return None
+    if (directory / "0_StaticEmbedding" / "model.safetensors").is_file():
+        return "a sentence-transformers folder"
+    if (directory / "model.safetensors").is_file() and (directory / "tokenizer.json").is_file():
+        return "a model2vec folder"
+    return None
 
 
 # ---------------------------------------------------------------------------------------
