@@ -102,8 +102,11 @@ def _identity(path: Path):
     return st.st_dev, st.st_ino
 
 
-def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False) -> None:
-    """ModelError if an output path is one of the inputs, or a file directly inside an input directory.
+def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_folders: bool = False) -> None:
+    """ModelError if an output path is one of the inputs, or a file directly inside an input directory;
+    with ``reads_folders`` (a command that reads the files below an input folder: train, prepare),
+    anywhere inside an input folder that is not one of the tool's outputs (those have
+    :func:`refuse_inside_ours`), where the next run would read it.
 
     ``outputs`` maps a description ("-o") to a path (or None); ``inputs`` is a dict or a list of
     ``(description, path)`` pairs. Paths are compared resolved and by device and inode, so a hard
@@ -111,11 +114,14 @@ def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False) -> None
     replaced whole, so no input may lie inside it.
     """
     taken: dict = {}  # identity or resolved path -> what it is
+    folders = []  # (what, resolved path) of the input directories that are not outputs of ours
     for name, path in (inputs.items() if isinstance(inputs, dict) else inputs):
         if path is None or str(path) == "-":
             continue
         path = Path(path)
         members = [path]
+        if reads_folders and path.is_dir() and kind_of(path) is None:
+            folders.append((name, Path(resolved(path))))
         if path.is_dir():
             try:
                 members.extend(path.iterdir())
@@ -140,3 +146,8 @@ def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False) -> None
                 hit = f"the directory holding {hit}"
         if hit is not None:
             raise ModelError(f"{out_name} {out}: is {hit}; refusing to overwrite an input (choose another path)")
+        where = Path(resolved(out))
+        folder = next(((name, d) for name, d in folders if where != d and where.is_relative_to(d)), None)
+        if folder is not None:  # the next run would read it as one of the inputs
+            raise ModelError(f"{out_name} {out}: is inside {folder[0]} ({folder[1]}), which is read as input; refusing "
+                             "to write into it (choose a path outside it)")

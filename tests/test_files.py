@@ -421,6 +421,16 @@ def test_outputs_that_are_inputs_are_refused(tmp_path, runner, healthy):
     with pytest.raises(ModelError, match="the directory holding"):
         refuse_overwrite({"-o": tmp_path}, {"INPUT": a}, replaces_dirs=True)
     refuse_overwrite({"-o": tmp_path}, {"INPUT": a})  # a file command reports "is a directory" itself
+    # inside an input folder, at any depth, existing or not: the next run would read it as input
+    (tmp_path / "corpus" / "deep").mkdir(parents=True)
+    for out in (tmp_path / "corpus" / "model", tmp_path / "corpus" / "deep" / "x" / "out.txt"):
+        with pytest.raises(ModelError, match=r"is inside the corpus \(.*corpus\), which is read as input"):
+            refuse_overwrite({"-o": out}, {"the corpus": tmp_path / "corpus"}, reads_folders=True)
+    refuse_overwrite({"-o": tmp_path / "corpus2"}, {"the corpus": tmp_path / "corpus"}, reads_folders=True)  # beside it
+    refuse_overwrite({"-o": tmp_path / "corpus" / "deep" / "o"}, {"INPUT": tmp_path / "corpus"})  # a command reads no folder
+    (tmp_path / "corpus" / "book.txt").write_text("One sentence. Another one.\n")
+    result = runner.invoke(main, ["prepare", str(tmp_path / "corpus"), "-o", str(tmp_path / "corpus" / "out.txt")])
+    assert_clean_error(result, "is inside the input folder", exit_code=1)
 
 
 def test_output_where_nobody_may_write(tmp_path, runner, corpus_file):

@@ -280,12 +280,14 @@ def test_progress_reports_stored_bytes_up_to_the_total_and_an_interrupt_leaves_n
     assert files_in(tmp_path) == ["a.txt"]
     assert calls[0] == (0, src.stat().st_size) and calls[1][0] > 0
     src.unlink()  # and a folder whose stored bytes are counted, one file compressed
-    (tmp_path / "a.txt.gz").write_bytes(gzip.compress("".join(f"Sentence number {i} of the file.\n"
-                                                             for i in range(100_000)).encode()))
-    (tmp_path / "b.txt").write_text("Another file.\n" * 10_000)
+    books = tmp_path / "books"
+    books.mkdir()
+    (books / "a.txt.gz").write_bytes(gzip.compress("".join(f"Sentence number {i} of the file.\n"
+                                                          for i in range(100_000)).encode()))
+    (books / "b.txt").write_text("Another file.\n" * 10_000)
     calls = []
-    stats = prepare([tmp_path], tmp_path / "out.txt", segmenter="lines", progress=lambda d, t: calls.append((d, t)))
-    total = (tmp_path / "a.txt.gz").stat().st_size + (tmp_path / "b.txt").stat().st_size
+    stats = prepare([books], tmp_path / "out.txt", segmenter="lines", progress=lambda d, t: calls.append((d, t)))
+    total = (books / "a.txt.gz").stat().st_size + (books / "b.txt").stat().st_size
     assert {t for _, t in calls} == {total} and calls[-1][0] == total == stats.bytes_read
     done = [d for d, _ in calls]
     assert done == sorted(done) and len(set(done)) > 3

@@ -543,7 +543,9 @@ def prepare(
     output = Path(output)
     files = find_inputs(inputs)  # the inputs and the output first: they name the user's own mistake
     try:
-        refuse_overwrite({"the output": output}, [("an input", f) for f, _ in files])
+        refuse_overwrite({"the output": output}, [*(("an input", f) for f, _ in files),
+                                                  *(("the input folder", p) for p in inputs if Path(p).is_dir())],
+                         reads_folders=True)
     except ModelError as exc:
         raise CorpusError(str(exc)) from None
     check_output_file(output, "corpus.txt.gz", CorpusError)
