@@ -242,6 +242,30 @@ def test_a_live_encoding_is_left_alone_by_clear(tmp_path):
     assert clear_cache(cache)[0] == 1 and not dead.exists()
 
 
+def test_an_uncached_encoding_left_by_a_killed_run_is_removed_by_the_next(tmp_path, monkeypatch, small_corpus_file):
+    """``--no-cache`` encodes into a temporary of $TMPDIR named with its writer's pid; one whose
+    writer died without its atexit (SIGKILL) is removed by the next uncached run, nothing else."""
+    import stat
+    import tempfile
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    a = load_corpus([small_corpus_file], min_count=1, use_cache=False)
+    work = Path(a.cache_path)
+    assert work.parent == tmp and work.name.startswith(f".scbow-corpus-uncached.tmp-{os.getpid()}-")
+    assert stat.S_IMODE(work.stat().st_mode) == 0o700 and (work / "tokens.npy").is_file()
+    killed = work.with_name(work.name.replace(f"-{os.getpid()}-", f"-{dead_pid()}-"))
+    shutil.copytree(work, killed)  # what a run killed by SIGKILL leaves: no atexit ran
+    (tmp / ".scbow-corpus-uncached.tmp-notes").write_text("mine\n")  # no writer's pid: not ours
+    (tmp / "scbow-corpus-abc123").mkdir()  # a name of mkdtemp's: not ours either
+    b = load_corpus([small_corpus_file], min_count=1, use_cache=False)
+    assert not os.path.lexists(killed)
+    assert work.is_dir() and Path(b.cache_path).is_dir() and b.cache_path != a.cache_path  # writers still running
+    assert (tmp / ".scbow-corpus-uncached.tmp-notes").read_text() == "mine\n" and (tmp / "scbow-corpus-abc123").is_dir()
+    assert np.array_equal(a.tokens, b.tokens)
+
+
 @pytest.mark.parametrize("where", ["model", "inside-model"])
 def test_the_corpus_cache_never_goes_into_a_model(tmp_path, runner, healthy, where):
     """Another kind of output, or inside one (each kind: test_files)."""

@@ -299,8 +299,25 @@ def load_corpus(
         work = new_entry(target)  # cache --clear leaves it alone while this process runs
     else:
         target = None
-        work = Path(tempfile.mkdtemp(prefix="scbow-corpus-"))
+        work = _uncached_dir()
     return _encode_into(files, min_count, max_vocab, work, target, progress)
+
+
+def _uncached_dir() -> Path:
+    """A new directory for an encoding that is not cached: a temporary of the output
+    ``$TMPDIR/scbow-corpus-uncached`` (``.scbow-corpus-uncached.tmp-PID-RANDOM``, private to
+    its user), which is never renamed into place; it goes when its process exits, and the
+    ones whose process died without that (SIGKILL) are removed first, as every output's are."""
+    from ..files import new_temporary, remove_leftovers
+
+    scratch = Path(tempfile.gettempdir()) / "scbow-corpus-uncached"
+    remove_leftovers(scratch)
+    try:
+        work = new_temporary(scratch, directory=True)
+        os.chmod(work, 0o700)  # the words of the corpus, in a folder others may list
+    except OSError as exc:
+        raise CorpusError(f"cannot create a temporary directory in {scratch.parent}: {exc.strerror or exc}") from None
+    return work
 
 
 def _encode_into(files, min_count, max_vocab, work: Path, target: Path | None, progress) -> Corpus:
