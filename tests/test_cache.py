@@ -65,10 +65,12 @@ def test_a_cache_hit_is_not_rebuilt_and_a_change_is_another_entry(tmp_path, monk
     assert c.n_sentences == 120 and not (tmp_path / "unused").exists()
 
 
-@pytest.mark.parametrize("damage", ["tokens-missing", "token-out-of-range", "offsets-backwards", "wrong-dtype"])
+@pytest.mark.parametrize("damage", ["tokens-missing", "token-out-of-range", "offsets-backwards", "wrong-dtype",
+                                    "document-moved", "documents-merged", "document-skipped"])
 def test_a_damaged_entry_is_rebuilt_into_the_same_corpus(tmp_path, small_corpus_file, damage):
     a = load_corpus([small_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
-    expected = {name: np.array(getattr(a, name)) for name in ("tokens", "offsets", "sent_doc")}
+    expected = {name: np.array(getattr(a, name)) for name in ("tokens", "offsets", "sent_doc", "doc_offsets")}
+    assert a.doc_offsets.tolist() == [0, 30, 60, 90, 120]
     entry = Path(a.cache_path)
     if damage == "tokens-missing":
         (entry / "tokens.npy").unlink()
@@ -80,8 +82,17 @@ def test_a_damaged_entry_is_rebuilt_into_the_same_corpus(tmp_path, small_corpus_
         offsets = np.load(entry / "offsets.npy")
         offsets[3], offsets[4] = offsets[4], offsets[3] - 1
         np.save(entry / "offsets.npy", offsets)
-    else:
+    elif damage == "wrong-dtype":
         np.save(entry / "sent_doc.npy", np.load(entry / "sent_doc.npy").astype(np.float64))
+    elif damage == "document-moved":  # in order and in bounds, but not where sent_doc says
+        np.save(entry / "doc_offsets.npy", np.array([0, 10, 60, 90, 120]))
+    elif damage == "documents-merged":  # the same sizes sent_doc implies, all in one document
+        np.save(entry / "doc_offsets.npy", np.array([0, 120, 120, 120, 120]))
+    else:  # sent_doc jumps over a document, which then has no sentence
+        sent_doc = np.load(entry / "sent_doc.npy")
+        sent_doc[30:] += 1
+        np.save(entry / "sent_doc.npy", sent_doc)
+        np.save(entry / "doc_offsets.npy", np.array([0, 30, 30, 60, 90, 120]))
     b = load_corpus([small_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
     for name, array in expected.items():
         assert np.array_equal(getattr(b, name), array) and getattr(b, name).dtype == array.dtype, name
@@ -229,6 +240,30 @@ def test_a_live_encoding_is_left_alone_by_clear(tmp_path):
     live.rename(dead)  # its writer gone
     assert not in_use(dead)
     assert clear_cache(cache)[0] == 1 and not dead.exists()
+
+
+def test_an_uncached_encoding_left_by_a_killed_run_is_removed_by_the_next(tmp_path, monkeypatch, small_corpus_file):
+    """``--no-cache`` encodes into a temporary of $TMPDIR named with its writer's pid; one whose
+    writer died without its atexit (SIGKILL) is removed by the next uncached run, nothing else."""
+    import stat
+    import tempfile
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    a = load_corpus([small_corpus_file], min_count=1, use_cache=False)
+    work = Path(a.cache_path)
+    assert work.parent == tmp and work.name.startswith(f".scbow-corpus-uncached.tmp-{os.getpid()}-")
+    assert stat.S_IMODE(work.stat().st_mode) == 0o700 and (work / "tokens.npy").is_file()
+    killed = work.with_name(work.name.replace(f"-{os.getpid()}-", f"-{dead_pid()}-"))
+    shutil.copytree(work, killed)  # what a run killed by SIGKILL leaves: no atexit ran
+    (tmp / ".scbow-corpus-uncached.tmp-notes").write_text("mine\n")  # no writer's pid: not ours
+    (tmp / "scbow-corpus-abc123").mkdir()  # a name of mkdtemp's: not ours either
+    b = load_corpus([small_corpus_file], min_count=1, use_cache=False)
+    assert not os.path.lexists(killed)
+    assert work.is_dir() and Path(b.cache_path).is_dir() and b.cache_path != a.cache_path  # writers still running
+    assert (tmp / ".scbow-corpus-uncached.tmp-notes").read_text() == "mine\n" and (tmp / "scbow-corpus-abc123").is_dir()
+    assert np.array_equal(a.tokens, b.tokens)
 
 
 @pytest.mark.parametrize("where", ["model", "inside-model"])

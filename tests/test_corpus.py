@@ -176,6 +176,11 @@ def test_directory_input_reads_its_text_files_in_order_and_names_what_it_leaves_
     assert "1 file left out (help.html)" in err and ".hidden" not in err
     (d / "help.html").unlink()
     assert expand([d]) == [d / "a.txt", d / "b.txt"] and capsys.readouterr().err == ""
+    # a file reached twice (named again, or a link to it in the folder) is read once, as prepare reads it
+    (d / "c.txt").symlink_to("a.txt")
+    again = load_corpus([d, d / "b.txt"], min_count=1, use_cache=False)
+    assert decode(again) == (sents, docs) and again.n_sentences == c.n_sentences
+    assert "each file is read once" in capsys.readouterr().err
 
 
 def test_oov_words_and_empty_sentences_and_documents_are_dropped_and_invalid_utf8_counted(tmp_path):

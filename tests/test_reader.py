@@ -178,3 +178,21 @@ def test_the_tools_own_outputs_are_not_read_as_text(tmp_path, good_model):
                        (index, "a sentence index")):
         with pytest.raises(CorpusError, match=f"{path}: is {what}, not text"):
             expand([path])
+
+
+def test_a_file_reached_twice_is_read_once_with_a_note_by_train_and_prepare_alike(tmp_path, capsys):
+    from scbow.text.prepare import find_inputs
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+    a, c, hard = folder / "a.txt", tmp_path / "c.txt", tmp_path / "h.txt"
+    a.write_text("One sentence here.\n")
+    c.write_text("Another one.\n")
+    (folder / "b.txt").symlink_to("a.txt")  # reached again through a link in the folder
+    os.link(c, hard)  # and through a second name
+    for inputs in (expand, lambda paths: [f for f, _ in find_inputs(paths)]):
+        assert inputs([c, folder, c, hard]) == [c, a]
+        err = capsys.readouterr().err
+        assert f"{folder / 'b.txt'} is {a}; {c} named twice; {hard} is {c}" in err and err.count("\n") == 1
+    assert expand([c, tmp_path / ".." / tmp_path.name / "c.txt"]) == [c]  # another spelling of it
+    assert expand([a, c]) == [a, c] and capsys.readouterr().err.count("read once") == 1

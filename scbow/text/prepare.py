@@ -236,7 +236,7 @@ def find_inputs(inputs: Iterable[os.PathLike | str]) -> list[tuple[Path, str]]:
     if not inputs:
         raise CorpusError("no input file given")
     looked = ", ".join(TEXT_SUFFIXES + JSONL_SUFFIXES) + ", also compressed"
-    files = expand(inputs, recursive=True, accept=lambda f: _kind(f) is not None, looked_for=looked, unique=True)
+    files = expand(inputs, recursive=True, accept=lambda f: _kind(f) is not None, looked_for=looked)
     return [(f, _kind(f) or "text") for f in files]
 
 

@@ -205,8 +205,17 @@ def _has_text_suffix(path: Path) -> bool:
     return path.name.lower().endswith(TEXT_SUFFIXES)
 
 
-def expand(paths, recursive: bool = False, accept=None, looked_for: str | None = None,
-           unique: bool = False) -> list[Path]:
+def _same_file_key(path: Path):
+    """What makes two paths one file: its device and inode (a symbolic or hard link is the file it
+    names), or its resolved path where it cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    return st.st_dev, st.st_ino
+
+
+def expand(paths, recursive: bool = False, accept=None, looked_for: str | None = None) -> list[Path]:
     """Files and directories -> the files they stand for, in order.
 
     A directory stands for the files in it whose names ``accept`` (default: ending in one
@@ -214,7 +223,8 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
     hidden names, links to folders and the tool's own outputs (a model, a checkpoint,
     shards, an index, a cache entry: ``scbow.outputs.kind_of``) skipped; one of those given
     itself is refused. A file stands for itself
-    whatever its name. ``unique``: a file named twice (by any path) is kept once.
+    whatever its name. A file reached twice (named twice, or again through a symbolic or
+    hard link: :func:`_same_file_key`) is read once, where it comes first, with a note.
     CorpusError for a path that does not exist, is not a regular file, cannot be read, or
     a directory with no such file (the message says what was ``looked_for``).
     """
@@ -251,9 +261,19 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
             raise CorpusError(f"{p}: not a regular file")
         else:
             raise CorpusError(f"{p}: no such file or directory")
-    if unique:
-        seen: set[str] = set()
-        files = [f for f in files if not (os.path.realpath(f) in seen or seen.add(os.path.realpath(f)))]
+    first: dict = {}  # a file's key -> the path it came first as
+    repeats = []
+    for f in files:
+        key = _same_file_key(f)
+        if key in first:
+            repeats.append((f, first[key]))
+        else:
+            first[key] = f
+    if repeats:
+        files = list(first.values())
+        named = "; ".join(f"{f} named twice" if str(f) == str(same) else f"{f} is {same}" for f, same in repeats[:3])
+        more = f" (and {len(repeats) - 3:,} more)" if len(repeats) > 3 else ""
+        print(f"note: each file is read once: {named}{more}", file=sys.stderr, flush=True)
     for f in files:
         if not os.access(f, os.R_OK):
             raise CorpusError(f"{f}: permission denied")

@@ -299,8 +299,25 @@ def load_corpus(
         work = new_entry(target)  # cache --clear leaves it alone while this process runs
     else:
         target = None
-        work = Path(tempfile.mkdtemp(prefix="scbow-corpus-"))
+        work = _uncached_dir()
     return _encode_into(files, min_count, max_vocab, work, target, progress)
+
+
+def _uncached_dir() -> Path:
+    """A new directory for an encoding that is not cached: a temporary of the output
+    ``$TMPDIR/scbow-corpus-uncached`` (``.scbow-corpus-uncached.tmp-PID-RANDOM``, private to
+    its user), which is never renamed into place; it goes when its process exits, and the
+    ones whose process died without that (SIGKILL) are removed first, as every output's are."""
+    from ..files import new_temporary, remove_leftovers
+
+    scratch = Path(tempfile.gettempdir()) / "scbow-corpus-uncached"
+    remove_leftovers(scratch)
+    try:
+        work = new_temporary(scratch, directory=True)
+        os.chmod(work, 0o700)  # the words of the corpus, in a folder others may list
+    except OSError as exc:
+        raise CorpusError(f"cannot create a temporary directory in {scratch.parent}: {exc.strerror or exc}") from None
+    return work
 
 
 def _encode_into(files, min_count, max_vocab, work: Path, target: Path | None, progress) -> Corpus:
@@ -419,10 +436,12 @@ def _build(files, min_count, max_vocab, work: Path, progress) -> None:
 
 
 def _check_arrays(a: dict, n_words: int) -> None:
-    """Raise ValueError unless the cached arrays index each other in bounds.
+    """Raise ValueError unless the cached arrays index each other in bounds and agree.
 
     The kernels read them without bounds checks, so a damaged cache must be refused (and
-    rebuilt) here, not followed into memory it does not own. One pass over each array.
+    rebuilt) here, not followed into memory it does not own; ``doc_offsets`` must be
+    exactly the document boundaries ``sent_doc`` implies (else it would train on other
+    documents). One pass over each array.
     """
     tokens, offsets, sent_doc, doc_offsets = a["tokens"], a["offsets"], a["sent_doc"], a["doc_offsets"]
     n_sent, n_doc = len(offsets) - 1, len(doc_offsets) - 1
@@ -434,11 +453,15 @@ def _check_arrays(a: dict, n_words: int) -> None:
         raise ValueError("cache tokens outside the vocabulary")
     if offsets[0] != 0 or offsets[-1] != len(tokens) or (n_sent > 0 and np.diff(offsets).min() < 0):
         raise ValueError("cache sentence offsets out of order")
-    if doc_offsets[0] != 0 or doc_offsets[-1] != n_sent or (n_doc > 0 and np.diff(doc_offsets).min() < 0):
-        raise ValueError("cache document offsets out of order")
-    if n_sent > 0 and (int(sent_doc.min()) < 0 or int(sent_doc.max()) >= max(n_doc, 1)
-                       or (n_sent > 1 and np.diff(sent_doc).min() < 0)):
+    # documents are numbered 0, 1, 2, ... in sentence order (an empty one disappears), and
+    # doc_offsets is where each starts: all of it follows from sent_doc
+    steps = np.diff(sent_doc)
+    if n_sent > 0 and (sent_doc[0] != 0 or (n_sent > 1 and (steps.min() < 0 or steps.max() > 1))):
         raise ValueError("cache sentence documents out of order")
+    starts = np.flatnonzero(steps) + 1
+    if n_doc != (len(starts) + 1 if n_sent > 0 else 0) or doc_offsets[0] != 0 or doc_offsets[-1] != n_sent \
+            or not np.array_equal(doc_offsets[1:-1], starts):
+        raise ValueError("cache document offsets do not match the sentences' documents")
 
 
 def _load_cached(path: Path, keep_dir: Path | None = None) -> Corpus:
