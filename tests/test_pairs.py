@@ -74,3 +74,15 @@ def test_nothing_to_search_or_score_is_an_error_not_silence(tmp_path, runner, he
     (tmp_path / "e.txt").write_text("")
     assert_clean_error(similarity(runner, model, "--pairs", tmp_path / "e.txt"), "no sentence pairs")
     assert_clean_error(similarity(runner, model, "--pairs", "-", input=""), "no sentence pairs")
+
+
+def test_pairs_skip_blank_lines_as_evaluate_does(tmp_path, runner, healthy):
+    model, _ = healthy
+    (tmp_path / "plain.tsv").write_text("4\tthe cat sat\tthe dog ran\n1\ta cat\tthe man\n")
+    (tmp_path / "blank.tsv").write_text("\n4\tthe cat sat\tthe dog ran\n \t \n\n1\ta cat\tthe man\n\n")
+    plain, blank = (similarity(runner, model, "--pairs", tmp_path / name) for name in ("plain.tsv", "blank.tsv"))
+    assert blank.exit_code == 0, blank.output
+    assert blank.stdout == plain.stdout and len(blank.stdout.splitlines()) == 2 and "scored 2 pairs" in blank.stderr
+    assert runner.invoke(main, ["evaluate", "-m", str(model), str(tmp_path / "blank.tsv")]).exit_code == 0
+    assert "blank lines are skipped" in similarity(runner, model, "--help").stdout.replace("\n", " ").replace("  ", " ")
+
