@@ -86,3 +86,13 @@ def test_pairs_skip_blank_lines_as_evaluate_does(tmp_path, runner, healthy):
     assert runner.invoke(main, ["evaluate", "-m", str(model), str(tmp_path / "blank.tsv")]).exit_code == 0
     assert "blank lines are skipped" in similarity(runner, model, "--help").stdout.replace("\n", " ").replace("  ", " ")
 
+
+def test_pairs_with_no_stdout_drop_the_scores_as_click_echo_does(tmp_path, healthy, monkeypatch):
+    import sys
+
+    from scbow.use.pairs import score_pairs
+
+    (tmp_path / "p.tsv").write_text("the cat sat\tthe dog ran\n")
+    monkeypatch.setattr(sys, "stdout", None)  # what Python sets when the shell closed it: >&-
+    assert score_pairs(load_model(healthy[0]), tmp_path / "p.tsv") == (1, 0)
+

@@ -14,6 +14,16 @@ from .evaluate import MAX_GOLD
 PAIRS_BLOCK = 20_000  # pairs embedded at once
 
 
+class _Nowhere:
+    """Where results go when there is no stdout (the shell closed it: ``>&-``), as click.echo drops them."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
 def score_pairs(model, path, out=None, unknown: str | None = None, block: int = PAIRS_BLOCK) -> tuple[int, int]:
     """Write the cosine of every pair of ``path`` (``-``: stdin) to ``out``, one a line, in order.
 
@@ -22,7 +32,8 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
     prints ``nan``. Returns ``(pairs, pairs printed as nan)``. CorpusError for a missing or
     damaged file or a line of another shape.
     """
-    out = out or sys.stdout
+    if out is None:
+        out = sys.stdout if sys.stdout is not None else _Nowhere()
     if str(path) != "-" and not Path(path).is_file():
         raise CorpusError(f"{path}: no such file" if not Path(path).exists() else f"{path}: not a regular file")
     if str(path) != "-" and compression(path) is not None:
