@@ -246,3 +246,19 @@ def test_neighbors_cli_sentences(tmp_path, runner, model):
     assert_clean_error(runner.invoke(main, [*m, "cat", "--sentence", "cat", "--in", str(src)]), "not both")
     assert_clean_error(runner.invoke(main, [*m, "--sentence", "zebra", "--in", str(src)]), "no word")
     assert_clean_error(runner.invoke(main, [*m, "--sentence", "cat", "--in", str(tmp_path / "no.txt")]), "no such")
+
+
+def test_nearest_sentences_warn_of_lines_that_are_not_utf8(tmp_path, runner, model):
+    src = tmp_path / "s.txt"
+    src.write_bytes(b"the cat \xff sat\nthe dog ran\n\xfe big red house\n" + b"a small cat\n" * 3)
+    said = []
+    got = nearest_sentences(model, "the cat sat", src, topn=3, warn=said.append)
+    assert said == [f"warning: 2 lines of {src} are not valid UTF-8; their bad bytes were read as U+FFFD "
+                    "(the replacement character)"]
+    fixed = tmp_path / "fixed.txt"
+    fixed.write_text(src.read_bytes().decode("utf-8", "replace"), encoding="utf-8")
+    assert nearest_sentences(model, "the cat sat", fixed, topn=3, warn=said.append) == got  # the same results
+    save_model(model, tmp_path / "m")
+    result = runner.invoke(main, ["neighbors", "-m", str(tmp_path / "m"), "--sentence", "the cat", "--in", "-"],
+                           input=src.read_bytes())
+    assert result.exit_code == 0 and "warning: 2 lines of <stdin> are not valid UTF-8" in result.stderr, result.output

@@ -8,7 +8,7 @@ import click
 
 from ..outputs import refuse_overwrite
 from ..vectors.neighbours import NEIGHBOUR_MIN_COUNT
-from .app import Count, load, main, model_dir, model_option
+from .app import Count, load, main, model_dir, model_option, say
 
 
 class FiniteRange(click.FloatRange):
@@ -218,7 +218,7 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
         for cos, file, line, text in found:
             click.echo(f"{cos:.4f}\t{f'{file}:{line}' if several else line}\t{text}")
         return
-    for cos, line, text in nearest_sentences(model, sentence, in_path, topn=topn):
+    for cos, line, text in nearest_sentences(model, sentence, in_path, topn=topn, warn=say):
         click.echo(f"{cos:.4f}\t{line}\t{text}")
 
 

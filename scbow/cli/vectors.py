@@ -39,7 +39,7 @@ def similarity(model_path, sentence1, sentence2, pairs_path, unknown):
             raise click.ClickException("give either SENTENCE1 SENTENCE2 or --pairs FILE, not both")
         from ..use.pairs import score_pairs
 
-        total, unscored = score_pairs(load(model_path), pairs_path, unknown=unknown)
+        total, unscored = score_pairs(load(model_path), pairs_path, unknown=unknown, warn=say)
         say(f"scored {plural(total, 'pair')}" + (f"; {unscored:,} had a side with nothing to average (printed as nan)"
                                                 if unscored else ""))
         return

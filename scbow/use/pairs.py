@@ -8,10 +8,17 @@ import sys
 from pathlib import Path
 
 from ..errors import CorpusError
+from ..progress import note, plural
 from ..text.reader import check_text, compression, open_bytes, open_text
 from .evaluate import MAX_GOLD
 
 PAIRS_BLOCK = 20_000  # pairs embedded at once
+
+
+def invalid_utf8_warning(name: str, bad: int) -> str:
+    """The warning for ``bad`` lines of the text ``name`` read with bytes that are not UTF-8 (the trainer's words)."""
+    return (f"warning: {plural(bad, 'line')} of {name} {'is' if bad == 1 else 'are'} not valid UTF-8; "
+            "their bad bytes were read as U+FFFD (the replacement character)")
 
 
 class _Nowhere:
@@ -24,16 +31,20 @@ class _Nowhere:
         pass
 
 
-def score_pairs(model, path, out=None, unknown: str | None = None, block: int = PAIRS_BLOCK) -> tuple[int, int]:
+def score_pairs(model, path, out=None, unknown: str | None = None, block: int = PAIRS_BLOCK,
+                warn=None) -> tuple[int, int]:
     """Write the cosine of every pair of ``path`` (``-``: stdin) to ``out``, one a line, in order.
 
     A line is ``s1<TAB>s2`` or ``gold<TAB>s1<TAB>s2`` (an STS file); a blank (whitespace-only)
     line is skipped, as ``evaluate`` skips it; a pair with a side that has nothing to average
-    prints ``nan``. Returns ``(pairs, pairs printed as nan)``. CorpusError for a missing or
-    damaged file or a line of another shape.
+    prints ``nan``. Returns ``(pairs, pairs printed as nan)``. Lines with bytes that are not
+    UTF-8 are read with U+FFFD in their place and counted in one warning, passed to ``warn``
+    (default: a line on stderr). CorpusError for a missing or damaged file or a line of
+    another shape.
     """
     if out is None:
         out = sys.stdout if sys.stdout is not None else _Nowhere()
+    warn = warn or note
     if str(path) != "-" and not Path(path).is_file():
         raise CorpusError(f"{path}: no such file" if not Path(path).exists() else f"{path}: not a regular file")
     if str(path) != "-" and compression(path) is not None:
@@ -46,7 +57,7 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
     # utf-8-sig, like the STS files: a byte order mark is not part of the first sentence
     fh = (io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="replace", newline=None)
           if str(path) == "-" else open_text(Path(path)))
-    total = unscored = 0
+    total = unscored = invalid = 0
     started = False
 
     def flush(first, second):
@@ -59,8 +70,8 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
     lines: list[str] = []
 
     def check():  # the rule for text that is not text, on each block of lines read (the first: at the start)
-        nonlocal started
-        check_text(name, "".join(lines), at_start=not started)
+        nonlocal invalid, started
+        invalid += check_text(name, "".join(lines), at_start=not started)
         started = True
         lines.clear()
 
@@ -106,4 +117,6 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
         else:
             fh.detach()  # leaves sys.stdin open
         out.flush()
+    if invalid:
+        warn(invalid_utf8_warning(name, invalid))
     return total, unscored
