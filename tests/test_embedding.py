@@ -262,3 +262,16 @@ def test_nearest_sentences_warn_of_lines_that_are_not_utf8(tmp_path, runner, mod
     result = runner.invoke(main, ["neighbors", "-m", str(tmp_path / "m"), "--sentence", "the cat", "--in", "-"],
                            input=src.read_bytes())
     assert result.exit_code == 0 and "warning: 2 lines of <stdin> are not valid UTF-8" in result.stderr, result.output
+
+
+@pytest.mark.parametrize("dim", [6, 64, 300])
+def test_nearest_sentences_give_equal_lines_equal_scores_earliest_first(tmp_path, dim):
+    model = hashing_model(dim)
+    src = tmp_path / "s.txt"
+    for line in ("the cat sat", "a big red house", "dog", "the mat xyzzy"):
+        src.write_text(f"{line}\n" * 50 + "the cat\n", encoding="utf-8")
+        for query in ("the cat", "a big dog", "red mat"):
+            got = nearest_sentences(model, query, src, topn=3)
+            if got[0][1] != 51:  # the repeated line nearest: its first three, the same score
+                assert [n for _, n, _ in got] == [1, 2, 3] and len({c for c, _, _ in got}) == 1, (line, query, got)
+            assert got == nearest_sentences(model, query, src, topn=3, block_chars=100)

@@ -354,8 +354,8 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
                       block_chars: int = BLOCK_CHARS, warn=None) -> list[tuple[float, int, str]]:
     """The ``topn`` lines of a text file nearest to ``sentence`` by cosine of averages.
 
-    Returns ``(cosine, line_number, line)`` tuples, best first (ties: earlier line first);
-    line numbers are 1-based. Lines with nothing to average are never returned. Words
+    Returns ``(cosine, line_number, line)`` tuples, best first (ties, cosines equal to 1e-12:
+    earlier line first); line numbers are 1-based. Lines with nothing to average are never returned. Words
     outside the vocabulary follow the model's own rule (``Model.embed``). Lines with bytes
     that are not UTF-8 are read with U+FFFD in their place and counted in one warning,
     passed to ``warn`` (default: a line on stderr). Raises ValueError when ``sentence`` has
@@ -387,8 +387,10 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
         with np.errstate(invalid="ignore", divide="ignore"):
             cos = (rows.astype(np.float64) @ q) / norms
         cos[(counts == 0) | ~np.isfinite(cos)] = -np.inf
-        k = min(topn, len(lines))
-        top = np.argpartition(-cos, k - 1)[:k] if k < len(lines) else np.arange(len(lines))
+        # equal lines give equal cosines: the matrix product may differ in the last bit from row
+        # to row (and an average in word order), so ties are told at 1e-12 and kept in line order
+        cos = np.round(cos, 12)
+        top = np.argsort(-cos, kind="stable")[:topn]
         top = top[np.isfinite(cos[top])]
         cand_cos = np.concatenate([best_cos, cos[top]])
         cand_line = np.concatenate([best_line, first_line + top])
