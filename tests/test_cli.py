@@ -280,7 +280,8 @@ def test_info_describes_a_model(runner, trained, tmp_path):
 
 
 BOUNDED = {"examples": 10**400, "examples_per_second": -5, "first_loss": 1e308, "final_loss": 2.0, "kernel_seconds": -1,
-           "threads": 2}  # info bounds what it reads: its training line is "0 examples in ? s on 2 threads", no rate or loss
+           "threads": 2}  # info bounds what it reads: its training line is "? examples in ? s on 2 threads", no rate or loss
+CHECKPOINT = {"checkpoint": True, "raw_vectors": True, "examples": 2817885, "of_examples": 5000000}  # no time, no threads
 
 
 @pytest.mark.parametrize("damage", [
@@ -290,6 +291,7 @@ BOUNDED = {"examples": 10**400, "examples_per_second": -5, "first_loss": 1e308, 
                                      "kernel_seconds": "slow", "examples_per_second": [], "device": 3}},
     {"training": {"first_loss": float("nan"), "final_loss": float("inf")}},
     {"init_vectors": {"x": float("nan")}}, {"expansions": [float("inf")]}, {"format": 7}, {"training": BOUNDED},
+    {"training": CHECKPOINT}, {"corpus": {"files": ["c.txt"], "raw_tokens": 70, "sentences": -5}},
 ])
 def test_info_reads_a_damaged_record_and_prints_strict_json(tmp_path, runner, healthy, damage):
     model = tmp_path / "model"
@@ -306,7 +308,12 @@ def test_info_reads_a_damaged_record_and_prints_strict_json(tmp_path, runner, he
     assert record["words"] > 0
     if damage == {"training": BOUNDED}:
         line = next(x for x in shown.stdout.splitlines() if x.startswith("training"))
-        assert "0 examples in ? s on 2 threads" in line and "/s" not in line and "loss" not in line, line
+        assert " ? examples in ? s on 2 threads" in line and "/s" not in line and "loss" not in line, line
+    if damage == {"training": CHECKPOINT}:  # a missing value is unknown, never 0
+        line = next(x for x in shown.stdout.splitlines() if x.startswith("training"))
+        assert "2,817,885 examples in ? s on ? threads; a checkpoint" in line, line
+    if isinstance(damage.get("corpus"), dict) and damage["corpus"].get("sentences") == -5:
+        assert "70 tokens, ? sentences in ? documents;" in shown.stdout, shown.stdout
 
 
 # ---------------------------------------------------------------- help and messages

@@ -316,3 +316,33 @@ def test_intermediate_points_score_the_post_processed_vectors_of_that_moment(set
         assert p["dev"]["pearson"] == pytest.approx(expected, abs=1e-6)
         assert p["dev_raw"]["pearson"] == pytest.approx(score_set(raw, dev).pearson, abs=1e-6)
         assert abs(expected - score_set(raw, dev).pearson) > 1e-4  # the post-processing changes the score
+
+
+def test_plot_draws_titles_and_names_as_they_read(curved_model, tmp_path, monkeypatch, runner):
+    """A $ is a dollar sign, not matplotlib's TeX (which mangled 'cost $5 and $' and failed on '$\\frac{$');
+    a title that is not text (bytes of another encoding in argv) is one Error line."""
+    pytest.importorskip("matplotlib")
+    from scbow.use import plot as plot_mod
+
+    curve = json.loads((curved_model / "curve.json").read_text())
+    curve["dev"]["name"] = "dev $\\frac{$ \ud800"  # a damaged curve.json: TeX and a lone surrogate
+    (tmp_path / "curve.json").write_text(json.dumps(curve))
+    for title in ("cost $5 and $", "price $\\frac{$"):
+        result = runner.invoke(main, ["plot", str(tmp_path / "curve.json"), "-o", str(tmp_path / "c.png"), "--title", title])
+        assert result.exit_code == 0, result.output
+        png_size(tmp_path / "c.png")
+    result = runner.invoke(main, ["plot", str(curved_model), "-o", str(tmp_path / "s.png"), "--title", "bad \udcff"])
+    assert_clean_error(result, "--title: not UTF-8 text")
+    assert not (tmp_path / "s.png").exists()
+    figures = []
+    close = plot_mod.plt.close
+    monkeypatch.setattr(plot_mod.plt, "close", lambda fig=None: figures.append(fig))
+    try:
+        plot_mod.plot_curve(curve, tmp_path / "d.png", title="cost $5 and $")
+        ax = figures[-1].axes[0]
+        assert ax.get_title() == "cost $5 and $" and not ax.title.get_parse_math()
+        names = [text.get_text() for text in ax.get_legend().get_texts()]
+        assert names[0] == "dev $\\frac{$ ? (as saved)" and not any(t.get_parse_math() for t in ax.get_legend().get_texts())
+    finally:
+        for fig in figures:
+            close(fig)

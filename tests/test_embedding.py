@@ -246,3 +246,32 @@ def test_neighbors_cli_sentences(tmp_path, runner, model):
     assert_clean_error(runner.invoke(main, [*m, "cat", "--sentence", "cat", "--in", str(src)]), "not both")
     assert_clean_error(runner.invoke(main, [*m, "--sentence", "zebra", "--in", str(src)]), "no word")
     assert_clean_error(runner.invoke(main, [*m, "--sentence", "cat", "--in", str(tmp_path / "no.txt")]), "no such")
+
+
+def test_nearest_sentences_warn_of_lines_that_are_not_utf8(tmp_path, runner, model):
+    src = tmp_path / "s.txt"
+    src.write_bytes(b"the cat \xff sat\nthe dog ran\n\xfe big red house\n" + b"a small cat\n" * 3)
+    said = []
+    got = nearest_sentences(model, "the cat sat", src, topn=3, warn=said.append)
+    assert said == [f"warning: 2 lines of {src} are not valid UTF-8; their bad bytes were read as U+FFFD "
+                    "(the replacement character)"]
+    fixed = tmp_path / "fixed.txt"
+    fixed.write_text(src.read_bytes().decode("utf-8", "replace"), encoding="utf-8")
+    assert nearest_sentences(model, "the cat sat", fixed, topn=3, warn=said.append) == got  # the same results
+    save_model(model, tmp_path / "m")
+    result = runner.invoke(main, ["neighbors", "-m", str(tmp_path / "m"), "--sentence", "the cat", "--in", "-"],
+                           input=src.read_bytes())
+    assert result.exit_code == 0 and "warning: 2 lines of <stdin> are not valid UTF-8" in result.stderr, result.output
+
+
+@pytest.mark.parametrize("dim", [6, 64, 300])
+def test_nearest_sentences_give_equal_lines_equal_scores_earliest_first(tmp_path, dim):
+    model = hashing_model(dim)
+    src = tmp_path / "s.txt"
+    for line in ("the cat sat", "a big red house", "dog", "the mat xyzzy"):
+        src.write_text(f"{line}\n" * 50 + "the cat\n", encoding="utf-8")
+        for query in ("the cat", "a big dog", "red mat"):
+            got = nearest_sentences(model, query, src, topn=3)
+            if got[0][1] != 51:  # the repeated line nearest: its first three, the same score
+                assert [n for _, n, _ in got] == [1, 2, 3] and len({c for c, _, _ in got}) == 1, (line, query, got)
+            assert got == nearest_sentences(model, query, src, topn=3, block_chars=100)

@@ -484,6 +484,9 @@ def test_neighbors_cli(tmp_path, runner, model400):
     save_model(Model(Vocab(["cat", "mezzanine"], [3, 2]), np.eye(2, dtype=np.float32)), tmp_path / "rare")
     assert_clean_error(runner.invoke(main, ["neighbors", "-m", str(tmp_path / "rare"), "cat"]),
                        f"no other word is seen at least {NEIGHBOUR_MIN_COUNT} times", "--min-count")
+    for query in (["cat", "mezzanine"], ["cat", "--negative", "mezzanine"], ["cat", "mezzanine", "--min-count", "0"]):
+        assert_clean_error(runner.invoke(main, ["neighbors", "-m", str(tmp_path / "rare"), *query]),
+                           "no other word: the query holds every word of the model (2)")
     src = tmp_path / "s.txt"
     src.write_text("the cat\n", encoding="utf-8")
     assert_clean_error(runner.invoke(main, [*m[:3], "--sentence", "cat", "--in", str(src), "--min-count", "5"]),

@@ -74,3 +74,38 @@ def test_nothing_to_search_or_score_is_an_error_not_silence(tmp_path, runner, he
     (tmp_path / "e.txt").write_text("")
     assert_clean_error(similarity(runner, model, "--pairs", tmp_path / "e.txt"), "no sentence pairs")
     assert_clean_error(similarity(runner, model, "--pairs", "-", input=""), "no sentence pairs")
+
+
+def test_pairs_skip_blank_lines_as_evaluate_does(tmp_path, runner, healthy):
+    model, _ = healthy
+    (tmp_path / "plain.tsv").write_text("4\tthe cat sat\tthe dog ran\n1\ta cat\tthe man\n")
+    (tmp_path / "blank.tsv").write_text("\n4\tthe cat sat\tthe dog ran\n \t \n\n1\ta cat\tthe man\n\n")
+    plain, blank = (similarity(runner, model, "--pairs", tmp_path / name) for name in ("plain.tsv", "blank.tsv"))
+    assert blank.exit_code == 0, blank.output
+    assert blank.stdout == plain.stdout and len(blank.stdout.splitlines()) == 2 and "scored 2 pairs" in blank.stderr
+    assert runner.invoke(main, ["evaluate", "-m", str(model), str(tmp_path / "blank.tsv")]).exit_code == 0
+    assert "blank lines are skipped" in similarity(runner, model, "--help").stdout.replace("\n", " ").replace("  ", " ")
+
+
+def test_pairs_with_no_stdout_drop_the_scores_as_click_echo_does(tmp_path, healthy, monkeypatch):
+    import sys
+
+    from scbow.use.pairs import score_pairs
+
+    (tmp_path / "p.tsv").write_text("the cat sat\tthe dog ran\n")
+    monkeypatch.setattr(sys, "stdout", None)  # what Python sets when the shell closed it: >&-
+    assert score_pairs(load_model(healthy[0]), tmp_path / "p.tsv") == (1, 0)
+
+
+def test_pairs_warn_of_lines_that_are_not_utf8_as_the_trainer_does(tmp_path, runner, healthy):
+    model, _ = healthy
+    data = b"the cat \xff sat\tthe dog ran\n\xfe\xfe\ta cat\nthe man\tthe cat\n" + b"a dog\tthe cat\n" * 3
+    (tmp_path / "bad.tsv").write_bytes(data)
+    result = similarity(runner, model, "--pairs", tmp_path / "bad.tsv")
+    assert result.exit_code == 0, result.output
+    assert f"warning: 2 lines of {tmp_path / 'bad.tsv'} are not valid UTF-8; their bad bytes were read as U+FFFD" \
+        in result.stderr
+    fixed = similarity(runner, model, "--pairs", "-", input=data.decode("utf-8", "replace").encode())
+    assert fixed.stdout == result.stdout  # the same scores as the text with U+FFFD written in
+    assert "warning: 2 lines of <stdin> are not valid UTF-8" in similarity(runner, model, "--pairs", "-",
+                                                                           input=data).stderr

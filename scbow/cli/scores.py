@@ -29,6 +29,12 @@ def plot(model_arg_, model_path, output, title):
     from ..outputs import check_output_file
     from ..vectors.formats import curve_of
 
+    if title is not None:
+        try:
+            title.encode("utf-8")
+        except UnicodeEncodeError:  # bytes of another encoding in argv, which Python kept as surrogates
+            raise click.ClickException("--title: not UTF-8 text (bytes of another encoding?); give the title "
+                                       "in UTF-8") from None
     path = model_arg(model_arg_, model_path)
     refuse_overwrite({"-o": output}, {"the model": path})
     check_output_file(output, "curve.png")

@@ -8,7 +8,7 @@ import click
 
 from ..outputs import refuse_overwrite
 from ..vectors.neighbours import NEIGHBOUR_MIN_COUNT
-from .app import Count, load, main, model_dir, model_option
+from .app import Count, load, main, model_dir, model_option, say
 
 
 class FiniteRange(click.FloatRange):
@@ -184,7 +184,10 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
             query = " + ".join(positive) + "".join(f" - {w}" for w in minus)
             raise click.ClickException(f"the query {query} is the zero vector (its words cancel out, or their "
                                        "vectors are zero); it has no nearest words") from None
-        if not found and min_count > 1 and len(model) > len(set(positive + minus)):
+        if not found and len(model) <= len(set(positive + minus)):  # the query's own words are never printed
+            raise click.ClickException(f"no other word: the query holds every word of the model "
+                                       f"({len(model):,}); it has no nearest words")
+        if not found and min_count > 1:
             most = int(model.vocab.counts.max(initial=0))
             raise click.ClickException(f"no other word is seen at least {min_count:,} times (the most frequent, "
                                        f"{most:,} times); lower --min-count, or 0 for every word")
@@ -218,7 +221,7 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
         for cos, file, line, text in found:
             click.echo(f"{cos:.4f}\t{f'{file}:{line}' if several else line}\t{text}")
         return
-    for cos, line, text in nearest_sentences(model, sentence, in_path, topn=topn):
+    for cos, line, text in nearest_sentences(model, sentence, in_path, topn=topn, warn=say):
         click.echo(f"{cos:.4f}\t{line}\t{text}")
 
 

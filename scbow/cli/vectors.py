@@ -18,7 +18,8 @@ from .app import Count, echo_lines, load, main, model_arg, model_dir, model_opti
 @click.argument("sentence2", required=False)
 @click.option("--pairs", "pairs_path", type=click.Path(path_type=Path, allow_dash=True), default=None,
               help="Score every pair of this file instead (- for stdin): one pair a line, s1<TAB>s2, or "
-                   "gold<TAB>s1<TAB>s2 as in STS files; one cosine a line on stdout, in order.")
+                   "gold<TAB>s1<TAB>s2 as in STS files (blank lines are skipped, as 'evaluate' skips them); one "
+                   "cosine a line on stdout, in order.")
 @click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
               help="Words not in the vocabulary: leave them out, or give each a fixed random vector "
                    "(from a hash of the word) so that a shared unknown word still counts.  [default: the "
@@ -38,7 +39,7 @@ def similarity(model_path, sentence1, sentence2, pairs_path, unknown):
             raise click.ClickException("give either SENTENCE1 SENTENCE2 or --pairs FILE, not both")
         from ..use.pairs import score_pairs
 
-        total, unscored = score_pairs(load(model_path), pairs_path, unknown=unknown)
+        total, unscored = score_pairs(load(model_path), pairs_path, unknown=unknown, warn=say)
         say(f"scored {plural(total, 'pair')}" + (f"; {unscored:,} had a side with nothing to average (printed as nan)"
                                                 if unscored else ""))
         return

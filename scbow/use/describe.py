@@ -40,6 +40,12 @@ def _section(info: dict, key: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def _counted(section, key: str, word: str, many: str | None = None, low: int = 0) -> str:
+    """``plural`` of the count ``section[key]``; ``? words`` when it is missing or not a count of at least ``low``."""
+    n = _get(section, key, int, low=low)
+    return plural(n, word, many) if n is not None else f"? {many or word + 's'}"
+
+
 def _r(x) -> str:
     return f"{x:.3f}" if isinstance(x, _NUMBER) and not isinstance(x, bool) and math.isfinite(x) else "?"
 
@@ -75,7 +81,7 @@ def describe(model, path) -> list[str]:
     if "word" in parts:
         (s0, s1), (w0, w1) = parts["sentence"], parts["word"]
         lines.append(f"parts       sentence part: columns {s0}-{s1 - 1} ({s1 - s0} dims); word part: columns "
-                     f"{w0}-{w1 - 1} ({w1 - w0} dims, {plural(_get(model.config, 'word_passes', int, 0), 'pass', 'passes')}"
+                     f"{w0}-{w1 - 1} ({w1 - w0} dims, {_counted(model.config, 'word_passes', 'pass', 'passes')}"
                      f" of skip-gram, mix {_get(model.config, 'word_mix', _NUMBER, '?')}); sentences average whole rows, "
                      "neighbours rank by the word part")
     fmt = _get(info, "format", str)
@@ -87,12 +93,9 @@ def describe(model, path) -> list[str]:
         files = ", ".join(str(f) for f in listed if isinstance(f, str)) or "?"
         lines.append(f"corpus      {files}")
 
-        def count(key: str, word: str) -> str:
-            return plural(_get(c, key, int, 0), word)
-
         oov = _get(c, "oov_rate", _NUMBER, high=1)
-        lines.append(f"            {count('raw_tokens', 'token')}, {count('sentences', 'sentence')} "
-                     f"in {count('documents', 'document')}; vocabulary: words seen at least "
+        lines.append(f"            {_counted(c, 'raw_tokens', 'token')}, {_counted(c, 'sentences', 'sentence')} "
+                     f"in {_counted(c, 'documents', 'document')}; vocabulary: words seen at least "
                      f"{_get(c, 'min_count', int, '?')} times"
                      + (f", out-of-vocabulary rate {100 * oov:.1f}%" if oov is not None else ""))
     if isinstance(model.config, dict) and model.config:
@@ -105,9 +108,9 @@ def describe(model, path) -> list[str]:
         loss = f", loss {first:.4f} -> {final:.4f}" if first is not None and final is not None else ""
         speed = _get(t, "examples_per_second", _NUMBER)
         rate = f" ({speed:,.0f}/s)" if speed is not None else ""
-        where = "GPU" if _get(t, "device", str) == "cuda" else plural(_get(t, "threads", int, 0), "thread")
+        where = "GPU" if _get(t, "device", str) == "cuda" else _counted(t, "threads", "thread", low=1)
         seconds = _get(t, "kernel_seconds", _NUMBER)
-        lines.append(f"training    {plural(_get(t, 'examples', int, 0), 'example')} in "
+        lines.append(f"training    {_counted(t, 'examples', 'example')} in "
                      + (f"{seconds:.1f} s" if seconds is not None else "? s") + f"{rate} on {where}{loss}"
                      + ("; a checkpoint, before post-processing" if _get(t, "checkpoint", bool) else ""))
     w = _section(t, "word_part")
@@ -115,10 +118,10 @@ def describe(model, path) -> list[str]:
         speed = _get(w, "sentences_per_second", _NUMBER)
         seconds = _get(w, "kernel_seconds", _NUMBER)
         first, final = _get(w, "first_loss", _NUMBER, high=1e3), _get(w, "final_loss", _NUMBER, high=1e3)
-        lines.append(f"word part   {plural(_get(w, 'sentences', int, 0), 'sentence')} in "
+        lines.append(f"word part   {_counted(w, 'sentences', 'sentence')} in "
                      + (f"{seconds:.1f} s" if seconds is not None else "? s")
                      + (f" ({speed:,.0f}/s)" if speed is not None else "")
-                     + f" on {plural(_get(w, 'threads', int, 0), 'thread')}"
+                     + f" on {_counted(w, 'threads', 'thread', low=1)}"
                      + (f", loss {first:.4f} -> {final:.4f}" if first is not None and final is not None else ""))
     for key, label in (("init_vectors", "init from"), ("expansions", "expanded")):
         if info.get(key):

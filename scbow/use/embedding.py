@@ -351,14 +351,19 @@ def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fil
 
 
 def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
-                      block_chars: int = BLOCK_CHARS) -> list[tuple[float, int, str]]:
+                      block_chars: int = BLOCK_CHARS, warn=None) -> list[tuple[float, int, str]]:
     """The ``topn`` lines of a text file nearest to ``sentence`` by cosine of averages.
 
-    Returns ``(cosine, line_number, line)`` tuples, best first (ties: earlier line first);
-    line numbers are 1-based. Lines with nothing to average are never returned. Words
-    outside the vocabulary follow the model's own rule (``Model.embed``). Raises
-    ValueError when ``sentence`` has nothing to average.
+    Returns ``(cosine, line_number, line)`` tuples, best first (ties, cosines equal to 1e-12:
+    earlier line first); line numbers are 1-based. Lines with nothing to average are never returned. Words
+    outside the vocabulary follow the model's own rule (``Model.embed``). Lines with bytes
+    that are not UTF-8 are read with U+FFFD in their place and counted in one warning,
+    passed to ``warn`` (default: a line on stderr). Raises ValueError when ``sentence`` has
+    nothing to average.
     """
+    from ..progress import note
+    from .pairs import invalid_utf8_warning
+
     if topn < 1:
         raise ValueError(f"topn must be at least 1, got {topn}")
     q = model.embed([sentence])[0].astype(np.float64)
@@ -373,15 +378,19 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
     best_line = np.empty(0, dtype=np.int64)
     best_text: list[str] = []
     first_line = 1
+    invalid = 0
     for lines in read_blocks(input_path, block_chars):
+        invalid += sum("\ufffd" in line for line in lines)  # what the reader's check_text counts
         ids, extra = encoder.encode(lines)
         rows, counts = average(vectors, ids, len(lines), 0.0, extra=extra)
         norms = np.linalg.norm(rows, axis=1).astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             cos = (rows.astype(np.float64) @ q) / norms
         cos[(counts == 0) | ~np.isfinite(cos)] = -np.inf
-        k = min(topn, len(lines))
-        top = np.argpartition(-cos, k - 1)[:k] if k < len(lines) else np.arange(len(lines))
+        # equal lines give equal cosines: the matrix product may differ in the last bit from row
+        # to row (and an average in word order), so ties are told at 1e-12 and kept in line order
+        cos = np.round(cos, 12)
+        top = np.argsort(-cos, kind="stable")[:topn]
         top = top[np.isfinite(cos[top])]
         cand_cos = np.concatenate([best_cos, cos[top]])
         cand_line = np.concatenate([best_line, first_line + top])
@@ -390,6 +399,8 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
         best_cos, best_line = cand_cos[order], cand_line[order]
         best_text = [cand_text[i] for i in order.tolist()]
         first_line += len(lines)
+    if invalid:
+        (warn or note)(invalid_utf8_warning("<stdin>" if str(input_path) == "-" else str(input_path), invalid))
     if first_line == 1:
         raise CorpusError(f"{input_path}: has no lines to search")
     if not best_text:

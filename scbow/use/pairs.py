@@ -8,20 +8,43 @@ import sys
 from pathlib import Path
 
 from ..errors import CorpusError
+from ..progress import note, plural
 from ..text.reader import check_text, compression, open_bytes, open_text
 from .evaluate import MAX_GOLD
 
 PAIRS_BLOCK = 20_000  # pairs embedded at once
 
 
-def score_pairs(model, path, out=None, unknown: str | None = None, block: int = PAIRS_BLOCK) -> tuple[int, int]:
+def invalid_utf8_warning(name: str, bad: int) -> str:
+    """The warning for ``bad`` lines of the text ``name`` read with bytes that are not UTF-8 (the trainer's words)."""
+    return (f"warning: {plural(bad, 'line')} of {name} {'is' if bad == 1 else 'are'} not valid UTF-8; "
+            "their bad bytes were read as U+FFFD (the replacement character)")
+
+
+class _Nowhere:
+    """Where results go when there is no stdout (the shell closed it: ``>&-``), as click.echo drops them."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def score_pairs(model, path, out=None, unknown: str | None = None, block: int = PAIRS_BLOCK,
+                warn=None) -> tuple[int, int]:
     """Write the cosine of every pair of ``path`` (``-``: stdin) to ``out``, one a line, in order.
 
-    A line is ``s1<TAB>s2`` or ``gold<TAB>s1<TAB>s2`` (an STS file); a pair with a side that
-    has nothing to average prints ``nan``. Returns ``(pairs, pairs printed as nan)``.
-    CorpusError for a missing or damaged file or a line of another shape.
+    A line is ``s1<TAB>s2`` or ``gold<TAB>s1<TAB>s2`` (an STS file); a blank (whitespace-only)
+    line is skipped, as ``evaluate`` skips it; a pair with a side that has nothing to average
+    prints ``nan``. Returns ``(pairs, pairs printed as nan)``. Lines with bytes that are not
+    UTF-8 are read with U+FFFD in their place and counted in one warning, passed to ``warn``
+    (default: a line on stderr). CorpusError for a missing or damaged file or a line of
+    another shape.
     """
-    out = out or sys.stdout
+    if out is None:
+        out = sys.stdout if sys.stdout is not None else _Nowhere()
+    warn = warn or note
     if str(path) != "-" and not Path(path).is_file():
         raise CorpusError(f"{path}: no such file" if not Path(path).exists() else f"{path}: not a regular file")
     if str(path) != "-" and compression(path) is not None:
@@ -34,7 +57,8 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
     # utf-8-sig, like the STS files: a byte order mark is not part of the first sentence
     fh = (io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="replace", newline=None)
           if str(path) == "-" else open_text(Path(path)))
-    total = unscored = 0
+    total = unscored = invalid = 0
+    started = False
 
     def flush(first, second):
         nonlocal unscored
@@ -45,14 +69,20 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
     name = "<stdin>" if str(path) == "-" else str(path)
     lines: list[str] = []
 
-    def check(n):  # the rule for text that is not text, on each block of lines read
-        check_text(name, "".join(lines), at_start=n <= block)
+    def check():  # the rule for text that is not text, on each block of lines read (the first: at the start)
+        nonlocal invalid, started
+        invalid += check_text(name, "".join(lines), at_start=not started)
+        started = True
         lines.clear()
 
     try:
         first, second = [], []
         for n, line in enumerate(fh, 1):
             lines.append(line)
+            if not line.strip():  # a blank line, as evaluate reads STS files
+                if len(lines) >= block:
+                    check()
+                continue
             fields = line.rstrip("\r\n").split("\t")
             if len(fields) == 3:
                 gold = fields[0].strip()
@@ -61,23 +91,23 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
                 except ValueError:
                     value = math.nan
                 if not (math.isfinite(value) and abs(value) <= MAX_GOLD):
-                    check(n)
+                    check()
                     raise CorpusError(f"{name}: line {n}: gold score {gold[:40]!r} is not a number within "
                                       f"+-{MAX_GOLD:g} (a pair is s1<TAB>s2, or gold<TAB>s1<TAB>s2)")
                 fields = fields[1:]
             if len(fields) != 2:
-                check(n)
+                check()
                 raise CorpusError(f"{name}: line {n} has {len(fields)} tab-separated fields; a pair is "
                                   "s1<TAB>s2 (or gold<TAB>s1<TAB>s2)")
             first.append(fields[0])
             second.append(fields[1])
             total += 1
             if len(first) == block:
-                check(n)
+                check()
                 flush(first, second)
                 first, second = [], []
+        check()
         if first:
-            check(total)
             flush(first, second)
         if total == 0:
             raise CorpusError(f"{path}: no sentence pairs (one pair a line: s1<TAB>s2 or gold<TAB>s1<TAB>s2)")
@@ -87,4 +117,6 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
         else:
             fh.detach()  # leaves sys.stdin open
         out.flush()
+    if invalid:
+        warn(invalid_utf8_warning(name, invalid))
     return total, unscored

@@ -25,6 +25,15 @@ def _count(x, _pos=None) -> str:
     return human(x, "g")
 
 
+def _text(value) -> str:
+    """A name or title to draw as it reads: text that UTF-8 cannot hold (a lone surrogate, from a
+    damaged curve.json) gets ``?`` in its place; drawn with ``_LITERAL``, so ``$`` is no TeX."""
+    return str(value).encode("utf-8", "replace").decode("utf-8")
+
+
+_LITERAL = {"parse_math": False, "usetex": False}  # matplotlib would read $...$ as mathtext (and fail on some)
+
+
 def _series(points, *keys):
     xs, ys = [], []
     for p in points:
@@ -38,10 +47,11 @@ def _series(points, *keys):
 
 
 def plot_curve(curve: dict, output: os.PathLike, title: str | None = None, config: dict | None = None) -> Path:
-    """Pearson against examples seen; written to ``output`` (PNG) atomically."""
+    """Pearson against examples seen; written to ``output`` (PNG) atomically. The title and the
+    dev set's name are drawn as they read (a ``$`` is a dollar sign, not TeX)."""
     output = Path(output)
     points = curve["points"]
-    dev_name = (curve.get("dev") or {}).get("name", "dev")
+    dev_name = _text((curve.get("dev") or {}).get("name", "dev"))
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
     xs, ys = _series(points, "dev", "pearson")
     post = curve.get("post_processing")
@@ -63,11 +73,14 @@ def plot_curve(curve: dict, output: os.PathLike, title: str | None = None, confi
         c = config or {}
         settings = ", ".join(f"{k} {c[k]}" for k in ("dim", "epochs", "lr", "weight_decay") if k in c)
         title = "STS learning curve" + (f" ({settings})" if settings else "")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(_text(title), fontsize=10, **_LITERAL)
     ax.grid(True, alpha=0.3)
     # below the axes, in one row where it fits: inside, it covered the ends of the curves
     handles = ax.get_legend_handles_labels()[0]
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(len(handles), 3), frameon=False)
+    legend = ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(len(handles), 3),
+                       frameon=False)
+    for text in legend.get_texts():  # the dev set's name, as curve.json spells it
+        text.update(_LITERAL)
     fig.tight_layout()
     parent = output.resolve().parent
     if not parent.is_dir():
