@@ -256,6 +256,20 @@ def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_tex
     assert load_model(out).dim == 8 and not checkpoint_dir(out).exists()
 
 
+def test_a_run_into_a_link_has_the_checkpoint_of_its_target(tmp_path, corpus_file, plain_checkpoint):
+    """-o LINK and -o TARGET are one output: a run interrupted under one name resumes under the other."""
+    out = copy_checkpoint(plain_checkpoint, tmp_path / "m")
+    (tmp_path / "links").mkdir()
+    link = tmp_path / "links" / "out"
+    link.symlink_to(out)  # dangling: the model is not there yet
+    assert checkpoint_dir(link) == checkpoint_dir(out) == tmp_path / "m.checkpoint"
+    with pytest.raises(CheckpointError, match="--resume"):  # never overwritten, whatever the name
+        train_session([corpus_file], PLAIN, link, quiet=True)
+    train_session([corpus_file], PLAIN, link, quiet=True, resume=True)
+    assert load_model(out).dim == 8 and link.is_symlink() and not checkpoint_dir(out).exists()
+    assert sorted(os.listdir(tmp_path / "links")) == ["out"]
+
+
 def test_resume_without_a_checkpoint(tmp_path, runner, corpus_file):
     assert_clean_error(runner.invoke(main, train_args(corpus_file, tmp_path / "m", "--resume")), "no checkpoint")
     assert not (tmp_path / "m").exists()

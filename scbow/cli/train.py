@@ -83,11 +83,12 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
     One sentence per line; an empty line, and the end of each file, ends a document.
     """
     from ..outputs import named, refuse_overwrite
+    from ..training.checkpoint import checkpoint_dir
     from ..vectors.modeldir import default_model_dir
 
     config = TrainConfig(**hyper)
     output = named(output or default_model_dir())  # '-o .' names the current directory
-    refuse_overwrite({"-o": output, "its checkpoint": output.with_name(output.name + ".checkpoint")},
+    refuse_overwrite({"-o": output, "its checkpoint": checkpoint_dir(output)},
                      [*(("the corpus", p) for p in corpus), ("--init-vectors", init_vectors),
                       ("--eval-dev", eval_dev), *(("--eval-sets", p) for p in eval_sets)], replaces_dirs=True)
     curve = None

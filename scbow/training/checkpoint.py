@@ -43,7 +43,7 @@ import numpy as np
 
 from ..config import TrainConfig, show_value
 from ..errors import CheckpointError, diverged
-from ..files import atomic_dir, foreign, fsync_path
+from ..files import atomic_dir, foreign, fsync_path, resolved
 from ..outputs import register_kind
 from ..reading import read_json
 from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
@@ -83,8 +83,9 @@ def only_checkpoint_files(directory: Path) -> str | None:
 
 
 def checkpoint_dir(output: Path) -> Path:
-    """Where the checkpoint of a run into ``output`` lives: ``OUTPUT.checkpoint``."""
-    output = Path(output)
+    """Where the checkpoint of a run into ``output`` lives: ``OUTPUT.checkpoint`` beside the output as
+    it is written, its links resolved (``-o LINK`` and ``-o TARGET`` have one checkpoint)."""
+    output = Path(resolved(Path(output)))
     return output.with_name(output.name + ".checkpoint")
 
 

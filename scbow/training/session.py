@@ -44,7 +44,11 @@ except ImportError:  # pragma: no cover - not POSIX
 
 
 def lock_path(output: Path) -> Path:
-    output = Path(output)
+    """``OUTPUT.lock`` beside the output as it is written: with its links resolved, so that every name
+    of one model directory (``-o LINK``, ``-o M/../M``) has the one lock."""
+    from ..files import resolved
+
+    output = Path(resolved(Path(output)))
     return output.with_name(output.name + ".lock")
 
 
