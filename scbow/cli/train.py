@@ -120,15 +120,13 @@ def _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, r
     init, init_info = pretrained_start(init_vectors, config, note=None if quiet else say)
 
     def before_save(result):
-        if init_info:
-            result.model.info["init_vectors"] = init_info
         if curve is not None:
             curve.attach(result.model)
 
     # lock, checkpoints, signals and the final save: scbow.training.session
     result = train_session(list(corpus), config, output, checkpoint_every=checkpoint_every, resume=resume,
                            quiet=quiet, cache_dir=cache_dir, use_cache=not no_cache, init=init,
-                           before_save=before_save, warn=lambda line: click.echo(line, err=True),
+                           init_vectors=init_info or None, before_save=before_save, warn=lambda line: click.echo(line, err=True),
                            hooks=[curve] if curve is not None else [])
     if not quiet:
         echo_lines(summary_lines(result, config, output, curve))
