@@ -91,6 +91,8 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
     refuse_overwrite({"-o": output, "its checkpoint": checkpoint_dir(output)},
                      [*(("the corpus", p) for p in corpus), ("--init-vectors", init_vectors),
                       ("--eval-dev", eval_dev), *(("--eval-sets", p) for p in eval_sets)], replaces_dirs=True)
+    if not no_cache:
+        refuse_cache_in_output(cache_dir, output)
     curve = None
     if eval_every is not None:
         from ..training.curve import curve_hook
@@ -109,6 +111,22 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
             except OSError:
                 break
         raise
+
+
+def refuse_cache_in_output(cache_dir, output) -> None:
+    """One line, exit 1, when the corpus cache is the model directory ``output`` or its checkpoint, or lies
+    inside either: the cache it writes would make ``output`` a folder that holds no model."""
+    from ..files import resolved
+    from ..training.cache import default_cache_dir
+    from ..training.checkpoint import checkpoint_dir
+
+    name = "--cache-dir" if cache_dir is not None else "the corpus cache"
+    cache = Path(resolved(Path(cache_dir if cache_dir is not None else default_cache_dir())))
+    for what, place in (("-o", output), ("the checkpoint of -o", checkpoint_dir(output))):
+        place = Path(resolved(Path(place)))
+        if cache == place or place in cache.parents:
+            raise click.ClickException(f"{name} {cache}: is {'' if cache == place else 'inside '}{what} {place}; "
+                                       "give the corpus cache a folder of its own, outside the model")
 
 
 def _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, resume, quiet, cache_dir, no_cache):
