@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 from types import SimpleNamespace
@@ -256,6 +257,51 @@ def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_tex
     assert load_model(out).dim == 8 and not checkpoint_dir(out).exists()
 
 
+def test_a_run_into_a_link_has_the_checkpoint_of_its_target(tmp_path, corpus_file, plain_checkpoint):
+    """-o LINK and -o TARGET are one output: a run interrupted under one name resumes under the other."""
+    out = copy_checkpoint(plain_checkpoint, tmp_path / "m")
+    (tmp_path / "links").mkdir()
+    link = tmp_path / "links" / "out"
+    link.symlink_to(out)  # dangling: the model is not there yet
+    assert checkpoint_dir(link) == checkpoint_dir(out) == tmp_path / "m.checkpoint"
+    with pytest.raises(CheckpointError, match="--resume"):  # never overwritten, whatever the name
+        train_session([corpus_file], PLAIN, link, quiet=True)
+    train_session([corpus_file], PLAIN, link, quiet=True, resume=True)
+    assert load_model(out).dim == 8 and link.is_symlink() and not checkpoint_dir(out).exists()
+    assert sorted(os.listdir(tmp_path / "links")) == ["out"]
+
+
+def test_a_resume_keeps_the_init_vectors_record_and_refuses_other_vectors(tmp_path, corpus_file, plain_checkpoint):
+    """--init-vectors is a setting of the run: resumed with the same vectors, the model records them as an
+    uninterrupted run's does; with other vectors, none, or vectors the interrupted run had not, it is refused."""
+    from scbow.training.pretrained import pretrained_start
+
+    a, b = shutil.copytree(plain_checkpoint, tmp_path / "a"), shutil.copytree(plain_checkpoint, tmp_path / "b")
+
+    def run(out, vectors, **kw):
+        init, record = pretrained_start(vectors, PLAIN)
+        return train_session([corpus_file], PLAIN, out, quiet=True, init=init, init_vectors=record or None, **kw)
+
+    run(tmp_path / "whole", a)
+    whole = load_model(tmp_path / "whole").info["init_vectors"]
+    assert whole["source"] == str(a) and whole["rows_initialised"] > 0
+    out = tmp_path / "m"
+    with pytest.raises(Interrupted):
+        run(out, a, hooks=[SignalAfter(2)])
+    for vectors, message in ((b, f"--init-vectors was {a}, now {b};"), (None, f"--init-vectors was {a}, now not given")):
+        with pytest.raises(CheckpointError, match=re.escape(message)):
+            run(out, vectors, resume=True)
+    plain = copy_checkpoint(plain_checkpoint, tmp_path / "p")  # a run without them
+    with pytest.raises(CheckpointError, match=re.escape(f"--init-vectors was not given, now {a}")):
+        run(plain, a, resume=True)
+    run(out, a, resume=True)
+    assert load_model(out).info["init_vectors"] == whole and not checkpoint_dir(out).exists()
+    # a checkpoint written before it recorded them resumes with any (as it always did)
+    meta = read_meta(checkpoint_dir(plain))
+    del meta["init_vectors"]
+    check_config(meta, PLAIN, checkpoint_dir(plain), pretrained_start(a, PLAIN)[1])
+
+
 def test_resume_without_a_checkpoint(tmp_path, runner, corpus_file):
     assert_clean_error(runner.invoke(main, train_args(corpus_file, tmp_path / "m", "--resume")), "no checkpoint")
     assert not (tmp_path / "m").exists()
@@ -267,7 +313,8 @@ DAMAGE = {  # how -> what the error names
     **dict.fromkeys(("state-no-losses", "state-negative-seconds", "state-negative-loss",
                      "state-more-losses-than-examples"), "inconsistent training state"),
     # one damage to the model files: each other is test_formats test_every_damage_to_a_model_is_one_error...
-    "nan-vectors": "the vectors hold NaN or inf", "state-of-another-write": "is not that of the model files beside it"}
+    "nan-vectors": "the vectors hold NaN or inf", "state-of-another-write": "is not that of the model files beside it",
+    "state-init-vectors": "damaged checkpoint (init_vectors)"}
 
 
 @pytest.mark.parametrize("how", list(DAMAGE))
@@ -284,6 +331,8 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, pl
         meta["checkpoint_version"] += 1
     elif how == "state-inconsistent":
         meta["state"]["done"] += 7
+    elif how == "state-init-vectors":
+        meta["init_vectors"] = {"path": 7, "record": {}}
     elif how == "state-of-another-write":  # the state of another checkpoint beside these model files
         assert meta["model_id"] == json.loads((ck / "config.json").read_text())["model_id"]
         meta["model_id"] = "0" * 32

@@ -151,15 +151,30 @@ ABSURD = [("--dim", HUGE), ("--common-components", "-" + HUGE), ("--seed", "9" *
 @pytest.mark.parametrize("args, fragment", [
     (["{missing}"], "no such file"), (["{corpus}", "--cache-dir", "{corpus}"], "cache"),
     (["{corpus}", "{missing}"], "no such file"), *((["{corpus}", option, value], option) for option, value in ABSURD),
+    # a corpus cache in the model (or its checkpoint) would leave it a folder that holds no model
+    (["{corpus}", "--cache-dir", "{out}"], "--cache-dir {out}: is -o {out}"),
+    (["{corpus}", "--cache-dir", "{out}/cache"], "--cache-dir {out}/cache: is inside -o {out}"),
+    (["{corpus}", "--cache-dir", "{out}.checkpoint"], "is the checkpoint of -o {out}.checkpoint"),
+    (["{corpus}", "--cache-dir", "{out}/../model/c"], "is inside -o {out}"),
 ], ids=lambda v: " ".join(v)[:60] if isinstance(v, list) else "")
 def test_train_bad_input_is_one_line_and_writes_nothing(tmp_path, runner, small_corpus_file, args, fragment):
-    paths = {"missing": tmp_path / "missing.txt", "corpus": small_corpus_file}
     out = tmp_path / "out" / "model"
+    paths = {"missing": tmp_path / "missing.txt", "corpus": small_corpus_file, "out": out}
+    fragment = fragment.format(**paths)
     # small, valid settings first: the flag under test comes later and wins
     argv = ["train", "-o", str(out), "--cache-dir", str(tmp_path / "cache"), *TRAIN, *[a.format(**paths) for a in args]]
     result = runner.invoke(main, argv)
     assert_clean_error(result, fragment)
     assert not out.exists() and result.stdout == ""
+
+
+def test_train_refuses_the_default_corpus_cache_inside_its_output(tmp_path, runner, small_corpus_file, monkeypatch):
+    monkeypatch.setenv("SCBOW_CACHE_DIR", str(tmp_path / "m" / "cache"))
+    assert_clean_error(runner.invoke(main, ["train", str(small_corpus_file), "-o", str(tmp_path / "m"), *TRAIN]),
+                       f"the corpus cache {tmp_path / 'm' / 'cache'}: is inside -o {tmp_path / 'm'}")
+    assert os.listdir(tmp_path) == [small_corpus_file.name]
+    result = runner.invoke(main, ["train", str(small_corpus_file), "-o", str(tmp_path / "m"), *TRAIN, "--no-cache"])
+    assert result.exit_code == 0, result.output
 
 
 def test_train_output_that_is_a_file_or_holds_other_things_is_kept(tmp_path, runner, small_corpus_file):

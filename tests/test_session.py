@@ -318,11 +318,16 @@ def test_lock_in_one_process(tmp_path):
     # a lock file left by a dead process is taken over: test_the_lock_never_follows_a_link... and test_sigkill_...;
     # the CLI's line: test_second_trainer_into_the_same_output_refuses
     out = tmp_path / "model"
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "out").symlink_to(out)  # dangling until the model is saved
     with OutputLock(out):
         assert lock_path(out).read_text().strip() == str(os.getpid())
-        with pytest.raises(ModelError, match=f"pid {os.getpid()}"):
-            OutputLock(out).acquire()
-    assert not lock_path(out).exists()
+        # every name of the output has the one lock: -o LINK locks beside the link's target, not the link
+        for name in (out, tmp_path / "links" / "out", tmp_path / "links" / ".." / "model"):
+            assert lock_path(name) == tmp_path / "model.lock"
+            with pytest.raises(ModelError, match=f"pid {os.getpid()}"):
+                OutputLock(name).acquire()
+    assert not lock_path(out).exists() and sorted(os.listdir(tmp_path / "links")) == ["out"]
 
 
 def test_the_lock_never_follows_a_link_nor_takes_a_users_file(tmp_path, runner, healthy):

@@ -83,13 +83,16 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
     One sentence per line; an empty line, and the end of each file, ends a document.
     """
     from ..outputs import named, refuse_overwrite
+    from ..training.checkpoint import checkpoint_dir
     from ..vectors.modeldir import default_model_dir
 
     config = TrainConfig(**hyper)
     output = named(output or default_model_dir())  # '-o .' names the current directory
-    refuse_overwrite({"-o": output, "its checkpoint": output.with_name(output.name + ".checkpoint")},
+    refuse_overwrite({"-o": output, "its checkpoint": checkpoint_dir(output)},
                      [*(("the corpus", p) for p in corpus), ("--init-vectors", init_vectors),
                       ("--eval-dev", eval_dev), *(("--eval-sets", p) for p in eval_sets)], replaces_dirs=True)
+    if not no_cache:
+        refuse_cache_in_output(cache_dir, output)
     curve = None
     if eval_every is not None:
         from ..training.curve import curve_hook
@@ -110,6 +113,22 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
         raise
 
 
+def refuse_cache_in_output(cache_dir, output) -> None:
+    """One line, exit 1, when the corpus cache is the model directory ``output`` or its checkpoint, or lies
+    inside either: the cache it writes would make ``output`` a folder that holds no model."""
+    from ..files import resolved
+    from ..training.cache import default_cache_dir
+    from ..training.checkpoint import checkpoint_dir
+
+    name = "--cache-dir" if cache_dir is not None else "the corpus cache"
+    cache = Path(resolved(Path(cache_dir if cache_dir is not None else default_cache_dir())))
+    for what, place in (("-o", output), ("the checkpoint of -o", checkpoint_dir(output))):
+        place = Path(resolved(Path(place)))
+        if cache == place or place in cache.parents:
+            raise click.ClickException(f"{name} {cache}: is {'' if cache == place else 'inside '}{what} {place}; "
+                                       "give the corpus cache a folder of its own, outside the model")
+
+
 def _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, resume, quiet, cache_dir, no_cache):
     from ..training.pretrained import pretrained_start
     from ..training.session import summary_lines, train_session
@@ -119,15 +138,13 @@ def _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, r
     init, init_info = pretrained_start(init_vectors, config, note=None if quiet else say)
 
     def before_save(result):
-        if init_info:
-            result.model.info["init_vectors"] = init_info
         if curve is not None:
             curve.attach(result.model)
 
     # lock, checkpoints, signals and the final save: scbow.training.session
     result = train_session(list(corpus), config, output, checkpoint_every=checkpoint_every, resume=resume,
                            quiet=quiet, cache_dir=cache_dir, use_cache=not no_cache, init=init,
-                           before_save=before_save, warn=lambda line: click.echo(line, err=True),
+                           init_vectors=init_info or None, before_save=before_save, warn=lambda line: click.echo(line, err=True),
                            hooks=[curve] if curve is not None else [])
     if not quiet:
         echo_lines(summary_lines(result, config, output, curve))

@@ -16,6 +16,8 @@ beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.jso
   epoch's shuffled targets, examples done, losses), the configuration, the identity
   of the encoded corpus (its files, sizes, and a hash of its vocabulary), so that a
   resume on another corpus or with other hyperparameters is refused with a clear error,
+  what ``--init-vectors`` the run started from (its resolved path and the record the model
+  keeps in ``config.json``; null without one), so that a resume with other vectors is refused too,
   and the ``model_id`` of the model files beside it (:func:`scbow.vectors.modeldir.model_id`),
   so that a state is resumed only with the matrix it was written with.
 
@@ -43,7 +45,7 @@ import numpy as np
 
 from ..config import TrainConfig, show_value
 from ..errors import CheckpointError, diverged
-from ..files import atomic_dir, foreign, fsync_path
+from ..files import atomic_dir, foreign, fsync_path, resolved
 from ..outputs import register_kind
 from ..reading import read_json
 from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
@@ -83,8 +85,9 @@ def only_checkpoint_files(directory: Path) -> str | None:
 
 
 def checkpoint_dir(output: Path) -> Path:
-    """Where the checkpoint of a run into ``output`` lives: ``OUTPUT.checkpoint``."""
-    output = Path(output)
+    """Where the checkpoint of a run into ``output`` lives: ``OUTPUT.checkpoint`` beside the output as
+    it is written, its links resolved (``-o LINK`` and ``-o TARGET`` have one checkpoint)."""
+    output = Path(resolved(Path(output)))
     return output.with_name(output.name + ".checkpoint")
 
 
@@ -165,6 +168,23 @@ BEFORE_THEY_EXISTED = {"frequency_weight": 0.0, "count_power": 0.0, "unknown": "
                        "word_window": 0, "word_passes": 0}
 
 
+def init_vectors_entry(record: dict | None) -> dict | None:
+    """What a checkpoint records of the run's ``--init-vectors`` (``record``: the dict
+    :func:`scbow.training.pretrained.pretrained_start` fills in, holding ``source``): the
+    vectors' resolved path, which a resume compares, and the record, which the model keeps."""
+    if not record:
+        return None
+    return {"path": resolved(Path(record["source"])), "record": dict(record)}
+
+
+def _init_vectors_difference(meta: dict, record: dict | None) -> list[str]:
+    if "init_vectors" not in meta:  # a checkpoint written before it recorded them: not known
+        return []
+    was = (meta["init_vectors"] or {}).get("path")
+    now = (init_vectors_entry(record) or {}).get("path")
+    return [] if was == now else [f"--init-vectors was {was or 'not given'}, now {now or 'not given'}"]
+
+
 def _config_differences(saved: dict, config: TrainConfig) -> list[str]:
     now = config.to_dict()
     out = []
@@ -189,10 +209,11 @@ def _config_differences(saved: dict, config: TrainConfig) -> list[str]:
 class CheckpointWriter:
     """Writes the checkpoints of one run into ``path`` (replacing the previous one)."""
 
-    def __init__(self, path: Path, corpus, config: TrainConfig):
+    def __init__(self, path: Path, corpus, config: TrainConfig, init_vectors: dict | None = None):
         self.path = Path(path)
         self.corpus = corpus
         self.config = config
+        self.init_vectors = init_vectors  # the --init-vectors record (filled in once training starts)
         self.identity = corpus_identity(corpus)
         self.last_done: int | None = None  # examples done at the last checkpoint written
 
@@ -233,6 +254,7 @@ class CheckpointWriter:
                 "state": state.to_dict(),
                 "config": self.config.to_dict(),
                 "corpus": self.identity,
+                "init_vectors": init_vectors_entry(self.init_vectors),
             }
             with open(tmp / STATE_FILE, "w", encoding="utf-8") as fh:
                 fh.write(json.dumps(meta, indent=1) + "\n")
@@ -260,6 +282,10 @@ def read_meta(path: Path) -> dict:
     for key, kind in (("state", dict), ("config", dict), ("corpus", dict)):
         if not isinstance(meta.get(key), kind):
             raise CheckpointError(f"{path / STATE_FILE}: damaged checkpoint (no {key}); delete it to start over")
+    init = meta.get("init_vectors")
+    if init is not None and not (isinstance(init, dict) and isinstance(init.get("path"), str)
+                                 and isinstance(init.get("record"), dict)):
+        raise CheckpointError(f"{path / STATE_FILE}: damaged checkpoint (init_vectors); delete it to start over")
     return meta
 
 
@@ -274,9 +300,10 @@ def describe(meta: dict) -> str:
         return "unknown progress"
 
 
-def check_config(meta: dict, config: TrainConfig, path: Path) -> None:
-    """Refuse to resume with hyperparameters that change what is computed."""
-    diffs = _config_differences(meta["config"], config)
+def check_config(meta: dict, config: TrainConfig, path: Path, init_vectors: dict | None = None) -> None:
+    """Refuse to resume with hyperparameters that change what is computed, or from other
+    ``--init-vectors`` (``init_vectors``: this run's record, see :func:`init_vectors_entry`)."""
+    diffs = _config_differences(meta["config"], config) + _init_vectors_difference(meta, init_vectors)
     if diffs:
         raise CheckpointError(
             f"cannot resume from {path}: {'; '.join(diffs)}; run with the settings of the interrupted "
@@ -318,14 +345,15 @@ def restore_word_part(path: Path, corpus, config: TrainConfig, state) -> tuple |
             _restore_matrix(Path(path) / WORD_FILES[1], (V, dw + 1), "the word part's output rows"))
 
 
-def restore(path: Path, meta: dict, corpus, config: TrainConfig):
-    """Check the checkpoint against ``corpus`` and ``config``; return ``(W, TrainState)``."""
+def restore(path: Path, meta: dict, corpus, config: TrainConfig, init_vectors: dict | None = None):
+    """Check the checkpoint against ``corpus``, ``config`` and ``init_vectors`` (:func:`check_config`);
+    return ``(W, TrainState)``."""
     from ..vectors.formats import load_model
     from .hooks import TrainState
     from .start import trainable_targets
 
     path = Path(path)
-    check_config(meta, config, path)
+    check_config(meta, config, path, init_vectors)
     saved, now = meta["corpus"], corpus_identity(corpus)
     keys = ("sentences", "documents", "tokens", "vocab_size", "vocab_sha256")
     if any(saved.get(k) != now[k] for k in keys):

@@ -200,7 +200,9 @@ def pretrained_start(path, config, note=None):
     """``train --init-vectors PATH``: the ``init`` for the trainer and the dict it fills in.
 
     The vectors are read (and checked) at once, before the corpus, so a bad file fails
-    first; ``note(line)`` is told how many rows were initialised. ``(None, {})`` without a path.
+    first; ``note(line)`` is told how many rows were initialised. The dict holds ``source`` (the
+    path) at once and the rest of :func:`pretrained_init`'s summary once ``init`` has run; it is
+    ``train_session``'s ``init_vectors``. ``(None, {})`` without a path.
     """
     if path is None:
         return None, {}
@@ -212,7 +214,7 @@ def pretrained_start(path, config, note=None):
         what = " in their sentence part" if (lo, hi) != (0, source.dim) else ""
         raise ModelError(f"--init-vectors {path} has {hi - lo}-dimensional vectors{what} but --dim is "
                          f"{config.dim}; they must match (pass --dim {hi - lo})")
-    info: dict = {}
+    info: dict = {"source": str(path)}  # what a checkpoint compares on resume; the rest once init runs
 
     def init(vocab):
         W, summary = pretrained_init(vocab, source, config, name=str(path))

@@ -44,7 +44,11 @@ except ImportError:  # pragma: no cover - not POSIX
 
 
 def lock_path(output: Path) -> Path:
-    output = Path(output)
+    """``OUTPUT.lock`` beside the output as it is written: with its links resolved, so that every name
+    of one model directory (``-o LINK``, ``-o M/../M``) has the one lock."""
+    from ..files import resolved
+
+    output = Path(resolved(Path(output)))
     return output.with_name(output.name + ".lock")
 
 
@@ -327,13 +331,16 @@ def preflight(config, checkpoint_every=None):
 
 def train_session(corpus, config=None, output=None, *, checkpoint_every=None, resume: bool = False,
                   quiet: bool = False, cache_dir=None, use_cache: bool = True, hooks=(), init=None,
-                  before_save=None, warn=None):
+                  init_vectors=None, before_save=None, warn=None):
     """Train on ``corpus`` (paths) and save the model to ``output``; returns the TrainResult.
 
     ``checkpoint_every``: None, a number of examples, or a duration string (``"10m"``),
     see :func:`scbow.training.checkpoint.parse_every`. ``resume``: continue from the checkpoint of
     an interrupted run into the same output. ``hooks`` and ``init`` go to
-    :func:`scbow.training.trainer.train` (``init`` only when not resuming). ``before_save(result)``
+    :func:`scbow.training.trainer.train` (``init`` only when not resuming). ``init_vectors``: the record of
+    pretrained vectors ``init`` starts from (:func:`scbow.training.pretrained.pretrained_start`'s dict, filled
+    in as training starts), or None; the model keeps it as ``init_vectors`` in its info, a checkpoint records
+    it, and a resume refuses other vectors and gives back the interrupted run's record. ``before_save(result)``
     may add to ``result.model.info`` before the model is written. ``warn`` receives
     warning lines (default: stderr). Raises :class:`~scbow.errors.Interrupted` on
     SIGINT/SIGTERM and the errors of :mod:`scbow.errors` on bad input.
@@ -361,7 +368,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                 meta = read_meta(ckpt)
                 from .checkpoint import check_config
 
-                check_config(meta, config, ckpt)
+                check_config(meta, config, ckpt, init_vectors)
             elif ckpt.exists():
                 try:
                     progress = describe(read_meta(ckpt))
@@ -385,7 +392,8 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
 
             start = output_init = word_init = None
             if meta is not None:
-                init, start = restore(ckpt, meta, encoded, config)
+                init, start = restore(ckpt, meta, encoded, config, init_vectors)
+                init_vectors = (meta.get("init_vectors") or {}).get("record")  # what the interrupted run started from
                 output_init = restore_output(ckpt, encoded, config)
                 word_init = restore_word_part(ckpt, encoded, config, start)
                 if not quiet:
@@ -404,7 +412,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                 for h in hooks:
                     if hasattr(h, "restore_checkpoint_info"):
                         h.restore_checkpoint_info(saved)
-            writer = CheckpointWriter(ckpt, encoded, config)
+            writer = CheckpointWriter(ckpt, encoded, config, init_vectors)
             if start is not None:
                 writer.last_done = start.done
             hook = _make_hook(writer, every, guard, config, warn, start.done + start.word_done if start is not None else 0,
@@ -422,6 +430,8 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             result.cache = {"path": encoded.cache_path, "written": use_cache and not encoded.from_cache,
                             "root": str(Path(encoded.cache_path).parent) if use_cache and encoded.cache_path else None}
             learned_nothing(result, warn)
+            if init_vectors:
+                result.model.info["init_vectors"] = dict(init_vectors)
             if before_save is not None:
                 before_save(result)
             if not quiet:
