@@ -403,7 +403,10 @@ def test_outputs_that_are_inputs_are_refused(tmp_path, runner, healthy):
         (["train", healthy[1], "-o", tmp_path / "m2", *TRAIN, "--init-vectors", model], None),  # another output: fine
         (["train", healthy[1], "-o", model, *TRAIN, "--init-vectors", model], "--init-vectors"),
         (["train", tmp_path / "m2", "-o", tmp_path / "m3", *TRAIN], "not a corpus"),
+        (["train", tmp_path / "books", "-o", tmp_path / "books" / "m4", *TRAIN], "is inside the corpus"),
     ]
+    (tmp_path / "books").mkdir()
+    shutil.copy(healthy[1], tmp_path / "books" / "book.txt")
     snapshot = {p: p.read_bytes() for p in [text, *model.iterdir()]}
     for argv, fragment in cases:
         result = runner.invoke(main, [str(a) for a in argv])
@@ -413,6 +416,7 @@ def test_outputs_that_are_inputs_are_refused(tmp_path, runner, healthy):
             assert_clean_error(result, fragment, exit_code=1)
     assert {p: p.read_bytes() for p in snapshot} == snapshot
     assert not (tmp_path / "o.npy").exists() and not (tmp_path / "m3").exists()
+    assert os.listdir(tmp_path / "books") == ["book.txt"]
     a = tmp_path / "a.txt"
     a.write_text("x")
     refuse_overwrite({"-o": tmp_path / "b.txt"}, {"INPUT": a})  # a new file: fine
