@@ -244,6 +244,13 @@ def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_tex
     other.write_text(make_text(n_docs=6, sents_per_doc=400, seed=12), encoding="utf-8")
     with pytest.raises(CheckpointError, match="another corpus"):
         train_session([other], PLAIN, out, quiet=True, resume=True)
+    lines = corpus_file.read_text(encoding="utf-8").split("\n")  # the same sizes and words, two lines swapped
+    i = next(i for i in range(1000, len(lines)) if lines[i] and lines[i + 1] and lines[i] != lines[i + 1])
+    lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    swapped = tmp_path / "swapped.txt"
+    swapped.write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(CheckpointError, match="same sizes and words .* another order"):
+        train_session([swapped], PLAIN, out, quiet=True, resume=True)
     # without --resume, an existing checkpoint is never overwritten
     with pytest.raises(CheckpointError, match="--resume"):
         train_session([corpus_file], PLAIN, out, quiet=True)
