@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -278,7 +279,8 @@ def test_a_run_into_a_link_has_the_checkpoint_of_its_target(tmp_path, corpus_fil
     assert sorted(os.listdir(tmp_path / "links")) == ["out"]
 
 
-def test_a_resume_keeps_the_init_vectors_record_and_refuses_other_vectors(tmp_path, corpus_file, plain_checkpoint):
+def test_a_resume_keeps_the_init_vectors_record_and_refuses_other_vectors(tmp_path, corpus_file, plain_checkpoint,
+                                                                          monkeypatch):
     """--init-vectors is a setting of the run: resumed with the same vectors, the model records them as an
     uninterrupted run's does; with other vectors, none, or vectors the interrupted run had not, it is refused."""
     from scbow.training.pretrained import pretrained_start
@@ -303,6 +305,16 @@ def test_a_resume_keeps_the_init_vectors_record_and_refuses_other_vectors(tmp_pa
         run(plain, a, resume=True)
     run(out, a, resume=True)
     assert load_model(out).info["init_vectors"] == whole and not checkpoint_dir(out).exists()
+    # the same vectors by relative names from two directories: a checkpoint of the resumed run still names them
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(Interrupted):
+        run(tmp_path / "m2", Path("a"), hooks=[SignalAfter(2)])
+    monkeypatch.chdir(tmp_path / "b")
+    with pytest.raises(Interrupted):
+        run(tmp_path / "m2", Path("../a"), resume=True, hooks=[SignalAfter(1)])
+    monkeypatch.chdir(tmp_path)
+    run(tmp_path / "m2", Path("a"), resume=True)  # was refused: the second checkpoint had resolved '../a' here
+    assert load_model(tmp_path / "m2").info["init_vectors"] == {**whole, "source": "a"}
     # a checkpoint written before it recorded them resumes with any (as it always did)
     meta = read_meta(checkpoint_dir(plain))
     del meta["init_vectors"]

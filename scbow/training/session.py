@@ -393,7 +393,10 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             start = output_init = word_init = None
             if meta is not None:
                 init, start = restore(ckpt, meta, encoded, config, init_vectors)
-                init_vectors = (meta.get("init_vectors") or {}).get("record")  # what the interrupted run started from
+                saved = (meta.get("init_vectors") or {}).get("record")  # what the interrupted run started from,
+                if saved is not None and init_vectors:  # named as this run names it (the same file: checked above,
+                    saved = {**saved, "source": init_vectors["source"]}  # but maybe from another directory)
+                init_vectors = saved
                 output_init = restore_output(ckpt, encoded, config)
                 word_init = restore_word_part(ckpt, encoded, config, start)
                 if not quiet:
