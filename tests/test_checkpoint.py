@@ -277,6 +277,11 @@ def test_a_run_into_a_link_has_the_checkpoint_of_its_target(tmp_path, corpus_fil
     train_session([corpus_file], PLAIN, link, quiet=True, resume=True)
     assert load_model(out).dim == 8 and link.is_symlink() and not checkpoint_dir(out).exists()
     assert sorted(os.listdir(tmp_path / "links")) == ["out"]
+    # a checkpoint an earlier version wrote beside the link itself still resumes under that name
+    shutil.copytree(plain_checkpoint, tmp_path / "links" / "out.checkpoint")
+    assert checkpoint_dir(link) == tmp_path / "links" / "out.checkpoint"
+    train_session([corpus_file], PLAIN, link, quiet=True, resume=True)
+    assert sorted(os.listdir(tmp_path / "links")) == ["out"] and load_model(out).dim == 8
 
 
 def test_a_resume_keeps_the_init_vectors_record_and_refuses_other_vectors(tmp_path, corpus_file, plain_checkpoint,
