@@ -104,9 +104,9 @@ def _identity(path: Path):
 
 def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_folders: bool = False) -> None:
     """ModelError if an output path is one of the inputs, or a file directly inside an input directory;
-    with ``reads_folders`` (a command that reads the files below an input folder: train, prepare),
-    anywhere inside an input folder that is not one of the tool's outputs (those have
-    :func:`refuse_inside_ours`), where the next run would read it.
+    with ``reads_folders`` (a command that reads the files below an input folder: prepare), anywhere
+    inside an input folder that is not one of the tool's outputs (those have :func:`refuse_inside_ours`)
+    and not below a hidden name (the walk skips those), where the next run would read it.
 
     ``outputs`` maps a description ("-o") to a path (or None); ``inputs`` is a dict or a list of
     ``(description, path)`` pairs. Paths are compared resolved and by device and inode, so a hard
@@ -124,7 +124,7 @@ def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_f
             folders.append((name, Path(resolved(path))))
         if path.is_dir():
             try:
-                members.extend(path.iterdir())
+                members.extend(m for m in path.iterdir() if m.is_file())  # a folder in it is not read as one
             except OSError:
                 pass
         for member in members:
@@ -147,7 +147,8 @@ def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_f
         if hit is not None:
             raise ModelError(f"{out_name} {out}: is {hit}; refusing to overwrite an input (choose another path)")
         where = Path(resolved(out))
-        folder = next(((name, d) for name, d in folders if where != d and where.is_relative_to(d)), None)
+        folder = next(((name, d) for name, d in folders if where != d and where.is_relative_to(d)
+                       and not any(part.startswith(".") for part in where.relative_to(d).parts)), None)  # hidden: skipped
         if folder is not None:  # the next run would read it as one of the inputs
             raise ModelError(f"{out_name} {out}: is inside {folder[0]} ({folder[1]}), which is read as input; refusing "
                              "to write into it (choose a path outside it)")

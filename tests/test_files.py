@@ -403,7 +403,9 @@ def test_outputs_that_are_inputs_are_refused(tmp_path, runner, healthy):
         (["train", healthy[1], "-o", tmp_path / "m2", *TRAIN, "--init-vectors", model], None),  # another output: fine
         (["train", healthy[1], "-o", model, *TRAIN, "--init-vectors", model], "--init-vectors"),
         (["train", tmp_path / "m2", "-o", tmp_path / "m3", *TRAIN], "not a corpus"),
-        (["train", tmp_path / "books", "-o", tmp_path / "books" / "m4", *TRAIN], "is inside the corpus"),
+        # a folder in a corpus folder is not read (train reads its files): a model there, twice
+        (["train", tmp_path / "books", "-o", tmp_path / "books" / "m4", *TRAIN], None),
+        (["train", tmp_path / "books", "-o", tmp_path / "books" / "m4", *TRAIN], None),
     ]
     (tmp_path / "books").mkdir()
     shutil.copy(healthy[1], tmp_path / "books" / "book.txt")
@@ -416,7 +418,7 @@ def test_outputs_that_are_inputs_are_refused(tmp_path, runner, healthy):
             assert_clean_error(result, fragment, exit_code=1)
     assert {p: p.read_bytes() for p in snapshot} == snapshot
     assert not (tmp_path / "o.npy").exists() and not (tmp_path / "m3").exists()
-    assert os.listdir(tmp_path / "books") == ["book.txt"]
+    assert sorted(os.listdir(tmp_path / "books")) == ["book.txt", "m4"]
     a = tmp_path / "a.txt"
     a.write_text("x")
     refuse_overwrite({"-o": tmp_path / "b.txt"}, {"INPUT": a})  # a new file: fine
@@ -431,6 +433,8 @@ def test_outputs_that_are_inputs_are_refused(tmp_path, runner, healthy):
         with pytest.raises(ModelError, match=r"is inside the corpus \(.*corpus\), which is read as input"):
             refuse_overwrite({"-o": out}, {"the corpus": tmp_path / "corpus"}, reads_folders=True)
     refuse_overwrite({"-o": tmp_path / "corpus2"}, {"the corpus": tmp_path / "corpus"}, reads_folders=True)  # beside it
+    refuse_overwrite({"-o": tmp_path / "corpus" / ".x" / "o.txt"}, {"the corpus": tmp_path / "corpus"},
+                     reads_folders=True)  # below a hidden name, which the walk skips
     refuse_overwrite({"-o": tmp_path / "corpus" / "deep" / "o"}, {"INPUT": tmp_path / "corpus"})  # a command reads no folder
     (tmp_path / "corpus" / "book.txt").write_text("One sentence. Another one.\n")
     result = runner.invoke(main, ["prepare", str(tmp_path / "corpus"), "-o", str(tmp_path / "corpus" / "out.txt")])

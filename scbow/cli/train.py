@@ -90,8 +90,7 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
     output = named(output or default_model_dir())  # '-o .' names the current directory
     refuse_overwrite({"-o": output, "its checkpoint": checkpoint_dir(output)},
                      [*(("the corpus", p) for p in corpus), ("--init-vectors", init_vectors),
-                      ("--eval-dev", eval_dev), *(("--eval-sets", p) for p in eval_sets)], replaces_dirs=True,
-                     reads_folders=True)
+                      ("--eval-dev", eval_dev), *(("--eval-sets", p) for p in eval_sets)], replaces_dirs=True)
     if not no_cache:
         refuse_cache_in_output(cache_dir, output)
     curve = None

@@ -540,7 +540,7 @@ def prepare(
     if documents not in DOCUMENT_MODES:
         raise CorpusError(f"unknown documents mode {documents!r} (choose from {', '.join(DOCUMENT_MODES)})")
     field = DEFAULT_JSONL_FIELD if jsonl_field is None else jsonl_field
-    output = Path(output)
+    output, inputs = Path(output), list(inputs)  # read twice below (a generator once)
     files = find_inputs(inputs)  # the inputs and the output first: they name the user's own mistake
     try:
         refuse_overwrite({"the output": output}, [*(("an input", f) for f, _ in files),
