@@ -243,10 +243,21 @@ class Shards:
         """Rows as NumPy gives them from the whole array: an int, a slice, an array of ints or a mask
         of all rows, then more indices of the columns; anything else is an IndexError."""
         if isinstance(key, tuple):
+            if len(key) > 2:
+                raise IndexError(f"too many indices: shards are 2-dimensional, {len(key)} were given")
             if not key or any(k is Ellipsis or k is None or isinstance(k, (bool, np.bool_)) for k in key):
                 return np.asarray(self)[key]
-            rows = self[key[0]]
-            return rows[key[1:]] if isinstance(key[0], (int, np.integer)) else rows[(slice(None), *key[1:])]
+            row = key[0].item() if isinstance(key[0], np.ndarray) and key[0].ndim == 0 else key[0]
+            rows = self[row]
+            if len(key) == 1:
+                return rows
+            col = key[1]
+            if isinstance(col, (int, np.integer, slice)):
+                return rows[..., col]
+            if not isinstance(row, (int, np.integer, slice)):  # two arrays pair up in NumPy: not done here
+                raise IndexError("an array of rows with an array of columns: take the rows first, "
+                                 "shards[rows][:, columns], or np.asarray(shards) for NumPy's pairing")
+            return rows[col] if rows.ndim == 1 else rows[:, col]
         if key is Ellipsis or key is None or isinstance(key, (bool, np.bool_)):
             return np.asarray(self)[key]
         if isinstance(key, (int, np.integer)):
