@@ -237,6 +237,8 @@ def test_add_words_carry_our_hashed_vectors(trained, corpus, tmp_path, runner, s
     lines = corpus.read_text(encoding="utf-8").splitlines()[:3000]
     if smaller:
         assert "rarer word" in result.output and (np.asarray(model.vocab.counts) < 40).sum() > 100
+        assert "left out by --min-count/--limit, with their own rows" in result.output
+        assert "of them left out above with their trained rows" in (out / "README.md").read_text(encoding="utf-8")
     unknown = [s for s in lines if s.strip() and (smaller or model.ids(s)[1])]
     assert len(unknown) > 100
     np.testing.assert_allclose(loaded.encode(unknown), model.embed(unknown, unknown="hash"), rtol=2e-4, atol=2e-6)

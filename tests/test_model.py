@@ -553,6 +553,7 @@ def test_gensim_word_methods_agree_with_gensim(tmp_path):
     assert model.distance("w1", "w2") == pytest.approx(kv.distance("w1", "w2"), rel=1e-6)
     np.testing.assert_allclose(model.distances("w1", ["w2", "w9"]), kv.distances("w1", ["w2", "w9"]), rtol=1e-5)
     np.testing.assert_array_equal(model.distances("w1", np.array(["w2", "w9"])), model.distances("w1", ["w2", "w9"]))
+    np.testing.assert_array_equal(model.distances("w1", None), model.distances("w1"))  # None: every word, as gensim
     np.testing.assert_allclose(model.distances("w1"), kv.distances("w1"), rtol=1e-5, atol=1e-6)
     for a, b in (("w1", "w2"), ("w7", "w40"), ("w0", "w59")):
         assert model.rank(a, b) == kv.rank(a, b)

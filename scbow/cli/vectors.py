@@ -206,6 +206,7 @@ def _export_folder(model_path, output, name, min_count, limit, add_words, licens
     say(f"wrote a {name} folder to {output}: {plural(report['rows'], 'row')} of {plural(report['dim'], 'dim')} "
         f"({plural(report['words'], 'word')}"
         + (f", {plural(report['added'], 'added word')}" if report["added"] else "")
+        + (f" ({report['restored']:,} left out by --min-count/--limit, with their own rows)" if report["restored"] else "")
         + f" and {report['unk']} for unknown words; tokenizer version {model.tokenizer_version})"
         + (f"; {plural(left, 'rarer word')} left out" if left else ""))
     say(f"load it with {loader}")

@@ -284,7 +284,8 @@ def _yaml_str(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a YAML string
 
 
-def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str | None = None) -> str:
+def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str | None = None,
+               restored: int = 0) -> str:
     """README.md for the folder: YAML front matter the Hugging Face hub and model2vec read, and
     what the model is, what it was trained on, its recorded scores and how to load it."""
     library = "sentence-transformers" if fmt == "sentence-transformers" else "model2vec"
@@ -310,7 +311,9 @@ def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str
         lines.append(f"- Vectors from: {os.path.basename(str(info['source']))}")
     lines.append(f"- Vocabulary: {len(model.vocab):,} words"
                  + (f" (seen at least {corpus['min_count']} times)" if isinstance(corpus.get("min_count"), int) else "")
-                 + (f", and {added:,} more words with the hashed vectors scbow-numba gives unknown words" if added else "")
+                 + (f", and {added:,} more words" + (f", {restored:,} of them left out above with their trained rows, the "
+                                                      "others" if restored else "")
+                    + " with the hashed vectors scbow-numba gives unknown words" if added else "")
                  + f"; {model.dim} dimensions; {n_rows:,} rows with the unknown token's")
     shown = ("dim", "word_passes", "word_dim", "epochs", "negatives", "frequency_weight", "common_components",
              "unknown", "seed")
@@ -360,9 +363,10 @@ def write_folder(model, path: os.PathLike, fmt: str, extra_words=(), license: st
         raise ValueError(f"fmt must be sentence-transformers or model2vec, got {fmt!r}")
     path = Path(path)
     words, rows, added = export_rows(model, extra_words, norm, whole)
+    restored = sum(word in whole.vocab for word in added) if whole is not None else 0
     spec = tokenizer_json(words, model.tokenizer_version)
     own = ST_FILES if fmt == "sentence-transformers" else M2V_FILES
-    card = model_card(model, fmt, len(rows), len(added), path.name or "model", license)
+    card = model_card(model, fmt, len(rows), len(added), path.name or "model", license, restored)
     from ..reading import os_error_text
 
     try:
@@ -391,7 +395,7 @@ def write_folder(model, path: os.PathLike, fmt: str, extra_words=(), license: st
             (tmp / "README.md").write_text(card, encoding="utf-8")
     except OSError as exc:
         raise ModelError(f"cannot write {path}: {os_error_text(exc)}") from None
-    return {"rows": len(rows), "words": len(model.vocab), "added": len(added), "dim": int(model.dim),
+    return {"rows": len(rows), "words": len(model.vocab), "added": len(added), "restored": restored, "dim": int(model.dim),
             "unk": spec["model"]["unk_token"]}
 
 

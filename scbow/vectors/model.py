@@ -564,7 +564,7 @@ class Model:
         else:
             q = self._word_query(np.asarray(word_or_vector, dtype=np.float64))
             q = q / (np.linalg.norm(q) or 1.0)
-        other_words = list(other_words)  # a numpy array of words too
+        other_words = list(other_words) if other_words is not None else []  # a numpy array of words too
         if other_words:
             rows = np.array([self._unit_word(w) for w in other_words])
         else:
