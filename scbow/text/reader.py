@@ -215,6 +215,24 @@ def _same_file_key(path: Path):
     return st.st_dev, st.st_ino
 
 
+def each_once(files: list[Path]) -> list[Path]:
+    """``files`` without a file reached again (named twice, or through a symbolic or hard link:
+    :func:`_same_file_key`), each where it comes first; a note on stderr names what was left out."""
+    first: dict = {}  # a file's key -> the path it came first as
+    repeats = []
+    for f in files:
+        key = _same_file_key(f)
+        if key in first:
+            repeats.append((f, first[key]))
+        else:
+            first[key] = f
+    if repeats:
+        named = "; ".join(f"{f} named twice" if str(f) == str(same) else f"{f} is {same}" for f, same in repeats[:3])
+        more = f" (and {len(repeats) - 3:,} more)" if len(repeats) > 3 else ""
+        print(f"note: each file is read once: {named}{more}", file=sys.stderr, flush=True)
+    return list(first.values())
+
+
 def expand(paths, recursive: bool = False, accept=None, looked_for: str | None = None) -> list[Path]:
     """Files and directories -> the files they stand for, in order.
 
@@ -261,19 +279,7 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
             raise CorpusError(f"{p}: not a regular file")
         else:
             raise CorpusError(f"{p}: no such file or directory")
-    first: dict = {}  # a file's key -> the path it came first as
-    repeats = []
-    for f in files:
-        key = _same_file_key(f)
-        if key in first:
-            repeats.append((f, first[key]))
-        else:
-            first[key] = f
-    if repeats:
-        files = list(first.values())
-        named = "; ".join(f"{f} named twice" if str(f) == str(same) else f"{f} is {same}" for f, same in repeats[:3])
-        more = f" (and {len(repeats) - 3:,} more)" if len(repeats) > 3 else ""
-        print(f"note: each file is read once: {named}{more}", file=sys.stderr, flush=True)
+    files = each_once(files)
     for f in files:
         if not os.access(f, os.R_OK):
             raise CorpusError(f"{f}: permission denied")

@@ -52,7 +52,7 @@ def data_places(name: str) -> list[Path]:
 
 
 def sts_files(paths) -> list[Path]:
-    """STS files, a folder standing for the ``*.tsv`` files in it; STSError for a missing one."""
+    """STS files, a folder standing for the ``*.tsv`` files in it, each file once; STSError for a missing one."""
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
@@ -64,7 +64,9 @@ def sts_files(paths) -> list[Path]:
             raise STSError(f"{p}: no such STS file")
         else:
             files.append(p)
-    return files
+    from ..text.reader import each_once
+
+    return each_once(files)  # a set named twice would count twice in the means
 
 
 def default_sts_paths() -> list[Path]:

@@ -427,7 +427,7 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
     sets = [read_sts(f) for f in sts_files(paths or default_sts_paths())]
     systems, sources = {}, {}
     loaded = None
-    if model is not None or control is None or (default_model_dir() / "config.json").is_file():
+    if model is not None or control is None or os.path.lexists(default_model_dir()):  # a word2vec file too
         path = model or default_model_dir()
         loaded = load_model(path)
         systems["model"], sources["model"] = embedder(loaded), str(path)
