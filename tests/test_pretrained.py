@@ -128,7 +128,9 @@ def synthetic_spaces(n_src=400, p=12, q=5, shared=150, noise=0.0, bias=None, see
 
 def test_expansion_recovers_a_known_map():
     ours, source, M, X = synthetic_spaces()
+    ours.info.update(curve={"points": []}, benchmark={"pearson": 0.7})  # scores of the model before: not the new one's
     new, report = expand_vocabulary(ours, source)
+    assert "curve" not in new.info and "benchmark" not in new.info
     assert report["shared"] == 151 and report["added"] == 400 - 150 and report["skipped_not_token"] == 1
     assert report["r2"] == pytest.approx(1.0, abs=1e-9) and report["heldout_cosine"] == pytest.approx(1.0, abs=1e-6)
     assert new.vocab.words[: len(ours)] == ours.vocab.words  # our ids unchanged

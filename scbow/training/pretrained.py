@@ -187,7 +187,8 @@ def expand_vocabulary(model: Model, source: Model, max_words: int = 0, intercept
         "vocab_before": len(model),
         "vocab_after": len(words),
     }
-    info = dict(model.info)
+    # the scores recorded of the model before (its learning curve, its benchmark) are not this one's
+    info = {k: v for k, v in model.info.items() if k not in ("curve", "benchmark")}
     info["expansions"] = list(info.get("expansions", [])) + [report]
     return Model(Vocab(words, counts), vectors, model.config, info), report
 
