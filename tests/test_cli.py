@@ -307,6 +307,7 @@ CHECKPOINT = {"checkpoint": True, "raw_vectors": True, "examples": 2817885, "of_
     {"training": {"first_loss": float("nan"), "final_loss": float("inf")}},
     {"init_vectors": {"x": float("nan")}}, {"expansions": [float("inf")]}, {"format": 7}, {"training": BOUNDED},
     {"training": CHECKPOINT}, {"corpus": {"files": ["c.txt"], "raw_tokens": 70, "sentences": -5}},
+    {"dim": 7, "words": 3, "path": "/elsewhere"},  # a record's own fields never stand for the model's
 ])
 def test_info_reads_a_damaged_record_and_prints_strict_json(tmp_path, runner, healthy, damage):
     model = tmp_path / "model"
@@ -329,6 +330,9 @@ def test_info_reads_a_damaged_record_and_prints_strict_json(tmp_path, runner, he
         assert "2,817,885 examples in ? s on ? threads; a checkpoint" in line, line
     if isinstance(damage.get("corpus"), dict) and damage["corpus"].get("sentences") == -5:
         assert "70 tokens, ? sentences in ? documents;" in shown.stdout, shown.stdout
+    if "dim" in damage:
+        truth = load_model(model)
+        assert (record["path"], record["words"], record["dim"]) == (str(model), len(truth), truth.dim)
 
 
 # ---------------------------------------------------------------- help and messages

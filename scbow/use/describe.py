@@ -67,7 +67,8 @@ def json_safe(value):
 
 def model_record(model, path) -> str:
     """``info --json``: everything recorded in the model, as strict JSON."""
-    record = {"path": str(path), "words": len(model), "dim": model.dim, "config": model.config, **model.info}
+    record = {"path": str(path), "words": len(model), "dim": model.dim, "config": model.config}
+    record.update((k, v) for k, v in model.info.items() if k not in record)  # a recorded 'dim' is not the model's
     return json.dumps(json_safe(record), indent=1, allow_nan=False)
 
 
