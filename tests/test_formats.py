@@ -480,6 +480,13 @@ def test_bad_word2vec_header_or_a_repeated_word(tmp_path, content, fragment):
         load_model(tmp_path / "v.txt")
 
 
+def test_a_pipe_or_a_device_as_a_model_is_named_so(tmp_path):
+    os.mkfifo(tmp_path / "fifo")
+    for path in (tmp_path / "fifo", Path("/dev/zero")):
+        with pytest.raises(ModelError, match=f"^{path}: not a regular file"):  # it said 'Not a directory'
+            load_model(path)
+
+
 # Files of 'word number' lines (a model's vocab.txt, a word-count list) are not 1-dimensional
 # GloVe vectors: headerless GloVe needs at least 2 values a line (issue 34).
 NOT_VECTORS = {

@@ -34,6 +34,8 @@ def load_model(path: os.PathLike, mmap: bool = True) -> Model:
         raise ModelError(f"{path}: no such model (train one with 'scbow-numba train')")
     if path.is_file():
         return load_word2vec(path)
+    if path.exists() and not path.is_dir():  # a pipe or a device: never opened (it would block, or never end)
+        raise ModelError(f"{path}: not a regular file (a pipe or a device); a model is a directory or a vectors file")
     for attempt in range(LOAD_ATTEMPTS):
         if attempt > 1:
             time.sleep(0.01)  # between a save's two renames there is no directory for a moment
