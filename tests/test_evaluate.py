@@ -84,6 +84,7 @@ def test_read_sts_parses_fields_name_blank_lines_and_crlf_and_names_unreadable_f
         ("1\ta\tb\n2\ta\tb\textra\n", "line 2 has 4 tab-separated fields"),
         ("high\ta\tb\n", "line 1: gold score 'high' is not a number"),
         ("\ta\tb\n", "gold score '' is not a number"),
+        ("4_5\ta\tb\n", "gold score '4_5' is not a number"),  # float() reads 45
         ("nan\ta\tb\n", "is not finite"),
         *((f"1.0\ta\tb\n{gold}\tc\td\n", "line 2: .*out of range") for gold in ("1e308", "-1e308", "1e7")),
         ("\n\n", "no sentence pairs"),

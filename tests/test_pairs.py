@@ -52,7 +52,8 @@ def test_pairs_refuse_binary_text_absurd_gold_and_name_damage_before_printing(tm
     model, _ = healthy
     for data, fragment in ((b"a\x00b\tc d\n", "NUL bytes"), (gzip.compress(b"x" * 100), "NUL bytes"),
                            (b"4\tthe cat\tthe dog\nnan\ta\tb\n", "line 2: gold score 'nan'"),
-                           (b"1e300\ta\tb\n", "gold score '1e300'"), (b"abc\ta\tb\n", "gold score 'abc'")):
+                           (b"1e300\ta\tb\n", "gold score '1e300'"), (b"abc\ta\tb\n", "gold score 'abc'"),
+                           (b"4_5\ta\tb\n", "gold score '4_5'")):
         result = similarity(runner, model, "--pairs", "-", input=data)
         assert_clean_error(result, fragment)
         assert result.stdout == ""

@@ -87,7 +87,7 @@ def read_sts(path: os.PathLike) -> STSSet:
         if len(parts) != 3:
             raise STSError(f"{path}: line {n} has {len(parts)} tab-separated fields, expected 3 (gold, s1, s2)")
         try:
-            score = float(parts[0])
+            score = gold_number(parts[0])
         except ValueError:
             raise STSError(f"{path}: line {n}: gold score {parts[0][:40]!r} is not a number") from None
         if not math.isfinite(score):
@@ -102,6 +102,14 @@ def read_sts(path: os.PathLike) -> STSSet:
         raise STSError(f"{path}: no sentence pairs")
     name = path.name[:-4] if path.name.endswith(".tsv") else path.name
     return STSSet(name, np.asarray(gold, dtype=np.float64), first, second)
+
+
+def gold_number(text: str) -> float:
+    """A gold score's text as a float; ValueError for what is not a plain number (Python's float()
+    reads '4_5' as 45, a digit separator no STS file means)."""
+    if "_" in text:
+        raise ValueError(text)
+    return float(text)
 
 
 def pair_cosines(embed, first, second) -> np.ndarray:

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import CorpusError
 from ..progress import note, plural
 from ..text.reader import check_text, compression, open_bytes, open_text
-from .evaluate import MAX_GOLD
+from .evaluate import MAX_GOLD, gold_number
 
 PAIRS_BLOCK = 20_000  # pairs embedded at once
 
@@ -87,7 +87,7 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
             if len(fields) == 3:
                 gold = fields[0].strip()
                 try:
-                    value = float(gold)
+                    value = gold_number(gold)
                 except ValueError:
                     value = math.nan
                 if not (math.isfinite(value) and abs(value) <= MAX_GOLD):
