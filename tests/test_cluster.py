@@ -422,6 +422,23 @@ def test_a_directory_in_place_of_a_shard_file_is_refused_and_kept(client, done, 
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before and (out / name / "notes").is_dir()
 
 
+def test_a_second_run_into_a_directory_in_use_is_refused(client, done, inputs, model_dir, tmp_path):
+    """Two runs at once into one directory: the second is refused (they planned over each other and mixed
+    their shards). The first holds a flock on the directory; here the test holds it."""
+    from scbow.use.cluster import _hold
+
+    out = shutil.copytree(done[0], tmp_path / "shards")
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    fd = _hold(out)
+    try:
+        with pytest.raises(ModelError, match="another scbow-numba embed is writing into it"):
+            embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192)
+    finally:
+        os.close(fd)
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+    assert embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192).skipped > 0  # then it runs
+
+
 # -- an output inside a model: refused, also where an earlier version left a directory --------------
 
 

@@ -312,20 +312,21 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     identity = job(Path(model_path), blocks, settings)
     _check_output(out, identity, blocks)
     created = [d for d in (out, *out.absolute().parents) if not os.path.lexists(d)]  # deepest first
-    fresh = not os.path.lexists(out / shards.PLAN)
     t0 = time.perf_counter()
     with contextlib.ExitStack() as stack:  # its callbacks run last first
         logger = logging.getLogger("distributed")  # Dask's own log lines kept off the terminal: one message of ours
         stack.callback(logger.setLevel, logger.level)
         logger.setLevel(logging.CRITICAL)
+        out.mkdir(parents=True, exist_ok=True)
+        stack.callback(os.close, _hold(out))  # one run at a time: released last, by the kernel if killed
+        _check_output(out, identity, blocks)  # again, now that no other run can plan here
+        fresh = not os.path.lexists(out / shards.PLAN)
         own, finished = client is None, []
-        if own:
-            client = client_for(workers, scheduler)  # a bad scheduler fails here, before anything is written
         # after the cluster is closed (its workers write nothing more), a failed run takes back what it wrote
         stack.callback(lambda: finished or _undo(out, blocks, fresh, created))
         if own:
+            client = client_for(workers, scheduler)  # a bad scheduler fails here, before anything is written
             stack.callback(_close, client)
-        out.mkdir(parents=True, exist_ok=True)
         with atomic_file(out / shards.PLAN) as tmp:
             Path(tmp).write_text(json.dumps({**identity, "blocks": [asdict(b) for b in blocks]}, indent=1) + "\n",
                                  encoding="utf-8")
@@ -342,6 +343,23 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
                         missing=sum(s["missing"] for s in manifest["shards"]), tokens=sum(i.get("tokens", 0) for i in done),
                         known_tokens=sum(i.get("known_tokens", 0) for i in done), seconds=time.perf_counter() - t0,
                         workers=workers, output=str(out))
+
+
+def _hold(out: Path) -> int:
+    """An open descriptor of the directory ``out`` holding an exclusive ``flock`` on it; ModelError when
+    another run holds it (two jobs planning into one directory would mix their shards)."""
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except ImportError:  # pragma: no cover  (no flock here: one run at a time is the user's to keep)
+        pass
+    except OSError:
+        os.close(fd)
+        raise ModelError(f"{out}: another scbow-numba embed is writing into it; wait for it to finish or give "
+                         "another -o") from None
+    return fd
 
 
 def _close(client) -> None:
