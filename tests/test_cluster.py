@@ -439,6 +439,22 @@ def test_a_second_run_into_a_directory_in_use_is_refused(client, done, inputs, m
     assert embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192).skipped > 0  # then it runs
 
 
+def test_a_worker_refuses_a_model_saved_at_the_path_since_the_plan(done, model_dir, tmp_path, monkeypatch):
+    """A worker loads the model by its path: another model saved there since the run planned (its
+    model_id) must not embed the rows the manifest records as the planned model's."""
+    from scbow.use import cluster
+
+    out = shutil.copytree(done[0], tmp_path / "shards")
+    monkeypatch.setattr(cluster, "_MODELS", {})
+    block = done[1][0]
+    assert "error" not in cluster.embed_block(str(model_dir), block, str(out))
+    plan = json.loads((out / "plan.json").read_text())
+    (out / "plan.json").write_text(json.dumps({**plan, "model_id": "f" * 32}))
+    monkeypatch.setattr(cluster, "_MODELS", {})  # a fresh worker
+    result = cluster.embed_block(str(model_dir), block, str(out))
+    assert "is not the model this embed began with" in result["error"] and result["error_type"] == "model"
+
+
 # -- an output inside a model: refused, also where an earlier version left a directory --------------
 
 

@@ -146,9 +146,17 @@ def embed_block(model_path: str, block: Block, out_dir: str, fill: float = math.
     try:
         if model_path not in _MODELS:
             from ..vectors.formats import load_model
+            from ..vectors.modeldir import model_id
 
             _MODELS.clear()
-            _MODELS[model_path] = load_model(model_path, mmap=True)  # memory-mapped: a machine's workers share it
+            model = load_model(model_path, mmap=True)  # memory-mapped: a machine's workers share it
+            loaded = model.info.get("model_id")
+            loaded = loaded if isinstance(loaded, str) else model_id(model_path)  # a word2vec file: its bytes
+            began_with = (shards.read_plan(out) or {}).get("model_id")
+            if began_with is not None and loaded != began_with:
+                raise ModelError(f"{model_path}: is not the model this embed began with (another model was saved "
+                                 "at its path since); run the same command again")
+            _MODELS[model_path] = model
         model = _MODELS[model_path]
         done = shard_done(out, block, model.dim)
         if done is not None:
