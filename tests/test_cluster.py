@@ -455,6 +455,21 @@ def test_a_worker_refuses_a_model_saved_at_the_path_since_the_plan(done, model_d
     assert "is not the model this embed began with" in result["error"] and result["error_type"] == "model"
 
 
+def test_ctrl_c_says_the_shards_done_are_kept_and_a_rerun_goes_on(client, inputs, model_dir, tmp_path):
+    from scbow.errors import Interrupted
+
+    def ctrl_c(done, total):  # the client's progress callback: where a Ctrl-C lands, in the client
+        if done >= 3:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "shards"
+    with pytest.raises(Interrupted, match=r"interrupted; [\d,]+ of [\d,]+ shards are done and kept in .*shards: run the "
+                                          "same command again"):
+        embed_on_cluster(model_dir, inputs, out, client=client, block_bytes=8192, progress=ctrl_c)
+    assert embed_on_cluster(model_dir, inputs, out, client=client, block_bytes=8192).skipped >= 3
+    assert same_as_single(out, model_dir, inputs, tmp_path)
+
+
 # -- an output inside a model: refused, also where an earlier version left a directory --------------
 
 

@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..errors import CorpusError, ModelError
+from ..errors import CorpusError, Interrupted, ModelError
 from ..files import atomic_file, leftovers, remove_leftovers
 from ..outputs import refuse_other_kind
 from ..reading import read_json, short_message
@@ -207,8 +207,19 @@ def client_for(workers: int | None = None, scheduler: str | None = None):
     except ImportError:
         raise ModelError(f"--workers and --scheduler need Dask; install it with: {INSTALL_HINT}") from None
     if scheduler is None:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               silence_logs=logging.CRITICAL)
+        import signal
+        import threading
+
+        # the worker processes start with Ctrl-C ignored (they inherit it): it is the client's to act on, and
+        # a terminal sends it to the whole process group, where each worker printed its own traceback
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        try:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                   silence_logs=logging.CRITICAL)
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, previous)
         return Client(cluster)
     if not scheduler.strip():  # dask would take it for "no address": a local cluster, or the current client
         raise ModelError("--scheduler '': not a Dask scheduler address (empty); give one such as tcp://HOST:8786")
@@ -321,26 +332,33 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     _check_output(out, identity, blocks)
     created = [d for d in (out, *out.absolute().parents) if not os.path.lexists(d)]  # deepest first
     t0 = time.perf_counter()
-    with contextlib.ExitStack() as stack:  # its callbacks run last first
-        logger = logging.getLogger("distributed")  # Dask's own log lines kept off the terminal: one message of ours
-        stack.callback(logger.setLevel, logger.level)
-        logger.setLevel(logging.CRITICAL)
-        out.mkdir(parents=True, exist_ok=True)
-        stack.callback(os.close, _hold(out))  # one run at a time: released last, by the kernel if killed
-        _check_output(out, identity, blocks)  # again, now that no other run can plan here
-        fresh = not os.path.lexists(out / shards.PLAN)
-        own, finished = client is None, []
-        # after the cluster is closed (its workers write nothing more), a failed run takes back what it wrote
-        stack.callback(lambda: finished or _undo(out, blocks, fresh, created))
-        if own:
-            client = client_for(workers, scheduler)  # a bad scheduler fails here, before anything is written
-            stack.callback(_close, client)
-        with atomic_file(out / shards.PLAN) as tmp:
-            Path(tmp).write_text(json.dumps({**identity, "blocks": [asdict(b) for b in blocks]}, indent=1) + "\n",
-                                 encoding="utf-8")
-        workers = len(client.scheduler_info()["workers"])
-        records = _run(client, task, model_path, blocks, out, identity, fill, unknown, retries, progress, inputs)
-        finished.append(True)
+    try:
+        with contextlib.ExitStack() as stack:  # its callbacks run last first
+            logger = logging.getLogger("distributed")  # Dask's own log lines kept off the terminal: one message of ours
+            stack.callback(logger.setLevel, logger.level)
+            logger.setLevel(logging.CRITICAL)
+            out.mkdir(parents=True, exist_ok=True)
+            stack.callback(os.close, _hold(out))  # one run at a time: released last, by the kernel if killed
+            _check_output(out, identity, blocks)  # again, now that no other run can plan here
+            fresh = not os.path.lexists(out / shards.PLAN)
+            own, finished = client is None, []
+            # after the cluster is closed (its workers write nothing more), a failed run takes back what it wrote
+            stack.callback(lambda: finished or _undo(out, blocks, fresh, created))
+            if own:
+                client = client_for(workers, scheduler)  # a bad scheduler fails here, before anything is written
+                stack.callback(_close, client)
+            with atomic_file(out / shards.PLAN) as tmp:
+                Path(tmp).write_text(json.dumps({**identity, "blocks": [asdict(b) for b in blocks]}, indent=1) + "\n",
+                                     encoding="utf-8")
+            workers = len(client.scheduler_info()["workers"])
+            records = _run(client, task, model_path, blocks, out, identity, fill, unknown, retries, progress, inputs)
+            finished.append(True)
+    except KeyboardInterrupt as exc:  # Ctrl-C: what is kept is said (the shards done stay: a rerun goes on)
+        if getattr(exc, "message", None):
+            raise
+        kept = sum(os.path.lexists(out / f"{b.name}.json") for b in blocks) if out.is_dir() else 0
+        raise Interrupted(f"interrupted; {kept:,} of {len(blocks):,} shards are done and kept in {out}: run the same "
+                          "command again to go on" if kept else "interrupted; nothing was written") from None
     for name, recorded in identity["files"].items():  # the shards are its lines only if it is as planned
         why = shards.changed_file(name, recorded)
         if why is not None:
