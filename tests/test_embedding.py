@@ -167,6 +167,11 @@ def test_embed_cli(tmp_path, runner, model):
     assert f"embedded {len(LINES)} lines" in result.stderr and "3 lines with no known word" in result.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), model.embed(LINES))
     assert (tmp_path / "x.missing.txt").is_file()
+    odd = tmp_path / "in\udcff.txt"  # a file name that is not UTF-8 (byte 0xff): its bytes shown in the list
+    odd.write_bytes(src.read_bytes())
+    result = runner.invoke(main, [*m, str(odd), "-o", str(tmp_path / "odd.npy")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "odd.missing.txt").read_text(encoding="utf-8").startswith(f"# lines of {tmp_path}/in\\xff.txt ")
     # stdin, --fill zero, --missing elsewhere
     result = runner.invoke(main, [*m, "-", "-o", str(tmp_path / "y.npy"), "--fill", "zero", "--missing",
                                   str(tmp_path / "y.txt"), "-q"], input="cat\nzzz\n")

@@ -183,6 +183,9 @@ def test_small_index_pads_with_minus_one(setup, tmp_path, faiss):
     np.save(emb, np.array([[3e38, 3e38, 0], [np.nan] * 3, [0, 1, 0]], dtype=np.float32))  # a norm past float32
     build_index(emb, text, tmp_path / "idx-big")
     assert open_index(tmp_path / "idx-big").search(np.array([1, 1, 0], np.float32), 1)[0].tolist() == [[0]]
+    with pytest.raises(ModelError, match="not valid UTF-8, which the index library"):  # faiss takes no such name
+        build_index(emb, text, tmp_path / "idx\udcff")
+    assert not list(tmp_path.glob("*idx\udcff*"))
     for bad in (2.5, None, True, 0):
         with pytest.raises(ValueError, match="k must be an integer"):
             index.search(np.ones(3, np.float32), bad)

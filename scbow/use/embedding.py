@@ -316,7 +316,8 @@ def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fil
                 ThreadPoolExecutor(max_workers=1) as pool:
             out.write(npy_header(0, dim))
             what = "no known word" if encoder.unknown == "omit" else "no word"
-            miss.write(f"# lines of {source} with {what} (1-based; array row = line - 1)\n")
+            shown = os.fsencode(str(source)).decode("utf-8", "backslashreplace")  # a name not UTF-8: its bytes shown
+            miss.write(f"# lines of {shown} with {what} (1-based; array row = line - 1)\n")
 
             def finish(ids, extra, n_lines, first_line, parallel):
                 rows, counts = average(vectors, ids, n_lines, fill, parallel, extra)

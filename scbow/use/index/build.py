@@ -209,6 +209,7 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
     rows, texts, manifest = open_embeddings(embeddings, lines_source)
     out_dir = Path(out_dir)
     check_output(out_dir)
+    store.faiss_path(out_dir.absolute())  # a name faiss cannot open is refused before the build, not after
     for name, _, _ in texts:  # before the notes about the model: what cannot be read is said first
         what = store.not_regular(Path(name))
         if what is not None:
@@ -248,7 +249,7 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
             raise CorpusError(f"{Path(embeddings)}: no row has an embedding (every line had nothing to average); "
                               "nothing to index")
         np.save(tmp / store.IDS_FILE, np.concatenate(ids))
-        faiss.write_index(graph, str(tmp / store.INDEX_FILE))
+        faiss.write_index(graph, store.faiss_path(tmp / store.INDEX_FILE))
         info = {
             "format": store.FORMAT, "format_version": store.FORMAT_VERSION, "library": store.LIBRARY,
             "library_version": _version(faiss),

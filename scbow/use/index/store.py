@@ -318,6 +318,17 @@ def _int64_column(path: Path, length: int, what: str) -> np.ndarray:
     return column
 
 
+def faiss_path(path: Path) -> str:
+    """``path`` as faiss takes it; ModelError for a name that is not UTF-8 (faiss cannot open it)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+        raise ModelError(f"{shown}: the path is not valid UTF-8, which the index library (faiss) cannot open; "
+                         "rename it, or choose another name") from None
+    return str(path)
+
+
 def _faiss_message(exc: Exception) -> str:
     """faiss's error without the C++ function and source line it names first."""
     text = re.sub(r"^Error(?: in .*? at \S+:\d+|: '.*?' failed): ", "", short_message(exc, 400))
@@ -337,7 +348,7 @@ def open_index(path) -> Index:
     faiss = load_faiss()
     flags = getattr(faiss, "IO_FLAG_MMAP_IFC", getattr(faiss, "IO_FLAG_MMAP", 0))  # pages read when searched
     try:
-        graph = faiss.read_index(str(path / INDEX_FILE), flags)
+        graph = faiss.read_index(faiss_path(path / INDEX_FILE), flags)
     except (RuntimeError, ValueError, OSError, MemoryError) as exc:
         raise damaged(path / INDEX_FILE, _faiss_message(exc)) from None
     if (not hasattr(graph, "hnsw") or graph.d != info["dim"] or graph.ntotal != info["count"]
