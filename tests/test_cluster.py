@@ -470,6 +470,18 @@ def test_ctrl_c_says_the_shards_done_are_kept_and_a_rerun_goes_on(client, inputs
     assert same_as_single(out, model_dir, inputs, tmp_path)
 
 
+def test_an_output_through_a_link_is_its_target(client, inputs, model_dir, tmp_path):
+    """-o LINK, dangling: the target directory is made (its folder exists) and the link stays; a link whose
+    target's folder is missing is refused in one line (both said 'exists and is not a directory')."""
+    (tmp_path / "link").symlink_to(tmp_path / "target")
+    embed_on_cluster(model_dir, inputs[:1], tmp_path / "link", client=client, block_bytes=8192)
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "target" / "manifest.json").is_file()
+    (tmp_path / "far").symlink_to(tmp_path / "missing" / "target")
+    with pytest.raises(ModelError, match="whose folder does not exist"):
+        embed_on_cluster(model_dir, inputs[:1], tmp_path / "far", client=client, block_bytes=8192)
+    assert not (tmp_path / "missing").exists()
+
+
 # -- an output inside a model: refused, also where an earlier version left a directory --------------
 
 

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import CorpusError, Interrupted, ModelError
-from ..files import atomic_file, leftovers, remove_leftovers
+from ..files import atomic_file, leftovers, output_path, remove_leftovers
 from ..outputs import refuse_other_kind
 from ..reading import read_json, short_message
 from ..text.reader import check_regular, compression
@@ -325,6 +325,8 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     :func:`embed_block` or a wrapper of it. ``retries``: for a task that raises (one whose worker dies is
     run again elsewhere)."""
     out, inputs = Path(out_dir), list(inputs)
+    if out.is_symlink():  # -o LINK: the target is the directory (created when its folder exists), the link stays
+        out = output_path(out)
     refuse_model_output(out)
     blocks = plan_blocks(inputs, block_bytes)
     settings = {"fill": None if math.isnan(fill) else fill, "unknown": unknown, "block_bytes": block_bytes}
