@@ -256,6 +256,11 @@ def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_tex
     with pytest.raises(CheckpointError, match="--resume"):
         train_session([corpus_file], PLAIN, out, quiet=True)
     assert checkpoint_dir(out).exists() and not out.exists()
+    mine = tmp_path / "n.checkpoint"  # a user's file where a run's checkpoint goes: named so, never 'delete it'
+    mine.write_text("notes")
+    with pytest.raises(CheckpointError, match="holds something else .* move it away") as info:
+        train_session([corpus_file], PLAIN, tmp_path / "n", quiet=True)
+    assert "delete" not in str(info.value) and mine.read_text() == "notes"
     # another thread count or device is fine (they change the speed, not the computation)
     check_config(read_meta(checkpoint_dir(out)), PLAIN.replace(threads=2, device="cuda"), checkpoint_dir(out))
     # and so is the same corpus under another name

@@ -369,6 +369,9 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                 from .checkpoint import check_config
 
                 check_config(meta, config, ckpt, init_vectors)
+            elif os.path.lexists(ckpt) and (ckpt.is_symlink() or not ckpt.is_dir()):
+                raise CheckpointError(f"{ckpt}: is where this run's checkpoint goes, and holds something else (a "
+                                      "file or a link, not a checkpoint of ours); move it away, or give another -o")
             elif ckpt.exists():
                 try:
                     progress = describe(read_meta(ckpt))
