@@ -32,9 +32,13 @@ def load_model(path: os.PathLike, mmap: bool = True) -> Model:
     path = Path(path)
     if not _there(path):
         raise ModelError(f"{path}: no such model (train one with 'scbow-numba train')")
-    if path.is_file():
+    try:
+        mode = os.stat(path).st_mode  # one look: a save replacing a directory leaves none there for a moment
+    except OSError:
+        mode = None
+    if mode is not None and stat.S_ISREG(mode):
         return load_word2vec(path)
-    if path.exists() and not path.is_dir():  # a pipe or a device: never opened (it would block, or never end)
+    if mode is not None and not stat.S_ISDIR(mode):  # a pipe or a device: never opened (it would block, or never end)
         raise ModelError(f"{path}: not a regular file (a pipe or a device); a model is a directory or a vectors file")
     for attempt in range(LOAD_ATTEMPTS):
         if attempt > 1:
