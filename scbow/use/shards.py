@@ -243,11 +243,12 @@ class Shards:
         """Rows as NumPy gives them from the whole array: an int, a slice, an array of ints or a mask
         of all rows, then more indices of the columns; anything else is an IndexError."""
         if isinstance(key, tuple):
-            if len(key) > 2:
-                raise IndexError(f"too many indices: shards are 2-dimensional, {len(key)} were given")
+            key = tuple(k.item() if isinstance(k, np.ndarray) and k.ndim == 0 else k for k in key)  # 0-d: a scalar
             if not key or any(k is Ellipsis or k is None or isinstance(k, (bool, np.bool_)) for k in key):
                 return np.asarray(self)[key]
-            row = key[0].item() if isinstance(key[0], np.ndarray) and key[0].ndim == 0 else key[0]
+            if len(key) > 2:
+                raise IndexError(f"too many indices: shards are 2-dimensional, {len(key)} were given")
+            row = key[0]
             rows = self[row]
             if len(key) == 1:
                 return rows
@@ -258,6 +259,8 @@ class Shards:
                 raise IndexError("an array of rows with an array of columns: take the rows first, "
                                  "shards[rows][:, columns], or np.asarray(shards) for NumPy's pairing")
             return rows[col] if rows.ndim == 1 else rows[:, col]
+        if isinstance(key, np.ndarray) and key.ndim == 0:
+            key = key.item()
         if key is Ellipsis or key is None or isinstance(key, (bool, np.bool_)):
             return np.asarray(self)[key]
         if isinstance(key, (int, np.integer)):
