@@ -258,9 +258,21 @@ def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_tex
     assert checkpoint_dir(out).exists() and not out.exists()
     mine = tmp_path / "n.checkpoint"  # a user's file where a run's checkpoint goes: named so, never 'delete it'
     mine.write_text("notes")
-    with pytest.raises(CheckpointError, match="holds something else .* move it away") as info:
+    with pytest.raises(CheckpointError, match="is where this run's checkpoint goes, and is a file.* move it away") as info:
         train_session([corpus_file], PLAIN, tmp_path / "n", quiet=True)
     assert "delete" not in str(info.value) and mine.read_text() == "notes"
+    mine.unlink()
+    (mine / "notes.txt").parent.mkdir()  # a folder of the user's there, too
+    (mine / "notes.txt").write_text("notes")
+    with pytest.raises(CheckpointError, match="and holds 'notes.txt', which scbow-numba did not write; move it away"):
+        train_session([corpus_file], PLAIN, tmp_path / "n", quiet=True)
+    moved = tmp_path / "elsewhere.checkpoint"  # a checkpoint moved away and linked back: still a checkpoint
+    checkpoint_dir(out).rename(moved)
+    checkpoint_dir(out).symlink_to(moved)
+    with pytest.raises(CheckpointError, match="add --resume"):
+        train_session([corpus_file], PLAIN, out, quiet=True)
+    checkpoint_dir(out).unlink()
+    moved.rename(checkpoint_dir(out))
     # another thread count or device is fine (they change the speed, not the computation)
     check_config(read_meta(checkpoint_dir(out)), PLAIN.replace(threads=2, device="cuda"), checkpoint_dir(out))
     # and so is the same corpus under another name
@@ -282,6 +294,9 @@ def test_a_run_into_a_link_has_the_checkpoint_of_its_target(tmp_path, corpus_fil
     train_session([corpus_file], PLAIN, link, quiet=True, resume=True)
     assert load_model(out).dim == 8 and link.is_symlink() and not checkpoint_dir(out).exists()
     assert sorted(os.listdir(tmp_path / "links")) == ["out"]
+    (tmp_path / "links" / "out.checkpoint").write_text("notes")  # a user's file of that name: no checkpoint
+    assert checkpoint_dir(link) == tmp_path / "m.checkpoint"
+    (tmp_path / "links" / "out.checkpoint").unlink()
     # a checkpoint an earlier version wrote beside the link itself still resumes under that name
     shutil.copytree(plain_checkpoint, tmp_path / "links" / "out.checkpoint")
     assert checkpoint_dir(link) == tmp_path / "links" / "out.checkpoint"

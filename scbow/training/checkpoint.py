@@ -87,13 +87,13 @@ def only_checkpoint_files(directory: Path) -> str | None:
 
 def checkpoint_dir(output: Path) -> Path:
     """Where the checkpoint of a run into ``output`` lives: ``OUTPUT.checkpoint`` beside the output as
-    it is written, its links resolved (``-o LINK`` and ``-o TARGET`` have one checkpoint). A
-    ``LINK.checkpoint`` written before links were resolved, with none beside the target, is still it."""
+    it is written, its links resolved (``-o LINK`` and ``-o TARGET`` have one checkpoint). A checkpoint
+    at ``LINK.checkpoint``, written before links were resolved, with none beside the target, is still it."""
     given = Path(output)
     target = Path(resolved(given))
     ckpt = target.with_name(target.name + ".checkpoint")
     earlier = given.with_name(given.name + ".checkpoint")
-    return earlier if given.name and not os.path.lexists(ckpt) and os.path.lexists(earlier) else ckpt
+    return earlier if given.name and not os.path.lexists(ckpt) and (earlier / STATE_FILE).is_file() else ckpt
 
 
 # ---------------------------------------------------------------------------------------

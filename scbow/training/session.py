@@ -347,7 +347,16 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     """
     from ..config import TrainConfig
     from ..vectors.modeldir import check_output_dir, default_model_dir, save_model
-    from .checkpoint import CheckpointWriter, checkpoint_dir, describe, read_meta, restore, restore_output, restore_word_part
+    from .checkpoint import (
+        CheckpointWriter,
+        checkpoint_dir,
+        describe,
+        only_checkpoint_files,
+        read_meta,
+        restore,
+        restore_output,
+        restore_word_part,
+    )
     from .corpus import read_corpus
     from .trainer import train
 
@@ -369,9 +378,10 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                 from .checkpoint import check_config
 
                 check_config(meta, config, ckpt, init_vectors)
-            elif os.path.lexists(ckpt) and (ckpt.is_symlink() or not ckpt.is_dir()):
-                raise CheckpointError(f"{ckpt}: is where this run's checkpoint goes, and holds something else (a "
-                                      "file or a link, not a checkpoint of ours); move it away, or give another -o")
+            elif os.path.lexists(ckpt) and (not ckpt.is_dir() or only_checkpoint_files(ckpt) is not None):
+                what = only_checkpoint_files(ckpt) if ckpt.is_dir() else "is a file, not a checkpoint of ours"
+                raise CheckpointError(f"{ckpt}: is where this run's checkpoint goes, and {what}; move it away, or "
+                                      "give another -o")
             elif ckpt.exists():
                 try:
                     progress = describe(read_meta(ckpt))
