@@ -124,7 +124,8 @@ def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_f
             folders.append((name, Path(resolved(path))))
         if path.is_dir():
             try:
-                members.extend(m for m in path.iterdir() if m.is_file())  # a folder in it is not read as one
+                # what a folder stands for: its files, hidden ones aside (a folder in it is not read as one)
+                members.extend(m for m in path.iterdir() if m.is_file() and not m.name.startswith("."))
             except OSError:
                 pass
         for member in members:

@@ -435,6 +435,8 @@ def test_outputs_that_are_inputs_are_refused(tmp_path, runner, healthy):
     refuse_overwrite({"-o": tmp_path / "corpus2"}, {"the corpus": tmp_path / "corpus"}, reads_folders=True)  # beside it
     refuse_overwrite({"-o": tmp_path / "corpus" / ".x" / "o.txt"}, {"the corpus": tmp_path / "corpus"},
                      reads_folders=True)  # below a hidden name, which the walk skips
+    (tmp_path / "corpus" / ".o.txt").write_text("an earlier run's")  # hidden in it: not read, so not an input
+    refuse_overwrite({"-o": tmp_path / "corpus" / ".o.txt"}, {"the corpus": tmp_path / "corpus"}, reads_folders=True)
     refuse_overwrite({"-o": tmp_path / "corpus" / "deep" / "o"}, {"INPUT": tmp_path / "corpus"})  # a command reads no folder
     (tmp_path / "corpus" / "book.txt").write_text("One sentence. Another one.\n")
     result = runner.invoke(main, ["prepare", str(tmp_path / "corpus"), "-o", str(tmp_path / "corpus" / "out.txt")])
