@@ -85,6 +85,7 @@ def test_read_sts_parses_fields_name_blank_lines_and_crlf_and_names_unreadable_f
         ("high\ta\tb\n", "line 1: gold score 'high' is not a number"),
         ("\ta\tb\n", "gold score '' is not a number"),
         ("4_5\ta\tb\n", "gold score '4_5' is not a number"),  # float() reads 45
+        ("\uff14.\uff15\ta\tb\n", "is not a number"),  # fullwidth digits: float() reads 4.5
         ("nan\ta\tb\n", "is not finite"),
         *((f"1.0\ta\tb\n{gold}\tc\td\n", "line 2: .*out of range") for gold in ("1e308", "-1e308", "1e7")),
         ("\n\n", "no sentence pairs"),
@@ -372,6 +373,11 @@ def test_baseline_word2vec_and_the_overlap_control_alone(files, monkeypatch):
     assert table.exit_code == 0, table.output
     assert "baseline" in table.output and "wilcox p" in table.output and "95% CI" in table.output
     assert "shows the systems differ, not which is better" in table.output
+    (files["tmp"] / "dangling").symlink_to(files["tmp"] / "no-model-here")
+    (files["tmp"] / "empty").mkdir()
+    for nothing in ("dangling", "empty"):  # no default model there: the control alone, as with none
+        monkeypatch.setenv("SCBOW_MODEL", str(files["tmp"] / nothing))
+        assert json.loads(run("--control", "plain-overlap", "--json", files["sts"]).stdout)["system"] == "plain overlap"
     monkeypatch.setenv("SCBOW_MODEL", str(files["tmp"] / "no-model-here"))
     result = run("--control", "plain-overlap", "--json", files["sts"])
     assert result.exit_code == 0, result.output

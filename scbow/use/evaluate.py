@@ -107,7 +107,7 @@ def read_sts(path: os.PathLike) -> STSSet:
 def gold_number(text: str) -> float:
     """A gold score's text as a float; ValueError for what is not a plain number (Python's float()
     reads '4_5' as 45, a digit separator no STS file means)."""
-    if "_" in text:
+    if "_" in text or not text.isascii():  # '4_5' is 45 to float(), and so are other scripts' digits
         raise ValueError(text)
     return float(text)
 
@@ -435,8 +435,9 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
     sets = [read_sts(f) for f in sts_files(paths or default_sts_paths())]
     systems, sources = {}, {}
     loaded = None
-    if model is not None or control is None or os.path.lexists(default_model_dir()):  # a word2vec file too
-        path = model or default_model_dir()
+    default = default_model_dir()
+    if model is not None or control is None or default.is_file() or (default / "config.json").is_file():  # word2vec too
+        path = model or default
         loaded = load_model(path)
         systems["model"], sources["model"] = embedder(loaded), str(path)
     if baseline is not None:
