@@ -453,6 +453,15 @@ def test_a_worker_refuses_a_model_saved_at_the_path_since_the_plan(done, model_d
     monkeypatch.setattr(cluster, "_MODELS", {})  # a fresh worker
     result = cluster.embed_block(str(model_dir), block, str(out))
     assert "is not the model this embed began with" in result["error"] and result["error_type"] == "model"
+    # a config.json whose model_id is empty: the worker reads the id as the plan does (a digest of config.json)
+    from scbow.vectors.modeldir import model_id
+
+    odd = shutil.copytree(model_dir, tmp_path / "odd")
+    config = json.loads((odd / "config.json").read_text())
+    (odd / "config.json").write_text(json.dumps({**config, "model_id": ""}))
+    (out / "plan.json").write_text(json.dumps({**plan, "model_id": model_id(odd)}))
+    monkeypatch.setattr(cluster, "_MODELS", {})
+    assert "error" not in cluster.embed_block(str(odd), block, str(out))
 
 
 def test_ctrl_c_says_the_shards_done_are_kept_and_a_rerun_goes_on(client, inputs, model_dir, tmp_path):

@@ -151,7 +151,8 @@ def embed_block(model_path: str, block: Block, out_dir: str, fill: float = math.
             _MODELS.clear()
             model = load_model(model_path, mmap=True)  # memory-mapped: a machine's workers share it
             loaded = model.info.get("model_id")
-            loaded = loaded if isinstance(loaded, str) else model_id(model_path)  # a word2vec file: its bytes
+            if not (isinstance(loaded, str) and loaded):  # as model_id reads it: a word2vec file by its bytes, ...
+                loaded = model_id(model_path)
             began_with = (shards.read_plan(out) or {}).get("model_id")
             if began_with is not None and loaded != began_with:
                 raise ModelError(f"{model_path}: is not the model this embed began with (another model was saved "
@@ -383,10 +384,12 @@ def _hold(out: Path) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except ImportError:  # pragma: no cover  (no flock here: one run at a time is the user's to keep)
         pass
-    except OSError:
+    except BlockingIOError:
         os.close(fd)
         raise ModelError(f"{out}: another scbow-numba embed is writing into it; wait for it to finish or give "
                          "another -o") from None
+    except OSError:  # a file system without locks (some NFS): one run at a time is the user's to keep
+        pass
     return fd
 
 
