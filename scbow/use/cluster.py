@@ -113,7 +113,8 @@ def job(model_path: Path, blocks: list[Block], settings: dict) -> dict:
 
 # -- on a worker -----------------------------------------------------------------------
 
-_MODELS: dict = {}  # model path -> Model, one per worker process
+_MODELS: dict = {}  # model path -> (Model, its model_id), one per worker process
+_PLANNED: dict = {}  # (output directory, its plan.json's inode and time) -> the model_id the plan records
 
 
 def shard_done(out_dir: Path, block: Block, dim: int | None = None) -> dict | None:
@@ -144,7 +145,18 @@ def embed_block(model_path: str, block: Block, out_dir: str, fill: float = math.
     out = Path(out_dir)
     planned = {"bytes": block.size, "mtime_ns": block.mtime_ns}
     try:
-        if model_path not in _MODELS:
+        try:  # each run writes its plan anew (another file): read once per run a worker serves
+            st = os.stat(out / shards.PLAN)
+            plan_key = (str(out), st.st_ino, st.st_mtime_ns)
+        except OSError:
+            plan_key = None
+        if plan_key not in _PLANNED:
+            if len(_PLANNED) > 64:
+                _PLANNED.clear()
+            _PLANNED[plan_key] = (shards.read_plan(out) or {}).get("model_id")
+        began_with = _PLANNED[plan_key]
+        cached = _MODELS.get(model_path)
+        if cached is None or (began_with is not None and cached[1] != began_with):  # a worker outlives a run
             from ..vectors.formats import load_model
             from ..vectors.modeldir import model_id
 
@@ -153,12 +165,12 @@ def embed_block(model_path: str, block: Block, out_dir: str, fill: float = math.
             loaded = model.info.get("model_id")
             if not (isinstance(loaded, str) and loaded):  # as model_id reads it: a word2vec file by its bytes, ...
                 loaded = model_id(model_path)
-            began_with = (shards.read_plan(out) or {}).get("model_id")
-            if began_with is not None and loaded != began_with:
-                raise ModelError(f"{model_path}: is not the model this embed began with (another model was saved "
-                                 "at its path since); run the same command again")
-            _MODELS[model_path] = model
-        model = _MODELS[model_path]
+            _MODELS[model_path] = (model, loaded)
+        model, loaded = _MODELS[model_path]
+        if began_with is not None and loaded != began_with:
+            raise ModelError(f"{model_path}: is not the model this embed began with (another model was saved at its "
+                             f"path since); the shards in {out} are of the model before: give another -o, or delete "
+                             f"{out} to start over")
         done = shard_done(out, block, model.dim)
         if done is not None:
             return {**done, "skipped": True}
