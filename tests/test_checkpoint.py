@@ -264,8 +264,12 @@ def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_tex
     mine.unlink()
     (mine / "notes.txt").parent.mkdir()  # a folder of the user's there, too
     (mine / "notes.txt").write_text("notes")
-    with pytest.raises(CheckpointError, match="and holds 'notes.txt', which scbow-numba did not write; move it away"):
-        train_session([corpus_file], PLAIN, tmp_path / "n", quiet=True)
+    for resume in (False, True):  # with --resume too: not 'a damaged checkpoint, delete it'
+        with pytest.raises(CheckpointError, match="and holds 'notes.txt', which scbow-numba did not write; move it away"):
+            train_session([corpus_file], PLAIN, tmp_path / "n", quiet=True, resume=resume)
+    (tmp_path / "d.checkpoint").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(CheckpointError, match="and is a link to nothing; move it away"):
+        train_session([corpus_file], PLAIN, tmp_path / "d", quiet=True)
     moved = tmp_path / "elsewhere.checkpoint"  # a checkpoint moved away and linked back: still a checkpoint
     checkpoint_dir(out).rename(moved)
     checkpoint_dir(out).symlink_to(moved)

@@ -372,16 +372,19 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             remove_stale_temporaries(Path(os.path.abspath(output)))
             remove_stale_temporaries(ckpt)
             replacing = (output / "vectors.npy").is_file()
-            meta = None
+            meta = None  # a user's file, link or folder where the checkpoint goes (a checkpoint with a user's
+            # file in it is still one: it resumes, and keeps that file)
+            if os.path.lexists(ckpt) and (not ckpt.is_dir() or (only_checkpoint_files(ckpt) is not None
+                                                                and not (ckpt / "state.json").is_file())):
+                what = ("is a link to nothing" if not ckpt.exists() else "is a file, not a checkpoint of ours"
+                        if not ckpt.is_dir() else only_checkpoint_files(ckpt))
+                raise CheckpointError(f"{ckpt}: is where this run's checkpoint goes, and {what}; move it away, or "
+                                      "give another -o")
             if resume:
                 meta = read_meta(ckpt)
                 from .checkpoint import check_config
 
                 check_config(meta, config, ckpt, init_vectors)
-            elif os.path.lexists(ckpt) and (not ckpt.is_dir() or only_checkpoint_files(ckpt) is not None):
-                what = only_checkpoint_files(ckpt) if ckpt.is_dir() else "is a file, not a checkpoint of ours"
-                raise CheckpointError(f"{ckpt}: is where this run's checkpoint goes, and {what}; move it away, or "
-                                      "give another -o")
             elif ckpt.exists():
                 try:
                     progress = describe(read_meta(ckpt))
