@@ -2,6 +2,7 @@
 ``evaluate`` command."""
 
 import json
+import shutil
 import warnings
 from unittest.mock import ANY
 
@@ -378,6 +379,10 @@ def test_baseline_word2vec_and_the_overlap_control_alone(files, monkeypatch):
     for nothing in ("dangling", "empty"):  # no default model there: the control alone, as with none
         monkeypatch.setenv("SCBOW_MODEL", str(files["tmp"] / nothing))
         assert json.loads(run("--control", "plain-overlap", "--json", files["sts"]).stdout)["system"] == "plain overlap"
+    damaged = shutil.copytree(files["model"], files["tmp"] / "damaged")
+    (damaged / "config.json").unlink()  # a damaged default model is refused, with a control or without
+    monkeypatch.setenv("SCBOW_MODEL", str(damaged))
+    one_line_error(run("--control", "plain-overlap", "--json", files["sts"]), "missing config.json")
     monkeypatch.setenv("SCBOW_MODEL", str(files["tmp"] / "no-model-here"))
     result = run("--control", "plain-overlap", "--json", files["sts"])
     assert result.exit_code == 0, result.output

@@ -435,8 +435,9 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
     sets = [read_sts(f) for f in sts_files(paths or default_sts_paths())]
     systems, sources = {}, {}
     loaded = None
-    default = default_model_dir()
-    if model is not None or control is None or default.is_file() or (default / "config.json").is_file():  # word2vec too
+    default = default_model_dir()  # none there (missing, a dangling link, an empty folder): the control alone
+    there = default.exists() and not (default.is_dir() and not any(default.iterdir()))
+    if model is not None or control is None or there:  # a word2vec file too; a damaged model is refused
         path = model or default
         loaded = load_model(path)
         systems["model"], sources["model"] = embedder(loaded), str(path)
