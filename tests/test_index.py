@@ -186,6 +186,10 @@ def test_small_index_pads_with_minus_one(setup, tmp_path, faiss):
     with pytest.raises(ModelError, match="not valid UTF-8, which the index library"):  # faiss takes no such name
         build_index(emb, text, tmp_path / "idx\udcff")
     assert not list(tmp_path.glob("*idx\udcff*"))
+    (tmp_path / "idx").rename(tmp_path / "idx\udcff")  # one renamed so: said as such, not as damage
+    with pytest.raises(ModelError, match=r"^\S*idx\\xff/vectors.faiss: the path is not valid UTF-8"):
+        open_index(tmp_path / "idx\udcff")
+    (tmp_path / "idx\udcff").rename(tmp_path / "idx")
     for bad in (2.5, None, True, 0):
         with pytest.raises(ValueError, match="k must be an integer"):
             index.search(np.ones(3, np.float32), bad)

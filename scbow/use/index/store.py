@@ -347,8 +347,9 @@ def open_index(path) -> Index:
             _regular(path / f["text"], f["bytes"])
     faiss = load_faiss()
     flags = getattr(faiss, "IO_FLAG_MMAP_IFC", getattr(faiss, "IO_FLAG_MMAP", 0))  # pages read when searched
+    where = faiss_path(path / INDEX_FILE)  # a name faiss cannot open is said as such, not as damage
     try:
-        graph = faiss.read_index(faiss_path(path / INDEX_FILE), flags)
+        graph = faiss.read_index(where, flags)
     except (RuntimeError, ValueError, OSError, MemoryError) as exc:
         raise damaged(path / INDEX_FILE, _faiss_message(exc)) from None
     if (not hasattr(graph, "hnsw") or graph.d != info["dim"] or graph.ntotal != info["count"]
