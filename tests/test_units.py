@@ -15,7 +15,9 @@ from scbow.training.checkpoint import Every, parse_every
     (" 10M ", Every(examples=10_000_000)), ("1e6", Every(examples=1_000_000)), ("2.5e5", Every(examples=250_000)),
     ("1_000", Every(examples=1000)), ("10m", Every(seconds=600.0)), ("1.5m", Every(seconds=90.0)),
     ("2 min", Every(seconds=120.0)), ("1.5h", Every(seconds=5400.0)), ("500000", Every(examples=500_000)),
-    ("500_000", Every(examples=500_000)), ("30s", Every(seconds=30.0)), (250, Every(examples=250))])
+    ("500_000", Every(examples=500_000)), ("30s", Every(seconds=30.0)), (250, Every(examples=250)),
+    # whole in decimal, not in binary floating point: they were read as minutes (4.1M: 4.1 minutes)
+    ("4.1M", Every(examples=4_100_000)), ("1.001M", Every(examples=1_001_000)), ("8.3M", Every(examples=8_300_000))])
 def test_checkpoint_every_takes_counts_as_eval_every_does(text, expected):
     """One rule for counts: 100k, 2M, 1e6 everywhere; only in --checkpoint-every is a lowercase m minutes."""
     assert parse_every(text) == expected
@@ -34,7 +36,8 @@ def test_counts_and_durations(parse, text, expected):
 
 @pytest.mark.parametrize("parse, text", [
     *((parse_count, t) for t in ["-5", "0", "abc", "1.5", "k", "", "5x", "0.1k5"]),
-    *((parse_every, t) for t in ["0", "-5", "0s", "abc", "10x", "nan", "infm", "1e5m", "", "m", True]),
+    *((parse_every, t) for t in ["0", "-5", "0s", "abc", "10x", "nan", "infm", "1e5m", "", "m", True,
+                                 "1.0000001M"]),  # an uppercase M is never minutes, even when it is not whole
     # a plain count takes only whole positive digits
     *((partial(parse_count, suffixes=False), t) for t in ["0", "-5", "1.5", "abc", "10k", str(MAX_EXAMPLES + 1), "9" * 60]),
     *((parse_duration, t) for t in ["0s", "400d", "1e9h", "9" * 50 + "h", "soon", ""]),

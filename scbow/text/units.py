@@ -6,6 +6,7 @@ durations (``30s``, ``10m``, ``1.5h``). One parser each, used by ``--eval-every`
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 # examples: far past any run (a 100M-token corpus is 6M examples an epoch)
 MAX_EXAMPLES = 10**15
@@ -37,7 +38,8 @@ def parse_count(text, suffixes: bool = True, minimum: int = 1, what: str = "exam
         if not m:
             raise ValueError(f"{s[:40]!r} is not a {kind} number of {what} (such as 500000, 500k, 2M, 1e6)")
         exponent = int(m.group(2) or 0) if len(m.group(2) or "") <= 3 else 999
-        value = float(m.group(1)) * 10.0 ** min(exponent, 300) * _SUFFIX[m.group(3).lower()]
+        # exact decimal arithmetic: 4.1M is 4,100,000 (a float makes it 4099999.9999999995, not whole)
+        value = Decimal(m.group(1)) * Decimal(10) ** min(exponent, 300) * _SUFFIX[m.group(3).lower()]
     if not value <= MAX_EXAMPLES:
         raise ValueError(f"{s[:40]!r} is more {what} than any run has (at most {MAX_EXAMPLES:.0e})")
     if value < minimum or value != int(value):

@@ -128,7 +128,9 @@ def parse_every(value) -> Every:
             return Every(examples=parse_count(text, suffixes=False))
         except ValueError:
             pass
-        if not text.strip().endswith("m"):  # 10m is ten minutes, 10M ten million examples
+        if text.strip().endswith("M"):  # 10M is ten million examples, never minutes
+            return Every(examples=parse_count(text))
+        if not text.strip().endswith("m"):  # 10m is ten minutes
             try:
                 return Every(examples=parse_count(text))
             except ValueError:
