@@ -221,13 +221,19 @@ def test_a_resumed_run_checkpoints_and_ends_as_an_uninterrupted_one(tmp_path, co
 def test_a_resumed_run_keeps_the_curve_points_of_before_its_interrupt(tmp_path, corpus_file, reference):
     """--resume gives the learning curve back its points: an interrupted and resumed run has every
     point an uninterrupted one has (the resumed start adds one more, at the interrupt)."""
-    def run(*more, resume=False):
-        curve = curve_hook(512, dev=reference.dev, config=cfg())
-        train_session([corpus_file], cfg(), tmp_path / "b", quiet=True, resume=resume, hooks=[curve, *more],
+    def run(*more, resume=False, every=512, with_curve=True):
+        curve = curve_hook(every, dev=reference.dev, config=cfg())
+        train_session([corpus_file], cfg(), tmp_path / "b", quiet=True, resume=resume,
+                      hooks=[curve, *more] if with_curve else list(more),
                       before_save=lambda result: curve.attach(result.model))
 
     with pytest.raises(Interrupted):
         run(SignalAfter(5))
+    # one curve, one way of recording it: another --eval-every, or none, is refused (points of two kinds were mixed)
+    with pytest.raises(CheckpointError, match="recorded its learning curve otherwise .every was 512, now 1024"):
+        run(resume=True, every=1024)
+    with pytest.raises(CheckpointError, match="recorded a learning curve .--eval-every., which this run would drop"):
+        run(resume=True, with_curve=False)
     run(resume=True)
     whole, resumed = ([p["examples"] for p in m.info["curve"]["points"]] for m in (reference.model, load_model(tmp_path / "b")))
     assert len(whole) > 4 and set(whole) <= set(resumed) and len(resumed) == len(whole) + 1

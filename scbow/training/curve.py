@@ -121,9 +121,21 @@ class CurveHook(Hook):
         return {"curve": self.curve()}
 
     def restore_checkpoint_info(self, info: dict) -> None:
-        """A resumed run starts with the points saved in its checkpoint (those of examples before it)."""
+        """A resumed run starts with the points saved in its checkpoint (those of examples before it),
+        recorded as this run records them (CheckpointError otherwise: one curve of two kinds of points)."""
         curve = info.get("curve")
         points = curve.get("points") if isinstance(curve, dict) else None
+        if isinstance(points, list) and points:
+            now = self.curve()
+            keys = ("every", "dev", "test", "test_sources", "unknown", "unknown_scale", "post_processing")
+            differ = [k for k in keys if curve.get(k) != now[k]]
+            if differ:
+                from ..errors import CheckpointError
+
+                shown = "; ".join(f"{k} was {_short(curve.get(k))}, now {_short(now[k])}" for k in differ)
+                raise CheckpointError(f"cannot resume: the interrupted run recorded its learning curve otherwise ({shown}); "
+                                      "run with its --eval-every, --eval-dev and --eval-sets, or delete the checkpoint "
+                                      "to start over")
         if isinstance(points, list) and all(isinstance(p, dict) for p in points):
             self.points = [dict(p) for p in points]
             self.eval_seconds = sum(float(p.get("eval_seconds") or 0.0) for p in points)
@@ -313,3 +325,12 @@ def curve_hook(every, dev=None, sets=(), with_tests: bool = False, config=None) 
                      tests=[read_sts(f) for f in test_files],
                      sources={"dev": str(dev_path), "test": [str(f) for f in test_files] or None},
                      unknown=config.unknown, unknown_scale=config.unknown_scale)
+
+
+def _short(value) -> str:
+    """A curve setting in a message: a dev set by its name, the rest as they are."""
+    if isinstance(value, dict) and "name" in value:
+        return str(value["name"])
+    if isinstance(value, list):
+        return ", ".join(_short(v) for v in value) or "none"
+    return str(value)

@@ -428,6 +428,10 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                 # what the hooks saved (the curve so far), given back to them
                 curve_file = ckpt / CURVE_FILE
                 saved = {"curve": read_json(curve_file, CheckpointError)} if curve_file.is_file() else {}
+                if saved and not any(hasattr(h, "restore_checkpoint_info") for h in hooks):
+                    raise CheckpointError("cannot resume: the interrupted run recorded a learning curve "
+                                          "(--eval-every), which this run would drop; run with its --eval-every, or "
+                                          "delete the checkpoint to start over")
                 for h in hooks:
                     if hasattr(h, "restore_checkpoint_info"):
                         h.restore_checkpoint_info(saved)
