@@ -545,23 +545,26 @@ def test_a_run_that_learned_nothing_says_so(tmp_path, runner, make_text, corpus_
     result = runner.invoke(main, train_args(corpus, tmp_path / "m"))
     assert result.exit_code == 0
     # the advice agrees with the measured defaults: more text, never more epochs
-    warning = next(line for line in result.stderr.splitlines() if line.startswith("warning: the loss did not fall"))
+    warning = next(line for line in result.stderr.splitlines()
+                   if line.startswith("warning: the whole run was one batch (40 examples), too little text"))
     assert "train on more text" in warning and "more --epochs score lower" in warning and "--lr" not in warning
     slow = runner.invoke(main, train_args(corpus, tmp_path / "m1", "--lr", "0.001"))
     assert "or with a larger --lr (this run's is 0.001, the default 0.1)" in slow.stderr
     result = runner.invoke(main, train_args(corpus_file, tmp_path / "m2", "--epochs", "3"))  # 2,400 sentences
-    assert result.exit_code == 0 and "did not fall" not in result.stderr
+    assert result.exit_code == 0 and "learned little" not in result.stderr
+    flat = runner.invoke(main, train_args(corpus_file, tmp_path / "m3", "--lr", "1e-9"))  # batches, no fall
+    assert "warning: the loss did not fall (" in flat.stderr and "or with a larger --lr" in flat.stderr
 
 
 def test_the_python_api_reports_through_logging(tmp_path, small_corpus_file, caplog, capsys):
-    """scbow.train: the phases at INFO and "the loss did not fall" at WARNING on logger "scbow" (the
+    """scbow.train: the phases at INFO and "the model learned little" at WARNING on logger "scbow" (the
     command line's warning, not skipped), and nothing written to stderr by itself."""
     with caplog.at_level(logging.INFO, logger="scbow"):
         scbow.train(small_corpus_file, {"dim": 8, "epochs": 1, "min_count": 1, "threads": 1, "word_passes": 0,
                                         "lr": 1e-9}, cache_dir=tmp_path / "cache")
     records = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "scbow"]
     assert any(level == "INFO" and "post-processing" in text for level, text in records)
-    assert any(level == "WARNING" and "the loss did not fall" in text for level, text in records)
+    assert any(level == "WARNING" and "the model learned little" in text for level, text in records)
     assert capsys.readouterr().err == ""
 
 

@@ -290,9 +290,11 @@ def learned_nothing(result, warn) -> None:
     lr, default = result.model.config.get("lr"), TrainConfig().lr
     slow = (f", or with a larger --lr (this run's is {lr:g}, the default {default:g})"
             if isinstance(lr, (int, float)) and lr < default else "")
-    warn(f"warning: the loss did not fall ({first:.4f} -> {last:.4f} over {result.examples:,} examples): the "
-         f"model learned little beyond its untrained start (SIF-weighted word overlap); train on more text{slow} "
-         "(the defaults were measured on 10M to 100M tokens, where more --epochs score lower)")
+    what = (f"the loss did not fall ({first:.4f} -> {last:.4f} over {result.examples:,} examples)"
+            if len(result.losses) > 1 else  # one batch: its loss is the first and the last, no fall to see
+            f"the whole run was one batch ({result.examples:,} examples), too little text to learn from")
+    warn(f"warning: {what}: the model learned little beyond its untrained start (SIF-weighted word overlap); train "
+         f"on more text{slow} (the defaults were measured on 10M to 100M tokens, where more --epochs score lower)")
 
 
 def remove_stale_temporaries(path: Path) -> None:
