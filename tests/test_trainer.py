@@ -539,7 +539,7 @@ def test_train_reports_its_phases_and_the_cache(tmp_path, runner, small_corpus_f
     assert missing.exit_code == 1 and "replaced" not in missing.output and "no-such-corpus" in missing.output
 
 
-def test_a_run_that_learned_nothing_says_so(tmp_path, runner, make_text, corpus_file):
+def test_a_run_that_learned_nothing_says_so(tmp_path, runner, make_text, corpus_file, small_batches):
     corpus = tmp_path / "c.txt"
     corpus.write_text(make_text(n_docs=2, sents_per_doc=20, seed=3))  # one batch: the loss cannot fall
     result = runner.invoke(main, train_args(corpus, tmp_path / "m"))
