@@ -446,6 +446,15 @@ def test_a_resumed_run_is_judged_against_the_start_of_the_run(corpus, monkeypatc
     assert again["end"] == whole["end"] and again["start"] != whole["start"]
 
 
+def test_a_run_that_ends_with_every_vector_zero_is_refused(small_corpus_file):
+    """One start vector for every word: centring leaves zeros, a model every reader refuses (it was
+    saved, and the collapse check, with no spread at the start to judge against, said nothing)."""
+    corpus = load_corpus([small_corpus_file], 1, 0, use_cache=False)
+    config = TrainConfig(dim=8, epochs=1, threads=1, word_passes=0)
+    with pytest.raises(TrainingError, match="every vector zero or nearly so .* the same vector"):
+        train(corpus, config, quiet=True, init=np.ones((len(corpus.vocab), 8), dtype=np.float32))
+
+
 def test_a_collapsed_run_is_refused_not_saved(tmp_path, runner, gutenberg_slice):
     """Refused as soon as the sentence part is trained: no time spent on the word part (whose learning
     rate is word2vec's, not --lr). (--dim 50 at --lr 0.1 is not refused: test_a_run_is_judged_against_its_own_start.)"""

@@ -18,6 +18,7 @@ import numpy as np
 from ..config import TrainConfig, example_size
 from ..errors import TrainingError, diverged
 from ..progress import Progress, note, plural
+from ..vectors.formats import MIN_LARGEST, scan_values
 from ..vectors.model import Model
 from . import collapse
 from .backends import make_backend
@@ -246,6 +247,11 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
         remove_common_components(W, corpus, k, config.seed)
     if Wi is not None:
         W = assemble(W, Wi, corpus, config)
+    largest = scan_values(W)[1] if W.size else 0.0  # in blocks: no copy of the matrix
+    if not largest >= MIN_LARGEST:  # a model every reader refuses is not saved (a start with no spread: one
+        raise TrainingError(  # vector for every word, which centring turns to zero)
+            f"training ended with every vector zero or nearly so (largest value {largest:.3g}): no direction is left to "
+            "compare, so no model is saved; did the start give every word the same vector (--init-vectors, init)?")
 
     seconds = sentence_seconds
     losses = state.losses
