@@ -241,6 +241,10 @@ def test_plot_errors(curved_model, healthy, tmp_path, monkeypatch, runner):
     assert_clean_error(runner.invoke(main, ["plot", str(plain), "-o", str(tmp_path / "x.png")]),
                        "no learning curve", "--eval-every")
     assert_clean_error(runner.invoke(main, ["plot", str(tmp_path / "nothing")]), "no such model")
+    (tmp_path / "notes.txt").write_text("mine")  # a PNG under another name: refused, the file kept
+    for name in ("notes.txt", "curve.pdf"):
+        assert_clean_error(runner.invoke(main, ["plot", str(curved_model), "-o", str(tmp_path / name)]), "a .png name")
+    assert (tmp_path / "notes.txt").read_text() == "mine" and not (tmp_path / "curve.pdf").exists()
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")
     assert_clean_error(runner.invoke(main, ["plot", str(bad)]), "bad.json", "not valid JSON")

@@ -37,7 +37,10 @@ def plot(model_arg_, model_path, output, title):
                                        "in UTF-8") from None
     path = model_arg(model_arg_, model_path)
     refuse_overwrite({"-o": output}, {"the model": path})
-    check_output_file(output, "curve.png")
+    output = check_output_file(output, "curve.png")
+    if output.suffix.lower() != ".png":  # the file is a PNG whatever its name: another name could be a user's file
+        raise click.ClickException(f"-o {output}: the plot is a PNG image; give the output a .png name, e.g. "
+                                   f"{output.with_suffix('.png').name}")
     curve, config = curve_of(path)
     try:
         from ..use.plot import plot_curve
