@@ -203,6 +203,15 @@ def test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(1)
     assert {s: signal.getsignal(s) for s in before} == before
+    # a signal ignored on entry (nohup, a background job of a script) stays ignored
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with SignalGuard():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_sigkill_in_the_middle_of_a_checkpoint_keeps_the_previous_one(tmp_path, corpus_file):

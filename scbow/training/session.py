@@ -166,7 +166,8 @@ class SignalGuard:
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
             for s in self.SIGNALS:
-                self._previous[s] = signal.signal(s, self._handle)
+                if signal.getsignal(s) is not signal.SIG_IGN:  # ignored on entry (nohup, '&' in a script): left so
+                    self._previous[s] = signal.signal(s, self._handle)
         return self
 
     def __exit__(self, *exc):
