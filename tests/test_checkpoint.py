@@ -218,11 +218,11 @@ def test_a_resumed_run_checkpoints_and_ends_as_an_uninterrupted_one(tmp_path, co
     assert resumed.losses == reference.result.losses and resumed.examples == reference.result.examples
 
 
-def test_a_resumed_run_keeps_the_curve_points_of_before_its_interrupt(tmp_path, corpus_file, reference):
+def test_a_resumed_run_keeps_the_curve_points_of_before_its_interrupt(tmp_path, corpus_file, reference, monkeypatch):
     """--resume gives the learning curve back its points: an interrupted and resumed run has every
     point an uninterrupted one has (the resumed start adds one more, at the interrupt)."""
-    def run(*more, resume=False, every=512, with_curve=True):
-        curve = curve_hook(every, dev=reference.dev, config=cfg())
+    def run(*more, resume=False, every=512, with_curve=True, dev=reference.dev):
+        curve = curve_hook(every, dev=dev, config=cfg())
         train_session([corpus_file], cfg(), tmp_path / "b", quiet=True, resume=resume,
                       hooks=[curve, *more] if with_curve else list(more),
                       before_save=lambda result: curve.attach(result.model))
@@ -234,7 +234,8 @@ def test_a_resumed_run_keeps_the_curve_points_of_before_its_interrupt(tmp_path, 
         run(resume=True, every=1024)
     with pytest.raises(CheckpointError, match="recorded a learning curve .--eval-every., which this run would drop"):
         run(resume=True, with_curve=False)
-    run(resume=True)
+    monkeypatch.chdir(reference.dev.parent)
+    run(resume=True, dev=Path(reference.dev.name))  # the same dev set by another path: the same curve
     whole, resumed = ([p["examples"] for p in m.info["curve"]["points"]] for m in (reference.model, load_model(tmp_path / "b")))
     assert len(whole) > 4 and set(whole) <= set(resumed) and len(resumed) == len(whole) + 1
     assert resumed == sorted(resumed)

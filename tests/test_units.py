@@ -35,7 +35,7 @@ def test_counts_and_durations(parse, text, expected):
 
 
 @pytest.mark.parametrize("parse, text", [
-    *((parse_count, t) for t in ["-5", "0", "abc", "1.5", "k", "", "5x", "0.1k5"]),
+    *((parse_count, t) for t in ["-5", "0", "abc", "1.5", "k", "", "5x", "0.1k5", "\u0663M"]),  # ASCII digits only
     *((parse_every, t) for t in ["0", "-5", "0s", "abc", "10x", "nan", "infm", "1e5m", "", "m", True,
                                  "1.0000001M"]),  # an uppercase M is never minutes, even when it is not whole
     # a plain count takes only whole positive digits

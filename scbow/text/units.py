@@ -12,7 +12,7 @@ from decimal import Decimal
 MAX_EXAMPLES = 10**15
 MAX_SECONDS = 366 * 24 * 3600  # a year
 
-_COUNT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:e(\d+))?\s*([kmg]?)\s*$", re.IGNORECASE)
+_COUNT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)(?:e(\d+))?\s*([kmg]?)\s*$", re.IGNORECASE | re.ASCII)
 _SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
 _DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|secs|m|min|mins|h|hr|hrs)")
 _UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "m": 60, "min": 60, "mins": 60, "h": 3600, "hr": 3600, "hrs": 3600}

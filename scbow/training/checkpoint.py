@@ -128,17 +128,16 @@ def parse_every(value) -> Every:
             return Every(examples=parse_count(text, suffixes=False))
         except ValueError:
             pass
-        if text.strip().endswith("M"):  # 10M is ten million examples, never minutes
-            return Every(examples=parse_count(text))
-        if not text.strip().endswith("m"):  # 10m is ten minutes
+        if not text.strip().endswith("m"):  # 10m is ten minutes, 10M ten million examples
             try:
                 return Every(examples=parse_count(text))
             except ValueError:
                 pass
-        try:
-            return Every(seconds=parse_duration(text))
-        except ValueError:
-            pass
+        if not text.strip().endswith("M"):  # an uppercase M is never minutes
+            try:
+                return Every(seconds=parse_duration(text))
+            except ValueError:
+                pass
     raise ValueError(
         f"--checkpoint-every takes a number of examples (500000, 500k, 2M, 1e6) or a duration (30s, 10m, 2h; a "
         f"lowercase m is minutes, an uppercase M a million) up to {MAX_EXAMPLES:.0e} examples or a year, "
