@@ -57,6 +57,11 @@ def read_range(path: os.PathLike, start: int, stop: int) -> bytes:
         raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
+def path_text(path) -> str:
+    """``path`` as text that UTF-8 can hold: bytes that are not UTF-8 shown as ``\\xff``."""
+    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
+
+
 def os_error_text(exc: OSError) -> str:
     """What an OSError says, in one line: its strerror; numpy's "N requested and M written" (a
     short write, which on a local disk means it is full) as the "No space left on device" it is."""

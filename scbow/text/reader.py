@@ -310,6 +310,12 @@ def check_text(name, block: str, at_start: bool) -> int:
     return bad
 
 
+def invalid_utf8_warning(name: str, bad: int) -> str:
+    """The warning for ``bad`` lines of the text ``name`` that :func:`check_text` counted."""
+    return (f"warning: {bad:,} line{'' if bad == 1 else 's'} of {name} {'is' if bad == 1 else 'are'} not valid "
+            "UTF-8; their bad bytes were read as U+FFFD (the replacement character)")
+
+
 def refuse_mostly_invalid(name, bad: int, lines: int) -> None:
     """CorpusError when most of ``lines`` lines at the start of a file are not UTF-8."""
     if bad > 0.5 * max(lines, 1):

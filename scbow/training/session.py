@@ -35,7 +35,7 @@ import threading
 from pathlib import Path
 
 from ..errors import CheckpointError, Interrupted, ModelError, TrainingError
-from ..progress import note, plural
+from ..progress import note
 
 try:
     import fcntl
@@ -405,9 +405,9 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                 note(corpus_line(encoded))
             bad = (encoded.stats or {}).get("invalid_utf8_lines", 0)
             if bad:
-                warn(f"warning: {plural(bad, 'line')} of the corpus {'is' if bad == 1 else 'are'} not valid UTF-8; "
-                     "their bad bytes were read "
-                     "as U+FFFD (the replacement character)")
+                from ..text.reader import invalid_utf8_warning
+
+                warn(invalid_utf8_warning("the corpus", bad))
 
             start = output_init = word_init = None
             if meta is not None:

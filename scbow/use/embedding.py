@@ -36,7 +36,7 @@ from ..config import UNKNOWN_MODES
 from ..errors import CorpusError, ModelError
 from ..files import atomic_file
 from ..outputs import check_output_file, named
-from ..reading import read_range
+from ..reading import path_text, read_range
 from ..vectors.model import Model
 
 BLOCK_CHARS = 1 << 22  # characters of text per block (about 40K lines of prose)
@@ -316,8 +316,7 @@ def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fil
                 ThreadPoolExecutor(max_workers=1) as pool:
             out.write(npy_header(0, dim))
             what = "no known word" if encoder.unknown == "omit" else "no word"
-            shown = os.fsencode(str(source)).decode("utf-8", "backslashreplace")  # a name not UTF-8: its bytes shown
-            miss.write(f"# lines of {shown} with {what} (1-based; array row = line - 1)\n")
+            miss.write(f"# lines of {path_text(source)} with {what} (1-based; array row = line - 1)\n")
 
             def finish(ids, extra, n_lines, first_line, parallel):
                 rows, counts = average(vectors, ids, n_lines, fill, parallel, extra)
@@ -363,7 +362,7 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
     nothing to average.
     """
     from ..progress import note
-    from .pairs import invalid_utf8_warning
+    from ..text.reader import invalid_utf8_warning
 
     if topn < 1:
         raise ValueError(f"topn must be at least 1, got {topn}")

@@ -8,17 +8,11 @@ import sys
 from pathlib import Path
 
 from ..errors import CorpusError
-from ..progress import note, plural
-from ..text.reader import check_text, compression, open_bytes, open_text
+from ..progress import note
+from ..text.reader import check_text, compression, invalid_utf8_warning, open_bytes, open_text
 from .evaluate import MAX_GOLD, gold_number
 
 PAIRS_BLOCK = 20_000  # pairs embedded at once
-
-
-def invalid_utf8_warning(name: str, bad: int) -> str:
-    """The warning for ``bad`` lines of the text ``name`` read with bytes that are not UTF-8 (the trainer's words)."""
-    return (f"warning: {plural(bad, 'line')} of {name} {'is' if bad == 1 else 'are'} not valid UTF-8; "
-            "their bad bytes were read as U+FFFD (the replacement character)")
 
 
 class _Nowhere:

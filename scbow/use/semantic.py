@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..vectors.numeric import scaled_rows
+
 
 def _rows(x, name: str) -> tuple[np.ndarray, bool]:
     """``x`` as a float64 matrix of unit rows (NaN for rows with no direction), and whether it was 1-D."""
@@ -26,8 +28,8 @@ def _rows(x, name: str) -> tuple[np.ndarray, bool]:
         raise ValueError(f"{name} must be one embedding (1-D) or a matrix of them (2-D), got shape {a.shape}")
     if a.shape[1] == 0:
         raise ValueError(f"{name} has embeddings of 0 dims")
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        a = a / np.abs(a).max(axis=1, keepdims=True)  # first to at most 1: the norm of 1e300s is finite
+    a = scaled_rows(a)
+    with np.errstate(invalid="ignore", divide="ignore"):
         unit = a / np.linalg.norm(a, axis=1, keepdims=True)
     unit[~np.isfinite(unit).all(axis=1)] = np.nan
     return unit, single

@@ -169,6 +169,14 @@ def kth_largest(values: np.ndarray, k: int) -> float:
     return values[np.argpartition(values, n - k)[n - k]]
 
 
+def scaled_rows(a: np.ndarray) -> np.ndarray:
+    """``a``'s rows divided by their largest absolute value, so that their norms can neither overflow
+    (rows of 1e300, or 1e30 in float32) nor underflow: the directions a cosine needs. A row of
+    zeros or with inf or NaN becomes NaN."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return a / np.abs(a).max(axis=1, keepdims=True)
+
+
 def row_norms(vectors: np.ndarray, block: int = 1 << 14) -> np.ndarray:
     """Euclidean norm of every row, in float64: shape (n_rows,); a block of rows at a time."""
     out = np.empty(vectors.shape[0])

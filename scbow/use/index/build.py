@@ -16,6 +16,7 @@ from ...errors import CorpusError, ModelError
 from ...files import atomic_dir, output_path, remove_leftovers
 from ...outputs import refuse_other_kind
 from ...reading import short_message
+from ...vectors.numeric import scaled_rows
 from . import store
 
 DEFAULT_M = 32  # HNSW graph degree (faiss's M; the base layer has 2 M links)
@@ -234,8 +235,7 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
             if np.isinf(chunk).any():  # NaN is a line with no embedding; inf is no embedding's value
                 at = start + int(np.flatnonzero(np.isinf(chunk).any(axis=1))[0])
                 raise ModelError(f"{Path(embeddings)}: row {at + 1:,} holds inf, which no embedding does (damaged?)")
-            with np.errstate(invalid="ignore", divide="ignore"):
-                chunk = chunk / np.abs(chunk).max(axis=1, keepdims=True)  # first to at most 1: no norm overflows
+            chunk = scaled_rows(chunk)
             norms = np.linalg.norm(chunk, axis=1)
             ok = np.isfinite(norms) & (norms > 0)
             if ok.any():

@@ -18,7 +18,8 @@ import numpy as np
 
 from ...errors import CorpusError, ModelError
 from ...outputs import register_kind
-from ...reading import read_json, read_range, short_message
+from ...reading import path_text, read_json, read_range, short_message
+from ...vectors.numeric import scaled_rows
 
 INDEX_JSON = "index.json"
 INDEX_FILE = "vectors.faiss"
@@ -218,8 +219,7 @@ class Index:
                              "dims (was it built with another model?)")
         ids = np.full((len(q), k), -1, dtype=np.int64)
         scores = np.full((len(q), k), -np.inf, dtype=np.float32)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            q = q / np.abs(q).max(axis=1, keepdims=True)  # first to at most 1: the norm of 1e30s is finite
+        q = scaled_rows(q)
         norms = np.linalg.norm(q, axis=1)
         ok = np.isfinite(norms) & (norms > 0)
         if not ok.any():
@@ -323,8 +323,7 @@ def faiss_path(path: Path) -> str:
     try:
         str(path).encode("utf-8")
     except UnicodeEncodeError:
-        shown = os.fsencode(str(path)).decode("utf-8", "backslashreplace")
-        raise ModelError(f"{shown}: the path is not valid UTF-8, which the index library (faiss) cannot open; "
+        raise ModelError(f"{path_text(path)}: the path is not valid UTF-8, which the index library (faiss) cannot open; "
                          "rename it, or choose another name") from None
     return str(path)
 
