@@ -190,16 +190,15 @@ def _export_word2vec(model_path, output, binary, part, min_count, limit):
 
 
 def _export_folder(model_path, output, name, min_count, limit, add_words, license_):
-    from ..vectors.hub import hash_norm, subset, words_of, write_folder
+    from ..vectors.hub import subset, words_of, write_folder
 
     model = load(model_path)
-    norm = hash_norm(model)
     kept = subset(model, min_count, limit)
     extra = []
     if add_words:
         say(f"reading the words of {plural(len(add_words), 'file')}...")
         extra = words_of(add_words, kept.tokenize)
-    report = write_folder(kept, output, name, extra_words=extra, license=license_, norm=norm, whole=model)
+    report = write_folder(kept, output, name, extra_words=extra, license=license_, whole=model)
     left = len(model) - len(kept)
     loader = (f"SentenceTransformer({str(output)!r})" if name == "sentence-transformers"
               else f"StaticModel.from_pretrained({str(output)!r})")

@@ -231,13 +231,13 @@ def hash_norm(model) -> float:
     return model.unknown_rule[1] * model.unknown_norm()
 
 
-def export_rows(model, extra_words=(), norm: float | None = None, whole=None) -> tuple[list[str], np.ndarray, list[str]]:
-    """``(words, rows, added)``: the words of the exported vocabulary (the model's, then the
-    ``extra_words`` it lacks, in their order, once each), their float32 rows, the unknown
-    token's row (zeros) last; ``added``: the extra words kept. An added word's row is the
-    vector ``Model.embed(..., unknown="hash")`` gives it: norm ``norm`` (default :func:`hash_norm`;
-    pass the whole model's when ``model`` is a :func:`subset` of it). ``whole``: the model that
-    ``model`` is a subset of, whose words come back with their own rows when added."""
+def export_rows(model, extra_words=(), whole=None) -> tuple[list[str], np.ndarray, list[str], int]:
+    """``(words, rows, added, restored)``: the words of the exported vocabulary (the model's, then
+    the ``extra_words`` it lacks, in their order, once each), their float32 rows, the unknown
+    token's row (zeros) last; ``added``: the extra words kept. An added word's row is the vector
+    ``Model.embed(..., unknown="hash")`` of ``whole`` gives it (``whole``: the model that ``model``
+    is a :func:`subset` of; default ``model``): its own trained row when ``whole`` has it (one of
+    the ``restored``), else its hashed vector at :func:`hash_norm` of ``whole``."""
     from .numeric import hashed_vectors
 
     words = list(model.vocab.words)
@@ -251,13 +251,15 @@ def export_rows(model, extra_words=(), norm: float | None = None, whole=None) ->
     head = rows[:len(words)]
     for start in range(0, len(words), 1 << 14):
         head[start:start + (1 << 14)] = np.asarray(model.vectors[start:start + (1 << 14)], dtype=np.float32)
-    if added:
-        norm = hash_norm(model) if norm is None else norm
-        rows[len(words):len(words) + len(added)] = hashed_vectors(added, model.dim, norm)
-        for i, word in enumerate(added):  # a word the subset left out: its trained row, as Model.embed gives it
-            if whole is not None and word in whole.vocab:
-                rows[len(words) + i] = whole.vectors[whole.vocab.index[word]]
-    return words + added, rows, added
+    whole = model if whole is None else whole
+    own = [whole.vocab.index.get(word) for word in added]  # a word the subset left out: its trained row
+    hashed = [i for i, j in enumerate(own) if j is None]
+    if hashed:
+        rows[[len(words) + i for i in hashed]] = hashed_vectors([added[i] for i in hashed], model.dim, hash_norm(whole))
+    for i, j in enumerate(own):
+        if j is not None:
+            rows[len(words) + i] = whole.vectors[j]
+    return words + added, rows, added, len(added) - len(hashed)
 
 
 def words_of(paths, tokenize, min_count: int = 1) -> list[str]:
@@ -352,18 +354,17 @@ def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str
 
 
 def write_folder(model, path: os.PathLike, fmt: str, extra_words=(), license: str | None = None,
-                 norm: float | None = None, whole=None) -> dict:
+                 whole=None) -> dict:
     """Write ``model`` as a sentence-transformers or model2vec folder at ``path``, atomically
     (a temporary folder beside it, renamed into place; a folder already there is replaced
-    only when it holds nothing but this format's files). ``extra_words``, ``norm``, ``whole``: as
+    only when it holds nothing but this format's files). ``extra_words``, ``whole``: as
     in :func:`export_rows`. Returns what was written."""
     from ..files import atomic_dir, foreign
 
     if fmt not in ("sentence-transformers", "model2vec"):
         raise ValueError(f"fmt must be sentence-transformers or model2vec, got {fmt!r}")
     path = Path(path)
-    words, rows, added = export_rows(model, extra_words, norm, whole)
-    restored = sum(word in whole.vocab for word in added) if whole is not None else 0
+    words, rows, added, restored = export_rows(model, extra_words, whole)
     spec = tokenizer_json(words, model.tokenizer_version)
     own = ST_FILES if fmt == "sentence-transformers" else M2V_FILES
     card = model_card(model, fmt, len(rows), len(added), path.name or "model", license, restored)
