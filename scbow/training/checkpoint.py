@@ -79,6 +79,19 @@ def output_kind(directory: Path) -> str | None:
     return "a training checkpoint" if is_checkpoint(directory) else None
 
 
+def not_a_checkpoint(path: Path) -> str | None:
+    """Why what is at ``path``, where a run's checkpoint goes, is a user's and not a checkpoint (a file,
+    a link to nothing, a folder of other files), or None (nothing there, or a checkpoint: one holding
+    a user's file too, which a resume keeps)."""
+    if not os.path.lexists(path):
+        return None
+    if not path.exists():
+        return "is a link to nothing"
+    if not path.is_dir():
+        return "is a file, not a checkpoint of ours"
+    return None if (path / STATE_FILE).is_file() else only_checkpoint_files(path)
+
+
 def only_checkpoint_files(directory: Path) -> str | None:
     """None when a new checkpoint may replace ``directory`` (nothing in it but a checkpoint's own
     names), else why not."""
@@ -156,13 +169,9 @@ def vocab_digest(words) -> str:
 
 
 def corpus_identity(corpus) -> dict:
-    """What makes two encoded corpora the same for training: sizes, vocabulary, and a digest of the
-    token stream with its sentence and document boundaries (lines in another order are another
-    corpus, of the same sizes; about 0.3 s a 100M tokens, paid when a checkpoint is first written)."""
+    """What makes two encoded corpora the same for training: sizes, vocabulary, and the digest of
+    the token stream (:attr:`~scbow.training.corpus.Corpus.stream_sha256`, computed once a corpus)."""
     stats = corpus.stats or {}
-    stream = hashlib.sha256()
-    for array, dtype in ((corpus.tokens, "<i4"), (corpus.offsets, "<i8"), (corpus.doc_offsets, "<i8")):
-        stream.update(memoryview(np.ascontiguousarray(array, dtype=dtype)).cast("B"))
     return {
         "files": list(stats.get("files", [])),
         "sentences": int(corpus.n_sentences),
@@ -170,7 +179,7 @@ def corpus_identity(corpus) -> dict:
         "tokens": int(len(corpus.tokens)),
         "vocab_size": len(corpus.vocab),
         "vocab_sha256": vocab_digest(corpus.vocab.words),
-        "stream_sha256": stream.hexdigest(),
+        "stream_sha256": corpus.stream_sha256,
     }
 
 
@@ -226,12 +235,8 @@ class CheckpointWriter:
         self.corpus = corpus
         self.config = config
         self.init_vectors = init_vectors  # the --init-vectors record (filled in once training starts)
-        self.identity: dict | None = None  # corpus_identity, at the first checkpoint
+        self.identity: dict | None = None  # corpus_identity, made at the first checkpoint
         self.last_done: int | None = None  # examples done at the last checkpoint written
-
-    def _identity(self) -> dict:
-        self.identity = corpus_identity(self.corpus)
-        return self.identity
 
     def write(self, state, W: np.ndarray, output: np.ndarray | None = None, word: tuple | None = None,
               info: dict | None = None) -> Path:
@@ -263,13 +268,15 @@ class CheckpointWriter:
                              "of_examples": state.total},
             }
             written = write_model_files(model, tmp, info)
+            if self.identity is None:
+                self.identity = corpus_identity(self.corpus)
             meta = {
                 "checkpoint_version": CHECKPOINT_VERSION,
                 "model_id": written,  # the model files beside it: a state is read only with its own
                 "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "state": state.to_dict(),
                 "config": self.config.to_dict(),
-                "corpus": self.identity or self._identity(),
+                "corpus": self.identity,
                 "init_vectors": init_vectors_entry(self.init_vectors),
             }
             with open(tmp / STATE_FILE, "w", encoding="utf-8") as fh:

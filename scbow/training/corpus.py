@@ -20,6 +20,8 @@ with no sentence disappears.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import shutil
@@ -78,6 +80,15 @@ class Corpus:
     @property
     def n_documents(self) -> int:
         return len(self.doc_offsets) - 1
+
+    @functools.cached_property
+    def stream_sha256(self) -> str:
+        """A digest of the token stream with its sentence and document boundaries: lines in another
+        order are another corpus of the same sizes. Computed once (about 0.3 s a 100M tokens)."""
+        digest = hashlib.sha256()
+        for array, dtype in ((self.tokens, "<i4"), (self.offsets, "<i8"), (self.doc_offsets, "<i8")):
+            digest.update(memoryview(np.ascontiguousarray(array, dtype=dtype)).cast("B"))
+        return digest.hexdigest()
 
 
 def expand_inputs(paths) -> list[Path]:

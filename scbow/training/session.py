@@ -354,7 +354,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
         CheckpointWriter,
         checkpoint_dir,
         describe,
-        only_checkpoint_files,
+        not_a_checkpoint,
         read_meta,
         restore,
         restore_output,
@@ -375,12 +375,9 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             remove_stale_temporaries(Path(os.path.abspath(output)))
             remove_stale_temporaries(ckpt)
             replacing = (output / "vectors.npy").is_file()
-            meta = None  # a user's file, link or folder where the checkpoint goes (a checkpoint with a user's
-            # file in it is still one: it resumes, and keeps that file)
-            if os.path.lexists(ckpt) and (not ckpt.is_dir() or (only_checkpoint_files(ckpt) is not None
-                                                                and not (ckpt / "state.json").is_file())):
-                what = ("is a link to nothing" if not ckpt.exists() else "is a file, not a checkpoint of ours"
-                        if not ckpt.is_dir() else only_checkpoint_files(ckpt))
+            meta = None
+            what = not_a_checkpoint(ckpt)
+            if what is not None:
                 raise CheckpointError(f"{ckpt}: is where this run's checkpoint goes, and {what}; move it away, or "
                                       "give another -o")
             if resume:
@@ -412,10 +409,10 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             start = output_init = word_init = None
             if meta is not None:
                 init, start = restore(ckpt, meta, encoded, config, init_vectors)
-                saved = (meta.get("init_vectors") or {}).get("record")  # what the interrupted run started from,
-                if saved is not None and init_vectors:  # named as this run names it (the same file: checked above,
-                    saved = {**saved, "source": init_vectors["source"]}  # but maybe from another directory)
-                init_vectors = saved
+                started_from = (meta.get("init_vectors") or {}).get("record")  # the interrupted run's vectors,
+                if started_from is not None and init_vectors:  # named as this run names them (the same file:
+                    started_from = {**started_from, "source": init_vectors["source"]}  # checked; maybe from elsewhere)
+                init_vectors = started_from
                 output_init = restore_output(ckpt, encoded, config)
                 word_init = restore_word_part(ckpt, encoded, config, start)
                 if not quiet:
