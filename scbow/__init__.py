@@ -70,11 +70,11 @@ def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache
         config = TrainConfig(**config)
     if not isinstance(config, TrainConfig):
         raise TypeError(f"config must be a TrainConfig (or a dict of its fields), not {type(config).__name__}")
-    if isinstance(corpus, (str, os.PathLike)):  # one file or folder
+    if isinstance(corpus, (str, os.PathLike, bytes)):  # one file or folder (bytes: refused below)
         corpus = [corpus]
     if not isinstance(corpus, Corpus):
         try:
-            corpus = list(corpus) if not isinstance(corpus, bytes) else [corpus]  # a generator is read once
+            corpus = list(corpus)  # a generator is read once
         except TypeError:
             corpus = [corpus]
         for path in corpus:

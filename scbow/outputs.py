@@ -120,9 +120,9 @@ def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_f
             continue
         path = Path(path)
         members = [path]
-        if reads_folders and path.is_dir() and kind_of(path) is None:
-            folders.append((name, Path(resolved(path))))
         if path.is_dir():
+            if reads_folders and kind_of(path) is None:
+                folders.append((name, Path(resolved(path))))
             try:
                 # what a folder stands for: its files, hidden ones aside (a folder in it is not read as one)
                 members.extend(m for m in path.iterdir() if m.is_file() and not m.name.startswith("."))
@@ -148,8 +148,8 @@ def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_f
         if hit is not None:
             raise ModelError(f"{out_name} {out}: is {hit}; refusing to overwrite an input (choose another path)")
         where = Path(resolved(out))
-        folder = next(((name, d) for name, d in folders if where != d and where.is_relative_to(d)
-                       and not any(part.startswith(".") for part in where.relative_to(d).parts)), None)  # hidden: skipped
-        if folder is not None:  # the next run would read it as one of the inputs
-            raise ModelError(f"{out_name} {out}: is inside {folder[0]} ({folder[1]}), which is read as input; refusing "
-                             "to write into it (choose a path outside it)")
+        for name, folder in folders:  # the next run would read it as one of the inputs (not below a hidden name)
+            below = where.relative_to(folder).parts if where.is_relative_to(folder) else ()
+            if below and not any(part.startswith(".") for part in below):
+                raise ModelError(f"{out_name} {out}: is inside {name} ({folder}), which is read as input; refusing "
+                                 "to write into it (choose a path outside it)")

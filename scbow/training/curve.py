@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import CheckpointError
 from ..text.tokenize import tokenize
 from ..use.evaluate import STSScore, STSSet, correlations, row_cosines, summarize
 from ..vectors.numeric import hashed_vectors, mean_rows, rarest_rows
@@ -127,15 +128,9 @@ class CurveHook(Hook):
         points = curve.get("points") if isinstance(curve, dict) else None
         if isinstance(points, list) and points:
             now = self.curve()
-            def scored(c, k):  # a set by its name and pairs: the same file reached by another path is the same
-                v = c.get(k)
-                return {f: x for f, x in v.items() if f != "source"} if isinstance(v, dict) else v
-
             keys = ("every", "dev", "test", "unknown", "unknown_scale", "post_processing")
-            differ = [k for k in keys if scored(curve, k) != scored(now, k)]
+            differ = [k for k in keys if _as_scored(curve.get(k)) != _as_scored(now[k])]
             if differ:
-                from ..errors import CheckpointError
-
                 shown = "; ".join(f"{k} was {_short(curve.get(k))}, now {_short(now[k])}" for k in differ)
                 raise CheckpointError(f"cannot resume: the interrupted run recorded its learning curve otherwise ({shown}); "
                                       "run with its --eval-every, --eval-dev and --eval-sets, or delete the checkpoint "
@@ -329,6 +324,12 @@ def curve_hook(every, dev=None, sets=(), with_tests: bool = False, config=None) 
                      tests=[read_sts(f) for f in test_files],
                      sources={"dev": str(dev_path), "test": [str(f) for f in test_files] or None},
                      unknown=config.unknown, unknown_scale=config.unknown_scale)
+
+
+def _as_scored(value):
+    """A curve setting as it bears on the scores: a set by its name and pairs, not the path it was
+    given by (the same file from another directory is the same set)."""
+    return {k: v for k, v in value.items() if k != "source"} if isinstance(value, dict) else value
 
 
 def _short(value) -> str:
