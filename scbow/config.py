@@ -44,9 +44,10 @@ INT_MAX = {"dim": 100_000, "negatives": 1_000_000, "min_count": 2**62, "epochs":
 FLOAT_RANGES = {"lr": (0.0, 1e300), "init_std": (1e-15, 1e15), "min_lr_fraction": (0.0, 1.0),
                 "weight_decay": (0.0, 1e6), "frequency_weight": (0.0, 1e6), "count_power": (0.0, 100.0),
                 "unknown_scale": (0.0, 1e6), "word_weight": (0.0, 1e6), "word_sample": (0.0, 1.0),
-                "word_mix": (0.0, 1e6)}
-# unknown_scale 0 would give unknown words zero vectors (use omit); word_mix 0 a word part of zeros
-POSITIVE_FLOATS = ("lr", "unknown_scale", "word_weight", "word_mix")
+                "word_mix": (1e-6, 1e6)}
+# unknown_scale 0 would give unknown words zero vectors (use omit); a word_mix of 0, or one so small
+# that the word part's float32 values underflow (1e-300), a word part of zeros
+POSITIVE_FLOATS = ("lr", "unknown_scale", "word_weight")
 
 
 def finite_number(value) -> bool:

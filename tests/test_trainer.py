@@ -196,6 +196,8 @@ def test_a_matrix_that_ends_not_finite_is_never_a_model(corpus, monkeypatch):
         *((f, v) for f in ("dim", "negatives", "min_count", "max_vocab", "epochs", "max_length", "threads", "seed",
                            "common_components", "count_floor") for v in (10**20, -10**20))]],
     ("word_window", -1, "word_window must be a non-negative integer"),
+    ("word_mix", 1e-300, "word_mix must be a number >= 1e-06"),  # its word part underflowed to zeros
+    ("word_mix", 0.0, "word_mix must be a number >= 1e-06"),
     ("word_window", 1.5, "word_window must be"),
     ("word_negatives", 0, "word_negatives must be a positive integer"),
     ("word_weight", 0.0, "word_weight must be a number > 0"),
