@@ -51,6 +51,8 @@ _run, _load, _save, count = CpuBackend.run, C.load_corpus, V.Vocab.save, [0]
 
 def run(self, lo, hi, done):
     print(f"BATCH {done}", flush=True)
+    while env("SHIM_HOLD") and not os.path.exists(env("SHIM_HOLD")):  # until the test lets it go on
+        time.sleep(0.02)
     time.sleep(float(env("SHIM_SLEEP", "0")))
     return _run(self, lo, hi, done)
 
@@ -311,10 +313,12 @@ def test_divergence_without_checkpoints_names_the_cause(tmp_path, runner, corpus
 
 def test_second_trainer_into_the_same_output_refuses(tmp_path, corpus_file):
     out = tmp_path / "model"
-    first = Shim(train_args(corpus_file, out, "--epochs", "2"), SHIM_SLEEP=0.1)
+    go = tmp_path / "go"  # the first holds its first batch until the second is done, however slow its start
+    first = Shim(train_args(corpus_file, out, "--epochs", "2"), SHIM_HOLD=go)
     first.wait_for("BATCH")
     second = subprocess.run([sys.executable, "-m", "scbow", *train_args(corpus_file, out)], capture_output=True,
                             text=True, timeout=120)
+    go.touch()
     assert second.returncode == 1
     line = one_line(second.stderr)
     assert line.startswith("Error:") and "another scbow-numba process" in line and f"pid {first.proc.pid}" in line
