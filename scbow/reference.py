@@ -124,6 +124,38 @@ def sgns_loss_and_grad(W, Wo, pairs, weights=None):
     return loss, grad_W, grad_O
 
 
+def sgns_window_loss_and_grad(Wi, Wo, windows):
+    """Loss and dense gradients of the word part's windows, each a small matrix of scores.
+
+    A window is ``(inputs, output, noise)``: its context words, its centre word and the noise
+    words the whole window shares. Every input scores the centre (label 1) and every noise word
+    (label 0): ``X = Wi[inputs] . Wo[outputs, :d]^T + b[outputs]``, ``L = sum softplus(-X[:, 0]) +
+    sum softplus(X[:, 1:])``; ``G = sigmoid(X) - labels`` gives ``dL/dWi[inputs] = G . Wo[outputs, :d]``
+    and ``dL/dWo[outputs] = G^T . Wi[inputs]`` (repeated words add up). The same sum as
+    :func:`sgns_loss_and_grad` over the pairs ``(input, output, noise)``, written as matrices.
+
+    Returns ``(loss, grad_Wi, grad_Wo)`` (float64, shapes of ``Wi`` and ``Wo``).
+    """
+    Wi = np.asarray(Wi, dtype=np.float64)
+    Wo = np.asarray(Wo, dtype=np.float64)
+    d = Wi.shape[1]
+    grad_Wi, grad_Wo = np.zeros_like(Wi), np.zeros_like(Wo)
+    loss = 0.0
+    for inputs, output, noise in windows:
+        ins = np.asarray(inputs, dtype=np.int64)
+        outs = np.asarray([output, *noise], dtype=np.int64)
+        labels = np.zeros(len(outs))
+        labels[0] = 1.0
+        X = Wi[ins] @ Wo[outs, :d].T + Wo[outs, d]
+        Z = np.where(labels == 1.0, -X, X)
+        loss += float(np.sum(np.maximum(Z, 0.0) + np.log1p(np.exp(-np.abs(Z)))))
+        G = 1.0 / (1.0 + np.exp(-X)) - labels
+        np.add.at(grad_Wi, ins, G @ Wo[outs, :d])
+        np.add.at(grad_Wo, (outs[:, None], np.arange(d)[None, :]), G.T @ Wi[ins])
+        np.add.at(grad_Wo[:, d], outs, G.sum(axis=0))
+    return loss, grad_Wi, grad_Wo
+
+
 def sgns_sentence_pairs(sentence, window):
     """Every ``(centre, context)`` of a sentence with contexts at most ``window`` words away (no subsampling)."""
     ids = list(sentence)

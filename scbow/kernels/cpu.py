@@ -392,18 +392,124 @@ def sgns_contexts(u, Wo, kept, i, lo, hi, n_neg, table, coef_o, state, row, e):
     return loss
 
 
+# ---------------------------------------------------------------------------------------
+# The word part (scbow.training.wordpart): skip-gram with negative sampling, a window at a time
+
+
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
+def sgns_window(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
+    """One window of the word part: the ``k`` context words ``ins[:k]`` (input rows of ``Wi``) each
+    against the same output words ``outs`` (the centre word, label 1, then the window's shared noise
+    words, label 0; -1 is skipped). Returns the window's loss.
+
+    The scores of the window are a small matrix product, ``X = Wi[ins] . Wo[outs, :d]^T + bias``
+    (k x (1 + n_neg)); from ``G = sigmoid(X) - labels`` (``dL/dX``) the steps are two more,
+    ``G . Wo[outs]`` for the inputs and ``G^T . Wi[ins]`` for the outputs, each row read once from the
+    shared matrices and every step computed from the rows as they were before it, then added:
+    ``out_i[ins[r]] += coef * dL/dWi[ins[r]]``, ``out_o[outs[m]] += coef * dL/dWo[outs[m]]``. With
+    ``out_i, out_o = Wi, Wo`` and ``coef = -lr`` that is one SGD step of the window's loss; with float64
+    zero arrays and ``coef = 1`` it is the gradient (:func:`word_part_gradient`). A word twice among the
+    inputs or outputs gets both steps.
+
+    Parameters
+    ----------
+    Wi : array of float32, shape (V, d)
+    Wo : array of float32, shape (V, d + 1)
+        Output rows, then each word's bias (the score of input ``c`` and output ``o`` is
+        ``Wi[c] . Wo[o, :d] + Wo[o, d]``).
+    ins : array of int32, shape (>= k,)
+    outs : array of int32, shape (1 + n_neg,)
+    scratch : ``(G, dIn, dOut)``: float32 (>= k, 1 + n_neg), (>= k, d), (1 + n_neg, d).
+    """
+    G, dIn, dOut = scratch
+    d = Wi.shape[1]
+    n_out = outs.shape[0]
+    loss = 0.0
+    for r in range(k):
+        c = ins[r]
+        for m in range(n_out):
+            o = outs[m]
+            if o < 0:
+                G[r, m] = 0.0
+                continue
+            x = np.float32(0.0)
+            for j in range(d):
+                x += Wi[c, j] * Wo[o, j]
+            x += Wo[o, d]
+            # one exp for the loss and the gradient: e = exp(-|x|)
+            e = math.exp(-abs(x))
+            s = 1.0 / (1.0 + e) if x >= 0 else e / (1.0 + e)  # sigmoid(x)
+            z = -x if m == 0 else x  # the loss is softplus(z)
+            loss += max(z, 0.0) + math.log1p(e)
+            G[r, m] = np.float32(s - 1.0 if m == 0 else s)
+    if coef == 0:  # scored only
+        return loss
+    # the steps, from the rows as they were
+    for r in range(k):
+        for j in range(d):
+            dIn[r, j] = 0.0
+        for m in range(n_out):
+            o = outs[m]
+            if o < 0:
+                continue
+            g = G[r, m]
+            for j in range(d):
+                dIn[r, j] += g * Wo[o, j]
+    for m in range(n_out):
+        for j in range(d):
+            dOut[m, j] = 0.0
+        if outs[m] < 0:
+            continue
+        for r in range(k):
+            g = G[r, m]
+            c = ins[r]
+            for j in range(d):
+                dOut[m, j] += g * Wi[c, j]
+    for r in range(k):
+        c = ins[r]
+        for j in range(d):
+            out_i[c, j] += coef * dIn[r, j]
+    for m in range(n_out):
+        o = outs[m]
+        if o < 0:
+            continue
+        b = np.float32(0.0)
+        for r in range(k):
+            b += G[r, m]
+        for j in range(d):
+            out_o[o, j] += coef * dOut[m, j]
+        out_o[o, d] += coef * b
+    return loss
+
+
+@njit(cache=True, nogil=True)
+def window_inputs(kept, i, lo, hi, ins):
+    """Copy the contexts ``kept[lo:hi]`` of centre ``i`` (itself left out) into ``ins``; returns how many."""
+    k = 0
+    for c in range(lo, hi):
+        if c != i:
+            ins[k] = kept[c]
+            k += 1
+    return k
+
+
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
 def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg, lr0, lr_min, done, total, seed,
                     stream, buffers):
     """Skip-gram with negative sampling over sentences ``lo..hi``: one thread's share of a batch
     of the word part (``scbow.training.wordpart``), on the part's own rows.
 
+    Each kept word is a centre; its window's context words (``sampling.centre_window``) are the
+    inputs, the centre and ``n_neg`` noise words drawn once for the window the outputs, and the
+    window is one step (:func:`sgns_window`): a small matrix product instead of a dot product per
+    (context, output) pair, so each row is read once a window (as in Ji et al. 2016's HogBatch).
+
     Parameters
     ----------
     Wi : array of float32, shape (V, dw)
         The word part's rows (word2vec's input vectors), updated in place.
     Wo : array of float32, shape (V, dw + 1)
-        Its output rows then biases (see :func:`sgns_row`), updated in place.
+        Its output rows then biases (see :func:`sgns_window`), updated in place.
     tokens, offsets : the encoded corpus (int32 token ids, int64 sentence offsets).
     keep : array of float32, shape (V,)
         Subsampling: the probability of keeping each word (``sampling.keep_words``).
@@ -411,57 +517,91 @@ def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg,
         The noise words' unigram^0.75 table (``sampling.draw_noise``).
     window, n_neg : int
         Largest context distance (each centre draws its own, ``sampling.centre_window``);
-        noise words per context.
+        noise words per window.
     lr0, lr_min, done, total : the learning rate decays linearly from ``lr0`` over the
         ``total`` sentences of all passes (word2vec's schedule), never below ``lr_min``;
         ``done`` sentences came before sentence ``lo``.
     seed, stream : the random stream (``sampling.seed_state``) of this call and thread.
-    buffers : ``(kept, row, e)``: int32 (WORD_SEGMENT,), int32 (1 + n_neg,), float32 (dw,).
+    buffers : ``(kept, ins, outs, G, dIn, dOut)``: int32 (WORD_SEGMENT,), (2 * window,),
+        (1 + n_neg,); float32 (2 * window, 1 + n_neg), (2 * window, dw), (1 + n_neg, dw).
 
-    The centre's row moves by ``-lr * dL/dWi[w]`` once its contexts are done (word2vec's
-    order); every output row at once (:func:`sgns_contexts`). Returns ``(loss, contexts)``:
-    the summed loss and the number of (centre, context) pairs trained.
+    Returns ``(loss, pairs)``: the summed loss and the number of (context, centre) pairs trained.
     """
-    kept, row, e = buffers
     state = np.empty(1, dtype=np.uint64)
     seed_state(seed, stream, state)
-    d = Wi.shape[1]
     loss = 0.0
     pairs = 0
     for s in range(lo, hi):
         lr = max(lr_min, lr0 * (1.0 - (done + s - lo) / total))
-        step = np.float32(-lr)
-        t = offsets[s]
-        stop = offsets[s + 1]
-        while t < stop:
-            n, t = keep_words(tokens, t, stop, keep, state, kept)
-            for i in range(n):
-                w = kept[i]
-                c_lo, c_hi = context_span(i, n, window, state)
-                if c_hi - c_lo <= 1:
-                    continue
-                e[:] = 0.0
-                loss += sgns_contexts(Wi[w], Wo, kept, i, c_lo, c_hi, n_neg, table, -lr, state, row, e)
-                pairs += c_hi - c_lo - 1
-                for j in range(d):
-                    Wi[w, j] += step * e[j]
+        sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, window, n_neg,
+                               np.float32(-lr), state, buffers)
+        loss += sl
+        pairs += sp
     return loss, pairs
+
+
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
+def word_sentence(Wi, Wo, tokens, start, stop, keep, table, window, n_neg, coef, state, buffers):
+    """The windows of the sentence ``tokens[start:stop]``, each one step of ``coef`` times its gradient
+    (:func:`sgns_window`; a ``coef`` of 0 only scores them). Returns ``(loss, pairs)``."""
+    kept, ins, outs, G, dIn, dOut = buffers
+    scratch = (G, dIn, dOut)
+    loss = 0.0
+    pairs = 0
+    t = start
+    while t < stop:
+        n, t = keep_words(tokens, t, stop, keep, state, kept)
+        for i in range(n):
+            c_lo, c_hi = context_span(i, n, window, state)
+            if c_hi - c_lo <= 1:
+                continue
+            k = window_inputs(kept, i, c_lo, c_hi, ins)
+            draw_noise(kept[i], n_neg, table, state, outs)
+            loss += sgns_window(Wi, Wo, ins, k, outs, coef, Wi, Wo, scratch)
+            pairs += k
+    return loss, pairs
+
+
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
+def word_part_loss(Wi, Wo, tokens, offsets, sentences, keep, table, window, n_neg, seed, buffers):
+    """The word part's mean loss per (context, centre) pair over ``sentences`` (int64 ids) at the rows
+    as they are, nothing stepped; each sentence draws from its own stream of ``seed``, so the same rows
+    always score the same and two calls score the same windows and noise words."""
+    state = np.empty(1, dtype=np.uint64)
+    loss = 0.0
+    pairs = 0
+    for s in sentences:
+        seed_state(seed, (1 << 41) + s, state)
+        sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, window, n_neg,
+                               np.float32(0.0), state, buffers)
+        loss += sl
+        pairs += sp
+    return loss / max(pairs, 1)
+
+
+def word_part_buffers(window: int, n_neg: int, dw: int) -> tuple:
+    """One thread's scratch arrays for :func:`word_part_chunk`."""
+    from .sampling import WORD_SEGMENT as SEG
+
+    w2 = max(2 * window, 1)
+    return (np.empty(SEG, dtype=np.int32), np.empty(w2, dtype=np.int32), np.empty(1 + n_neg, dtype=np.int32),
+            np.empty((w2, 1 + n_neg), dtype=np.float32), np.empty((w2, dw), dtype=np.float32),
+            np.empty((1 + n_neg, dw), dtype=np.float32))
 
 
 def word_part_gradient(Wi, Wo, tokens, offsets, s, keep, table, window, n_neg, seed, stream):
     """The word part's loss and float64 ``dL/dWi``, ``dL/dWo`` over sentence ``s`` at the rows as
-    they are, drawing exactly the centres, windows and noise words that :func:`word_part_chunk`
-    draws for that sentence from the same stream (for tests against ``scbow.reference``).
+    they are, drawing exactly the windows and noise words that :func:`word_part_chunk` draws for
+    that sentence from the same stream (for tests against ``scbow.reference``).
 
-    Returns ``(loss, gWi, gWo, pairs)`` where ``pairs`` lists ``(centre, row)`` with ``row``
-    the context then its noise words (-1: skipped).
+    Returns ``(loss, gWi, gWo, windows)`` where ``windows`` lists ``(inputs, outputs)``: the
+    window's context words, then its centre and shared noise words (-1: skipped).
     """
-    from .sampling import WORD_SEGMENT as SEG
-
+    buffers = word_part_buffers(window, n_neg, Wi.shape[1])
+    kept, ins, outs = buffers[:3]
+    scratch = buffers[3:]
     state = np.empty(1, dtype=np.uint64)
     seed_state(seed, stream, state)
-    kept = np.empty(SEG, dtype=np.int32)
-    row = np.empty(1 + n_neg, dtype=np.int32)
     gWi = np.zeros(Wi.shape, dtype=np.float64)
     gWo = np.zeros(Wo.shape, dtype=np.float64)
     loss = 0.0
@@ -470,17 +610,13 @@ def word_part_gradient(Wi, Wo, tokens, offsets, s, keep, table, window, n_neg, s
     while t < stop:
         n, t = keep_words(tokens, t, stop, keep, state, kept)
         for i in range(n):
-            w = int(kept[i])
             c_lo, c_hi = context_span(i, n, window, state)
             if c_hi - c_lo <= 1:
                 continue
-            e = np.zeros(Wi.shape[1], dtype=np.float64)
-            for c in range(c_lo, c_hi):
-                if c != i:
-                    draw_noise(kept[c], n_neg, table, state, row)
-                    loss += sgns_row(Wi[w], Wo, row, n_neg, 1.0, gWo, e)
-                    drawn.append((w, row.copy()))
-            gWi[w] += e
+            k = window_inputs(kept, i, c_lo, c_hi, ins)
+            draw_noise(kept[i], n_neg, table, state, outs)
+            loss += sgns_window(Wi, Wo, ins, k, outs, 1.0, gWi, gWo, scratch)
+            drawn.append((ins[:k].tolist(), outs.tolist()))
     return loss, gWi, gWo, drawn
 
 

@@ -237,6 +237,7 @@ class CheckpointWriter:
         self.init_vectors = init_vectors  # the --init-vectors record (filled in once training starts)
         self.identity: dict | None = None  # corpus_identity, made at the first checkpoint
         self.last_done: int | None = None  # examples done at the last checkpoint written
+        self.last_at: str | None = None  # where it is, for messages ("4,984 examples", "9,968 sentences ...")
 
     def write(self, state, W: np.ndarray, output: np.ndarray | None = None, word: tuple | None = None,
               info: dict | None = None) -> Path:
@@ -279,11 +280,19 @@ class CheckpointWriter:
                 "corpus": self.identity,
                 "init_vectors": init_vectors_entry(self.init_vectors),
             }
+            if word:  # the word part's matrices, tied to this state as model_id ties vectors.npy
+                meta["word_sha256"] = [matrix_digest(M) for M in word]
             with open(tmp / STATE_FILE, "w", encoding="utf-8") as fh:
                 fh.write(json.dumps(meta, indent=1) + "\n")
             fsync_path(tmp / STATE_FILE)
-        self.last_done = state.done
+        self.mark(state)
         return self.path
+
+    def mark(self, state) -> None:
+        """Record ``state`` as the last checkpoint's (written, or the one a run resumed from)."""
+        self.last_done = state.done
+        self.last_at = (f"{state.word_done:,} sentences into the word part" if state.in_word_part
+                        else f"{state.done:,} examples")
 
 
 def read_meta(path: Path) -> dict:
@@ -359,13 +368,28 @@ def _restore_matrix(file: Path, shape: tuple, what: str) -> np.ndarray:
     return np.array(M)
 
 
-def restore_word_part(path: Path, corpus, config: TrainConfig, state) -> tuple | None:
-    """The word part's ``(Wi, Wo)`` saved in the checkpoint at ``path``; None before the word part began."""
+def matrix_digest(M: np.ndarray) -> str:
+    """sha256 of a matrix's float32 values in C order."""
+    return hashlib.sha256(np.ascontiguousarray(M, dtype=np.float32).data).hexdigest()
+
+
+def restore_word_part(path: Path, meta: dict, corpus, config: TrainConfig, state) -> tuple | None:
+    """The word part's ``(Wi, Wo)`` saved in the checkpoint at ``path``, checked against the digests its
+    ``state.json`` (``meta``) recorded; None before the word part began."""
     if not state.in_word_part:
         return None
     V, dw = len(corpus.vocab), config.word_dim
-    return (_restore_matrix(Path(path) / WORD_FILES[0], (V, dw), "the word part's rows"),
-            _restore_matrix(Path(path) / WORD_FILES[1], (V, dw + 1), "the word part's output rows"))
+    matrices = (_restore_matrix(Path(path) / WORD_FILES[0], (V, dw), "the word part's rows"),
+                _restore_matrix(Path(path) / WORD_FILES[1], (V, dw + 1), "the word part's output rows"))
+    recorded = meta.get("word_sha256")  # none in a checkpoint from before they were recorded
+    if recorded is not None:
+        if not (isinstance(recorded, list) and len(recorded) == 2):
+            raise CheckpointError(f"{Path(path) / STATE_FILE}: damaged checkpoint (word_sha256); delete it to start over")
+        for name, M, digest in zip(WORD_FILES, matrices, recorded):
+            if matrix_digest(M) != digest:
+                raise CheckpointError(f"{Path(path) / name}: damaged checkpoint (not the word part its {STATE_FILE} "
+                                      "recorded: from another run, or changed); delete it to start over")
+    return matrices
 
 
 def restore(path: Path, meta: dict, corpus, config: TrainConfig, init_vectors: dict | None = None):
@@ -417,6 +441,12 @@ def restore(path: Path, meta: dict, corpus, config: TrainConfig, init_vectors: d
               and (state.word_done == 0 or state.word_total == config.word_passes * corpus.n_sentences)
               and 0 <= state.word_done <= max(state.word_total, 0)
               and isinstance(state.word_seconds, (int, float)) and 0 <= state.word_seconds <= 1e10
+              # the word part's sample loss at its start and after each pass done (none in a checkpoint
+              # from before it was recorded)
+              and isinstance(state.word_losses, list)
+              and (not state.word_losses or len(state.word_losses) == 1 + state.word_done // max(corpus.n_sentences, 1))
+              and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0 <= x <= 1e3
+                      for x in state.word_losses)
               and isinstance(state.kernel_seconds, (int, float)) and math.isfinite(state.kernel_seconds)
               and 0 <= state.kernel_seconds <= 1e10
               and isinstance(state.losses, list)

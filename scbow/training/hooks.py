@@ -37,6 +37,9 @@ class TrainState:
     word_done: int = 0
     word_total: int = 0
     word_seconds: float = 0.0
+    # the word part's loss on its fixed sample of sentences (``WordPart.sample_loss``): at its start,
+    # then at the end of each pass
+    word_losses: list = field(default_factory=list)
     # the collapse check's measures of the matrix the run started from (``scbow.training.collapse``,
     # ``Spread.to_dict``), kept so that a resumed run is judged against its own start
     collapse_start: dict | None = None

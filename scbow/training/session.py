@@ -228,7 +228,7 @@ def _make_hook(writer, every, guard, config, warn, start_done: int = 0, hooks=()
                 try:
                     save(state, vectors)
                 except OSError as exc:
-                    kept = (f"the checkpoint of {writer.last_done:,} examples in {writer.path} is kept"
+                    kept = (f"the checkpoint at {writer.last_at} in {writer.path} is kept"
                             if writer.last_done is not None else "nothing was written")
                     raise Interrupted(f"interrupted ({name}) after {where(state)}; "
                                       f"cannot write a checkpoint ({exc.strerror or exc}); {kept}", guard.signum) from None
@@ -247,7 +247,7 @@ def _make_hook(writer, every, guard, config, warn, start_done: int = 0, hooks=()
                 save(state, vectors)
             except OSError as exc:
                 warn(f"warning: cannot write a checkpoint to {writer.path} ({exc.strerror or exc}); "
-                     "training goes on" + (f", the checkpoint of {writer.last_done:,} examples is kept"
+                     "training goes on" + (f", the checkpoint at {writer.last_at} is kept"
                                            if writer.last_done is not None else ""))
             self.last_time = time.monotonic()
             if every.examples:
@@ -285,6 +285,11 @@ def learned_nothing(result, warn) -> None:
     from ..config import TrainConfig
 
     t = result.model.info.get("training", {})
+    w = t.get("word_part") or {}
+    before, after = w.get("first_loss"), w.get("final_loss")
+    if isinstance(before, float) and isinstance(after, float) and not after < before:
+        warn(f"warning: the word part's loss did not fall on its sample of sentences ({before:.4f} -> {after:.4f}): "
+             "its word vectors learned little; train on more text")
     first, last = t.get("first_loss"), t.get("final_loss")
     if first is None or last is None or last < first - LEARNED_LITTLE:
         return
@@ -414,7 +419,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                     started_from = {**started_from, "source": init_vectors["source"]}  # checked; maybe from elsewhere)
                 init_vectors = started_from
                 output_init = restore_output(ckpt, encoded, config)
-                word_init = restore_word_part(ckpt, encoded, config, start)
+                word_init = restore_word_part(ckpt, meta, encoded, config, start)
                 if not quiet:
                     if start.in_word_part:
                         note(f"resuming from the checkpoint in the word part, at sentence {start.word_done:,} of "
@@ -437,7 +442,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                         h.restore_checkpoint_info(saved)
             writer = CheckpointWriter(ckpt, encoded, config, init_vectors)
             if start is not None:
-                writer.last_done = start.done
+                writer.mark(start)
             hook = _make_hook(writer, every, guard, config, warn, start.done + start.word_done if start is not None else 0,
                               hooks)
             guard.mode = "flag"
@@ -446,7 +451,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                                output=output_init, word=word_init, warn=warn)
             except TrainingError as exc:
                 if writer.last_done is not None:
-                    raise TrainingError(f"{exc}; the last good checkpoint ({writer.last_done:,} examples) is "
+                    raise TrainingError(f"{exc}; the last good checkpoint ({writer.last_at}) is "
                                         f"kept in {ckpt}") from None
                 raise
             guard.mode = "defer"
@@ -463,7 +468,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                 save_model(result.model, output)
             except ModelError as exc:
                 if writer.last_done is not None:
-                    raise ModelError(f"{exc}; the checkpoint of {writer.last_done:,} examples is kept in {ckpt}") from None
+                    raise ModelError(f"{exc}; the checkpoint at {writer.last_at} is kept in {ckpt}") from None
                 raise
             remove_checkpoint(ckpt, warn)
     except Interrupted as exc:
@@ -471,7 +476,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             raise
         name = signal_name(exc.signum)
         if writer is not None and writer.last_done is not None:
-            text = (f"interrupted ({name}); the checkpoint of {writer.last_done:,} examples in {ckpt} is kept; "
+            text = (f"interrupted ({name}); the checkpoint at {writer.last_at} in {ckpt} is kept; "
                     "run the same command with --resume to continue")
         elif resume and ckpt.exists():
             text = f"interrupted ({name}); the checkpoint in {ckpt} is kept; run the same command with --resume"
@@ -522,10 +527,13 @@ def summary_lines(result, config, output, curve=None) -> list[str]:
              f"model: {output}"]
     w = t.get("word_part")
     if w:
+        first, final = w.get("first_loss"), w.get("final_loss")
+        loss = (f", loss {first:.4f} -> {final:.4f} on a fixed sample of sentences (before, after)"
+                if first is not None and final is not None else "")
         lines.append(f"word part: {plural(config.word_passes, 'pass', 'passes')} of skip-gram over "
                      f"{plural(w['sentences'], 'sentence')} in {w['kernel_seconds']:.1f} s "
-                     f"({w['sentences_per_second'] or 0:,.0f}/s, {plural(w['threads'], 'thread')}), loss "
-                     f"{w['first_loss']:.4f} -> {w['final_loss']:.4f}; rows of {config.dim} + {config.word_dim} dims")
+                     f"({w['sentences_per_second'] or 0:,.0f}/s, {plural(w['threads'], 'thread')}){loss}; rows of "
+                     f"{config.dim} + {config.word_dim} dims")
     cache = result.cache or {}
     if cache.get("written") and cache.get("root"):
         entries = cache_entries(cache["root"])

@@ -91,10 +91,11 @@ def resolve_cpu_threads(config: TrainConfig) -> int:
 
 
 def train_word_part(corpus: Corpus, config: TrainConfig, state: TrainState, vectors, call_hooks, quiet: bool,
-                    word: tuple | None, threads: int) -> tuple[np.ndarray, list]:
+                    word: tuple | None, threads: int) -> np.ndarray:
     """The word part's loop (``scbow.training.wordpart``) from ``state.word_done`` on, on ``threads`` CPU threads.
 
-    Returns the trained ``Wi`` and the mean loss of each batch (per context word)."""
+    Returns the trained ``Wi``. ``state.word_losses`` gets the loss of the part's fixed sample of sentences
+    at its start and after each pass (``WordPart.sample_loss``)."""
     part = WordPart(corpus, config, threads, *(word or (None, None)))
     if not quiet and config.device != "cpu":
         note(f"the word part trains on the CPU ({plural(threads, 'thread')}); --device {config.device} "
@@ -102,8 +103,9 @@ def train_word_part(corpus: Corpus, config: TrainConfig, state: TrainState, vect
     vectors.word = lambda: (part.Wi, part.Wo)
     n = corpus.n_sentences
     bar = Progress(state.word_total, unit="sent", enabled=None if not quiet else False, initial=state.word_done)
-    losses = []
     try:
+        if state.word_done == 0:
+            state.word_losses = [part.sample_loss()]
         while state.word_done < state.word_total:
             t0 = time.perf_counter()
             sentences, loss_sum, pairs = part.run(state.word_done)
@@ -112,7 +114,8 @@ def train_word_part(corpus: Corpus, config: TrainConfig, state: TrainState, vect
             loss = loss_sum / max(pairs, 1)
             if not np.isfinite(loss):
                 raise TrainingError(f"the word part's loss became {loss} after {state.word_done:,} sentences")
-            losses.append(loss)
+            if state.word_done % n == 0:  # a pass ends (a batch never crosses one)
+                state.word_losses.append(part.sample_loss())
             p = min((state.word_done - 1) // n + 1, config.word_passes)
             bar.update(state.word_done, prefix=f"word part {p}/{config.word_passes} ", suffix=f"loss {loss:.4f}")
             call_hooks("after_word_batch")
@@ -121,8 +124,7 @@ def train_word_part(corpus: Corpus, config: TrainConfig, state: TrainState, vect
         part.close()
     if not np.isfinite(part.Wi).all():
         raise TrainingError("the word part's vectors hold NaN or inf")
-    return part.Wi, losses
-
+    return part.Wi
 
 
 def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False, hooks=(),
@@ -234,9 +236,9 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
         if verdict.warning():
             (warn or (note if not quiet else (lambda line: None)))(verdict.warning())
     sentence_seconds = state.kernel_seconds
-    Wi, word_losses = None, []
+    Wi = None
     if state.word_total:
-        Wi, word_losses = train_word_part(corpus, config, state, vectors, call_hooks, quiet, word, cpu_threads)
+        Wi = train_word_part(corpus, config, state, vectors, call_hooks, quiet, word, cpu_threads)
     call_hooks("after_training")
     wall_seconds = time.perf_counter() - wall_start
     if config.common_components >= 0:
@@ -278,8 +280,10 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
             "sample": sample_threshold(corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum())),
             "kernel_seconds": round(state.word_seconds, 3),
             "sentences_per_second": round(state.word_done / state.word_seconds, 1) if state.word_seconds else None,
-            "first_loss": word_losses[0] if word_losses else None,
-            "final_loss": float(np.mean(word_losses[-max(1, len(word_losses) // 20):])) if word_losses else None}
+            # on the part's fixed sample of sentences: before the first pass, after each
+            "pass_losses": [round(x, 6) for x in state.word_losses],
+            "first_loss": state.word_losses[0] if state.word_losses else None,
+            "final_loss": state.word_losses[-1] if state.word_losses else None}
     if verdict is not None:
         info["training"]["collapse_check"] = verdict.to_dict()
     model = Model(corpus.vocab, W, config.to_dict(), info)

@@ -46,9 +46,17 @@ def sample_threshold(raw_tokens: int) -> float:
     """The subsampling threshold of a corpus of ``raw_tokens`` tokens (see SAMPLE_COUNT)."""
     lo, hi = SAMPLE_RANGE
     return float(min(hi, max(lo, SAMPLE_COUNT / max(raw_tokens, 1))))
-# Sentences per kernel call (about 0.3 s on 2 threads at 300 dimensions): a lively progress
-# line and a prompt Ctrl-C, as the sentence part's batches.
+# One kernel call (a batch) is at most WORD_BATCH sentences and at most WORD_BATCH_COST tokens
+# times word_dim (about 0.1 s on 2 threads): a lively progress line and a prompt Ctrl-C, as the
+# sentence part's batches, whatever the sentences' lengths and the part's width. A batch holds at
+# least one sentence.
 WORD_BATCH = 1 << 14
+WORD_BATCH_COST = 1 << 25
+# The sentences whose loss is measured at the start and after each pass (evenly spaced over the
+# corpus, the same windows and noise words every time): the loss of the batches as they train
+# compares different text (the corpus is trained in its order, book after book) at different
+# rates, and rose from the first batch to the last on small corpora while the model learned.
+LOSS_SAMPLE = 2048
 
 
 def word_part_on(config: TrainConfig) -> bool:
@@ -67,7 +75,6 @@ class WordPart:
 
     def __init__(self, corpus, config: TrainConfig, threads: int, Wi=None, Wo=None):
         from ..kernels import cpu as K  # numba: imported here, so that --help stays fast
-        from ..kernels.sampling import WORD_SEGMENT
 
         self.K = K
         self.seed = config.seed
@@ -90,31 +97,51 @@ class WordPart:
         self.n = corpus.n_sentences
         self.total = config.word_passes * self.n
         self.threads = max(1, threads)
-        self.buffers = [(np.empty(WORD_SEGMENT, dtype=np.int32), np.empty(1 + WORD_NEGATIVES, dtype=np.int32),
-                         np.empty(dw, dtype=np.float32)) for _ in range(self.threads)]
+        self.buffers = [K.word_part_buffers(WORD_WINDOW, WORD_NEGATIVES, dw) for _ in range(self.threads)]
         self.pool = None
         if self.threads > 1:
             from concurrent.futures import ThreadPoolExecutor
 
             self.pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="scbow-words")
 
+    def sample_loss(self) -> float:
+        """The mean loss per (context, centre) pair over :data:`LOSS_SAMPLE` sentences spread evenly over
+        the corpus, at the rows as they are (nothing is stepped; the same rows give the same figure)."""
+        n = self.n
+        sentences = np.unique(np.linspace(0, n - 1, min(n, LOSS_SAMPLE)).astype(np.int64)) if n else np.empty(0, np.int64)
+        return float(self.K.word_part_loss(self.Wi, self.Wo, self.tokens, self.offsets, sentences, self.keep,
+                                           self.table, WORD_WINDOW, WORD_NEGATIVES, self.seed, self.buffers[0]))
+
     def _chunk(self, lo: int, hi: int, done: int, c: int):
         return self.K.word_part_chunk(self.Wi, self.Wo, self.tokens, self.offsets, lo, hi, self.keep, self.table,
                                       WORD_WINDOW, WORD_NEGATIVES, WORD_LR, WORD_LR * WORD_MIN_LR_FRACTION, done,
                                       self.total, self.seed, done * self.threads + c + (1 << 40), self.buffers[c])
 
+    def batch(self, done: int) -> list[tuple[int, int]]:
+        """The next batch's sentences, from position ``done`` of all passes on, as one ``(lo, hi)`` a
+        thread: at most :data:`WORD_BATCH` sentences and :data:`WORD_BATCH_COST` tokens x dims (never
+        less than one sentence), never across the end of a pass, cut into equal shares of tokens."""
+        offsets, n = self.offsets, self.n
+        lo = done % n
+        budget = max(1, WORD_BATCH_COST // max(self.Wi.shape[1], 1))
+        fits = int(np.searchsorted(offsets, offsets[lo] + budget, side="right")) - 1
+        hi = max(lo + 1, min(fits, lo + WORD_BATCH, n))
+        first, size = int(offsets[lo]), int(offsets[hi] - offsets[lo])
+        cuts = [lo]
+        for c in range(1, self.threads):  # the sentence start nearest to an equal share of the tokens
+            aim = first + size * c // self.threads
+            i = min(hi, max(cuts[-1], int(np.searchsorted(offsets, aim))))
+            cuts.append(i - 1 if i > cuts[-1] and aim - offsets[i - 1] < offsets[i] - aim else i)
+        return list(zip(cuts, cuts[1:] + [hi]))
+
     def run(self, done: int) -> tuple[int, float, int]:
-        """Train the next batch: the sentences from position ``done`` of all passes on, up to
-        :data:`WORD_BATCH` and never across the end of a pass. Returns ``(sentences, loss sum,
-        pairs)``."""
-        lo = done % self.n
-        hi = min(self.n, lo + WORD_BATCH)
-        per = (hi - lo + self.threads - 1) // self.threads
-        cuts = [(lo + c * per, min(hi, lo + (c + 1) * per)) for c in range(self.threads)]
+        """Train the next batch (:meth:`batch`). Returns ``(sentences, loss sum, pairs)``."""
+        cuts = self.batch(done)
+        lo, hi = cuts[0][0], cuts[-1][1]
         futures = [self.pool.submit(self._chunk, a, b, done + a - lo, c)
                    for c, (a, b) in enumerate(cuts) if c > 0 and a < b] if self.pool else []
         try:
-            loss, pairs = self._chunk(*cuts[0], done, 0)
+            loss, pairs = self._chunk(*cuts[0], done, 0) if cuts[0][0] < cuts[0][1] else (0.0, 0)
         finally:
             results = [f.result() for f in futures]
         for extra_loss, extra_pairs in results:
