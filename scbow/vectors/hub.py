@@ -264,20 +264,24 @@ def export_rows(model, extra_words=(), whole=None) -> tuple[list[str], np.ndarra
 
 def words_of(paths, tokenize, min_count: int = 1) -> list[str]:
     """The tokens of the text files ``paths`` (compressed too) seen at least ``min_count`` times,
-    most frequent first (``export --add-words``)."""
+    most frequent first (``export --add-words``). Binary data is refused as ``train`` refuses it
+    (``check_text``): the words of a ``.npy`` file or a program are no words."""
     from collections import Counter
 
-    from ..text.reader import open_text
+    from ..text.reader import check_text, open_text
 
     counts = Counter()
     for path in paths:
         with open_text(path) as fh:
+            first = True
             while True:
                 block = fh.read(1 << 22)
                 if not block:
                     break
                 if not block.endswith("\n"):  # whole lines only: a word is never cut in two
                     block += fh.readline()
+                check_text(path, block, at_start=first)
+                first = False
                 counts.update(tokenize(block))
     return [w for w, n in counts.most_common() if n >= min_count]
 
