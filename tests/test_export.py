@@ -280,6 +280,8 @@ def test_model_card_scores_from_the_curve():
     card = model_card(model, "model2vec", 3, 0, "books", license="cc-by-4.0")
     assert "license: \"cc-by-4.0\"" in card and "books.txt.xz (1,234,567 tokens, 89 sentences)" in card
     assert "Pearson 0.7483" in card and "Mean Pearson over 2 STS test sets: 0.6431" in card
+    curve["points"][-1]["dev"]["spearman"] = None  # the curve's record of a correlation that was NaN
+    assert "Pearson 0.7483, Spearman n/a." in model_card(model, "model2vec", 3, 0, "books")
 
 
 # ---------------------------------------------------------------------------------------

@@ -174,6 +174,11 @@ def _scaled(scale: float):
     return lambda v: (v.astype(np.float64) / np.abs(v).max() * scale).astype(np.float32)
 
 
+def _curve(path: Path, **dev) -> None:
+    """A learning curve of one point, whose dev scores are ``dev``."""
+    (path / "curve.json").write_text(json.dumps({"points": [{"examples": 10, "dev": {"pearson": 0.5, **dev}}]}))
+
+
 DAMAGE = {  # kind -> (what is done to a copy of a model directory, the words the error must hold)
     "missing-vectors.npy": (lambda d: (d / "vectors.npy").unlink(), "vectors.npy"),
     "missing-vocab.txt": (lambda d: (d / "vocab.txt").unlink(), "vocab.txt"),
@@ -211,6 +216,9 @@ DAMAGE = {  # kind -> (what is done to a copy of a model directory, the words th
     "sum-overflows": (lambda d: _vectors(d, _scaled(3e38 / 50)), "too large"),
     "curve-a-directory": (lambda d: (d / "curve.json").mkdir(), "curve.json: damaged model (a directory"),
     "curve-a-pipe": (lambda d: os.mkfifo(d / "curve.json"), "curve.json: damaged model (a pipe or a device"),
+    "curve-spearman-text": (lambda d: _curve(d, spearman="high"), "point 1: dev spearman is not a correlation"),
+    "curve-spearman-large": (lambda d: _curve(d, spearman=3), "point 1: dev spearman is not a correlation"),
+    "curve-pairs-text": (lambda d: _curve(d, pairs="1500"), "point 1: dev pairs is not a count"),
 }
 
 
@@ -264,10 +272,10 @@ def test_every_command_refuses_a_damaged_model(tmp_path, runner, healthy):
             assert not (tmp_path / out).exists(), (name, out)
 
 
-@pytest.mark.parametrize("kind", ["curve-a-directory"])
+@pytest.mark.parametrize("kind", ["curve-a-directory", "curve-spearman-text"])
 def test_a_damaged_learning_curve_is_named_by_every_command_that_shows_it(tmp_path, runner, healthy, kind):
     """info, similarity and export read the curve with the model: damage there is refused, not passed
-    over as no curve (the recorded scores gone)."""
+    over as no curve (the recorded scores gone) or left to fail as a bug while the model card is written."""
     model = shutil.copytree(healthy[0], tmp_path / "model")
     DAMAGE[kind][0](model)
     for argv in (["info", model], ["similarity", "-m", model, "the cat", "the dog"],

@@ -353,10 +353,16 @@ def check_curve(curve, path: Path) -> dict:
         if not isinstance(point, dict) or not finite_number(point.get("examples")) or not all(
                 isinstance(point.get(k), (dict, type(None))) for k in ("dev", "dev_raw", "test")):
             raise ModelError(f"{path}: damaged learning curve (point {n} is malformed)")
-        for part, key in (("dev", "pearson"), ("dev_raw", "pearson"), ("test", "pearson_mean")):
+        # every number the readers (info, plot, the exported model card) use; None is a score that was
+        # not a number (the curve records a NaN correlation so)
+        for part, key in (("dev", "pearson"), ("dev", "spearman"), ("dev_raw", "pearson"), ("dev_raw", "spearman"),
+                          ("test", "pearson_mean")):
             value = (point.get(part) or {}).get(key)
             if value is not None and not (finite_number(value) and -1.0001 <= value <= 1.0001):
                 raise ModelError(f"{path}: damaged learning curve (point {n}: {part} {key} is not a correlation)")
+        pairs = (point.get("dev") or {}).get("pairs")
+        if pairs is not None and not (type(pairs) is int and 0 <= pairs <= 1e15):
+            raise ModelError(f"{path}: damaged learning curve (point {n}: dev pairs is not a count)")
         if not 0 <= point["examples"] <= 1e15:
             raise ModelError(f"{path}: damaged learning curve (point {n}: examples out of range)")
     for key in ("dev", "post_processing", "test"):

@@ -334,10 +334,14 @@ def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str
     points = curve.get("points") if isinstance(curve, dict) else None
     if isinstance(points, list) and points and isinstance(points[-1], dict) and isinstance(points[-1].get("dev"), dict):
         dev = points[-1]["dev"]
+
+        def score(key):  # a correlation the curve could not compute (recorded as null) is not a number
+            return "n/a" if dev.get(key) is None else f"{dev[key]:.4f}"
+
         lines += ["", "## Scores", "",
                   f"STS Benchmark dev set ({dev.get('pairs', '?')} pairs), recorded by scbow-numba at the end of training "
-                  f"(unknown words: {curve.get('unknown', 'omit')}): Pearson {dev.get('pearson', float('nan')):.4f}, "
-                  f"Spearman {dev.get('spearman', float('nan')):.4f}."]
+                  f"(unknown words: {curve.get('unknown', 'omit')}): Pearson {score('pearson')}, "
+                  f"Spearman {score('spearman')}."]
         tests = points[-1].get("test")
         if isinstance(tests, dict) and isinstance(tests.get("pearson_mean"), (int, float)):
             sets = tests.get("pearson") if isinstance(tests.get("pearson"), dict) else {}
