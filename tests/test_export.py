@@ -341,6 +341,10 @@ def test_hostile_outputs(trained, tmp_path, monkeypatch, runner, fmt):
     assert_clean_error(export(a_file), "is not a folder", exit_code=1)
     assert_clean_error(export("."), "give the new folder a name", exit_code=1)
     assert_clean_error(export(tmp_path / "sub" / ".."), "give the new folder a name", exit_code=1)
+    (tmp_path / "loop").symlink_to("loop")  # a link to itself: refused, and kept
+    assert_clean_error(export(tmp_path / "loop"), "loop", exit_code=1)
+    assert (tmp_path / "loop").is_symlink()
+    (tmp_path / "loop").unlink()
     # the same kind is replaced whole; no temporaries are left beside it
     out = tmp_path / "out"
     assert export(out).exit_code == 0
