@@ -175,7 +175,8 @@ def test_model2vec_encode_equals_ours(trained, folders, fmt):
     theirs = loaded.encode(sentences)
     ok = ~np.isnan(ours).any(axis=1)
     assert ok.sum() > 18000
-    assert row_cosines(ours[ok], theirs[ok]).min() >= 0.9999
+    # by value, not only by cosine: a folder saying "normalize": true would give unit vectors of our directions
+    np.testing.assert_allclose(theirs[ok], ours[ok], rtol=2e-4, atol=2e-6)
     assert (theirs[~ok] == 0).all()  # nothing to average: zeros there, NaN here
     assert loaded.max_length is None  # long sentences are not cut
 
