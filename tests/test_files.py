@@ -258,6 +258,27 @@ def test_train_and_prepare_write_through_a_link(tmp_path, runner, small_corpus_f
     assert not (tmp_path / "nowhere").exists()
 
 
+@pytest.mark.parametrize("fmt", ["sentence-transformers", "model2vec", "word2vec"])
+def test_export_writes_through_a_dangling_link(tmp_path, runner, healthy, fmt):
+    """A folder export, as a file: made at the link's target, then replaced there, the link kept; a link
+    into a folder that does not exist is refused, and nothing is made."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "out").symlink_to(real / "out")
+    (tmp_path / "far").symlink_to(tmp_path / "nowhere" / "out")
+
+    def export(out):
+        return runner.invoke(main, ["export", "-m", str(healthy[0]), "--format", fmt, "-o", str(tmp_path / out)])
+
+    for _ in ("made", "replaced"):
+        result = export("out")
+        assert result.exit_code == 0, result.output
+        assert (tmp_path / "out").is_symlink() and os.listdir(real) == ["out"]  # no temporary beside the target
+        assert (real / "out").is_dir() == (fmt != "word2vec")
+    assert_clean_error(export("far"), "-o", "is a symbolic link to", "whose folder does not exist", exit_code=1)
+    assert not (tmp_path / "nowhere").exists()
+
+
 # -- the leak: a save killed at any point leaves nothing the next run keeps ---------------
 
 SAVER = """

@@ -174,6 +174,11 @@ def _scaled(scale: float):
     return lambda v: (v.astype(np.float64) / np.abs(v).max() * scale).astype(np.float32)
 
 
+def _curve(path: Path, **dev) -> None:
+    """A learning curve of one point, whose dev scores are ``dev``."""
+    (path / "curve.json").write_text(json.dumps({"points": [{"examples": 10, "dev": {"pearson": 0.5, **dev}}]}))
+
+
 DAMAGE = {  # kind -> (what is done to a copy of a model directory, the words the error must hold)
     "missing-vectors.npy": (lambda d: (d / "vectors.npy").unlink(), "vectors.npy"),
     "missing-vocab.txt": (lambda d: (d / "vocab.txt").unlink(), "vocab.txt"),
@@ -209,7 +214,17 @@ DAMAGE = {  # kind -> (what is done to a copy of a model directory, the words th
     "nearly-zero": (lambda d: _vectors(d, _scaled(1e-30)), "zero or nearly so"),
     "too-large": (lambda d: _vectors(d, _scaled(1e30)), "too large"),
     "sum-overflows": (lambda d: _vectors(d, _scaled(3e38 / 50)), "too large"),
+    "curve-a-directory": (lambda d: (d / "curve.json").mkdir(), "curve.json: damaged model (a directory"),
+    "curve-a-pipe": (lambda d: os.mkfifo(d / "curve.json"), "curve.json: damaged model (a pipe or a device"),
+    "curve-spearman-text": (lambda d: _curve(d, spearman="high"), "point 1: dev spearman is not a correlation"),
+    "curve-spearman-large": (lambda d: _curve(d, spearman=3), "point 1: dev spearman is not a correlation"),
+    "curve-pairs-text": (lambda d: _curve(d, pairs="1500"), "point 1: dev pairs is not a count"),
 }
+
+
+def _contents(folder: Path) -> dict:
+    """Each file's bytes by name (None for what is no file: a directory or a pipe put there)."""
+    return {p.name: p.read_bytes() if p.is_file() else None for p in folder.iterdir()}
 
 
 @pytest.mark.parametrize("kind", sorted(DAMAGE))
@@ -217,13 +232,13 @@ def test_every_damage_to_a_model_is_one_error_and_reading_changes_nothing(tmp_pa
     model = shutil.copytree(healthy[0], tmp_path / "model")
     damage, fragment = DAMAGE[kind]
     damage(model)
-    before = {p.name: p.read_bytes() for p in model.iterdir()}
+    before = _contents(model)
     for mmap in (True, False):
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # no overflow warning on the way to the error
             with pytest.raises(ModelError, match=re.escape(fragment) or None):
                 load_model(model, mmap=mmap)
-    assert {p.name: p.read_bytes() for p in model.iterdir()} == before  # reading never repairs or deletes
+    assert _contents(model) == before  # reading never repairs or deletes
     assert not (tmp_path / "pwned").exists()  # nothing was unpickled
     if kind == "pickle":  # the payload does work when unpickled: the test above can fail
         np.load(model / "vectors.npy", allow_pickle=True)
@@ -255,6 +270,18 @@ def test_every_command_refuses_a_damaged_model(tmp_path, runner, healthy):
         assert "nan" not in result.stdout.lower(), (name, result.stdout)
         for out in ("out.npy", "out.txt", "out.png", "expanded", "new"):
             assert not (tmp_path / out).exists(), (name, out)
+
+
+@pytest.mark.parametrize("kind", ["curve-a-directory", "curve-spearman-text"])
+def test_a_damaged_learning_curve_is_named_by_every_command_that_shows_it(tmp_path, runner, healthy, kind):
+    """info, similarity and export read the curve with the model: damage there is refused, not passed
+    over as no curve (the recorded scores gone) or left to fail as a bug while the model card is written."""
+    model = shutil.copytree(healthy[0], tmp_path / "model")
+    DAMAGE[kind][0](model)
+    for argv in (["info", model], ["similarity", "-m", model, "the cat", "the dog"],
+                 ["export", "-m", model, "--format", "model2vec", "-o", tmp_path / "out"]):
+        assert_clean_error(runner.invoke(main, [str(a) for a in argv]), DAMAGE[kind][1], exit_code=1)
+    assert sorted(os.listdir(tmp_path)) == ["model"]
 
 
 def test_a_healthy_model_still_loads_and_old_configs_pass(tmp_path, healthy):

@@ -556,6 +556,20 @@ def test_one_bad_id_is_refused_when_a_search_finds_it(setup, tmp_path, built):
         open_index(idx).search(x[ids[100]], 1)
 
 
+@pytest.mark.parametrize("neighbour", [-1, 1], ids=["before", "after"])
+def test_an_id_equal_to_its_neighbours_is_refused(setup, tmp_path, built, neighbour):
+    """A build writes each row once, in order: an id repeated beside itself names a row whose text is not
+    the vector's (a search for row 100 answered row 99, at cosine 1.0)."""
+    idx = _copy(built, tmp_path)
+    ids = np.load(idx / "ids.npy")
+    assert (np.diff(ids) > 0).all()  # what a build writes: strictly increasing
+    changed = ids.copy()
+    changed[100] = ids[100 + neighbour]
+    np.save(idx / "ids.npy", changed)
+    with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index \(row .* in order"):
+        open_index(idx).search(np.load(setup["emb"])[ids[100]], 1)
+
+
 # what a damaged graph could hold, given the unit vectors the build added (in order) and a generator
 SWAPPED = {
     "not-normalised": lambda ours, rng: rng.normal(size=ours.shape) * 3,

@@ -115,23 +115,30 @@ def _every_text_reader(model: Path, corpus: Path, text: Path, tmp: Path) -> dict
         "similarity --pairs": ["similarity", "-m", model, "--pairs", text],
         "evaluate": ["evaluate", "-m", model, text],
         "prepare": ["prepare", text, "-o", tmp / "prepared.txt", "--segmenter", "lines", "-q"],
+        "export --add-words": ["export", "-m", model, "--format", "model2vec", "-o", tmp / "exported", "--add-words", text],
         "vectors file": ["similarity", "-m", text, "the cat", "the dog"],
     }
 
 
-@pytest.mark.parametrize("kind", ["damaged", "fifo"])
+@pytest.mark.parametrize("kind", ["damaged", "fifo", "binary"])
 def test_every_command_reads_through_the_one_reader(tmp_path, runner, healthy, kind):
-    """One damaged file and one pipe, through every command: each gives the reader's line and writes nothing."""
+    """One damaged file, one pipe and one binary file, through every command: each gives the reader's
+    line and writes nothing."""
     model, corpus = healthy
     if kind == "fifo":
         path, fragment = tmp_path / "input.txt", "not a regular file"
         os.mkfifo(path)
+    elif kind == "binary":  # a model's vectors.npy given as text
+        path = Path(shutil.copy(model / "vectors.npy", tmp_path / "input.txt"))
+        fragment = f"{path}: contains NUL bytes; this looks like binary data, not text"
     else:
         path, fmt = damaged(tmp_path, "gzip-truncated")
         fragment = f"{path}: damaged or truncated {fmt} file"
     for name, args in _every_text_reader(model, corpus, path, tmp_path).items():
         if kind == "fifo" and name == "vectors file":
             continue  # -m names a model: a pipe there is no model (test_formats)
+        if kind == "binary" and name in ("train --eval-dev", "evaluate", "vectors file"):
+            continue  # an STS file is strict UTF-8 (test_evaluate); a vectors file is a model (test_formats)
         with _Alarm():
             result = runner.invoke(main, [str(a) for a in args])
         assert_clean_error(result, fragment)

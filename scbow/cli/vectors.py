@@ -127,7 +127,7 @@ def export(model_path, output, fmt, binary, part, min_count, limit, add_words, l
     output and renamed into place. Unknown words are left out of the average there (their
     hashed vectors cannot travel; --add-words adds rows for the words of given files).
     """
-    from ..files import foreign
+    from ..files import foreign, output_path, resolved
     from ..outputs import refuse_inside_ours
 
     name = {"st": "sentence-transformers", "sentence_transformers": "sentence-transformers"}.get(fmt.lower(), fmt.lower())
@@ -150,12 +150,13 @@ def export(model_path, output, fmt, binary, part, min_count, limit, add_words, l
                                    "--part applies to --format word2vec")
     from ..vectors.hub import M2V_FILES, ST_FILES
 
-    if output.name in ("", "..") or output.resolve() == Path.cwd().resolve():
+    if output.name in ("", "..") or resolved(output) == resolved(Path.cwd()):  # a link loop resolves, not raises
         raise click.ClickException(f"-o {output}: give the new folder a name (the export replaces a folder whole; "
                                    "not the current one)")
-    if os.path.lexists(output) and not output.is_dir():
+    if os.path.exists(output) and not output.is_dir():  # a dangling link is no folder yet: its target is made
         raise click.ClickException(f"-o {output}: exists and is not a folder; a {name} export is a folder "
                                    "(choose a new name)")
+    output_path(output)  # a link into a folder that does not exist is refused, as every -o LINK is
     refuse_inside_ours(output)
     own, other = (ST_FILES, M2V_FILES) if name == "sentence-transformers" else (M2V_FILES, ST_FILES)
     why = foreign(output, own) if output.is_dir() else None

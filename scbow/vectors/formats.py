@@ -84,7 +84,8 @@ class ModelFiles:
     aside, the complete new one in, then deletes the old one's files; a file opened, or memory-mapped, before
     its deletion stays readable). A file missing while ``path`` no longer names the directory
     opened means a save took it away: :class:`Replaced`, and the caller starts over.
-    ``curve.json`` (optional) is told missing from removed the same way.
+    ``curve.json`` (optional) is told missing from removed the same way. A directory, pipe or
+    device in a file's place is no file a save wrote: the model is damaged, and that is said.
     """
 
     NAMES = (*MODEL_FILES, CURVE_FILE)
@@ -98,7 +99,7 @@ class ModelFiles:
             raise Replaced from None
         except OSError as exc:
             raise ModelError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
-        self.fds: dict = {}  # name -> descriptor, None (missing or not a regular file) or the OSError opening it
+        self.fds: dict = {}  # name -> descriptor, None (missing) or the OSError opening it
         try:
             for name in self.NAMES:
                 self.fds[name] = self._open(name)
@@ -116,9 +117,11 @@ class ModelFiles:
             return None
         except OSError as exc:
             return exc
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
             os.close(fd)
-            return None
+            what = "a directory" if stat.S_ISDIR(mode) else "a pipe or a device"
+            raise ModelError(f"{self.path / name}: damaged model ({what} where its file belongs)")
         os.set_blocking(fd, True)
         return fd
 
@@ -350,10 +353,16 @@ def check_curve(curve, path: Path) -> dict:
         if not isinstance(point, dict) or not finite_number(point.get("examples")) or not all(
                 isinstance(point.get(k), (dict, type(None))) for k in ("dev", "dev_raw", "test")):
             raise ModelError(f"{path}: damaged learning curve (point {n} is malformed)")
-        for part, key in (("dev", "pearson"), ("dev_raw", "pearson"), ("test", "pearson_mean")):
+        # every number the readers (info, plot, the exported model card) use; None is a score that was
+        # not a number (the curve records a NaN correlation so)
+        for part, key in (("dev", "pearson"), ("dev", "spearman"), ("dev_raw", "pearson"), ("dev_raw", "spearman"),
+                          ("test", "pearson_mean")):
             value = (point.get(part) or {}).get(key)
             if value is not None and not (finite_number(value) and -1.0001 <= value <= 1.0001):
                 raise ModelError(f"{path}: damaged learning curve (point {n}: {part} {key} is not a correlation)")
+        pairs = (point.get("dev") or {}).get("pairs")
+        if pairs is not None and not (type(pairs) is int and 0 <= pairs <= 1e15):
+            raise ModelError(f"{path}: damaged learning curve (point {n}: dev pairs is not a count)")
         if not 0 <= point["examples"] <= 1e15:
             raise ModelError(f"{path}: damaged learning curve (point {n}: examples out of range)")
     for key in ("dev", "post_processing", "test"):

@@ -264,20 +264,24 @@ def export_rows(model, extra_words=(), whole=None) -> tuple[list[str], np.ndarra
 
 def words_of(paths, tokenize, min_count: int = 1) -> list[str]:
     """The tokens of the text files ``paths`` (compressed too) seen at least ``min_count`` times,
-    most frequent first (``export --add-words``)."""
+    most frequent first (``export --add-words``). Binary data is refused as ``train`` refuses it
+    (``check_text``): the words of a ``.npy`` file or a program are no words."""
     from collections import Counter
 
-    from ..text.reader import open_text
+    from ..text.reader import check_text, open_text
 
     counts = Counter()
     for path in paths:
         with open_text(path) as fh:
+            first = True
             while True:
                 block = fh.read(1 << 22)
                 if not block:
                     break
                 if not block.endswith("\n"):  # whole lines only: a word is never cut in two
                     block += fh.readline()
+                check_text(path, block, at_start=first)
+                first = False
                 counts.update(tokenize(block))
     return [w for w, n in counts.most_common() if n >= min_count]
 
@@ -330,10 +334,14 @@ def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str
     points = curve.get("points") if isinstance(curve, dict) else None
     if isinstance(points, list) and points and isinstance(points[-1], dict) and isinstance(points[-1].get("dev"), dict):
         dev = points[-1]["dev"]
+
+        def score(key):  # a correlation the curve could not compute (recorded as null) is not a number
+            return "n/a" if dev.get(key) is None else f"{dev[key]:.4f}"
+
         lines += ["", "## Scores", "",
                   f"STS Benchmark dev set ({dev.get('pairs', '?')} pairs), recorded by scbow-numba at the end of training "
-                  f"(unknown words: {curve.get('unknown', 'omit')}): Pearson {dev.get('pearson', float('nan')):.4f}, "
-                  f"Spearman {dev.get('spearman', float('nan')):.4f}."]
+                  f"(unknown words: {curve.get('unknown', 'omit')}): Pearson {score('pearson')}, "
+                  f"Spearman {score('spearman')}."]
         tests = points[-1].get("test")
         if isinstance(tests, dict) and isinstance(tests.get("pearson_mean"), (int, float)):
             sets = tests.get("pearson") if isinstance(tests.get("pearson"), dict) else {}

@@ -239,7 +239,7 @@ class Index:
         column, count, n_rows = np.asarray(self.ids), len(self.ids), int(self.info["rows"])
         at = np.where(found, pos, 0)
         rows = np.where(found, column[at], -1)
-        # a build writes the rows in order: each row lies between its neighbours' (a changed id does not)
+        # a build writes each row once, in order: each row lies strictly between its neighbours' (a changed id does not)
         before = np.where(at > 0, column[np.maximum(at - 1, 0)], -1)
         after = np.where(at + 1 < count, column[np.minimum(at + 1, count - 1)], n_rows)
         bad = found & ((rows < 0) | (rows >= n_rows) | (rows <= before) | (rows >= after))
