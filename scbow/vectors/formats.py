@@ -15,7 +15,7 @@ import numpy as np
 from ..config import finite_number
 from ..errors import CorpusError, ModelError
 from ..progress import plural
-from ..reading import parse_json, read_json, short_message
+from ..reading import json_kind, parse_json, read_json, short_message
 from ..text.reader import read_all_bytes
 from ..text.tokenize import VERSIONS
 from ..text.vocab import Vocab
@@ -200,6 +200,12 @@ def _read_model_dir(path: Path, files: ModelFiles, mmap: bool) -> Model:
     info = {k: v for k, v in meta.items() if k not in ("config", "format_version")}
     if files.has(CURVE_FILE):
         info["curve"] = check_curve(files.json(CURVE_FILE, what="damaged learning curve"), path / CURVE_FILE)
+    corpus = meta.get("corpus")
+    if isinstance(corpus, dict) and not isinstance(corpus.get("tokenizer_version", ""), str):
+        # a version is written as a string: anything else is damage, not a version from a newer scbow-numba
+        kind = json_kind(corpus["tokenizer_version"])
+        raise ModelError(f"{path / 'config.json'}: damaged model: its corpus.tokenizer_version is {kind}, not a version "
+                         "string such as \"3\"")
     model = Model(vocab, vectors, meta.get("config", {}), info)
     if model.tokenizer_version not in VERSIONS:
         raise ModelError(f"{path}: its words come from tokenizer version {model.tokenizer_version!r}, newer than this "
