@@ -319,6 +319,22 @@ def test_a_file_that_is_no_vectors_says_what_is_expected(tmp_path, runner):
     assert "GloVe" in error and "count dim" in error
 
 
+@pytest.mark.parametrize("first", ["A Modern Cinderella", "the 10"])
+def test_a_file_whose_first_line_is_no_vectors_is_refused_before_the_rest_is_read(tmp_path, runner, first):
+    """A corpus given as a model was decompressed whole before its first line refused it (36 s and
+    1.1 GB for gutenberg-100M; out of memory under a limit). Here the rest of the file is damaged:
+    reading it would fail as a damaged xz file; the first line alone refuses it."""
+    import lzma
+
+    data = lzma.compress((first + "\n" + "Some more text of a book, line after line.\n" * 20000).encode())
+    path = tmp_path / "corpus.txt.xz"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelError, match="not a vectors file"):
+        load_word2vec(path)
+    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(path), "a b", "c d"]), "not a vectors file",
+                       exit_code=1)
+
+
 # ---------------------------------------------------------------------------------------
 # A model read while saves replace it (issue 34): the old model or the new one, whole
 
