@@ -91,6 +91,16 @@ def test_a_model_keeps_the_tokenizer_it_was_trained_with(tmp_path):
         load_model(tmp_path / "m")
 
 
+def test_the_marks_a_word_keeps_are_every_combining_mark():
+    """mark_ranges reads planes 0, 1 and 14 only, where Unicode puts every combining mark."""
+    import unicodedata
+
+    from scbow.text.tokenize import mark_ranges
+
+    every = [c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c))[0] == "M"]
+    assert [c for a, b in mark_ranges() for c in range(a, b + 1)] == every
+
+
 HINDI = "\u0939\u093f\u0928\u094d\u0926\u0940"  # six characters, three of them marks
 
 

@@ -7,8 +7,8 @@ letter; then the typographic apostrophes and quotes into their ASCII forms: ``�
 character that is neither a word character nor whitespace (``.``, ``,``, ``"``, ``-``,
 ``#``). A word is a word character (a letter, a digit or a connector such as ``_``) followed
 by word characters and combining marks (Unicode category M: the vowel signs and virama of
-``हिन्दी``, Hebrew points, the dot NFKC leaves on ``i̇``), with inner apostrophes (``don't``,
-``o'clock``, ``état``, ``1984``). Nothing is stemmed or removed.
+``हिन्दी``, Hebrew points, the dot above that lowercasing ``İ`` leaves on ``i̇``), with inner
+apostrophes (``don't``, ``o'clock``, ``état``, ``1984``). Nothing is stemmed or removed.
 
 Version 2 had no marks in words: Python's ``\\w`` matches no combining mark, so a mark cut its
 word (``हिन्दी`` was six one-character tokens, ``İstanbul`` three). Version 1 did not fold
