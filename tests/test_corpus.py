@@ -101,6 +101,22 @@ def test_the_marks_a_word_keeps_are_every_combining_mark():
     assert [c for a, b in mark_ranges() for c in range(a, b + 1)] == every
 
 
+def test_the_tokenizer_is_its_rule_as_written():
+    """tokenize writes WORD(?:['’]WORD)* with WORD = \\w[\\w MARKS]* in a faster form: the same tokens,
+    every mark and the characters around the ASCII range in every place a word can hold them."""
+    import unicodedata
+
+    from scbow.text.tokenize import fold, mark_ranges
+
+    marks = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in mark_ranges())
+    word = rf"\w[\w{marks}]*"
+    rule = re.compile(rf"{word}(?:['\u2019]{word})*|[^\w\s]")
+    odd = [chr(c) for c in range(0x20, 0x3000) if unicodedata.category(chr(c)) != "Cs"]
+    odd += [chr(c) for a, b in mark_ranges() for c in range(a, b + 1)]
+    text = " ".join(f"a{c}b {c}x x{c}{c}'y{c} q'{c} q{c}' 1{c}_" for c in odd)
+    assert tokenize(text) == rule.findall(fold(text).lower())
+
+
 HINDI = "\u0939\u093f\u0928\u094d\u0926\u0940"  # six characters, three of them marks
 
 

@@ -58,10 +58,15 @@ def mark_ranges() -> tuple[tuple[int, int], ...]:
 @lru_cache(maxsize=1)
 def _patterns() -> tuple[re.Pattern, re.Pattern]:
     """Version 3's two regexes, made on first use: reading the marks takes about 50 ms, which
-    a command that never tokenizes (``--help``, ``info``) should not pay."""
+    a command that never tokenizes (``--help``, ``info``) should not pay.
+
+    A token is ``WORD(?:['’]WORD)*|[^\\w\\s]`` with ``WORD = \\w[\\w MARKS]*``, written here as
+    word characters followed by runs of marks (and word characters) or of an apostrophe and word
+    characters. No mark is ASCII: the look-ahead spares the space or the full stop that ends most
+    words a test against the marks' 300 ranges (on Gutenberg text the regex as written took 1.9
+    times as long as version 2's, this one 1.1 times)."""
     marks = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in mark_ranges())
-    word = rf"\w[\w{marks}]*"
-    token = rf"{word}(?:['\u2019]{word})*|[^\w\s]"
+    token = rf"\w+(?:(?=[^\x00-\x7f])[{marks}]+\w*|['\u2019]\w+)*|[^\w\s]"
     return re.compile(token), re.compile(token + r"|\n")
 
 
