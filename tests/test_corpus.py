@@ -130,6 +130,8 @@ def test_a_word_keeps_its_marks_from_version_3_on(tmp_path, runner):
     c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
     assert HINDI in c.vocab and "i\u0307stanbul" in c.vocab and "\u093f" not in c.vocab
     assert c.stats["tokenizer_version"] == "3"
+    key = corpus_mod.cache_key([tmp_path / "a.txt"], 1, 0)  # a corpus cached under version 2 is encoded again
+    assert Path(c.cache_path).name == key != corpus_mod.cache_key([tmp_path / "a.txt"], 1, 0, "2")
 
     letters = list(HINDI)
     words = [HINDI, *letters]
