@@ -41,6 +41,18 @@ def parse_json(text: str, path: os.PathLike, error: type[Exception] = ModelError
         raise error(f"{path}: {what} (not valid JSON: {short_message(exc, 100)})") from None
 
 
+def json_kind(value: object) -> str:
+    """What a JSON value is, for an error that says a record holds the wrong type: ``null``,
+    ``a number``, ``a list``... (the value itself may be too long, or too deep, to show)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
 def short_message(exc: Exception, limit: int = 120) -> str:
     """The first line of an exception's message, cut to ``limit`` characters (for one-line errors)."""
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -7,6 +7,7 @@ import itertools
 import lzma
 import os
 import random
+import signal
 import sys
 import traceback
 import zlib
@@ -135,6 +136,21 @@ def files_under(path: Path) -> list[str]:
 
 
 CORPUS_1M = DATA_DIR / "corpus" / "gutenberg-1M.txt.xz"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sigint_as_a_terminal_gives_it():
+    """SIGINT as a shell started in a terminal gives it (Python's KeyboardInterrupt), whoever started
+    the suite: a run started with it ignored (nohup, a background job of a script, as CI runners may
+    start one) passes that on to this process and every process it starts, and train leaves a
+    signal ignored on entry ignored, by design, so the tests that interrupt their own runs with
+    SIGINT (a hook signalling this process, a signal sent to a child) would find nothing
+    interrupted. What it was is put back at the end."""
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # a child process starts with the default too
+    yield
+    if before is not None:  # None: a handler not set from Python, which cannot be put back from here
+        signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture(autouse=True)

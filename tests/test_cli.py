@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import TRAIN, assert_clean_error, make_runner
+from conftest import TRAIN, assert_clean_error, make_runner, train_args
 
 from scbow.cli import main
 from scbow.vectors.formats import export_word2vec, load_model, load_word2vec
@@ -187,6 +187,24 @@ def test_train_output_that_is_a_file_or_holds_other_things_is_kept(tmp_path, run
 
 
 # ---------------------------------------------------------------- Real processes
+
+
+def test_out_of_memory_names_only_options_the_command_has(tmp_path, runner, small_corpus_file, monkeypatch):
+    """similarity ran out of memory (reading a vectors file) and said to try a smaller --dim or
+    --max-vocab, options it does not have."""
+    from scbow.training import session
+    from scbow.vectors import formats
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(formats, "load_model", out_of_memory)
+    error = assert_clean_error(runner.invoke(main, ["similarity", "-m", str(tmp_path / "m"), "a b", "c d"]),
+                               "out of memory", exit_code=1)
+    assert "--" not in error
+    monkeypatch.setattr(session, "train_session", out_of_memory)
+    assert_clean_error(runner.invoke(main, train_args(small_corpus_file, tmp_path / "m")),
+                       "out of memory; try a smaller --dim or --max-vocab", exit_code=1)
 
 
 def test_a_real_process_takes_any_argument(good_model):

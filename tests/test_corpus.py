@@ -37,6 +37,11 @@ from scbow.training.corpus import CorpusError, load_corpus
         ("État, ÉCOLE", ["état", ",", "école"]), ("In 1984 (or so)", ["in", "1984", "(", "or", "so", ")"]),
         ("e-mail...", ["e", "-", "mail", ".", ".", "."]), ('"Quoted"', ['"', "quoted", '"']),
         ("snake_case #tag", ["snake_case", "#", "tag"]), ("  \t  ", []), ("", []),
+        # a word keeps its combining marks: vowel signs and virama, niqqud, the dot lowercasing leaves on i
+        ("हिन्दी भाषा", ["हिन्दी", "भाषा"]),
+        ("\u0130stanbul", ["i\u0307stanbul"]), ("שָׁלוֹם!", ["שָׁלוֹם", "!"]),
+        ("q\u0304uit q\u0304'q\u0304", ["q\u0304uit", "q\u0304'q\u0304"]),  # a mark NFKC cannot compose
+        ("\u0301a \u0301", ["\u0301", "a", "\u0301"]),  # a mark with no letter before it stands alone
     ],
 )
 def test_tokenize_rules(text, tokens):
@@ -49,9 +54,12 @@ def test_tokenizer_versions_keep_their_rules():
     old, old_lines = tokenizer("1")
     assert old("Don\u2019t \ufb01ne") == ["don\u2019t", "\ufb01ne"]
     assert old_lines("Cafe\u0301\n") == ["cafe", "\u0301", "\n"]  # NFD cut the word in two
-    assert tokenizer(None)[0] is tokenize and tokenizer("2")[1] is tokenize_lines
+    v2, v2_lines = tokenizer("2")
+    assert v2("Don\u2019t Cafe\u0301") == ["don't", "caf\u00e9"]
+    assert v2_lines("Q\u0304uit \u0939\u093f\n") == ["q", "\u0304", "uit", "\u0939", "\u093f", "\n"]  # marks cut words
+    assert tokenizer(None)[0] is tokenize and tokenizer("3")[1] is tokenize_lines
     with pytest.raises(ValueError, match="upgrade"):
-        tokenizer("3")
+        tokenizer("4")
     assert scbow.tokenize is tokenize
     assert tokenize_lines("A b.\n\nC!\n") == ["a", "b", ".", "\n", "\n", "c", "!", "\n"]
     assert tokenize("A b.\nC!") == ["a", "b", ".", "c", "!"]
@@ -73,7 +81,7 @@ def test_a_model_keeps_the_tokenizer_it_was_trained_with(tmp_path):
     assert "Cafe\u0301" in new and new.get_index("CAFE\u0301") == 2 and "Cafe\u0301" not in old
     # a model with corpus statistics from before the record is version 1; vectors from elsewhere, the current one
     assert Model(Vocab(words, [9] * 3), vectors, {}, {"corpus": {}}).tokenizer_version == "1"
-    assert Model(Vocab(words, [9] * 3), vectors).tokenizer_version == "2"
+    assert Model(Vocab(words, [9] * 3), vectors).tokenizer_version == "3"
     new.save(tmp_path / "m")
     assert load_model(tmp_path / "m").tokenizer_version == "2"
     meta = json.loads((tmp_path / "m" / "config.json").read_text())
@@ -81,6 +89,65 @@ def test_a_model_keeps_the_tokenizer_it_was_trained_with(tmp_path):
     (tmp_path / "m" / "config.json").write_text(json.dumps(meta))
     with pytest.raises(ModelError, match="upgrade"):
         load_model(tmp_path / "m")
+
+
+def test_the_marks_a_word_keeps_are_every_combining_mark():
+    """mark_ranges reads planes 0, 1 and 14 only, where Unicode puts every combining mark."""
+    import unicodedata
+
+    from scbow.text.tokenize import mark_ranges
+
+    every = [c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c))[0] == "M"]
+    assert [c for a, b in mark_ranges() for c in range(a, b + 1)] == every
+
+
+def test_the_tokenizer_is_its_rule_as_written():
+    """tokenize writes WORD(?:['’]WORD)* with WORD = \\w[\\w MARKS]* in a faster form: the same tokens,
+    every mark and the characters around the ASCII range in every place a word can hold them."""
+    import unicodedata
+
+    from scbow.text.tokenize import fold, mark_ranges
+
+    marks = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in mark_ranges())
+    word = rf"\w[\w{marks}]*"
+    rule = re.compile(rf"{word}(?:['\u2019]{word})*|[^\w\s]")
+    odd = [chr(c) for c in range(0x20, 0x3000) if unicodedata.category(chr(c)) != "Cs"]
+    odd += [chr(c) for a, b in mark_ranges() for c in range(a, b + 1)]
+    text = " ".join(f"a{c}b {c}x x{c}{c}'y{c} q'{c} q{c}' 1{c}_" for c in odd)
+    assert tokenize(text) == rule.findall(fold(text).lower())
+
+
+HINDI = "\u0939\u093f\u0928\u094d\u0926\u0940"  # six characters, three of them marks
+
+
+def test_a_word_keeps_its_marks_from_version_3_on(tmp_path, runner):
+    """A corpus is encoded with its marks in its words (and says so); a model of version 2 still
+    cuts them there, as it was trained; one of version 3 tells the word from its letters spaced out."""
+    from scbow.vectors.formats import load_model
+    from scbow.vectors.model import Model
+
+    (tmp_path / "a.txt").write_text(f"{HINDI} \u092d\u093e\u0937\u093e.\n\u0130stanbul {HINDI}.\n", encoding="utf-8")
+    c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
+    assert HINDI in c.vocab and "i\u0307stanbul" in c.vocab and "\u093f" not in c.vocab
+    assert c.stats["tokenizer_version"] == "3"
+    key = corpus_mod.cache_key([tmp_path / "a.txt"], 1, 0)  # a corpus cached under version 2 is encoded again
+    assert Path(c.cache_path).name == key != corpus_mod.cache_key([tmp_path / "a.txt"], 1, 0, "2")
+
+    letters = list(HINDI)
+    words = [HINDI, *letters]
+    vectors = np.random.default_rng(0).standard_normal((len(words), 4)).astype(np.float32)
+    v2 = Model(Vocab(words, [9] * len(words)), vectors, {"unknown": "omit"}, {"corpus": {"tokenizer_version": "2"}})
+    v3 = Model(Vocab(words, [9] * len(words)), vectors, {"unknown": "omit"}, {"corpus": {"tokenizer_version": "3"}})
+    spaced = " ".join(letters)
+    assert v2.tokenize(HINDI) == v2.tokenize(spaced) == letters
+    assert v3.tokenize(HINDI) == [HINDI] and v3.tokenize(spaced) == letters
+    np.testing.assert_allclose(v2.embed([HINDI])[0], vectors[1:].mean(axis=0), atol=1e-6)
+    np.testing.assert_array_equal(v3.embed([HINDI])[0], vectors[0])
+    v3.save(tmp_path / "m")
+    assert load_model(tmp_path / "m").tokenizer_version == "3"
+    result = runner.invoke(main, ["similarity", "-m", str(tmp_path / "m"), HINDI, spaced])
+    assert result.exit_code == 0, result.output
+    assert float(result.output.split()[-1]) < 0.99  # the word and its letters were one sentence: 1.0000
 
 
 def test_folding_keeps_line_ends_and_whitespace():

@@ -2,6 +2,7 @@
 ``evaluate`` command."""
 
 import json
+import re
 import shutil
 import warnings
 from unittest.mock import ANY
@@ -97,6 +98,55 @@ def test_read_sts_malformed(tmp_path, content, message):
     path.write_text(content, encoding="utf-8")
     with pytest.raises(STSError, match=message):
         read_sts(path)
+
+
+# --- word pairs (Model.evaluate_word_pairs), read as STS files are ----------------------
+
+
+def word_pairs_model() -> Model:
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(12)]
+    return Model(Vocab(words, [9] * 12), rng.standard_normal((12, 5)).astype(np.float32), {"unknown": "omit"})
+
+
+def test_word_pairs_skip_a_byte_order_mark_comments_and_blank_lines(tmp_path):
+    model = word_pairs_model()
+    lines = [f"w{i}\tw{i + 1}\t{score}" for i, score in enumerate([3.5, 1.0, 8.25, 2.0, 6.0, 4.75])]
+    plain, marked = tmp_path / "plain.tsv", tmp_path / "marked.tsv"
+    plain.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    marked.write_bytes(("\ufeff" + lines[0] + "\r\n# a comment\r\n\r\n" + "\r\n".join(lines[1:]) + "\r\n").encode())
+    # the first pair was 'w0' with the mark before it: outside the vocabulary, left out in silence
+    assert model.evaluate_word_pairs(marked) == model.evaluate_word_pairs(plain)
+    assert model.evaluate_word_pairs(plain)[2] == 0.0
+    triples = [(f"w{i}", f"w{i + 1}", s) for i, s in enumerate([3.5, 1.0, 8.25, 2.0, 6.0, 4.75])]
+    assert model.evaluate_word_pairs(triples) == model.evaluate_word_pairs(plain)
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("w1\tw2", "line 2 has 2 tab-separated fields, expected 3"),
+        ("w1 w2 5.0", "line 2 has 1 tab-separated field, expected 3"),
+        ("w1\tw2\thigh", "line 2: score 'high' is not a number"),
+        ("w1\tw2\tnan", "line 2: score 'nan' is not a number within"),  # gave (nan, nan, 0.0)
+        ("w1\tw2\tinf", "line 2: score 'inf' is not a number within"),  # gave a finite, wrong Spearman
+        ("w1\tw2\t1e7", "line 2: score '1e7' is not a number within"),
+    ],
+)
+def test_word_pairs_refuse_a_bad_line_naming_the_file_and_the_line(tmp_path, line, message):
+    path = tmp_path / "pairs.tsv"
+    path.write_text(f"w0\tw1\t1.0\n{line}\nw2\tw3\t2.0\nw4\tw5\t3.0\n", encoding="utf-8")
+    with pytest.raises(STSError, match=re.escape(str(path)) + ": " + message):
+        word_pairs_model().evaluate_word_pairs(path)
+    with pytest.raises(STSError, match="missing.tsv: no such file"):
+        word_pairs_model().evaluate_word_pairs(tmp_path / "missing.tsv")
+
+
+@pytest.mark.parametrize("score", [float("nan"), float("inf"), -1e7])
+def test_word_pairs_given_as_triples_refuse_a_score_that_is_not_finite(score):
+    triples = [("w0", "w1", 1.0), ("w1", "w2", score), ("w2", "w3", 2.0), ("w4", "w5", 3.0)]
+    with pytest.raises(ValueError, match=r"pair 2 \('w1', 'w2'\): score"):
+        word_pairs_model().evaluate_word_pairs(triples)
 
 
 # --- scoring ----------------------------------------------------------------------------

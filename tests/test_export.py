@@ -70,7 +70,7 @@ def split(tok, text: str) -> list[str]:
     return [piece for piece, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(text))]
 
 
-def hub_tokenizer(words, version="2"):
+def hub_tokenizer(words, version="3"):
     from scbow.vectors.hub import tokenizer_json
 
     return tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json(list(words), version)))
@@ -93,9 +93,11 @@ def check_lines(tok, model, lines) -> int:
 
 
 @pytest.mark.parametrize("text", ["ΟΔΟΣ ΟΔΟΣ. ΣΑΣ Σ", "1⅞ miles, 2½", "don’t ‘quote’ “me”", "ﬁne ＡＢＣ ㋿ 🯱🯲",
-                                  "İstanbul naïve Ǆemal", "a_b c--d\te\u00a0f\u2028g", "", "   "])
+                                  "İstanbul naïve Ǆemal", "a_b c--d\te\u00a0f\u2028g", "", "   ",
+                                  "हिन्दी भाषा", "שָׁלוֹם q\u0304'q\u0304 \u0301a", "ΟΔΟ\u0301Σ"])
 def test_tokenizer_catches(text):
-    """The probe's catches: Python's \\w and \\s (fractions), final sigma, NFKC of newer characters."""
+    """The probe's catches: Python's \\w and \\s (fractions), final sigma, NFKC of newer characters,
+    combining marks in words."""
     from scbow.text.tokenize import tokenize
 
     assert split(hub_tokenizer(["the"]), text) == tokenize(text)
@@ -120,6 +122,16 @@ def test_tokenizer_version_1_keeps_its_rule():
     assert split(tok, text) == tokenizer("1")[0](text) != tokenizer("2")[0](text)
 
 
+def test_tokenizer_version_2_keeps_its_rule():
+    """A model of version 2 is exported cutting its words at combining marks, as it was trained."""
+    from scbow.text.tokenize import tokenizer
+
+    text = "हिन्दी İstanbul q\u0304uit"
+    v2, v3 = hub_tokenizer(["the"], "2"), hub_tokenizer(["the"], "3")
+    assert split(v2, text) == tokenizer("2")[0](text) != tokenizer("3")[0](text) == split(v3, text)
+    assert split(v3, text) == ["हिन्दी", "i\u0307stanbul", "q\u0304uit"]
+
+
 @pytest.mark.parametrize("corpus_file", [CORPUS_1M, pytest.param(CORPUS_10M, marks=pytest.mark.slow)], ids=["1M", "10M"])
 def test_tokenizer_matches_on_sts_and_every_corpus_line(trained, folders, corpus_file):
     import scbow
@@ -133,7 +145,7 @@ def test_tokenizer_matches_on_sts_and_every_corpus_line(trained, folders, corpus
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", ["1", "2"])
+@pytest.mark.parametrize("version", ["1", "2", "3"])
 def test_tokenizer_on_every_code_point(version):
     """Every character, alone and between letters: the only differences are characters Python's
     Unicode tables do not have yet (category Cn here), which ``tokenizers`` lowercases."""
@@ -264,7 +276,7 @@ def test_model_card(folders, trained):
         head = yaml.safe_load(re.match(r"---\n(.*?)\n---\n", text, re.S).group(1))
         assert head["library_name"] == library and head["language"] == ["en"]
         assert library in head["tags"] and "static-embeddings" in head["tags"]
-        assert "gutenberg-20000.txt" in text and "tokenizer version 2" in text
+        assert "gutenberg-20000.txt" in text and "tokenizer version 3" in text
 
 
 def test_model_card_scores_from_the_curve():

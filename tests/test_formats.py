@@ -206,6 +206,11 @@ DAMAGE = {  # kind -> (what is done to a copy of a model directory, the words th
     "config-dim-disagrees": (lambda d: _config(d, lambda m: m["config"].update(dim=17)), "records dim"),
     "config-negatives": (lambda d: _config(d, lambda m: m["config"].update(negatives=-3)), "negatives must be"),
     "config-not-object": (lambda d: _config(d, lambda m: m.update(config=[1, 2])), "not an object"),
+    # a version of the wrong type is damage (it was read as the version 'None', newer than this scbow-numba)
+    "config-tokenizer-null": (lambda d: _config(d, lambda m: m["corpus"].update(tokenizer_version=None)),
+                              "corpus.tokenizer_version is null, not a version string"),
+    "config-tokenizer-number": (lambda d: _config(d, lambda m: m["corpus"].update(tokenizer_version=3)),
+                                "corpus.tokenizer_version is a number"),
     "nan": (lambda d: _vectors(d, lambda v: _set(v, np.nan)), "NaN or inf"),
     "inf": (lambda d: _vectors(d, lambda v: _set(v, np.inf)), "NaN or inf"),
     "-inf": (lambda d: _vectors(d, lambda v: _set(v, -np.inf)), "NaN or inf"),
@@ -339,6 +344,22 @@ def test_a_file_that_is_no_vectors_says_what_is_expected(tmp_path, runner):
     path.write_text("the man walked down the road\n")
     error = assert_clean_error(runner.invoke(main, ["similarity", "-m", str(path), "a", "b"]), "not a vectors file")
     assert "GloVe" in error and "count dim" in error
+
+
+@pytest.mark.parametrize("first", ["A Modern Cinderella", "the 10"])
+def test_a_file_whose_first_line_is_no_vectors_is_refused_before_the_rest_is_read(tmp_path, runner, first):
+    """A corpus given as a model was decompressed whole before its first line refused it (36 s and
+    1.1 GB for gutenberg-100M; out of memory under a limit). Here the rest of the file is damaged:
+    reading it would fail as a damaged xz file; the first line alone refuses it."""
+    import lzma
+
+    data = lzma.compress((first + "\n" + "Some more text of a book, line after line.\n" * 20000).encode())
+    path = tmp_path / "corpus.txt.xz"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelError, match="not a vectors file"):
+        load_word2vec(path)
+    assert_clean_error(runner.invoke(main, ["similarity", "-m", str(path), "a b", "c d"]), "not a vectors file",
+                       exit_code=1)
 
 
 # ---------------------------------------------------------------------------------------

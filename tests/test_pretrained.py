@@ -157,6 +157,18 @@ def test_expansion_with_noise_bias_and_a_word_limit():
     np.testing.assert_allclose(new.vectors[len(ours):], X[150:400].astype(np.float64) @ M + bias, atol=1e-5)
 
 
+@pytest.mark.parametrize("version, added", [("2", False), ("3", True)])
+def test_expansion_adds_only_words_the_models_own_tokenizer_makes(version, added):
+    """A word with combining marks is one token from tokenizer version 3 on: a model of version 2
+    would never look it up (it cuts the word at its marks), so it gets no row there."""
+    ours, source, M, X = synthetic_spaces()
+    ours.info["corpus"] = {"tokenizer_version": version}
+    word = "\u0939\u093f\u0928\u094d\u0926\u0940"
+    source = Model(Vocab([*source.vocab.words, word], np.zeros(len(source.vocab) + 1)), np.vstack([X, X[:1]]))
+    new, report = expand_vocabulary(ours, source)
+    assert (word in new) == added and report["skipped_not_token"] == 1 + (not added)
+
+
 def test_fit_linear_map_and_too_few_shared_words():
     rng = np.random.default_rng(0)
     X, M = rng.standard_normal((50, 4)), rng.standard_normal((4, 3))

@@ -59,7 +59,11 @@ class _Group(click.Group):
         except (CorpusError, ModelError, STSError, TrainingError) as exc:
             raise click.ClickException(str(exc)) from None
         except MemoryError:
-            raise click.ClickException("out of memory; try a smaller --dim or --max-vocab") from None
+            # the options that shrink what a command holds, where it has them (train: --dim, --max-vocab)
+            command = self.get_command(ctx, ctx.invoked_subcommand or "")
+            names = {param.name for param in command.params} if command is not None else set()
+            smaller = " or ".join(f"--{name.replace('_', '-')}" for name in ("dim", "max_vocab") if name in names)
+            raise click.ClickException("out of memory" + (f"; try a smaller {smaller}" if smaller else "")) from None
         except OSError as exc:
             from ..reading import os_error_text
 

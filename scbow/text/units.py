@@ -1,6 +1,7 @@
 """Numbers people type: counts of examples (``500000``, ``500k``, ``2M``, ``2e5``) and
 durations (``30s``, ``10m``, ``1.5h``). One parser each, used by ``--eval-every`` and
-``--checkpoint-every``; each raises ValueError with a one-line message.
+``--checkpoint-every``; each raises ValueError with a one-line message. Also the gold scores
+of STS files, ``similarity --pairs`` and word-pair files (:func:`gold_number`, ``MAX_GOLD``).
 """
 
 from __future__ import annotations
@@ -55,3 +56,14 @@ def parse_duration(text) -> float:
     if not 0 < seconds <= MAX_SECONDS:
         raise ValueError(f"{s[:40]!r} is not a duration from a second to a year (examples: 30s, 10m, 2h)")
     return seconds
+
+
+MAX_GOLD = 1e6  # larger gold scores are damage, and their squares would overflow Pearson's sums
+
+
+def gold_number(text: str) -> float:
+    """A gold score's text as a float; ValueError for what is not a plain number (Python's float()
+    reads '4_5' as 45, a digit separator no STS file means)."""
+    if "_" in text or not text.isascii():  # '4_5' is 45 to float(), and so are other scripts' digits
+        raise ValueError(text)
+    return float(text)

@@ -12,7 +12,7 @@ meaning.
 **Vocabulary expansion** (skip-thought, Kiros et al. 2015, §2.2): fit a linear map from a
 larger pretrained space into ours by least squares on the words both have,
 ``X[shared] @ M ≈ Y[shared]``, then give every pretrained word we lack the vector
-``x @ M``. Only words our tokenizer can produce are added (a lowercase token such as
+``x @ M``. Only words the model's tokenizer can produce are added (a lowercase token such as
 ``house`` or ``don't``; never ``House`` or ``New_York``, which no sentence would look up).
 The fit is reported as R² (the share of the variance of our vectors it explains) on all
 shared words, and as the mean cosine between mapped and true vectors on a held-out tenth
@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..progress import plural
-from ..text.tokenize import tokenize
+from ..text.tokenize import tokenizer
 from ..text.vocab import Vocab
 from ..vectors.model import Model
 
@@ -107,11 +107,6 @@ def _design(rows, intercept: bool) -> np.ndarray:
     return np.hstack([X, np.ones((len(X), 1))]) if intercept else X
 
 
-def can_be_token(word: str) -> bool:
-    """True for a string the tokenizer can produce as one token (so a sentence can use it)."""
-    return tokenize(word) == [word]
-
-
 def expand_vocabulary(model: Model, source: Model, max_words: int = 0, intercept: bool = False,
                       holdout: float = 0.1, seed: int = 0,
                       source_name: str = "the source vectors") -> tuple[Model, dict]:
@@ -151,10 +146,11 @@ def expand_vocabulary(model: Model, source: Model, max_words: int = 0, intercept
 
     known = model.vocab.index
     new_ids, skipped_token, skipped_max = [], 0, 0
+    tokenize = tokenizer(model.tokenizer_version)[0]  # the model's own rule: a word no sentence of it looks up is left out
     for j, word in enumerate(source.vocab.words):
         if word in known:
             continue
-        if not can_be_token(word):
+        if tokenize(word) != [word]:
             skipped_token += 1
         elif max_words and len(new_ids) >= max_words:
             skipped_max += 1

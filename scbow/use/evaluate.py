@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import CorpusError, STSError
 from ..text.reader import read_all_bytes
 from ..text.tokenize import tokenize
+from ..text.units import MAX_GOLD, gold_number
 from ..vectors.numeric import hashed_vector, mean_rows, row_cosines, word_weights  # noqa: F401  (row_cosines re-exported)
 
 MEAN_NOTE = "mean: unweighted over sets; weighted: weighted by the pairs scored in each set"
@@ -63,9 +64,6 @@ class Comparison:
     ci_high: float
 
 
-MAX_GOLD = 1e6  # larger gold scores are damage, and their squares would overflow Pearson's sums
-
-
 def read_sts(path: os.PathLike) -> STSSet:
     path = Path(path)
     gold, first, second = [], [], []
@@ -102,14 +100,6 @@ def read_sts(path: os.PathLike) -> STSSet:
         raise STSError(f"{path}: no sentence pairs")
     name = path.name[:-4] if path.name.endswith(".tsv") else path.name
     return STSSet(name, np.asarray(gold, dtype=np.float64), first, second)
-
-
-def gold_number(text: str) -> float:
-    """A gold score's text as a float; ValueError for what is not a plain number (Python's float()
-    reads '4_5' as 45, a digit separator no STS file means)."""
-    if "_" in text or not text.isascii():  # '4_5' is 45 to float(), and so are other scripts' digits
-        raise ValueError(text)
-    return float(text)
 
 
 def pair_cosines(embed, first, second) -> np.ndarray:

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..errors import CorpusError
 from ..progress import note
 from ..text.reader import check_text, compression, invalid_utf8_warning, open_bytes, open_text
-from .evaluate import MAX_GOLD, gold_number
+from ..text.units import MAX_GOLD, gold_number
 
 PAIRS_BLOCK = 20_000  # pairs embedded at once
 

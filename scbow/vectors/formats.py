@@ -15,8 +15,8 @@ import numpy as np
 from ..config import finite_number
 from ..errors import CorpusError, ModelError
 from ..progress import plural
-from ..reading import parse_json, read_json, short_message
-from ..text.reader import read_all_bytes
+from ..reading import json_kind, parse_json, read_json, short_message
+from ..text.reader import open_bytes, read_all_bytes
 from ..text.tokenize import VERSIONS
 from ..text.vocab import Vocab
 from .model import Model
@@ -203,6 +203,12 @@ def _read_model_dir(path: Path, files: ModelFiles, mmap: bool) -> Model:
     info = {k: v for k, v in meta.items() if k not in ("config", "format_version")}
     if files.has(CURVE_FILE):
         info["curve"] = check_curve(files.json(CURVE_FILE, what="damaged learning curve"), path / CURVE_FILE)
+    corpus = meta.get("corpus")
+    if isinstance(corpus, dict) and not isinstance(corpus.get("tokenizer_version", ""), str):
+        # a version is written as a string: anything else is damage, not a version from a newer scbow-numba
+        kind = json_kind(corpus["tokenizer_version"])
+        raise ModelError(f"{path / 'config.json'}: damaged model: its corpus.tokenizer_version is {kind}, not a version "
+                         "string such as \"3\"")
     model = Model(vocab, vectors, meta.get("config", {}), info)
     if model.tokenizer_version not in VERSIONS:
         raise ModelError(f"{path}: its words come from tokenizer version {model.tokenizer_version!r}, newer than this "
@@ -390,37 +396,24 @@ def load_word2vec(path: os.PathLike) -> Model:
     """
     path = Path(path)
     try:
+        # the first line says what the file is: one that is neither a word2vec header nor a GloVe
+        # vector is refused before the rest is read (a corpus given as a model: a gigabyte of text)
+        with open_bytes(path) as fh:
+            first = fh.readline(FIRST_LINE_LIMIT)
+        if first.endswith(b"\n") or len(first) < FIRST_LINE_LIMIT:  # the whole line (a longer one: read on)
+            _first_line(path, first.removeprefix(BOM).rstrip(b"\n"))
         data = read_all_bytes(path)
     except CorpusError as exc:  # names the file: missing, unreadable, damaged compressed data
         raise ModelError(f"cannot read vectors: {exc}") from None
-    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, as editors on Windows write it
-        data = data[3:]
+    data = data.removeprefix(BOM)
     newline = data.find(b"\n")
     header = data[: newline if newline >= 0 else len(data)]
-    fields = header.split()
-    if len(fields) == 2 and all(f.lstrip(b"+-").isdigit() and len(f) < 4000 for f in fields):
-        n, dim = int(fields[0]), int(fields[1])
-        if n < 0 or not 1 <= dim <= MAX_DIM:
-            raise ModelError(f"{path}: bad word2vec header {_shown(header, 80)} (dimensions must be 1 to {MAX_DIM:,})")
+    kind, n, dim = _first_line(path, header)
+    if kind == "word2vec":
         body = data[newline + 1 :] if newline >= 0 else b""
-        kind = "word2vec"
-    elif len(fields) == 2 and _all_numbers(fields[1:]):
-        # 'word number' lines are a word-count list (a model's vocab.txt), not 1-dimensional
-        # vectors: headerless GloVe has at least 2 dimensions (a word2vec header allows 1)
-        raise ModelError(f"{path}: not a vectors file: its first line {_shown(header, 60)} is a word and one number, "
-                         "as in a word-count list or a model's vocab.txt (GloVe vectors have at least 2 values a "
-                         "line; 1-dimensional vectors need word2vec's 'count 1' first line)")
-    elif len(fields) > 2 and _all_numbers(fields[1:]):
-        # GloVe: no header; the first line's fields after the word give the dimensions (at least 2)
-        dim = len(fields) - 1
-        if dim > MAX_DIM:
-            raise ModelError(f"{path}: GloVe vectors of {plural(dim, 'dimension')} (1 to {MAX_DIM:,} are possible)")
+    else:
         body = data
         n = sum(1 for line in body.split(b"\n") if line.strip())
-        kind = "glove"
-    else:
-        raise ModelError(f"{path}: not a vectors file: a word2vec file starts with a 'count dim' line and GloVe "
-                         f"text with 'word v1 v2 ...'; the first line is {_shown(header, 60)}")
     # every vector takes at least 2 bytes a value in text ("0 ") and 4 in binary
     if n * (2 * dim + 1) > len(body) + n:
         raise ModelError(f"{path}: truncated word2vec file (header says {n} vectors of {dim} dims, "
@@ -466,6 +459,38 @@ def load_word2vec(path: os.PathLike) -> Model:
     check_vectors(path, vectors, n)
     fmt = "glove-text" if kind == "glove" else "word2vec-" + ("binary" if binary else "text")
     return Model(vocab, vectors, {}, {"source": str(path), "format": fmt})
+
+
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark, as editors on Windows write it
+# longer than any first line of a vectors file (GloVe's word and MAX_DIM numbers); a longer one
+# is read on, and judged with the whole file
+FIRST_LINE_LIMIT = 64 * MAX_DIM
+
+
+def _first_line(path: Path, header: bytes) -> tuple[str, int, int]:
+    """What a vectors file is, by its first line (``header``, without its line end):
+    ``("word2vec", count, dim)`` for a ``count dim`` line, ``("glove", -1, dim)`` for a word and
+    at least 2 numbers; else ModelError (not a vectors file, or a bad header)."""
+    fields = header.split()
+    if len(fields) == 2 and all(f.lstrip(b"+-").isdigit() and len(f) < 4000 for f in fields):
+        n, dim = int(fields[0]), int(fields[1])
+        if n < 0 or not 1 <= dim <= MAX_DIM:
+            raise ModelError(f"{path}: bad word2vec header {_shown(header, 80)} (dimensions must be 1 to {MAX_DIM:,})")
+        return "word2vec", n, dim
+    if len(fields) == 2 and _all_numbers(fields[1:]):
+        # 'word number' lines are a word-count list (a model's vocab.txt), not 1-dimensional
+        # vectors: headerless GloVe has at least 2 dimensions (a word2vec header allows 1)
+        raise ModelError(f"{path}: not a vectors file: its first line {_shown(header, 60)} is a word and one number, "
+                         "as in a word-count list or a model's vocab.txt (GloVe vectors have at least 2 values a "
+                         "line; 1-dimensional vectors need word2vec's 'count 1' first line)")
+    if len(fields) > 2 and _all_numbers(fields[1:]):
+        # GloVe: no header; the first line's fields after the word give the dimensions (at least 2)
+        dim = len(fields) - 1
+        if dim > MAX_DIM:
+            raise ModelError(f"{path}: GloVe vectors of {plural(dim, 'dimension')} (1 to {MAX_DIM:,} are possible)")
+        return "glove", -1, dim
+    raise ModelError(f"{path}: not a vectors file: a word2vec file starts with a 'count dim' line and GloVe "
+                     f"text with 'word v1 v2 ...'; the first line is {_shown(header, 60)}")
 
 
 def _all_numbers(fields) -> bool:

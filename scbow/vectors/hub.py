@@ -4,10 +4,11 @@ Both libraries embed a sentence as we do: the mean of static token rows. What tr
 
 - ``tokenizer.json``: a Hugging Face ``tokenizers`` tokenizer that reproduces
   :func:`scbow.text.tokenize.tokenize` under the model's own tokenizer version: a
-  ``WordLevel`` model over our vocabulary with an ``[UNK]`` token, a normalizer (version 2:
-  NFKC, the typographic quotes as ASCII, lowercase; version 1: lowercase) and a
+  ``WordLevel`` model over our vocabulary with an ``[UNK]`` token, a normalizer (versions 2
+  and 3: NFKC, the typographic quotes as ASCII, lowercase; version 1: lowercase) and a
   pre-tokenizer that keeps the matches of our token regex. The regex is written with
-  Python's own ``\\w`` and ``\\s`` as explicit code-point ranges (:func:`python_classes`):
+  Python's own ``\\w``, ``\\s`` and (version 3) combining marks as explicit code-point ranges
+  (:func:`python_classes`, :func:`scbow.text.tokenize.mark_ranges`):
   the Oniguruma engine of ``tokenizers`` reads those classes differently (``1⅞``);
 - the rows in ``model.safetensors``, written here (the format is an 8-byte header length,
   a JSON header and the raw little-endian data), with one more row, zeros, for ``[UNK]``:
@@ -109,11 +110,16 @@ def _ranges(ranges) -> str:
     return "".join(f"\\x{{{a:x}}}" if a == b else f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in ranges)
 
 
-def token_pattern() -> str:
-    """Our token regex (``\\w+(?:['’]\\w+)*|[^\\w\\s]``) with Python's classes spelled out."""
+def token_pattern(version: str) -> str:
+    """Our token regex of tokenizer ``version`` with Python's classes spelled out: a word of
+    version 3 is ``\\w[\\w MARKS]*`` (:func:`scbow.text.tokenize.mark_ranges`), of versions 1 and
+    2 ``\\w+``; then ``(?:['’]WORD)*|[^\\w\\s]``."""
+    from ..text.tokenize import mark_ranges
+
     word, space = python_classes()
     w = f"[{_ranges(word)}]"
-    return f"{w}+(?:['\\x{{2019}}]{w}+)*|[^{_ranges(word)}{_ranges(space)}]"
+    one = f"{w}[{_ranges(word)}{_ranges(mark_ranges())}]*" if version == "3" else f"{w}+"
+    return f"{one}(?:['\\x{{2019}}]{one})*|[^{_ranges(word)}{_ranges(space)}]"
 
 
 SIGMA_LOOKBEHIND = 16
@@ -154,8 +160,8 @@ def _nfkc() -> list[dict]:
 def _normalizer(version: str) -> dict:
     if version == "1":
         return {"type": "Sequence", "normalizers": _lowercase()}
-    if version != "2":
-        raise ModelError(f"tokenizer version {version!r} cannot be exported (this scbow-numba writes 1 and 2)")
+    if version not in ("2", "3"):  # the two fold alike; they differ in their words (token_pattern)
+        raise ModelError(f"tokenizer version {version!r} cannot be exported (this scbow-numba writes 1, 2 and 3)")
     return {"type": "Sequence", "normalizers": [
         *_nfkc(),
         {"type": "Replace", "pattern": {"Regex": "[\\x{2018}\\x{2019}\\x{201a}\\x{201b}]"}, "content": "'"},
@@ -189,7 +195,7 @@ def tokenizer_json(words: list[str], version: str) -> dict:
         "padding": None,
         "added_tokens": [],
         "normalizer": _normalizer(str(version)),
-        "pre_tokenizer": {"type": "Split", "pattern": {"Regex": token_pattern()}, "behavior": "Removed",
+        "pre_tokenizer": {"type": "Split", "pattern": {"Regex": token_pattern(str(version))}, "behavior": "Removed",
                           "invert": True},
         "post_processor": None,
         "decoder": None,
@@ -326,10 +332,12 @@ def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str
     settings = ", ".join(f"{k} {config[k]}" for k in shown if k in config)
     if settings:
         lines.append(f"- Settings: {settings}")
+    rule = {"1": "lowercase, then words and single punctuation marks",
+            "2": "NFKC, typographic quotes as ASCII, lowercase, then words and single punctuation marks",
+            "3": "NFKC, typographic quotes as ASCII, lowercase, then words (with their combining marks) and single "
+                 "punctuation marks"}
     lines.append(f"- Tokenizer: scbow-numba tokenizer version {model.tokenizer_version} "
-                 + ("(NFKC, typographic quotes as ASCII, lowercase, then words and single punctuation marks)"
-                    if model.tokenizer_version != "1" else "(lowercase, then words and single punctuation marks)")
-                 + ", reproduced by `tokenizer.json`")
+                 f"({rule[model.tokenizer_version]}), reproduced by `tokenizer.json`")
     curve = info.get("curve")
     points = curve.get("points") if isinstance(curve, dict) else None
     if isinstance(points, list) and points and isinstance(points[-1], dict) and isinstance(points[-1].get("dev"), dict):

@@ -12,6 +12,7 @@ import numpy as np
 from ..config import UNKNOWN_MODES  # noqa: F401  (re-exported: omit, hash)
 from ..progress import plural
 from ..text.tokenize import TOKENIZER_VERSION, fold, tokenizer
+from ..text.units import MAX_GOLD, gold_number
 from ..text.vocab import Vocab
 from .neighbours import NEIGHBOUR_MIN_COUNT  # the default of most_similar(min_count=)
 from .numeric import (
@@ -596,20 +597,20 @@ class Model:
         """Pearson and Spearman correlations of the word cosines with human scores, and the share of
         pairs left out (a word outside the vocabulary), as gensim's ``evaluate_word_pairs`` reports them.
 
-        ``pairs``: a path of ``word1<TAB>word2<TAB>score`` lines (``#`` comments skipped), or
-        ``(word1, word2, score)`` triples. Returns ``(pearson, spearman, oov_ratio)``.
+        ``pairs``: a path of ``word1<TAB>word2<TAB>score`` lines (``#`` comments skipped; read as
+        STS files are: :func:`read_word_pairs`), or ``(word1, word2, score)`` triples. A score that
+        is not finite or beyond +-10^6 is refused (it would make both correlations NaN, or wrong).
+        Returns ``(pearson, spearman, oov_ratio)``.
         """
         from scipy.stats import pearsonr, spearmanr
 
         if isinstance(pairs, (str, os.PathLike)):
-            triples = []
-            with open(pairs, encoding="utf-8") as fh:
-                for line in fh:
-                    if line.strip() and not line.startswith("#"):
-                        a, b, score = line.rstrip("\n").split("\t")[:3]
-                        triples.append((a, b, float(score)))
+            triples = read_word_pairs(pairs)
         else:
             triples = [(a, b, float(s)) for a, b, s in pairs]
+            for n, (a, b, score) in enumerate(triples, 1):
+                if not (math.isfinite(score) and abs(score) <= MAX_GOLD):
+                    raise ValueError(f"pair {n} ({a!r}, {b!r}): score {score!r} is not a number within +-{MAX_GOLD:g}")
         kept = [(a, b, s) for a, b, s in triples if a in self and b in self]
         if len(kept) < 2:
             raise ValueError(f"only {len(kept)} of {len(triples)} pairs have both words in the vocabulary")
@@ -788,3 +789,40 @@ class Model:
             odd = np.flatnonzero(~fine & (norms != 0))
             self._search = table = (matrix, inverse, odd)
         return table
+
+
+def read_word_pairs(path: os.PathLike) -> list[tuple[str, str, float]]:
+    """The ``(word1, word2, score)`` lines of a word-similarity file (WordSim-353, SimLex-999 as
+    ``word1<TAB>word2<TAB>score``; fields past the third ignored), read as STS files are: through
+    the one text reader (compressed too), a byte-order mark skipped, blank lines and ``#``
+    comments skipped; a short line or a score that is not a finite number within +-10^6 is an
+    STSError naming the file and the line."""
+    from ..errors import CorpusError, STSError
+    from ..text.reader import read_all_bytes
+
+    if Path(path).is_dir():
+        raise STSError(f"{path}: is a directory, expected a file of word pairs")
+    try:
+        data = read_all_bytes(path)
+    except CorpusError as exc:
+        raise STSError(str(exc)) from None
+    try:
+        text = data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is skipped
+    except UnicodeDecodeError:
+        raise STSError(f"{path}: not UTF-8 text") from None
+    triples = []
+    for n, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) < 3:
+            raise STSError(f"{path}: line {n} has {plural(len(fields), 'tab-separated field')}, expected 3 "
+                           "(word1, word2, score)")
+        try:
+            score = gold_number(fields[2])
+        except ValueError:
+            raise STSError(f"{path}: line {n}: score {fields[2][:40]!r} is not a number") from None
+        if not (math.isfinite(score) and abs(score) <= MAX_GOLD):
+            raise STSError(f"{path}: line {n}: score {fields[2][:40]!r} is not a number within +-{MAX_GOLD:g}")
+        triples.append((fields[0], fields[1], score))
+    return triples
