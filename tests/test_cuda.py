@@ -307,6 +307,19 @@ def test_chunk_plan_keeps_every_target_example_and_fits_the_budget():
 # Through scbow.training.trainer.train and the CLI
 
 
+def spy_on_launches(monkeypatch) -> list:
+    """The (blocks, examples or sentences) of every kernel launch of the backends from now on."""
+    launches, launch = [], scuda.launch
+
+    def spy(kernel, grid, threads, args, stats_d, simulator):
+        lo, hi = (args[6], args[7]) if len(args) == 11 else (args[4], args[5])
+        launches.append((grid, hi - lo))
+        return launch(kernel, grid, threads, args, stats_d, simulator)
+
+    monkeypatch.setattr(scuda, "launch", spy)
+    return launches
+
+
 @pytest.fixture
 def tiny_corpus_file(tmp_path):
     path = tmp_path / "tiny.txt"
@@ -361,10 +374,25 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
 
 @needs_cuda
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's numpy scalars see the inf and NaN
-def test_cuda_divergence_is_reported_like_on_cpu(tiny_corpus_file, tmp_path):
-    config = TrainConfig(dim=8, epochs=1, lr=1e30, weight_decay=0.0, common_components=-1, device="cuda")
-    with pytest.raises(TrainingError, match="lr"):
-        scbow.train([tiny_corpus_file], config, quiet=True, cache_dir=tmp_path / "cache")
+def test_cuda_divergence_is_reported_like_on_cpu(tiny_corpus_file, tmp_path, runner, monkeypatch):
+    """At --lr 1e30 both devices stop with the same one line and save nothing. On the H200 the GPU saved a
+    model: its one launch ran all 30 examples at once, so every example read the start rows (a finite loss)
+    and the run ended before any read the rows the steps had blown to 1e29 (whose squared norms overflow
+    float32: the CPU's second example's NaN). The simulator runs blocks one after the other and cannot show
+    that, so the test also checks the launches: one example each on a corpus this small (launch_size)."""
+    launches = spy_on_launches(monkeypatch)
+    lines = {}
+    for device in ("cpu", "cuda"):
+        out = tmp_path / device
+        result = runner.invoke(main, ["train", str(tiny_corpus_file), "-o", str(out), "--device", device, "--dim", "8",
+                                      "--epochs", "1", "--lr", "1e30", "--weight-decay", "0", "--min-count", "1",
+                                      "--common-components", "-1", "--word-passes", "0",
+                                      "--cache-dir", str(tmp_path / "cache")])
+        assert_clean_error(result, "the loss became nan after 30 examples", "--lr")
+        lines[device] = [line for line in result.output.splitlines() if line.startswith("Error:")]
+        assert not out.exists()
+    assert lines["cuda"] == lines["cpu"]
+    assert launches and all(examples == 1 for _, examples in launches)
 
 
 @needs_cuda
@@ -672,3 +700,52 @@ def test_resume_inside_the_word_part_on_cuda(tiny_corpus_file, tmp_path, monkeyp
     resumed = run(tmp_path / "b", resume=True)
     assert resumed.model.info["training"]["word_part"]["device"] == "cuda"
     assert np.array_equal(whole.view(np.uint32), np.asarray(load_model(tmp_path / "b").vectors).view(np.uint32))
+
+
+def test_a_launch_runs_a_sixteenth_of_the_corpus_at_most():
+    """launch_size: the 30-sentence corpus one at a time (the H200's loss rose with 4 at once), gutenberg-1M
+    (69,332 sentences, one launch on the H200) in 16 launches an epoch, 10M (about 690K) in launches within
+    the 32K-512K the H200 measured to score alike, and a 100M-token corpus (10M tiled 10 times) in whole
+    batches, for both parts."""
+    full, words = scuda.LAUNCH_BATCH, scuda.WORD_BATCH
+    assert scuda.launch_size(30, full) == scuda.launch_size(30, words) == 1
+    assert scuda.launch_size(3, full) == 1
+    assert scuda.launch_size(69_332, full) == 4_333 and scuda.launch_size(69_332, words) == 4_333
+    assert 32_768 <= scuda.launch_size(690_000, full) < full
+    assert scuda.launch_size(6_900_000, full) == full and scuda.launch_size(6_900_000, words) == words
+
+
+@needs_cuda
+def test_the_backends_launch_what_launch_size_allows(tmp_path, monkeypatch):
+    """Both parts' launches hold at most launch_size(sentences) examples or sentences, and together all of them."""
+    path = tmp_path / "small.txt"
+    path.write_text(synthetic_text(n_docs=2, sents_per_doc=24, seed=5), encoding="utf-8")
+    corpus = load_corpus([path], min_count=1, cache_dir=tmp_path / "cache")
+    n = corpus.n_sentences
+    allowed = scuda.launch_size(n, scuda.LAUNCH_BATCH)
+    assert n == 48 and allowed == 3
+    launches = spy_on_launches(monkeypatch)
+    config = TrainConfig(dim=4, epochs=1, common_components=-1, device="cuda", word_passes=1, word_dim=4)
+    train(corpus, config, quiet=True)
+    assert all(examples <= allowed and grid <= examples for grid, examples in launches)
+    sentence_part, word_part = launches[:n // allowed], launches[n // allowed:]
+    assert sum(e for _, e in sentence_part) == n and sum(e for _, e in word_part) == n
+    assert max(e for _, e in launches) == allowed
+
+
+@needs_cuda
+def test_a_numpy_that_numba_cuda_cannot_compile_with_is_one_line(tmp_path, runner, small_corpus_file, monkeypatch):
+    """numba-cuda 0.30.4 with numpy 2.5 (no np.row_stack) failed at the first compile, as 'unexpected
+    AttributeError'; now cuda_problem loads what the compiler loads and names the cause and the fix."""
+    import importlib.metadata
+
+    def no_row_stack():
+        raise AttributeError("module 'numpy' has no attribute 'row_stack'")
+
+    versions = {"numpy": "2.5.2", "numba-cuda": "0.30.4"}
+    monkeypatch.setattr(scuda, "_load_compiler", no_row_stack)
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: versions[name])
+    result = runner.invoke(main, ["train", str(small_corpus_file), "-o", str(tmp_path / "m"), "--device", "cuda",
+                                  "--min-count", "1", "--cache-dir", str(tmp_path / "cache")])
+    assert_clean_error(result, "numba-cuda 0.30.4 does not work with numpy 2.5.2", "row_stack", "pip install 'numpy<2.5'")
+    assert not (tmp_path / "m").exists()
