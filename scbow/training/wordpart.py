@@ -4,7 +4,8 @@ A model trained with ``word_passes > 0`` has rows ``[sentence part ; word part]`
 CBOW rows (``dim`` columns), then ``word_dim`` columns of skip-gram with negative sampling
 (Mikolov et al. 2013) trained on the same encoded corpus after the sentence part, by
 ``kernels.cpu.word_part_chunk`` on the CPU threads (Hogwild, as word2vec and the sentence
-part do). The word part is what word similarity lives on (WordSim-353 0.30 -> 0.46 on 100M
+part do), or with ``--device cuda`` by ``kernels.cuda.build_word_part`` on the GPU
+(``backends.cuda.CudaWordPart``). The word part is what word similarity lives on (WordSim-353 0.30 -> 0.46 on 100M
 with the defaults); beside the sentence part it also lifts sentence similarity
 (``benchmarks/results/search.md``, "the word part").
 
