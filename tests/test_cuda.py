@@ -697,6 +697,10 @@ def test_resume_inside_the_word_part_on_cuda(tiny_corpus_file, tmp_path, monkeyp
     with pytest.raises(Interrupted):
         run(tmp_path / "b", hooks=[SignalInWordPart(5)])
     assert read_meta(checkpoint_dir(tmp_path / "b"))["state"]["word_done"] == 25
+    # the checkpoint holds the device's rows, 25 sentences on from the start
+    start = wordpart.WordPart(load_corpus([tiny_corpus_file], min_count=1, cache_dir=tmp_path / "cache"), config, 1)
+    saved = np.load(checkpoint_dir(tmp_path / "b") / "word_in.npy")
+    assert saved.shape == start.Wi.shape and 1e-4 < np.abs(saved - start.Wi).max() < 1
     resumed = run(tmp_path / "b", resume=True)
     assert resumed.model.info["training"]["word_part"]["device"] == "cuda"
     assert np.array_equal(whole.view(np.uint32), np.asarray(load_model(tmp_path / "b").vectors).view(np.uint32))
