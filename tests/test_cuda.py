@@ -347,7 +347,7 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
     monkeypatch.setattr(trainer_module, "BATCH", 16)
     corpus = load_corpus([tiny_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
     # the plain objective (no frequency weights): the loss must fall well below the start
-    # the sentence part alone: the word part would run on CPU threads after the CUDA one
+    # the sentence part alone: this test is about its launches and loss
     config = TrainConfig(dim=8, epochs=2, lr=0.3, weight_decay=0.0, common_components=-1, device="cuda", seed=4,
                          frequency_weight=0.0, count_power=0.0, word_passes=0)
     seen = []
@@ -484,7 +484,7 @@ def test_gpu_quality_is_within_001_dev_pearson_of_the_cpu_path(tmp_path):  # pra
     dev = read_sts(STSB_DEV)
     scores = {}
     for device in ("cpu", "cuda"):  # two seeds each: single runs differ by about 0.01 (Hogwild)
-        # the sentence part alone: the word part runs on CPU threads whichever the device
+        # the sentence part alone (benchmarks/gpu_check.py compares the defaults, word part included)
         config = TrainConfig(device=device, word_passes=0)
         scores[device] = float(np.mean([score_set(train(corpus, config.replace(seed=seed), quiet=True)
                                                   .model.embed, dev).pearson for seed in (1, 2)]))
