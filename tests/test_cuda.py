@@ -396,6 +396,22 @@ def test_cuda_divergence_is_reported_like_on_cpu(tiny_corpus_file, tmp_path, run
 
 
 @needs_cuda
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's numpy scalars see the overflow
+def test_examples_that_all_read_the_start_rows_hide_a_divergence():
+    """Why the H200 saved a model at --lr 1e30: 30 examples that all read the start rows (one launch of 30
+    blocks; here the gradient path, whose blocks read W and write elsewhere) have a finite loss and leave
+    finite rows (over 1e28); the next example to read those rows overflows their squared norms: NaN."""
+    V, target, positives, negatives = build_example("shared", 2, 2, seed=5)
+    W0 = np.random.default_rng(5).standard_normal((V, 8)).astype(np.float32)
+    example = pack([target, *positives, *negatives])
+    loss, step = run_example(W0, *example, 2, coef=-1e30, blocks=30)
+    W1 = W0 + step
+    assert np.isfinite(loss) and np.isfinite(W1).all() and np.abs(W1).max() > 1e28
+    after, _ = run_example(W1, *example, 2)
+    assert np.isnan(after)
+
+
+@needs_cuda
 def test_cli_trains_the_whole_model_on_cuda(tiny_corpus_file, tmp_path, runner):
     """Both parts train on the GPU: the summary and ``info`` say so, and no CPU thread is named for the word part."""
     out = tmp_path / "model"
