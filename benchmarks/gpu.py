@@ -151,6 +151,9 @@ def measure(device: str, corpus, config: TrainConfig, tmp: Path, dev_set) -> dic
         "final_loss": info["final_loss"],
         "peak_rss_mib_after": peak_rss_mib(),
     }
+    if info.get("word_part"):  # the word part's seconds and device (its own kernel_seconds)
+        row["word_part_seconds"] = info["word_part"]["kernel_seconds"]
+        row["word_part_device"] = info["word_part"].get("device", "cpu")
     if dev_set is not None:
         row["stsb_dev_pearson"] = round(float(score_set(result.model.embed, dev_set).pearson), 4)
     return row

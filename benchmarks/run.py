@@ -26,6 +26,8 @@ SUITES = {  # name: (module of benchmarks/, one line for --help)
     "embed_speed": ("embed_speed", "`scbow-numba embed` lines per minute"),
     "most_similar": ("most_similar", "`Model.most_similar` against gensim's KeyedVectors"),
     "gpu": ("gpu", "the CUDA path against the CPU path (needs a GPU)"),
+    "gpu_check": ("gpu_check", "what a session with a GPU checks (benchmarks/gpu_check.sh): both parts on both "
+                               "devices on 10M and 1M, the 30-sentence corpus, --lr 1e30"),
     "cluster": ("cluster_embed", "`embed` on a local Dask cluster against one process; 1B/10B sentences on paper"),
     "index": ("ann_index", "nearest-sentence search: faiss-cpu and scbow.use.index against exact search"),
 }

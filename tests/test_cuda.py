@@ -307,6 +307,19 @@ def test_chunk_plan_keeps_every_target_example_and_fits_the_budget():
 # Through scbow.training.trainer.train and the CLI
 
 
+def spy_on_launches(monkeypatch) -> list:
+    """The (blocks, examples or sentences) of every kernel launch of the backends from now on."""
+    launches, launch = [], scuda.launch
+
+    def spy(kernel, grid, threads, args, stats_d, simulator):
+        lo, hi = (args[6], args[7]) if len(args) == 11 else (args[4], args[5])
+        launches.append((grid, hi - lo))
+        return launch(kernel, grid, threads, args, stats_d, simulator)
+
+    monkeypatch.setattr(scuda, "launch", spy)
+    return launches
+
+
 @pytest.fixture
 def tiny_corpus_file(tmp_path):
     path = tmp_path / "tiny.txt"
@@ -328,10 +341,13 @@ def mean_reference_loss(W, corpus, negatives):
 
 @needs_cuda
 def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path, monkeypatch):
-    monkeypatch.setattr(scuda, "LAUNCH_BATCH", 16)  # several batches per epoch: progress and hooks
+    import scbow.training.trainer as trainer_module
+
+    # several batches per epoch: progress and hooks (a corpus this small gets the trainer's batches)
+    monkeypatch.setattr(trainer_module, "BATCH", 16)
     corpus = load_corpus([tiny_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
     # the plain objective (no frequency weights): the loss must fall well below the start
-    # the sentence part alone: the word part would run on CPU threads after the CUDA one
+    # the sentence part alone: this test is about its launches and loss
     config = TrainConfig(dim=8, epochs=2, lr=0.3, weight_decay=0.0, common_components=-1, device="cuda", seed=4,
                          frequency_weight=0.0, count_power=0.0, word_passes=0)
     seen = []
@@ -358,23 +374,59 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
 
 @needs_cuda
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's numpy scalars see the inf and NaN
-def test_cuda_divergence_is_reported_like_on_cpu(tiny_corpus_file, tmp_path):
-    config = TrainConfig(dim=8, epochs=1, lr=1e30, weight_decay=0.0, common_components=-1, device="cuda")
-    with pytest.raises(TrainingError, match="lr"):
-        scbow.train([tiny_corpus_file], config, quiet=True, cache_dir=tmp_path / "cache")
+def test_cuda_divergence_is_reported_like_on_cpu(tiny_corpus_file, tmp_path, runner, monkeypatch):
+    """At --lr 1e30 both devices stop with the same one line and save nothing. On the H200 the GPU saved a
+    model: its one launch ran all 30 examples at once, so every example read the start rows (a finite loss)
+    and the run ended before any read the rows the steps had blown to 1e29 (whose squared norms overflow
+    float32: the CPU's second example's NaN). The simulator runs blocks one after the other and cannot show
+    that, so the test also checks the launches: one example each on a corpus this small (launch_size)."""
+    launches = spy_on_launches(monkeypatch)
+    lines = {}
+    for device in ("cpu", "cuda"):
+        out = tmp_path / device
+        result = runner.invoke(main, ["train", str(tiny_corpus_file), "-o", str(out), "--device", device, "--dim", "8",
+                                      "--epochs", "1", "--lr", "1e30", "--weight-decay", "0", "--min-count", "1",
+                                      "--common-components", "-1", "--word-passes", "0",
+                                      "--cache-dir", str(tmp_path / "cache")])
+        assert_clean_error(result, "the loss became nan after 30 examples", "--lr")
+        lines[device] = [line for line in result.output.splitlines() if line.startswith("Error:")]
+        assert not out.exists()
+    assert lines["cuda"] == lines["cpu"]
+    assert launches and all(examples == 1 for _, examples in launches)
 
 
 @needs_cuda
-def test_cli_trains_on_cuda_and_the_word_part_on_the_cpu(tiny_corpus_file, tmp_path, runner):
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's numpy scalars see the overflow
+def test_examples_that_all_read_the_start_rows_hide_a_divergence():
+    """Why the H200 saved a model at --lr 1e30: 30 examples that all read the start rows (one launch of 30
+    blocks; here the gradient path, whose blocks read W and write elsewhere) have a finite loss and leave
+    finite rows (over 1e28); the next example to read those rows overflows their squared norms: NaN."""
+    V, target, positives, negatives = build_example("shared", 2, 2, seed=5)
+    W0 = np.random.default_rng(5).standard_normal((V, 8)).astype(np.float32)
+    example = pack([target, *positives, *negatives])
+    loss, step = run_example(W0, *example, 2, coef=-1e30, blocks=30)
+    W1 = W0 + step
+    assert np.isfinite(loss) and np.isfinite(W1).all() and np.abs(W1).max() > 1e28
+    after, _ = run_example(W1, *example, 2)
+    assert np.isnan(after)
+
+
+@needs_cuda
+def test_cli_trains_the_whole_model_on_cuda(tiny_corpus_file, tmp_path, runner):
+    """Both parts train on the GPU: the summary and ``info`` say so, and no CPU thread is named for the word part."""
     out = tmp_path / "model"
     result = runner.invoke(main, ["train", str(tiny_corpus_file), "-o", str(out), "--device", "cuda", "--dim", "8",
                                   "--epochs", "1", "--min-count", "1", "--common-components", "-1",
                                   "--word-passes", "1", "--word-dim", "4", "--cache-dir", str(tmp_path / "cache")])
     assert result.exit_code == 0, result.output
-    assert "/s, GPU)" in result.stderr and "the word part trains on the CPU" in result.stderr
+    assert "/s, GPU)" in result.stderr and "/s, GPU), loss" in result.stderr.split("word part:")[1]
+    assert "on the CPU" not in result.stderr
     model = load_model(out)
     assert model.info["training"]["device"] == "cuda" and model.parts == {"sentence": (0, 8), "word": (8, 12)}
-    assert model.info["training"]["word_part"]["sentences"] > 0
+    w = model.info["training"]["word_part"]
+    assert w["sentences"] == 30 and w["device"] == "cuda" and w["final_loss"] != w["first_loss"]
+    info = runner.invoke(main, ["info", str(out)])
+    assert info.exit_code == 0 and "/s) on GPU, loss" in info.output.split("word part   30 sentences in")[1]
 
 
 # ---------------------------------------------------------------------------------------
@@ -448,7 +500,7 @@ def test_gpu_quality_is_within_001_dev_pearson_of_the_cpu_path(tmp_path):  # pra
     dev = read_sts(STSB_DEV)
     scores = {}
     for device in ("cpu", "cuda"):  # two seeds each: single runs differ by about 0.01 (Hogwild)
-        # the sentence part alone: the word part runs on CPU threads whichever the device
+        # the sentence part alone (benchmarks/gpu_check.py compares the defaults, word part included)
         config = TrainConfig(device=device, word_passes=0)
         scores[device] = float(np.mean([score_set(train(corpus, config.replace(seed=seed), quiet=True)
                                                   .model.embed, dev).pearson for seed in (1, 2)]))
@@ -555,3 +607,165 @@ def test_backend_trains_the_word_term_and_hands_back_its_output_matrix():
     plain.run(0, 8, 0)
     assert plain.output() is None
     assert not np.allclose(plain.close(), W)
+
+
+# ---------------------------------------------------------------------------------------
+# The word part (scbow.training.wordpart) on the device
+
+
+def word_problem(seed=0, V=40, d=8, n_tokens=60):
+    """test_wordpart.tiny_problem: two sentences, a few subsampled words, a noise table."""
+    from test_wordpart import tiny_problem
+
+    return tiny_problem(seed=seed, V=V, d=d, n_tokens=n_tokens)
+
+
+def run_word_part(Wi, Wo, tokens, offsets, lo, hi, keep, table, *, lr, threads=4, blocks=1, window=3, n_neg=4,
+                  lr_min=0.0, done=0, total=10**12, seed=5, stream=9):
+    """``kernels.cuda.build_word_part``'s kernel over sentences ``lo..hi-1``; returns (Wi, Wo, loss, pairs)."""
+    kern = KC.build_word_part(Wi.shape[1], threads, window, n_neg)
+    Wi_d, Wo_d = cuda.to_device(Wi), cuda.to_device(Wo)
+    stats = cuda.to_device(np.zeros((blocks, 2)))
+    kern.train[blocks, threads](Wi_d, Wo_d, cuda.to_device(tokens), cuda.to_device(offsets), lo, hi, cuda.to_device(keep),
+                                cuda.to_device(table), lr, lr_min, done, total, seed, stream, stats)
+    s = stats.copy_to_host()
+    return Wi_d.copy_to_host(), Wo_d.copy_to_host(), float(s[:, 0].sum()), int(s[:, 1].sum())
+
+
+@needs_cuda
+@pytest.mark.parametrize("d, threads", [(8, 4), (5, 2)])
+def test_word_part_kernel_is_the_cpu_kernel_one_sentence_at_a_time(d, threads):
+    """One block trains the sentences one after the other, as one CPU thread does: the same draws from the same
+    streams, the same steps, to float32 summation order; the learning rate follows the same schedule."""
+    from scbow.kernels.cpu import word_part_buffers, word_part_chunk
+
+    tokens, offsets, Wi, Wo, keep, table = word_problem(d=d)
+    lr, lr_min, done, total = 0.05, 0.01, 30, 40  # the second sentence's rate is the floor
+    Wg, Og, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 0, 2, keep, table, lr=lr, threads=threads,
+                                        lr_min=lr_min, done=done, total=total)
+    Wc, Oc = Wi.copy(), Wo.copy()
+    c_loss, c_pairs = word_part_chunk(Wc, Oc, tokens, offsets, 0, 2, keep, table, 3, 4, lr, lr_min, done, total, 5, 9,
+                                      word_part_buffers(3, 4, d))
+    assert np.abs(Wc - Wi).max() > 0.02 and np.abs(Oc[:, d] - Wo[:, d]).max() > 0.01  # rows and biases moved
+    np.testing.assert_allclose(Wg, Wc, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(Og, Oc, rtol=1e-5, atol=1e-5)
+    assert pairs == c_pairs > 20 and loss == pytest.approx(c_loss, rel=1e-5)
+
+
+@needs_cuda
+def test_word_part_kernel_steps_by_the_reference_gradient():
+    """At a small rate one sentence moves every row by ``-lr`` times ``scbow.reference``'s gradient of the
+    windows drawn (the windows step one after the other: equal to first order)."""
+    from scbow.kernels.cpu import word_part_gradient
+    from scbow.reference import sgns_window_loss_and_grad
+
+    tokens, offsets, Wi, Wo, keep, table = word_problem(seed=2)
+    lr = 1e-4
+    _, _, _, drawn = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, 3, 4, 5, 9)
+    ref_loss, gWi, gWo = sgns_window_loss_and_grad(Wi, Wo, [(ins, outs[0], [o for o in outs[1:] if o >= 0])
+                                                            for ins, outs in drawn])
+    Wg, Og, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 1, 2, keep, table, lr=lr)
+    assert pairs == sum(len(ins) for ins, _ in drawn) and loss == pytest.approx(ref_loss, rel=1e-3)  # stepped as it goes
+    for moved, g in (((Wg.astype(np.float64) - Wi) / -lr, gWi), ((Og.astype(np.float64) - Wo) / -lr, gWo)):
+        assert np.abs(moved - g).max() < 0.02 * np.abs(g).max()
+
+
+@needs_cuda
+def test_word_part_blocks_share_the_sentences_of_a_launch():
+    """Several blocks stride over a launch's sentences: each sentence is trained once, from its own stream (the
+    simulator runs the blocks one after the other, so here that is the CPU kernel's result in another order)."""
+    from scbow.kernels.cpu import word_part_buffers, word_part_chunk
+
+    rng = np.random.default_rng(6)
+    V, d = 30, 4
+    tokens = rng.integers(0, V, 70).astype(np.int32)
+    offsets = np.array([0, 12, 30, 41, 55, 70], dtype=np.int64)
+    Wi = (rng.standard_normal((V, d)) * 0.3).astype(np.float32)
+    Wo = (rng.standard_normal((V, d + 1)) * 0.3).astype(np.float32)
+    keep, table = np.ones(V, np.float32), rng.integers(0, V, 500).astype(np.int32)
+    _, _, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 0, 5, keep, table, lr=1e-6, blocks=3, threads=2)
+    expected = [word_part_chunk(Wi.copy(), Wo.copy(), tokens, offsets, s, s + 1, keep, table, 3, 4, 1e-6, 0.0, s,
+                                10**12, 5, 9 + s, word_part_buffers(3, 4, d)) for s in range(5)]
+    assert pairs == sum(p for _, p in expected) and loss == pytest.approx(sum(x for x, _ in expected), rel=1e-4)
+
+
+@needs_cuda
+def test_resume_inside_the_word_part_on_cuda(tiny_corpus_file, tmp_path, monkeypatch):
+    """A run interrupted inside the GPU's word part resumes from its checkpoint to the same model, bit for bit, as
+    on the CPU (test_wordpart.test_resume_inside_the_word_part): the rows saved are the device's, and each
+    sentence's draws come from its own stream whatever was trained before it."""
+    from test_wordpart import SignalInWordPart
+
+    from scbow.errors import Interrupted
+    from scbow.training import wordpart
+    from scbow.training.checkpoint import checkpoint_dir, read_meta
+    from scbow.training.session import train_session
+
+    monkeypatch.setattr(wordpart, "WORD_BATCH", 5)  # 6 word batches a pass
+    config = TrainConfig(dim=8, epochs=1, min_count=1, common_components=-1, device="cuda", seed=3, word_passes=2,
+                         word_dim=4)
+
+    def run(out, **kw):
+        return train_session([tiny_corpus_file], config, out, quiet=True, checkpoint_every=10,
+                             cache_dir=tmp_path / "cache", **kw)
+
+    whole = np.asarray(run(tmp_path / "a").model.vectors)
+    with pytest.raises(Interrupted):
+        run(tmp_path / "b", hooks=[SignalInWordPart(5)])
+    assert read_meta(checkpoint_dir(tmp_path / "b"))["state"]["word_done"] == 25
+    # the checkpoint holds the device's rows, 25 sentences on from the start
+    start = wordpart.WordPart(load_corpus([tiny_corpus_file], min_count=1, cache_dir=tmp_path / "cache"), config, 1)
+    saved = np.load(checkpoint_dir(tmp_path / "b") / "word_in.npy")
+    assert saved.shape == start.Wi.shape and 1e-4 < np.abs(saved - start.Wi).max() < 1
+    resumed = run(tmp_path / "b", resume=True)
+    assert resumed.model.info["training"]["word_part"]["device"] == "cuda"
+    assert np.array_equal(whole.view(np.uint32), np.asarray(load_model(tmp_path / "b").vectors).view(np.uint32))
+
+
+def test_a_launch_runs_a_sixteenth_of_the_corpus_at_most():
+    """launch_size: the 30-sentence corpus one at a time (the H200's loss rose with 4 at once), gutenberg-1M
+    (69,332 sentences, one launch on the H200) in 16 launches an epoch, 10M (about 690K) in launches within
+    the 32K-512K the H200 measured to score alike, and a 100M-token corpus (10M tiled 10 times) in whole
+    batches, for both parts."""
+    full, words = scuda.LAUNCH_BATCH, scuda.WORD_BATCH
+    assert scuda.launch_size(30, full) == scuda.launch_size(30, words) == 1
+    assert scuda.launch_size(3, full) == 1
+    assert scuda.launch_size(69_332, full) == 4_333 and scuda.launch_size(69_332, words) == 4_333
+    assert 32_768 <= scuda.launch_size(690_000, full) < full
+    assert scuda.launch_size(6_900_000, full) == full and scuda.launch_size(6_900_000, words) == words
+
+
+@needs_cuda
+def test_the_backends_launch_what_launch_size_allows(tmp_path, monkeypatch):
+    """Both parts' launches hold at most launch_size(sentences) examples or sentences, and together all of them."""
+    path = tmp_path / "small.txt"
+    path.write_text(synthetic_text(n_docs=2, sents_per_doc=24, seed=5), encoding="utf-8")
+    corpus = load_corpus([path], min_count=1, cache_dir=tmp_path / "cache")
+    n = corpus.n_sentences
+    allowed = scuda.launch_size(n, scuda.LAUNCH_BATCH)
+    assert n == 48 and allowed == 3
+    launches = spy_on_launches(monkeypatch)
+    config = TrainConfig(dim=4, epochs=1, common_components=-1, device="cuda", word_passes=1, word_dim=4)
+    train(corpus, config, quiet=True)
+    assert all(examples <= allowed and grid <= examples for grid, examples in launches)
+    sentence_part, word_part = launches[:n // allowed], launches[n // allowed:]
+    assert sum(e for _, e in sentence_part) == n and sum(e for _, e in word_part) == n
+    assert max(e for _, e in launches) == allowed
+
+
+@needs_cuda
+def test_a_numpy_that_numba_cuda_cannot_compile_with_is_one_line(tmp_path, runner, small_corpus_file, monkeypatch):
+    """numba-cuda 0.30.4 with numpy 2.5 (no np.row_stack) failed at the first compile, as 'unexpected
+    AttributeError'; now cuda_problem loads what the compiler loads and names the cause and the fix."""
+    import importlib.metadata
+
+    def no_row_stack():
+        raise AttributeError("module 'numpy' has no attribute 'row_stack'")
+
+    versions = {"numpy": "2.5.2", "numba-cuda": "0.30.4"}
+    monkeypatch.setattr(scuda, "_load_compiler", no_row_stack)
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: versions[name])
+    result = runner.invoke(main, ["train", str(small_corpus_file), "-o", str(tmp_path / "m"), "--device", "cuda",
+                                  "--min-count", "1", "--cache-dir", str(tmp_path / "cache")])
+    assert_clean_error(result, "numba-cuda 0.30.4 does not work with numpy 2.5.2", "row_stack", "pip install 'numpy<2.5'")
+    assert not (tmp_path / "m").exists()

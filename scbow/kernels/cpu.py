@@ -521,17 +521,19 @@ def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg,
     lr0, lr_min, done, total : the learning rate decays linearly from ``lr0`` over the
         ``total`` sentences of all passes (word2vec's schedule), never below ``lr_min``;
         ``done`` sentences came before sentence ``lo``.
-    seed, stream : the random stream (``sampling.seed_state``) of this call and thread.
+    seed, stream : sentence ``lo + i`` draws from the random stream ``(seed, stream + i)``
+        (``sampling.seed_state``): a sentence's own stream, so that its draws do not depend on
+        which thread or GPU block trains it, nor on the sentences trained before it.
     buffers : ``(kept, ins, outs, G, dIn, dOut)``: int32 (WORD_SEGMENT,), (2 * window,),
         (1 + n_neg,); float32 (2 * window, 1 + n_neg), (2 * window, dw), (1 + n_neg, dw).
 
     Returns ``(loss, pairs)``: the summed loss and the number of (context, centre) pairs trained.
     """
     state = np.empty(1, dtype=np.uint64)
-    seed_state(seed, stream, state)
     loss = 0.0
     pairs = 0
     for s in range(lo, hi):
+        seed_state(seed, stream + s - lo, state)
         lr = max(lr_min, lr0 * (1.0 - (done + s - lo) / total))
         sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, window, n_neg,
                                np.float32(-lr), state, buffers)
@@ -592,7 +594,7 @@ def word_part_buffers(window: int, n_neg: int, dw: int) -> tuple:
 def word_part_gradient(Wi, Wo, tokens, offsets, s, keep, table, window, n_neg, seed, stream):
     """The word part's loss and float64 ``dL/dWi``, ``dL/dWo`` over sentence ``s`` at the rows as
     they are, drawing exactly the windows and noise words that :func:`word_part_chunk` draws for
-    that sentence from the same stream (for tests against ``scbow.reference``).
+    that sentence from the same stream (a chunk starting at ``s``) (for tests against ``scbow.reference``).
 
     Returns ``(loss, gWi, gWo, windows)`` where ``windows`` lists ``(inputs, outputs)``: the
     window's context words, then its centre and shared noise words (-1: skipped).

@@ -578,3 +578,172 @@ def build(k_max: int, dim: int, threads: int, word_negatives: int = 0) -> Simple
             loss_out[0] = loss
 
     return SimpleNamespace(train=train, example=example, words=words, k_max=K, dim=dim, threads=T)
+
+
+# ---------------------------------------------------------------------------------------
+# The word part (scbow.training.wordpart): skip-gram with negative sampling, a window at a time
+
+
+def word_part_shared_bytes(threads: int, window: int, n_neg: int) -> int:
+    """Static shared memory of a block of :func:`build_word_part`'s kernel, in bytes."""
+    w2, n_out = max(2 * window, 1), 1 + n_neg
+    return 4 * WORD_SEGMENT + 4 * w2 + 4 * n_out + 4 * w2 * n_out + 4 * w2 * n_out * threads + 8 * 3 + 16
+
+
+@lru_cache(maxsize=None)
+def build_word_part(dw: int, threads: int, window: int, n_neg: int) -> SimpleNamespace:
+    """The word part's kernel for rows of ``dw`` columns, ``threads`` per block (a power of two),
+    windows of at most ``window`` words each side and ``n_neg`` noise words a window.
+
+    One block per sentence (as GPU word2vec does: BlazingText, FULL-W2V), its threads over the
+    columns (thread ``t`` owns columns ``t, t + T, ...``). Thread 0 draws what
+    ``kernels.cpu.word_sentence`` draws, from the same functions and random stream: the kept words
+    (``sampling.keep_words``), each centre's window (``sampling.centre_window``) and the noise words
+    shared by the window (``sampling.draw_noise``). A window is then ``kernels.cpu.sgns_window``: the
+    scores ``X = Wi[ins] . Wo[outs]^T + bias`` (each thread's partial dot products, summed over the
+    block in shared memory), ``G = sigmoid(X) - labels`` on thread 0, and the steps, each thread for
+    its own columns: it reads the window's rows in its columns first, computes every step from them,
+    then adds them. No other thread of the block touches those columns, so within a block every
+    step is computed from the rows as they were before it, as on the CPU.
+
+    Other blocks train other sentences at the same time on the same rows (every sentence has "the"
+    among its outputs or inputs), so every write is an atomic add (see the module's docstring: a
+    plain read-modify-write would lose most of the updates of the frequent words). Returns a
+    namespace with ``train`` and the sizes.
+    """
+    if threads < 1 or threads & (threads - 1):
+        raise ValueError(f"threads per block must be a power of two, got {threads}")
+    T = threads
+    R = (dw + T - 1) // T  # columns per thread
+    W2 = max(2 * window, 1)  # inputs of a window at most
+    NO = 1 + n_neg  # outputs of a window: the centre, then the noise words
+    P = W2 * NO
+
+    @cuda.jit
+    def train(Wi, Wo, tokens, offsets, lo, hi, keep, table, lr0, lr_min, done, total, seed, stream, stats):
+        """Train sentences ``lo..hi-1``, one block per sentence at a time; the GPU twin of
+        ``kernels.cpu.word_part_chunk`` (the same arguments, less the buffers).
+
+        Wi: float32 (V, dw), Wo: float32 (V, dw + 1) (output rows, then biases), both updated in place
+        with atomic adds; tokens: int32 (n_tokens,); offsets: int64 (n_sentences + 1,); keep: float32
+        (V,); table: int32 (n_table,); sentence ``lo + i`` is number ``done + i`` of all passes: its rate
+        is ``max(lr_min, lr0 * (1 - (done + i) / total))`` and it draws from the random stream
+        ``(seed, stream + i)``, whatever the launch shape. stats: float64 (grid, 2) output, each
+        block's loss sum and (context, centre) pairs.
+        """
+        tid = cuda.threadIdx.x
+        # one array a line: the simulator tells shared arrays apart by the line that makes them
+        kept = cuda.shared.array(WORD_SEGMENT, np.int32)
+        ins = cuda.shared.array(W2, np.int32)
+        outs = cuda.shared.array(NO, np.int32)
+        G = cuda.shared.array((W2, NO), np.float32)
+        red = cuda.shared.array((P, T), np.float32)
+        ints = cuda.shared.array(3, np.int64)  # kept words, next position, inputs of the window
+        coef_sh = cuda.shared.array(1, np.float32)
+        state = cuda.local.array(1, np.uint64)
+        xi = cuda.local.array(W2, np.float32)
+        xo = cuda.local.array(NO, np.float32)
+        loss = 0.0
+        pairs = 0
+        s = lo + cuda.blockIdx.x
+        while s < hi:
+            stop = offsets[s + 1]
+            if tid == 0:
+                seed_state(seed, stream + (s - lo), state)
+                coef_sh[0] = np.float32(-max(lr_min, lr0 * (1.0 - (done + s - lo) / total)))
+                ints[1] = offsets[s]
+            cuda.syncthreads()
+            while ints[1] < stop:
+                cuda.syncthreads()
+                if tid == 0:
+                    n, t_next = keep_words(tokens, ints[1], stop, keep, state, kept)
+                    ints[0] = n
+                    ints[1] = t_next
+                cuda.syncthreads()
+                n = ints[0]
+                coef = coef_sh[0]
+                for i in range(n):
+                    if tid == 0:
+                        win = centre_window(window, state)
+                        c_lo = max(i - win, 0)
+                        c_hi = min(i + win + 1, n)
+                        k = 0
+                        if c_hi - c_lo > 1:
+                            for c in range(c_lo, c_hi):
+                                if c != i:
+                                    ins[k] = kept[c]
+                                    k += 1
+                            draw_noise(kept[i], n_neg, table, state, outs)
+                        ints[2] = k
+                    cuda.syncthreads()
+                    k = ints[2]
+                    if k > 0:
+                        # partial scores over this thread's columns, then summed over the block
+                        for r in range(k):
+                            c = ins[r]
+                            for m in range(NO):
+                                o = outs[m]
+                                acc = np.float32(0.0)
+                                if o >= 0:
+                                    for q in range(R):
+                                        j = tid + q * T
+                                        if j < dw:
+                                            acc += Wi[c, j] * Wo[o, j]
+                                red[r * NO + m, tid] = acc
+                        cuda.syncthreads()
+                        half = T // 2
+                        while half > 0:
+                            if tid < half:
+                                for p in range(k * NO):
+                                    red[p, tid] += red[p, tid + half]
+                            cuda.syncthreads()
+                            half //= 2
+                        if tid == 0:
+                            for r in range(k):
+                                for m in range(NO):
+                                    o = outs[m]
+                                    if o < 0:
+                                        G[r, m] = 0.0
+                                        continue
+                                    x = red[r * NO + m, 0] + Wo[o, dw]
+                                    e = math.exp(-abs(x))
+                                    sg = 1.0 / (1.0 + e) if x >= 0 else e / (1.0 + e)  # sigmoid(x)
+                                    z = -x if m == 0 else x  # the loss is softplus(z)
+                                    loss += max(z, 0.0) + math.log1p(e)
+                                    G[r, m] = np.float32(sg - 1.0 if m == 0 else sg)
+                            pairs += k
+                        cuda.syncthreads()
+                        # the steps of this thread's columns, from the rows as they were
+                        for q in range(R):
+                            j = tid + q * T
+                            if j < dw:
+                                for r in range(k):
+                                    xi[r] = Wi[ins[r], j]
+                                for m in range(NO):
+                                    xo[m] = Wo[outs[m], j] if outs[m] >= 0 else np.float32(0.0)
+                                for r in range(k):
+                                    g = np.float32(0.0)
+                                    for m in range(NO):
+                                        g += G[r, m] * xo[m]
+                                    cuda.atomic.add(Wi, (ins[r], j), coef * g)
+                                for m in range(NO):
+                                    if outs[m] >= 0:
+                                        g = np.float32(0.0)
+                                        for r in range(k):
+                                            g += G[r, m] * xi[r]
+                                        cuda.atomic.add(Wo, (outs[m], j), coef * g)
+                        if tid == 0:
+                            for m in range(NO):
+                                if outs[m] >= 0:
+                                    b = np.float32(0.0)
+                                    for r in range(k):
+                                        b += G[r, m]
+                                    cuda.atomic.add(Wo, (outs[m], dw), coef * b)
+                    cuda.syncthreads()
+            cuda.syncthreads()
+            s += cuda.gridDim.x
+        if tid == 0:
+            stats[cuda.blockIdx.x, 0] = loss
+            stats[cuda.blockIdx.x, 1] = pairs
+
+    return SimpleNamespace(train=train, dim=dw, threads=T, window=window, negatives=n_neg)

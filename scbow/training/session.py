@@ -532,7 +532,8 @@ def summary_lines(result, config, output, curve=None) -> list[str]:
                 if first is not None and final is not None else "")
         lines.append(f"word part: {plural(config.word_passes, 'pass', 'passes')} of skip-gram over "
                      f"{plural(w['sentences'], 'sentence')} in {w['kernel_seconds']:.1f} s "
-                     f"({w['sentences_per_second'] or 0:,.0f}/s, {plural(w['threads'], 'thread')}){loss}; rows of "
+                     f"({w['sentences_per_second'] or 0:,.0f}/s, "
+                     f"{'GPU' if w.get('device') == 'cuda' else plural(w['threads'], 'thread')}){loss}; rows of "
                      f"{config.dim} + {config.word_dim} dims")
     cache = result.cache or {}
     if cache.get("written") and cache.get("root"):

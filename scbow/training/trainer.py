@@ -91,16 +91,19 @@ def resolve_cpu_threads(config: TrainConfig) -> int:
 
 
 def train_word_part(corpus: Corpus, config: TrainConfig, state: TrainState, vectors, call_hooks, quiet: bool,
-                    word: tuple | None, threads: int) -> np.ndarray:
-    """The word part's loop (``scbow.training.wordpart``) from ``state.word_done`` on, on ``threads`` CPU threads.
+                    word: tuple | None, threads: int | None) -> np.ndarray:
+    """The word part's loop (``scbow.training.wordpart``) from ``state.word_done`` on: on the GPU with
+    ``--device cuda`` (``backends.cuda.CudaWordPart``), else on ``threads`` CPU threads.
 
     Returns the trained ``Wi``. ``state.word_losses`` gets the loss of the part's fixed sample of sentences
     at its start and after each pass (``WordPart.sample_loss``)."""
-    part = WordPart(corpus, config, threads, *(word or (None, None)))
-    if not quiet and config.device != "cpu":
-        note(f"the word part trains on the CPU ({plural(threads, 'thread')}); --device {config.device} "
-             "trained the sentence part")
-    vectors.word = lambda: (part.Wi, part.Wo)
+    if config.device == "cuda":
+        from .backends.cuda import CudaWordPart
+
+        part = CudaWordPart(corpus, config, *(word or (None, None)))
+    else:
+        part = WordPart(corpus, config, threads, *(word or (None, None)))
+    vectors.word = part.matrices
     n = corpus.n_sentences
     bar = Progress(state.word_total, unit="sent", enabled=None if not quiet else False, initial=state.word_done)
     try:
@@ -119,12 +122,13 @@ def train_word_part(corpus: Corpus, config: TrainConfig, state: TrainState, vect
             p = min((state.word_done - 1) // n + 1, config.word_passes)
             bar.update(state.word_done, prefix=f"word part {p}/{config.word_passes} ", suffix=f"loss {loss:.4f}")
             call_hooks("after_word_batch")
+        Wi = part.matrices()[0]
     finally:
         bar.close()
         part.close()
-    if not np.isfinite(part.Wi).all():
+    if not np.isfinite(Wi).all():
         raise TrainingError("the word part's vectors hold NaN or inf")
-    return part.Wi
+    return Wi
 
 
 def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False, hooks=(),
@@ -151,8 +155,8 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     config = config or TrainConfig()
     if not isinstance(corpus, Corpus):
         raise TypeError("trainer.train takes an encoded Corpus (scbow.training.corpus.read_corpus); scbow.train takes paths")
-    # the CPU threads, resolved once: the sentence part's on the CPU, the word part's (always on the CPU)
-    cpu_threads = resolve_cpu_threads(config) if config.device == "cpu" or word_part_on(config) else None
+    # the CPU threads, resolved once: the sentence part's and the word part's on the CPU
+    cpu_threads = resolve_cpu_threads(config) if config.device == "cpu" else None
     threads = cpu_threads if config.device == "cpu" else max(config.threads, 1)
     begin = prepare(corpus, config, init, output)
     targets, W = begin.targets, begin.W
@@ -187,7 +191,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     # a resumed run's rate and ETA count only the examples of this process
     bar = Progress(total, unit="ex", enabled=None if not quiet else False, initial=state.done)
     orders = epoch_orders(targets, config.seed, state.epoch)
-    batch = batch_size(config, corpus, getattr(backend, "batch", BATCH))
+    batch = batch_size(config, corpus, getattr(backend, "batch", None) or BATCH)
     wall_start = time.perf_counter()
     hook_seconds = 0.0
 
@@ -276,7 +280,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     }
     if state.word_total:
         info["training"]["word_part"] = {
-            "passes": config.word_passes, "sentences": state.word_done, "threads": cpu_threads,
+            "passes": config.word_passes, "sentences": state.word_done, "device": config.device, "threads": cpu_threads,
             "sample": sample_threshold(corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum())),
             "kernel_seconds": round(state.word_seconds, 3),
             "sentences_per_second": round(state.word_done / state.word_seconds, 1) if state.word_seconds else None,

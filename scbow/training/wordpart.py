@@ -4,7 +4,8 @@ A model trained with ``word_passes > 0`` has rows ``[sentence part ; word part]`
 CBOW rows (``dim`` columns), then ``word_dim`` columns of skip-gram with negative sampling
 (Mikolov et al. 2013) trained on the same encoded corpus after the sentence part, by
 ``kernels.cpu.word_part_chunk`` on the CPU threads (Hogwild, as word2vec and the sentence
-part do). The word part is what word similarity lives on (WordSim-353 0.30 -> 0.46 on 100M
+part do), or with ``--device cuda`` by ``kernels.cuda.build_word_part`` on the GPU
+(``backends.cuda.CudaWordPart``). The word part is what word similarity lives on (WordSim-353 0.30 -> 0.46 on 100M
 with the defaults); beside the sentence part it also lifts sentence similarity
 (``benchmarks/results/search.md``, "the word part").
 
@@ -52,6 +53,9 @@ def sample_threshold(raw_tokens: int) -> float:
 # least one sentence.
 WORD_BATCH = 1 << 14
 WORD_BATCH_COST = 1 << 25
+# The random stream of the sentence at position p of all passes is WORD_STREAM + p (the sentence part's
+# examples use streams 0, 1, ...): the same draws on any number of CPU threads and on the GPU.
+WORD_STREAM = 1 << 40
 # The sentences whose loss is measured at the start and after each pass (evenly spaced over the
 # corpus, the same windows and noise words every time): the loss of the batches as they train
 # compares different text (the corpus is trained in its order, book after book) at different
@@ -69,8 +73,9 @@ class WordPart:
     ``Wi`` (V x word_dim) starts as word2vec's (uniform in +-0.5 / word_dim, drawn from the
     run's seed), ``Wo`` (V x (word_dim + 1): output rows, then biases) at zero rows and the
     biases of :func:`~scbow.training.start.output_biases`; a resumed run passes both. One
-    thread is deterministic for a seed: the random stream of a call depends only on the
-    sentences done before it and the thread's chunk.
+    thread is deterministic for a seed: each sentence draws from its own random stream
+    (:data:`WORD_STREAM` plus its position in all passes), whatever the threads. The GPU's
+    twin is ``scbow.training.backends.cuda.CudaWordPart``.
     """
 
     def __init__(self, corpus, config: TrainConfig, threads: int, Wi=None, Wo=None):
@@ -104,6 +109,10 @@ class WordPart:
 
             self.pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="scbow-words")
 
+    def matrices(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(Wi, Wo)`` as they are now, on the host (what a checkpoint saves)."""
+        return self.Wi, self.Wo
+
     def sample_loss(self) -> float:
         """The mean loss per (context, centre) pair over :data:`LOSS_SAMPLE` sentences spread evenly over
         the corpus, at the rows as they are (nothing is stepped; the same rows give the same figure)."""
@@ -115,7 +124,7 @@ class WordPart:
     def _chunk(self, lo: int, hi: int, done: int, c: int):
         return self.K.word_part_chunk(self.Wi, self.Wo, self.tokens, self.offsets, lo, hi, self.keep, self.table,
                                       WORD_WINDOW, WORD_NEGATIVES, WORD_LR, WORD_LR * WORD_MIN_LR_FRACTION, done,
-                                      self.total, self.seed, done * self.threads + c + (1 << 40), self.buffers[c])
+                                      self.total, self.seed, WORD_STREAM + done, self.buffers[c])
 
     def batch(self, done: int) -> list[tuple[int, int]]:
         """The next batch's sentences, from position ``done`` of all passes on, as one ``(lo, hi)`` a

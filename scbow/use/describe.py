@@ -122,7 +122,7 @@ def describe(model, path) -> list[str]:
         lines.append(f"word part   {_counted(w, 'sentences', 'sentence')} in "
                      + (f"{seconds:.1f} s" if seconds is not None else "? s")
                      + (f" ({speed:,.0f}/s)" if speed is not None else "")
-                     + f" on {_counted(w, 'threads', 'thread', low=1)}"
+                     + (" on GPU" if _get(w, "device", str) == "cuda" else f" on {_counted(w, 'threads', 'thread', low=1)}")
                      + (f", loss {first:.4f} -> {final:.4f}" if first is not None and final is not None else ""))
     for key, label in (("init_vectors", "init from"), ("expansions", "expanded")):
         if info.get(key):

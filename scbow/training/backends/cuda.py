@@ -29,6 +29,7 @@ import numpy as np
 
 from ...config import example_size
 from ...errors import TrainingError
+from ..wordpart import WORD_BATCH, WORD_LR, WORD_MIN_LR_FRACTION, WORD_NEGATIVES, WORD_STREAM, WORD_WINDOW, WordPart
 from .params import kernel_params
 
 INSTALL_HINT = "pip install 'scbow-numba[cuda]'"
@@ -48,6 +49,34 @@ SENTENCE_BYTES = 28
 SHARED_LIMIT = 48 * 1024 - 256
 # Sentences of an uploaded chunk at least: a target, two positives and a negative.
 MIN_SENTENCES = 4
+# An epoch (a pass of the word part) is at least this many launches: see launch_size.
+LAUNCHES_PER_EPOCH = 16
+
+
+def launch_size(n_sentences: int, full: int) -> int:
+    """How many examples (sentence part) or sentences (word part) one launch may run at once.
+
+    ``n_sentences // LAUNCHES_PER_EPOCH``, at least 1 and at most ``full`` (the backend's whole
+    batch). A launch's examples all read the rows as they were when it began (its blocks run at
+    once), so a launch is one stale step; a corpus is trained in at least 16 such steps an epoch.
+    On the 30-sentence test corpus (38 words, every example shares most rows) the H200's loss fell
+    with 1 or 2 examples at once and rose with 4 or more; a 69K-sentence corpus ran as one launch
+    and learned nothing. A corpus of 34K sentences or more still fills every multiprocessor of an
+    H200 (2,112 blocks at once), and from 2.1M sentences (gutenberg-100M and up) a launch is the
+    whole batch, as before: on 10M tiled 10 times launches of 32K to 512K examples scored the same.
+
+    Parameters
+    ----------
+    n_sentences : int
+        Sentences of the corpus.
+    full : int
+        The most a launch runs: the backend's batch.
+
+    Returns
+    -------
+    int
+    """
+    return max(1, min(int(full), int(n_sentences) // LAUNCHES_PER_EPOCH))
 
 
 def _import_cuda():
@@ -65,6 +94,36 @@ def _one_line(text) -> str:
     return lines[0].rstrip(".") if lines else ""
 
 
+def _load_compiler() -> None:
+    """Import what numba-cuda's compiler loads at the first kernel it compiles (its numpy overloads).
+
+    numba-cuda 0.30.4 overloads ``np.row_stack``, which numpy 2.5 removed: with numpy 2.5 every
+    compile ended in an AttributeError from there (the import fails the same way).
+    """
+    import numba.cuda.np.arrayobj  # noqa: F401
+
+
+def _version(name: str) -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def compiler_problem() -> str | None:
+    """Why numba-cuda cannot compile a kernel with this numpy, in one line; None when it can."""
+    try:
+        _load_compiler()
+    except AttributeError as exc:
+        numpy_version = _version("numpy")
+        below = ".".join(numpy_version.split(".")[:2])
+        return (f"numba-cuda {_version('numba-cuda')} does not work with numpy {numpy_version} ({_one_line(exc)}); "
+                f"install an older numpy: pip install 'numpy<{below}'")
+    return None
+
+
 def cuda_problem() -> str | None:
     """Why ``--device cuda`` cannot train here, in one line; None when it can.
 
@@ -77,7 +136,7 @@ def cuda_problem() -> str | None:
                 f"install it with: {INSTALL_HINT}")
     try:
         if cuda.is_available():
-            return None
+            return compiler_problem()
         reason = _one_line(cuda.cuda_error()) or "no CUDA device"
     except Exception as exc:
         reason = _one_line(exc) or type(exc).__name__
@@ -165,6 +224,23 @@ def default_threads(dim: int, simulator: bool) -> int:
     return max(32, min(want, 128))
 
 
+def launch(kernel, grid: int, threads: int, args: tuple, stats_d, simulator: bool) -> np.ndarray:
+    """Run ``kernel[grid, threads](*args)`` and bring back the first ``grid`` rows of its ``stats_d``;
+    a failure of CUDA itself is one TrainingError line."""
+    try:
+        with warnings.catch_warnings():
+            if simulator:  # the generator's uint64 products wrap on purpose
+                warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
+            kernel[grid, threads](*args)
+            return stats_d[:grid].copy_to_host()
+    except Exception as exc:  # pragma: no cover - needs a GPU
+        name = type(exc).__name__
+        if any(key in name for key in ("Cuda", "Nvvm", "NVVM", "Nvrtc", "Linker")):
+            raise TrainingError(f"CUDA failed: {name}: {_one_line(exc)} (the CUDA libraries numba needs "
+                                f"come with: {INSTALL_HINT})") from exc
+        raise
+
+
 class CudaBackend:
     """Runs batches with the numba.cuda kernels on a device copy of the matrix.
 
@@ -199,7 +275,10 @@ class CudaBackend:
             self.threads //= 2
         self.kernels = KC.build(k_max, d, self.threads, word_neg)
         self.params = kernel_params(config, total=total, hot=False)
-        self.batch = LAUNCH_BATCH
+        # examples a launch may run at once (launch_size); a corpus too small for whole-batch
+        # launches gets the trainer's own batches, so its progress, losses and errors read as on the CPU
+        self.launch = launch_size(len(corpus.offsets) - 1, LAUNCH_BATCH)
+        self.batch = LAUNCH_BATCH if self.launch >= LAUNCH_BATCH else None
 
         if self.simulator:
             free, sms = float("inf"), 2
@@ -287,26 +366,22 @@ class CudaBackend:
         return loss_sum, count
 
     def _launch(self, lo: int, hi: int, done: int) -> tuple[float, int]:
-        grid = min(hi - lo, self.grid)
-        args = (self.W_d, self.Wi_d, self.arrays_d, self.order_d, self.rate_d, self.params, lo, hi, done, self.stats_d,
-                self.word_d)
-        try:
-            with warnings.catch_warnings():
-                if self.simulator:  # the generator's uint64 products wrap on purpose
-                    warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
-                self.kernels.train[grid, self.threads](*args)
-                stats = self.stats_d[:grid].copy_to_host()
-        except Exception as exc:  # pragma: no cover - needs a GPU
-            name = type(exc).__name__
-            if any(key in name for key in ("Cuda", "Nvvm", "NVVM", "Nvrtc", "Linker")):
-                raise TrainingError(f"CUDA failed: {name}: {_one_line(exc)} (the CUDA libraries numba needs "
-                                    f"come with: {INSTALL_HINT})") from exc
-            raise
-        return float(stats[:, 0].sum()), int(stats[:, 1].sum())
+        """Targets ``lo:hi`` of the resident chunk, in launches of at most ``self.launch`` examples."""
+        loss_sum, count = 0.0, 0
+        for a in range(lo, hi, self.launch):
+            b = min(a + self.launch, hi)
+            grid = min(b - a, self.grid)
+            args = (self.W_d, self.Wi_d, self.arrays_d, self.order_d, self.rate_d, self.params, a, b, done + (a - lo),
+                    self.stats_d, self.word_d)
+            stats = launch(self.kernels.train, grid, self.threads, args, self.stats_d, self.simulator)
+            loss_sum += float(stats[:, 0].sum())
+            count += int(stats[:, 1].sum())
+        return loss_sum, count
 
     def vectors(self) -> np.ndarray:
-        """A host copy of the current matrix."""
-        return self.W_d.copy_to_host()
+        """A host copy of the current matrix (after :meth:`close`, the final one: what a checkpoint
+        inside the word part saves as the sentence part)."""
+        return self.W_d.copy_to_host() if self.W_d is not None else self.final
 
     def output(self) -> np.ndarray | None:
         """A host copy of the skip-gram term's output matrix; None without the term."""
@@ -314,6 +389,81 @@ class CudaBackend:
 
     def close(self) -> np.ndarray:
         """The final matrix on the host; frees the device arrays."""
-        W = self.W_d.copy_to_host()
+        W = self.final = self.W_d.copy_to_host()
         self.W_d = self.Wi_d = self.arrays_d = self.order_d = self.stats_d = self.word_d = None
         return W
+
+
+class CudaWordPart(WordPart):
+    """The word part (``scbow.training.wordpart``) on the GPU: ``Wi``, ``Wo``, the tokens, the
+    offsets, the keep probabilities and the noise table are uploaded once; each batch (the CPU's
+    batches: the same checkpoints and progress) runs as launches of at most :func:`launch_size`
+    sentences, one block per sentence (``kernels.cuda.build_word_part``), each sentence drawing
+    from its own random stream as on the CPU. :meth:`matrices` brings the rows back to the host.
+
+    ``block_threads`` and ``grid`` override the automatic choices: for tests.
+    """
+
+    def __init__(self, corpus, config, Wi=None, Wo=None, block_threads: int | None = None, grid: int | None = None):
+        require_cuda()
+        from ...kernels import cuda as KC
+
+        super().__init__(corpus, config, 1, Wi, Wo)  # the host rows, sampling tables and batches
+        cuda = _import_cuda()
+        self.simulator = KC.SIMULATOR
+        self.threads_per_block = block_threads or default_threads(config.word_dim, self.simulator)
+        while (self.threads_per_block > 1
+               and KC.word_part_shared_bytes(self.threads_per_block, WORD_WINDOW, WORD_NEGATIVES) > SHARED_LIMIT):
+            self.threads_per_block //= 2
+        self.kernel = KC.build_word_part(config.word_dim, self.threads_per_block, WORD_WINDOW, WORD_NEGATIVES)
+        self.launch = launch_size(self.n, WORD_BATCH)
+        host = (self.Wi, self.Wo, self.tokens, np.asarray(self.offsets, dtype=np.int64), self.keep, self.table)
+        if self.simulator:
+            free, sms = float("inf"), 2
+        else:  # pragma: no cover - needs a GPU
+            free = cuda.current_context().get_memory_info()[0]
+            sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+        need = sum(a.nbytes for a in host)
+        if need + RESERVE_BYTES > free:
+            raise TrainingError(f"the word part's rows and the corpus ({need / 2**30:.2f} GiB) do not fit in the GPU's "
+                                f"free memory ({free / 2**30:.2f} GiB); try a smaller --word-dim, or --device cpu")
+        self.grid = grid or (sms * max(1, 2048 // self.threads_per_block) if not self.simulator else 2)
+        self.Wi_d, self.Wo_d, *self.arrays_d = (cuda.to_device(np.ascontiguousarray(a)) for a in host)
+        self.stats_d = cuda.device_array((self.grid, 2), dtype=np.float64)
+        self.on_host = True  # the host rows are the device's
+
+    def run(self, done: int) -> tuple[int, float, int]:
+        """Train the next batch (:meth:`WordPart.batch`). Returns ``(sentences, loss sum, pairs)``."""
+        (lo, hi), = self.batch(done)
+        tokens_d, offsets_d, keep_d, table_d = self.arrays_d
+        loss, pairs = 0.0, 0
+        for a in range(lo, hi, self.launch):
+            b = min(a + self.launch, hi)
+            grid = min(b - a, self.grid)
+            position = done + (a - lo)
+            args = (self.Wi_d, self.Wo_d, tokens_d, offsets_d, a, b, keep_d, table_d, WORD_LR, WORD_LR * WORD_MIN_LR_FRACTION,
+                    position, self.total, self.seed, WORD_STREAM + position, self.stats_d)
+            stats = launch(self.kernel.train, grid, self.threads_per_block, args, self.stats_d, self.simulator)
+            loss += float(stats[:, 0].sum())
+            pairs += int(stats[:, 1].sum())
+        self.on_host = False
+        return hi - lo, loss, pairs
+
+    def matrices(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(Wi, Wo)`` as they are now, copied to the host."""
+        if not self.on_host and self.Wi_d is not None:
+            self.Wi_d.copy_to_host(self.Wi)
+            self.Wo_d.copy_to_host(self.Wo)
+            self.on_host = True
+        return self.Wi, self.Wo
+
+    def sample_loss(self) -> float:
+        self.matrices()
+        return super().sample_loss()
+
+    def close(self) -> None:
+        """Bring the rows back to the host and free the device arrays."""
+        if self.Wi_d is not None:
+            self.matrices()
+        self.Wi_d = self.Wo_d = self.arrays_d = self.stats_d = None
+        super().close()
