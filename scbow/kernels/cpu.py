@@ -419,9 +419,9 @@ def sgns_window(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
         ``Wi[c] . Wo[o, :d] + Wo[o, d]``).
     ins : array of int32, shape (>= k,)
     outs : array of int32, shape (1 + n_neg,)
-    scratch : ``(G, dIn, dOut)``: float32 (>= k, 1 + n_neg), (>= k, d), (1 + n_neg, d).
+    scratch : ``(G, dOut)``: float32 (>= k, 1 + n_neg), (1 + n_neg, d).
     """
-    G, dIn, dOut = scratch
+    G, dOut = scratch
     d = Wi.shape[1]
     n_out = outs.shape[0]
     loss = 0.0
@@ -444,17 +444,8 @@ def sgns_window(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
             G[r, m] = np.float32(s - 1.0 if m == 0 else s)
     if coef == 0:  # scored only
         return loss
-    # the steps, from the rows as they were
-    for r in range(k):
-        for j in range(d):
-            dIn[r, j] = 0.0
-        for m in range(n_out):
-            o = outs[m]
-            if o < 0:
-                continue
-            g = G[r, m]
-            for j in range(d):
-                dIn[r, j] += g * Wo[o, j]
+    # the output rows' steps from the input rows as they were (kept aside), then the input rows
+    # stepped from the output rows as they still are
     for m in range(n_out):
         for j in range(d):
             dOut[m, j] = 0.0
@@ -467,8 +458,13 @@ def sgns_window(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
                 dOut[m, j] += g * Wi[c, j]
     for r in range(k):
         c = ins[r]
-        for j in range(d):
-            out_i[c, j] += coef * dIn[r, j]
+        for m in range(n_out):
+            o = outs[m]
+            if o < 0:
+                continue
+            g = coef * G[r, m]
+            for j in range(d):
+                out_i[c, j] += g * Wo[o, j]
     for m in range(n_out):
         o = outs[m]
         if o < 0:
@@ -524,8 +520,7 @@ def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg,
     seed, stream : sentence ``lo + i`` draws from the random stream ``(seed, stream + i)``
         (``sampling.seed_state``): a sentence's own stream, so that its draws do not depend on
         which thread or GPU block trains it, nor on the sentences trained before it.
-    buffers : ``(kept, ins, outs, G, dIn, dOut)``: int32 (WORD_SEGMENT,), (2 * window,),
-        (1 + n_neg,); float32 (2 * window, 1 + n_neg), (2 * window, dw), (1 + n_neg, dw).
+    buffers : the thread's scratch arrays (:func:`word_part_buffers`).
 
     Returns ``(loss, pairs)``: the summed loss and the number of (context, centre) pairs trained.
     """
@@ -546,8 +541,8 @@ def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg,
 def word_sentence(Wi, Wo, tokens, start, stop, keep, table, window, n_neg, coef, state, buffers):
     """The windows of the sentence ``tokens[start:stop]``, each one step of ``coef`` times its gradient
     (:func:`sgns_window`; a ``coef`` of 0 only scores them). Returns ``(loss, pairs)``."""
-    kept, ins, outs, G, dIn, dOut = buffers
-    scratch = (G, dIn, dOut)
+    kept, ins, outs, G, dOut = buffers
+    scratch = (G, dOut)
     loss = 0.0
     pairs = 0
     t = start
@@ -582,13 +577,13 @@ def word_part_loss(Wi, Wo, tokens, offsets, sentences, keep, table, window, n_ne
 
 
 def word_part_buffers(window: int, n_neg: int, dw: int) -> tuple:
-    """One thread's scratch arrays for :func:`word_part_chunk`."""
+    """One thread's scratch arrays for :func:`word_part_chunk`: ``(kept, ins, outs, G, dOut)``, int32
+    (WORD_SEGMENT,), (2 * window,), (1 + n_neg,); float32 (2 * window, 1 + n_neg), (1 + n_neg, dw)."""
     from .sampling import WORD_SEGMENT as SEG
 
     w2 = max(2 * window, 1)
     return (np.empty(SEG, dtype=np.int32), np.empty(w2, dtype=np.int32), np.empty(1 + n_neg, dtype=np.int32),
-            np.empty((w2, 1 + n_neg), dtype=np.float32), np.empty((w2, dw), dtype=np.float32),
-            np.empty((1 + n_neg, dw), dtype=np.float32))
+            np.empty((w2, 1 + n_neg), dtype=np.float32), np.empty((1 + n_neg, dw), dtype=np.float32))
 
 
 def word_part_gradient(Wi, Wo, tokens, offsets, s, keep, table, window, n_neg, seed, stream):
