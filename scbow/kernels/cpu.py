@@ -437,11 +437,11 @@ def sgns_window(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
                 x += Wi[c, j] * Wo[o, j]
             x += Wo[o, d]
             # one exp for the loss and the gradient: e = exp(-|x|)
-            e = math.exp(-abs(x))
-            s = 1.0 / (1.0 + e) if x >= 0 else e / (1.0 + e)  # sigmoid(x)
+            e = np.exp(np.float32(-abs(x)))
+            s = np.float32(1.0) / (np.float32(1.0) + e) if x >= 0 else e / (np.float32(1.0) + e)  # sigmoid(x)
             z = -x if m == 0 else x  # the loss is softplus(z)
-            loss += max(z, 0.0) + math.log1p(e)
-            G[r, m] = np.float32(s - 1.0 if m == 0 else s)
+            loss += max(z, np.float32(0.0)) + np.log1p(e)
+            G[r, m] = s - np.float32(1.0) if m == 0 else s
     if coef == 0:  # scored only
         return loss
     # the output rows' steps from the input rows as they were (kept aside), then the input rows
