@@ -79,6 +79,8 @@ T_E2E_RATIO = TARGETS["e2e_over_gensim"].value
 T_KERNEL_EPS = TARGETS["kernel_examples_per_s"].value
 T_TORCH_RATIO = TARGETS["kernel_over_torch"].value
 T_SCALING = TARGETS["scaling_2_threads"].value
+T_WORDPART_RATIO = TARGETS["wordpart_over_gensim"].value
+T_WORDPART_SCALING = TARGETS["wordpart_scaling_2_threads"].value
 T_PREPROCESS = TARGETS["preprocess_tokens_per_s"].value
 T_RELOAD_S = TARGETS["cached_reload_s"].value
 T_STS_S = TARGETS["sts_all_pairs_s"].value
@@ -657,6 +659,27 @@ def check_targets(r: dict, corpus_name: str) -> list[dict]:
     else:
         add(f"training kernel, {TARGET_THREADS} threads", f">= {human(T_KERNEL_EPS, 0)} examples/s", "not measured", None,
             "section not run or no 2-thread count")
+
+    w = r.get("wordpart")
+    if w:
+        by_threads = {row["threads"]: row for row in w["rows"]}
+        for t, row in sorted(by_threads.items()):
+            ratio = row.get("gensim_over_scbow")
+            add(f"word part, one pass, {t} thread{'s' if t > 1 else ''}: gensim skip-gram seconds / scbow seconds",
+                f">= {T_WORDPART_RATIO:g}x",
+                f"{ratio}x ({row['gensim_seconds']['median']:.1f} s / {row['seconds']['median']:.1f} s)"
+                if ratio is not None else "not measured", None if ratio is None else ratio >= T_WORDPART_RATIO,
+                "a window at a time: the window's contexts against its centre and shared noise words, each row "
+                "read once a window (kernels.cpu.sgns_window)" if ratio is not None else w.get("gensim_note") or "")
+        if 1 in by_threads and 2 in by_threads:
+            sc = round(by_threads[2]["sentences_per_second"] / by_threads[1]["sentences_per_second"], 3)
+            g1, g2 = (by_threads[t].get("gensim_seconds") for t in (1, 2))
+            ctx = f"gensim's: {g1['median'] / g2['median']:.3f}x" if g1 and g2 else ""
+            add("word part, 2-thread scaling (sentences/s over 1 thread)", f">= {T_WORDPART_SCALING:g}x", f"{sc}x",
+                sc >= T_WORDPART_SCALING, "Hogwild on shared rows: the frequent words' output rows move between "
+                "the cores", ctx)
+    else:
+        add("word part vs gensim skip-gram", f">= {T_WORDPART_RATIO:g}x", "not measured", None, "section not run")
 
     p = r.get("preprocess")
     if p:

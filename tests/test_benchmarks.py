@@ -109,6 +109,9 @@ def test_speed_harness_in_process_sections(tiny_data, tmp_path, monkeypatch):
     by_name = {t["target"]: t for t in report["targets"]}
     assert any("end to end" in name and t["met"] is None for name, t in by_name.items())  # not run
     assert any("reload" in name and t["met"] is True for name, t in by_name.items())
+    # the word part's targets are judged (against gensim when it ran beside it)
+    word = [t for name, t in by_name.items() if name.startswith("word part, one pass")]
+    assert word and all(t["met"] in (True, False) if common.have("gensim") else t["met"] is None for t in word)
     assert "## Targets" in markdown and "## The word part" in markdown and "sections not run: e2e, memory" in markdown
 
 
