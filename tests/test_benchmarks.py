@@ -348,3 +348,18 @@ def test_the_modern_peer_pairs_each_sentence_with_the_next_of_its_book_and_train
     assert info["steps"] == len(pairs) // 16 > 1 and np.isfinite(info["loss_last"])
     _, two = static_peer.train_one(corpus, 0.2, 1, say=lambda line: None, epochs=2)
     assert two["steps"] == 2 * info["steps"] and two["epochs"] == 2
+
+
+def test_word_part_report_chooses_on_dev_alone(tmp_path):
+    """The word part's search report marks the best STS-B dev, never the best test mean."""
+    from benchmarks import word_part
+
+    def run(passes, width, mixes):
+        return {"corpus": "1M", "passes": passes, "width": width, "threads": 2, "wordsim353": 0.5, "simlex999": 0.3,
+                "train_seconds": 10.0, "word_part_seconds": 5.0, "load_start": [0.1, 0.1, 0.1], "commit": "abc",
+                "mixes": {str(m): {"dev": d, "test_mean": t} for m, (d, t) in mixes.items()}}
+
+    data, text = word_part.report([run(0, 0, {0.5: (0.70, 0.60)}), run(3, 150, {0.5: (0.75, 0.61), 1.0: (0.74, 0.69)}),
+                                   run(5, 150, {0.5: (0.76, 0.62)})], "1M")
+    assert data["best"] == {"passes": 5, "width": 150, "mix": 0.5}
+    assert "**0.7600**" in text and "**0.7400**" not in text and "**0.7000**" not in text
