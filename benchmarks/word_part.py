@@ -55,8 +55,7 @@ def word_sets(vectors: np.ndarray, vocab) -> dict:
 def run_variant(corpus_name: str, passes: int, width: int, mixes: list[float], threads: int, cache_dir) -> dict:
     """Train one variant and score it at every mix: one record of ``--runs``."""
     from scbow.config import TrainConfig
-    from scbow.training import train
-    from scbow.training.corpus import read_corpus
+    from scbow.training import read_corpus, train
     from scbow.use.data import data_dir
     from scbow.use.evaluate import read_sts, score_set
 

@@ -141,7 +141,8 @@ def test_every_command_reads_through_the_one_reader(tmp_path, runner, healthy, k
             continue  # an STS file is strict UTF-8 (test_evaluate); a vectors file is a model (test_formats)
         with _Alarm():
             result = runner.invoke(main, [str(a) for a in args])
-        assert_clean_error(result, fragment)
+        # a vectors file is judged by its first line, read whole before the damage (test_formats)
+        assert_clean_error(result, "not a vectors file" if kind == "damaged" and name == "vectors file" else fragment)
         assert "unexpected" not in result.output and result.stdout == "", (name, result.output)
     leftovers = [p.name for p in tmp_path.iterdir() if p.name != path.name]
     assert leftovers == [], leftovers  # nothing half written
