@@ -421,6 +421,8 @@ def sgns_window(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
     outs : array of int32, shape (1 + n_neg,)
     scratch : ``(G, dOut)``: float32 (>= k, 1 + n_neg), (1 + n_neg, d).
     """
+    if outs.shape[0] == 6:
+        return sgns_window6(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch)
     G, dOut = scratch
     d = Wi.shape[1]
     n_out = outs.shape[0]
@@ -466,6 +468,101 @@ def sgns_window(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
             for j in range(d):
                 out_i[c, j] += g * Wo[o, j]
     for m in range(n_out):
+        o = outs[m]
+        if o < 0:
+            continue
+        b = np.float32(0.0)
+        for r in range(k):
+            b += G[r, m]
+        for j in range(d):
+            out_o[o, j] += coef * dOut[m, j]
+        out_o[o, d] += coef * b
+    return loss
+
+
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
+def score_step(x, label):
+    """``(softplus(-x) or softplus(x), sigmoid(x) - label)``: a score's loss and ``dL/dx``, one exp."""
+    e = np.exp(np.float32(-abs(x)))
+    inv = np.float32(1.0) / (np.float32(1.0) + e)
+    s = inv if x >= 0 else e * inv  # sigmoid(x)
+    z = -x if label else x  # the loss is softplus(z) = max(z, 0) + log1p(e)
+    return max(z, np.float32(0.0)) + log1p_unit(e), (s - np.float32(1.0) if label else s)
+
+
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
+def log1p_unit(e):
+    """``log1p(e)`` for ``e`` in [0, 1], to float32 precision: ``2 atanh(t)`` with ``t = e / (2 + e)``
+    (at most 1/3, so seven terms of its series; no cancellation for small ``e``), inline arithmetic
+    where a call to the C library's ``log1pf`` cost a tenth of the word part's time."""
+    t = e / (np.float32(2.0) + e)
+    t2 = t * t
+    p = np.float32(1.0 / 13.0)
+    p = p * t2 + np.float32(1.0 / 11.0)
+    p = p * t2 + np.float32(1.0 / 9.0)
+    p = p * t2 + np.float32(1.0 / 7.0)
+    p = p * t2 + np.float32(1.0 / 5.0)
+    p = p * t2 + np.float32(1.0 / 3.0)
+    p = p * t2 + np.float32(1.0)
+    return np.float32(2.0) * t * p
+
+
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
+def sgns_window6(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
+    """:func:`sgns_window` for the word part's 6 outputs (the centre and 5 noise words), written out so
+    that each pass over the columns serves all six at once: an input row is read once for its six
+    scores, and stepped once by the six output rows' sum. The same sums, another order."""
+    G, dOut = scratch
+    d = Wi.shape[1]
+    # a skipped output (-1) reads row 0 and steps nothing (its G is 0)
+    O0, O1, O2 = Wo[max(outs[0], 0)], Wo[max(outs[1], 0)], Wo[max(outs[2], 0)]
+    O3, O4, O5 = Wo[max(outs[3], 0)], Wo[max(outs[4], 0)], Wo[max(outs[5], 0)]
+    loss = 0.0
+    for r in range(k):
+        a = Wi[ins[r]]
+        x0 = x1 = x2 = x3 = x4 = x5 = np.float32(0.0)
+        for j in range(d):
+            v = a[j]
+            x0 += v * O0[j]
+            x1 += v * O1[j]
+            x2 += v * O2[j]
+            x3 += v * O3[j]
+            x4 += v * O4[j]
+            x5 += v * O5[j]
+        G[r, 0], G[r, 1], G[r, 2] = x0 + O0[d], x1 + O1[d], x2 + O2[d]
+        G[r, 3], G[r, 4], G[r, 5] = x3 + O3[d], x4 + O4[d], x5 + O5[d]
+        for m in range(6):
+            if outs[m] < 0:
+                G[r, m] = 0.0
+                continue
+            sl, g = score_step(G[r, m], m == 0)
+            loss += sl
+            G[r, m] = g
+    if coef == 0:  # scored only
+        return loss
+    # the output rows' steps from the input rows as they were (kept aside)
+    D0, D1, D2, D3, D4, D5 = dOut[0], dOut[1], dOut[2], dOut[3], dOut[4], dOut[5]
+    for j in range(d):
+        D0[j] = D1[j] = D2[j] = D3[j] = D4[j] = D5[j] = 0.0
+    for r in range(k):
+        a = Wi[ins[r]]
+        g0, g1, g2, g3, g4, g5 = G[r, 0], G[r, 1], G[r, 2], G[r, 3], G[r, 4], G[r, 5]
+        for j in range(d):
+            v = a[j]
+            D0[j] += g0 * v
+            D1[j] += g1 * v
+            D2[j] += g2 * v
+            D3[j] += g3 * v
+            D4[j] += g4 * v
+            D5[j] += g5 * v
+    # the input rows stepped from the output rows as they still are
+    for r in range(k):
+        row = out_i[ins[r]]
+        g0, g1, g2, g3, g4, g5 = coef * G[r, 0], coef * G[r, 1], coef * G[r, 2], coef * G[r, 3], coef * G[r, 4], \
+            coef * G[r, 5]
+        for j in range(d):
+            row[j] += g0 * O0[j] + g1 * O1[j] + g2 * O2[j] + g3 * O3[j] + g4 * O4[j] + g5 * O5[j]
+    for m in range(6):
         o = outs[m]
         if o < 0:
             continue
