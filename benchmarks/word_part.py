@@ -10,7 +10,10 @@ search can be made in pieces and on other days; the report is made from every ru
 for the corpus. **STS-B dev chooses**; the 19-set test mean and the word-similarity sets
 (WordSim-353, SimLex-999: Spearman of the word columns' cosines, on the pairs whose words are in
 the vocabulary) are shown, never used. Training times are wall seconds on the machine as it was
-(its load average is recorded with each run): compare them only with runs made alone.
+(its load average is recorded with each run): compare them only with runs made alone. "Default run
+alone" is ``scbow-numba train CORPUS.txt.xz`` with the variant's settings, an empty corpus cache and
+nothing else running, from the start of the command to the saved model (``alone_seconds``, added to a
+run's record by hand after such a run).
 """
 
 from __future__ import annotations
@@ -84,27 +87,45 @@ def run_variant(corpus_name: str, passes: int, width: int, mixes: list[float], t
             "commit": context()["git"].get("commit")}
 
 
-def report(runs: list[dict], corpus_name: str) -> tuple[dict, str]:
-    rows, best = [], None
+def report(runs: list[dict], corpus_name: str, budget: float | None = None) -> tuple[dict, str]:
+    """The table of every run and mix; the best on dev (bold), and the best on dev among the variants whose
+    default run alone took at most ``budget`` seconds (the defaults' choice)."""
+    rows, best, chosen = [], None, None
     for r in runs:
         for mix, s in r["mixes"].items():
             rows.append((r, float(mix), s))
             if r["passes"] and (best is None or s["dev"] > best[2]["dev"]):
                 best = (r, float(mix), s)
+            fits = budget is not None and r.get("alone_seconds") is not None and r["alone_seconds"] <= budget
+            if r["passes"] and fits and (chosen is None or s["dev"] > chosen[2]["dev"]):
+                chosen = (r, float(mix), s)
     table = []
     for r, mix, s in sorted(rows, key=lambda x: (x[0]["passes"], x[0]["width"], x[1])):
         mark = "**" if best and (r, mix) == best[:2] else ""
         table.append((r["passes"], r["width"] if r["passes"] else "-", mix if r["passes"] else "-",
                       f"{mark}{s['dev']:.4f}{mark}", f"{s['test_mean']:.4f}",
                       f"{r['wordsim353']:.3f} / {r['simlex999']:.3f}", r.get("word_part_seconds") or "-",
-                      r["train_seconds"], ", ".join(f"{x:g}" for x in r["load_start"]), (r.get("commit") or "?")[:8]))
+                      r["train_seconds"], ", ".join(f"{x:g}" for x in r["load_start"]) if r.get("load_start") else "?",
+                      r.get("alone_seconds") or "-", (r.get("commit") or "?")[:8]))
     text = (f"# The word part's settings on {corpus_name}\n\n" + __doc__.split("\n\n", 2)[2].strip() + "\n\n"
             + md_table(("passes", "width", "mix", "STS-B dev", "test mean (19)", "WordSim / SimLex", "word part s",
-                        "train s", "load at start", "commit"), table)
+                        "train s", "load at start", "default run alone, s", "commit"), table)
             + (f"\n\nBest on dev: {best[0]['passes']} passes x {best[0]['width']} dims, mix {best[1]:g} "
-               f"(dev {best[2]['dev']:.4f}, test mean {best[2]['test_mean']:.4f})." if best else ""))
-    return {"corpus": corpus_name, "runs": runs, "best": best and {"passes": best[0]["passes"],
-                                                                  "width": best[0]["width"], "mix": best[1]}}, text
+               f"(dev {best[2]['dev']:.4f}, test mean {best[2]['test_mean']:.4f})." if best else "")
+            + (f" Best on dev within the budget of a default run alone ({budget:g} s): "
+               + (f"{chosen[0]['passes']} passes x {chosen[0]['width']} dims, mix {chosen[1]:g} (dev "
+                  f"{chosen[2]['dev']:.4f}; its run took {chosen[0]['alone_seconds']:g} s)." if chosen
+                  else "none measured alone fits.") if budget is not None else ""))
+
+    notes = sorted({(r.get("commit") or "?", r["note"]) for r in runs if r.get("note")})
+    if notes:
+        text += "\n\nNotes on the runs:\n\n" + "\n".join(f"- {commit}: {note}" for commit, note in notes)
+
+    def settings(x):
+        return x and {"passes": x[0]["passes"], "width": x[0]["width"], "mix": x[1]}
+
+    return {"corpus": corpus_name, "runs": runs, "budget_seconds": budget, "best": settings(best),
+            "chosen": settings(chosen)}, text
 
 
 def main(argv=None, prog=None) -> None:
@@ -116,6 +137,8 @@ def main(argv=None, prog=None) -> None:
     ap.add_argument("--runs", type=Path, default=DEFAULT_RUNS, help="JSON Lines of every run, appended to")
     ap.add_argument("--report-only", action="store_true", help="no training: the report from --runs")
     ap.add_argument("--cache-dir", type=Path, default=None, help="the corpus cache (default: scbow's)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds a default run alone may take: the best on dev among the variants within it")
     ap.add_argument("--out", default="benchmarks/results/word_part_defaults", help="report prefix (.json and .md)")
     args = ap.parse_args(argv)
     if not args.report_only:
@@ -126,7 +149,7 @@ def main(argv=None, prog=None) -> None:
             with open(args.runs, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(record) + "\n")
     runs = [json.loads(line) for line in args.runs.read_text(encoding="utf-8").splitlines() if line.strip()]
-    data, text = report([r for r in runs if r["corpus"] == args.corpus], args.corpus)
+    data, text = report([r for r in runs if r["corpus"] == args.corpus], args.corpus, args.budget)
     ctx = context()
     write_report(args.out, {**data, "context": ctx}, text + "\n\n" + context_markdown(ctx),
                  echo=True)

@@ -363,3 +363,7 @@ def test_word_part_report_chooses_on_dev_alone(tmp_path):
                                    run(5, 150, {0.5: (0.76, 0.62)})], "1M")
     assert data["best"] == {"passes": 5, "width": 150, "mix": 0.5}
     assert "**0.7600**" in text and "**0.7400**" not in text and "**0.7000**" not in text
+    runs = [run(3, 150, {0.5: (0.75, 0.61)}), run(5, 150, {0.5: (0.76, 0.62)}), run(5, 300, {0.5: (0.77, 0.6)})]
+    runs[0]["alone_seconds"], runs[1]["alone_seconds"] = 300.0, 400.0  # 5 x 300 never measured alone
+    data, text = word_part.report(runs, "1M", budget=360)
+    assert data["best"]["width"] == 300 and data["chosen"] == {"passes": 3, "width": 150, "mix": 0.5}
