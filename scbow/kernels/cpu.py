@@ -439,11 +439,9 @@ def sgns_window(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
                 x += Wi[c, j] * Wo[o, j]
             x += Wo[o, d]
             # one exp for the loss and the gradient: e = exp(-|x|)
-            e = np.exp(np.float32(-abs(x)))
-            s = np.float32(1.0) / (np.float32(1.0) + e) if x >= 0 else e / (np.float32(1.0) + e)  # sigmoid(x)
-            z = -x if m == 0 else x  # the loss is softplus(z)
-            loss += max(z, np.float32(0.0)) + np.log1p(e)
-            G[r, m] = s - np.float32(1.0) if m == 0 else s
+            sl, g = score_step(x, m == 0)
+            loss += sl
+            G[r, m] = g
     if coef == 0:  # scored only
         return loss
     # the output rows' steps from the input rows as they were (kept aside), then the input rows
@@ -467,7 +465,16 @@ def sgns_window(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
             g = coef * G[r, m]
             for j in range(d):
                 out_i[c, j] += g * Wo[o, j]
-    for m in range(n_out):
+    step_outputs(outs, k, G, dOut, coef, out_o)
+    return loss
+
+
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
+def step_outputs(outs, k, G, dOut, coef, out_o):
+    """``out_o[outs[m]] += coef * (dOut[m], sum of G[:k, m])``: each output row's kept-aside step and its
+    bias's, for every output not skipped (-1)."""
+    d = dOut.shape[1]
+    for m in range(outs.shape[0]):
         o = outs[m]
         if o < 0:
             continue
@@ -477,7 +484,6 @@ def sgns_window(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
         for j in range(d):
             out_o[o, j] += coef * dOut[m, j]
         out_o[o, d] += coef * b
-    return loss
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
@@ -562,16 +568,7 @@ def sgns_window6(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
             coef * G[r, 5]
         for j in range(d):
             row[j] += g0 * O0[j] + g1 * O1[j] + g2 * O2[j] + g3 * O3[j] + g4 * O4[j] + g5 * O5[j]
-    for m in range(6):
-        o = outs[m]
-        if o < 0:
-            continue
-        b = np.float32(0.0)
-        for r in range(k):
-            b += G[r, m]
-        for j in range(d):
-            out_o[o, j] += coef * dOut[m, j]
-        out_o[o, d] += coef * b
+    step_outputs(outs, k, G, dOut, coef, out_o)
     return loss
 
 
