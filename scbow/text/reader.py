@@ -201,6 +201,23 @@ def read_all_bytes(path: os.PathLike, name: str | None = None) -> bytes:
         return fh.read()
 
 
+def read_small_text(path: os.PathLike, error, what: str) -> list[str]:
+    """The lines of a user's small UTF-8 text file (STS pairs, word pairs), read whole through the one
+    reader: a byte-order mark skipped, universal newlines; a directory, damage or bytes that are not
+    UTF-8 raised as ``error`` (an exception type) naming the file. ``what``: what the file should be."""
+    if Path(path).is_dir():
+        raise error(f"{path}: is a directory, expected {what}")
+    try:
+        data = read_all_bytes(path)
+    except CorpusError as exc:
+        raise error(str(exc)) from None
+    try:
+        text = data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is skipped
+    except UnicodeDecodeError:
+        raise error(f"{path}: not UTF-8 text") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # universal newlines, as open() reads
+
+
 def _has_text_suffix(path: Path) -> bool:
     return path.name.lower().endswith(TEXT_SUFFIXES)
 

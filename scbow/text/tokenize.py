@@ -45,13 +45,18 @@ def mark_ranges() -> tuple[tuple[int, int], ...]:
     """The combining marks (Unicode category M, as Python's tables have it) as inclusive
     code-point ranges. Unicode puts every one in planes 0, 1 and 14, so only those are read
     (every code point would take four times as long)."""
+    return code_ranges(c for c in itertools.chain(range(0x20000), range(0xE0000, 0xF0000))
+                       if unicodedata.category(chr(c))[0] == "M")
+
+
+def code_ranges(codes) -> tuple[tuple[int, int], ...]:
+    """Sorted code points as inclusive ranges."""
     ranges: list[list[int]] = []
-    for c in itertools.chain(range(0x20000), range(0xE0000, 0xF0000)):
-        if unicodedata.category(chr(c))[0] == "M":
-            if ranges and ranges[-1][1] == c - 1:
-                ranges[-1][1] = c
-            else:
-                ranges.append([c, c])
+    for c in codes:
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
     return tuple((a, b) for a, b in ranges)
 
 

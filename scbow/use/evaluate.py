@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import CorpusError, STSError
-from ..text.reader import read_all_bytes
+from ..errors import STSError
+from ..text.reader import read_small_text
 from ..text.tokenize import tokenize
 from ..text.units import MAX_GOLD, gold_number
 from ..vectors.numeric import hashed_vector, mean_rows, row_cosines, word_weights  # noqa: F401  (row_cosines re-exported)
@@ -67,18 +67,8 @@ class Comparison:
 def read_sts(path: os.PathLike) -> STSSet:
     path = Path(path)
     gold, first, second = [], [], []
-    if path.is_dir():
-        raise STSError(f"{path}: is a directory, expected an STS file")
-    try:  # the one text reader: plain or compressed, a pipe or a device refused, damage named
-        data = read_all_bytes(path)
-    except CorpusError as exc:
-        raise STSError(str(exc)) from None
-    try:
-        text = data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is skipped
-    except UnicodeDecodeError:
-        raise STSError(f"{path}: not UTF-8 text") from None
-    text = text.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as open() reads
-    for n, line in enumerate(text.split("\n"), 1):
+    # the one text reader: plain or compressed, a pipe or a device refused, damage named
+    for n, line in enumerate(read_small_text(path, STSError, "an STS file"), 1):
         if not line.strip():
             continue
         parts = line.rstrip("\r").split("\t")

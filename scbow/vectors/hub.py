@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..outputs import register_kind
+from ..text.tokenize import code_ranges
 
 FORMATS = ("word2vec", "sentence-transformers", "model2vec")
 UNK = "[UNK]"
@@ -81,17 +82,6 @@ def python_classes() -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int]
     return out[0], out[1]
 
 
-def _runs(codes) -> tuple[tuple[int, int], ...]:
-    """Sorted code points as inclusive ranges."""
-    ranges = []
-    for c in codes:
-        if ranges and ranges[-1][1] == c - 1:
-            ranges[-1][1] = c
-        else:
-            ranges.append([c, c])
-    return tuple((a, b) for a, b in ranges)
-
-
 @lru_cache(maxsize=1)
 def sigma_classes() -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
     """``(cased, ignorable)``: the code points Python's ``str.lower`` treats as cased (and not
@@ -102,7 +92,7 @@ def sigma_classes() -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int],
     cased = [c for c in codes if (chr(c) + "\u03a3").lower()[-1] == "\u03c2"]
     taken = set(cased)
     ignorable = [c for c in codes if c not in taken and ("A" + chr(c) + "\u03a3").lower()[-1] == "\u03c2"]
-    return _runs(cased), _runs(ignorable)
+    return code_ranges(cased), code_ranges(ignorable)
 
 
 def _ranges(ranges) -> str:

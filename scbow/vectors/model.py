@@ -797,21 +797,11 @@ def read_word_pairs(path: os.PathLike) -> list[tuple[str, str, float]]:
     the one text reader (compressed too), a byte-order mark skipped, blank lines and ``#``
     comments skipped; a short line or a score that is not a finite number within +-10^6 is an
     STSError naming the file and the line."""
-    from ..errors import CorpusError, STSError
-    from ..text.reader import read_all_bytes
+    from ..errors import STSError
+    from ..text.reader import read_small_text
 
-    if Path(path).is_dir():
-        raise STSError(f"{path}: is a directory, expected a file of word pairs")
-    try:
-        data = read_all_bytes(path)
-    except CorpusError as exc:
-        raise STSError(str(exc)) from None
-    try:
-        text = data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is skipped
-    except UnicodeDecodeError:
-        raise STSError(f"{path}: not UTF-8 text") from None
     triples = []
-    for n, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1):
+    for n, line in enumerate(read_small_text(path, STSError, "a file of word pairs"), 1):
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.split("\t")
