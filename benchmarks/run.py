@@ -24,6 +24,10 @@ SUITES = {  # name: (module of benchmarks/, one line for --help)
     "ab": ("ab", "kernel examples/s of this checkout against another (--base), alternating fresh processes"),
     "quality": ("quality", "every system on gutenberg-100M: 19 SemEval STS sets, STS-B dev, word similarity"),
     "word_part": ("word_part", "the word part's passes, width and mix on the STS-B dev set (the defaults' choice)"),
+    "unknown_pieces": ("unknown_pieces", "unknown words as pieces against hashed words on the STS-B dev set (the rule's "
+                                         "choice)"),
+    "export_parity": ("export_parity", "exported sentence-transformers and model2vec folders against the model's encode "
+                                       "(19 STS sets, 2015.headlines)"),
     "embed_speed": ("embed_speed", "`scbow-numba embed` lines per minute"),
     "most_similar": ("most_similar", "`Model.most_similar` against gensim's KeyedVectors"),
     "gpu": ("gpu", "the CUDA path against the CPU path (needs a GPU)"),

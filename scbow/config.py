@@ -14,7 +14,7 @@ from .errors import ConfigError
 
 NEGATIVE_MODES = ("document", "uniform")
 DEVICES = ("cpu", "cuda")
-UNKNOWN_MODES = ("omit", "hash")
+UNKNOWN_MODES = ("omit", "hash", "pieces")
 
 # The objective's constants, shared by the float64 oracle (scbow.reference) and both
 # devices' kernels. An example is a target sentence, its two neighbours and the negatives;
@@ -115,11 +115,14 @@ class TrainConfig:
     # (word identity) vectors and STS-B dev falls; 0.75 scored best there (0.5 and 1 close).
     count_power: float = 0.75
     count_floor: int = 10
-    # What a model does with words outside its vocabulary: "hash" gives each one a fixed
-    # random vector (from a hash of the word) of norm unknown_scale times the median norm
-    # of the rarest tenth of the vocabulary; "omit" leaves them out (the paper's rule).
-    unknown: str = "hash"
-    unknown_scale: float = 1.0
+    # What a model does with words outside its vocabulary: "pieces" splits each one into
+    # WordPiece pieces (scbow.vectors.pieces), each a word row or a fixed random vector (from
+    # a hash of the piece) of norm unknown_scale times the median norm of the rarest tenth of
+    # the vocabulary, and the exported folders do the same; "hash" gives the whole word one
+    # such vector (1.0 scored best for it); "omit" leaves them out (the paper's rule).
+    # pieces at 0.5 scored best on STS-B dev (benchmarks/results/unknown_pieces.md).
+    unknown: str = "pieces"
+    unknown_scale: float = 0.5
     # A word-level term beside the sentence objective: skip-gram with negative sampling over
     # the words of each example's target sentence (Mikolov et al. 2013), in the same pass,
     # with its own output matrix (training only, zero at the start). word_window is the
@@ -233,10 +236,10 @@ FIELD_HELP = {
         "the paper's unweighted average."),
     "count_power": "Scale a word's steps by min(1, count-floor/count)^POWER (0: plain SGD).",
     "count_floor": "Words seen at most this often take full steps (see --count-power).",
-    "unknown": ("What the saved model does with words outside its vocabulary: a fixed hashed random vector each, or "
-        "leave them out."),
-    "unknown_scale": ("Norm of a hashed unknown-word vector, as a multiple of the median norm of the rarest tenth of the "
-        "vocabulary."),
+    "unknown": ("What the saved model does with words outside its vocabulary: split them into pieces (as the exported "
+        "folders do), give each a fixed hashed random vector, or leave them out."),
+    "unknown_scale": ("Norm of a piece's (or a hashed word's) vector, as a multiple of the median norm of the rarest tenth "
+        "of the vocabulary (1.0 suits hash)."),
     "common_components": ("After training, centre sentence averages and remove this many principal directions (at most dim/10; "
         "-1: off)."),
     "max_length": "Average only the first N known words of a sentence (0: all).",

@@ -64,7 +64,7 @@ def test_omit_is_the_default(model):
         model.embed(["the cat"], unknown="zero")
     from scbow.use.embedding import LineEncoder  # what embed_file and a cluster embed encode with
 
-    with pytest.raises(ValueError, match="unknown must be one of omit, hash, got 'HASH'"):
+    with pytest.raises(ValueError, match="unknown must be one of omit, hash, pieces, got 'HASH'"):
         LineEncoder(model, unknown="HASH")
 
 
@@ -136,3 +136,86 @@ def test_hashed_vectors_are_pinned_the_same_in_every_process_and_shared_with_the
         got = json.loads(out)
         for token, want in PINNED.items():
             np.testing.assert_allclose(got[token], want, rtol=1e-12)
+
+
+# -- pieces: what the exported folders can carry ---------------------------------------
+
+PIECE_VOCAB = ["the", "cat", "sat", "la", "laertes", "king", "kingdom", "über", "naïve", "日本", "a😀b", "##q"]
+
+
+def plain_ngrams(words, longest):
+    first = {w[:a] for w in words for a in range(1, min(longest, len(w)) + 1)}
+    inner = {w[i:i + a] for w in words for i in range(1, len(w)) for a in range(1, min(longest, len(w) - i) + 1)}
+    return first, inner
+
+
+def test_ngrams_are_every_run_of_characters_that_starts_or_continues_a_word():
+    from scbow.vectors.pieces import ngrams
+
+    rng = np.random.default_rng(3)
+    alphabet = list("abcdeü日😀\u0301#")
+    words = PIECE_VOCAB + ["".join(rng.choice(alphabet, rng.integers(1, 9))) for _ in range(300)]
+    for longest in (1, 3, 4):
+        assert ngrams(words, longest) == plain_ngrams(words, longest)
+
+
+def wordpiece_tokenizer(pieces, words):
+    """The ``tokenizers`` WordPiece model the exports write, over whitespace-split words: the oracle."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from scbow.vectors.pieces import wordpiece_model
+
+    vocab = {t: i for i, t in enumerate(list(words) + pieces.new + ["[UNK]"])}
+    spec = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+            "pre_tokenizer": {"type": "WhitespaceSplit"}, "post_processor": None, "decoder": None,
+            "model": wordpiece_model(vocab, "[UNK]", pieces.max_chars)}
+    return tokenizers.Tokenizer.from_str(json.dumps(spec))
+
+
+def test_pieces_split_words_as_the_exported_wordpiece_tokenizer_does():
+    from scbow.vectors.pieces import PIECE_CHARS, Pieces
+
+    pieces = Pieces(PIECE_VOCAB)
+    assert pieces.split("laertes") == ["laertes"]  # a word is its own piece
+    assert pieces.split("laert") == ["lae", "##rt"]  # the longest piece first
+    assert pieces.split("kingdoms") == ["kingdom", "##s"]
+    assert pieces.split("catx") == []  # x is in no word: no pieces (the tokenizer's unknown token)
+    assert all(len(p.removeprefix("##")) <= PIECE_CHARS for p in pieces.new)
+    tokenizer = wordpiece_tokenizer(pieces, PIECE_VOCAB)
+    rng = np.random.default_rng(5)
+    alphabet = list("abcdegiklnrstüïx日本😀#q")
+    words = PIECE_VOCAB + ["".join(rng.choice(alphabet, rng.integers(1, 12))) for _ in range(2000)]
+    words += ["a" * pieces.max_chars, "a" * (pieces.max_chars + 1)]
+    for word in words:
+        got = tokenizer.encode(word, add_special_tokens=False).tokens
+        assert pieces.split(word) == ([] if got == ["[UNK]"] else got), word
+
+
+def test_pieces_give_an_unknown_word_the_rows_of_its_pieces(model):
+    from scbow.vectors.pieces import PIECE_SCALE
+
+    X = model.embed(["the cat sated", "sated", "the xq", "xq"], unknown="pieces")
+    pieces = model.pieces.split("sated")
+    assert pieces == ["sat", "##ed"]  # "sat" is a word: its own row; "##ed" (of "red") hashed
+    ed = hashed_vector("##ed", model.dim)
+    ed *= PIECE_SCALE * model.unknown_norm() / np.linalg.norm(ed)
+    np.testing.assert_allclose(X[0], (model.vectors[0] + model.vectors[1] + model.vectors[3] + ed) / 4, atol=1e-6)
+    np.testing.assert_allclose(X[1], (model.vectors[3] + ed) / 2, atol=1e-6)
+    np.testing.assert_allclose(X[2], model.vectors[0], atol=1e-6)  # xq has no pieces (no x): left out
+    assert np.isnan(X[3]).all()
+    # a file is embedded by the same rule (the compiled kernel, the pieces' ids repeated)
+    from scbow.use.embedding import embed_lines
+
+    rows, counts = embed_lines(model, ["the cat sated", "sated sated", "xq", "sated the xq sated"], unknown="pieces")
+    np.testing.assert_allclose(rows, model.embed(["the cat sated", "sated sated", "xq", "sated the xq sated"],
+                                                 unknown="pieces"), atol=1e-6)
+    assert counts.tolist() == [4, 4, 0, 5]
+
+
+def test_pieces_note_in_similarity_cli(model, tmp_path, runner):
+    save_model(model, tmp_path / "m")
+    r = runner.invoke(main, ["similarity", "-m", str(tmp_path / "m"), "--unknown", "pieces", "the sated cat", "xq cat"])
+    assert r.exit_code == 0, r.output
+    assert "split into pieces: sated (sat ##ed)" in r.stderr and "xq (none: left out)" in r.stderr
+    expected = model.embed(["the sated cat", "xq cat"], unknown="pieces").astype(np.float64)
+    cos = expected[0] @ expected[1] / np.linalg.norm(expected, axis=1).prod()
+    assert float(r.stdout.strip()) == pytest.approx(cos, abs=1e-4)

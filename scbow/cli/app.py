@@ -140,6 +140,13 @@ def model_option(help_text=f"Model directory (or word2vec file). {DEFAULT_MODEL}
     return click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None, help=help_text)
 
 
+def unknown_option(whose="the model's own rule"):
+    """``--unknown``: what becomes of words outside the vocabulary (``Model.embed``'s ``unknown``)."""
+    return click.option("--unknown", type=click.Choice(["pieces", "hash", "omit"]), default=None,
+                        help="Words not in the vocabulary: split them into pieces (as exported folders do), give "
+                             f"each a fixed random vector from a hash of the word, or leave them out.  [default: {whose}; "
+                             "pieces for models trained by this version, omit for word2vec files]")
+
 
 
 def model_dir(model_path) -> Path:

@@ -8,7 +8,7 @@ import click
 
 from ..outputs import refuse_overwrite
 from ..progress import plural
-from .app import main, model_arg, model_option
+from .app import main, model_arg, model_option, unknown_option
 
 
 @main.command(short_help="Draw the learning curve recorded by train --eval-every.")
@@ -63,10 +63,7 @@ def plot(model_arg_, model_path, output, title):
                    "is no default model).")
 @click.option("--resamples", type=click.IntRange(min=100, max=1_000_000), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% interval of a Pearson difference.")
-@click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
-              help="Words not in the vocabulary (of the model and --baseline): leave them out, or give each "
-                   "a fixed random vector from a hash of the word.  [default: each model's own rule, hash "
-                   "for models trained by this version, omit for word2vec files]")
+@unknown_option("each model's own rule (of the model and --baseline)")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def evaluate(model_path, paths, baseline, control, resamples, unknown, as_json):
     """Score a model on STS files (gold<TAB>s1<TAB>s2) or folders of *.tsv.

@@ -8,7 +8,7 @@ import click
 
 from ..outputs import refuse_overwrite
 from ..vectors.neighbours import NEIGHBOUR_MIN_COUNT
-from .app import Count, load, main, model_dir, model_option, say
+from .app import Count, load, main, model_dir, model_option, say, unknown_option
 
 
 class FiniteRange(click.FloatRange):
@@ -35,9 +35,7 @@ class FiniteRange(click.FloatRange):
 @click.option("--threads", type=click.IntRange(min=0, max=65_536), default=1, show_default=True,
               help="Threads of the parallel averaging kernel (0: all cores). 1: the serial kernel, which already "
                    "runs beside the tokenizer on a second core; more pays off only for models of many dimensions.")
-@click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
-              help="Words not in the vocabulary: leave them out, or give each its fixed hashed vector, as "
-                   "'similarity' does.  [default: the model's own rule]")
+@unknown_option()
 @click.option("--workers", type=click.IntRange(min=1, max=4096), default=None,
               help="Embed on a local Dask cluster of this many worker processes; OUTPUT is a directory of shards.")
 @click.option("--scheduler", default=None, metavar="ADDRESS",

@@ -9,7 +9,7 @@ import click
 
 from ..outputs import refuse_overwrite
 from ..progress import plural
-from .app import Count, echo_lines, load, main, model_arg, model_dir, model_option, say
+from .app import Count, echo_lines, load, main, model_arg, model_dir, model_option, say, unknown_option
 
 
 @main.command(short_help="Cosine similarity of two sentences (or of many pairs).")
@@ -20,10 +20,7 @@ from .app import Count, echo_lines, load, main, model_arg, model_dir, model_opti
               help="Score every pair of this file instead (- for stdin): one pair a line, s1<TAB>s2, or "
                    "gold<TAB>s1<TAB>s2 as in STS files (blank lines are skipped, as 'evaluate' skips them); one "
                    "cosine a line on stdout, in order.")
-@click.option("--unknown", type=click.Choice(["omit", "hash"]), default=None,
-              help="Words not in the vocabulary: leave them out, or give each a fixed random vector "
-                   "(from a hash of the word) so that a shared unknown word still counts.  [default: the "
-                   "model's own rule, hash for models trained by this version]")
+@unknown_option()
 def similarity(model_path, sentence1, sentence2, pairs_path, unknown):
     """Print the cosine similarity of the averages of SENTENCE1 and SENTENCE2.
 

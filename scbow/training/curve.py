@@ -36,6 +36,7 @@ from ..errors import CheckpointError
 from ..text.tokenize import tokenize
 from ..use.evaluate import STSScore, STSSet, correlations, row_cosines, summarize
 from ..vectors.numeric import hashed_vectors, mean_rows, rarest_rows
+from ..vectors.pieces import Pieces
 from .hooks import Hook
 from .postprocess import COMMON_SAMPLE, CommonComponents
 
@@ -46,8 +47,9 @@ CURVE_SAMPLE = 20_000  # corpus sentences the post-processing is estimated on at
 class PreparedSet:
     """An STS set tokenized against one vocabulary: the known ids of every sentence.
 
-    With ``unknown="hash"`` also, per sentence, the sum of the unit hashed vectors of its
-    unknown tokens and its count of all tokens (what ``Model.embed`` averages).
+    With ``unknown="hash"`` or ``"pieces"`` also, per sentence, the sum of the unit hashed
+    vectors of its unknown tokens (or of their pieces that are not words: those that are
+    count among its known ids) and its count of all it averages (what ``Model.embed`` averages).
     """
 
     name: str
@@ -60,25 +62,29 @@ class PreparedSet:
 
 def prepare_set(sts: STSSet, vocab, unknown: str = "omit", dim: int = 0) -> PreparedSet:
     index = vocab.index
+    split = Pieces(vocab.words).split if unknown == "pieces" else (lambda token: [token])
     ids, lengths, hashed, totals = [], [], [], []
     for sentences in (sts.first, sts.second):
         flat: list[int] = []
         count = np.zeros(len(sentences), dtype=np.int64)
         total = np.zeros(len(sentences), dtype=np.int64)
-        H = np.zeros((len(sentences), dim if unknown == "hash" else 0))
+        H = np.zeros((len(sentences), dim if unknown != "omit" else 0))
         for n, sentence in enumerate(sentences):
             tokens = tokenize(sentence)
             known = [i for i in map(index.get, tokens) if i is not None]
-            if unknown == "hash" and len(known) < len(tokens):
-                H[n] = hashed_vectors([t for t in tokens if t not in index], dim, 1.0).sum(axis=0)
+            units = [] if unknown == "omit" else [u for t in tokens if t not in index for u in split(t)]
+            known += [index[u] for u in units if u in index]  # pieces that are words
+            units = [u for u in units if u not in index]
+            if units:
+                H[n] = hashed_vectors(units, dim, 1.0).sum(axis=0)
             flat.extend(known)
             count[n] = len(known)
-            total[n] = len(tokens)
+            total[n] = len(known) + len(units)
         ids.append(np.asarray(flat, dtype=np.int64))
         lengths.append(count)
         hashed.append(H)
         totals.append(total)
-    if unknown != "hash":
+    if unknown == "omit":
         return PreparedSet(sts.name, sts.gold, tuple(ids), tuple(lengths))
     return PreparedSet(sts.name, sts.gold, tuple(ids), tuple(lengths), tuple(hashed), tuple(totals))
 
@@ -248,7 +254,7 @@ class CurveHook(Hook):
             "test": [{"name": s.name, "pairs": len(s.gold)} for s in self.test_sets],
             "test_sources": self.sources.get("test"),
             "unknown": self.unknown,
-            "unknown_scale": self.unknown_scale if self.unknown == "hash" else None,
+            "unknown_scale": self.unknown_scale if self.unknown != "omit" else None,
             "post_processing": None if self.k < 0 else {
                 "common_components": self.k, "seed": self.seed, "sample": self.sample,
                 "final_sample": self.final_sample,

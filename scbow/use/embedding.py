@@ -7,7 +7,7 @@ memory work; the output ``.npy`` file is written block by block.
 
 Rules: every input line gives one row (row ``i`` is line ``i + 1``, empty lines
 included). Words outside the vocabulary follow the model's own rule, as in
-``Model.embed``: left out, or given their hashed vectors (``unknown="hash"``). A line
+``Model.embed``: left out, split into pieces (``unknown="pieces"``) or given hashed vectors. A line
 with nothing to average has no embedding: its row is NaN (or zeros with ``fill=0``) and
 its line number is recorded. Lines are split as Python's universal-newline
 mode splits them (``\\n``, ``\\r\\n`` or ``\\r``); ``.gz``, ``.bz2`` and ``.xz`` inputs
@@ -69,8 +69,10 @@ class LineEncoder:
     """Maps lines of text to the token-id stream of the embedding kernel.
 
     ``unknown`` (``None``: the model's own rule) says what becomes of a word outside the
-    vocabulary: ``omit`` (the ``UNKNOWN`` id, skipped) or ``hash`` (id ``V + j`` of the
-    block's table of hashed vectors, exactly those of ``Model.embed``).
+    vocabulary: ``omit`` (the ``UNKNOWN`` id, skipped), ``hash`` or ``pieces`` (id ``V + j``
+    of the block's table of vectors: the j-th unknown word's sum from
+    ``Model.unknown_vectors`` divided by its count of pieces, its id repeated that many
+    times, so that the average is exactly ``Model.embed``'s; a word without pieces is dropped).
     """
 
     def __init__(self, model: Model, unknown: str | None = None):
@@ -81,47 +83,55 @@ class LineEncoder:
         self._get = lookup.get
         self._tokenize_lines = model.tokenize_lines
         self._unknown = UNKNOWN
-        mode, scale = model.unknown_rule
-        self.unknown = mode if unknown is None else unknown
+        self.unknown = model.unknown_rule[0] if unknown is None else unknown
         if self.unknown not in UNKNOWN_MODES:  # as Model.embed says it
             raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {self.unknown!r}")
         self._n_words = len(model.vocab)
         self._dim = model.dim
-        self._norm = scale * model.unknown_norm() if self.unknown == "hash" else 0.0
-        self._seen: dict[str, np.ndarray] = {}  # hashed vectors of unknown words met so far
+        self._model = model
+        self._scale = model.unknown_scale(self.unknown)
+        self._seen: dict[str, tuple] = {}  # (float32 vector, count) of the unknown words met so far
 
     def encode(self, lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """int32 ids of the tokens of ``lines``, each line ended by a ``LINE_END`` marker,
-        and the float32 (m, d) vectors of the ids ``V..V+m-1`` (hashed unknown words)."""
+        and the float32 (m, d) vectors of the ids ``V..V+m-1`` (unknown words)."""
         block = "".join(lines)
         if not block.endswith("\n"):
             block += "\n"
         tokens = self._tokenize_lines(block)
         ids = np.fromiter(map(self._get, tokens, itertools.repeat(self._unknown)), dtype=np.int32,
                           count=len(tokens))
-        if self.unknown != "hash":
+        if self.unknown == "omit":
             return ids, np.empty((0, self._dim), dtype=np.float32)
         where = np.flatnonzero(ids == self._unknown)
         table: dict[str, int] = {}
         for p in where.tolist():
             ids[p] = self._n_words + table.setdefault(tokens[p], len(table))
-        return ids, self._hashed(list(table))
+        extra, counts = self._vectors(list(table))
+        if (counts != 1).any():  # pieces: a word's id once per piece, none for a word without pieces
+            repeat = np.ones(len(ids), dtype=np.int64)
+            repeat[where] = counts[ids[where] - self._n_words]
+            ids = np.repeat(ids, repeat)
+        return ids, extra
 
-    def _hashed(self, tokens: list[str]) -> np.ndarray:
-        """float32 hashed vectors of ``tokens``; a word seen in an earlier block is not hashed again.
+    def _vectors(self, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """float32 vectors of ``tokens`` (each one's sum over its count) and the counts; a word seen in
+        an earlier block is not computed again.
 
         The cache is bounded (a huge input keeps only recent words) and may be shared by
         threads encoding with one encoder: as in ``Model.embed``, the result comes from this
         call's own rows, published to the cache only after they are all at hand."""
         from ..vectors.model import cached_rows
-        from ..vectors.numeric import hashed_vectors
 
-        rows = cached_rows(self._seen, tokens,
-                           lambda new: hashed_vectors(new, self._dim, self._norm).astype(np.float32), _HASH_CACHE)
+        def make(new):
+            sums, counts = self._model.unknown_vectors(new, self.unknown, self._scale)
+            return zip((sums / np.maximum(counts, 1)[:, None]).astype(np.float32), counts.tolist())
+
+        rows = cached_rows(self._seen, tokens, make, _HASH_CACHE)
         extra = np.empty((len(tokens), self._dim), dtype=np.float32)
         for j, token in enumerate(tokens):
-            extra[j] = rows[token]
-        return extra
+            extra[j] = rows[token][0]
+        return extra, np.fromiter((rows[t][1] for t in tokens), dtype=np.int64, count=len(tokens))
 
 
 def average(vectors: np.ndarray, ids: np.ndarray, n_lines: int, fill: float = math.nan,
@@ -229,17 +239,20 @@ def embed_summary(stats: EmbedStats, model: Model, unknown: str | None = None, o
 
 @dataclass(frozen=True)
 class SentenceWords:
-    """A sentence as a model averages it: the ids of its ``known`` words, its ``unknown`` words, and
-    the ``rule`` for those ("omit" or "hash"). The rule of what has an embedding: a sentence has
-    one when it has a known word, or, with hashed vectors for unknown words, any word."""
+    """A sentence as a model averages it: the ids of its ``known`` words, its ``unknown`` words, the
+    ``rule`` for those ("omit", "hash" or "pieces") and, under pieces, each unknown word's
+    ``pieces`` ([] for one without). The rule of what has an embedding: a sentence has one
+    when it has a known word, or an unknown word the rule gives a vector (any under hash, one
+    with pieces under pieces)."""
 
     known: list
     unknown: list
     rule: str
+    pieces: tuple = ()
 
     @property
     def has_embedding(self) -> bool:
-        return bool(self.known) or (self.rule == "hash" and bool(self.unknown))
+        return bool(self.known) or (self.rule == "hash" and bool(self.unknown)) or any(self.pieces)
 
     @property
     def lacks(self) -> str:
@@ -247,9 +260,13 @@ class SentenceWords:
         return "no word" if self.rule == "hash" else "no word in the vocabulary"
 
     def unknown_note(self) -> str | None:
-        """``unknown words given hashed random vectors: a, b`` (or ``left out``); None when all are known."""
+        """``unknown words given hashed random vectors: a, b`` (``left out``, or ``split into pieces:
+        aab (aa ##b)``); None when all are known."""
         if not self.unknown:
             return None
+        if self.rule == "pieces":
+            shown = [f"{w} ({' '.join(p) if p else 'none: left out'})" for w, p in zip(self.unknown, self.pieces)]
+            return f"unknown words split into pieces: {', '.join(shown)}"
         what = "given hashed random vectors" if self.rule == "hash" else "left out"
         return f"unknown words {what}: {', '.join(self.unknown)}"
 
@@ -257,7 +274,8 @@ class SentenceWords:
 def sentence_words(model: Model, sentence: str, unknown: str | None = None) -> SentenceWords:
     """:class:`SentenceWords` of ``sentence`` under ``unknown`` (default: the model's own rule)."""
     known, missing = model.ids(sentence)
-    return SentenceWords(known, missing, unknown or model.unknown_rule[0])
+    rule = unknown or model.unknown_rule[0]
+    return SentenceWords(known, missing, rule, tuple(map(model.pieces.split, missing)) if rule == "pieces" else ())
 
 
 def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.PathLike | None = None,

@@ -24,6 +24,7 @@ from .numeric import (
     row_cosines,
     row_norms,
 )
+from .pieces import PIECE_SCALE, Pieces
 
 # What embed() does with a token that is not in the vocabulary: leave it out of the
 # average (the paper's rule), or give it a fixed random vector derived from a hash of the
@@ -314,17 +315,42 @@ class Model:
         return (str(self.config.get("unknown", DEFAULT_UNKNOWN)),
                 float(self.config.get("unknown_scale", HASH_SCALE)))
 
+    def unknown_scale(self, unknown: str) -> float:
+        """The norm multiple of the rule ``unknown``: the model's own for its own rule; for another
+        rule that rule's default (:data:`~scbow.vectors.pieces.PIECE_SCALE` for pieces; for hash 1.0
+        with frequency weights, else :data:`HASH_SCALE`, as benchmarks/results/unknown_words.md chose)."""
+        own, scale = self.unknown_rule
+        if unknown == own:
+            return scale
+        if unknown == "pieces":
+            return PIECE_SCALE
+        return 1.0 if self.config.get("frequency_weight") else HASH_SCALE
+
+    @property
+    def pieces(self) -> Pieces:
+        """The pieces unknown words are split into under ``unknown="pieces"`` (built on first use, about
+        0.5 s for 125,000 words)."""
+        pieces = self.__dict__.get("_pieces")
+        if pieces is None:
+            pieces = self.__dict__["_pieces"] = Pieces(self.vocab.words)
+        return pieces
+
     def embed(self, sentences, unknown: str | None = None, unknown_scale: float | None = None) -> np.ndarray:
         """Sentence embeddings: the mean of the vectors of the known words.
 
         Returns an array of float32, shape (n, dim); a sentence with no known word gets
         a row of NaN (it has no embedding).
 
-        ``unknown="hash"`` gives every unknown token a vector of its own instead of leaving
-        it out: a fixed random direction drawn from a hash of the token
-        (:func:`hashed_vector`), of norm ``unknown_scale`` times :meth:`unknown_norm`. Then
-        only a sentence without any token has no embedding. ``None`` (the default) takes
-        the model's own rule (:attr:`unknown_rule`).
+        ``unknown="pieces"`` splits every unknown token into pieces (``scbow.vectors.pieces``:
+        WordPiece's greedy split over the model's words and their runs of up to 3
+        characters), each one more token of the average: a piece that is a word of the model
+        brings its row, any other a fixed random direction drawn from a hash of the piece, of
+        norm ``unknown_scale`` times :meth:`unknown_norm`. The folders ``export`` writes for
+        sentence-transformers and model2vec hold the same pieces and rows, so they embed
+        exactly so. ``unknown="hash"`` gives every unknown token one such hashed vector of its
+        own instead. With either, only a sentence without any token (or whose tokens have no
+        pieces) has no embedding. ``None`` (the default) takes the model's own rule
+        (:attr:`unknown_rule`); ``unknown_scale=None`` that rule's scale (:meth:`unknown_scale`).
         """
         if isinstance(sentences, str):
             raise TypeError("embed() takes a list of sentences; wrap a single sentence in a list")
@@ -338,22 +364,20 @@ class Model:
 
     def _embed_strs(self, sentences, unknown: str | None, unknown_scale: float | None) -> np.ndarray:
         """:meth:`embed` of a list of str (checked by the caller: :meth:`embed`, :meth:`encode`)."""
-        own_mode, own_scale = self.unknown_rule
-        unknown = own_mode if unknown is None else unknown
-        unknown_scale = own_scale if unknown_scale is None else unknown_scale
+        unknown = self.unknown_rule[0] if unknown is None else unknown
+        if unknown not in UNKNOWN_MODES:
+            raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {unknown!r}")
+        unknown_scale = self.unknown_scale(unknown) if unknown_scale is None else unknown_scale
         if (isinstance(unknown_scale, (bool, np.bool_)) or not isinstance(unknown_scale, (int, float, np.number))
                 or not 0 < unknown_scale <= 1e6 or not math.isfinite(unknown_scale)):
             raise ValueError(f"unknown_scale must be a number above 0 and at most 1e6 (as in TrainConfig), "
                              f"got {unknown_scale!r}")
-        if unknown not in UNKNOWN_MODES:
-            raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {unknown!r}")
-        scale = unknown_scale if unknown == "hash" else None
         unique = dict.fromkeys(sentences)  # a sentence said twice is embedded once
         if len(unique) == len(sentences):
-            return self._embed_lines(sentences, scale)
+            return self._embed_lines(sentences, unknown, unknown_scale)
         row = {sentence: n for n, sentence in enumerate(unique)}
         which = np.fromiter(map(row.__getitem__, sentences), dtype=np.int64, count=len(sentences))
-        return self._embed_lines(list(unique), scale)[which]
+        return self._embed_lines(list(unique), unknown, unknown_scale)[which]
 
     def encode(self, sentences, batch_size: int = 4096, show_progress_bar: bool = False,
                normalize_embeddings: bool = False, fill: float = math.nan, unknown: str | None = None,
@@ -412,13 +436,14 @@ class Model:
             out = np.where(np.isnan(out).any(axis=1, keepdims=True), np.float32(fill), out).astype(np.float32)
         return out[0] if single else out
 
-    def _embed_lines(self, sentences, hash_scale: float | None) -> np.ndarray:
-        """``embed(sentences)``: float32 (n, dim); unknown words omitted, or hashed at ``hash_scale``.
+    def _embed_lines(self, sentences, rule: str, scale: float) -> np.ndarray:
+        """``embed(sentences)``: float32 (n, dim); unknown words under the rule ``unknown`` at ``scale``.
 
         The sentences are tokenized in one call, one per line (the tokens of each line are
         those of ``tokenize(sentence)``: a line end is whitespace, and lowercasing a
-        sentence does not look past it), and looked up in one pass. With hashing, the sums
-        of the hashed vectors are added to those of the known rows before dividing.
+        sentence does not look past it), and looked up in one pass. The sums of what the
+        unknown words bring (:meth:`unknown_vectors`) are added to those of the known rows,
+        and their counts to the known words', before dividing.
         """
         if not len(sentences):
             return np.empty((0, self.dim), dtype=np.float32)
@@ -437,13 +462,11 @@ class Model:
             raise AssertionError(f"tokenizer found {len(ends)} line ends in {len(sentences)} sentences")
         known = ids >= 0
         lengths = np.diff(np.cumsum(known)[ends], prepend=0)
-        if hash_scale is None:
-            return mean_rows(self.vectors, ids[known], lengths, dtype=np.float32)
         words = unknown[~is_end]  # positions of the unknown words
-        if not len(words):
+        if rule == "omit" or not len(words):
             return mean_rows(self.vectors, ids[known], lengths, dtype=np.float32)
         distinct, which = np.unique(np.array([tokens[p] for p in words.tolist()], dtype=object), return_inverse=True)
-        table = self._unit_hashed(distinct.tolist()) * (hash_scale * self.unknown_norm())
+        table, counts = self.unknown_vectors(distinct.tolist(), rule, scale)
         sentence_of = np.searchsorted(ends, words)  # a word's sentence: the line ends before it (sorted)
         sums = np.zeros((len(sentences), self.dim))
         # the r-th unknown word of every sentence at once (few per sentence; reduceat over
@@ -455,9 +478,30 @@ class Model:
             sums[sentence_of[at]] += table[which[at]]
         means = mean_rows(self.vectors, ids[known], lengths)  # float64, NaN where no known word
         sums += np.where(lengths[:, None] > 0, means, 0.0) * lengths[:, None]
-        total = lengths + np.bincount(sentence_of, minlength=len(sentences))
+        total = lengths + np.bincount(sentence_of, weights=counts[which], minlength=len(sentences)).astype(np.int64)
         with np.errstate(invalid="ignore", divide="ignore"):
             return (sums / np.where(total > 0, total, np.nan)[:, None]).astype(np.float32)
+
+    def unknown_vectors(self, tokens: list[str], rule: str, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """What each of the unknown ``tokens`` adds to a sentence average under ``rule`` ("hash" or
+        "pieces") at ``scale``: the float64 sums of its vectors (n, dim) and their counts (int64, n).
+
+        hash: one hashed vector of norm ``scale * unknown_norm()``, count 1. pieces: the rows
+        of its pieces that are words, plus the hashed vectors (that norm) of the others, one
+        count a piece; zeros and 0 for a token without pieces.
+        """
+        norm = scale * self.unknown_norm()
+        if rule == "hash":
+            return self._unit_hashed(tokens) * norm, np.ones(len(tokens), dtype=np.int64)
+        index, splits = self.vocab.index, [self.pieces.split(t) for t in tokens]
+        new = sorted({p for pieces in splits for p in pieces if p not in index})
+        hashed = dict(zip(new, self._unit_hashed(new) * norm))
+        sums = np.zeros((len(tokens), self.dim))
+        for n, pieces in enumerate(splits):
+            for piece in pieces:
+                i = index.get(piece)
+                sums[n] += hashed[piece] if i is None else self._vectors[i]
+        return sums, np.fromiter(map(len, splits), dtype=np.int64, count=len(splits))
 
     def _unit_hashed(self, tokens: list[str]) -> np.ndarray:
         """Unit-length hashed vectors of ``tokens`` (float64), kept between calls (bounded).
