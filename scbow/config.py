@@ -120,9 +120,10 @@ class TrainConfig:
     # a hash of the piece) of norm unknown_scale times the median norm of the rarest tenth of
     # the vocabulary, and the exported folders do the same; "hash" gives the whole word one
     # such vector (1.0 scored best for it); "omit" leaves them out (the paper's rule).
-    # pieces at 0.5 scored best on STS-B dev (benchmarks/results/unknown_pieces.md).
+    # pieces at 0.35 (scbow.vectors.pieces.PIECE_SCALE) scored best on STS-B dev for its
+    # size (benchmarks/results/unknown_pieces.md).
     unknown: str = "pieces"
-    unknown_scale: float = 0.5
+    unknown_scale: float = 0.35
     # A word-level term beside the sentence objective: skip-gram with negative sampling over
     # the words of each example's target sentence (Mikolov et al. 2013), in the same pass,
     # with its own output matrix (training only, zero at the start). word_window is the

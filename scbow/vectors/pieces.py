@@ -3,8 +3,8 @@
 A word outside the vocabulary is split into pieces the way a WordPiece tokenizer splits it
 (greedy longest match from the left; a piece after the first carries the prefix ``##``),
 over a vocabulary of the model's words plus every piece of at most :data:`PIECE_CHARS`
-characters found in them: the first characters of a word (``lae``), and any run of
-characters inside one (``##ert``). Each piece counts as one token of the sentence average:
+characters found in them: the first characters of a word (``la``), and any run of
+characters inside one (``##er``). Each piece counts as one token of the sentence average:
 a piece that is a word of the model (``la`` in ``laertes``, say) brings its trained row,
 any other a fixed random vector drawn from a hash of the piece (``hashed_vector``) of norm
 ``unknown_scale`` times the model's :meth:`~scbow.vectors.model.Model.unknown_norm`.
@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
-PIECE_CHARS = 3  # the longest piece, in characters (3 and 4 tied on STS-B dev; 3 is a quarter of the rows)
-PIECE_SCALE = 0.5  # a piece's norm, as a multiple of unknown_norm (best on STS-B dev, 10M and 100M)
+# The longest piece, in characters, and a piece's norm as a multiple of unknown_norm: on the STS-B
+# dev set (10M and 100M models) 2 x 0.35 is the smallest setting within 0.002 of the best (4 x 0.75,
+# with 19 times the rows); benchmarks/results/unknown_pieces.md.
+PIECE_CHARS = 2
+PIECE_SCALE = 0.35
 PREFIX = "##"  # what marks a piece that continues a word (WordPiece's continuing_subword_prefix)
 MAX_WORD_CHARS = 100  # WordPiece's default max_input_chars_per_word; raised to the longest word of a vocabulary
 
