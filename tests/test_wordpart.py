@@ -434,3 +434,29 @@ def test_a_word_part_that_diverges_names_its_last_checkpoint_in_sentences(tmp_pa
     meta = read_meta(checkpoint_dir(tmp_path / "m"))
     assert meta["state"]["word_done"] > 0
     assert f"the last good checkpoint ({meta['state']['word_done']:,} sentences into the word part)" in str(info.value)
+
+
+def test_train_shows_one_eta_for_the_whole_run_across_the_parts(tmp_path, gutenberg_slice, monkeypatch, runner):
+    """A real run on 20,000 lines of the 1M corpus, a progress line per batch: one ETA a line, and the
+    sentence part's last line still counts the word part's passes to come (its own part is done there,
+    so a per-part ETA would read 0:00:00 and then start again); the run's last line reads 0:00:00."""
+    import re
+
+    from scbow import progress
+
+    monkeypatch.setattr(progress, "LOG_INTERVAL", 0)  # a plain line at every batch
+    monkeypatch.setattr(trainer, "BATCH", 2048)
+    monkeypatch.setattr(wordpart, "WORD_BATCH", 2048)
+    result = runner.invoke(main, ["train", str(gutenberg_slice(20000)), "-o", str(tmp_path / "m"), "--threads", "1",
+                                  "--word-passes", "5", "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if re.match(r"\[\d+:\d\d:\d\d\] (epoch|word part) ", line)]
+    sentence = [line for line in lines if "] epoch " in line]
+    word = [line for line in lines if "] word part " in line]
+    assert len(sentence) >= 5 and len(word) >= 5 * 5, result.stderr
+    assert all(line.count("ETA") == 1 for line in lines), lines
+    etas = [re.search(r"ETA (\S+)", line).group(1) for line in lines]
+    assert etas[len(sentence) - 1] not in ("-:--:--", "0:00:00"), sentence[-1]  # the word part is still to come
+    assert all(eta != "-:--:--" for eta in etas[len(sentence):]), word  # estimated, then measured: never unknown
+    assert etas[-1] == "0:00:00"
+
