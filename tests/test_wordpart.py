@@ -460,3 +460,17 @@ def test_train_shows_one_eta_for_the_whole_run_across_the_parts(tmp_path, gutenb
     assert all(eta != "-:--:--" for eta in etas[len(sentence):]), word  # estimated, then measured: never unknown
     assert etas[-1] == "0:00:00"
 
+
+def test_info_names_the_widths_of_a_row_and_of_its_two_parts(word_run, runner):
+    """--dim is the sentence part's width, not the row's: info says both (text and JSON), and train's
+    --help says which option is which part's width."""
+    from scbow.use.describe import describe, model_record
+
+    m = word_run.model  # --dim 16 --word-dim 12
+    record = json.loads(model_record(m, "/m"))
+    assert record["dims"] == {"rows": 28, "sentence_part": 16, "word_part": 12}
+    assert record["dim"] == 28 and record["config"]["dim"] == 16 and record["config"]["word_dim"] == 12  # kept as they were
+    assert f"{len(m):,} words x 28 dims a row (sentence part 16 + word part 12);" in describe(m, "/m")[1]
+    text = " ".join(runner.invoke(main, ["train", "--help"]).stdout.split())
+    assert "--dim INTEGER Width of the sentence part" in text and "--word-dim INTEGER Width of the word part" in text
+    assert "--dim 300 --word-dim 150: rows of 450" in text

@@ -50,6 +50,19 @@ def _r(x) -> str:
     return f"{x:.3f}" if isinstance(x, _NUMBER) and not isinstance(x, bool) and math.isfinite(x) else "?"
 
 
+def widths(model) -> dict:
+    """``{"rows": 450, "sentence_part": 300, "word_part": 150}``: a row's width and its parts' (``word_part``
+    0 without one). ``--dim`` (``config["dim"]``) is the sentence part's width, not the row's."""
+    parts = model.parts
+    (s0, s1), word = parts["sentence"], parts.get("word")
+    return {"rows": model.dim, "sentence_part": s1 - s0, "word_part": word[1] - word[0] if word else 0}
+
+
+def widths_text(model) -> str:
+    """``450 dims a row (sentence part 300 + word part 150)``, or ``300 dims a row`` without a word part."""
+    w = widths(model)
+    split = f" (sentence part {w['sentence_part']} + word part {w['word_part']})" if w["word_part"] else ""
+    return f"{w['rows']} dims a row{split}"
 
 
 def json_safe(value):
@@ -66,8 +79,9 @@ def json_safe(value):
 
 
 def model_record(model, path) -> str:
-    """``info --json``: everything recorded in the model, as strict JSON."""
-    record = {"path": str(path), "words": len(model), "dim": model.dim, "config": model.config}
+    """``info --json``: everything recorded in the model, as strict JSON. ``dim`` is a row's width and
+    ``dims`` names the parts' (:func:`widths`): ``config.dim`` is the sentence part's alone."""
+    record = {"path": str(path), "words": len(model), "dim": model.dim, "dims": widths(model), "config": model.config}
     record.update((k, v) for k, v in model.info.items() if k not in record)  # a recorded 'dim' is not the model's
     return json.dumps(json_safe(record), indent=1, allow_nan=False)
 
@@ -76,8 +90,8 @@ def describe(model, path) -> list[str]:
     """``info``'s lines: the vectors, the corpus, the settings, the run and its scores."""
     info = model.info if isinstance(model.info, dict) else {}
     lines = [f"model       {path}",
-             f"vectors     {plural(len(model), 'word')} x {model.dim} dims (float32, "
-             f"{megabytes(len(model) * model.dim * 4)}); unknown words: {model.unknown_rule[0]}"]
+             f"vectors     {plural(len(model), 'word')} x {widths_text(model)}; float32, "
+             f"{megabytes(len(model) * model.dim * 4)}; unknown words: {model.unknown_rule[0]}"]
     parts = model.parts
     if "word" in parts:
         (s0, s1), (w0, w1) = parts["sentence"], parts["word"]
