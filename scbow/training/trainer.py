@@ -26,7 +26,7 @@ from .corpus import Corpus
 from .hooks import TrainState
 from .postprocess import COMMON_SAMPLE, remove_common_components
 from .start import prepare
-from .wordpart import WordPart, assemble, sample_threshold, unit_costs, word_part_on
+from .wordpart import LOSS_SAMPLE, WordPart, assemble, sample_threshold, unit_costs, word_part_on
 
 # Examples per kernel call: long enough to amortise the thread launch, short enough for
 # a lively progress line and a prompt Ctrl-C (the stop flag is read between calls).
@@ -295,6 +295,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
             "sentences_per_second": round(state.word_done / state.word_seconds, 1) if state.word_seconds else None,
             # on the part's fixed sample of sentences: before the first pass, after each
             "pass_losses": [round(x, 6) for x in state.word_losses],
+            "loss_sentences": min(corpus.n_sentences, LOSS_SAMPLE),
             "first_loss": state.word_losses[0] if state.word_losses else None,
             "final_loss": state.word_losses[-1] if state.word_losses else None}
     if verdict is not None:

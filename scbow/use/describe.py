@@ -65,6 +65,51 @@ def widths_text(model) -> str:
     return f"{w['rows']} dims a row{split}"
 
 
+# Said when the word part's first pass ended above its start and the last below: the loss is not broken.
+ROSE_FIRST = ("the word part's loss above starts at what the word frequencies alone predict (the output biases, "
+              "the rows at zero); the first pass, at the highest learning rate, ended above that start, and the "
+              "later passes, as the rate decays, brought it below")
+
+
+def word_loss_text(w: dict) -> tuple[str, bool]:
+    """``(", loss 2.6175 -> 2.4091 on a fixed sample of 2,048 sentences (before the first pass, after the last;
+    after each: 2.6324, 2.5189, 2.4091)", rose)``: the word part's loss as its summary line says it (the mean
+    skip-gram loss per context word on the ``loss_sentences`` of ``scbow.training.wordpart.LOSS_SAMPLE``, the
+    same windows and noise words every time), and whether the first pass ended above the start while the last
+    ended below it ("" and False when the run recorded no loss). ``w``: the model's ``info["training"]["word_part"]``,
+    its values checked. A last pass no lower than the start is ``session.learned_nothing``'s warning."""
+    first, final = w.get("first_loss"), w.get("final_loss")
+    if not isinstance(first, float) or not isinstance(final, float):
+        return "", False
+    passes = [x for x in (w.get("pass_losses") or []) if isinstance(x, (int, float))]
+    n = w.get("loss_sentences")  # recorded since the count was printed; older models: no count
+    sample = plural(n, "sentence") if isinstance(n, int) and not isinstance(n, bool) and n > 0 else "sentences"
+    after = passes[1:]
+    shown = [f"{x:.4f}" for x in after]
+    each = ", ".join(shown if len(shown) <= 6 else [*shown[:3], "...", *shown[-2:]])
+    path = f"; after each: {each}" if len(after) > 1 else ""
+    rose = len(after) > 1 and after[0] >= first and final < first
+    return (f", loss {first:.4f} -> {final:.4f} on a fixed sample of {sample} (before the first pass, after the "
+            f"last{path})"), rose
+
+
+def _word_loss(w: dict) -> str:
+    """The word part's loss on its fixed sample of sentences, before the first pass and after each, as
+    train's summary says it (:func:`word_loss_text`), with what a rise means."""
+    bounded = {"loss_sentences": _get(w, "loss_sentences", int),
+               "first_loss": _get(w, "first_loss", _NUMBER, high=1e3), "final_loss": _get(w, "final_loss", _NUMBER, high=1e3),
+               "pass_losses": [x for x in _get(w, "pass_losses", list, [])
+                               if isinstance(x, _NUMBER) and not isinstance(x, bool) and 0 <= x <= 1e3]}
+    bounded.update((k, float(bounded[k])) for k in ("first_loss", "final_loss") if isinstance(bounded[k], int))
+    text, rose = word_loss_text(bounded)
+    if rose:
+        return text + "; the first pass, at the highest learning rate, ended above the start"
+    first, final = bounded["first_loss"], bounded["final_loss"]
+    if text and not final < first:
+        return text + "; no lower than the start (the word frequencies alone): the word vectors learned little"
+    return text
+
+
 def json_safe(value):
     """``value`` with every NaN or infinity (at any depth) made None, and every key a string."""
     if isinstance(value, float):
@@ -132,12 +177,11 @@ def describe(model, path) -> list[str]:
     if w:
         speed = _get(w, "sentences_per_second", _NUMBER)
         seconds = _get(w, "kernel_seconds", _NUMBER)
-        first, final = _get(w, "first_loss", _NUMBER, high=1e3), _get(w, "final_loss", _NUMBER, high=1e3)
         lines.append(f"word part   {_counted(w, 'sentences', 'sentence')} in "
                      + (f"{seconds:.1f} s" if seconds is not None else "? s")
                      + (f" ({speed:,.0f}/s)" if speed is not None else "")
                      + (" on GPU" if _get(w, "device", str) == "cuda" else f" on {_counted(w, 'threads', 'thread', low=1)}")
-                     + (f", loss {first:.4f} -> {final:.4f}" if first is not None and final is not None else ""))
+                     + _word_loss(w))
     for key, label in (("init_vectors", "init from"), ("expansions", "expanded")):
         if info.get(key):
             lines.append(f"{label:<11} {json.dumps(json_safe(info[key]))[:200]}")
