@@ -222,7 +222,8 @@ class TrainConfig:
 
 # The one-line description of every field: train's --help shows it, as TrainConfig's flags.
 FIELD_HELP = {
-    "dim": "Embedding dimensions.",
+    "dim": ("Width of the sentence part (the Siamese CBOW columns); a row is --dim + --word-dim wide with the "
+        "word part (--dim 300 --word-dim 150: rows of 450), --dim alone with --word-passes 0."),
     "negatives": "Negative sentences per example.",
     "negative_mode": "Draw negatives from the target's own document, or uniformly from the corpus.",
     "min_count": "Drop words seen fewer times.",
@@ -253,7 +254,7 @@ FIELD_HELP = {
     "word_sample": "Subsampling threshold of frequent words in the skip-gram term, word2vec's -sample (0: off).",
     "word_passes": ("Passes of the word part: skip-gram rows trained after the sentence part and saved beside it, "
         "where word similarity lives (0: the sentence part alone)."),
-    "word_dim": "Dimensions of the word part (the rows have --dim + --word-dim columns).",
+    "word_dim": "Width of the word part (the skip-gram columns after the sentence part's --dim; rows are the sum).",
     "word_mix": "Weight of the word part against the sentence part in every row (each scaled to unit-length averages).",
     "threads": "Training threads (0: all cores). 1 is deterministic for a --seed.",
     "seed": "Random seed.",

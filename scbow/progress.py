@@ -25,8 +25,6 @@ def human(x: float, spec: str = ".2f") -> str:
     return f"{x:{'g' if spec == 'g' else '.0f'}}"
 
 
-
-
 # Where the Python API's runs report (scbow.train): a logger instead of stderr, set by to_logging().
 _LOGGER: contextvars.ContextVar = contextvars.ContextVar("scbow_progress_logger", default=None)
 
@@ -76,6 +74,65 @@ def terminal_width(stream, default: int = 80) -> int:
         return default
 
 
+class RunETA:
+    """The time left of a run made of parts trained one after the other (a model's sentence part,
+    then its word part), for one ETA over the whole run instead of one per part.
+
+    ``part(name, total, done, cost)`` declares a part: ``total`` units of work (examples, sentences),
+    ``done`` of them already (a resumed run), ``cost`` what a unit costs relative to the other parts'
+    units (any scale; only the ratio counts). ``record(name, done, seconds)`` gives a part's units done
+    and the seconds it has spent on them, both counted from the run's start.
+
+    :meth:`remaining` is the sum over the parts of ``units left x seconds a unit``. A part's seconds a
+    unit are measured: from its second record on (the first, which may hold the kernels' compiling,
+    is the baseline), what it did since over the time it took. A part not measured yet (the word
+    part while the sentence part runs) is estimated from a measured one as ``its seconds a unit x
+    cost ratio``; with no part measured, or a part with work left and no ``cost`` to scale by, the
+    answer is None (no number rather than a wrong one). The estimate gives way to the measurement
+    as soon as the part has one, so the ETA runs on across a part's boundary instead of restarting.
+    """
+
+    def __init__(self):
+        self.parts: dict[str, dict] = {}
+
+    def part(self, name: str, total: int, done: int = 0, cost: float | None = None) -> "RunETA":
+        self.parts[name] = {"total": total, "done": done, "cost": cost, "base": None, "last": None}
+        return self
+
+    def record(self, name: str, done: int, seconds: float) -> None:
+        p = self.parts[name]
+        p["done"] = done
+        if p["base"] is None:
+            p["base"] = (done, seconds)
+        else:
+            p["last"] = (done, seconds)
+
+    def seconds_per_unit(self, name: str) -> float | None:
+        """The measured seconds of one unit of part ``name``, or None before it has a measurement."""
+        p = self.parts[name]
+        if p["base"] is None or p["last"] is None:
+            return None
+        units, seconds = p["last"][0] - p["base"][0], p["last"][1] - p["base"][1]
+        return seconds / units if units > 0 and seconds > 0 else None
+
+    def remaining(self) -> float | None:
+        """Seconds left of the whole run, or None when there is nothing to estimate it from."""
+        measured = [(name, s) for name, s in ((n, self.seconds_per_unit(n)) for n in self.parts) if s is not None]
+        total = 0.0
+        for name, p in self.parts.items():
+            left = max(p["total"] - p["done"], 0)
+            if not left:
+                continue
+            per_unit = self.seconds_per_unit(name)
+            if per_unit is None:  # from the part measured last: the one running now
+                known = next(((n, s) for n, s in reversed(measured) if self.parts[n]["cost"]), None)
+                if known is None or not p["cost"]:
+                    return None
+                per_unit = known[1] * p["cost"] / self.parts[known[0]]["cost"]
+            total += left * per_unit
+        return total
+
+
 class Progress:
     """``update(done, prefix="", suffix="", force=False)`` reports progress towards ``total`` (0: unknown).
 
@@ -84,19 +141,21 @@ class Progress:
     ``enabled``: None decides by the stream (redrawn line on a terminal, a plain line
     every ``log_interval`` seconds elsewhere); False is silent. ``initial``: work done
     before this process started (a resumed run), shown in the count but not in the rate
-    or the ETA.
+    or the ETA. ``eta``: a callable giving the seconds left (or None: unknown) to show as the ETA
+    instead of this line's own ``(total - done) / rate``: :meth:`RunETA.remaining`, the whole run's.
     """
 
     def __init__(self, total: int, unit: str = "ex", enabled: bool | None = None, stream=None,
-                 interval: float = 0.25, log_interval: float = LOG_INTERVAL, initial: int = 0):
+                 interval: float = 0.25, log_interval: float | None = None, initial: int = 0, eta=None):
         self.stream = stream or sys.stderr
         self.logger = _LOGGER.get() if stream is None else None
         self.tty = self.logger is None and bool(getattr(self.stream, "isatty", None) and self.stream.isatty())
         self.enabled = enabled is not False
         self.total = total
         self.unit = unit
-        self.interval = interval if self.tty else log_interval
+        self.interval = interval if self.tty else (LOG_INTERVAL if log_interval is None else log_interval)
         self.initial = initial
+        self.eta = eta
         self.start = time.perf_counter()
         self._last = self.start  # a plain line only after the first interval: short work stays quiet
         self._width = 0
@@ -119,7 +178,8 @@ class Progress:
             count = self._amount(done)
             return [f"{prefix}{count} {speed}{tail}", f"{prefix}{count}"]
         frac = min(max(done / self.total, 0.0), 1.0)
-        eta = f"ETA {clock((self.total - done) / rate)}" if rate > 0 else "ETA -:--:--"
+        left = self.eta() if self.eta is not None else (self.total - done) / rate if rate > 0 else None
+        eta = f"ETA {clock(left)}" if left is not None else "ETA -:--:--"
         pct = f"{frac * 100:5.1f}%"
         bar = "|" + "#" * int(20 * frac) + "-" * (20 - int(20 * frac)) + "|"
         count = f"{human(done)}/{self._amount(self.total)}"

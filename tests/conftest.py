@@ -94,6 +94,16 @@ if str(Path(__file__).resolve().parents[1]) not in sys.path:
 DATA_DIR = checkout_data_dir() or Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    """``-q`` still names each test file as its first test starts (one line a file, a dot a test, the
+    percentage at the end of the line), as pytest's default output does: a test or a module's fixture
+    that takes a minute is then a wait on a named file, not a silent run. ``-qq`` stays bare."""
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    if reporter is not None and config.get_verbosity() == -1:
+        reporter.showfspath = True
+
+
 def make_runner():
     """A click CliRunner that keeps stderr apart from stdout on every click version."""
     from click.testing import CliRunner

@@ -306,6 +306,8 @@ def test_info_describes_a_model(runner, trained, tmp_path):
     assert same.stdout == text
     as_json = json.loads(runner.invoke(main, ["info", str(trained), "--json"]).stdout)
     assert as_json["dim"] == 16 and as_json["config"]["min_count"] == 1
+    assert as_json["dims"] == {"rows": 16, "sentence_part": 16, "word_part": 0}  # no word part: --dim is the row
+    assert f"{len(model):,} words x 16 dims a row;" in text
     export_word2vec(model, tmp_path / "w.txt")
     w2v = runner.invoke(main, ["info", str(tmp_path / "w.txt")])
     assert "word2vec-text (no training record)" in w2v.stdout

@@ -75,3 +75,43 @@ def test_off_a_terminal_plain_lines_come_at_intervals_and_a_resumed_run_rates_it
     line = drawn_lines(stream)[-1]
     assert "5.00K ex/s" in line  # 50,000 examples in 10 s, not 950,000
     assert "ETA 0:00:10" in line  # 50,000 left at 5,000 a second
+
+
+def test_one_eta_for_a_run_of_two_parts_runs_on_across_their_boundary():
+    """RunETA on a fake clock: the sentence part's 1,000 examples at 10 a second, then the word part's
+    3,000 sentences at 20 a second, a sentence estimated at twice an example's cost until measured."""
+    from scbow.progress import RunETA
+
+    eta = RunETA().part("sentence", 1000, cost=1.0).part("word", 3000, cost=2.0)
+    assert eta.remaining() is None  # nothing measured: no number
+    eta.record("sentence", 100, 10.0)  # the first batch is the baseline (it may hold compiling)
+    assert eta.remaining() is None
+    eta.record("sentence", 200, 20.0)  # 0.1 s an example; a sentence estimated at 0.2 s
+    assert eta.remaining() == pytest.approx(800 * 0.1 + 3000 * 0.2)
+    eta.record("sentence", 1000, 100.0)
+    at_boundary = eta.remaining()
+    assert at_boundary == pytest.approx(3000 * 0.2)  # the word part still to come is in the ETA
+    eta.record("word", 300, 15.0)  # the word part's baseline: still the estimate, no restart
+    assert eta.remaining() == pytest.approx(2700 * 0.2)
+    eta.record("word", 600, 30.0)  # measured: 0.05 s a sentence
+    assert eta.remaining() == pytest.approx(2400 * 0.05)
+    eta.record("word", 3000, 150.0)
+    assert eta.remaining() == 0.0
+    # a resumed run inside the word part: the sentence part is done, the word part not yet measured
+    resumed = RunETA().part("sentence", 1000, 1000, 1.0).part("word", 3000, 1500, 2.0)
+    assert resumed.remaining() is None
+    # a part with work left and no cost to scale by is not guessed
+    assert RunETA().part("a", 10, cost=None).part("b", 10, cost=None).remaining() is None
+
+
+def test_a_progress_line_shows_the_eta_it_is_given(columns):
+    columns(200)
+    stream = FakeTTY(200)
+    left = [None]
+    bar = Progress(1000, unit="ex", stream=stream, interval=0, eta=lambda: left[0])
+    bar.start -= 10
+    bar.update(500, prefix="epoch 1/1 ")
+    assert "ETA -:--:--" in drawn_lines(stream)[-1]  # unknown, not the line's own 0:00:10
+    left[0] = 3725.0
+    bar.update(600, prefix="epoch 1/1 ")
+    assert drawn_lines(stream)[-1].count("ETA") == 1 and "ETA 1:02:05" in drawn_lines(stream)[-1]

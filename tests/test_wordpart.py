@@ -375,7 +375,7 @@ def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkey
     reference, whole = word_run.written, np.asarray(word_run.model.vectors)
     assert sum(w > 0 for _, w in reference) >= 3  # checkpoints inside the word part
     # no warning but the honest one: random words (the test corpus) give skip-gram nothing to learn
-    assert [w for w in word_run.warnings if "the word part's loss did not fall" not in w] == []
+    assert [w for w in word_run.warnings if "the word part's loss on its fixed sample" not in w] == []
     written, out = spy_on_checkpoints(monkeypatch), tmp_path / "b"
 
     def run(out, **kw):
@@ -434,3 +434,103 @@ def test_a_word_part_that_diverges_names_its_last_checkpoint_in_sentences(tmp_pa
     meta = read_meta(checkpoint_dir(tmp_path / "m"))
     assert meta["state"]["word_done"] > 0
     assert f"the last good checkpoint ({meta['state']['word_done']:,} sentences into the word part)" in str(info.value)
+
+
+def test_train_shows_one_eta_for_the_whole_run_across_the_parts(tmp_path, gutenberg_slice, monkeypatch, runner):
+    """A real run on 20,000 lines of the 1M corpus, a progress line per batch: one ETA a line, and the
+    sentence part's last line still counts the word part's passes to come (its own part is done there,
+    so a per-part ETA would read 0:00:00 and then start again); the run's last line reads 0:00:00."""
+    import re
+
+    from scbow import progress
+
+    monkeypatch.setattr(progress, "LOG_INTERVAL", 0)  # a plain line at every batch
+    monkeypatch.setattr(trainer, "BATCH", 2048)
+    monkeypatch.setattr(wordpart, "WORD_BATCH", 2048)
+    result = runner.invoke(main, ["train", str(gutenberg_slice(20000)), "-o", str(tmp_path / "m"), "--threads", "1",
+                                  "--word-passes", "5", "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if re.match(r"\[\d+:\d\d:\d\d\] (epoch|word part) ", line)]
+    sentence = [line for line in lines if "] epoch " in line]
+    word = [line for line in lines if "] word part " in line]
+    assert len(sentence) >= 5 and len(word) >= 5 * 5, result.stderr
+    assert all(line.count("ETA") == 1 for line in lines), lines
+    etas = [re.search(r"ETA (\S+)", line).group(1) for line in lines]
+    assert etas[len(sentence) - 1] not in ("-:--:--", "0:00:00"), sentence[-1]  # the word part is still to come
+    assert all(eta != "-:--:--" for eta in etas[len(sentence):]), word  # estimated, then measured: never unknown
+    assert etas[-1] == "0:00:00"
+
+
+def test_info_names_the_widths_of_a_row_and_of_its_two_parts(word_run, runner):
+    """--dim is the sentence part's width, not the row's: info says both (text and JSON), and train's
+    --help says which option is which part's width."""
+    from scbow.use.describe import describe, model_record
+
+    m = word_run.model  # --dim 16 --word-dim 12
+    record = json.loads(model_record(m, "/m"))
+    assert record["dims"] == {"rows": 28, "sentence_part": 16, "word_part": 12}
+    assert record["dim"] == 28 and record["config"]["dim"] == 16 and record["config"]["word_dim"] == 12  # kept as they were
+    assert f"{len(m):,} words x 28 dims a row (sentence part 16 + word part 12);" in describe(m, "/m")[1]
+    text = " ".join(runner.invoke(main, ["train", "--help"]).stdout.split())
+    assert "--dim INTEGER Width of the sentence part" in text and "--word-dim INTEGER Width of the word part" in text
+    assert "--dim 300 --word-dim 150: rows of 450" in text
+
+
+def word_result(pass_losses, sentences=592_252):
+    """A finished run's result as summary_lines and learned_nothing read it, with the word part's losses."""
+    from scbow.config import TrainConfig
+
+    training = {"first_loss": 1.37, "final_loss": 1.30, "examples_per_second": 95_000.0, "threads": 2,
+                "word_part": {"sentences": 3 * sentences, "kernel_seconds": 29.1, "sentences_per_second": 61_000.0,
+                              "threads": 2, "device": "cpu", "pass_losses": pass_losses, "loss_sentences": 2048,
+                              "first_loss": pass_losses[0], "final_loss": pass_losses[-1]}}
+    model = SimpleNamespace(info={"training": training, "corpus": {"vocab_size": 40_438, "sentences": sentences}},
+                            config=TrainConfig().to_dict())
+    return SimpleNamespace(model=model, examples=sentences, seconds=6.2, losses=[1.37, 1.30], cache=None)
+
+
+class Described:
+    """What info reads of a model: a default run's 40,438 rows of 300 + 150 dims, with ``model``'s record."""
+
+    dim, unknown_rule, parts = 450, ("hash",), {"sentence": (0, 300), "word": (300, 450)}
+
+    def __init__(self, model):
+        self.info, self.config = model.info, model.config
+
+    def __len__(self):
+        return 40_438
+
+
+@pytest.mark.parametrize("losses, says", [
+    ([2.6175, 2.6324, 2.5189, 2.4091], "rose first"),  # the 10M quick-start model's
+    ([2.6, 2.5, 2.45, 2.4], "fell"),
+    ([2.4214, 2.4500, 2.4400, 2.4372], "no fall"),
+])
+def test_the_word_part_loss_is_said_for_what_it_is_and_a_rise_is_never_bare(losses, says):
+    """The summary names the loss (a fixed sample of sentences, before the first pass and after each) and
+    its path; a first pass above the start, the last below, is explained; a last pass no lower than the
+    start is a warning, and info says the same."""
+    from scbow.config import TrainConfig
+    from scbow.training.session import learned_nothing, summary_lines
+    from scbow.use.describe import describe
+
+    result, warnings = word_result(losses), []
+    lines = summary_lines(result, TrainConfig(), "/m")
+    learned_nothing(result, warnings.append)
+    word = next(line for line in lines if line.startswith("word part: "))
+    after = ", ".join(f"{x:.4f}" for x in losses[1:])
+    assert (f"loss {losses[0]:.4f} -> {losses[-1]:.4f} on a fixed sample of 2,048 sentences (before the first pass, "
+            f"after the last; after each: {after})") in word
+    explained = [line for line in lines if "the first pass, at the highest learning rate, ended above that start" in line]
+    word_warnings = [w for w in warnings if "the word part's loss" in w]
+    shown = next(line for line in describe(Described(result.model), "/m") if line.startswith("word part "))
+    assert after in shown
+    if says == "rose first":
+        assert len(explained) == 1 and word_warnings == []
+        assert "the first pass, at the highest learning rate, ended above the start" in shown
+    elif says == "fell":
+        assert explained == [] and word_warnings == [] and "above the start" not in shown
+    else:  # no explanation line of a fall that did not happen: the warning says what the start is
+        assert explained == [] and len(word_warnings) == 1
+        assert "(2.4214 -> 2.4372)" in word_warnings[0] and "the word frequencies alone" in word_warnings[0]
+        assert "no lower than the start" in shown

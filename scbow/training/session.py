@@ -288,8 +288,9 @@ def learned_nothing(result, warn) -> None:
     w = t.get("word_part") or {}
     before, after = w.get("first_loss"), w.get("final_loss")
     if isinstance(before, float) and isinstance(after, float) and not after < before:
-        warn(f"warning: the word part's loss did not fall on its sample of sentences ({before:.4f} -> {after:.4f}): "
-             "its word vectors learned little; train on more text")
+        warn(f"warning: the word part's loss on its fixed sample of sentences ended no lower than it began "
+             f"({before:.4f} -> {after:.4f}): the start is what the word frequencies alone predict (the output "
+             "biases), and the word vectors did not learn to beat it; train on more text")
     first, last = t.get("first_loss"), t.get("final_loss")
     if first is None or last is None or last < first - LEARNED_LITTLE:
         return
@@ -516,6 +517,7 @@ def summary_lines(result, config, output, curve=None) -> list[str]:
     """What ``train`` says when it is done: the run, the corpus cache, the learning curve."""
     from ..progress import megabytes as mb
     from ..progress import plural
+    from ..use.describe import ROSE_FIRST, word_loss_text
     from .cache import cache_entries
 
     t = result.model.info["training"]
@@ -527,14 +529,14 @@ def summary_lines(result, config, output, curve=None) -> list[str]:
              f"model: {output}"]
     w = t.get("word_part")
     if w:
-        first, final = w.get("first_loss"), w.get("final_loss")
-        loss = (f", loss {first:.4f} -> {final:.4f} on a fixed sample of sentences (before, after)"
-                if first is not None and final is not None else "")
+        loss, rose = word_loss_text(w)
         lines.append(f"word part: {plural(config.word_passes, 'pass', 'passes')} of skip-gram over "
                      f"{plural(w['sentences'], 'sentence')} in {w['kernel_seconds']:.1f} s "
                      f"({w['sentences_per_second'] or 0:,.0f}/s, "
                      f"{'GPU' if w.get('device') == 'cuda' else plural(w['threads'], 'thread')}){loss}; rows of "
                      f"{config.dim} + {config.word_dim} dims")
+        if rose:
+            lines.append(ROSE_FIRST)
     cache = result.cache or {}
     if cache.get("written") and cache.get("root"):
         entries = cache_entries(cache["root"])

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..config import TrainConfig, example_size
 from ..errors import TrainingError, diverged
-from ..progress import Progress, note, plural
+from ..progress import Progress, RunETA, note, plural
 from ..vectors.formats import MIN_LARGEST, scan_values
 from ..vectors.model import Model
 from . import collapse
@@ -26,7 +26,7 @@ from .corpus import Corpus
 from .hooks import TrainState
 from .postprocess import COMMON_SAMPLE, remove_common_components
 from .start import prepare
-from .wordpart import WordPart, assemble, sample_threshold, word_part_on
+from .wordpart import LOSS_SAMPLE, WordPart, assemble, sample_threshold, unit_costs, word_part_on
 
 # Examples per kernel call: long enough to amortise the thread launch, short enough for
 # a lively progress line and a prompt Ctrl-C (the stop flag is read between calls).
@@ -91,12 +91,13 @@ def resolve_cpu_threads(config: TrainConfig) -> int:
 
 
 def train_word_part(corpus: Corpus, config: TrainConfig, state: TrainState, vectors, call_hooks, quiet: bool,
-                    word: tuple | None, threads: int | None) -> np.ndarray:
+                    word: tuple | None, threads: int | None, eta: RunETA | None = None) -> np.ndarray:
     """The word part's loop (``scbow.training.wordpart``) from ``state.word_done`` on: on the GPU with
     ``--device cuda`` (``backends.cuda.CudaWordPart``), else on ``threads`` CPU threads.
 
     Returns the trained ``Wi``. ``state.word_losses`` gets the loss of the part's fixed sample of sentences
-    at its start and after each pass (``WordPart.sample_loss``)."""
+    at its start and after each pass (``WordPart.sample_loss``). ``eta``: the whole run's
+    (:class:`~scbow.progress.RunETA`, its part ``"word"``), shown on the progress line."""
     if config.device == "cuda":
         from .backends.cuda import CudaWordPart
 
@@ -105,7 +106,8 @@ def train_word_part(corpus: Corpus, config: TrainConfig, state: TrainState, vect
         part = WordPart(corpus, config, threads, *(word or (None, None)))
     vectors.word = part.matrices
     n = corpus.n_sentences
-    bar = Progress(state.word_total, unit="sent", enabled=None if not quiet else False, initial=state.word_done)
+    bar = Progress(state.word_total, unit="sent", enabled=None if not quiet else False, initial=state.word_done,
+                   eta=eta.remaining if eta is not None else None)
     try:
         if state.word_done == 0:
             state.word_losses = [part.sample_loss()]
@@ -114,6 +116,8 @@ def train_word_part(corpus: Corpus, config: TrainConfig, state: TrainState, vect
             sentences, loss_sum, pairs = part.run(state.word_done)
             state.word_seconds += time.perf_counter() - t0
             state.word_done += sentences
+            if eta is not None:
+                eta.record("word", state.word_done, state.word_seconds)
             loss = loss_sum / max(pairs, 1)
             if not np.isfinite(loss):
                 raise TrainingError(f"the word part's loss became {loss} after {state.word_done:,} sentences")
@@ -188,8 +192,12 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     # what a checkpoint also saves: the skip-gram term's output matrix (None without the term)
     vectors.output = getattr(backend, "output", lambda: None)
 
-    # a resumed run's rate and ETA count only the examples of this process
-    bar = Progress(total, unit="ex", enabled=None if not quiet else False, initial=state.done)
+    # one ETA for the whole run, the word part's passes included (progress.RunETA: measured from the kernels'
+    # seconds, so the hooks' time is left out); a resumed run's rate and ETA count only this process's work
+    example_cost, sentence_cost = unit_costs(corpus, config)
+    eta = RunETA().part("sentence", total, state.done, example_cost)
+    eta.part("word", state.word_total, state.word_done, sentence_cost)
+    bar = Progress(total, unit="ex", enabled=None if not quiet else False, initial=state.done, eta=eta.remaining)
     orders = epoch_orders(targets, config.seed, state.epoch)
     batch = batch_size(config, corpus, getattr(backend, "batch", None) or BATCH)
     wall_start = time.perf_counter()
@@ -218,6 +226,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
                 loss = loss_sum / max(n, 1)
                 state.done += hi - lo
                 state.lo = hi
+                eta.record("sentence", state.done, state.kernel_seconds)
                 if not np.isfinite(loss):
                     raise diverged(config.lr, f"the loss became {loss} after {state.done:,} examples")
                 state.losses.append(float(loss))
@@ -242,7 +251,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     sentence_seconds = state.kernel_seconds
     Wi = None
     if state.word_total:
-        Wi = train_word_part(corpus, config, state, vectors, call_hooks, quiet, word, cpu_threads)
+        Wi = train_word_part(corpus, config, state, vectors, call_hooks, quiet, word, cpu_threads, eta)
     call_hooks("after_training")
     wall_seconds = time.perf_counter() - wall_start
     if config.common_components >= 0:
@@ -286,6 +295,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
             "sentences_per_second": round(state.word_done / state.word_seconds, 1) if state.word_seconds else None,
             # on the part's fixed sample of sentences: before the first pass, after each
             "pass_losses": [round(x, 6) for x in state.word_losses],
+            "loss_sentences": min(corpus.n_sentences, LOSS_SAMPLE),
             "first_loss": state.word_losses[0] if state.word_losses else None,
             "final_loss": state.word_losses[-1] if state.word_losses else None}
     if verdict is not None:

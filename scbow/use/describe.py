@@ -50,6 +50,64 @@ def _r(x) -> str:
     return f"{x:.3f}" if isinstance(x, _NUMBER) and not isinstance(x, bool) and math.isfinite(x) else "?"
 
 
+def widths(model) -> dict:
+    """``{"rows": 450, "sentence_part": 300, "word_part": 150}``: a row's width and its parts' (``word_part``
+    0 without one). ``--dim`` (``config["dim"]``) is the sentence part's width, not the row's."""
+    parts = model.parts
+    (s0, s1), word = parts["sentence"], parts.get("word")
+    return {"rows": model.dim, "sentence_part": s1 - s0, "word_part": word[1] - word[0] if word else 0}
+
+
+def widths_text(model) -> str:
+    """``450 dims a row (sentence part 300 + word part 150)``, or ``300 dims a row`` without a word part."""
+    w = widths(model)
+    split = f" (sentence part {w['sentence_part']} + word part {w['word_part']})" if w["word_part"] else ""
+    return f"{w['rows']} dims a row{split}"
+
+
+# Said when the word part's first pass ended above its start and the last below: the loss is not broken.
+ROSE_FIRST = ("the word part's loss above starts at what the word frequencies alone predict (the output biases, "
+              "the rows at zero); the first pass, at the highest learning rate, ended above that start, and the "
+              "later passes, as the rate decays, brought it below")
+
+
+def word_loss_text(w: dict) -> tuple[str, bool]:
+    """``(", loss 2.6175 -> 2.4091 on a fixed sample of 2,048 sentences (before the first pass, after the last;
+    after each: 2.6324, 2.5189, 2.4091)", rose)``: the word part's loss as its summary line says it (the mean
+    skip-gram loss per context word on the ``loss_sentences`` of ``scbow.training.wordpart.LOSS_SAMPLE``, the
+    same windows and noise words every time), and whether the first pass ended above the start while the last
+    ended below it ("" and False when the run recorded no loss). ``w``: the model's ``info["training"]["word_part"]``,
+    its values checked. A last pass no lower than the start is ``session.learned_nothing``'s warning."""
+    first, final = w.get("first_loss"), w.get("final_loss")
+    if not isinstance(first, float) or not isinstance(final, float):
+        return "", False
+    passes = [x for x in (w.get("pass_losses") or []) if isinstance(x, (int, float))]
+    n = w.get("loss_sentences")  # recorded since the count was printed; older models: no count
+    sample = plural(n, "sentence") if isinstance(n, int) and not isinstance(n, bool) and n > 0 else "sentences"
+    after = passes[1:]
+    shown = [f"{x:.4f}" for x in after]
+    each = ", ".join(shown if len(shown) <= 6 else [*shown[:3], "...", *shown[-2:]])
+    path = f"; after each: {each}" if len(after) > 1 else ""
+    rose = len(after) > 1 and after[0] >= first and final < first
+    return (f", loss {first:.4f} -> {final:.4f} on a fixed sample of {sample} (before the first pass, after the "
+            f"last{path})"), rose
+
+
+def _word_loss(w: dict) -> str:
+    """The word part's loss on its fixed sample of sentences, before the first pass and after each, as
+    train's summary says it (:func:`word_loss_text`), with what a rise means."""
+    bounded = {"loss_sentences": _get(w, "loss_sentences", int),
+               "first_loss": _get(w, "first_loss", _NUMBER, high=1e3), "final_loss": _get(w, "final_loss", _NUMBER, high=1e3),
+               "pass_losses": [x for x in _get(w, "pass_losses", list, [])
+                               if isinstance(x, _NUMBER) and not isinstance(x, bool) and 0 <= x <= 1e3]}
+    bounded.update((k, float(bounded[k])) for k in ("first_loss", "final_loss") if isinstance(bounded[k], int))
+    text, rose = word_loss_text(bounded)
+    if rose:
+        return text + "; the first pass, at the highest learning rate, ended above the start"
+    first, final = bounded["first_loss"], bounded["final_loss"]
+    if text and not final < first:
+        return text + "; no lower than the start (the word frequencies alone): the word vectors learned little"
+    return text
 
 
 def json_safe(value):
@@ -66,8 +124,9 @@ def json_safe(value):
 
 
 def model_record(model, path) -> str:
-    """``info --json``: everything recorded in the model, as strict JSON."""
-    record = {"path": str(path), "words": len(model), "dim": model.dim, "config": model.config}
+    """``info --json``: everything recorded in the model, as strict JSON. ``dim`` is a row's width and
+    ``dims`` names the parts' (:func:`widths`): ``config.dim`` is the sentence part's alone."""
+    record = {"path": str(path), "words": len(model), "dim": model.dim, "dims": widths(model), "config": model.config}
     record.update((k, v) for k, v in model.info.items() if k not in record)  # a recorded 'dim' is not the model's
     return json.dumps(json_safe(record), indent=1, allow_nan=False)
 
@@ -76,8 +135,8 @@ def describe(model, path) -> list[str]:
     """``info``'s lines: the vectors, the corpus, the settings, the run and its scores."""
     info = model.info if isinstance(model.info, dict) else {}
     lines = [f"model       {path}",
-             f"vectors     {plural(len(model), 'word')} x {model.dim} dims (float32, "
-             f"{megabytes(len(model) * model.dim * 4)}); unknown words: {model.unknown_rule[0]}"]
+             f"vectors     {plural(len(model), 'word')} x {widths_text(model)}; float32, "
+             f"{megabytes(len(model) * model.dim * 4)}; unknown words: {model.unknown_rule[0]}"]
     parts = model.parts
     if "word" in parts:
         (s0, s1), (w0, w1) = parts["sentence"], parts["word"]
@@ -118,12 +177,11 @@ def describe(model, path) -> list[str]:
     if w:
         speed = _get(w, "sentences_per_second", _NUMBER)
         seconds = _get(w, "kernel_seconds", _NUMBER)
-        first, final = _get(w, "first_loss", _NUMBER, high=1e3), _get(w, "final_loss", _NUMBER, high=1e3)
         lines.append(f"word part   {_counted(w, 'sentences', 'sentence')} in "
                      + (f"{seconds:.1f} s" if seconds is not None else "? s")
                      + (f" ({speed:,.0f}/s)" if speed is not None else "")
                      + (" on GPU" if _get(w, "device", str) == "cuda" else f" on {_counted(w, 'threads', 'thread', low=1)}")
-                     + (f", loss {first:.4f} -> {final:.4f}" if first is not None and final is not None else ""))
+                     + _word_loss(w))
     for key, label in (("init_vectors", "init from"), ("expansions", "expanded")):
         if info.get(key):
             lines.append(f"{label:<11} {json.dumps(json_safe(info[key]))[:200]}")
