@@ -45,26 +45,9 @@ def similarity(model_path, sentence1, sentence2, pairs_path, unknown):
     if sentence2 is None:
         raise click.ClickException('give two sentences: scbow-numba similarity "SENTENCE 1" "SENTENCE 2" '
                                    "(or --pairs FILE)")
-    from ..use.embedding import sentence_words
+    from ..use.embedding import sentence_similarity
 
-    model = load(model_path)
-    blank = [n for n, sentence in enumerate((sentence1, sentence2), 1) if not sentence.strip()]
-    if blank:
-        raise click.ClickException(f"no similarity: {' and '.join(f'sentence {n}' for n in blank)} "
-                                   f"{'is' if len(blank) == 1 else 'are'} empty")
-    sides = [sentence_words(model, sentence, unknown) for sentence in (sentence1, sentence2)]
-    for n, side in enumerate(sides, 1):
-        if side.unknown_note():
-            click.echo(f"sentence {n}: {side.unknown_note()}", err=True)
-    empty = [n for n, side in enumerate(sides, 1) if not side.has_embedding]
-    if empty:
-        which = " and ".join(f"sentence {n}" for n in empty)
-        raise click.ClickException(f"no similarity: {which} has {sides[empty[0] - 1].lacks}")
-    value = model.similarity(sentence1, sentence2, unknown=unknown)
-    if value != value:  # a side averages to the zero vector: its words' vectors cancel out or are zero
-        raise click.ClickException("no similarity: a sentence's average is the zero vector (its words' vectors "
-                                   "are zero or cancel out), so it has no direction to compare")
-    click.echo(f"{value:.4f}")
+    click.echo(f"{sentence_similarity(load(model_path), sentence1, sentence2, unknown, note=say):.4f}")
 
 
 @main.command(short_help="What a model is: size, corpus, settings and recorded scores.")
