@@ -15,7 +15,6 @@ import click
 
 from ..config import TrainConfig
 from ..errors import ConfigError
-from ..progress import megabytes as mb  # noqa: F401  (the commands' name for it)
 
 
 def _flag(message: str) -> str:
@@ -138,8 +137,6 @@ DEFAULT_MODEL = "Default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model."
 
 def model_option(help_text=f"Model directory (or word2vec file). {DEFAULT_MODEL}"):
     return click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None, help=help_text)
-
-
 
 
 def model_dir(model_path) -> Path:
