@@ -68,7 +68,7 @@ def train_one(corpus, lr: float, threads: int, say=print, epochs: int = 1) -> tu
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     from sentence_transformers.sentence_transformer.modules import StaticEmbedding
 
-    from scbow.vectors.hub import tokenizer_json
+    from scbow.vectors.hubtokenizer import tokenizer_json
 
     torch.set_num_threads(threads)
     torch.manual_seed(SEED)

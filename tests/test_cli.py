@@ -14,7 +14,8 @@ import pytest
 from conftest import TRAIN, assert_clean_error, make_runner, train_args
 
 from scbow.cli import main
-from scbow.vectors.formats import export_word2vec, load_model, load_word2vec
+from scbow.vectors.export import export_word2vec
+from scbow.vectors.formats import load_model, load_word2vec
 
 HUGE = str(10 ** 20)
 
@@ -88,24 +89,6 @@ def test_similarity_without_two_sentences_to_compare_fails_cleanly(runner, train
     result = runner.invoke(main, ["similarity", "-m", str(trained), "--unknown", "omit", *pair])
     assert_clean_error(result, fragment)
     assert result.stdout == ""  # no invented number
-
-
-@pytest.mark.parametrize("name, flag, binary", [("v.bin", [], True), ("V.BIN", [], True), ("v.bin", ["--text"], False),
-                                                ("v.txt", [], False), ("v.vec", ["--binary"], True)])
-def test_export_writes_binary_for_a_bin_name_unless_told(tmp_path, runner, trained, name, flag, binary):
-    out = tmp_path / name
-    result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(out), *flag])
-    assert result.exit_code == 0, result.output
-    assert f"word2vec {'binary' if binary else 'text'}" in result.stderr
-    model, back = load_model(trained), load_word2vec(out)
-    assert back.vocab.words == model.vocab.words and np.array_equal(back.vectors, model.vectors)
-    KeyedVectors = pytest.importorskip("gensim.models").KeyedVectors
-    kv = KeyedVectors.load_word2vec_format(str(out), binary=binary)
-    assert len(kv) == len(model.vocab)
-    np.testing.assert_allclose(kv[model.vocab.words[3]], model.vectors[3], atol=1e-6)
-    if name == "v.txt":  # the model has no word part: one clean line
-        part = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "w.txt"), "--part", "word"])
-        assert_clean_error(part, "no word part")
 
 
 STS_LINES = [

@@ -1,4 +1,5 @@
-"""``export --format sentence-transformers|model2vec`` (scbow.vectors.hub): folders the two libraries load
+"""``export`` (scbow.vectors.export): its table of formats; word2vec files (by default the word part);
+``--format sentence-transformers|model2vec``: folders the two libraries load
 offline, whose ``encode`` equals ``Model.embed(..., unknown="omit")``, with a tokenizer that splits as ours
 does. sentence-transformers (torch, the optional ``st`` extra) skips where absent; what its StaticEmbedding
 computes is also checked without it, from the folder's own files."""
@@ -17,9 +18,8 @@ import pytest
 from conftest import CORPUS_1M, DATA_DIR, assert_clean_error, make_runner, missing_data
 
 from scbow.cli import main
+from scbow.vectors.formats import load_model, load_word2vec
 from scbow.vectors.numeric import row_cosines
-
-tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (installed with model2vec, the test extra) is absent")
 
 STS_DIR = DATA_DIR / "sts"
 CORPUS_10M = DATA_DIR / "corpus" / "gutenberg-10M.txt.xz"
@@ -70,10 +70,14 @@ def split(tok, text: str) -> list[str]:
     return [piece for piece, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(text))]
 
 
-def hub_tokenizer(words, version="3"):
-    from scbow.vectors.hub import tokenizer_json
+def need_tokenizers():
+    return pytest.importorskip("tokenizers", reason="tokenizers (installed with model2vec, the test extra) is absent")
 
-    return tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json(list(words), version)))
+
+def hub_tokenizer(words, version="3"):
+    from scbow.vectors.hubtokenizer import tokenizer_json
+
+    return need_tokenizers().Tokenizer.from_str(json.dumps(tokenizer_json(list(words), version)))
 
 
 def check_lines(tok, model, lines) -> int:
@@ -107,7 +111,7 @@ def test_final_sigma_looks_back_past_at_most_sigma_lookbehind_marks():
     """The one documented difference: Python looks back past any number of case-ignorable
     characters before a final sigma; the exported normalizer past SIGMA_LOOKBEHIND of them."""
     from scbow.text.tokenize import tokenize
-    from scbow.vectors.hub import SIGMA_LOOKBEHIND
+    from scbow.vectors.hubtokenizer import SIGMA_LOOKBEHIND
 
     tok = hub_tokenizer(["the"])
     near, far = "A" + "'" * SIGMA_LOOKBEHIND + "Σ", "A" + "'" * (SIGMA_LOOKBEHIND + 1) + "Σ"
@@ -138,7 +142,7 @@ def test_tokenizer_matches_on_sts_and_every_corpus_line(trained, folders, corpus
 
     if not corpus_file.is_file():
         missing_data(f"real corpus {corpus_file}")
-    tok = tokenizers.Tokenizer.from_file(str(folders["model2vec"] / "tokenizer.json"))
+    tok = need_tokenizers().Tokenizer.from_file(str(folders["model2vec"] / "tokenizer.json"))
     with lzma.open(corpus_file, "rt", encoding="utf-8") as fh:
         lines = sts_sentences() + fh.read().splitlines()
     assert check_lines(tok, scbow.load(trained), lines) > (590000 if corpus_file == CORPUS_10M else 85000)
@@ -207,7 +211,7 @@ def test_what_static_embedding_computes(trained, folders, fmt):
     inner = folder / modules[0]["path"]
     weights = load_file(str(inner / "model.safetensors"))
     rows = weights["embedding.weight"] if "embedding.weight" in weights else weights["embeddings"]  # as its load() reads
-    tok = tokenizers.Tokenizer.from_file(str(inner / "tokenizer.json"))
+    tok = need_tokenizers().Tokenizer.from_file(str(inner / "tokenizer.json"))
     sentences = sts_sentences()
     theirs = np.zeros((len(sentences), rows.shape[1]), dtype=np.float32)
     for i, enc in enumerate(tok.encode_batch(sentences, add_special_tokens=False)):
@@ -260,7 +264,7 @@ def test_add_words_carry_our_hashed_vectors(trained, corpus, tmp_path, runner, s
 def test_safetensors_by_hand_reads_back(tmp_path):
     load_file = pytest.importorskip("safetensors.numpy", reason="safetensors (installed with model2vec) is absent").load_file
 
-    from scbow.vectors.hub import write_safetensors
+    from scbow.vectors.export import write_safetensors
 
     a = np.random.default_rng(0).standard_normal((40000, 7)).astype(np.float32)
     write_safetensors(tmp_path / "x.safetensors", {"embeddings": a, "b": a[:3, :2]}, {"format": "np"})
@@ -281,7 +285,7 @@ def test_model_card(folders, trained):
 
 def test_model_card_scores_from_the_curve():
     from scbow.text.vocab import Vocab
-    from scbow.vectors.hub import model_card
+    from scbow.vectors.export import model_card
     from scbow.vectors.model import Model
 
     curve = {"unknown": "hash", "points": [{"dev": {"pearson": 0.5, "spearman": 0.5, "pairs": 1500}},
@@ -298,12 +302,99 @@ def test_model_card_scores_from_the_curve():
 
 
 # ---------------------------------------------------------------------------------------
+# the table, and word2vec files
+
+
+def test_the_table_of_formats():
+    """Each format is one row: a writer, a line of description, a folder's names and loader; the
+    command's --format lists the table's names (its help is written out: --help imports no numpy)."""
+    from scbow.cli.vectors import export as command
+    from scbow.vectors.export import FORMATS, export_format
+
+    for name, spec in FORMATS.items():
+        assert spec.name == name and callable(spec.writer) and spec.description and "\n" not in spec.description
+        assert bool(spec.files) == spec.folder == bool(spec.load)
+    assert export_format("ST") is FORMATS["sentence-transformers"] and export_format("Model2Vec").name == "model2vec"
+    fmt = next(p for p in command.params if p.name == "fmt")
+    assert fmt.metavar == "[" + "|".join(FORMATS) + "]"
+
+
+def word_part_model():
+    from scbow.text.vocab import Vocab
+    from scbow.vectors.model import Model
+
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(30)]
+    return Model(Vocab(words, list(range(60, 30, -1))), rng.standard_normal((30, 5)).astype(np.float32),
+                 {"dim": 2, "word_passes": 1, "word_dim": 3})
+
+
+@pytest.mark.parametrize("args, part, columns", [([], "word", (2, 5)), (["--part", "word"], "word", (2, 5)),
+                                                 (["--part", "all"], "all", (0, 5)),
+                                                 (["--part", "sentence"], "sentence", (0, 2))])
+def test_word2vec_writes_the_word_part_by_default(tmp_path, runner, args, part, columns):
+    """What a gensim user wants by default: the word vectors, the word part's columns; the line says what was written."""
+    from scbow.vectors.export import export
+
+    model = word_part_model()
+    model.save(tmp_path / "m")
+    result = runner.invoke(main, ["export", "-m", str(tmp_path / "m"), "-o", str(tmp_path / "v.bin"), *args])
+    assert result.exit_code == 0, result.output
+    lo, hi = columns
+    back = load_word2vec(tmp_path / "v.bin")
+    assert back.vocab.words == model.vocab.words and np.array_equal(back.vectors, model.vectors[:, lo:hi])
+    what = {"word": "30 word vectors (the word part, 3 columns)", "all": "30 vectors (whole rows, 5 columns)",
+            "sentence": "30 vectors (the sentence part, 2 columns)"}[part]
+    assert result.stderr.strip() == f"wrote {what} to {tmp_path / 'v.bin'} (word2vec binary)"
+    if not args:  # Python writes the same default
+        model.save_word2vec_format(tmp_path / "py.bin", binary=True)
+        assert (tmp_path / "py.bin").read_bytes() == (tmp_path / "v.bin").read_bytes()
+        written = export(model, tmp_path / "e.txt", limit=10)
+        assert (written.format, written.part, written.rows, written.columns, written.left_out, written.binary) == \
+            ("word2vec", "word", 10, 3, 20, False)
+
+
+@pytest.mark.parametrize("name, flag, binary", [("v.bin", [], True), ("V.BIN", [], True), ("v.bin", ["--text"], False),
+                                                ("v.txt", [], False), ("v.vec", ["--binary"], True)])
+def test_export_writes_binary_for_a_bin_name_unless_told(tmp_path, runner, healthy, name, flag, binary):
+    trained = healthy[0]  # conftest's model without a word part: the whole rows
+    out = tmp_path / name
+    result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(out), *flag])
+    assert result.exit_code == 0, result.output
+    assert f"word2vec {'binary' if binary else 'text'}" in result.stderr
+    model, back = load_model(trained), load_word2vec(out)
+    assert back.vocab.words == model.vocab.words and np.array_equal(back.vectors, model.vectors)
+    KeyedVectors = pytest.importorskip("gensim.models").KeyedVectors
+    kv = KeyedVectors.load_word2vec_format(str(out), binary=binary)
+    assert len(kv) == len(model.vocab)
+    np.testing.assert_allclose(kv[model.vocab.words[3]], model.vectors[3], atol=1e-6)
+    if name == "v.txt":  # the model has no word part: one clean line
+        part = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "w.txt"), "--part", "word"])
+        assert_clean_error(part, "no word part")
+
+
+
+def test_python_export_of_a_folder(tmp_path):
+    """The one entry point writes a folder too, and says what it wrote."""
+    from scbow.vectors.export import export
+
+    model = word_part_model()
+    written = model.export(tmp_path / "m2v", "model2vec", min_count=40)
+    assert (written.format, written.rows, written.columns, written.words, written.left_out) == ("model2vec", 22, 5, 21, 9)
+    assert written.lines()[-1] == f"load it with StaticModel.from_pretrained({str(tmp_path / 'm2v')!r})"
+    assert sorted(os.listdir(tmp_path / "m2v")) == sorted(("README.md", "config.json", "model.safetensors",
+                                                           "tokenizer.json", "modules.json"))
+    with pytest.raises(Exception, match="--part sentence: a sentence-transformers folder"):
+        export(model, tmp_path / "st", "sentence-transformers", part="sentence")
+    assert not (tmp_path / "st").exists()
+
+
+# ---------------------------------------------------------------------------------------
 # the command
 
 
 def test_word2vec_export_min_count_and_limit(trained, tmp_path, runner):
     import scbow
-    from scbow.vectors.formats import load_word2vec
 
     model = scbow.load(trained)
     result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "v.txt"), "--min-count", "20",
@@ -366,12 +457,12 @@ def test_hostile_outputs(trained, tmp_path, monkeypatch, runner, fmt):
 
 
 def test_failed_write_leaves_nothing(trained, tmp_path, monkeypatch, runner):
-    from scbow.vectors import hub
+    from scbow.vectors import export as exporter
 
     def broken(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(hub, "write_safetensors", broken)
+    monkeypatch.setattr(exporter, "write_safetensors", broken)
     result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(tmp_path / "out")])
     assert_clean_error(result, "No space left on device", exit_code=1)
     assert os.listdir(tmp_path) == []

@@ -18,7 +18,8 @@ from conftest import TRAIN, assert_clean_error
 import scbow
 from scbow.cli import main
 from scbow.text.vocab import Vocab
-from scbow.vectors.formats import ModelError, export_word2vec, load_model, load_word2vec
+from scbow.vectors.export import export_word2vec
+from scbow.vectors.formats import ModelError, load_model, load_word2vec
 from scbow.vectors.model import Model
 from scbow.vectors.modeldir import FORMAT_VERSION, save_model
 

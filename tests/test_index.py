@@ -700,7 +700,8 @@ def _other_model(setup, tmp_path, name="other"):
 
 
 def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
-    from scbow.vectors.formats import export_word2vec, load_model
+    from scbow.vectors.export import export_word2vec
+    from scbow.vectors.formats import load_model
     from scbow.vectors.modeldir import save_model
 
     w2v = export_word2vec(setup["model"], tmp_path / "same.w2v.txt")
@@ -747,7 +748,7 @@ def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
 
 
 def test_an_index_built_with_a_word2vec_file_answers_with_that_file_only(setup, tmp_path, faiss):
-    from scbow.vectors.formats import export_word2vec
+    from scbow.vectors.export import export_word2vec
 
     w2v = export_word2vec(setup["model"], tmp_path / "m.w2v.txt")
     idx = tmp_path / "idx"

@@ -14,7 +14,7 @@ import scbow.vectors.numeric as model_module
 from scbow.cli import main
 from scbow.text.tokenize import tokenize
 from scbow.text.vocab import Vocab
-from scbow.vectors.formats import export_word2vec
+from scbow.vectors.export import export_word2vec
 from scbow.vectors.model import NEIGHBOUR_MIN_COUNT, Model
 from scbow.vectors.modeldir import save_model
 from scbow.vectors.numeric import kth_largest, mean_rows, row_cosines

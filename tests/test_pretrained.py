@@ -16,7 +16,8 @@ from scbow.errors import ModelError
 from scbow.text.vocab import Vocab
 from scbow.training.pretrained import expand_vocabulary, fit_linear_map, pretrained_init
 from scbow.training.start import init_vectors
-from scbow.vectors.formats import export_word2vec, load_model
+from scbow.vectors.export import export_word2vec
+from scbow.vectors.formats import load_model
 from scbow.vectors.model import Model
 from scbow.vectors.modeldir import save_model
 

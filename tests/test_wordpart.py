@@ -24,7 +24,8 @@ from scbow.training.corpus import read_corpus
 from scbow.training.hooks import Hook
 from scbow.training.session import train_session
 from scbow.training.start import corpus_weights, keep_probabilities
-from scbow.vectors.formats import export_word2vec, load_model, load_word2vec
+from scbow.vectors.export import export_word2vec
+from scbow.vectors.formats import load_model, load_word2vec
 from scbow.vectors.model import Model, row_parts
 
 

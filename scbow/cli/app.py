@@ -15,7 +15,6 @@ import click
 
 from ..config import TrainConfig
 from ..errors import ConfigError
-from ..progress import megabytes as mb  # noqa: F401  (the commands' name for it)
 
 
 def _flag(message: str) -> str:
@@ -146,7 +145,6 @@ def unknown_option(whose="the model's own rule"):
                         help="Words not in the vocabulary: split them into pieces (as exported folders do), give "
                              f"each a fixed random vector from a hash of the word, or leave them out.  [default: {whose}; "
                              "pieces for models trained by this version, omit for word2vec files]")
-
 
 
 def model_dir(model_path) -> Path:

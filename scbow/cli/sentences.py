@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..outputs import refuse_overwrite
-from ..vectors.neighbours import NEIGHBOUR_MIN_COUNT
+from ..vectors.neighbours import NEIGHBOUR_MIN_COUNT, nearest_words
 from .app import Count, load, main, model_dir, model_option, say, unknown_option
 
 
@@ -57,75 +57,28 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
     OUTPUT/manifest.json; running the same command again skips the shards already done.
     Read them back with scbow.open_shards(OUTPUT). Needs: pip install 'scbow-numba[dask]'.
     """
-    from ..progress import Progress
-    from ..use.embedding import embed_file, embed_summary, missing_path_for
-
     if workers is not None and scheduler is not None:
         raise click.UsageError("give --workers (a local cluster) or --scheduler (a running one), not both")
     if workers is not None or scheduler is not None:
         if missing_file is not None:
             raise click.UsageError("--missing is for one output file; a cluster lists missing lines per shard")
-        _embed_on_cluster(model_path, inputs, output, fill, unknown, workers, scheduler, block_mb, quiet)
-        return
-    if len(inputs) > 1:
+        if output.suffix.lower() == ".npy":
+            raise click.UsageError(f"-o {output}: on a cluster the output is a directory of shards, not one .npy "
+                                   f"file; give a directory name such as {output.with_suffix('')}")
+        from ..use.cluster import cluster_command
+
+        summary = cluster_command(model_dir(model_path), inputs, output, workers=workers, scheduler=scheduler,
+                                  fill=fill, unknown=unknown, block_mb=block_mb, quiet=quiet)
+    elif len(inputs) > 1:
         raise click.UsageError(f"{len(inputs)} inputs: one process embeds one INPUT; several need --workers N "
                                "(a local Dask cluster) or --scheduler ADDRESS")
-    input_path = inputs[0]
-    from ..outputs import check_output_file
+    else:
+        from ..use.embedding import embed_command
 
-    if output.is_dir():  # -o ., -o /: named as a directory before a name is made from it
-        check_output_file(output, "embeddings.npy")
-    missing_file = missing_file or missing_path_for(output)
-    refuse_overwrite({"-o": output, "--missing": missing_file},
-                      {"the model": model_dir(model_path), "INPUT": input_path})
-    model = load(model_path)
-    bar = Progress(0, unit="lines", enabled=None if not quiet else False)
-    try:
-        stats = embed_file(model, input_path, output, missing_file, fill=0.0 if fill == "zero" else float("nan"),
-                           threads=threads, progress=lambda n: bar.update(n, prefix="embedding: "), unknown=unknown)
-    finally:
-        bar.close()
-    if not quiet:
-        click.echo(embed_summary(stats, model, unknown, output, missing_file), err=True)
-
-
-def _embed_on_cluster(model_path, inputs, output, fill, unknown, workers, scheduler, block_mb, quiet):
-    from ..progress import Progress
-    from ..use.cluster import embed_on_cluster, refuse_model_output
-
-    if output.suffix.lower() == ".npy":
-        raise click.UsageError(f"-o {output}: on a cluster the output is a directory of shards, not one .npy file; "
-                               f"give a directory name such as {output.with_suffix('')}")
-    refuse_model_output(output)  # any model's directory, or inside one: the same line the first time and on resume
-    model_path = model_dir(model_path)
-    refuse_overwrite({"-o": output}, [("the model", model_path), *(("INPUT", p) for p in inputs)])
-    load(model_path)  # the model is checked here, once, with the messages of every command; workers map it
-    bar = Progress(0, unit="shards", enabled=None if not quiet else False)
-
-    def report(done, total):
-        bar.total = total
-        bar.update(done, prefix="embedding on the cluster: ", force=done == total)
-
-    try:
-        stats = embed_on_cluster(model_path, inputs, output, workers=workers, scheduler=scheduler,
-                                 fill=0.0 if fill == "zero" else float("nan"), unknown=unknown,
-                                 block_bytes=max(int(block_mb * (1 << 20)), 1), progress=report)
-    finally:
-        bar.close()
-    if not quiet:
-        rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
-        resumed = f" ({stats.skipped:,} done by an earlier run)" if stats.skipped else ""
-        click.echo(f"embedded {stats.lines:,} lines into {stats.shards:,} shards{resumed} on {stats.workers} "
-                   f"workers in {stats.seconds:.1f} s ({rate:,.0f} lines/min); {stats.missing:,} lines with nothing "
-                   f"to average; wrote {output}/manifest.json", err=True)
-
-
-def _lookup_word(model, word: str) -> str:
-    """``word`` as the model spells it: as given, else lowercased (our tokens are lowercase)."""
-    i = model.get_index(word, -1)
-    if i < 0:
-        raise click.ClickException(f"{word!r} is not in the vocabulary of {len(model):,} words")
-    return model.index_to_key[i]
+        summary = embed_command(model_dir(model_path), inputs[0], output, missing_file, fill=fill, threads=threads,
+                                unknown=unknown, quiet=quiet)
+    if summary:
+        say(summary)
 
 
 @main.command(short_help="Nearest words of a word, or nearest lines of a sentence.")
@@ -173,51 +126,26 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
                                        "sentence whose nearest lines to find")
         if not words:
             raise click.ClickException('give a WORD, or --sentence "..." --in FILE')
-        model = load(model_path)
-        positive = [_lookup_word(model, w) for w in words]
-        minus = [_lookup_word(model, w) for w in negative]
-        try:
-            found = model.most_similar(positive, topn=topn, negative=minus, min_count=min_count)
-        except ValueError:  # the words cancel out: no direction left to compare with
-            query = " + ".join(positive) + "".join(f" - {w}" for w in minus)
-            raise click.ClickException(f"the query {query} is the zero vector (its words cancel out, or their "
-                                       "vectors are zero); it has no nearest words") from None
-        if not found and len(model) <= len(set(positive + minus)):  # the query's own words are never printed
-            raise click.ClickException(f"no other word: the query holds every word of the model "
-                                       f"({len(model):,}); it has no nearest words")
-        if not found and min_count > 1:
-            most = int(model.vocab.counts.max(initial=0))
-            raise click.ClickException(f"no other word is seen at least {min_count:,} times (the most frequent, "
-                                       f"{most:,} times); lower --min-count, or 0 for every word")
-        for word, cos in found:
+        for word, cos in nearest_words(load(model_path), words, negative, topn=topn, min_count=min_count):
             click.echo(f"{word}\t{cos:.4f}")
         return
     if words or negative:
         raise click.ClickException("give either WORDs or --sentence, not both")
     if in_path is None and index_path is None:
         raise click.ClickException("--sentence needs --in FILE or --index DIR: the sentences to search")
-    from ..use.embedding import nearest_sentences, sentence_words
+    from ..use.embedding import nearest_sentences, query_sentence
 
     if index_path is not None:  # an index that records its model answers only with it: check before loading
         from ..use.index import check_query_model
 
         check_query_model(index_path, model_dir(model_path))
     model = load(model_path)
-    words = sentence_words(model, sentence)
-    if not words.has_embedding:
-        raise click.ClickException(f"the sentence has {words.lacks}; it has no embedding")
-    if words.unknown:
-        click.echo(words.unknown_note(), err=True)
+    query_sentence(model, sentence, note=say)
     if index_path is not None:
-        from ..use.index import search_command
+        from ..use.index import search_lines
 
-        try:
-            found = search_command(model, sentence, index_path, topn=topn, ef=ef, model_dir=model_dir(model_path))
-        except ValueError as exc:
-            raise click.ClickException(str(exc)) from None
-        several = len({f for _, f, _, _ in found}) > 1
-        for cos, file, line, text in found:
-            click.echo(f"{cos:.4f}\t{f'{file}:{line}' if several else line}\t{text}")
+        for line in search_lines(model, sentence, index_path, topn=topn, ef=ef, model_dir=model_dir(model_path)):
+            click.echo(line)
         return
     for cos, line, text in nearest_sentences(model, sentence, in_path, topn=topn, warn=say):
         click.echo(f"{cos:.4f}\t{line}\t{text}")

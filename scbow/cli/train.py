@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..config import FIELD_CHOICES, FIELD_HELP, TrainConfig
-from .app import Count, GroupedCommand, echo_lines, main, mb, say
+from .app import Count, GroupedCommand, echo_lines, main, say
 
 # the hyperparameters that are counts, and what they count
 COUNT_FIELDS = {"min_count": "occurrences", "max_vocab": "words", "count_floor": "occurrences",
@@ -82,72 +82,16 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
 
     One sentence per line; an empty line, and the end of each file, ends a document.
     """
-    from ..outputs import named, refuse_overwrite
-    from ..training.checkpoint import checkpoint_dir
+    from ..outputs import named
+    from ..training.run import train_into
     from ..vectors.modeldir import default_model_dir
 
     config = TrainConfig(**hyper)
     output = named(output or default_model_dir())  # '-o .' names the current directory
-    refuse_overwrite({"-o": output, "its checkpoint": checkpoint_dir(output)},
-                     [*(("the corpus", p) for p in corpus), ("--init-vectors", init_vectors),
-                      ("--eval-dev", eval_dev), *(("--eval-sets", p) for p in eval_sets)], replaces_dirs=True)
-    if not no_cache:
-        refuse_cache_in_output(cache_dir, output)
-    curve = None
-    if eval_every is not None:
-        from ..training.curve import curve_hook
-
-        curve = curve_hook(eval_every, eval_dev, eval_sets, eval_test, config)
-    elif eval_dev is not None or eval_sets or eval_test:
-        raise click.ClickException("--eval-dev, --eval-sets and --eval-test need --eval-every N")
-    made = [p for p in (output.resolve().parent, *output.resolve().parent.parents) if not p.exists()]
-    try:
-        _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, resume, quiet, cache_dir, no_cache)
-    except BaseException:
-        # a failed run leaves nothing behind: not even the directories made for its output
-        for p in made:  # deepest first
-            try:
-                p.rmdir()
-            except OSError:
-                break
-        raise
-
-
-def refuse_cache_in_output(cache_dir, output) -> None:
-    """One line, exit 1, when the corpus cache is the model directory ``output`` or its checkpoint, or lies
-    inside either: the cache it writes would make ``output`` a folder that holds no model."""
-    from ..files import resolved
-    from ..training.cache import default_cache_dir
-    from ..training.checkpoint import checkpoint_dir
-
-    name = "--cache-dir" if cache_dir is not None else "the corpus cache"
-    cache = Path(resolved(Path(cache_dir if cache_dir is not None else default_cache_dir())))
-    for what, place in (("-o", output), ("the checkpoint of -o", checkpoint_dir(output))):
-        place = Path(resolved(Path(place)))
-        if cache == place or place in cache.parents:
-            raise click.ClickException(f"{name} {cache}: is {'' if cache == place else 'inside '}{what} {place}; "
-                                       "give the corpus cache a folder of its own, outside the model")
-
-
-def _train_into(output, corpus, config, curve, init_vectors, checkpoint_every, resume, quiet, cache_dir, no_cache):
-    from ..training.pretrained import pretrained_start
-    from ..training.session import summary_lines, train_session
-    from ..vectors.modeldir import check_output_dir
-
-    output = check_output_dir(output)
-    init, init_info = pretrained_start(init_vectors, config, note=None if quiet else say)
-
-    def before_save(result):
-        if curve is not None:
-            curve.attach(result.model)
-
-    # lock, checkpoints, signals and the final save: scbow.training.session
-    result = train_session(list(corpus), config, output, checkpoint_every=checkpoint_every, resume=resume,
-                           quiet=quiet, cache_dir=cache_dir, use_cache=not no_cache, init=init,
-                           init_vectors=init_info or None, before_save=before_save, warn=lambda line: click.echo(line, err=True),
-                           hooks=[curve] if curve is not None else [])
-    if not quiet:
-        echo_lines(summary_lines(result, config, output, curve))
+    echo_lines(train_into(output, corpus, config, cache_dir=cache_dir, no_cache=no_cache, quiet=quiet,
+                          init_vectors=init_vectors, checkpoint_every=checkpoint_every, resume=resume,
+                          eval_every=eval_every, eval_dev=eval_dev, eval_sets=eval_sets, eval_test=eval_test,
+                          say=say))
 
 
 @main.command(short_help="Turn raw documents into a corpus for train (sentence splitting).")
@@ -210,25 +154,14 @@ def cache_command(cache_dir, clear):
     modification time) and the vocabulary settings, so that a rerun starts at once. An
     entry is about 4 bytes per token; nothing is removed on its own.
     """
-    import time
-
-    from ..progress import plural
-    from ..training.cache import cache_entries, clear_cache, default_cache_dir, describe
+    from ..training.cache import default_cache_dir
+    from ..training.run import cache_listing, clear_listing
 
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     if clear:
-        removed, freed = clear_cache(root)
-        click.echo(f"removed {plural(removed, 'cached corpus', 'cached corpora')} ({mb(freed)}) from {root}",
-                   err=True)
+        say(clear_listing(root))
         return
-    foreign: list[Path] = []
-    entries = cache_entries(root, foreign)
-    for e in entries:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e["modified"]))
-        click.echo(f"{mb(e['bytes']):>10}  {when}  {Path(e['path']).name}  {describe(e)}")
-    total = sum(e["bytes"] for e in entries)
-    click.echo(f"{plural(len(entries), 'cached corpus', 'cached corpora')}, {mb(total)} in {root}", err=True)
-    if foreign:
-        click.echo(f"note: {root} also holds {plural(len(foreign), 'item')} scbow-numba did not write "
-                   f"({', '.join(p.name for p in foreign[:3])}{', ...' if len(foreign) > 3 else ''}); "
-                   "they are not listed and never removed", err=True)
+    rows, notes = cache_listing(root)
+    for row in rows:
+        click.echo(row)
+    echo_lines(notes)

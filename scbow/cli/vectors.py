@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -43,26 +42,9 @@ def similarity(model_path, sentence1, sentence2, pairs_path, unknown):
     if sentence2 is None:
         raise click.ClickException('give two sentences: scbow-numba similarity "SENTENCE 1" "SENTENCE 2" '
                                    "(or --pairs FILE)")
-    from ..use.embedding import sentence_words
+    from ..use.embedding import sentence_similarity
 
-    model = load(model_path)
-    blank = [n for n, sentence in enumerate((sentence1, sentence2), 1) if not sentence.strip()]
-    if blank:
-        raise click.ClickException(f"no similarity: {' and '.join(f'sentence {n}' for n in blank)} "
-                                   f"{'is' if len(blank) == 1 else 'are'} empty")
-    sides = [sentence_words(model, sentence, unknown) for sentence in (sentence1, sentence2)]
-    for n, side in enumerate(sides, 1):
-        if side.unknown_note():
-            click.echo(f"sentence {n}: {side.unknown_note()}", err=True)
-    empty = [n for n, side in enumerate(sides, 1) if not side.has_embedding]
-    if empty:
-        which = " and ".join(f"sentence {n}" for n in empty)
-        raise click.ClickException(f"no similarity: {which} has {sides[empty[0] - 1].lacks}")
-    value = model.similarity(sentence1, sentence2, unknown=unknown)
-    if value != value:  # a side averages to the zero vector: its words' vectors cancel out or are zero
-        raise click.ClickException("no similarity: a sentence's average is the zero vector (its words' vectors "
-                                   "are zero or cancel out), so it has no direction to compare")
-    click.echo(f"{value:.4f}")
+    click.echo(f"{sentence_similarity(load(model_path), sentence1, sentence2, unknown, note=say):.4f}")
 
 
 @main.command(short_help="What a model is: size, corpus, settings and recorded scores.")
@@ -83,9 +65,6 @@ def info(model_arg_, model_path, as_json):
     click.echo(model_record(model, path) if as_json else "\n".join(describe(model, path)))
 
 
-EXPORT_FORMATS = ("word2vec", "sentence-transformers", "model2vec")
-
-
 @main.command(short_help="Export the model: word2vec file, or a sentence-transformers or model2vec folder.")
 @model_option()
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
@@ -96,9 +75,10 @@ EXPORT_FORMATS = ("word2vec", "sentence-transformers", "model2vec")
                                       "model's sentence vectors, unknown words left out (see docs/export.md).")
 @click.option("--binary/--text", default=None,
               help="word2vec binary or text format. Default: binary for a name ending in .bin, else text.")
-@click.option("--part", type=click.Choice(["all", "sentence", "word"]), default="all", show_default=True,
+@click.option("--part", type=click.Choice(["all", "sentence", "word"]), default=None,
               help="Columns to write (word2vec): the whole rows (what sentences average), or one part of a model with "
-                   "a word part (the word part is what word similarity lives on).")
+                   "a word part.  [default: word, the word part (what word similarity lives on), for a model with "
+                   "one; else all]")
 @click.option("--min-count", type=Count(minimum=0, what="occurrences"), default=0,
               help="Leave out the words seen fewer times in the training corpus (a word with no recorded count is "
                    "kept). In a folder, a word left out is unknown.  [default: 0, all]")
@@ -124,89 +104,17 @@ def export(model_path, output, fmt, binary, part, min_count, limit, add_words, l
     output and renamed into place. Unknown words are left out of the average there (their
     hashed vectors cannot travel; --add-words adds rows for the words of given files).
     """
-    from ..files import foreign, output_path, resolved
-    from ..outputs import refuse_inside_ours
+    from ..vectors.export import check_export, export_format
+    from ..vectors.export import export as write
 
-    name = {"st": "sentence-transformers", "sentence_transformers": "sentence-transformers"}.get(fmt.lower(), fmt.lower())
-    if name not in EXPORT_FORMATS:
-        raise click.ClickException(f"--format {fmt!r}: choose one of {', '.join(EXPORT_FORMATS)}")
+    spec = export_format(fmt)
     inputs = {"the model": model_dir(model_path)}
     inputs.update({f"--add-words {p}": p for p in add_words})
-    refuse_overwrite({"-o": output}, inputs, replaces_dirs=name != "word2vec")
-    if name == "word2vec":
-        if add_words:
-            raise click.ClickException("--add-words applies to the folder formats (sentence-transformers, model2vec)")
-        if license_ is not None:
-            raise click.ClickException("--license applies to the folder formats (sentence-transformers, model2vec)")
-        _export_word2vec(model_path, output, binary, part, min_count, limit)
-        return
-    if binary is not None:
-        raise click.ClickException(f"--binary/--text apply to --format word2vec, not {name}")
-    if part != "all":
-        raise click.ClickException(f"--part {part}: a {name} folder embeds sentences with the whole rows; "
-                                   "--part applies to --format word2vec")
-    from ..vectors.hub import M2V_FILES, ST_FILES
-
-    if output.name in ("", "..") or resolved(output) == resolved(Path.cwd()):  # a link loop resolves, not raises
-        raise click.ClickException(f"-o {output}: give the new folder a name (the export replaces a folder whole; "
-                                   "not the current one)")
-    if os.path.exists(output) and not output.is_dir():  # a dangling link is no folder yet: its target is made
-        raise click.ClickException(f"-o {output}: exists and is not a folder; a {name} export is a folder "
-                                   "(choose a new name)")
-    output_path(output)  # a link into a folder that does not exist is refused, as every -o LINK is
-    refuse_inside_ours(output)
-    own, other = (ST_FILES, M2V_FILES) if name == "sentence-transformers" else (M2V_FILES, ST_FILES)
-    why = foreign(output, own) if output.is_dir() else None
-    if why is not None:
-        if foreign(output, other) is None:  # the other format's export, which we wrote
-            theirs = "model2vec" if name == "sentence-transformers" else "sentence-transformers"
-            raise click.ClickException(f"-o {output}: holds a {theirs} export; a {name} export is not written over "
-                                       "it (choose a new name)")
-        raise click.ClickException(f"-o {output}: {why}, so it is not replaced (move that away)")
-    from ..text.reader import check_regular
-
-    for path in add_words:
-        check_regular(path, f"--add-words {path}")
-    _export_folder(model_path, output, name, min_count, limit, add_words, license_)
-
-
-def _export_word2vec(model_path, output, binary, part, min_count, limit):
-    from ..vectors.formats import export_word2vec, part_columns
-    from ..vectors.hub import subset
-
-    model = load(model_path)
-    width = part_columns(model, part).shape[1]
-    if binary is None:  # gensim's and word2vec's convention: vectors.bin is binary
-        binary = output.name.lower().endswith(".bin")
-    kept = subset(model, min_count, limit)
-    export_word2vec(kept, output, binary=binary, part=part)
-    left = len(model) - len(kept)
-    click.echo(f"wrote {plural(len(kept), 'vector')} of {plural(width, 'dim')} to {output} "
-               f"(word2vec {'binary' if binary else 'text'})"
-               + (f" (the {part} part)" if part != "all" else "")
-               + (f"; {plural(left, 'rarer word')} left out" if left else ""), err=True)
-
-
-def _export_folder(model_path, output, name, min_count, limit, add_words, license_):
-    from ..vectors.hub import subset, words_of, write_folder
-
-    model = load(model_path)
-    kept = subset(model, min_count, limit)
-    extra = []
-    if add_words:
-        say(f"reading the words of {plural(len(add_words), 'file')}...")
-        extra = words_of(add_words, kept.tokenize)
-    report = write_folder(kept, output, name, extra_words=extra, license=license_, whole=model)
-    left = len(model) - len(kept)
-    loader = (f"SentenceTransformer({str(output)!r})" if name == "sentence-transformers"
-              else f"StaticModel.from_pretrained({str(output)!r})")
-    say(f"wrote a {name} folder to {output}: {plural(report['rows'], 'row')} of {plural(report['dim'], 'dim')} "
-        f"({plural(report['words'], 'word')}"
-        + (f", {plural(report['added'], 'added word')}" if report["added"] else "")
-        + (f" ({report['restored']:,} left out by --min-count/--limit, with their own rows)" if report["restored"] else "")
-        + f" and {report['unk']} for unknown words; tokenizer version {model.tokenizer_version})"
-        + (f"; {plural(left, 'rarer word')} left out" if left else ""))
-    say(f"load it with {loader}")
+    refuse_overwrite({"-o": output}, inputs, replaces_dirs=spec.folder)
+    options = {"binary": binary, "part": part, "add_words": add_words, "license": license_}
+    check_export(output, spec.name, **options)  # everything checked before the model is read
+    result = write(load(model_path), output, spec.name, min_count=min_count, limit=limit, note=say, **options)
+    echo_lines(result.lines())
 
 
 @main.command(short_help="Add words from larger pretrained vectors (vocabulary expansion).")

@@ -212,6 +212,14 @@ class ClusterStats:
     workers: int = 0
     output: str = ""
 
+    def summary(self, output) -> str:
+        """The line ``embed --workers/--scheduler`` prints at the end."""
+        rate = self.lines / self.seconds * 60 if self.seconds > 0 else 0
+        resumed = f" ({self.skipped:,} done by an earlier run)" if self.skipped else ""
+        return (f"embedded {self.lines:,} lines into {self.shards:,} shards{resumed} on {self.workers} "
+                f"workers in {self.seconds:.1f} s ({rate:,.0f} lines/min); {self.missing:,} lines with nothing "
+                f"to average; wrote {output}/manifest.json")
+
 
 def client_for(workers: int | None = None, scheduler: str | None = None):
     """A ``dask.distributed`` client: of a local cluster of ``workers`` processes, or of ``scheduler``."""
@@ -460,3 +468,30 @@ def _run(client, task, model_path, blocks, out, identity, fill, unknown, retries
         client.cancel(futures)
         raise
     return records
+
+
+def cluster_command(model_dir: Path, inputs, output: Path, workers: int | None = None, scheduler: str | None = None,
+                    fill: str = "nan", unknown: str | None = None, block_mb: float = 64.0, quiet: bool = False) -> str | None:
+    """What ``embed --workers N`` or ``--scheduler ADDRESS`` runs: its output checked (no model's
+    directory, no input), the model checked once, the shards embedded with a progress line, and the
+    summary line returned (None when ``quiet``)."""
+    from ..outputs import refuse_overwrite
+    from ..progress import Progress
+    from ..vectors.formats import load_model
+
+    refuse_model_output(output)  # any model's directory, or inside one: the same line the first time and on resume
+    refuse_overwrite({"-o": output}, [("the model", model_dir), *(("INPUT", p) for p in inputs)])
+    load_model(model_dir)  # the model is checked here, once, with the messages of every command; workers map it
+    bar = Progress(0, unit="shards", enabled=None if not quiet else False)
+
+    def report(done, total):
+        bar.total = total
+        bar.update(done, prefix="embedding on the cluster: ", force=done == total)
+
+    try:
+        stats = embed_on_cluster(model_dir, inputs, output, workers=workers, scheduler=scheduler,
+                                 fill=0.0 if fill == "zero" else float("nan"), unknown=unknown,
+                                 block_bytes=max(int(block_mb * (1 << 20)), 1), progress=report)
+    finally:
+        bar.close()
+    return None if quiet else stats.summary(output)

@@ -278,6 +278,40 @@ def sentence_words(model: Model, sentence: str, unknown: str | None = None) -> S
     return SentenceWords(known, missing, rule, tuple(map(model.pieces.split, missing)) if rule == "pieces" else ())
 
 
+def query_sentence(model: Model, sentence: str, note=None) -> SentenceWords:
+    """The words of a query sentence (``neighbors --sentence``); ModelError when it has no embedding.
+    ``note`` is given the line naming its unknown words."""
+    words = sentence_words(model, sentence)
+    if not words.has_embedding:
+        raise ModelError(f"the sentence has {words.lacks}; it has no embedding")
+    if words.unknown and note is not None:
+        note(words.unknown_note())
+    return words
+
+
+def sentence_similarity(model: Model, sentence1: str, sentence2: str, unknown: str | None = None, note=None) -> float:
+    """The cosine of the two sentences' averages (``similarity``); ModelError, one line, when a side is
+    empty, has nothing to average or averages to the zero vector. ``note`` is given the line naming
+    a side's unknown words."""
+    blank = [n for n, sentence in enumerate((sentence1, sentence2), 1) if not sentence.strip()]
+    if blank:
+        raise ModelError(f"no similarity: {' and '.join(f'sentence {n}' for n in blank)} "
+                         f"{'is' if len(blank) == 1 else 'are'} empty")
+    sides = [sentence_words(model, sentence, unknown) for sentence in (sentence1, sentence2)]
+    for n, side in enumerate(sides, 1):
+        if side.unknown_note() and note is not None:
+            note(f"sentence {n}: {side.unknown_note()}")
+    empty = [n for n, side in enumerate(sides, 1) if not side.has_embedding]
+    if empty:
+        which = " and ".join(f"sentence {n}" for n in empty)
+        raise ModelError(f"no similarity: {which} has {sides[empty[0] - 1].lacks}")
+    value = model.similarity(sentence1, sentence2, unknown=unknown)
+    if value != value:  # a side averages to the zero vector: its words' vectors cancel out or are zero
+        raise ModelError("no similarity: a sentence's average is the zero vector (its words' vectors "
+                         "are zero or cancel out), so it has no direction to compare")
+    return value
+
+
 def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.PathLike | None = None,
                fill: float = math.nan, threads: int = 1, block_chars: int = BLOCK_CHARS,
                progress=None, unknown: str | None = None) -> EmbedStats:
@@ -306,6 +340,28 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
         raise ModelError(f"{output}: the array and the record of missing lines cannot be the same file")
     return write_embeddings(model, read_blocks(input_path, block_chars), output, missing_file, fill, threads, progress,
                             unknown, source=input_path)
+
+
+def embed_command(model_dir: Path, input_path, output: Path, missing_file=None, fill: str = "nan", threads: int = 1,
+                  unknown: str | None = None, quiet: bool = False) -> str | None:
+    """What ``embed INPUT -o OUT.npy`` runs: its outputs checked (``-o``, the ``--missing`` file, neither an
+    input), the lines embedded with a progress line, and the summary line returned (None when ``quiet``)."""
+    from ..outputs import refuse_overwrite
+    from ..progress import Progress
+    from ..vectors.formats import load_model
+
+    if output.is_dir():  # -o ., -o /: named as a directory before a name is made from it
+        check_output_file(output, "embeddings.npy")
+    missing_file = missing_file or missing_path_for(output)
+    refuse_overwrite({"-o": output, "--missing": missing_file}, {"the model": model_dir, "INPUT": input_path})
+    model = load_model(model_dir)
+    bar = Progress(0, unit="lines", enabled=None if not quiet else False)
+    try:
+        stats = embed_file(model, input_path, output, missing_file, fill=0.0 if fill == "zero" else float("nan"),
+                           threads=threads, progress=lambda n: bar.update(n, prefix="embedding: "), unknown=unknown)
+    finally:
+        bar.close()
+    return None if quiet else embed_summary(stats, model, unknown, output, missing_file)
 
 
 def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fill: float = math.nan,

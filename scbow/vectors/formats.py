@@ -1,6 +1,6 @@
 """Reading models: model directories (written by :mod:`scbow.vectors.modeldir`, whose names are
 re-exported here), word2vec text/binary and GloVe files, and learning curves; every
-matrix checked before use (:func:`check_vectors`). Also word2vec export. No pickle.
+matrix checked before use (:func:`check_vectors`). No pickle (writing word2vec files: :mod:`scbow.vectors.export`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..text.reader import open_bytes, read_all_bytes
 from ..text.tokenize import VERSIONS
 from ..text.vocab import Vocab
 from .model import Model
-from .modeldir import CURVE_FILE, FORMAT_VERSION, MODEL_FILES, PARTS, export_word2vec, part_columns  # noqa: F401
+from .modeldir import CURVE_FILE, FORMAT_VERSION, MODEL_FILES  # noqa: F401
 
 
 def load_model(path: os.PathLike, mmap: bool = True) -> Model:

@@ -664,12 +664,20 @@ class Model:
                 1.0 - len(kept) / len(triples))
 
     def save_word2vec_format(self, path, binary: bool = False) -> None:
-        """gensim's name for ``scbow-numba export``: the whole rows in word2vec text or binary format."""
-        from .modeldir import export_word2vec
+        """gensim's name for ``scbow-numba export``: the word vectors in word2vec text or binary format
+        (the word part's columns of a model with one, else the whole rows; :func:`scbow.vectors.export.export`)."""
+        from .export import export
 
         if not isinstance(binary, (bool, np.bool_)):  # binary="no" is truthy: it would write binary
             raise TypeError(f"binary must be True or False, not {binary!r}")
-        export_word2vec(self, path, binary=bool(binary))
+        export(self, path, "word2vec", binary=bool(binary))
+
+    def export(self, path, format: str = "word2vec", **options):
+        """Write the model as ``scbow-numba export`` does (a word2vec file, a sentence-transformers or
+        model2vec folder); the options and the returned record: :func:`scbow.vectors.export.export`."""
+        from .export import export
+
+        return export(self, path, format, **options)
 
     def similar_by_word(self, word: str, topn: int = 10, restrict_vocab: int | None = None,
                         min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:

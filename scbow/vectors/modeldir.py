@@ -30,8 +30,8 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import ModelError
-from ..files import atomic_dir, atomic_file, foreign, fsync_path, new_temporary, output_path
-from ..outputs import check_output_file, refuse_inside_ours, register_kind
+from ..files import atomic_dir, foreign, fsync_path, new_temporary, output_path
+from ..outputs import refuse_inside_ours, register_kind
 from ..reading import os_error_text, read_json
 
 
@@ -43,7 +43,6 @@ class SavedModel(Protocol):
     vocab: object
     config: dict
     info: dict
-    parts: dict
 
 
 FORMAT_VERSION = 1
@@ -191,45 +190,3 @@ def save_model(model: SavedModel, path: os.PathLike) -> Path:
         raise ModelError(f"cannot write model to {path}: {os_error_text(exc)}") from None
     model.info["model_id"] = written  # the model in memory is now the one saved there
     return path
-
-
-# ---------------------------------------------------------------------------------------
-# word2vec files (here, not in formats.py: Model.save_word2vec_format calls it, and formats imports the model)
-
-
-def export_word2vec(model: SavedModel, path: os.PathLike, binary: bool = False, part: str = "all") -> Path:
-    """Write the vectors in word2vec text or binary format (atomically).
-
-    ``part``: ``"all"`` the whole rows (what sentences are averaged from), ``"sentence"`` or
-    ``"word"`` one part's columns of a model with a word part (:attr:`Model.parts`)."""
-    path = check_output_file(path, "vectors.txt")
-    vectors = part_columns(model, part)
-    try:
-        with atomic_file(path) as tmp, open(tmp, "wb") as fh:
-            fh.write(f"{len(model.vocab)} {vectors.shape[1]}\n".encode())
-            for word, vec in zip(model.vocab.words, vectors):
-                if binary:
-                    fh.write(word.encode("utf-8") + b" " + vec.astype("<f4").tobytes() + b"\n")
-                else:
-                    fh.write((word + " " + " ".join(f"{x:.9g}" for x in vec.tolist()) + "\n").encode("utf-8"))
-    except OSError as exc:
-        raise ModelError(f"cannot write {path}: {os_error_text(exc)}") from None
-    return path
-
-
-PARTS = ("all", "sentence", "word")
-
-
-def part_columns(model: SavedModel, part: str = "all") -> np.ndarray:
-    """float32 rows of ``model``: all columns, or those of one part; ModelError for a part the model lacks."""
-    if part not in PARTS:
-        raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
-    vectors = np.asarray(model.vectors, dtype=np.float32)
-    if part == "all":
-        return vectors
-    parts = model.parts
-    if part not in parts or (part == "sentence" and "word" not in parts):
-        raise ModelError(f"the model has no word part (it was trained with --word-passes 0, or is not ours); "
-                         f"--part {part} needs one")
-    lo, hi = parts[part]
-    return vectors[:, lo:hi]

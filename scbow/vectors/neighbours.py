@@ -1,4 +1,5 @@
-"""The default rule of word neighbours, without numpy (the CLI's --help reads it).
+"""The default rule of word neighbours, and the nearest words of ``neighbors WORD...``; without numpy
+(the CLI's --help reads it).
 
 ``NEIGHBOUR_MIN_COUNT``: the words ``Model.most_similar`` and ``scbow-numba neighbors`` may
 return by default are those seen at least this many times in the training corpus. A row
@@ -10,4 +11,36 @@ as the best within the noise): benchmarks/results/neighbours.md. 0 (or 1): the p
 cosine ranking.
 """
 
+from ..errors import ModelError
+
 NEIGHBOUR_MIN_COUNT = 100
+
+
+def vocabulary_word(model, word: str) -> str:
+    """``word`` as the model spells it: as given, else lowercased (our tokens are lowercase)."""
+    i = model.get_index(word, -1)
+    if i < 0:
+        raise ModelError(f"{word!r} is not in the vocabulary of {len(model):,} words")
+    return model.index_to_key[i]
+
+
+def nearest_words(model, words, negative=(), topn: int = 10, min_count: int = NEIGHBOUR_MIN_COUNT) -> list:
+    """``(word, cosine)`` of ``neighbors WORD...``: ``Model.most_similar`` of ``words`` minus ``negative``,
+    each looked up as :func:`vocabulary_word`; ModelError, one line, for an unknown word and for a
+    query with no answer (the zero vector, every word of the model, no word seen ``min_count`` times)."""
+    positive = [vocabulary_word(model, w) for w in words]
+    minus = [vocabulary_word(model, w) for w in negative]
+    try:
+        found = model.most_similar(positive, topn=topn, negative=minus, min_count=min_count)
+    except ValueError:  # the words cancel out: no direction left to compare with
+        query = " + ".join(positive) + "".join(f" - {w}" for w in minus)
+        raise ModelError(f"the query {query} is the zero vector (its words cancel out, or their "
+                         "vectors are zero); it has no nearest words") from None
+    if not found and len(model) <= len(set(positive + minus)):  # the query's own words are never printed
+        raise ModelError(f"no other word: the query holds every word of the model "
+                         f"({len(model):,}); it has no nearest words")
+    if not found and min_count > 1:
+        most = int(model.vocab.counts.max(initial=0))
+        raise ModelError(f"no other word is seen at least {min_count:,} times (the most frequent, "
+                         f"{most:,} times); lower --min-count, or 0 for every word")
+    return found

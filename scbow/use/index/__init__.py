@@ -6,8 +6,8 @@ Each module imports only those before it: :mod:`.store`, :mod:`.build`, :mod:`.q
 """
 
 from .build import DEFAULT_EF_CONSTRUCTION, DEFAULT_M, build_index
-from .query import check_query_model, index_command, search_command
+from .query import check_query_model, index_command, search_command, search_lines
 from .store import DEFAULT_EF, Index, open_index
 
 __all__ = ["DEFAULT_EF", "DEFAULT_EF_CONSTRUCTION", "DEFAULT_M", "Index", "build_index", "check_query_model",
-           "index_command", "open_index", "search_command"]
+           "index_command", "open_index", "search_command", "search_lines"]

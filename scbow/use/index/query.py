@@ -134,3 +134,15 @@ def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | N
         raise ValueError(f"the sentence {sentence!r} has {what}")
     ids, scores = index.search(q, topn, threads=1)
     return [(float(score), *index.line(row)) for row, score in zip(ids[0].tolist(), scores[0].tolist()) if row >= 0]
+
+
+def search_lines(model, sentence: str, index_path, topn: int = 10, ef: int | None = None, model_dir=None) -> list[str]:
+    """What ``neighbors --sentence "..." --index DIR`` prints: ``cosine<TAB>line number<TAB>line`` of
+    :func:`search_command` (``file:line`` when the index holds several files); ModelError, one line,
+    where it says ValueError."""
+    try:
+        found = search_command(model, sentence, index_path, topn=topn, ef=ef, model_dir=model_dir)
+    except ValueError as exc:
+        raise ModelError(str(exc)) from None
+    several = len({f for _, f, _, _ in found}) > 1
+    return [f"{cos:.4f}\t{f'{file}:{line}' if several else line}\t{text}" for cos, file, line, text in found]
