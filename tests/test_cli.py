@@ -60,8 +60,8 @@ def test_train_writes_a_model_by_default_where_the_other_commands_look(tmp_path,
 
 
 def test_similarity_prints_a_float_and_names_unknown_words(runner, trained):
-    """A model trained now records unknown="hash": a sentence of unknown words still has an
-    embedding, the same words on both sides are similar, and stderr says what was hashed."""
+    """A model trained now records unknown="pieces": a sentence of unknown words still has an
+    embedding, the same words on both sides are similar, and stderr says what became of them."""
     def similarity(*pair):
         result = runner.invoke(main, ["similarity", "-m", str(trained), *pair])
         assert result.exit_code == 0, result.output
@@ -73,9 +73,11 @@ def test_similarity_prints_a_float_and_names_unknown_words(runner, trained):
                                                  abs=1e-4)
     assert "xyzzy" in result.stderr and "sentence 1" in result.stderr and "sentence 2" not in result.stderr
     assert float(similarity("the big dog", "Dog the big").stdout) == pytest.approx(1.0, abs=1e-4)
-    assert load_model(trained).unknown_rule == ("hash", 1.0)
-    same = similarity("qwerty zxcv", "zxcv qwerty")
-    assert float(similarity("the cat qwerty", "qwerty zxcv").stdout) < float(same.stdout) == pytest.approx(1.0, abs=1e-4)
+    assert load_model(trained).unknown_rule == ("pieces", 0.35)
+    same = similarity("moonking kingmoon", "kingmoon moonking")  # unknown words of known letters: pieces
+    assert "moonking (moon ##k ##in ##g)" in same.stderr
+    assert float(similarity("the cat moonking", "moonking kingmoon").stdout) < float(same.stdout) == pytest.approx(1.0,
+                                                                                                             abs=1e-4)
 
 
 @pytest.mark.parametrize("pair, fragment", [

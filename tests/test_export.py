@@ -55,6 +55,20 @@ def trained(tmp_path_factory, corpus):
 
 
 @pytest.fixture(scope="module")
+def ruled(tmp_path_factory, corpus):
+    """The same small model under the two other rules for unknown words: {"hash": path, "omit": path}."""
+    base = tmp_path_factory.mktemp("export-rules")
+    out = {}
+    for rule in ("hash", "omit"):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
+            result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / rule), *TRAIN, "--unknown", rule])
+        assert result.exit_code == 0, result.output
+        out[rule] = base / rule
+    return out
+
+
+@pytest.fixture(scope="module")
 def folders(trained, tmp_path_factory):
     base = tmp_path_factory.mktemp("export-folders")
     out = {}
@@ -186,11 +200,14 @@ def test_model2vec_encode_equals_ours(trained, folders, fmt):
     import scbow
 
     loaded = model2vec.StaticModel.from_pretrained(str(folders[fmt]))
-    sentences = sts_sentences() + ["", "zzzqqq xxyyq", "the " * 700 + "end"]  # none known; past 512 tokens
-    ours = scbow.load(trained).embed(sentences, unknown="omit")
+    # unknown words in pieces; a word of a letter no word has (no pieces); past 512 tokens
+    sentences = sts_sentences() + ["", "zzzqqq xxyyq", "ⱥⱥⱥ", "the " * 700 + "end"]
+    model = scbow.load(trained)
+    assert model.unknown_rule[0] == "pieces" and model.ids("zzzqqq xxyyq")[1] == ["zzzqqq", "xxyyq"]
+    ours = model.embed(sentences)  # the model's own rule: its unknown words split into pieces
     theirs = loaded.encode(sentences)
     ok = ~np.isnan(ours).any(axis=1)
-    assert ok.sum() > 18000
+    assert ok.sum() > 18000 and ok[-3] and not ok[-2]
     # by value, not only by cosine: a folder saying "normalize": true would give unit vectors of our directions
     np.testing.assert_allclose(theirs[ok], ours[ok], rtol=2e-4, atol=2e-6)
     assert (theirs[~ok] == 0).all()  # nothing to average: zeros there, NaN here
@@ -217,7 +234,7 @@ def test_what_static_embedding_computes(trained, folders, fmt):
     for i, enc in enumerate(tok.encode_batch(sentences, add_special_tokens=False)):
         if enc.ids:
             theirs[i] = rows[enc.ids].mean(axis=0)
-    ours = scbow.load(trained).embed(sentences, unknown="omit")
+    ours = scbow.load(trained).embed(sentences)
     ok = ~np.isnan(ours).any(axis=1)
     assert row_cosines(ours[ok], theirs[ok]).min() >= 0.9999
 
@@ -228,7 +245,7 @@ def test_sentence_transformers_encode_equals_ours(trained, folders):
     import scbow
 
     sentences = sts_sentences()
-    ours = scbow.load(trained).embed(sentences, unknown="omit")
+    ours = scbow.load(trained).embed(sentences)
     for fmt in ("sentence-transformers", "model2vec"):  # it loads both folders
         loaded = st.SentenceTransformer(str(folders[fmt]), device="cpu")
         theirs = loaded.encode(sentences, convert_to_numpy=True)
@@ -237,13 +254,15 @@ def test_sentence_transformers_encode_equals_ours(trained, folders):
 
 
 @pytest.mark.parametrize("smaller", [[], ["--min-count", "40"]], ids=["all-words", "min-count"])
-def test_add_words_carry_our_hashed_vectors(trained, corpus, tmp_path, runner, smaller):
-    """Rows for the corpus's words below the minimum count hold our hashed vectors: a sentence
-    whose unknown words are all among them embeds as ours under unknown="hash". A word that
-    --min-count left out comes back with its own row, not a hashed one."""
+def test_add_words_carry_our_hashed_vectors(ruled, corpus, tmp_path, runner, smaller):
+    """For a model that hashes unknown words, rows for the corpus's words below the minimum count
+    hold our hashed vectors: a sentence whose unknown words are all among them embeds as ours
+    under unknown="hash". A word that --min-count left out comes back with its own row, not a
+    hashed one."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
     import scbow
 
+    trained = ruled["hash"]
     out = tmp_path / "m2v"
     result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(out),
                                   "--add-words", str(corpus), *smaller])
@@ -259,6 +278,34 @@ def test_add_words_carry_our_hashed_vectors(trained, corpus, tmp_path, runner, s
     unknown = [s for s in lines if s.strip() and (smaller or model.ids(s)[1])]
     assert len(unknown) > 100
     np.testing.assert_allclose(loaded.encode(unknown), model.embed(unknown, unknown="hash"), rtol=2e-4, atol=2e-6)
+
+
+def test_the_folders_of_the_other_rules(ruled, trained, corpus, tmp_path, runner):
+    """A model that hashes whole words exports pieces (the closest a token table carries; its card
+    says so) and embeds as the model under unknown="pieces"; a model that omits exports a plain
+    word table. A model of pieces refuses --add-words: its folders embed every word as it does."""
+    model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
+    import scbow
+
+    sentences = sts_sentences()[:3000] + ["zzzqqq xxyyq"]
+    for rule, pieces in (("hash", "pieces"), ("omit", "omit")):
+        out = tmp_path / rule
+        result = runner.invoke(main, ["export", "-m", str(ruled[rule]), "--format", "model2vec", "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        assert ("pieces that unknown words are split into" in result.output) == (rule == "hash")
+        spec = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
+        assert spec["model"]["type"] == ("WordPiece" if rule == "hash" else "WordLevel")
+        model = scbow.load(ruled[rule])
+        ours = model.embed(sentences, unknown=pieces)
+        ok = ~np.isnan(ours).any(axis=1)
+        np.testing.assert_allclose(model2vec.StaticModel.from_pretrained(str(out)).encode(sentences)[ok], ours[ok],
+                                   rtol=2e-4, atol=2e-6)
+        assert ok[-1] == (rule == "hash")
+    assert "hashed vector, which a table of tokens cannot carry" in (tmp_path / "hash" / "README.md").read_text("utf-8")
+    result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(tmp_path / "x"),
+                                  "--add-words", str(corpus)])
+    assert_clean_error(result, "--add-words: this model splits unknown words into pieces")
+    assert not (tmp_path / "x").exists()
 
 
 def test_safetensors_by_hand_reads_back(tmp_path):

@@ -21,9 +21,13 @@ The formats:
   drops unknown tokens before averaging, sentence-transformers averages the zero row in, which
   scales the sentence vector but leaves its direction, and so every cosine, as ours under
   ``unknown="omit"``); the libraries' configuration files and a model card (``README.md``).
-  Our hashed vectors for unknown words cannot travel: an exported model leaves unknown words
-  out. ``add_words`` adds rows for the words of given files (a corpus's words below the minimum
-  count, say) holding the very vectors our ``unknown="hash"`` gives them.
+  Unknown words travel as pieces (:mod:`scbow.vectors.pieces`): the tokenizer is a WordPiece
+  model over the words and the pieces, which get rows of their own, so the folder embeds as
+  ``Model.encode(..., unknown="pieces")`` does, the default of models trained now (a model whose
+  rule is ``omit`` exports a plain word table: unknown words left out). A model that hashes whole
+  words (trained before pieces) cannot carry that rule; its folders carry pieces. ``add_words``
+  adds rows for the words of given files (a corpus's words below the minimum count, say)
+  holding the very vectors our ``unknown="hash"`` gives them: for models that hash.
 
 Every output is written beside its path and renamed into place (:mod:`scbow.files`); a user's
 file or folder is never replaced. Neither sentence-transformers nor model2vec is imported here:
@@ -87,7 +91,7 @@ class ExportResult:
 
     format: str
     path: Path
-    rows: int  # rows written (a folder's with the unknown token's)
+    rows: int  # rows written (a folder's with its pieces' and the unknown token's)
     columns: int
     part: str  # the columns: "all" (the whole rows), "sentence" or "word"
     words: int  # the model's words written
@@ -97,6 +101,7 @@ class ExportResult:
     restored: int = 0  # of them, words left out above, with their own rows
     unk: str | None = None  # a folder's unknown token
     tokenizer_version: str | None = None
+    pieces: int = 0  # a folder's rows for the pieces of unknown words
 
     def lines(self) -> list[str]:
         """What the command prints."""
@@ -111,7 +116,9 @@ class ExportResult:
                  f"{plural(self.columns, 'dim')} ({plural(self.words, 'word')}"
                  + (f", {plural(self.added, 'added word')}" if self.added else "")
                  + (f" ({self.restored:,} left out by --min-count/--limit, with their own rows)" if self.restored else "")
-                 + f" and {self.unk} for unknown words; tokenizer version {self.tokenizer_version}){left}"]
+                 + (f", {plural(self.pieces, 'piece')} that unknown words are split into" if self.pieces else "")
+                 + f" and {self.unk} for {'what has no pieces' if self.pieces else 'unknown words'}; tokenizer "
+                 f"version {self.tokenizer_version}){left}"]
         load = FORMATS[self.format].load
         return lines + ([f"load it with {load.format(path=str(self.path))}"] if load else [])
 
@@ -219,13 +226,15 @@ def hash_norm(model) -> float:
     return model.unknown_rule[1] * model.unknown_norm()
 
 
-def export_rows(model, extra_words=(), whole=None) -> tuple[list[str], np.ndarray, list[str], int]:
-    """``(words, rows, added, restored)``: the words of the exported vocabulary (the model's, then
-    the ``extra_words`` it lacks, in their order, once each), their float32 rows, the unknown
-    token's row (zeros) last; ``added``: the extra words kept. An added word's row is the vector
+def export_rows(model, extra_words=(), whole=None, pieces: bool = False) -> tuple[list[str], np.ndarray, list[str], int]:
+    """``(tokens, rows, added, restored)``: the tokens of the exported vocabulary (the model's words,
+    then the ``extra_words`` it lacks, in their order, once each, then with ``pieces`` the pieces
+    of ``model.pieces`` not among them), their float32 rows, the unknown token's row (zeros)
+    last; ``added``: the extra words kept. An added word's row is the vector
     ``Model.embed(..., unknown="hash")`` of ``whole`` gives it (``whole``: the model that ``model``
     is a :func:`subset` of; default ``model``): its own trained row when ``whole`` has it (one of
-    the ``restored``), else its hashed vector at :func:`hash_norm` of ``whole``."""
+    the ``restored``), else its hashed vector at :func:`hash_norm` of ``whole``. A piece's row is
+    its hashed vector at ``Model.unknown_vectors``' norm for pieces (of ``whole``)."""
     from .numeric import hashed_vectors
 
     words = list(model.vocab.words)
@@ -235,7 +244,8 @@ def export_rows(model, extra_words=(), whole=None) -> tuple[list[str], np.ndarra
         if word not in known and word:
             known.add(word)
             added.append(word)
-    rows = np.zeros((len(words) + len(added) + 1, model.dim), dtype=np.float32)
+    new = [p for p in model.pieces.new if p not in known] if pieces else []
+    rows = np.zeros((len(words) + len(added) + len(new) + 1, model.dim), dtype=np.float32)
     head = rows[:len(words)]
     for start in range(0, len(words), 1 << 14):
         head[start:start + (1 << 14)] = np.asarray(model.vectors[start:start + (1 << 14)], dtype=np.float32)
@@ -247,7 +257,10 @@ def export_rows(model, extra_words=(), whole=None) -> tuple[list[str], np.ndarra
     for i, j in enumerate(own):
         if j is not None:
             rows[len(words) + i] = whole.vectors[j]
-    return words + added, rows, added, len(added) - len(hashed)
+    if new:
+        norm = whole.unknown_scale("pieces") * whole.unknown_norm()
+        rows[len(words) + len(added):-1] = hashed_vectors(new, model.dim, norm)
+    return words + added + new, rows, added, len(added) - len(hashed)
 
 
 def words_of(paths, tokenize, min_count: int = 1) -> list[str]:
@@ -279,7 +292,7 @@ def _yaml_str(value: str) -> str:
 
 
 def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str | None = None,
-               restored: int = 0) -> str:
+               restored: int = 0, pieces: int = 0) -> str:
     """README.md for the folder: YAML front matter the Hugging Face hub and model2vec read, and
     what the model is, what it was trained on, its recorded scores and how to load it."""
     library = "sentence-transformers" if fmt == "sentence-transformers" else "model2vec"
@@ -308,6 +321,7 @@ def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str
                  + (f", and {added:,} more words" + (f", {restored:,} of them left out above with their trained rows, the "
                                                       "others" if restored else "")
                     + " with the hashed vectors scbow-numba gives unknown words" if added else "")
+                 + (f", and {pieces:,} pieces that unknown words are split into" if pieces else "")
                  + f"; {model.dim} dimensions; {n_rows:,} rows with the unknown token's")
     shown = ("dim", "word_passes", "word_dim", "epochs", "negatives", "frequency_weight", "common_components",
              "unknown", "seed")
@@ -336,8 +350,6 @@ def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str
         if isinstance(tests, dict) and isinstance(tests.get("pearson_mean"), (int, float)):
             sets = tests.get("pearson") if isinstance(tests.get("pearson"), dict) else {}
             lines.append(f"Mean Pearson over {len(sets) or 'the'} STS test sets: {tests['pearson_mean']:.4f}.")
-        lines += ["", "Here unknown words are left out of the average (their hashed vectors cannot travel in this "
-                  "format), which scores a little lower than scbow-numba's own hashing when the model hashes."]
     load = ["```python", "from sentence_transformers import SentenceTransformer", "",
             'model = SentenceTransformer("PATH")  # this folder', 'embeddings = model.encode(["A first sentence.", '
             '"A second one."])', "```"]
@@ -345,9 +357,20 @@ def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str
         load = ["```python", "from model2vec import StaticModel", "", 'model = StaticModel.from_pretrained("PATH")  '
                 "# this folder", 'embeddings = model.encode(["A first sentence.", "A second one."])', "```", "",
                 "sentence-transformers loads this folder too: `SentenceTransformer(\"PATH\")`."]
-    lines += ["", "## Use", "", *load, "",
-              "A sentence with no known word embeds as zeros. Cosine similarities equal scbow-numba's "
-              "(`scbow.load(MODEL).embed(sentences, unknown=\"omit\")`)."]
+    own = model.unknown_rule[0]
+    if pieces:
+        how = ("A word outside the vocabulary is split into pieces (WordPiece: the vocabulary's words and their runs "
+               "of up to two characters, each piece a row), as scbow-numba splits it, so cosine similarities equal "
+               "scbow-numba's (`scbow.load(MODEL).encode(sentences, unknown=\"pieces\")`"
+               + (", the model's own rule)." if own == "pieces" else
+                  "). The model's own rule gives each unknown word one hashed vector, which a table of tokens cannot "
+                  "carry; pieces score a little higher on the STS-B dev set.")
+               + " A sentence with nothing to average (no known word, no piece) embeds as zeros.")
+    else:
+        how = ("Words outside the vocabulary are left out, as the model's own rule does. A sentence with no known "
+               "word embeds as zeros. Cosine similarities equal scbow-numba's "
+               "(`scbow.load(MODEL).encode(sentences, unknown=\"omit\")`).")
+    lines += ["", "## Use", "", *load, "", how]
     return "\n".join(front + lines) + "\n"
 
 
@@ -360,10 +383,13 @@ def write_folder(model, path: os.PathLike, fmt: str, extra_words=(), license: st
     if fmt not in ("sentence-transformers", "model2vec"):
         raise ValueError(f"fmt must be sentence-transformers or model2vec, got {fmt!r}")
     path = Path(path)
-    words, rows, added, restored = export_rows(model, extra_words, whole)
-    spec = tokenizer_json(words, model.tokenizer_version)
+    pieces = (whole or model).unknown_rule[0] != "omit"  # what the model does with unknown words, as far as it travels
+    tokens, rows, added, restored = export_rows(model, extra_words, whole, pieces)
+    n_pieces = len(tokens) - len(model.vocab) - len(added)
+    max_chars = max([model.pieces.max_chars, *map(len, added)]) if pieces else None
+    spec = tokenizer_json(tokens, model.tokenizer_version, max_chars)
     own = FORMATS[fmt].files
-    card = model_card(model, fmt, len(rows), len(added), path.name or "model", license, restored)
+    card = model_card(model, fmt, len(rows), len(added), path.name or "model", license, restored, n_pieces)
     try:
         with atomic_dir(path, same_kind=lambda d: foreign(d, own)) as tmp:
             if fmt == "sentence-transformers":
@@ -391,7 +417,7 @@ def write_folder(model, path: os.PathLike, fmt: str, extra_words=(), license: st
     except OSError as exc:
         raise ModelError(f"cannot write {path}: {os_error_text(exc)}") from None
     return {"rows": len(rows), "words": len(model.vocab), "added": len(added), "restored": restored, "dim": int(model.dim),
-            "unk": spec["model"]["unk_token"]}
+            "unk": spec["model"]["unk_token"], "pieces": n_pieces}
 
 
 def _json(path: Path, value) -> None:
@@ -427,7 +453,7 @@ def _write_folder(model, path: Path, options: ExportOptions) -> ExportResult:
                           whole=options.whole)
     return ExportResult(options.format, path, report["rows"], report["dim"], "all", report["words"],
                         added=report["added"], restored=report["restored"], unk=report["unk"],
-                        tokenizer_version=model.tokenizer_version)
+                        tokenizer_version=model.tokenizer_version, pieces=report["pieces"])
 
 
 def check_folder_output(path: os.PathLike, fmt: str) -> None:
@@ -529,6 +555,9 @@ def export(model, path: os.PathLike, fmt: str = "word2vec", *, binary: bool | No
     ``add_words`` (folders: text files whose words get rows, :func:`export_rows`), ``license``
     (folders: named in the model card); ``note`` is given a line before a long step."""
     spec = check_export(path, fmt, binary=binary, part=part, add_words=add_words, license=license)
+    if add_words and model.unknown_rule[0] == "pieces":
+        raise ModelError("--add-words: this model splits unknown words into pieces, which its folders carry, so they "
+                         "embed every word as the model does already; --add-words is for models that hash unknown words")
     if "part" in spec.options:
         part = default_part(model) if part is None else part
         part_columns(model, part)  # a part the model lacks: before anything is left out

@@ -127,14 +127,23 @@ def unk_token(words) -> str:
     return token
 
 
-def tokenizer_json(words: list[str], version: str) -> dict:
+def tokenizer_json(words: list[str], version: str, max_chars: int | None = None) -> dict:
     """A ``tokenizers`` tokenizer (as its JSON) that splits as ``scbow.text.tokenize`` does under
-    tokenizer ``version`` and gives word ``words[i]`` id i; any other token gets the id
+    tokenizer ``version`` and gives token ``words[i]`` id i; any other token gets the id
     ``len(words)``, the unknown token (:func:`unk_token`). The unknown token is not an added
-    token: added tokens are matched in the raw text, where ``[UNK]`` is three of our tokens."""
+    token: added tokens are matched in the raw text, where ``[UNK]`` is three of our tokens.
+
+    ``max_chars``: ``words`` hold pieces (``scbow.vectors.pieces``) and a token not among them is
+    split into them by a WordPiece model, as ``Model.embed(unknown="pieces")`` splits it (a word of
+    more than ``max_chars`` characters, or with a character no piece has, is the unknown token);
+    None: a WordLevel model (a token not among ``words`` is the unknown token)."""
+    from .pieces import wordpiece_model
+
     unk = unk_token(words)
     vocab = {w: i for i, w in enumerate(words)}
     vocab[unk] = len(words)
+    model = ({"type": "WordLevel", "vocab": vocab, "unk_token": unk} if max_chars is None
+             else wordpiece_model(vocab, unk, max_chars))
     return {
         "version": "1.0",
         "truncation": None,
@@ -145,5 +154,5 @@ def tokenizer_json(words: list[str], version: str) -> dict:
                           "invert": True},
         "post_processor": None,
         "decoder": None,
-        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": unk},
+        "model": model,
     }
