@@ -95,14 +95,24 @@ def hub_tokenizer(words, version="3"):
 
 
 def check_lines(tok, model, lines) -> int:
-    """Token strings and ids of ``tok`` against ``model.tokenize``; returns the lines checked."""
-    index, unk = model.vocab.index, len(model.vocab)
+    """Token strings and ids of ``tok`` against ``model.tokenize``, an unknown word's ids those of its
+    pieces (``model.pieces.split``) when ``tok`` is a WordPiece model, else the unknown token's;
+    returns the lines checked."""
+    index, unk = model.vocab.index, tok.token_to_id(tok.model.unk_token)
+    pieces = type(tok.model).__name__ == "WordPiece"
+    assert unk == tok.get_vocab_size() - 1 and (pieces or unk == len(model.vocab))
+
+    def ids(token):
+        if token in index:
+            return [index[token]]
+        return [tok.token_to_id(p) for p in model.pieces.split(token)] or [unk] if pieces else [unk]
+
     for start in range(0, len(lines), 5000):
         block = lines[start:start + 5000]
         for line, enc in zip(block, tok.encode_batch(block, add_special_tokens=False)):
             ours = model.tokenize(line)
             assert split(tok, line) == ours, line
-            assert enc.ids == [index.get(t, unk) for t in ours], line
+            assert enc.ids == [i for t in ours for i in ids(t)], line
     return len(lines)
 
 
