@@ -124,10 +124,10 @@ def _embed_on_cluster(model_path, inputs, output, fill, unknown, workers, schedu
 
 def _lookup_word(model, word: str) -> str:
     """``word`` as the model spells it: as given, else lowercased (our tokens are lowercase)."""
-    i = model.get_index(word, -1)
+    i = model.wv.get_index(word, -1)
     if i < 0:
         raise click.ClickException(f"{word!r} is not in the vocabulary of {len(model):,} words")
-    return model.index_to_key[i]
+    return model.wv.index_to_key[i]
 
 
 @main.command(short_help="Nearest words of a word, or nearest lines of a sentence.")
@@ -179,7 +179,7 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
         positive = [_lookup_word(model, w) for w in words]
         minus = [_lookup_word(model, w) for w in negative]
         try:
-            found = model.most_similar(positive, topn=topn, negative=minus, min_count=min_count)
+            found = model.wv.most_similar(positive, topn=topn, negative=minus, min_count=min_count)
         except ValueError:  # the words cancel out: no direction left to compare with
             query = " + ".join(positive) + "".join(f" - {w}" for w in minus)
             raise click.ClickException(f"the query {query} is the zero vector (its words cancel out, or their "

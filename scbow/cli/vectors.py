@@ -61,7 +61,7 @@ def similarity(model_path, sentence1, sentence2, pairs_path, unknown):
     if empty:
         which = " and ".join(f"sentence {n}" for n in empty)
         raise click.ClickException(f"no similarity: {which} has {sides[empty[0] - 1].lacks}")
-    value = model.similarity(sentence1, sentence2, unknown=unknown)
+    value = float(model.similarity_pairwise([sentence1], [sentence2], unknown=unknown)[0])
     if value != value:  # a side averages to the zero vector: its words' vectors cancel out or are zero
         raise click.ClickException("no similarity: a sentence's average is the zero vector (its words' vectors "
                                    "are zero or cancel out), so it has no direction to compare")

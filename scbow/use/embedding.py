@@ -113,8 +113,7 @@ class LineEncoder:
         The cache is bounded (a huge input keeps only recent words) and may be shared by
         threads encoding with one encoder: as in ``Model.embed``, the result comes from this
         call's own rows, published to the cache only after they are all at hand."""
-        from ..vectors.model import cached_rows
-        from ..vectors.numeric import hashed_vectors
+        from ..vectors.numeric import cached_rows, hashed_vectors
 
         rows = cached_rows(self._seen, tokens,
                            lambda new: hashed_vectors(new, self._dim, self._norm).astype(np.float32), _HASH_CACHE)

@@ -1,6 +1,6 @@
 """The default rule of word neighbours, without numpy (the CLI's --help reads it).
 
-``NEIGHBOUR_MIN_COUNT``: the words ``Model.most_similar`` and ``scbow-numba neighbors`` may
+``NEIGHBOUR_MIN_COUNT``: the words ``model.wv.most_similar`` and ``scbow-numba neighbors`` may
 return by default are those seen at least this many times in the training corpus. A row
 seen a handful of times is mostly its random start and lands near anything, so by plain
 cosine such words crowd the nearest words of everyday ones (house -> mezzanine, padoie,
