@@ -1,4 +1,4 @@
-"""Speed of word neighbours: ``Model.most_similar`` beside gensim's ``KeyedVectors.most_similar`` on the same vectors.
+"""Speed of word neighbours: ``model.wv.most_similar`` beside gensim's ``KeyedVectors.most_similar`` on the same vectors.
 
     python -m benchmarks.run most_similar                    # the 100M model of benchmarks.quality, if there
     python -m benchmarks.run most_similar --model PATH --queries 200 --rounds 3
@@ -110,7 +110,7 @@ def blas_info() -> dict:
 
 
 def query_words(model, skip: int, stride: int, n: int) -> list[str]:
-    words = [w for w in model.index_to_key[skip:] if w.isalpha()][::stride][:n]
+    words = [w for w in model.wv.index_to_key[skip:] if w.isalpha()][::stride][:n]
     if len(words) < n:
         say(f"only {len(words)} query words in this vocabulary (asked for {n})")
     return words
@@ -150,14 +150,14 @@ def main(argv=None) -> None:
     say(f"  {model!r}")
     with timed() as t_gensim_build:
         # the columns our ranking uses (a model's word part, when it has one), for the same task
-        kv = KeyedVectors(in_memory.word_vectors.shape[1])
-        kv.add_vectors(list(model.index_to_key), np.asarray(in_memory.word_vectors))
+        kv = KeyedVectors(in_memory.wv.vector_size)
+        kv.add_vectors(list(model.wv.index_to_key), np.asarray(in_memory.wv.vectors))
     words = query_words(model, args.skip, args.stride, args.queries)
     topn = args.topn
     systems = {
         # min_count=1: every word a candidate, as in gensim (the default leaves rare words out)
-        "ours": lambda w: model.most_similar(w, topn=topn, min_count=1),
-        "ours, mmap=False": lambda w: in_memory.most_similar(w, topn=topn, min_count=1),
+        "ours": lambda w: model.wv.most_similar(w, topn=topn, min_count=1),
+        "ours, mmap=False": lambda w: in_memory.wv.most_similar(w, topn=topn, min_count=1),
         "gensim": lambda w: kv.most_similar(w, topn=topn),
     }
 
@@ -203,9 +203,9 @@ def main(argv=None) -> None:
     }
 
     say("agreement")
-    checks = [compare(model.most_similar(w, topn=topn, min_count=1), [(a, float(c)) for a, c in kv.most_similar(w, topn=topn)])
+    checks = [compare(model.wv.most_similar(w, topn=topn, min_count=1), [(a, float(c)) for a, c in kv.most_similar(w, topn=topn)])
               for w in words]
-    same_mmap = sum(model.most_similar(w, topn=topn) == in_memory.most_similar(w, topn=topn) for w in words)
+    same_mmap = sum(model.wv.most_similar(w, topn=topn) == in_memory.wv.most_similar(w, topn=topn) for w in words)
     agreement = {
         "queries": len(checks),
         "identical": sum(c["identical"] for c in checks),
@@ -244,7 +244,7 @@ def markdown(r: dict) -> str:
     blas = ctx["blas"]
     topn = r["settings"]["topn"]
     lines = [
-        "# Word neighbours: `Model.most_similar` beside gensim",
+        "# Word neighbours: `model.wv.most_similar` beside gensim",
         "",
         f"Model: `{r['model']['path']}`: {r['model']['repr']} ({r['model']['vectors_mib']} MiB of float32 vectors).",
         f"Queries: {a['queries']} frequent words (every {r['settings']['stride']}th alphabetic word from rank "

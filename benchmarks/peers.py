@@ -73,8 +73,8 @@ class WordTable:
     @classmethod
     def from_model(cls, vocab, model) -> "WordTable":
         """Rows of ``model`` (an ``scbow.vectors.model.Model``: scbow, or word2vec loaded as one) for ``vocab``'s words:
-        the columns words are compared by (``model.word_vectors``: the word part of an scbow model that has one)."""
-        rows = model.word_vectors
+        the columns words are compared by (``model.wv.vectors``: the word part of an scbow model that has one)."""
+        rows = model.wv.vectors
         M = np.zeros((len(vocab), rows.shape[1]), dtype=np.float32)
         known = np.zeros(len(vocab), dtype=bool)
         index = model.vocab.index

@@ -29,7 +29,7 @@ SUITES = {  # name: (module of benchmarks/, one line for --help)
     "export_parity": ("export_parity", "exported sentence-transformers and model2vec folders against the model's encode "
                                        "(19 STS sets, 2015.headlines)"),
     "embed_speed": ("embed_speed", "`scbow-numba embed` lines per minute"),
-    "most_similar": ("most_similar", "`Model.most_similar` against gensim's KeyedVectors"),
+    "most_similar": ("most_similar", "`model.wv.most_similar` against gensim's KeyedVectors"),
     "gpu": ("gpu", "the CUDA path against the CPU path (needs a GPU)"),
     "gpu_check": ("gpu_check", "what a session with a GPU checks (benchmarks/gpu_check.sh): both parts on both "
                                "devices on 10M and 1M, the 30-sentence corpus, --lr 1e30"),

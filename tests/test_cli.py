@@ -38,7 +38,7 @@ def test_train_writes_a_model_by_default_where_the_other_commands_look(tmp_path,
     assert model.vectors.shape == (len(model.vocab), 16 + 8) and model.dim == 16 + 8
     assert model.parts == {"sentence": (0, 16), "word": (16, 16 + 8)}
     assert model.config["seed"] == 5 and model.config["min_count"] == 1
-    assert "cat" in model and np.isfinite(model.vectors).all()
+    assert "cat" in model.wv and np.isfinite(model.vectors).all()
     assert "trained 1 epoch" in result.stderr  # the summary goes to stderr, not stdout
     assert result.stdout == ""
     assert any((tmp_path / "cache").iterdir())
@@ -69,7 +69,7 @@ def test_similarity_prints_a_float_and_names_unknown_words(runner, trained):
         return result
 
     result = similarity("The cat sat xyzzy.", "A dog ran!")
-    assert float(result.stdout) == pytest.approx(load_model(trained).similarity("The cat sat xyzzy.", "A dog ran!"),
+    assert float(result.stdout) == pytest.approx(load_model(trained).similarity(["The cat sat xyzzy."], ["A dog ran!"])[0, 0],
                                                  abs=1e-4)
     assert "xyzzy" in result.stderr and "sentence 1" in result.stderr and "sentence 2" not in result.stderr
     assert float(similarity("the big dog", "Dog the big").stdout) == pytest.approx(1.0, abs=1e-4)

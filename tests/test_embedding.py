@@ -67,7 +67,7 @@ def test_embed_lines_follows_the_averaging_rule(model):
     # the rule itself: test_model's test_embed_is_tokenize_then_average
     X, counts = embed_lines(model, LINES)
     assert X.dtype == np.float32 and X.shape == (len(LINES), model.dim)
-    assert counts.tolist() == [sum(t in model for t in scbow.tokenize(line)) for line in LINES]
+    assert counts.tolist() == [sum(t in model.wv for t in scbow.tokenize(line)) for line in LINES]
     assert counts.tolist()[:5] == [7, 0, 0, 4, 4]
     np.testing.assert_array_equal(X, model.embed(LINES))  # the same numbers as Model.embed
 
@@ -130,7 +130,7 @@ def test_embed_fill_zero_and_empty_input(tmp_path, model):
     embed_file(model, src, tmp_path / "z.npy", fill=0.0)
     X = np.load(tmp_path / "z.npy")
     np.testing.assert_array_equal(X[1:], 0)
-    np.testing.assert_array_equal(X[0], model["cat"])
+    np.testing.assert_array_equal(X[0], model.vectors[model.wv.get_index("cat")])
     empty = tmp_path / "empty.txt"
     empty.write_text("")
     stats = embed_file(model, empty, tmp_path / "e.npy")
@@ -177,7 +177,7 @@ def test_embed_cli(tmp_path, runner, model):
                                   str(tmp_path / "y.txt"), "-q"], input="cat\nzzz\n")
     assert result.exit_code == 0, result.output
     assert result.stderr == ""
-    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), [model["cat"], np.zeros(model.dim)])
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), [model.vectors[model.wv.get_index("cat")], np.zeros(model.dim)])
     assert (tmp_path / "y.txt").read_text().splitlines()[1:] == ["2"]
     # errors
     x = str(tmp_path / "x2.npy")
@@ -220,7 +220,7 @@ def test_nearest_sentences(tmp_path, model):
     query = "the big red cat"
     got = nearest_sentences(model, query, src, topn=7)
     assert got == nearest_sentences(model, query, src, topn=7, block_chars=300)
-    scores = [(model.similarity(query, line), n) for n, line in enumerate(lines, 1)]
+    scores = [(model.similarity([query], [line])[0, 0], n) for n, line in enumerate(lines, 1)]
     want = sorted(((s, n) for s, n in scores if not math.isnan(s)), key=lambda x: (-x[0], x[1]))[:7]
     assert [n for _, n, _ in got] == [n for _, n in want]
     np.testing.assert_allclose([c for c, _, _ in got], [s for s, _ in want], rtol=1e-5)

@@ -100,7 +100,7 @@ def test_read_sts_malformed(tmp_path, content, message):
         read_sts(path)
 
 
-# --- word pairs (Model.evaluate_word_pairs), read as STS files are ----------------------
+# --- word pairs (model.wv.evaluate_word_pairs), read as STS files are ------------------
 
 
 def word_pairs_model() -> Model:
@@ -116,10 +116,10 @@ def test_word_pairs_skip_a_byte_order_mark_comments_and_blank_lines(tmp_path):
     plain.write_text("\n".join(lines) + "\n", encoding="utf-8")
     marked.write_bytes(("\ufeff" + lines[0] + "\r\n# a comment\r\n\r\n" + "\r\n".join(lines[1:]) + "\r\n").encode())
     # the first pair was 'w0' with the mark before it: outside the vocabulary, left out in silence
-    assert model.evaluate_word_pairs(marked) == model.evaluate_word_pairs(plain)
-    assert model.evaluate_word_pairs(plain)[2] == 0.0
+    assert model.wv.evaluate_word_pairs(marked) == model.wv.evaluate_word_pairs(plain)
+    assert model.wv.evaluate_word_pairs(plain)[2] == 0.0
     triples = [(f"w{i}", f"w{i + 1}", s) for i, s in enumerate([3.5, 1.0, 8.25, 2.0, 6.0, 4.75])]
-    assert model.evaluate_word_pairs(triples) == model.evaluate_word_pairs(plain)
+    assert model.wv.evaluate_word_pairs(triples) == model.wv.evaluate_word_pairs(plain)
 
 
 @pytest.mark.parametrize(
@@ -137,16 +137,16 @@ def test_word_pairs_refuse_a_bad_line_naming_the_file_and_the_line(tmp_path, lin
     path = tmp_path / "pairs.tsv"
     path.write_text(f"w0\tw1\t1.0\n{line}\nw2\tw3\t2.0\nw4\tw5\t3.0\n", encoding="utf-8")
     with pytest.raises(STSError, match=re.escape(str(path)) + ": " + message):
-        word_pairs_model().evaluate_word_pairs(path)
+        word_pairs_model().wv.evaluate_word_pairs(path)
     with pytest.raises(STSError, match="missing.tsv: no such file"):
-        word_pairs_model().evaluate_word_pairs(tmp_path / "missing.tsv")
+        word_pairs_model().wv.evaluate_word_pairs(tmp_path / "missing.tsv")
 
 
 @pytest.mark.parametrize("score", [float("nan"), float("inf"), -1e7])
 def test_word_pairs_given_as_triples_refuse_a_score_that_is_not_finite(score):
     triples = [("w0", "w1", 1.0), ("w1", "w2", score), ("w2", "w3", 2.0), ("w4", "w5", 3.0)]
     with pytest.raises(ValueError, match=r"pair 2 \('w1', 'w2'\): score"):
-        word_pairs_model().evaluate_word_pairs(triples)
+        word_pairs_model().wv.evaluate_word_pairs(triples)
 
 
 # --- scoring ----------------------------------------------------------------------------
@@ -157,7 +157,7 @@ def test_score_set_matches_scipy_and_leaves_out_pairs_without_known_words_or_an_
     sts = read_sts(write_sts(tmp_path / "toy.tsv"))
     score = score_set(model.embed, sts)
 
-    expected = np.array([model.similarity(a, b) for _, a, b in PAIRS])
+    expected = np.array([model.similarity([a], [b])[0, 0] for _, a, b in PAIRS])
     assert np.isnan(expected[5]) and np.isnan(score.predictions[5])
     np.testing.assert_allclose(score.predictions, expected, rtol=1e-14, equal_nan=True)  # pair_cosines: float64
     assert (score.pairs, score.scored) == (7, 6)

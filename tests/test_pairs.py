@@ -28,7 +28,7 @@ def test_similarity_pairs_matches_one_at_a_time(tmp_path, runner, healthy):
     assert len(got) == len(pairs)
     model = load_model(trained)
     for line, (a, b) in zip(got, pairs):
-        expected = model.similarity(a, b)
+        expected = model.similarity([a], [b])[0, 0]
         assert (line == "nan") if expected != expected else float(line) == pytest.approx(expected, abs=1e-4)
     assert "1 had a side with nothing to average" in result.stderr
     assert similarity(runner, trained, "--pairs", "-", input=path.read_text()).stdout == result.stdout

@@ -73,9 +73,9 @@ def test_training_starts_from_the_pretrained_rows(small_corpus_file, tmp_path):
     assert a.min() < 0.5 and a.max() <= 1.0  # frequent words are weighted down
     for word in ("cat", "dog", "tree"):
         weight = a[corpus.vocab.index[word]]
-        np.testing.assert_allclose(model[word], source[word] * info["scale"] * weight, rtol=1e-5)
+        np.testing.assert_allclose(model.wv[word], source.wv[word] * info["scale"] * weight, rtol=1e-5)
     plain = scbow.train([small_corpus_file], config, quiet=True, cache_dir=tmp_path)
-    np.testing.assert_allclose(model["the"], plain["the"], rtol=1e-5)  # others: the usual random start
+    np.testing.assert_allclose(model.wv["the"], plain.wv["the"], rtol=1e-5)  # others: the usual random start
 
 
 def test_train_cli_init_vectors(small_corpus_file, tmp_path, runner):
@@ -139,7 +139,7 @@ def test_expansion_recovers_a_known_map():
     assert new.vocab.words[len(ours):] == [f"w{i}" for i in range(150, 400)]
     assert new.vocab.counts[len(ours):].tolist() == [0] * 250
     np.testing.assert_allclose(new.vectors[len(ours):], X[150:400].astype(np.float64) @ M, atol=1e-5)
-    assert "a.b" not in new and "onlyours" in new and len(new) == report["vocab_after"] == len(ours) + 250
+    assert "a.b" not in new.wv and "onlyours" in new.wv and len(new) == report["vocab_after"] == len(ours) + 250
     assert new.info["expansions"][0]["added"] == 250 and new.info["corpus"] == {"x": 1}
 
 
@@ -167,7 +167,7 @@ def test_expansion_adds_only_words_the_models_own_tokenizer_makes(version, added
     word = "\u0939\u093f\u0928\u094d\u0926\u0940"
     source = Model(Vocab([*source.vocab.words, word], np.zeros(len(source.vocab) + 1)), np.vstack([X, X[:1]]))
     new, report = expand_vocabulary(ours, source)
-    assert (word in new) == added and report["skipped_not_token"] == 1 + (not added)
+    assert (word in new.wv) == added and report["skipped_not_token"] == 1 + (not added)
 
 
 def test_fit_linear_map_and_too_few_shared_words():
@@ -191,7 +191,7 @@ def test_expand_cli(tmp_path, runner):
     assert "151 shared words" in result.stderr and "added 250 words (152 -> 402)" in result.stderr
     assert "warning" not in result.stderr
     new = load_model(tmp_path / "big")
-    np.testing.assert_allclose(new["w399"], X[399].astype(np.float64) @ M, atol=1e-4)
+    np.testing.assert_allclose(new.wv["w399"], X[399].astype(np.float64) @ M, atol=1e-4)
     meta = json.loads((tmp_path / "big" / "config.json").read_text())
     assert meta["expansions"][0]["shared"] == 151 and meta["config"] == {"dim": 5}
     # a new word now has an embedding

@@ -527,7 +527,7 @@ def test_bad_bytes_and_an_enormous_line_are_read_and_trained_on(tmp_path, runner
     warning = [line for line in result.stderr.splitlines() if line.startswith("warning:") and "UTF-8" in line]
     assert len(warning) == 1 and "2 lines of the corpus are not valid UTF-8" in warning[0], result.stderr
     model = load_model(out)
-    assert "\ufffd" in model and np.isfinite(model.vectors).all() and model.info["corpus"]["tokens"] > 400_000
+    assert "\ufffd" in model.wv and np.isfinite(model.vectors).all() and model.info["corpus"]["tokens"] > 400_000
 
 
 def test_train_reports_its_phases_and_the_cache(tmp_path, runner, small_corpus_file):

@@ -276,16 +276,16 @@ def test_words_are_ranked_by_the_word_part_and_sentences_by_whole_rows():
     m = Model(Vocab(words, [500] * 4), np.concatenate([S, G], axis=1),
               {"dim": 2, "word_passes": 1, "word_dim": 2, "unknown": "omit"})
     assert m.parts == {"sentence": (0, 2), "word": (2, 4)}
-    assert m.most_similar("a", topn=1)[0][0] == "c"
-    assert m.similar_by_vector(m["a"], topn=2)[1][0] == "c"  # a whole row is cut to its word columns
-    assert m.similar_by_vector(G[0], topn=2)[1][0] == "c"
-    assert m.n_similarity(["a"], ["c"]) > 0.99
+    assert m.wv.most_similar("a", topn=1)[0][0] == "c"
+    assert m.wv.similar_by_vector(m.vectors[0], topn=2)[1][0] == "c"  # a whole row is cut to its word columns
+    assert m.wv.similar_by_vector(G[0], topn=2)[1][0] == "c"
+    assert m.wv.n_similarity(["a"], ["c"]) > 0.99
     with pytest.raises(ValueError, match="shape"):
-        m.similar_by_vector(np.ones(3))
+        m.wv.similar_by_vector(np.ones(3))
     # a sentence is the whole row's average
-    np.testing.assert_allclose(m.embed(["a b"])[0], (m["a"] + m["b"]) / 2)
+    np.testing.assert_allclose(m.embed(["a b"])[0], (m.vectors[0] + m.vectors[1]) / 2)
     plain = Model(Vocab(words, [500] * 4), S, {"dim": 2})
-    assert plain.most_similar("a", topn=1)[0][0] == "b"
+    assert plain.wv.most_similar("a", topn=1)[0][0] == "b"
 
 
 @pytest.fixture

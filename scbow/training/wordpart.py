@@ -15,7 +15,7 @@ its own common components removed; each part is scaled so that the corpus's sent
 averages have unit root-mean-square length, and the word part is then multiplied by
 ``word_mix``. The average of such rows is the two parts' averages side by side, so a
 cosine of two sentences mixes the two similarities, and the model stays a plain average of
-its rows (every command and export keeps working). ``scbow.vectors.model.row_parts`` tells the
+its rows (every command and export keeps working). ``scbow.vectors.words.row_parts`` tells the
 columns apart.
 """
 

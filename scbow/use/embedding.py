@@ -121,7 +121,7 @@ class LineEncoder:
         The cache is bounded (a huge input keeps only recent words) and may be shared by
         threads encoding with one encoder: as in ``Model.embed``, the result comes from this
         call's own rows, published to the cache only after they are all at hand."""
-        from ..vectors.model import cached_rows
+        from ..vectors.numeric import cached_rows
 
         def make(new):
             sums, counts = self._model.unknown_vectors(new, self.unknown, self._scale)
@@ -305,7 +305,7 @@ def sentence_similarity(model: Model, sentence1: str, sentence2: str, unknown: s
     if empty:
         which = " and ".join(f"sentence {n}" for n in empty)
         raise ModelError(f"no similarity: {which} has {sides[empty[0] - 1].lacks}")
-    value = model.similarity(sentence1, sentence2, unknown=unknown)
+    value = float(model.similarity_pairwise([sentence1], [sentence2], unknown=unknown)[0])
     if value != value:  # a side averages to the zero vector: its words' vectors cancel out or are zero
         raise ModelError("no similarity: a sentence's average is the zero vector (its words' vectors "
                          "are zero or cancel out), so it has no direction to compare")

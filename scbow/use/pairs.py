@@ -56,7 +56,7 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
 
     def flush(first, second):
         nonlocal unscored
-        cos = model.similarities(first, second, unknown=unknown)
+        cos = model.similarity_pairwise(first, second, unknown=unknown)
         unscored += int((cos != cos).sum())
         out.write("".join("nan\n" if c != c else f"{c:.4f}\n" for c in cos.tolist()))
 

@@ -1,7 +1,7 @@
 """The default rule of word neighbours, and the nearest words of ``neighbors WORD...``; without numpy
 (the CLI's --help reads it).
 
-``NEIGHBOUR_MIN_COUNT``: the words ``Model.most_similar`` and ``scbow-numba neighbors`` may
+``NEIGHBOUR_MIN_COUNT``: the words ``model.wv.most_similar`` and ``scbow-numba neighbors`` may
 return by default are those seen at least this many times in the training corpus. A row
 seen a handful of times is mostly its random start and lands near anything, so by plain
 cosine such words crowd the nearest words of everyday ones (house -> mezzanine, padoie,
@@ -18,20 +18,20 @@ NEIGHBOUR_MIN_COUNT = 100
 
 def vocabulary_word(model, word: str) -> str:
     """``word`` as the model spells it: as given, else lowercased (our tokens are lowercase)."""
-    i = model.get_index(word, -1)
+    i = model.wv.get_index(word, -1)
     if i < 0:
         raise ModelError(f"{word!r} is not in the vocabulary of {len(model):,} words")
-    return model.index_to_key[i]
+    return model.wv.index_to_key[i]
 
 
 def nearest_words(model, words, negative=(), topn: int = 10, min_count: int = NEIGHBOUR_MIN_COUNT) -> list:
-    """``(word, cosine)`` of ``neighbors WORD...``: ``Model.most_similar`` of ``words`` minus ``negative``,
+    """``(word, cosine)`` of ``neighbors WORD...``: ``model.wv.most_similar`` of ``words`` minus ``negative``,
     each looked up as :func:`vocabulary_word`; ModelError, one line, for an unknown word and for a
     query with no answer (the zero vector, every word of the model, no word seen ``min_count`` times)."""
     positive = [vocabulary_word(model, w) for w in words]
     minus = [vocabulary_word(model, w) for w in negative]
     try:
-        found = model.most_similar(positive, topn=topn, negative=minus, min_count=min_count)
+        found = model.wv.most_similar(positive, topn=topn, negative=minus, min_count=min_count)
     except ValueError:  # the words cancel out: no direction left to compare with
         query = " + ".join(positive) + "".join(f" - {w}" for w in minus)
         raise ModelError(f"the query {query} is the zero vector (its words cancel out, or their "

@@ -1,5 +1,8 @@
 """The numbers behind the model API: SIF's frequency weights, hashed vectors for unknown words,
-sentence averages in a fixed order, row norms and cosines, the k-th largest score.
+sentence averages in a fixed order, row norms and cosines, the k-th largest score, the
+bounded cache of hashed rows that threads share, and the cosines of sets of sentence
+embeddings with sentence-transformers' conventions (``cosine_matrix``, ``similarity_pairwise``,
+``semantic_search``: ``Model``'s and ``scbow.use.semantic``'s).
 
 Plain NumPy (no numba), shared by :class:`scbow.vectors.model.Model`, the STS evaluation,
 the learning curve and the embedding files, so that they all give the same numbers.
@@ -205,3 +208,102 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     if na == 0 or nb == 0:
         return float("nan")
     return float(np.dot(a, b) / (na * nb))
+
+
+def cached_rows(cache: dict, tokens: list, make, bound: int) -> dict:
+    """token -> row for ``tokens``: those in ``cache``, the rest from ``make(new_tokens)`` (rows in
+    order), then published (:func:`publish_hashed`). The result never reads the cache after its
+    own look-ups, so another thread's ``clear()`` cannot make it fail."""
+    rows = {}
+    for token in tokens:
+        row = cache.get(token)
+        if row is not None:
+            rows[token] = row
+    new = [t for t in tokens if t not in rows]
+    if new:
+        rows.update(zip(new, make(new)))
+        publish_hashed(cache, new, rows, bound)
+    return rows
+
+
+def publish_hashed(cache: dict, new: list, rows: dict, bound: int) -> None:
+    """Put ``rows[t]`` of the ``new`` tokens into ``cache``, emptying it first when it would hold
+    more than ``bound`` (a call with more new tokens than that keeps them to itself).
+
+    Callers read their result from ``rows``, never from ``cache``: threads sharing a cache
+    may clear it at any moment (and may together leave it a little over ``bound``)."""
+    if len(new) > bound:
+        return
+    if len(cache) + len(new) > bound:
+        cache.clear()
+    cache.update((t, rows[t]) for t in new)
+
+
+# -- sets of sentence embeddings, with sentence-transformers' conventions (scbow.use.semantic, Model) --
+
+
+def unit_rows(x, name: str) -> tuple[np.ndarray, bool]:
+    """``x`` as a float64 matrix of unit rows (NaN for rows with no direction), and whether it was 1-D."""
+    a = np.asarray(x, dtype=np.float64)
+    single = a.ndim == 1
+    if single:
+        a = a[None, :]
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be one embedding (1-D) or a matrix of them (2-D), got shape {a.shape}")
+    if a.shape[1] == 0:
+        raise ValueError(f"{name} has embeddings of 0 dims")
+    a = scaled_rows(a)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        unit = a / np.linalg.norm(a, axis=1, keepdims=True)
+    unit[~np.isfinite(unit).all(axis=1)] = np.nan
+    return unit, single
+
+
+def cosine_matrix(a, b) -> np.ndarray:
+    """Cosines between embeddings ``a`` (n, d) and ``b`` (m, d): float64 (n, m), always 2-D (a 1-D side
+    is one row), as sentence-transformers' ``model.similarity``. NaN where a row has no direction."""
+    A, _ = unit_rows(a, "a")
+    B, _ = unit_rows(b, "b")
+    if A.shape[1] != B.shape[1]:
+        raise ValueError(f"embeddings of {A.shape[1]} and {B.shape[1]} dims cannot be compared")
+    return A @ B.T
+
+
+def similarity_pairwise(a, b) -> np.ndarray:
+    """Cosine of row i of ``a`` with row i of ``b``: float64 (n,), as sentence-transformers'
+    ``model.similarity_pairwise``. NaN where a row has no direction."""
+    A, _ = unit_rows(a, "a")
+    B, _ = unit_rows(b, "b")
+    if A.shape != B.shape:
+        raise ValueError(f"pairwise cosines need embeddings of one shape, got {A.shape} and {B.shape}")
+    return np.einsum("ij,ij->i", A, B)
+
+
+def semantic_search(query_embeddings, corpus_embeddings, top_k: int = 10, block: int = 1 << 15) -> list[list[dict]]:
+    """For each query, the ``top_k`` corpus rows with the highest cosine: ``[{"corpus_id", "score"}]``,
+    best first (ties to the lower id). A 1-D query is one query. Rows with no embedding are skipped;
+    a query with none gets ``[]``."""
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+        raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+    Q, _ = unit_rows(query_embeddings, "query_embeddings")
+    C, _ = unit_rows(corpus_embeddings, "corpus_embeddings")
+    if Q.shape[1] != C.shape[1]:
+        raise ValueError(f"queries of {Q.shape[1]} dims cannot search a corpus of {C.shape[1]} dims")
+    k = int(min(top_k, len(C)))
+    best_scores = np.full((len(Q), 0), -np.inf)
+    best_ids = np.zeros((len(Q), 0), dtype=np.int64)
+    for lo in range(0, len(C), block):
+        S = np.nan_to_num(Q @ C[lo:lo + block].T, nan=-np.inf)
+        scores = np.concatenate([best_scores, S], axis=1)
+        ids = np.concatenate([best_ids, np.broadcast_to(np.arange(lo, lo + S.shape[1]), S.shape)], axis=1)
+        order = np.lexsort((ids, -scores), axis=1)[:, :k] if k else np.zeros((len(Q), 0), dtype=np.int64)
+        best_scores = np.take_along_axis(scores, order, axis=1)
+        best_ids = np.take_along_axis(ids, order, axis=1)
+    out = []
+    for q in range(len(Q)):
+        if not np.isfinite(Q[q]).all():
+            out.append([])
+            continue
+        out.append([{"corpus_id": int(i), "score": float(s)}
+                    for i, s in zip(best_ids[q].tolist(), best_scores[q].tolist()) if s > -np.inf])
+    return out
