@@ -3,7 +3,7 @@
 ``export(model, path, fmt, **options)`` checks the options and ``path`` for the format, leaves
 out the words ``min_count`` and ``limit`` leave out (:func:`subset`), calls the format's writer
 and returns an :class:`ExportResult` that says what was written. The command ``scbow-numba
-export`` and ``Model.save_word2vec_format`` both call it.
+export``, ``Model.export`` and ``model.wv.save_word2vec_format`` call it.
 
 A new format is one row in :data:`FORMATS` (its name, whether it writes a file or a folder, the
 options it takes, a line of description), one writer (``writer(model, path, options) ->

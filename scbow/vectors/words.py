@@ -45,11 +45,11 @@ def unit_vector(vector: np.ndarray) -> np.ndarray:
 
 def save_word2vec(model, path, binary: bool, part: str) -> None:
     """``model``'s rows (``part``: "all", "sentence" or "word") in word2vec text or binary format."""
-    from .export import export_word2vec
+    from .export import export
 
     if not isinstance(binary, (bool, np.bool_)):  # binary="no" is truthy: it would write binary
         raise TypeError(f"binary must be True or False, not {binary!r}")
-    export_word2vec(model, path, binary=bool(binary), part=part)
+    export(model, path, "word2vec", binary=bool(binary), part=part)
 
 
 class WordVectors:
