@@ -327,7 +327,7 @@ def test_embed_from_many_threads_while_the_hash_cache_is_cleared(model, monkeypa
     from concurrent.futures import ThreadPoolExecutor
 
     import scbow.use.embedding as embedding
-    import scbow.vectors.model as model_api
+    import scbow.vectors.unknown as model_api
 
     def hashing():
         return Model(model.vocab, model.vectors, {"unknown": "hash", "unknown_scale": 1.0})

@@ -19,24 +19,12 @@ from ..config import UNKNOWN_MODES  # noqa: F401  (re-exported: omit, hash)
 from ..progress import plural
 from ..text.tokenize import TOKENIZER_VERSION, tokenizer
 from ..text.vocab import Vocab
+from . import unknown as unknown_words
 from .neighbours import NEIGHBOUR_MIN_COUNT  # noqa: F401  (re-exported: the default of wv.most_similar(min_count=))
-from .numeric import cached_rows, cosine_matrix, hashed_vectors, mean_rows, rarest_rows, semantic_search, similarity_pairwise
-from .pieces import PIECE_SCALE, Pieces
+from .numeric import cosine_matrix, mean_rows, semantic_search, similarity_pairwise
+from .pieces import Pieces
+from .unknown import DEFAULT_UNKNOWN, HASH_SCALE  # noqa: F401  (re-exported)
 from .words import WordVectors, read_word_pairs, row_parts, unit_vector  # noqa: F401  (re-exported)
-
-# What embed() does with a token that is not in the vocabulary: leave it out of the
-# average (the paper's rule), or give it a fixed random vector derived from a hash of the
-# token, so that a rare name or number shared by two sentences still counts as shared.
-# A model trained with frequency weights records its own rule in its config ("unknown",
-# "unknown_scale": hash at 1.0); a model without that record omits them.
-DEFAULT_UNKNOWN = "omit"
-# The norm of a hashed vector, as a multiple of the median norm of the rarest tenth of
-# the vocabulary (the words most like unseen ones), for models that do not record one.
-# For models trained without frequency weights 0.75 scored best on the STS-B dev set
-# (benchmarks/results/unknown_words.md); with frequency weights the rarest rows are
-# nearly the untrained ones, and 1.0 (word overlap for unknown words) scored best.
-HASH_SCALE = 0.75
-_HASH_CACHE = 1 << 16  # unknown words whose unit hashed vectors a model keeps between embed() calls
 
 
 class Model:
@@ -155,28 +143,25 @@ class Model:
     @property
     def unknown_rule(self) -> tuple[str, float]:
         """The model's own ``(unknown, unknown_scale)``: what :meth:`embed` does by default."""
-        return (str(self.config.get("unknown", DEFAULT_UNKNOWN)),
-                float(self.config.get("unknown_scale", HASH_SCALE)))
+        return unknown_words.own_rule(self)
 
-    def unknown_scale(self, unknown: str) -> float:
-        """The norm multiple of the rule ``unknown``: the model's own for its own rule; for another
-        rule that rule's default (:data:`~scbow.vectors.pieces.PIECE_SCALE` for pieces; for hash 1.0
-        with frequency weights, else :data:`HASH_SCALE`, as benchmarks/results/unknown_words.md chose)."""
-        own, scale = self.unknown_rule
-        if unknown == own:
-            return scale
-        if unknown == "pieces":
-            return PIECE_SCALE
-        return 1.0 if self.config.get("frequency_weight") else HASH_SCALE
+    def unknown_scale(self, rule: str) -> float:
+        """The norm multiple of ``rule`` for this model (:func:`scbow.vectors.unknown.rule_scale`)."""
+        return unknown_words.rule_scale(self, rule)
 
     @property
     def pieces(self) -> Pieces:
-        """The pieces unknown words are split into under ``unknown="pieces"`` (built on first use, about
-        0.5 s for 125,000 words)."""
-        pieces = self.__dict__.get("_pieces")
-        if pieces is None:
-            pieces = self.__dict__["_pieces"] = Pieces(self.vocab.words)
-        return pieces
+        """The pieces unknown words are split into under ``unknown="pieces"`` (built on first use)."""
+        return unknown_words.pieces_of(self)
+
+    def unknown_vectors(self, tokens: list[str], rule: str, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """What unknown ``tokens`` add to an average: :func:`scbow.vectors.unknown.unknown_vectors`."""
+        return unknown_words.unknown_vectors(self, tokens, rule, scale)
+
+    def unknown_norm(self) -> float:
+        """The median norm of the rows of the rarest tenth of the trained vocabulary
+        (:func:`scbow.vectors.unknown.unknown_norm`)."""
+        return unknown_words.unknown_norm(self)
 
     def embed(self, sentences, unknown: str | None = None, unknown_scale: float | None = None) -> np.ndarray:
         """Sentence embeddings: the mean of the vectors of the known words.
@@ -324,49 +309,6 @@ class Model:
         total = lengths + np.bincount(sentence_of, weights=counts[which], minlength=len(sentences)).astype(np.int64)
         with np.errstate(invalid="ignore", divide="ignore"):
             return (sums / np.where(total > 0, total, np.nan)[:, None]).astype(np.float32)
-
-    def unknown_vectors(self, tokens: list[str], rule: str, scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """What each of the unknown ``tokens`` adds to a sentence average under ``rule`` ("hash" or
-        "pieces") at ``scale``: the float64 sums of its vectors (n, dim) and their counts (int64, n).
-
-        hash: one hashed vector of norm ``scale * unknown_norm()``, count 1. pieces: the rows
-        of its pieces that are words, plus the hashed vectors (that norm) of the others, one
-        count a piece; zeros and 0 for a token without pieces.
-        """
-        norm = scale * self.unknown_norm()
-        if rule == "hash":
-            return self._unit_hashed(tokens) * norm, np.ones(len(tokens), dtype=np.int64)
-        index, splits = self.vocab.index, [self.pieces.split(t) for t in tokens]
-        new = sorted({p for pieces in splits for p in pieces if p not in index})
-        hashed = dict(zip(new, self._unit_hashed(new) * norm))
-        sums = np.zeros((len(tokens), self.dim))
-        for n, pieces in enumerate(splits):
-            for piece in pieces:
-                i = index.get(piece)
-                sums[n] += hashed[piece] if i is None else self._vectors[i]
-        return sums, np.fromiter(map(len, splits), dtype=np.int64, count=len(splits))
-
-    def _unit_hashed(self, tokens: list[str]) -> np.ndarray:
-        """Unit-length hashed vectors of ``tokens`` (float64), kept between calls (bounded).
-
-        Thread-safe without a lock: the result is built from this call's own dict of rows (those
-        found in the cache, then those computed), and only then are the new rows published, so
-        a ``clear()`` of the shared cache by another thread never loses a row this call needs.
-        """
-        cache = self.__dict__.setdefault("_hashed", {})
-        rows = cached_rows(cache, tokens, lambda new: hashed_vectors(new, self.dim, 1.0), _HASH_CACHE)
-        return np.array([rows[t] for t in tokens]).reshape(len(tokens), self.dim)
-
-    def unknown_norm(self) -> float:
-        """The median norm of the vectors of the rarest tenth of the trained vocabulary.
-
-        Words with a count of 0 (added by vocabulary expansion, after the trained ones) are
-        not counted: the norm stays that of the words the model learned.
-        """
-        if getattr(self, "_unknown_norm", None) is None:
-            rare = rarest_rows(self.vectors, self.vocab.counts)
-            self._unknown_norm = float(np.median(np.linalg.norm(rare, axis=1))) if len(rare) else 1.0
-        return self._unknown_norm
 
 
     # -- comparing sentences, with sentence-transformers' conventions -------------------
