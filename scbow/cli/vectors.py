@@ -85,10 +85,9 @@ def info(model_arg_, model_path, as_json):
 @click.option("--limit", type=Count(minimum=0, what="words"), default=0,
               help="Write only the first N words, the most frequent (0: all).  [default: 0]")
 @click.option("--add-words", "add_words", type=click.Path(path_type=Path), multiple=True,
-              help="Folders only (repeatable): text files, such as the training corpus, whose words the model lacks "
-                   "get rows holding the hashed vectors this model gives unknown words, so the folder scores as "
-                   "the model's hashing does on them (a larger folder); a word --min-count or --limit left out gets its own "
-                   "row back.")
+              help="Folders of a model that hashes unknown words (repeatable): text files, such as the training "
+                   "corpus, whose words the model lacks get rows holding their hashed vectors, so the folder scores as "
+                   "the model's hashing does on them; a word --min-count or --limit left out gets its own row back.")
 @click.option("--license", "license_", default=None, help="Folders: the licence named in the model card's front matter.")
 def export(model_path, output, fmt, binary, part, min_count, limit, add_words, license_):
     """Export the model: its word vectors as a word2vec text (default) or binary file, or the
@@ -101,8 +100,8 @@ def export(model_path, output, fmt, binary, part, min_count, limit, add_words, l
 
     A folder holds the rows, a tokenizer.json that splits text exactly as this model does,
     the libraries' settings and a model card (README.md); it is written whole beside the
-    output and renamed into place. Unknown words are left out of the average there (their
-    hashed vectors cannot travel; --add-words adds rows for the words of given files).
+    output and renamed into place. Unknown words are split there into the pieces the model
+    splits them into (rows of their own), so the folder embeds as the model does.
     """
     from ..vectors.export import check_export, export_format
     from ..vectors.export import export as write
