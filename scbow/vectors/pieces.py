@@ -44,25 +44,26 @@ class Pieces:
 
     def __init__(self, words):
         words = list(words)
-        known = set(words)
+        self._words = set(words)
         first, inner = ngrams(words, PIECE_CHARS)
-        self.tokens = known | first | {PREFIX + g for g in inner}  # every string a split may yield: one row each
-        self.new = sorted(self.tokens - known)
-        self.max_chars = max([MAX_WORD_CHARS, *map(len, known)])
+        self._pieces = (first | {PREFIX + g for g in inner}) - self._words
+        self.new = sorted(self._pieces)
+        longest = max(map(len, words), default=0)
+        self.max_chars = max(MAX_WORD_CHARS, longest)
         # the longest string a split can match: a piece, or a word (a word may start with ##)
-        self._longest = max([PIECE_CHARS + len(PREFIX), *map(len, known)])
+        self._longest = max(PIECE_CHARS + len(PREFIX), longest)
 
     def split(self, word: str) -> list[str]:
         """The pieces of ``word``, as the exported WordPiece tokenizer splits it; [] when it has none."""
         n = len(word)
         if n > self.max_chars:
             return []
-        tokens, out, i = self.tokens, [], 0
+        words, pieces, out, i = self._words, self._pieces, [], 0
         while i < n:
             head = "" if i == 0 else PREFIX
             for j in range(min(n, i + self._longest), i, -1):
                 piece = head + word[i:j]
-                if piece in tokens:
+                if piece in words or piece in pieces:
                     out.append(piece)
                     i = j
                     break
