@@ -566,3 +566,44 @@ def test_nothing_is_written_inside_an_exported_folder(folders, trained, corpus, 
                      ["embed", "-m", str(trained), str(corpus), "-o", str(folder / "e.npy")]):
             assert_clean_error(runner.invoke(main, args), f"is inside {folder.resolve()}, {what}")
         assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_added_words_of_a_model_that_omits_hold_what_its_hash_rule_gives(tmp_path):
+    """--add-words on a model whose own rule is omit (trained with --unknown omit, so its recorded
+    scale is the pieces default, and with frequency weights) gives an added word the hashed vector
+    ``Model.embed(unknown="hash")`` gives it: the hash rule's norm, not the recorded scale's."""
+    model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
+    from scbow.text.vocab import Vocab
+    from scbow.vectors.model import Model
+
+    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran"]
+    rows = np.random.default_rng(0).standard_normal((len(words), 6)).astype(np.float32)
+    model = Model(Vocab(words, np.arange(len(words), 0, -1) * 10), rows,
+                  {"unknown": "omit", "unknown_scale": 0.35, "frequency_weight": 0.001})
+    assert model.unknown_scale("hash") == 1.0  # the hash rule's own norm for a model with frequency weights
+    extra = tmp_path / "extra.txt"
+    extra.write_text("the zorblax sat\n", encoding="utf-8")
+    model.export(tmp_path / "m2v", "model2vec", add_words=[str(extra)])
+    loaded = model2vec.StaticModel.from_pretrained(str(tmp_path / "m2v"))
+    sentences = ["zorblax", "the zorblax sat"]
+    np.testing.assert_allclose(loaded.encode(sentences), model.embed(sentences, unknown="hash"), rtol=2e-5, atol=1e-6)
+
+
+def test_a_word_beginning_with_an_added_word_takes_it_as_its_first_piece(tmp_path):
+    """As docs/export.md says: the WordPiece vocabulary of a folder with --add-words holds the added
+    words, so an unknown word that begins with one takes it as its first piece."""
+    pytest.importorskip("tokenizers", reason="tokenizers (the test extra) is absent")
+    from tokenizers import Tokenizer
+
+    from scbow.text.vocab import Vocab
+    from scbow.vectors.model import Model
+
+    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "zone", "blue", "axes"]
+    rows = np.random.default_rng(0).standard_normal((len(words), 6)).astype(np.float32)
+    model = Model(Vocab(words, np.arange(len(words), 0, -1) * 10), rows, {"unknown": "hash", "unknown_scale": 1.0})
+    extra = tmp_path / "extra.txt"
+    extra.write_text("zorblax\n", encoding="utf-8")
+    model.export(tmp_path / "m2v", "model2vec", add_words=[str(extra)])
+    tok = Tokenizer.from_file(str(tmp_path / "m2v" / "tokenizer.json"))
+    assert tok.encode("zorblaxes").tokens == ["zorblax", "##es"]
+    assert model.pieces.split("zorblaxes") != ["zorblax", "##es"]  # the model itself knows no zorblax

@@ -219,3 +219,15 @@ def test_pieces_note_in_similarity_cli(model, tmp_path, runner):
     expected = model.embed(["the sated cat", "xq cat"], unknown="pieces").astype(np.float64)
     cos = expected[0] @ expected[1] / np.linalg.norm(expected, axis=1).prod()
     assert float(r.stdout.strip()) == pytest.approx(cos, abs=1e-4)
+
+
+@pytest.mark.parametrize("rule, share", [("pieces", "50.0%"), ("omit", "25.0%"), ("hash", "100.0%")])
+def test_embed_summary_counts_the_words_averaged_under_pieces(model, tmp_path, runner, rule, share):
+    """The share of tokens averaged counts words, not pieces: under pieces a word without pieces (xq)
+    is not averaged, and a word of two pieces (sated) is one token."""
+    save_model(model, tmp_path / "m")
+    (tmp_path / "in.txt").write_text("the sated\nxq zq\n", encoding="utf-8")  # 4 tokens; sated: sat ##ed
+    r = runner.invoke(main, ["embed", "-m", str(tmp_path / "m"), "--unknown", rule, "-o", str(tmp_path / "o.npy"),
+                             str(tmp_path / "in.txt")])
+    assert r.exit_code == 0, r.output
+    assert f"{share} of tokens averaged" in r.output, r.output

@@ -592,3 +592,14 @@ def test_no_old_spelling_inside_the_package(tmp_path, runner):
         from benchmarks.peers import WordTable
 
         WordTable.from_model(m.vocab, m)
+
+
+def test_most_similar_with_only_negative_words(model400):
+    """As gensim's, most_similar takes negative words alone (positive defaults to none): the words
+    nearest to the opposite of "cat"; neither side given is still a clear ValueError."""
+    wv = model400.wv
+    got = wv.most_similar(negative=["cat"], topn=5)
+    assert_same(got, brute_force(model400, [], ["cat"], topn=5), atol=1e-12)
+    assert got == wv.most_similar(positive=None, negative="cat", topn=5)
+    with pytest.raises(ValueError, match="needs at least one word or vector"):
+        wv.most_similar()

@@ -83,6 +83,7 @@ class LineEncoder:
         self._get = lookup.get
         self._tokenize_lines = model.tokenize_lines
         self._unknown = UNKNOWN
+        self._line_end = LINE_END
         self.unknown = model.unknown_rule[0] if unknown is None else unknown
         if self.unknown not in UNKNOWN_MODES:  # as Model.embed says it
             raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {self.unknown!r}")
@@ -95,24 +96,32 @@ class LineEncoder:
     def encode(self, lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """int32 ids of the tokens of ``lines``, each line ended by a ``LINE_END`` marker,
         and the float32 (m, d) vectors of the ids ``V..V+m-1`` (unknown words)."""
+        ids, extra, _, _ = self.encode_counted(lines)
+        return ids, extra
+
+    def encode_counted(self, lines: list[str]) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """:meth:`encode`, and the count of the lines' tokens and of those averaged (a word, not
+        its pieces: under pieces a word without pieces is not averaged, under omit an unknown word)."""
         block = "".join(lines)
         if not block.endswith("\n"):
             block += "\n"
         tokens = self._tokenize_lines(block)
         ids = np.fromiter(map(self._get, tokens, itertools.repeat(self._unknown)), dtype=np.int32,
                           count=len(tokens))
-        if self.unknown == "omit":
-            return ids, np.empty((0, self._dim), dtype=np.float32)
+        words = len(tokens) - int(np.count_nonzero(ids == self._line_end))
         where = np.flatnonzero(ids == self._unknown)
+        if self.unknown == "omit":
+            return ids, np.empty((0, self._dim), dtype=np.float32), words, words - len(where)
         table: dict[str, int] = {}
         for p in where.tolist():
             ids[p] = self._n_words + table.setdefault(tokens[p], len(table))
         extra, counts = self._vectors(list(table))
+        per_word = counts[ids[where] - self._n_words]  # the pieces of each unknown word (hash: 1)
         if (counts != 1).any():  # pieces: a word's id once per piece, none for a word without pieces
             repeat = np.ones(len(ids), dtype=np.int64)
-            repeat[where] = counts[ids[where] - self._n_words]
+            repeat[where] = per_word
             ids = np.repeat(ids, repeat)
-        return ids, extra
+        return ids, extra, words, words - int(np.count_nonzero(per_word == 0))
 
     def _vectors(self, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """float32 vectors of ``tokens`` (each one's sum over its count) and the counts; a word seen in
@@ -398,24 +407,22 @@ def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fil
                 empty = np.flatnonzero(counts == 0)
                 if len(empty):
                     miss.write("".join(f"{first_line + i}\n" for i in empty.tolist()))
-                return len(empty), int(counts.sum())
+                return len(empty)
 
             pending = None
             for n_block, lines in enumerate(blocks):
-                ids, extra = encoder.encode(lines)
+                # the tokens and those averaged are counted as words (a word of three pieces is one)
+                ids, extra, words, averaged = encoder.encode_counted(lines)
                 if pending is not None:
-                    missing, known = pending.result()
-                    stats.missing += missing
-                    stats.known_tokens += known
+                    stats.missing += pending.result()
                 pending = pool.submit(finish, ids, extra, len(lines), stats.lines + 1, threads != 1 and n_block > 0)
                 stats.lines += len(lines)
-                stats.tokens += len(ids) - len(lines)
+                stats.tokens += words
+                stats.known_tokens += averaged
                 if progress is not None:
                     progress(stats.lines)
             if pending is not None:
-                missing, known = pending.result()
-                stats.missing += missing
-                stats.known_tokens += known
+                stats.missing += pending.result()
             out.seek(0)
             out.write(npy_header(stats.lines, dim))
     except OSError as exc:

@@ -222,8 +222,9 @@ def write_safetensors(path: os.PathLike, tensors: dict, metadata: dict | None = 
 
 
 def hash_norm(model) -> float:
-    """The norm of the hashed vector ``Model.embed(..., unknown="hash")`` gives an unknown word."""
-    return model.unknown_rule[1] * model.unknown_norm()
+    """The norm of the hashed vector ``Model.embed(..., unknown="hash")`` gives an unknown word (the hash
+    rule's scale, which is the model's own only when its rule is hash)."""
+    return model.unknown_scale("hash") * model.unknown_norm()
 
 
 def export_rows(model, extra_words=(), whole=None, pieces: bool = False) -> tuple[list[str], np.ndarray, list[str], int]:

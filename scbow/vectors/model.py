@@ -170,7 +170,7 @@ class Model:
         a row of NaN (it has no embedding).
 
         ``unknown="pieces"`` splits every unknown token into pieces (``scbow.vectors.pieces``:
-        WordPiece's greedy split over the model's words and their runs of up to 3
+        WordPiece's greedy split over the model's words and their runs of up to 2
         characters), each one more token of the average: a piece that is a word of the model
         brings its row, any other a fixed random direction drawn from a hash of the piece, of
         norm ``unknown_scale`` times :meth:`unknown_norm`. The folders ``export`` writes for

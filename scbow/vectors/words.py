@@ -300,7 +300,7 @@ class WordVectors:
         vector = self._query(np.asarray(vector, dtype=np.float64))
         return self.most_similar([vector], topn=topn, restrict_vocab=restrict_vocab, min_count=min_count)
 
-    def most_similar(self, positive, topn: int = 10, negative=(), restrict_vocab: int | None = None,
+    def most_similar(self, positive=None, topn: int = 10, negative=(), restrict_vocab: int | None = None,
                      min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:
         """The ``topn`` words nearest to a query by cosine, with their cosines, best first.
 
