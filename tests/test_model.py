@@ -411,3 +411,10 @@ def test_the_api_takes_one_path_a_dict_and_numpy_numbers(small_corpus_file):
     assert (config.dim, config.seed) == (16, 3) and isinstance(config.dim, int) and isinstance(config.lr, float)
     with pytest.raises(ConfigError):
         TrainConfig(dim=np.bool_(True))
+
+
+def test_similarity_of_bytes_is_a_clear_type_error():
+    model = Model(Vocab(["the", "cat"], np.array([2, 1])), np.eye(2, dtype=np.float32))
+    for a, b in ((b"the cat", ["the"]), (["the"], bytearray(b"cat"))):
+        with pytest.raises(TypeError, match="a sentence is a str, got"):
+            model.similarity(a, b)

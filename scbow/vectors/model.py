@@ -380,6 +380,8 @@ def _embeddings(model: Model, a, b, unknown: str | None) -> tuple[np.ndarray, np
     """``a`` and ``b`` as embeddings: arrays as they are, sentences encoded (both sides in one call)."""
     sides = []
     for x in (a, b):
+        if isinstance(x, (bytes, bytearray)):  # not a vector of its byte values
+            raise TypeError(f"a sentence is a str, got {type(x).__name__} {bytes(x)[:40]!r}; decode it first")
         if not isinstance(x, (str, np.ndarray)):
             x = list(x)
             texts = sum(isinstance(s, str) for s in x)
