@@ -70,6 +70,7 @@ class Model:
         # what was computed from the old vectors
         self._unknown_norm = None
         self._hashed = {}
+        self._split = {}  # unknown words' pieces' sums: they hold rows
         self._generation = self.__dict__.get("_generation", 0) + 1  # wv's search table is of an older one
 
     @property

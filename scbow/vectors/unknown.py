@@ -66,15 +66,30 @@ def unknown_vectors(model, tokens: list[str], rule: str, scale: float) -> tuple[
     norm = scale * unknown_norm(model)
     if rule == "hash":
         return unit_hashed(model, tokens) * norm, np.ones(len(tokens), dtype=np.int64)
+    cache = model.__dict__.setdefault("_split", {})
+    rows = cached_rows(cache, tokens, lambda new: split_sums(model, new), _HASH_CACHE)
+    sums = np.array([rows[t][0] + norm * rows[t][1] for t in tokens]).reshape(len(tokens), model.dim)
+    return sums, np.fromiter((rows[t][2] for t in tokens), dtype=np.int64, count=len(tokens))
+
+
+def split_sums(model, tokens: list[str]) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """For each token ``(sum of the rows of its pieces that are words, sum of the unit hashed vectors
+    of the others, number of pieces)``: what :func:`unknown_vectors` keeps between calls, whatever
+    the scale."""
     index, splits = model.vocab.index, [pieces_of(model).split(t) for t in tokens]
     new = sorted({p for pieces in splits for p in pieces if p not in index})
-    hashed = dict(zip(new, unit_hashed(model, new) * norm))
-    sums = np.zeros((len(tokens), model.dim))
-    for n, pieces in enumerate(splits):
+    hashed = dict(zip(new, unit_hashed(model, new)))
+    out = []
+    for pieces in splits:
+        words, other = np.zeros(model.dim), np.zeros(model.dim)
         for piece in pieces:
             i = index.get(piece)
-            sums[n] += hashed[piece] if i is None else model.vectors[i]
-    return sums, np.fromiter(map(len, splits), dtype=np.int64, count=len(splits))
+            if i is None:
+                other += hashed[piece]
+            else:
+                words += model.vectors[i]
+        out.append((words, other, len(pieces)))
+    return out
 
 
 def unit_hashed(model, tokens: list[str]) -> np.ndarray:
