@@ -404,7 +404,7 @@ def test_word2vec_writes_the_word_part_by_default(tmp_path, runner, args, part, 
             "sentence": "30 vectors (the sentence part, 2 columns)"}[part]
     assert result.stderr.strip() == f"wrote {what} to {tmp_path / 'v.bin'} (word2vec binary)"
     if not args:  # Python writes the same default
-        model.save_word2vec_format(tmp_path / "py.bin", binary=True)
+        model.wv.save_word2vec_format(tmp_path / "py.bin", binary=True)
         assert (tmp_path / "py.bin").read_bytes() == (tmp_path / "v.bin").read_bytes()
         written = export(model, tmp_path / "e.txt", limit=10)
         assert (written.format, written.part, written.rows, written.columns, written.left_out, written.binary) == \
