@@ -60,9 +60,15 @@ class PreparedSet:
     totals: tuple | None = None  # (int64 counts of all tokens, each side)
 
 
-def prepare_set(sts: STSSet, vocab, unknown: str = "omit", dim: int = 0) -> PreparedSet:
+def prepare_set(sts: STSSet, vocab, unknown: str = "omit", dim: int = 0, pieces: Pieces | None = None) -> PreparedSet:
+    """``sts`` against ``vocab`` under the rule ``unknown``; ``pieces``: the vocabulary's, when the caller
+    has them (built here otherwise)."""
     index = vocab.index
-    split = Pieces(vocab.words).split if unknown == "pieces" else (lambda token: [token])
+    if unknown == "pieces":
+        split = (pieces or Pieces(vocab.words)).split
+    else:
+        def split(token):
+            return [token]
     ids, lengths, hashed, totals = [], [], [], []
     for sentences in (sts.first, sts.second):
         flat: list[int] = []
@@ -152,8 +158,9 @@ class CurveHook(Hook):
         self._start = t - before - self.eval_seconds
         self.corpus = corpus
         dim = vectors().shape[1]
-        self.dev = prepare_set(self.dev_set, corpus.vocab, self.unknown, dim)
-        self.tests = [prepare_set(s, corpus.vocab, self.unknown, dim) for s in self.test_sets]
+        self._pieces = Pieces(corpus.vocab.words) if self.unknown == "pieces" else None  # once for every set
+        self.dev = prepare_set(self.dev_set, corpus.vocab, self.unknown, dim, self._pieces)
+        self.tests = [prepare_set(s, corpus.vocab, self.unknown, dim, self._pieces) for s in self.test_sets]
         self.post = self.post_final = None
         if self.k >= 0:
             self.post = CommonComponents(corpus, self.k, self.seed, self.sample)
@@ -272,7 +279,7 @@ class CurveHook(Hook):
         score the sentence part alone, as training goes."""
         t = time.perf_counter()
         W = np.asarray(model.vectors)
-        dev = prepare_set(self.dev_set, self.corpus.vocab, self.unknown, W.shape[1])
+        dev = prepare_set(self.dev_set, self.corpus.vocab, self.unknown, W.shape[1], self._pieces)
         score, _ = self._score(dev, W, None)
         last = dict(self.points[-1]) if self.points else {}
         point = {**last, "word_part": True, "loss": None, "sample": None,
@@ -280,7 +287,7 @@ class CurveHook(Hook):
                          "scored": score.scored, "pairs": score.pairs},
                  "dev_raw": {"pearson": _finite(score.pearson), "spearman": _finite(score.spearman)}}
         if self.tests:
-            scored = [self._score(prepare_set(x, self.corpus.vocab, self.unknown, W.shape[1]), W, None)[0]
+            scored = [self._score(prepare_set(x, self.corpus.vocab, self.unknown, W.shape[1], self._pieces), W, None)[0]
                       for x in self.test_sets]
             summary = summarize(scored)
             point["test"] = {k: (_finite(v) if isinstance(v, float) else v) for k, v in summary.items()}
