@@ -14,7 +14,7 @@ from .text.tokenize import tokenize
 
 # the modules that say what makes a directory one of the tool's outputs (scbow.outputs.kind_of)
 _outputs.KIND_MODULES = ("scbow.vectors.modeldir", "scbow.training.checkpoint", "scbow.use.index.store",
-                         "scbow.use.shards", "scbow.training.cache", "scbow.vectors.export")
+                         "scbow.use.shards", "scbow.training.cache", "scbow.vectors.hubfolder")
 
 __version__ = "0.1.0"
 __all__ = ["TrainConfig", "tokenize", "load", "train", "open_shards", "similarity", "semantic_search"]

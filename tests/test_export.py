@@ -321,7 +321,7 @@ def test_the_folders_of_the_other_rules(ruled, trained, corpus, tmp_path, runner
 def test_safetensors_by_hand_reads_back(tmp_path):
     load_file = pytest.importorskip("safetensors.numpy", reason="safetensors (installed with model2vec) is absent").load_file
 
-    from scbow.vectors.export import write_safetensors
+    from scbow.vectors.hubfolder import write_safetensors
 
     a = np.random.default_rng(0).standard_normal((40000, 7)).astype(np.float32)
     write_safetensors(tmp_path / "x.safetensors", {"embeddings": a, "b": a[:3, :2]}, {"format": "np"})
@@ -342,7 +342,7 @@ def test_model_card(folders, trained):
 
 def test_model_card_scores_from_the_curve():
     from scbow.text.vocab import Vocab
-    from scbow.vectors.export import model_card
+    from scbow.vectors.card import model_card
     from scbow.vectors.model import Model
 
     curve = {"unknown": "hash", "points": [{"dev": {"pearson": 0.5, "spearman": 0.5, "pairs": 1500}},
@@ -514,12 +514,12 @@ def test_hostile_outputs(trained, tmp_path, monkeypatch, runner, fmt):
 
 
 def test_failed_write_leaves_nothing(trained, tmp_path, monkeypatch, runner):
-    from scbow.vectors import export as exporter
+    from scbow.vectors import hubfolder
 
     def broken(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(exporter, "write_safetensors", broken)
+    monkeypatch.setattr(hubfolder, "write_safetensors", broken)
     result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(tmp_path / "out")])
     assert_clean_error(result, "No space left on device", exit_code=1)
     assert os.listdir(tmp_path) == []

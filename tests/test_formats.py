@@ -432,11 +432,11 @@ def test_a_save_landing_between_a_reads_files_restarts_the_read(tmp_path, monkey
     """A save that swaps a new model in just before the reader opens ``at`` (the old directory's files
     then deleted) makes the read start over and return the new model whole; curve.json, which only
     model a has, is not taken for absent. A save before every read is one clean error."""
-    from scbow.vectors import formats
+    from scbow.vectors import modeldir
 
     models, where = two_models(), tmp_path / "x"
     save_model(models["a"], where)
-    opened, saves = formats.ModelFiles._open, []
+    opened, saves = modeldir.ModelFiles._open, []
 
     def save_first(self, name):
         if name == at and not saves:
@@ -445,11 +445,11 @@ def test_a_save_landing_between_a_reads_files_restarts_the_read(tmp_path, monkey
             saves.append(save_model(models["ab"[len(saves) % 2]], where))
         return opened(self, name)
 
-    monkeypatch.setattr(formats.ModelFiles, "_open", save_first)
+    monkeypatch.setattr(modeldir.ModelFiles, "_open", save_first)
     if at == "every read":
-        with pytest.raises(ModelError, match=f"replaced {formats.LOAD_ATTEMPTS} times while it was being read"):
+        with pytest.raises(ModelError, match=f"replaced {modeldir.LOAD_ATTEMPTS} times while it was being read"):
             load_model(where)
-        assert len(saves) == formats.LOAD_ATTEMPTS
+        assert len(saves) == modeldir.LOAD_ATTEMPTS
         return
     model = load_model(where)
     assert saves and model.vocab.words == models["b"].vocab.words and without_id(model.info) == without_id(models["b"].info)

@@ -27,7 +27,7 @@ def plot(model_arg_, model_path, output, title):
     directory or a curve.json file; default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model.
     """
     from ..outputs import check_output_file
-    from ..vectors.formats import curve_of
+    from ..vectors.curvefile import curve_of
 
     if title is not None:
         try:

@@ -1,56 +1,46 @@
-"""The model directory: its files, and writing one atomically. No pickle anywhere.
+"""The model directory, written and read here. No pickle anywhere.
 
 A model directory holds:
 
-- ``vectors.npy``: float32, shape (n_words, dim), memory-mappable, loaded with
-  ``allow_pickle=False``;
+- ``vectors.npy``: float32, shape (n_words, dim), memory-mappable, never unpickled;
 - ``vocab.txt``: one ``word count`` line per row of the vectors, most frequent first;
 - ``config.json``: ``format_version``, every hyperparameter (``config``), the corpus
   statistics (``corpus``) and the training summary (``training``);
 - ``curve.json`` (only after ``train --eval-every``): the STS learning curve, loaded as
-  ``model.info["curve"]`` (see :mod:`scbow.training.curve`).
+  ``model.info["curve"]`` (:mod:`scbow.vectors.curvefile`).
 
-Directories are written into a temporary sibling and put in place whole
-(:func:`scbow.files.atomic_dir`), so a crash never leaves a half-written model where a
-model is expected. A directory is a model when it holds the three model files
-(:func:`output_kind`, what every command refuses to write into); an existing ``-o`` is
-replaced only when it is a model and holds nothing else (:func:`is_model_dir`). Reading and
-checking a model is :mod:`scbow.vectors.formats`; this module
-imports neither it nor :mod:`scbow.vectors.model` (``Model.save`` calls :func:`save_model`).
+A save writes into a temporary sibling and puts it in place whole (:func:`scbow.files.atomic_dir`),
+so a crash never leaves a half-written model; a read opens every file through one descriptor of
+the directory (:class:`ModelFiles`), so a save that replaces it meanwhile never mixes two models.
+A directory is a model when it holds the three model files (:func:`output_kind`); an existing
+``-o`` is replaced only when it holds a model of ours and nothing else (:func:`not_a_model`).
+Neither side imports the model API (``Model.save`` calls :func:`save_model`): :func:`read_model_dir`
+gives the parts, which :func:`scbow.vectors.formats.load_model` checks and makes a model.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
+import time
 import uuid
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
 from ..errors import ModelError
-from ..files import atomic_dir, foreign, fsync_path, new_temporary, output_path
+from ..files import atomic_dir, being_written, foreign, fsync_path, new_temporary, output_path
 from ..outputs import refuse_inside_ours, register_kind
-from ..reading import os_error_text, read_json
-
-
-class SavedModel(Protocol):
-    """What the writer reads of a model (a :class:`scbow.vectors.model.Model` has it); typed so,
-    this module needs no import of the model API, which imports it to save itself."""
-
-    vectors: np.ndarray
-    vocab: object
-    config: dict
-    info: dict
-
+from ..reading import json_kind, os_error_text, parse_json, read_json, short_message
+from ..text.vocab import Vocab
+from .curvefile import CURVE_FILE, check_curve, write_curve
 
 FORMAT_VERSION = 1
 MODEL_FILES = ("vectors.npy", "vocab.txt", "config.json")
-# Written when the model has one: the STS learning curve of ``train --eval-every``
-# (``model.info["curve"]``, see scbow.training.curve).
-CURVE_FILE = "curve.json"
 OPTIONAL_FILES = (CURVE_FILE,)
+# How many times a read starts over when saves keep replacing the directory it reads.
+LOAD_ATTEMPTS = 10
 
 
 def default_model_dir() -> Path:
@@ -62,34 +52,23 @@ def default_model_dir() -> Path:
     return Path(base) / "scbow-numba" / "model"
 
 
-def holds_model_files(directory: Path) -> bool:
-    """True when ``directory`` holds the three files of a model (what makes a directory a model)."""
-    return all((Path(directory) / name).is_file() for name in MODEL_FILES)
-
-
 @register_kind
 def output_kind(directory: Path) -> str | None:
-    """``"a model directory"`` when ``directory`` is one (:func:`scbow.outputs.kind_of`)."""
-    return "a model directory" if holds_model_files(directory) else None
-
-
-def is_model_dir(path: Path) -> bool:
-    """True for a directory holding only model files, with a config.json of ours: a model
-    ``save_model`` may replace (anything else in it would be a user's file)."""
-    names = {p.name for p in Path(path).iterdir()}
-    if not names <= set(MODEL_FILES + OPTIONAL_FILES) or "config.json" not in names:
-        return False
-    try:
-        meta = read_json(path / "config.json")
-    except ModelError:
-        return False
-    return isinstance(meta, dict) and isinstance(meta.get("format_version"), int)
+    """``"a model directory"`` when ``directory`` holds the three model files (:func:`scbow.outputs.kind_of`)."""
+    return "a model directory" if all((Path(directory) / name).is_file() for name in MODEL_FILES) else None
 
 
 def not_a_model(path: Path) -> str | None:
-    """None when ``save_model`` may replace the directory ``path`` (:func:`is_model_dir`), else why not."""
+    """None when a save may replace the directory ``path`` (only model files, a config.json of
+    ours), else why not: anything else in it would be a user's."""
     why = foreign(path, MODEL_FILES + OPTIONAL_FILES)
-    return why if why is not None or is_model_dir(path) else "holds no model"
+    if why is not None:
+        return why
+    try:
+        meta = read_json(path / "config.json")
+    except ModelError:
+        return "holds no model"
+    return None if isinstance(meta, dict) and isinstance(meta.get("format_version"), int) else "holds no model"
 
 
 def check_output_dir(path: os.PathLike) -> Path:
@@ -97,7 +76,7 @@ def check_output_dir(path: os.PathLike) -> Path:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ModelError(f"{path}: exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()) and not is_model_dir(path):
+    if path.is_dir() and any(path.iterdir()) and not_a_model(path) is not None:
         raise ModelError(f"{path}: directory is not empty and holds no model; refusing to replace it")
     refuse_inside_ours(path)
     parent = output_path(path).parent
@@ -114,12 +93,9 @@ def check_output_dir(path: os.PathLike) -> Path:
     return path
 
 
-def write_model_files(model: SavedModel, directory: Path, info: dict | None = None) -> str:
-    """Write the three model files into the existing ``directory`` and fsync them; returns the
-    new ``model_id`` recorded in its ``config.json``.
-
-    ``info`` replaces ``model.info`` in ``config.json`` when given.
-    """
+def write_model_files(model, directory: Path, info: dict | None = None) -> str:
+    """Write ``model``'s files (its ``vectors``, ``vocab``, ``config`` and ``info``, or ``info``
+    given) into the existing ``directory`` and fsync them; returns the new ``model_id`` recorded."""
     np.save(directory / "vectors.npy", np.ascontiguousarray(model.vectors, dtype=np.float32))
     model.vocab.save(directory / "vocab.txt")
     info = model.info if info is None else info
@@ -130,13 +106,33 @@ def write_model_files(model: SavedModel, directory: Path, info: dict | None = No
         **{k: v for k, v in info.items() if k not in ("format_version", "model_id", "config", "curve")},
     }
     (directory / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=False) + "\n")
-    names = list(MODEL_FILES)
+    written = [directory / name for name in MODEL_FILES]
     if info.get("curve") is not None:
-        (directory / CURVE_FILE).write_text(json.dumps(info["curve"], indent=1, allow_nan=False) + "\n")
-        names.append(CURVE_FILE)
-    for name in names:
-        fsync_path(directory / name)
+        written.append(write_curve(directory, info["curve"]))
+    for path in written:
+        fsync_path(path)
     return meta["model_id"]
+
+
+def save_model(model, path: os.PathLike) -> Path:
+    """Write ``model`` as a directory at ``path``, replacing any model there atomically, with a
+    new ``model_id`` (:func:`model_id`; also set in ``model.info``).
+
+    ModelError, writing nothing, for a model with a word ``scbow.load`` could not read back
+    (``scbow.text.vocab.unsavable``: empty, a line break in it, a lone surrogate)."""
+    try:
+        model.vocab.check_savable()
+    except ValueError as exc:
+        raise ModelError(f"cannot save the model to {path}: its {exc}, so its vocab.txt ('word count' lines) "
+                         "could not be read back; nothing was written") from None
+    path = check_output_dir(path)
+    try:
+        with atomic_dir(path, same_kind=not_a_model) as tmp:
+            written = write_model_files(model, tmp)
+    except OSError as exc:
+        raise ModelError(f"cannot write model to {path}: {os_error_text(exc)}") from None
+    model.info["model_id"] = written  # the model in memory is now the one saved there
+    return path
 
 
 def model_id(model) -> str | None:
@@ -171,22 +167,176 @@ def model_id(model) -> str | None:
         return None
 
 
-def save_model(model: SavedModel, path: os.PathLike) -> Path:
-    """Write ``model`` as a directory at ``path``, replacing any model there atomically, with a
-    new ``model_id`` (:func:`model_id`; also set in ``model.info``).
+def there(path: Path, patience: float = 10.0) -> bool:
+    """Whether ``path`` exists, waiting (up to ``patience`` seconds) while a running save replaces it:
+    a save puts the new directory in place with two renames, and there is none between them."""
+    deadline = time.monotonic() + patience
+    while not path.exists():
+        if not being_written(path) or time.monotonic() > deadline:
+            return path.exists()
+        time.sleep(0.005)
+    return True
 
-    ModelError, writing nothing, for a model with a word ``scbow.load`` could not read back
-    (``scbow.text.vocab.unsavable``: empty, a line break in it, a lone surrogate)."""
+
+def read_model_dir(path: Path) -> tuple[Vocab, np.memmap, dict, dict]:
+    """``(vocab, vectors, config, info)`` of the model directory ``path``: the vectors memory-mapped
+    read-only and not yet checked (:func:`scbow.vectors.formats.check_vectors`), ``info`` with the
+    learning curve, checked.
+
+    A directory that a save replaces while it is read is read whole, the old model or the new one
+    (:class:`ModelFiles`), never one model's words with another's vectors."""
+    for attempt in range(LOAD_ATTEMPTS):
+        if attempt > 1:
+            time.sleep(0.01)  # between a save's two renames there is no directory for a moment
+        try:
+            with ModelFiles(path) as files:
+                return _read(path, files)
+        except Replaced:
+            continue
+    if not there(path):
+        raise ModelError(f"{path}: no such model (train one with 'scbow-numba train')")
+    raise ModelError(f"{path}: the model was replaced {LOAD_ATTEMPTS} times while it was being read (another "
+                     "process is saving models there); try again")
+
+
+class Replaced(Exception):
+    """The model directory was replaced by a save while it was being read: read it again."""
+
+
+class ModelFiles:
+    """The files of the model directory ``path``, all opened through one descriptor of it.
+
+    The rule that makes a read whole: the directory is opened once and every file is opened
+    relative to it, so all of them come from the same directory, even when a save swaps a
+    new one in at ``path`` meanwhile (:func:`scbow.files.atomic_dir` renames the old directory
+    aside, the complete new one in, then deletes the old one's files; a file opened, or memory-mapped, before
+    its deletion stays readable). A file missing while ``path`` no longer names the directory
+    opened means a save took it away: :class:`Replaced`, and the caller starts over.
+    ``curve.json`` (optional) is told missing from removed the same way. A directory, pipe or
+    device in a file's place is no file a save wrote: the model is damaged, and that is said.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        try:
+            # O_PATH: the directory needs no read permission, as when its files were opened by path
+            self.dir_fd = os.open(self.path, getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0))
+        except FileNotFoundError:
+            raise Replaced from None
+        except OSError as exc:
+            raise ModelError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        self.fds: dict = {}  # name -> descriptor, None (missing) or the OSError opening it
+        try:
+            for name in MODEL_FILES + OPTIONAL_FILES:
+                self.fds[name] = self._open(name)
+            if None in self.fds.values() and not self._still_at_path():
+                raise Replaced
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, name: str):
+        try:
+            # O_NONBLOCK: a pipe in a file's place would block the open; it is refused as missing
+            fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0), dir_fd=self.dir_fd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return exc
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            what = "a directory" if stat.S_ISDIR(mode) else "a pipe or a device"
+            raise ModelError(f"{self.path / name}: damaged model ({what} where its file belongs)")
+        os.set_blocking(fd, True)
+        return fd
+
+    def _still_at_path(self) -> bool:
+        try:
+            now, opened = os.stat(self.path), os.fstat(self.dir_fd)
+        except OSError:
+            return False
+        return (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino)
+
+    def open(self, name: str, mode: str = "r"):
+        """The file ``name`` as a file object (text as ``Path.read_text`` reads it, or ``"rb"``), which
+        owns the descriptor. Raises the OSError that opening it met."""
+        fd = self.fds.pop(name)
+        if isinstance(fd, OSError):
+            raise fd
+        return open(fd, mode, encoding=None if "b" in mode else "utf-8")
+
+    def text(self, name: str, what: str = "damaged model") -> str:
+        """The text of ``name``; ModelError (``what`` it is then) when it is no UTF-8 text or cannot be read."""
+        try:
+            with self.open(name) as fh:
+                return fh.read()
+        except OSError as exc:
+            raise ModelError(f"{self.path / name}: cannot read: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise ModelError(f"{self.path / name}: {what} (not UTF-8 text)") from None
+
+    def json(self, name: str, what: str) -> object:
+        """The JSON value in ``name``, failing as :func:`scbow.reading.read_json` does."""
+        return parse_json(self.text(name, what), self.path / name, ModelError, what)
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            if isinstance(fd, int):
+                os.close(fd)
+        self.fds.clear()
+        os.close(self.dir_fd)
+
+    def __enter__(self) -> "ModelFiles":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _read(path: Path, files: ModelFiles) -> tuple[Vocab, np.ndarray, dict, dict]:
+    missing = [n for n in MODEL_FILES if files.fds[n] is None]
+    if missing:
+        raise ModelError(f"{path}: not a model directory (missing {', '.join(missing)})")
+    meta = files.json("config.json", "damaged model")
+    if not isinstance(meta, dict) or not isinstance(meta.get("format_version"), int):
+        raise ModelError(f"{path / 'config.json'}: has no format_version")
+    if meta["format_version"] > FORMAT_VERSION:
+        raise ModelError(f"{path}: model format {meta['format_version']} is newer than this scbow-numba "
+                         f"understands ({FORMAT_VERSION}); upgrade scbow-numba")
     try:
-        model.vocab.check_savable()
-    except ValueError as exc:
-        raise ModelError(f"cannot save the model to {path}: its {exc}, so its vocab.txt ('word count' lines) "
-                         "could not be read back; nothing was written") from None
-    path = check_output_dir(path)
+        # memory-mapped first: a header that claims more rows than the file holds fails here
+        # instead of allocating them
+        with files.open("vectors.npy", "rb") as fh:
+            vectors = map_npy(fh)
+    except (ValueError, OSError, EOFError, OverflowError) as exc:
+        raise ModelError(f"{path / 'vectors.npy'}: cannot read vectors ({short_message(exc)})") from None
     try:
-        with atomic_dir(path, same_kind=not_a_model) as tmp:
-            written = write_model_files(model, tmp)
-    except OSError as exc:
-        raise ModelError(f"cannot write model to {path}: {os_error_text(exc)}") from None
-    model.info["model_id"] = written  # the model in memory is now the one saved there
-    return path
+        vocab = Vocab.parse(files.text("vocab.txt"), path / "vocab.txt")
+    except ValueError as exc:  # its message names the file and the line
+        raise ModelError(f"damaged model: {exc}") from None
+    info = {k: v for k, v in meta.items() if k not in ("config", "format_version")}
+    if files.fds[CURVE_FILE] is not None:
+        info["curve"] = check_curve(files.json(CURVE_FILE, "damaged learning curve"), path / CURVE_FILE)
+    corpus = meta.get("corpus")
+    if isinstance(corpus, dict) and not isinstance(corpus.get("tokenizer_version", ""), str):
+        # a version is written as a string: anything else is damage, not a version from a newer scbow-numba
+        raise ModelError(f"{path / 'config.json'}: damaged model: its corpus.tokenizer_version is "
+                         f"{json_kind(corpus['tokenizer_version'])}, not a version string such as \"3\"")
+    return vocab, vectors, meta.get("config", {}), info
+
+
+def map_npy(fh) -> np.memmap:
+    """The array in the open ``.npy`` file ``fh``, memory-mapped read-only, as ``np.load(path,
+    mmap_mode="r")`` maps one (which takes only a path). ValueError when it is not a ``.npy``
+    array of plain values (an array of Python objects would need unpickling: never done)."""
+    version = np.lib.format.read_magic(fh)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+    elif version in ((2, 0), (3, 0)):  # 3.0 only allows UTF-8 in the header (field names), read alike
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+    else:
+        raise ValueError(f"npy format version {version[0]}.{version[1]}")
+    if dtype.hasobject:
+        raise ValueError("Array can't be memory-mapped: Python objects in dtype.")
+    return np.memmap(fh, dtype=dtype, mode="r", offset=fh.tell(), shape=shape, order="F" if fortran else "C")

@@ -1,0 +1,101 @@
+"""The model card: the ``README.md`` of an exported sentence-transformers or model2vec folder
+(:mod:`scbow.vectors.hubfolder`). YAML front matter the Hugging Face hub and model2vec read, then
+what the model is, what it was trained on, its recorded scores and how to load it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+# what each tokenizer version does to text, in words (scbow.text.tokenize)
+TOKENIZER_RULES = {
+    "1": "lowercase, then words and single punctuation marks",
+    "2": "NFKC, typographic quotes as ASCII, lowercase, then words and single punctuation marks",
+    "3": "NFKC, typographic quotes as ASCII, lowercase, then words (with their combining marks) and single "
+         "punctuation marks"}
+SHOWN_SETTINGS = ("dim", "word_passes", "word_dim", "epochs", "negatives", "frequency_weight", "common_components",
+                  "unknown", "seed")
+
+
+def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str | None = None,
+               restored: int = 0, pieces: int = 0) -> str:
+    """README.md for a ``fmt`` folder named ``name`` of ``n_rows`` rows: ``added`` words added
+    (``restored`` of them with their own trained rows), ``pieces`` rows for unknown words' pieces."""
+    library = "sentence-transformers" if fmt == "sentence-transformers" else "model2vec"
+    tags = [library, "sentence-similarity", "feature-extraction", "static-embeddings", "siamese-cbow", "scbow-numba"]
+    if fmt == "model2vec":
+        tags.insert(1, "sentence-transformers")  # the folder loads there too
+    front = ["---", f"library_name: {library}", "tags:", *[f"- {t}" for t in tags], "language:", "- en"]
+    if license:
+        front.append(f"license: {json.dumps(license, ensure_ascii=False)}")  # a JSON string is a YAML string
+    front += ["pipeline_tag: sentence-similarity", "---", ""]
+    info, config = model.info, model.config
+    corpus = info.get("corpus") if isinstance(info.get("corpus"), dict) else {}
+    lines = [f"# {name}", "",
+             "Static sentence embeddings from scbow-numba (Siamese CBOW, Kenter et al. 2016): "
+             "a sentence vector is the mean of its words' rows. No transformer, no GPU: encoding is a table look-up.",
+             "", "## What it is", ""]
+    files = corpus.get("files")
+    if isinstance(files, list) and files:
+        lines.append(f"- Trained on: {', '.join(os.path.basename(str(f)) for f in files)}"
+                     + (f" ({corpus['raw_tokens']:,} tokens, {corpus.get('sentences', 0):,} sentences)"
+                        if isinstance(corpus.get("raw_tokens"), int) else ""))
+    elif info.get("source"):
+        lines.append(f"- Vectors from: {os.path.basename(str(info['source']))}")
+    lines.append(f"- Vocabulary: {len(model.vocab):,} words"
+                 + (f" (seen at least {corpus['min_count']} times)" if isinstance(corpus.get("min_count"), int) else "")
+                 + (f", and {added:,} more words" + (f", {restored:,} of them left out above with their trained rows, the "
+                                                      "others" if restored else "")
+                    + " with the hashed vectors scbow-numba gives unknown words" if added else "")
+                 + (f", and {pieces:,} pieces that unknown words are split into" if pieces else "")
+                 + f"; {model.dim} dimensions; {n_rows:,} rows with the unknown token's")
+    settings = ", ".join(f"{k} {config[k]}" for k in SHOWN_SETTINGS if k in config)
+    if settings:
+        lines.append(f"- Settings: {settings}")
+    lines.append(f"- Tokenizer: scbow-numba tokenizer version {model.tokenizer_version} "
+                 f"({TOKENIZER_RULES[model.tokenizer_version]}), reproduced by `tokenizer.json`")
+    lines += _scores(info.get("curve"))
+    if fmt == "model2vec":
+        imports, loader = "from model2vec import StaticModel", "StaticModel.from_pretrained"
+    else:
+        imports, loader = "from sentence_transformers import SentenceTransformer", "SentenceTransformer"
+    load = ["```python", imports, "", f'model = {loader}("PATH")  # this folder',
+            'embeddings = model.encode(["A first sentence.", "A second one."])', "```"]
+    if fmt == "model2vec":
+        load += ["", "sentence-transformers loads this folder too: `SentenceTransformer(\"PATH\")`."]
+    if pieces:
+        how = ("A word outside the vocabulary is split into pieces (WordPiece: the vocabulary's words and their runs "
+               "of up to two characters, each piece a row), as scbow-numba splits it, so cosine similarities equal "
+               "scbow-numba's (`scbow.load(MODEL).encode(sentences, unknown=\"pieces\")`"
+               + (", the model's own rule)." if model.unknown_rule[0] == "pieces" else
+                  "). The model's own rule gives each unknown word one hashed vector, which a table of tokens cannot "
+                  "carry; pieces score a little higher on the STS-B dev set.")
+               + " A sentence with nothing to average (no known word, no piece) embeds as zeros.")
+    else:
+        how = ("Words outside the vocabulary are left out, as the model's own rule does. A sentence with no known "
+               "word embeds as zeros. Cosine similarities equal scbow-numba's "
+               "(`scbow.load(MODEL).encode(sentences, unknown=\"omit\")`).")
+    lines += ["", "## Use", "", *load, "", how]
+    return "\n".join(front + lines) + "\n"
+
+
+def _scores(curve) -> list[str]:
+    """The card's lines of the scores the learning curve recorded at its last point (none without one)."""
+    points = curve.get("points") if isinstance(curve, dict) else None
+    if not (isinstance(points, list) and points and isinstance(points[-1], dict)
+            and isinstance(points[-1].get("dev"), dict)):
+        return []
+    dev = points[-1]["dev"]
+
+    def score(key):  # a correlation the curve could not compute (recorded as null) is not a number
+        return "n/a" if dev.get(key) is None else f"{dev[key]:.4f}"
+
+    lines = ["", "## Scores", "",
+             f"STS Benchmark dev set ({dev.get('pairs', '?')} pairs), recorded by scbow-numba at the end of training "
+             f"(unknown words: {curve.get('unknown', 'omit')}): Pearson {score('pearson')}, Spearman {score('spearman')}."]
+    tests = points[-1].get("test")
+    if isinstance(tests, dict) and isinstance(tests.get("pearson_mean"), (int, float)):
+        sets = tests.get("pearson") if isinstance(tests.get("pearson"), dict) else {}
+        lines.append(f"Mean Pearson over {len(sets) or 'the'} STS test sets: {tests['pearson_mean']:.4f}.")
+    return lines

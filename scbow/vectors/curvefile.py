@@ -1,0 +1,75 @@
+"""``curve.json``: a model's STS learning curve (``train --eval-every``), written and checked here.
+
+:class:`scbow.training.curve.CurveHook` builds the record and leaves it in ``model.info["curve"]``;
+a save writes it beside the model's files (:func:`write_curve`), and every reader gets it checked
+(:func:`check_curve`): with the model (:mod:`scbow.vectors.modeldir`), or alone for ``plot``
+(:func:`curve_of`, which reads no vectors).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..config import finite_number
+from ..errors import ModelError
+from ..reading import read_json
+
+CURVE_FILE = "curve.json"
+
+
+def write_curve(directory: Path, curve: dict) -> Path:
+    """Write ``curve`` as the ``curve.json`` of the model being written in ``directory``."""
+    path = directory / CURVE_FILE
+    path.write_text(json.dumps(curve, indent=1, allow_nan=False) + "\n")
+    return path
+
+
+def check_curve(curve, path: Path) -> dict:
+    """``curve``, the JSON value of the ``curve.json`` at ``path``, once checked; else ModelError."""
+    if not isinstance(curve, dict) or not isinstance(curve.get("points"), list):
+        raise ModelError(f"{path}: not a learning curve (no list of points)")
+    for n, point in enumerate(curve["points"], 1):
+        if not isinstance(point, dict) or not finite_number(point.get("examples")) or not all(
+                isinstance(point.get(k), (dict, type(None))) for k in ("dev", "dev_raw", "test")):
+            raise ModelError(f"{path}: damaged learning curve (point {n} is malformed)")
+        # every number the readers (info, plot, the exported model card) use; None is a score that was
+        # not a number (the curve records a NaN correlation so)
+        for part, key in (("dev", "pearson"), ("dev", "spearman"), ("dev_raw", "pearson"), ("dev_raw", "spearman"),
+                          ("test", "pearson_mean")):
+            value = (point.get(part) or {}).get(key)
+            if value is not None and not (finite_number(value) and -1.0001 <= value <= 1.0001):
+                raise ModelError(f"{path}: damaged learning curve (point {n}: {part} {key} is not a correlation)")
+        pairs = (point.get("dev") or {}).get("pairs")
+        if pairs is not None and not (type(pairs) is int and 0 <= pairs <= 1e15):
+            raise ModelError(f"{path}: damaged learning curve (point {n}: dev pairs is not a count)")
+        if not 0 <= point["examples"] <= 1e15:
+            raise ModelError(f"{path}: damaged learning curve (point {n}: examples out of range)")
+    for key, kinds in (("dev", dict), ("post_processing", (dict, list, str)), ("test", (dict, list, str))):
+        if curve.get(key) is not None and not isinstance(curve[key], kinds):
+            raise ModelError(f"{path}: damaged learning curve ({key} is malformed)")
+    return curve
+
+
+def curve_of(path: os.PathLike) -> tuple[dict, dict]:
+    """The learning curve of a model directory or a ``curve.json`` file, and the model's
+    settings (``{}`` for a bare file); ModelError when there is none or it has no point."""
+    given = path = Path(path)
+    config: dict = {}
+    if path.is_dir():
+        if not (path / CURVE_FILE).is_file():
+            if not (path / "config.json").is_file():
+                raise ModelError(f"{path}: not a model directory (no config.json)")
+            raise ModelError(f"{path}: the model has no learning curve ({CURVE_FILE}); "
+                             "train it with --eval-every N to record one")
+        meta = read_json(path / "config.json", what="damaged model")
+        config = meta.get("config") if isinstance(meta, dict) else None
+        config = config if isinstance(config, dict) else {}
+        path = path / CURVE_FILE
+    elif not path.is_file():
+        raise ModelError(f"{path}: no such model or curve file")
+    curve = check_curve(read_json(path, what="damaged learning curve"), path)
+    if not curve["points"]:
+        raise ModelError(f"{given}: the learning curve has no points")
+    return curve, config

@@ -1,0 +1,166 @@
+"""The sentence-transformers and model2vec folders (``export --format``): written here.
+
+Both libraries embed a sentence as we do, the mean of static token rows, and load a folder offline:
+``tokenizer.json`` (:mod:`scbow.vectors.hubtokenizer`, splitting as :func:`scbow.text.tokenize.tokenize`
+does), the rows in ``model.safetensors`` (:func:`write_safetensors`) with one more row, zeros, for
+the unknown token (model2vec drops unknown tokens before averaging; sentence-transformers averages
+the zero row in, which scales the sentence vector but leaves its direction, and so every cosine),
+the libraries' configuration files and a model card (:mod:`scbow.vectors.card`). Unknown words
+travel as pieces (:mod:`scbow.vectors.pieces`) with rows of their own, so a folder embeds as
+``Model.encode(..., unknown="pieces")`` does; a model whose rule is ``omit`` exports a plain word
+table. Neither library is imported here: the folders are plain JSON and bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelError
+from ..files import atomic_dir, foreign
+from ..outputs import register_kind
+from ..reading import os_error_text
+from .card import model_card
+from .hubtokenizer import tokenizer_json
+
+# the names each folder holds: an existing folder of only these is replaced whole
+FILES = {"sentence-transformers": ("README.md", "config_sentence_transformers.json", "modules.json", "0_StaticEmbedding"),
+         "model2vec": ("README.md", "config.json", "model.safetensors", "tokenizer.json", "modules.json")}
+ST_MODULE = "sentence_transformers.models.StaticEmbedding"
+
+
+@register_kind
+def output_kind(directory: Path) -> str | None:
+    """``"a sentence-transformers folder"`` or ``"a model2vec folder"`` (what ``export`` writes; one
+    from elsewhere too) when ``directory`` is one (:func:`scbow.outputs.kind_of`)."""
+    if not (directory / "modules.json").is_file():
+        return None
+    if (directory / "0_StaticEmbedding" / "model.safetensors").is_file():
+        return "a sentence-transformers folder"
+    if (directory / "model.safetensors").is_file() and (directory / "tokenizer.json").is_file():
+        return "a model2vec folder"
+    return None
+
+
+def write_folder(model, path: Path, fmt: str, extra_words=(), license: str | None = None, whole=None) -> dict:
+    """Write ``model`` as a ``fmt`` folder at ``path``, atomically (a temporary folder beside it,
+    renamed into place; a folder already there is replaced only when it holds nothing but this
+    format's files). ``extra_words``, ``whole``: as in :func:`export_rows`; ``license``: named in
+    the card. Returns what was written: its ``rows``, ``added``, ``restored``, ``pieces``, ``unk``."""
+    st = fmt == "sentence-transformers"
+    pieces = (whole or model).unknown_rule[0] != "omit"  # what the model does with unknown words, as far as it travels
+    tokens, rows, added, restored = export_rows(model, extra_words, whole, pieces)
+    n_pieces = len(tokens) - len(model.vocab) - len(added)
+    spec = tokenizer_json(tokens, model.tokenizer_version, max([model.pieces.max_chars, *map(len, added)]) if pieces
+                          else None)
+    card = model_card(model, fmt, len(rows), len(added), path.name or "model", license, restored, n_pieces)
+    try:
+        with atomic_dir(path, same_kind=lambda d: foreign(d, FILES[fmt])) as tmp:
+            inner = tmp / "0_StaticEmbedding" if st else tmp
+            inner.mkdir(exist_ok=True)
+            write_safetensors(inner / "model.safetensors", {"embedding.weight" if st else "embeddings": rows})
+            (inner / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+            _json(tmp / "modules.json", [{"idx": 0, "name": "0", "path": inner.name if st else ".", "type": ST_MODULE}])
+            if st:  # max_length and normalize are read by model2vec, which loads this folder too: no cut at 512 tokens
+                _json(tmp / "config_sentence_transformers.json",
+                      {"model_type": "SentenceTransformer", "prompts": {}, "default_prompt_name": None,
+                       "similarity_fn_name": "cosine", "max_length": None, "normalize": False})
+            else:  # max_length null: model2vec cuts nothing (its default cuts at 512 tokens)
+                _json(tmp / "config.json", {"model_type": "model2vec", "architectures": ["StaticModel"],
+                                            "tokenizer_name": None, "apply_pca": None, "hidden_dim": int(model.dim),
+                                            "normalize": False, "max_length": None, "pooling": "mean",
+                                            "embedding_dtype": "float32"})
+            (tmp / "README.md").write_text(card, encoding="utf-8")
+    except OSError as exc:
+        raise ModelError(f"cannot write {path}: {os_error_text(exc)}") from None
+    return {"rows": len(rows), "added": len(added), "restored": restored, "pieces": n_pieces,
+            "unk": spec["model"]["unk_token"]}
+
+
+def _json(path: Path, value) -> None:
+    path.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+
+
+def write_safetensors(path: os.PathLike, tensors: dict, metadata: dict | None = None) -> None:
+    """Write float32 2-D arrays as a safetensors file (what ``safetensors.numpy.save_file``
+    writes: u64 header length, JSON header padded with spaces to 8 bytes, the data), a row
+    block at a time, so a memory-mapped matrix is never copied whole."""
+    header, offset = {}, 0
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    for name, array in tensors.items():
+        size = int(np.prod(array.shape)) * 4
+        header[name] = {"dtype": "F32", "shape": [int(n) for n in array.shape], "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as fh:
+        fh.write(struct.pack("<Q", len(text)))
+        fh.write(text)
+        for array in tensors.values():
+            for start in range(0, len(array), 1 << 14):
+                fh.write(np.ascontiguousarray(array[start:start + (1 << 14)], dtype="<f4").tobytes())
+
+
+def export_rows(model, extra_words=(), whole=None, pieces: bool = False) -> tuple[list[str], np.ndarray, list[str], int]:
+    """``(tokens, rows, added, restored)``: the tokens of the exported vocabulary (the model's words,
+    then the ``extra_words`` it lacks, in their order, once each, then with ``pieces`` the pieces
+    of ``model.pieces`` not among them), their float32 rows, the unknown token's row (zeros)
+    last; ``added``: the extra words kept. An added word's row is the vector
+    ``Model.embed(..., unknown="hash")`` of ``whole`` gives it (``whole``: the model that ``model``
+    is a subset of; default ``model``): its own trained row when ``whole`` has it (one of the
+    ``restored``), else its hashed vector at the hash rule's norm of ``whole`` (the model's own only
+    when its rule is hash). A piece's row is its hashed vector at ``Model.unknown_vectors``' norm
+    for pieces (of ``whole``)."""
+    from .numeric import hashed_vectors
+
+    words = list(model.vocab.words)
+    known = set(words)
+    added = []
+    for word in extra_words:
+        if word not in known and word:
+            known.add(word)
+            added.append(word)
+    new = [p for p in model.pieces.new if p not in known] if pieces else []
+    rows = np.zeros((len(words) + len(added) + len(new) + 1, model.dim), dtype=np.float32)
+    head = rows[:len(words)]
+    for start in range(0, len(words), 1 << 14):
+        head[start:start + (1 << 14)] = np.asarray(model.vectors[start:start + (1 << 14)], dtype=np.float32)
+    whole = model if whole is None else whole
+    own = [whole.vocab.index.get(word) for word in added]  # a word the subset left out: its trained row
+    hashed = [i for i, j in enumerate(own) if j is None]
+    if hashed:
+        norm = whole.unknown_scale("hash") * whole.unknown_norm()
+        rows[[len(words) + i for i in hashed]] = hashed_vectors([added[i] for i in hashed], model.dim, norm)
+    for i, j in enumerate(own):
+        if j is not None:
+            rows[len(words) + i] = whole.vectors[j]
+    if new:
+        norm = whole.unknown_scale("pieces") * whole.unknown_norm()
+        rows[len(words) + len(added):-1] = hashed_vectors(new, model.dim, norm)
+    return words + added + new, rows, added, len(added) - len(hashed)
+
+
+def words_of(paths, tokenize) -> list[str]:
+    """The tokens of the text files ``paths`` (compressed too), most frequent first (``export
+    --add-words``). Binary data is refused as ``train`` refuses it (``check_text``): the words of a
+    ``.npy`` file or a program are no words."""
+    from collections import Counter
+
+    from ..text.reader import check_text, open_text
+
+    counts = Counter()
+    for path in paths:
+        with open_text(path) as fh:
+            first = True
+            while block := fh.read(1 << 22):
+                if not block.endswith("\n"):  # whole lines only: a word is never cut in two
+                    block += fh.readline()
+                check_text(path, block, at_start=first)
+                first = False
+                counts.update(tokenize(block))
+    return [w for w, _ in counts.most_common()]
