@@ -324,7 +324,7 @@ def test_safetensors_by_hand_reads_back(tmp_path):
     from scbow.vectors.hubfolder import write_safetensors
 
     a = np.random.default_rng(0).standard_normal((40000, 7)).astype(np.float32)
-    write_safetensors(tmp_path / "x.safetensors", {"embeddings": a, "b": a[:3, :2]}, {"format": "np"})
+    write_safetensors(tmp_path / "x.safetensors", {"embeddings": a, "b": a[:3, :2]})
     back = load_file(str(tmp_path / "x.safetensors"))
     np.testing.assert_array_equal(back["embeddings"], a)
     np.testing.assert_array_equal(back["b"], a[:3, :2])

@@ -1,7 +1,6 @@
-"""The model card: the ``README.md`` of an exported sentence-transformers or model2vec folder
-(:mod:`scbow.vectors.hubfolder`). YAML front matter the Hugging Face hub and model2vec read, then
-what the model is, what it was trained on, its recorded scores and how to load it.
-"""
+"""The model card, the ``README.md`` of an exported folder (:mod:`scbow.vectors.hubfolder`): front
+matter the Hugging Face hub and model2vec read, what the model is and was trained on, its scores,
+how to load it."""
 
 from __future__ import annotations
 
@@ -55,11 +54,23 @@ def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str
         lines.append(f"- Settings: {settings}")
     lines.append(f"- Tokenizer: scbow-numba tokenizer version {model.tokenizer_version} "
                  f"({TOKENIZER_RULES[model.tokenizer_version]}), reproduced by `tokenizer.json`")
-    lines += _scores(info.get("curve"))
-    if fmt == "model2vec":
-        imports, loader = "from model2vec import StaticModel", "StaticModel.from_pretrained"
-    else:
-        imports, loader = "from sentence_transformers import SentenceTransformer", "SentenceTransformer"
+    curve = info.get("curve")
+    points = curve.get("points") if isinstance(curve, dict) else None
+    if isinstance(points, list) and points and isinstance(points[-1], dict) and isinstance(points[-1].get("dev"), dict):
+        dev, tests = points[-1]["dev"], points[-1].get("test")
+
+        def score(key):  # a correlation the curve could not compute (recorded as null) is not a number
+            return "n/a" if dev.get(key) is None else f"{dev[key]:.4f}"
+
+        lines += ["", "## Scores", "",
+                  f"STS Benchmark dev set ({dev.get('pairs', '?')} pairs), recorded by scbow-numba at the end of training "
+                  f"(unknown words: {curve.get('unknown', 'omit')}): Pearson {score('pearson')}, "
+                  f"Spearman {score('spearman')}."]
+        if isinstance(tests, dict) and isinstance(tests.get("pearson_mean"), (int, float)):
+            sets = tests.get("pearson") if isinstance(tests.get("pearson"), dict) else {}
+            lines.append(f"Mean Pearson over {len(sets) or 'the'} STS test sets: {tests['pearson_mean']:.4f}.")
+    imports, loader = (("from model2vec import StaticModel", "StaticModel.from_pretrained") if fmt == "model2vec" else
+                       ("from sentence_transformers import SentenceTransformer", "SentenceTransformer"))
     load = ["```python", imports, "", f'model = {loader}("PATH")  # this folder',
             'embeddings = model.encode(["A first sentence.", "A second one."])', "```"]
     if fmt == "model2vec":
@@ -79,23 +90,3 @@ def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str
     lines += ["", "## Use", "", *load, "", how]
     return "\n".join(front + lines) + "\n"
 
-
-def _scores(curve) -> list[str]:
-    """The card's lines of the scores the learning curve recorded at its last point (none without one)."""
-    points = curve.get("points") if isinstance(curve, dict) else None
-    if not (isinstance(points, list) and points and isinstance(points[-1], dict)
-            and isinstance(points[-1].get("dev"), dict)):
-        return []
-    dev = points[-1]["dev"]
-
-    def score(key):  # a correlation the curve could not compute (recorded as null) is not a number
-        return "n/a" if dev.get(key) is None else f"{dev[key]:.4f}"
-
-    lines = ["", "## Scores", "",
-             f"STS Benchmark dev set ({dev.get('pairs', '?')} pairs), recorded by scbow-numba at the end of training "
-             f"(unknown words: {curve.get('unknown', 'omit')}): Pearson {score('pearson')}, Spearman {score('spearman')}."]
-    tests = points[-1].get("test")
-    if isinstance(tests, dict) and isinstance(tests.get("pearson_mean"), (int, float)):
-        sets = tests.get("pearson") if isinstance(tests.get("pearson"), dict) else {}
-        lines.append(f"Mean Pearson over {len(sets) or 'the'} STS test sets: {tests['pearson_mean']:.4f}.")
-    return lines

@@ -1,13 +1,8 @@
-"""Exporting a model: one table of formats (:data:`FORMATS`), one entry point (:func:`export`).
-
-``export(model, path, fmt, **options)`` checks the options and ``path`` for the format
-(:func:`check_export`), leaves out the words ``min_count`` and ``limit`` leave out (:func:`subset`),
-calls the format's writer and returns an :class:`ExportResult` that says what was written. The
-command ``scbow-numba export``, ``Model.export`` and ``model.wv.save_word2vec_format`` call it.
-The formats are written in their own modules: word2vec files in :mod:`scbow.vectors.word2vec`
-(by default the word part's columns), the sentence-transformers and model2vec folders in
-:mod:`scbow.vectors.hubfolder`. Every output is written beside its path and renamed into place
-(:mod:`scbow.files`); a user's file or folder is never replaced.
+"""Exporting a model: one table of formats (:data:`FORMATS`), one entry point (:func:`export`, which
+the command, ``Model.export`` and ``model.wv.save_word2vec_format`` call): it checks the options and
+the output for the format (:func:`check_export`), leaves out the words ``min_count`` and ``limit``
+leave out (:func:`subset`), calls the format's writer, in its own module (:mod:`scbow.vectors.word2vec`,
+:mod:`scbow.vectors.hubfolder`), and says what was written (:class:`ExportResult`).
 """
 
 from __future__ import annotations
@@ -24,7 +19,7 @@ from ..errors import ModelError
 from ..files import foreign
 from ..progress import plural
 from .hubfolder import FILES, words_of, write_folder
-from .word2vec import PARTS, default_part, export_word2vec, part_columns
+from .word2vec import default_part, export_word2vec, part_columns
 
 
 @dataclass(frozen=True)
@@ -34,23 +29,10 @@ class ExportFormat:
     name: str
     folder: bool  # writes a folder (else a file)
     description: str  # one line
-    writer: Callable[..., "ExportResult"]  # writer(model, path, options: ExportOptions) -> ExportResult
+    writer: Callable[..., "ExportResult"]  # writer(model, path, **export's options, fmt, whole) -> ExportResult
     options: tuple[str, ...] = ()  # the options of its own (min_count and limit apply to every format)
     files: tuple[str, ...] = ()  # a folder's names: an existing folder of only these is replaced
     load: str | None = None  # how to load it, with {path}
-
-
-@dataclass(frozen=True)
-class ExportOptions:
-    """What a writer is given besides the model (the :func:`subset` of ``whole``) and the path."""
-
-    format: str
-    whole: object  # the model before min_count and limit left words out
-    binary: bool | None = None
-    part: str | None = None
-    add_words: tuple = ()
-    license: str | None = None
-    note: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -91,23 +73,20 @@ class ExportResult:
         return lines + ([f"load it with {load.format(path=str(self.path))}"] if load else [])
 
 
-def _write_word2vec(model, path: Path, options: ExportOptions) -> ExportResult:
-    # gensim's and word2vec's convention: vectors.bin is binary
-    binary = path.name.lower().endswith(".bin") if options.binary is None else bool(options.binary)
-    part = default_part(model) if options.part is None else options.part
+# The writers: ``model`` is the subset of ``whole`` that min_count and limit leave.
+
+def _write_word2vec(model, path: Path, *, binary, part, **_) -> ExportResult:
+    binary = path.name.lower().endswith(".bin") if binary is None else bool(binary)  # as gensim: vectors.bin is binary
     export_word2vec(model, path, binary=binary, part=part)
     return ExportResult("word2vec", path, len(model), part_columns(model, part).shape[1], part, len(model),
                         binary=binary)
 
 
-def _write_folder(model, path: Path, options: ExportOptions) -> ExportResult:
-    extra = []
-    if options.add_words:
-        if options.note is not None:
-            options.note(f"reading the words of {plural(len(options.add_words), 'file')}...")
-        extra = words_of(options.add_words, model.tokenize)
-    written = write_folder(model, path, options.format, extra, options.license, options.whole)
-    return ExportResult(options.format, path, columns=model.dim, part="all", words=len(model.vocab),
+def _write_folder(model, path: Path, *, fmt, whole, add_words, license, note, **_) -> ExportResult:
+    if add_words and note is not None:
+        note(f"reading the words of {plural(len(add_words), 'file')}...")
+    written = write_folder(model, path, fmt, words_of(add_words, model.tokenize), license, whole)
+    return ExportResult(fmt, path, columns=model.dim, part="all", words=len(model.vocab),
                         tokenizer_version=model.tokenizer_version, **written)
 
 
@@ -141,25 +120,21 @@ def export_format(name: str) -> ExportFormat:
 def _takers(option: str) -> str:
     """The formats that take ``option``: ``--format word2vec``, ``the folder formats (a, b)``."""
     names = [f.name for f in FORMATS.values() if option in f.options]
-    if len(names) == 1:
-        return f"--format {names[0]}"
-    return ("the folder formats" if all(FORMATS[n].folder for n in names) else "the formats") + f" ({', '.join(names)})"
+    return f"--format {names[0]}" if len(names) == 1 else f"the folder formats ({', '.join(names)})"
 
 
 def check_export(path: os.PathLike, fmt: str, *, binary: bool | None = None, part: str | None = None,
                  add_words=(), license: str | None = None) -> ExportFormat:
-    """Every check an export makes before it reads the model: the format, the options it takes, the
-    output ``path`` and the ``add_words`` files. Returns the format's row; ModelError (CorpusError for
-    an ``add_words`` file) with one line for the first thing wrong."""
+    """Every check an export makes before it reads the model (the format, the options it takes, the output
+    ``path``, the ``add_words`` files); the format's row, or one line (ModelError, CorpusError) for the first
+    thing wrong."""
     from ..text.reader import check_regular
 
     spec = export_format(fmt)
-    if part is not None and part not in PARTS:
-        raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
     given = {"add_words": bool(add_words), "license": license is not None, "binary": binary is not None,
              "part": part not in (None, "all")}
-    for option in ("add_words", "license", "binary", "part"):
-        if given[option] and option not in spec.options:
+    for option, on in given.items():
+        if on and option not in spec.options:
             if option == "part" and spec.folder:
                 raise ModelError(f"--part {part}: a {spec.name} folder embeds sentences with the whole rows; "
                                  f"--part applies to {_takers('part')}")
@@ -174,9 +149,8 @@ def check_export(path: os.PathLike, fmt: str, *, binary: bool | None = None, par
 
 
 def check_folder_output(path: os.PathLike, spec: ExportFormat) -> None:
-    """ModelError unless a ``spec`` folder may be written at ``path``: a new folder, or one this format
-    wrote (replaced whole); never the current folder, a file, a folder of the user's or of another
-    format, or a place inside one of the tool's outputs."""
+    """ModelError unless a ``spec`` folder may be written at ``path``: a new folder, or one this format wrote
+    (replaced whole); not the current folder, a file, a folder of the user's or another format's."""
     from ..files import output_path, resolved
     from ..outputs import refuse_inside_ours
 
@@ -222,9 +196,8 @@ def export(model, path: os.PathLike, fmt: str = "word2vec", *, binary: bool | No
     """Write ``model`` at ``path`` in the format ``fmt`` (a name of :data:`FORMATS`) and say what was written.
 
     ``binary`` (word2vec; None: binary for a name ending in ``.bin``), ``part`` (word2vec: ``"all"``,
-    ``"sentence"`` or ``"word"``; None: :func:`default_part`), ``min_count`` and ``limit`` (every
-    format: the words seen fewer times, or past the first ``limit``, are left out; :func:`subset`),
-    ``add_words`` (folders: text files whose words get rows, :func:`scbow.vectors.hubfolder.export_rows`),
+    ``"sentence"`` or ``"word"``; None: :func:`default_part`), ``min_count`` and ``limit`` (every format:
+    :func:`subset`), ``add_words`` (folders: text files whose words get rows, ``hubfolder.export_rows``),
     ``license`` (folders: named in the model card); ``note`` is given a line before a long step."""
     spec = check_export(path, fmt, binary=binary, part=part, add_words=add_words, license=license)
     if add_words and model.unknown_rule[0] == "pieces":
@@ -234,7 +207,6 @@ def export(model, path: os.PathLike, fmt: str = "word2vec", *, binary: bool | No
         part = default_part(model) if part is None else part
         part_columns(model, part)  # a part the model lacks: before anything is left out
     kept = subset(model, min_count, limit)
-    options = ExportOptions(spec.name, model, binary=binary, part=part, add_words=tuple(add_words), license=license,
-                            note=note)
-    result = spec.writer(kept, Path(path), options)
+    result = spec.writer(kept, Path(path), fmt=spec.name, whole=model, binary=binary, part=part,
+                         add_words=tuple(add_words), license=license, note=note)
     return dataclasses.replace(result, left_out=len(model) - len(kept))

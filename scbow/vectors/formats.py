@@ -22,19 +22,18 @@ from .word2vec import read_word2vec
 
 
 def load_model(path: os.PathLike, mmap: bool = True) -> Model:
-    """Read a model directory (or a word2vec text/binary or GloVe file) written by this package.
-
-    ``mmap``: a directory's rows memory-mapped read-only (else read into memory, writable)."""
+    """Read a model directory (its rows memory-mapped read-only, or with ``mmap=False`` read into
+    memory), or a word2vec or GloVe file."""
     path = Path(path)
     if not there(path):
         raise ModelError(f"{path}: no such model (train one with 'scbow-numba train')")
     try:
-        mode = os.stat(path).st_mode  # one look: a save replacing a directory leaves none there for a moment
-    except OSError:
-        mode = None
-    if mode is not None and stat.S_ISREG(mode):
+        mode = os.stat(path).st_mode  # one look
+    except OSError:  # a save replacing the directory leaves none there for a moment
+        mode = stat.S_IFDIR
+    if stat.S_ISREG(mode):
         return load_word2vec(path)
-    if mode is not None and not stat.S_ISDIR(mode):  # a pipe or a device: never opened (it would block, or never end)
+    if not stat.S_ISDIR(mode):  # a pipe or a device: never opened (it would block, or never end)
         raise ModelError(f"{path}: not a regular file (a pipe or a device); a model is a directory or a vectors file")
     vocab, vectors, config, info = read_model_dir(path)
     check_vectors(path, vectors, len(vocab), config)
@@ -55,12 +54,9 @@ def load_word2vec(path: os.PathLike) -> Model:
 
 
 def check_vectors(where, vectors: np.ndarray, n_words: int, config: dict | None = None) -> None:
-    """Raise ModelError unless ``vectors`` is a healthy (n_words, dim) float32 matrix.
-
-    Damaged numbers are refused here, when a model is read, not printed later as results:
-    every value must be finite, ``dim`` at least 1, the rows one per word, and a
-    recorded ``config`` (a dict of valid settings) must agree with the matrix.
-    """
+    """Raise ModelError unless ``vectors`` is a healthy (n_words, dim) float32 matrix: damaged numbers
+    are refused when a model is read, not printed later as results. Every value finite, ``dim`` at
+    least 1, a row per word, and a recorded ``config`` (valid settings) agreeing with the matrix."""
     if vectors.dtype != np.float32 or vectors.ndim != 2:
         raise ModelError(f"{where}: damaged model: expected a 2-d float32 matrix, got {vectors.dtype} "
                          f"{vectors.shape}")
@@ -95,12 +91,9 @@ MIN_LARGEST = 1e-15
 
 
 def scan_values(vectors: np.ndarray, block: int = 1 << 14) -> tuple[int | None, float]:
-    """``(first row with a NaN or inf, or None; the largest absolute value of the finite rows)``.
-
-    One pass over the matrix, a block of rows at a time (a memory-mapped model is read
-    once): ``max`` and ``min`` propagate NaN and reach +-inf, so two reductions per block
-    check it without a boolean temporary of the block's size.
-    """
+    """``(first row with a NaN or inf, or None; the largest absolute value of the finite rows)``, in one
+    pass a block of rows at a time (a mapped model is read once): ``max`` and ``min`` propagate NaN
+    and reach +-inf, so two reductions a block check it without a boolean temporary."""
     largest = 0.0
     for lo in range(0, vectors.shape[0], block):
         chunk = np.asarray(vectors[lo : lo + block])
@@ -114,10 +107,8 @@ def scan_values(vectors: np.ndarray, block: int = 1 << 14) -> tuple[int | None, 
 
 
 def check_config(where, config, dim: int) -> None:
-    """Raise ModelError unless a model's recorded ``config`` is a dict of valid settings for ``dim``.
-
-    Settings this version does not know are ignored; missing ones are allowed (older models).
-    """
+    """Raise ModelError unless a model's recorded ``config`` is a dict of valid settings for ``dim``
+    (settings this version does not know are ignored, missing ones allowed: older models)."""
     if not isinstance(config, dict):
         raise ModelError(f"{where}: damaged model: config.json's config is not an object")
     try:

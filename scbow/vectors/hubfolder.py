@@ -1,14 +1,12 @@
-"""The sentence-transformers and model2vec folders (``export --format``): written here.
+"""The sentence-transformers and model2vec folders, written here (neither library is imported).
 
-Both libraries embed a sentence as we do, the mean of static token rows, and load a folder offline:
-``tokenizer.json`` (:mod:`scbow.vectors.hubtokenizer`, splitting as :func:`scbow.text.tokenize.tokenize`
-does), the rows in ``model.safetensors`` (:func:`write_safetensors`) with one more row, zeros, for
-the unknown token (model2vec drops unknown tokens before averaging; sentence-transformers averages
-the zero row in, which scales the sentence vector but leaves its direction, and so every cosine),
-the libraries' configuration files and a model card (:mod:`scbow.vectors.card`). Unknown words
-travel as pieces (:mod:`scbow.vectors.pieces`) with rows of their own, so a folder embeds as
-``Model.encode(..., unknown="pieces")`` does; a model whose rule is ``omit`` exports a plain word
-table. Neither library is imported here: the folders are plain JSON and bytes.
+Both embed a sentence as we do, the mean of static token rows. A folder holds ``tokenizer.json``
+(:mod:`scbow.vectors.hubtokenizer`), the rows in ``model.safetensors`` with a last row of zeros for
+the unknown token (model2vec drops unknown tokens; sentence-transformers averages the zero row in,
+which scales a sentence vector, never turns it), the libraries' configuration and a model card
+(:mod:`scbow.vectors.card`). Unknown words travel as pieces (:mod:`scbow.vectors.pieces`) with
+rows of their own, so a folder embeds as ``Model.encode(..., unknown="pieces")``; a model whose
+rule is ``omit`` exports a plain word table.
 """
 
 from __future__ import annotations
@@ -47,10 +45,9 @@ def output_kind(directory: Path) -> str | None:
 
 
 def write_folder(model, path: Path, fmt: str, extra_words=(), license: str | None = None, whole=None) -> dict:
-    """Write ``model`` as a ``fmt`` folder at ``path``, atomically (a temporary folder beside it,
-    renamed into place; a folder already there is replaced only when it holds nothing but this
-    format's files). ``extra_words``, ``whole``: as in :func:`export_rows`; ``license``: named in
-    the card. Returns what was written: its ``rows``, ``added``, ``restored``, ``pieces``, ``unk``."""
+    """Write ``model`` as a ``fmt`` folder at ``path``, atomically (a folder there is replaced only when
+    it holds nothing but this format's files); ``extra_words``, ``whole``: :func:`export_rows`;
+    ``license``: named in the card. Returns its ``rows``, ``added``, ``restored``, ``pieces``, ``unk``."""
     st = fmt == "sentence-transformers"
     pieces = (whole or model).unknown_rule[0] != "omit"  # what the model does with unknown words, as far as it travels
     tokens, rows, added, restored = export_rows(model, extra_words, whole, pieces)
@@ -85,13 +82,11 @@ def _json(path: Path, value) -> None:
     path.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
 
 
-def write_safetensors(path: os.PathLike, tensors: dict, metadata: dict | None = None) -> None:
+def write_safetensors(path: os.PathLike, tensors: dict) -> None:
     """Write float32 2-D arrays as a safetensors file (what ``safetensors.numpy.save_file``
     writes: u64 header length, JSON header padded with spaces to 8 bytes, the data), a row
     block at a time, so a memory-mapped matrix is never copied whole."""
     header, offset = {}, 0
-    if metadata:
-        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
     for name, array in tensors.items():
         size = int(np.prod(array.shape)) * 4
         header[name] = {"dtype": "F32", "shape": [int(n) for n in array.shape], "data_offsets": [offset, offset + size]}
@@ -107,15 +102,12 @@ def write_safetensors(path: os.PathLike, tensors: dict, metadata: dict | None = 
 
 
 def export_rows(model, extra_words=(), whole=None, pieces: bool = False) -> tuple[list[str], np.ndarray, list[str], int]:
-    """``(tokens, rows, added, restored)``: the tokens of the exported vocabulary (the model's words,
-    then the ``extra_words`` it lacks, in their order, once each, then with ``pieces`` the pieces
-    of ``model.pieces`` not among them), their float32 rows, the unknown token's row (zeros)
-    last; ``added``: the extra words kept. An added word's row is the vector
-    ``Model.embed(..., unknown="hash")`` of ``whole`` gives it (``whole``: the model that ``model``
-    is a subset of; default ``model``): its own trained row when ``whole`` has it (one of the
-    ``restored``), else its hashed vector at the hash rule's norm of ``whole`` (the model's own only
-    when its rule is hash). A piece's row is its hashed vector at ``Model.unknown_vectors``' norm
-    for pieces (of ``whole``)."""
+    """``(tokens, rows, added, restored)``: the exported tokens (the model's words, the ``extra_words``
+    it lacks, once each, then with ``pieces`` the pieces of ``model.pieces`` not among them), their
+    float32 rows and a last row of zeros (the unknown token's), the extra words kept. An added word's
+    row is what ``whole.embed(..., unknown="hash")`` gives it (``whole``: the model ``model`` is a
+    subset of): its trained row when ``whole`` has one (the ``restored``), else its hashed vector at
+    the hash rule's norm; a piece's row is its hashed vector at the pieces' norm (of ``whole``)."""
     from .numeric import hashed_vectors
 
     words = list(model.vocab.words)
@@ -127,9 +119,7 @@ def export_rows(model, extra_words=(), whole=None, pieces: bool = False) -> tupl
             added.append(word)
     new = [p for p in model.pieces.new if p not in known] if pieces else []
     rows = np.zeros((len(words) + len(added) + len(new) + 1, model.dim), dtype=np.float32)
-    head = rows[:len(words)]
-    for start in range(0, len(words), 1 << 14):
-        head[start:start + (1 << 14)] = np.asarray(model.vectors[start:start + (1 << 14)], dtype=np.float32)
+    rows[:len(words)] = model.vectors  # copied straight in: a mapped matrix is never held twice
     whole = model if whole is None else whole
     own = [whole.vocab.index.get(word) for word in added]  # a word the subset left out: its trained row
     hashed = [i for i, j in enumerate(own) if j is None]

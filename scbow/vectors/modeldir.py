@@ -1,30 +1,24 @@
 """The model directory, written and read here. No pickle anywhere.
 
-A model directory holds:
-
-- ``vectors.npy``: float32, shape (n_words, dim), memory-mappable, never unpickled;
-- ``vocab.txt``: one ``word count`` line per row of the vectors, most frequent first;
-- ``config.json``: ``format_version``, every hyperparameter (``config``), the corpus
-  statistics (``corpus``) and the training summary (``training``);
-- ``curve.json`` (only after ``train --eval-every``): the STS learning curve, loaded as
-  ``model.info["curve"]`` (:mod:`scbow.vectors.curvefile`).
-
-A save writes into a temporary sibling and puts it in place whole (:func:`scbow.files.atomic_dir`),
-so a crash never leaves a half-written model; a read opens every file through one descriptor of
-the directory (:class:`ModelFiles`), so a save that replaces it meanwhile never mixes two models.
-A directory is a model when it holds the three model files (:func:`output_kind`); an existing
-``-o`` is replaced only when it holds a model of ours and nothing else (:func:`not_a_model`).
-Neither side imports the model API (``Model.save`` calls :func:`save_model`): :func:`read_model_dir`
-gives the parts, which :func:`scbow.vectors.formats.load_model` checks and makes a model.
+It holds ``vectors.npy`` (float32, shape (n_words, dim), memory-mappable), ``vocab.txt`` (a
+``word count`` line per row, most frequent first), ``config.json`` (``format_version``, every
+hyperparameter as ``config``, the ``corpus`` statistics, the ``training`` summary) and, after ``train
+--eval-every``, ``curve.json`` (:mod:`scbow.vectors.curvefile`). A save is written beside it and put
+in place whole (:func:`scbow.files.atomic_dir`); a read opens every file through one descriptor of the
+directory (:class:`ModelFiles`), so a save meanwhile never mixes two models. Neither side imports
+the model API (``Model.save`` calls :func:`save_model`; :func:`scbow.vectors.formats.load_model`
+checks what :func:`read_model_dir` gives and makes the model).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
 import time
 import uuid
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +33,7 @@ from .curvefile import CURVE_FILE, check_curve, write_curve
 FORMAT_VERSION = 1
 MODEL_FILES = ("vectors.npy", "vocab.txt", "config.json")
 OPTIONAL_FILES = (CURVE_FILE,)
-# How many times a read starts over when saves keep replacing the directory it reads.
-LOAD_ATTEMPTS = 10
+LOAD_ATTEMPTS = 10  # how many times a read starts over while saves keep replacing the directory
 
 
 def default_model_dir() -> Path:
@@ -62,17 +55,15 @@ def not_a_model(path: Path) -> str | None:
     """None when a save may replace the directory ``path`` (only model files, a config.json of
     ours), else why not: anything else in it would be a user's."""
     why = foreign(path, MODEL_FILES + OPTIONAL_FILES)
-    if why is not None:
-        return why
     try:
-        meta = read_json(path / "config.json")
+        meta = read_json(path / "config.json") if why is None else None
     except ModelError:
-        return "holds no model"
-    return None if isinstance(meta, dict) and isinstance(meta.get("format_version"), int) else "holds no model"
+        meta = None
+    return why or (None if isinstance(meta, dict) and isinstance(meta.get("format_version"), int) else "holds no model")
 
 
 def check_output_dir(path: os.PathLike) -> Path:
-    """Fail early (before training) if a model cannot be written at ``path``."""
+    """Fail early (before training) if a model cannot be written at ``path``; returns it."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ModelError(f"{path}: exists and is not a directory")
@@ -94,8 +85,8 @@ def check_output_dir(path: os.PathLike) -> Path:
 
 
 def write_model_files(model, directory: Path, info: dict | None = None) -> str:
-    """Write ``model``'s files (its ``vectors``, ``vocab``, ``config`` and ``info``, or ``info``
-    given) into the existing ``directory`` and fsync them; returns the new ``model_id`` recorded."""
+    """Write ``model``'s files (its ``vectors``, ``vocab``, ``config``, and ``info`` unless given) into
+    the existing ``directory`` and fsync them; returns the new ``model_id`` recorded."""
     np.save(directory / "vectors.npy", np.ascontiguousarray(model.vectors, dtype=np.float32))
     model.vocab.save(directory / "vocab.txt")
     info = model.info if info is None else info
@@ -115,11 +106,9 @@ def write_model_files(model, directory: Path, info: dict | None = None) -> str:
 
 
 def save_model(model, path: os.PathLike) -> Path:
-    """Write ``model`` as a directory at ``path``, replacing any model there atomically, with a
-    new ``model_id`` (:func:`model_id`; also set in ``model.info``).
-
-    ModelError, writing nothing, for a model with a word ``scbow.load`` could not read back
-    (``scbow.text.vocab.unsavable``: empty, a line break in it, a lone surrogate)."""
+    """Write ``model`` as a directory at ``path``, replacing any model there atomically, with a new
+    ``model_id`` (also set in ``model.info``). ModelError, writing nothing, for a model with a word
+    ``scbow.load`` could not read back (``scbow.text.vocab.unsavable``: empty, a line break in it...)."""
     try:
         model.vocab.check_savable()
     except ValueError as exc:
@@ -137,16 +126,10 @@ def save_model(model, path: os.PathLike) -> Path:
 
 def model_id(model) -> str | None:
     """The one identity of a model, which what is made with it (shards, an index) records and
-    compares; None when ``model`` cannot be read.
-
-    A model directory: the ``model_id`` its ``config.json`` records (a random id written by
-    every save; a copy of the directory keeps it). A model saved before ids existed has
-    ``"config-"`` and a digest of its ``config.json`` bytes (each save records the training's
-    settings, summary and time, so two saves differ). A word2vec or GloVe file: ``"file-"``
-    and a digest of its bytes.
-    """
-    import hashlib
-
+    compares; None when ``model`` cannot be read. A model directory: the ``model_id`` its save
+    recorded (a copy keeps it), or for a model saved before ids ``"config-"`` and a digest of its
+    ``config.json`` (which records the run's settings, summary and time); a word2vec or GloVe file:
+    ``"file-"`` and a digest of its bytes."""
     path = Path(model)
     try:
         if path.is_dir():
@@ -158,18 +141,15 @@ def model_id(model) -> str | None:
             if isinstance(recorded, str) and recorded:
                 return recorded
             return "config-" + hashlib.sha256(config).hexdigest()[:32]
-        digest = hashlib.sha256()
         with open(path, "rb") as fh:
-            while chunk := fh.read(1 << 22):
-                digest.update(chunk)
-        return "file-" + digest.hexdigest()[:32]
+            return "file-" + hashlib.file_digest(fh, "sha256").hexdigest()[:32]
     except OSError:
         return None
 
 
 def there(path: Path, patience: float = 10.0) -> bool:
-    """Whether ``path`` exists, waiting (up to ``patience`` seconds) while a running save replaces it:
-    a save puts the new directory in place with two renames, and there is none between them."""
+    """Whether ``path`` exists, waiting (up to ``patience`` seconds) while a save replaces it (between its
+    two renames there is no directory)."""
     deadline = time.monotonic() + patience
     while not path.exists():
         if not being_written(path) or time.monotonic() > deadline:
@@ -180,16 +160,13 @@ def there(path: Path, patience: float = 10.0) -> bool:
 
 def read_model_dir(path: Path) -> tuple[Vocab, np.memmap, dict, dict]:
     """``(vocab, vectors, config, info)`` of the model directory ``path``: the vectors memory-mapped
-    read-only and not yet checked (:func:`scbow.vectors.formats.check_vectors`), ``info`` with the
-    learning curve, checked.
-
-    A directory that a save replaces while it is read is read whole, the old model or the new one
-    (:class:`ModelFiles`), never one model's words with another's vectors."""
+    read-only, not yet checked (:func:`scbow.vectors.formats.check_vectors`), ``info`` with the
+    learning curve, checked. One model whole, the old or the new, when a save replaces it meanwhile."""
     for attempt in range(LOAD_ATTEMPTS):
         if attempt > 1:
-            time.sleep(0.01)  # between a save's two renames there is no directory for a moment
+            time.sleep(0.01)  # a save's two renames apart
         try:
-            with ModelFiles(path) as files:
+            with closing(ModelFiles(path)) as files:
                 return _read(path, files)
         except Replaced:
             continue
@@ -204,22 +181,16 @@ class Replaced(Exception):
 
 
 class ModelFiles:
-    """The files of the model directory ``path``, all opened through one descriptor of it.
-
-    The rule that makes a read whole: the directory is opened once and every file is opened
-    relative to it, so all of them come from the same directory, even when a save swaps a
-    new one in at ``path`` meanwhile (:func:`scbow.files.atomic_dir` renames the old directory
-    aside, the complete new one in, then deletes the old one's files; a file opened, or memory-mapped, before
-    its deletion stays readable). A file missing while ``path`` no longer names the directory
-    opened means a save took it away: :class:`Replaced`, and the caller starts over.
-    ``curve.json`` (optional) is told missing from removed the same way. A directory, pipe or
-    device in a file's place is no file a save wrote: the model is damaged, and that is said.
-    """
+    """The files of the model directory ``path``, all opened through one descriptor of it, so all
+    come from one directory even when a save swaps a new one in meanwhile (it renames the old one
+    aside, then deletes its files: a file opened, or mapped, before stays readable). A file missing
+    (``curve.json`` too) while ``path`` no longer names the directory opened was taken by a save:
+    :class:`Replaced`, and the read starts over. A directory, pipe or device in a file's place is
+    damage, and is named so."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        try:
-            # O_PATH: the directory needs no read permission, as when its files were opened by path
+        try:  # O_PATH: the directory needs no read permission, as when its files were opened by path
             self.dir_fd = os.open(self.path, getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0))
         except FileNotFoundError:
             raise Replaced from None
@@ -236,8 +207,7 @@ class ModelFiles:
             raise
 
     def _open(self, name: str):
-        try:
-            # O_NONBLOCK: a pipe in a file's place would block the open; it is refused as missing
+        try:  # O_NONBLOCK: a pipe in a file's place would block the open
             fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0), dir_fd=self.dir_fd)
         except FileNotFoundError:
             return None
@@ -287,12 +257,6 @@ class ModelFiles:
         self.fds.clear()
         os.close(self.dir_fd)
 
-    def __enter__(self) -> "ModelFiles":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
 
 def _read(path: Path, files: ModelFiles) -> tuple[Vocab, np.ndarray, dict, dict]:
     missing = [n for n in MODEL_FILES if files.fds[n] is None]
@@ -304,9 +268,7 @@ def _read(path: Path, files: ModelFiles) -> tuple[Vocab, np.ndarray, dict, dict]
     if meta["format_version"] > FORMAT_VERSION:
         raise ModelError(f"{path}: model format {meta['format_version']} is newer than this scbow-numba "
                          f"understands ({FORMAT_VERSION}); upgrade scbow-numba")
-    try:
-        # memory-mapped first: a header that claims more rows than the file holds fails here
-        # instead of allocating them
+    try:  # memory-mapped: a header that claims more rows than the file holds fails here, allocating none
         with files.open("vectors.npy", "rb") as fh:
             vectors = map_npy(fh)
     except (ValueError, OSError, EOFError, OverflowError) as exc:

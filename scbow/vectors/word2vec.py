@@ -1,11 +1,9 @@
-"""word2vec text and binary files, and GloVe text: read and written here. No pickle.
+"""word2vec text and binary files, and GloVe text: read and written here.
 
-A word2vec file is a ``count dim`` line, then a word a line: ``word v1 ... vd`` in text, ``word ``
-and d little-endian float32 in binary; gensim, fastText and most tools read and write it. GloVe
-text is the text layout without the first line. :func:`read_word2vec` detects the layout and
-reads files compressed with gzip, bzip2 or xz too (``vectors.txt.gz``), as gensim does; the
-rows it gives are checked and made a model by :func:`scbow.vectors.formats.load_word2vec`.
-:func:`export_word2vec` writes a model's rows, or one part's columns (:func:`part_columns`).
+A word2vec file (gensim, fastText and most tools read and write it) is a ``count dim`` line, then
+a word a line: ``word v1 ... vd`` in text, ``word`` and d little-endian float32 in binary. GloVe
+text has no first line. :func:`read_word2vec` tells them apart, compressed too (its rows are checked
+by :func:`scbow.vectors.formats.load_word2vec`); :func:`export_word2vec` writes a model's rows.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ from ..config import INT_MAX
 from ..errors import CorpusError, ModelError
 from ..files import atomic_file
 from ..outputs import check_output_file
-from ..progress import plural
 from ..reading import os_error_text
 from ..text.reader import open_bytes, read_all_bytes
 from ..text.vocab import Vocab
@@ -33,13 +30,11 @@ PARTS = ("all", "sentence", "word")
 
 
 def read_word2vec(path: Path) -> tuple[Vocab, np.ndarray, str]:
-    """``(vocab, vectors, format)`` of a word2vec text or binary file, or GloVe text; ``format`` is
-    ``word2vec-text``, ``word2vec-binary`` or ``glove-text``. ModelError naming the file.
-
-    GloVe text has every line ``word v1 ... vd``, d at least 2: a file of ``word number`` lines is
-    a word-count list (a model's ``vocab.txt``) and is refused. A word a model directory cannot
-    hold (empty, or with a line break in it) is read (no token can match it); ``Model.save``
-    refuses it."""
+    """``(vocab, vectors, format)`` of a word2vec text or binary file or GloVe text, also compressed
+    with gzip, bzip2 or xz, as gensim reads them; ``format``: ``word2vec-text``, ``word2vec-binary``
+    or ``glove-text``. ModelError naming the file. GloVe has at least 2 values a line: ``word number``
+    lines are a word-count list (a model's ``vocab.txt``), refused. A word a model directory cannot
+    hold (empty, a line break in it) is read (no token can match it); ``Model.save`` refuses it."""
     try:
         # the first line says what the file is: one that is neither a word2vec header nor a GloVe
         # vector is refused before the rest is read (a corpus given as a model: a gigabyte of text)
@@ -52,17 +47,16 @@ def read_word2vec(path: Path) -> tuple[Vocab, np.ndarray, str]:
         raise ModelError(f"cannot read vectors: {exc}") from None
     header, _, body = data.partition(b"\n")
     kind, n, dim = _first_line(path, header)
-    if kind == "glove":
-        body = data
-        n = sum(1 for line in body.split(b"\n") if line.strip())
+    body = data if kind == "glove" else body
+    binary = kind != "glove" and _looks_binary(body, dim)
+    lines = [] if binary else [line for line in body.split(b"\n") if line.strip()]  # a blank line holds no vector
+    n = len(lines) if kind == "glove" else n
     # every vector takes at least 2 bytes a value in text ("0 ") and 4 in binary
     if n * (2 * dim + 1) > len(body) + n:
         raise ModelError(f"{path}: truncated word2vec file (header says {n} vectors of {dim} dims, "
                          f"the file holds {len(body):,} bytes)")
     words: list[str] = []
     vectors = np.empty((n, dim), dtype=np.float32)
-    binary = kind != "glove" and _looks_binary(body, dim)
-    lines = iter(()) if binary else (line for line in body.split(b"\n") if line.strip())  # blank lines: no vector
     pos = 0
     try:
         for i in range(n):
@@ -75,14 +69,14 @@ def read_word2vec(path: Path) -> tuple[Vocab, np.ndarray, str]:
                     raise ValueError
                 vectors[i] = np.frombuffer(body, dtype="<f4", count=dim, offset=space + 1)
             else:
-                parts = next(lines).decode("utf-8").rstrip().split(" ")
+                parts = lines[i].decode("utf-8").rstrip().split(" ")
                 if len(parts) != dim + 1:
                     raise ValueError
                 with np.errstate(over="ignore"):  # 1e39 becomes inf here, and is refused with the other damage
                     vectors[i] = np.array(parts[1:], dtype=np.float32)
                 word = parts[0]
             words.append(word)
-    except (ValueError, UnicodeDecodeError, StopIteration):
+    except (ValueError, UnicodeDecodeError, IndexError):
         raise ModelError(f"{path}: truncated or malformed word2vec file (at vector {len(words) + 1} of {n})") from None
     try:
         vocab = Vocab(words, np.zeros(n, dtype=np.int64))
@@ -112,10 +106,7 @@ def _first_line(path: Path, header: bytes) -> tuple[str, int, int]:
         raise ModelError(f"{path}: not a vectors file: its first line {_shown(header, 60)} is a word and one number, "
                          "as in a word-count list or a model's vocab.txt (GloVe vectors have at least 2 values a "
                          "line; 1-dimensional vectors need word2vec's 'count 1' first line)")
-    if len(fields) > 2 and _all_numbers(fields[1:]):
-        if len(fields) - 1 > MAX_DIM:
-            raise ModelError(f"{path}: GloVe vectors of {plural(len(fields) - 1, 'dimension')} (1 to {MAX_DIM:,} are "
-                             "possible)")
+    if len(fields) > 2 and _all_numbers(fields[1:]):  # (too many dimensions: refused with the rows, check_vectors)
         return "glove", -1, len(fields) - 1
     raise ModelError(f"{path}: not a vectors file: a word2vec file starts with a 'count dim' line and GloVe "
                      f"text with 'word v1 v2 ...'; the first line is {_shown(header, 60)}")
@@ -146,9 +137,8 @@ def _looks_binary(body: bytes, dim: int) -> bool:
 
 
 def default_part(model) -> str:
-    """The columns a word2vec file holds by default: ``"word"`` for a model with a word part
-    (:attr:`Model.parts`; what word similarity lives on, and what gensim's neighbours should
-    use), else ``"all"``, the whole rows."""
+    """The columns a word2vec file holds by default: ``"word"`` for a model with a word part (what word
+    similarity lives on, and gensim's neighbours should use), else ``"all"``, the whole rows."""
     return "word" if "word" in model.parts else "all"
 
 
