@@ -1,4 +1,4 @@
-"""Model directories and word2vec files (scbow.vectors.formats, modeldir): save, load, damage, export."""
+"""Model directories and word2vec files (scbow.vectors.formats, modeldir, word2vec): save, load, damage."""
 
 from __future__ import annotations
 
