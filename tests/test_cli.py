@@ -235,9 +235,17 @@ def test_help_fits_an_80_column_terminal_and_uses_a_wider_one(command, monkeypat
         assert max(map(len, wide.splitlines())) > 80  # wraps at the terminal, not at click's 80
 
 
+def test_export_help_says_the_folders_split_unknown_words_into_pieces():
+    text = " ".join(make_runner().invoke(main, ["export", "--help"], terminal_width=200).output.split())
+    assert "unknown words split into the model's pieces" in text and "left out (see" not in text
+
+
 @pytest.mark.parametrize("argv, fragment", [(["train", "--bogus"], "No such option '--bogus'"),
                                             (["nosuch"], "No such command 'nosuch'"),
-                                            (["train", "x.txt", "--dim", "abc"], "'abc' is not a valid integer")])
+                                            (["train", "x.txt", "--dim", "abc"], "'abc' is not a valid integer"),
+                                            (["train", "x.txt", "--dim", "0"], "--dim must be a positive integer"),
+                                            (["train", "x.txt", "--checkpoint-every", "10x"],
+                                             "--checkpoint-every takes a number")])
 def test_a_usage_error_is_one_line_and_exit_status_2(argv, fragment):
     result = make_runner().invoke(main, argv)
     assert result.exit_code == 2

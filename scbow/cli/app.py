@@ -29,11 +29,12 @@ class OneLineUsageError(click.UsageError):
     """A usage error (an unknown option, a bad value) as one line, ``Error: ... (see 'CMD --help')``,
     exit status 2: the usage text and the hint click prints above it say nothing the line does not."""
 
-    def __init__(self, error: click.UsageError):
+    def __init__(self, error: click.UsageError, command_path: str | None = None):
         super().__init__(error.format_message(), error.ctx)
+        self.command_path = command_path or (error.ctx.command_path if error.ctx is not None else None)
 
     def show(self, file=None) -> None:
-        where = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        where = f" (see '{self.command_path} --help')" if self.command_path else ""
         click.echo(f"Error: {self.format_message().rstrip('.')}{where}", err=True)
 
 
@@ -54,7 +55,9 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except ConfigError as exc:
-            raise click.ClickException(_flag(str(exc))) from None
+            # a value given on the command line that cannot train: a usage error, as click's own are
+            path = " ".join(filter(None, (ctx.command_path, ctx.invoked_subcommand)))
+            raise OneLineUsageError(click.UsageError(_flag(str(exc)), ctx), path) from None
         except (CorpusError, ModelError, STSError, TrainingError) as exc:
             raise click.ClickException(str(exc)) from None
         except MemoryError:

@@ -72,7 +72,8 @@ def info(model_arg_, model_path, as_json):
 @click.option("--format", "fmt", metavar="[word2vec|sentence-transformers|model2vec]", default="word2vec",
               show_default=True, help="word2vec: the word vectors as a text or binary file. sentence-transformers, "
                                       "model2vec: a folder those libraries load offline, whose encode() gives this "
-                                      "model's sentence vectors, unknown words left out (see docs/export.md).")
+                                      "model's sentence vectors, unknown words split into the model's pieces "
+                                      "(see docs/export.md).")
 @click.option("--binary/--text", default=None,
               help="word2vec binary or text format. Default: binary for a name ending in .bin, else text.")
 @click.option("--part", type=click.Choice(["all", "sentence", "word"]), default=None,
