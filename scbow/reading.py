@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import re
+import stat
 from pathlib import Path
 
 from .errors import CorpusError, ModelError
@@ -21,6 +22,11 @@ def read_json(path: os.PathLike, error: type[Exception] = ModelError, what: str 
     """
     path = Path(path)
     try:
+        # a directory, or a link to /dev/zero or a pipe, is damage; reading one would fail or never end
+        mode = path.stat().st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a pipe or a device"
+            raise error(f"{path}: {what} ({kind} where a file belongs)")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise error(f"{path}: {what} (missing)") from None

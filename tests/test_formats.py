@@ -290,6 +290,16 @@ def test_a_damaged_learning_curve_is_named_by_every_command_that_shows_it(tmp_pa
     assert sorted(os.listdir(tmp_path)) == ["model"]
 
 
+@pytest.mark.parametrize("damage", [lambda p: p.mkdir(), lambda p: p.symlink_to("/dev/zero"), os.mkfifo])
+def test_plot_names_a_curve_json_that_is_no_file_damaged(tmp_path, runner, healthy, damage):
+    """Not "the model has no learning curve", and no endless read of a device or a pipe."""
+    model = shutil.copytree(healthy[0], tmp_path / "model")
+    damage(model / "curve.json")
+    result = runner.invoke(main, ["plot", str(model), "-o", str(tmp_path / "out.png")])
+    assert_clean_error(result, "curve.json: damaged", exit_code=1)
+    assert not (tmp_path / "out.png").exists()
+
+
 def test_a_healthy_model_still_loads_and_old_configs_pass(tmp_path, healthy):
     model = load_model(healthy[0])
     assert np.isfinite(model.vectors).all()

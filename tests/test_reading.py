@@ -6,6 +6,7 @@ through it."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -26,6 +27,13 @@ def test_read_json_turns_every_parse_failure_into_the_given_error(tmp_path, text
     path.write_bytes(text.encode("latin-1"))
     with pytest.raises(ModelError, match="x.json: damaged"):
         read_json(path, what="damaged thing")
+
+
+@pytest.mark.parametrize("make", [lambda p: p.mkdir(), lambda p: p.symlink_to("/dev/zero"), os.mkfifo])
+def test_read_json_refuses_what_is_no_regular_file(tmp_path, make):
+    make(tmp_path / "x.json")
+    with pytest.raises(ModelError, match=r"x.json: damaged thing \(a (directory|pipe or a device) where a file belongs"):
+        read_json(tmp_path / "x.json", what="damaged thing")
 
 
 def test_deep_json_in_every_file_the_tool_reads(tmp_path, runner, healthy):

@@ -58,7 +58,7 @@ def curve_of(path: os.PathLike) -> tuple[dict, dict]:
     given = path = Path(path)
     config: dict = {}
     if path.is_dir():
-        if not (path / CURVE_FILE).is_file():
+        if not os.path.lexists(path / CURVE_FILE):  # a curve.json that is no file is damage, read below
             if not (path / "config.json").is_file():
                 raise ModelError(f"{path}: not a model directory (no config.json)")
             raise ModelError(f"{path}: the model has no learning curve ({CURVE_FILE}); "
