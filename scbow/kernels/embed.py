@@ -1,8 +1,8 @@
 """Numba kernels of sentence embedding: average the known word vectors of many lines at once.
 
 The averaging kernel is written once and compiled twice, like the training kernel:
-``mean_lines_serial`` (cached on disk; the default of ``scbow.use.embedding.embed_file``,
-which runs it beside the tokenizer) and ``mean_lines_parallel`` (``prange`` over lines; a
+``mean_lines_serial`` (cached on disk; what ``scbow.vectors.average`` sums the known words of a
+file with, beside the tokenizer) and ``mean_lines_parallel`` (``prange`` over lines; a
 ``parallel=True`` kernel cannot be cached, so it compiles in a few seconds on first use and
 pays off only where averaging, not tokenizing, is the bottleneck: many dimensions).
 """

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import warnings
 from functools import partial
-from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -19,11 +18,10 @@ from ..config import UNKNOWN_MODES  # noqa: F401  (re-exported: omit, hash)
 from ..progress import plural
 from ..text.tokenize import TOKENIZER_VERSION, tokenizer
 from ..text.vocab import Vocab
-from . import unknown as unknown_words
+from .average import DEFAULT_UNKNOWN, HASH_SCALE, Averager, check_rule, own_rule, rule_scale  # noqa: F401
 from .neighbours import NEIGHBOUR_MIN_COUNT  # noqa: F401  (re-exported: the default of wv.most_similar(min_count=))
-from .numeric import cosine_matrix, mean_rows, semantic_search, similarity_pairwise
+from .numeric import cosine_matrix, semantic_search, similarity_pairwise
 from .pieces import Pieces
-from .unknown import DEFAULT_UNKNOWN, HASH_SCALE  # noqa: F401  (re-exported)
 from .words import WordVectors, read_word_pairs, row_parts, unit_vector  # noqa: F401  (re-exported)
 
 
@@ -67,10 +65,8 @@ class Model:
         self._vectors = vectors
         # the model directory whose files these rows are mapped from (set by load_model); new rows are not
         self.source_dir = None
-        # what was computed from the old vectors
-        self._unknown_norm = None
-        self._hashed = {}
-        self._split = {}  # unknown words' pieces' sums: they hold rows
+        old = self.__dict__.get("averager")
+        self.averager = Averager(self.vocab, vectors, self.tokenize_lines) if old is None else old.renew(vectors)
         self._generation = self.__dict__.get("_generation", 0) + 1  # wv's search table is of an older one
 
     @property
@@ -144,25 +140,21 @@ class Model:
     @property
     def unknown_rule(self) -> tuple[str, float]:
         """The model's own ``(unknown, unknown_scale)``: what :meth:`embed` does by default."""
-        return unknown_words.own_rule(self)
+        return own_rule(self.config)
 
     def unknown_scale(self, rule: str) -> float:
-        """The norm multiple of ``rule`` for this model (:func:`scbow.vectors.unknown.rule_scale`)."""
-        return unknown_words.rule_scale(self, rule)
+        """The norm multiple of ``rule`` for this model (:func:`scbow.vectors.average.rule_scale`)."""
+        return rule_scale(self.config, rule)
 
     @property
     def pieces(self) -> Pieces:
         """The pieces unknown words are split into under ``unknown="pieces"`` (built on first use)."""
-        return unknown_words.pieces_of(self)
-
-    def unknown_vectors(self, tokens: list[str], rule: str, scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """What unknown ``tokens`` add to an average: :func:`scbow.vectors.unknown.unknown_vectors`."""
-        return unknown_words.unknown_vectors(self, tokens, rule, scale)
+        return self.averager.pieces
 
     def unknown_norm(self) -> float:
         """The median norm of the rows of the rarest tenth of the trained vocabulary
-        (:func:`scbow.vectors.unknown.unknown_norm`)."""
-        return unknown_words.unknown_norm(self)
+        (:meth:`scbow.vectors.average.Averager.unknown_norm`)."""
+        return self.averager.unknown_norm()
 
     def embed(self, sentences, unknown: str | None = None, unknown_scale: float | None = None) -> np.ndarray:
         """Sentence embeddings: the mean of the vectors of the known words.
@@ -194,19 +186,14 @@ class Model:
     def _embed_strs(self, sentences, unknown: str | None, unknown_scale: float | None) -> np.ndarray:
         """:meth:`embed` of a list of str (checked by the caller: :meth:`embed`, :meth:`encode`)."""
         unknown = self.unknown_rule[0] if unknown is None else unknown
-        if unknown not in UNKNOWN_MODES:
-            raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {unknown!r}")
         unknown_scale = self.unknown_scale(unknown) if unknown_scale is None else unknown_scale
-        if (isinstance(unknown_scale, (bool, np.bool_)) or not isinstance(unknown_scale, (int, float, np.number))
-                or not 0 < unknown_scale <= 1e6 or not math.isfinite(unknown_scale)):
-            raise ValueError(f"unknown_scale must be a number above 0 and at most 1e6 (as in TrainConfig), "
-                             f"got {unknown_scale!r}")
+        check_rule(unknown, unknown_scale)
         unique = dict.fromkeys(sentences)  # a sentence said twice is embedded once
         if len(unique) == len(sentences):
-            return self._embed_lines(sentences, unknown, unknown_scale)
+            return self.averager.embed(sentences, unknown, unknown_scale)
         row = {sentence: n for n, sentence in enumerate(unique)}
         which = np.fromiter(map(row.__getitem__, sentences), dtype=np.int64, count=len(sentences))
-        return self._embed_lines(list(unique), unknown, unknown_scale)[which]
+        return self.averager.embed(list(unique), unknown, unknown_scale)[which]
 
     def encode(self, sentences, batch_size: int = 4096, show_progress_bar: bool = False,
                normalize_embeddings: bool = False, fill: float = math.nan, unknown: str | None = None,
@@ -264,53 +251,6 @@ class Model:
         if not (isinstance(fill, float) and math.isnan(fill)):
             out = np.where(np.isnan(out).any(axis=1, keepdims=True), np.float32(fill), out).astype(np.float32)
         return out[0] if single else out
-
-    def _embed_lines(self, sentences, rule: str, scale: float) -> np.ndarray:
-        """``embed(sentences)``: float32 (n, dim); unknown words under the rule ``unknown`` at ``scale``.
-
-        The sentences are tokenized in one call, one per line (the tokens of each line are
-        those of ``tokenize(sentence)``: a line end is whitespace, and lowercasing a
-        sentence does not look past it), and looked up in one pass. The sums of what the
-        unknown words bring (:meth:`unknown_vectors`) are added to those of the known rows,
-        and their counts to the known words', before dividing.
-        """
-        if not len(sentences):
-            return np.empty((0, self.dim), dtype=np.float32)
-        index = self.vocab.index
-        text = "\n".join(sentences)
-        if text.count("\n") != len(sentences) - 1:  # a sentence has line ends: spaces split it alike
-            text = "\n".join(sentence.replace("\n", " ") for sentence in sentences)
-        tokens = self.tokenize_lines(text + "\n")
-        ids = np.fromiter(map(index.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
-        if "\n" in index:  # a word no sentence can hold: here it would stand for the line ends
-            ids[ids == index["\n"]] = -1
-        unknown = np.flatnonzero(ids < 0)
-        is_end = np.fromiter((tokens[i] == "\n" for i in unknown.tolist()), dtype=bool, count=len(unknown))
-        ends = unknown[is_end]
-        if len(ends) != len(sentences):
-            raise AssertionError(f"tokenizer found {len(ends)} line ends in {len(sentences)} sentences")
-        known = ids >= 0
-        lengths = np.diff(np.cumsum(known)[ends], prepend=0)
-        words = unknown[~is_end]  # positions of the unknown words
-        if rule == "omit" or not len(words):
-            return mean_rows(self.vectors, ids[known], lengths, dtype=np.float32)
-        distinct, which = np.unique(np.array([tokens[p] for p in words.tolist()], dtype=object), return_inverse=True)
-        table, counts = self.unknown_vectors(distinct.tolist(), rule, scale)
-        sentence_of = np.searchsorted(ends, words)  # a word's sentence: the line ends before it (sorted)
-        sums = np.zeros((len(sentences), self.dim))
-        # the r-th unknown word of every sentence at once (few per sentence; reduceat over
-        # 300 columns is slow, see mean_rows)
-        first = np.flatnonzero(np.r_[True, sentence_of[1:] != sentence_of[:-1]])
-        rank = np.arange(len(words)) - np.repeat(first, np.diff(np.r_[first, len(words)]))
-        for r in range(int(rank.max()) + 1):
-            at = rank == r
-            sums[sentence_of[at]] += table[which[at]]
-        means = mean_rows(self.vectors, ids[known], lengths)  # float64, NaN where no known word
-        sums += np.where(lengths[:, None] > 0, means, 0.0) * lengths[:, None]
-        total = lengths + np.bincount(sentence_of, weights=counts[which], minlength=len(sentences)).astype(np.int64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return (sums / np.where(total > 0, total, np.nan)[:, None]).astype(np.float32)
-
 
     # -- comparing sentences, with sentence-transformers' conventions -------------------
 

@@ -90,9 +90,7 @@ def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray, dtype=n
     a cached kernel costs a fresh process about half a second, more than a whole
     ``scbow-numba similarity`` call takes without it), and on the few sentences they get
     numpy is as fast. The kernels serve files of millions of lines. Both sum each group in
-    float64 in order, so they give the same numbers: ``tests/test_embedding.py`` checks
-    ``embed`` files against ``Model.embed`` bit for bit with unknown words omitted (hashed ones
-    are added in another order and rounded to float32 first in a file: equal to about 1e-7).
+    float64 in order, so they give the same numbers (``scbow.vectors.average`` takes either).
 
     Many groups are summed by position rather than by group: with the groups sorted longest
     first, the k-th rows of all the groups longer than k are added in one step. That is
