@@ -121,6 +121,7 @@ class CurveHook(Hook):
         self._averager = Averager(corpus.vocab, vectors(), tokenize_lines)  # its pieces, for every point
         self.dev = prepare_set(self.dev_set, self._averager)
         self.tests = [prepare_set(s, self._averager) for s in self.test_sets]
+        self._rows_read = self._averager.rows_read([e for s in (self.dev, *self.tests) for e in s.encoded], self.unknown)
         self.post = self.post_final = None
         if self.k >= 0:
             self.post = CommonComponents(corpus, self.k, self.seed, self.sample)
@@ -180,7 +181,12 @@ class CurveHook(Hook):
         """Averagers of the rows as trained and of the rows the saved model would have (post-processed:
         its hashed vectors are not, their norm that of its rarest rows), or None without a transform."""
         raw = self._averager.renew(W)
-        return raw, None if transform is None else raw.renew(CommonComponents.apply(W, *transform))
+        if transform is None:
+            return raw, None
+        read = self._rows_read  # only the rows the sets read are mapped (the whole matrix: seconds a point)
+        rows = np.zeros(W.shape)
+        rows[read] = CommonComponents.apply(W[read], *transform)
+        return raw, raw.renew(rows)
 
     def _score(self, s: PreparedSet, averagers: tuple) -> tuple[STSScore, STSScore]:
         """The set's scores with the post-processing (when there is one) and without: the cosines of

@@ -23,7 +23,7 @@ from itertools import repeat
 import numpy as np
 
 from ..config import UNKNOWN_MODES, TrainConfig
-from .numeric import cached_rows, hashed_vectors, mean_rows, rarest_rows
+from .numeric import cached_rows, hashed_vectors, mean_rows, rarest_ids, rarest_rows
 from .pieces import Pieces
 
 # A model without a record of its rule (vectors from elsewhere) leaves unknown words out.
@@ -186,6 +186,19 @@ class Averager:
         for p in where.tolist():
             ids[p] = len(self.vocab) + words.setdefault(tokens[p], len(words))
         return Encoded(ids, list(words), lines, len(tokens) - lines)
+
+    def rows_read(self, encoded: list, rule: str) -> np.ndarray:
+        """The ids of the rows that averaging the ``encoded`` lines under ``rule`` reads: their known
+        words, the pieces of their unknown words that are words, the rarest tenth (the norm). A
+        caller that maps rows before averaging (the training curve) need map only these."""
+        V = len(self.vocab)
+        ids = [e.ids[(e.ids >= 0) & (e.ids < V)] for e in encoded]
+        ids.append(rarest_ids(V, self.vocab.counts))
+        if rule == "pieces":
+            index = self.vocab.index
+            ids.append(np.array([index[p] for e in encoded for w in e.words for p in self.pieces.split(w)
+                                 if p in index], dtype=np.int64))
+        return np.unique(np.concatenate(ids).astype(np.int64))
 
     def average(self, encoded: Encoded, rule: str, scale: float, fill: float = math.nan,
                 kernel: str | None = None, dtype=np.float32) -> Averages:

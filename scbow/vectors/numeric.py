@@ -61,10 +61,15 @@ def rarest_rows(vectors: np.ndarray, counts=None) -> np.ndarray:
     Words with a count of 0 (added by vocabulary expansion, after the trained ones) do not
     count. Their median norm sets the norm of hashed unknown-word vectors.
     """
-    trained = np.arange(len(vectors)) if counts is None else np.flatnonzero(np.asarray(counts) > 0)
+    return np.asarray(vectors[rarest_ids(len(vectors), counts)], dtype=np.float64)
+
+
+def rarest_ids(n: int, counts=None) -> np.ndarray:
+    """The ids of :func:`rarest_rows` among ``n`` rows."""
+    trained = np.arange(n) if counts is None else np.flatnonzero(np.asarray(counts) > 0)
     if len(trained) == 0:
-        trained = np.arange(len(vectors))
-    return np.asarray(vectors[trained[-max(1, len(trained) // 10):]], dtype=np.float64)
+        trained = np.arange(n)
+    return trained[-max(1, len(trained) // 10):]
 
 
 # mean_rows adds the k-th rows of all the groups longer than k in one NumPy step while at
