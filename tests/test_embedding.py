@@ -16,8 +16,9 @@ from scbow.cli import main
 from scbow.errors import CorpusError
 from scbow.text.vocab import Vocab
 from scbow.use.embedding import embed_file, embed_summary, missing_path_for, nearest_sentences, npy_header
-from scbow.vectors.model import NEIGHBOUR_MIN_COUNT, Model
+from scbow.vectors.model import Model
 from scbow.vectors.modeldir import save_model
+from scbow.vectors.neighbours import NEIGHBOUR_MIN_COUNT
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", ".", "don't", "café"]
 

@@ -273,24 +273,6 @@ def test_semantic_search(model400):
     assert all(h["corpus_id"] != 3 for hits in found for h in hits)  # "": no embedding, never found
 
 
-def test_the_old_sentence_spellings(model400):
-    """similarity(str, str) gave a float: it still does, with a DeprecationWarning; similarities too."""
-    with pytest.warns(DeprecationWarning, match=r"^Model\.similarity\(str, str\) -> float is deprecated"):
-        value = model400.similarity("the cat", "a big dog", unknown="omit")
-    assert isinstance(value, float)
-    assert value == model400.similarity(["the cat"], ["a big dog"], unknown="omit")[0, 0]
-    pairs = [("the cat", "a big dog"), ("", "the cat"), ("red house", "red house")]
-    with pytest.warns(DeprecationWarning, match=r"^Model\.similarities is deprecated: use model\.similarity_pairwise"):
-        old = model400.similarities(pairs)
-    np.testing.assert_array_equal(old, model400.similarity_pairwise([a for a, _ in pairs], [b for _, b in pairs]))
-    with pytest.warns(DeprecationWarning):
-        assert model400.similarities([]).shape == (0,)
-    with pytest.warns(DeprecationWarning), pytest.raises(TypeError):
-        model400.similarities("the cat", "a dog")
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="pair 1"):
-        model400.similarities([("a", "b"), ("a", "b", "c")])
-
-
 # ---------------------------------------------------------------- the rest
 
 

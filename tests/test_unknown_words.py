@@ -11,7 +11,8 @@ from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.text.vocab import Vocab
 from scbow.use.evaluate import OverlapControl
-from scbow.vectors.model import HASH_SCALE, Model
+from scbow.vectors.average import HASH_SCALE
+from scbow.vectors.model import Model
 from scbow.vectors.modeldir import save_model
 from scbow.vectors.numeric import hashed_vector
 

@@ -8,21 +8,17 @@
 from __future__ import annotations
 
 import math
-import warnings
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 
-from ..config import UNKNOWN_MODES  # noqa: F401  (re-exported: omit, hash)
 from ..progress import plural
 from ..text.tokenize import TOKENIZER_VERSION, tokenizer
 from ..text.vocab import Vocab
-from .average import DEFAULT_UNKNOWN, HASH_SCALE, Averager, check_rule, own_rule, rule_scale  # noqa: F401
-from .neighbours import NEIGHBOUR_MIN_COUNT  # noqa: F401  (re-exported: the default of wv.most_similar(min_count=))
+from .average import Averager, check_rule, own_rule, rule_scale
 from .numeric import cosine_matrix, semantic_search, similarity_pairwise
 from .pieces import Pieces
-from .words import WordVectors, read_word_pairs, row_parts, unit_vector  # noqa: F401  (re-exported)
+from .words import WordVectors, row_parts
 
 
 class Model:
@@ -40,8 +36,6 @@ class Model:
     ``model.wv.most_similar("king")``, ``model.wv.similarity("king", "queen")``. A model
     trained with a word part has rows ``[sentence part ; word part]`` (:attr:`parts`):
     sentences are embedded with the whole rows, words compared by the word part's columns.
-    The word methods' old spellings on the model (``model.most_similar``, ``model["king"]``...)
-    still work, with a DeprecationWarning naming the new one (:data:`DEPRECATED`).
     """
 
     similarity_fn_name = "cosine"
@@ -262,14 +256,7 @@ class Model:
 
         ``a``, ``b``: embeddings (arrays of 1 or 2 dims), or sentences (a list of str, or one
         str), which are encoded first (``unknown``: as in :meth:`embed`).
-
-        Deprecated: two plain strings give their cosine as a float, as this method did before
-        it took embeddings (with a DeprecationWarning); ``model.similarity([s1], [s2])`` gives the 1x1 matrix.
         """
-        if isinstance(a, str) and isinstance(b, str):
-            warnings.warn("Model.similarity(str, str) -> float is deprecated: use model.similarity([s1], [s2]) "
-                          "(a 1x1 matrix) or model.similarity_pairwise", DeprecationWarning, stacklevel=2)
-            return float(self.similarity([a], [b], unknown)[0, 0])
         return cosine_matrix(*_embeddings(self, a, b, unknown))
 
     def similarity_pairwise(self, a, b, unknown: str | None = None) -> np.ndarray:
@@ -285,24 +272,6 @@ class Model:
         (encoded first). Rows with no embedding are never found; a query with none finds nothing."""
         return semantic_search(*_embeddings(self, queries, corpus_embeddings, unknown), top_k=top_k)
 
-    # -- the word methods' old spellings (DEPRECATED) --------------------------------------
-
-    def __getattr__(self, name: str):
-        """A deprecated spelling of :data:`DEPRECATED`: what it gave, with a DeprecationWarning."""
-        if name not in DEPRECATED:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        new, old = DEPRECATED[name]
-        warnings.warn(f"Model.{name} is deprecated: use {new}", DeprecationWarning, stacklevel=2)
-        return old(self)
-
-    def __getitem__(self, word) -> np.ndarray:
-        """Deprecated: the whole row of ``word`` (``model.wv[word]`` is the word vector)."""
-        warnings.warn("model[word] is deprecated: use model.wv[word] (the word vectors) or "
-                      "model.vectors[model.wv.get_index(word)] (the whole row)", DeprecationWarning, stacklevel=2)
-        if isinstance(word, (list, tuple)):
-            return np.asarray(self._vectors)[np.array([self.wv.get_index(w) for w in word], dtype=np.int64)]
-        return self._vectors[self.wv.get_index(word)]
-
     def export(self, path, format: str = "word2vec", **options):
         """Write the model as ``scbow-numba export`` does (a word2vec file of the word vectors, a
         sentence-transformers or model2vec folder); the options and the returned record:
@@ -310,11 +279,6 @@ class Model:
         from .export import export
 
         return export(self, path, format, **options)
-
-    def __contains__(self, word) -> bool:
-        """Deprecated: ``word in model.wv``."""
-        warnings.warn("word in model is deprecated: use word in model.wv", DeprecationWarning, stacklevel=2)
-        return word in self.wv
 
 
 def _embeddings(model: Model, a, b, unknown: str | None) -> tuple[np.ndarray, np.ndarray]:
@@ -337,43 +301,3 @@ def _embeddings(model: Model, a, b, unknown: str | None) -> tuple[np.ndarray, np
         return (rows[0] if isinstance(sides[0], str) else rows[:n],
                 rows[n] if isinstance(sides[1], str) else rows[n:])
     return tuple(model.encode(x, unknown=unknown) if t else x for x, t in zip(sides, text))
-
-
-def _similarities(model: Model, first, second=None, unknown: str | None = None) -> np.ndarray:
-    """The old ``Model.similarities``: cosines of ``(sentence1, sentence2)`` pairs, or of two lists."""
-    if second is None:
-        if isinstance(first, str):
-            raise TypeError("similarities() takes pairs of sentences, or two lists of sentences")
-        pairs = list(first)
-        for n, pair in enumerate(pairs):
-            if isinstance(pair, str) or len(pair) != 2:
-                raise ValueError(f"pair {n} is not a pair of sentences: {pair!r:.80}")
-        first, second = [p[0] for p in pairs], [p[1] for p in pairs]
-    elif isinstance(first, str) or isinstance(second, str):
-        raise TypeError("similarities(firsts, seconds) takes two lists of sentences")
-    return model.similarity_pairwise(list(first), list(second), unknown=unknown)
-
-
-def _whole_row(model: Model, word: str, norm: bool = False) -> np.ndarray:
-    """The old ``Model.get_vector``: the whole row of ``word`` (scaled to length 1 with ``norm``)."""
-    row = model.vectors[model.wv.get_index(word)]
-    return unit_vector(row) if norm else row
-
-
-# The old spellings on Model of what is now model.wv's (or another name): old name ->
-# (the new spelling, what the old name gives: model -> attribute). Each gives what it gave
-# before: the word vectors where it compared words, the whole rows where it returned rows.
-DEPRECATED = {name: (f"model.wv.{name}", partial(lambda name, m: getattr(m.wv, name), name)) for name in (
-    "most_similar", "similar_by_word", "similar_by_vector", "n_similarity", "distance", "distances", "rank",
-    "doesnt_match", "evaluate_word_pairs", "get_index", "index_to_key", "key_to_index", "get_vecattr",
-    "get_normed_vectors")}
-DEPRECATED.update({
-    "word_vectors": ("model.wv.vectors", lambda m: m.wv.vectors),
-    "vector_size": ("model.dim (model.wv.vector_size: the word vectors')", lambda m: m.dim),
-    "get_vector": ("model.wv.get_vector (the word vectors) or model.vectors[model.wv.get_index(word)]",
-                   lambda m: partial(_whole_row, m)),
-    "save_word2vec_format": ("model.wv.save_word2vec_format (the word vectors, what it writes now, as export "
-                             "does) or model.export(path, part=\"all\") (the whole rows)",
-                             lambda m: m.wv.save_word2vec_format),
-    "similarities": ("model.similarity_pairwise", lambda m: partial(_similarities, m)),
-})
