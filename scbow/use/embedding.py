@@ -35,7 +35,7 @@ from ..errors import CorpusError, ModelError
 from ..files import atomic_file
 from ..outputs import check_output_file, named
 from ..reading import path_text, read_range
-from ..vectors.average import check_rule
+from ..vectors.average import check_rule, sentences_text
 from ..vectors.model import Model
 
 BLOCK_CHARS = 1 << 22  # characters of text per block (about 40K lines of prose)
@@ -144,20 +144,14 @@ def embed_summary(stats: EmbedStats, model: Model, unknown: str | None = None, o
 
 @dataclass(frozen=True)
 class SentenceWords:
-    """A sentence as a model averages it: the ids of its ``known`` words, its ``unknown`` words, the
-    ``rule`` for those ("omit", "hash" or "pieces") and, under pieces, each unknown word's
-    ``pieces`` ([] for one without). The rule of what has an embedding: a sentence has one
-    when it has a known word, or an unknown word the rule gives a vector (any under hash, one
-    with pieces under pieces)."""
+    """A sentence as a model averages it: its ``unknown`` words, the ``rule`` for those ("omit", "hash"
+    or "pieces"), under pieces each unknown word's ``pieces`` ([] for one without), and whether it
+    ``has_embedding`` (something to average, as the model's Averager counts it)."""
 
-    known: list
     unknown: list
     rule: str
+    has_embedding: bool
     pieces: tuple = ()
-
-    @property
-    def has_embedding(self) -> bool:
-        return bool(self.known) or (self.rule == "hash" and bool(self.unknown)) or any(self.pieces)
 
     @property
     def lacks(self) -> str:
@@ -178,9 +172,11 @@ class SentenceWords:
 
 def sentence_words(model: Model, sentence: str, unknown: str | None = None) -> SentenceWords:
     """:class:`SentenceWords` of ``sentence`` under ``unknown`` (default: the model's own rule)."""
-    known, missing = model.ids(sentence)
+    missing = model.ids(sentence)[1]
     rule = unknown or model.unknown_rule[0]
-    return SentenceWords(known, missing, rule, tuple(map(model.pieces.split, missing)) if rule == "pieces" else ())
+    done = model.averager.average(model.averager.encode(sentences_text([sentence])), rule, model.unknown_scale(rule))
+    pieces = tuple(map(model.pieces.split, missing)) if rule == "pieces" else ()
+    return SentenceWords(missing, rule, bool(done.counts[0]), pieces)
 
 
 def query_sentence(model: Model, sentence: str, note=None) -> SentenceWords:
