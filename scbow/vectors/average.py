@@ -211,44 +211,53 @@ class Averager:
         ``fill``. ``kernel``: None sums with NumPy (no numba import, fast on few lines); "serial"
         or "parallel" with ``scbow.kernels.embed``, for files (the same numbers).
         """
-        n, V = encoded.lines, len(self.vocab)
-        ids = encoded.ids
+        V, ids = len(self.vocab), encoded.ids
         ends = np.flatnonzero(ids == LINE_END)
-        if len(ends) != n:
-            raise AssertionError(f"{len(ends)} line ends in {n} lines")
-        known = (ids >= 0) & (ids < V)
-        lengths = np.diff(np.cumsum(known)[ends], prepend=0)
-        if kernel is None:
-            means = mean_rows(self.vectors, ids[known], lengths)
-        else:
-            means = _kernel_means(self.vectors, ids, V, ends, kernel)
+        if len(ends) != encoded.lines:
+            raise AssertionError(f"{len(ends)} line ends in {encoded.lines} lines")
         at = np.flatnonzero(ids >= V) if rule != "omit" else np.empty(0, dtype=np.int64)
-        counts = lengths
         if len(at):
             table, pieces = self.unknown_vectors(encoded.words, rule, scale)
-            which = ids[at] - V
-            line_of = np.searchsorted(ends, at)  # the line ends before a token: its line
-            lines = np.unique(line_of)  # those with unknown words, each summed in a row of its own
-            slot = np.searchsorted(lines, line_of)
-            sums = np.zeros((len(lines), self.dim))
-            # the r-th unknown word of every line at once (few per line)
-            first = np.flatnonzero(np.r_[True, slot[1:] != slot[:-1]])
-            rank = np.arange(len(at)) - np.repeat(first, np.diff(np.r_[first, len(at)]))
-            for r in range(int(rank.max()) + 1):
-                step = rank == r
-                sums[slot[step]] += table[which[step]]
-            counts = lengths + np.bincount(line_of, weights=pieces[which], minlength=n).astype(np.int64)
-            mine = lengths[lines, None]
-            sums += np.where(mine > 0, means[lines], 0.0) * mine
-            with np.errstate(invalid="ignore", divide="ignore"):
-                means[lines] = sums / np.where(counts[lines] > 0, counts[lines], np.nan)[:, None]
-            dropped = int(np.count_nonzero(pieces[which] == 0))
+            dropped = int(np.count_nonzero(pieces[ids[at] - V] == 0))
         else:
+            table, pieces = np.zeros((0, self.dim)), np.zeros(0, dtype=np.int64)
             dropped = int(np.count_nonzero(ids >= V))
-        rows = means.astype(dtype)
+        if kernel is None:
+            rows, counts = self._sums(ids, ends, at, table, pieces, dtype)
+        else:
+            rows, counts = _kernel_average(self.vectors, table, pieces, ids, ends, kernel, dtype)
         if not (isinstance(fill, float) and math.isnan(fill)):
             rows[counts == 0] = fill
         return Averages(rows, counts, encoded.tokens - dropped)
+
+    def _sums(self, ids, ends, at, table, pieces, dtype) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`average`'s rows and counts in NumPy (``scbow.kernels.embed.average_lines``' numbers)."""
+        V, n = len(self.vocab), len(ends)
+        known = (ids >= 0) & (ids < V)
+        lengths = np.diff(np.cumsum(known)[ends], prepend=0)
+        rows = mean_rows(self.vectors, ids[known], lengths, dtype=dtype)
+        if not len(at):
+            return rows, lengths
+        which = ids[at] - V
+        line_of = np.searchsorted(ends, at)  # the line ends before a token: its line
+        lines = np.unique(line_of)  # those with unknown words, each summed in a row of its own
+        slot = np.searchsorted(lines, line_of)
+        sums = np.zeros((len(lines), self.dim))
+        # the r-th unknown word of every line at once (few per line)
+        first = np.flatnonzero(np.r_[True, slot[1:] != slot[:-1]])
+        rank = np.arange(len(at)) - np.repeat(first, np.diff(np.r_[first, len(at)]))
+        for r in range(int(rank.max()) + 1):
+            step = rank == r
+            sums[slot[step]] += table[which[step]]
+        counts = lengths + np.bincount(line_of, weights=pieces[which], minlength=n).astype(np.int64)
+        mine = lengths[lines]
+        inside = np.zeros(len(ids), dtype=bool)  # these lines' known words: their float64 means
+        inside[known] = np.isin(np.searchsorted(ends, np.flatnonzero(known)), lines)
+        means = mean_rows(self.vectors, ids[inside], mine)
+        sums += np.where(mine[:, None] > 0, means, 0.0) * mine[:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rows[lines] = sums / np.where(counts[lines] > 0, counts[lines], np.nan)[:, None]
+        return rows, counts
 
     def embed(self, sentences: list, rule: str, scale: float, fill: float = math.nan) -> np.ndarray:
         """float32 rows of ``sentences`` (a list of str)."""
@@ -264,14 +273,15 @@ def sentences_text(sentences: list) -> str:
     return text + "\n" if sentences else ""
 
 
-def _kernel_means(vectors: np.ndarray, ids: np.ndarray, V: int, ends: np.ndarray, kernel: str) -> np.ndarray:
-    """float64 means of the known words of every line, from the compiled kernel (NaN where none)."""
+def _kernel_average(vectors, table, pieces, ids, ends, kernel: str, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`Averager.average`'s rows and counts from the compiled kernel (``kernel``: serial or parallel)."""
     from ..kernels import embed as K
 
     W = np.ascontiguousarray(vectors, dtype=np.float32)  # a plain ndarray, also from a memmap
     starts = (ends - np.diff(ends, prepend=-1) + 1).astype(np.int64)  # after the line end before
-    means = np.empty((len(ends), W.shape[1]))
-    known = np.where(ids >= V, np.int32(K.UNKNOWN), ids)
-    (K.mean_lines_parallel if kernel == "parallel" else K.mean_lines_serial)(
-        W, W[:0], known, starts, ends.astype(np.int64), math.nan, means, np.empty(len(ends), dtype=np.int64))
-    return means
+    rows = np.empty((len(ends), W.shape[1]), dtype=dtype)
+    counts = np.empty(len(ends), dtype=np.int64)
+    (K.average_lines_parallel if kernel == "parallel" else K.average_lines_serial)(
+        W, np.ascontiguousarray(table, dtype=np.float64), pieces.astype(np.int64), ids, starts,
+        ends.astype(np.int64), math.nan, rows, counts)
+    return rows, counts
