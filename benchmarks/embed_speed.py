@@ -22,7 +22,7 @@ import numpy as np
 
 from scbow.config import TrainConfig
 from scbow.training import load_corpus
-from scbow.use.embedding import LineEncoder, average, embed_file, read_blocks
+from scbow.use.embedding import embed_file, read_blocks
 from scbow.vectors.model import Model
 
 from .common import (
@@ -65,7 +65,6 @@ def main(argv=None) -> None:
     ctx = context()
     import numba
 
-    from scbow.kernels import embed as K
 
     text = plain_text(args.corpus, args.work)[0]
     corpus = load_corpus([corpus_path(args.corpus)], TrainConfig().min_count, 0)
@@ -74,11 +73,11 @@ def main(argv=None) -> None:
     size = text.stat().st_size
 
     say("[1/3] kernel compile (first call)")
-    tiny = np.array([0, K.LINE_END], dtype=np.int32)
+    tiny = model.averager.encode(corpus.vocab.words[0] + "\n")
     with timed() as t_serial:
-        average(vectors, tiny, 1, parallel=False)
+        model.averager.average(tiny, "omit", 1.0, kernel="serial")
     with timed() as t_parallel:
-        average(vectors, tiny, 1, parallel=True)
+        model.averager.average(tiny, "omit", 1.0, kernel="parallel")
     compile_ = {"serial_first_call_seconds": round(t_serial.seconds, 3),
                 "parallel_first_call_seconds": round(t_parallel.seconds, 3),
                 "threading_layer": numba.threading_layer()}
@@ -105,21 +104,21 @@ def main(argv=None) -> None:
         assert check.shape == (stats.lines, args.dim) and check.dtype == np.float32
 
     say("[3/3] parts")
-    encoder = LineEncoder(model)
     blocks = []
     with timed() as t_encode:
         for lines in read_blocks(text):
-            blocks.append((*encoder.encode(lines), len(lines)))
+            block = "".join(lines)
+            blocks.append(model.averager.encode(block if block.endswith("\n") else block + "\n"))
     parts = {"read_tokenize_lookup_seconds": round(t_encode.seconds, 3)}
     for name, parallel in (("average_serial_seconds", False), ("average_parallel_seconds", True)):
         numba.set_num_threads(max(args.threads))
         with timed() as t:
-            for ids, extra, n in blocks:
-                average(vectors, ids, n, parallel=parallel, extra=extra)
+            for encoded in blocks:
+                model.averager.average(encoded, "omit", 1.0, kernel="parallel" if parallel else "serial")
         parts[name] = round(t.seconds, 3)
     parts["parallel_threads"] = max(args.threads)
-    n_lines = sum(n for *_, n in blocks)
-    n_tokens = sum(len(ids) - n for ids, _, n in blocks)
+    n_lines = sum(e.lines for e in blocks)
+    n_tokens = sum(e.tokens for e in blocks)
     del blocks
 
     by_threads = {}

@@ -32,7 +32,7 @@ import numpy as np
 from scbow.text.tokenize import tokenize
 from scbow.training import sample_sentences
 from scbow.use.evaluate import SIF_A, overlap_weights  # the weighted overlap control's rule, shared with evaluate
-from scbow.vectors.model import HASH_SCALE
+from scbow.vectors.average import HASH_SCALE
 from scbow.vectors.numeric import hashed_vector, hashed_vectors, rarest_rows
 
 PCR_COMPONENTS = 10

@@ -20,6 +20,7 @@ import numpy as np
 
 import scbow
 import scbow.vectors.pieces as pieces_module
+from scbow.config import TrainConfig
 from scbow.use.evaluate import bootstrap_pearson_diff, read_sts, score_set
 
 from .common import RESULTS_DIR, context, context_markdown, data_dir, md_table, say, write_report
@@ -91,7 +92,7 @@ def markdown(report: dict) -> str:
             if r["rule"] == "pieces":
                 settings.setdefault((r["chars"], r["scale"]), []).append(r["dev"])
     hashed = np.mean([r["dev"] for m in report["models"] for r in m["rows"] if r["rule"] == "hash"])
-    default = (pieces_module.PIECE_CHARS, pieces_module.PIECE_SCALE)
+    default = (pieces_module.PIECE_CHARS, TrainConfig.unknown_scale)
     table = [[c, s, f"{np.mean(d):.4f}", f"{np.mean(d) - hashed:+.4f}", "the default" if (c, s) == default else ""]
              for (c, s), d in sorted(settings.items(), key=lambda kv: -np.mean(kv[1]))]
     out += ["## Dev Pearson, mean over the models", "",

@@ -120,7 +120,7 @@ class TrainConfig:
     # a hash of the piece) of norm unknown_scale times the median norm of the rarest tenth of
     # the vocabulary, and the exported folders do the same; "hash" gives the whole word one
     # such vector (1.0 scored best for it); "omit" leaves them out (the paper's rule).
-    # pieces at 0.35 (scbow.vectors.pieces.PIECE_SCALE) scored best on STS-B dev for its
+    # pieces at 0.35 (this default is the pieces' scale everywhere) scored best on STS-B dev for its
     # size (benchmarks/results/unknown_pieces.md).
     unknown: str = "pieces"
     unknown_scale: float = 0.35

@@ -15,9 +15,10 @@ import scbow
 from scbow.cli import main
 from scbow.errors import CorpusError
 from scbow.text.vocab import Vocab
-from scbow.use.embedding import embed_file, embed_lines, embed_summary, missing_path_for, nearest_sentences, npy_header
-from scbow.vectors.model import NEIGHBOUR_MIN_COUNT, Model
+from scbow.use.embedding import embed_file, embed_summary, missing_path_for, nearest_sentences, npy_header
+from scbow.vectors.model import Model
 from scbow.vectors.modeldir import save_model
+from scbow.vectors.neighbours import NEIGHBOUR_MIN_COUNT
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", ".", "don't", "café"]
 
@@ -63,15 +64,6 @@ def test_npy_header_is_numpys_and_missing_path_for():
     assert missing_path_for("a/b.bin").as_posix() == "a/b.bin.missing.txt"
 
 
-def test_embed_lines_follows_the_averaging_rule(model):
-    # the rule itself: test_model's test_embed_is_tokenize_then_average
-    X, counts = embed_lines(model, LINES)
-    assert X.dtype == np.float32 and X.shape == (len(LINES), model.dim)
-    assert counts.tolist() == [sum(t in model.wv for t in scbow.tokenize(line)) for line in LINES]
-    assert counts.tolist()[:5] == [7, 0, 0, 4, 4]
-    np.testing.assert_array_equal(X, model.embed(LINES))  # the same numbers as Model.embed
-
-
 @pytest.mark.parametrize("block_chars", [1 << 22, 30])
 def test_embed_file_writes_rows_and_the_missing_lines(tmp_path, model, block_chars):
     src = tmp_path / "in.txt"
@@ -86,22 +78,16 @@ def test_embed_file_writes_rows_and_the_missing_lines(tmp_path, model, block_cha
     assert (stats.lines, stats.missing) == (len(LINES), 3)
     assert stats.tokens == sum(len(scbow.tokenize(line)) for line in LINES)
     assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.missing.txt", "out.npy"]  # no temporary left
-    # a model that hashes unknown words embeds a file as its Model.embed does, to float32 rounding (the
-    # file's kernel adds the hashed rows in float32 and in token order; Model.embed adds them last)
-    model = hashing_model()
+    model = hashing_model()  # a model that hashes unknown words embeds a file as its Model.embed does
     stats = embed_file(model, src, out, block_chars=block_chars)
     X = np.load(out)
-    expected = model.embed(LINES)
-    np.testing.assert_allclose(X, expected, rtol=1e-5, atol=1e-7, equal_nan=True)
+    np.testing.assert_array_equal(X, model.embed(LINES))
     assert not np.isnan(X[2]).any()  # "xyzzy quux": unknown words only, embedded all the same
     assert np.isnan(X[1]).all()  # an empty line still has nothing to average
     record = (tmp_path / "out.missing.txt").read_text().splitlines()
     assert record[0].startswith("#") and "no word" in record[0] and record[1:] == ["2"] and stats.missing == 1
     embed_file(model, src, out, unknown="omit", block_chars=block_chars)  # told to omit: the known-words averages
     np.testing.assert_array_equal(np.load(out), model.embed(LINES, unknown="omit"))
-    rows, counts = embed_lines(model, LINES)
-    np.testing.assert_allclose(rows, expected, rtol=1e-5, atol=1e-7, equal_nan=True)
-    assert counts[2] == 2
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -100,7 +100,7 @@ LAYERS = [
     ("vectors", ("scbow.vectors",)),
     ("use", ("scbow.use",)),
     ("training", ("scbow.training",)),
-    ("entry", ("scbow.cli", "scbow.__main__", "scbow", "scbow.model")),
+    ("entry", ("scbow.cli", "scbow.__main__", "scbow")),
 ]
 
 

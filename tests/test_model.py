@@ -273,24 +273,6 @@ def test_semantic_search(model400):
     assert all(h["corpus_id"] != 3 for hits in found for h in hits)  # "": no embedding, never found
 
 
-def test_the_old_sentence_spellings(model400):
-    """similarity(str, str) gave a float: it still does, with a DeprecationWarning; similarities too."""
-    with pytest.warns(DeprecationWarning, match=r"^Model\.similarity\(str, str\) -> float is deprecated"):
-        value = model400.similarity("the cat", "a big dog", unknown="omit")
-    assert isinstance(value, float)
-    assert value == model400.similarity(["the cat"], ["a big dog"], unknown="omit")[0, 0]
-    pairs = [("the cat", "a big dog"), ("", "the cat"), ("red house", "red house")]
-    with pytest.warns(DeprecationWarning, match=r"^Model\.similarities is deprecated: use model\.similarity_pairwise"):
-        old = model400.similarities(pairs)
-    np.testing.assert_array_equal(old, model400.similarity_pairwise([a for a, _ in pairs], [b for _, b in pairs]))
-    with pytest.warns(DeprecationWarning):
-        assert model400.similarities([]).shape == (0,)
-    with pytest.warns(DeprecationWarning), pytest.raises(TypeError):
-        model400.similarities("the cat", "a dog")
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="pair 1"):
-        model400.similarities([("a", "b"), ("a", "b", "c")])
-
-
 # ---------------------------------------------------------------- the rest
 
 
@@ -319,30 +301,29 @@ def test_repr(tmp_path):
     assert repr(old) == "<scbow Model: 2 words x 4 dims, trained on x (7 tokens)>"  # a model without the raw count
 
 
-def test_embed_from_many_threads_while_the_hash_cache_is_cleared(model, monkeypatch):
-    """Threads sharing a model (or a LineEncoder) get the rows one thread gets, though the cache
-    of hashed vectors, bounded to 3 words here, is cleared by one call while others use it (issue 34)."""
+def test_embed_from_many_threads_while_the_caches_are_cleared(model, monkeypatch):
+    """Threads sharing a model get the rows one thread gets, though the averager's caches, bounded to
+    3 words here, are cleared by one call while others use them."""
     import sys
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    import scbow.use.embedding as embedding
-    import scbow.vectors.unknown as model_api
+    import scbow.vectors.average as average
 
-    def hashing():
-        return Model(model.vocab, model.vectors, {"unknown": "hash", "unknown_scale": 1.0})
+    def fresh(rule):
+        return Model(model.vocab, model.vectors, {"unknown": rule, "unknown_scale": 1.0})
 
     batches = [[f"the zebra{i} cat okapi{i % 3}", f"quagga{i} sat on gnu{i + 1} mat", "the cat"] for i in range(12)]
     calls = {
         "embed": lambda m, b: m.embed(b),
         "similarity_pairwise": lambda m, b: m.similarity_pairwise(b[:2], b[1:]),
         "similarity": lambda m, b: m.similarity(b[:1], b[1:]),
+        "file": lambda m, b: m.averager.average(m.averager.encode("\n".join(b) + "\n"), m.unknown_rule[0], 1.0,
+                                                kernel="serial").rows,
     }
-    want = {(name, i): call(hashing(), b) for name, call in calls.items() for i, b in enumerate(batches)}
-    shared = hashing()
-    lines = [[s + "\n" for s in b] for b in batches]
-    encoder_want = [embedding.LineEncoder(hashing()).encode(block) for block in lines]
-    encoder = embedding.LineEncoder(shared)
+    rules = ("hash", "pieces")
+    want = {(r, name, i): call(fresh(r), b) for r in rules for name, call in calls.items() for i, b in enumerate(batches)}
+    shared = {r: fresh(r) for r in rules}
 
     class Yielding(dict):  # a cache that lets other threads in after every change and look-up
         def __setitem__(self, key, value):
@@ -361,23 +342,19 @@ def test_embed_from_many_threads_while_the_hash_cache_is_cleared(model, monkeypa
             time.sleep(0)
             return super().get(key, default)
 
-    shared._hashed, encoder._seen = Yielding(), Yielding()
-    monkeypatch.setattr(model_api, "_HASH_CACHE", 3)
-    monkeypatch.setattr(embedding, "_HASH_CACHE", 3)
-    jobs = [(name, i) for _ in range(4) for name in calls for i in range(len(batches))]
+    for m in shared.values():
+        m.averager._hashed, m.averager._split = Yielding(), Yielding()
+    monkeypatch.setattr(average, "_CACHE", 3)
+    jobs = [(r, name, i) for _ in range(3) for r in rules for name in calls for i in range(len(batches))]
     switch = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # threads take turns as often as they can
     try:
         with ThreadPoolExecutor(8) as pool:
-            got = list(pool.map(lambda job: calls[job[0]](shared, batches[job[1]]), jobs))
-            got_encoded = list(pool.map(lambda j: encoder.encode(lines[j % len(lines)]), range(4 * len(lines))))
+            got = list(pool.map(lambda job: calls[job[1]](shared[job[0]], batches[job[2]]), jobs))
     finally:
         sys.setswitchinterval(switch)
     for job, rows in zip(jobs, got):
         np.testing.assert_array_equal(rows, want[job])
-    for j, (ids, extra) in enumerate(got_encoded):
-        np.testing.assert_array_equal(ids, encoder_want[j % len(lines)][0])
-        np.testing.assert_array_equal(extra, encoder_want[j % len(lines)][1])
 
 
 def test_the_api_takes_numpy_integers_and_refuses_a_senseless_unknown_scale(model400):

@@ -13,7 +13,7 @@ import pytest
 from benchmarks import peers, quality
 from scbow.text.tokenize import tokenize
 from scbow.training.corpus import load_corpus
-from scbow.vectors.model import HASH_SCALE
+from scbow.vectors.average import HASH_SCALE
 from scbow.vectors.numeric import hashed_vector
 
 SENTENCES = ["the cat sat on the mat", "a dog ran", "zzqx", "the dog and the zzqx"]

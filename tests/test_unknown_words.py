@@ -10,7 +10,8 @@ import pytest
 from scbow.cli import main
 from scbow.text.vocab import Vocab
 from scbow.use.evaluate import OverlapControl
-from scbow.vectors.model import HASH_SCALE, Model
+from scbow.vectors.average import HASH_SCALE
+from scbow.vectors.model import Model
 from scbow.vectors.modeldir import save_model
 from scbow.vectors.numeric import hashed_vector
 
@@ -55,31 +56,24 @@ def test_unknown_norm_is_the_median_of_the_rarest_tenth(model):
     assert added.unknown_norm() == pytest.approx(base.unknown_norm())
 
 
-def test_omit_is_the_default(model):
+def test_omit_is_the_default(model, tmp_path):
     X = model.embed(["the cat zebra", "zebra quagga"])
     assert np.allclose(X[0], model.vectors[[0, 1]].mean(axis=0), atol=1e-6)
     assert np.isnan(X[1]).all()
     assert np.array_equal(model.embed(["the cat zebra"], unknown="omit"), X[:1])
     with pytest.raises(ValueError, match="unknown must be one of"):
         model.embed(["the cat"], unknown="zero")
-    from scbow.use.embedding import LineEncoder  # what embed_file and a cluster embed encode with
+    from scbow.use.embedding import embed_file  # what a cluster embed runs too
 
     with pytest.raises(ValueError, match="unknown must be one of omit, hash, pieces, got 'HASH'"):
-        LineEncoder(model, unknown="HASH")
+        embed_file(model, __file__, tmp_path / "never.npy", unknown="HASH")
 
 
-def test_hash_gives_unknown_words_their_vector(model):
-    X = model.embed(["the cat zebra", "zebra quagga", "zebra", ""], unknown="hash")
-    z, q = (hashed_vector(w, model.dim) for w in ("zebra", "quagga"))
-    z, q = (v * HASH_SCALE * model.unknown_norm() / np.linalg.norm(v) for v in (z, q))
-    assert np.allclose(X[0], (model.vectors[0] + model.vectors[1] + z) / 3, atol=1e-6)
-    assert np.allclose(X[1], (z + q) / 2, atol=1e-6)
-    assert np.allclose(X[2], z, atol=1e-6)
-    assert np.isnan(X[3]).all()  # no token at all: still no embedding
-    # the same in a fresh model object (no state kept between calls) and in another batch
-    again = Model(model.vocab, model.vectors.copy()).embed(["zebra"], unknown="hash")
-    assert np.array_equal(again[0], X[2])
-    # the scale multiplies the hashed part only
+def test_hash_scale_of_a_model_without_a_record_multiplies_the_hashed_part(model):
+    # the rule itself, against a plain average: test_average
+    z = hashed_vector("zebra", model.dim)
+    X = model.embed(["zebra", "the"], unknown="hash")
+    np.testing.assert_allclose(X[0], z * HASH_SCALE * model.unknown_norm() / np.linalg.norm(z), rtol=1e-6)
     Y = model.embed(["zebra"], unknown="hash", unknown_scale=2.5)
     assert np.linalg.norm(Y[0]) == pytest.approx(2.5 * model.unknown_norm(), rel=1e-5)
 
@@ -188,27 +182,6 @@ def test_pieces_split_words_as_the_exported_wordpiece_tokenizer_does():
     for word in words:
         got = tokenizer.encode(word, add_special_tokens=False).tokens
         assert pieces.split(word) == ([] if got == ["[UNK]"] else got), word
-
-
-def test_pieces_give_an_unknown_word_the_rows_of_its_pieces(model):
-    from scbow.vectors.pieces import PIECE_SCALE
-
-    X = model.embed(["the cat sated", "sated", "the xq", "xq"], unknown="pieces")
-    pieces = model.pieces.split("sated")
-    assert pieces == ["sat", "##ed"]  # "sat" is a word: its own row; "##ed" (of "red") hashed
-    ed = hashed_vector("##ed", model.dim)
-    ed *= PIECE_SCALE * model.unknown_norm() / np.linalg.norm(ed)
-    np.testing.assert_allclose(X[0], (model.vectors[0] + model.vectors[1] + model.vectors[3] + ed) / 4, atol=1e-6)
-    np.testing.assert_allclose(X[1], (model.vectors[3] + ed) / 2, atol=1e-6)
-    np.testing.assert_allclose(X[2], model.vectors[0], atol=1e-6)  # xq has no pieces (no x): left out
-    assert np.isnan(X[3]).all()
-    # a file is embedded by the same rule (the compiled kernel, the pieces' ids repeated)
-    from scbow.use.embedding import embed_lines
-
-    rows, counts = embed_lines(model, ["the cat sated", "sated sated", "xq", "sated the xq sated"], unknown="pieces")
-    np.testing.assert_allclose(rows, model.embed(["the cat sated", "sated sated", "xq", "sated the xq sated"],
-                                                 unknown="pieces"), atol=1e-6)
-    assert counts.tolist() == [4, 4, 0, 5]
 
 
 def test_pieces_note_in_similarity_cli(model, tmp_path, runner):

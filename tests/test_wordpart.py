@@ -26,7 +26,8 @@ from scbow.training.session import train_session
 from scbow.training.start import corpus_weights, keep_probabilities
 from scbow.vectors.export import export_word2vec
 from scbow.vectors.formats import load_model, load_word2vec
-from scbow.vectors.model import Model, row_parts
+from scbow.vectors.model import Model
+from scbow.vectors.words import row_parts
 
 
 def tiny_problem(seed=0, V=40, d=8, n_tokens=60):

@@ -6,7 +6,6 @@ the word methods' old spellings on Model."""
 from __future__ import annotations
 
 import copy
-import warnings
 
 import numpy as np
 import pytest
@@ -15,8 +14,9 @@ from conftest import assert_clean_error as _assert_clean_error
 import scbow
 from scbow.cli import main
 from scbow.text.vocab import Vocab
-from scbow.vectors.model import NEIGHBOUR_MIN_COUNT, Model
+from scbow.vectors.model import Model
 from scbow.vectors.modeldir import save_model
+from scbow.vectors.neighbours import NEIGHBOUR_MIN_COUNT
 from scbow.vectors.numeric import kth_largest
 from scbow.vectors.words import WordVectors
 
@@ -530,68 +530,6 @@ def test_wv_is_a_light_view_on_the_model():
     m.config = {"dim": 5, "word_passes": 1, "word_dim": 3}  # now it has a word part: the search table follows
     assert wv.vector_size == 3
     assert_same(wv.most_similar("cat", topn=3), brute_force(m, ["cat"], topn=3), atol=1e-12)
-
-
-# ---------------------------------------------------------------- the old spellings
-
-
-def test_the_old_spellings_on_model_warn_and_give_what_they_gave(wp_model, tmp_path):
-    m, wv = wp_model, wp_model.wv
-
-    def old(name):
-        with pytest.warns(DeprecationWarning, match=rf"^Model\.{name} is deprecated: use model\.") as seen:
-            value = getattr(m, name)
-        assert len(seen) == 1
-        return value
-
-    assert old("most_similar")("tiger", topn=4) == wv.most_similar("tiger", topn=4)
-    assert old("similar_by_word")("tiger", topn=2) == wv.similar_by_word("tiger", topn=2)
-    assert old("similar_by_vector")(wv["cat"], topn=2) == wv.similar_by_vector(wv["cat"], topn=2)
-    assert old("n_similarity")(["cat"], ["tiger"]) == wv.n_similarity(["cat"], ["tiger"])
-    assert old("distance")("cat", "tiger") == wv.distance("cat", "tiger")
-    np.testing.assert_array_equal(old("distances")("cat"), wv.distances("cat"))
-    assert old("rank")("cat", "tiger") == wv.rank("cat", "tiger")
-    assert old("doesnt_match")(["cat", "tiger", "x1"]) == wv.doesnt_match(["cat", "tiger", "x1"])
-    assert old("evaluate_word_pairs")(WORDSIM) == wv.evaluate_word_pairs(WORDSIM)
-    assert old("get_index")("Tiger") == wv.get_index("tiger")
-    assert old("index_to_key") is wv.index_to_key and old("key_to_index") is wv.key_to_index
-    assert old("get_vecattr")("cat", "count") == wv.get_vecattr("cat", "count")
-    np.testing.assert_array_equal(old("get_normed_vectors")(), wv.get_normed_vectors())
-    np.testing.assert_array_equal(old("word_vectors"), wv.vectors)
-    # what returned whole rows still does
-    assert old("vector_size") == m.dim == 20
-    row = m.vectors[wv.get_index("cat")]
-    np.testing.assert_array_equal(old("get_vector")("cat"), row)
-    np.testing.assert_allclose(old("get_vector")("cat", norm=True), row / np.linalg.norm(row), rtol=1e-6)
-    # save_word2vec_format writes what export writes by default now: the word vectors
-    old("save_word2vec_format")(tmp_path / "words.txt")
-    assert scbow.load(tmp_path / "words.txt").dim == wv.vector_size < 20
-    with pytest.warns(DeprecationWarning, match=r"^model\[word\] is deprecated: use model\.wv\[word\]"):
-        np.testing.assert_array_equal(m["cat"], row)
-    with pytest.warns(DeprecationWarning, match=r"^model\[word\] is deprecated"):
-        assert m[["cat", "tiger"]].shape == (2, 20)
-    with pytest.warns(DeprecationWarning, match=r"^word in model is deprecated: use word in model\.wv"):
-        assert "CAT" in m and "zebraquux" not in m
-    with pytest.raises(AttributeError, match="no attribute 'most_similiar'"):
-        m.most_similiar  # noqa: B018  (a typo is no deprecated spelling)
-    assert not hasattr(m, "__setstate__") or callable(m.__setstate__)  # pickle's probe finds nothing odd
-
-
-def test_no_old_spelling_inside_the_package(tmp_path, runner):
-    """The commands that compare words and sentences use the new spellings: no DeprecationWarning."""
-    m = word_part_model()
-    save_model(m, tmp_path / "m")
-    pairs = tmp_path / "p.tsv"
-    pairs.write_text("the tiger\ta cat\nmoney\tcash bank\n", encoding="utf-8")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        for args in (["neighbors", "tiger", "-n", "3"], ["neighbors", "tiger", "cat", "--negative", "money"],
-                     ["similarity", "the tiger", "a cat"], ["similarity", "--pairs", str(pairs)]):
-            result = runner.invoke(main, [args[0], "-m", str(tmp_path / "m"), *args[1:]])
-            assert result.exit_code == 0, (args, result.output)
-        from benchmarks.peers import WordTable
-
-        WordTable.from_model(m.vocab, m)
 
 
 def test_most_similar_with_only_negative_words(model400):

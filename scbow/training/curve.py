@@ -33,10 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import CheckpointError
-from ..text.tokenize import tokenize
+from ..text.tokenize import tokenize_lines
 from ..use.evaluate import STSScore, STSSet, correlations, row_cosines, summarize
-from ..vectors.numeric import hashed_vectors, mean_rows, rarest_rows
-from ..vectors.pieces import Pieces
+from ..vectors.average import Averager, sentences_text
 from .hooks import Hook
 from .postprocess import COMMON_SAMPLE, CommonComponents
 
@@ -45,54 +44,16 @@ CURVE_SAMPLE = 20_000  # corpus sentences the post-processing is estimated on at
 
 @dataclass
 class PreparedSet:
-    """An STS set tokenized against one vocabulary: the known ids of every sentence.
-
-    With ``unknown="hash"`` or ``"pieces"`` also, per sentence, the sum of the unit hashed
-    vectors of its unknown tokens (or of their pieces that are not words: those that are
-    count among its known ids) and its count of all it averages (what ``Model.embed`` averages).
-    """
+    """An STS set's sentences as token ids of one vocabulary: what does not change as the rows train."""
 
     name: str
     gold: np.ndarray  # float64, (pairs,)
-    ids: tuple  # (int64 ids of the first sentences, of the second), concatenated
-    lengths: tuple  # (int64 known-token counts of the first sentences, of the second)
-    hashed: tuple | None = None  # (float64 (n, d) sums of unit hashed vectors, each side)
-    totals: tuple | None = None  # (int64 counts of all tokens, each side)
+    encoded: tuple  # (the first sentences, the second), each an Encoded
 
 
-def prepare_set(sts: STSSet, vocab, unknown: str = "omit", dim: int = 0, pieces: Pieces | None = None) -> PreparedSet:
-    """``sts`` against ``vocab`` under the rule ``unknown``; ``pieces``: the vocabulary's, when the caller
-    has them (built here otherwise)."""
-    index = vocab.index
-    if unknown == "pieces":
-        split = (pieces or Pieces(vocab.words)).split
-    else:
-        def split(token):
-            return [token]
-    ids, lengths, hashed, totals = [], [], [], []
-    for sentences in (sts.first, sts.second):
-        flat: list[int] = []
-        count = np.zeros(len(sentences), dtype=np.int64)
-        total = np.zeros(len(sentences), dtype=np.int64)
-        H = np.zeros((len(sentences), dim if unknown != "omit" else 0))
-        for n, sentence in enumerate(sentences):
-            tokens = tokenize(sentence)
-            known = [i for i in map(index.get, tokens) if i is not None]
-            units = [] if unknown == "omit" else [u for t in tokens if t not in index for u in split(t)]
-            known += [index[u] for u in units if u in index]  # pieces that are words
-            units = [u for u in units if u not in index]
-            if units:
-                H[n] = hashed_vectors(units, dim, 1.0).sum(axis=0)
-            flat.extend(known)
-            count[n] = len(known)
-            total[n] = len(known) + len(units)
-        ids.append(np.asarray(flat, dtype=np.int64))
-        lengths.append(count)
-        hashed.append(H)
-        totals.append(total)
-    if unknown == "omit":
-        return PreparedSet(sts.name, sts.gold, tuple(ids), tuple(lengths))
-    return PreparedSet(sts.name, sts.gold, tuple(ids), tuple(lengths), tuple(hashed), tuple(totals))
+def prepare_set(sts: STSSet, averager: Averager) -> PreparedSet:
+    """``sts`` against the vocabulary of ``averager``."""
+    return PreparedSet(sts.name, sts.gold, tuple(averager.encode(sentences_text(side)) for side in (sts.first, sts.second)))
 
 
 def _finite(x):
@@ -157,10 +118,10 @@ class CurveHook(Hook):
         before = float(self.points[-1].get("seconds") or 0.0) if self.points else 0.0
         self._start = t - before - self.eval_seconds
         self.corpus = corpus
-        dim = vectors().shape[1]
-        self._pieces = Pieces(corpus.vocab.words) if self.unknown == "pieces" else None  # once for every set
-        self.dev = prepare_set(self.dev_set, corpus.vocab, self.unknown, dim, self._pieces)
-        self.tests = [prepare_set(s, corpus.vocab, self.unknown, dim, self._pieces) for s in self.test_sets]
+        self._averager = Averager(corpus.vocab, vectors(), tokenize_lines)  # its pieces, for every point
+        self.dev = prepare_set(self.dev_set, self._averager)
+        self.tests = [prepare_set(s, self._averager) for s in self.test_sets]
+        self._rows_read = self._averager.rows_read([e for s in (self.dev, *self.tests) for e in s.encoded], self.unknown)
         self.post = self.post_final = None
         if self.k >= 0:
             self.post = CommonComponents(corpus, self.k, self.seed, self.sample)
@@ -186,7 +147,8 @@ class CurveHook(Hook):
                 self.post_final = CommonComponents(*self._final_args)
             post, sample = self.post_final, self.final_sample
         transform = post.fit(W) if post is not None else None
-        dev, dev_raw = self._score(self.dev, W, transform)
+        averagers = self._averagers(W, transform)
+        dev, dev_raw = self._score(self.dev, averagers)
         point = {
             "examples": int(state.done),
             "epoch": round(state.done / state.targets_per_epoch, 6) if state.targets_per_epoch else 0.0,
@@ -202,7 +164,7 @@ class CurveHook(Hook):
             "dev_raw": {"pearson": _finite(dev_raw.pearson), "spearman": _finite(dev_raw.spearman)},
         }
         if self.tests:
-            scored = [self._score(s, W, transform) for s in self.tests]
+            scored = [self._score(s, averagers) for s in self.tests]
             for key, which in (("test", 0), ("test_raw", 1)):
                 summary = summarize([pair[which] for pair in scored])
                 point[key] = {k: (_finite(v) if isinstance(v, float) else v) for k, v in summary.items()}
@@ -215,35 +177,24 @@ class CurveHook(Hook):
         point["seconds"] = round(now - self._start - self.eval_seconds, 3)
         self.points.append(point)
 
-    def _score(self, s: PreparedSet, W, transform) -> tuple[STSScore, STSScore]:
-        """The set's scores with the post-processing (when there is one) and without."""
-        a = mean_rows(W, s.ids[0], s.lengths[0])
-        b = mean_rows(W, s.ids[1], s.lengths[1])
-        raw = self._stsscore(s, row_cosines(*self._with_unknown(s, (a, b), W, None)))
+    def _averagers(self, W, transform) -> tuple:
+        """Averagers of the rows as trained and of the rows the saved model would have (post-processed:
+        its hashed vectors are not, their norm that of its rarest rows), or None without a transform."""
+        raw = self._averager.renew(W)
         if transform is None:
-            return raw, raw
-        post = self._with_unknown(s, (CommonComponents.apply(a, *transform), CommonComponents.apply(b, *transform)),
-                                  W, transform)
-        return self._stsscore(s, row_cosines(*post)), raw
+            return raw, None
+        read = self._rows_read  # only the rows the sets read are mapped (the whole matrix: seconds a point)
+        rows = np.zeros(W.shape)
+        rows[read] = CommonComponents.apply(W[read], *transform)
+        return raw, raw.renew(rows)
 
-    def _with_unknown(self, s: PreparedSet, means: tuple, W, transform) -> tuple:
-        """The averages of known words, with the hashed unknown words added as ``Model.embed`` adds them.
-
-        The saved model's rows are post-processed and its hashed vectors are not, their norm
-        ``unknown_scale`` times the median norm of its rarest tenth of rows: the same here.
-        """
-        if s.hashed is None:
-            return means
-        rare = rarest_rows(W, self.corpus.vocab.counts)
-        if transform is not None:
-            rare = CommonComponents.apply(rare, *transform)
-        norm = self.unknown_scale * float(np.median(np.linalg.norm(rare, axis=1)))
-        out = []
-        for mean, n_known, H, total in zip(means, s.lengths, s.hashed, s.totals):
-            known_sum = np.where(n_known[:, None] > 0, mean, 0.0) * n_known[:, None]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out.append((known_sum + norm * H) / np.where(total > 0, total, np.nan)[:, None])
-        return tuple(out)
+    def _score(self, s: PreparedSet, averagers: tuple) -> tuple[STSScore, STSScore]:
+        """The set's scores with the post-processing (when there is one) and without: the cosines of
+        the averages ``Model.encode`` gives (in float64, before it rounds them to float32)."""
+        scores = [self._stsscore(s, row_cosines(*(averager.average(e, self.unknown, self.unknown_scale,
+                                                                     dtype=np.float64).rows for e in s.encoded)))
+                  for averager in averagers if averager is not None]
+        return scores[-1], scores[0]
 
     @staticmethod
     def _stsscore(s: PreparedSet, pred: np.ndarray) -> STSScore:
@@ -279,16 +230,14 @@ class CurveHook(Hook):
         score the sentence part alone, as training goes."""
         t = time.perf_counter()
         W = np.asarray(model.vectors)
-        dev = prepare_set(self.dev_set, self.corpus.vocab, self.unknown, W.shape[1], self._pieces)
-        score, _ = self._score(dev, W, None)
+        score, _ = self._score(self.dev, self._averagers(W, None))
         last = dict(self.points[-1]) if self.points else {}
         point = {**last, "word_part": True, "loss": None, "sample": None,
                  "dev": {"pearson": _finite(score.pearson), "spearman": _finite(score.spearman),
                          "scored": score.scored, "pairs": score.pairs},
                  "dev_raw": {"pearson": _finite(score.pearson), "spearman": _finite(score.spearman)}}
         if self.tests:
-            scored = [self._score(prepare_set(x, self.corpus.vocab, self.unknown, W.shape[1], self._pieces), W, None)[0]
-                      for x in self.test_sets]
+            scored = [self._score(x, self._averagers(W, None))[0] for x in self.tests]
             summary = summarize(scored)
             point["test"] = {k: (_finite(v) if isinstance(v, float) else v) for k, v in summary.items()}
             point["test"]["pearson"] = {x.name: _finite(x.pearson) for x in scored}

@@ -20,7 +20,6 @@ so an interrupted run never leaves a half-written array where one is expected.
 from __future__ import annotations
 
 import io
-import itertools
 import math
 import os
 import struct
@@ -32,17 +31,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import UNKNOWN_MODES
 from ..errors import CorpusError, ModelError
 from ..files import atomic_file
 from ..outputs import check_output_file, named
 from ..reading import path_text, read_range
+from ..vectors.average import check_rule, sentences_text
 from ..vectors.model import Model
 
 BLOCK_CHARS = 1 << 22  # characters of text per block (about 40K lines of prose)
 NPY_HEADER_LEN = 128  # bytes of the .npy header we write: magic, length and padded dict
 _MAGIC = b"\x93NUMPY\x01\x00"
-_HASH_CACHE = 1 << 16  # unknown words whose hashed vectors an encoder keeps between blocks
 
 
 def npy_header(n_rows: int, dim: int) -> bytes:
@@ -65,112 +63,10 @@ def missing_path_for(output: os.PathLike) -> Path:
     return output.with_name(stem + ".missing.txt")
 
 
-class LineEncoder:
-    """Maps lines of text to the token-id stream of the embedding kernel.
-
-    ``unknown`` (``None``: the model's own rule) says what becomes of a word outside the
-    vocabulary: ``omit`` (the ``UNKNOWN`` id, skipped), ``hash`` or ``pieces`` (id ``V + j``
-    of the block's table of vectors: the j-th unknown word's sum from
-    ``Model.unknown_vectors`` divided by its count of pieces, its id repeated that many
-    times, so that the average is exactly ``Model.embed``'s; a word without pieces is dropped).
-    """
-
-    def __init__(self, model: Model, unknown: str | None = None):
-        from ..kernels.embed import LINE_END, UNKNOWN
-
-        lookup = dict(model.vocab.index)
-        lookup["\n"] = LINE_END  # no word of a vocabulary holds whitespace
-        self._get = lookup.get
-        self._tokenize_lines = model.tokenize_lines
-        self._unknown = UNKNOWN
-        self._line_end = LINE_END
-        self.unknown = model.unknown_rule[0] if unknown is None else unknown
-        if self.unknown not in UNKNOWN_MODES:  # as Model.embed says it
-            raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {self.unknown!r}")
-        self._n_words = len(model.vocab)
-        self._dim = model.dim
-        self._model = model
-        self._scale = model.unknown_scale(self.unknown)
-        self._seen: dict[str, tuple] = {}  # (float32 vector, count) of the unknown words met so far
-
-    def encode(self, lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """int32 ids of the tokens of ``lines``, each line ended by a ``LINE_END`` marker,
-        and the float32 (m, d) vectors of the ids ``V..V+m-1`` (unknown words)."""
-        ids, extra, _, _ = self.encode_counted(lines)
-        return ids, extra
-
-    def encode_counted(self, lines: list[str]) -> tuple[np.ndarray, np.ndarray, int, int]:
-        """:meth:`encode`, and the count of the lines' tokens and of those averaged (a word, not
-        its pieces: under pieces a word without pieces is not averaged, under omit an unknown word)."""
-        block = "".join(lines)
-        if not block.endswith("\n"):
-            block += "\n"
-        tokens = self._tokenize_lines(block)
-        ids = np.fromiter(map(self._get, tokens, itertools.repeat(self._unknown)), dtype=np.int32,
-                          count=len(tokens))
-        words = len(tokens) - int(np.count_nonzero(ids == self._line_end))
-        where = np.flatnonzero(ids == self._unknown)
-        if self.unknown == "omit":
-            return ids, np.empty((0, self._dim), dtype=np.float32), words, words - len(where)
-        table: dict[str, int] = {}
-        for p in where.tolist():
-            ids[p] = self._n_words + table.setdefault(tokens[p], len(table))
-        extra, counts = self._vectors(list(table))
-        per_word = counts[ids[where] - self._n_words]  # the pieces of each unknown word (hash: 1)
-        if (counts != 1).any():  # pieces: a word's id once per piece, none for a word without pieces
-            repeat = np.ones(len(ids), dtype=np.int64)
-            repeat[where] = per_word
-            ids = np.repeat(ids, repeat)
-        return ids, extra, words, words - int(np.count_nonzero(per_word == 0))
-
-    def _vectors(self, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """float32 vectors of ``tokens`` (each one's sum over its count) and the counts; a word seen in
-        an earlier block is not computed again.
-
-        The cache is bounded (a huge input keeps only recent words) and may be shared by
-        threads encoding with one encoder: as in ``Model.embed``, the result comes from this
-        call's own rows, published to the cache only after they are all at hand."""
-        from ..vectors.numeric import cached_rows
-
-        def make(new):
-            sums, counts = self._model.unknown_vectors(new, self.unknown, self._scale)
-            return zip((sums / np.maximum(counts, 1)[:, None]).astype(np.float32), counts.tolist())
-
-        rows = cached_rows(self._seen, tokens, make, _HASH_CACHE)
-        extra = np.empty((len(tokens), self._dim), dtype=np.float32)
-        for j, token in enumerate(tokens):
-            extra[j] = rows[token][0]
-        return extra, np.fromiter((rows[t][1] for t in tokens), dtype=np.int64, count=len(tokens))
-
-
-def average(vectors: np.ndarray, ids: np.ndarray, n_lines: int, fill: float = math.nan,
-            parallel: bool = False, extra: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of ``n_lines`` lines from an encoded stream: float32 (n_lines, d) and the words averaged.
-
-    ``extra``: the vectors of ids from ``len(vectors)`` on (``LineEncoder.encode``'s second value).
-    """
-    from ..kernels import embed as K
-
-    starts = np.empty(n_lines, dtype=np.int64)
-    stops = np.empty(n_lines, dtype=np.int64)
-    found = K.line_bounds(ids, starts, stops)
-    if found != n_lines:
-        raise AssertionError(f"tokenizer found {found} line ends in {n_lines} lines")
-    W = np.ascontiguousarray(vectors, dtype=np.float32)  # a plain ndarray, also from a memmap
-    out = np.empty((n_lines, W.shape[1]), dtype=np.float32)
-    counts = np.empty(n_lines, dtype=np.int64)
-    kernel = K.mean_lines_parallel if parallel else K.mean_lines_serial
-    extra = W[:0] if extra is None else np.ascontiguousarray(extra, dtype=np.float32)
-    kernel(W, extra, ids, starts, stops, float(fill), out, counts)
-    return out, counts
-
-
-def embed_lines(model: Model, lines, fill: float = math.nan, unknown: str | None = None
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Embed a list of lines in one call: float32 (n, d) and the count of words averaged in each."""
-    lines = [line if line.endswith("\n") else line + "\n" for line in lines]
-    ids, extra = LineEncoder(model, unknown).encode(lines)
-    return average(model.vectors, ids, len(lines), fill, extra=extra)
+def _text(lines: list) -> str:
+    """Lines as :func:`read_blocks` yields them, as one text whose every line ends with a line end."""
+    text = "".join(lines)
+    return text if text.endswith("\n") else text + "\n"
 
 
 def read_blocks(path, block_chars: int = BLOCK_CHARS, byte_range: tuple[int, int] | None = None):
@@ -248,20 +144,14 @@ def embed_summary(stats: EmbedStats, model: Model, unknown: str | None = None, o
 
 @dataclass(frozen=True)
 class SentenceWords:
-    """A sentence as a model averages it: the ids of its ``known`` words, its ``unknown`` words, the
-    ``rule`` for those ("omit", "hash" or "pieces") and, under pieces, each unknown word's
-    ``pieces`` ([] for one without). The rule of what has an embedding: a sentence has one
-    when it has a known word, or an unknown word the rule gives a vector (any under hash, one
-    with pieces under pieces)."""
+    """A sentence as a model averages it: its ``unknown`` words, the ``rule`` for those ("omit", "hash"
+    or "pieces"), under pieces each unknown word's ``pieces`` ([] for one without), and whether it
+    ``has_embedding`` (something to average, as the model's Averager counts it)."""
 
-    known: list
     unknown: list
     rule: str
+    has_embedding: bool
     pieces: tuple = ()
-
-    @property
-    def has_embedding(self) -> bool:
-        return bool(self.known) or (self.rule == "hash" and bool(self.unknown)) or any(self.pieces)
 
     @property
     def lacks(self) -> str:
@@ -282,9 +172,11 @@ class SentenceWords:
 
 def sentence_words(model: Model, sentence: str, unknown: str | None = None) -> SentenceWords:
     """:class:`SentenceWords` of ``sentence`` under ``unknown`` (default: the model's own rule)."""
-    known, missing = model.ids(sentence)
+    missing = model.ids(sentence)[1]
     rule = unknown or model.unknown_rule[0]
-    return SentenceWords(known, missing, rule, tuple(map(model.pieces.split, missing)) if rule == "pieces" else ())
+    done = model.averager.average(model.averager.encode(sentences_text([sentence])), rule, model.unknown_scale(rule))
+    pieces = tuple(map(model.pieces.split, missing)) if rule == "pieces" else ()
+    return SentenceWords(missing, rule, bool(done.counts[0]), pieces)
 
 
 def query_sentence(model: Model, sentence: str, note=None) -> SentenceWords:
@@ -388,43 +280,48 @@ def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fil
         from ..kernels import resolve_threads
 
         numba.set_num_threads(resolve_threads(threads))
-    vectors = np.ascontiguousarray(model.vectors, dtype=np.float32)
-    dim = vectors.shape[1]
-    encoder = LineEncoder(model, unknown)
+    rule = model.unknown_rule[0] if unknown is None else unknown
+    scale = model.unknown_scale(rule)
+    check_rule(rule, scale)
+    averager = model.averager
     stats = EmbedStats(output=str(output), missing_file=str(missing_file))
     t0 = time.perf_counter()
     try:
         with atomic_file(output, sweep) as tmp_out, atomic_file(missing_file, sweep) as tmp_missing, \
                 open(tmp_out, "wb") as out, open(tmp_missing, "w", encoding="utf-8", newline="\n") as miss, \
                 ThreadPoolExecutor(max_workers=1) as pool:
-            out.write(npy_header(0, dim))
-            what = "no known word" if encoder.unknown == "omit" else "no word"
+            out.write(npy_header(0, model.dim))
+            what = "no known word" if rule == "omit" else "no word"
             miss.write(f"# lines of {path_text(source)} with {what} (1-based; array row = line - 1)\n")
 
-            def finish(ids, extra, n_lines, first_line, parallel):
-                rows, counts = average(vectors, ids, n_lines, fill, parallel, extra)
-                rows.tofile(out)
-                empty = np.flatnonzero(counts == 0)
+            def finish(encoded, first_line, kernel):
+                done = averager.average(encoded, rule, scale, fill, kernel=kernel)
+                done.rows.tofile(out)
+                empty = np.flatnonzero(done.counts == 0)
                 if len(empty):
                     miss.write("".join(f"{first_line + i}\n" for i in empty.tolist()))
-                return len(empty)
+                return len(empty), done.averaged
+
+            def wait(pending) -> None:
+                missing, averaged = pending.result()
+                stats.missing += missing
+                stats.known_tokens += averaged  # words, not pieces: a word of three pieces is one
 
             pending = None
             for n_block, lines in enumerate(blocks):
-                # the tokens and those averaged are counted as words (a word of three pieces is one)
-                ids, extra, words, averaged = encoder.encode_counted(lines)
+                encoded = averager.encode(_text(lines))
                 if pending is not None:
-                    stats.missing += pending.result()
-                pending = pool.submit(finish, ids, extra, len(lines), stats.lines + 1, threads != 1 and n_block > 0)
+                    wait(pending)
+                kernel = "parallel" if threads != 1 and n_block > 0 else "serial"
+                pending = pool.submit(finish, encoded, stats.lines + 1, kernel)
                 stats.lines += len(lines)
-                stats.tokens += words
-                stats.known_tokens += averaged
+                stats.tokens += encoded.tokens
                 if progress is not None:
                     progress(stats.lines)
             if pending is not None:
-                stats.missing += pending.result()
+                wait(pending)
             out.seek(0)
-            out.write(npy_header(stats.lines, dim))
+            out.write(npy_header(stats.lines, model.dim))
     except OSError as exc:
         raise ModelError(f"cannot write {output}: {exc.strerror or exc}") from None
     stats.seconds = time.perf_counter() - t0
@@ -453,8 +350,7 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
         raise ValueError(f"the sentence {sentence!r} has {what}")
     qn = np.linalg.norm(q)
     q = q / qn if qn > 0 else q
-    encoder = LineEncoder(model)
-    vectors = np.ascontiguousarray(model.vectors, dtype=np.float32)
+    rule, scale = model.unknown_rule[0], model.unknown_scale(model.unknown_rule[0])
     best_cos = np.empty(0, dtype=np.float64)
     best_line = np.empty(0, dtype=np.int64)
     best_text: list[str] = []
@@ -462,8 +358,8 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
     invalid = 0
     for lines in read_blocks(input_path, block_chars):
         invalid += sum("\ufffd" in line for line in lines)  # what the reader's check_text counts
-        ids, extra = encoder.encode(lines)
-        rows, counts = average(vectors, ids, len(lines), 0.0, extra=extra)
+        done = model.averager.average(model.averager.encode(_text(lines)), rule, scale, 0.0, kernel="serial")
+        rows, counts = done.rows, done.counts
         norms = np.linalg.norm(rows, axis=1).astype(np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
             cos = (rows.astype(np.float64) @ q) / norms

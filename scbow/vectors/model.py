@@ -8,23 +8,17 @@
 from __future__ import annotations
 
 import math
-import warnings
-from functools import partial
-from itertools import repeat
 from pathlib import Path
 
 import numpy as np
 
-from ..config import UNKNOWN_MODES  # noqa: F401  (re-exported: omit, hash)
 from ..progress import plural
 from ..text.tokenize import TOKENIZER_VERSION, tokenizer
 from ..text.vocab import Vocab
-from . import unknown as unknown_words
-from .neighbours import NEIGHBOUR_MIN_COUNT  # noqa: F401  (re-exported: the default of wv.most_similar(min_count=))
-from .numeric import cosine_matrix, mean_rows, semantic_search, similarity_pairwise
+from .average import Averager, check_rule, own_rule, rule_scale
+from .numeric import cosine_matrix, semantic_search, similarity_pairwise
 from .pieces import Pieces
-from .unknown import DEFAULT_UNKNOWN, HASH_SCALE  # noqa: F401  (re-exported)
-from .words import WordVectors, read_word_pairs, row_parts, unit_vector  # noqa: F401  (re-exported)
+from .words import WordVectors, row_parts
 
 
 class Model:
@@ -42,8 +36,6 @@ class Model:
     ``model.wv.most_similar("king")``, ``model.wv.similarity("king", "queen")``. A model
     trained with a word part has rows ``[sentence part ; word part]`` (:attr:`parts`):
     sentences are embedded with the whole rows, words compared by the word part's columns.
-    The word methods' old spellings on the model (``model.most_similar``, ``model["king"]``...)
-    still work, with a DeprecationWarning naming the new one (:data:`DEPRECATED`).
     """
 
     similarity_fn_name = "cosine"
@@ -67,10 +59,8 @@ class Model:
         self._vectors = vectors
         # the model directory whose files these rows are mapped from (set by load_model); new rows are not
         self.source_dir = None
-        # what was computed from the old vectors
-        self._unknown_norm = None
-        self._hashed = {}
-        self._split = {}  # unknown words' pieces' sums: they hold rows
+        old = self.__dict__.get("averager")
+        self.averager = Averager(self.vocab, vectors, self.tokenize_lines) if old is None else old.renew(vectors)
         self._generation = self.__dict__.get("_generation", 0) + 1  # wv's search table is of an older one
 
     @property
@@ -144,25 +134,21 @@ class Model:
     @property
     def unknown_rule(self) -> tuple[str, float]:
         """The model's own ``(unknown, unknown_scale)``: what :meth:`embed` does by default."""
-        return unknown_words.own_rule(self)
+        return own_rule(self.config)
 
     def unknown_scale(self, rule: str) -> float:
-        """The norm multiple of ``rule`` for this model (:func:`scbow.vectors.unknown.rule_scale`)."""
-        return unknown_words.rule_scale(self, rule)
+        """The norm multiple of ``rule`` for this model (:func:`scbow.vectors.average.rule_scale`)."""
+        return rule_scale(self.config, rule)
 
     @property
     def pieces(self) -> Pieces:
         """The pieces unknown words are split into under ``unknown="pieces"`` (built on first use)."""
-        return unknown_words.pieces_of(self)
-
-    def unknown_vectors(self, tokens: list[str], rule: str, scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """What unknown ``tokens`` add to an average: :func:`scbow.vectors.unknown.unknown_vectors`."""
-        return unknown_words.unknown_vectors(self, tokens, rule, scale)
+        return self.averager.pieces
 
     def unknown_norm(self) -> float:
         """The median norm of the rows of the rarest tenth of the trained vocabulary
-        (:func:`scbow.vectors.unknown.unknown_norm`)."""
-        return unknown_words.unknown_norm(self)
+        (:meth:`scbow.vectors.average.Averager.unknown_norm`)."""
+        return self.averager.unknown_norm()
 
     def embed(self, sentences, unknown: str | None = None, unknown_scale: float | None = None) -> np.ndarray:
         """Sentence embeddings: the mean of the vectors of the known words.
@@ -194,19 +180,14 @@ class Model:
     def _embed_strs(self, sentences, unknown: str | None, unknown_scale: float | None) -> np.ndarray:
         """:meth:`embed` of a list of str (checked by the caller: :meth:`embed`, :meth:`encode`)."""
         unknown = self.unknown_rule[0] if unknown is None else unknown
-        if unknown not in UNKNOWN_MODES:
-            raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {unknown!r}")
         unknown_scale = self.unknown_scale(unknown) if unknown_scale is None else unknown_scale
-        if (isinstance(unknown_scale, (bool, np.bool_)) or not isinstance(unknown_scale, (int, float, np.number))
-                or not 0 < unknown_scale <= 1e6 or not math.isfinite(unknown_scale)):
-            raise ValueError(f"unknown_scale must be a number above 0 and at most 1e6 (as in TrainConfig), "
-                             f"got {unknown_scale!r}")
+        check_rule(unknown, unknown_scale)
         unique = dict.fromkeys(sentences)  # a sentence said twice is embedded once
         if len(unique) == len(sentences):
-            return self._embed_lines(sentences, unknown, unknown_scale)
+            return self.averager.embed(sentences, unknown, unknown_scale)
         row = {sentence: n for n, sentence in enumerate(unique)}
         which = np.fromiter(map(row.__getitem__, sentences), dtype=np.int64, count=len(sentences))
-        return self._embed_lines(list(unique), unknown, unknown_scale)[which]
+        return self.averager.embed(list(unique), unknown, unknown_scale)[which]
 
     def encode(self, sentences, batch_size: int = 4096, show_progress_bar: bool = False,
                normalize_embeddings: bool = False, fill: float = math.nan, unknown: str | None = None,
@@ -265,53 +246,6 @@ class Model:
             out = np.where(np.isnan(out).any(axis=1, keepdims=True), np.float32(fill), out).astype(np.float32)
         return out[0] if single else out
 
-    def _embed_lines(self, sentences, rule: str, scale: float) -> np.ndarray:
-        """``embed(sentences)``: float32 (n, dim); unknown words under the rule ``unknown`` at ``scale``.
-
-        The sentences are tokenized in one call, one per line (the tokens of each line are
-        those of ``tokenize(sentence)``: a line end is whitespace, and lowercasing a
-        sentence does not look past it), and looked up in one pass. The sums of what the
-        unknown words bring (:meth:`unknown_vectors`) are added to those of the known rows,
-        and their counts to the known words', before dividing.
-        """
-        if not len(sentences):
-            return np.empty((0, self.dim), dtype=np.float32)
-        index = self.vocab.index
-        text = "\n".join(sentences)
-        if text.count("\n") != len(sentences) - 1:  # a sentence has line ends: spaces split it alike
-            text = "\n".join(sentence.replace("\n", " ") for sentence in sentences)
-        tokens = self.tokenize_lines(text + "\n")
-        ids = np.fromiter(map(index.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
-        if "\n" in index:  # a word no sentence can hold: here it would stand for the line ends
-            ids[ids == index["\n"]] = -1
-        unknown = np.flatnonzero(ids < 0)
-        is_end = np.fromiter((tokens[i] == "\n" for i in unknown.tolist()), dtype=bool, count=len(unknown))
-        ends = unknown[is_end]
-        if len(ends) != len(sentences):
-            raise AssertionError(f"tokenizer found {len(ends)} line ends in {len(sentences)} sentences")
-        known = ids >= 0
-        lengths = np.diff(np.cumsum(known)[ends], prepend=0)
-        words = unknown[~is_end]  # positions of the unknown words
-        if rule == "omit" or not len(words):
-            return mean_rows(self.vectors, ids[known], lengths, dtype=np.float32)
-        distinct, which = np.unique(np.array([tokens[p] for p in words.tolist()], dtype=object), return_inverse=True)
-        table, counts = self.unknown_vectors(distinct.tolist(), rule, scale)
-        sentence_of = np.searchsorted(ends, words)  # a word's sentence: the line ends before it (sorted)
-        sums = np.zeros((len(sentences), self.dim))
-        # the r-th unknown word of every sentence at once (few per sentence; reduceat over
-        # 300 columns is slow, see mean_rows)
-        first = np.flatnonzero(np.r_[True, sentence_of[1:] != sentence_of[:-1]])
-        rank = np.arange(len(words)) - np.repeat(first, np.diff(np.r_[first, len(words)]))
-        for r in range(int(rank.max()) + 1):
-            at = rank == r
-            sums[sentence_of[at]] += table[which[at]]
-        means = mean_rows(self.vectors, ids[known], lengths)  # float64, NaN where no known word
-        sums += np.where(lengths[:, None] > 0, means, 0.0) * lengths[:, None]
-        total = lengths + np.bincount(sentence_of, weights=counts[which], minlength=len(sentences)).astype(np.int64)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return (sums / np.where(total > 0, total, np.nan)[:, None]).astype(np.float32)
-
-
     # -- comparing sentences, with sentence-transformers' conventions -------------------
 
     def similarity(self, a, b, unknown: str | None = None) -> np.ndarray:
@@ -322,14 +256,7 @@ class Model:
 
         ``a``, ``b``: embeddings (arrays of 1 or 2 dims), or sentences (a list of str, or one
         str), which are encoded first (``unknown``: as in :meth:`embed`).
-
-        Deprecated: two plain strings give their cosine as a float, as this method did before
-        it took embeddings (with a DeprecationWarning); ``model.similarity([s1], [s2])`` gives the 1x1 matrix.
         """
-        if isinstance(a, str) and isinstance(b, str):
-            warnings.warn("Model.similarity(str, str) -> float is deprecated: use model.similarity([s1], [s2]) "
-                          "(a 1x1 matrix) or model.similarity_pairwise", DeprecationWarning, stacklevel=2)
-            return float(self.similarity([a], [b], unknown)[0, 0])
         return cosine_matrix(*_embeddings(self, a, b, unknown))
 
     def similarity_pairwise(self, a, b, unknown: str | None = None) -> np.ndarray:
@@ -345,24 +272,6 @@ class Model:
         (encoded first). Rows with no embedding are never found; a query with none finds nothing."""
         return semantic_search(*_embeddings(self, queries, corpus_embeddings, unknown), top_k=top_k)
 
-    # -- the word methods' old spellings (DEPRECATED) --------------------------------------
-
-    def __getattr__(self, name: str):
-        """A deprecated spelling of :data:`DEPRECATED`: what it gave, with a DeprecationWarning."""
-        if name not in DEPRECATED:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        new, old = DEPRECATED[name]
-        warnings.warn(f"Model.{name} is deprecated: use {new}", DeprecationWarning, stacklevel=2)
-        return old(self)
-
-    def __getitem__(self, word) -> np.ndarray:
-        """Deprecated: the whole row of ``word`` (``model.wv[word]`` is the word vector)."""
-        warnings.warn("model[word] is deprecated: use model.wv[word] (the word vectors) or "
-                      "model.vectors[model.wv.get_index(word)] (the whole row)", DeprecationWarning, stacklevel=2)
-        if isinstance(word, (list, tuple)):
-            return np.asarray(self._vectors)[np.array([self.wv.get_index(w) for w in word], dtype=np.int64)]
-        return self._vectors[self.wv.get_index(word)]
-
     def export(self, path, format: str = "word2vec", **options):
         """Write the model as ``scbow-numba export`` does (a word2vec file of the word vectors, a
         sentence-transformers or model2vec folder); the options and the returned record:
@@ -370,11 +279,6 @@ class Model:
         from .export import export
 
         return export(self, path, format, **options)
-
-    def __contains__(self, word) -> bool:
-        """Deprecated: ``word in model.wv``."""
-        warnings.warn("word in model is deprecated: use word in model.wv", DeprecationWarning, stacklevel=2)
-        return word in self.wv
 
 
 def _embeddings(model: Model, a, b, unknown: str | None) -> tuple[np.ndarray, np.ndarray]:
@@ -397,43 +301,3 @@ def _embeddings(model: Model, a, b, unknown: str | None) -> tuple[np.ndarray, np
         return (rows[0] if isinstance(sides[0], str) else rows[:n],
                 rows[n] if isinstance(sides[1], str) else rows[n:])
     return tuple(model.encode(x, unknown=unknown) if t else x for x, t in zip(sides, text))
-
-
-def _similarities(model: Model, first, second=None, unknown: str | None = None) -> np.ndarray:
-    """The old ``Model.similarities``: cosines of ``(sentence1, sentence2)`` pairs, or of two lists."""
-    if second is None:
-        if isinstance(first, str):
-            raise TypeError("similarities() takes pairs of sentences, or two lists of sentences")
-        pairs = list(first)
-        for n, pair in enumerate(pairs):
-            if isinstance(pair, str) or len(pair) != 2:
-                raise ValueError(f"pair {n} is not a pair of sentences: {pair!r:.80}")
-        first, second = [p[0] for p in pairs], [p[1] for p in pairs]
-    elif isinstance(first, str) or isinstance(second, str):
-        raise TypeError("similarities(firsts, seconds) takes two lists of sentences")
-    return model.similarity_pairwise(list(first), list(second), unknown=unknown)
-
-
-def _whole_row(model: Model, word: str, norm: bool = False) -> np.ndarray:
-    """The old ``Model.get_vector``: the whole row of ``word`` (scaled to length 1 with ``norm``)."""
-    row = model.vectors[model.wv.get_index(word)]
-    return unit_vector(row) if norm else row
-
-
-# The old spellings on Model of what is now model.wv's (or another name): old name ->
-# (the new spelling, what the old name gives: model -> attribute). Each gives what it gave
-# before: the word vectors where it compared words, the whole rows where it returned rows.
-DEPRECATED = {name: (f"model.wv.{name}", partial(lambda name, m: getattr(m.wv, name), name)) for name in (
-    "most_similar", "similar_by_word", "similar_by_vector", "n_similarity", "distance", "distances", "rank",
-    "doesnt_match", "evaluate_word_pairs", "get_index", "index_to_key", "key_to_index", "get_vecattr",
-    "get_normed_vectors")}
-DEPRECATED.update({
-    "word_vectors": ("model.wv.vectors", lambda m: m.wv.vectors),
-    "vector_size": ("model.dim (model.wv.vector_size: the word vectors')", lambda m: m.dim),
-    "get_vector": ("model.wv.get_vector (the word vectors) or model.vectors[model.wv.get_index(word)]",
-                   lambda m: partial(_whole_row, m)),
-    "save_word2vec_format": ("model.wv.save_word2vec_format (the word vectors, what it writes now, as export "
-                             "does) or model.export(path, part=\"all\") (the whole rows)",
-                             lambda m: m.wv.save_word2vec_format),
-    "similarities": ("model.similarity_pairwise", lambda m: partial(_similarities, m)),
-})

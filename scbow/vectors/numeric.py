@@ -61,10 +61,15 @@ def rarest_rows(vectors: np.ndarray, counts=None) -> np.ndarray:
     Words with a count of 0 (added by vocabulary expansion, after the trained ones) do not
     count. Their median norm sets the norm of hashed unknown-word vectors.
     """
-    trained = np.arange(len(vectors)) if counts is None else np.flatnonzero(np.asarray(counts) > 0)
+    return np.asarray(vectors[rarest_ids(len(vectors), counts)], dtype=np.float64)
+
+
+def rarest_ids(n: int, counts=None) -> np.ndarray:
+    """The ids of :func:`rarest_rows` among ``n`` rows."""
+    trained = np.arange(n) if counts is None else np.flatnonzero(np.asarray(counts) > 0)
     if len(trained) == 0:
-        trained = np.arange(len(vectors))
-    return np.asarray(vectors[trained[-max(1, len(trained) // 10):]], dtype=np.float64)
+        trained = np.arange(n)
+    return trained[-max(1, len(trained) // 10):]
 
 
 # mean_rows adds the k-th rows of all the groups longer than k in one NumPy step while at
@@ -90,9 +95,7 @@ def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray, dtype=n
     a cached kernel costs a fresh process about half a second, more than a whole
     ``scbow-numba similarity`` call takes without it), and on the few sentences they get
     numpy is as fast. The kernels serve files of millions of lines. Both sum each group in
-    float64 in order, so they give the same numbers: ``tests/test_embedding.py`` checks
-    ``embed`` files against ``Model.embed`` bit for bit with unknown words omitted (hashed ones
-    are added in another order and rounded to float32 first in a file: equal to about 1e-7).
+    float64 in order, so they give the same numbers (``scbow.vectors.average`` takes either).
 
     Many groups are summed by position rather than by group: with the groups sorted longest
     first, the k-th rows of all the groups longer than k are added in one step. That is

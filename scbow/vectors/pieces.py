@@ -7,7 +7,7 @@ characters found in them: the first characters of a word (``la``), and any run o
 characters inside one (``##er``). Each piece counts as one token of the sentence average:
 a piece that is a word of the model (``la`` in ``laertes``, say) brings its trained row,
 any other a fixed random vector drawn from a hash of the piece (``hashed_vector``) of norm
-``unknown_scale`` times the model's :meth:`~scbow.vectors.model.Model.unknown_norm`.
+``unknown_scale`` times the rarest rows' norm (:mod:`scbow.vectors.average`).
 
 Why pieces and not one hashed vector per word: a sentence-transformers or model2vec
 folder can hold a WordPiece tokenizer and one row per piece, so the exported model embeds
@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-# The longest piece, in characters, and a piece's norm as a multiple of unknown_norm: on the STS-B
-# dev set (10M and 100M models) 2 x 0.35 is the smallest setting within 0.002 of the best (4 x 0.75,
-# with 19 times the rows); benchmarks/results/unknown_pieces.md.
+# The longest piece, in characters: on the STS-B dev set (10M and 100M models) 2 characters at
+# TrainConfig's unknown_scale 0.35 is the smallest setting within 0.002 of the best (4 x 0.75, with
+# 19 times the rows); benchmarks/results/unknown_pieces.md.
 PIECE_CHARS = 2
-PIECE_SCALE = 0.35
 PREFIX = "##"  # what marks a piece that continues a word (WordPiece's continuing_subword_prefix)
 MAX_WORD_CHARS = 100  # WordPiece's default max_input_chars_per_word; raised to the longest word of a vocabulary
 

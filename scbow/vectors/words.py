@@ -36,22 +36,6 @@ def row_parts(config: dict, width: int) -> dict:
     return {"sentence": (0, width)}
 
 
-def unit_vector(vector: np.ndarray) -> np.ndarray:
-    """``vector`` scaled to length 1 in float64, returned in its own dtype (a zero vector stays zero)."""
-    v = np.asarray(vector, dtype=np.float64)
-    length = np.linalg.norm(v)
-    return (v / (length if length > 0 else 1.0)).astype(vector.dtype)
-
-
-def save_word2vec(model, path, binary: bool, part: str) -> None:
-    """``model``'s rows (``part``: "all", "sentence" or "word") in word2vec text or binary format."""
-    from .export import export
-
-    if not isinstance(binary, (bool, np.bool_)):  # binary="no" is truthy: it would write binary
-        raise TypeError(f"binary must be True or False, not {binary!r}")
-    export(model, path, "word2vec", binary=bool(binary), part=part)
-
-
 class WordVectors:
     """The word vectors of a :class:`~scbow.vectors.model.Model` (``model.wv``), as gensim's ``KeyedVectors``.
 
@@ -158,8 +142,13 @@ class WordVectors:
         return self.vectors[self.get_index(word)]
 
     def get_vector(self, word: str, norm: bool = False) -> np.ndarray:
-        """``wv[word]``, or with ``norm=True`` that vector scaled to length 1 (a zero vector stays zero)."""
-        return unit_vector(self[word]) if norm else self[word]
+        """``wv[word]``, or with ``norm=True`` that vector scaled to length 1 in float64, returned in its
+        own dtype (a zero vector stays zero)."""
+        vector = self[word]
+        if not norm:
+            return vector
+        length = np.linalg.norm(vector.astype(np.float64))
+        return (vector.astype(np.float64) / (length if length > 0 else 1.0)).astype(vector.dtype)
 
     def get_vecattr(self, word: str, attr: str):
         """gensim's ``get_vecattr``: ``"count"`` is the word's count in the training corpus (0: unknown)."""
@@ -278,7 +267,11 @@ class WordVectors:
     def save_word2vec_format(self, path, binary: bool = False) -> None:
         """Write :attr:`vectors` in word2vec text or binary format (``scbow-numba export --part word``
         for a model with a word part; the whole rows for one without)."""
-        save_word2vec(self._model, path, binary, "word" if "word" in self._model.parts else "all")
+        from .export import export
+
+        if not isinstance(binary, (bool, np.bool_)):  # binary="no" is truthy: it would write binary
+            raise TypeError(f"binary must be True or False, not {binary!r}")
+        export(self._model, path, "word2vec", binary=bool(binary), part="word" if "word" in self._model.parts else "all")
 
     # -- nearest words ----------------------------------------------------------------------
 

@@ -1,0 +1,287 @@
+"""The average of a sentence: :class:`Averager`, the one object every path that embeds text calls.
+
+A sentence's embedding is the mean of the rows of its tokens. A token outside the vocabulary
+follows a rule (``TrainConfig.unknown``): ``omit`` leaves it out (the paper's rule); ``hash``
+gives it one fixed random vector drawn from a hash of the token, so that a rare name shared by
+two sentences still counts as shared; ``pieces`` splits it into WordPiece pieces
+(:mod:`scbow.vectors.pieces`), each one more token of the average: a piece that is a word
+brings its row, any other its hashed vector. A hashed vector's norm is ``scale`` times the
+median norm of the rows of the rarest tenth of the trained vocabulary (the words most like
+unseen ones). A sentence with nothing to average has no embedding (NaN, or ``fill``).
+
+``Model.encode`` and ``embed``, the ``embed`` command (one file, or shards on a cluster),
+``neighbors --in``, the training curve and the exported folders all average through an
+:class:`Averager`, so they give the same rows bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import repeat
+
+import numpy as np
+
+from ..config import UNKNOWN_MODES, TrainConfig
+from .numeric import cached_rows, hashed_vectors, mean_rows, rarest_ids, rarest_rows
+from .pieces import Pieces
+
+# A model without a record of its rule (vectors from elsewhere) leaves unknown words out.
+DEFAULT_UNKNOWN = "omit"
+# The norm of a hashed vector under hash, as a multiple of the rarest tenth's median norm, for a
+# model that records no scale of its own: without frequency weights 0.75 scored best on the
+# STS-B dev set (benchmarks/results/unknown_words.md); with them the rarest rows are nearly the
+# untrained ones, and 1.0 (word overlap for unknown words) scored best. Under pieces, the scale
+# is TrainConfig's default (the default rule's own).
+HASH_SCALE = 0.75
+# unknown words (and pieces) whose vectors an averager keeps between calls
+_CACHE = 1 << 16
+
+LINE_END = -2  # the id of a line end in an encoded stream (scbow.kernels.embed's)
+UNKNOWN = -1  # the id a token outside the vocabulary has until it is numbered
+
+
+def own_rule(config: dict) -> tuple[str, float]:
+    """The ``(unknown, unknown_scale)`` a model's ``config`` records (``omit`` without a record)."""
+    return str(config.get("unknown", DEFAULT_UNKNOWN)), float(config.get("unknown_scale", HASH_SCALE))
+
+
+def rule_scale(config: dict, rule: str) -> float:
+    """The norm multiple of ``rule`` for a model of ``config``: its own for its own rule; for another,
+    that rule's default (pieces: TrainConfig's; hash: 1.0 with frequency weights, else HASH_SCALE)."""
+    own, scale = own_rule(config)
+    if rule == own:
+        return scale
+    if rule == "pieces":
+        return TrainConfig.unknown_scale
+    return 1.0 if config.get("frequency_weight") else HASH_SCALE
+
+
+def check_rule(rule: str, scale) -> None:
+    """ValueError, one line, for a rule that is none of UNKNOWN_MODES or a senseless scale."""
+    if rule not in UNKNOWN_MODES:
+        raise ValueError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {rule!r}")
+    if (isinstance(scale, (bool, np.bool_)) or not isinstance(scale, (int, float, np.number))
+            or not 0 < scale <= 1e6 or not math.isfinite(scale)):
+        raise ValueError(f"unknown_scale must be a number above 0 and at most 1e6 (as in TrainConfig), got {scale!r}")
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """Lines as token ids, whatever the rows: ``ids`` (int32) holds a vocabulary id, ``V + j`` for
+    ``words[j]`` (the distinct tokens outside the vocabulary, in order of appearance) and
+    ``LINE_END`` after every line; ``tokens``: the lines' tokens, line ends not counted."""
+
+    ids: np.ndarray
+    words: list
+    lines: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Averages:
+    """``rows`` (n, dim) of :meth:`Averager.average`; ``counts``: the tokens averaged in each line (a
+    piece counts one; 0: no embedding); ``averaged``: the lines' tokens that brought a vector (a word
+    of three pieces counts one)."""
+
+    rows: np.ndarray
+    counts: np.ndarray
+    averaged: int
+
+
+class Averager:
+    """Sentence averages over one vocabulary and one matrix of rows, under any unknown-word rule.
+
+    ``vectors``: (len(vocab), dim), row i is ``vocab.words[i]``. ``tokenize_lines``: the tokenizer
+    of the rows' words (``Model.tokenize_lines``), a ``"\\n"`` token at each line end. ``pieces``:
+    the vocabulary's :class:`~scbow.vectors.pieces.Pieces` when the caller has them (built on first
+    use otherwise). The caches (unit hashed vectors, the pieces' sums, the rarest tenth's norm)
+    belong to these rows: new rows get a new averager. Threads may share one (see ``cached_rows``).
+    """
+
+    def __init__(self, vocab, vectors: np.ndarray, tokenize_lines, pieces: Pieces | None = None):
+        self.vocab = vocab
+        self.vectors = vectors
+        self._tokenize_lines = tokenize_lines
+        self._pieces = pieces
+        self._norm = None
+        self._lookup = None
+        self._hashed: dict = {}  # token -> unit hashed vector (float64)
+        self._split: dict = {}  # token -> (sum of its pieces' word rows, sum of the others' unit vectors, pieces)
+
+    def renew(self, vectors: np.ndarray) -> Averager:
+        """An averager of new rows of the same words: the pieces and the unit hashed vectors (which
+        depend on the words and the dimension alone) are kept, the rest starts anew."""
+        fresh = Averager(self.vocab, vectors, self._tokenize_lines, self._pieces)
+        if vectors.shape[1] == self.dim:
+            fresh._hashed = self._hashed
+        return fresh
+
+    @property
+    def dim(self) -> int:
+        return self.vectors.shape[1]
+
+    @property
+    def pieces(self) -> Pieces:
+        """The pieces unknown words are split into (about 0.3 s to build for 125,000 words)."""
+        if self._pieces is None:
+            self._pieces = Pieces(self.vocab.words)
+        return self._pieces
+
+    def unknown_norm(self) -> float:
+        """The median norm of the rows of the rarest tenth of the trained vocabulary (words with a
+        count of 0, added by vocabulary expansion, do not count: the norm stays that of the words
+        learned); 1.0 for an empty vocabulary."""
+        if self._norm is None:
+            rare = rarest_rows(self.vectors, self.vocab.counts)
+            self._norm = float(np.median(np.linalg.norm(rare, axis=1))) if len(rare) else 1.0
+        return self._norm
+
+    def unknown_vectors(self, tokens: list, rule: str, scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """What each of the unknown ``tokens`` adds to a sentence under ``rule`` ("hash" or "pieces") at
+        ``scale``: the float64 sums of its vectors (n, dim) and how many tokens of the average it is.
+
+        hash: one hashed vector of norm ``scale * unknown_norm()``, count 1. pieces: the rows of its
+        pieces that are words plus the hashed vectors (that norm) of the others, one count a piece;
+        zeros and 0 for a token without pieces.
+        """
+        norm = scale * self.unknown_norm()
+        if rule == "hash":
+            return self._unit_hashed(tokens) * norm, np.ones(len(tokens), dtype=np.int64)
+        rows = cached_rows(self._split, tokens, self._split_sums, _CACHE)
+        sums = np.array([rows[t][0] + norm * rows[t][1] for t in tokens]).reshape(len(tokens), self.dim)
+        return sums, np.fromiter((rows[t][2] for t in tokens), dtype=np.int64, count=len(tokens))
+
+    def _split_sums(self, tokens: list) -> list:
+        index, splits = self.vocab.index, [self.pieces.split(t) for t in tokens]
+        new = sorted({p for pieces in splits for p in pieces if p not in index})
+        hashed = dict(zip(new, self._unit_hashed(new)))
+        out = []
+        for pieces in splits:
+            words, other = np.zeros(self.dim), np.zeros(self.dim)
+            for piece in pieces:
+                i = index.get(piece)
+                if i is None:
+                    other += hashed[piece]
+                else:
+                    words += self.vectors[i]
+            out.append((words, other, len(pieces)))
+        return out
+
+    def _unit_hashed(self, tokens: list) -> np.ndarray:
+        rows = cached_rows(self._hashed, tokens, lambda new: hashed_vectors(new, self.dim, 1.0), _CACHE)
+        return np.array([rows[t] for t in tokens]).reshape(len(tokens), self.dim)
+
+    def encode(self, text: str) -> Encoded:
+        """The lines of ``text`` (each ended by ``"\\n"``, the last too) as token ids. Their tokens are
+        those of tokenizing each line alone; a line end is whitespace to the tokenizer."""
+        if self._lookup is None:
+            self._lookup = dict(self.vocab.index)
+            self._lookup["\n"] = LINE_END  # a word that holds a line end could be no sentence's
+        tokens = self._tokenize_lines(text)
+        ids = np.fromiter(map(self._lookup.get, tokens, repeat(UNKNOWN)), dtype=np.int32, count=len(tokens))
+        lines = int(np.count_nonzero(ids == LINE_END))
+        where = np.flatnonzero(ids == UNKNOWN)
+        words: dict = {}
+        for p in where.tolist():
+            ids[p] = len(self.vocab) + words.setdefault(tokens[p], len(words))
+        return Encoded(ids, list(words), lines, len(tokens) - lines)
+
+    def rows_read(self, encoded: list, rule: str) -> np.ndarray:
+        """The ids of the rows that averaging the ``encoded`` lines under ``rule`` reads: their known
+        words, the pieces of their unknown words that are words, the rarest tenth (the norm). A
+        caller that maps rows before averaging (the training curve) need map only these."""
+        V = len(self.vocab)
+        ids = [e.ids[(e.ids >= 0) & (e.ids < V)] for e in encoded]
+        ids.append(rarest_ids(V, self.vocab.counts))
+        if rule == "pieces":
+            index = self.vocab.index
+            ids.append(np.array([index[p] for e in encoded for w in e.words for p in self.pieces.split(w)
+                                 if p in index], dtype=np.int64))
+        return np.unique(np.concatenate(ids).astype(np.int64))
+
+    def average(self, encoded: Encoded, rule: str, scale: float, fill: float = math.nan,
+                kernel: str | None = None, dtype=np.float32) -> Averages:
+        """The averages of the lines of ``encoded`` under ``rule`` at ``scale``, as ``dtype`` rows.
+
+        A line's known words are summed in float64 in order and divided by their count: its row,
+        when it has no word outside the vocabulary (or the rule is omit). Otherwise the float64
+        vectors its unknown words bring (:meth:`unknown_vectors`) are summed in order and added to
+        that mean times its count, and divided by all the tokens averaged. A line with none gets
+        ``fill``. ``kernel``: None sums with NumPy (no numba import, fast on few lines); "serial"
+        or "parallel" with ``scbow.kernels.embed``, for files (the same numbers).
+        """
+        V, ids = len(self.vocab), encoded.ids
+        ends = np.flatnonzero(ids == LINE_END)
+        if len(ends) != encoded.lines:
+            raise AssertionError(f"{len(ends)} line ends in {encoded.lines} lines")
+        at = np.flatnonzero(ids >= V) if rule != "omit" else np.empty(0, dtype=np.int64)
+        if len(at):
+            table, pieces = self.unknown_vectors(encoded.words, rule, scale)
+            dropped = int(np.count_nonzero(pieces[ids[at] - V] == 0))
+        else:
+            table, pieces = np.zeros((0, self.dim)), np.zeros(0, dtype=np.int64)
+            dropped = int(np.count_nonzero(ids >= V))
+        if kernel is None:
+            rows, counts = self._sums(ids, ends, at, table, pieces, dtype)
+        else:
+            rows, counts = _kernel_average(self.vectors, table, pieces, ids, ends, kernel, dtype)
+        if not (isinstance(fill, float) and math.isnan(fill)):
+            rows[counts == 0] = fill
+        return Averages(rows, counts, encoded.tokens - dropped)
+
+    def _sums(self, ids, ends, at, table, pieces, dtype) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`average`'s rows and counts in NumPy (``scbow.kernels.embed.average_lines``' numbers)."""
+        V, n = len(self.vocab), len(ends)
+        known = (ids >= 0) & (ids < V)
+        lengths = np.diff(np.cumsum(known)[ends], prepend=0)
+        rows = mean_rows(self.vectors, ids[known], lengths, dtype=dtype)
+        if not len(at):
+            return rows, lengths
+        which = ids[at] - V
+        line_of = np.searchsorted(ends, at)  # the line ends before a token: its line
+        lines = np.unique(line_of)  # those with unknown words, each summed in a row of its own
+        slot = np.searchsorted(lines, line_of)
+        sums = np.zeros((len(lines), self.dim))
+        # the r-th unknown word of every line at once (few per line)
+        first = np.flatnonzero(np.r_[True, slot[1:] != slot[:-1]])
+        rank = np.arange(len(at)) - np.repeat(first, np.diff(np.r_[first, len(at)]))
+        for r in range(int(rank.max()) + 1):
+            step = rank == r
+            sums[slot[step]] += table[which[step]]
+        counts = lengths + np.bincount(line_of, weights=pieces[which], minlength=n).astype(np.int64)
+        mine = lengths[lines]
+        inside = np.zeros(len(ids), dtype=bool)  # these lines' known words: their float64 means
+        inside[known] = np.isin(np.searchsorted(ends, np.flatnonzero(known)), lines)
+        means = mean_rows(self.vectors, ids[inside], mine)
+        sums += np.where(mine[:, None] > 0, means, 0.0) * mine[:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rows[lines] = sums / np.where(counts[lines] > 0, counts[lines], np.nan)[:, None]
+        return rows, counts
+
+    def embed(self, sentences: list, rule: str, scale: float, fill: float = math.nan) -> np.ndarray:
+        """float32 rows of ``sentences`` (a list of str)."""
+        return self.average(self.encode(sentences_text(sentences)), rule, scale, fill).rows
+
+
+def sentences_text(sentences: list) -> str:
+    """``sentences`` (str) as the text :meth:`Averager.encode` takes, one a line: a line end inside
+    one is a space."""
+    text = "\n".join(sentences)
+    if text.count("\n") != len(sentences) - 1:
+        text = "\n".join(sentence.replace("\n", " ") for sentence in sentences)
+    return text + "\n" if sentences else ""
+
+
+def _kernel_average(vectors, table, pieces, ids, ends, kernel: str, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`Averager.average`'s rows and counts from the compiled kernel (``kernel``: serial or parallel)."""
+    from ..kernels import embed as K
+
+    W = np.ascontiguousarray(vectors, dtype=np.float32)  # a plain ndarray, also from a memmap
+    starts = (ends - np.diff(ends, prepend=-1) + 1).astype(np.int64)  # after the line end before
+    rows = np.empty((len(ends), W.shape[1]), dtype=dtype)
+    counts = np.empty(len(ends), dtype=np.int64)
+    (K.average_lines_parallel if kernel == "parallel" else K.average_lines_serial)(
+        W, np.ascontiguousarray(table, dtype=np.float64), pieces.astype(np.int64), ids, starts,
+        ends.astype(np.int64), math.nan, rows, counts)
+    return rows, counts
