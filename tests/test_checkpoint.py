@@ -123,19 +123,12 @@ def interrupted_at_batch(corpus_file, tmp_path_factory, config, batches):
 
 
 PLAIN = cfg(dim=8, epochs=1, seed=1)
-WORD_TERM = cfg(word_window=3, word_weight=0.5)
 
 
 @pytest.fixture(scope="module")
 def plain_checkpoint(corpus_file, tmp_path_factory, batches_of_256):
     """The checkpoint of ``PLAIN`` interrupted after 2 batches (tests copy it)."""
     return interrupted_at_batch(corpus_file, tmp_path_factory, PLAIN, 2)
-
-
-@pytest.fixture(scope="module")
-def word_term_checkpoint(corpus_file, tmp_path_factory, batches_of_256):
-    """The checkpoint of ``WORD_TERM`` interrupted after 5 batches (tests copy it)."""
-    return interrupted_at_batch(corpus_file, tmp_path_factory, WORD_TERM, 5)
 
 
 def copy_checkpoint(ck, out):
@@ -243,9 +236,7 @@ def test_a_resumed_run_keeps_the_curve_points_of_before_its_interrupt(tmp_path, 
 
 def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_text, plain_checkpoint):
     out = copy_checkpoint(plain_checkpoint, tmp_path / "m")
-    assert not (checkpoint_dir(out) / "output.npy").exists()  # no skip-gram term, no output matrix
-    for change, message in ((dict(lr=0.03), r"--lr was 0\.1, now 0\.03"), (dict(epochs=3), "--epochs was 1, now 3"),
-                            (dict(word_window=5), "--word-window was 0, now 5")):
+    for change, message in ((dict(lr=0.03), r"--lr was 0\.1, now 0\.03"), (dict(epochs=3), "--epochs was 1, now 3")):
         with pytest.raises(CheckpointError, match=message):
             train_session([corpus_file], PLAIN.replace(**change), out, quiet=True, resume=True)
     other = tmp_path / "other.txt"
@@ -452,53 +443,6 @@ def test_a_checkpoint_from_before_the_frequency_weights_resumes_only_with_its_se
     assert any(d.startswith("--frequency-weight was 0.0 (the checkpoint predates") for d in diffs), diffs
     assert any(d.startswith("--unknown was 'omit'") for d in diffs), diffs
     assert _config_differences(old, TrainConfig(lr=0.02, weight_decay=10.0, **BEFORE_THEY_EXISTED)) == []
-
-
-# ---------------- the skip-gram term's output matrix (--word-window): saved with a checkpoint, resumed from it
-
-
-def test_resume_with_the_word_term_is_bit_identical_and_keeps_its_output_matrix(tmp_path, corpus_file,
-                                                                                word_term_checkpoint, reference):
-    whole = train_session([corpus_file], WORD_TERM, tmp_path / "a", quiet=True)
-    saved = np.load(word_term_checkpoint / "output.npy")
-    assert saved.shape == (len(load_model(word_term_checkpoint).vocab), 16 + 1) and np.abs(saved).max() > 0
-    out = copy_checkpoint(word_term_checkpoint, tmp_path / "b")
-    train_session([corpus_file], WORD_TERM, out, quiet=True, resume=True)
-    assert not checkpoint_dir(out).exists()  # output.npy went with the rest
-    a = load_model(tmp_path / "a")
-    assert same_bits(a.vectors, load_model(out).vectors)
-    # the term changes the model, and a resume from a zeroed output matrix lands elsewhere
-    assert whole.losses != reference.result.losses
-    out2 = copy_checkpoint(word_term_checkpoint, tmp_path / "d")
-    np.save(checkpoint_dir(out2) / "output.npy", np.zeros_like(saved))
-    train_session([corpus_file], WORD_TERM, out2, quiet=True, resume=True)
-    assert not np.array_equal(np.asarray(a.vectors), np.asarray(load_model(out2).vectors))
-
-
-@pytest.mark.parametrize("damage", ["missing", "shape", "nan", "garbage", "huge header"])
-def test_a_word_term_checkpoint_without_a_good_output_matrix_is_refused(tmp_path, corpus_file,
-                                                                        word_term_checkpoint, damage):
-    out = copy_checkpoint(word_term_checkpoint, tmp_path / "m")
-    path = checkpoint_dir(out) / "output.npy"
-    Wo = np.load(path)
-    if damage == "missing":
-        path.unlink()
-    elif damage == "shape":
-        np.save(path, Wo[:, :-1])
-    elif damage == "nan":
-        Wo[0, 0] = np.nan
-        np.save(path, Wo)
-    elif damage == "huge header":  # a header claiming 10^12 rows: named as damage, not allocated ("out of memory")
-        with open(path, "wb") as fh:
-            np.lib.format.write_array_header_1_0(fh, {"descr": "<f4", "fortran_order": False,
-                                                      "shape": (10**12, Wo.shape[1])})
-            fh.write(Wo.tobytes())
-    else:
-        path.write_bytes(b"not a numpy file")
-    with pytest.raises(CheckpointError) as info:
-        train_session([corpus_file], WORD_TERM, out, quiet=True, resume=True)
-    message = str(info.value)
-    assert "output.npy" in message and "damaged checkpoint" in message and "\n" not in message
 
 
 # ---------------- what a checkpoint may hold

@@ -16,10 +16,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, assert_clean_error, assert_grad_close, build_example, pack, seed_of, synthetic_text
+from conftest import DATA_DIR, assert_clean_error, assert_grad_close, build_example, pack, synthetic_text
 from test_kernels import CAPPED, check_capped_decay, check_sgd_step, doc_arrays, reference_step, shuffled_example, truncated
 from test_kernels import toy_corpus as kernels_toy_corpus
-from test_word_term import LR, NOISE, SENTENCE, WEIGHT, check_word_step, cpu_sentence_step, matrices
 
 import scbow
 import scbow.training.backends.cuda as scuda
@@ -27,7 +26,6 @@ from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import TrainingError
 from scbow.reference import loss_and_grad
-from scbow.training.backends.params import params_record
 from scbow.training.corpus import load_corpus
 from scbow.training.hooks import Hook
 from scbow.training.start import init_vectors
@@ -312,7 +310,7 @@ def spy_on_launches(monkeypatch) -> list:
     launches, launch = [], scuda.launch
 
     def spy(kernel, grid, threads, args, stats_d, simulator):
-        lo, hi = (args[6], args[7]) if len(args) == 11 else (args[4], args[5])
+        lo, hi = (args[6], args[7]) if len(args) == 10 else (args[4], args[5])
         launches.append((grid, hi - lo))
         return launch(kernel, grid, threads, args, stats_d, simulator)
 
@@ -538,75 +536,6 @@ def test_many_blocks_compound_their_weight_decay_on_shared_rows():
     expected = W0[used].astype(np.float64) * (1 - lr * decay) ** blocks  # each word occurs once ("distinct")
     np.testing.assert_allclose(W[used], expected, rtol=2e-2)
     assert np.abs(W[used]).max() < 0.2 * np.abs(W0[used]).max()  # it really shrank: 0.99 ** 256 = 0.08
-
-
-# ---------------------------------------------------------------------------------------
-# The skip-gram term (TrainConfig.word_window) on the device
-
-
-def run_words(W, Wo, a, tokens, *, window, n_neg, lr, weight, noise, threads=4, seed=1):
-    """The device's skip-gram term over ``tokens`` by one block; returns (W, Wo, loss)."""
-    kern = KC.build(3, W.shape[1], threads, n_neg)
-    W_d, O_d = cuda.to_device(W), cuda.to_device(Wo)
-    word = (O_d, cuda.to_device(a), cuda.to_device(np.ones(len(W), np.float32)),
-            cuda.to_device(np.asarray(noise, np.int32)))
-    loss_d = cuda.to_device(np.zeros(1))
-    params = params_record(word_window=window, word_negatives=n_neg, word_weight=weight)
-    kern.words[1, threads](W_d, cuda.to_device(np.asarray(tokens, np.int32)), lr, params, word, seed, loss_d)
-    return W_d.copy_to_host(), O_d.copy_to_host(), float(loss_d.copy_to_host()[0])
-
-
-@needs_cuda
-@pytest.mark.parametrize("dim, threads", [(8, 4), (5, 2)])
-def test_word_term_step_is_one_sgd_step_of_the_reference(dim, threads):
-    """Window 1 and a one-word noise table make the step deterministic (test_word_term.check_word_step)."""
-    W0, Wo0, a = matrices(seed_of("cuda words", dim), scale=0.3, dim=dim)
-    check_word_step(W0, Wo0, a, *run_words(W0, Wo0, a, SENTENCE, window=1, n_neg=2, lr=LR, weight=WEIGHT, noise=[NOISE],
-                                           threads=threads))
-
-
-@needs_cuda
-def test_word_term_draws_what_the_cpu_kernel_draws():
-    """Same seed, same sampler: a wide window and a real noise table step W and Wo as the CPU kernel does
-    (up to float32 summation order)."""
-    rng = np.random.default_rng(11)
-    V, dim, n_neg = 20, 8, 3
-    W0 = (0.3 * rng.standard_normal((V, dim))).astype(np.float32)
-    Wo0 = (0.3 * rng.standard_normal((V, dim + 1))).astype(np.float32)  # rows, then biases
-    a = rng.uniform(0.2, 1.0, V).astype(np.float32)
-    table = rng.integers(0, V, 50).astype(np.int32)
-    tokens = rng.integers(0, V, 9).astype(np.int32)
-    W, Wo, _ = run_words(W0, Wo0, a, tokens, window=3, n_neg=n_neg, lr=0.01, weight=1.0, noise=table)
-    Wc, Woc = W0.copy(), Wo0.copy()
-    cpu_sentence_step(Wc, Woc, a, tokens, 3, n_neg, 0.01, 1.0, table)
-    assert np.abs(Wc - W0).max() > 1e-4
-    # the device reads every noise word's row before stepping any of a context's rows, the CPU one after another
-    np.testing.assert_allclose(W, Wc, atol=1e-2 * np.abs(Wc - W0).max())
-    np.testing.assert_allclose(Wo, Woc, atol=1e-2 * np.abs(Woc - Wo0).max())
-    # a different stream would move other rows: the draws are the same
-    assert np.array_equal(np.abs(W - W0).max(axis=1) > 0, np.abs(Wc - W0).max(axis=1) > 0)
-
-
-@needs_cuda
-def test_backend_trains_the_word_term_and_hands_back_its_output_matrix():
-    corpus = toy_corpus((6, 5), seed=2)
-    V, dim = corpus.vocab_size, 8
-    W0 = (0.3 * np.random.default_rng(4).standard_normal((V, dim))).astype(np.float32)
-    word = (np.zeros((V, dim + 1), np.float32), np.ones(V, np.float32), np.ones(V, np.float32),
-            np.arange(V, dtype=np.int32))
-    config = TrainConfig(dim=dim, common_components=-1, device="cuda", word_window=2, word_weight=1.0, lr=0.2)
-    backend = scuda.CudaBackend(W0.copy(), corpus, config, 8, word=word)
-    backend.begin_epoch(np.arange(1, 9, dtype=np.int64))
-    _, n = backend.run(0, 8, 0)
-    Wo = backend.output()
-    W = backend.close()
-    assert n > 0 and Wo.shape == (V, dim + 1) and np.abs(Wo).max() > 0 and np.abs(Wo[:, dim]).max() > 0
-    # the same run without the term: W differs, and there is no output matrix
-    plain = scuda.CudaBackend(W0.copy(), corpus, config.replace(word_window=0), 8)
-    plain.begin_epoch(np.arange(1, 9, dtype=np.int64))
-    plain.run(0, 8, 0)
-    assert plain.output() is None
-    assert not np.allclose(plain.close(), W)
 
 
 # ---------------------------------------------------------------------------------------

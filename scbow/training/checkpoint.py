@@ -7,8 +7,6 @@ beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.jso
 - ``vectors.npy`` holds the matrix *as the trainer holds it*: common-component removal
   happens only once training ends, so a resumed run applies it to the same matrix an
   uninterrupted one would;
-- ``output.npy`` (only for a run with the skip-gram term, ``word_window`` > 0) holds that
-  term's output matrix, which training needs and the model does not keep;
 - ``word_in.npy`` and ``word_out.npy`` (only once the word part has begun, ``word_passes`` > 0)
   hold the word part's matrices (``scbow.training.wordpart``); ``vectors.npy`` then holds the
   finished sentence part, and the state's ``word_done`` says how far the word part is;
@@ -54,7 +52,6 @@ from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES  # (imported first: a
 
 CHECKPOINT_VERSION = 1
 STATE_FILE = "state.json"
-OUTPUT_FILE = "output.npy"  # the skip-gram term's output matrix (word_window > 0 only)
 WORD_FILES = ("word_in.npy", "word_out.npy")  # the word part's matrices, once it has begun
 # Settings a resumed run may change: they decide how fast it runs, not what it computes.
 # (With another thread count the run is no longer bit-identical, as with any threads > 1.)
@@ -64,7 +61,7 @@ FREE_ON_RESUME = ("threads", "device")
 def checkpoint_files() -> tuple:
     """Every name a checkpoint's files may have: what :class:`CheckpointWriter` writes, and all a
     finished run removes (``scbow.training.session.remove_checkpoint``)."""
-    return (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, OUTPUT_FILE, *WORD_FILES)
+    return (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, *WORD_FILES)
 
 
 def is_checkpoint(directory: Path) -> bool:
@@ -186,7 +183,7 @@ def corpus_identity(corpus) -> dict:
 # Settings added after checkpoints were first written, with the value a checkpoint written
 # before them trained with: such a checkpoint resumes only with these values.
 BEFORE_THEY_EXISTED = {"frequency_weight": 0.0, "count_power": 0.0, "unknown": "omit", "unknown_scale": 0.75,
-                       "word_window": 0, "word_passes": 0}
+                       "word_passes": 0}
 
 
 def init_vectors_entry(record: dict | None) -> dict | None:
@@ -239,12 +236,10 @@ class CheckpointWriter:
         self.last_done: int | None = None  # examples done at the last checkpoint written
         self.last_at: str | None = None  # where it is, for messages ("4,984 examples", "9,968 sentences ...")
 
-    def write(self, state, W: np.ndarray, output: np.ndarray | None = None, word: tuple | None = None,
-              info: dict | None = None) -> Path:
+    def write(self, state, W: np.ndarray, word: tuple | None = None, info: dict | None = None) -> Path:
         """Write a checkpoint of ``state`` with the matrix ``W`` (raises OSError on failure).
 
-        ``output``: the skip-gram term's output matrix, saved as ``output.npy`` (None for a
-        run without the term); ``word``: the word part's ``(Wi, Wo)`` once it has begun; ``info``:
+        ``word``: the word part's ``(Wi, Wo)`` once it has begun; ``info``:
         more of the model's info to save with it (the learning curve so far, as ``curve.json``). Refuses
         (TrainingError) a matrix holding NaN or inf: the last good checkpoint is worth more
         than a poisoned one.
@@ -252,7 +247,7 @@ class CheckpointWriter:
         from ..vectors.model import Model
         from ..vectors.modeldir import write_model_files
 
-        extra = ([(OUTPUT_FILE, output)] if output is not None else []) + (list(zip(WORD_FILES, word)) if word else [])
+        extra = list(zip(WORD_FILES, word)) if word else []
         if not np.isfinite(W).all() or not all(np.isfinite(M).all() for _, M in extra):
             raise diverged(self.config.lr, f"the embeddings hold NaN or inf after {state.done:,} examples")
         # a user's file put in the checkpoint stops its replacement (a warning), never goes with it
@@ -341,16 +336,6 @@ def check_config(meta: dict, config: TrainConfig, path: Path, init_vectors: dict
             f"cannot resume from {path}: {'; '.join(diffs)}; run with the settings of the interrupted "
             "run, or delete the checkpoint to start over"
         )
-
-
-def restore_output(path: Path, corpus, config: TrainConfig) -> np.ndarray | None:
-    """The skip-gram term's output matrix saved in the checkpoint at ``path`` (None when the run has no such term)."""
-    if config.word_window <= 0:
-        return None
-    # memory-mapped first, so that a header claiming more rows than the file holds is named as
-    # damage rather than allocated
-    return _restore_matrix(Path(path) / OUTPUT_FILE, (len(corpus.vocab), config.dim + 1),
-                           "the --word-window term's output matrix")
 
 
 def _restore_matrix(file: Path, shape: tuple, what: str) -> np.ndarray:

@@ -64,9 +64,7 @@ class Hook:
     """Called by :func:`train` between kernel calls; the base class does nothing.
 
     ``vectors()`` returns the current matrix as a host float32 array (the live array on
-    CPU; a copy from the GPU on CUDA, so call it only when needed); ``vectors.output()``
-    returns the skip-gram term's output matrix likewise, or None when the run has no such
-    term (``TrainConfig.word_window`` 0). Time spent in hooks
+    CPU; a copy from the GPU on CUDA, so call it only when needed). Time spent in hooks
     is not counted as training time. A hook may raise to stop the run.
     """
 

@@ -183,12 +183,6 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def output_of(vectors):
-    """The skip-gram term's output matrix a hook's ``vectors`` carries (``vectors.output()``), or None."""
-    output = getattr(vectors, "output", None)
-    return output() if callable(output) else None
-
-
 def where(state) -> str:
     """``"123,456 of 1,000,000 examples"``, or in the word part ``"... sentences of the word part"``."""
     if state.in_word_part:
@@ -206,13 +200,12 @@ def _make_hook(writer, every, guard, config, warn, start_done: int = 0, hooks=()
     from .hooks import Hook
 
     def save(state, vectors):
-        output = output_of(vectors)  # the skip-gram term's output matrix, saved beside W when the run has one
         word = vectors.word() if state.in_word_part else None  # the word part's (Wi, Wo) once it has begun
         info = {}
         for h in hooks:
             if hasattr(h, "checkpoint_info"):
                 info.update(h.checkpoint_info())
-        return writer.write(state, vectors(), output, word, info=info)
+        return writer.write(state, vectors(), word, info=info)
 
     class CheckpointHook(Hook):
         def __init__(self):
@@ -363,7 +356,6 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
         not_a_checkpoint,
         read_meta,
         restore,
-        restore_output,
         restore_word_part,
     )
     from .corpus import read_corpus
@@ -412,14 +404,13 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
 
                 warn(invalid_utf8_warning("the corpus", bad))
 
-            start = output_init = word_init = None
+            start = word_init = None
             if meta is not None:
                 init, start = restore(ckpt, meta, encoded, config, init_vectors)
                 started_from = (meta.get("init_vectors") or {}).get("record")  # the interrupted run's vectors,
                 if started_from is not None and init_vectors:  # named as this run names them (the same file:
                     started_from = {**started_from, "source": init_vectors["source"]}  # checked; maybe from elsewhere)
                 init_vectors = started_from
-                output_init = restore_output(ckpt, encoded, config)
                 word_init = restore_word_part(ckpt, meta, encoded, config, start)
                 if not quiet:
                     if start.in_word_part:
@@ -449,7 +440,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             guard.mode = "flag"
             try:
                 result = train(encoded, config, quiet=quiet, hooks=[*hooks, hook], init=init, start=start,
-                               output=output_init, word=word_init, warn=warn)
+                               word=word_init, warn=warn)
             except TrainingError as exc:
                 if writer.last_done is not None:
                     raise TrainingError(f"{exc}; the last good checkpoint ({writer.last_at}) is "

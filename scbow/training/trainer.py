@@ -50,11 +50,6 @@ def batch_size(config: TrainConfig, corpus: Corpus, base: int = BATCH) -> int:
     if config.max_length:
         length = min(length, config.max_length)
     cost = example_size(config.negatives) * (length + 2) * config.dim
-    if config.word_window > 0:
-        # the skip-gram term: each of the target's words against up to 2 * word_window contexts,
-        # each with its noise words (without it, --word-window 100 --word-negatives 100 made
-        # batches of minutes, and Ctrl-C waited for them)
-        cost += length * 2 * config.word_window * (1 + config.word_negatives) * config.dim
     if cost <= BATCH_COST:
         return base
     return max(1, int(base * BATCH_COST / cost))
@@ -137,7 +132,7 @@ def train_word_part(corpus: Corpus, config: TrainConfig, state: TrainState, vect
 
 def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False, hooks=(),
           init: np.ndarray | None = None, start: TrainState | None = None,
-          output: np.ndarray | None = None, word: tuple | None = None, warn=None) -> TrainResult:
+          word: tuple | None = None, warn=None) -> TrainResult:
     """Train Siamese CBOW embeddings on an encoded corpus.
 
     ``hooks`` are :class:`~scbow.training.hooks.Hook` objects. ``init`` is a starting matrix (float32, one row
@@ -146,8 +141,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     (``scbow.training.pretrained.pretrained_init``), which is multiplied by the frequency weights
     as the random start is;
     ``start`` resumes a run from a :class:`TrainState` (with ``init`` holding that state's matrix,
-    and ``output`` the skip-gram term's output matrix when ``config.word_window`` > 0;
-    ``word`` the word part's ``(Wi, Wo)`` when ``start`` is inside the word part).
+    and ``word`` the word part's ``(Wi, Wo)`` when ``start`` is inside the word part).
 
     With ``config.word_passes`` > 0 the word part (``scbow.training.wordpart``) is trained after
     the sentence part, and the model's rows are both parts side by side.
@@ -162,7 +156,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     # the CPU threads, resolved once: the sentence part's and the word part's on the CPU
     cpu_threads = resolve_cpu_threads(config) if config.device == "cpu" else None
     threads = cpu_threads if config.device == "cpu" else max(config.threads, 1)
-    begin = prepare(corpus, config, init, output)
+    begin = prepare(corpus, config, init)
     targets, W = begin.targets, begin.W
     n_targets = len(targets)
     total = n_targets * config.epochs
@@ -183,14 +177,11 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
         # one from before this measure is judged against the checkpoint's matrix)
         measured = collapse.measure(W, corpus, config.seed)
         state.collapse_start = measured.to_dict() if measured is not None else None
-    backend = make_backend(W, corpus, config, threads, total, begin.rates, say=None if quiet else note, word=begin.word)
+    backend = make_backend(W, corpus, config, threads, total, begin.rates, say=None if quiet else note)
     hooks = list(hooks)
 
     def vectors() -> np.ndarray:
         return backend.vectors()
-
-    # what a checkpoint also saves: the skip-gram term's output matrix (None without the term)
-    vectors.output = getattr(backend, "output", lambda: None)
 
     # one ETA for the whole run, the word part's passes included (progress.RunETA: measured from the kernels'
     # seconds, so the hooks' time is left out); a resumed run's rate and ETA count only this process's work

@@ -76,8 +76,7 @@ def unit_costs(corpus, config: TrainConfig) -> tuple[float, float]:
     is its kept words (the subsampling's share of the tokens), each the centre of a window of on
     average ``WORD_WINDOW + 1`` context words against ``1 + WORD_NEGATIVES`` outputs of ``word_dim``
     columns. The sentences' length is common to both and left out. On 10M with the defaults this
-    puts a word part's sentence at 1.53 examples; runs there measured 1.28 and 1.56. The sentence
-    part's skip-gram term (``word_window``) is left out of the example's cost, and the GPU's ratio
+    puts a word part's sentence at 1.53 examples; runs there measured 1.28 and 1.56. The GPU's ratio
     may differ: the estimate stands only until the word part has measured its own rate."""
     from ..config import example_size
 

@@ -25,9 +25,6 @@ PARAMS = np.dtype([
     ("chunks", np.int64),      # CPU: chunks (threads) a batch is cut into
     ("hot", np.int64),         # CPU: most frequent words buffered per thread (0: none)
     ("flush", np.int64),       # CPU: examples between flushes of the buffered rows
-    ("word_window", np.int64),   # the skip-gram term's largest window; 0: off
-    ("word_negatives", np.int64),  # its noise words per context
-    ("word_weight", np.float64),   # its learning rate as a multiple of the sentence objective's
 ], align=True)
 
 
@@ -47,8 +44,7 @@ def kernel_params(config: TrainConfig, chunks: int = 1, total: int = 1, hot: boo
         lr=config.lr, lr_min=config.lr * config.min_lr_fraction, total=total, decay=config.weight_decay,
         negatives=config.negatives, max_len=config.max_length,
         neg_mode=NEG_DOCUMENT if config.negative_mode == "document" else NEG_UNIFORM,
-        seed=config.seed, chunks=chunks, hot=HOT_ROWS if hot else 0, flush=FLUSH_EVERY,
-        word_window=config.word_window, word_negatives=config.word_negatives, word_weight=config.word_weight)
+        seed=config.seed, chunks=chunks, hot=HOT_ROWS if hot else 0, flush=FLUSH_EVERY)
 
 
 def params_record(**fields) -> np.record:
