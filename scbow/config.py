@@ -33,19 +33,21 @@ def example_size(negatives: int) -> int:
 # (a --dim of 100,000 is already 40 GB for 100K words).
 _I32 = 2**31 - 1
 INT_BOUNDS = {"dim": 1, "negatives": 1, "min_count": 1, "epochs": 1, "count_floor": 1,
-              "max_vocab": 0, "max_length": 0, "threads": 0, "word_passes": 0, "word_dim": 1}
+              "max_vocab": 0, "max_length": 0, "threads": 0, "word_passes": 0, "word_dim": 1, "word_context": 1,
+              "word_noise": 1, "word_sample_count": 1}
 INT_MAX = {"dim": 100_000, "negatives": 1_000_000, "min_count": 2**62, "epochs": 100_000,
            "count_floor": 2**62, "max_vocab": _I32, "max_length": _I32, "threads": 65_536,
-           "word_passes": 10_000, "word_dim": 100_000}
+           "word_passes": 10_000, "word_dim": 100_000, "word_context": 1_000, "word_noise": 1_000,
+           "word_sample_count": 2**62}
 # Floats: [lowest, highest]; those in POSITIVE_FLOATS must also be > 0. (A huge lr is left
 # to the trainer, which stops and names it when the loss turns NaN.) init_std: float32
 # rows of that scale must keep finite squared norms (and nonzero ones: not below 1e-15).
 FLOAT_RANGES = {"lr": (0.0, 1e300), "init_std": (1e-15, 1e15), "min_lr_fraction": (0.0, 1.0),
                 "weight_decay": (0.0, 1e6), "frequency_weight": (0.0, 1e6), "count_power": (0.0, 100.0),
-                "unknown_scale": (0.0, 1e6), "word_mix": (1e-6, 1e6)}
+                "unknown_scale": (0.0, 1e6), "word_mix": (1e-6, 1e6), "word_lr": (0.0, 1e300)}
 # unknown_scale 0 would give unknown words zero vectors (use omit); a word_mix of 0, or one so small
 # that the word part's float32 values underflow (1e-300), a word part of zeros
-POSITIVE_FLOATS = ("lr", "unknown_scale")
+POSITIVE_FLOATS = ("lr", "unknown_scale", "word_lr")
 
 
 def finite_number(value) -> bool:
@@ -84,7 +86,8 @@ class TrainConfig:
     # Starting learning rate of per-example SGD, for rows of the scale init_std (the loss is
     # scale invariant, so lr / init_std**2 is what counts). 0.05 ties on 100M, 0.2 is lower.
     lr: float = 0.1
-    # The learning rate decays linearly to lr * min_lr_fraction over all examples.
+    # The learning rate decays linearly to lr * min_lr_fraction over all examples (the word
+    # part's, word_lr, likewise over its sentences: word2vec's floor).
     min_lr_fraction: float = 0.0001
     # L2 weight decay per word occurrence: every occurrence shrinks a row by lr * weight_decay
     # of itself (0 = the paper's plain objective). The previous defaults used 10 to keep
@@ -136,6 +139,19 @@ class TrainConfig:
     word_passes: int = 3
     word_dim: int = 150
     word_mix: float = 0.5
+    # The word part's skip-gram settings are word2vec's (the C tool's defaults, which gensim and
+    # the quality peer share): each centre word's contexts lie up to word_context words away (the
+    # centre draws its window from 1..word_context), 5 noise words per window from the
+    # unigram^0.75 distribution, learning rate 0.025 decayed linearly over every pass.
+    word_context: int = 5
+    word_noise: int = 5
+    word_lr: float = 0.025
+    # Subsampling (word2vec's -sample): a word seen more often than about word_sample_count
+    # times is kept with a probability that falls as its count grows. As a share of the corpus
+    # that is 1e-5 on gutenberg-100M (the paper's threshold for its word2vec baseline) and 1e-4
+    # on 10M, where 1e-5 kept too little to learn from (WordSim-353 0.29 against 0.40 at 1e-4,
+    # the same STS-B dev); the share is kept within scbow.training.wordpart.SAMPLE_RANGE.
+    word_sample_count: int = 1000
     threads: int = 0  # 0 = all available cores
     seed: int = 1
     device: str = "cpu"
@@ -235,6 +251,11 @@ FIELD_HELP = {
         "where word similarity lives (0: the sentence part alone)."),
     "word_dim": "Width of the word part (the skip-gram columns after the sentence part's --dim; rows are the sum).",
     "word_mix": "Weight of the word part against the sentence part in every row (each scaled to unit-length averages).",
+    "word_context": "Largest distance of a context word from its centre in the word part (word2vec's -window).",
+    "word_noise": "Noise words per window of the word part (unigram^0.75; word2vec's -negative).",
+    "word_lr": "Starting learning rate of the word part, decayed linearly over its passes (word2vec's -alpha).",
+    "word_sample_count": ("Subsampling of the word part: words seen more often than about this many times are kept "
+        "with falling probability (a share of the corpus within 1e-5..1e-3; word2vec's -sample)."),
     "threads": "Training threads (0: all cores). 1 is deterministic for a --seed.",
     "seed": "Random seed.",
     "device": "Train on the CPU or an NVIDIA GPU.",

@@ -549,14 +549,19 @@ def word_problem(seed=0, V=40, d=8, n_tokens=60):
     return tiny_problem(seed=seed, V=V, d=d, n_tokens=n_tokens)
 
 
-def run_word_part(Wi, Wo, tokens, offsets, lo, hi, keep, table, *, lr, threads=4, blocks=1, window=3, n_neg=4,
-                  lr_min=0.0, done=0, total=10**12, seed=5, stream=9):
+def word_record(**fields):
+    from test_wordpart import word_record
+
+    return word_record(**fields)
+
+
+def run_word_part(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, *, threads=4, blocks=1, done=0):
     """``kernels.cuda.build_word_part``'s kernel over sentences ``lo..hi-1``; returns (Wi, Wo, loss, pairs)."""
-    kern = KC.build_word_part(Wi.shape[1], threads, window, n_neg)
+    kern = KC.build_word_part(Wi.shape[1], threads, int(params.window), int(params.negatives))
     Wi_d, Wo_d = cuda.to_device(Wi), cuda.to_device(Wo)
     stats = cuda.to_device(np.zeros((blocks, 2)))
     kern.train[blocks, threads](Wi_d, Wo_d, cuda.to_device(tokens), cuda.to_device(offsets), lo, hi, cuda.to_device(keep),
-                                cuda.to_device(table), lr, lr_min, done, total, seed, stream, stats)
+                                cuda.to_device(table), params, done, stats)
     s = stats.copy_to_host()
     return Wi_d.copy_to_host(), Wo_d.copy_to_host(), float(s[:, 0].sum()), int(s[:, 1].sum())
 
@@ -569,12 +574,11 @@ def test_word_part_kernel_is_the_cpu_kernel_one_sentence_at_a_time(d, threads):
     from scbow.kernels.cpu import word_part_buffers, word_part_chunk
 
     tokens, offsets, Wi, Wo, keep, table = word_problem(d=d)
-    lr, lr_min, done, total = 0.05, 0.01, 30, 40  # the second sentence's rate is the floor
-    Wg, Og, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 0, 2, keep, table, lr=lr, threads=threads,
-                                        lr_min=lr_min, done=done, total=total)
+    params, done = word_record(lr=0.05, lr_min=0.01, total=40), 30  # the second sentence's rate is the floor
+    Wg, Og, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 0, 2, keep, table, params, threads=threads, done=done)
     Wc, Oc = Wi.copy(), Wo.copy()
-    c_loss, c_pairs = word_part_chunk(Wc, Oc, tokens, offsets, 0, 2, keep, table, 3, 4, lr, lr_min, done, total, 5, 9,
-                                      word_part_buffers(3, 4, d))
+    c_loss, c_pairs = word_part_chunk(Wc, Oc, tokens, offsets, 0, 2, keep, table, params, done,
+                                      word_part_buffers(params, d))
     assert np.abs(Wc - Wi).max() > 0.02 and np.abs(Oc[:, d] - Wo[:, d]).max() > 0.01  # rows and biases moved
     np.testing.assert_allclose(Wg, Wc, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(Og, Oc, rtol=1e-5, atol=1e-5)
@@ -590,10 +594,10 @@ def test_word_part_kernel_steps_by_the_reference_gradient():
 
     tokens, offsets, Wi, Wo, keep, table = word_problem(seed=2)
     lr = 1e-4
-    _, _, _, drawn = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, 3, 4, 5, 9)
+    _, _, _, drawn = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, word_record())
     ref_loss, gWi, gWo = sgns_window_loss_and_grad(Wi, Wo, [(ins, outs[0], [o for o in outs[1:] if o >= 0])
                                                             for ins, outs in drawn])
-    Wg, Og, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 1, 2, keep, table, lr=lr)
+    Wg, Og, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 1, 2, keep, table, word_record(lr=lr))
     assert pairs == sum(len(ins) for ins, _ in drawn) and loss == pytest.approx(ref_loss, rel=1e-3)  # stepped as it goes
     for moved, g in (((Wg.astype(np.float64) - Wi) / -lr, gWi), ((Og.astype(np.float64) - Wo) / -lr, gWo)):
         assert np.abs(moved - g).max() < 0.02 * np.abs(g).max()
@@ -612,9 +616,10 @@ def test_word_part_blocks_share_the_sentences_of_a_launch():
     Wi = (rng.standard_normal((V, d)) * 0.3).astype(np.float32)
     Wo = (rng.standard_normal((V, d + 1)) * 0.3).astype(np.float32)
     keep, table = np.ones(V, np.float32), rng.integers(0, V, 500).astype(np.int32)
-    _, _, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 0, 5, keep, table, lr=1e-6, blocks=3, threads=2)
-    expected = [word_part_chunk(Wi.copy(), Wo.copy(), tokens, offsets, s, s + 1, keep, table, 3, 4, 1e-6, 0.0, s,
-                                10**12, 5, 9 + s, word_part_buffers(3, 4, d)) for s in range(5)]
+    params = word_record(lr=1e-6)
+    _, _, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 0, 5, keep, table, params, blocks=3, threads=2)
+    expected = [word_part_chunk(Wi.copy(), Wo.copy(), tokens, offsets, s, s + 1, keep, table, params, s,
+                                word_part_buffers(params, d)) for s in range(5)]
     assert pairs == sum(p for _, p in expected) and loss == pytest.approx(sum(x for x, _ in expected), rel=1e-4)
 
 

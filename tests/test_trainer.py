@@ -19,7 +19,7 @@ from scbow.config import ConfigError, TrainConfig
 from scbow.training import start as start_mod
 from scbow.training.backends import cpu as cpu_backend
 from scbow.training.backends.cpu import CpuBackend, compiled_already
-from scbow.training.backends.params import kernel_params
+from scbow.training.backends.params import WORD_STREAM, kernel_params, word_params
 from scbow.training.checkpoint import checkpoint_dir
 from scbow.training.collapse import Spread, Verdict, spread_of
 from scbow.training.corpus import load_corpus, read_corpus
@@ -238,9 +238,13 @@ def test_kernel_params_take_each_field_from_its_own_setting():
     assert one.hot == 0 and one.chunks == 1 and two.chunks == 2
     assert two.hot == cpu.HOT_ROWS > 0 and two.flush == cpu.FLUSH_EVERY > 0
     assert one.total == 100 and one.lr == config().lr and one.negatives == config().negatives
-    cfg = TrainConfig(negatives=2, lr=0.125, dim=8, weight_decay=0.0, max_length=11, seed=13)
+    cfg = TrainConfig(negatives=2, lr=0.125, dim=8, weight_decay=0.0, max_length=11, seed=13, word_context=3,
+                      word_noise=7, word_lr=0.045, min_lr_fraction=0.5)
     p = kernel_params(cfg, 1, 100)
     assert (int(p.negatives), float(p.lr), int(p.max_len), int(p.seed), float(p.total)) == (2, 0.125, 11, 13, 100.0)
+    w = word_params(cfg, 50)
+    assert (int(w.window), int(w.negatives), float(w.lr), float(w.lr_min), int(w.seed), float(w.total),
+            int(w.stream)) == (3, 7, 0.045, 0.0225, 13, 50.0, WORD_STREAM)
 
 
 def test_word_weights_and_step_rates_follow_their_formulas():

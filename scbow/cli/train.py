@@ -30,14 +30,15 @@ def hyperparameter_options(command):
                                show_default=True, help=FIELD_HELP[field.name])(command)
     return command
 
-# train --help: its 33 options under five headings
+# train --help: its 37 options under five headings
 TRAIN_OPTION_GROUPS = [
     ("Data", ["output", "min_count", "max_vocab", "cache_dir", "no_cache"]),
-    ("Model", ["dim", "word_passes", "word_dim", "word_mix", "frequency_weight", "unknown", "unknown_scale",
+    ("Model", ["dim", "word_passes", "word_dim", "word_mix", "word_context", "word_noise", "word_sample_count",
+               "frequency_weight", "unknown", "unknown_scale",
                "common_components", "max_length",
                "init_std", "init_vectors"]),
     ("Optimisation", ["negatives", "negative_mode", "epochs", "lr", "min_lr_fraction", "weight_decay",
-                      "count_power", "count_floor", "seed"]),
+                      "count_power", "count_floor", "word_lr", "seed"]),
     ("Run control", ["threads", "device", "checkpoint_every", "resume", "quiet"]),
     ("Evaluation", ["eval_every", "eval_dev", "eval_sets", "eval_test"]),
 ]

@@ -515,13 +515,12 @@ def window_inputs(kept, i, lo, hi, ins):
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
-def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg, lr0, lr_min, done, total, seed,
-                    stream, buffers):
+def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, done, buffers):
     """Skip-gram with negative sampling over sentences ``lo..hi``: one thread's share of a batch
     of the word part (``scbow.training.wordpart``), on the part's own rows.
 
     Each kept word is a centre; its window's context words (``sampling.centre_window``) are the
-    inputs, the centre and ``n_neg`` noise words drawn once for the window the outputs, and the
+    inputs, the centre and ``params.negatives`` noise words drawn once for the window the outputs, and the
     window is one step (:func:`sgns_window`): a small matrix product instead of a dot product per
     (context, output) pair, so each row is read once a window (as in Ji et al. 2016's HogBatch).
 
@@ -536,15 +535,16 @@ def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg,
         Subsampling: the probability of keeping each word (``sampling.keep_words``).
     table : array of int32
         The noise words' unigram^0.75 table (``sampling.draw_noise``).
-    window, n_neg : int
-        Largest context distance (each centre draws its own, ``sampling.centre_window``);
-        noise words per window.
-    lr0, lr_min, done, total : the learning rate decays linearly from ``lr0`` over the
-        ``total`` sentences of all passes (word2vec's schedule), never below ``lr_min``;
-        ``done`` sentences came before sentence ``lo``.
-    seed, stream : sentence ``lo + i`` draws from the random stream ``(seed, stream + i)``
-        (``sampling.seed_state``): a sentence's own stream, so that its draws do not depend on
-        which thread or GPU block trains it, nor on the sentences trained before it.
+    params : record (``scbow.training.backends.params.WORD_PARAMS``)
+        ``window`` (largest context distance; each centre draws its own,
+        ``sampling.centre_window``), ``negatives`` (noise words per window); the learning rate
+        decays linearly from ``lr`` over the ``total`` sentences of all passes (word2vec's
+        schedule), never below ``lr_min``; sentence ``p`` of all passes draws from the random
+        stream ``(seed, stream + p)`` (``sampling.seed_state``): a sentence's own stream, so that
+        its draws do not depend on which thread or GPU block trains it, nor on the sentences
+        trained before it.
+    done : int
+        Sentences of all passes before sentence ``lo``.
     buffers : the thread's scratch arrays (:func:`word_part_buffers`).
 
     Returns ``(loss, pairs)``: the summed loss and the number of (context, centre) pairs trained.
@@ -553,10 +553,11 @@ def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg,
     loss = 0.0
     pairs = 0
     for s in range(lo, hi):
-        seed_state(seed, stream + s - lo, state)
-        lr = max(lr_min, lr0 * (1.0 - (done + s - lo) / total))
-        sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, window, n_neg,
-                               np.float32(-lr), state, buffers)
+        position = done + s - lo
+        seed_state(params.seed, params.stream + position, state)
+        lr = max(params.lr_min, params.lr * (1.0 - position / params.total))
+        sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
+                               params.negatives, np.float32(-lr), state, buffers)
         loss += sl
         pairs += sp
     return loss, pairs
@@ -585,7 +586,7 @@ def word_sentence(Wi, Wo, tokens, start, stop, keep, table, window, n_neg, coef,
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
-def word_part_loss(Wi, Wo, tokens, offsets, sentences, keep, table, window, n_neg, seed, buffers):
+def word_part_loss(Wi, Wo, tokens, offsets, sentences, keep, table, params, buffers):
     """The word part's mean loss per (context, centre) pair over ``sentences`` (int64 ids) at the rows
     as they are, nothing stepped; each sentence draws from its own stream of ``seed``, so the same rows
     always score the same and two calls score the same windows and noise words."""
@@ -593,37 +594,40 @@ def word_part_loss(Wi, Wo, tokens, offsets, sentences, keep, table, window, n_ne
     loss = 0.0
     pairs = 0
     for s in sentences:
-        seed_state(seed, (1 << 41) + s, state)
-        sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, window, n_neg,
-                               np.float32(0.0), state, buffers)
+        seed_state(params.seed, (1 << 41) + s, state)
+        sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
+                               params.negatives, np.float32(0.0), state, buffers)
         loss += sl
         pairs += sp
     return loss / max(pairs, 1)
 
 
-def word_part_buffers(window: int, n_neg: int, dw: int) -> tuple:
+def word_part_buffers(params, dw: int) -> tuple:
     """One thread's scratch arrays for :func:`word_part_chunk`: ``(kept, ins, outs, G, dOut)``, int32
-    (WORD_SEGMENT,), (2 * window,), (1 + n_neg,); float32 (2 * window, 1 + n_neg), (1 + n_neg, dw)."""
+    (WORD_SEGMENT,), (2 * window,), (1 + n_neg,); float32 (2 * window, 1 + n_neg), (1 + n_neg, dw)
+    (``params``: the word part's record, its ``window`` and ``negatives``)."""
     from .sampling import WORD_SEGMENT as SEG
 
+    window, n_neg = int(params.window), int(params.negatives)
     w2 = max(2 * window, 1)
     return (np.empty(SEG, dtype=np.int32), np.empty(w2, dtype=np.int32), np.empty(1 + n_neg, dtype=np.int32),
             np.empty((w2, 1 + n_neg), dtype=np.float32), np.empty((1 + n_neg, dw), dtype=np.float32))
 
 
-def word_part_gradient(Wi, Wo, tokens, offsets, s, keep, table, window, n_neg, seed, stream):
+def word_part_gradient(Wi, Wo, tokens, offsets, s, keep, table, params):
     """The word part's loss and float64 ``dL/dWi``, ``dL/dWo`` over sentence ``s`` at the rows as
     they are, drawing exactly the windows and noise words that :func:`word_part_chunk` draws for
-    that sentence from the same stream (a chunk starting at ``s``) (for tests against ``scbow.reference``).
+    that sentence as the first of all passes (stream ``params.stream``) (for tests against ``scbow.reference``).
 
     Returns ``(loss, gWi, gWo, windows)`` where ``windows`` lists ``(inputs, outputs)``: the
     window's context words, then its centre and shared noise words (-1: skipped).
     """
-    buffers = word_part_buffers(window, n_neg, Wi.shape[1])
+    buffers = word_part_buffers(params, Wi.shape[1])
     kept, ins, outs = buffers[:3]
     scratch = buffers[3:]
+    window, n_neg = int(params.window), int(params.negatives)
     state = np.empty(1, dtype=np.uint64)
-    seed_state(seed, stream, state)
+    seed_state(params.seed, params.stream, state)
     gWi = np.zeros(Wi.shape, dtype=np.float64)
     gWo = np.zeros(Wo.shape, dtype=np.float64)
     loss = 0.0

@@ -438,16 +438,18 @@ def build_word_part(dw: int, threads: int, window: int, n_neg: int) -> SimpleNam
     P = W2 * NO
 
     @cuda.jit
-    def train(Wi, Wo, tokens, offsets, lo, hi, keep, table, lr0, lr_min, done, total, seed, stream, stats):
+    def train(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, done, stats):
         """Train sentences ``lo..hi-1``, one block per sentence at a time; the GPU twin of
         ``kernels.cpu.word_part_chunk`` (the same arguments, less the buffers).
 
         Wi: float32 (V, dw), Wo: float32 (V, dw + 1) (output rows, then biases), both updated in place
         with atomic adds; tokens: int32 (n_tokens,); offsets: int64 (n_sentences + 1,); keep: float32
-        (V,); table: int32 (n_table,); sentence ``lo + i`` is number ``done + i`` of all passes: its rate
-        is ``max(lr_min, lr0 * (1 - (done + i) / total))`` and it draws from the random stream
-        ``(seed, stream + i)``, whatever the launch shape. stats: float64 (grid, 2) output, each
-        block's loss sum and (context, centre) pairs.
+        (V,); table: int32 (n_table,); params: the word part's record
+        (``scbow.training.backends.params.WORD_PARAMS``, its window and negatives those the kernel was
+        built for); sentence ``lo + i`` is number ``p = done + i`` of all passes: its rate is
+        ``max(lr_min, lr * (1 - p / total))`` and it draws from the random stream ``(seed, stream + p)``,
+        whatever the launch shape. stats: float64 (grid, 2) output, each block's loss sum and
+        (context, centre) pairs.
         """
         tid = cuda.threadIdx.x
         # one array a line: the simulator tells shared arrays apart by the line that makes them
@@ -467,8 +469,9 @@ def build_word_part(dw: int, threads: int, window: int, n_neg: int) -> SimpleNam
         while s < hi:
             stop = offsets[s + 1]
             if tid == 0:
-                seed_state(seed, stream + (s - lo), state)
-                coef_sh[0] = np.float32(-max(lr_min, lr0 * (1.0 - (done + s - lo) / total)))
+                position = done + s - lo
+                seed_state(params.seed, params.stream + position, state)
+                coef_sh[0] = np.float32(-max(params.lr_min, params.lr * (1.0 - position / params.total)))
                 ints[1] = offsets[s]
             cuda.syncthreads()
             while ints[1] < stop:

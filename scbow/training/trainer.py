@@ -281,7 +281,8 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     if state.word_total:
         info["training"]["word_part"] = {
             "passes": config.word_passes, "sentences": state.word_done, "device": config.device, "threads": cpu_threads,
-            "sample": sample_threshold(corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum())),
+            "sample": sample_threshold(corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum()),
+                                       config),
             "kernel_seconds": round(state.word_seconds, 3),
             "sentences_per_second": round(state.word_done / state.word_seconds, 1) if state.word_seconds else None,
             # on the part's fixed sample of sentences: before the first pass, after each

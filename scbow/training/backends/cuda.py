@@ -29,7 +29,7 @@ import numpy as np
 
 from ...config import example_size
 from ...errors import TrainingError
-from ..wordpart import WORD_BATCH, WORD_LR, WORD_MIN_LR_FRACTION, WORD_NEGATIVES, WORD_STREAM, WORD_WINDOW, WordPart
+from ..wordpart import WORD_BATCH, WordPart
 from .params import kernel_params
 
 INSTALL_HINT = "pip install 'scbow-numba[cuda]'"
@@ -403,10 +403,10 @@ class CudaWordPart(WordPart):
         cuda = _import_cuda()
         self.simulator = KC.SIMULATOR
         self.threads_per_block = block_threads or default_threads(config.word_dim, self.simulator)
-        while (self.threads_per_block > 1
-               and KC.word_part_shared_bytes(self.threads_per_block, WORD_WINDOW, WORD_NEGATIVES) > SHARED_LIMIT):
+        window, n_neg = config.word_context, config.word_noise
+        while self.threads_per_block > 1 and KC.word_part_shared_bytes(self.threads_per_block, window, n_neg) > SHARED_LIMIT:
             self.threads_per_block //= 2
-        self.kernel = KC.build_word_part(config.word_dim, self.threads_per_block, WORD_WINDOW, WORD_NEGATIVES)
+        self.kernel = KC.build_word_part(config.word_dim, self.threads_per_block, window, n_neg)
         self.launch = launch_size(self.n, WORD_BATCH)
         host = (self.Wi, self.Wo, self.tokens, np.asarray(self.offsets, dtype=np.int64), self.keep, self.table)
         if self.simulator:
@@ -431,9 +431,8 @@ class CudaWordPart(WordPart):
         for a in range(lo, hi, self.launch):
             b = min(a + self.launch, hi)
             grid = min(b - a, self.grid)
-            position = done + (a - lo)
-            args = (self.Wi_d, self.Wo_d, tokens_d, offsets_d, a, b, keep_d, table_d, WORD_LR, WORD_LR * WORD_MIN_LR_FRACTION,
-                    position, self.total, self.seed, WORD_STREAM + position, self.stats_d)
+            args = (self.Wi_d, self.Wo_d, tokens_d, offsets_d, a, b, keep_d, table_d, self.params, done + (a - lo),
+                    self.stats_d)
             stats = launch(self.kernel.train, grid, self.threads_per_block, args, self.stats_d, self.simulator)
             loss += float(stats[:, 0].sum())
             pairs += int(stats[:, 1].sum())

@@ -1,10 +1,11 @@
 """The one place a run's settings become kernel parameters: one record with named fields.
 
-``PARAMS`` is a numpy structured dtype; :func:`kernel_params` fills one record of it from
-a :class:`~scbow.config.TrainConfig`, and both devices' kernels read its fields by name
+``PARAMS`` (the sentence part) and ``WORD_PARAMS`` (the word part) are numpy structured dtypes;
+:func:`kernel_params` and :func:`word_params` fill one record of each from a
+:class:`~scbow.config.TrainConfig`, and both devices' kernels read its fields by name
 (``params.lr``, ``params.negatives``; numba types a record as a struct, on the CPU and in
 CUDA kernels). What changes from one kernel call to the next (the targets ``lo:hi`` and
-the examples ``done`` before them) is passed as plain integers beside it.
+the examples or sentences ``done`` before them) is passed as plain integers beside it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,20 @@ PARAMS = np.dtype([
     ("flush", np.int64),       # CPU: examples between flushes of the buffered rows
 ], align=True)
 
+WORD_PARAMS = np.dtype([
+    ("lr", np.float64),        # learning rate of the first sentence of all passes
+    ("lr_min", np.float64),    # the floor the linear decay stops at
+    ("total", np.float64),     # sentences of all passes (the schedule's length)
+    ("window", np.int64),      # largest context distance (each centre draws its own)
+    ("negatives", np.int64),   # noise words per window
+    ("seed", np.int64),        # the random streams' seed
+    ("stream", np.int64),      # sentence p of all passes draws from stream ``stream + p``
+], align=True)
+
+# The word part's random streams start here (the sentence part's examples use streams 0, 1, ...):
+# each sentence draws from its own, the same on any number of CPU threads and on the GPU.
+WORD_STREAM = 1 << 40
+
 
 def kernel_params(config: TrainConfig, chunks: int = 1, total: int = 1, hot: bool | None = None) -> np.record:
     """The parameter record of a run of ``total`` examples cut into ``chunks`` per batch.
@@ -47,13 +62,20 @@ def kernel_params(config: TrainConfig, chunks: int = 1, total: int = 1, hot: boo
         seed=config.seed, chunks=chunks, hot=HOT_ROWS if hot else 0, flush=FLUSH_EVERY)
 
 
-def params_record(**fields) -> np.record:
-    """A ``PARAMS`` record with the given fields set and the others 0 (tests, benchmarks)."""
+def word_params(config: TrainConfig, total: int) -> np.record:
+    """The word part's parameter record for ``total`` sentences of all its passes."""
+    return params_record(WORD_PARAMS, lr=config.word_lr, lr_min=config.word_lr * config.min_lr_fraction, total=total,
+                         window=config.word_context, negatives=config.word_noise, seed=config.seed, stream=WORD_STREAM)
+
+
+def params_record(dtype=PARAMS, **fields) -> np.record:
+    """A record of ``dtype`` (``PARAMS`` or ``WORD_PARAMS``) with the given fields set and the others 0
+    (tests, benchmarks)."""
     # a numpy record (np.record, not a bare np.void) reads ``.lr`` in Python too, which is
     # how the CUDA simulator runs the kernels
-    record = np.zeros(1, dtype=PARAMS).view(np.recarray)[0]
+    record = np.zeros(1, dtype=dtype).view(np.recarray)[0]
     for name, value in fields.items():
-        if name not in PARAMS.names:
-            raise KeyError(f"no kernel parameter {name!r}; the record has {', '.join(PARAMS.names)}")
+        if name not in dtype.names:
+            raise KeyError(f"no kernel parameter {name!r}; the record has {', '.join(dtype.names)}")
         record[name] = value
     return record
