@@ -47,32 +47,6 @@ SURE_SENTENCES = 1000
 SURE_WORDS = 100
 
 
-def sample_sentences(corpus, seed: int, sample: int = SAMPLE) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(starts, stops)`` (int64) of up to ``sample`` of the corpus's sentences drawn for ``seed``
-    (those with a known word), and the number of distinct words they hold."""
-    rng = np.random.default_rng([seed, 5])
-    n = corpus.n_sentences
-    pick = np.sort(rng.choice(n, size=min(sample, n), replace=False)).astype(np.int64)
-    offsets, tokens = np.asarray(corpus.offsets), np.asarray(corpus.tokens)
-    starts, stops = offsets[pick], offsets[pick + 1]
-    keep = stops > starts
-    starts, stops = np.ascontiguousarray(starts[keep]), np.ascontiguousarray(stops[keep])
-    words = np.unique(np.concatenate([tokens[a:b] for a, b in zip(starts, stops)])) if len(starts) else []
-    return starts, stops, int(len(words))
-
-
-def sample_averages(W: np.ndarray, corpus, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """The float64 averages of the rows of ``W`` over the sentences ``tokens[starts[i]:stops[i]]``."""
-    from ..kernels.embed import mean_lines_serial
-
-    M = np.ascontiguousarray(W, dtype=np.float32)
-    S = np.empty((len(starts), M.shape[1]), dtype=np.float32)
-    if len(starts):
-        mean_lines_serial(M, M[:0], np.asarray(corpus.tokens), starts, stops, 0.0, S,
-                          np.empty(len(starts), dtype=np.int64))
-    return S.astype(np.float64)
-
-
 @dataclass(frozen=True)
 class Spread:
     """The measures of one matrix on the sample: ``gap`` and ``kept`` (see the module's docstring),
@@ -125,8 +99,10 @@ def spread_of(S: np.ndarray, components: int = COMPONENTS, words: int = SAMPLE, 
 
 def measure(W: np.ndarray, corpus, seed: int) -> Spread | None:
     """The :class:`Spread` of ``W`` on the sentences sampled for ``seed`` (what the check compares)."""
-    starts, stops, words = sample_sentences(corpus, seed)
-    return spread_of(sample_averages(W, corpus, starts, stops), words=words)
+    from .postprocess import SentenceSample, sample_sentences
+
+    sample = SentenceSample(corpus, sample_sentences(corpus.n_sentences, SAMPLE, seed, stream=5))
+    return spread_of(sample.averages(W), words=sample.words())
 
 
 def _ratio(end: float, start: float) -> float | None:

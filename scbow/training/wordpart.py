@@ -171,25 +171,15 @@ class WordPart:
             self.pool = None
 
 
-def unit_average_scale(M: np.ndarray, corpus, seed: int, block: int = 8192) -> float:
+def unit_average_scale(M: np.ndarray, corpus, seed: int) -> float:
     """The factor that gives the corpus sample's sentence averages of ``M`` (the post-processing's
     sample, ``postprocess.sample_sentences``) unit root-mean-square length."""
-    from ..kernels.embed import mean_lines_serial
-    from .postprocess import COMMON_SAMPLE, sample_sentences
+    from .postprocess import COMMON_SAMPLE, SentenceSample, sample_sentences
 
-    pick = sample_sentences(corpus.n_sentences, COMMON_SAMPLE, seed)
-    M = np.ascontiguousarray(M, dtype=np.float32)
-    offsets, tokens = np.asarray(corpus.offsets), np.asarray(corpus.tokens)
     energy, n = 0.0, 0
-    for lo in range(0, len(pick), block):
-        p = pick[lo:lo + block]
-        starts, stops = offsets[p], offsets[p + 1]
-        keep = stops > starts
-        starts, stops = np.ascontiguousarray(starts[keep]), np.ascontiguousarray(stops[keep])
-        S = np.empty((len(starts), M.shape[1]), dtype=np.float32)
-        mean_lines_serial(M, M[:0], tokens, starts, stops, 0.0, S, np.empty(len(starts), dtype=np.int64))
+    for S in SentenceSample(corpus, sample_sentences(corpus.n_sentences, COMMON_SAMPLE, seed)).blocks(M):
         energy += float(np.einsum("ij,ij->", S, S, dtype=np.float64))
-        n += len(starts)
+        n += len(S)
     energy /= max(n, 1)
     return 1.0 / math.sqrt(energy) if energy > 0 else 1.0
 
