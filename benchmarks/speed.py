@@ -448,13 +448,13 @@ def bench_wordpart(corpus, config: TrainConfig, threads: list[int], repeats: int
     """One pass of the word part at each thread count, alternating with gensim's skip-gram epoch.
 
     Each run is ``scbow.training.train`` with one word pass after a one-epoch sentence part; the
-    pass's seconds are its kernel seconds (``TrainState.word_seconds``, read by a hook at the end).
+    pass's seconds are its kernel seconds (the word phase's, read by a hook at the end).
     """
     from scbow.training import Hook, train
 
     class Seconds(Hook):
-        def after_training(self, state, vectors):
-            self.seconds = state.word_seconds
+        def after_training(self, state, matrices):
+            self.seconds = state["word"].seconds
 
     def one_pass(on, t: int) -> dict:
         cfg = config.replace(device="cpu", epochs=1, threads=t, word_passes=1, common_components=-1)
@@ -830,7 +830,7 @@ def render(r: dict) -> str:
             f"## The word part\n\nOne pass of the word part (skip-gram with negative "
             f"sampling, {w['dim']} dims, window {w['window']}, {w['negatives']} noise words, subsampling threshold "
             f"{w['sample']:g}) over the {w['sentences']:,} sentences, trained by `scbow.training.train` (the "
-            "pass's kernel seconds, `TrainState.word_seconds`), alternating with one "
+            "pass's kernel seconds, the word phase's `seconds`), alternating with one "
             + (f"epoch of gensim {gver}'s skip-gram with the same settings on the same tokens (its `train` call "
                "alone, the vocabulary built before the clock starts)" if gver else "epoch of gensim (not installed)")
             + ".\n\n"

@@ -351,8 +351,8 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
     seen = []
 
     class Watch(Hook):
-        def after_batch(self, state, vectors):
-            seen.append((state.done, vectors().copy()))
+        def after_batch(self, state, matrices):
+            seen.append((state.done, matrices["sentence"].copy()))
 
     result = train(corpus, config, quiet=True, hooks=[Watch()])
     n_targets = corpus.n_sentences  # every document has several sentences
@@ -646,7 +646,7 @@ def test_resume_inside_the_word_part_on_cuda(tiny_corpus_file, tmp_path, monkeyp
     whole = np.asarray(run(tmp_path / "a").model.vectors)
     with pytest.raises(Interrupted):
         run(tmp_path / "b", hooks=[SignalInWordPart(5)])
-    assert read_meta(checkpoint_dir(tmp_path / "b"))["state"]["word_done"] == 25
+    assert read_meta(checkpoint_dir(tmp_path / "b"))["state"]["phases"]["word"]["done"] == 25
     # the checkpoint holds the device's rows, 25 sentences on from the start
     start = wordpart.WordPart(load_corpus([tiny_corpus_file], min_count=1, cache_dir=tmp_path / "cache"), config, 1)
     saved = np.load(checkpoint_dir(tmp_path / "b") / "word_in.npy")

@@ -303,11 +303,9 @@ def word_batches(monkeypatch, small_batches):
 
 
 class SignalInWordPart(SignalAfter):
-    def after_batch(self, state, vectors):
-        pass
-
-    def after_word_batch(self, state, vectors):
-        SignalAfter.after_batch(self, state, vectors)
+    def after_batch(self, state, matrices):
+        if state.phase == "word":
+            SignalAfter.after_batch(self, state, matrices)
 
 
 WORD_PART = cfg(word_passes=2, word_dim=12, word_mix=0.5)
@@ -318,7 +316,7 @@ def spy_on_checkpoints(monkeypatch):
     written, write = [], CheckpointWriter.write
 
     def spy(self, state, *args, **kwargs):
-        written.append((state.done, state.word_done))
+        written.append((state.done, state["word"].done))
         return write(self, state, *args, **kwargs)
 
     monkeypatch.setattr(CheckpointWriter, "write", spy)
@@ -332,14 +330,13 @@ def word_run(corpus_file, tmp_path_factory):
     base, seen, warnings = tmp_path_factory.mktemp("word-part"), [], []
 
     class Watch(Hook):
-        def after_batch(self, state, vectors):
-            seen.append(("sentence", state.word_done))
+        def after_batch(self, state, matrices):
+            if state.phase == "sentence":
+                seen.append(("sentence", state["word"].done))
+            else:
+                seen.append(("word", state["word"].done, matrices["word_in"].shape, matrices["word_out"].shape))
 
-        def after_word_batch(self, state, vectors):
-            Wi, Wo = vectors.word()
-            seen.append(("word", state.word_done, Wi.shape, Wo.shape))
-
-        def after_training(self, state, vectors):
+        def after_training(self, state, matrices):
             seen.append(("end",))
 
     with pytest.MonkeyPatch.context() as mp:
@@ -396,7 +393,7 @@ def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkey
     assert "of the word part" in info.value.message
     assert describe(read_meta(checkpoint_dir(out))) == f"1,500 of {2 * 2400:,} sentences of the word part"
     meta = json.loads((checkpoint_dir(out) / "state.json").read_text())
-    assert meta["state"]["word_done"] == 5 * 300 and meta["state"]["epoch"] == 2
+    assert meta["state"]["phases"]["word"]["done"] == 5 * 300 and meta["state"]["epoch"] == 2
     assert (checkpoint_dir(out) / "word_in.npy").is_file() and (checkpoint_dir(out) / "word_out.npy").is_file()
     at = written[-1]  # the interrupt's checkpoint, in the word part: 4,800 examples and 1,500 sentences,
     # so that the resumed run's first batch (to 6,600) is not due (the next is at 7,000)
@@ -413,7 +410,7 @@ def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkey
             "3", "--word-passes", "2", "--word-dim", "12", "--word-mix", "0.5", "--resume", "-o"]
     saved = checkpoint_dir(tmp_path / "zeroed") / "word_in.npy"
     np.save(saved, np.zeros_like(np.load(saved)))
-    assert_clean_error(runner.invoke(main, args + [str(tmp_path / "zeroed")]), "not the word part its state.json recorded")
+    assert_clean_error(runner.invoke(main, args + [str(tmp_path / "zeroed")]), "not the matrix its state.json recorded")
     other = tmp_path / "other"
     with pytest.raises(Interrupted):
         train_session([corpus_file], WORD_PART.replace(seed=4), other, quiet=True, checkpoint_every=1000,
@@ -422,7 +419,7 @@ def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkey
     shutil.copytree(checkpoint_dir(tmp_path / "missing"), checkpoint_dir(borrowed))
     for name in ("word_in.npy", "word_out.npy"):
         shutil.copy(checkpoint_dir(other) / name, checkpoint_dir(borrowed) / name)
-    assert_clean_error(runner.invoke(main, args + [str(borrowed)]), "not the word part its state.json recorded")
+    assert_clean_error(runner.invoke(main, args + [str(borrowed)]), "not the matrix its state.json recorded")
     (checkpoint_dir(tmp_path / "missing") / "word_out.npy").unlink()
     assert_clean_error(runner.invoke(main, args + [str(tmp_path / "missing")]), "word_out.npy")
 
@@ -434,16 +431,16 @@ def test_a_word_part_that_diverges_names_its_last_checkpoint_in_sentences(tmp_pa
     class Poison(Hook):
         calls = 0
 
-        def after_word_batch(self, state, vectors):
-            self.calls += 1
+        def after_batch(self, state, matrices):
+            self.calls += state.phase == "word"
             if self.calls == 6:
-                vectors.word()[0][:] = np.nan
+                matrices["word_in"][:] = np.nan
 
     with pytest.raises(TrainingError) as info:
         train_session([corpus_file], WORD_PART, tmp_path / "m", quiet=True, checkpoint_every=1000, hooks=[Poison()])
     meta = read_meta(checkpoint_dir(tmp_path / "m"))
-    assert meta["state"]["word_done"] > 0
-    assert f"the last good checkpoint ({meta['state']['word_done']:,} sentences into the word part)" in str(info.value)
+    done = meta["state"]["phases"]["word"]["done"]
+    assert done > 0 and f"the last good checkpoint ({done:,} sentences into the word part)" in str(info.value)
 
 
 def test_train_shows_one_eta_for_the_whole_run_across_the_parts(tmp_path, gutenberg_slice, monkeypatch, runner):
@@ -496,7 +493,7 @@ def word_result(pass_losses, sentences=592_252):
                               "first_loss": pass_losses[0], "final_loss": pass_losses[-1]}}
     model = SimpleNamespace(info={"training": training, "corpus": {"vocab_size": 40_438, "sentences": sentences}},
                             config=TrainConfig().to_dict())
-    return SimpleNamespace(model=model, examples=sentences, seconds=6.2, losses=[1.37, 1.30], cache=None)
+    return SimpleNamespace(model=model, examples=sentences, seconds=6.2, losses=[1.37, 1.30], cache=None, curve=None)
 
 
 class Described:

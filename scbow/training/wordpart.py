@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from ..config import TrainConfig
+from ..errors import TrainingError
 from .start import corpus_weights, keep_probabilities, noise_table, output_biases
 
 # The subsampling threshold (TrainConfig.word_sample_count as a share of the corpus) is never
@@ -76,7 +77,8 @@ def unit_costs(corpus, config: TrainConfig) -> tuple[float, float]:
 
 
 class WordPart:
-    """The word part's matrices and the threads that train them, one batch of sentences a call.
+    """The word part as a phase (``scbow.training.hooks.Phase``): its matrices ``"word_in"`` and ``"word_out"``
+    and the threads that train them, one batch of sentences a step.
 
     ``Wi`` (V x word_dim) starts as word2vec's (uniform in +-0.5 / word_dim, drawn from the
     run's seed), ``Wo`` (V x (word_dim + 1): output rows, then biases) at zero rows and the
@@ -85,6 +87,8 @@ class WordPart:
     (``backends.params.WORD_STREAM`` plus its position in all passes), whatever the threads. The GPU's
     twin is ``scbow.training.backends.cuda.CudaWordPart``.
     """
+
+    name, unit, label, samples = "word", "sent", "word part", True
 
     def __init__(self, corpus, config: TrainConfig, threads: int, Wi=None, Wo=None):
         from ..kernels import cpu as K  # numba: imported here, so that --help stays fast
@@ -108,7 +112,9 @@ class WordPart:
         self.tokens = np.ascontiguousarray(corpus.tokens)
         self.offsets = np.ascontiguousarray(corpus.offsets)
         self.n = corpus.n_sentences
-        self.params = word_params(config, config.word_passes * self.n)
+        self.passes = config.word_passes
+        self.total = config.word_passes * self.n
+        self.params = word_params(config, self.total)
         self.threads = max(1, threads)
         self.buffers = [K.word_part_buffers(self.params, dw) for _ in range(self.threads)]
         self.pool = None
@@ -117,9 +123,19 @@ class WordPart:
 
             self.pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="scbow-words")
 
-    def matrices(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(Wi, Wo)`` as they are now, on the host (what a checkpoint saves)."""
-        return self.Wi, self.Wo
+    def matrices(self) -> dict:
+        """``word_in`` (Wi) and ``word_out`` (Wo) as they are now, on the host (what a checkpoint saves)."""
+        return {"word_in": self.Wi, "word_out": self.Wo}
+
+    def step(self, state) -> tuple[int, float]:
+        sentences, loss_sum, pairs = self.run(state[self.name].done)
+        return sentences, loss_sum / max(pairs, 1)
+
+    def end_of_pass(self, state) -> bool:
+        return False  # its passes' ends are for its sample loss, not the hooks' after_epoch
+
+    def loss_error(self, loss: float, done: int) -> Exception:
+        return TrainingError(f"the word part's loss became {loss} after {done:,} sentences")
 
     def sample_loss(self) -> float:
         """The mean loss per (context, centre) pair over :data:`LOSS_SAMPLE` sentences spread evenly over

@@ -439,13 +439,13 @@ class CudaWordPart(WordPart):
         self.on_host = False
         return hi - lo, loss, pairs
 
-    def matrices(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(Wi, Wo)`` as they are now, copied to the host."""
+    def matrices(self) -> dict:
+        """``word_in`` and ``word_out`` as they are now, copied to the host."""
         if not self.on_host and self.Wi_d is not None:
             self.Wi_d.copy_to_host(self.Wi)
             self.Wo_d.copy_to_host(self.Wo)
             self.on_host = True
-        return self.Wi, self.Wo
+        return super().matrices()
 
     def sample_loss(self) -> float:
         self.matrices()
