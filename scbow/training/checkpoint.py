@@ -4,20 +4,19 @@ The checkpoint of a run that trains into ``MODEL`` is the directory ``MODEL.chec
 beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.json``, so
 ``scbow.load`` reads it) plus ``state.json``:
 
-- ``vectors.npy`` holds the matrix *as the trainer holds it*: common-component removal
-  happens only once training ends, so a resumed run applies it to the same matrix an
-  uninterrupted one would;
-- ``word_in.npy`` and ``word_out.npy`` (only once the word part has begun, ``word_passes`` > 0)
-  hold the word part's matrices (``scbow.training.wordpart``); ``vectors.npy`` then holds the
-  finished sentence part, and the state's ``word_done`` says how far the word part is;
-- ``state.json`` holds the :class:`~scbow.training.hooks.TrainState` (epoch, position in the
-  epoch's shuffled targets, examples done, losses), the configuration, the identity
-  of the encoded corpus (its files, sizes, and a hash of its vocabulary), so that a
-  resume on another corpus or with other hyperparameters is refused with a clear error,
-  what ``--init-vectors`` the run started from (its resolved path and the record the model
-  keeps in ``config.json``; null without one), so that a resume with other vectors is refused too,
-  and the ``model_id`` of the model files beside it (:func:`scbow.vectors.modeldir.model_id`),
-  so that a state is resumed only with the matrix it was written with.
+- the run's matrices by name (:data:`MATRIX_FILES`), *as the trainer holds them*: ``vectors.npy``
+  the sentence part's (common-component removal happens only once training ends, so a resumed
+  run applies it to the same matrix an uninterrupted one would), and once the word part has
+  begun ``word_in.npy`` and ``word_out.npy`` (``scbow.training.wordpart``);
+- ``state.json`` holds the :class:`~scbow.training.hooks.TrainState` (the phase, each phase's
+  counters and losses, the sentence part's epoch and position in its shuffled targets), each
+  matrix's digest, so that a state is resumed only with the matrices it was written with, the
+  configuration, the identity of the encoded corpus (its files, sizes, and digests of its
+  vocabulary and token stream), so that a resume on another corpus or with other
+  hyperparameters is refused with a clear error, and what ``--init-vectors`` the run started
+  from (its resolved path and the record the model keeps in ``config.json``; null without one),
+  so that a resume with other vectors is refused too. A checkpoint of another format (one
+  written before phases) is refused with one line.
 
 A checkpoint is written into a temporary sibling directory, flushed to disk and put in
 place whole (:func:`scbow.files.atomic_dir`), so the previous checkpoint stays valid until

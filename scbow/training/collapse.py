@@ -16,15 +16,15 @@ recorded start), so that no option needs an exception:
 Each is divided by the start's: 1 when training kept the sentences as spread as at the start,
 near 0 when they fell into a few directions. Measured on every option and start on the 1M
 corpus, and the defaults on 10M and 100M (docs/robustness.md has the table): healthy runs keep
-0.50-1.05 of the start's gap and 0.17-1.0 of its kept share (the ``--word-window`` runs the
-lowest), every ``--lr 1e6`` run 0.008-0.28 of the gap and at most 0.062 of the kept share
+0.50-1.05 of the start's gap and 0.17-1.0 of its kept share (the in-objective skip-gram term,
+since removed, the lowest), every ``--lr 1e6`` run 0.008-0.28 of the gap and at most 0.062 of the kept share
 (but ``--dim 8``, where no direction is removed: its gap, 0.011, shows the collapse). A run
 under a REFUSE bound is refused like a divergence; under a WARN bound it is saved with a
 warning; else nothing is said.
 
 Only the sentence part is judged, as soon as it is trained (before the word part, so that a
 refused run does not also spend the word part's time): ``--lr`` is the sentence part's, and the
-word part trains with word2vec's fixed settings (``scbow.training.wordpart``), checked for NaN.
+word part trains with its own (``--word-lr``, ``scbow.training.wordpart``), checked for NaN.
 """
 
 from __future__ import annotations

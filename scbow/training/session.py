@@ -36,6 +36,7 @@ from pathlib import Path
 
 from ..errors import CheckpointError, ConfigError, Interrupted, ModelError, TrainingError
 from ..progress import note
+from .hooks import Hook
 
 try:
     import fcntl
@@ -183,7 +184,7 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-class CheckpointHook:
+class CheckpointHook(Hook):
     """The hook that writes checkpoints and acts on signals: every ``every`` (``checkpoint.Every``), and on
     a signal; what the other ``hooks`` give (:meth:`~scbow.training.hooks.Hook.checkpoint_info`: the curve
     so far) is saved with each checkpoint."""
@@ -200,15 +201,6 @@ class CheckpointHook:
         for h in self.hooks:
             info.update(h.checkpoint_info())
         self.writer.write(state, matrices.all(), info=info)
-
-    def before_training(self, state, matrices, corpus) -> None:
-        pass
-
-    def after_epoch(self, state, matrices) -> None:
-        pass
-
-    def checkpoint_info(self) -> dict:
-        return {}
 
     def after_batch(self, state, matrices) -> None:
         import time
@@ -308,7 +300,6 @@ def preflight(config, checkpoint_every=None):
     """The checks a run makes before any work, so that a bad setting fails at once, not after
     the corpus is read: a GPU for ``--device cuda``, the thread count, the checkpoint
     schedule (returned parsed: :func:`scbow.training.checkpoint.parse_every`)."""
-    from ..errors import ConfigError
     from .checkpoint import parse_every
 
     if config.device == "cuda":
