@@ -32,13 +32,12 @@ def example_size(negatives: int) -> int:
 # any useful value and below what the kernels' int32/int64 arithmetic and memory can take
 # (a --dim of 100,000 is already 40 GB for 100K words).
 _I32 = 2**31 - 1
-INT_BOUNDS = {"dim": 1, "negatives": 1, "min_count": 1, "epochs": 1, "count_floor": 1,
-              "max_vocab": 0, "max_length": 0, "threads": 0, "word_passes": 0, "word_dim": 1, "word_context": 1,
-              "word_noise": 1, "word_sample_count": 1}
-INT_MAX = {"dim": 100_000, "negatives": 1_000_000, "min_count": 2**62, "epochs": 100_000,
-           "count_floor": 2**62, "max_vocab": _I32, "max_length": _I32, "threads": 65_536,
-           "word_passes": 10_000, "word_dim": 100_000, "word_context": 1_000, "word_noise": 1_000,
-           "word_sample_count": 2**62}
+INT_BOUNDS = {"dim": 1, "negatives": 1, "min_count": 1, "epochs": 1, "count_floor": 1, "max_vocab": 0,
+              "max_length": 0, "threads": 0, "word_passes": 0, "word_dim": 1, "word_context": 1, "word_noise": 1,
+              "word_sample_count": 1}
+INT_MAX = {"dim": 100_000, "negatives": 1_000_000, "min_count": 2**62, "epochs": 100_000, "count_floor": 2**62,
+           "max_vocab": _I32, "max_length": _I32, "threads": 65_536, "word_passes": 10_000, "word_dim": 100_000,
+           "word_context": 1_000, "word_noise": 1_000, "word_sample_count": 2**62}
 # Floats: [lowest, highest]; those in POSITIVE_FLOATS must also be > 0. (A huge lr is left
 # to the trainer, which stops and names it when the loss turns NaN.) init_std: float32
 # rows of that scale must keep finite squared norms (and nonzero ones: not below 1e-15).
@@ -139,18 +138,16 @@ class TrainConfig:
     word_passes: int = 3
     word_dim: int = 150
     word_mix: float = 0.5
-    # The word part's skip-gram settings are word2vec's (the C tool's defaults, which gensim and
-    # the quality peer share): each centre word's contexts lie up to word_context words away (the
-    # centre draws its window from 1..word_context), 5 noise words per window from the
-    # unigram^0.75 distribution, learning rate 0.025 decayed linearly over every pass.
+    # Its skip-gram settings are word2vec's defaults (gensim's and the quality peer's too): contexts
+    # up to word_context words away (each centre draws 1..word_context), word_noise noise words a
+    # window (unigram^0.75), word_lr decayed linearly over every pass.
     word_context: int = 5
     word_noise: int = 5
     word_lr: float = 0.025
-    # Subsampling (word2vec's -sample): a word seen more often than about word_sample_count
-    # times is kept with a probability that falls as its count grows. As a share of the corpus
-    # that is 1e-5 on gutenberg-100M (the paper's threshold for its word2vec baseline) and 1e-4
-    # on 10M, where 1e-5 kept too little to learn from (WordSim-353 0.29 against 0.40 at 1e-4,
-    # the same STS-B dev); the share is kept within scbow.training.wordpart.SAMPLE_RANGE.
+    # Subsampling (word2vec's -sample): a word seen more than about word_sample_count times is
+    # kept with a probability falling with its count: as a share, 1e-5 on gutenberg-100M (the
+    # paper's word2vec baseline's) and 1e-4 on 10M, where 1e-5 kept too little to learn from
+    # (WordSim-353 0.29 against 0.40, the same STS-B dev); within wordpart.SAMPLE_RANGE.
     word_sample_count: int = 1000
     threads: int = 0  # 0 = all available cores
     seed: int = 1

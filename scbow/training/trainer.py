@@ -100,7 +100,7 @@ class SentencePhase:
         self.total = len(self.targets) * config.epochs
         self.backend = make_backend(begin.W, corpus, config, threads, self.total, begin.rates,
                                     say=None if quiet else note)
-        self.batch = batch_size(config, corpus, getattr(self.backend, "batch", None) or BATCH)
+        self.batch = batch_size(config, corpus, self.backend.batch or BATCH)
         self.orders = self.loaded = None
 
     def step(self, state: TrainState) -> tuple[int, float]:

@@ -22,12 +22,10 @@ from ...errors import TrainingError
 
 
 class Backend(Protocol):
-    """What the trainer asks of a backend.
-
-    ``batch``, if the backend has it, is the examples per call it prefers.
-    """
+    """What the trainer asks of a backend."""
 
     name: str
+    batch: int | None  # the examples per call it prefers; None: the trainer's
 
     def begin_epoch(self, order: np.ndarray) -> None:
         """Take the epoch's shuffled targets (int64 sentence indices)."""

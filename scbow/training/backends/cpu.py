@@ -37,6 +37,7 @@ class CpuBackend:
     """Runs batches with the Numba CPU kernels on ``W``, updated in place."""
 
     name = "cpu"
+    batch = None  # the trainer's batches
 
     def __init__(self, W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None,
                  say=None):
