@@ -448,13 +448,13 @@ def bench_wordpart(corpus, config: TrainConfig, threads: list[int], repeats: int
     """One pass of the word part at each thread count, alternating with gensim's skip-gram epoch.
 
     Each run is ``scbow.training.train`` with one word pass after a one-epoch sentence part; the
-    pass's seconds are its kernel seconds (``TrainState.word_seconds``, read by a hook at the end).
+    pass's seconds are its kernel seconds (the word phase's, read by a hook at the end).
     """
-    from scbow.training import WORD_LR, WORD_NEGATIVES, WORD_WINDOW, Hook, train
+    from scbow.training import Hook, train
 
     class Seconds(Hook):
-        def after_training(self, state, vectors):
-            self.seconds = state.word_seconds
+        def after_training(self, state, matrices):
+            self.seconds = state["word"].seconds
 
     def one_pass(on, t: int) -> dict:
         cfg = config.replace(device="cpu", epochs=1, threads=t, word_passes=1, common_components=-1)
@@ -475,8 +475,8 @@ def bench_wordpart(corpus, config: TrainConfig, threads: list[int], repeats: int
             runs.append({"system": "scbow", "threads": t, "seconds": part["kernel_seconds"]})
             if tokens_file is not None:
                 r = run_job(["gensim-skipgram", tokens_file, "--threads", t, "--dim", config.word_dim,
-                             "--sample", sample, "--window", WORD_WINDOW, "--negative", WORD_NEGATIVES,
-                             "--alpha", WORD_LR])
+                             "--sample", sample, "--window", config.word_context,
+                             "--negative", config.word_noise, "--alpha", config.word_lr])
                 runs.append({"system": "gensim", "threads": t, "seconds": r["train_seconds"],
                              "effective_words": r["effective_words"], "gensim": r["gensim"]})
     rows = []
@@ -488,7 +488,7 @@ def bench_wordpart(corpus, config: TrainConfig, threads: list[int], repeats: int
             row["gensim_seconds"] = stats(theirs)
             row["gensim_over_scbow"] = round(statistics.median(theirs) / statistics.median(mine), 3)
         rows.append(row)
-    return {"dim": config.word_dim, "window": WORD_WINDOW, "negatives": WORD_NEGATIVES, "sample": sample,
+    return {"dim": config.word_dim, "window": config.word_context, "negatives": config.word_noise, "sample": sample,
             "raw_tokens": corpus.stats.get("raw_tokens"), "sentences": corpus.n_sentences, "rows": rows,
             "runs": runs, "gensim_note": None if tokens_file else "gensim is not installed (pip install '.[bench]')"}
 
@@ -830,7 +830,7 @@ def render(r: dict) -> str:
             f"## The word part\n\nOne pass of the word part (skip-gram with negative "
             f"sampling, {w['dim']} dims, window {w['window']}, {w['negatives']} noise words, subsampling threshold "
             f"{w['sample']:g}) over the {w['sentences']:,} sentences, trained by `scbow.training.train` (the "
-            "pass's kernel seconds, `TrainState.word_seconds`), alternating with one "
+            "pass's kernel seconds, the word phase's `seconds`), alternating with one "
             + (f"epoch of gensim {gver}'s skip-gram with the same settings on the same tokens (its `train` call "
                "alone, the vocabulary built before the clock starts)" if gver else "epoch of gensim (not installed)")
             + ".\n\n"

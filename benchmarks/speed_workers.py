@@ -188,11 +188,11 @@ def scbow_memory(args) -> dict:
     marks = {}
 
     class Marks(Hook):
-        def after_batch(self, state, vectors):
+        def after_batch(self, state, matrices):
             if "first_batch" not in marks:
                 marks["first_batch"] = proc_status()
 
-        def after_epoch(self, state, vectors):
+        def after_epoch(self, state, matrices):
             marks["end_of_epoch"] = proc_status()
 
     t0 = time.perf_counter()

@@ -52,7 +52,7 @@ def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache
 
     Paths are read (or their cached encoding loaded; ``cache_dir``, ``use_cache``) with
     ``config``'s ``min_count`` and ``max_vocab``. Further keywords (``hooks``, ``init``,
-    ``start``, ``warn``) go to :func:`scbow.training.trainer.train`.
+    ``start`` with ``matrices``, ``warn``) go to :func:`scbow.training.trainer.train`.
 
     It reports through :mod:`logging`, logger ``"scbow"``, as gensim does: what the command line
     prints (the corpus, the phases, a progress line every 30 s) at INFO, warnings (the loss did

@@ -32,22 +32,21 @@ def example_size(negatives: int) -> int:
 # any useful value and below what the kernels' int32/int64 arithmetic and memory can take
 # (a --dim of 100,000 is already 40 GB for 100K words).
 _I32 = 2**31 - 1
-INT_BOUNDS = {"dim": 1, "negatives": 1, "min_count": 1, "epochs": 1, "count_floor": 1,
-              "max_vocab": 0, "max_length": 0, "threads": 0, "word_window": 0, "word_negatives": 1,
-              "word_passes": 0, "word_dim": 1}
-INT_MAX = {"dim": 100_000, "negatives": 1_000_000, "min_count": 2**62, "epochs": 100_000,
-           "count_floor": 2**62, "max_vocab": _I32, "max_length": _I32, "threads": 65_536,
-           "word_window": 1_000, "word_negatives": 1_000, "word_passes": 10_000, "word_dim": 100_000}
+INT_BOUNDS = {"dim": 1, "negatives": 1, "min_count": 1, "epochs": 1, "count_floor": 1, "max_vocab": 0,
+              "max_length": 0, "threads": 0, "word_passes": 0, "word_dim": 1, "word_context": 1, "word_noise": 1,
+              "word_sample_count": 1}
+INT_MAX = {"dim": 100_000, "negatives": 1_000_000, "min_count": 2**62, "epochs": 100_000, "count_floor": 2**62,
+           "max_vocab": _I32, "max_length": _I32, "threads": 65_536, "word_passes": 10_000, "word_dim": 100_000,
+           "word_context": 1_000, "word_noise": 1_000, "word_sample_count": 2**62}
 # Floats: [lowest, highest]; those in POSITIVE_FLOATS must also be > 0. (A huge lr is left
 # to the trainer, which stops and names it when the loss turns NaN.) init_std: float32
 # rows of that scale must keep finite squared norms (and nonzero ones: not below 1e-15).
 FLOAT_RANGES = {"lr": (0.0, 1e300), "init_std": (1e-15, 1e15), "min_lr_fraction": (0.0, 1.0),
                 "weight_decay": (0.0, 1e6), "frequency_weight": (0.0, 1e6), "count_power": (0.0, 100.0),
-                "unknown_scale": (0.0, 1e6), "word_weight": (0.0, 1e6), "word_sample": (0.0, 1.0),
-                "word_mix": (1e-6, 1e6)}
+                "unknown_scale": (0.0, 1e6), "word_mix": (1e-6, 1e6), "word_lr": (0.0, 1e300)}
 # unknown_scale 0 would give unknown words zero vectors (use omit); a word_mix of 0, or one so small
 # that the word part's float32 values underflow (1e-300), a word part of zeros
-POSITIVE_FLOATS = ("lr", "unknown_scale", "word_weight")
+POSITIVE_FLOATS = ("lr", "unknown_scale", "word_lr")
 
 
 def finite_number(value) -> bool:
@@ -86,7 +85,8 @@ class TrainConfig:
     # Starting learning rate of per-example SGD, for rows of the scale init_std (the loss is
     # scale invariant, so lr / init_std**2 is what counts). 0.05 ties on 100M, 0.2 is lower.
     lr: float = 0.1
-    # The learning rate decays linearly to lr * min_lr_fraction over all examples.
+    # The learning rate decays linearly to lr * min_lr_fraction over all examples (the word
+    # part's, word_lr, likewise over its sentences: word2vec's floor).
     min_lr_fraction: float = 0.0001
     # L2 weight decay per word occurrence: every occurrence shrinks a row by lr * weight_decay
     # of itself (0 = the paper's plain objective). The previous defaults used 10 to keep
@@ -124,19 +124,6 @@ class TrainConfig:
     # size (benchmarks/results/unknown_pieces.md).
     unknown: str = "pieces"
     unknown_scale: float = 0.35
-    # A word-level term beside the sentence objective: skip-gram with negative sampling over
-    # the words of each example's target sentence (Mikolov et al. 2013), in the same pass,
-    # with its own output matrix (training only, zero at the start). word_window is the
-    # largest distance of a context word (each centre draws its window from 1..word_window,
-    # as word2vec does); 0 turns the term off. Its steps are word_weight times the
-    # sentence objective's learning rate, taken on the unweighted rows U = W / a (so the
-    # frequency weights stay in the saved vectors). word_negatives noise words per context
-    # come from the unigram^0.75 distribution; word_sample is word2vec's subsampling
-    # threshold of frequent words (0 = off). Measured on 100M in benchmarks/results/search.md.
-    word_window: int = 0
-    word_weight: float = 0.3
-    word_negatives: int = 5
-    word_sample: float = 1e-3
     # The word part (scbow.training.wordpart): after the sentence part, word_passes passes of
     # skip-gram with negative sampling (word2vec's settings) train word_dim more columns of
     # every row, where word similarity lives; the saved rows are [sentence part ; word part],
@@ -151,6 +138,17 @@ class TrainConfig:
     word_passes: int = 3
     word_dim: int = 150
     word_mix: float = 0.5
+    # Its skip-gram settings are word2vec's defaults (gensim's and the quality peer's too): contexts
+    # up to word_context words away (each centre draws 1..word_context), word_noise noise words a
+    # window (unigram^0.75), word_lr decayed linearly over every pass.
+    word_context: int = 5
+    word_noise: int = 5
+    word_lr: float = 0.025
+    # Subsampling (word2vec's -sample): a word seen more than about word_sample_count times is
+    # kept with a probability falling with its count: as a share, 1e-5 on gutenberg-100M (the
+    # paper's word2vec baseline's) and 1e-4 on 10M, where 1e-5 kept too little to learn from
+    # (WordSim-353 0.29 against 0.40, the same STS-B dev); within wordpart.SAMPLE_RANGE.
+    word_sample_count: int = 1000
     threads: int = 0  # 0 = all available cores
     seed: int = 1
     device: str = "cpu"
@@ -246,16 +244,15 @@ FIELD_HELP = {
         "-1: off)."),
     "max_length": "Average only the first N known words of a sentence (0: all).",
     "init_std": "Std. dev. of the initial vectors.",
-    "word_window": ("Add a skip-gram (negative sampling) term to the sentence objective, over the words of each target "
-        "sentence, with contexts up to this many words away (0: off). Research: it lowers STS scores; the word part "
-        "(--word-passes) is what the defaults use."),
-    "word_weight": "Learning rate of the skip-gram term, as a multiple of --lr (see --word-window).",
-    "word_negatives": "Noise words per context of the skip-gram term (unigram^0.75, see --word-window).",
-    "word_sample": "Subsampling threshold of frequent words in the skip-gram term, word2vec's -sample (0: off).",
     "word_passes": ("Passes of the word part: skip-gram rows trained after the sentence part and saved beside it, "
         "where word similarity lives (0: the sentence part alone)."),
     "word_dim": "Width of the word part (the skip-gram columns after the sentence part's --dim; rows are the sum).",
     "word_mix": "Weight of the word part against the sentence part in every row (each scaled to unit-length averages).",
+    "word_context": "Largest distance of a context word from its centre in the word part (word2vec's -window).",
+    "word_noise": "Noise words per window of the word part (unigram^0.75; word2vec's -negative).",
+    "word_lr": "Starting learning rate of the word part, decayed linearly over its passes (word2vec's -alpha).",
+    "word_sample_count": ("Subsampling of the word part: words seen more often than about this many times are kept "
+        "with falling probability (a share of the corpus within 1e-5..1e-3; word2vec's -sample)."),
     "threads": "Training threads (0: all cores). 1 is deterministic for a --seed.",
     "seed": "Random seed.",
     "device": "Train on the CPU or an NVIDIA GPU.",

@@ -77,53 +77,6 @@ def loss_and_grad(W, target, positives, negatives, weight_decay=0.0):
     return loss, grad
 
 
-def _softplus(z: float) -> float:
-    return max(z, 0.0) + float(np.log1p(np.exp(-abs(z))))
-
-
-def sgns_loss_and_grad(W, Wo, pairs, weights=None):
-    """Loss and dense gradients of the skip-gram term (``TrainConfig.word_window``) over given pairs.
-
-    Parameters
-    ----------
-    W : array of float, shape (V, d)
-        Embedding matrix; the centre word's row enters as ``u_w = W[w] / a[w]``.
-    Wo : array of float, shape (V, d + 1)
-        The term's output matrix: a row per output word, then its bias; the score of a
-        centre ``w`` and an output word ``o`` is ``x = u_w . Wo[o, :d] + Wo[o, d]``.
-    pairs : iterable of ``(centre, context, noise)``
-        Word ids: a centre, one of its context words and a sequence of noise words.
-    weights : array of float, shape (V,), optional
-        The frequency weights ``a`` (ones when None).
-
-    Returns
-    -------
-    loss : float
-        ``sum over pairs of -log sigmoid(x_c) - sum_n log sigmoid(-x_n)``.
-    grad_W, grad_O : arrays of float64, shape (V, d)
-        ``dL/dW`` and ``dL/dO``.
-    """
-    W = np.asarray(W, dtype=np.float64)
-    Wo = np.asarray(Wo, dtype=np.float64)
-    a = np.ones(len(W)) if weights is None else np.asarray(weights, dtype=np.float64)
-    grad_W = np.zeros_like(W)
-    grad_O = np.zeros_like(Wo)
-    loss = 0.0
-    d = W.shape[1]
-    if Wo.shape != (len(W), d + 1):
-        raise ValueError(f"Wo must have shape {(len(W), d + 1)} (a row and a bias per word), got {Wo.shape}")
-    for centre, context, noise in pairs:
-        u = W[centre] / a[centre]
-        for o, label in [(context, 1.0)] + [(n, 0.0) for n in noise]:
-            x = float(u @ Wo[o, :d] + Wo[o, d])
-            loss += _softplus(-x if label else x)   # -log sigmoid(x) for the context, -log sigmoid(-x) for noise
-            g = 1.0 / (1.0 + np.exp(-x)) - label     # dL/dx
-            grad_W[centre] += g * Wo[o, :d] / a[centre]
-            grad_O[o, :d] += g * u
-            grad_O[o, d] += g
-    return loss, grad_W, grad_O
-
-
 def sgns_window_loss_and_grad(Wi, Wo, windows):
     """Loss and dense gradients of the word part's windows, each a small matrix of scores.
 
@@ -131,8 +84,7 @@ def sgns_window_loss_and_grad(Wi, Wo, windows):
     words the whole window shares. Every input scores the centre (label 1) and every noise word
     (label 0): ``X = Wi[inputs] . Wo[outputs, :d]^T + b[outputs]``, ``L = sum softplus(-X[:, 0]) +
     sum softplus(X[:, 1:])``; ``G = sigmoid(X) - labels`` gives ``dL/dWi[inputs] = G . Wo[outputs, :d]``
-    and ``dL/dWo[outputs] = G^T . Wi[inputs]`` (repeated words add up). The same sum as
-    :func:`sgns_loss_and_grad` over the pairs ``(input, output, noise)``, written as matrices.
+    and ``dL/dWo[outputs] = G^T . Wi[inputs]`` (repeated words add up).
 
     Returns ``(loss, grad_Wi, grad_Wo)`` (float64, shapes of ``Wi`` and ``Wo``).
     """
@@ -154,10 +106,3 @@ def sgns_window_loss_and_grad(Wi, Wo, windows):
         np.add.at(grad_Wo, (outs[:, None], np.arange(d)[None, :]), G.T @ Wi[ins])
         np.add.at(grad_Wo[:, d], outs, G.sum(axis=0))
     return loss, grad_Wi, grad_Wo
-
-
-def sgns_sentence_pairs(sentence, window):
-    """Every ``(centre, context)`` of a sentence with contexts at most ``window`` words away (no subsampling)."""
-    ids = list(sentence)
-    return [(ids[i], ids[j]) for i in range(len(ids))
-            for j in range(max(i - window, 0), min(i + window + 1, len(ids))) if j != i]

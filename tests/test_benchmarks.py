@@ -318,8 +318,8 @@ def test_the_kernel_section_and_the_doors_helpers_are_trains_own(small_corpus_fi
     seen = {}
 
     class Start(Hook):
-        def before_training(self, state, vectors, corpus):
-            seen["W"] = np.array(vectors())
+        def before_training(self, state, matrices, corpus):
+            seen["W"] = np.array(matrices["sentence"])
 
     one = config.replace(epochs=1, threads=1, word_passes=0)
     want = train(corpus, one.replace(common_components=-1), quiet=True)

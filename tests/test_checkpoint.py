@@ -25,15 +25,12 @@ from scbow.config import TrainConfig
 from scbow.errors import CheckpointError, Interrupted, ModelError
 from scbow.training import trainer as trainer_mod
 from scbow.training.checkpoint import (
-    BEFORE_THEY_EXISTED,
     CheckpointWriter,
-    _config_differences,
     check_config,
     checkpoint_dir,
     read_meta,
 )
 from scbow.training.corpus import load_corpus
-from scbow.training.curve import curve_hook
 from scbow.training.hooks import Hook
 from scbow.training.postprocess import remove_common_components
 from scbow.training.session import remove_checkpoint, train_session
@@ -47,7 +44,7 @@ class SignalAfter(Hook):
     def __init__(self, batches, signum=signal.SIGINT):
         self.batches, self.signum, self.seen = batches, signum, 0
 
-    def after_batch(self, state, vectors):
+    def after_batch(self, state, matrices):
         self.seen += 1
         if self.seen == self.batches:
             os.kill(os.getpid(), self.signum)
@@ -59,7 +56,7 @@ class SignalWhen(Hook):
     def __init__(self, when):
         self.when, self.sent = when, False
 
-    def after_batch(self, state, vectors):
+    def after_batch(self, state, matrices):
         if not self.sent and self.when(state):
             self.sent = True
             os.kill(os.getpid(), signal.SIGINT)
@@ -71,7 +68,9 @@ def cfg(**kw):
 
 
 def state_of(out) -> dict:
-    return json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]
+    """The checkpoint's state, its sentence phase's counters beside its position."""
+    state = json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]
+    return {**state, **state["phases"]["sentence"]}
 
 
 def same_bits(a, b) -> bool:
@@ -103,14 +102,13 @@ def reference(corpus_file, tmp_path_factory, batches_of_256):
         return write(self, state, *args, **kwargs)
 
     class Record(Hook):
-        def after_batch(self, state, vectors):
+        def after_batch(self, state, matrices):
             boundaries.append(state.done)
 
-    curve = curve_hook(512, dev=dev, config=cfg())
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(CheckpointWriter, "write", spy)
         result = train_session([corpus_file], cfg(), base / "a", quiet=True, checkpoint_every=1000,
-                               hooks=[Record(), curve], before_save=lambda result: curve.attach(result.model))
+                               hooks=[Record()], eval_every=512, eval_dev=dev)
     assert not checkpoint_dir(base / "a").exists()
     return SimpleNamespace(result=result, model=load_model(base / "a"), boundaries=boundaries, written=written, dev=dev)
 
@@ -123,19 +121,12 @@ def interrupted_at_batch(corpus_file, tmp_path_factory, config, batches):
 
 
 PLAIN = cfg(dim=8, epochs=1, seed=1)
-WORD_TERM = cfg(word_window=3, word_weight=0.5)
 
 
 @pytest.fixture(scope="module")
 def plain_checkpoint(corpus_file, tmp_path_factory, batches_of_256):
     """The checkpoint of ``PLAIN`` interrupted after 2 batches (tests copy it)."""
     return interrupted_at_batch(corpus_file, tmp_path_factory, PLAIN, 2)
-
-
-@pytest.fixture(scope="module")
-def word_term_checkpoint(corpus_file, tmp_path_factory, batches_of_256):
-    """The checkpoint of ``WORD_TERM`` interrupted after 5 batches (tests copy it)."""
-    return interrupted_at_batch(corpus_file, tmp_path_factory, WORD_TERM, 5)
 
 
 def copy_checkpoint(ck, out):
@@ -150,9 +141,9 @@ def test_resume_is_bit_identical_and_says_where_it_resumes(tmp_path, corpus_file
     out, seen = tmp_path / "b", {}
 
     class Grab(Hook):
-        def after_batch(self, state, vectors):
+        def after_batch(self, state, matrices):
             if state.done == 4 * 256:
-                seen["W"] = np.array(vectors())
+                seen["W"] = np.array(matrices["sentence"])
                 os.kill(os.getpid(), signal.SIGTERM)
 
     with pytest.raises(Interrupted) as info:
@@ -222,10 +213,8 @@ def test_a_resumed_run_keeps_the_curve_points_of_before_its_interrupt(tmp_path, 
     """--resume gives the learning curve back its points: an interrupted and resumed run has every
     point an uninterrupted one has (the resumed start adds one more, at the interrupt)."""
     def run(*more, resume=False, every=512, with_curve=True, dev=reference.dev):
-        curve = curve_hook(every, dev=dev, config=cfg())
-        train_session([corpus_file], cfg(), tmp_path / "b", quiet=True, resume=resume,
-                      hooks=[curve, *more] if with_curve else list(more),
-                      before_save=lambda result: curve.attach(result.model))
+        train_session([corpus_file], cfg(), tmp_path / "b", quiet=True, resume=resume, hooks=list(more),
+                      eval_every=every if with_curve else None, eval_dev=dev if with_curve else None)
 
     with pytest.raises(Interrupted):
         run(SignalAfter(5))
@@ -243,9 +232,7 @@ def test_a_resumed_run_keeps_the_curve_points_of_before_its_interrupt(tmp_path, 
 
 def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_text, plain_checkpoint):
     out = copy_checkpoint(plain_checkpoint, tmp_path / "m")
-    assert not (checkpoint_dir(out) / "output.npy").exists()  # no skip-gram term, no output matrix
-    for change, message in ((dict(lr=0.03), r"--lr was 0\.1, now 0\.03"), (dict(epochs=3), "--epochs was 1, now 3"),
-                            (dict(word_window=5), "--word-window was 0, now 5")):
+    for change, message in ((dict(lr=0.03), r"--lr was 0\.1, now 0\.03"), (dict(epochs=3), "--epochs was 1, now 3")):
         with pytest.raises(CheckpointError, match=message):
             train_session([corpus_file], PLAIN.replace(**change), out, quiet=True, resume=True)
     other = tmp_path / "other.txt"
@@ -307,25 +294,16 @@ def test_a_run_into_a_link_has_the_checkpoint_of_its_target(tmp_path, corpus_fil
     assert sorted(os.listdir(tmp_path / "links")) == ["out"]
     (tmp_path / "links" / "out.checkpoint").write_text("notes")  # a user's file of that name: no checkpoint
     assert checkpoint_dir(link) == tmp_path / "m.checkpoint"
-    (tmp_path / "links" / "out.checkpoint").unlink()
-    # a checkpoint an earlier version wrote beside the link itself still resumes under that name
-    shutil.copytree(plain_checkpoint, tmp_path / "links" / "out.checkpoint")
-    assert checkpoint_dir(link) == tmp_path / "links" / "out.checkpoint"
-    train_session([corpus_file], PLAIN, link, quiet=True, resume=True)
-    assert sorted(os.listdir(tmp_path / "links")) == ["out"] and load_model(out).dim == 8
 
 
 def test_a_resume_keeps_the_init_vectors_record_and_refuses_other_vectors(tmp_path, corpus_file, plain_checkpoint,
                                                                           monkeypatch):
     """--init-vectors is a setting of the run: resumed with the same vectors, the model records them as an
     uninterrupted run's does; with other vectors, none, or vectors the interrupted run had not, it is refused."""
-    from scbow.training.pretrained import pretrained_start
-
     a, b = shutil.copytree(plain_checkpoint, tmp_path / "a"), shutil.copytree(plain_checkpoint, tmp_path / "b")
 
     def run(out, vectors, **kw):
-        init, record = pretrained_start(vectors, PLAIN)
-        return train_session([corpus_file], PLAIN, out, quiet=True, init=init, init_vectors=record or None, **kw)
+        return train_session([corpus_file], PLAIN, out, quiet=True, init_vectors=vectors, **kw)
 
     run(tmp_path / "whole", a)
     whole = load_model(tmp_path / "whole").info["init_vectors"]
@@ -351,10 +329,6 @@ def test_a_resume_keeps_the_init_vectors_record_and_refuses_other_vectors(tmp_pa
     monkeypatch.chdir(tmp_path)
     run(tmp_path / "m2", Path("a"), resume=True)  # was refused: the second checkpoint had resolved '../a' here
     assert load_model(tmp_path / "m2").info["init_vectors"] == {**whole, "source": "a"}
-    # a checkpoint written before it recorded them resumes with any (as it always did)
-    meta = read_meta(checkpoint_dir(plain))
-    del meta["init_vectors"]
-    check_config(meta, PLAIN, checkpoint_dir(plain), pretrained_start(a, PLAIN)[1])
 
 
 def test_resume_without_a_checkpoint(tmp_path, runner, corpus_file):
@@ -364,11 +338,12 @@ def test_resume_without_a_checkpoint(tmp_path, runner, corpus_file):
 
 DAMAGE = {  # how -> what the error names
     "state-not-json": "damaged checkpoint (not valid JSON: Expecting value", "state-missing": "(no state.json)",
-    "state-newer": "newer than this scbow-numba understands", "state-inconsistent": "inconsistent training state",
-    **dict.fromkeys(("state-no-losses", "state-negative-seconds", "state-negative-loss",
-                     "state-more-losses-than-examples"), "inconsistent training state"),
+    "state-newer": "newer than this scbow-numba's", "state-older": "older than this scbow-numba's",
+    "state-inconsistent": "inconsistent training state",
+    **dict.fromkeys(("state-negative-seconds", "state-negative-loss", "state-done-past-total"),
+                    "inconsistent training state"),
     # one damage to the model files: each other is test_formats test_every_damage_to_a_model_is_one_error...
-    "nan-vectors": "the vectors hold NaN or inf", "state-of-another-write": "is not that of the model files beside it",
+    "nan-vectors": "the vectors hold NaN or inf", "state-of-another-write": "not the matrix its state.json recorded",
     "state-init-vectors": "damaged checkpoint (init_vectors)"}
 
 
@@ -382,20 +357,19 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, pl
         state.write_text(state.read_text()[:40])
     elif how == "state-missing":
         state.unlink()
-    elif how == "state-newer":
-        meta["checkpoint_version"] += 1
+    elif how in ("state-newer", "state-older"):  # a checkpoint of format 1 (before phases) is refused too
+        meta["checkpoint_version"] += 1 if how == "state-newer" else -1
     elif how == "state-inconsistent":
-        meta["state"]["done"] += 7
+        meta["state"]["phases"]["sentence"]["done"] += 7
     elif how == "state-init-vectors":
         meta["init_vectors"] = {"path": 7, "record": {}}
     elif how == "state-of-another-write":  # the state of another checkpoint beside these model files
-        assert meta["model_id"] == json.loads((ck / "config.json").read_text())["model_id"]
-        meta["model_id"] = "0" * 32
+        meta["matrices"]["sentence"] = "0" * 64
     elif how.startswith("state-"):  # a record a resumed run would report as its own
-        key, value = {"state-no-losses": ("losses", []), "state-negative-seconds": ("kernel_seconds", -1),
-                      "state-negative-loss": ("losses", [-0.5] * len(meta["state"]["losses"])),
-                      "state-more-losses-than-examples": ("losses", [1.0] * (meta["state"]["done"] + 1))}[how]
-        meta["state"][key] = value
+        s = meta["state"]["phases"]["sentence"]
+        key, value = {"state-negative-seconds": ("seconds", -1), "state-negative-loss": ("losses", [-0.5] * len(s["losses"])),
+                      "state-done-past-total": ("done", s["total"] + 1)}[how]
+        s[key] = value
     else:  # nan-vectors
         W = np.load(ck / "vectors.npy")
         W[3, 2] = np.nan
@@ -442,63 +416,6 @@ def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monke
     start = score_set(Model(enc.vocab, W0, config.to_dict()).embed, sts).pearson
     assert start > 0.5
     assert min(a, b) > start - 0.05, (a, b, start)
-
-
-def test_a_checkpoint_from_before_the_frequency_weights_resumes_only_with_its_settings():
-    """A checkpoint written before a setting existed trained with that setting's old value;
-    resuming it under the new defaults would mix two objectives, so it is refused."""
-    old = {k: v for k, v in TrainConfig(lr=0.02, weight_decay=10.0).to_dict().items() if k not in BEFORE_THEY_EXISTED}
-    diffs = _config_differences(old, TrainConfig(lr=0.02, weight_decay=10.0))
-    assert any(d.startswith("--frequency-weight was 0.0 (the checkpoint predates") for d in diffs), diffs
-    assert any(d.startswith("--unknown was 'omit'") for d in diffs), diffs
-    assert _config_differences(old, TrainConfig(lr=0.02, weight_decay=10.0, **BEFORE_THEY_EXISTED)) == []
-
-
-# ---------------- the skip-gram term's output matrix (--word-window): saved with a checkpoint, resumed from it
-
-
-def test_resume_with_the_word_term_is_bit_identical_and_keeps_its_output_matrix(tmp_path, corpus_file,
-                                                                                word_term_checkpoint, reference):
-    whole = train_session([corpus_file], WORD_TERM, tmp_path / "a", quiet=True)
-    saved = np.load(word_term_checkpoint / "output.npy")
-    assert saved.shape == (len(load_model(word_term_checkpoint).vocab), 16 + 1) and np.abs(saved).max() > 0
-    out = copy_checkpoint(word_term_checkpoint, tmp_path / "b")
-    train_session([corpus_file], WORD_TERM, out, quiet=True, resume=True)
-    assert not checkpoint_dir(out).exists()  # output.npy went with the rest
-    a = load_model(tmp_path / "a")
-    assert same_bits(a.vectors, load_model(out).vectors)
-    # the term changes the model, and a resume from a zeroed output matrix lands elsewhere
-    assert whole.losses != reference.result.losses
-    out2 = copy_checkpoint(word_term_checkpoint, tmp_path / "d")
-    np.save(checkpoint_dir(out2) / "output.npy", np.zeros_like(saved))
-    train_session([corpus_file], WORD_TERM, out2, quiet=True, resume=True)
-    assert not np.array_equal(np.asarray(a.vectors), np.asarray(load_model(out2).vectors))
-
-
-@pytest.mark.parametrize("damage", ["missing", "shape", "nan", "garbage", "huge header"])
-def test_a_word_term_checkpoint_without_a_good_output_matrix_is_refused(tmp_path, corpus_file,
-                                                                        word_term_checkpoint, damage):
-    out = copy_checkpoint(word_term_checkpoint, tmp_path / "m")
-    path = checkpoint_dir(out) / "output.npy"
-    Wo = np.load(path)
-    if damage == "missing":
-        path.unlink()
-    elif damage == "shape":
-        np.save(path, Wo[:, :-1])
-    elif damage == "nan":
-        Wo[0, 0] = np.nan
-        np.save(path, Wo)
-    elif damage == "huge header":  # a header claiming 10^12 rows: named as damage, not allocated ("out of memory")
-        with open(path, "wb") as fh:
-            np.lib.format.write_array_header_1_0(fh, {"descr": "<f4", "fortran_order": False,
-                                                      "shape": (10**12, Wo.shape[1])})
-            fh.write(Wo.tobytes())
-    else:
-        path.write_bytes(b"not a numpy file")
-    with pytest.raises(CheckpointError) as info:
-        train_session([corpus_file], WORD_TERM, out, quiet=True, resume=True)
-    message = str(info.value)
-    assert "output.npy" in message and "damaged checkpoint" in message and "\n" not in message
 
 
 # ---------------- what a checkpoint may hold
@@ -550,7 +467,8 @@ def test_a_checkpoint_whose_header_claims_too_many_rows(tmp_path, runner, health
     with open(ckpt / "vectors.npy", "wb") as fh:
         np.lib.format.write_array_header_1_0(fh, header)
         fh.write(b"\0" * 128)
-    (ckpt / "state.json").write_text(json.dumps({"checkpoint_version": 1, "state": {}, "config": {}, "corpus": {}}))
+    (ckpt / "state.json").write_text(json.dumps({"checkpoint_version": 2, "state": {}, "config": {}, "corpus": {},
+                                                   "matrices": {}}))
     result = runner.invoke(main, ["train", str(healthy[1]), "-o", str(out), *TRAIN, "--resume"])
     error = assert_clean_error(result, exit_code=1)
     assert "--dim" not in error and "memory" not in error

@@ -16,10 +16,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, assert_clean_error, assert_grad_close, build_example, pack, seed_of, synthetic_text
+from conftest import DATA_DIR, assert_clean_error, assert_grad_close, build_example, pack, synthetic_text
 from test_kernels import CAPPED, check_capped_decay, check_sgd_step, doc_arrays, reference_step, shuffled_example, truncated
 from test_kernels import toy_corpus as kernels_toy_corpus
-from test_word_term import LR, NOISE, SENTENCE, WEIGHT, check_word_step, cpu_sentence_step, matrices
 
 import scbow
 import scbow.training.backends.cuda as scuda
@@ -27,7 +26,6 @@ from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import TrainingError
 from scbow.reference import loss_and_grad
-from scbow.training.backends.params import params_record
 from scbow.training.corpus import load_corpus
 from scbow.training.hooks import Hook
 from scbow.training.start import init_vectors
@@ -312,7 +310,7 @@ def spy_on_launches(monkeypatch) -> list:
     launches, launch = [], scuda.launch
 
     def spy(kernel, grid, threads, args, stats_d, simulator):
-        lo, hi = (args[6], args[7]) if len(args) == 11 else (args[4], args[5])
+        lo, hi = (args[6], args[7]) if len(args) == 10 else (args[4], args[5])
         launches.append((grid, hi - lo))
         return launch(kernel, grid, threads, args, stats_d, simulator)
 
@@ -353,8 +351,8 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
     seen = []
 
     class Watch(Hook):
-        def after_batch(self, state, vectors):
-            seen.append((state.done, vectors().copy()))
+        def after_batch(self, state, matrices):
+            seen.append((state.done, matrices["sentence"].copy()))
 
     result = train(corpus, config, quiet=True, hooks=[Watch()])
     n_targets = corpus.n_sentences  # every document has several sentences
@@ -541,75 +539,6 @@ def test_many_blocks_compound_their_weight_decay_on_shared_rows():
 
 
 # ---------------------------------------------------------------------------------------
-# The skip-gram term (TrainConfig.word_window) on the device
-
-
-def run_words(W, Wo, a, tokens, *, window, n_neg, lr, weight, noise, threads=4, seed=1):
-    """The device's skip-gram term over ``tokens`` by one block; returns (W, Wo, loss)."""
-    kern = KC.build(3, W.shape[1], threads, n_neg)
-    W_d, O_d = cuda.to_device(W), cuda.to_device(Wo)
-    word = (O_d, cuda.to_device(a), cuda.to_device(np.ones(len(W), np.float32)),
-            cuda.to_device(np.asarray(noise, np.int32)))
-    loss_d = cuda.to_device(np.zeros(1))
-    params = params_record(word_window=window, word_negatives=n_neg, word_weight=weight)
-    kern.words[1, threads](W_d, cuda.to_device(np.asarray(tokens, np.int32)), lr, params, word, seed, loss_d)
-    return W_d.copy_to_host(), O_d.copy_to_host(), float(loss_d.copy_to_host()[0])
-
-
-@needs_cuda
-@pytest.mark.parametrize("dim, threads", [(8, 4), (5, 2)])
-def test_word_term_step_is_one_sgd_step_of_the_reference(dim, threads):
-    """Window 1 and a one-word noise table make the step deterministic (test_word_term.check_word_step)."""
-    W0, Wo0, a = matrices(seed_of("cuda words", dim), scale=0.3, dim=dim)
-    check_word_step(W0, Wo0, a, *run_words(W0, Wo0, a, SENTENCE, window=1, n_neg=2, lr=LR, weight=WEIGHT, noise=[NOISE],
-                                           threads=threads))
-
-
-@needs_cuda
-def test_word_term_draws_what_the_cpu_kernel_draws():
-    """Same seed, same sampler: a wide window and a real noise table step W and Wo as the CPU kernel does
-    (up to float32 summation order)."""
-    rng = np.random.default_rng(11)
-    V, dim, n_neg = 20, 8, 3
-    W0 = (0.3 * rng.standard_normal((V, dim))).astype(np.float32)
-    Wo0 = (0.3 * rng.standard_normal((V, dim + 1))).astype(np.float32)  # rows, then biases
-    a = rng.uniform(0.2, 1.0, V).astype(np.float32)
-    table = rng.integers(0, V, 50).astype(np.int32)
-    tokens = rng.integers(0, V, 9).astype(np.int32)
-    W, Wo, _ = run_words(W0, Wo0, a, tokens, window=3, n_neg=n_neg, lr=0.01, weight=1.0, noise=table)
-    Wc, Woc = W0.copy(), Wo0.copy()
-    cpu_sentence_step(Wc, Woc, a, tokens, 3, n_neg, 0.01, 1.0, table)
-    assert np.abs(Wc - W0).max() > 1e-4
-    # the device reads every noise word's row before stepping any of a context's rows, the CPU one after another
-    np.testing.assert_allclose(W, Wc, atol=1e-2 * np.abs(Wc - W0).max())
-    np.testing.assert_allclose(Wo, Woc, atol=1e-2 * np.abs(Woc - Wo0).max())
-    # a different stream would move other rows: the draws are the same
-    assert np.array_equal(np.abs(W - W0).max(axis=1) > 0, np.abs(Wc - W0).max(axis=1) > 0)
-
-
-@needs_cuda
-def test_backend_trains_the_word_term_and_hands_back_its_output_matrix():
-    corpus = toy_corpus((6, 5), seed=2)
-    V, dim = corpus.vocab_size, 8
-    W0 = (0.3 * np.random.default_rng(4).standard_normal((V, dim))).astype(np.float32)
-    word = (np.zeros((V, dim + 1), np.float32), np.ones(V, np.float32), np.ones(V, np.float32),
-            np.arange(V, dtype=np.int32))
-    config = TrainConfig(dim=dim, common_components=-1, device="cuda", word_window=2, word_weight=1.0, lr=0.2)
-    backend = scuda.CudaBackend(W0.copy(), corpus, config, 8, word=word)
-    backend.begin_epoch(np.arange(1, 9, dtype=np.int64))
-    _, n = backend.run(0, 8, 0)
-    Wo = backend.output()
-    W = backend.close()
-    assert n > 0 and Wo.shape == (V, dim + 1) and np.abs(Wo).max() > 0 and np.abs(Wo[:, dim]).max() > 0
-    # the same run without the term: W differs, and there is no output matrix
-    plain = scuda.CudaBackend(W0.copy(), corpus, config.replace(word_window=0), 8)
-    plain.begin_epoch(np.arange(1, 9, dtype=np.int64))
-    plain.run(0, 8, 0)
-    assert plain.output() is None
-    assert not np.allclose(plain.close(), W)
-
-
-# ---------------------------------------------------------------------------------------
 # The word part (scbow.training.wordpart) on the device
 
 
@@ -620,14 +549,19 @@ def word_problem(seed=0, V=40, d=8, n_tokens=60):
     return tiny_problem(seed=seed, V=V, d=d, n_tokens=n_tokens)
 
 
-def run_word_part(Wi, Wo, tokens, offsets, lo, hi, keep, table, *, lr, threads=4, blocks=1, window=3, n_neg=4,
-                  lr_min=0.0, done=0, total=10**12, seed=5, stream=9):
+def word_record(**fields):
+    from test_wordpart import word_record
+
+    return word_record(**fields)
+
+
+def run_word_part(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, *, threads=4, blocks=1, done=0):
     """``kernels.cuda.build_word_part``'s kernel over sentences ``lo..hi-1``; returns (Wi, Wo, loss, pairs)."""
-    kern = KC.build_word_part(Wi.shape[1], threads, window, n_neg)
+    kern = KC.build_word_part(Wi.shape[1], threads, int(params.window), int(params.negatives))
     Wi_d, Wo_d = cuda.to_device(Wi), cuda.to_device(Wo)
     stats = cuda.to_device(np.zeros((blocks, 2)))
     kern.train[blocks, threads](Wi_d, Wo_d, cuda.to_device(tokens), cuda.to_device(offsets), lo, hi, cuda.to_device(keep),
-                                cuda.to_device(table), lr, lr_min, done, total, seed, stream, stats)
+                                cuda.to_device(table), params, done, stats)
     s = stats.copy_to_host()
     return Wi_d.copy_to_host(), Wo_d.copy_to_host(), float(s[:, 0].sum()), int(s[:, 1].sum())
 
@@ -640,12 +574,11 @@ def test_word_part_kernel_is_the_cpu_kernel_one_sentence_at_a_time(d, threads):
     from scbow.kernels.cpu import word_part_buffers, word_part_chunk
 
     tokens, offsets, Wi, Wo, keep, table = word_problem(d=d)
-    lr, lr_min, done, total = 0.05, 0.01, 30, 40  # the second sentence's rate is the floor
-    Wg, Og, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 0, 2, keep, table, lr=lr, threads=threads,
-                                        lr_min=lr_min, done=done, total=total)
+    params, done = word_record(lr=0.05, lr_min=0.01, total=40), 30  # the second sentence's rate is the floor
+    Wg, Og, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 0, 2, keep, table, params, threads=threads, done=done)
     Wc, Oc = Wi.copy(), Wo.copy()
-    c_loss, c_pairs = word_part_chunk(Wc, Oc, tokens, offsets, 0, 2, keep, table, 3, 4, lr, lr_min, done, total, 5, 9,
-                                      word_part_buffers(3, 4, d))
+    c_loss, c_pairs = word_part_chunk(Wc, Oc, tokens, offsets, 0, 2, keep, table, params, done,
+                                      word_part_buffers(params, d))
     assert np.abs(Wc - Wi).max() > 0.02 and np.abs(Oc[:, d] - Wo[:, d]).max() > 0.01  # rows and biases moved
     np.testing.assert_allclose(Wg, Wc, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(Og, Oc, rtol=1e-5, atol=1e-5)
@@ -661,10 +594,10 @@ def test_word_part_kernel_steps_by_the_reference_gradient():
 
     tokens, offsets, Wi, Wo, keep, table = word_problem(seed=2)
     lr = 1e-4
-    _, _, _, drawn = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, 3, 4, 5, 9)
+    _, _, _, drawn = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, word_record())
     ref_loss, gWi, gWo = sgns_window_loss_and_grad(Wi, Wo, [(ins, outs[0], [o for o in outs[1:] if o >= 0])
                                                             for ins, outs in drawn])
-    Wg, Og, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 1, 2, keep, table, lr=lr)
+    Wg, Og, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 1, 2, keep, table, word_record(lr=lr))
     assert pairs == sum(len(ins) for ins, _ in drawn) and loss == pytest.approx(ref_loss, rel=1e-3)  # stepped as it goes
     for moved, g in (((Wg.astype(np.float64) - Wi) / -lr, gWi), ((Og.astype(np.float64) - Wo) / -lr, gWo)):
         assert np.abs(moved - g).max() < 0.02 * np.abs(g).max()
@@ -683,9 +616,10 @@ def test_word_part_blocks_share_the_sentences_of_a_launch():
     Wi = (rng.standard_normal((V, d)) * 0.3).astype(np.float32)
     Wo = (rng.standard_normal((V, d + 1)) * 0.3).astype(np.float32)
     keep, table = np.ones(V, np.float32), rng.integers(0, V, 500).astype(np.int32)
-    _, _, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 0, 5, keep, table, lr=1e-6, blocks=3, threads=2)
-    expected = [word_part_chunk(Wi.copy(), Wo.copy(), tokens, offsets, s, s + 1, keep, table, 3, 4, 1e-6, 0.0, s,
-                                10**12, 5, 9 + s, word_part_buffers(3, 4, d)) for s in range(5)]
+    params = word_record(lr=1e-6)
+    _, _, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 0, 5, keep, table, params, blocks=3, threads=2)
+    expected = [word_part_chunk(Wi.copy(), Wo.copy(), tokens, offsets, s, s + 1, keep, table, params, s,
+                                word_part_buffers(params, d)) for s in range(5)]
     assert pairs == sum(p for _, p in expected) and loss == pytest.approx(sum(x for x, _ in expected), rel=1e-4)
 
 
@@ -712,7 +646,7 @@ def test_resume_inside_the_word_part_on_cuda(tiny_corpus_file, tmp_path, monkeyp
     whole = np.asarray(run(tmp_path / "a").model.vectors)
     with pytest.raises(Interrupted):
         run(tmp_path / "b", hooks=[SignalInWordPart(5)])
-    assert read_meta(checkpoint_dir(tmp_path / "b"))["state"]["word_done"] == 25
+    assert read_meta(checkpoint_dir(tmp_path / "b"))["state"]["phases"]["word"]["done"] == 25
     # the checkpoint holds the device's rows, 25 sentences on from the start
     start = wordpart.WordPart(load_corpus([tiny_corpus_file], min_count=1, cache_dir=tmp_path / "cache"), config, 1)
     saved = np.load(checkpoint_dir(tmp_path / "b") / "word_in.npy")

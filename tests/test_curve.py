@@ -306,8 +306,8 @@ def test_intermediate_points_score_the_post_processed_vectors_of_that_moment(set
     copies = {}
 
     class Recorder(Hook):
-        def after_batch(self, state, vectors):
-            copies[state.done] = np.array(vectors(), copy=True)
+        def after_batch(self, state, matrices):
+            copies[state.done] = np.array(matrices["sentence"], copy=True)
 
     trainer_mod.train(corpus, config, quiet=True, hooks=[hook, Recorder()])
     inner = [p for p in hook.points if 0 < p["examples"] < 2 * corpus.n_sentences and not p["epoch_end"]]

@@ -326,7 +326,7 @@ def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush, decay, don
     params = batch_params(n_neg, seed, chunks, lr0, total, hot=hot, flush=flush, decay=decay)
     stats = np.zeros((chunks, 2))
     rate = np.random.default_rng(2).uniform(0.2, 1.0, V).astype(np.float32)
-    cpu.train_batch_serial(W, arrays(corpus), order, rate, params, lo, hi, done, stats, cpu.no_word_term(W.shape[1]))
+    cpu.train_batch_serial(W, arrays(corpus), order, rate, params, lo, hi, done, stats)
 
     Wr = W0.astype(np.float64)
     pending = np.zeros_like(Wr)
@@ -385,7 +385,7 @@ def test_parallel_batch_trains_every_chunk_as_the_serial_one_does(chunks):
     rate = np.random.default_rng(6).uniform(0.2, 1.0, V).astype(np.float32)
     params = batch_params(2, 3, chunks, 0.05, len(order), hot=4, flush=3)
     Ws, ss = W0.copy(), np.zeros((chunks, 2))
-    cpu.train_batch_serial(Ws, arrays(corpus), order, rate, params, 0, len(order), 0, ss, cpu.no_word_term(16))
+    cpu.train_batch_serial(Ws, arrays(corpus), order, rate, params, 0, len(order), 0, ss)
     # the CPU backend's threads, one chunk each
     backend = CpuBackend(W0.copy(), corpus, TrainConfig(), chunks, len(order), rate)
     backend.params = params

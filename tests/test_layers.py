@@ -162,7 +162,7 @@ def test_only_the_entry_points_import_the_cli():
 
 # the light modules the CLI imports before numpy: the standard library and each other only
 LIGHT = ("scbow.errors", "scbow.reading", "scbow.files", "scbow.outputs", "scbow.text.reader", "scbow.training.cache",
-         "scbow.text.tokenize")
+         "scbow.text.tokenize", "scbow.progress")
 
 
 @pytest.mark.parametrize("module", LIGHT)

@@ -162,13 +162,13 @@ def test_signal_during_training_writes_a_checkpoint_and_resume_finishes(tmp_path
         assert not out.exists()
     assert not lock_path(out).exists()
     meta = json.loads((checkpoint_dir(out) / "state.json").read_text())
-    assert meta["state"]["done"] == shim.batches()[-1] + 256  # the last batch run is in it
+    assert meta["state"]["phases"]["sentence"]["done"] == shim.batches()[-1] + 256  # the last batch run is in it
     assert scbow.load(checkpoint_dir(out)).vectors.shape[1] == 16
 
     resumed = Shim([*args, "--resume"])
     code, stderr = resumed.finish()
     assert code == 0, stderr
-    assert resumed.batches()[0] == meta["state"]["done"]  # continues where it stopped
+    assert resumed.batches()[0] == meta["state"]["phases"]["sentence"]["done"]  # continues where it stopped
     assert not checkpoint_dir(out).exists()  # and the model is that of an uninterrupted run, bit for bit:
     whole = make_runner().invoke(main, train_args(corpus_file, tmp_path / "whole", "--epochs", "3", *extra))
     assert whole.exit_code == 0, whole.output
@@ -247,7 +247,7 @@ def test_sigkill_in_the_middle_of_a_checkpoint_keeps_the_previous_one(tmp_path, 
     shim.finish()
     assert files_under(previous) == before and (previous / "state.json").read_text() == state_before
     assert np.array_equal(np.array(load_model(previous).vectors), vectors_before)
-    assert json.loads(state_before)["state"]["done"] == 1024 and lock_path(out).exists()
+    assert json.loads(state_before)["state"]["phases"]["sentence"]["done"] == 1024 and lock_path(out).exists()
     result = make_runner().invoke(main, train_args(corpus_file, out, "--resume"))
     assert result.exit_code == 0, result.output
     assert sorted(os.listdir(tmp_path)) == ["model"] and load_model(out).dim == 16
@@ -314,7 +314,7 @@ def test_divergence_stops_with_the_cause_and_keeps_the_last_good_checkpoint(tmp_
     assert not out.exists()
     ck = load_model(checkpoint_dir(out))
     assert np.isfinite(ck.vectors).all()
-    assert json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]["done"] == 4 * 256
+    assert json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]["phases"]["sentence"]["done"] == 4 * 256
 
 
 def test_divergence_without_checkpoints_names_the_cause(tmp_path, runner, corpus_file):

@@ -19,7 +19,7 @@ from scbow.config import ConfigError, TrainConfig
 from scbow.training import start as start_mod
 from scbow.training.backends import cpu as cpu_backend
 from scbow.training.backends.cpu import CpuBackend, compiled_already
-from scbow.training.backends.params import kernel_params
+from scbow.training.backends.params import WORD_STREAM, kernel_params, word_params
 from scbow.training.checkpoint import checkpoint_dir
 from scbow.training.collapse import Spread, Verdict, spread_of
 from scbow.training.corpus import load_corpus, read_corpus
@@ -78,7 +78,7 @@ def test_loss_falls_and_neighbours_come_closer(corpus, monkeypatch):
     seen = []
 
     class Seen(Hook):
-        def after_batch(self, state, vectors):
+        def after_batch(self, state, matrices):
             seen.append(state.done)
 
     result = train(corpus, config(epochs=4), quiet=True, hooks=[Seen()])
@@ -195,15 +195,8 @@ def test_a_matrix_that_ends_not_finite_is_never_a_model(corpus, monkeypatch):
         ("frequency_weight", 1e-12), ("frequency_weight", 1e-320),  # a weight that underflows float32
         *((f, v) for f in ("dim", "negatives", "min_count", "max_vocab", "epochs", "max_length", "threads", "seed",
                            "common_components", "count_floor") for v in (10**20, -10**20))]],
-    ("word_window", -1, "word_window must be a non-negative integer"),
     ("word_mix", 1e-300, "word_mix must be a number >= 1e-06"),  # its word part underflowed to zeros
     ("word_mix", 0.0, "word_mix must be a number >= 1e-06"),
-    ("word_window", 1.5, "word_window must be"),
-    ("word_negatives", 0, "word_negatives must be a positive integer"),
-    ("word_weight", 0.0, "word_weight must be a number > 0"),
-    ("word_weight", float("nan"), "word_weight must be"),
-    ("word_sample", 2.0, "word_sample must be a number >= 0 and at most 1"),
-    ("word_sample", -1e-3, "word_sample must be"),
 ])
 def test_config_validation(field, value, words):
     """Every bad value is one ConfigError line naming its field (seeds outside [0, 2**63) too)."""
@@ -216,26 +209,42 @@ def test_config_round_trip():
     cfg = config(dim=12, lr=0.1, negative_mode="uniform")
     assert TrainConfig.from_dict({**cfg.to_dict(), "unknown_future_field": 1}) == cfg
     assert cfg.replace(dim=13).dim == 13
-    assert TrainConfig().word_window == 0  # the skip-gram term is off by default
     with pytest.raises(ConfigError):
         cfg.replace(dim=-1)
 
 
+def test_a_model_saved_with_the_word_terms_settings_still_loads(tmp_path):
+    """Models saved before the in-objective skip-gram term went record its four settings (off) in
+    config.json; they load, the settings ignored."""
+    import json
+
+    from scbow.text.vocab import Vocab
+    from scbow.vectors.formats import load_model
+    from scbow.vectors.model import Model
+    from scbow.vectors.modeldir import save_model
+
+    save_model(Model(Vocab(["a", "b"], np.array([3, 2])), np.eye(2, 4, dtype=np.float32), config(dim=4).to_dict()),
+               tmp_path / "m")
+    record = json.loads((tmp_path / "m" / "config.json").read_text(encoding="utf-8"))
+    record["config"].update(word_window=0, word_weight=0.3, word_negatives=5, word_sample=1e-3)
+    (tmp_path / "m" / "config.json").write_text(json.dumps(record), encoding="utf-8")
+    assert TrainConfig.from_dict(load_model(tmp_path / "m").config) == config(dim=4)
+
+
 def test_kernel_params_take_each_field_from_its_own_setting():
     """Hot rows are buffered only with several threads (one thread: plain per-example SGD, reproducible);
-    the word-term fields have values all different, so that one read from another (word_negatives from
-    negatives, word_weight from lr) fails here (issue 34 item 11)."""
+    the fields have values all different, so that one read from another fails here."""
     one, two = kernel_params(config(), 1, 100), kernel_params(config(), 2, 100)
     assert one.hot == 0 and one.chunks == 1 and two.chunks == 2
     assert two.hot == cpu.HOT_ROWS > 0 and two.flush == cpu.FLUSH_EVERY > 0
     assert one.total == 100 and one.lr == config().lr and one.negatives == config().negatives
-    cfg = TrainConfig(word_window=3, word_negatives=7, word_weight=0.45, negatives=2, lr=0.125, dim=8,
-                      weight_decay=0.0, max_length=11, seed=13)
+    cfg = TrainConfig(negatives=2, lr=0.125, dim=8, weight_decay=0.0, max_length=11, seed=13, word_context=3,
+                      word_noise=7, word_lr=0.045, min_lr_fraction=0.5)
     p = kernel_params(cfg, 1, 100)
-    assert (int(p.word_window), int(p.word_negatives), float(p.word_weight)) == (3, 7, 0.45)
     assert (int(p.negatives), float(p.lr), int(p.max_len), int(p.seed), float(p.total)) == (2, 0.125, 11, 13, 100.0)
-    off = kernel_params(TrainConfig(negatives=4, word_negatives=1), 1, 100)
-    assert (int(off.word_window), int(off.word_negatives), int(off.negatives)) == (0, 1, 4)
+    w = word_params(cfg, 50)
+    assert (int(w.window), int(w.negatives), float(w.lr), float(w.lr_min), int(w.seed), float(w.total),
+            int(w.stream)) == (3, 7, 0.045, 0.0225, 13, 50.0, WORD_STREAM)
 
 
 def test_word_weights_and_step_rates_follow_their_formulas():
@@ -403,7 +412,6 @@ def test_the_spread_sees_a_collapse_and_not_a_shared_direction():
 
 @pytest.mark.parametrize("settings, kind", [
     (dict(dim=50), "healthy"),
-    (dict(dim=50, word_window=5, epochs=3), "healthy"),  # the skip-gram term: refused by the old rule
     (dict(dim=8, lr=1e6), "collapsed"),                  # missed by the old rule
     (dict(dim=50, max_vocab=900, lr=1e6), "collapsed"),  # missed by the old rule (a small vocabulary)
 ])
@@ -428,9 +436,9 @@ def test_a_resumed_run_is_judged_against_the_start_of_the_run(corpus, monkeypatc
         pass
 
     class Interrupt(Hook):
-        def after_batch(self, state, vectors):
+        def after_batch(self, state, matrices):
             if state.done >= 4096:
-                self.state, self.W = TrainState.from_dict(state.to_dict()), np.array(vectors())
+                self.state, self.W = TrainState.from_dict(state.to_dict()), np.array(matrices["sentence"])
                 raise Stop
 
     monkeypatch.setattr(train_mod, "BATCH", 2048)
@@ -440,12 +448,8 @@ def test_a_resumed_run_is_judged_against_the_start_of_the_run(corpus, monkeypatc
     with pytest.raises(Stop):
         train(corpus, cfg, quiet=True, hooks=[hook])
     assert {k: round(v, 4) for k, v in hook.state.collapse_start.items()} == whole["start"]
-    resumed = train(corpus, cfg, quiet=True, init=hook.W, start=hook.state).model.info["training"]["collapse_check"]
-    assert resumed == whole
-    old = TrainState.from_dict({k: v for k, v in hook.state.to_dict().items() if k != "collapse_start"})
-    assert old.collapse_start is None  # a checkpoint from before the measure: judged against its own matrix
-    again = train(corpus, cfg, quiet=True, init=hook.W, start=old).model.info["training"]["collapse_check"]
-    assert again["end"] == whole["end"] and again["start"] != whole["start"]
+    resumed = train(corpus, cfg, quiet=True, start=hook.state, matrices={"sentence": hook.W})
+    assert resumed.model.info["training"]["collapse_check"] == whole
 
 
 def test_a_run_that_ends_with_every_vector_zero_is_refused(small_corpus_file):
@@ -593,9 +597,6 @@ def test_costly_examples_make_smaller_batches(small_corpus_file, tmp_path):
     length = len(corpus.tokens) / corpus.n_sentences
     works = [batch_size(TrainConfig(negatives=n), corpus) * (3 + n) * (length + 2) for n in (50, 500, 5000)]
     assert max(works) / min(works) < 1.1
-    # the skip-gram term's work counts too (issue 34: --word-window 100 --word-negatives 100 ignored Ctrl-C)
-    plain = batch_size(TrainConfig(word_window=5), corpus)
-    assert batch_size(TrainConfig(word_window=100, word_negatives=100), corpus) < plain // 100
     # only the words max_length keeps count: sentences of 200 words
     words = [f"w{i}" for i in range(50)]
     (tmp_path / "long.txt").write_text("".join(" ".join(words[(i + j) % 50] for j in range(200)) + "\n"

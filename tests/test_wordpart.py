@@ -19,6 +19,7 @@ from scbow.kernels.cpu import log1p_unit, sgns_window, word_part_buffers, word_p
 from scbow.reference import sgns_window_loss_and_grad
 from scbow.text.vocab import Vocab
 from scbow.training import trainer, wordpart
+from scbow.training.backends.params import WORD_PARAMS, params_record
 from scbow.training.checkpoint import CheckpointWriter, checkpoint_dir, describe, read_meta
 from scbow.training.corpus import read_corpus
 from scbow.training.hooks import Hook
@@ -28,6 +29,11 @@ from scbow.vectors.export import export_word2vec
 from scbow.vectors.formats import load_model, load_word2vec
 from scbow.vectors.model import Model
 from scbow.vectors.words import row_parts
+
+
+def word_record(**fields):
+    """A word part's parameter record: window 3, 4 noise words, seed 5, stream 9, a constant rate."""
+    return params_record(WORD_PARAMS, **{"window": 3, "negatives": 4, "seed": 5, "stream": 9, "total": 10**12, **fields})
 
 
 def tiny_problem(seed=0, V=40, d=8, n_tokens=60):
@@ -46,7 +52,7 @@ def test_the_word_part_gradient_is_the_reference_one():
     """The kernel's windows (each context against the centre and the window's shared noise words) give
     the reference's loss and gradient, on the windows and noise words the kernel drew."""
     tokens, offsets, Wi, Wo, keep, table = tiny_problem()
-    loss, gWi, gWo, drawn = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, 3, 4, 7, 11)
+    loss, gWi, gWo, drawn = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, word_record(seed=7, stream=11))
     assert len(drawn) > 20 and any(-1 in outs for _, outs in drawn)  # a noise word equal to the centre: skipped
     windows = [(ins, outs[0], [o for o in outs[1:] if o >= 0]) for ins, outs in drawn]
     ref_loss, ref_gW, ref_gO = sgns_window_loss_and_grad(Wi, Wo, windows)
@@ -85,7 +91,7 @@ def test_a_window_is_one_exact_sgd_step(k, n_out):
     lr = 0.7
     _, gWi, gWo = sgns_window_loss_and_grad(Wi, Wo, [(ins[:k], outs[0], [o for o in outs[1:] if o >= 0])])
     Wi2, Wo2 = Wi.copy(), Wo.copy()
-    scratch = word_part_buffers(3, len(outs) - 1, Wi.shape[1])[3:]
+    scratch = word_part_buffers(word_record(negatives=len(outs) - 1), Wi.shape[1])[3:]
     sgns_window(Wi2, Wo2, ins, k, outs, np.float32(-lr), Wi2, Wo2, scratch)
     np.testing.assert_allclose(Wi2, Wi - lr * gWi, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(Wo2, Wo - lr * gWo, rtol=1e-5, atol=1e-5)
@@ -97,11 +103,10 @@ def test_one_sentence_of_the_kernel_is_one_sgd_step(lr):
     """A sentence trained by ``word_part_chunk`` at a small rate moves the rows by ``-lr`` times the
     reference gradient, to first order (the windows step one after the other, so equal up to O(lr^2))."""
     tokens, offsets, Wi, Wo, keep, table = tiny_problem(seed=2)
-    _, gWi, gWo, _ = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, 3, 4, 5, 9)
+    _, gWi, gWo, _ = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, word_record())
     Wi2, Wo2 = Wi.copy(), Wo.copy()
     # total far larger than done: the rate stays lr for the sentence
-    word_part_chunk(Wi2, Wo2, tokens, offsets, 1, 2, keep, table, 3, 4, lr, 0.0, 0, 10**12, 5, 9,
-                    word_part_buffers(3, 4, 8))
+    word_part_chunk(Wi2, Wo2, tokens, offsets, 1, 2, keep, table, word_record(lr=lr), 0, word_part_buffers(word_record(), 8))
     moved_i = (Wi2.astype(np.float64) - Wi) / -lr
     moved_o = (Wo2.astype(np.float64) - Wo) / -lr
     scale_i, scale_o = np.abs(gWi).max(), np.abs(gWo).max()
@@ -111,14 +116,16 @@ def test_one_sentence_of_the_kernel_is_one_sgd_step(lr):
 
 def test_the_rate_falls_with_the_sentences_done():
     """The rate of a sentence is ``lr0 * (1 - position / total)`` over all passes, never below ``lr_min``:
-    the same sentence and draws step half as far halfway through the run, and ``lr_min`` at its end."""
+    the same sentence and draws (its stream set to the same one) step half as far halfway through the run,
+    and ``lr_min`` at its end."""
     tokens, offsets, Wi, Wo, keep, table = tiny_problem(seed=3)
     lr0, total = 2e-4, 1000
 
     def moved(done, lr_min=0.0):
         Wi2, Wo2 = Wi.copy(), Wo.copy()
-        word_part_chunk(Wi2, Wo2, tokens, offsets, 1, 2, keep, table, 3, 4, lr0, lr_min, done, total, 5, 9,
-                        word_part_buffers(3, 4, 8))
+        word_part_chunk(Wi2, Wo2, tokens, offsets, 1, 2, keep, table,
+                        word_record(lr=lr0, lr_min=lr_min, total=total, stream=9 - done), done,
+                        word_part_buffers(word_record(), 8))
         return np.concatenate([(Wi2 - Wi).ravel(), (Wo2 - Wo).ravel()]).astype(np.float64)
 
     start = moved(0)
@@ -220,26 +227,28 @@ def test_the_word_part_starts_from_word2vecs_rows_and_the_optimal_biases(corpus_
     ``output_biases``: the biases at which zero rows have a zero bias gradient (each word's expected
     share as a context against its expected share as noise), from the subsampling of ``sample_threshold``."""
     corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
-    part = wordpart.WordPart(corpus, cfg(word_passes=1, word_dim=12), 1)
+    config = cfg(word_passes=1, word_dim=12, word_noise=4)
+    part = wordpart.WordPart(corpus, config, 1)
     assert np.abs(part.Wi).max() <= 0.5 / 12 and part.Wi.std() > 0.2 / 12 and not part.Wo[:, :-1].any()
     counts = np.asarray(corpus.vocab.counts, dtype=np.float64)
     raw = corpus.stats["raw_tokens"]
-    assert part.sample == wordpart.sample_threshold(raw)
+    assert part.sample == wordpart.sample_threshold(raw, config)
     np.testing.assert_array_equal(part.keep, keep_probabilities(counts, raw, part.sample))
     b = part.Wo[:, -1].astype(np.float64)
     context = counts * part.keep / (counts * part.keep).sum()
     noise = counts ** 0.75 / (counts ** 0.75).sum()
     sigmoid = 1 / (1 + np.exp(-b))
     # d/db of context * softplus(-b) + k * noise * softplus(b)
-    np.testing.assert_allclose(context * (sigmoid - 1) + wordpart.WORD_NEGATIVES * noise * sigmoid, 0, atol=1e-7)
+    np.testing.assert_allclose(context * (sigmoid - 1) + config.word_noise * noise * sigmoid, 0, atol=1e-7)
 
 
 @pytest.mark.parametrize("tokens, threshold", [(10**9, 1e-5), (10**8, 1e-5), (10**7, 1e-4), (2 * 10**6, 5e-4),
                                                (10**6, 1e-3), (10**4, 1e-3)])
 def test_the_subsampling_threshold_is_a_thousand_occurrences(tokens, threshold):
     """A word is subsampled once seen about 1,000 times (word2vec's 1e-5 on 100M tokens, 1e-4 on 10M),
-    never below 1e-5 nor above 1e-3."""
-    assert wordpart.sample_threshold(tokens) == pytest.approx(threshold)
+    never below 1e-5 nor above 1e-3; ``word_sample_count`` moves it."""
+    assert wordpart.sample_threshold(tokens, cfg()) == pytest.approx(threshold)
+    assert wordpart.sample_threshold(tokens, cfg(word_sample_count=100)) == pytest.approx(min(1e-3, max(1e-5, 100 / tokens)))
 
 
 def test_the_word_rows_are_frequency_weighted_and_scaled_by_the_mix(corpus_file, tmp_path):
@@ -295,11 +304,9 @@ def word_batches(monkeypatch, small_batches):
 
 
 class SignalInWordPart(SignalAfter):
-    def after_batch(self, state, vectors):
-        pass
-
-    def after_word_batch(self, state, vectors):
-        SignalAfter.after_batch(self, state, vectors)
+    def after_batch(self, state, matrices):
+        if state.phase == "word":
+            SignalAfter.after_batch(self, state, matrices)
 
 
 WORD_PART = cfg(word_passes=2, word_dim=12, word_mix=0.5)
@@ -310,7 +317,7 @@ def spy_on_checkpoints(monkeypatch):
     written, write = [], CheckpointWriter.write
 
     def spy(self, state, *args, **kwargs):
-        written.append((state.done, state.word_done))
+        written.append((state.done, state["word"].done))
         return write(self, state, *args, **kwargs)
 
     monkeypatch.setattr(CheckpointWriter, "write", spy)
@@ -324,14 +331,13 @@ def word_run(corpus_file, tmp_path_factory):
     base, seen, warnings = tmp_path_factory.mktemp("word-part"), [], []
 
     class Watch(Hook):
-        def after_batch(self, state, vectors):
-            seen.append(("sentence", state.word_done))
+        def after_batch(self, state, matrices):
+            if state.phase == "sentence":
+                seen.append(("sentence", state["word"].done))
+            else:
+                seen.append(("word", state["word"].done, matrices["word_in"].shape, matrices["word_out"].shape))
 
-        def after_word_batch(self, state, vectors):
-            Wi, Wo = vectors.word()
-            seen.append(("word", state.word_done, Wi.shape, Wo.shape))
-
-        def after_training(self, state, vectors):
+        def after_training(self, state, matrices):
             seen.append(("end",))
 
     with pytest.MonkeyPatch.context() as mp:
@@ -388,7 +394,7 @@ def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkey
     assert "of the word part" in info.value.message
     assert describe(read_meta(checkpoint_dir(out))) == f"1,500 of {2 * 2400:,} sentences of the word part"
     meta = json.loads((checkpoint_dir(out) / "state.json").read_text())
-    assert meta["state"]["word_done"] == 5 * 300 and meta["state"]["epoch"] == 2
+    assert meta["state"]["phases"]["word"]["done"] == 5 * 300 and meta["state"]["epoch"] == 2
     assert (checkpoint_dir(out) / "word_in.npy").is_file() and (checkpoint_dir(out) / "word_out.npy").is_file()
     at = written[-1]  # the interrupt's checkpoint, in the word part: 4,800 examples and 1,500 sentences,
     # so that the resumed run's first batch (to 6,600) is not due (the next is at 7,000)
@@ -405,7 +411,7 @@ def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkey
             "3", "--word-passes", "2", "--word-dim", "12", "--word-mix", "0.5", "--resume", "-o"]
     saved = checkpoint_dir(tmp_path / "zeroed") / "word_in.npy"
     np.save(saved, np.zeros_like(np.load(saved)))
-    assert_clean_error(runner.invoke(main, args + [str(tmp_path / "zeroed")]), "not the word part its state.json recorded")
+    assert_clean_error(runner.invoke(main, args + [str(tmp_path / "zeroed")]), "not the matrix its state.json recorded")
     other = tmp_path / "other"
     with pytest.raises(Interrupted):
         train_session([corpus_file], WORD_PART.replace(seed=4), other, quiet=True, checkpoint_every=1000,
@@ -414,7 +420,7 @@ def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkey
     shutil.copytree(checkpoint_dir(tmp_path / "missing"), checkpoint_dir(borrowed))
     for name in ("word_in.npy", "word_out.npy"):
         shutil.copy(checkpoint_dir(other) / name, checkpoint_dir(borrowed) / name)
-    assert_clean_error(runner.invoke(main, args + [str(borrowed)]), "not the word part its state.json recorded")
+    assert_clean_error(runner.invoke(main, args + [str(borrowed)]), "not the matrix its state.json recorded")
     (checkpoint_dir(tmp_path / "missing") / "word_out.npy").unlink()
     assert_clean_error(runner.invoke(main, args + [str(tmp_path / "missing")]), "word_out.npy")
 
@@ -426,16 +432,16 @@ def test_a_word_part_that_diverges_names_its_last_checkpoint_in_sentences(tmp_pa
     class Poison(Hook):
         calls = 0
 
-        def after_word_batch(self, state, vectors):
-            self.calls += 1
+        def after_batch(self, state, matrices):
+            self.calls += state.phase == "word"
             if self.calls == 6:
-                vectors.word()[0][:] = np.nan
+                matrices["word_in"][:] = np.nan
 
     with pytest.raises(TrainingError) as info:
         train_session([corpus_file], WORD_PART, tmp_path / "m", quiet=True, checkpoint_every=1000, hooks=[Poison()])
     meta = read_meta(checkpoint_dir(tmp_path / "m"))
-    assert meta["state"]["word_done"] > 0
-    assert f"the last good checkpoint ({meta['state']['word_done']:,} sentences into the word part)" in str(info.value)
+    done = meta["state"]["phases"]["word"]["done"]
+    assert done > 0 and f"the last good checkpoint ({done:,} sentences into the word part)" in str(info.value)
 
 
 def test_train_shows_one_eta_for_the_whole_run_across_the_parts(tmp_path, gutenberg_slice, monkeypatch, runner):
@@ -488,7 +494,7 @@ def word_result(pass_losses, sentences=592_252):
                               "first_loss": pass_losses[0], "final_loss": pass_losses[-1]}}
     model = SimpleNamespace(info={"training": training, "corpus": {"vocab_size": 40_438, "sentences": sentences}},
                             config=TrainConfig().to_dict())
-    return SimpleNamespace(model=model, examples=sentences, seconds=6.2, losses=[1.37, 1.30], cache=None)
+    return SimpleNamespace(model=model, examples=sentences, seconds=6.2, losses=[1.37, 1.30], cache=None, curve=None)
 
 
 class Described:

@@ -33,12 +33,12 @@ def hyperparameter_options(command):
 # train --help: its 37 options under five headings
 TRAIN_OPTION_GROUPS = [
     ("Data", ["output", "min_count", "max_vocab", "cache_dir", "no_cache"]),
-    ("Model", ["dim", "word_passes", "word_dim", "word_mix", "frequency_weight", "unknown", "unknown_scale",
+    ("Model", ["dim", "word_passes", "word_dim", "word_mix", "word_context", "word_noise", "word_sample_count",
+               "frequency_weight", "unknown", "unknown_scale",
                "common_components", "max_length",
                "init_std", "init_vectors"]),
     ("Optimisation", ["negatives", "negative_mode", "epochs", "lr", "min_lr_fraction", "weight_decay",
-                      "count_power", "count_floor", "word_window", "word_weight", "word_negatives", "word_sample",
-                      "seed"]),
+                      "count_power", "count_floor", "word_lr", "seed"]),
     ("Run control", ["threads", "device", "checkpoint_every", "resume", "quiet"]),
     ("Evaluation", ["eval_every", "eval_dev", "eval_sets", "eval_test"]),
 ]
@@ -83,15 +83,17 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
     One sentence per line; an empty line, and the end of each file, ends a document.
     """
     from ..outputs import named
-    from ..training.run import train_into
+    from ..training import session
     from ..vectors.modeldir import default_model_dir
 
     config = TrainConfig(**hyper)
     output = named(output or default_model_dir())  # '-o .' names the current directory
-    echo_lines(train_into(output, corpus, config, cache_dir=cache_dir, no_cache=no_cache, quiet=quiet,
-                          init_vectors=init_vectors, checkpoint_every=checkpoint_every, resume=resume,
-                          eval_every=eval_every, eval_dev=eval_dev, eval_sets=eval_sets, eval_test=eval_test,
-                          say=say))
+    result = session.train_session(corpus, config, output, cache_dir=cache_dir, use_cache=not no_cache, quiet=quiet,
+                                   init_vectors=init_vectors, checkpoint_every=checkpoint_every, resume=resume,
+                                   eval_every=eval_every, eval_dev=eval_dev, eval_sets=eval_sets,
+                                   eval_test=eval_test, warn=say)
+    if not quiet:
+        echo_lines(session.summary_lines(result, config, output))
 
 
 @main.command(short_help="Turn raw documents into a corpus for train (sentence splitting).")
@@ -154,8 +156,7 @@ def cache_command(cache_dir, clear):
     modification time) and the vocabulary settings, so that a rerun starts at once. An
     entry is about 4 bytes per token; nothing is removed on its own.
     """
-    from ..training.cache import default_cache_dir
-    from ..training.run import cache_listing, clear_listing
+    from ..training.cache import cache_listing, clear_listing, default_cache_dir
 
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     if clear:

@@ -28,7 +28,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..config import EXAMPLE_FIXED, NORM_EPS
-from .sampling import WORD_SEGMENT, centre_window, draw_noise, fill_example, keep_words, lr_at, seed_state
+from .sampling import centre_window, draw_noise, fill_example, keep_words, lr_at, seed_state
 
 # Reassociation lets LLVM vectorise the dot products; no-NaN flags stay off so that a
 # diverging run still produces the NaN the driver checks for.
@@ -315,81 +315,12 @@ def flush_rows(W, pending, keep, hot):
         keep[w] = 1.0
 
 
-# ---------------------------------------------------------------------------------------
-# The skip-gram term (TrainConfig.word_window): negative sampling over a sentence's words
-
-
-@njit(cache=True, nogil=True, fastmath=FASTMATH)
-def sgns_row(u, Wo, row, n_neg, coef_o, out_o, e):
-    """One context of a centre word: its loss; ``e += dL/du`` and ``out_o += coef_o * dL/dO``.
-
-    Parameters
-    ----------
-    u : array of float32, shape (d,)
-        The centre word's unweighted row ``W[w] / a[w]``.
-    Wo : array of float32, shape (V, d + 1)
-        The output matrix the scores are read from: each output word's row, then its bias
-        (the score is ``u . Wo[o, :d] + Wo[o, d]``; a bias lets the frequent words' scores
-        drop without every row sharing a direction, which would flatten the cosines the
-        sentence objective lives on).
-    row : array of int32, shape (>= 1 + n_neg,)
-        The context word (label 1), then ``n_neg`` noise words (label 0); -1 is skipped.
-    coef_o : float
-    out_o : array of float32 or float64, shape (V, d + 1)
-        Where the output rows' steps go: ``Wo`` itself for an SGD step (a noise word drawn
-        twice then reads its row after the first step, as in word2vec), another array
-        for the gradient.
-    e : array of float32 or float64, shape (d,)
-        Accumulates ``dL/du``, from each output row as it was read (before its step).
-
-    Returns
-    -------
-    loss : float
-        ``-log sigmoid(x_context) - sum log sigmoid(-x_noise)``, ``x_o = u . Wo[o, :d] + Wo[o, d]``.
-    """
-    d = u.shape[0]
-    loss = 0.0
-    for m in range(1 + n_neg):
-        o = row[m]
-        if o < 0:
-            continue
-        x = np.float32(0.0)
-        for j in range(d):
-            x += u[j] * Wo[o, j]
-        x += Wo[o, d]
-        z = -x if m == 0 else x  # the loss is softplus(z)
-        loss += max(z, 0.0) + math.log1p(math.exp(-abs(z)))
-        # g = sigmoid(x) - label = dL/dx
-        g = (1.0 / (1.0 + math.exp(-x))) - (1.0 if m == 0 else 0.0)
-        g32 = np.float32(g)
-        step = np.float32(coef_o * g)
-        for j in range(d):
-            e[j] += g32 * Wo[o, j]
-        for j in range(d):
-            out_o[o, j] += step * u[j]
-        out_o[o, d] += step
-    return loss
-
-
 @njit(cache=True, nogil=True)
 def context_span(i, n, window, state):
     """The kept words ``lo..hi-1`` around centre ``i`` of ``n``: its random window
     (``sampling.centre_window``) cut to the segment. Returns ``(lo, hi)``."""
     win = centre_window(window, state)
     return max(i - win, 0), min(i + win + 1, n)
-
-
-@njit(cache=True, nogil=True, fastmath=FASTMATH)
-def sgns_contexts(u, Wo, kept, i, lo, hi, n_neg, table, coef_o, state, row, e):
-    """Every context ``kept[lo:hi]`` of the centre ``kept[i]`` (itself skipped), each with
-    ``n_neg`` noise words: :func:`sgns_row` for each; returns their loss (``e`` and the output
-    rows as there, the output rows stepped in place by ``coef_o``)."""
-    loss = 0.0
-    for c in range(lo, hi):
-        if c != i:
-            draw_noise(kept[c], n_neg, table, state, row)
-            loss += sgns_row(u, Wo, row, n_neg, coef_o, Wo, e)
-    return loss
 
 
 # ---------------------------------------------------------------------------------------
@@ -584,13 +515,12 @@ def window_inputs(kept, i, lo, hi, ins):
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
-def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg, lr0, lr_min, done, total, seed,
-                    stream, buffers):
+def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, done, buffers):
     """Skip-gram with negative sampling over sentences ``lo..hi``: one thread's share of a batch
     of the word part (``scbow.training.wordpart``), on the part's own rows.
 
     Each kept word is a centre; its window's context words (``sampling.centre_window``) are the
-    inputs, the centre and ``n_neg`` noise words drawn once for the window the outputs, and the
+    inputs, the centre and ``params.negatives`` noise words drawn once for the window the outputs, and the
     window is one step (:func:`sgns_window`): a small matrix product instead of a dot product per
     (context, output) pair, so each row is read once a window (as in Ji et al. 2016's HogBatch).
 
@@ -605,15 +535,16 @@ def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg,
         Subsampling: the probability of keeping each word (``sampling.keep_words``).
     table : array of int32
         The noise words' unigram^0.75 table (``sampling.draw_noise``).
-    window, n_neg : int
-        Largest context distance (each centre draws its own, ``sampling.centre_window``);
-        noise words per window.
-    lr0, lr_min, done, total : the learning rate decays linearly from ``lr0`` over the
-        ``total`` sentences of all passes (word2vec's schedule), never below ``lr_min``;
-        ``done`` sentences came before sentence ``lo``.
-    seed, stream : sentence ``lo + i`` draws from the random stream ``(seed, stream + i)``
-        (``sampling.seed_state``): a sentence's own stream, so that its draws do not depend on
-        which thread or GPU block trains it, nor on the sentences trained before it.
+    params : record (``scbow.training.backends.params.WORD_PARAMS``)
+        ``window`` (largest context distance; each centre draws its own,
+        ``sampling.centre_window``), ``negatives`` (noise words per window); the learning rate
+        decays linearly from ``lr`` over the ``total`` sentences of all passes (word2vec's
+        schedule), never below ``lr_min``; sentence ``p`` of all passes draws from the random
+        stream ``(seed, stream + p)`` (``sampling.seed_state``): a sentence's own stream, so that
+        its draws do not depend on which thread or GPU block trains it, nor on the sentences
+        trained before it.
+    done : int
+        Sentences of all passes before sentence ``lo``.
     buffers : the thread's scratch arrays (:func:`word_part_buffers`).
 
     Returns ``(loss, pairs)``: the summed loss and the number of (context, centre) pairs trained.
@@ -622,10 +553,11 @@ def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, window, n_neg,
     loss = 0.0
     pairs = 0
     for s in range(lo, hi):
-        seed_state(seed, stream + s - lo, state)
-        lr = max(lr_min, lr0 * (1.0 - (done + s - lo) / total))
-        sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, window, n_neg,
-                               np.float32(-lr), state, buffers)
+        position = done + s - lo
+        seed_state(params.seed, params.stream + position, state)
+        lr = max(params.lr_min, params.lr * (1.0 - position / params.total))
+        sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
+                               params.negatives, np.float32(-lr), state, buffers)
         loss += sl
         pairs += sp
     return loss, pairs
@@ -654,7 +586,7 @@ def word_sentence(Wi, Wo, tokens, start, stop, keep, table, window, n_neg, coef,
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
-def word_part_loss(Wi, Wo, tokens, offsets, sentences, keep, table, window, n_neg, seed, buffers):
+def word_part_loss(Wi, Wo, tokens, offsets, sentences, keep, table, params, buffers):
     """The word part's mean loss per (context, centre) pair over ``sentences`` (int64 ids) at the rows
     as they are, nothing stepped; each sentence draws from its own stream of ``seed``, so the same rows
     always score the same and two calls score the same windows and noise words."""
@@ -662,37 +594,40 @@ def word_part_loss(Wi, Wo, tokens, offsets, sentences, keep, table, window, n_ne
     loss = 0.0
     pairs = 0
     for s in sentences:
-        seed_state(seed, (1 << 41) + s, state)
-        sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, window, n_neg,
-                               np.float32(0.0), state, buffers)
+        seed_state(params.seed, (1 << 41) + s, state)
+        sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
+                               params.negatives, np.float32(0.0), state, buffers)
         loss += sl
         pairs += sp
     return loss / max(pairs, 1)
 
 
-def word_part_buffers(window: int, n_neg: int, dw: int) -> tuple:
+def word_part_buffers(params, dw: int) -> tuple:
     """One thread's scratch arrays for :func:`word_part_chunk`: ``(kept, ins, outs, G, dOut)``, int32
-    (WORD_SEGMENT,), (2 * window,), (1 + n_neg,); float32 (2 * window, 1 + n_neg), (1 + n_neg, dw)."""
+    (WORD_SEGMENT,), (2 * window,), (1 + n_neg,); float32 (2 * window, 1 + n_neg), (1 + n_neg, dw)
+    (``params``: the word part's record, its ``window`` and ``negatives``)."""
     from .sampling import WORD_SEGMENT as SEG
 
+    window, n_neg = int(params.window), int(params.negatives)
     w2 = max(2 * window, 1)
     return (np.empty(SEG, dtype=np.int32), np.empty(w2, dtype=np.int32), np.empty(1 + n_neg, dtype=np.int32),
             np.empty((w2, 1 + n_neg), dtype=np.float32), np.empty((1 + n_neg, dw), dtype=np.float32))
 
 
-def word_part_gradient(Wi, Wo, tokens, offsets, s, keep, table, window, n_neg, seed, stream):
+def word_part_gradient(Wi, Wo, tokens, offsets, s, keep, table, params):
     """The word part's loss and float64 ``dL/dWi``, ``dL/dWo`` over sentence ``s`` at the rows as
     they are, drawing exactly the windows and noise words that :func:`word_part_chunk` draws for
-    that sentence from the same stream (a chunk starting at ``s``) (for tests against ``scbow.reference``).
+    that sentence as the first of all passes (stream ``params.stream``) (for tests against ``scbow.reference``).
 
     Returns ``(loss, gWi, gWo, windows)`` where ``windows`` lists ``(inputs, outputs)``: the
     window's context words, then its centre and shared noise words (-1: skipped).
     """
-    buffers = word_part_buffers(window, n_neg, Wi.shape[1])
+    buffers = word_part_buffers(params, Wi.shape[1])
     kept, ins, outs = buffers[:3]
     scratch = buffers[3:]
+    window, n_neg = int(params.window), int(params.negatives)
     state = np.empty(1, dtype=np.uint64)
-    seed_state(seed, stream, state)
+    seed_state(params.seed, params.stream, state)
     gWi = np.zeros(Wi.shape, dtype=np.float64)
     gWo = np.zeros(Wo.shape, dtype=np.float64)
     loss = 0.0
@@ -711,90 +646,8 @@ def word_part_gradient(Wi, Wo, tokens, offsets, s, keep, table, window, n_neg, s
     return loss, gWi, gWo, drawn
 
 
-@njit(cache=True, nogil=True, fastmath=FASTMATH)
-def sgns_sentence(W, tokens, start, stop, lr, params, word, buffers, hot, state):
-    """One SGD step of the skip-gram term over the words of ``tokens[start:stop]``; returns its loss.
-
-    Words are subsampled (``keep``), each kept word is a centre whose contexts are the
-    kept words within its window (``sampling.centre_window``), each context with
-    ``params.word_negatives`` noise words. The centre's step is taken on its unweighted row
-    ``u = W[w] / a[w]`` (``W[w] -= lr * weight * a[w] * P dL/du``, SGD on U for ``W = a * U``),
-    once per centre after all its contexts, with ``P`` the projection orthogonal to ``u``:
-    the term turns rows and leaves their lengths (the frequency weights) alone: each step is
-    followed by putting the row back to its length before it. The output rows step at once
-    (``Wo[o] -= lr * weight * dL/dWo[o]``). Every row is written in place (``hot`` is not used).
-
-    word : tuple ``(Wo, a, keep, table)``
-        float32 (V, d + 1) output matrix (rows and biases, see :func:`sgns_row`), float32 (V,)
-        frequency weights, float32 (V,) keep probabilities, int32 (T,) noise table.
-    buffers : tuple ``(kept, row, u, e)``
-        int32 (WORD_SEGMENT,), int32 (>= 1 + negatives,), float32 (d,) twice.
-    hot : unused (the sentence objective's buffered rows, :func:`sgd_step`).
-    """
-    Wo, a, keep, table = word
-    kept, row, u, e = buffers
-    window = params.word_window
-    n_neg = params.word_negatives
-    rate = lr * params.word_weight
-    d = W.shape[1]
-    loss = 0.0
-    t = start
-    while t < stop:
-        n, t = keep_words(tokens, t, stop, keep, state, kept)
-        for i in range(n):
-            w = kept[i]
-            lo, hi = context_span(i, n, window, state)
-            if hi - lo <= 1:
-                continue
-            inv = np.float32(1.0 / a[w])
-            for j in range(d):
-                u[j] = W[w, j] * inv
-                e[j] = 0.0
-            loss += sgns_contexts(u, Wo, kept, i, lo, hi, n_neg, table, -rate, state, row, e)
-            # the step turns the row, never stretches it: its part along u is dropped and the
-            # row is put back to its length, so a frequent word's row keeps the length its
-            # frequency weight gives it in a sentence average. Written in place even for the
-            # hot rows (a kept centre is rarely one of them once subsampled).
-            eu = np.float32(0.0)
-            uu = np.float32(0.0)
-            for j in range(d):
-                eu += e[j] * u[j]
-                uu += u[j] * u[j]
-            along = np.float32(eu / max(uu, 1e-30))
-            scale = np.float32(-rate * a[w])
-            old = np.float32(0.0)
-            new = np.float32(0.0)
-            for j in range(d):
-                x = W[w, j]
-                y = x + scale * (e[j] - along * u[j])
-                old += x * x
-                new += y * y
-                e[j] = y
-            fix = np.float32(math.sqrt(old / new)) if new > 0 else np.float32(1.0)
-            for j in range(d):
-                W[w, j] = e[j] * fix
-    return loss
-
-
-def sgns_centre_gradient(W, Wo, a, centre, rows, gW, gWo):
-    """Add the skip-gram term's ``dL/dW`` and ``dL/dO`` of one centre word to ``gW``, ``gWo``.
-
-    ``rows``: int32 (n_contexts, 1 + n_neg), each a context then its noise words (-1 =
-    none); ``a``: the frequency weights (the score is ``(W[w] / a[w]) . Wo[o, :d] + Wo[o, d]``). The kernel
-    path (:func:`sgns_row`), exposed for tests against ``scbow.reference``. Returns the loss.
-    """
-    rows = np.ascontiguousarray(rows, dtype=np.int32)
-    u = (W[centre] / a[centre]).astype(np.float32)
-    e = np.zeros(W.shape[1], dtype=np.float64)
-    loss = 0.0
-    for r in rows:
-        loss += sgns_row(u, Wo, r, rows.shape[1] - 1, 1.0, gWo, e)
-    gW[centre] += e / a[centre]
-    return loss
-
-
 @njit(cache=True, nogil=True)
-def train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats, word):
+def train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats):
     """Train on chunk ``c`` of the targets ``order[lo:hi]`` (arguments of ``train_batch_serial``).
 
     The whole work of one thread, with its own scratch, random stream and buffer of hot
@@ -815,10 +668,6 @@ def train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats, word):
     hot = (n_hot, np.zeros((max(n_hot, 1), d), dtype=np.float32), np.ones(max(n_hot, 1), dtype=np.float32))
     state = np.empty(1, dtype=np.uint64)
     seed_state(params.seed, done + c, state)
-    max_len = params.max_len
-    word_on = params.word_window > 0
-    word_buffers = (np.empty(WORD_SEGMENT, dtype=np.int32), np.empty(1 + params.word_negatives, dtype=np.int32),
-                    np.empty(d, dtype=np.float32), np.empty(d, dtype=np.float32))
     c_lo = lo + c * per
     c_hi = min(hi, c_lo + per)
     loss_sum = 0.0
@@ -842,13 +691,6 @@ def train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats, word):
         # progress of the whole run, as if the chunks were interleaved
         lr = lr_at(params, done + (e - c_lo) * n_chunks + c)
         loss_sum += sgd_step(W, tokens, offsets, members[:k], n_pos, lr, params, rate, scratch, hot)
-        if word_on:
-            # the skip-gram term over the target sentence's words (as many as its average reads)
-            t0 = offsets[members[0]]
-            t1 = offsets[members[0] + 1]
-            if max_len > 0 and t1 - t0 > max_len:
-                t1 = t0 + max_len
-            sgns_sentence(W, tokens, t0, t1, lr, params, word, word_buffers, hot, state)
         count += 1
         if n_hot > 0 and count % flush_every == 0:
             flush_rows(W, hot[1], hot[2], n_hot)
@@ -859,7 +701,7 @@ def train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats, word):
 
 
 @njit(cache=True, nogil=True)
-def train_batch_serial(W, corpus, order, rate, params, lo, hi, done, stats, word):
+def train_batch_serial(W, corpus, order, rate, params, lo, hi, done, stats):
     """Train on the examples of targets ``order[lo:hi]``, chunk after chunk in this thread.
 
     Parameters
@@ -885,19 +727,9 @@ def train_batch_serial(W, corpus, order, rate, params, lo, hi, done, stats, word
         random streams follow from it.
     stats : array of float64, shape (chunks, 2)
         Output: loss sum and example count per chunk.
-    word : tuple ``(Wo, a, keep, table)``
-        The skip-gram term's arrays (see :func:`sgns_sentence`), read only when
-        ``params.word_window > 0`` (then ``Wo`` is updated in place); :func:`no_word_term`
-        gives placeholders.
     """
     for c in range(params.chunks):
-        train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats, word)
-
-
-def no_word_term(dim: int) -> tuple:
-    """Placeholder arrays of the skip-gram term for a run without it (``word_window = 0``)."""
-    return (np.zeros((1, dim + 1), dtype=np.float32), np.ones(1, dtype=np.float32), np.ones(1, dtype=np.float32),
-            np.zeros(1, dtype=np.int32))
+        train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats)
 
 
 def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0, weight_decay=0.0):

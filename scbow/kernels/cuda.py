@@ -138,22 +138,17 @@ def sentence_spans(offsets, members, k, max_len, starts, lens):
         lens[m] = n
 
 
-def shared_bytes(k_max: int, threads: int, word_negatives: int = 0) -> int:
+def shared_bytes(k_max: int, threads: int) -> int:
     """Static shared memory of a block of the kernels :func:`build` makes, in bytes."""
-    kw = 1 + word_negatives
-    return (8 * 3 * k_max + 16 + 12 * k_max + 8 * k_max * threads + 4 * MAX_SHARED_TOKENS + 16
-            + 4 * WORD_SEGMENT + kw * (4 * threads + 12) + 24)
+    return 8 * 3 * k_max + 16 + 12 * k_max + 8 * k_max * threads + 4 * MAX_SHARED_TOKENS + 16
 
 
 @lru_cache(maxsize=None)
-def build(k_max: int, dim: int, threads: int, word_negatives: int = 0) -> SimpleNamespace:
+def build(k_max: int, dim: int, threads: int) -> SimpleNamespace:
     """Kernels for examples of at most ``k_max`` sentences, ``dim`` columns, ``threads`` per block.
 
-    ``threads`` must be a power of two (tree reduction). ``word_negatives``: the skip-gram
-    term's noise words per context (``TrainConfig.word_negatives``; 0 for a run without
-    the term). Returns a namespace with ``train`` (the training kernel), ``example`` (one
-    example with given sentences, for tests), ``words`` (the skip-gram term over given
-    tokens, for tests) and the sizes.
+    ``threads`` must be a power of two (tree reduction). Returns a namespace with ``train``
+    (the training kernel), ``example`` (one example with given sentences, for tests) and the sizes.
     """
     if threads < 1 or threads & (threads - 1):
         raise ValueError(f"threads per block must be a power of two, got {threads}")
@@ -163,7 +158,6 @@ def build(k_max: int, dim: int, threads: int, word_negatives: int = 0) -> Simple
     KR = K * R
     Q = 2 * K
     MAXTOK = MAX_SHARED_TOKENS
-    KW = 1 + word_negatives
 
     @cuda.jit(device=True)
     def example_core(W, Wi, out, tokens, kn, coef, decay, rate, in_place, shared, local):
@@ -302,146 +296,8 @@ def build(k_max: int, dim: int, threads: int, word_negatives: int = 0) -> Simple
         """Add ``coef * dL/dW`` of the example to ``out``, a float32 array apart from ``W``."""
         example_core(W, Wi, out, tokens, kn, coef, decay, rate, 0, shared, local)
 
-    @cuda.jit(device=True)
-    def reduce_rows(red, tid, rows):
-        """Tree sums of the first ``rows`` rows of ``red`` over the block's threads, into column 0."""
-        half = T // 2
-        while half > 0:
-            if tid < half:
-                for m in range(rows):
-                    red[m, tid] += red[m, tid + half]
-            cuda.syncthreads()
-            half //= 2
-
-    @cuda.jit(device=True)
-    def sgns_block(W, tokens, start, stop, lr, params, word, state, wshared, wlocal):
-        """The skip-gram term over ``tokens[start:stop]`` by the whole block (``kernels.cpu.sgns_sentence``).
-
-        ``word[0]`` is Wo, V x (dim + 1): rows, then biases. Thread 0 draws (the kept words,
-        each centre's window, each context's noise words,
-        from ``state``, as the CPU kernel draws them); each thread owns its columns of the
-        centre's unweighted row ``u = W[w] / a[w]`` and of ``e = dL/du``. The output rows
-        step at once (atomic adds), the centre's row once after its contexts. Returns the
-        loss (on thread 0).
-        """
-        Wo, a, keep, table = word
-        kept, row, wred, gsh, ints = wshared
-        u, e = wlocal
-        tid = cuda.threadIdx.x
-        window = params.word_window
-        n_neg = params.word_negatives
-        rate = lr * params.word_weight
-        loss = 0.0
-        if tid == 0:
-            ints[1] = start
-        cuda.syncthreads()
-        while ints[1] < stop:
-            cuda.syncthreads()
-            if tid == 0:
-                n, t_next = keep_words(tokens, ints[1], stop, keep, state, kept)
-                ints[0] = n
-                ints[1] = t_next
-            cuda.syncthreads()
-            n = ints[0]
-            for i in range(n):
-                w = kept[i]
-                if tid == 0:
-                    ints[2] = centre_window(window, state)
-                cuda.syncthreads()
-                win = ints[2]
-                lo = max(i - win, 0)
-                hi = min(i + win + 1, n)
-                if hi - lo > 1:
-                    inv = np.float32(1.0) / a[w]
-                    for r in range(R):
-                        j = tid + r * T
-                        u[r] = W[w, j] * inv if j < dim else np.float32(0.0)
-                        e[r] = np.float32(0.0)
-                    for c in range(lo, hi):
-                        if c == i:
-                            continue
-                        if tid == 0:
-                            draw_noise(kept[c], n_neg, table, state, row)
-                        cuda.syncthreads()
-                        for m in range(1 + n_neg):
-                            o = row[m]
-                            acc = np.float32(0.0)
-                            if o >= 0:
-                                for r in range(R):
-                                    j = tid + r * T
-                                    if j < dim:
-                                        acc += u[r] * Wo[o, j]
-                            wred[m, tid] = acc
-                        cuda.syncthreads()
-                        half = T // 2
-                        while half > 0:
-                            if tid < half:
-                                for m in range(1 + n_neg):
-                                    wred[m, tid] += wred[m, tid + half]
-                            cuda.syncthreads()
-                            half //= 2
-                        if tid == 0:
-                            for m in range(1 + n_neg):
-                                if row[m] < 0:
-                                    continue
-                                x = wred[m, 0] + Wo[row[m], dim]  # the output word's bias
-                                z = -x if m == 0 else x
-                                loss += max(z, 0.0) + math.log1p(math.exp(-abs(z)))
-                                gsh[m] = 1.0 / (1.0 + math.exp(-x)) - (1.0 if m == 0 else 0.0)
-                        cuda.syncthreads()
-                        for m in range(1 + n_neg):
-                            o = row[m]
-                            if o < 0:
-                                continue
-                            g = np.float32(gsh[m])
-                            step = np.float32(-rate * gsh[m])
-                            for r in range(R):
-                                j = tid + r * T
-                                if j < dim:
-                                    e[r] += g * Wo[o, j]
-                                    cuda.atomic.add(Wo, (o, j), step * u[r])
-                            if tid == 0:
-                                cuda.atomic.add(Wo, (o, dim), step)
-                        cuda.syncthreads()
-                    # the step turns the row, never stretches it (kernels.cpu.sgns_sentence): its
-                    # part along u is dropped and the row put back to its length; one block
-                    # writes the row, so the rescale is a plain write of the new value
-                    eu = np.float32(0.0)
-                    uu = np.float32(0.0)
-                    for r in range(R):
-                        eu += e[r] * u[r]
-                        uu += u[r] * u[r]
-                    wred[0, tid] = eu
-                    wred[1 % KW, tid] = uu
-                    cuda.syncthreads()
-                    reduce_rows(wred, tid, 2)
-                    along = np.float32(wred[0, 0] / max(wred[1 % KW, 0], 1e-30))
-                    scale = np.float32(-rate * a[w])
-                    old = np.float32(0.0)
-                    new = np.float32(0.0)
-                    for r in range(R):
-                        j = tid + r * T
-                        if j < dim:
-                            x = W[w, j]
-                            y = x + scale * (e[r] - along * u[r])
-                            old += x * x
-                            new += y * y
-                            e[r] = y
-                    cuda.syncthreads()
-                    wred[0, tid] = old
-                    wred[1 % KW, tid] = new
-                    cuda.syncthreads()
-                    reduce_rows(wred, tid, 2)
-                    fix = np.float32(math.sqrt(wred[0, 0] / wred[1 % KW, 0])) if wred[1 % KW, 0] > 0 else np.float32(1.0)
-                    for r in range(R):
-                        j = tid + r * T
-                        if j < dim:
-                            W[w, j] = e[r] * fix
-                cuda.syncthreads()
-        return loss
-
     @cuda.jit
-    def train(W, Wi, corpus, order, rate, params, lo, hi, done, stats, word):
+    def train(W, Wi, corpus, order, rate, params, lo, hi, done, stats):
         """Train on the examples of targets ``order[lo:hi]``, one block per example at a time.
 
         W: float32 (V, dim), updated in place; Wi: int32 (V * dim,), the same memory;
@@ -450,9 +306,7 @@ def build(k_max: int, dim: int, threads: int, word_negatives: int = 0) -> Simple
         rate: float32 (V,), the per-word step factors (kernels.cpu.sgd_step); params: the
         run's record (scbow.training.backends.params.PARAMS); lo, hi, done: the targets of this
         launch and the examples of the run before them; stats: float64 (grid, 2) output,
-        loss sum and examples per block; word: the skip-gram term's device arrays
-        ``(Wo, a, keep, table)`` (``kernels.cpu.sgns_sentence``), read when
-        ``params.word_window > 0``.
+        loss sum and examples per block.
 
         The example at position ``e`` is number ``done + e - lo`` of the run: its learning
         rate is ``lr_at(params, position)`` and its negatives come from the random stream
@@ -470,16 +324,6 @@ def build(k_max: int, dim: int, threads: int, word_negatives: int = 0) -> Simple
         means = cuda.local.array(KR, np.float32)
         work = cuda.local.array((3, K), np.float64)
         state = cuda.local.array(1, np.uint64)
-        # one array a line: the simulator tells shared arrays apart by the line that makes them
-        w_kept = cuda.shared.array(WORD_SEGMENT, np.int32)
-        w_row = cuda.shared.array(KW, np.int32)
-        w_red = cuda.shared.array((KW, T), np.float32)
-        w_g = cuda.shared.array(KW, np.float64)
-        w_ints = cuda.shared.array(3, np.int64)
-        w_u = cuda.local.array(R, np.float32)
-        w_e = cuda.local.array(R, np.float32)
-        wshared = (w_kept, w_row, w_red, w_g, w_ints)
-        wlocal = (w_u, w_e)
 
         tokens, offsets, sent_doc, doc_offsets = corpus
         n_neg = params.negatives
@@ -507,11 +351,6 @@ def build(k_max: int, dim: int, threads: int, word_negatives: int = 0) -> Simple
                 if tid == 0:
                     loss_sum += scal[0]
                     count += 1
-                if params.word_window > 0:
-                    # the skip-gram term over the target's words (as many as its average reads)
-                    cuda.syncthreads()
-                    sgns_block(W, tokens, starts[0], starts[0] + lens[0], scal[1], params, word, state, wshared,
-                               wlocal)
             cuda.syncthreads()
             e += cuda.gridDim.x
         if tid == 0:
@@ -556,28 +395,7 @@ def build(k_max: int, dim: int, threads: int, word_negatives: int = 0) -> Simple
         if tid == 0:
             loss_out[0] = scal[0]
 
-    @cuda.jit
-    def words(W, tokens, lr, params, word, seed, loss_out):
-        """The skip-gram term over all of ``tokens`` by one block, random stream ``(seed, 0)`` (for tests)."""
-        state = cuda.local.array(1, np.uint64)
-        # one array a line: the simulator tells shared arrays apart by the line that makes them
-        w_kept = cuda.shared.array(WORD_SEGMENT, np.int32)
-        w_row = cuda.shared.array(KW, np.int32)
-        w_red = cuda.shared.array((KW, T), np.float32)
-        w_g = cuda.shared.array(KW, np.float64)
-        w_ints = cuda.shared.array(3, np.int64)
-        w_u = cuda.local.array(R, np.float32)
-        w_e = cuda.local.array(R, np.float32)
-        wshared = (w_kept, w_row, w_red, w_g, w_ints)
-        wlocal = (w_u, w_e)
-        if cuda.threadIdx.x == 0:
-            seed_state(seed, 0, state)
-        cuda.syncthreads()
-        loss = sgns_block(W, tokens, 0, tokens.shape[0], lr, params, word, state, wshared, wlocal)
-        if cuda.threadIdx.x == 0:
-            loss_out[0] = loss
-
-    return SimpleNamespace(train=train, example=example, words=words, k_max=K, dim=dim, threads=T)
+    return SimpleNamespace(train=train, example=example, k_max=K, dim=dim, threads=T)
 
 
 # ---------------------------------------------------------------------------------------
@@ -620,16 +438,18 @@ def build_word_part(dw: int, threads: int, window: int, n_neg: int) -> SimpleNam
     P = W2 * NO
 
     @cuda.jit
-    def train(Wi, Wo, tokens, offsets, lo, hi, keep, table, lr0, lr_min, done, total, seed, stream, stats):
+    def train(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, done, stats):
         """Train sentences ``lo..hi-1``, one block per sentence at a time; the GPU twin of
         ``kernels.cpu.word_part_chunk`` (the same arguments, less the buffers).
 
         Wi: float32 (V, dw), Wo: float32 (V, dw + 1) (output rows, then biases), both updated in place
         with atomic adds; tokens: int32 (n_tokens,); offsets: int64 (n_sentences + 1,); keep: float32
-        (V,); table: int32 (n_table,); sentence ``lo + i`` is number ``done + i`` of all passes: its rate
-        is ``max(lr_min, lr0 * (1 - (done + i) / total))`` and it draws from the random stream
-        ``(seed, stream + i)``, whatever the launch shape. stats: float64 (grid, 2) output, each
-        block's loss sum and (context, centre) pairs.
+        (V,); table: int32 (n_table,); params: the word part's record
+        (``scbow.training.backends.params.WORD_PARAMS``, its window and negatives those the kernel was
+        built for); sentence ``lo + i`` is number ``p = done + i`` of all passes: its rate is
+        ``max(lr_min, lr * (1 - p / total))`` and it draws from the random stream ``(seed, stream + p)``,
+        whatever the launch shape. stats: float64 (grid, 2) output, each block's loss sum and
+        (context, centre) pairs.
         """
         tid = cuda.threadIdx.x
         # one array a line: the simulator tells shared arrays apart by the line that makes them
@@ -649,8 +469,9 @@ def build_word_part(dw: int, threads: int, window: int, n_neg: int) -> SimpleNam
         while s < hi:
             stop = offsets[s + 1]
             if tid == 0:
-                seed_state(seed, stream + (s - lo), state)
-                coef_sh[0] = np.float32(-max(lr_min, lr0 * (1.0 - (done + s - lo) / total)))
+                position = done + s - lo
+                seed_state(params.seed, params.stream + position, state)
+                coef_sh[0] = np.float32(-max(params.lr_min, params.lr * (1.0 - position / params.total)))
                 ints[1] = offsets[s]
             cuda.syncthreads()
             while ints[1] < stop:

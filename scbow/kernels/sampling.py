@@ -114,7 +114,7 @@ def lr_at(params, position):
 
 
 # ---------------------------------------------------------------------------------------
-# The skip-gram term's sampling (``TrainConfig.word_window``): one copy for both devices.
+# The word part's sampling (``scbow.training.wordpart``): one copy for both devices.
 
 # Kept words of a sentence handled at once: a longer sentence is cut into pieces of this
 # many kept words, and no window crosses a cut (a GPU block holds a piece in shared memory).

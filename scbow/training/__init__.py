@@ -14,15 +14,13 @@ loaded on first use, so importing ``scbow.training`` (the parent of the CLI's li
 - :func:`first_epoch` and :func:`untrained_start`: the order and the matrix ``train`` starts
   from, for code that must see the same examples or judge training against its start;
 - ``sample_sentences``, ``remove_common_components``: the post-processing's sample and step;
-- ``cuda_problem()``: why ``--device cuda`` cannot run here (None when it can);
-- ``WORD_WINDOW``, ``WORD_NEGATIVES``, ``WORD_LR``: the word part's skip-gram settings.
+- ``cuda_problem()``: why ``--device cuda`` cannot run here (None when it can).
 """
 
 from __future__ import annotations
 
 __all__ = ["Corpus", "load_corpus", "read_corpus", "train", "TrainResult", "Hook", "TrainState", "CurveHook",
-           "first_epoch", "untrained_start", "sample_sentences", "remove_common_components", "cuda_problem",
-           "WORD_WINDOW", "WORD_NEGATIVES", "WORD_LR"]
+           "first_epoch", "untrained_start", "sample_sentences", "remove_common_components", "cuda_problem"]
 
 
 def first_epoch(corpus, config):
@@ -61,8 +59,6 @@ def __getattr__(name: str):
         from . import postprocess as module
     elif name == "cuda_problem":
         from .backends import cuda as module
-    elif name in ("WORD_WINDOW", "WORD_NEGATIVES", "WORD_LR"):
-        from . import wordpart as module
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(module, name)

@@ -224,3 +224,31 @@ def describe(entry: dict) -> str:
         return "(being encoded now by a running process; left alone)"
     return ", ".join(entry["files"]) or ("(an unfinished encoding)" if not entry["complete"]
                                          else "(unreadable meta.json)")
+
+
+def clear_listing(root: Path) -> str:
+    """Clear the corpus cache ``root`` (:func:`scbow.training.cache.clear_cache`); the line saying what went."""
+    from ..progress import megabytes, plural
+
+    removed, freed = clear_cache(root)
+    return f"removed {plural(removed, 'cached corpus', 'cached corpora')} ({megabytes(freed)}) from {root}"
+
+
+def cache_listing(root: Path) -> tuple[list[str], list[str]]:
+    """``(rows, notes)`` of the corpus cache ``root``: a row per entry (size, date, name, what it holds),
+    then the total and what else the folder holds (never listed, never removed)."""
+    import time
+
+    from ..progress import megabytes, plural
+
+    foreign: list[Path] = []
+    entries = cache_entries(root, foreign)
+    rows = [f"{megabytes(e['bytes']):>10}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(e['modified']))}  "
+            f"{Path(e['path']).name}  {describe(e)}" for e in entries]
+    total = sum(e["bytes"] for e in entries)
+    notes = [f"{plural(len(entries), 'cached corpus', 'cached corpora')}, {megabytes(total)} in {root}"]
+    if foreign:
+        notes.append(f"note: {root} also holds {plural(len(foreign), 'item')} scbow-numba did not write "
+                     f"({', '.join(p.name for p in foreign[:3])}{', ...' if len(foreign) > 3 else ''}); "
+                     "they are not listed and never removed")
+    return rows, notes

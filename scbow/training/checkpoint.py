@@ -4,22 +4,19 @@ The checkpoint of a run that trains into ``MODEL`` is the directory ``MODEL.chec
 beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.json``, so
 ``scbow.load`` reads it) plus ``state.json``:
 
-- ``vectors.npy`` holds the matrix *as the trainer holds it*: common-component removal
-  happens only once training ends, so a resumed run applies it to the same matrix an
-  uninterrupted one would;
-- ``output.npy`` (only for a run with the skip-gram term, ``word_window`` > 0) holds that
-  term's output matrix, which training needs and the model does not keep;
-- ``word_in.npy`` and ``word_out.npy`` (only once the word part has begun, ``word_passes`` > 0)
-  hold the word part's matrices (``scbow.training.wordpart``); ``vectors.npy`` then holds the
-  finished sentence part, and the state's ``word_done`` says how far the word part is;
-- ``state.json`` holds the :class:`~scbow.training.hooks.TrainState` (epoch, position in the
-  epoch's shuffled targets, examples done, losses), the configuration, the identity
-  of the encoded corpus (its files, sizes, and a hash of its vocabulary), so that a
-  resume on another corpus or with other hyperparameters is refused with a clear error,
-  what ``--init-vectors`` the run started from (its resolved path and the record the model
-  keeps in ``config.json``; null without one), so that a resume with other vectors is refused too,
-  and the ``model_id`` of the model files beside it (:func:`scbow.vectors.modeldir.model_id`),
-  so that a state is resumed only with the matrix it was written with.
+- the run's matrices by name (:data:`MATRIX_FILES`), *as the trainer holds them*: ``vectors.npy``
+  the sentence part's (common-component removal happens only once training ends, so a resumed
+  run applies it to the same matrix an uninterrupted one would), and once the word part has
+  begun ``word_in.npy`` and ``word_out.npy`` (``scbow.training.wordpart``);
+- ``state.json`` holds the :class:`~scbow.training.hooks.TrainState` (the phase, each phase's
+  counters and losses, the sentence part's epoch and position in its shuffled targets), each
+  matrix's digest, so that a state is resumed only with the matrices it was written with, the
+  configuration, the identity of the encoded corpus (its files, sizes, and digests of its
+  vocabulary and token stream), so that a resume on another corpus or with other
+  hyperparameters is refused with a clear error, and what ``--init-vectors`` the run started
+  from (its resolved path and the record the model keeps in ``config.json``; null without one),
+  so that a resume with other vectors is refused too. A checkpoint of another format (one
+  written before phases) is refused with one line.
 
 A checkpoint is written into a temporary sibling directory, flushed to disk and put in
 place whole (:func:`scbow.files.atomic_dir`), so the previous checkpoint stays valid until
@@ -52,10 +49,12 @@ from ..reading import read_json
 from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
 from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES  # (imported first: a checkpoint is a model plus its state)
 
-CHECKPOINT_VERSION = 1
+# 2: the state of phases and the {name: matrix} record (checkpoints of format 1 are refused)
+CHECKPOINT_VERSION = 2
 STATE_FILE = "state.json"
-OUTPUT_FILE = "output.npy"  # the skip-gram term's output matrix (word_window > 0 only)
-WORD_FILES = ("word_in.npy", "word_out.npy")  # the word part's matrices, once it has begun
+# A run's matrices by name and the files that hold them: the sentence part's as the model files'
+# vectors.npy, the word part's beside them once it has begun.
+MATRIX_FILES = {"sentence": "vectors.npy", "word_in": "word_in.npy", "word_out": "word_out.npy"}
 # Settings a resumed run may change: they decide how fast it runs, not what it computes.
 # (With another thread count the run is no longer bit-identical, as with any threads > 1.)
 FREE_ON_RESUME = ("threads", "device")
@@ -64,7 +63,7 @@ FREE_ON_RESUME = ("threads", "device")
 def checkpoint_files() -> tuple:
     """Every name a checkpoint's files may have: what :class:`CheckpointWriter` writes, and all a
     finished run removes (``scbow.training.session.remove_checkpoint``)."""
-    return (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, OUTPUT_FILE, *WORD_FILES)
+    return (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, *MATRIX_FILES.values())
 
 
 def is_checkpoint(directory: Path) -> bool:
@@ -104,9 +103,7 @@ def checkpoint_dir(output: Path) -> Path:
     at ``LINK.checkpoint``, written before links were resolved, with none beside the target, is still it."""
     given = Path(output)
     target = Path(resolved(given))
-    ckpt = target.with_name(target.name + ".checkpoint")
-    earlier = given.with_name(given.name + ".checkpoint")
-    return earlier if given.name and not os.path.lexists(ckpt) and (earlier / STATE_FILE).is_file() else ckpt
+    return target.with_name(target.name + ".checkpoint")
 
 
 # ---------------------------------------------------------------------------------------
@@ -183,12 +180,6 @@ def corpus_identity(corpus) -> dict:
     }
 
 
-# Settings added after checkpoints were first written, with the value a checkpoint written
-# before them trained with: such a checkpoint resumes only with these values.
-BEFORE_THEY_EXISTED = {"frequency_weight": 0.0, "count_power": 0.0, "unknown": "omit", "unknown_scale": 0.75,
-                       "word_window": 0, "word_passes": 0}
-
-
 def init_vectors_entry(record: dict | None) -> dict | None:
     """What a checkpoint records of the run's ``--init-vectors`` (``record``: the dict
     :func:`scbow.training.pretrained.pretrained_start` fills in, holding ``source``): the
@@ -199,9 +190,7 @@ def init_vectors_entry(record: dict | None) -> dict | None:
 
 
 def _init_vectors_difference(meta: dict, record: dict | None) -> list[str]:
-    if "init_vectors" not in meta:  # a checkpoint written before it recorded them: not known
-        return []
-    was = (meta["init_vectors"] or {}).get("path")
+    was = (meta.get("init_vectors") or {}).get("path")
     now = (init_vectors_entry(record) or {}).get("path")
     return [] if was == now else [f"--init-vectors was {was or 'not given'}, now {now or 'not given'}"]
 
@@ -210,16 +199,8 @@ def _config_differences(saved: dict, config: TrainConfig) -> list[str]:
     now = config.to_dict()
     out = []
     for key, value in now.items():
-        if key in FREE_ON_RESUME:
-            continue
-        if key in saved:
-            was, note = saved[key], ""
-        elif key in BEFORE_THEY_EXISTED:
-            was, note = BEFORE_THEY_EXISTED[key], " (the checkpoint predates the setting)"
-        else:
-            continue
-        if was != value:
-            out.append(f"--{key.replace('_', '-')} was {show_value(was)}{note}, now {show_value(value)}")
+        if key not in FREE_ON_RESUME and saved[key] != value:
+            out.append(f"--{key.replace('_', '-')} was {show_value(saved[key])}, now {show_value(value)}")
     return out
 
 
@@ -236,52 +217,43 @@ class CheckpointWriter:
         self.config = config
         self.init_vectors = init_vectors  # the --init-vectors record (filled in once training starts)
         self.identity: dict | None = None  # corpus_identity, made at the first checkpoint
-        self.last_done: int | None = None  # examples done at the last checkpoint written
-        self.last_at: str | None = None  # where it is, for messages ("4,984 examples", "9,968 sentences ...")
+        self.last_at: str | None = None  # where the last checkpoint is, for messages; None before one
 
-    def write(self, state, W: np.ndarray, output: np.ndarray | None = None, word: tuple | None = None,
-              info: dict | None = None) -> Path:
-        """Write a checkpoint of ``state`` with the matrix ``W`` (raises OSError on failure).
+    def write(self, state, matrices: dict, info: dict | None = None) -> Path:
+        """Write a checkpoint of ``state`` with the run's ``matrices`` by name (raises OSError on failure).
 
-        ``output``: the skip-gram term's output matrix, saved as ``output.npy`` (None for a
-        run without the term); ``word``: the word part's ``(Wi, Wo)`` once it has begun; ``info``:
-        more of the model's info to save with it (the learning curve so far, as ``curve.json``). Refuses
-        (TrainingError) a matrix holding NaN or inf: the last good checkpoint is worth more
-        than a poisoned one.
+        ``info``: more of the model's info to save with it (the learning curve so far, as ``curve.json``).
+        Refuses (TrainingError) a matrix holding NaN or inf: the last good checkpoint is worth more than a
+        poisoned one.
         """
         from ..vectors.model import Model
         from ..vectors.modeldir import write_model_files
 
-        extra = ([(OUTPUT_FILE, output)] if output is not None else []) + (list(zip(WORD_FILES, word)) if word else [])
-        if not np.isfinite(W).all() or not all(np.isfinite(M).all() for _, M in extra):
-            raise diverged(self.config.lr, f"the embeddings hold NaN or inf after {state.done:,} examples")
+        if not all(np.isfinite(M).all() for M in matrices.values()):
+            raise diverged(self.config.lr, f"the embeddings hold NaN or inf after {state.where()}")
         # a user's file put in the checkpoint stops its replacement (a warning), never goes with it
         with atomic_dir(self.path, same_kind=only_checkpoint_files) as tmp:
-            for name, M in extra:
-                np.save(tmp / name, np.ascontiguousarray(M, dtype=np.float32))
-                fsync_path(tmp / name)
+            for name, M in matrices.items():
+                if name != "sentence":
+                    np.save(tmp / MATRIX_FILES[name], np.ascontiguousarray(M, dtype=np.float32))
+                    fsync_path(tmp / MATRIX_FILES[name])
             # a loadable model of the sentence part as trained (the word part's matrices beside it)
-            model = Model(self.corpus.vocab, W, {**self.config.to_dict(), "word_passes": 0})
-            info = {
-                **(info or {}),
-                "corpus": dict(self.corpus.stats or {}),
-                "training": {"checkpoint": True, "raw_vectors": True, "examples": state.done,
-                             "of_examples": state.total},
-            }
-            written = write_model_files(model, tmp, info)
+            model = Model(self.corpus.vocab, matrices["sentence"], {**self.config.to_dict(), "word_passes": 0})
+            write_model_files(model, tmp, {**(info or {}), "corpus": dict(self.corpus.stats or {}),
+                                           "training": {"checkpoint": True, "raw_vectors": True,
+                                                        "examples": state.done}})
             if self.identity is None:
                 self.identity = corpus_identity(self.corpus)
             meta = {
                 "checkpoint_version": CHECKPOINT_VERSION,
-                "model_id": written,  # the model files beside it: a state is read only with its own
                 "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "state": state.to_dict(),
+                # each matrix's digest: a state is resumed only with the matrices it was written with
+                "matrices": {name: matrix_digest(M) for name, M in matrices.items()},
                 "config": self.config.to_dict(),
                 "corpus": self.identity,
                 "init_vectors": init_vectors_entry(self.init_vectors),
             }
-            if word:  # the word part's matrices, tied to this state as model_id ties vectors.npy
-                meta["word_sha256"] = [matrix_digest(M) for M in word]
             with open(tmp / STATE_FILE, "w", encoding="utf-8") as fh:
                 fh.write(json.dumps(meta, indent=1) + "\n")
             fsync_path(tmp / STATE_FILE)
@@ -290,9 +262,8 @@ class CheckpointWriter:
 
     def mark(self, state) -> None:
         """Record ``state`` as the last checkpoint's (written, or the one a run resumed from)."""
-        self.last_done = state.done
-        self.last_at = (f"{state.word_done:,} sentences into the word part" if state.in_word_part
-                        else f"{state.done:,} examples")
+        self.last_at = (f"{state.done:,} examples" if state.phase == "sentence"
+                        else f"{state[state.phase].done:,} sentences into the {state.phase} part")
 
 
 def read_meta(path: Path) -> dict:
@@ -308,12 +279,16 @@ def read_meta(path: Path) -> dict:
         raise CheckpointError(f"{exc}; delete it to start over") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("checkpoint_version"), int):
         raise CheckpointError(f"{path / STATE_FILE}: not a checkpoint of scbow-numba; delete it to start over")
-    if meta["checkpoint_version"] > CHECKPOINT_VERSION:
-        raise CheckpointError(f"{path}: checkpoint format {meta['checkpoint_version']} is newer than this "
-                              f"scbow-numba understands ({CHECKPOINT_VERSION}); upgrade scbow-numba")
-    for key, kind in (("state", dict), ("config", dict), ("corpus", dict)):
-        if not isinstance(meta.get(key), kind):
+    if meta["checkpoint_version"] != CHECKPOINT_VERSION:
+        age = "newer" if meta["checkpoint_version"] > CHECKPOINT_VERSION else "older"
+        raise CheckpointError(f"{path}: checkpoint format {meta['checkpoint_version']} is {age} than this "
+                              f"scbow-numba's ({CHECKPOINT_VERSION}); resume it with the version that wrote it, "
+                              "or delete it to start over")
+    for key in ("state", "config", "corpus", "matrices"):
+        if not isinstance(meta.get(key), dict):
             raise CheckpointError(f"{path / STATE_FILE}: damaged checkpoint (no {key}); delete it to start over")
+    if any(name not in meta["config"] for name in TrainConfig.__dataclass_fields__):
+        raise CheckpointError(f"{path / STATE_FILE}: damaged checkpoint (config); delete it to start over")
     init = meta.get("init_vectors")
     if init is not None and not (isinstance(init, dict) and isinstance(init.get("path"), str)
                                  and isinstance(init.get("record"), dict)):
@@ -323,11 +298,10 @@ def read_meta(path: Path) -> dict:
 
 def describe(meta: dict) -> str:
     """``"123,456 of 1,000,000 examples"`` for a checkpoint's state."""
-    state = meta.get("state", {})
+    from .hooks import TrainState
+
     try:
-        if int(state.get("word_done", 0)) > 0:
-            return f"{int(state['word_done']):,} of {int(state['word_total']):,} sentences of the word part"
-        return f"{int(state['done']):,} of {int(state['total']):,} examples"
+        return TrainState.from_dict(meta["state"]).where()
     except (AttributeError, KeyError, TypeError, ValueError):
         return "unknown progress"
 
@@ -343,21 +317,13 @@ def check_config(meta: dict, config: TrainConfig, path: Path, init_vectors: dict
         )
 
 
-def restore_output(path: Path, corpus, config: TrainConfig) -> np.ndarray | None:
-    """The skip-gram term's output matrix saved in the checkpoint at ``path`` (None when the run has no such term)."""
-    if config.word_window <= 0:
-        return None
-    # memory-mapped first, so that a header claiming more rows than the file holds is named as
-    # damage rather than allocated
-    return _restore_matrix(Path(path) / OUTPUT_FILE, (len(corpus.vocab), config.dim + 1),
-                           "the --word-window term's output matrix")
-
-
-def _restore_matrix(file: Path, shape: tuple, what: str) -> np.ndarray:
+def _restore_matrix(file: Path, shape: tuple) -> np.ndarray:
     """A finite float32 matrix of ``shape`` saved in a checkpoint, or CheckpointError."""
     if not file.is_file() or file.is_symlink():
-        raise CheckpointError(f"{file.parent}: damaged checkpoint (no {file.name}, {what}); delete it to start over")
+        raise CheckpointError(f"{file.parent}: damaged checkpoint (no {file.name}); delete it to start over")
     try:
+        # memory-mapped first, so that a header claiming more rows than the file holds is named as
+        # damage rather than allocated
         M = np.load(file, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
         raise CheckpointError(f"{file}: damaged checkpoint ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
@@ -373,28 +339,30 @@ def matrix_digest(M: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(M, dtype=np.float32).data).hexdigest()
 
 
-def restore_word_part(path: Path, meta: dict, corpus, config: TrainConfig, state) -> tuple | None:
-    """The word part's ``(Wi, Wo)`` saved in the checkpoint at ``path``, checked against the digests its
-    ``state.json`` (``meta``) recorded; None before the word part began."""
-    if not state.in_word_part:
-        return None
-    V, dw = len(corpus.vocab), config.word_dim
-    matrices = (_restore_matrix(Path(path) / WORD_FILES[0], (V, dw), "the word part's rows"),
-                _restore_matrix(Path(path) / WORD_FILES[1], (V, dw + 1), "the word part's output rows"))
-    recorded = meta.get("word_sha256")  # none in a checkpoint from before they were recorded
-    if recorded is not None:
-        if not (isinstance(recorded, list) and len(recorded) == 2):
-            raise CheckpointError(f"{Path(path) / STATE_FILE}: damaged checkpoint (word_sha256); delete it to start over")
-        for name, M, digest in zip(WORD_FILES, matrices, recorded):
-            if matrix_digest(M) != digest:
-                raise CheckpointError(f"{Path(path) / name}: damaged checkpoint (not the word part its {STATE_FILE} "
-                                      "recorded: from another run, or changed); delete it to start over")
-    return matrices
+def _valid_state(state, n_targets: int, config: TrainConfig) -> bool:
+    """Whether a checkpoint's state is one a run of ``config`` on ``n_targets`` targets an epoch can be in."""
+    def counts(*xs):
+        return all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in xs)
+
+    def numbers(xs, hi):  # a mean cross-entropy over a handful of cosines lies far below 1e3
+        return all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0 <= x <= hi
+                   for x in xs)
+
+    phases = list(state.phases.values())
+    s = state.phases.get("sentence")
+    return (s is not None and state.phase in state.phases and counts(state.epoch, state.lo, state.targets_per_epoch)
+            and state.targets_per_epoch == n_targets and state.lo <= n_targets and state.epoch <= config.epochs
+            and s.done == state.epoch * n_targets + state.lo
+            and all(counts(p.done, p.total) and p.done <= p.total and isinstance(p.losses, list)
+                    and numbers(p.losses, 1e3) and numbers([p.seconds], 1e10) for p in phases)
+            # a phase begins once those before it are done
+            and all(p.done == p.total for p in phases[:list(state.phases).index(state.phase)])
+            and all(p.done == 0 for p in phases[list(state.phases).index(state.phase) + 1:]))
 
 
 def restore(path: Path, meta: dict, corpus, config: TrainConfig, init_vectors: dict | None = None):
     """Check the checkpoint against ``corpus``, ``config`` and ``init_vectors`` (:func:`check_config`);
-    return ``(W, TrainState)``."""
+    return ``(TrainState, {name: matrix})``, each matrix checked against the digest its state recorded."""
     from ..vectors.formats import load_model
     from .hooks import TrainState
     from .start import trainable_targets
@@ -409,55 +377,37 @@ def restore(path: Path, meta: dict, corpus, config: TrainConfig, init_vectors: d
             f"{saved.get('vocab_size')} words, from {', '.join(map(str, saved.get('files', []))) or '?'}); "
             f"this one has {now['sentences']} sentences and {now['vocab_size']} words"
         )
-    if "stream_sha256" in saved and saved["stream_sha256"] != now["stream_sha256"]:  # none before it was recorded
+    if saved.get("stream_sha256") != now["stream_sha256"]:
         raise CheckpointError(
             f"cannot resume from {path}: it was trained on another corpus, of the same sizes and words (its "
             "sentences or documents are in another order, or its text changed)")
+    damaged = f"{path / STATE_FILE}: damaged checkpoint (inconsistent training state); delete it to start over"
+    try:
+        state = TrainState.from_dict(meta["state"])
+        ok = _valid_state(state, len(trainable_targets(corpus)), config)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise CheckpointError(damaged)
+    V = len(corpus.vocab)
+    shapes = {"sentence": (V, config.dim)}
+    if state.phase == "word":
+        shapes.update(word_in=(V, config.word_dim), word_out=(V, config.word_dim + 1))
+    if set(meta["matrices"]) != set(shapes):
+        raise CheckpointError(damaged)
     try:
         model = load_model(path, mmap=False)
     except CheckpointError:
         raise
     except ValueError as exc:  # ModelError
         raise CheckpointError(f"damaged checkpoint: {exc}; delete {path} to start over") from None
-    W = np.asarray(model.vectors)
-    recorded = meta.get("model_id")  # none in a checkpoint written before model ids
-    if recorded is not None and recorded != model.info.get("model_id"):
-        raise CheckpointError(f"{path}: damaged checkpoint (its {STATE_FILE} is not that of the model files beside it); "
+    if vocab_digest(model.vocab.words) != now["vocab_sha256"]:
+        raise CheckpointError(f"{path}: damaged checkpoint (its vocabulary does not match its state); "
                               "delete it to start over")
-    if vocab_digest(model.vocab.words) != now["vocab_sha256"] or W.shape != (len(corpus.vocab), config.dim):
-        raise CheckpointError(f"{path}: damaged checkpoint (its vectors or vocabulary do not match its state); "
-                              "delete it to start over")
-    try:
-        state = TrainState.from_dict(meta["state"])
-        n_targets = len(trainable_targets(corpus))
-        ok = (state.targets_per_epoch == n_targets and state.total == n_targets * config.epochs
-              and 0 <= state.epoch <= config.epochs and 0 <= state.lo <= n_targets
-              and state.done == state.epoch * n_targets + state.lo
-              and all(isinstance(x, int) and not isinstance(x, bool)
-                      for x in (state.epoch, state.lo, state.done, state.total, state.targets_per_epoch,
-                                state.word_done, state.word_total))
-              # the word part begins once the sentence part is done, and is of this run's size
-              and (state.word_done == 0 or (state.epoch == config.epochs and state.lo == 0))
-              and (state.word_done == 0 or state.word_total == config.word_passes * corpus.n_sentences)
-              and 0 <= state.word_done <= max(state.word_total, 0)
-              and isinstance(state.word_seconds, (int, float)) and 0 <= state.word_seconds <= 1e10
-              # the word part's sample loss at its start and after each pass done (none in a checkpoint
-              # from before it was recorded)
-              and isinstance(state.word_losses, list)
-              and (not state.word_losses or len(state.word_losses) == 1 + state.word_done // max(corpus.n_sentences, 1))
-              and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0 <= x <= 1e3
-                      for x in state.word_losses)
-              and isinstance(state.kernel_seconds, (int, float)) and math.isfinite(state.kernel_seconds)
-              and 0 <= state.kernel_seconds <= 1e10
-              and isinstance(state.losses, list)
-              # one mean loss per batch done (a batch holds at least one example), each >= 0
-              and (len(state.losses) > 0) == (state.done > 0) and len(state.losses) <= state.done
-              # a mean cross-entropy over a handful of cosines lies far below 1e3
-              and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0 <= x <= 1e3
-                      for x in state.losses))
-    except (KeyError, TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise CheckpointError(f"{path / STATE_FILE}: damaged checkpoint (inconsistent training state); "
-                              "delete it to start over")
-    return W, state
+    matrices = {name: np.asarray(model.vectors) if name == "sentence" else _restore_matrix(path / MATRIX_FILES[name], shape)
+                for name, shape in shapes.items()}
+    for name, M in matrices.items():
+        if M.shape != shapes[name] or matrix_digest(M) != meta["matrices"][name]:
+            raise CheckpointError(f"{path / MATRIX_FILES[name]}: damaged checkpoint (not the matrix its {STATE_FILE} "
+                                  "recorded: from another run, or changed); delete it to start over")
+    return state, matrices

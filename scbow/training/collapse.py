@@ -16,15 +16,15 @@ recorded start), so that no option needs an exception:
 Each is divided by the start's: 1 when training kept the sentences as spread as at the start,
 near 0 when they fell into a few directions. Measured on every option and start on the 1M
 corpus, and the defaults on 10M and 100M (docs/robustness.md has the table): healthy runs keep
-0.50-1.05 of the start's gap and 0.17-1.0 of its kept share (the ``--word-window`` runs the
-lowest), every ``--lr 1e6`` run 0.008-0.28 of the gap and at most 0.062 of the kept share
+0.50-1.05 of the start's gap and 0.17-1.0 of its kept share (the in-objective skip-gram term,
+since removed, the lowest), every ``--lr 1e6`` run 0.008-0.28 of the gap and at most 0.062 of the kept share
 (but ``--dim 8``, where no direction is removed: its gap, 0.011, shows the collapse). A run
 under a REFUSE bound is refused like a divergence; under a WARN bound it is saved with a
 warning; else nothing is said.
 
 Only the sentence part is judged, as soon as it is trained (before the word part, so that a
 refused run does not also spend the word part's time): ``--lr`` is the sentence part's, and the
-word part trains with word2vec's fixed settings (``scbow.training.wordpart``), checked for NaN.
+word part trains with its own (``--word-lr``, ``scbow.training.wordpart``), checked for NaN.
 """
 
 from __future__ import annotations
@@ -45,32 +45,6 @@ REFUSE_KEPT, WARN_KEPT = 0.1, 0.15
 # 0.05 keep 0.17), so on less evidence a low ratio is warned of, never refused.
 SURE_SENTENCES = 1000
 SURE_WORDS = 100
-
-
-def sample_sentences(corpus, seed: int, sample: int = SAMPLE) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(starts, stops)`` (int64) of up to ``sample`` of the corpus's sentences drawn for ``seed``
-    (those with a known word), and the number of distinct words they hold."""
-    rng = np.random.default_rng([seed, 5])
-    n = corpus.n_sentences
-    pick = np.sort(rng.choice(n, size=min(sample, n), replace=False)).astype(np.int64)
-    offsets, tokens = np.asarray(corpus.offsets), np.asarray(corpus.tokens)
-    starts, stops = offsets[pick], offsets[pick + 1]
-    keep = stops > starts
-    starts, stops = np.ascontiguousarray(starts[keep]), np.ascontiguousarray(stops[keep])
-    words = np.unique(np.concatenate([tokens[a:b] for a, b in zip(starts, stops)])) if len(starts) else []
-    return starts, stops, int(len(words))
-
-
-def sample_averages(W: np.ndarray, corpus, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """The float64 averages of the rows of ``W`` over the sentences ``tokens[starts[i]:stops[i]]``."""
-    from ..kernels.embed import mean_lines_serial
-
-    M = np.ascontiguousarray(W, dtype=np.float32)
-    S = np.empty((len(starts), M.shape[1]), dtype=np.float32)
-    if len(starts):
-        mean_lines_serial(M, M[:0], np.asarray(corpus.tokens), starts, stops, 0.0, S,
-                          np.empty(len(starts), dtype=np.int64))
-    return S.astype(np.float64)
 
 
 @dataclass(frozen=True)
@@ -125,8 +99,10 @@ def spread_of(S: np.ndarray, components: int = COMPONENTS, words: int = SAMPLE, 
 
 def measure(W: np.ndarray, corpus, seed: int) -> Spread | None:
     """The :class:`Spread` of ``W`` on the sentences sampled for ``seed`` (what the check compares)."""
-    starts, stops, words = sample_sentences(corpus, seed)
-    return spread_of(sample_averages(W, corpus, starts, stops), words=words)
+    from .postprocess import SentenceSample, sample_sentences
+
+    sample = SentenceSample(corpus, sample_sentences(corpus.n_sentences, SAMPLE, seed, stream=5))
+    return spread_of(sample.averages(W), words=sample.words())
 
 
 def _ratio(end: float, start: float) -> float | None:

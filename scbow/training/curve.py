@@ -94,7 +94,7 @@ class CurveHook(Hook):
         """Saved with each checkpoint (``curve.json``): the points so far."""
         return {"curve": self.curve()}
 
-    def restore_checkpoint_info(self, info: dict) -> None:
+    def restore_checkpoint_info(self, info: dict) -> bool:
         """A resumed run starts with the points saved in its checkpoint (those of examples before it),
         recorded as this run records them (CheckpointError otherwise: one curve of two kinds of points)."""
         curve = info.get("curve")
@@ -111,14 +111,15 @@ class CurveHook(Hook):
         if isinstance(points, list) and all(isinstance(p, dict) for p in points):
             self.points = [dict(p) for p in points]
             self.eval_seconds = sum(float(p.get("eval_seconds") or 0.0) for p in points)
+        return True
 
-    def before_training(self, state, vectors, corpus) -> None:
+    def before_training(self, state, matrices, corpus) -> None:
         t = time.perf_counter()
         # a resumed run goes on from its saved points' clock (seconds exclude the evaluations)
         before = float(self.points[-1].get("seconds") or 0.0) if self.points else 0.0
         self._start = t - before - self.eval_seconds
         self.corpus = corpus
-        self._averager = Averager(corpus.vocab, vectors(), tokenize_lines)  # its pieces, for every point
+        self._averager = Averager(corpus.vocab, matrices["sentence"], tokenize_lines)  # its pieces, for every point
         self.dev = prepare_set(self.dev_set, self._averager)
         self.tests = [prepare_set(s, self._averager) for s in self.test_sets]
         self._rows_read = self._averager.rows_read([e for s in (self.dev, *self.tests) for e in s.encoded], self.unknown)
@@ -127,22 +128,24 @@ class CurveHook(Hook):
             self.post = CommonComponents(corpus, self.k, self.seed, self.sample)
             self._final_args = (corpus, self.k, self.seed, self.final_sample)
         self.next_at = (state.done // self.every + 1) * self.every
-        self._n_losses = len(state.losses)
-        self._point(state, vectors(), epoch_end=False, started=t)
+        self._n_losses = len(state["sentence"].losses)
+        self._point(state, matrices["sentence"], epoch_end=False, started=t)
 
-    def after_batch(self, state, vectors) -> None:
-        # a batch that ends an epoch is scored by after_epoch, which comes next
-        if state.done >= self.next_at and state.lo < state.targets_per_epoch:
-            self._point(state, vectors(), epoch_end=False)
+    def after_batch(self, state, matrices) -> None:
+        # a batch that ends an epoch is scored by after_epoch, which comes next; the word part's batches
+        # leave the sentence part as it is
+        if state.phase == "sentence" and state.done >= self.next_at and state.lo < state.targets_per_epoch:
+            self._point(state, matrices["sentence"], epoch_end=False)
 
-    def after_epoch(self, state, vectors) -> None:
-        self._point(state, vectors(), epoch_end=True)
+    def after_epoch(self, state, matrices) -> None:
+        self._point(state, matrices["sentence"], epoch_end=True)
 
     # -- scoring --------------------------------------------------------------------
     def _point(self, state, W, epoch_end: bool, started: float | None = None) -> None:
         t = started if started is not None else time.perf_counter()
         post, sample = self.post, self.sample
-        if post is not None and state.done >= state.total and self.final_sample != self.sample:
+        ps = state["sentence"]
+        if post is not None and ps.done >= ps.total and self.final_sample != self.sample:
             if self.post_final is None:
                 self.post_final = CommonComponents(*self._final_args)
             post, sample = self.post_final, self.final_sample
@@ -152,12 +155,12 @@ class CurveHook(Hook):
         point = {
             "examples": int(state.done),
             "epoch": round(state.done / state.targets_per_epoch, 6) if state.targets_per_epoch else 0.0,
-            "fraction": round(state.done / state.total, 6) if state.total else 0.0,
+            "fraction": round(ps.done / ps.total, 6) if ps.total else 0.0,
             "epoch_end": epoch_end,
             "seconds": None,
-            "kernel_seconds": round(state.kernel_seconds, 3),
+            "kernel_seconds": round(ps.seconds, 3),
             "eval_seconds": None,
-            "loss": _finite(float(np.mean(state.losses[self._n_losses:]))) if len(state.losses) > self._n_losses else None,
+            "loss": _finite(float(np.mean(ps.losses[self._n_losses:]))) if len(ps.losses) > self._n_losses else None,
             "sample": None if post is None else min(sample, post.sample),
             "dev": {"pearson": _finite(dev.pearson), "spearman": _finite(dev.spearman),
                     "scored": dev.scored, "pairs": dev.pairs},
@@ -169,7 +172,7 @@ class CurveHook(Hook):
                 summary = summarize([pair[which] for pair in scored])
                 point[key] = {k: (_finite(v) if isinstance(v, float) else v) for k, v in summary.items()}
             point["test"]["pearson"] = {pair[0].name: _finite(pair[0].pearson) for pair in scored}
-        self._n_losses = len(state.losses)
+        self._n_losses = len(ps.losses)
         self.next_at = (state.done // self.every + 1) * self.every
         now = time.perf_counter()
         point["eval_seconds"] = round(now - t, 4)

@@ -1,88 +1,164 @@
-"""What watches a run: the trainer's state between batches and the hooks it calls.
+"""A run as the loop sees it: its phases, where it is, and the hooks it calls between batches.
 
-:class:`TrainState` is where a run is (enough to checkpoint and resume it); a
-:class:`Hook` is called between kernel calls (checkpoints and signals in
-``scbow.training.session``, learning curves in ``scbow.training.curve``).
+A run is a sequence of :class:`Phase` objects over named matrices: the sentence part
+(``scbow.training.trainer.SentencePhase``, the matrix ``"sentence"``), then the word part
+(``scbow.training.wordpart.WordPart`` on the CPU, ``backends.cuda.CudaWordPart`` on the GPU, the
+matrices ``"word_in"`` and ``"word_out"``). :class:`TrainState` is where a run is (enough to
+checkpoint and resume it); a :class:`Hook` is called between kernel calls (checkpoints and signals
+in ``scbow.training.session``, learning curves in ``scbow.training.curve``) and reads the matrices
+by name from :class:`Matrices`.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .corpus import Corpus
+
+
+class Phase(Protocol):
+    """What the loop asks of a phase of a run."""
+
+    name: str  # its key in TrainState.phases and in the model's info
+    unit: str  # what a step is on the progress line ("ex", "sent")
+    label: str  # what a pass is on the progress line ("epoch", "word part")
+    total: int  # its steps in all (examples, sentences)
+    passes: int  # the passes (epochs) its steps make up; a batch never crosses the end of one
+    samples: bool  # whether its losses are its sample loss's (at its start and after each pass), not each batch's
+
+    def step(self, state: TrainState) -> tuple[int, float]:
+        """Train the next batch from the phase's position in ``state``: ``(steps, mean loss)``."""
+
+    def end_of_pass(self, state: TrainState) -> bool:
+        """Whether a pass of which the hooks hear (``after_epoch``) has just ended; moves ``state`` past it."""
+
+    def loss_error(self, loss: float, done: int) -> Exception:
+        """The error of a loss that is not finite after ``done`` steps."""
+
+    def sample_loss(self) -> float | None:
+        """The loss on the phase's fixed sample at the rows as they are (None when ``samples`` is False)."""
+
+    def matrices(self) -> dict[str, np.ndarray]:
+        """Its matrices by name, on the host (a GPU phase copies them back)."""
+
+    def close(self) -> None:
+        """Free what the phase holds; its matrices stay readable."""
+
+
+@dataclass
+class PhaseState:
+    """One phase's counters: ``done`` of its ``total`` steps, its kernel ``seconds``, and its ``losses``
+    (each batch's mean, or its sample loss at its start and after each pass: :meth:`Phase.sample_loss`)."""
+
+    total: int = 0
+    done: int = 0
+    seconds: float = 0.0
+    losses: list = field(default_factory=list)
 
 
 @dataclass
 class TrainState:
     """Where a run is: enough to report progress, write a checkpoint or resume.
 
-    ``epoch`` and ``lo`` name the next batch: it starts at position ``lo`` of the shuffled
-    targets of epoch ``epoch`` (0-based); ``done`` examples were trained before it. The
-    kernel draws its negatives from ``(seed, done)``, and the shuffle of epoch e is the
-    e-th permutation of a generator seeded by ``seed``, so a run resumed from a state
-    replays the remaining batches exactly (bit for bit with one thread).
+    ``phase`` is the phase running (the last one once all are done); ``phases`` holds each phase's
+    :class:`PhaseState` by name. The sentence phase's next batch starts at position ``lo`` of the
+    shuffled targets of epoch ``epoch`` (0-based): the kernel draws its negatives from ``(seed,
+    done)``, and the shuffle of epoch e is the e-th permutation of a generator seeded by ``seed``, so
+    a run resumed from a state replays the remaining batches exactly (bit for bit with one thread).
+    ``collapse_start``: the collapse check's measures of the matrix the run started from
+    (``scbow.training.collapse``, ``Spread.to_dict``), so that a resumed run is judged against its own
+    start.
     """
 
+    phase: str = "sentence"
+    phases: dict = field(default_factory=dict)
     epoch: int = 0
     lo: int = 0
-    done: int = 0
-    total: int = 0
     targets_per_epoch: int = 0
-    kernel_seconds: float = 0.0
-    losses: list = field(default_factory=list)
-    # the word part (``scbow.training.wordpart``), once the sentence part is done: sentences
-    # trained of all its passes, of ``word_total``, and its kernel time
-    word_done: int = 0
-    word_total: int = 0
-    word_seconds: float = 0.0
-    # the word part's loss on its fixed sample of sentences (``WordPart.sample_loss``): at its start,
-    # then at the end of each pass
-    word_losses: list = field(default_factory=list)
-    # the collapse check's measures of the matrix the run started from (``scbow.training.collapse``,
-    # ``Spread.to_dict``), kept so that a resumed run is judged against its own start
     collapse_start: dict | None = None
 
+    def __getitem__(self, name: str) -> PhaseState:
+        return self.phases[name]
+
     @property
-    def in_word_part(self) -> bool:
-        """Whether the sentence part is done and the word part has begun."""
-        return self.word_done > 0
+    def done(self) -> int:
+        """Examples of the sentence phase done (what --eval-every counts)."""
+        return self.phases["sentence"].done
+
+    @property
+    def steps(self) -> int:
+        """Steps of every phase done (what --checkpoint-every counts)."""
+        return sum(p.done for p in self.phases.values())
+
+    def where(self) -> str:
+        """``"123,456 of 1,000,000 examples"``, or in the word part ``"... sentences of the word part"``."""
+        p = self.phases[self.phase]
+        if self.phase == "sentence":
+            return f"{p.done:,} of {p.total:,} examples"
+        return f"{p.done:,} of {p.total:,} sentences of the {self.phase} part"
 
     def to_dict(self) -> dict:
-        return asdict(self)  # copies the list of losses too
+        return asdict(self)  # copies the lists of losses too
 
     @classmethod
     def from_dict(cls, d: dict) -> "TrainState":
-        # a checkpoint from before the word part has no word_* fields: none done; one from before
-        # the collapse check's start measure has no collapse_start
-        optional = lambda name: name.startswith("word_") or name == "collapse_start"  # noqa: E731
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d or not optional(f.name)})
+        """The state ``to_dict`` wrote; KeyError, TypeError or ValueError when ``d`` is not one."""
+        state = cls(**{f.name: d[f.name] for f in fields(cls)})
+        state.phases = {name: PhaseState(**p) for name, p in state.phases.items()}
+        return state
+
+
+class Matrices:
+    """A run's matrices by name, as hooks read them: ``matrices["sentence"]``; ``names()`` lists those
+    of the phases begun. The CPU's are the live arrays; the GPU's copies (ask only when needed)."""
+
+    def __init__(self, phases: list):
+        self.phases = phases  # the phases begun, in order
+
+    def names(self) -> list[str]:
+        return [name for phase in self.phases for name in phase.matrices()]
+
+    def __getitem__(self, name: str):
+        for phase in reversed(self.phases):
+            found = phase.matrices().get(name)
+            if found is not None:
+                return found
+        raise KeyError(f"no matrix {name!r} in this run (it has {', '.join(self.names()) or 'none yet'})")
+
+    def all(self) -> dict:
+        """Every matrix by name (what a checkpoint saves)."""
+        return {name: M for phase in self.phases for name, M in phase.matrices().items()}
 
 
 class Hook:
-    """Called by :func:`train` between kernel calls; the base class does nothing.
+    """Called by :func:`scbow.training.trainer.train` between kernel calls; the base class does nothing.
 
-    ``vectors()`` returns the current matrix as a host float32 array (the live array on
-    CPU; a copy from the GPU on CUDA, so call it only when needed); ``vectors.output()``
-    returns the skip-gram term's output matrix likewise, or None when the run has no such
-    term (``TrainConfig.word_window`` 0). Time spent in hooks
-    is not counted as training time. A hook may raise to stop the run.
+    ``state`` is the :class:`TrainState` (``state.phase`` says which phase a batch was of);
+    ``matrices`` the :class:`Matrices`. Time spent in hooks is not counted as training time. A hook may
+    raise to stop the run.
     """
 
-    def before_training(self, state: TrainState, vectors, corpus: Corpus) -> None:
+    def before_training(self, state: TrainState, matrices: Matrices, corpus: Corpus) -> None:
         """Called once before the first batch, with the encoded corpus the run trains on."""
 
-    def after_batch(self, state: TrainState, vectors) -> None:
-        pass
+    def after_batch(self, state: TrainState, matrices: Matrices) -> None:
+        """Called after each batch of every phase."""
 
-    def after_epoch(self, state: TrainState, vectors) -> None:
-        pass
+    def after_epoch(self, state: TrainState, matrices: Matrices) -> None:
+        """Called after each pass of every phase (an epoch of the sentence phase)."""
 
-    def after_word_batch(self, state: TrainState, vectors) -> None:
-        """Called after each batch of the word part (``state.word_done`` sentences done);
-        ``vectors()`` is the finished sentence part, ``vectors.word()`` the word part's
-        ``(Wi, Wo)``, live arrays."""
+    def after_training(self, state: TrainState, matrices: Matrices) -> None:
+        """Called once every phase is trained, before post-processing."""
 
-    def after_training(self, state: TrainState, vectors) -> None:
-        """Called once every part is trained, before post-processing."""
+    def checkpoint_info(self) -> dict:
+        """What each checkpoint saves of this hook (the learning curve so far, as ``curve.json``)."""
+        return {}
+
+    def restore_checkpoint_info(self, info: dict) -> bool:
+        """Take back what a checkpoint saved (``info``: its ``curve.json`` as ``{"curve": ...}``, or ``{}``);
+        True when this hook kept it."""
+        return False

@@ -12,6 +12,10 @@ evaluation data); ``apply_rows`` applies them to a matrix in place, ``apply`` to
 averages already computed. The trainer applies it to the trained matrix
 (:func:`remove_common_components`); the learning curve (``scbow.training.curve``) fits the same
 estimator to the current matrix and applies it to the few thousand evaluation averages.
+
+:class:`SentenceSample` is the one averager of a sample of the corpus's sentences: the estimator
+here, the collapse check (``scbow.training.collapse``) and the word part's scale
+(``scbow.training.wordpart``) read their averages from it.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from __future__ import annotations
 import numpy as np
 
 
-def sample_sentences(n_sentences: int, n: int, seed: int) -> np.ndarray:
-    """The up to ``n`` random sentences the post-processing is estimated on (sorted int64)."""
-    rng = np.random.default_rng([seed, 2])
+def sample_sentences(n_sentences: int, n: int, seed: int, stream: int = 2) -> np.ndarray:
+    """Up to ``n`` random sentences (sorted int64) drawn for ``seed`` from its random ``stream``: 2 for
+    the post-processing's sample (and the word part's scale), others for other samples."""
+    rng = np.random.default_rng([seed, stream])
     return np.sort(rng.choice(n_sentences, size=min(n, n_sentences), replace=False)).astype(np.int64)
 
 
@@ -29,35 +34,61 @@ def sample_sentences(n_sentences: int, n: int, seed: int) -> np.ndarray:
 COMMON_SAMPLE = 100_000
 
 
-def sentence_moments(W: np.ndarray, corpus, pick: np.ndarray, block: int = 8192):
-    """Mean (d,) and covariance (d, d), float64, of the averages of sentences ``pick``.
+class SentenceSample:
+    """The sentences ``pick`` (sorted int64 ids) of a corpus, averaged under any matrix.
 
-    The averages come from the embedding kernel (``kernels.embed``) reading the corpus's
-    token ids in place, a block of sentences at a time: no gathered rows, one block of
-    averages in memory.
+    :meth:`blocks` yields the averages a block of ``block`` picked sentences at a time, those
+    with a known word only, from the embedding kernel (``kernels.embed``) reading the corpus's
+    token ids in place: no gathered rows, one block of averages in memory.
     """
-    from ..kernels.embed import mean_lines_serial
 
+    def __init__(self, corpus, pick: np.ndarray, block: int = 8192):
+        self.tokens = np.asarray(corpus.tokens)
+        self.offsets = np.asarray(corpus.offsets)
+        self.pick = pick
+        self.block = block
+
+    def spans(self):
+        """Yield ``(starts, stops)`` (contiguous int64) of each block's sentences with a known word."""
+        for lo in range(0, len(self.pick), self.block):
+            p = self.pick[lo : lo + self.block]
+            starts, stops = self.offsets[p], self.offsets[p + 1]
+            keep = stops > starts
+            if keep.any():
+                yield np.ascontiguousarray(starts[keep]), np.ascontiguousarray(stops[keep])
+
+    def blocks(self, W: np.ndarray):
+        """Yield the float32 averages of the rows of ``W`` over each block's sentences (n x d)."""
+        from ..kernels.embed import mean_lines_serial
+
+        W = np.ascontiguousarray(W, dtype=np.float32)
+        for starts, stops in self.spans():
+            S = np.empty((len(starts), W.shape[1]), dtype=np.float32)
+            mean_lines_serial(W, W[:0], self.tokens, starts, stops, 0.0, S, np.empty(len(starts), dtype=np.int64))
+            yield S
+
+    def averages(self, W: np.ndarray) -> np.ndarray:
+        """Every average of :meth:`blocks`, float64 (n x d)."""
+        parts = [S.astype(np.float64) for S in self.blocks(W)]
+        return np.concatenate(parts) if parts else np.empty((0, W.shape[1]), dtype=np.float64)
+
+    def words(self) -> int:
+        """The distinct words of the sentences averaged."""
+        spans = [self.tokens[a:b] for starts, stops in self.spans() for a, b in zip(starts, stops)]
+        return int(len(np.unique(np.concatenate(spans)))) if spans else 0
+
+
+def sentence_moments(W: np.ndarray, sample: SentenceSample):
+    """Mean (d,) and covariance (d, d), float64, of the averages of the :class:`SentenceSample`."""
     d = W.shape[1]
-    W = np.ascontiguousarray(W, dtype=np.float32)
-    tokens = np.asarray(corpus.tokens)
-    offsets = np.asarray(corpus.offsets)
     total = np.zeros(d, dtype=np.float64)
     scatter = np.zeros((d, d), dtype=np.float64)
     n = 0
-    for lo in range(0, len(pick), block):
-        p = pick[lo : lo + block]
-        starts, stops = offsets[p], offsets[p + 1]
-        keep = stops > starts
-        starts, stops = np.ascontiguousarray(starts[keep]), np.ascontiguousarray(stops[keep])
-        if not len(starts):
-            continue
-        S = np.empty((len(starts), d), dtype=np.float32)
-        mean_lines_serial(W, W[:0], tokens, starts, stops, 0.0, S, np.empty(len(starts), dtype=np.int64))
+    for S in sample.blocks(W):
         S = S.astype(np.float64)
         total += S.sum(axis=0)
         scatter += S.T @ S
-        n += len(starts)
+        n += len(S)
     if n == 0:
         return total, scatter
     mean = total / n
@@ -77,12 +108,12 @@ class CommonComponents:
     def __init__(self, corpus, k: int, seed: int, sample: int = COMMON_SAMPLE):
         self.corpus = corpus
         self.k = k
-        self.pick = sample_sentences(corpus.n_sentences, sample, seed)
-        self.sample = len(self.pick)
+        self.sentences = SentenceSample(corpus, sample_sentences(corpus.n_sentences, sample, seed))
+        self.sample = len(self.sentences.pick)
 
     def fit(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(mean, U)`` for the matrix ``W``: float64 (d,) and float32 (k, d), U's rows orthonormal."""
-        mean, cov = sentence_moments(W, self.corpus, self.pick)
+        mean, cov = sentence_moments(W, self.sentences)
         if self.k <= 0:
             return mean, np.zeros((0, W.shape[1]), dtype=np.float32)
         U = np.linalg.eigh(cov)[1][:, ::-1][:, : self.k].T.astype(np.float32)

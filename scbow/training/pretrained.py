@@ -199,7 +199,7 @@ def pretrained_start(path, config, note=None):
     The vectors are read (and checked) at once, before the corpus, so a bad file fails
     first; ``note(line)`` is told how many rows were initialised. The dict holds ``source`` (the
     path) at once and the rest of :func:`pretrained_init`'s summary once ``init`` has run; it is
-    ``train_session``'s ``init_vectors``. ``(None, {})`` without a path.
+    the record a run's model and checkpoints keep. ``(None, {})`` without a path.
     """
     if path is None:
         return None, {}

@@ -34,8 +34,9 @@ import signal
 import threading
 from pathlib import Path
 
-from ..errors import CheckpointError, Interrupted, ModelError, TrainingError
+from ..errors import CheckpointError, ConfigError, Interrupted, ModelError, TrainingError
 from ..progress import note
+from .hooks import Hook
 
 try:
     import fcntl
@@ -183,80 +184,60 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def output_of(vectors):
-    """The skip-gram term's output matrix a hook's ``vectors`` carries (``vectors.output()``), or None."""
-    output = getattr(vectors, "output", None)
-    return output() if callable(output) else None
+class CheckpointHook(Hook):
+    """The hook that writes checkpoints and acts on signals: every ``every`` (``checkpoint.Every``), and on
+    a signal; what the other ``hooks`` give (:meth:`~scbow.training.hooks.Hook.checkpoint_info`: the curve
+    so far) is saved with each checkpoint."""
 
+    def __init__(self, writer, every, guard, warn, hooks, start_steps: int = 0):
+        import time
 
-def where(state) -> str:
-    """``"123,456 of 1,000,000 examples"``, or in the word part ``"... sentences of the word part"``."""
-    if state.in_word_part:
-        return f"{state.word_done:,} of {state.word_total:,} sentences of the word part"
-    return f"{state.done:,} of {state.total:,} examples"
+        self.writer, self.every, self.guard, self.warn, self.hooks = writer, every, guard, warn, hooks
+        self.last_time = time.monotonic()
+        self.next_steps = (start_steps // every.examples + 1) * every.examples if every and every.examples else None
 
-
-def _make_hook(writer, every, guard, config, warn, start_done: int = 0, hooks=()):
-    """The :class:`~scbow.training.hooks.Hook` that writes checkpoints and acts on signals.
-
-    A hook with a ``checkpoint_info()`` method (the learning curve's) has what it returns saved
-    in each checkpoint's model files (the curve as ``curve.json``), for ``--resume`` to give back."""
-    import time
-
-    from .hooks import Hook
-
-    def save(state, vectors):
-        output = output_of(vectors)  # the skip-gram term's output matrix, saved beside W when the run has one
-        word = vectors.word() if state.in_word_part else None  # the word part's (Wi, Wo) once it has begun
+    def save(self, state, matrices) -> None:
         info = {}
-        for h in hooks:
-            if hasattr(h, "checkpoint_info"):
-                info.update(h.checkpoint_info())
-        return writer.write(state, vectors(), output, word, info=info)
+        for h in self.hooks:
+            info.update(h.checkpoint_info())
+        self.writer.write(state, matrices.all(), info=info)
 
-    class CheckpointHook(Hook):
-        def __init__(self):
-            self.last_time = time.monotonic()
-            self.next_examples = (start_done // every.examples + 1) * every.examples if every and every.examples else None
+    def after_batch(self, state, matrices) -> None:
+        import time
 
-        def after_word_batch(self, state, vectors):
-            self.after_batch(state, vectors)
-
-        def after_batch(self, state, vectors):
-            if guard.signum is not None:
-                name = signal_name(guard.signum)
-                try:
-                    save(state, vectors)
-                except OSError as exc:
-                    kept = (f"the checkpoint at {writer.last_at} in {writer.path} is kept"
-                            if writer.last_done is not None else "nothing was written")
-                    raise Interrupted(f"interrupted ({name}) after {where(state)}; "
-                                      f"cannot write a checkpoint ({exc.strerror or exc}); {kept}", guard.signum) from None
-                raise Interrupted(
-                    f"interrupted ({name}) after {where(state)}; checkpoint written "
-                    f"to {writer.path}; run the same command with --resume to continue", guard.signum)
-            if every is None:
-                return
-            if every.examples:
-                due = state.done + state.word_done >= self.next_examples
-            else:
-                due = time.monotonic() - self.last_time >= every.seconds
-            if not due:
-                return
+        writer, every = self.writer, self.every
+        if self.guard.signum is not None:
+            name = signal_name(self.guard.signum)
             try:
-                save(state, vectors)
+                self.save(state, matrices)
             except OSError as exc:
-                warn(f"warning: cannot write a checkpoint to {writer.path} ({exc.strerror or exc}); "
-                     "training goes on" + (f", the checkpoint at {writer.last_at} is kept"
-                                           if writer.last_done is not None else ""))
-            self.last_time = time.monotonic()
-            if every.examples:
-                self.next_examples = ((state.done + state.word_done) // every.examples + 1) * every.examples
+                kept = (f"the checkpoint at {writer.last_at} in {writer.path} is kept"
+                        if writer.last_at is not None else "nothing was written")
+                raise Interrupted(f"interrupted ({name}) after {state.where()}; "
+                                  f"cannot write a checkpoint ({exc.strerror or exc}); {kept}", self.guard.signum) from None
+            raise Interrupted(
+                f"interrupted ({name}) after {state.where()}; checkpoint written "
+                f"to {writer.path}; run the same command with --resume to continue", self.guard.signum)
+        if every is None:
+            return
+        if every.examples:
+            due = state.steps >= self.next_steps
+        else:
+            due = time.monotonic() - self.last_time >= every.seconds
+        if not due:
+            return
+        try:
+            self.save(state, matrices)
+        except OSError as exc:
+            self.warn(f"warning: cannot write a checkpoint to {writer.path} ({exc.strerror or exc}); "
+                      "training goes on" + (f", the checkpoint at {writer.last_at} is kept"
+                                            if writer.last_at is not None else ""))
+        self.last_time = time.monotonic()
+        if every.examples:
+            self.next_steps = (state.steps // every.examples + 1) * every.examples
 
-        def after_training(self, state, vectors):
-            guard.mode = "defer"  # training is over: a signal now waits until the model is saved
-
-    return CheckpointHook()
+    def after_training(self, state, matrices) -> None:
+        self.guard.mode = "defer"  # training is over: a signal now waits until the model is saved
 
 
 def corpus_line(corpus) -> str:
@@ -319,7 +300,6 @@ def preflight(config, checkpoint_every=None):
     """The checks a run makes before any work, so that a bad setting fails at once, not after
     the corpus is read: a GPU for ``--device cuda``, the thread count, the checkpoint
     schedule (returned parsed: :func:`scbow.training.checkpoint.parse_every`)."""
-    from ..errors import ConfigError
     from .checkpoint import parse_every
 
     if config.device == "cuda":
@@ -338,41 +318,90 @@ def preflight(config, checkpoint_every=None):
         raise ConfigError(str(exc)) from None
 
 
-def train_session(corpus, config=None, output=None, *, checkpoint_every=None, resume: bool = False,
-                  quiet: bool = False, cache_dir=None, use_cache: bool = True, hooks=(), init=None,
-                  init_vectors=None, before_save=None, warn=None):
-    """Train on ``corpus`` (paths) and save the model to ``output``; returns the TrainResult.
+def refuse_cache_in_output(cache_dir, output) -> None:
+    """ModelError when the corpus cache is the model directory ``output`` or its checkpoint, or lies
+    inside either: the cache it writes would make ``output`` a folder that holds no model."""
+    from ..files import resolved
+    from .cache import default_cache_dir
+    from .checkpoint import checkpoint_dir
 
-    ``checkpoint_every``: None, a number of examples, or a duration string (``"10m"``),
-    see :func:`scbow.training.checkpoint.parse_every`. ``resume``: continue from the checkpoint of
-    an interrupted run into the same output. ``hooks`` and ``init`` go to
-    :func:`scbow.training.trainer.train` (``init`` only when not resuming). ``init_vectors``: the record of
-    pretrained vectors ``init`` starts from (:func:`scbow.training.pretrained.pretrained_start`'s dict, filled
-    in as training starts), or None; the model keeps it as ``init_vectors`` in its info, a checkpoint records
-    it, and a resume refuses other vectors and gives back the interrupted run's record. ``before_save(result)``
-    may add to ``result.model.info`` before the model is written. ``warn`` receives
-    warning lines (default: stderr). Raises :class:`~scbow.errors.Interrupted` on
-    SIGINT/SIGTERM and the errors of :mod:`scbow.errors` on bad input.
+    name = "--cache-dir" if cache_dir is not None else "the corpus cache"
+    cache = Path(resolved(Path(cache_dir if cache_dir is not None else default_cache_dir())))
+    for what, place in (("-o", output), ("the checkpoint of -o", checkpoint_dir(output))):
+        place = Path(resolved(Path(place)))
+        if cache == place or place in cache.parents:
+            raise ModelError(f"{name} {cache}: is {'' if cache == place else 'inside '}{what} {place}; "
+                             "give the corpus cache a folder of its own, outside the model")
+
+
+def train_session(corpus, config=None, output=None, *, checkpoint_every=None, resume: bool = False,
+                  quiet: bool = False, cache_dir=None, use_cache: bool = True, init_vectors=None, eval_every=None,
+                  eval_dev=None, eval_sets=(), eval_test: bool = False, hooks=(), warn=None):
+    """What ``scbow-numba train`` runs: train on ``corpus`` (paths) and save the model to ``output``; returns
+    the TrainResult (its ``curve``: the learning curve's hook or None, its ``cache``: what the corpus cache
+    did, for :func:`summary_lines`).
+
+    Every output and input path is checked first (nothing is overwritten that is not ours), and a failed
+    run leaves nothing behind, not even the directories made for its output. ``checkpoint_every``: None,
+    a number of examples, or a duration string (``"10m"``), see :func:`scbow.training.checkpoint.parse_every`.
+    ``resume``: continue from the checkpoint of an interrupted run into the same output. ``init_vectors``:
+    the path of pretrained vectors to start from (``scbow.training.pretrained``); the model keeps their
+    record, a checkpoint records it, and a resume refuses other vectors. ``eval_every`` (with ``eval_dev``,
+    ``eval_sets``, ``eval_test``): the learning curve (``scbow.training.curve.curve_hook``). ``hooks`` go to
+    :func:`scbow.training.trainer.train`. ``warn`` receives warning and note lines (default: stderr).
+    Raises :class:`~scbow.errors.Interrupted` on SIGINT/SIGTERM and the errors of :mod:`scbow.errors` on
+    bad input.
     """
     from ..config import TrainConfig
-    from ..vectors.modeldir import check_output_dir, default_model_dir, save_model
-    from .checkpoint import (
-        CheckpointWriter,
-        checkpoint_dir,
-        describe,
-        not_a_checkpoint,
-        read_meta,
-        restore,
-        restore_output,
-        restore_word_part,
-    )
-    from .corpus import read_corpus
-    from .trainer import train
+    from ..outputs import refuse_overwrite
+    from ..vectors.modeldir import check_output_dir, default_model_dir
+    from .checkpoint import checkpoint_dir
 
     config = config or TrainConfig()
     warn = warn or note
+    corpus = list(corpus)
+    output = Path(output if output is not None else default_model_dir())
+    refuse_overwrite({"-o": output, "its checkpoint": checkpoint_dir(output)},
+                     [*(("the corpus", p) for p in corpus), ("--init-vectors", init_vectors),
+                      ("--eval-dev", eval_dev), *(("--eval-sets", p) for p in eval_sets)], replaces_dirs=True)
+    if use_cache:
+        refuse_cache_in_output(cache_dir, output)
+    curve = None
+    if eval_every is not None:
+        from .curve import curve_hook
+
+        curve = curve_hook(eval_every, eval_dev, eval_sets, eval_test, config)
+    elif eval_dev is not None or eval_sets or eval_test:
+        raise ConfigError("--eval-dev, --eval-sets and --eval-test need --eval-every N")
     every = preflight(config, checkpoint_every)
-    output = check_output_dir(output if output is not None else default_model_dir())
+    made = [p for p in (output.resolve().parent, *output.resolve().parent.parents) if not p.exists()]
+    try:
+        output = check_output_dir(output)
+        result = _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cache, init_vectors,
+                             [*hooks, *([curve] if curve is not None else [])], curve, warn)
+    except BaseException:
+        for p in made:  # deepest first
+            try:
+                p.rmdir()
+            except OSError:
+                break
+        raise
+    result.curve = curve
+    return result
+
+
+def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cache, init_vectors, hooks, curve, warn):
+    """The run of :func:`train_session` once its paths are checked: the lock, signals, the checkpoint
+    (refused, or resumed from), the corpus, the training, the save."""
+    from ..reading import read_json
+    from ..vectors.modeldir import CURVE_FILE, save_model
+    from .checkpoint import CheckpointWriter, check_config, checkpoint_dir, describe, not_a_checkpoint, read_meta, restore
+    from .corpus import read_corpus
+    from .pretrained import pretrained_start
+    from .trainer import train
+
+    init, record = pretrained_start(init_vectors, config, note=None if quiet else warn)
+    record = record or None
     ckpt = checkpoint_dir(Path(os.path.abspath(output)))
     writer = None
     guard = SignalGuard()
@@ -388,9 +417,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                                       "give another -o")
             if resume:
                 meta = read_meta(ckpt)
-                from .checkpoint import check_config
-
-                check_config(meta, config, ckpt, init_vectors)
+                check_config(meta, config, ckpt, record)
             elif ckpt.exists():
                 try:
                     progress = describe(read_meta(ckpt))
@@ -412,46 +439,37 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
 
                 warn(invalid_utf8_warning("the corpus", bad))
 
-            start = output_init = word_init = None
+            start = matrices = None
             if meta is not None:
-                init, start = restore(ckpt, meta, encoded, config, init_vectors)
+                start, matrices = restore(ckpt, meta, encoded, config, record)
                 started_from = (meta.get("init_vectors") or {}).get("record")  # the interrupted run's vectors,
-                if started_from is not None and init_vectors:  # named as this run names them (the same file:
-                    started_from = {**started_from, "source": init_vectors["source"]}  # checked; maybe from elsewhere)
-                init_vectors = started_from
-                output_init = restore_output(ckpt, encoded, config)
-                word_init = restore_word_part(ckpt, meta, encoded, config, start)
+                if started_from is not None and record:  # named as this run names them (the same file:
+                    started_from = {**started_from, "source": record["source"]}  # checked; maybe from elsewhere)
+                record = started_from
                 if not quiet:
-                    if start.in_word_part:
-                        note(f"resuming from the checkpoint in the word part, at sentence {start.word_done:,} of "
-                             f"{start.word_total:,}")
-                    else:
-                        note(f"resuming from the checkpoint at example {start.done:,} of {start.total:,} "
-                             f"(epoch {min(start.epoch + 1, config.epochs)} of {config.epochs})")
-                from ..reading import read_json
-                from ..vectors.modeldir import CURVE_FILE
-
+                    p = start[start.phase]
+                    note(f"resuming from the checkpoint at example {p.done:,} of {p.total:,} "
+                         f"(epoch {min(start.epoch + 1, config.epochs)} of {config.epochs})" if start.phase == "sentence"
+                         else f"resuming from the checkpoint in the {start.phase} part, at sentence {p.done:,} of "
+                              f"{p.total:,}")
                 # what the hooks saved (the curve so far), given back to them
                 curve_file = ckpt / CURVE_FILE
                 saved = {"curve": read_json(curve_file, CheckpointError)} if curve_file.is_file() else {}
-                if saved and not any(hasattr(h, "restore_checkpoint_info") for h in hooks):
+                kept = [h.restore_checkpoint_info(saved) for h in hooks]
+                if saved and not any(kept):
                     raise CheckpointError("cannot resume: the interrupted run recorded a learning curve "
                                           "(--eval-every), which this run would drop; run with its --eval-every, or "
                                           "delete the checkpoint to start over")
-                for h in hooks:
-                    if hasattr(h, "restore_checkpoint_info"):
-                        h.restore_checkpoint_info(saved)
-            writer = CheckpointWriter(ckpt, encoded, config, init_vectors)
+            writer = CheckpointWriter(ckpt, encoded, config, record)
             if start is not None:
                 writer.mark(start)
-            hook = _make_hook(writer, every, guard, config, warn, start.done + start.word_done if start is not None else 0,
-                              hooks)
+            hook = CheckpointHook(writer, every, guard, warn, hooks, start.steps if start is not None else 0)
             guard.mode = "flag"
             try:
                 result = train(encoded, config, quiet=quiet, hooks=[*hooks, hook], init=init, start=start,
-                               output=output_init, word=word_init, warn=warn)
+                               matrices=matrices, warn=warn)
             except TrainingError as exc:
-                if writer.last_done is not None:
+                if writer.last_at is not None:
                     raise TrainingError(f"{exc}; the last good checkpoint ({writer.last_at}) is "
                                         f"kept in {ckpt}") from None
                 raise
@@ -459,16 +477,16 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
             result.cache = {"path": encoded.cache_path, "written": use_cache and not encoded.from_cache,
                             "root": str(Path(encoded.cache_path).parent) if use_cache and encoded.cache_path else None}
             learned_nothing(result, warn)
-            if init_vectors:
-                result.model.info["init_vectors"] = dict(init_vectors)
-            if before_save is not None:
-                before_save(result)
+            if record:
+                result.model.info["init_vectors"] = dict(record)
+            if curve is not None:
+                curve.attach(result.model)
             if not quiet:
                 note(f"saving the model to {output}" + (" (replacing the model there)" if replacing else ""))
             try:
                 save_model(result.model, output)
             except ModelError as exc:
-                if writer.last_done is not None:
+                if writer.last_at is not None:
                     raise ModelError(f"{exc}; the checkpoint at {writer.last_at} is kept in {ckpt}") from None
                 raise
             remove_checkpoint(ckpt, warn)
@@ -476,7 +494,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
         if exc.message:
             raise
         name = signal_name(exc.signum)
-        if writer is not None and writer.last_done is not None:
+        if writer is not None and writer.last_at is not None:
             text = (f"interrupted ({name}); the checkpoint at {writer.last_at} in {ckpt} is kept; "
                     "run the same command with --resume to continue")
         elif resume and ckpt.exists():
@@ -513,7 +531,7 @@ def remove_checkpoint(ckpt: Path, warn=None) -> None:
             warn(f"warning: {ckpt} holds files scbow-numba did not write; its own were removed, the rest left there")
 
 
-def summary_lines(result, config, output, curve=None) -> list[str]:
+def summary_lines(result, config, output) -> list[str]:
     """What ``train`` says when it is done: the run, the corpus cache, the learning curve."""
     from ..progress import megabytes as mb
     from ..progress import plural
@@ -545,6 +563,7 @@ def summary_lines(result, config, output, curve=None) -> list[str]:
                      f"at once); the cache holds {plural(len(entries), 'corpus', 'corpora')} in "
                      f"{mb(sum(e['bytes'] for e in entries))}: 'scbow-numba cache' lists it, "
                      "'scbow-numba cache --clear' empties it")
+    curve = result.curve
     if curve is not None:
         first, last = (("n/a" if x is None else f"{x:.4f}") for x in
                        (p["dev"]["pearson"] for p in (curve.points[0], curve.points[-1])))

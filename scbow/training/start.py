@@ -1,5 +1,5 @@
 """What a run starts from: its training targets, the words' frequency weights and step
-rates, the initial matrix and the skip-gram term's arrays, all made by :func:`prepare`
+rates and the initial matrix, all made by :func:`prepare`
 (the trainer's one call here). Plain numpy, shared by the trainer, the pretrained start
 (``scbow.training.pretrained``) and the benchmarks.
 """
@@ -59,7 +59,7 @@ def step_rates(weights: np.ndarray, counts, config: TrainConfig) -> np.ndarray:
     return np.ascontiguousarray(weights.astype(np.float64) ** 2 * damp, dtype=np.float32)
 
 
-# The skip-gram term's noise table: word ids in proportion to count**0.75 (word2vec's), at
+# The word part's noise table: word ids in proportion to count**0.75 (word2vec's), at
 # most this many entries (16 MiB) and at least 100 per word otherwise.
 NOISE_TABLE = 1 << 22
 NOISE_POWER = 0.75
@@ -85,23 +85,6 @@ def keep_probabilities(counts, raw_tokens: int, sample: float) -> np.ndarray:
     return np.minimum((np.sqrt(c / threshold) + 1.0) * threshold / c, 1.0).astype(np.float32)
 
 
-def word_arrays(corpus: Corpus, config: TrainConfig, weights: np.ndarray, output: np.ndarray | None = None):
-    """The skip-gram term's arrays ``(Wo, a, keep, table)`` (see ``kernels.cpu.sgns_sentence``), or
-    None when ``config.word_window`` is 0. ``Wo`` (V x (dim + 1): rows, then biases) is ``output``
-    (a resumed run's) or zeros."""
-    if config.word_window <= 0:
-        return None
-    V = len(corpus.vocab)
-    raw = corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum())
-    keep = keep_probabilities(corpus.vocab.counts, raw, config.word_sample)
-    if output is None:
-        Wo = np.zeros((V, config.dim + 1), dtype=np.float32)
-        Wo[:, -1] = output_biases(corpus.vocab.counts, keep, config.word_negatives)
-    else:
-        Wo = np.array(output, dtype=np.float32, order="C", copy=True)
-    return (Wo, np.ascontiguousarray(weights, dtype=np.float32), keep, noise_table(corpus.vocab.counts))
-
-
 def output_biases(counts, keep, negatives: int) -> np.ndarray:
     """The output biases at their optimum for zero rows: ``log(p_context(o) / (k * p_noise(o)))``.
 
@@ -118,22 +101,20 @@ def output_biases(counts, keep, negatives: int) -> np.ndarray:
 @dataclass
 class Start:
     """What :func:`prepare` returns: a run's targets (int64), frequency weights, initial matrix ``W``
-    (float32, a fresh array), per-word step rates, and the skip-gram term's arrays (``word_arrays``)."""
+    (float32, a fresh array) and per-word step rates."""
 
     targets: np.ndarray
     weights: np.ndarray
     W: np.ndarray
     rates: np.ndarray
-    word: tuple | None
 
 
-def prepare(corpus: Corpus, config: TrainConfig, init=None, output: np.ndarray | None = None) -> Start:
+def prepare(corpus: Corpus, config: TrainConfig, init=None) -> Start:
     """Everything a run of ``config`` on ``corpus`` starts from, checked.
 
     ``init``: None (random rows, :func:`init_vectors`), a matrix used as it is (a checkpoint's),
     or a callable ``init(vocab)`` giving unweighted rows (``scbow.training.pretrained``), which are
-    multiplied by the frequency weights as the random rows are. ``output``: a resumed run's
-    skip-gram output matrix. Raises CorpusError (no training example), ConfigError (too many
+    multiplied by the frequency weights as the random rows are. Raises CorpusError (no training example), ConfigError (too many
     negatives for the corpus) or TrainingError (a matrix of the wrong shape).
     """
     targets = trainable_targets(corpus)
@@ -164,9 +145,4 @@ def prepare(corpus: Corpus, config: TrainConfig, init=None, output: np.ndarray |
         W = np.array(init, dtype=np.float32, order="C", copy=True)
         if weighted:
             W *= weights[:, None]
-    if output is not None and (config.word_window <= 0 or output.shape != (len(W), W.shape[1] + 1)):
-        raise TrainingError(f"an output matrix of shape {output.shape} was given; this run "
-                            + (f"needs {(len(W), W.shape[1] + 1)}" if config.word_window > 0
-                               else "has no skip-gram term (word_window 0)"))
-    return Start(targets, weights, W, step_rates(weights, corpus.vocab.counts, config),
-                 word_arrays(corpus, config, weights, output))
+    return Start(targets, weights, W, step_rates(weights, corpus.vocab.counts, config))

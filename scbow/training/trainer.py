@@ -1,11 +1,11 @@
-"""The training loop: epochs, shuffles, batches; the NaN check, progress and hooks.
+"""The training loop: a run's phases one after the other, then post-processing and assembly.
 
-Reads top to bottom: take the encoded corpus, its targets and the initial matrix
-(``scbow.training.start``), hand a backend (``scbow.training.backends``: the device and its kernels) one
-batch at a time for every epoch's shuffled targets, calling the hooks (``scbow.training.hooks``)
-between batches, then post-process the result (``scbow.training.postprocess``). Reading the
-corpus from files is ``scbow.training.corpus.read_corpus``; checkpoints, signals and saving are
-``scbow.training.session``.
+:func:`train` reads top to bottom: prepare (the targets and the initial matrix,
+``scbow.training.start``), each phase (:class:`SentencePhase`, then with ``word_passes`` the word
+part, ``scbow.training.wordpart``) batch after batch through :func:`run_phase` (the NaN check,
+progress, hooks: ``scbow.training.hooks``), post-process (``scbow.training.postprocess``), assemble.
+Reading the corpus from files is ``scbow.training.corpus.read_corpus``; checkpoints, signals and
+saving are ``scbow.training.session``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..vectors.model import Model
 from . import collapse
 from .backends import make_backend
 from .corpus import Corpus
-from .hooks import TrainState
+from .hooks import Matrices, PhaseState, TrainState
 from .postprocess import COMMON_SAMPLE, remove_common_components
 from .start import prepare
 from .wordpart import LOSS_SAMPLE, WordPart, assemble, sample_threshold, unit_costs, word_part_on
@@ -50,11 +50,6 @@ def batch_size(config: TrainConfig, corpus: Corpus, base: int = BATCH) -> int:
     if config.max_length:
         length = min(length, config.max_length)
     cost = example_size(config.negatives) * (length + 2) * config.dim
-    if config.word_window > 0:
-        # the skip-gram term: each of the target's words against up to 2 * word_window contexts,
-        # each with its noise words (without it, --word-window 100 --word-negatives 100 made
-        # batches of minutes, and Ctrl-C waited for them)
-        cost += length * 2 * config.word_window * (1 + config.word_negatives) * config.dim
     if cost <= BATCH_COST:
         return base
     return max(1, int(base * BATCH_COST / cost))
@@ -68,6 +63,9 @@ class TrainResult:
     losses: list = field(default_factory=list)  # mean loss of each batch, in order
     # the warning lines of the run (the collapse check's "unsure" verdict), already given to train's warn
     warnings: list = field(default_factory=list)
+    # set by scbow.training.session: what the corpus cache did, and the learning curve's hook (or None)
+    cache: dict | None = None
+    curve: object = None
 
 
 def epoch_orders(targets: np.ndarray, seed: int, first: int = 0):
@@ -90,64 +88,148 @@ def resolve_cpu_threads(config: TrainConfig) -> int:
     return resolve_threads(config.threads)
 
 
-def train_word_part(corpus: Corpus, config: TrainConfig, state: TrainState, vectors, call_hooks, quiet: bool,
-                    word: tuple | None, threads: int | None, eta: RunETA | None = None) -> np.ndarray:
-    """The word part's loop (``scbow.training.wordpart``) from ``state.word_done`` on: on the GPU with
-    ``--device cuda`` (``backends.cuda.CudaWordPart``), else on ``threads`` CPU threads.
+class SentencePhase:
+    """The sentence part (Siamese CBOW) as a phase: every epoch's shuffled targets, a batch at a time, on a
+    backend (``scbow.training.backends``: the device and its kernels); the matrix ``"sentence"``."""
 
-    Returns the trained ``Wi``. ``state.word_losses`` gets the loss of the part's fixed sample of sentences
-    at its start and after each pass (``WordPart.sample_loss``). ``eta``: the whole run's
-    (:class:`~scbow.progress.RunETA`, its part ``"word"``), shown on the progress line."""
+    name, unit, label, samples = "sentence", "ex", "epoch", False
+
+    def __init__(self, begin, corpus: Corpus, config: TrainConfig, threads: int, quiet: bool):
+        self.targets, self.seed, self.lr = begin.targets, config.seed, config.lr
+        self.passes = config.epochs
+        self.total = len(self.targets) * config.epochs
+        self.backend = make_backend(begin.W, corpus, config, threads, self.total, begin.rates,
+                                    say=None if quiet else note)
+        self.batch = batch_size(config, corpus, self.backend.batch or BATCH)
+        self.orders = self.loaded = None
+
+    def step(self, state: TrainState) -> tuple[int, float]:
+        if self.orders is None:  # from the epoch the run is in (a resumed run's)
+            self.orders = epoch_orders(self.targets, self.seed, state.epoch)
+        if self.loaded != state.epoch:
+            self.backend.begin_epoch(next(self.orders))
+            self.loaded = state.epoch
+        lo, hi = state.lo, min(state.lo + self.batch, len(self.targets))
+        loss_sum, n = self.backend.run(lo, hi, state[self.name].done)
+        state.lo = hi
+        return hi - lo, loss_sum / max(n, 1)
+
+    def end_of_pass(self, state: TrainState) -> bool:
+        """Whether the epoch just ended (the state then moves on to the next one)."""
+        if state.lo < len(self.targets):
+            return False
+        state.epoch, state.lo = state.epoch + 1, 0
+        return True
+
+    def loss_error(self, loss: float, done: int) -> Exception:
+        return diverged(self.lr, f"the loss became {loss} after {done:,} examples")
+
+    def sample_loss(self) -> None:
+        return None
+
+    def matrices(self) -> dict:
+        return {"sentence": self.backend.vectors()}
+
+    def close(self) -> np.ndarray:
+        W = self.backend.close()
+        if not np.isfinite(W).all():
+            raise diverged(self.lr, "the embeddings hold NaN or inf")
+        return W
+
+
+def make_word_part(corpus, config: TrainConfig, threads: int | None, saved: dict) -> WordPart:
+    """The word part's phase of ``config.device``: on ``threads`` CPU threads, or the GPU's
+    (``backends.cuda.CudaWordPart``); from a resumed run's ``saved["word_in"]``, ``saved["word_out"]``."""
+    matrices = (saved.get("word_in"), saved.get("word_out"))
     if config.device == "cuda":
         from .backends.cuda import CudaWordPart
 
-        part = CudaWordPart(corpus, config, *(word or (None, None)))
-    else:
-        part = WordPart(corpus, config, threads, *(word or (None, None)))
-    vectors.word = part.matrices
-    n = corpus.n_sentences
-    bar = Progress(state.word_total, unit="sent", enabled=None if not quiet else False, initial=state.word_done,
-                   eta=eta.remaining if eta is not None else None)
+        return CudaWordPart(corpus, config, *matrices)
+    return WordPart(corpus, config, threads, *matrices)
+
+
+def run_phase(phase, state: TrainState, call_hooks, eta: RunETA, quiet: bool) -> None:
+    """Train ``phase`` from where ``state`` says it is to its end: a batch a call, its losses recorded (each
+    batch's, or its sample loss at its start and after each pass), the hooks called after each batch and
+    each pass."""
+    state.phase = phase.name
+    ps = state[phase.name]
+    if ps.done == 0 and phase.samples:
+        ps.losses = [phase.sample_loss()]
+    per_pass = max(ps.total // max(phase.passes, 1), 1)
+    bar = Progress(ps.total, unit=phase.unit, enabled=None if not quiet else False, initial=ps.done,
+                   eta=eta.remaining)
+    call_hooks.bar = bar
     try:
-        if state.word_done == 0:
-            state.word_losses = [part.sample_loss()]
-        while state.word_done < state.word_total:
+        while True:
+            if phase.end_of_pass(state):
+                call_hooks("after_epoch")
+            if ps.done >= ps.total:
+                break
             t0 = time.perf_counter()
-            sentences, loss_sum, pairs = part.run(state.word_done)
-            state.word_seconds += time.perf_counter() - t0
-            state.word_done += sentences
-            if eta is not None:
-                eta.record("word", state.word_done, state.word_seconds)
-            loss = loss_sum / max(pairs, 1)
+            steps, loss = phase.step(state)
+            ps.seconds += time.perf_counter() - t0
+            ps.done += steps
+            eta.record(phase.name, ps.done, ps.seconds)
             if not np.isfinite(loss):
-                raise TrainingError(f"the word part's loss became {loss} after {state.word_done:,} sentences")
-            if state.word_done % n == 0:  # a pass ends (a batch never crosses one)
-                state.word_losses.append(part.sample_loss())
-            p = min((state.word_done - 1) // n + 1, config.word_passes)
-            bar.update(state.word_done, prefix=f"word part {p}/{config.word_passes} ", suffix=f"loss {loss:.4f}")
-            call_hooks("after_word_batch")
-        Wi = part.matrices()[0]
+                raise phase.loss_error(loss, ps.done)
+            if not phase.samples:
+                ps.losses.append(float(loss))
+            elif ps.done % per_pass == 0:  # a pass ends (a batch never crosses one)
+                ps.losses.append(phase.sample_loss())
+            p = min((ps.done - 1) // per_pass + 1, phase.passes)
+            bar.update(ps.done, prefix=f"{phase.label} {p}/{phase.passes} ", suffix=f"loss {loss:.4f}")
+            call_hooks("after_batch")
     finally:
         bar.close()
-        part.close()
-    if not np.isfinite(Wi).all():
-        raise TrainingError("the word part's vectors hold NaN or inf")
-    return Wi
+
+
+class HookCaller:
+    """Calls the hooks' method by name with the state and the matrices, timing them (their time is left out
+    of the progress line's rate and of the training time)."""
+
+    def __init__(self, hooks, state: TrainState, matrices: Matrices):
+        self.hooks, self.state, self.matrices = list(hooks), state, matrices
+        self.seconds = 0.0
+        self.bar = None
+
+    def __call__(self, method: str, *extra) -> None:
+        if self.hooks:
+            t = time.perf_counter()
+            for hook in self.hooks:
+                getattr(hook, method)(self.state, self.matrices, *extra)
+            dt = time.perf_counter() - t
+            self.seconds += dt
+            if self.bar is not None:
+                self.bar.exclude(dt)
+
+
+def start_state(start: TrainState | None, corpus: Corpus, config: TrainConfig, n_targets: int) -> TrainState:
+    """A fresh run's state, or a copy of ``start`` checked to be a state of this run's phases."""
+    totals = {"sentence": n_targets * config.epochs}
+    if word_part_on(config):
+        totals["word"] = config.word_passes * corpus.n_sentences
+    if start is None:
+        return TrainState(phases={name: PhaseState(total=t) for name, t in totals.items()}, targets_per_epoch=n_targets)
+    saved = {name: p.total for name, p in start.phases.items()}
+    if saved != totals or start.targets_per_epoch != n_targets:
+        raise TrainingError(f"cannot resume: the saved run's phases are {saved} ({start.targets_per_epoch:,} targets "
+                            f"per epoch), this one's {totals} ({n_targets:,}) (different corpus, epochs or passes)")
+    return TrainState.from_dict(start.to_dict())
 
 
 def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False, hooks=(),
-          init: np.ndarray | None = None, start: TrainState | None = None,
-          output: np.ndarray | None = None, word: tuple | None = None, warn=None) -> TrainResult:
+          init: np.ndarray | None = None, start: TrainState | None = None, matrices: dict | None = None,
+          warn=None) -> TrainResult:
     """Train Siamese CBOW embeddings on an encoded corpus.
 
     ``hooks`` are :class:`~scbow.training.hooks.Hook` objects. ``init`` is a starting matrix (float32, one row
     per vocabulary word) instead of the random one, used as it is, or a callable
     ``init(vocab)`` that returns one once the corpus's vocabulary is known
     (``scbow.training.pretrained.pretrained_init``), which is multiplied by the frequency weights
-    as the random start is;
-    ``start`` resumes a run from a :class:`TrainState` (with ``init`` holding that state's matrix,
-    and ``output`` the skip-gram term's output matrix when ``config.word_window`` > 0;
-    ``word`` the word part's ``(Wi, Wo)`` when ``start`` is inside the word part).
+    as the random start is. ``start`` resumes a run from a :class:`TrainState`, with ``matrices`` its
+    matrices by name (a checkpoint's: ``"sentence"``, and ``"word_in"``, ``"word_out"`` once the word
+    part has begun).
 
     With ``config.word_passes`` > 0 the word part (``scbow.training.wordpart``) is trained after
     the sentence part, and the model's rows are both parts side by side.
@@ -159,101 +241,50 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     config = config or TrainConfig()
     if not isinstance(corpus, Corpus):
         raise TypeError("trainer.train takes an encoded Corpus (scbow.training.corpus.read_corpus); scbow.train takes paths")
+    saved = matrices or {}
     # the CPU threads, resolved once: the sentence part's and the word part's on the CPU
     cpu_threads = resolve_cpu_threads(config) if config.device == "cpu" else None
     threads = cpu_threads if config.device == "cpu" else max(config.threads, 1)
-    begin = prepare(corpus, config, init, output)
-    targets, W = begin.targets, begin.W
-    n_targets = len(targets)
-    total = n_targets * config.epochs
-    state = TrainState(total=total, targets_per_epoch=n_targets)
-    if start is not None:
-        if start.total != total or start.targets_per_epoch != n_targets:
-            raise TrainingError(
-                f"cannot resume: the saved run has {start.targets_per_epoch:,} targets per epoch and "
-                f"{start.total:,} examples in all, this one {n_targets:,} and {total:,} (different corpus or epochs)")
-        state = TrainState.from_dict(start.to_dict())
-    state.word_total = config.word_passes * corpus.n_sentences if word_part_on(config) else 0
-    if state.word_done > state.word_total or (word is not None) != state.in_word_part:
-        raise TrainingError(f"cannot resume: the saved run is {state.word_done:,} sentences into a word part of "
-                            f"{state.word_total:,}" + ("" if word is not None or not state.in_word_part
-                                                        else " and its word part's matrices are missing"))
-    if not state.in_word_part and collapse.Spread.from_dict(state.collapse_start) is None:
-        # the collapse check's measure of the run's start (a resumed run's is in its checkpoint;
-        # one from before this measure is judged against the checkpoint's matrix)
-        measured = collapse.measure(W, corpus, config.seed)
+
+    # prepare
+    begin = prepare(corpus, config, saved.get("sentence", init))
+    state = start_state(start, corpus, config, len(begin.targets))
+    judged = state.phase == "sentence"  # the collapse check judges a run whose sentence part trains here
+    if start is None:  # the collapse check's measure of the run's start (a resumed run's is in its state)
+        measured = collapse.measure(begin.W, corpus, config.seed)
         state.collapse_start = measured.to_dict() if measured is not None else None
-    backend = make_backend(W, corpus, config, threads, total, begin.rates, say=None if quiet else note, word=begin.word)
-    hooks = list(hooks)
-
-    def vectors() -> np.ndarray:
-        return backend.vectors()
-
-    # what a checkpoint also saves: the skip-gram term's output matrix (None without the term)
-    vectors.output = getattr(backend, "output", lambda: None)
-
-    # one ETA for the whole run, the word part's passes included (progress.RunETA: measured from the kernels'
-    # seconds, so the hooks' time is left out); a resumed run's rate and ETA count only this process's work
-    example_cost, sentence_cost = unit_costs(corpus, config)
-    eta = RunETA().part("sentence", total, state.done, example_cost)
-    eta.part("word", state.word_total, state.word_done, sentence_cost)
-    bar = Progress(total, unit="ex", enabled=None if not quiet else False, initial=state.done, eta=eta.remaining)
-    orders = epoch_orders(targets, config.seed, state.epoch)
-    batch = batch_size(config, corpus, getattr(backend, "batch", None) or BATCH)
+    # one ETA for the whole run (progress.RunETA: measured from the kernels' seconds, so the hooks' time is
+    # left out); a resumed run's rate and ETA count only this process's work
+    eta = RunETA()
+    for name, cost in zip(("sentence", "word"), unit_costs(corpus, config)):
+        if name in state.phases:
+            eta.part(name, state[name].total, state[name].done, cost)
+    phases: list = []
+    call_hooks = HookCaller(hooks, state, Matrices(phases))
     wall_start = time.perf_counter()
-    hook_seconds = 0.0
 
-    def call_hooks(method: str, *extra) -> None:
-        nonlocal hook_seconds
-        if hooks:
-            t = time.perf_counter()
-            for hook in hooks:
-                getattr(hook, method)(state, vectors, *extra)
-            dt = time.perf_counter() - t
-            hook_seconds += dt
-            bar.exclude(dt)  # the progress line shows the training rate, not the hooks'
-
-    try:
-        call_hooks("before_training", corpus)
-        while state.epoch < config.epochs:
-            epoch = state.epoch
-            backend.begin_epoch(next(orders))
-            while state.lo < n_targets:
-                lo, hi = state.lo, min(state.lo + batch, n_targets)
-                t0 = time.perf_counter()
-                loss_sum, n = backend.run(lo, hi, state.done)
-                state.kernel_seconds += time.perf_counter() - t0
-                loss = loss_sum / max(n, 1)
-                state.done += hi - lo
-                state.lo = hi
-                eta.record("sentence", state.done, state.kernel_seconds)
-                if not np.isfinite(loss):
-                    raise diverged(config.lr, f"the loss became {loss} after {state.done:,} examples")
-                state.losses.append(float(loss))
-                bar.update(state.done, prefix=f"epoch {epoch + 1}/{config.epochs} ", suffix=f"loss {loss:.4f}")
-                call_hooks("after_batch")
-            state.epoch += 1
-            state.lo = 0
-            call_hooks("after_epoch")
-    finally:
-        bar.close()
-    W = backend.close()
-    if not np.isfinite(W).all():
-        raise diverged(config.lr, "the embeddings hold NaN or inf")
-    verdict = None
-    if not state.in_word_part:  # judged once, when the sentence part ends (see scbow.training.collapse)
-        verdict = collapse.Verdict(collapse.Spread.from_dict(state.collapse_start),
-                                   collapse.measure(W, corpus, config.seed))
-        if verdict.kind == "collapsed":
-            raise diverged(config.lr, verdict.error())
-        if verdict.warning():
-            (warn or (note if not quiet else (lambda line: None)))(verdict.warning())
-    sentence_seconds = state.kernel_seconds
+    # each phase
+    sentence = SentencePhase(begin, corpus, config, threads, quiet)
+    phases.append(sentence)
+    call_hooks("before_training", corpus)
+    run_phase(sentence, state, call_hooks, eta, quiet)
+    W = sentence.close()
+    verdict = judge(W, corpus, config, state, quiet, warn) if judged else None
     Wi = None
-    if state.word_total:
-        Wi = train_word_part(corpus, config, state, vectors, call_hooks, quiet, word, cpu_threads, eta)
+    if "word" in state.phases:
+        word = make_word_part(corpus, config, cpu_threads, saved)
+        phases.append(word)
+        try:
+            run_phase(word, state, call_hooks, eta, quiet)
+        finally:
+            word.close()
+        Wi = word.matrices()["word_in"]
+        if not np.isfinite(Wi).all():
+            raise TrainingError("the word part's vectors hold NaN or inf")
     call_hooks("after_training")
     wall_seconds = time.perf_counter() - wall_start
+
+    # post-process, assemble
     if config.common_components >= 0:
         k = config.components_removed
         if not quiet:
@@ -267,39 +298,56 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
         raise TrainingError(  # vector for every word, which centring turns to zero)
             f"training ended with every vector zero or nearly so (largest value {largest:.3g}): no direction is left to "
             "compare, so no model is saved; did the start give every word the same vector (--init-vectors, init)?")
-
-    seconds = sentence_seconds
-    losses = state.losses
-    info = {
-        "corpus": dict(corpus.stats),
-        "training": {
-            "device": config.device,
-            "examples": state.done,
-            "targets_per_epoch": n_targets,
-            "threads": threads,
-            "kernel_seconds": round(seconds, 3),
-            "examples_per_second": round(state.done / seconds, 1) if seconds else None,
-            # the training loop on the wall clock, and the part of it spent in hooks
-            # (evaluations, checkpoints), which kernel_seconds leaves out
-            "wall_seconds": round(wall_seconds, 3),
-            "hook_seconds": round(hook_seconds, 3),
-            "first_loss": losses[0] if losses else None,
-            "final_loss": float(np.mean(losses[-max(1, len(losses) // 20):])) if losses else None,
-        },
-    }
-    if state.word_total:
-        info["training"]["word_part"] = {
-            "passes": config.word_passes, "sentences": state.word_done, "device": config.device, "threads": cpu_threads,
-            "sample": sample_threshold(corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum())),
-            "kernel_seconds": round(state.word_seconds, 3),
-            "sentences_per_second": round(state.word_done / state.word_seconds, 1) if state.word_seconds else None,
-            # on the part's fixed sample of sentences: before the first pass, after each
-            "pass_losses": [round(x, 6) for x in state.word_losses],
-            "loss_sentences": min(corpus.n_sentences, LOSS_SAMPLE),
-            "first_loss": state.word_losses[0] if state.word_losses else None,
-            "final_loss": state.word_losses[-1] if state.word_losses else None}
+    info = {"corpus": dict(corpus.stats),
+            "training": training_info(state, config, corpus, threads, cpu_threads, wall_seconds, call_hooks.seconds)}
     if verdict is not None:
         info["training"]["collapse_check"] = verdict.to_dict()
-    model = Model(corpus.vocab, W, config.to_dict(), info)
+    s = state["sentence"]
     warnings = [w for w in (verdict.warning() if verdict is not None else None,) if w]
-    return TrainResult(model=model, seconds=seconds, examples=state.done, losses=losses, warnings=warnings)
+    return TrainResult(model=Model(corpus.vocab, W, config.to_dict(), info), seconds=s.seconds, examples=s.done,
+                       losses=s.losses, warnings=warnings)
+
+
+def judge(W: np.ndarray, corpus: Corpus, config: TrainConfig, state: TrainState, quiet: bool, warn):
+    """The collapse check's verdict on the trained sentence part (``scbow.training.collapse``): a collapse
+    raises TrainingError, an unsure verdict is a warning line given to ``warn``."""
+    verdict = collapse.Verdict(collapse.Spread.from_dict(state.collapse_start), collapse.measure(W, corpus, config.seed))
+    if verdict.kind == "collapsed":
+        raise diverged(config.lr, verdict.error())
+    if verdict.warning():
+        (warn or (note if not quiet else (lambda line: None)))(verdict.warning())
+    return verdict
+
+
+def training_info(state: TrainState, config: TrainConfig, corpus: Corpus, threads: int, cpu_threads,
+                  wall_seconds: float, hook_seconds: float) -> dict:
+    """The ``training`` record of the model's info: what each phase did and what it took."""
+    s = state["sentence"]
+    info = {
+        "device": config.device,
+        "examples": s.done,
+        "targets_per_epoch": state.targets_per_epoch,
+        "threads": threads,
+        "kernel_seconds": round(s.seconds, 3),
+        "examples_per_second": round(s.done / s.seconds, 1) if s.seconds else None,
+        # the training loop on the wall clock, and the part of it spent in hooks
+        # (evaluations, checkpoints), which kernel_seconds leaves out
+        "wall_seconds": round(wall_seconds, 3),
+        "hook_seconds": round(hook_seconds, 3),
+        "first_loss": s.losses[0] if s.losses else None,
+        "final_loss": float(np.mean(s.losses[-max(1, len(s.losses) // 20):])) if s.losses else None,
+    }
+    if "word" in state.phases:
+        w = state["word"]
+        raw = corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum())
+        info["word_part"] = {
+            "passes": config.word_passes, "sentences": w.done, "device": config.device, "threads": cpu_threads,
+            "sample": sample_threshold(raw, config),
+            "kernel_seconds": round(w.seconds, 3),
+            "sentences_per_second": round(w.done / w.seconds, 1) if w.seconds else None,
+            # on the part's fixed sample of sentences: before the first pass, after each
+            "pass_losses": [round(x, 6) for x in w.losses],
+            "loss_sentences": min(corpus.n_sentences, LOSS_SAMPLE),
+            "first_loss": w.losses[0] if w.losses else None,
+            "final_loss": w.losses[-1] if w.losses else None}
+    return info

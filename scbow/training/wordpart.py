@@ -26,36 +26,25 @@ import math
 import numpy as np
 
 from ..config import TrainConfig
+from ..errors import TrainingError
 from .start import corpus_weights, keep_probabilities, noise_table, output_biases
 
-# word2vec's skip-gram settings (the C tool's defaults, which gensim and the quality peer share):
-# context window 5, 5 noise words, learning rate 0.025 decayed linearly over every pass.
-WORD_WINDOW = 5
-WORD_NEGATIVES = 5
-WORD_LR = 0.025
-WORD_MIN_LR_FRACTION = 1e-4
-# Subsampling (word2vec's -sample): a word seen more often than about SAMPLE_COUNT times is
-# kept with a probability that falls as its count grows. As a share of the corpus that is
-# 1e-5 on gutenberg-100M (the paper's threshold for its word2vec baseline) and 1e-4 on 10M,
-# where 1e-5 kept too little to learn from (WordSim-353 0.29 against 0.40 at 1e-4, the same
-# STS-B dev); never below 1e-5 (word2vec's advice for large corpora) nor above 1e-3 (its default).
-SAMPLE_COUNT = 1000
+# The subsampling threshold (TrainConfig.word_sample_count as a share of the corpus) is never
+# below 1e-5 (word2vec's advice for large corpora) nor above 1e-3 (its default).
 SAMPLE_RANGE = (1e-5, 1e-3)
 
 
-def sample_threshold(raw_tokens: int) -> float:
-    """The subsampling threshold of a corpus of ``raw_tokens`` tokens (see SAMPLE_COUNT)."""
+def sample_threshold(raw_tokens: int, config: TrainConfig) -> float:
+    """The subsampling threshold of a corpus of ``raw_tokens`` tokens (``config.word_sample_count``)."""
     lo, hi = SAMPLE_RANGE
-    return float(min(hi, max(lo, SAMPLE_COUNT / max(raw_tokens, 1))))
+    return float(min(hi, max(lo, config.word_sample_count / max(raw_tokens, 1))))
+
 # One kernel call (a batch) is at most WORD_BATCH sentences and at most WORD_BATCH_COST tokens
 # times word_dim (about 0.1 s on 2 threads): a lively progress line and a prompt Ctrl-C, as the
 # sentence part's batches, whatever the sentences' lengths and the part's width. A batch holds at
 # least one sentence.
 WORD_BATCH = 1 << 14
 WORD_BATCH_COST = 1 << 25
-# The random stream of the sentence at position p of all passes is WORD_STREAM + p (the sentence part's
-# examples use streams 0, 1, ...): the same draws on any number of CPU threads and on the GPU.
-WORD_STREAM = 1 << 40
 # The sentences whose loss is measured at the start and after each pass (evenly spaced over the
 # corpus, the same windows and noise words every time): the loss of the batches as they train
 # compares different text (the corpus is trained in its order, book after book) at different
@@ -74,40 +63,42 @@ def unit_costs(corpus, config: TrainConfig) -> tuple[float, float]:
 
     An example is ``example_size(negatives)`` sentences of ``dim`` columns; a sentence of the word part
     is its kept words (the subsampling's share of the tokens), each the centre of a window of on
-    average ``WORD_WINDOW + 1`` context words against ``1 + WORD_NEGATIVES`` outputs of ``word_dim``
+    average ``word_context + 1`` context words against ``1 + word_noise`` outputs of ``word_dim``
     columns. The sentences' length is common to both and left out. On 10M with the defaults this
-    puts a word part's sentence at 1.53 examples; runs there measured 1.28 and 1.56. The sentence
-    part's skip-gram term (``word_window``) is left out of the example's cost, and the GPU's ratio
+    puts a word part's sentence at 1.53 examples; runs there measured 1.28 and 1.56. The GPU's ratio
     may differ: the estimate stands only until the word part has measured its own rate."""
     from ..config import example_size
 
     counts = np.asarray(corpus.vocab.counts, dtype=np.float64)
     raw = corpus.stats.get("raw_tokens") or int(counts.sum())
-    kept = float((keep_probabilities(counts, raw, sample_threshold(raw)) * counts).sum() / max(counts.sum(), 1.0))
+    kept = float((keep_probabilities(counts, raw, sample_threshold(raw, config)) * counts).sum() / max(counts.sum(), 1.0))
     return (float(example_size(config.negatives) * config.dim),
-            kept * (WORD_WINDOW + 1) * (1 + WORD_NEGATIVES) * config.word_dim)
+            kept * (config.word_context + 1) * (1 + config.word_noise) * config.word_dim)
 
 
 class WordPart:
-    """The word part's matrices and the threads that train them, one batch of sentences a call.
+    """The word part as a phase (``scbow.training.hooks.Phase``): its matrices ``"word_in"`` and ``"word_out"``
+    and the threads that train them, one batch of sentences a step.
 
     ``Wi`` (V x word_dim) starts as word2vec's (uniform in +-0.5 / word_dim, drawn from the
     run's seed), ``Wo`` (V x (word_dim + 1): output rows, then biases) at zero rows and the
     biases of :func:`~scbow.training.start.output_biases`; a resumed run passes both. One
     thread is deterministic for a seed: each sentence draws from its own random stream
-    (:data:`WORD_STREAM` plus its position in all passes), whatever the threads. The GPU's
+    (``backends.params.WORD_STREAM`` plus its position in all passes), whatever the threads. The GPU's
     twin is ``scbow.training.backends.cuda.CudaWordPart``.
     """
 
+    name, unit, label, samples = "word", "sent", "word part", True
+
     def __init__(self, corpus, config: TrainConfig, threads: int, Wi=None, Wo=None):
         from ..kernels import cpu as K  # numba: imported here, so that --help stays fast
+        from .backends.params import word_params
 
         self.K = K
-        self.seed = config.seed
         V, dw = len(corpus.vocab), config.word_dim
         counts = np.asarray(corpus.vocab.counts, dtype=np.float64)
         raw = corpus.stats.get("raw_tokens") or int(counts.sum())
-        self.sample = sample_threshold(raw)
+        self.sample = sample_threshold(raw, config)
         self.keep = keep_probabilities(counts, raw, self.sample)
         self.table = noise_table(counts)
         if Wi is None:
@@ -115,24 +106,36 @@ class WordPart:
             Wi = ((rng.random((V, dw), dtype=np.float32) - np.float32(0.5)) / np.float32(dw)).astype(np.float32)
         if Wo is None:
             Wo = np.zeros((V, dw + 1), dtype=np.float32)
-            Wo[:, -1] = output_biases(counts, self.keep, WORD_NEGATIVES)
+            Wo[:, -1] = output_biases(counts, self.keep, config.word_noise)
         self.Wi = np.ascontiguousarray(Wi, dtype=np.float32)
         self.Wo = np.ascontiguousarray(Wo, dtype=np.float32)
         self.tokens = np.ascontiguousarray(corpus.tokens)
         self.offsets = np.ascontiguousarray(corpus.offsets)
         self.n = corpus.n_sentences
+        self.passes = config.word_passes
         self.total = config.word_passes * self.n
+        self.params = word_params(config, self.total)
         self.threads = max(1, threads)
-        self.buffers = [K.word_part_buffers(WORD_WINDOW, WORD_NEGATIVES, dw) for _ in range(self.threads)]
+        self.buffers = [K.word_part_buffers(self.params, dw) for _ in range(self.threads)]
         self.pool = None
         if self.threads > 1:
             from concurrent.futures import ThreadPoolExecutor
 
             self.pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="scbow-words")
 
-    def matrices(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(Wi, Wo)`` as they are now, on the host (what a checkpoint saves)."""
-        return self.Wi, self.Wo
+    def matrices(self) -> dict:
+        """``word_in`` (Wi) and ``word_out`` (Wo) as they are now, on the host (what a checkpoint saves)."""
+        return {"word_in": self.Wi, "word_out": self.Wo}
+
+    def step(self, state) -> tuple[int, float]:
+        sentences, loss_sum, pairs = self.run(state[self.name].done)
+        return sentences, loss_sum / max(pairs, 1)
+
+    def end_of_pass(self, state) -> bool:
+        return False  # its passes' ends are for its sample loss, not the hooks' after_epoch
+
+    def loss_error(self, loss: float, done: int) -> Exception:
+        return TrainingError(f"the word part's loss became {loss} after {done:,} sentences")
 
     def sample_loss(self) -> float:
         """The mean loss per (context, centre) pair over :data:`LOSS_SAMPLE` sentences spread evenly over
@@ -140,12 +143,11 @@ class WordPart:
         n = self.n
         sentences = np.unique(np.linspace(0, n - 1, min(n, LOSS_SAMPLE)).astype(np.int64)) if n else np.empty(0, np.int64)
         return float(self.K.word_part_loss(self.Wi, self.Wo, self.tokens, self.offsets, sentences, self.keep,
-                                           self.table, WORD_WINDOW, WORD_NEGATIVES, self.seed, self.buffers[0]))
+                                           self.table, self.params, self.buffers[0]))
 
     def _chunk(self, lo: int, hi: int, done: int, c: int):
         return self.K.word_part_chunk(self.Wi, self.Wo, self.tokens, self.offsets, lo, hi, self.keep, self.table,
-                                      WORD_WINDOW, WORD_NEGATIVES, WORD_LR, WORD_LR * WORD_MIN_LR_FRACTION, done,
-                                      self.total, self.seed, WORD_STREAM + done, self.buffers[c])
+                                      self.params, done, self.buffers[c])
 
     def batch(self, done: int) -> list[tuple[int, int]]:
         """The next batch's sentences, from position ``done`` of all passes on, as one ``(lo, hi)`` a
@@ -185,25 +187,15 @@ class WordPart:
             self.pool = None
 
 
-def unit_average_scale(M: np.ndarray, corpus, seed: int, block: int = 8192) -> float:
+def unit_average_scale(M: np.ndarray, corpus, seed: int) -> float:
     """The factor that gives the corpus sample's sentence averages of ``M`` (the post-processing's
     sample, ``postprocess.sample_sentences``) unit root-mean-square length."""
-    from ..kernels.embed import mean_lines_serial
-    from .postprocess import COMMON_SAMPLE, sample_sentences
+    from .postprocess import COMMON_SAMPLE, SentenceSample, sample_sentences
 
-    pick = sample_sentences(corpus.n_sentences, COMMON_SAMPLE, seed)
-    M = np.ascontiguousarray(M, dtype=np.float32)
-    offsets, tokens = np.asarray(corpus.offsets), np.asarray(corpus.tokens)
     energy, n = 0.0, 0
-    for lo in range(0, len(pick), block):
-        p = pick[lo:lo + block]
-        starts, stops = offsets[p], offsets[p + 1]
-        keep = stops > starts
-        starts, stops = np.ascontiguousarray(starts[keep]), np.ascontiguousarray(stops[keep])
-        S = np.empty((len(starts), M.shape[1]), dtype=np.float32)
-        mean_lines_serial(M, M[:0], tokens, starts, stops, 0.0, S, np.empty(len(starts), dtype=np.int64))
+    for S in SentenceSample(corpus, sample_sentences(corpus.n_sentences, COMMON_SAMPLE, seed)).blocks(M):
         energy += float(np.einsum("ij,ij->", S, S, dtype=np.float64))
-        n += len(starts)
+        n += len(S)
     energy /= max(n, 1)
     return 1.0 / math.sqrt(energy) if energy > 0 else 1.0
 

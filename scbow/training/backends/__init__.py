@@ -22,12 +22,10 @@ from ...errors import TrainingError
 
 
 class Backend(Protocol):
-    """What the trainer asks of a backend.
-
-    ``batch``, if the backend has it, is the examples per call it prefers.
-    """
+    """What the trainer asks of a backend."""
 
     name: str
+    batch: int | None  # the examples per call it prefers; None: the trainer's
 
     def begin_epoch(self, order: np.ndarray) -> None:
         """Take the epoch's shuffled targets (int64 sentence indices)."""
@@ -38,29 +36,25 @@ class Backend(Protocol):
     def vectors(self) -> np.ndarray:
         """The current matrix on the host (float32; a copy on a GPU)."""
 
-    def output(self) -> np.ndarray | None:
-        """The skip-gram term's output matrix on the host (None when the run has no such term)."""
-
     def close(self) -> np.ndarray:
         """The final matrix on the host; frees what the backend holds."""
 
 
 def make_backend(W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None,
-                 say=None, word=None) -> Backend:
+                 say=None) -> Backend:
     """The backend of ``config.device`` for a run of ``total`` examples on ``threads`` CPU threads.
 
     ``say(line)``, if given, is told when the CPU kernels are about to be compiled (a first run).
-    ``word``: the skip-gram term's arrays (``training.start.word_arrays``), None without it.
     """
     if config.device == "cpu":
         from .cpu import CpuBackend
 
-        return CpuBackend(W, corpus, config, threads, total, rate, say=say, word=word)
+        return CpuBackend(W, corpus, config, threads, total, rate, say=say)
     if config.device == "cuda":
         try:
             from .cuda import CudaBackend  # raises TrainingError when no GPU or numba-cuda
         except ImportError as exc:
             raise TrainingError(f"--device cuda could not load the CUDA backend ({exc}); "
                                 "install it with: pip install 'scbow-numba[cuda]'") from None
-        return CudaBackend(W, corpus, config, total, rate, word=word)
+        return CudaBackend(W, corpus, config, total, rate)
     raise TrainingError(f"unknown device {config.device!r}")

@@ -37,15 +37,13 @@ class CpuBackend:
     """Runs batches with the Numba CPU kernels on ``W``, updated in place."""
 
     name = "cpu"
+    batch = None  # the trainer's batches
 
     def __init__(self, W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None,
-                 say=None, word=None):
+                 say=None):
         from ...kernels import cpu as K  # numba: imported here, so that `--help` stays fast
 
         self.K = K
-        # the skip-gram term's (Wo, a, keep, table) (training.start.word_arrays), or placeholders
-        self.word = word if word is not None else K.no_word_term(W.shape[1])
-        self.has_output = word is not None
         self.W = W
         self.threads = threads
         self.rate = np.ones(len(W), dtype=np.float32) if rate is None else np.ascontiguousarray(rate, np.float32)
@@ -63,16 +61,16 @@ class CpuBackend:
         # the chunk kernel's own dispatcher, which loads separately.
         args = (W, self.corpus, self.order, self.rate, self.params, 0, 0, 0)
         if say is not None:  # ``say(line)``: tell the user when the wait is a compilation
-            ready = [compiled_already(K.train_batch_serial, (*args, self.stats, self.word))]
+            ready = [compiled_already(K.train_batch_serial, (*args, self.stats))]
             if threads > 1:
-                ready.append(compiled_already(K.train_chunk, (*args, 0, self.stats, self.word)))
+                ready.append(compiled_already(K.train_chunk, (*args, 0, self.stats)))
             if False in ready:
                 say("compiling the training kernels (first run only, about 10 s)...")
             elif None in ready:
                 say("loading or compiling the training kernels (about 10 s on a first run)...")
-        K.train_batch_serial(*args, self.stats, self.word)
+        K.train_batch_serial(*args, self.stats)
         if threads > 1:
-            K.train_chunk(*args, 0, self.stats, self.word)
+            K.train_chunk(*args, 0, self.stats)
 
     def begin_epoch(self, order: np.ndarray) -> None:
         self.order = order
@@ -81,12 +79,12 @@ class CpuBackend:
         """Train targets ``order[lo:hi]``; returns the loss sum and the examples trained."""
         args = (self.W, self.corpus, self.order, self.rate, self.params, lo, hi, done)
         if self.pool is None:
-            self.K.train_batch_serial(*args, self.stats, self.word)
+            self.K.train_batch_serial(*args, self.stats)
         else:
-            futures = [self.pool.submit(self.K.train_chunk, *args, c, self.stats, self.word)
+            futures = [self.pool.submit(self.K.train_chunk, *args, c, self.stats)
                        for c in range(1, self.threads)]
             try:
-                self.K.train_chunk(*args, 0, self.stats, self.word)
+                self.K.train_chunk(*args, 0, self.stats)
             finally:
                 for f in futures:
                     f.result()
@@ -94,10 +92,6 @@ class CpuBackend:
 
     def vectors(self) -> np.ndarray:
         return self.W
-
-    def output(self) -> np.ndarray | None:
-        """The skip-gram term's output matrix (the live array), None without the term."""
-        return self.word[0] if self.has_output else None
 
     def close(self) -> np.ndarray:
         """The final matrix on the host; the threads are shut down."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from ...config import example_size
 from ...errors import TrainingError
-from ..wordpart import WORD_BATCH, WORD_LR, WORD_MIN_LR_FRACTION, WORD_NEGATIVES, WORD_STREAM, WORD_WINDOW, WordPart
+from ..wordpart import WORD_BATCH, WordPart
 from .params import kernel_params
 
 INSTALL_HINT = "pip install 'scbow-numba[cuda]'"
@@ -255,8 +255,7 @@ class CudaBackend:
     name = "cuda"
 
     def __init__(self, W: np.ndarray, corpus, config, total: int, rate: np.ndarray | None = None,
-                 memory_limit: float | None = None, block_threads: int | None = None, grid: int | None = None,
-                 word=None):
+                 memory_limit: float | None = None, block_threads: int | None = None, grid: int | None = None):
         require_cuda()
         from ...kernels import cuda as KC
 
@@ -266,17 +265,14 @@ class CudaBackend:
         V, d = W.shape
         self.threads = block_threads or default_threads(d, self.simulator)
         k_max = example_size(config.negatives)
-        # the skip-gram term's arrays (training.start.word_arrays), or None without it
-        word_neg = config.word_negatives if word is not None else 0
         # a block's static shared memory may not pass 48 KiB; many negatives take fewer
         # threads, down to one warp
-        if KC.shared_bytes(k_max, 32, word_neg) > SHARED_LIMIT:
-            raise TrainingError(f"--negatives {config.negatives}" + (f" with --word-negatives {word_neg}" if word_neg else "")
-                                + " is more than the GPU kernel can hold in shared memory; use at most 100 of "
-                                "each, or --device cpu")
-        while self.threads > 32 and KC.shared_bytes(k_max, self.threads, word_neg) > SHARED_LIMIT:
+        if KC.shared_bytes(k_max, 32) > SHARED_LIMIT:
+            raise TrainingError(f"--negatives {config.negatives} is more than the GPU kernel can hold in shared memory; "
+                                "use at most 100, or --device cpu")
+        while self.threads > 32 and KC.shared_bytes(k_max, self.threads) > SHARED_LIMIT:
             self.threads //= 2
-        self.kernels = KC.build(k_max, d, self.threads, word_neg)
+        self.kernels = KC.build(k_max, d, self.threads)
         self.params = kernel_params(config, total=total, hot=False)
         # examples a launch may run at once (launch_size); a corpus too small for whole-batch
         # launches gets the trainer's own batches, so its progress, losses and errors read as on the CPU
@@ -288,7 +284,7 @@ class CudaBackend:
         else:  # pragma: no cover - needs a GPU
             free = cuda.current_context().get_memory_info()[0]
             sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-        w_bytes = W.nbytes * (2 if word is not None else 1)  # and the skip-gram term's output matrix
+        w_bytes = W.nbytes
         if w_bytes + RESERVE_BYTES > free:
             raise TrainingError(
                 f"the embedding matrix ({w_bytes / 2**30:.2f} GiB) does not fit in the GPU's free memory "
@@ -306,10 +302,6 @@ class CudaBackend:
         self.rate_d = cuda.to_device(np.ones(V, dtype=np.float32) if rate is None
                                      else np.ascontiguousarray(rate, dtype=np.float32))
         self.Wi_d = self.W_d.reshape(V * d).view(np.int32)
-        self.has_output = word is not None
-        if word is None:  # placeholders: the kernel reads them only with params.word_window > 0
-            word = (np.zeros((1, d + 1), np.float32), np.ones(1, np.float32), np.ones(1, np.float32), np.zeros(1, np.int32))
-        self.word_d = tuple(cuda.to_device(np.ascontiguousarray(x)) for x in word)
         self.stats_d = cuda.device_array((self.grid, 2), dtype=np.float64)
         self.resident = None  # chunk whose corpus arrays are on the device
         self.arrays_d = None
@@ -375,7 +367,7 @@ class CudaBackend:
             b = min(a + self.launch, hi)
             grid = min(b - a, self.grid)
             args = (self.W_d, self.Wi_d, self.arrays_d, self.order_d, self.rate_d, self.params, a, b, done + (a - lo),
-                    self.stats_d, self.word_d)
+                    self.stats_d)
             stats = launch(self.kernels.train, grid, self.threads, args, self.stats_d, self.simulator)
             loss_sum += float(stats[:, 0].sum())
             count += int(stats[:, 1].sum())
@@ -386,14 +378,10 @@ class CudaBackend:
         inside the word part saves as the sentence part)."""
         return self.W_d.copy_to_host() if self.W_d is not None else self.final
 
-    def output(self) -> np.ndarray | None:
-        """A host copy of the skip-gram term's output matrix; None without the term."""
-        return self.word_d[0].copy_to_host() if self.has_output and self.word_d is not None else None
-
     def close(self) -> np.ndarray:
         """The final matrix on the host; frees the device arrays."""
         W = self.final = self.W_d.copy_to_host()
-        self.W_d = self.Wi_d = self.arrays_d = self.order_d = self.stats_d = self.word_d = None
+        self.W_d = self.Wi_d = self.arrays_d = self.order_d = self.stats_d = None
         return W
 
 
@@ -415,10 +403,10 @@ class CudaWordPart(WordPart):
         cuda = _import_cuda()
         self.simulator = KC.SIMULATOR
         self.threads_per_block = block_threads or default_threads(config.word_dim, self.simulator)
-        while (self.threads_per_block > 1
-               and KC.word_part_shared_bytes(self.threads_per_block, WORD_WINDOW, WORD_NEGATIVES) > SHARED_LIMIT):
+        window, n_neg = config.word_context, config.word_noise
+        while self.threads_per_block > 1 and KC.word_part_shared_bytes(self.threads_per_block, window, n_neg) > SHARED_LIMIT:
             self.threads_per_block //= 2
-        self.kernel = KC.build_word_part(config.word_dim, self.threads_per_block, WORD_WINDOW, WORD_NEGATIVES)
+        self.kernel = KC.build_word_part(config.word_dim, self.threads_per_block, window, n_neg)
         self.launch = launch_size(self.n, WORD_BATCH)
         host = (self.Wi, self.Wo, self.tokens, np.asarray(self.offsets, dtype=np.int64), self.keep, self.table)
         if self.simulator:
@@ -443,22 +431,21 @@ class CudaWordPart(WordPart):
         for a in range(lo, hi, self.launch):
             b = min(a + self.launch, hi)
             grid = min(b - a, self.grid)
-            position = done + (a - lo)
-            args = (self.Wi_d, self.Wo_d, tokens_d, offsets_d, a, b, keep_d, table_d, WORD_LR, WORD_LR * WORD_MIN_LR_FRACTION,
-                    position, self.total, self.seed, WORD_STREAM + position, self.stats_d)
+            args = (self.Wi_d, self.Wo_d, tokens_d, offsets_d, a, b, keep_d, table_d, self.params, done + (a - lo),
+                    self.stats_d)
             stats = launch(self.kernel.train, grid, self.threads_per_block, args, self.stats_d, self.simulator)
             loss += float(stats[:, 0].sum())
             pairs += int(stats[:, 1].sum())
         self.on_host = False
         return hi - lo, loss, pairs
 
-    def matrices(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(Wi, Wo)`` as they are now, copied to the host."""
+    def matrices(self) -> dict:
+        """``word_in`` and ``word_out`` as they are now, copied to the host."""
         if not self.on_host and self.Wi_d is not None:
             self.Wi_d.copy_to_host(self.Wi)
             self.Wo_d.copy_to_host(self.Wo)
             self.on_host = True
-        return self.Wi, self.Wo
+        return super().matrices()
 
     def sample_loss(self) -> float:
         self.matrices()

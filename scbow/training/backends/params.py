@@ -1,10 +1,11 @@
 """The one place a run's settings become kernel parameters: one record with named fields.
 
-``PARAMS`` is a numpy structured dtype; :func:`kernel_params` fills one record of it from
-a :class:`~scbow.config.TrainConfig`, and both devices' kernels read its fields by name
+``PARAMS`` (the sentence part) and ``WORD_PARAMS`` (the word part) are numpy structured dtypes;
+:func:`kernel_params` and :func:`word_params` fill one record of each from a
+:class:`~scbow.config.TrainConfig`, and both devices' kernels read its fields by name
 (``params.lr``, ``params.negatives``; numba types a record as a struct, on the CPU and in
 CUDA kernels). What changes from one kernel call to the next (the targets ``lo:hi`` and
-the examples ``done`` before them) is passed as plain integers beside it.
+the examples or sentences ``done`` before them) is passed as plain integers beside it.
 """
 
 from __future__ import annotations
@@ -25,10 +26,21 @@ PARAMS = np.dtype([
     ("chunks", np.int64),      # CPU: chunks (threads) a batch is cut into
     ("hot", np.int64),         # CPU: most frequent words buffered per thread (0: none)
     ("flush", np.int64),       # CPU: examples between flushes of the buffered rows
-    ("word_window", np.int64),   # the skip-gram term's largest window; 0: off
-    ("word_negatives", np.int64),  # its noise words per context
-    ("word_weight", np.float64),   # its learning rate as a multiple of the sentence objective's
 ], align=True)
+
+WORD_PARAMS = np.dtype([
+    ("lr", np.float64),        # learning rate of the first sentence of all passes
+    ("lr_min", np.float64),    # the floor the linear decay stops at
+    ("total", np.float64),     # sentences of all passes (the schedule's length)
+    ("window", np.int64),      # largest context distance (each centre draws its own)
+    ("negatives", np.int64),   # noise words per window
+    ("seed", np.int64),        # the random streams' seed
+    ("stream", np.int64),      # sentence p of all passes draws from stream ``stream + p``
+], align=True)
+
+# The word part's random streams start here (the sentence part's examples use streams 0, 1, ...):
+# each sentence draws from its own, the same on any number of CPU threads and on the GPU.
+WORD_STREAM = 1 << 40
 
 
 def kernel_params(config: TrainConfig, chunks: int = 1, total: int = 1, hot: bool | None = None) -> np.record:
@@ -47,17 +59,23 @@ def kernel_params(config: TrainConfig, chunks: int = 1, total: int = 1, hot: boo
         lr=config.lr, lr_min=config.lr * config.min_lr_fraction, total=total, decay=config.weight_decay,
         negatives=config.negatives, max_len=config.max_length,
         neg_mode=NEG_DOCUMENT if config.negative_mode == "document" else NEG_UNIFORM,
-        seed=config.seed, chunks=chunks, hot=HOT_ROWS if hot else 0, flush=FLUSH_EVERY,
-        word_window=config.word_window, word_negatives=config.word_negatives, word_weight=config.word_weight)
+        seed=config.seed, chunks=chunks, hot=HOT_ROWS if hot else 0, flush=FLUSH_EVERY)
 
 
-def params_record(**fields) -> np.record:
-    """A ``PARAMS`` record with the given fields set and the others 0 (tests, benchmarks)."""
+def word_params(config: TrainConfig, total: int) -> np.record:
+    """The word part's parameter record for ``total`` sentences of all its passes."""
+    return params_record(WORD_PARAMS, lr=config.word_lr, lr_min=config.word_lr * config.min_lr_fraction, total=total,
+                         window=config.word_context, negatives=config.word_noise, seed=config.seed, stream=WORD_STREAM)
+
+
+def params_record(dtype=PARAMS, **fields) -> np.record:
+    """A record of ``dtype`` (``PARAMS`` or ``WORD_PARAMS``) with the given fields set and the others 0
+    (tests, benchmarks)."""
     # a numpy record (np.record, not a bare np.void) reads ``.lr`` in Python too, which is
     # how the CUDA simulator runs the kernels
-    record = np.zeros(1, dtype=PARAMS).view(np.recarray)[0]
+    record = np.zeros(1, dtype=dtype).view(np.recarray)[0]
     for name, value in fields.items():
-        if name not in PARAMS.names:
-            raise KeyError(f"no kernel parameter {name!r}; the record has {', '.join(PARAMS.names)}")
+        if name not in dtype.names:
+            raise KeyError(f"no kernel parameter {name!r}; the record has {', '.join(dtype.names)}")
         record[name] = value
     return record
