@@ -163,22 +163,23 @@ def test_bad_eval_options(setup, monkeypatch):
     out = setup["tmp"] / "model"
     args = ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-every", "100"]
 
-    def refused(argv, *fragments):
-        assert_clean_error(make_runner().invoke(main, argv), *fragments)
+    def refused(argv, *fragments, usage=False):
+        # a value given on the command line is a usage error (2); what the data holds exits 1
+        _assert_clean_error(make_runner().invoke(main, argv), *fragments, exit_code=2 if usage else 1)
 
-    refused([*args[:-1], "1.5"], "--eval-every", "'1.5'")  # the other bad counts: test_units.py
+    refused([*args[:-1], "1.5"], "--eval-every", "'1.5'", usage=True)  # the other bad counts: test_units.py
     monkeypatch.setenv("SCBOW_STS_DEV", str(setup["tmp"] / "nope.tsv"))
     refused(args, "SCBOW_STS_DEV", "no such file")
     monkeypatch.delenv("SCBOW_STS_DEV")
     monkeypatch.chdir(setup["tmp"])  # no shared/data/sts-dev from here, nor (patched) beside the checkout
     monkeypatch.setattr(data_mod, "data_places", lambda name: [Path("shared/data") / name])
     refused(args, "no STS dev set", "--eval-dev")
-    refused(args + ["--eval-dev", "missing.tsv"], "missing.tsv")
+    refused(args + ["--eval-dev", "missing.tsv"], "missing.tsv", usage=True)
     refused(args + ["--eval-dev", str(setup["dev"]), "--eval-sets", "nothing-here"], "nothing-here")
     bad = setup["tmp"] / "bad.tsv"
     bad.write_text("1.0\tonly two fields\n", encoding="utf-8")
     refused(args + ["--eval-dev", str(bad)], "bad.tsv")
-    refused(["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-dev", str(setup["dev"])], "--eval-every")
+    refused(["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-dev", str(setup["dev"])], "--eval-every", usage=True)
     assert not out.exists()
 
 
