@@ -429,9 +429,7 @@ def test_expand_refuses_what_it_cannot_fit_or_hold(tmp_path, runner, healthy):
     base = load_model(healthy[0])
     flat = shutil.copytree(healthy[0], tmp_path / "flat")
     np.save(flat / "vectors.npy", np.ones_like(np.load(flat / "vectors.npy")))
-    source = tmp_path / "source.txt"
-    export_text = "".join(f"{w} {' '.join(str(x) for x in row)}\n" for w, row in zip(base.vocab.words, base.vectors))
-    source.write_text(f"{len(base)} {base.dim}\n" + export_text)
+    source = export_word2vec(base, tmp_path / "source.txt")
     result = runner.invoke(main, ["expand", "-m", str(flat), "--source", str(source), "-o", str(tmp_path / "x1")])
     assert_clean_error(result, "do not vary", exit_code=1)
     small = tmp_path / "small.txt"
