@@ -128,15 +128,12 @@ class RunETA:
 
 
 class Progress:
-    """``update(done, prefix="", suffix="", force=False)`` reports progress towards ``total`` (0: unknown).
+    """``update(done, prefix="", suffix="", force=False)`` reports progress towards ``total`` (0: unknown);
+    ``force`` draws now, not at the interval; ``close()`` ends the line.
 
-    ``force`` draws now instead of waiting for the interval; ``exclude(seconds)`` keeps
-    time spent elsewhere (hooks) out of the rate and the ETA; ``close()`` ends the line.
-    ``enabled``: None decides by the stream (redrawn line on a terminal, a plain line
-    every ``log_interval`` seconds elsewhere); False is silent. ``initial``: work done
-    before this process started (a resumed run), shown in the count but not in the rate
-    or the ETA. ``eta``: a callable giving the seconds left (or None: unknown) to show as the ETA
-    instead of this line's own ``(total - done) / rate``: :meth:`RunETA.remaining`, the whole run's.
+    ``enabled=False`` is silent. ``initial``: work done before this process started (a resumed run),
+    counted but left out of the rate and the ETA. ``eta``: a callable giving the seconds left (None:
+    unknown) to show instead of this line's own ``(total - done) / rate``: :meth:`RunETA.remaining`.
     """
 
     def __init__(self, total: int, unit: str = "ex", enabled: bool | None = None, stream=None,
