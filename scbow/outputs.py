@@ -103,15 +103,12 @@ def _identity(path: Path):
 
 
 def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_folders: bool = False) -> None:
-    """ModelError if an output path is one of the inputs, or a file directly inside an input directory;
-    with ``reads_folders`` (a command that reads the files below an input folder: prepare), anywhere
-    inside an input folder that is not one of the tool's outputs (those have :func:`refuse_inside_ours`)
-    and not below a hidden name (the walk skips those), where the next run would read it.
-
-    ``outputs`` maps a description ("-o") to a path (or None); ``inputs`` is a dict or a list of
-    ``(description, path)`` pairs. Paths are compared resolved and by device and inode, so a hard
-    link or a second name of the same file is caught too. ``replaces_dirs``: a directory output is
-    replaced whole, so no input may lie inside it.
+    """ModelError if an output (``{description: path or None}``) is one of the ``inputs`` (a dict, or
+    ``(description, path)`` pairs) or a file directly inside an input directory, compared resolved and
+    by device and inode (a hard link is caught too). ``reads_folders`` (prepare reads the files below
+    an input folder): nor anywhere inside one that is not an output of ours, unless below a hidden
+    name (the walk skips those). ``replaces_dirs``: a directory output is replaced whole, so no input
+    may lie inside it.
     """
     taken: dict = {}  # identity or resolved path -> what it is
     folders = []  # (what, resolved path) of the input directories that are not outputs of ours

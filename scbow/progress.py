@@ -75,21 +75,15 @@ def terminal_width(stream, default: int = 80) -> int:
 
 
 class RunETA:
-    """The time left of a run made of parts trained one after the other (a model's sentence part,
-    then its word part), for one ETA over the whole run instead of one per part.
+    """The time left of a run made of parts trained one after the other (the sentence part, then
+    the word part): one ETA over the whole run, which runs on across a part's boundary.
 
-    ``part(name, total, done, cost)`` declares a part: ``total`` units of work (examples, sentences),
-    ``done`` of them already (a resumed run), ``cost`` what a unit costs relative to the other parts'
-    units (any scale; only the ratio counts). ``record(name, done, seconds)`` gives a part's units done
-    and the seconds it has spent on them, both counted from the run's start.
-
-    :meth:`remaining` is the sum over the parts of ``units left x seconds a unit``. A part's seconds a
-    unit are measured: from its second record on (the first, which may hold the kernels' compiling,
-    is the baseline), what it did since over the time it took. A part not measured yet (the word
-    part while the sentence part runs) is estimated from a measured one as ``its seconds a unit x
-    cost ratio``; with no part measured, or a part with work left and no ``cost`` to scale by, the
-    answer is None (no number rather than a wrong one). The estimate gives way to the measurement
-    as soon as the part has one, so the ETA runs on across a part's boundary instead of restarting.
+    ``part(name, total, done, cost)`` declares a part: ``total`` units of work, ``done`` of them
+    already (a resumed run), ``cost`` a unit's cost relative to the other parts' (only the ratio
+    counts). ``record(name, done, seconds)``: its units done and seconds spent, from the run's start.
+    A part's seconds a unit are measured from its second record on (the first may hold the kernels'
+    compiling); until then they are estimated from the part measured last, scaled by ``cost``. With
+    nothing to scale from, :meth:`remaining` is None: no number rather than a wrong one.
     """
 
     def __init__(self):
@@ -134,15 +128,12 @@ class RunETA:
 
 
 class Progress:
-    """``update(done, prefix="", suffix="", force=False)`` reports progress towards ``total`` (0: unknown).
+    """``update(done, prefix="", suffix="", force=False)`` reports progress towards ``total`` (0: unknown);
+    ``force`` draws now, not at the interval; ``close()`` ends the line.
 
-    ``force`` draws now instead of waiting for the interval; ``exclude(seconds)`` keeps
-    time spent elsewhere (hooks) out of the rate and the ETA; ``close()`` ends the line.
-    ``enabled``: None decides by the stream (redrawn line on a terminal, a plain line
-    every ``log_interval`` seconds elsewhere); False is silent. ``initial``: work done
-    before this process started (a resumed run), shown in the count but not in the rate
-    or the ETA. ``eta``: a callable giving the seconds left (or None: unknown) to show as the ETA
-    instead of this line's own ``(total - done) / rate``: :meth:`RunETA.remaining`, the whole run's.
+    ``enabled=False`` is silent. ``initial``: work done before this process started (a resumed run),
+    counted but left out of the rate and the ETA. ``eta``: a callable giving the seconds left (None:
+    unknown) to show instead of this line's own ``(total - done) / rate``: :meth:`RunETA.remaining`.
     """
 
     def __init__(self, total: int, unit: str = "ex", enabled: bool | None = None, stream=None,

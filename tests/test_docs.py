@@ -21,7 +21,6 @@ def test_the_embed_speed_is_the_reports_figure_wherever_it_is_quoted():
               for name in ("README.md", "docs/commands.md")}
     assert all(quoted.values()), quoted
     assert {float(x) for xs in quoted.values() for x in xs} == {round(float(report.group(1)), 1)}, quoted
-    assert "million lines a minute" not in text("README.md")  # the old, unsourced wording
 
 
 def test_the_quick_start_models_numbers_agree_across_the_docs():

@@ -258,7 +258,7 @@ def test_train_and_prepare_write_through_a_link(tmp_path, runner, small_corpus_f
     assert not (tmp_path / "nowhere").exists()
 
 
-@pytest.mark.parametrize("fmt", ["sentence-transformers", "model2vec", "word2vec"])
+@pytest.mark.parametrize("fmt", ["sentence-transformers", "word2vec"])  # model2vec: the same folder writer
 def test_export_writes_through_a_dangling_link(tmp_path, runner, healthy, fmt):
     """A folder export, as a file: made at the link's target, then replaced there, the link kept; a link
     into a folder that does not exist is refused, and nothing is made."""

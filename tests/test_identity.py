@@ -1,11 +1,9 @@
 """Bit identity: one thread and a fixed seed train the same vectors as the recorded commit.
 
-The digests below were first recorded at commit 101b0a8, before the backend/parameter-record
-redesign, by ``python tests/test_identity.py`` (which prints them), and again when the
-tokenizer's version 2 changed the words of the corpus slice (the old values still hold under
-version 1: see the last test). The runs train the sentence part (``word_passes=0``). A change that only
-moves code must leave them alone; a change that means to alter training must say so in
-its commit and record new ones.
+The digests below are printed by ``python tests/test_identity.py`` (last recorded when the
+tokenizer's version 2 changed the words of the corpus slice). The runs train the sentence part
+(``word_passes=0``). A change that only moves code must leave them alone; a change that means
+to alter training must say so in its commit and record new ones.
 
 Exact float32 bits depend on the CPU's vector width (the kernels are compiled with
 reassociation for the host) and on numba/numpy, so the exact digest is checked on the
@@ -48,15 +46,6 @@ SAMPLES = {
                              -0.000852648693, -0.00118125661, 0.00198451034, 3.14110257e-05],
     'defaults': [0.000353866199, -0.000875495665, -5.04706404e-05, -0.000721468823,
                  0.000202348878, -0.000354092976, 8.58565618e-05, -0.000112689682],
-}
-# recorded at 101b0a8 (tokenizer version 1), on znver5
-SAMPLES_V1 = {
-    'count-damping': [0.00322643388, 0.00089855236, 0.00186574925, -0.000230886973,
-                      -0.00247287634, -0.000782993913, -0.000642644474, -0.00260441378],
-    'decay-uniform-maxlen': [-0.00046826154, -0.000129802516, -0.000241180882, 0.00051007513,
-                             -0.0014409899, -0.00087373209, 0.00152826449, -0.000410654728],
-    'defaults': [-7.21737597e-05, -0.000648730434, -4.4296612e-05, -0.000629000599,
-                 0.000456102134, -0.000231527083, 0.00015787204, 6.80155936e-05],
 }
 
 
@@ -133,17 +122,6 @@ def test_one_thread_trains_the_recorded_vectors_on_generated_text(tmp_path, make
     path = tmp_path / "generated.txt"
     path.write_text(make_text(**GENERATED), encoding="utf-8")
     check_recorded(train_run(path, settings), sample, GENERATED_ON, want_digest, name)
-
-
-@pytest.mark.parametrize("name", sorted(RUNS))
-def test_tokenizer_version_1_still_trains_the_values_recorded_with_it(identity_corpus, name, monkeypatch):
-    """The kernel is the one the first digests pinned: only the tokenizer moved the values."""
-    from scbow.text import tokenize as T
-    from scbow.training import corpus as C
-
-    monkeypatch.setattr(C, "tokenize_lines", T.tokenizer("1")[1])
-    W = train_run(identity_corpus, RUNS[name])
-    np.testing.assert_allclose(W[5, :8], np.array(SAMPLES_V1[name], dtype=np.float32), rtol=2e-3, atol=1e-6)
 
 
 if __name__ == "__main__":  # print the digests of this checkout, to record them

@@ -186,14 +186,14 @@ def test_text_is_opened_in_one_place():
 
 
 def test_the_model_writer_does_not_know_the_model_api_even_for_types():
-    # item 5 of the layout issue: model <-> modeldir was a circle through a TYPE_CHECKING import
+    # FORBIDDEN's graph leaves TYPE_CHECKING out: model <-> modeldir was a circle through one
     source = MODULES["scbow.vectors.modeldir"].read_text(encoding="utf-8")
     assert "TYPE_CHECKING" not in source and "from .model import" not in source
 
 
 def test_no_module_imports_another_modules_private_names():
     """A name that starts with one underscore is its module's own: no other module imports it, or reads
-    it off an imported module (issue 33: index/ shared nine private names across four files)."""
+    it off an imported module."""
     bad = []
     for name, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))

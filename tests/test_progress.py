@@ -12,11 +12,7 @@ from scbow import progress as progress_mod
 from scbow.progress import Progress, plural
 
 
-class FakeTTY(io.StringIO):
-    def __init__(self, columns: int):
-        super().__init__()
-        self.columns = columns
-
+class FakeTTY(io.StringIO):  # its width: the columns fixture
     def isatty(self):
         return True
 
@@ -35,16 +31,18 @@ def drawn_lines(stream) -> list[str]:
 @pytest.mark.parametrize("width", [40, 60, 80, 120, 200])
 def test_the_progress_line_fits_the_terminal_and_keeps_the_eta(columns, width):
     columns(width)
-    stream = FakeTTY(width)
+    stream = FakeTTY()
     bar = Progress(6_000_000, unit="ex", stream=stream, interval=0)
     bar.start -= 10  # ten seconds in: a rate and an ETA to show
     for done in (1_000_000, 3_000_000):
         bar.update(done, prefix="epoch 1/1 ", suffix="loss 1.2345")
-    for line in drawn_lines(stream):
+    lines = drawn_lines(stream)
+    assert len(lines) == 2  # no line drawn would pass the checks below
+    for line in lines:
         assert len(line) <= width - 1, line
         assert "ETA" in line and "%" in line
     if width >= 120:
-        assert "|" in drawn_lines(stream)[-1] and "loss 1.2345" in drawn_lines(stream)[-1]  # all parts fit
+        assert "|" in lines[-1] and "loss 1.2345" in lines[-1]  # all parts fit
 
 
 def test_off_a_terminal_plain_lines_come_at_intervals_and_a_resumed_run_rates_its_own(columns):
@@ -68,7 +66,7 @@ def test_off_a_terminal_plain_lines_come_at_intervals_and_a_resumed_run_rates_it
     assert plural(1, "thread") == "1 thread" and plural(2, "thread") == "2 threads"
     assert plural(1, "corpus", "corpora") == "1 corpus" and plural(3, "corpus", "corpora") == "3 corpora"
     columns(200)
-    stream = FakeTTY(200)
+    stream = FakeTTY()
     bar = Progress(1_000_000, unit="ex", stream=stream, interval=0, initial=900_000)
     bar.start -= 10
     bar.update(950_000, prefix="epoch 1/1 ")
@@ -106,7 +104,7 @@ def test_one_eta_for_a_run_of_two_parts_runs_on_across_their_boundary():
 
 def test_a_progress_line_shows_the_eta_it_is_given(columns):
     columns(200)
-    stream = FakeTTY(200)
+    stream = FakeTTY()
     left = [None]
     bar = Progress(1000, unit="ex", stream=stream, interval=0, eta=lambda: left[0])
     bar.start -= 10

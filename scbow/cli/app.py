@@ -14,7 +14,8 @@ from pathlib import Path
 import click
 
 from ..config import TrainConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, CorpusError, ModelError, STSError, TrainingError
+from ..reading import os_error_text, short_message
 
 
 def _flag(message: str) -> str:
@@ -50,8 +51,6 @@ class _Group(click.Group):
         return (command.name if command is not None else name), command, rest
 
     def invoke(self, ctx):
-        from ..errors import CorpusError, ModelError, STSError, TrainingError
-
         try:
             return super().invoke(ctx)
         except ConfigError as exc:
@@ -67,8 +66,6 @@ class _Group(click.Group):
             smaller = " or ".join(f"--{name.replace('_', '-')}" for name in ("dim", "max_vocab") if name in names)
             raise click.ClickException("out of memory" + (f"; try a smaller {smaller}" if smaller else "")) from None
         except OSError as exc:
-            from ..reading import os_error_text
-
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{os_error_text(exc)}") from None
         except KeyboardInterrupt as exc:
@@ -88,8 +85,8 @@ class _Group(click.Group):
             # still ends in one line (SCBOW_DEBUG=1 shows the traceback)
             if os.environ.get("SCBOW_DEBUG"):
                 raise
-            text = str(exc).splitlines()[0][:200] if str(exc) else ""
-            raise click.ClickException(f"unexpected {type(exc).__name__}{': ' + text if text else ''} (a bug in "
+            text = f": {short_message(exc, 200)}" if str(exc) else ""
+            raise click.ClickException(f"unexpected {type(exc).__name__}{text} (a bug in "
                                        "scbow-numba: please report it; SCBOW_DEBUG=1 shows where)") from None
 
 
