@@ -99,10 +99,8 @@ def only_checkpoint_files(directory: Path) -> str | None:
 
 def checkpoint_dir(output: Path) -> Path:
     """Where the checkpoint of a run into ``output`` lives: ``OUTPUT.checkpoint`` beside the output as
-    it is written, its links resolved (``-o LINK`` and ``-o TARGET`` have one checkpoint). A checkpoint
-    at ``LINK.checkpoint``, written before links were resolved, with none beside the target, is still it."""
-    given = Path(output)
-    target = Path(resolved(given))
+    it is written, its links resolved (``-o LINK`` and ``-o TARGET`` have one checkpoint)."""
+    target = Path(resolved(Path(output)))
     return target.with_name(target.name + ".checkpoint")
 
 
@@ -187,21 +185,6 @@ def init_vectors_entry(record: dict | None) -> dict | None:
     if not record:
         return None
     return {"path": resolved(Path(record["source"])), "record": dict(record)}
-
-
-def _init_vectors_difference(meta: dict, record: dict | None) -> list[str]:
-    was = (meta.get("init_vectors") or {}).get("path")
-    now = (init_vectors_entry(record) or {}).get("path")
-    return [] if was == now else [f"--init-vectors was {was or 'not given'}, now {now or 'not given'}"]
-
-
-def _config_differences(saved: dict, config: TrainConfig) -> list[str]:
-    now = config.to_dict()
-    out = []
-    for key, value in now.items():
-        if key not in FREE_ON_RESUME and saved[key] != value:
-            out.append(f"--{key.replace('_', '-')} was {show_value(saved[key])}, now {show_value(value)}")
-    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -309,7 +292,13 @@ def describe(meta: dict) -> str:
 def check_config(meta: dict, config: TrainConfig, path: Path, init_vectors: dict | None = None) -> None:
     """Refuse to resume with hyperparameters that change what is computed, or from other
     ``--init-vectors`` (``init_vectors``: this run's record, see :func:`init_vectors_entry`)."""
-    diffs = _config_differences(meta["config"], config) + _init_vectors_difference(meta, init_vectors)
+    saved = meta["config"]
+    diffs = [f"--{key.replace('_', '-')} was {show_value(saved[key])}, now {show_value(value)}"
+             for key, value in config.to_dict().items() if key not in FREE_ON_RESUME and saved[key] != value]
+    was = (meta.get("init_vectors") or {}).get("path")
+    now = (init_vectors_entry(init_vectors) or {}).get("path")
+    if was != now:
+        diffs.append(f"--init-vectors was {was or 'not given'}, now {now or 'not given'}")
     if diffs:
         raise CheckpointError(
             f"cannot resume from {path}: {'; '.join(diffs)}; run with the settings of the interrupted "
