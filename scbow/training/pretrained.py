@@ -30,24 +30,29 @@ from ..text.vocab import Vocab
 from ..vectors.model import Model
 
 
+def sentence_rows(source: Model, config, name: str) -> np.ndarray:
+    """The rows of ``source`` a run starts its sentence part from (a model of ours with a word part
+    gives its sentence part's columns); ModelError unless they have ``config.dim`` columns."""
+    lo, hi = source.parts["sentence"]
+    if hi - lo != config.dim:
+        what = " in their sentence part" if (lo, hi) != (0, source.dim) else ""
+        raise ModelError(f"{name} has {hi - lo}-dimensional vectors{what} but --dim is {config.dim}; they must "
+                         f"match (pass --dim {hi - lo})")
+    return source.vectors if (lo, hi) == (0, source.dim) else source.vectors[:, lo:hi]
+
+
 def pretrained_init(vocab: Vocab, source: Model, config, name: str = "the pretrained vectors",
                     rescale: bool = True) -> tuple[np.ndarray, dict]:
     """The starting matrix of a run over ``vocab`` (float32, (len(vocab), config.dim)).
 
-    Rows of words found in ``source`` (exact match) are the source vectors (a model of ours with a
-    word part gives its sentence part's columns), multiplied by
+    Rows of words found in ``source`` (exact match) are its :func:`sentence_rows`, multiplied by
     ``config.init_std / rms`` when ``rescale`` (``rms``: root mean square of the values of
     those rows); the rest are ``scbow.training.start.init_vectors``'s random rows. Returns the
     matrix and a JSON-ready summary (``rows_initialised``, ``rows``, ``source``, ``scale``).
     """
     from .start import init_vectors
 
-    lo, hi = source.parts["sentence"]  # a model of ours with a word part starts the sentence part from its own
-    rows = source.vectors if (lo, hi) == (0, source.dim) else source.vectors[:, lo:hi]
-    if hi - lo != config.dim:
-        raise ModelError(f"{name} have {hi - lo} dimensions"
-                         + (" in their sentence part" if (lo, hi) != (0, source.dim) else "")
-                         + f" but --dim is {config.dim}; they must match (pass --dim {hi - lo})")
+    rows = sentence_rows(source, config, name)
     W = init_vectors(len(vocab), config)
     ours, theirs = shared_rows(vocab, source.vocab)
     if len(ours) == 0:
@@ -206,11 +211,7 @@ def pretrained_start(path, config, note=None):
     from ..vectors.formats import load_model
 
     source = load_model(path)
-    lo, hi = source.parts["sentence"]  # a model of ours with a word part starts the sentence part from its own
-    if hi - lo != config.dim:
-        what = " in their sentence part" if (lo, hi) != (0, source.dim) else ""
-        raise ModelError(f"--init-vectors {path} has {hi - lo}-dimensional vectors{what} but --dim is "
-                         f"{config.dim}; they must match (pass --dim {hi - lo})")
+    sentence_rows(source, config, f"--init-vectors {path}")
     info: dict = {"source": str(path)}  # what a checkpoint compares on resume; the rest once init runs
 
     def init(vocab):
