@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import kernels
 from ..config import TrainConfig, example_size
 from ..errors import TrainingError, diverged
-from ..kernels import resolve_threads
 from ..progress import Progress, RunETA, note, plural
 from ..vectors.formats import MIN_LARGEST, scan_values
 from ..vectors.model import Model
@@ -237,7 +237,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
         raise TypeError("trainer.train takes an encoded Corpus (scbow.training.corpus.read_corpus); scbow.train takes paths")
     saved = matrices or {}
     # the CPU threads, resolved once: the sentence part's and the word part's on the CPU
-    cpu_threads = resolve_threads(config.threads) if config.device == "cpu" else None
+    cpu_threads = kernels.resolve_threads(config.threads) if config.device == "cpu" else None
     threads = cpu_threads if config.device == "cpu" else max(config.threads, 1)
 
     # prepare
