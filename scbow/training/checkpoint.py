@@ -1,4 +1,4 @@
-"""Training checkpoints: the raw matrix and the run's position, written atomically.
+"""Training checkpoints: the raw matrices and the run's position, written atomically.
 
 The checkpoint of a run that trains into ``MODEL`` is the directory ``MODEL.checkpoint``
 beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.json``, so
@@ -8,15 +8,11 @@ beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.jso
   the sentence part's (common-component removal happens only once training ends, so a resumed
   run applies it to the same matrix an uninterrupted one would), and once the word part has
   begun ``word_in.npy`` and ``word_out.npy`` (``scbow.training.wordpart``);
-- ``state.json`` holds the :class:`~scbow.training.hooks.TrainState` (the phase, each phase's
-  counters and losses, the sentence part's epoch and position in its shuffled targets), each
-  matrix's digest, so that a state is resumed only with the matrices it was written with, the
-  configuration, the identity of the encoded corpus (its files, sizes, and digests of its
-  vocabulary and token stream), so that a resume on another corpus or with other
-  hyperparameters is refused with a clear error, and what ``--init-vectors`` the run started
-  from (its resolved path and the record the model keeps in ``config.json``; null without one),
-  so that a resume with other vectors is refused too. A checkpoint of another format (one
-  written before phases) is refused with one line.
+- ``state.json``: the :class:`~scbow.training.hooks.TrainState`, each matrix's digest, the
+  configuration, the identity of the encoded corpus and the ``--init-vectors`` record
+  (:meth:`CheckpointWriter.write`), so that a resume with other matrices, another corpus, other
+  hyperparameters or other vectors is refused with a clear error. A checkpoint of another
+  format is refused with one line.
 
 A checkpoint is written into a temporary sibling directory, flushed to disk and put in
 place whole (:func:`scbow.files.atomic_dir`), so the previous checkpoint stays valid until

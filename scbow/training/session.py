@@ -329,15 +329,12 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     did, for :func:`summary_lines`).
 
     Every output and input path is checked first (nothing is overwritten that is not ours), and a failed
-    run leaves nothing behind, not even the directories made for its output. ``checkpoint_every``: None,
-    a number of examples, or a duration string (``"10m"``), see :func:`scbow.training.checkpoint.parse_every`.
-    ``resume``: continue from the checkpoint of an interrupted run into the same output. ``init_vectors``:
-    the path of pretrained vectors to start from (``scbow.training.pretrained``); the model keeps their
-    record, a checkpoint records it, and a resume refuses other vectors. ``eval_every`` (with ``eval_dev``,
-    ``eval_sets``, ``eval_test``): the learning curve (``scbow.training.curve.curve_hook``). ``hooks`` go to
-    :func:`scbow.training.trainer.train`. ``warn`` receives warning and note lines (default: stderr).
-    Raises :class:`~scbow.errors.Interrupted` on SIGINT/SIGTERM and the errors of :mod:`scbow.errors` on
-    bad input.
+    run leaves nothing behind, not even the directories made for its output. ``checkpoint_every``: see
+    :func:`scbow.training.checkpoint.parse_every`; ``init_vectors``: ``scbow.training.pretrained``;
+    ``eval_every`` (with ``eval_dev``, ``eval_sets``, ``eval_test``): ``scbow.training.curve.curve_hook``;
+    ``hooks`` go to :func:`scbow.training.trainer.train`; ``warn`` receives warning and note lines (default:
+    stderr). Raises :class:`~scbow.errors.Interrupted` on SIGINT/SIGTERM and the errors of
+    :mod:`scbow.errors` on bad input.
     """
     from ..config import TrainConfig
     from ..outputs import refuse_overwrite

@@ -217,13 +217,10 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
           warn=None) -> TrainResult:
     """Train Siamese CBOW embeddings on an encoded corpus.
 
-    ``hooks`` are :class:`~scbow.training.hooks.Hook` objects. ``init`` is a starting matrix (float32, one row
-    per vocabulary word) instead of the random one, used as it is, or a callable
-    ``init(vocab)`` that returns one once the corpus's vocabulary is known
-    (``scbow.training.pretrained.pretrained_init``), which is multiplied by the frequency weights
-    as the random start is. ``start`` resumes a run from a :class:`TrainState`, with ``matrices`` its
-    matrices by name (a checkpoint's: ``"sentence"``, and ``"word_in"``, ``"word_out"`` once the word
-    part has begun).
+    ``hooks`` are :class:`~scbow.training.hooks.Hook` objects. ``init``: the start instead of the random
+    one (a matrix, or a callable ``init(vocab)``: :func:`scbow.training.start.prepare`). ``start`` resumes a
+    run from a :class:`TrainState`, with ``matrices`` its matrices by name (a checkpoint's: ``"sentence"``,
+    and ``"word_in"``, ``"word_out"`` once the word part has begun).
 
     With ``config.word_passes`` > 0 the word part (``scbow.training.wordpart``) is trained after
     the sentence part, and the model's rows are both parts side by side.
