@@ -262,7 +262,7 @@ class CurveHook(Hook):
         training["evaluations"] = len(self.points)
 
 
-def curve_hook(every, dev=None, sets=(), with_tests: bool = False, config=None) -> CurveHook:
+def curve_hook(every, dev, sets, with_tests: bool, config) -> CurveHook:
     """``train --eval-every``'s hook, every setting checked before training starts.
 
     ``every``: examples between points (an int, or a count such as ``"500k"``); ``dev``:
@@ -271,13 +271,11 @@ def curve_hook(every, dev=None, sets=(), with_tests: bool = False, config=None) 
     """
     from pathlib import Path
 
-    from ..config import TrainConfig
     from ..errors import ConfigError
     from ..text.units import parse_count
     from ..use.data import default_sts_dev, default_sts_paths, sts_files
     from ..use.evaluate import read_sts
 
-    config = config or TrainConfig()
     if isinstance(every, str):
         try:
             every = parse_count(every)
