@@ -41,12 +41,11 @@ def sentence_rows(source: Model, config, name: str) -> np.ndarray:
     return source.vectors if (lo, hi) == (0, source.dim) else source.vectors[:, lo:hi]
 
 
-def pretrained_init(vocab: Vocab, source: Model, config, name: str = "the pretrained vectors",
-                    rescale: bool = True) -> tuple[np.ndarray, dict]:
+def pretrained_init(vocab: Vocab, source: Model, config, name: str = "the pretrained vectors") -> tuple[np.ndarray, dict]:
     """The starting matrix of a run over ``vocab`` (float32, (len(vocab), config.dim)).
 
     Rows of words found in ``source`` (exact match) are its :func:`sentence_rows`, multiplied by
-    ``config.init_std / rms`` when ``rescale`` (``rms``: root mean square of the values of
+    ``config.init_std / rms`` (``rms``: root mean square of the values of
     those rows); the rest are ``scbow.training.start.init_vectors``'s random rows. Returns the
     matrix and a JSON-ready summary (``rows_initialised``, ``rows``, ``source``, ``scale``).
     """
@@ -64,7 +63,7 @@ def pretrained_init(vocab: Vocab, source: Model, config, name: str = "the pretra
     rms = float(np.sqrt(np.mean(P * P)))
     if rms == 0:
         raise ModelError(f"the vectors of the shared words in {name} are all zero")
-    scale = config.init_std / rms if rescale else 1.0
+    scale = config.init_std / rms
     W[ours] = (P * scale).astype(np.float32)
     info = {"source": name, "rows_initialised": int(len(ours)), "rows": len(vocab),
             "scale": scale, "source_rms": rms}
