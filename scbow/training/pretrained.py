@@ -111,8 +111,10 @@ def _design(rows, intercept: bool) -> np.ndarray:
     return np.hstack([X, np.ones((len(X), 1))]) if intercept else X
 
 
+HOLDOUT = 0.1  # the share of the shared words the map is measured on, held out of its fit
+
+
 def expand_vocabulary(model: Model, source: Model, max_words: int = 0, intercept: bool = False,
-                      holdout: float = 0.1, seed: int = 0,
                       source_name: str = "the source vectors") -> tuple[Model, dict]:
     """``model`` with mapped vectors added for the words of ``source`` it lacks.
 
@@ -123,8 +125,6 @@ def expand_vocabulary(model: Model, source: Model, max_words: int = 0, intercept
     ``shared``, ``added``, ``skipped_not_token``, ``skipped_max_words``, ``r2``,
     ``heldout_cosine`` (with ``heldout_words``), ``vocab_before``, ``vocab_after``.
     """
-    if not 0 <= holdout < 1:
-        raise ValueError(f"holdout must be in [0, 1), got {holdout}")
     ours, theirs = shared_rows(model.vocab, source.vocab)
     p = source.dim + intercept
     if len(ours) < p:
@@ -137,10 +137,10 @@ def expand_vocabulary(model: Model, source: Model, max_words: int = 0, intercept
         raise ModelError("the vectors of the shared words hold NaN or infinite values")
 
     # quality to expect of new words: fit without a held-out tenth, score on it
-    n_hold = int(len(ours) * holdout)
+    n_hold = int(len(ours) * HOLDOUT)
     heldout_cos = None
     if n_hold > 0 and len(ours) - n_hold >= p:
-        perm = np.random.default_rng(seed).permutation(len(ours))
+        perm = np.random.default_rng(0).permutation(len(ours))
         hold, fit = perm[:n_hold], perm[n_hold:]
         M_fit, _ = fit_linear_map(X[fit], Y[fit])
         heldout_cos = _mean_cosine(X[hold] @ M_fit, Y[hold])
