@@ -84,13 +84,7 @@ def not_a_checkpoint(path: Path) -> str | None:
         return "is a link to nothing"
     if not path.is_dir():
         return "is a file, not a checkpoint of ours"
-    return None if (path / STATE_FILE).is_file() else only_checkpoint_files(path)
-
-
-def only_checkpoint_files(directory: Path) -> str | None:
-    """None when a new checkpoint may replace ``directory`` (nothing in it but a checkpoint's own
-    names), else why not."""
-    return foreign(directory, checkpoint_files())
+    return None if (path / STATE_FILE).is_file() else foreign(path, checkpoint_files())
 
 
 def checkpoint_dir(output: Path) -> Path:
@@ -211,7 +205,7 @@ class CheckpointWriter:
         if not all(np.isfinite(M).all() for M in matrices.values()):
             raise diverged(self.config.lr, f"the embeddings hold NaN or inf after {state.where()}")
         # a user's file put in the checkpoint stops its replacement (a warning), never goes with it
-        with atomic_dir(self.path, same_kind=only_checkpoint_files) as tmp:
+        with atomic_dir(self.path, same_kind=lambda d: foreign(d, checkpoint_files())) as tmp:
             for name, M in matrices.items():
                 if name != "sentence":
                     np.save(tmp / MATRIX_FILES[name], np.ascontiguousarray(M, dtype=np.float32))
