@@ -89,9 +89,8 @@ class TrainConfig:
     # part's, word_lr, likewise over its sentences: word2vec's floor).
     min_lr_fraction: float = 0.0001
     # L2 weight decay per word occurrence: every occurrence shrinks a row by lr * weight_decay
-    # of itself (0 = the paper's plain objective). The previous defaults used 10 to keep
-    # frequent words down; the frequency weights below do that now, and decay on top scores
-    # far lower on dev.
+    # of itself (0 = the paper's plain objective). The frequency weights below keep frequent
+    # words down; decay on top scores far lower on dev.
     weight_decay: float = 0.0
     # After training, centre the corpus's sentence averages and project out this many of
     # their principal directions, folded into the word vectors (-1 = leave vectors as
@@ -129,7 +128,7 @@ class TrainConfig:
     # every row, where word similarity lives; the saved rows are [sentence part ; word part],
     # the word part weighted by word_mix against the sentence part (each part scaled to
     # unit-length sentence averages), so a model stays a plain average of its rows.
-    # 0 passes: the sentence part alone, as before. Chosen on STS-B dev on gutenberg-100M
+    # 0 passes: the sentence part alone. Chosen on STS-B dev on gutenberg-100M
     # within a 6-minute budget for a default run on 2 cores (benchmarks/results/word_part_search.md):
     # 3 passes of 150 dims score 0.7602 (the sentence part alone 0.7560); 3 of 300 score 0.7617
     # and 5 of 150 0.7632, but the word part's time grows with its passes (and barely shrinks
@@ -189,14 +188,9 @@ class TrainConfig:
                 f"lr * weight_decay must be below 1, got {self.lr:g} * {self.weight_decay:g}: every occurrence "
                 "of a word shrinks its vector by that fraction; lower --lr or --weight-decay"
             )
-        if self.negative_mode not in NEGATIVE_MODES:
-            raise ConfigError(
-                f"negative_mode must be one of {', '.join(NEGATIVE_MODES)}, got {self.negative_mode!r}"
-            )
-        if self.unknown not in UNKNOWN_MODES:
-            raise ConfigError(f"unknown must be one of {', '.join(UNKNOWN_MODES)}, got {self.unknown!r}")
-        if self.device not in DEVICES:
-            raise ConfigError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        for name, choices in FIELD_CHOICES.items():
+            if getattr(self, name) not in choices:
+                raise ConfigError(f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}")
 
     @property
     def components_removed(self) -> int:

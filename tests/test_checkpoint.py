@@ -189,8 +189,8 @@ STOPS = {"mid-epoch": lambda ref: lambda s: s.done == 5 * 256,
 def test_a_resumed_run_checkpoints_and_ends_as_an_uninterrupted_one(tmp_path, corpus_file,
                                                                      checkpoints_written, reference, stop):
     """--checkpoint-every N: a resumed run writes its checkpoints at the example counts an uninterrupted run
-    writes them at (issue 34: none after its first batch unless one is due there), and ends bit for bit
-    as that run. At an epoch's last batch (issue 34) the checkpoint holds lo == targets_per_epoch in that
+    writes them at (none after its first batch unless one is due there), and ends bit for bit
+    as that run. At an epoch's last batch the checkpoint holds lo == targets_per_epoch in that
     epoch (the trainer moves to the next epoch after the hooks) and resumes with the next epoch's shuffle."""
     written, out = checkpoints_written, tmp_path / "b"
     with pytest.raises(Interrupted):

@@ -15,12 +15,12 @@ from conftest import train_args
 
 import scbow
 from scbow.cli import main
-from scbow.errors import ModelError
+from scbow.errors import CorpusError, ModelError
 from scbow.text.reader import expand
 from scbow.text.tokenize import tokenize, tokenize_lines
 from scbow.text.vocab import Vocab
 from scbow.training import corpus as corpus_mod
-from scbow.training.corpus import CorpusError, load_corpus
+from scbow.training.corpus import load_corpus
 
 # ---------------------------------------------------------------- Tokenizer
 

@@ -42,12 +42,6 @@ def test_pretrained_init_rows_and_scale():
     P = source.vectors[[2, 0]].astype(np.float64)
     np.testing.assert_allclose(W[[0, 2]], P * info["scale"], rtol=1e-6)
     assert np.sqrt(np.mean(W[[0, 2]].astype(np.float64) ** 2)) == pytest.approx(0.01, rel=1e-5)
-    W_raw, _ = pretrained_init(vocab, source, config, rescale=False)
-    np.testing.assert_array_equal(W_raw[[0, 2]], source.vectors[[2, 0]])
-    with pytest.raises(ModelError, match="dimensions"):
-        pretrained_init(vocab, source, TrainConfig(dim=9))
-    with pytest.raises(ModelError, match="no word"):
-        pretrained_init(Vocab(["x"], [1]), source, config)
 
 
 def test_training_starts_from_the_pretrained_rows(small_corpus_file, tmp_path):

@@ -344,7 +344,7 @@ def test_train_says_when_it_compiles_the_kernels(tmp_path, small_corpus_file, mo
 
 
 def test_train_enters_start_once_and_resolves_the_threads_once(corpus, monkeypatch):
-    """Issue 33 item 7: one start.prepare(...) per run, one resolution of the thread count (the
+    """One start.prepare(...) per run, one resolution of the thread count (the
     word part's threads are the sentence part's)."""
     calls = {"prepare": 0, "threads": 0}
     prepare, resolve = start_mod.prepare, scbow.kernels.resolve_threads

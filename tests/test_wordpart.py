@@ -374,9 +374,9 @@ def test_a_run_with_the_word_part_saves_both_parts(tmp_path, corpus_file, small_
 def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkeypatch, runner, word_run):
     """Hooks see the word part after the sentence part. A resume inside it is bit-identical, from the saved
     matrices. --checkpoint-every N counts the sentence part's examples, then the word part's sentences: a
-    resumed run writes its checkpoints where an uninterrupted one does (issue 34 item 11: only the sentence
-    part's resume was pinned); a finished run whose last checkpoint was in the word part removes word_in.npy
-    and word_out.npy with the rest, so nothing blocks the next run into its output (word_run)."""
+    resumed run writes its checkpoints where an uninterrupted one does; a finished run whose last checkpoint
+    was in the word part removes word_in.npy and word_out.npy with the rest, so nothing blocks the next run
+    into its output (word_run)."""
     kinds = [s[0] for s in word_run.seen]
     assert kinds[-1] == "end" and kinds.index("word") > max(i for i, k in enumerate(kinds) if k == "sentence")
     assert word_run.seen[-2][2][1] == 12 and word_run.seen[-2][3][1] == 13

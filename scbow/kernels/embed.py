@@ -1,11 +1,11 @@
 """Numba kernels of sentence embedding: average the word vectors of many lines at once.
 
 ``average_lines`` is what ``scbow.vectors.average`` embeds files with (the unknown-word rule's
-vectors in a table beside the rows); ``mean_lines`` averages known words only (the corpus
-samples of training). Each is written once and compiled twice, like the training kernel: serial
-(cached on disk; run beside the tokenizer) and parallel (``prange`` over lines; a
+vectors in a table beside the rows), written once and compiled twice, like the training kernel:
+serial (cached on disk; run beside the tokenizer) and parallel (``prange`` over lines; a
 ``parallel=True`` kernel cannot be cached, so it compiles in a few seconds on first use and
 pays off only where averaging, not tokenizing, is the bottleneck: many dimensions).
+``mean_lines`` averages known words only (the corpus samples of training), serially.
 """
 
 from __future__ import annotations
@@ -46,19 +46,16 @@ def line_bounds(ids, starts, stops):
     return line
 
 
-def _mean_lines(W, extra, ids, starts, stops, fill, out, counts):
+@njit(cache=True, nogil=True)
+def mean_lines(W, ids, starts, stops, fill, out, counts):
     """Average the rows of the known words of every line.
 
     Parameters
     ----------
     W : array of float32, shape (V, d)
         Word vectors.
-    extra : array of float32, shape (m, d)
-        Vectors of further tokens (hashed unknown words): id ``V + j`` is ``extra[j]``;
-        shape (0, d) when there are none.
     ids : array of int32, shape (n_tokens,)
-        Token stream: a vocabulary id (>= 0) or ``V + j``, else skipped (``UNKNOWN``,
-        ``LINE_END``).
+        Token stream: a vocabulary id (>= 0), else skipped (``UNKNOWN``, ``LINE_END``).
     starts, stops : arrays of int64, shape (n_lines,)
         Line ``i`` is ``ids[starts[i]:stops[i]]``.
     fill : float
@@ -69,17 +66,13 @@ def _mean_lines(W, extra, ids, starts, stops, fill, out, counts):
     counts : array of int64, shape (n_lines,)
         Output: the number of words averaged in each line.
     """
-    V, d = W.shape
-    for i in prange(starts.shape[0]):
+    d = W.shape[1]
+    for i in range(starts.shape[0]):
         acc = np.zeros(d, dtype=np.float64)
         n = 0
         for p in range(starts[i], stops[i]):
             w = ids[p]
-            if w >= V:
-                n += 1
-                for k in range(d):
-                    acc[k] += extra[w - V, k]
-            elif w >= 0:
+            if w >= 0:
                 n += 1
                 for k in range(d):
                     acc[k] += W[w, k]
@@ -90,10 +83,6 @@ def _mean_lines(W, extra, ids, starts, stops, fill, out, counts):
         else:
             for k in range(d):
                 out[i, k] = acc[k] / n
-
-
-mean_lines_serial = njit(cache=True, nogil=True)(_mean_lines)
-mean_lines_parallel = njit(parallel=True, nogil=True)(_mean_lines)
 
 
 def _average_lines(W, table, table_counts, ids, starts, stops, fill, out, counts):

@@ -33,9 +33,8 @@ MARKER_TEXT = "scbow-numba corpus cache entry\n"
 # every file an encoding writes into its entry
 ENTRY_FILES = frozenset({MARKER, "raw.i32", "tokens.npy", "offsets.npy", "sent_doc.npy", "doc_offsets.npy",
                          "vocab.txt", "meta.json"})
-# a key, or the temporary of one (scbow.files.new_temporary: its writer's pid), or the
-# temporary of an encoding by a version before pids were in the name (KEY.tmp-XXXXXXXX)
-_ENTRY_NAME = re.compile(r"[0-9a-f]{24}|\.[0-9a-f]{24}\.tmp-(\d+)-[0-9a-f]{8}|[0-9a-f]{24}\.tmp-[A-Za-z0-9_]{8}")
+# a key, or the temporary of one (scbow.files.new_temporary: its writer's pid)
+_ENTRY_NAME = re.compile(r"[0-9a-f]{24}|\.[0-9a-f]{24}\.tmp-(\d+)-[0-9a-f]{8}")
 
 
 def default_cache_dir() -> Path:
@@ -177,11 +176,6 @@ def cache_entries(root: os.PathLike | None = None, foreign: list | None = None) 
     return sorted(out, key=lambda e: e["modified"])
 
 
-def cache_size(root: os.PathLike | None = None) -> int:
-    """Bytes on disk of every cached corpus under ``root``."""
-    return sum(e["bytes"] for e in cache_entries(root))
-
-
 def clear_cache(root: os.PathLike | None = None) -> tuple[int, int]:
     """Remove every cache entry under ``root``: ``(entries removed, bytes freed)``.
 
@@ -189,8 +183,6 @@ def clear_cache(root: os.PathLike | None = None) -> tuple[int, int]:
     (a user's folder named as the cache by mistake), or is not a directory.
     """
     root = Path(root) if root is not None else default_cache_dir()
-    if os.path.lexists(root) and not root.is_dir():
-        raise CorpusError(f"{root}: not a directory")
     foreign: list[Path] = []
     entries = cache_entries(root, foreign)
     if foreign:

@@ -1,4 +1,4 @@
-"""Training checkpoints: the raw matrix and the run's position, written atomically.
+"""Training checkpoints: the raw matrices and the run's position, written atomically.
 
 The checkpoint of a run that trains into ``MODEL`` is the directory ``MODEL.checkpoint``
 beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.json``, so
@@ -8,15 +8,11 @@ beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.jso
   the sentence part's (common-component removal happens only once training ends, so a resumed
   run applies it to the same matrix an uninterrupted one would), and once the word part has
   begun ``word_in.npy`` and ``word_out.npy`` (``scbow.training.wordpart``);
-- ``state.json`` holds the :class:`~scbow.training.hooks.TrainState` (the phase, each phase's
-  counters and losses, the sentence part's epoch and position in its shuffled targets), each
-  matrix's digest, so that a state is resumed only with the matrices it was written with, the
-  configuration, the identity of the encoded corpus (its files, sizes, and digests of its
-  vocabulary and token stream), so that a resume on another corpus or with other
-  hyperparameters is refused with a clear error, and what ``--init-vectors`` the run started
-  from (its resolved path and the record the model keeps in ``config.json``; null without one),
-  so that a resume with other vectors is refused too. A checkpoint of another format (one
-  written before phases) is refused with one line.
+- ``state.json``: the :class:`~scbow.training.hooks.TrainState`, each matrix's digest, the
+  configuration, the identity of the encoded corpus and the ``--init-vectors`` record
+  (:meth:`CheckpointWriter.write`), so that a resume with other matrices, another corpus, other
+  hyperparameters or other vectors is refused with a clear error. A checkpoint of another
+  format is refused with one line.
 
 A checkpoint is written into a temporary sibling directory, flushed to disk and put in
 place whole (:func:`scbow.files.atomic_dir`), so the previous checkpoint stays valid until
@@ -88,21 +84,13 @@ def not_a_checkpoint(path: Path) -> str | None:
         return "is a link to nothing"
     if not path.is_dir():
         return "is a file, not a checkpoint of ours"
-    return None if (path / STATE_FILE).is_file() else only_checkpoint_files(path)
-
-
-def only_checkpoint_files(directory: Path) -> str | None:
-    """None when a new checkpoint may replace ``directory`` (nothing in it but a checkpoint's own
-    names), else why not."""
-    return foreign(directory, checkpoint_files())
+    return None if (path / STATE_FILE).is_file() else foreign(path, checkpoint_files())
 
 
 def checkpoint_dir(output: Path) -> Path:
     """Where the checkpoint of a run into ``output`` lives: ``OUTPUT.checkpoint`` beside the output as
-    it is written, its links resolved (``-o LINK`` and ``-o TARGET`` have one checkpoint). A checkpoint
-    at ``LINK.checkpoint``, written before links were resolved, with none beside the target, is still it."""
-    given = Path(output)
-    target = Path(resolved(given))
+    it is written, its links resolved (``-o LINK`` and ``-o TARGET`` have one checkpoint)."""
+    target = Path(resolved(Path(output)))
     return target.with_name(target.name + ".checkpoint")
 
 
@@ -189,21 +177,6 @@ def init_vectors_entry(record: dict | None) -> dict | None:
     return {"path": resolved(Path(record["source"])), "record": dict(record)}
 
 
-def _init_vectors_difference(meta: dict, record: dict | None) -> list[str]:
-    was = (meta.get("init_vectors") or {}).get("path")
-    now = (init_vectors_entry(record) or {}).get("path")
-    return [] if was == now else [f"--init-vectors was {was or 'not given'}, now {now or 'not given'}"]
-
-
-def _config_differences(saved: dict, config: TrainConfig) -> list[str]:
-    now = config.to_dict()
-    out = []
-    for key, value in now.items():
-        if key not in FREE_ON_RESUME and saved[key] != value:
-            out.append(f"--{key.replace('_', '-')} was {show_value(saved[key])}, now {show_value(value)}")
-    return out
-
-
 # ---------------------------------------------------------------------------------------
 # Writing and reading
 
@@ -232,7 +205,7 @@ class CheckpointWriter:
         if not all(np.isfinite(M).all() for M in matrices.values()):
             raise diverged(self.config.lr, f"the embeddings hold NaN or inf after {state.where()}")
         # a user's file put in the checkpoint stops its replacement (a warning), never goes with it
-        with atomic_dir(self.path, same_kind=only_checkpoint_files) as tmp:
+        with atomic_dir(self.path, same_kind=lambda d: foreign(d, checkpoint_files())) as tmp:
             for name, M in matrices.items():
                 if name != "sentence":
                     np.save(tmp / MATRIX_FILES[name], np.ascontiguousarray(M, dtype=np.float32))
@@ -309,7 +282,13 @@ def describe(meta: dict) -> str:
 def check_config(meta: dict, config: TrainConfig, path: Path, init_vectors: dict | None = None) -> None:
     """Refuse to resume with hyperparameters that change what is computed, or from other
     ``--init-vectors`` (``init_vectors``: this run's record, see :func:`init_vectors_entry`)."""
-    diffs = _config_differences(meta["config"], config) + _init_vectors_difference(meta, init_vectors)
+    saved = meta["config"]
+    diffs = [f"--{key.replace('_', '-')} was {show_value(saved[key])}, now {show_value(value)}"
+             for key, value in config.to_dict().items() if key not in FREE_ON_RESUME and saved[key] != value]
+    was = (meta.get("init_vectors") or {}).get("path")
+    now = (init_vectors_entry(init_vectors) or {}).get("path")
+    if was != now:
+        diffs.append(f"--init-vectors was {was or 'not given'}, now {now or 'not given'}")
     if diffs:
         raise CheckpointError(
             f"cannot resume from {path}: {'; '.join(diffs)}; run with the settings of the interrupted "

@@ -31,21 +31,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import CorpusError  # noqa: F401  (re-exported)
+from ..errors import CorpusError
 from ..outputs import kind_of, refuse_inside_ours
 from ..reading import read_json
-from ..text.reader import TEXT_SUFFIXES, check_text, expand, open_text, refuse_mostly_invalid  # noqa: F401  (TEXT_SUFFIXES re-exported)
+from ..text.reader import check_text, expand, open_text
 from ..text.tokenize import TOKENIZER_VERSION, tokenize_lines
 from ..text.vocab import Vocab
-from .cache import (  # noqa: F401  (re-exported)
-    CACHE_FORMAT,
-    cache_entries,
-    cache_key,
-    cache_size,
-    default_cache_dir,
-    new_entry,
-    remove_entry,
-)
+from .cache import CACHE_FORMAT, cache_key, default_cache_dir, new_entry, remove_entry
 
 _READ_HINT = 1 << 23  # characters per block handed to the tokenizer
 _MAX_CHUNKS = 1 << 20  # distinct chunks remembered (~100 MB) before the memo starts afresh

@@ -60,6 +60,16 @@ def _finite(x):
     return None if x is None or not math.isfinite(x) else round(float(x), 6)
 
 
+def _record(score: STSScore, counts: bool = True) -> dict:
+    """A point's record of one score: its correlations, and with ``counts`` the pairs scored."""
+    out = {"pearson": _finite(score.pearson), "spearman": _finite(score.spearman)}
+    return {**out, "scored": score.scored, "pairs": score.pairs} if counts else out
+
+
+def _summary(scores) -> dict:
+    return {k: (_finite(v) if isinstance(v, float) else v) for k, v in summarize(scores).items()}
+
+
 class CurveHook(Hook):
     """Scores STS sets during training; ``curve()`` is the record saved as ``curve.json``.
 
@@ -162,15 +172,12 @@ class CurveHook(Hook):
             "eval_seconds": None,
             "loss": _finite(float(np.mean(ps.losses[self._n_losses:]))) if len(ps.losses) > self._n_losses else None,
             "sample": None if post is None else min(sample, post.sample),
-            "dev": {"pearson": _finite(dev.pearson), "spearman": _finite(dev.spearman),
-                    "scored": dev.scored, "pairs": dev.pairs},
-            "dev_raw": {"pearson": _finite(dev_raw.pearson), "spearman": _finite(dev_raw.spearman)},
+            "dev": _record(dev),
+            "dev_raw": _record(dev_raw, counts=False),
         }
         if self.tests:
             scored = [self._score(s, averagers) for s in self.tests]
-            for key, which in (("test", 0), ("test_raw", 1)):
-                summary = summarize([pair[which] for pair in scored])
-                point[key] = {k: (_finite(v) if isinstance(v, float) else v) for k, v in summary.items()}
+            point["test"], point["test_raw"] = (_summary([pair[which] for pair in scored]) for which in (0, 1))
             point["test"]["pearson"] = {pair[0].name: _finite(pair[0].pearson) for pair in scored}
         self._n_losses = len(ps.losses)
         self.next_at = (state.done // self.every + 1) * self.every
@@ -236,15 +243,10 @@ class CurveHook(Hook):
         score, _ = self._score(self.dev, self._averagers(W, None))
         last = dict(self.points[-1]) if self.points else {}
         point = {**last, "word_part": True, "loss": None, "sample": None,
-                 "dev": {"pearson": _finite(score.pearson), "spearman": _finite(score.spearman),
-                         "scored": score.scored, "pairs": score.pairs},
-                 "dev_raw": {"pearson": _finite(score.pearson), "spearman": _finite(score.spearman)}}
+                 "dev": _record(score), "dev_raw": _record(score, counts=False)}
         if self.tests:
             scored = [self._score(x, self._averagers(W, None))[0] for x in self.tests]
-            summary = summarize(scored)
-            point["test"] = {k: (_finite(v) if isinstance(v, float) else v) for k, v in summary.items()}
-            point["test"]["pearson"] = {x.name: _finite(x.pearson) for x in scored}
-            point["test_raw"] = point["test"]
+            point["test"] = point["test_raw"] = {**_summary(scored), "pearson": {x.name: _finite(x.pearson) for x in scored}}
         point["eval_seconds"] = round(time.perf_counter() - t, 4)
         self.eval_seconds += point["eval_seconds"]
         self.points.append(point)
@@ -260,7 +262,7 @@ class CurveHook(Hook):
         training["evaluations"] = len(self.points)
 
 
-def curve_hook(every, dev=None, sets=(), with_tests: bool = False, config=None) -> CurveHook:
+def curve_hook(every, dev, sets, with_tests: bool, config) -> CurveHook:
     """``train --eval-every``'s hook, every setting checked before training starts.
 
     ``every``: examples between points (an int, or a count such as ``"500k"``); ``dev``:
@@ -269,13 +271,11 @@ def curve_hook(every, dev=None, sets=(), with_tests: bool = False, config=None) 
     """
     from pathlib import Path
 
-    from ..config import TrainConfig
     from ..errors import ConfigError
     from ..text.units import parse_count
     from ..use.data import default_sts_dev, default_sts_paths, sts_files
     from ..use.evaluate import read_sts
 
-    config = config or TrainConfig()
     if isinstance(every, str):
         try:
             every = parse_count(every)

@@ -113,21 +113,17 @@ class TrainState:
 
 
 class Matrices:
-    """A run's matrices by name, as hooks read them: ``matrices["sentence"]``; ``names()`` lists those
-    of the phases begun. The CPU's are the live arrays; the GPU's copies (ask only when needed)."""
+    """A run's matrices by name, as hooks read them: ``matrices["sentence"]``, of the phases begun. The
+    CPU's are the live arrays; the GPU's copies (ask only when needed)."""
 
     def __init__(self, phases: list):
         self.phases = phases  # the phases begun, in order
 
-    def names(self) -> list[str]:
-        return [name for phase in self.phases for name in phase.matrices()]
-
     def __getitem__(self, name: str):
-        for phase in reversed(self.phases):
-            found = phase.matrices().get(name)
-            if found is not None:
-                return found
-        raise KeyError(f"no matrix {name!r} in this run (it has {', '.join(self.names()) or 'none yet'})")
+        found = self.all()
+        if name not in found:
+            raise KeyError(f"no matrix {name!r} in this run (it has {', '.join(found) or 'none yet'})")
+        return found[name]
 
     def all(self) -> dict:
         """Every matrix by name (what a checkpoint saves)."""

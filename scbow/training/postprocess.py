@@ -59,12 +59,12 @@ class SentenceSample:
 
     def blocks(self, W: np.ndarray):
         """Yield the float32 averages of the rows of ``W`` over each block's sentences (n x d)."""
-        from ..kernels.embed import mean_lines_serial
+        from ..kernels.embed import mean_lines
 
         W = np.ascontiguousarray(W, dtype=np.float32)
         for starts, stops in self.spans():
             S = np.empty((len(starts), W.shape[1]), dtype=np.float32)
-            mean_lines_serial(W, W[:0], self.tokens, starts, stops, 0.0, S, np.empty(len(starts), dtype=np.int64))
+            mean_lines(W, self.tokens, starts, stops, 0.0, S, np.empty(len(starts), dtype=np.int64))
             yield S
 
     def averages(self, W: np.ndarray) -> np.ndarray:

@@ -30,24 +30,28 @@ from ..text.vocab import Vocab
 from ..vectors.model import Model
 
 
-def pretrained_init(vocab: Vocab, source: Model, config, name: str = "the pretrained vectors",
-                    rescale: bool = True) -> tuple[np.ndarray, dict]:
+def sentence_rows(source: Model, config, name: str) -> np.ndarray:
+    """The rows of ``source`` a run starts its sentence part from (a model of ours with a word part
+    gives its sentence part's columns); ModelError unless they have ``config.dim`` columns."""
+    lo, hi = source.parts["sentence"]
+    if hi - lo != config.dim:
+        what = " in their sentence part" if (lo, hi) != (0, source.dim) else ""
+        raise ModelError(f"{name} has {hi - lo}-dimensional vectors{what} but --dim is {config.dim}; they must "
+                         f"match (pass --dim {hi - lo})")
+    return source.vectors if (lo, hi) == (0, source.dim) else source.vectors[:, lo:hi]
+
+
+def pretrained_init(vocab: Vocab, source: Model, config, name: str = "the pretrained vectors") -> tuple[np.ndarray, dict]:
     """The starting matrix of a run over ``vocab`` (float32, (len(vocab), config.dim)).
 
-    Rows of words found in ``source`` (exact match) are the source vectors (a model of ours with a
-    word part gives its sentence part's columns), multiplied by
-    ``config.init_std / rms`` when ``rescale`` (``rms``: root mean square of the values of
+    Rows of words found in ``source`` (exact match) are its :func:`sentence_rows`, multiplied by
+    ``config.init_std / rms`` (``rms``: root mean square of the values of
     those rows); the rest are ``scbow.training.start.init_vectors``'s random rows. Returns the
     matrix and a JSON-ready summary (``rows_initialised``, ``rows``, ``source``, ``scale``).
     """
     from .start import init_vectors
 
-    lo, hi = source.parts["sentence"]  # a model of ours with a word part starts the sentence part from its own
-    rows = source.vectors if (lo, hi) == (0, source.dim) else source.vectors[:, lo:hi]
-    if hi - lo != config.dim:
-        raise ModelError(f"{name} have {hi - lo} dimensions"
-                         + (" in their sentence part" if (lo, hi) != (0, source.dim) else "")
-                         + f" but --dim is {config.dim}; they must match (pass --dim {hi - lo})")
+    rows = sentence_rows(source, config, name)
     W = init_vectors(len(vocab), config)
     ours, theirs = shared_rows(vocab, source.vocab)
     if len(ours) == 0:
@@ -59,7 +63,7 @@ def pretrained_init(vocab: Vocab, source: Model, config, name: str = "the pretra
     rms = float(np.sqrt(np.mean(P * P)))
     if rms == 0:
         raise ModelError(f"the vectors of the shared words in {name} are all zero")
-    scale = config.init_std / rms if rescale else 1.0
+    scale = config.init_std / rms
     W[ours] = (P * scale).astype(np.float32)
     info = {"source": name, "rows_initialised": int(len(ours)), "rows": len(vocab),
             "scale": scale, "source_rms": rms}
@@ -107,8 +111,10 @@ def _design(rows, intercept: bool) -> np.ndarray:
     return np.hstack([X, np.ones((len(X), 1))]) if intercept else X
 
 
+HOLDOUT = 0.1  # the share of the shared words the map is measured on, held out of its fit
+
+
 def expand_vocabulary(model: Model, source: Model, max_words: int = 0, intercept: bool = False,
-                      holdout: float = 0.1, seed: int = 0,
                       source_name: str = "the source vectors") -> tuple[Model, dict]:
     """``model`` with mapped vectors added for the words of ``source`` it lacks.
 
@@ -119,8 +125,6 @@ def expand_vocabulary(model: Model, source: Model, max_words: int = 0, intercept
     ``shared``, ``added``, ``skipped_not_token``, ``skipped_max_words``, ``r2``,
     ``heldout_cosine`` (with ``heldout_words``), ``vocab_before``, ``vocab_after``.
     """
-    if not 0 <= holdout < 1:
-        raise ValueError(f"holdout must be in [0, 1), got {holdout}")
     ours, theirs = shared_rows(model.vocab, source.vocab)
     p = source.dim + intercept
     if len(ours) < p:
@@ -133,10 +137,10 @@ def expand_vocabulary(model: Model, source: Model, max_words: int = 0, intercept
         raise ModelError("the vectors of the shared words hold NaN or infinite values")
 
     # quality to expect of new words: fit without a held-out tenth, score on it
-    n_hold = int(len(ours) * holdout)
+    n_hold = int(len(ours) * HOLDOUT)
     heldout_cos = None
     if n_hold > 0 and len(ours) - n_hold >= p:
-        perm = np.random.default_rng(seed).permutation(len(ours))
+        perm = np.random.default_rng(0).permutation(len(ours))
         hold, fit = perm[:n_hold], perm[n_hold:]
         M_fit, _ = fit_linear_map(X[fit], Y[fit])
         heldout_cos = _mean_cosine(X[hold] @ M_fit, Y[hold])
@@ -206,11 +210,7 @@ def pretrained_start(path, config, note=None):
     from ..vectors.formats import load_model
 
     source = load_model(path)
-    lo, hi = source.parts["sentence"]  # a model of ours with a word part starts the sentence part from its own
-    if hi - lo != config.dim:
-        what = " in their sentence part" if (lo, hi) != (0, source.dim) else ""
-        raise ModelError(f"--init-vectors {path} has {hi - lo}-dimensional vectors{what} but --dim is "
-                         f"{config.dim}; they must match (pass --dim {hi - lo})")
+    sentence_rows(source, config, f"--init-vectors {path}")
     info: dict = {"source": str(path)}  # what a checkpoint compares on resume; the rest once init runs
 
     def init(vocab):

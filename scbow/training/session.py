@@ -107,10 +107,8 @@ class OutputLock:
 
         try:
             st = os.lstat(self.path)
-        except FileNotFoundError:
-            return
         except OSError:
-            return  # the open below reports it
+            return  # nothing there, or the open below reports it
         # a lock of ours is a small regular file with one name (a hard link is a user's file too)
         ours = not link and stat.S_ISREG(st.st_mode) and st.st_size <= 32 and st.st_nlink == 1
         if ours:
@@ -285,17 +283,6 @@ def learned_nothing(result, warn) -> None:
          f"on more text{slow} (the defaults were measured on 10M to 100M tokens, where more --epochs score lower)")
 
 
-def remove_stale_temporaries(path: Path) -> None:
-    """Delete temporary siblings of ``path`` left by a process killed while saving.
-
-    Called only while holding the output's lock (scbow.files: only our names, whose writer is dead).
-    """
-    from ..files import remove_leftovers
-
-    if path.resolve().parent.is_dir():
-        remove_leftovers(path)
-
-
 def preflight(config, checkpoint_every=None):
     """The checks a run makes before any work, so that a bad setting fails at once, not after
     the corpus is read: a GPU for ``--device cuda``, the thread count, the checkpoint
@@ -342,15 +329,12 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     did, for :func:`summary_lines`).
 
     Every output and input path is checked first (nothing is overwritten that is not ours), and a failed
-    run leaves nothing behind, not even the directories made for its output. ``checkpoint_every``: None,
-    a number of examples, or a duration string (``"10m"``), see :func:`scbow.training.checkpoint.parse_every`.
-    ``resume``: continue from the checkpoint of an interrupted run into the same output. ``init_vectors``:
-    the path of pretrained vectors to start from (``scbow.training.pretrained``); the model keeps their
-    record, a checkpoint records it, and a resume refuses other vectors. ``eval_every`` (with ``eval_dev``,
-    ``eval_sets``, ``eval_test``): the learning curve (``scbow.training.curve.curve_hook``). ``hooks`` go to
-    :func:`scbow.training.trainer.train`. ``warn`` receives warning and note lines (default: stderr).
-    Raises :class:`~scbow.errors.Interrupted` on SIGINT/SIGTERM and the errors of :mod:`scbow.errors` on
-    bad input.
+    run leaves nothing behind, not even the directories made for its output. ``checkpoint_every``: see
+    :func:`scbow.training.checkpoint.parse_every`; ``init_vectors``: ``scbow.training.pretrained``;
+    ``eval_every`` (with ``eval_dev``, ``eval_sets``, ``eval_test``): ``scbow.training.curve.curve_hook``;
+    ``hooks`` go to :func:`scbow.training.trainer.train`; ``warn`` receives warning and note lines (default:
+    stderr). Raises :class:`~scbow.errors.Interrupted` on SIGINT/SIGTERM and the errors of
+    :mod:`scbow.errors` on bad input.
     """
     from ..config import TrainConfig
     from ..outputs import refuse_overwrite
@@ -393,6 +377,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
 def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cache, init_vectors, hooks, curve, warn):
     """The run of :func:`train_session` once its paths are checked: the lock, signals, the checkpoint
     (refused, or resumed from), the corpus, the training, the save."""
+    from ..files import remove_leftovers
     from ..reading import read_json
     from ..vectors.modeldir import CURVE_FILE, save_model
     from .checkpoint import CheckpointWriter, check_config, checkpoint_dir, describe, not_a_checkpoint, read_meta, restore
@@ -402,13 +387,15 @@ def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cac
 
     init, record = pretrained_start(init_vectors, config, note=None if quiet else warn)
     record = record or None
-    ckpt = checkpoint_dir(Path(os.path.abspath(output)))
+    where = Path(os.path.abspath(output))
+    ckpt = checkpoint_dir(where)
     writer = None
     guard = SignalGuard()
     try:
-        with OutputLock(Path(os.path.abspath(output))), guard:
-            remove_stale_temporaries(Path(os.path.abspath(output)))
-            remove_stale_temporaries(ckpt)
+        with OutputLock(where), guard:
+            # the temporaries a process killed while saving left (only ours, whose writer is dead)
+            remove_leftovers(where)
+            remove_leftovers(ckpt)
             replacing = (output / "vectors.npy").is_file()
             meta = None
             what = not_a_checkpoint(ckpt)

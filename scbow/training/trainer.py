@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import kernels
 from ..config import TrainConfig, example_size
 from ..errors import TrainingError, diverged
 from ..progress import Progress, RunETA, note, plural
@@ -79,13 +80,6 @@ def epoch_orders(targets: np.ndarray, seed: int, first: int = 0):
         rng.permutation(len(targets))
     while True:
         yield targets[rng.permutation(len(targets))]
-
-
-def resolve_cpu_threads(config: TrainConfig) -> int:
-    """The CPU threads of a run: ``config.threads``, all cores for 0."""
-    from ..kernels import resolve_threads
-
-    return resolve_threads(config.threads)
 
 
 class SentencePhase:
@@ -223,13 +217,10 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
           warn=None) -> TrainResult:
     """Train Siamese CBOW embeddings on an encoded corpus.
 
-    ``hooks`` are :class:`~scbow.training.hooks.Hook` objects. ``init`` is a starting matrix (float32, one row
-    per vocabulary word) instead of the random one, used as it is, or a callable
-    ``init(vocab)`` that returns one once the corpus's vocabulary is known
-    (``scbow.training.pretrained.pretrained_init``), which is multiplied by the frequency weights
-    as the random start is. ``start`` resumes a run from a :class:`TrainState`, with ``matrices`` its
-    matrices by name (a checkpoint's: ``"sentence"``, and ``"word_in"``, ``"word_out"`` once the word
-    part has begun).
+    ``hooks`` are :class:`~scbow.training.hooks.Hook` objects. ``init``: the start instead of the random
+    one (a matrix, or a callable ``init(vocab)``: :func:`scbow.training.start.prepare`). ``start`` resumes a
+    run from a :class:`TrainState`, with ``matrices`` its matrices by name (a checkpoint's: ``"sentence"``,
+    and ``"word_in"``, ``"word_out"`` once the word part has begun).
 
     With ``config.word_passes`` > 0 the word part (``scbow.training.wordpart``) is trained after
     the sentence part, and the model's rows are both parts side by side.
@@ -243,7 +234,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
         raise TypeError("trainer.train takes an encoded Corpus (scbow.training.corpus.read_corpus); scbow.train takes paths")
     saved = matrices or {}
     # the CPU threads, resolved once: the sentence part's and the word part's on the CPU
-    cpu_threads = resolve_cpu_threads(config) if config.device == "cpu" else None
+    cpu_threads = kernels.resolve_threads(config.threads) if config.device == "cpu" else None
     threads = cpu_threads if config.device == "cpu" else max(config.threads, 1)
 
     # prepare

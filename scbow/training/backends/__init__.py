@@ -18,8 +18,6 @@ from typing import Protocol
 
 import numpy as np
 
-from ...errors import TrainingError
-
 
 class Backend(Protocol):
     """What the trainer asks of a backend."""
@@ -46,15 +44,10 @@ def make_backend(W: np.ndarray, corpus, config, threads: int, total: int, rate: 
 
     ``say(line)``, if given, is told when the CPU kernels are about to be compiled (a first run).
     """
-    if config.device == "cpu":
-        from .cpu import CpuBackend
-
-        return CpuBackend(W, corpus, config, threads, total, rate, say=say)
     if config.device == "cuda":
-        try:
-            from .cuda import CudaBackend  # raises TrainingError when no GPU or numba-cuda
-        except ImportError as exc:
-            raise TrainingError(f"--device cuda could not load the CUDA backend ({exc}); "
-                                "install it with: pip install 'scbow-numba[cuda]'") from None
+        from .cuda import CudaBackend  # imports no numba: the backend itself says what is missing
+
         return CudaBackend(W, corpus, config, total, rate)
-    raise TrainingError(f"unknown device {config.device!r}")
+    from .cpu import CpuBackend
+
+    return CpuBackend(W, corpus, config, threads, total, rate, say=say)

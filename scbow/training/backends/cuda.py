@@ -64,17 +64,6 @@ def launch_size(n_sentences: int, full: int) -> int:
     and learned nothing. A corpus of 34K sentences or more still fills every multiprocessor of an
     H200 (2,112 blocks at once), and from 2.1M sentences (gutenberg-100M and up) a launch is the
     whole batch, as before: on 10M tiled 10 times launches of 32K to 512K examples scored the same.
-
-    Parameters
-    ----------
-    n_sentences : int
-        Sentences of the corpus.
-    full : int
-        The most a launch runs: the backend's batch.
-
-    Returns
-    -------
-    int
     """
     return max(1, min(int(full), int(n_sentences) // LAUNCHES_PER_EPOCH))
 
@@ -227,6 +216,16 @@ def default_threads(dim: int, simulator: bool) -> int:
     return max(32, min(want, 128))
 
 
+def device_room(simulator: bool, threads: int) -> tuple[float, int]:
+    """``(free device bytes, blocks per launch)``: a few resident blocks of ``threads`` per
+    multiprocessor; the simulator runs blocks one by one, in unbounded memory."""
+    if not simulator:  # pragma: no cover - needs a GPU
+        cuda = _import_cuda()
+        sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+        return cuda.current_context().get_memory_info()[0], sms * max(1, 2048 // threads)
+    return float("inf"), 2
+
+
 def launch(kernel, grid: int, threads: int, args: tuple, stats_d, simulator: bool) -> np.ndarray:
     """Run ``kernel[grid, threads](*args)`` and bring back the first ``grid`` rows of its ``stats_d``;
     a failure of CUDA itself is one TrainingError line."""
@@ -279,11 +278,7 @@ class CudaBackend:
         self.launch = launch_size(len(corpus.offsets) - 1, LAUNCH_BATCH)
         self.batch = LAUNCH_BATCH if self.launch >= LAUNCH_BATCH else None
 
-        if self.simulator:
-            free, sms = float("inf"), 2
-        else:  # pragma: no cover - needs a GPU
-            free = cuda.current_context().get_memory_info()[0]
-            sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+        free, blocks = device_room(self.simulator, self.threads)
         w_bytes = W.nbytes
         if w_bytes + RESERVE_BYTES > free:
             raise TrainingError(
@@ -295,9 +290,7 @@ class CudaBackend:
         self.corpus = corpus
         self.chunks = plan_chunks(np.asarray(corpus.offsets), np.asarray(corpus.doc_offsets), budget)
         self.chunk_starts = np.array([lo for lo, _ in self.chunks], dtype=np.int64)
-
-        # a few resident blocks per multiprocessor; the simulator runs blocks one by one
-        self.grid = grid or (sms * max(1, 2048 // self.threads) if not self.simulator else 2)
+        self.grid = grid or blocks
         self.W_d = cuda.to_device(np.ascontiguousarray(W, dtype=np.float32))
         self.rate_d = cuda.to_device(np.ones(V, dtype=np.float32) if rate is None
                                      else np.ascontiguousarray(rate, dtype=np.float32))
@@ -409,16 +402,12 @@ class CudaWordPart(WordPart):
         self.kernel = KC.build_word_part(config.word_dim, self.threads_per_block, window, n_neg)
         self.launch = launch_size(self.n, WORD_BATCH)
         host = (self.Wi, self.Wo, self.tokens, np.asarray(self.offsets, dtype=np.int64), self.keep, self.table)
-        if self.simulator:
-            free, sms = float("inf"), 2
-        else:  # pragma: no cover - needs a GPU
-            free = cuda.current_context().get_memory_info()[0]
-            sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+        free, blocks = device_room(self.simulator, self.threads_per_block)
         need = sum(a.nbytes for a in host)
         if need + RESERVE_BYTES > free:
             raise TrainingError(f"the word part's rows and the corpus ({need / 2**30:.2f} GiB) do not fit in the GPU's "
                                 f"free memory ({free / 2**30:.2f} GiB); try a smaller --word-dim, or --device cpu")
-        self.grid = grid or (sms * max(1, 2048 // self.threads_per_block) if not self.simulator else 2)
+        self.grid = grid or blocks
         self.Wi_d, self.Wo_d, *self.arrays_d = (cuda.to_device(np.ascontiguousarray(a)) for a in host)
         self.stats_d = cuda.device_array((self.grid, 2), dtype=np.float64)
         self.on_host = True  # the host rows are the device's
