@@ -88,7 +88,7 @@ def need_tokenizers():
     return pytest.importorskip("tokenizers", reason="tokenizers (installed with model2vec, the test extra) is absent")
 
 
-def hub_tokenizer(words, version="3"):
+def hub_tokenizer(words, version="4"):
     from scbow.vectors.hubtokenizer import tokenizer_json
 
     return need_tokenizers().Tokenizer.from_str(json.dumps(tokenizer_json(list(words), version)))

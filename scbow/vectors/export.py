@@ -332,7 +332,9 @@ def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str
     rule = {"1": "lowercase, then words and single punctuation marks",
             "2": "NFKC, typographic quotes as ASCII, lowercase, then words and single punctuation marks",
             "3": "NFKC, typographic quotes as ASCII, lowercase, then words (with their combining marks) and single "
-                 "punctuation marks"}
+                 "punctuation marks",
+            "4": "NFKC, typographic quotes as ASCII, lowercase, then each Han ideograph, each kana and each Thai "
+                 "cluster, words (with their combining marks) and single punctuation marks"}
     lines.append(f"- Tokenizer: scbow-numba tokenizer version {model.tokenizer_version} "
                  f"({rule[model.tokenizer_version]}), reproduced by `tokenizer.json`")
     curve = info.get("curve")
