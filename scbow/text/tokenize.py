@@ -145,6 +145,8 @@ def tokenize(text: str) -> list[str]:
     """Split ``text`` into lowercase tokens (units of the scripts without spaces, words and
     punctuation marks)."""
     text = fold(text).lower()
+    if text.isascii():  # known at once (CPython records it): most English text pays nothing more
+        return _patterns()[0].findall(text)
     v4 = _patterns_v4()
     return (v4[0] if v4[2].search(text) else _patterns()[0]).findall(text)
 
@@ -152,6 +154,8 @@ def tokenize(text: str) -> list[str]:
 def tokenize_lines(text: str) -> list[str]:
     """Tokenize a block of lines, keeping each ``\\n`` as a token of its own."""
     text = fold(text).lower()
+    if text.isascii():
+        return _patterns()[1].findall(text)
     v4 = _patterns_v4()
     return (v4[1] if v4[2].search(text) else _patterns()[1]).findall(text)
 
