@@ -396,6 +396,7 @@ def markdown(report: dict) -> str:
            f"{c['documents']:,} works, {c['sentences']:,} sentences, {c['characters']:,} characters, "
            f"in {c['seconds']} s.", ""]
     if report.get("rules"):
+        best = max(report["rules"], key=lambda r: r["scbow"]["pearson"])
         out += [f"## Tokenizer rules (each trains the defaults on the first {report['rule_lines']:,} sentences)", "",
                 md_table(["rule", "what", "words", "tokens", "defaults", "SIF-weighted overlap (SIF)",
                           "weighted overlap (`evaluate --control overlap`)", "train s", "analyser s"],
@@ -403,7 +404,10 @@ def markdown(report: dict) -> str:
                            _s(r["scbow"]),
                            _s(r["overlap_sif"]), _s(r["overlap_weighted"]), r["train_seconds"],
                            r["segment_seconds"] or ""]
-                          for r in sorted(report["rules"], key=lambda r: -r["scbow"]["pearson"])]), ""]
+                          for r in sorted(report["rules"], key=lambda r: -r["scbow"]["pearson"])]), "",
+                f"Choice: the defaults' highest dev Pearson, **{best['rule']}**, tokenizer version 4's rule. The "
+                "morphological analysers score below it, so none is offered as an extra (a `tokenizer.json` could not "
+                "carry one either). `analyser s`: segmenting the slice with the analyser.", ""]
     s = report.get("systems")
     if s:
         where = "the whole corpus" if report["lines"] is None else f"its first {report['lines']:,} sentences"
@@ -413,6 +417,10 @@ def markdown(report: dict) -> str:
                              [[n, _s(v["dev"]) + (f" ({v['variant']})" if "variant" in v else " (its own)"),
                                _s(v.get("best_dev")) + (f" ({v['best_variant']})" if "best_variant" in v else ""),
                                v.get("train_seconds") or "untrained"] for n, v in s["systems"].items()]), ""]
+        out += [f"Training s: the training alone, on a machine shared with other work (see the load below); the "
+                f"corpus's encoding took {s['systems']['scbow']['encode_seconds']} s more, and the peers train on its "
+                "tokens written out. The peers get SIF, and the best on dev of the plain average, SIF and this "
+                "project's post-processing (`benchmarks.peers`); the defaults are scored as the model embeds.", ""]
         d, o = s["systems"]["scbow"]["dev"]["pearson"], s["systems"]["overlap"]["dev"]["pearson"]
         trained = {n: v["best_dev"]["pearson"] for n, v in s["systems"].items() if n not in ("scbow", "overlap")}
         out += [f"Goal: the defaults at least 0.03 above SIF-weighted overlap: {d - o:+.4f} "
