@@ -337,7 +337,7 @@ def test_model_card(folders, trained):
         head = yaml.safe_load(re.match(r"---\n(.*?)\n---\n", text, re.S).group(1))
         assert head["library_name"] == library and head["language"] == ["en"]
         assert library in head["tags"] and "static-embeddings" in head["tags"]
-        assert "gutenberg-20000.txt" in text and "tokenizer version 3" in text
+        assert "gutenberg-20000.txt" in text and "tokenizer version 4" in text
 
 
 def test_model_card_scores_from_the_curve():
