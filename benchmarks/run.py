@@ -23,6 +23,8 @@ SUITES = {  # name: (module of benchmarks/, one line for --help)
                        "preprocessing, reload, STS inference, memory"),
     "ab": ("ab", "kernel examples/s of this checkout against another (--base), alternating fresh processes"),
     "quality": ("quality", "every system on gutenberg-100M: 19 SemEval STS sets, STS-B dev, word similarity"),
+    "quality_ja": ("quality_ja", "Japanese on the Aozora corpus, JSTS dev: the tokenizer rules, the defaults against "
+                                 "SIF-weighted overlap, skip-gram and fastText, neighbours, tokenizing speed"),
     "word_part": ("word_part", "the word part's passes, width and mix on the STS-B dev set (the defaults' choice)"),
     "unknown_pieces": ("unknown_pieces", "unknown words as pieces against hashed words on the STS-B dev set (the rule's "
                                          "choice)"),

@@ -57,9 +57,9 @@ def test_tokenizer_versions_keep_their_rules():
     v2, v2_lines = tokenizer("2")
     assert v2("Don\u2019t Cafe\u0301") == ["don't", "caf\u00e9"]
     assert v2_lines("Q\u0304uit \u0939\u093f\n") == ["q", "\u0304", "uit", "\u0939", "\u093f", "\n"]  # marks cut words
-    assert tokenizer(None)[0] is tokenize and tokenizer("3")[1] is tokenize_lines
+    assert tokenizer(None)[0] is tokenize and tokenizer("4")[1] is tokenize_lines
     with pytest.raises(ValueError, match="upgrade"):
-        tokenizer("4")
+        tokenizer("5")
     assert scbow.tokenize is tokenize
     assert tokenize_lines("A b.\n\nC!\n") == ["a", "b", ".", "\n", "\n", "c", "!", "\n"]
     assert tokenize("A b.\nC!") == ["a", "b", ".", "c", "!"]
@@ -81,7 +81,7 @@ def test_a_model_keeps_the_tokenizer_it_was_trained_with(tmp_path):
     assert "Cafe\u0301" in new.wv and new.wv.get_index("CAFE\u0301") == 2 and "Cafe\u0301" not in old.wv
     # a model with corpus statistics from before the record is version 1; vectors from elsewhere, the current one
     assert Model(Vocab(words, [9] * 3), vectors, {}, {"corpus": {}}).tokenizer_version == "1"
-    assert Model(Vocab(words, [9] * 3), vectors).tokenizer_version == "3"
+    assert Model(Vocab(words, [9] * 3), vectors).tokenizer_version == "4"
     new.save(tmp_path / "m")
     assert load_model(tmp_path / "m").tokenizer_version == "2"
     meta = json.loads((tmp_path / "m" / "config.json").read_text())
@@ -102,11 +102,11 @@ def test_the_marks_a_word_keeps_are_every_combining_mark():
 
 
 def test_the_tokenizer_is_its_rule_as_written():
-    """tokenize writes WORD(?:['’]WORD)* with WORD = \\w[\\w MARKS]* in a faster form: the same tokens,
+    """Version 3 writes WORD(?:['’]WORD)* with WORD = \\w[\\w MARKS]* in a faster form: the same tokens,
     every mark and the characters around the ASCII range in every place a word can hold them."""
     import unicodedata
 
-    from scbow.text.tokenize import fold, mark_ranges
+    from scbow.text.tokenize import fold, mark_ranges, tokenizer
 
     marks = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in mark_ranges())
     word = rf"\w[\w{marks}]*"
@@ -114,7 +114,7 @@ def test_the_tokenizer_is_its_rule_as_written():
     odd = [chr(c) for c in range(0x20, 0x3000) if unicodedata.category(chr(c)) != "Cs"]
     odd += [chr(c) for a, b in mark_ranges() for c in range(a, b + 1)]
     text = " ".join(f"a{c}b {c}x x{c}{c}'y{c} q'{c} q{c}' 1{c}_" for c in odd)
-    assert tokenize(text) == rule.findall(fold(text).lower())
+    assert tokenizer("3")[0](text) == rule.findall(fold(text).lower())
 
 
 HINDI = "\u0939\u093f\u0928\u094d\u0926\u0940"  # six characters, three of them marks
@@ -129,7 +129,7 @@ def test_a_word_keeps_its_marks_from_version_3_on(tmp_path, runner):
     (tmp_path / "a.txt").write_text(f"{HINDI} \u092d\u093e\u0937\u093e.\n\u0130stanbul {HINDI}.\n", encoding="utf-8")
     c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
     assert HINDI in c.vocab and "i\u0307stanbul" in c.vocab and "\u093f" not in c.vocab
-    assert c.stats["tokenizer_version"] == "3"
+    assert c.stats["tokenizer_version"] == "4"
     key = corpus_mod.cache_key([tmp_path / "a.txt"], 1, 0)  # a corpus cached under version 2 is encoded again
     assert Path(c.cache_path).name == key != corpus_mod.cache_key([tmp_path / "a.txt"], 1, 0, "2")
 

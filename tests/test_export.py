@@ -88,7 +88,7 @@ def need_tokenizers():
     return pytest.importorskip("tokenizers", reason="tokenizers (installed with model2vec, the test extra) is absent")
 
 
-def hub_tokenizer(words, version="3"):
+def hub_tokenizer(words, version="4"):
     from scbow.vectors.hubtokenizer import tokenizer_json
 
     return need_tokenizers().Tokenizer.from_str(json.dumps(tokenizer_json(list(words), version)))
@@ -337,7 +337,7 @@ def test_model_card(folders, trained):
         head = yaml.safe_load(re.match(r"---\n(.*?)\n---\n", text, re.S).group(1))
         assert head["library_name"] == library and head["language"] == ["en"]
         assert library in head["tags"] and "static-embeddings" in head["tags"]
-        assert "gutenberg-20000.txt" in text and "tokenizer version 3" in text
+        assert "gutenberg-20000.txt" in text and "tokenizer version 4" in text
 
 
 def test_model_card_scores_from_the_curve():

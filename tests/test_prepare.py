@@ -440,3 +440,51 @@ def test_the_summary_and_warnings_prepare_prints(tmp_path):
         "warning: skipped 3 JSON Lines lines that hold no record with text in 'body' (a.jsonl: line 2: not JSON; "
         "a.jsonl: line 5: no 'text', ...); --strict stops at the first instead"]
     assert PrepareStats(files=1, sentences=1, words=2).warnings() == []
+
+
+# ---------------------------------------------------------------- Japanese and Chinese
+
+
+@pytest.mark.parametrize("line, sentences", [
+    ("客はもうとうに散ってしまった。時計が零時半を打った！本当？！はい",
+     ["客はもうとうに散ってしまった。", "時計が零時半を打った！", "本当？！", "はい"]),
+    ("「行くの？」と聞いた。「うん。そうだ。」", ["「行くの？」と聞いた。", "「うん。そうだ。」"]),
+    ("『それは「嘘だ。」』と彼は言った。では。", ["『それは「嘘だ。」』と彼は言った。", "では。"]),
+    ("他说：“你好。我很好。”然后走了。明天见！", ["他说：“你好。我很好。”然后走了。", "明天见！"]),
+    ("彼は「あれは。と言った。そうか。", ["彼は「あれは。", "と言った。", "そうか。"]),  # a quote left open
+])
+def test_cjk_sentences(line, sentences):
+    assert P.cjk_sentences(line) == sentences
+
+
+def test_a_line_of_japanese_is_a_paragraph_with_any_segmenter(tmp_path, segmenter_lib):
+    src = tmp_path / "a.txt"
+    src.write_text("第一章\n雨が降った。風も吹いた。\n「寒いね。」と母は言った。\nIt was cold. We stayed in.\n",
+                   encoding="utf-8")
+    expected = ["第一章", "雨が降った。", "風も吹いた。", "「寒いね。」と母は言った。", "It was cold.", "We stayed in."]
+    for segmenter in ("lines", P.DEFAULT_SEGMENTER):
+        (doc,), _ = prepared([src], tmp_path / f"{segmenter}.txt", segmenter=segmenter)
+        assert doc == (expected if segmenter != "lines" else expected[:4] + ["It was cold. We stayed in."])
+
+
+def test_the_aozora_file_as_it_is(tmp_path):
+    """Records of Aozora Bunko (title, author, source, text: a paragraph a line): one document a
+    work, its text only, a sentence a line; a long work goes through prepare's chunks whole."""
+    from conftest import DATA_DIR, missing_data
+
+    aozora = DATA_DIR / "corpus" / "aozora-ja-40M.jsonl.xz"
+    if not aozora.is_file():
+        missing_data(f"Aozora corpus {aozora}")
+    with lzma.open(aozora, "rt", encoding="utf-8") as fh:
+        records = [next(fh) for _ in range(12)]
+    (tmp_path / "works.jsonl").write_text("".join(records), encoding="utf-8")
+    docs, stats = prepared([tmp_path / "works.jsonl"], tmp_path / "corpus.txt")
+    works = [json.loads(r) for r in records]
+    assert len(docs) == stats.documents == 12 and P.CHUNK_CHARS < max(len(w["text"]) for w in works)
+    sentences = [s for doc in docs for s in doc]
+    assert stats.sentences == len(sentences) > sum(w["text"].count("\n") for w in works)
+    assert not any(w["title"] in s and w["author"] in s for w in works for s in sentences[:3])
+    assert docs[0][:3] == ["Ｐ・Ｖ・アンネンコフに捧げる", "客はもうとうに散ってしまった。", "時計が零時半を打った。"]
+    ends = sum(s.endswith(tuple("。！？」』")) for s in sentences)
+    assert ends > 0.9 * len(sentences) and max(map(len, sentences)) < 5000
+    assert "".join("".join(sentences).split()) == "".join("".join(w["text"].split()) for w in works)  # all kept

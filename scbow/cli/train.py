@@ -81,6 +81,10 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
     """Train a model on CORPUS: text files (.gz/.bz2/.xz too) or directories of them.
 
     One sentence per line; an empty line, and the end of each file, ends a document.
+    Japanese, Chinese and Thai need nothing installed: the tokenizer cuts text written
+    without spaces into short units itself (see the README's "Tokenizer"). 'prepare
+    --segmenter lines' makes a Japanese or Chinese corpus with no library (it cuts their
+    sentences at 。！？).
     """
     from ..outputs import named
     from ..training import session
@@ -124,6 +128,12 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict,
     of a paragraph are joined and split into sentences; a blank line ends a paragraph.
     Read in blocks, so inputs larger than memory work; OUTPUT is renamed into place at the end.
     The segmenters were compared in benchmarks/results/segmenters.md.
+
+    Japanese and Chinese need no library, whatever the segmenter: a line that holds Han or kana
+    is a paragraph of its own, cut after 。！？ (and their kin) outside quotes and brackets
+    (「」『』（）“” kept whole); '--segmenter lines' then reads such text with nothing installed.
+    Only the --jsonl-field of a record is read: its other fields (an Aozora Bunko record's
+    title, author, source) are not written.
     """
     from ..progress import Progress
     from ..text.prepare import prepare as prepare_corpus

@@ -12,7 +12,9 @@ TOKENIZER_RULES = {
     "1": "lowercase, then words and single punctuation marks",
     "2": "NFKC, typographic quotes as ASCII, lowercase, then words and single punctuation marks",
     "3": "NFKC, typographic quotes as ASCII, lowercase, then words (with their combining marks) and single "
-         "punctuation marks"}
+         "punctuation marks",
+    "4": "NFKC, typographic quotes as ASCII, lowercase, then each Han ideograph, each kana and each Thai "
+         "cluster, words (with their combining marks) and single punctuation marks"}
 SHOWN_SETTINGS = ("dim", "word_passes", "word_dim", "epochs", "negatives", "frequency_weight", "common_components",
                   "unknown", "seed")
 

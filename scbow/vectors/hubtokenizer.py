@@ -3,9 +3,11 @@
 tokenizer version.
 
 It is a ``WordLevel`` model over our vocabulary with an ``[UNK]`` token, a normalizer (versions 2
-and 3: NFKC, the typographic quotes as ASCII, lowercase; version 1: lowercase) and a
-pre-tokenizer that keeps the matches of our token regex. The regex is written with Python's own
-``\\w``, ``\\s`` and (version 3) combining marks as explicit code-point ranges
+to 4: NFKC, the typographic quotes as ASCII, lowercase; version 1: lowercase) and a
+pre-tokenizer that keeps the matches of our token regex (version 4: the units of the scripts
+written without spaces too, one Han ideograph a token and so on, which a regex carries
+exactly). The regex is written with Python's own
+``\\w``, ``\\s`` and (versions 3 and 4) combining marks as explicit code-point ranges
 (:func:`python_classes`, :func:`scbow.text.tokenize.mark_ranges`): the Oniguruma engine of
 ``tokenizers`` reads those classes differently (``1⅞``). ``tokenizers`` is never imported here.
 """
@@ -58,14 +60,21 @@ def _ranges(ranges) -> str:
 
 def token_pattern(version: str) -> str:
     """Our token regex of tokenizer ``version`` with Python's classes spelled out: a word of
-    version 3 is ``\\w[\\w MARKS]*`` (:func:`scbow.text.tokenize.mark_ranges`), of versions 1 and
-    2 ``\\w+``; then ``(?:['’]WORD)*|[^\\w\\s]``."""
-    from ..text.tokenize import mark_ranges
+    versions 3 and 4 is ``\\w[\\w MARKS]*`` (:func:`scbow.text.tokenize.mark_ranges`), of versions 1
+    and 2 ``\\w+``; then ``(?:['’]WORD)*|[^\\w\\s]``. Version 4 puts the units of the scripts
+    without spaces first (:func:`scbow.text.tokenize.units_pattern`), and its word characters are
+    those outside them."""
+    from ..text.tokenize import NOSPACE, mark_ranges, units_pattern
 
     word, space = python_classes()
-    w = f"[{_ranges(word)}]"
-    one = f"{w}[{_ranges(word)}{_ranges(mark_ranges())}]*" if version == "3" else f"{w}+"
-    return f"{one}(?:['\\x{{2019}}]{one})*|[^{_ranges(word)}{_ranges(space)}]"
+    letters = word
+    if version == "4":
+        outside = set(c for a, b in NOSPACE for c in range(a, b + 1))
+        letters = code_ranges(c for a, b in word for c in range(a, b + 1) if c not in outside)
+    w = f"[{_ranges(letters)}]"
+    one = f"{w}[{_ranges(letters)}{_ranges(mark_ranges())}]*" if version in ("3", "4") else f"{w}+"
+    pattern = f"{one}(?:['\\x{{2019}}]{one})*|[^{_ranges(word)}{_ranges(space)}]"
+    return f"{units_pattern(_ranges)}|{pattern}" if version == "4" else pattern
 
 
 SIGMA_LOOKBEHIND = 16
@@ -106,8 +115,8 @@ def _nfkc() -> list[dict]:
 def _normalizer(version: str) -> dict:
     if version == "1":
         return {"type": "Sequence", "normalizers": _lowercase()}
-    if version not in ("2", "3"):  # the two fold alike; they differ in their words (token_pattern)
-        raise ModelError(f"tokenizer version {version!r} cannot be exported (this scbow-numba writes 1, 2 and 3)")
+    if version not in ("2", "3", "4"):  # these fold alike; they differ in their words (token_pattern)
+        raise ModelError(f"tokenizer version {version!r} cannot be exported (this scbow-numba writes 1 to 4)")
     return {"type": "Sequence", "normalizers": [
         *_nfkc(),
         {"type": "Replace", "pattern": {"Regex": "[\\x{2018}\\x{2019}\\x{201a}\\x{201b}]"}, "content": "'"},

@@ -17,9 +17,15 @@ NEIGHBOUR_MIN_COUNT = 100
 
 
 def vocabulary_word(model, word: str) -> str:
-    """``word`` as the model spells it: as given, else lowercased (our tokens are lowercase)."""
+    """``word`` as the model spells it: as given, else lowercased (our tokens are lowercase).
+    A word the model's tokenizer cuts into several tokens (``東京``: ``東 京``) is no word of it:
+    the error names the tokens, which may be asked for together."""
     i = model.wv.get_index(word, -1)
     if i < 0:
+        tokens = model.tokenize(word)
+        if len(tokens) > 1:
+            raise ModelError(f"{word!r} is {len(tokens)} tokens to this model's tokenizer, not one word: "
+                             f"{' '.join(tokens)} (neighbors {' '.join(tokens)} gives the words nearest to them together)")
         raise ModelError(f"{word!r} is not in the vocabulary of {len(model):,} words")
     return model.wv.index_to_key[i]
 

@@ -1,0 +1,157 @@
+"""The tokenizer (scbow.text.tokenize): version 4's units of the scripts written without spaces
+(Japanese, Chinese, Thai), English as under version 3, the earlier versions kept; and the exported
+folders' ``tokenizer.json`` (scbow.vectors.hubtokenizer) splitting Japanese exactly as ``encode``
+does, through model2vec and sentence-transformers (each skips where absent)."""
+
+from __future__ import annotations
+
+import json
+import lzma
+
+import numpy as np
+import pytest
+from conftest import CORPUS_1M, DATA_DIR, make_runner, missing_data, train_args
+
+from scbow.cli import main
+from scbow.text.tokenize import TOKENIZER_VERSION, tokenize, tokenize_lines, tokenizer
+
+JSTS = DATA_DIR / "sts-ja" / "jsts.dev.tsv"
+AOZORA = DATA_DIR / "corpus" / "aozora-ja-40M.jsonl.xz"
+
+HAND_WRITTEN = [  # (text, version 4's tokens)
+    ("日本語のテキストです", ["日", "本", "語", "の", "テ", "キ", "ス", "ト", "で", "す"]),
+    ("人々はすごーいと言った。", ["人", "々", "は", "す", "ご", "ー", "い", "と", "言", "っ", "た", "。"]),
+    ("ｶﾀｶﾅとＡＢＣ123", ["カ", "タ", "カ", "ナ", "と", "abc123"]),  # NFKC: half-width kana, full-width letters
+    ("我爱北京天安门。今天天气很好", ["我", "爱", "北", "京", "天", "安", "门", "。",
+                                     "今", "天", "天", "气", "很", "好"]),
+    ("他说：“你好！”", ["他", "说", ":", '"', "你", "好", "!", '"']),
+    ("𠮟る", ["𠮟", "る"]),  # an ideograph outside the basic plane
+    ("ภาษาไทยไม่มีช่องว่าง", ["ภา", "ษา", "ไท", "ย", "ไม่", "มี", "ช่", "อ", "ง", "ว่า", "ง"]),
+    ("น้ำ ๒๕๖๗ ๆ", ["น้\u0e4dา", "๒๕๖๗", "ๆ"]),  # NFKC writes ำ as a mark and า; Thai digits are a word
+    ("iPhone 15を買った", ["iphone", "15", "を", "買", "っ", "た"]),
+]
+
+
+def split(tok, text: str) -> list[str]:
+    return [piece for piece, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(text))]
+
+
+def hub_tokenizer(version=TOKENIZER_VERSION):
+    from scbow.vectors.hubtokenizer import tokenizer_json
+
+    tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (installed with model2vec) is absent")
+    return tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json(["the"], version)))
+
+
+def jsts_sentences() -> list[str]:
+    from scbow.use.evaluate import read_sts
+
+    if not JSTS.is_file():
+        missing_data(f"JSTS dev {JSTS}")
+    sts = read_sts(JSTS)
+    return list(dict.fromkeys(sts.first + sts.second))
+
+
+@pytest.mark.parametrize("text, tokens", HAND_WRITTEN, ids=[t for t, _ in HAND_WRITTEN])
+def test_units_of_the_scripts_without_spaces(text, tokens):
+    assert TOKENIZER_VERSION == "4"
+    assert tokenize(text) == tokens
+
+
+def test_version_3_keeps_its_clauses():
+    """A model of version 3 keeps reading a run of Han and kana as one word."""
+    assert tokenizer("3")[0]("日本語のテキストです") == ["日本語のテキストです"]
+    assert tokenizer("4")[0] is tokenize
+
+
+def test_english_tokens_as_under_version_3():
+    """Version 4's whole regex gives version 3's tokens on English (so text without the scripts may
+    take version 3's faster regex), line by line and on a block of lines."""
+    from scbow.text.tokenize import _patterns_v4, fold
+
+    if not CORPUS_1M.is_file():
+        missing_data(f"real corpus {CORPUS_1M}")
+    with lzma.open(CORPUS_1M, "rt", encoding="utf-8") as fh:
+        lines = fh.read().splitlines()[::5]
+    v3, v3_lines = tokenizer("3")
+    whole, whole_lines, _ = _patterns_v4()
+    assert len(lines) > 10000 and all(whole.findall(fold(line).lower()) == v3(line) for line in lines)
+    block = "\n".join(lines[:3000])
+    assert whole_lines.findall(fold(block).lower()) == v3_lines(block) == tokenize_lines(block)
+
+
+def test_lines_keep_their_line_ends_in_every_script():
+    text = "日本語です\nthe end\nภาษา"
+    assert tokenizer("4")[1](text) == ["日", "本", "語", "で", "す", "\n", "the", "end", "\n", "ภา", "ษา"]
+
+
+def test_exported_tokenizer_splits_as_ours():
+    tok = hub_tokenizer()
+    texts = jsts_sentences() + [t for t, _ in HAND_WRITTEN] + ["the end, don’t ＡＢＣ हिन्दी"]
+    assert all(split(tok, t) == tokenize(t) for t in texts)
+
+
+@pytest.mark.slow
+def test_exported_tokenizer_on_every_code_point():
+    """Every character alone, between Latin letters and between ideographs: the only differences
+    are characters Python's Unicode tables do not have yet (category Cn), as under version 3."""
+    import sys
+    import unicodedata
+
+    tok = hub_tokenizer()
+    points = [c for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+    forms = (lambda c: chr(c), lambda c: f"a{chr(c)}b", lambda c: f"日{chr(c)}の", lambda c: f"ก{chr(c)}า")
+    differ = []
+    for start in range(0, len(points), 512):
+        chunk = points[start:start + 512]
+        if all(split(tok, t) == tokenize(t) for t in (" ".join(f(c) for c in chunk) for f in forms)):
+            continue
+        differ += [c for c in chunk if any(split(tok, f(c)) != tokenize(f(c)) for f in forms)]
+    assert all(unicodedata.category(chr(c)) == "Cn" for c in differ), [hex(c) for c in differ]
+
+
+@pytest.fixture(scope="module")
+def japanese_model(tmp_path_factory):
+    """A small model trained on the first Aozora works, prepared by ``prepare`` (no library)."""
+    if not AOZORA.is_file():
+        missing_data(f"Aozora corpus {AOZORA}")
+    base = tmp_path_factory.mktemp("ja")
+    with lzma.open(AOZORA, "rt", encoding="utf-8") as fh:
+        (base / "works.jsonl").write_text("".join(next(fh) for _ in range(30)), encoding="utf-8")
+    runner = make_runner()
+    result = runner.invoke(main, ["prepare", str(base / "works.jsonl"), "-o", str(base / "corpus.txt"),
+                                  "--segmenter", "lines", "-q"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(main, train_args(base / "corpus.txt", base / "model"))
+    assert result.exit_code == 0, result.output
+    return base / "model"
+
+
+@pytest.mark.parametrize("fmt", ["model2vec", "sentence-transformers"])
+def test_exported_folders_encode_japanese_as_encode(japanese_model, tmp_path, fmt):
+    """Cosine 1.000000 against ``Model.encode`` on every JSTS dev sentence, unknown words in pieces."""
+    import scbow
+    from scbow.vectors.numeric import row_cosines
+
+    model = scbow.load(japanese_model)
+    out = tmp_path / fmt
+    result = make_runner().invoke(main, ["export", "-m", str(japanese_model), "--format", fmt, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    sentences = jsts_sentences()
+    ours = model.encode(sentences)
+    ok = ~np.isnan(ours).any(axis=1)
+    assert model.tokenizer_version == "4" and ok.all()
+    loaders = [lambda: pytest.importorskip("model2vec", reason="model2vec is absent").StaticModel.from_pretrained]
+    if fmt == "sentence-transformers":
+        loaders.append(lambda: pytest.importorskip(
+            "sentence_transformers", reason="sentence-transformers (and torch) are absent").SentenceTransformer)
+    for loader in loaders:
+        theirs = np.asarray(loader()(str(out)).encode(sentences), dtype=np.float64)
+        assert np.round(row_cosines(theirs, ours.astype(np.float64)), 6).min() == 1.0
+
+
+def test_neighbors_of_a_word_of_several_tokens_names_them(japanese_model):
+    from conftest import assert_clean_error
+
+    result = make_runner().invoke(main, ["neighbors", "-m", str(japanese_model), "東京"])
+    assert_clean_error(result, "'東京' is 2 tokens", "東 京 (neighbors 東 京")
