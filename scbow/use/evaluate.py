@@ -237,7 +237,7 @@ class OverlapControl:
     weighting with :func:`overlap_weights` (:meth:`weighted`), a much stronger control
     than the plain average (the untrained start of a model is this control).
 
-    ``embed`` has the contract of :meth:`scbow.vectors.model.Model.embed`, for benchmarks and
+    ``embed`` has the contract of :meth:`scbow.vectors.model.Model.encode`, for benchmarks and
     :func:`score_set`: ``OverlapControl(dim=300).embed``.
     """
 
@@ -410,7 +410,7 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
     from .data import default_sts_paths, sts_files
 
     def embedder(m):
-        return functools.partial(m.embed, unknown=unknown) if unknown is not None else m.embed
+        return functools.partial(m.encode, unknown=unknown) if unknown is not None else m.encode
 
     sets = [read_sts(f) for f in sts_files(paths or default_sts_paths())]
     systems, sources = {}, {}

@@ -90,7 +90,7 @@ def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray, dtype=n
     its order (as the embedding kernels of ``scbow.kernels.embed`` do), divided by its
     size, then rounded to ``dtype`` (float32: the numbers of ``mean_rows(...).astype(np.float32)``).
 
-    Why a second averaging beside the kernels of ``scbow.kernels.embed``: ``Model.embed``,
+    Why a second averaging beside the kernels of ``scbow.kernels.embed``: ``Model.encode``,
     ``similarity`` and the STS scoring run without importing numba (importing it and loading
     a cached kernel costs a fresh process about half a second, more than a whole
     ``scbow-numba similarity`` call takes without it), and on the few sentences they get
