@@ -26,7 +26,7 @@ import struct
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -123,7 +123,6 @@ class EmbedStats:
     seconds: float = 0.0
     output: str = ""
     missing_file: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 def embed_summary(stats: EmbedStats, model: Model, unknown: str | None = None, output=None, missing_file=None) -> str:
