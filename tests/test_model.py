@@ -1,4 +1,4 @@
-"""The Model API (scbow.vectors.model), a sentence encoder: embed and encode against plain per-sentence
+"""The Model API (scbow.vectors.model), a sentence encoder: encode against plain per-sentence
 references, similarity, similarity_pairwise and semantic_search with sentence-transformers' conventions,
 repr. The word vectors (model.wv): tests/test_words.py."""
 
@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 from conftest import assert_clean_error as _assert_clean_error
+from test_semantic import brute_cosines
 from test_words import random_model
 
 import scbow
@@ -186,16 +187,6 @@ def model400():
     return random_model()
 
 
-def cosines(A, B):
-    """float64 cosines of every row of A with every row of B, one at a time (NaN for a NaN or zero row)."""
-    out = np.full((len(A), len(B)), np.nan)
-    for i, a in enumerate(np.asarray(A, np.float64)):
-        for j, b in enumerate(np.asarray(B, np.float64)):
-            if np.isfinite(a).all() and np.isfinite(b).all() and a.any() and b.any():
-                out[i, j] = a @ b / np.linalg.norm(a) / np.linalg.norm(b)
-    return out
-
-
 @pytest.mark.parametrize("unknown", [None, "omit", "hash"])
 def test_similarity_is_sentence_transformers(model400, unknown):
     """model.similarity(a, b): the (n, m) cosine matrix of two sets of embeddings, 1-D embeddings
@@ -206,7 +197,7 @@ def test_similarity_is_sentence_transformers(model400, unknown):
     B = m.encode(SENTENCES[:3], unknown=unknown)
     S = m.similarity(A, B)
     assert S.shape == (len(SENTENCES), 3) and S.dtype == np.float64
-    np.testing.assert_allclose(S, cosines(A, B), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(S, brute_cosines(A, B), rtol=0, atol=1e-12)
     assert np.isnan(S[3]).all()  # "": no embedding, NaN cosines
     assert (np.isnan(S[2]).all()) == (unknown != "hash")  # unknown words only
     assert m.similarity(A[0], B[1]).shape == (1, 1) and m.similarity(A[0], B).shape == (1, 3)
