@@ -225,20 +225,18 @@ def overlap_weights(counts, raw_tokens: int, a: float = SIF_A) -> np.ndarray:
 class OverlapControl:
     """An untrained word-overlap control: a fixed random vector per distinct token.
 
-    Every token, in any vocabulary or none, gets a standard normal vector of ``dim`` values
-    drawn from a generator seeded by a hash of the token (BLAKE2b of its UTF-8 bytes, 8
-    bytes), so the vector depends on the token alone: it is the same in every run and
-    every process. A sentence is the average over all its tokens (repeated tokens count
-    twice), so the cosine of two sentences measures how much words they share. A sentence
-    without tokens has no embedding (a row of NaN).
+    Every token, in any vocabulary or none, gets its hashed vector of ``dim`` values
+    (:func:`scbow.vectors.numeric.hashed_vector`: the same in every process). A sentence is the
+    average over all its tokens (repeated tokens count twice), so the cosine of two sentences
+    measures how much words they share. A sentence without tokens has no embedding (NaN).
 
     ``weights`` (word -> weight; a word not in it weighs 1) makes it the weighted overlap
     control: each token's vector is multiplied by its weight before averaging, SIF's
     weighting with :func:`overlap_weights` (:meth:`weighted`), a much stronger control
     than the plain average (the untrained start of a model is this control).
 
-    ``embed`` has the contract of :meth:`scbow.vectors.model.Model.encode`, for benchmarks and
-    :func:`score_set`: ``OverlapControl(dim=300).embed``.
+    ``embed`` takes a list of sentences as :meth:`scbow.vectors.model.Model.encode` does, for
+    benchmarks and :func:`score_set`: ``OverlapControl(dim=300).embed``.
     """
 
     def __init__(self, dim: int = 300, weights=None):

@@ -165,16 +165,10 @@ class Model:
         sentence-transformers' static models do). ``convert_to_numpy`` is accepted for
         compatibility; the result is always a NumPy array.
 
-        ``unknown="pieces"`` splits every unknown token into pieces (``scbow.vectors.pieces``:
-        WordPiece's greedy split over the model's words and their runs of up to 2
-        characters), each one more token of the average: a piece that is a word of the model
-        brings its row, any other a fixed random direction drawn from a hash of the piece, of
-        norm ``unknown_scale`` times :meth:`unknown_norm`. The folders ``export`` writes for
-        sentence-transformers and model2vec hold the same pieces and rows, so they embed
-        exactly so. ``unknown="hash"`` gives every unknown token one such hashed vector of its
-        own instead. With either, only a sentence without any token (or whose tokens have no
-        pieces) has no embedding. ``None`` (the default) takes the model's own rule
-        (:attr:`unknown_rule`); ``unknown_scale=None`` that rule's scale (:meth:`unknown_scale`).
+        ``unknown``: the rule for words outside the vocabulary, "omit", "hash" or "pieces"
+        (:mod:`scbow.vectors.average`; the folders ``export`` writes embed as "pieces" does), with
+        ``unknown_scale`` times :meth:`unknown_norm` the norm of a hashed vector; ``None`` (the
+        default) takes the model's own rule (:attr:`unknown_rule`) and that rule's scale.
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
