@@ -18,12 +18,16 @@ from scbow.vectors.numeric import hashed_vector
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", "."]
 
 
-@pytest.fixture
-def model():
+def make_model(config=None) -> Model:
     rng = np.random.default_rng(0)
     V = rng.standard_normal((len(WORDS), 16)).astype(np.float32)
     V *= np.linspace(0.5, 2.0, len(WORDS), dtype=np.float32)[:, None]  # norms vary with the row
-    return Model(Vocab(WORDS, np.arange(len(WORDS), 0, -1)), V)
+    return Model(Vocab(WORDS, np.arange(len(WORDS), 0, -1)), V, config)
+
+
+@pytest.fixture
+def model():
+    return make_model()
 
 
 @pytest.mark.parametrize("token", ["\udcff", "a\udcffb", "\ud800", "x\udfff\ud800y"])
