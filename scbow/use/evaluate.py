@@ -407,9 +407,6 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
     from ..vectors.modeldir import default_model_dir
     from .data import default_sts_paths, sts_files
 
-    def embedder(m):
-        return functools.partial(m.encode, unknown=unknown) if unknown is not None else m.encode
-
     sets = [read_sts(f) for f in sts_files(paths or default_sts_paths())]
     systems, sources = {}, {}
     loaded = None
@@ -418,11 +415,12 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
     if model is not None or control is None or there:  # a word2vec file too; a damaged model is refused
         path = model or default
         loaded = load_model(path)
-        systems["model"], sources["model"] = embedder(loaded), str(path)
+        systems["model"], sources["model"] = functools.partial(loaded.encode, unknown=unknown), str(path)
     if baseline is not None:
         if not Path(baseline).exists():
             raise ModelError(f"{baseline}: no such baseline vectors file")
-        systems["baseline"], sources["baseline"] = embedder(load_model(baseline)), str(baseline)
+        systems["baseline"] = functools.partial(load_model(baseline).encode, unknown=unknown)
+        sources["baseline"] = str(baseline)
     if control is not None:
         name = CONTROLS.get(control)
         if name is None:
