@@ -182,8 +182,8 @@ def main(argv=None) -> None:
         "than 1) cannot make `embed` much faster here, and its compile costs more than it saves on an input of "
         "this size; it can help where averaging dominates (many dimensions).",
         "## Kernel compile (first call)\n\n" + md_table(("kernel", "seconds"), [
-            ("mean_lines_serial (cached on disk)", compile_["serial_first_call_seconds"]),
-            ("mean_lines_parallel (not cacheable)", compile_["parallel_first_call_seconds"])])
+            ("average_lines, serial (cached on disk)", compile_["serial_first_call_seconds"]),
+            ("average_lines, parallel (not cacheable)", compile_["parallel_first_call_seconds"])])
         + f"\n\nThreading layer: {compile_['threading_layer']}.",
         f"Peak RSS: {report['peak_rss_mib']} MiB. Load average (1/5/15 min) at the start "
         f"{ctx['machine']['load_average_1_5_15']}, at the end {report['load_average_at_end']}. The machine is shared "

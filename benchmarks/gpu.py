@@ -155,7 +155,7 @@ def measure(device: str, corpus, config: TrainConfig, tmp: Path, dev_set) -> dic
         row["word_part_seconds"] = info["word_part"]["kernel_seconds"]
         row["word_part_device"] = info["word_part"].get("device", "cpu")
     if dev_set is not None:
-        row["stsb_dev_pearson"] = round(float(score_set(result.model.embed, dev_set).pearson), 4)
+        row["stsb_dev_pearson"] = round(float(score_set(result.model.encode, dev_set).pearson), 4)
     return row
 
 

@@ -96,7 +96,7 @@ def defaults_on_both(name: str, threads: int, tmp: Path, dev, warm: bool) -> dic
             info = result.model.info["training"]
             row = {"device": device, "whole_run_seconds": round(time.perf_counter() - t, 2),
                    "word_part_device": info["word_part"].get("device", "cpu"),
-                   "stsb_dev_pearson": round(float(score_set(result.model.embed, dev).pearson), 4) if dev else None}
+                   "stsb_dev_pearson": round(float(score_set(result.model.encode, dev).pearson), 4) if dev else None}
         out["rows"].append(row)
     scores = [r.get("stsb_dev_pearson") for r in out["rows"]]
     if None not in scores:

@@ -10,7 +10,7 @@ way: the cosine of two sentence vectors, Pearson's r per set; a pair a system ca
 punished or flattered by where its cosines sit.
 
 * ``scbow``: Siamese CBOW with the project defaults (``TrainConfig()``; ``--threads``), the
-  saved model as it is (``Model.embed``: its own rule for unknown words). Its learning curve
+  saved model as it is (``Model.encode``: its own rule for unknown words). Its learning curve
   on the STS-B dev set is recorded from the untrained start (``scbow.training.CurveHook``);
 * ``scbow_start``: the untrained starting vectors of that run with the same post-processing
   and unknown-word rule: what training is judged against;
@@ -992,7 +992,7 @@ def main(argv=None) -> None:
     with Meter() as m_eval:
         if "scbow" in models:
             for name, model in (("scbow", models["scbow"]), ("scbow_start", untrained_start(models["scbow"], corpus))):
-                s = scored[name] = Scored(model.embed, dev, sets)
+                s = scored[name] = Scored(model.encode, dev, sets)
                 label_ = f"as saved (unknown {model.unknown_rule[0]})"
                 systems[name] = {**_summary(s), "chosen": label_, "variants": {label_: s.summary()}}
             tables["scbow"] = WordTable.from_model(corpus.vocab, models["scbow"])

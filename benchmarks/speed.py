@@ -520,11 +520,11 @@ def bench_inference(model_dir: str | None, corpus, config: TrainConfig, repeats:
 
     def cosines():
         for s in sets:
-            pair_cosines(model.embed, s.first, s.second)
+            pair_cosines(model.encode, s.first, s.second)
 
     def scores():
         for s in sets:
-            score_set(model.embed, s)
+            score_set(model.encode, s)
 
     def tokens():
         for s in sets:

@@ -37,7 +37,7 @@ def parse_args(argv=None, prog=None) -> argparse.Namespace:
 
 def scores(model, sets, dev, **rule) -> dict:
     def embed(sentences):
-        return model.embed(sentences, **rule)
+        return model.encode(sentences, **rule)
 
     d = score_set(embed, dev)
     tests = [score_set(embed, s) for s in sets]

@@ -75,8 +75,8 @@ def run_variant(corpus_name: str, passes: int, width: int, mixes: list[float], t
     scores = {}
     for mix in (mixes if passes else [config.word_mix]):
         model.vectors[:, lo:hi] = trained[:, lo:hi] * np.float32(mix / config.word_mix)
-        scores[str(mix)] = {"dev": round(score_set(model.embed, dev).pearson, 4),
-                            "test_mean": round(float(np.mean([score_set(model.embed, s).pearson for s in sets])), 4)}
+        scores[str(mix)] = {"dev": round(score_set(model.encode, dev).pearson, 4),
+                            "test_mean": round(float(np.mean([score_set(model.encode, s).pearson for s in sets])), 4)}
     model.vectors[:] = trained
     w = model.info["training"].get("word_part") or {}
     return {"corpus": corpus_name, "passes": passes, "width": width, "threads": threads, "mixes": scores,

@@ -5,23 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_unknown_words import WORDS, make_model
 
-from scbow.text.vocab import Vocab
 from scbow.use.evaluate import STSSet
-from scbow.vectors.model import Model
 from scbow.vectors.numeric import hashed_vector
 
-WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", "."]
 SENTENCES = ["the cat sat on the mat .", "the zebra sated", "zebra sated zebra", "xq", "the xq dog", "",
              "a big red house", "sated", "the cat sat on the mat ."]
 
 
 @pytest.fixture
 def model():
-    rng = np.random.default_rng(0)
-    V = rng.standard_normal((len(WORDS), 16)).astype(np.float32)
-    V *= np.linspace(0.5, 2.0, len(WORDS), dtype=np.float32)[:, None]  # norms vary with the row
-    return Model(Vocab(WORDS, np.arange(len(WORDS), 0, -1)), V, {"unknown": "pieces", "unknown_scale": 0.35})
+    return make_model({"unknown": "pieces", "unknown_scale": 0.35})
 
 
 def reference(model, sentence: str, rule: str, scale: float) -> np.ndarray:

@@ -397,8 +397,8 @@ def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monke
     with pytest.raises(Interrupted):
         train_session(corpus, config, tmp_path / "resumed", quiet=True, hooks=[SignalAfter(12)])
     resumed = train_session(corpus, config, tmp_path / "resumed", quiet=True, resume=True)
-    a = score_set(load_model(tmp_path / "whole").embed, sts).pearson
-    b = score_set(load_model(tmp_path / "resumed").embed, sts).pearson
+    a = score_set(load_model(tmp_path / "whole").encode, sts).pearson
+    b = score_set(load_model(tmp_path / "resumed").encode, sts).pearson
     assert len(resumed.losses) == len(whole.losses) and resumed.examples == whole.examples
     if threads == 1:
         assert a == b and resumed.losses == whole.losses  # bit-identical, so the same score
@@ -413,7 +413,7 @@ def test_resumed_run_reaches_the_same_dev_score(tmp_path, gutenberg_slice, monke
     enc = load_corpus(corpus, config.min_count, 0)
     W0 = init_vectors(len(enc.vocab), config, corpus_weights(enc, config))
     remove_common_components(W0, enc, min(config.common_components, config.dim // 10), config.seed)
-    start = score_set(Model(enc.vocab, W0, config.to_dict()).embed, sts).pearson
+    start = score_set(Model(enc.vocab, W0, config.to_dict()).encode, sts).pearson
     assert start > 0.5
     assert min(a, b) > start - 0.05, (a, b, start)
 

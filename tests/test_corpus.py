@@ -75,9 +75,9 @@ def test_a_model_keeps_the_tokenizer_it_was_trained_with(tmp_path):
     new = Model(Vocab(words, [9, 9, 9]), vectors, {"unknown": "omit"}, {"corpus": {"tokenizer_version": "2"}})
     typed = ["Don\u2019t", "Cafe\u0301"]  # a curly apostrophe, an NFD accent
     assert old.tokenizer_version == "1" and new.tokenizer_version == "2"
-    np.testing.assert_array_equal(old.embed(typed)[0], vectors[0])  # v1 keeps the curly apostrophe's word
-    np.testing.assert_array_equal(new.embed(typed)[0], vectors[1])  # v2 folds it into the ASCII one
-    assert np.isnan(old.embed(typed)[1]).all() and not np.isnan(new.embed(typed)[1]).any()
+    np.testing.assert_array_equal(old.encode(typed)[0], vectors[0])  # v1 keeps the curly apostrophe's word
+    np.testing.assert_array_equal(new.encode(typed)[0], vectors[1])  # v2 folds it into the ASCII one
+    assert np.isnan(old.encode(typed)[1]).all() and not np.isnan(new.encode(typed)[1]).any()
     assert "Cafe\u0301" in new.wv and new.wv.get_index("CAFE\u0301") == 2 and "Cafe\u0301" not in old.wv
     # a model with corpus statistics from before the record is version 1; vectors from elsewhere, the current one
     assert Model(Vocab(words, [9] * 3), vectors, {}, {"corpus": {}}).tokenizer_version == "1"
@@ -141,8 +141,8 @@ def test_a_word_keeps_its_marks_from_version_3_on(tmp_path, runner):
     spaced = " ".join(letters)
     assert v2.tokenize(HINDI) == v2.tokenize(spaced) == letters
     assert v3.tokenize(HINDI) == [HINDI] and v3.tokenize(spaced) == letters
-    np.testing.assert_allclose(v2.embed([HINDI])[0], vectors[1:].mean(axis=0), atol=1e-6)
-    np.testing.assert_array_equal(v3.embed([HINDI])[0], vectors[0])
+    np.testing.assert_allclose(v2.encode([HINDI])[0], vectors[1:].mean(axis=0), atol=1e-6)
+    np.testing.assert_array_equal(v3.encode([HINDI])[0], vectors[0])
     v3.save(tmp_path / "m")
     assert load_model(tmp_path / "m").tokenizer_version == "3"
     result = runner.invoke(main, ["similarity", "-m", str(tmp_path / "m"), HINDI, spaced])

@@ -501,7 +501,7 @@ def test_gpu_quality_is_within_001_dev_pearson_of_the_cpu_path(tmp_path):  # pra
         # the sentence part alone (benchmarks/gpu_check.py compares the defaults, word part included)
         config = TrainConfig(device=device, word_passes=0)
         scores[device] = float(np.mean([score_set(train(corpus, config.replace(seed=seed), quiet=True)
-                                                  .model.embed, dev).pearson for seed in (1, 2)]))
+                                                  .model.encode, dev).pearson for seed in (1, 2)]))
     assert abs(scores["cuda"] - scores["cpu"]) <= 0.01, scores
 
 

@@ -120,7 +120,7 @@ def test_no_post_processing_scores_vectors_as_trained(setup):
     assert curve["post_processing"] is None
     assert [p["examples"] for p in curve["points"]][0] == 0 and all(p["epoch_end"] for p in curve["points"][1:])
     assert all(p["dev"]["pearson"] == p["dev_raw"]["pearson"] for p in curve["points"])
-    dev = score_set(model.embed, read_sts(setup["dev"]))
+    dev = score_set(model.encode, read_sts(setup["dev"]))
     assert curve["points"][-1]["dev"]["pearson"] == pytest.approx(dev.pearson, abs=1e-5)
 
 
@@ -291,9 +291,9 @@ def test_last_point_scores_the_saved_model_with_unknown_words(setup, unknown, wo
     assert [bool(p.get("word_part")) for p in curve["points"]][-2:] == [False, bool(word)]
     assert curve["unknown"] == unknown
     sts = read_sts(dev)
-    saved = score_set(model.embed, sts).pearson
+    saved = score_set(model.encode, sts).pearson
     assert curve["points"][-1]["dev"]["pearson"] == pytest.approx(saved, abs=1e-4)
-    other = score_set(lambda s: model.embed(s, unknown="omit" if unknown != "omit" else "hash"), sts).pearson
+    other = score_set(lambda s: model.encode(s, unknown="omit" if unknown != "omit" else "hash"), sts).pearson
     assert abs(saved - other) > 1e-3  # the unknown words matter here, so the rule was really followed
 
 
@@ -317,7 +317,7 @@ def test_intermediate_points_score_the_post_processed_vectors_of_that_moment(set
     for p in inner:
         W = copies[p["examples"]]
         mean, U = post.fit(W)
-        raw = Model(corpus.vocab, W, {"unknown": "omit"}).embed
+        raw = Model(corpus.vocab, W, {"unknown": "omit"}).encode
         expected = score_set(lambda sentences: CommonComponents.apply(raw(sentences).astype(np.float64), mean, U),
                              dev).pearson
         assert p["dev"]["pearson"] == pytest.approx(expected, abs=1e-6)

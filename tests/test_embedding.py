@@ -72,22 +72,22 @@ def test_embed_file_writes_rows_and_the_missing_lines(tmp_path, model, block_cha
     stats = embed_file(model, src, out, block_chars=block_chars)
     X = np.load(out, mmap_mode="r", allow_pickle=False)
     assert X.dtype == np.float32 and X.shape == (len(LINES), model.dim)
-    np.testing.assert_array_equal(X, model.embed(LINES))
+    np.testing.assert_array_equal(X, model.encode(LINES))
     record = (tmp_path / "out.missing.txt").read_text().splitlines()
     assert record[0].startswith("#") and [int(x) for x in record[1:]] == [2, 3, 8]  # no known word
     assert (stats.lines, stats.missing) == (len(LINES), 3)
     assert stats.tokens == sum(len(scbow.tokenize(line)) for line in LINES)
     assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.missing.txt", "out.npy"]  # no temporary left
-    model = hashing_model()  # a model that hashes unknown words embeds a file as its Model.embed does
+    model = hashing_model()  # a model that hashes unknown words embeds a file as its Model.encode does
     stats = embed_file(model, src, out, block_chars=block_chars)
     X = np.load(out)
-    np.testing.assert_array_equal(X, model.embed(LINES))
+    np.testing.assert_array_equal(X, model.encode(LINES))
     assert not np.isnan(X[2]).any()  # "xyzzy quux": unknown words only, embedded all the same
     assert np.isnan(X[1]).all()  # an empty line still has nothing to average
     record = (tmp_path / "out.missing.txt").read_text().splitlines()
     assert record[0].startswith("#") and "no word" in record[0] and record[1:] == ["2"] and stats.missing == 1
     embed_file(model, src, out, unknown="omit", block_chars=block_chars)  # told to omit: the known-words averages
-    np.testing.assert_array_equal(np.load(out), model.embed(LINES, unknown="omit"))
+    np.testing.assert_array_equal(np.load(out), model.encode(LINES, unknown="omit"))
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -103,7 +103,7 @@ def test_embed_file_in_many_blocks_is_the_same(tmp_path, model, threads):
     stats = embed_file(model, src, many, tmp_path / "many-missing.txt", threads=threads, block_chars=500)
     X = np.load(many)
     np.testing.assert_array_equal(X, np.load(one))  # blocks and kernels never change a number
-    np.testing.assert_array_equal(X, model.embed(lines))
+    np.testing.assert_array_equal(X, model.encode(lines))
     assert stats.lines == 3000
     recorded = np.loadtxt(tmp_path / "many-missing.txt", dtype=int, ndmin=1)
     np.testing.assert_array_equal(recorded, np.flatnonzero(np.isnan(X[:, 0])) + 1)
@@ -151,7 +151,7 @@ def test_embed_cli(tmp_path, runner, model):
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     assert f"embedded {len(LINES)} lines" in result.stderr and "3 lines with no known word" in result.stderr
-    np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), model.embed(LINES))
+    np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), model.encode(LINES))
     assert (tmp_path / "x.missing.txt").is_file()
     odd = tmp_path / "in\udcff.txt"  # a file name that is not UTF-8 (byte 0xff): its bytes shown in the list
     odd.write_bytes(src.read_bytes())
@@ -190,12 +190,12 @@ def test_embed_cli(tmp_path, runner, model):
     ("", "hash", False, "no word", None),
 ])
 def test_the_rule_of_what_has_an_embedding(model, sentence, rule, has, lacks, note):
-    """sentence_words: the rule 'similarity' and 'neighbors --sentence' share; it agrees with Model.embed."""
+    """sentence_words: the rule 'similarity' and 'neighbors --sentence' share; it agrees with Model.encode."""
     from scbow.use.embedding import sentence_words
 
     words = sentence_words(model, sentence, rule)
     assert (words.has_embedding, words.lacks, words.unknown_note()) == (has, lacks, note)
-    assert words.has_embedding == bool(np.isfinite(model.embed([sentence], unknown=rule)).all())
+    assert words.has_embedding == bool(np.isfinite(model.encode([sentence], unknown=rule)).all())
 
 
 def test_nearest_sentences(tmp_path, model):

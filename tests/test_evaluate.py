@@ -155,7 +155,7 @@ def test_word_pairs_given_as_triples_refuse_a_score_that_is_not_finite(score):
 def test_score_set_matches_scipy_and_leaves_out_pairs_without_known_words_or_an_embedding(tmp_path):
     model = tiny_model()
     sts = read_sts(write_sts(tmp_path / "toy.tsv"))
-    score = score_set(model.embed, sts)
+    score = score_set(model.encode, sts)
 
     expected = np.array([model.similarity([a], [b])[0, 0] for _, a, b in PAIRS])
     assert np.isnan(expected[5]) and np.isnan(score.predictions[5])
@@ -174,7 +174,7 @@ def test_score_set_matches_scipy_and_leaves_out_pairs_without_known_words_or_an_
     cos = pair_cosines(embed, ["x", "x", "zero", "none"], ["x", "y", "x", "x"])
     np.testing.assert_allclose(cos, [1.0, 0.0, np.nan, np.nan], equal_nan=True)
     sts = read_sts(write_sts(tmp_path / "t.tsv", [(1, "cat", "dog"), (2, "zebra", "cat"), (3, "the mat", "a mat")]))
-    score = score_set(tiny_model().embed, sts)  # too few pairs scored
+    score = score_set(tiny_model().encode, sts)  # too few pairs scored
     assert score.scored == 2 and np.isnan(score.pearson) and np.isnan(score.spearman)
     # cosines that differ only by rounding are constant: no correlation of their noise, no scipy warning
     noise = np.array([0.9999999999999998, 0.9999999999999998, 1.0, 1.0])
@@ -307,7 +307,7 @@ def test_weighted_overlap_control_weighs_each_token_by_sif_and_evaluate_names_it
 def test_evaluate_systems_report_and_table(tmp_path):
     sets = [read_sts(write_sts(tmp_path / "toy.tsv")), read_sts(write_sts(tmp_path / "toy2.tsv", PAIRS[:5]))]
     model = tiny_model()
-    report = evaluate_systems({"model": model.embed, "overlap": OverlapControl(16).embed}, sets, resamples=200)
+    report = evaluate_systems({"model": model.encode, "overlap": OverlapControl(16).embed}, sets, resamples=200)
     assert report["system"] == "model" and [s["name"] for s in report["sets"]] == ["toy", "toy2"]
     toy = report["sets"][0]
     assert (toy["pairs"], toy["scored"]) == (7, 6)
@@ -323,7 +323,7 @@ def test_evaluate_systems_report_and_table(tmp_path):
     assert "mean: unweighted over sets; weighted: weighted by the pairs scored" in table
     assert "without any known word" in table
     sets = [read_sts(write_sts(tmp_path / "t.tsv", [(1, "cat", "dog"), (2, "zebra", "cat"), (3, "the", "a")]))]
-    report = evaluate_systems({"model": tiny_model().embed}, sets)
+    report = evaluate_systems({"model": tiny_model().encode}, sets)
     assert report["sets"][0]["pearson"] is None and report["pearson_mean"] is None
     assert " - " in format_table(report)
 

@@ -1,6 +1,6 @@
 """``export`` (scbow.vectors.export): its table of formats; word2vec files (by default the word part);
 ``--format sentence-transformers|model2vec``: folders the two libraries load
-offline, whose ``encode`` equals ``Model.embed(..., unknown="omit")``, with a tokenizer that splits as ours
+offline, whose ``encode`` equals ``Model.encode(..., unknown="omit")``, with a tokenizer that splits as ours
 does. sentence-transformers (torch, the optional ``st`` extra) skips where absent; what its StaticEmbedding
 computes is also checked without it, from the folder's own files."""
 
@@ -214,7 +214,7 @@ def test_model2vec_encode_equals_ours(trained, folders, fmt):
     sentences = sts_sentences() + ["", "zzzqqq xxyyq", "ⱥⱥⱥ", "the " * 700 + "end"]
     model = scbow.load(trained)
     assert model.unknown_rule[0] == "pieces" and model.ids("zzzqqq xxyyq")[1] == ["zzzqqq", "xxyyq"]
-    ours = model.embed(sentences)  # the model's own rule: its unknown words split into pieces
+    ours = model.encode(sentences)  # the model's own rule: its unknown words split into pieces
     theirs = loaded.encode(sentences)
     ok = ~np.isnan(ours).any(axis=1)
     assert ok.sum() > 18000 and ok[-3] and not ok[-2]
@@ -244,7 +244,7 @@ def test_what_static_embedding_computes(trained, folders, fmt):
     for i, enc in enumerate(tok.encode_batch(sentences, add_special_tokens=False)):
         if enc.ids:
             theirs[i] = rows[enc.ids].mean(axis=0)
-    ours = scbow.load(trained).embed(sentences)
+    ours = scbow.load(trained).encode(sentences)
     ok = ~np.isnan(ours).any(axis=1)
     assert row_cosines(ours[ok], theirs[ok]).min() >= 0.9999
 
@@ -255,7 +255,7 @@ def test_sentence_transformers_encode_equals_ours(trained, folders):
     import scbow
 
     sentences = sts_sentences()
-    ours = scbow.load(trained).embed(sentences)
+    ours = scbow.load(trained).encode(sentences)
     for fmt in ("sentence-transformers", "model2vec"):  # it loads both folders
         loaded = st.SentenceTransformer(str(folders[fmt]), device="cpu")
         theirs = loaded.encode(sentences, convert_to_numpy=True)
@@ -287,7 +287,7 @@ def test_add_words_carry_our_hashed_vectors(ruled, corpus, tmp_path, runner, sma
         assert "of them left out above with their trained rows" in (out / "README.md").read_text(encoding="utf-8")
     unknown = [s for s in lines if s.strip() and (smaller or model.ids(s)[1])]
     assert len(unknown) > 100
-    np.testing.assert_allclose(loaded.encode(unknown), model.embed(unknown, unknown="hash"), rtol=2e-4, atol=2e-6)
+    np.testing.assert_allclose(loaded.encode(unknown), model.encode(unknown, unknown="hash"), rtol=2e-4, atol=2e-6)
 
 
 def test_the_folders_of_the_other_rules(ruled, trained, corpus, tmp_path, runner):
@@ -306,7 +306,7 @@ def test_the_folders_of_the_other_rules(ruled, trained, corpus, tmp_path, runner
         spec = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
         assert spec["model"]["type"] == ("WordPiece" if rule == "hash" else "WordLevel")
         model = scbow.load(ruled[rule])
-        ours = model.embed(sentences, unknown=pieces)
+        ours = model.encode(sentences, unknown=pieces)
         ok = ~np.isnan(ours).any(axis=1)
         np.testing.assert_allclose(model2vec.StaticModel.from_pretrained(str(out)).encode(sentences)[ok], ours[ok],
                                    rtol=2e-4, atol=2e-6)
@@ -571,7 +571,7 @@ def test_nothing_is_written_inside_an_exported_folder(folders, trained, corpus, 
 def test_added_words_of_a_model_that_omits_hold_what_its_hash_rule_gives(tmp_path):
     """--add-words on a model whose own rule is omit (trained with --unknown omit, so its recorded
     scale is the pieces default, and with frequency weights) gives an added word the hashed vector
-    ``Model.embed(unknown="hash")`` gives it: the hash rule's norm, not the recorded scale's."""
+    ``Model.encode(unknown="hash")`` gives it: the hash rule's norm, not the recorded scale's."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
     from scbow.text.vocab import Vocab
     from scbow.vectors.model import Model
@@ -586,7 +586,7 @@ def test_added_words_of_a_model_that_omits_hold_what_its_hash_rule_gives(tmp_pat
     model.export(tmp_path / "m2v", "model2vec", add_words=[str(extra)])
     loaded = model2vec.StaticModel.from_pretrained(str(tmp_path / "m2v"))
     sentences = ["zorblax", "the zorblax sat"]
-    np.testing.assert_allclose(loaded.encode(sentences), model.embed(sentences, unknown="hash"), rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(loaded.encode(sentences), model.encode(sentences, unknown="hash"), rtol=2e-5, atol=1e-6)
 
 
 def test_a_word_beginning_with_an_added_word_takes_it_as_its_first_piece(tmp_path):

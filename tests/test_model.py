@@ -1,4 +1,4 @@
-"""The Model API (scbow.vectors.model), a sentence encoder: embed and encode against plain per-sentence
+"""The Model API (scbow.vectors.model), a sentence encoder: encode against plain per-sentence
 references, similarity, similarity_pairwise and semantic_search with sentence-transformers' conventions,
 repr. The word vectors (model.wv): tests/test_words.py."""
 
@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 from conftest import assert_clean_error as _assert_clean_error
+from test_semantic import brute_cosines
 from test_words import random_model
 
 import scbow
@@ -39,7 +40,7 @@ def sequential_means(vectors, ids, lengths) -> np.ndarray:
 
 
 def reference_embed(model: Model, sentences) -> np.ndarray:
-    """Model.embed(sentences) spelled out: tokenize each sentence, keep the known words."""
+    """Model.encode(sentences) spelled out: tokenize each sentence, keep the known words."""
     ids, lengths = [], []
     for sentence in sentences:
         known = [model.vocab.index[t] for t in tokenize(sentence) if t in model.vocab.index]
@@ -89,38 +90,22 @@ ODD = ["The cat sat on the mat.", "", "   ", "zebra", "the cat\nsat", "the cat\r
        "the\u00a0cat", "CAT SAT"]
 
 
-def test_embed_is_tokenize_then_average(model):
-    got = model.embed(ODD)
+def test_encode_is_tokenize_then_average(model):
+    got = model.encode(ODD)
     assert got.dtype == np.float32 and got.shape == (len(ODD), 16)
     np.testing.assert_array_equal(got, reference_embed(model, ODD))
     for sentence, row in zip(ODD, got):  # one at a time: the same rows
-        np.testing.assert_array_equal(model.embed([sentence])[0], row)
+        np.testing.assert_array_equal(model.encode([sentence])[0], row)
     many = [f"{a} {b} the {c}" for a in ("cat", "dog", "x") for b in ("sat", "ran", "") for c in ODD]
-    np.testing.assert_array_equal(model.embed(many), reference_embed(model, many))
+    np.testing.assert_array_equal(model.encode(many), reference_embed(model, many))
 
 
-def test_embed_takes_any_iterable_of_str_with_sentences_repeated(model):
-    sentences = ["the cat", "a dog ran", "the cat", "", "zebra", "", "the cat", "A dog ran"]
-    got = model.embed(sentences)
-    np.testing.assert_array_equal(got, reference_embed(model, sentences))
-    np.testing.assert_array_equal(got[0], got[2])
-    for same in (tuple(sentences), np.array(sentences), (s for s in sentences)):
-        np.testing.assert_array_equal(model.embed(same), got)
-    assert model.embed([]).shape == (0, 16)
-    with pytest.raises(TypeError, match="wrap a single sentence"):
-        model.embed("a single string")
-    with pytest.raises(TypeError, match="got bytes"):
-        model.embed(b"the cat")
-    with pytest.raises(TypeError, match="sentence 1 is a bytes"):
-        model.embed(["the cat", b"a dog"])
-
-
-def test_embed_with_a_line_end_in_the_vocabulary(model):
+def test_encode_with_a_line_end_in_the_vocabulary(model):
     # no sentence can hold the token "\n"; a vocabulary that has it changes nothing
     words = model.vocab.words + ["\n"]
     odd = Model(Vocab(words, np.arange(len(words), 0, -1)),
                 np.vstack([model.vectors, np.full((1, 16), 7, dtype=np.float32)]))
-    np.testing.assert_array_equal(odd.embed(ODD), model.embed(ODD))
+    np.testing.assert_array_equal(odd.encode(ODD), model.encode(ODD))
 
 
 def test_row_cosines_match_the_formula():
@@ -138,21 +123,22 @@ def test_row_cosines_match_the_formula():
     np.testing.assert_allclose(got[ok], expected[ok], rtol=1e-14, atol=1e-15)
 
 
-def test_encode_is_embed_with_sentence_transformers_conventions(model):
-    sentences = ["the cat sat", "zebra", "a dog ran .", "the cat sat"]
-    want = model.embed(sentences)
-    np.testing.assert_array_equal(model.encode(sentences), want)
-    np.testing.assert_array_equal(model.encode(tuple(sentences)), want)
-    np.testing.assert_array_equal(model.encode(s for s in sentences), want)  # a generator, read in batches
+def test_encode_takes_one_str_or_any_iterable_of_str_with_sentences_repeated(model):
+    sentences = ["the cat", "a dog ran", "the cat", "", "zebra", "", "the cat", "A dog ran"]
+    want = model.encode(sentences)
+    np.testing.assert_array_equal(want, reference_embed(model, sentences))
+    np.testing.assert_array_equal(want[0], want[2])
+    for same in (tuple(sentences), np.array(sentences), (s for s in sentences)):  # a generator, read in batches
+        np.testing.assert_array_equal(model.encode(same), want)
     np.testing.assert_array_equal(model.encode(sentences, batch_size=1), want)
     np.testing.assert_array_equal(model.encode(iter(sentences), batch_size=3), want)
-    one = model.encode("the cat sat")
+    one = model.encode("the cat")
     assert one.shape == (16,) and one.dtype == np.float32
     np.testing.assert_array_equal(one, want[0])
     assert model.encode([]).shape == (0, 16)
     # normalize_embeddings, fill and unknown
     sentences = ["the cat sat", "zebra", "a dog"]
-    raw = model.embed(sentences)
+    raw = model.encode(sentences)
     unit = model.encode(sentences, normalize_embeddings=True)
     np.testing.assert_allclose(np.linalg.norm(unit[[0, 2]], axis=1), 1.0, rtol=1e-6)
     np.testing.assert_allclose(unit[0], raw[0] / np.linalg.norm(raw[0]), rtol=1e-5)
@@ -166,14 +152,15 @@ def test_encode_is_embed_with_sentence_transformers_conventions(model):
             model.encode(["the cat"], **bad)
     with pytest.raises(TypeError, match="sentence 1 is a bytes"):
         model.encode(["the cat", b"the dog"])
-    with pytest.raises(TypeError, match="iterable of sentences"):
-        model.encode(42)
+    for bad in (42, b"the cat"):
+        with pytest.raises(TypeError, match="iterable of sentences"):
+            model.encode(bad)
 
 
 def test_a_sentence_of_300000_tokens(model):
     sentence = " ".join(["the cat sat"] * 100_000)
     expected = np.asarray(model.vectors)[[model.vocab.index[w] for w in ("the", "cat", "sat")]].mean(axis=0)
-    np.testing.assert_allclose(model.embed([sentence])[0], expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.encode([sentence])[0], expected, rtol=1e-5, atol=1e-6)
     assert model.similarity([sentence], ["sat the cat"])[0, 0] == pytest.approx(1.0, abs=1e-5)
 
 
@@ -200,16 +187,6 @@ def model400():
     return random_model()
 
 
-def cosines(A, B):
-    """float64 cosines of every row of A with every row of B, one at a time (NaN for a NaN or zero row)."""
-    out = np.full((len(A), len(B)), np.nan)
-    for i, a in enumerate(np.asarray(A, np.float64)):
-        for j, b in enumerate(np.asarray(B, np.float64)):
-            if np.isfinite(a).all() and np.isfinite(b).all() and a.any() and b.any():
-                out[i, j] = a @ b / np.linalg.norm(a) / np.linalg.norm(b)
-    return out
-
-
 @pytest.mark.parametrize("unknown", [None, "omit", "hash"])
 def test_similarity_is_sentence_transformers(model400, unknown):
     """model.similarity(a, b): the (n, m) cosine matrix of two sets of embeddings, 1-D embeddings
@@ -220,7 +197,7 @@ def test_similarity_is_sentence_transformers(model400, unknown):
     B = m.encode(SENTENCES[:3], unknown=unknown)
     S = m.similarity(A, B)
     assert S.shape == (len(SENTENCES), 3) and S.dtype == np.float64
-    np.testing.assert_allclose(S, cosines(A, B), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(S, brute_cosines(A, B), rtol=0, atol=1e-12)
     assert np.isnan(S[3]).all()  # "": no embedding, NaN cosines
     assert (np.isnan(S[2]).all()) == (unknown != "hash")  # unknown words only
     assert m.similarity(A[0], B[1]).shape == (1, 1) and m.similarity(A[0], B).shape == (1, 3)
@@ -301,7 +278,7 @@ def test_repr(tmp_path):
     assert repr(old) == "<scbow Model: 2 words x 4 dims, trained on x (7 tokens)>"  # a model without the raw count
 
 
-def test_embed_from_many_threads_while_the_caches_are_cleared(model, monkeypatch):
+def test_encode_from_many_threads_while_the_caches_are_cleared(model, monkeypatch):
     """Threads sharing a model get the rows one thread gets, though the averager's caches, bounded to
     3 words here, are cleared by one call while others use them."""
     import sys
@@ -315,7 +292,7 @@ def test_embed_from_many_threads_while_the_caches_are_cleared(model, monkeypatch
 
     batches = [[f"the zebra{i} cat okapi{i % 3}", f"quagga{i} sat on gnu{i + 1} mat", "the cat"] for i in range(12)]
     calls = {
-        "embed": lambda m, b: m.embed(b),
+        "encode": lambda m, b: m.encode(b),
         "similarity_pairwise": lambda m, b: m.similarity_pairwise(b[:2], b[1:]),
         "similarity": lambda m, b: m.similarity(b[:1], b[1:]),
         "file": lambda m, b: m.averager.average(m.averager.encode("\n".join(b) + "\n"), m.unknown_rule[0], 1.0,
@@ -364,10 +341,10 @@ def test_the_api_takes_numpy_integers_and_refuses_a_senseless_unknown_scale(mode
     for bad in (np.True_, 0, -1, 2.5, "3"):
         with pytest.raises(ValueError, match="topn"):
             model.wv.most_similar(word, topn=bad)
-    assert np.isfinite(model.embed(["zzqx qqzz"], unknown="hash", unknown_scale=np.float32(0.5))).all()
+    assert np.isfinite(model.encode(["zzqx qqzz"], unknown="hash", unknown_scale=np.float32(0.5))).all()
     for bad in (float("nan"), float("inf"), 0.0, -1.0, True, "1", 1e300, 10**400, 2e6):
         with pytest.raises(ValueError, match="unknown_scale"):
-            model.embed(["the cat"], unknown="hash", unknown_scale=bad)
+            model.encode(["the cat"], unknown="hash", unknown_scale=bad)
 
 
 def test_the_api_takes_one_path_a_dict_and_numpy_numbers(small_corpus_file):

@@ -18,12 +18,16 @@ from scbow.vectors.numeric import hashed_vector
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", "."]
 
 
-@pytest.fixture
-def model():
+def make_model(config=None) -> Model:
     rng = np.random.default_rng(0)
     V = rng.standard_normal((len(WORDS), 16)).astype(np.float32)
     V *= np.linspace(0.5, 2.0, len(WORDS), dtype=np.float32)[:, None]  # norms vary with the row
-    return Model(Vocab(WORDS, np.arange(len(WORDS), 0, -1)), V)
+    return Model(Vocab(WORDS, np.arange(len(WORDS), 0, -1)), V, config)
+
+
+@pytest.fixture
+def model():
+    return make_model()
 
 
 @pytest.mark.parametrize("token", ["\udcff", "a\udcffb", "\ud800", "x\udfff\ud800y"])
@@ -41,7 +45,7 @@ def test_a_token_with_a_lone_surrogate_has_a_hashed_vector(model, token):
     np.testing.assert_allclose(hashed_vectors([token, "zebra"], 16, 2.0)[0], want * 2.0 / np.linalg.norm(want), rtol=1e-12)
     replaced = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in token)  # what errors="replace" reads
     assert not np.allclose(want, hashed_vector(replaced, 16))
-    assert np.isfinite(model.embed([f"the {token} cat"], unknown="hash")).all()
+    assert np.isfinite(model.encode([f"the {token} cat"], unknown="hash")).all()
 
 
 def test_unknown_norm_is_the_median_of_the_rarest_tenth(model):
@@ -57,12 +61,12 @@ def test_unknown_norm_is_the_median_of_the_rarest_tenth(model):
 
 
 def test_omit_is_the_default(model, tmp_path):
-    X = model.embed(["the cat zebra", "zebra quagga"])
+    X = model.encode(["the cat zebra", "zebra quagga"])
     assert np.allclose(X[0], model.vectors[[0, 1]].mean(axis=0), atol=1e-6)
     assert np.isnan(X[1]).all()
-    assert np.array_equal(model.embed(["the cat zebra"], unknown="omit"), X[:1])
+    assert np.array_equal(model.encode(["the cat zebra"], unknown="omit"), X[:1])
     with pytest.raises(ValueError, match="unknown must be one of"):
-        model.embed(["the cat"], unknown="zero")
+        model.encode(["the cat"], unknown="zero")
     from scbow.use.embedding import embed_file  # what a cluster embed runs too
 
     with pytest.raises(ValueError, match="unknown must be one of omit, hash, pieces, got 'HASH'"):
@@ -72,9 +76,9 @@ def test_omit_is_the_default(model, tmp_path):
 def test_hash_scale_of_a_model_without_a_record_multiplies_the_hashed_part(model):
     # the rule itself, against a plain average: test_average
     z = hashed_vector("zebra", model.dim)
-    X = model.embed(["zebra", "the"], unknown="hash")
+    X = model.encode(["zebra", "the"], unknown="hash")
     np.testing.assert_allclose(X[0], z * HASH_SCALE * model.unknown_norm() / np.linalg.norm(z), rtol=1e-6)
-    Y = model.embed(["zebra"], unknown="hash", unknown_scale=2.5)
+    Y = model.encode(["zebra"], unknown="hash", unknown_scale=2.5)
     assert np.linalg.norm(Y[0]) == pytest.approx(2.5 * model.unknown_norm(), rel=1e-5)
 
 
@@ -185,7 +189,7 @@ def test_pieces_note_in_similarity_cli(model, tmp_path, runner):
     r = runner.invoke(main, ["similarity", "-m", str(tmp_path / "m"), "--unknown", "pieces", "the sated cat", "xq cat"])
     assert r.exit_code == 0, r.output
     assert "split into pieces: sated (sat ##ed)" in r.stderr and "xq (none: left out)" in r.stderr
-    expected = model.embed(["the sated cat", "xq cat"], unknown="pieces").astype(np.float64)
+    expected = model.encode(["the sated cat", "xq cat"], unknown="pieces").astype(np.float64)
     cos = expected[0] @ expected[1] / np.linalg.norm(expected, axis=1).prod()
     assert float(r.stdout.strip()) == pytest.approx(cos, abs=1e-4)
 

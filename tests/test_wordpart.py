@@ -293,7 +293,7 @@ def test_words_are_ranked_by_the_word_part_and_sentences_by_whole_rows():
     with pytest.raises(ValueError, match="shape"):
         m.wv.similar_by_vector(np.ones(3))
     # a sentence is the whole row's average
-    np.testing.assert_allclose(m.embed(["a b"])[0], (m.vectors[0] + m.vectors[1]) / 2)
+    np.testing.assert_allclose(m.encode(["a b"])[0], (m.vectors[0] + m.vectors[1]) / 2)
     plain = Model(Vocab(words, [500] * 4), S, {"dim": 2})
     assert plain.wv.most_similar("a", topn=1)[0][0] == "b"
 

@@ -336,13 +336,11 @@ def test_neighbors_cli(tmp_path, runner, model400):
 # ---------------------------------------------------------------- similarities
 
 
-def test_n_similarity_agrees_with_gensim(model400, kv):
+def test_n_similarity_is_the_cosine_of_the_means(model400):
     for a, b in ((["cat", "dog"], ["mat"]), (["cat"], ["cat"]), (["w1", "w2", "w3"], ["big", "red", "w300"])):
-        want = float(kv.n_similarity(a, b))
         mean = lambda ws: np.mean([model400.vectors[model400.wv.key_to_index[w]].astype(np.float64) for w in ws], axis=0)  # noqa: E731
         x, y = mean(a), mean(b)
         assert model400.wv.n_similarity(a, b) == pytest.approx(float(x @ y / np.linalg.norm(x) / np.linalg.norm(y)), abs=1e-12)
-        assert model400.wv.n_similarity(a, b) == pytest.approx(want, abs=1e-5)
     assert model400.wv.n_similarity(["Cat", "DOG"], ["mat"]) == model400.wv.n_similarity(["cat", "dog"], ["mat"])
     with pytest.raises(KeyError, match="zebra"):
         model400.wv.n_similarity(["cat", "zebra"], ["dog"])
@@ -350,21 +348,16 @@ def test_n_similarity_agrees_with_gensim(model400, kv):
         model400.wv.n_similarity([], ["dog"])
 
 
-def test_gensim_word_methods_agree_with_gensim(tmp_path):
+def test_the_other_gensim_word_methods_agree_with_gensim(tmp_path):
     model = random_model(n_words=80, dim=10, seed=5)
     kv = as_gensim(model)
     rng = np.random.default_rng(5)
     assert model.wv.get_vecattr("w3", "count") == NEIGHBOUR_MIN_COUNT + (80 - 16) * 3  # w3 is row 16
     np.testing.assert_allclose(model.wv.get_normed_vectors(), kv.get_normed_vectors(), rtol=1e-6)
-    assert model.wv.distance("w1", "w2") == pytest.approx(kv.distance("w1", "w2"), rel=1e-6)
     np.testing.assert_allclose(model.wv.distances("w1", ["w2", "w9"]), kv.distances("w1", ["w2", "w9"]), rtol=1e-5)
     np.testing.assert_array_equal(model.wv.distances("w1", np.array(["w2", "w9"])), model.wv.distances("w1", ["w2", "w9"]))
     np.testing.assert_array_equal(model.wv.distances("w1", None), model.wv.distances("w1"))  # None: every word, as gensim
     np.testing.assert_allclose(model.wv.distances("w1"), kv.distances("w1"), rtol=1e-5, atol=1e-6)
-    for a, b in (("w1", "w2"), ("w7", "w40"), ("w0", "w59")):
-        assert model.wv.rank(a, b) == kv.rank(a, b)
-    group = ["w1", "w2", "w3", "w4", "w5"]
-    assert model.wv.doesnt_match(group) == kv.doesnt_match(group)
     pairs = tmp_path / "pairs.tsv"
     # no pair twice in two orders: float32 (gensim) and float64 (here) would break that tie differently
     pairs.write_text("# a comment\n" + "".join(f"w{i}\tw{i + 20}\t{rng.uniform(0, 10):.2f}\n" for i in range(40))
@@ -388,8 +381,6 @@ def test_word_methods_use_the_word_part():
     m = Model(Vocab(words, [9, 9, 9]), np.concatenate([S, G], axis=1), {"dim": 2, "word_passes": 1, "word_dim": 2})
     assert m.wv.rank("a", "c") == 1 and m.wv.distance("a", "c") < 1e-3 and m.wv.doesnt_match(["a", "c", "b"]) == "b"
     assert m.wv.get_normed_vectors().shape == (3, 2)
-
-
 
 
 # ---------------------------------------------------------------- one set of vectors, gensim's rules

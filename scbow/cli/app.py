@@ -140,7 +140,7 @@ def model_option(help_text=f"Model directory (or word2vec file). {DEFAULT_MODEL}
 
 
 def unknown_option(whose="the model's own rule"):
-    """``--unknown``: what becomes of words outside the vocabulary (``Model.embed``'s ``unknown``)."""
+    """``--unknown``: what becomes of words outside the vocabulary (``Model.encode``'s ``unknown``)."""
     return click.option("--unknown", type=click.Choice(["pieces", "hash", "omit"]), default=None,
                         help="Words not in the vocabulary: split them into pieces (as exported folders do), give "
                              f"each a fixed random vector from a hash of the word, or leave them out.  [default: {whose}; "

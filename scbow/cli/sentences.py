@@ -47,7 +47,7 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
     """Embed every line of INPUT (one sentence per line; .gz/.bz2/.xz read too; - for stdin).
 
     Row i of OUTPUT is the sentence embedding of line i + 1 (the same as 'similarity' and
-    Model.embed use), empty lines included; the numbers of the lines with nothing to
+    Model.encode use), empty lines included; the numbers of the lines with nothing to
     average (their rows are NaN, or zero with --fill zero) are listed in the --missing
     file. Written block by block, so INPUT may be larger than memory, and renamed into
     place at the end.

@@ -19,34 +19,6 @@ LINE_END = -2  # the end of a line
 
 
 @njit(cache=True, nogil=True)
-def line_bounds(ids, starts, stops):
-    """Cut a token stream at its ``LINE_END`` markers.
-
-    Parameters
-    ----------
-    ids : array of int32, shape (n_tokens,)
-        Token stream; every line, the last one included, ends with a ``LINE_END`` marker.
-    starts, stops : arrays of int64, shape (>= n_lines,)
-        Output: line ``i`` is ``ids[starts[i]:stops[i]]`` (the marker excluded).
-
-    Returns
-    -------
-    int
-        The number of markers found; only the first ``len(starts)`` are written.
-    """
-    line = 0
-    start = 0
-    for p in range(ids.shape[0]):
-        if ids[p] == LINE_END:
-            if line < starts.shape[0]:
-                starts[line] = start
-                stops[line] = p
-            line += 1
-            start = p + 1
-    return line
-
-
-@njit(cache=True, nogil=True)
 def mean_lines(W, ids, starts, stops, fill, out, counts):
     """Average the rows of the known words of every line.
 

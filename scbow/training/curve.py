@@ -78,7 +78,7 @@ class CurveHook(Hook):
     every: examples between points. common_components, seed: the run's post-processing
     (``config.common_components`` capped at dim // 10, -1 for none) and seed. sources:
     where the sets came from, recorded as given. unknown, unknown_scale: the rule the
-    saved model embeds unknown words by (``Model.embed``; ``config.unknown``).
+    saved model embeds unknown words by (``Model.encode``; ``config.unknown``).
     """
 
     def __init__(self, dev: STSSet, every: int, common_components: int, seed: int, tests=(),

@@ -7,7 +7,7 @@ memory work; the output ``.npy`` file is written block by block.
 
 Rules: every input line gives one row (row ``i`` is line ``i + 1``, empty lines
 included). Words outside the vocabulary follow the model's own rule, as in
-``Model.embed``: left out, split into pieces (``unknown="pieces"``) or given hashed vectors. A line
+``Model.encode``: left out, split into pieces (``unknown="pieces"``) or given hashed vectors. A line
 with nothing to average has no embedding: its row is NaN (or zeros with ``fill=0``) and
 its line number is recorded. Lines are split as Python's universal-newline
 mode splits them (``\\n``, ``\\r\\n`` or ``\\r``); ``.gz``, ``.bz2`` and ``.xz`` inputs
@@ -26,7 +26,7 @@ import struct
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -123,7 +123,6 @@ class EmbedStats:
     seconds: float = 0.0
     output: str = ""
     missing_file: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 def embed_summary(stats: EmbedStats, model: Model, unknown: str | None = None, output=None, missing_file=None) -> str:
@@ -220,7 +219,7 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
 
     The 1-based numbers of the lines with nothing to average go to ``missing_file`` (default
     ``missing_path_for(output)``), one per line after a ``#`` comment line. ``unknown``:
-    as in ``Model.embed`` (``None``: the model's own rule).
+    as in ``Model.encode`` (``None``: the model's own rule).
 
     Tokenizing (Python, holding the GIL) runs in this thread; averaging and writing a block
     (compiled, GIL released) run in a second thread while the next block is tokenized, so
@@ -334,7 +333,7 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
 
     Returns ``(cosine, line_number, line)`` tuples, best first (ties, cosines equal to 1e-12:
     earlier line first); line numbers are 1-based. Lines with nothing to average are never returned. Words
-    outside the vocabulary follow the model's own rule (``Model.embed``). Lines with bytes
+    outside the vocabulary follow the model's own rule (``Model.encode``). Lines with bytes
     that are not UTF-8 are read with U+FFFD in their place and counted in one warning,
     passed to ``warn`` (default: a line on stderr). Raises ValueError when ``sentence`` has
     nothing to average.
@@ -344,7 +343,7 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
 
     if topn < 1:
         raise ValueError(f"topn must be at least 1, got {topn}")
-    q = model.embed([sentence])[0].astype(np.float64)
+    q = model.encode([sentence])[0].astype(np.float64)
     if np.isnan(q).any():
         what = "no word in the vocabulary" if model.unknown_rule[0] == "omit" else "no word"
         raise ValueError(f"the sentence {sentence!r} has {what}")

@@ -225,20 +225,18 @@ def overlap_weights(counts, raw_tokens: int, a: float = SIF_A) -> np.ndarray:
 class OverlapControl:
     """An untrained word-overlap control: a fixed random vector per distinct token.
 
-    Every token, in any vocabulary or none, gets a standard normal vector of ``dim`` values
-    drawn from a generator seeded by a hash of the token (BLAKE2b of its UTF-8 bytes, 8
-    bytes), so the vector depends on the token alone: it is the same in every run and
-    every process. A sentence is the average over all its tokens (repeated tokens count
-    twice), so the cosine of two sentences measures how much words they share. A sentence
-    without tokens has no embedding (a row of NaN).
+    Every token, in any vocabulary or none, gets its hashed vector of ``dim`` values
+    (:func:`scbow.vectors.numeric.hashed_vector`: the same in every process). A sentence is the
+    average over all its tokens (repeated tokens count twice), so the cosine of two sentences
+    measures how much words they share. A sentence without tokens has no embedding (NaN).
 
     ``weights`` (word -> weight; a word not in it weighs 1) makes it the weighted overlap
     control: each token's vector is multiplied by its weight before averaging, SIF's
     weighting with :func:`overlap_weights` (:meth:`weighted`), a much stronger control
     than the plain average (the untrained start of a model is this control).
 
-    ``embed`` has the contract of :meth:`scbow.vectors.model.Model.embed`, for benchmarks and
-    :func:`score_set`: ``OverlapControl(dim=300).embed``.
+    ``embed`` takes a list of sentences as :meth:`scbow.vectors.model.Model.encode` does, for
+    benchmarks and :func:`score_set`: ``OverlapControl(dim=300).embed``.
     """
 
     def __init__(self, dim: int = 300, weights=None):
@@ -409,9 +407,6 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
     from ..vectors.modeldir import default_model_dir
     from .data import default_sts_paths, sts_files
 
-    def embedder(m):
-        return functools.partial(m.embed, unknown=unknown) if unknown is not None else m.embed
-
     sets = [read_sts(f) for f in sts_files(paths or default_sts_paths())]
     systems, sources = {}, {}
     loaded = None
@@ -420,11 +415,12 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
     if model is not None or control is None or there:  # a word2vec file too; a damaged model is refused
         path = model or default
         loaded = load_model(path)
-        systems["model"], sources["model"] = embedder(loaded), str(path)
+        systems["model"], sources["model"] = functools.partial(loaded.encode, unknown=unknown), str(path)
     if baseline is not None:
         if not Path(baseline).exists():
             raise ModelError(f"{baseline}: no such baseline vectors file")
-        systems["baseline"], sources["baseline"] = embedder(load_model(baseline)), str(baseline)
+        systems["baseline"] = functools.partial(load_model(baseline).encode, unknown=unknown)
+        sources["baseline"] = str(baseline)
     if control is not None:
         name = CONTROLS.get(control)
         if name is None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..vectors.numeric import cosine_matrix, semantic_search, similarity_pairwise, unit_rows  # noqa: F401  (the API)
+from ..vectors.numeric import cosine_matrix, semantic_search, similarity_pairwise  # noqa: F401  (the API)
 
 
 def similarity(a, b) -> np.ndarray | float:

@@ -9,7 +9,7 @@ brings its row, any other its hashed vector. A hashed vector's norm is ``scale``
 median norm of the rows of the rarest tenth of the trained vocabulary (the words most like
 unseen ones). A sentence with nothing to average has no embedding (NaN, or ``fill``).
 
-``Model.encode`` and ``embed``, the ``embed`` command (one file, or shards on a cluster),
+``Model.encode``, the ``embed`` command (one file, or shards on a cluster),
 ``neighbors --in``, the training curve and the exported folders all average through an
 :class:`Averager`, so they give the same rows bit for bit.
 """

@@ -105,7 +105,7 @@ def export_rows(model, extra_words=(), whole=None, pieces: bool = False) -> tupl
     """``(tokens, rows, added, restored)``: the exported tokens (the model's words, the ``extra_words``
     it lacks, once each, then with ``pieces`` the pieces of ``model.pieces`` not among them), their
     float32 rows and a last row of zeros (the unknown token's), the extra words kept. An added word's
-    row is what ``whole.embed(..., unknown="hash")`` gives it (``whole``: the model ``model`` is a
+    row is what ``whole.encode(..., unknown="hash")`` gives it (``whole``: the model ``model`` is a
     subset of): its trained row when ``whole`` has one (the ``restored``), else its hashed vector at
     the hash rule's norm; a piece's row is its hashed vector at the pieces' norm (of ``whole``)."""
     from .numeric import hashed_vectors

@@ -28,7 +28,7 @@ class Model:
     config: the hyperparameters it was trained with (a dict, as in ``config.json``).
     info: corpus statistics and training summary.
 
-    Sentences, with sentence-transformers' names: ``encode`` (and ``embed``), ``similarity``
+    Sentences, with sentence-transformers' names: ``encode``, ``similarity``
     (the cosine matrix of two sets of embeddings), ``similarity_pairwise``,
     ``similarity_fn_name`` and ``semantic_search``; ``save`` writes a model directory.
 
@@ -133,7 +133,7 @@ class Model:
 
     @property
     def unknown_rule(self) -> tuple[str, float]:
-        """The model's own ``(unknown, unknown_scale)``: what :meth:`embed` does by default."""
+        """The model's own ``(unknown, unknown_scale)``: what :meth:`encode` does by default."""
         return own_rule(self.config)
 
     def unknown_scale(self, rule: str) -> float:
@@ -150,64 +150,33 @@ class Model:
         (:meth:`scbow.vectors.average.Averager.unknown_norm`)."""
         return self.averager.unknown_norm()
 
-    def embed(self, sentences, unknown: str | None = None, unknown_scale: float | None = None) -> np.ndarray:
-        """Sentence embeddings: the mean of the vectors of the known words.
-
-        Returns an array of float32, shape (n, dim); a sentence with no known word gets
-        a row of NaN (it has no embedding).
-
-        ``unknown="pieces"`` splits every unknown token into pieces (``scbow.vectors.pieces``:
-        WordPiece's greedy split over the model's words and their runs of up to 2
-        characters), each one more token of the average: a piece that is a word of the model
-        brings its row, any other a fixed random direction drawn from a hash of the piece, of
-        norm ``unknown_scale`` times :meth:`unknown_norm`. The folders ``export`` writes for
-        sentence-transformers and model2vec hold the same pieces and rows, so they embed
-        exactly so. ``unknown="hash"`` gives every unknown token one such hashed vector of its
-        own instead. With either, only a sentence without any token (or whose tokens have no
-        pieces) has no embedding. ``None`` (the default) takes the model's own rule
-        (:attr:`unknown_rule`); ``unknown_scale=None`` that rule's scale (:meth:`unknown_scale`).
-        """
-        if isinstance(sentences, str):
-            raise TypeError("embed() takes a list of sentences; wrap a single sentence in a list")
-        if isinstance(sentences, (bytes, bytearray)) or not hasattr(sentences, "__iter__"):
-            raise TypeError(f"embed() takes a list of sentences (str), got {type(sentences).__name__}")
-        sentences = sentences if isinstance(sentences, (list, tuple)) else list(sentences)  # a generator is read once
-        for n, s in enumerate(sentences):
-            if not isinstance(s, str):
-                raise TypeError(f"sentence {n} is a {type(s).__name__}, not a str")
-        return self._embed_strs(sentences, unknown, unknown_scale)
-
-    def _embed_strs(self, sentences, unknown: str | None, unknown_scale: float | None) -> np.ndarray:
-        """:meth:`embed` of a list of str (checked by the caller: :meth:`embed`, :meth:`encode`)."""
-        unknown = self.unknown_rule[0] if unknown is None else unknown
-        unknown_scale = self.unknown_scale(unknown) if unknown_scale is None else unknown_scale
-        check_rule(unknown, unknown_scale)
-        unique = dict.fromkeys(sentences)  # a sentence said twice is embedded once
-        if len(unique) == len(sentences):
-            return self.averager.embed(sentences, unknown, unknown_scale)
-        row = {sentence: n for n, sentence in enumerate(unique)}
-        which = np.fromiter(map(row.__getitem__, sentences), dtype=np.int64, count=len(sentences))
-        return self.averager.embed(list(unique), unknown, unknown_scale)[which]
-
     def encode(self, sentences, batch_size: int = 4096, show_progress_bar: bool = False,
                normalize_embeddings: bool = False, fill: float = math.nan, unknown: str | None = None,
-               convert_to_numpy: bool = True) -> np.ndarray:
-        """Sentence embeddings with sentence-transformers' conventions: :meth:`embed` under
-        another name and signature (one implementation).
+               unknown_scale: float | None = None, convert_to_numpy: bool = True) -> np.ndarray:
+        """Sentence embeddings, with sentence-transformers' conventions: the mean of the vectors of
+        the known words, float32.
 
         ``sentences``: a string gives a 1-D vector (dim,); a list, tuple or any iterable
-        (a generator too) gives a 2-D array (n, dim), float32. ``batch_size`` sentences are
+        (a generator too) gives a 2-D array (n, dim). ``batch_size`` sentences are
         embedded at a time (a generator is read a batch at a time); ``show_progress_bar``
         shows a progress line on stderr; ``normalize_embeddings`` scales each row to unit
         length (cosine is then a dot product). A sentence with nothing to average gets a row
         of ``fill`` (NaN by default: it has no embedding; ``fill=0.0`` gives zeros, as
-        sentence-transformers' static models do). ``unknown``: as in :meth:`embed`.
-        ``convert_to_numpy`` is accepted for compatibility; the result is always a NumPy array.
+        sentence-transformers' static models do). ``convert_to_numpy`` is accepted for
+        compatibility; the result is always a NumPy array.
+
+        ``unknown``: the rule for words outside the vocabulary, "omit", "hash" or "pieces"
+        (:mod:`scbow.vectors.average`; the folders ``export`` writes embed as "pieces" does), with
+        ``unknown_scale`` times :meth:`unknown_norm` the norm of a hashed vector; ``None`` (the
+        default) takes the model's own rule (:attr:`unknown_rule`) and that rule's scale.
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         if not isinstance(fill, (int, float, np.number)) or isinstance(fill, (bool, np.bool_)):
             raise TypeError(f"fill must be a number (NaN for no embedding, 0.0 for zeros), got {fill!r}")
+        unknown = self.unknown_rule[0] if unknown is None else unknown
+        unknown_scale = self.unknown_scale(unknown) if unknown_scale is None else unknown_scale
+        check_rule(unknown, unknown_scale)
         single = isinstance(sentences, str)
         items = [sentences] if single else sentences
         if isinstance(items, (bytes, bytearray)) or not hasattr(items, "__iter__"):
@@ -223,7 +192,12 @@ class Model:
             for n, s in enumerate(batch):
                 if not isinstance(s, str):
                     raise TypeError(f"sentence {done + n} is a {type(s).__name__}, not a str")
-            blocks.append(self._embed_strs(batch, unknown, None))  # checked above, numbered across batches
+            unique = dict.fromkeys(batch)  # a sentence said twice is embedded once
+            rows = self.averager.embed(list(unique), unknown, unknown_scale)
+            if len(unique) < len(batch):
+                row = {sentence: n for n, sentence in enumerate(unique)}
+                rows = rows[np.fromiter(map(row.__getitem__, batch), dtype=np.int64, count=len(batch))]
+            blocks.append(rows)
             done += len(batch)
             bar.update(done)
             batch.clear()
@@ -255,14 +229,14 @@ class Model:
         (a sentence with nothing to average: NaN rows of :meth:`encode`) or is zero.
 
         ``a``, ``b``: embeddings (arrays of 1 or 2 dims), or sentences (a list of str, or one
-        str), which are encoded first (``unknown``: as in :meth:`embed`).
+        str), which are encoded first (``unknown``: as in :meth:`encode`).
         """
         return cosine_matrix(*_embeddings(self, a, b, unknown))
 
     def similarity_pairwise(self, a, b, unknown: str | None = None) -> np.ndarray:
         """Cosine of row i of ``a`` with row i of ``b``: float64, shape (n,), as sentence-transformers'
         ``similarity_pairwise``; NaN where a side has no embedding. ``a``, ``b``: embeddings of one
-        shape, or two lists of sentences of one length (encoded in one call; ``unknown`` as in :meth:`embed`)."""
+        shape, or two lists of sentences of one length (encoded in one call; ``unknown`` as in :meth:`encode`)."""
         return similarity_pairwise(*_embeddings(self, a, b, unknown))
 
     def semantic_search(self, queries, corpus_embeddings, top_k: int = 10, unknown: str | None = None) -> list:

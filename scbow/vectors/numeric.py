@@ -90,7 +90,7 @@ def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray, dtype=n
     its order (as the embedding kernels of ``scbow.kernels.embed`` do), divided by its
     size, then rounded to ``dtype`` (float32: the numbers of ``mean_rows(...).astype(np.float32)``).
 
-    Why a second averaging beside the kernels of ``scbow.kernels.embed``: ``Model.embed``,
+    Why a second averaging beside the kernels of ``scbow.kernels.embed``: ``Model.encode``,
     ``similarity`` and the STS scoring run without importing numba (importing it and loading
     a cached kernel costs a fresh process about half a second, more than a whole
     ``scbow-numba similarity`` call takes without it), and on the few sentences they get
@@ -245,11 +245,10 @@ def publish_hashed(cache: dict, new: list, rows: dict, bound: int) -> None:
 # -- sets of sentence embeddings, with sentence-transformers' conventions (scbow.use.semantic, Model) --
 
 
-def unit_rows(x, name: str) -> tuple[np.ndarray, bool]:
-    """``x`` as a float64 matrix of unit rows (NaN for rows with no direction), and whether it was 1-D."""
+def unit_rows(x, name: str) -> np.ndarray:
+    """``x`` (one embedding, or a matrix of them) as a float64 matrix of unit rows (NaN for rows with no direction)."""
     a = np.asarray(x, dtype=np.float64)
-    single = a.ndim == 1
-    if single:
+    if a.ndim == 1:
         a = a[None, :]
     if a.ndim != 2:
         raise ValueError(f"{name} must be one embedding (1-D) or a matrix of them (2-D), got shape {a.shape}")
@@ -259,14 +258,14 @@ def unit_rows(x, name: str) -> tuple[np.ndarray, bool]:
     with np.errstate(invalid="ignore", divide="ignore"):
         unit = a / np.linalg.norm(a, axis=1, keepdims=True)
     unit[~np.isfinite(unit).all(axis=1)] = np.nan
-    return unit, single
+    return unit
 
 
 def cosine_matrix(a, b) -> np.ndarray:
     """Cosines between embeddings ``a`` (n, d) and ``b`` (m, d): float64 (n, m), always 2-D (a 1-D side
     is one row), as sentence-transformers' ``model.similarity``. NaN where a row has no direction."""
-    A, _ = unit_rows(a, "a")
-    B, _ = unit_rows(b, "b")
+    A = unit_rows(a, "a")
+    B = unit_rows(b, "b")
     if A.shape[1] != B.shape[1]:
         raise ValueError(f"embeddings of {A.shape[1]} and {B.shape[1]} dims cannot be compared")
     return A @ B.T
@@ -275,8 +274,8 @@ def cosine_matrix(a, b) -> np.ndarray:
 def similarity_pairwise(a, b) -> np.ndarray:
     """Cosine of row i of ``a`` with row i of ``b``: float64 (n,), as sentence-transformers'
     ``model.similarity_pairwise``. NaN where a row has no direction."""
-    A, _ = unit_rows(a, "a")
-    B, _ = unit_rows(b, "b")
+    A = unit_rows(a, "a")
+    B = unit_rows(b, "b")
     if A.shape != B.shape:
         raise ValueError(f"pairwise cosines need embeddings of one shape, got {A.shape} and {B.shape}")
     return np.einsum("ij,ij->i", A, B)
@@ -288,8 +287,8 @@ def semantic_search(query_embeddings, corpus_embeddings, top_k: int = 10, block:
     a query with none gets ``[]``."""
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
-    Q, _ = unit_rows(query_embeddings, "query_embeddings")
-    C, _ = unit_rows(corpus_embeddings, "corpus_embeddings")
+    Q = unit_rows(query_embeddings, "query_embeddings")
+    C = unit_rows(corpus_embeddings, "corpus_embeddings")
     if Q.shape[1] != C.shape[1]:
         raise ValueError(f"queries of {Q.shape[1]} dims cannot search a corpus of {C.shape[1]} dims")
     k = int(min(top_k, len(C)))

@@ -110,7 +110,7 @@ def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | N
     if topn < 1:
         raise ValueError(f"topn must be at least 1, got {topn}")
     index = open_index(index_path)
-    if not hasattr(model, "embed"):
+    if not hasattr(model, "encode"):
         model_dir = Path(model)
         if (model_dir / INDEX_JSON).is_file():
             raise ModelError(f"{model_dir}: is a sentence index, not a model; give it as the index and the model "
@@ -128,7 +128,7 @@ def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | N
                          "query it with the model its embeddings came from")
     topn = min(int(topn), len(index))  # there are no more to find (and a huge k would allocate for nothing)
     index.ef = min(max(int(ef if ef is not None else index.ef), topn), MAX_EF)
-    q = model.embed([sentence])[0]
+    q = model.encode([sentence])[0]
     if np.isnan(q).any() or not np.any(q):
         what = "no word in the vocabulary" if model.unknown_rule[0] == "omit" else "no word"
         raise ValueError(f"the sentence {sentence!r} has {what}")
