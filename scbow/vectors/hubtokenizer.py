@@ -143,7 +143,7 @@ def tokenizer_json(words: list[str], version: str, max_chars: int | None = None)
     token: added tokens are matched in the raw text, where ``[UNK]`` is three of our tokens.
 
     ``max_chars``: ``words`` hold pieces (``scbow.vectors.pieces``) and a token not among them is
-    split into them by a WordPiece model, as ``Model.embed(unknown="pieces")`` splits it (a word of
+    split into them by a WordPiece model, as ``Model.encode(unknown="pieces")`` splits it (a word of
     more than ``max_chars`` characters, or with a character no piece has, is the unknown token);
     None: a WordLevel model (a token not among ``words`` is the unknown token)."""
     from .pieces import wordpiece_model
