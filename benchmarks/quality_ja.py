@@ -207,7 +207,7 @@ def run_rules(corpus_path: Path, lines: int, threads: int, dev_path: Path) -> li
             say(f"rule {name}: training on {path.name}")
             corpus, model, timing = train_default(path, threads)
             row = {"rule": name, "what": what, "words": len(corpus.vocab), "tokens": int(corpus.stats["tokens"]),
-                   "scbow": scores_of(model.embed, dev), **overlap_scores(corpus, dev), **timing,
+                   "scbow": scores_of(model.encode, dev), **overlap_scores(corpus, dev), **timing,
                    "segment_seconds": segment_seconds}
         say(f"rule {name}: dev {row['scbow']['pearson']:.4f} (overlap SIF {row['overlap_sif']['pearson']:.4f})")
         done[name] = row
@@ -229,7 +229,7 @@ def run_systems(corpus_path: Path, lines: int | None, threads: int, dev_path: Pa
     corpus, model, timing = train_default(path, threads)
     out = {"corpus_words": len(corpus.vocab), "tokens": int(corpus.stats["tokens"]),
            "sentences": int(corpus.n_sentences), "systems": {}}
-    out["systems"]["scbow"] = {"dev": scores_of(model.embed, dev), **timing, "settings": "TrainConfig() defaults"}
+    out["systems"]["scbow"] = {"dev": scores_of(model.encode, dev), **timing, "settings": "TrainConfig() defaults"}
     out["neighbours"] = {w: [[n, round(float(c), 3)] for n, c in model.wv.most_similar(w, topn=8)]
                          for w in NEIGHBOUR_WORDS if w in model.wv}
     tokens_path = WORK / f"tokens-{lines or 'all'}.txt"
@@ -291,7 +291,7 @@ def run_tries(corpus_path: Path, lines: int | None, threads: int, dev_path: Path
         seconds = round(time.perf_counter() - t0, 1)
         raw = corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum())
         control = OverlapControl.weighted(corpus.vocab.words, corpus.vocab.counts, raw, config.frequency_weight)
-        done.append({"settings": overrides, "scbow": scores_of(model.embed, dev), "train_seconds": seconds,
+        done.append({"settings": overrides, "scbow": scores_of(model.encode, dev), "train_seconds": seconds,
                      "overlap_weighted_same_a": scores_of(control.embed, dev)})
         say(f"tries: {overrides}: dev {done[-1]['scbow']['pearson']:.4f}")
         cache.write_text(json.dumps(done, indent=1))
