@@ -78,3 +78,12 @@ def test_new_rows_get_a_new_average(model):
     before = model.encode(["the zebra"])
     model.vectors = model.vectors * 2
     np.testing.assert_allclose(model.encode(["the zebra"]), 2 * before, rtol=1e-6)
+
+
+@pytest.mark.parametrize("config, rule, scale", [({"unknown": "pieces"}, "pieces", 0.35), ({"unknown": "hash"}, "hash", 0.75),
+                                                 ({}, "omit", 0.75)])
+def test_a_rule_recorded_without_its_scale_takes_its_own_default(config, rule, scale):
+    model = make_model(config)
+    assert model.unknown_rule == (rule, scale)
+    np.testing.assert_array_equal(model.encode(SENTENCES[1], unknown=rule),
+                                  make_model({**config, "unknown_scale": scale}).encode(SENTENCES[1], unknown=rule))

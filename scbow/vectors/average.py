@@ -42,8 +42,13 @@ UNKNOWN = -1  # the id a token outside the vocabulary has until it is numbered
 
 
 def own_rule(config: dict) -> tuple[str, float]:
-    """The ``(unknown, unknown_scale)`` a model's ``config`` records (``omit`` without a record)."""
-    return str(config.get("unknown", DEFAULT_UNKNOWN)), float(config.get("unknown_scale", HASH_SCALE))
+    """The ``(unknown, unknown_scale)`` a model's ``config`` records (``omit`` without a record); a rule
+    recorded without its scale takes that rule's own default, not another rule's."""
+    rule = str(config.get("unknown", DEFAULT_UNKNOWN))
+    scale = config.get("unknown_scale")
+    if scale is None:
+        scale = TrainConfig.unknown_scale if rule == "pieces" else HASH_SCALE
+    return rule, float(scale)
 
 
 def rule_scale(config: dict, rule: str) -> float:
