@@ -5,6 +5,7 @@ repr. The word vectors (model.wv): tests/test_words.py."""
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -155,6 +156,21 @@ def test_encode_takes_one_str_or_any_iterable_of_str_with_sentences_repeated(mod
     for bad in (42, b"the cat"):
         with pytest.raises(TypeError, match="iterable of sentences"):
             model.encode(bad)
+
+
+def test_encode_gives_a_tensor_where_torch_is_and_says_so_where_it_is_not(model, monkeypatch):
+    assert model.get_sentence_embedding_dimension() == model.dim == model.encode("the cat").shape[0]
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        tensor = model.encode(["the cat", "a dog"], convert_to_tensor=True)
+        assert isinstance(tensor, torch.Tensor)
+        np.testing.assert_array_equal(tensor.numpy(), model.encode(["the cat", "a dog"]))
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch fails, as where it is not installed
+    with pytest.raises(ImportError, match=r"convert_to_tensor=True\) needs torch"):
+        model.encode("the cat", convert_to_tensor=True)
 
 
 def test_a_sentence_of_300000_tokens(model):

@@ -152,7 +152,7 @@ class Model:
 
     def encode(self, sentences, batch_size: int = 4096, show_progress_bar: bool = False,
                normalize_embeddings: bool = False, fill: float = math.nan, unknown: str | None = None,
-               unknown_scale: float | None = None, convert_to_numpy: bool = True) -> np.ndarray:
+               unknown_scale: float | None = None, convert_to_numpy: bool = True, convert_to_tensor: bool = False):
         """Sentence embeddings, with sentence-transformers' conventions: the mean of the vectors of
         the known words, float32.
 
@@ -162,8 +162,9 @@ class Model:
         shows a progress line on stderr; ``normalize_embeddings`` scales each row to unit
         length (cosine is then a dot product). A sentence with nothing to average gets a row
         of ``fill`` (NaN by default: it has no embedding; ``fill=0.0`` gives zeros, as
-        sentence-transformers' static models do). ``convert_to_numpy`` is accepted for
-        compatibility; the result is always a NumPy array.
+        sentence-transformers' static models do). The result is a NumPy array (``convert_to_numpy``
+        is accepted for compatibility); ``convert_to_tensor=True`` gives it as a torch tensor, as
+        sentence-transformers does (torch must be installed).
 
         ``unknown``: the rule for words outside the vocabulary, "omit", "hash" or "pieces"
         (:mod:`scbow.vectors.average`; the folders ``export`` writes embed as "pieces" does), with
@@ -177,6 +178,12 @@ class Model:
         unknown = self.unknown_rule[0] if unknown is None else unknown
         unknown_scale = self.unknown_scale(unknown) if unknown_scale is None else unknown_scale
         check_rule(unknown, unknown_scale)
+        if convert_to_tensor:
+            try:
+                import torch
+            except ImportError:
+                raise ImportError("encode(convert_to_tensor=True) needs torch (pip install torch); without it "
+                                  "encode gives a NumPy array") from None
         single = isinstance(sentences, str)
         items = [sentences] if single else sentences
         if isinstance(items, (bytes, bytearray)) or not hasattr(items, "__iter__"):
@@ -218,7 +225,12 @@ class Model:
                 out = (out / np.where(norms > 0, norms, 1.0)).astype(np.float32)
         if not (isinstance(fill, float) and math.isnan(fill)):
             out = np.where(np.isnan(out).any(axis=1, keepdims=True), np.float32(fill), out).astype(np.float32)
-        return out[0] if single else out
+        out = out[0] if single else out
+        return torch.from_numpy(out) if convert_to_tensor else out
+
+    def get_sentence_embedding_dimension(self) -> int:
+        """The width of a sentence embedding (sentence-transformers' name for :attr:`dim`)."""
+        return self.dim
 
     # -- comparing sentences, with sentence-transformers' conventions -------------------
 
