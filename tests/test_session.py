@@ -175,21 +175,25 @@ def test_signal_during_training_writes_a_checkpoint_and_resume_finishes(tmp_path
     assert np.array_equal(np.asarray(load_model(out).vectors), np.asarray(load_model(tmp_path / "whole").vectors))
 
 
-@pytest.mark.parametrize("when, env, signum, words, left", [
-    ("LOADING", dict(SHIM_SLOW_LOAD=30), signal.SIGINT, "nothing was written", []),
-    ("SAVING", dict(SHIM_SLOW_SAVE=".model.tmp-:1:1.5"), signal.SIGTERM, "model was saved", ["model"]),
+@pytest.mark.parametrize("when, env, signum, code, words, left", [
+    ("LOADING", dict(SHIM_SLOW_LOAD=30), signal.SIGINT, 128 + signal.SIGINT, "nothing was written", []),
+    ("SAVING", dict(SHIM_SLOW_SAVE=".model.tmp-:1:1.5"), signal.SIGTERM, 0, "the run ends as finished", ["model"]),
 ], ids=["while reading the corpus", "while saving the model"])
-def test_a_signal_outside_training(tmp_path, corpus_file, when, env, signum, words, left):
-    """Before training (reading) a signal stops at once and nothing is written; after it, it waits for the save."""
+def test_a_signal_outside_training(tmp_path, corpus_file, when, env, signum, code, words, left):
+    """Before training (reading) a signal stops at once and nothing is written; after it, it waits for the
+    save, and the run, whose model is whole, ends as finished: status 0 and its summary."""
     out = tmp_path / "model"
-    shim = Shim(train_args(corpus_file, out, *(["--checkpoint-every", "256"] if not left else [])), **env)
+    args = [a for a in train_args(corpus_file, out, *(["--checkpoint-every", "256"] if not left else [])) if a != "-q"]
+    shim = Shim(args, **env)
     shim.wait_for(when)
     shim.proc.send_signal(signum)
-    code, stderr = shim.finish()
-    assert code == 128 + signum and words in one_line(stderr)
+    returned, stderr = shim.finish()
+    assert returned == code, stderr
+    assert words in stderr and "Traceback" not in stderr
     assert sorted(os.listdir(tmp_path)) == left
     if left:
         assert np.isfinite(load_model(out).vectors).all()
+        assert "\ntrained 1 epoch" in stderr  # the summary
     else:
         assert shim.batches() == []
 
