@@ -198,7 +198,7 @@ def test_a_signal_outside_training(tmp_path, corpus_file, when, env, signum, cod
         assert shim.batches() == []
 
 
-def test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once():
+def test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once_unless_saving():
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     with SignalGuard() as guard:
         guard.mode = "flag"
@@ -209,6 +209,13 @@ def test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(1)
     assert {s: signal.getsignal(s) for s in before} == before
+    # while the model is saved every signal waits, a second one too: the save ends whole
+    with SignalGuard() as guard:
+        guard.mode = "defer"
+        for signum in (signal.SIGINT, signal.SIGINT, signal.SIGTERM):
+            os.kill(os.getpid(), signum)
+            time.sleep(0.01)
+        assert guard.signum == signal.SIGINT
     # a signal ignored on entry (nohup, a background job of a script) stays ignored
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -228,7 +235,7 @@ def test_the_tests_that_send_sigint_pass_in_a_suite_started_with_it_ignored():
     here = Path(__file__)
     started_ignoring = ("import signal, subprocess, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
                         "sys.exit(subprocess.call(sys.argv[1:]))")
-    tests = [f"{here.name}::test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once",
+    tests = [f"{here.name}::test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once_unless_saving",
              f"{here.name}::test_a_signal_outside_training[while reading the corpus]"]
     done = subprocess.run([sys.executable, "-c", started_ignoring, sys.executable, "-m", "pytest", "-q",
                            "-p", "no:cacheprovider", *tests], cwd=here.parent, capture_output=True, text=True,
