@@ -624,6 +624,34 @@ def test_word_part_blocks_share_the_sentences_of_a_launch():
 
 
 @needs_cuda
+def test_a_word_part_batch_of_several_launches_goes_on_where_the_last_launch_ended(tiny_corpus_file, tmp_path):
+    """A batch cut into launches gives each launch its sentences' positions in the run, so their streams and
+    rates: one block (the sentences one after the other, as one CPU thread trains them) in launches of 4
+    sentences trains the rows of one launch of the whole batch and of the CPU, to float32 summation order."""
+    from scbow.training import wordpart
+    from scbow.training.backends.cuda import CudaWordPart
+
+    corpus = load_corpus([tiny_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
+    config = TrainConfig(dim=8, min_count=1, device="cuda", seed=3, word_passes=1, word_dim=4,
+                         word_lr=0.2)
+    cpu = wordpart.WordPart(corpus, config, 1)
+    start = cpu.Wi.copy()
+    launches = []
+    for size in (4, corpus.n_sentences):
+        part = CudaWordPart(corpus, config, block_threads=2, grid=1)
+        part.launch = size
+        launches.append((part.run(0), part.matrices()))
+        part.close()
+    n, loss, pairs = cpu.run(0)
+    assert n == corpus.n_sentences > 4 and pairs > 0 and np.abs(cpu.Wi - start).max() > 1e-2
+    for (g_n, g_loss, g_pairs), rows in launches:
+        assert (g_n, g_pairs) == (n, pairs) and g_loss == pytest.approx(loss, rel=1e-5)
+        for name, M in cpu.matrices().items():
+            np.testing.assert_allclose(rows[name], M, rtol=1e-5, atol=1e-6)
+    cpu.close()
+
+
+@needs_cuda
 def test_resume_inside_the_word_part_on_cuda(tiny_corpus_file, tmp_path, monkeypatch):
     """A run interrupted inside the GPU's word part resumes from its checkpoint to the same model, bit for bit, as
     on the CPU (test_wordpart.test_resume_inside_the_word_part): the rows saved are the device's, and each

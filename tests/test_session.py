@@ -175,26 +175,30 @@ def test_signal_during_training_writes_a_checkpoint_and_resume_finishes(tmp_path
     assert np.array_equal(np.asarray(load_model(out).vectors), np.asarray(load_model(tmp_path / "whole").vectors))
 
 
-@pytest.mark.parametrize("when, env, signum, words, left", [
-    ("LOADING", dict(SHIM_SLOW_LOAD=30), signal.SIGINT, "nothing was written", []),
-    ("SAVING", dict(SHIM_SLOW_SAVE=".model.tmp-:1:1.5"), signal.SIGTERM, "model was saved", ["model"]),
+@pytest.mark.parametrize("when, env, signum, code, words, left", [
+    ("LOADING", dict(SHIM_SLOW_LOAD=30), signal.SIGINT, 128 + signal.SIGINT, "nothing was written", []),
+    ("SAVING", dict(SHIM_SLOW_SAVE=".model.tmp-:1:1.5"), signal.SIGTERM, 0, "the run ends as finished", ["model"]),
 ], ids=["while reading the corpus", "while saving the model"])
-def test_a_signal_outside_training(tmp_path, corpus_file, when, env, signum, words, left):
-    """Before training (reading) a signal stops at once and nothing is written; after it, it waits for the save."""
+def test_a_signal_outside_training(tmp_path, corpus_file, when, env, signum, code, words, left):
+    """Before training (reading) a signal stops at once and nothing is written; after it, it waits for the
+    save, and the run, whose model is whole, ends as finished: status 0 and its summary."""
     out = tmp_path / "model"
-    shim = Shim(train_args(corpus_file, out, *(["--checkpoint-every", "256"] if not left else [])), **env)
+    args = [a for a in train_args(corpus_file, out, *(["--checkpoint-every", "256"] if not left else [])) if a != "-q"]
+    shim = Shim(args, **env)
     shim.wait_for(when)
     shim.proc.send_signal(signum)
-    code, stderr = shim.finish()
-    assert code == 128 + signum and words in one_line(stderr)
+    returned, stderr = shim.finish()
+    assert returned == code, stderr
+    assert words in stderr and "Traceback" not in stderr
     assert sorted(os.listdir(tmp_path)) == left
     if left:
         assert np.isfinite(load_model(out).vectors).all()
+        assert "\ntrained 1 epoch" in stderr  # the summary
     else:
         assert shim.batches() == []
 
 
-def test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once():
+def test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once_unless_saving():
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     with SignalGuard() as guard:
         guard.mode = "flag"
@@ -205,6 +209,16 @@ def test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(1)
     assert {s: signal.getsignal(s) for s in before} == before
+    # while the model is saved every signal waits, a second one too: the save ends whole
+    try:
+        with SignalGuard() as guard:
+            guard.mode = "defer"
+            for signum in (signal.SIGINT, signal.SIGINT, signal.SIGTERM):
+                os.kill(os.getpid(), signum)
+                time.sleep(0.01)
+    except Interrupted:
+        pytest.fail("a signal while the model is saved stopped the save")
+    assert guard.signum == signal.SIGINT
     # a signal ignored on entry (nohup, a background job of a script) stays ignored
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
@@ -224,7 +238,7 @@ def test_the_tests_that_send_sigint_pass_in_a_suite_started_with_it_ignored():
     here = Path(__file__)
     started_ignoring = ("import signal, subprocess, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
                         "sys.exit(subprocess.call(sys.argv[1:]))")
-    tests = [f"{here.name}::test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once",
+    tests = [f"{here.name}::test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once_unless_saving",
              f"{here.name}::test_a_signal_outside_training[while reading the corpus]"]
     done = subprocess.run([sys.executable, "-c", started_ignoring, sys.executable, "-m", "pytest", "-q",
                            "-p", "no:cacheprovider", *tests], cwd=here.parent, capture_output=True, text=True,

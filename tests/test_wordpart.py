@@ -170,6 +170,49 @@ def test_the_word_part_loss_is_measured_on_the_same_sentences_and_falls(tmp_path
     assert np.array_equal(before[0], part.Wi) and np.array_equal(before[1], part.Wo)
 
 
+def test_the_loss_sample_is_spread_over_the_whole_corpus(tmp_path, corpus_file, monkeypatch):
+    """The sample's sentences are evenly spaced from the first sentence to the last, not the corpus's first
+    LOSS_SAMPLE: the sample is shrunk here so that the corpus is many times its size."""
+    monkeypatch.setattr(wordpart, "LOSS_SAMPLE", 8)
+    corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
+    part = wordpart.WordPart(corpus, cfg(word_passes=1, word_dim=8), 1)
+    scored, kernel = [], part.K.word_part_loss
+
+    def word_part_loss(*args):
+        scored.append(np.array(args[4]))
+        return kernel(*args)
+
+    part.K = SimpleNamespace(word_part_loss=word_part_loss)
+    part.sample_loss()
+    (sentences,) = scored
+    n = corpus.n_sentences
+    gaps = np.diff(sentences)
+    assert n > 100 * 8 and len(sentences) == 8 and sentences[0] == 0 and sentences[-1] == n - 1
+    assert gaps.min() >= (n - 1) // 7 and gaps.max() <= (n - 1) // 7 + 1
+    part.close()
+
+
+def test_the_loss_samples_windows_and_noise_words_are_fixed(tmp_path, corpus_file):
+    """The sample scores the same windows and noise words whatever the rows and however far the part has
+    trained: with the output rows zero the scores are the output biases alone, so a part trained a few
+    batches and a fresh part (other input rows) given the same output rows score the same, while another
+    seed (other draws) scores otherwise."""
+    corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
+    config = cfg(word_passes=1, word_dim=8)
+    trained = wordpart.WordPart(corpus, config, 1)
+    done = 0
+    for _ in range(3):
+        done += trained.run(done)[0]
+    trained.Wo[:, :-1] = 0
+    fresh = wordpart.WordPart(corpus, config, 1, Wo=trained.Wo.copy())
+    other_seed = wordpart.WordPart(corpus, cfg(word_passes=1, word_dim=8, seed=4), 1, Wo=trained.Wo.copy())
+    assert np.abs(trained.Wi - fresh.Wi).max() > 1e-3  # the input rows differ
+    assert trained.sample_loss() == pytest.approx(fresh.sample_loss(), rel=1e-6)
+    assert abs(other_seed.sample_loss() - fresh.sample_loss()) > 1e-3
+    for part in (trained, fresh, other_seed):
+        part.close()
+
+
 def test_a_batch_is_bounded_by_its_cost_and_split_by_tokens(tmp_path, monkeypatch):
     """A batch holds at most WORD_BATCH sentences and WORD_BATCH_COST tokens x dims (one sentence at least),
     so that long lines or a wide part keep batches short (a prompt Ctrl-C); the threads' shares hold
@@ -220,6 +263,31 @@ def test_two_threads_train_both_shares_of_a_batch(tmp_path, corpus_file):
         p.close()
     part.close()
     serial.close()
+
+
+def test_a_sentences_draws_do_not_depend_on_the_thread_that_trains_it(tmp_path, corpus_file):
+    """At a rate of zero (the rows stay as they are, so the threads cannot change what the others read) the
+    loss of a batch is a sum over its draws: the kept words, the windows and the noise words. One thread and
+    two draw the same for every sentence, so they score the same loss on the same pairs."""
+    corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
+    config = cfg(word_passes=2, word_dim=8)
+    parts = [wordpart.WordPart(corpus, config, threads) for threads in (1, 2)]
+    start = parts[0].Wi.copy()
+    runs = []
+    for part in parts:
+        part.params.lr = part.params.lr_min = 0.0
+        done, losses = 0, []
+        for _ in range(2):  # the first batch, and one of the second pass (its stream numbers are past the first's)
+            sentences, loss, pairs = part.run(done)
+            losses.append((sentences, loss, pairs))
+            done = corpus.n_sentences
+        runs.append(losses)
+    assert len(parts[1].batch(0)) == 2 and np.array_equal(parts[1].Wi, start)
+    for (n1, loss1, pairs1), (n2, loss2, pairs2) in zip(*runs):
+        assert n1 == n2 and pairs1 == pairs2 > 0 and loss1 == pytest.approx(loss2, rel=1e-9)
+    assert runs[0][0][1] != pytest.approx(runs[0][1][1], rel=1e-6)  # the second pass draws anew
+    for part in parts:
+        part.close()
 
 
 def test_the_word_part_starts_from_word2vecs_rows_and_the_optimal_biases(corpus_file, tmp_path):
@@ -442,6 +510,39 @@ def test_a_word_part_that_diverges_names_its_last_checkpoint_in_sentences(tmp_pa
     meta = read_meta(checkpoint_dir(tmp_path / "m"))
     done = meta["state"]["phases"]["word"]["done"]
     assert done > 0 and f"the last good checkpoint ({done:,} sentences into the word part)" in str(info.value)
+
+
+class PoisonWordRows(Hook):
+    """Sets the word part's input rows to NaN after its word batch number ``after`` (or its last, at None)."""
+
+    def __init__(self, after=None):
+        self.after, self.batches = after, 0
+
+    def after_batch(self, state, matrices):
+        if state.phase != "word":
+            return
+        self.batches += 1
+        if self.batches == self.after or (self.after is None and state["word"].done == state["word"].total):
+            matrices["word_in"][:] = np.nan
+
+
+def test_the_word_part_stops_at_the_first_batch_whose_loss_is_not_finite(tmp_path, corpus_file, word_batches):
+    """The batch after the rows turned to NaN has a NaN loss: the run stops there, saying so in sentences."""
+    corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
+    poison = PoisonWordRows(after=3)
+    with pytest.raises(TrainingError) as info:
+        trainer.train(corpus, WORD_PART, quiet=True, hooks=[poison])
+    assert str(info.value) == "the word part's loss became nan after 1,200 sentences"  # 4 batches of 300
+    assert poison.batches == 3
+
+
+def test_a_word_part_whose_rows_end_not_finite_saves_nothing(tmp_path, corpus_file, word_batches):
+    """Rows that turn to NaN after the last batch (no loss is measured after it) are caught at the end."""
+    corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
+    poison = PoisonWordRows()
+    with pytest.raises(TrainingError, match="^the word part's vectors hold NaN or inf$"):
+        trainer.train(corpus, WORD_PART, quiet=True, hooks=[poison])
+    assert poison.batches == 16
 
 
 def test_train_shows_one_eta_for_the_whole_run_across_the_parts(tmp_path, gutenberg_slice, monkeypatch, runner):

@@ -12,7 +12,8 @@ it adds:
   with :class:`~scbow.errors.Interrupted` (the CLI exits 130 or 143 with one line that
   says how to resume). A second signal stops at once, keeping the last checkpoint. Before
   training starts (reading the corpus) a signal stops at once and nothing is written;
-  once training has finished, signals wait until the model is saved. The previous
+  once training has finished, signals wait until the model is saved, whole, and the run
+  then ends as finished (a saved model is never reported as a failure). The previous
   handlers are restored afterwards.
 - **checkpoints** (:mod:`scbow.training.checkpoint`): every N examples or seconds when asked
   (``checkpoint_every``), always on an interrupt, never with NaN or inf in the matrix.
@@ -489,9 +490,9 @@ def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cac
         else:
             text = f"interrupted ({name}); nothing was written"
         raise Interrupted(text, exc.signum) from None
-    if guard.signum is not None:
-        raise Interrupted(f"interrupted ({signal_name(guard.signum)}) after training had finished; "
-                          f"the model was saved to {output}", guard.signum)
+    if guard.signum is not None and not quiet:  # the run is whole: it ends as finished, not as a failure
+        warn(f"note: {signal_name(guard.signum)} came after training had finished; the model was saved "
+             f"whole to {output}, so the run ends as finished")
     return result
 
 
