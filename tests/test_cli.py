@@ -298,6 +298,13 @@ def test_every_count_option_takes_counts_as_people_type_them(tmp_path, runner, h
 # ---------------------------------------------------------------- info
 
 
+def test_info_fits_the_terminal(runner, trained, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "60")
+    lines = runner.invoke(main, ["info", str(trained)]).stdout.splitlines()
+    assert len(lines) > 5 and all(len(line) <= 60 or " " not in line[12:].strip() for line in lines), lines
+    assert any(line.startswith(" " * 12 + "min_count=1*") or " min_count=1*" in line for line in lines)
+
+
 def test_info_describes_a_model(runner, trained, tmp_path):
     # trained with --word-passes 0 (conftest's healthy): info's word-part line: see test_wordpart
     result = runner.invoke(main, ["info", str(trained)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import click
@@ -58,11 +59,12 @@ def info(model_arg_, model_path, as_json):
 
     Settings that differ from this version's defaults are marked with *.
     """
-    from ..use.describe import describe, model_record
+    from ..use.describe import describe, model_record, wrapped
 
     path = model_arg(model_arg_, model_path)
     model = load(path)
-    click.echo(model_record(model, path) if as_json else "\n".join(describe(model, path)))
+    click.echo(model_record(model, path) if as_json else
+               "\n".join(wrapped(describe(model, path), shutil.get_terminal_size().columns)))
 
 
 @main.command(short_help="Export the model: word2vec file, or a sentence-transformers or model2vec folder.")

@@ -131,6 +131,18 @@ def model_record(model, path) -> str:
     return json.dumps(json_safe(record), indent=1, allow_nan=False)
 
 
+def wrapped(lines: list[str], width: int) -> list[str]:
+    """``info``'s lines cut at spaces to ``width`` columns, each continuation under the value
+    column (12); a word longer than the room is left whole (a path)."""
+    import textwrap
+
+    out = []
+    for line in lines:
+        out += textwrap.wrap(line, max(width, 40), subsequent_indent=" " * 12, break_long_words=False,
+                             break_on_hyphens=False) or [line]
+    return out
+
+
 def describe(model, path) -> list[str]:
     """``info``'s lines: the vectors, the corpus, the settings, the run and its scores."""
     info = model.info if isinstance(model.info, dict) else {}
