@@ -322,6 +322,10 @@ def test_evaluate_systems_report_and_table(tmp_path):
     assert "toy2" in table and "wilcox p" in table and "95% CI" in table
     assert "mean: unweighted over sets; weighted: weighted by the pairs scored" in table
     assert "without any known word" in table
+    assert len(table.splitlines()[1]) > 80 and table.count("\ntoy2 ") == 1
+    narrow = format_table(report, width=80)  # too narrow for one table: the scores, then the tests
+    assert max(map(len, narrow.splitlines())) <= 80 and narrow.count("\ntoy2 ") == 2
+    assert format_table(report, width=300) == table
     sets = [read_sts(write_sts(tmp_path / "t.tsv", [(1, "cat", "dog"), (2, "zebra", "cat"), (3, "the", "a")]))]
     report = evaluate_systems({"model": tiny_model().encode}, sets)
     assert report["sets"][0]["pearson"] is None and report["pearson_mean"] is None
@@ -423,7 +427,7 @@ def test_baseline_word2vec_and_the_overlap_control_alone(files, monkeypatch):
     table = run("-m", files["model"], "--baseline", files["baseline"], files["sts"])
     assert table.exit_code == 0, table.output
     assert "baseline" in table.output and "wilcox p" in table.output and "95% CI" in table.output
-    assert "shows the systems differ, not which is better" in table.output
+    assert "shows the systems differ, not which is better" in " ".join(table.output.split())  # wrapped
     (files["tmp"] / "dangling").symlink_to(files["tmp"] / "no-model-here")
     (files["tmp"] / "empty").mkdir()
     for nothing in ("dangling", "empty"):  # no default model there: the control alone, as with none
@@ -465,7 +469,8 @@ def test_control_beside_model(files, control, name):
     assert (c["scored"], c["common"]) == (6, 5)
     assert ("SIF" in out["sources"][name]) == (control == "overlap")
     table = run("-m", files["model"], "--control", control, files["sts"])
-    assert f"{name}: untrained control" in table.stdout and name in table.stdout.splitlines()[3]
+    top = next(line for line in table.stdout.splitlines() if line.split()[:1] == ["model"])  # the systems' row
+    assert f"{name}: untrained control" in table.stdout and name in top
 
 
 def test_errors(files):

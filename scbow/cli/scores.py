@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import click
@@ -81,4 +82,4 @@ def evaluate(model_path, paths, baseline, control, resamples, unknown, as_json):
 
     report = evaluate_models(paths, model=model_path, baseline=baseline, control=control, resamples=resamples,
                              unknown=unknown)
-    click.echo(json.dumps(report, indent=1) if as_json else format_table(report))
+    click.echo(json.dumps(report, indent=1) if as_json else format_table(report, shutil.get_terminal_size().columns))

@@ -339,52 +339,70 @@ def _num(value, width: int, fmt: str = ".4f") -> str:
     return f"{'-' if value is None else format(value, fmt):>{width}}"
 
 
-def format_table(report: dict) -> str:
-    """A readable table of :func:`evaluate_systems`'s report, notes in the footer."""
-    primary = report["system"]
+def _table(report: dict, scores: bool = True, tests: bool = True) -> list[str]:
+    """The rows of :func:`format_table`: each system's ``scores``, each comparison's ``tests``, or both."""
     others = list(report["comparisons"])
     width = max([len(s["name"]) for s in report["sets"]] + [len("weighted")])
-    groups = [(primary, 6 + 1 + 7 + 1 + 8)]
-    header = f"{'set':<{width}}  {'pairs':>6}  {'scored':>6} {'pearson':>7} {'spearman':>8}"
+    groups = [(report["system"], 6 + 1 + 7 + 1 + 8)] if scores else []
+    header = f"{'set':<{width}}  {'pairs':>6}" + (f"  {'scored':>6} {'pearson':>7} {'spearman':>8}" if scores else "")
     for other in others:
-        groups.append((other, 6 + 1 + 7 + 1 + 8 + 2 + 8 + 1 + 7 + 1 + 17))
-        header += f"  {'scored':>6} {'pearson':>7} {'spearman':>8}  {'wilcox p':>8} {'r diff':>7} {'95% CI':>17}"
-    top = " " * (width + 2 + 6 + 2) + "  ".join(f"{name[:w]:^{w}}" for name, w in groups)
-    lines = [f"{name}: {source}" for name, source in report.get("sources", {}).items()]
-    lines += [""] if lines else []
-    lines += [top.rstrip(), header]
+        groups.append((other, (6 + 1 + 7 + 1 + 8 if scores else 0) + (2 + 8 + 1 + 7 + 1 + 17 if tests else 0)
+                       - (0 if scores else 2)))
+        header += (f"  {'scored':>6} {'pearson':>7} {'spearman':>8}" if scores else "") + (
+            f"  {'wilcox p':>8} {'r diff':>7} {'95% CI':>17}" if tests else "")
+    lines = [(" " * (width + 2 + 6 + 2) + "  ".join(f"{name[:w]:^{w}}" for name, w in groups)).rstrip(), header]
     for s in report["sets"]:
-        line = (f"{s['name']:<{width}}  {s['pairs']:>6}  {s['scored']:>6} {_num(s['pearson'], 7)} "
-                f"{_num(s['spearman'], 8)}")
+        line = f"{s['name']:<{width}}  {s['pairs']:>6}"
+        if scores:
+            line += f"  {s['scored']:>6} {_num(s['pearson'], 7)} {_num(s['spearman'], 8)}"
         for other in others:
             c = s["comparisons"][other]
-            p = c["wilcoxon_p"]
-            ptext = "-" if p is None else f"{p:.1e}" + ("*" if p < SIGNIFICANCE_LEVEL else " ")
-            low, high = c["pearson_diff_ci95"]
-            ci = "-" if low is None else f"[{low:+.3f}, {high:+.3f}]"
-            line += (f"  {c['scored']:>6} {_num(c['pearson'], 7)} {_num(c['spearman'], 8)}  {ptext:>8} "
-                     f"{_num(c['pearson_diff'], 7, '+.4f')} {ci:>17}")
+            if scores:
+                line += f"  {c['scored']:>6} {_num(c['pearson'], 7)} {_num(c['spearman'], 8)}"
+            if tests:
+                p = c["wilcoxon_p"]
+                ptext = "-" if p is None else f"{p:.1e}" + ("*" if p < SIGNIFICANCE_LEVEL else " ")
+                low, high = c["pearson_diff_ci95"]
+                ci = "-" if low is None else f"[{low:+.3f}, {high:+.3f}]"
+                line += f"  {ptext:>8} {_num(c['pearson_diff'], 7, '+.4f')} {ci:>17}"
         lines.append(line)
-    for label, key in (("mean", "mean"), ("weighted", "weighted")):
+    for label, key in (("mean", "mean"), ("weighted", "weighted")) if scores else ():
         line = (f"{label:<{width}}  {'':>6}  {'':>6} {_num(report['pearson_' + key], 7)} "
                 f"{_num(report['spearman_' + key], 8)}")
         for other in others:
             o = report["comparisons"][other]
             line += f"  {'':>6} {_num(o['pearson_' + key], 7)} {_num(o['spearman_' + key], 8)}" + " " * 36
         lines.append(line.rstrip())
-    lines.append("")
-    lines.append(f"{MEAN_NOTE}; {UNSCORED_NOTE}.")
+    return lines
+
+
+def format_table(report: dict, width: int | None = None) -> str:
+    """A readable table of :func:`evaluate_systems`'s report, notes in the footer; one that would run past
+    ``width`` columns is printed as two: the scores, then the comparisons' tests."""
+    primary = report["system"]
+    others = list(report["comparisons"])
+    lines = [f"{name}: {source}" for name, source in report.get("sources", {}).items()]
+    table = _table(report)
+    if width is not None and others and max(map(len, table)) > width:
+        table = _table(report, tests=False) + [""] + _table(report, scores=False)
+    notes = [f"{MEAN_NOTE}; {UNSCORED_NOTE}."]
     n_sets = len(report["sets"])
     for name, summary in [(primary, report)] + [(o, report["comparisons"][o]) for o in others]:
         if summary["sets_in_mean"] != n_sets:
-            lines.append(f"{name}: means over the {summary['sets_in_mean']} of {n_sets} sets that have a correlation.")
+            notes.append(f"{name}: means over the {summary['sets_in_mean']} of {n_sets} sets that have a correlation.")
     if others:
-        lines.append(f"wilcox p: paired Wilcoxon signed-rank test of the two systems' cosines on the pairs both "
+        notes.append(f"wilcox p: paired Wilcoxon signed-rank test of the two systems' cosines on the pairs both "
                      f"scored; * p < {SIGNIFICANCE_LEVEL:g} (the paper's threshold). It shows the systems differ, "
                      f"not which is better.")
-        lines.append(f"r diff: Pearson of {primary} minus Pearson of the other system on the pairs both scored; "
+        notes.append(f"r diff: Pearson of {primary} minus Pearson of the other system on the pairs both scored; "
                      f"95% CI: paired bootstrap over pairs (interval excluding 0: the difference is significant).")
-    return "\n".join(lines)
+    if width is not None:  # the prose cut at spaces to the width; the tables' rows are not
+        import textwrap
+
+        lines, notes = ([part for line in block for part in textwrap.wrap(
+            line, max(width, 40), subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)]
+            for block in (lines, notes))
+    return "\n".join(lines + [""] * bool(lines) + table + [""] + notes)
 
 
 def evaluate_models(paths=(), model=None, baseline=None, control: str | None = None, resamples: int = 1000,
