@@ -248,39 +248,42 @@ def near_model():
                  np.array([[0, 1], [1, 0], [1, 0.01], [1, 0.5]], dtype=np.float32))
 
 
-def test_most_similar_leaves_rare_words_out_by_default():
+def test_most_similar_ranks_every_word_unless_given_a_minimum_count():
     m = rare_word_model()
-    plain = [w for w, _ in m.wv.most_similar("cat", topn=4, min_count=0)]
-    assert plain == ["mezzanine", "padoie", "kitten", "dog"]  # by cosine the rare words come first
+    plain = [w for w, _ in m.wv.most_similar("cat", topn=4)]
+    assert plain == ["mezzanine", "padoie", "kitten", "dog"]  # by cosine the rare words come first, as in gensim
+    assert [w for w, _ in as_gensim(m).most_similar("cat", topn=4)] == plain
     assert [w for w, _ in m.wv.most_similar("cat", topn=4, min_count=1)] == plain
-    assert NEIGHBOUR_MIN_COUNT > 7  # the default leaves out words seen 3 and 7 times
-    assert [w for w, _ in m.wv.most_similar("cat", topn=2)] == ["kitten", "dog"]  # no count recorded: kept
+    assert NEIGHBOUR_MIN_COUNT > 7  # the CLI's rule leaves out words seen 3 and 7 times
+    # no count recorded: kept
+    assert [w for w, _ in m.wv.most_similar("cat", topn=2, min_count=NEIGHBOUR_MIN_COUNT)] == ["kitten", "dog"]
     assert [w for w, _ in m.wv.most_similar("cat", topn=3, min_count=5)] == ["padoie", "kitten", "dog"]
     # the cosines returned are the plain ones, whatever the rule
-    assert dict(m.wv.most_similar("cat", topn=10))["dog"] == dict(m.wv.most_similar("cat", topn=10, min_count=0))["dog"]
+    assert dict(m.wv.most_similar("cat", topn=10, min_count=50))["dog"] == dict(m.wv.most_similar("cat", topn=10))["dog"]
     assert len(m.wv.most_similar("cat", topn=10, min_count=600)) == 2  # 'the' and 'kitten'; 'cat' is the query
     assert m.wv.most_similar("cat", topn=10, min_count=10**6) == [("kitten", pytest.approx(0.9 / np.hypot(0.9, 0.3)))]
     # the query's own words may be rare; gensim's names take the rule too
-    assert [w for w, _ in m.wv.most_similar("mezzanine", topn=1)] == ["cat"]
-    assert [w for w, _ in m.wv.similar_by_word("cat", topn=1)] == ["kitten"]
+    assert [w for w, _ in m.wv.most_similar("mezzanine", topn=1, min_count=NEIGHBOUR_MIN_COUNT)] == ["cat"]
+    assert [w for w, _ in m.wv.similar_by_word("cat", topn=1, min_count=NEIGHBOUR_MIN_COUNT)] == ["kitten"]
     assert [w for w, _ in m.wv.similar_by_word("cat", topn=1, min_count=0)] == ["mezzanine"]
-    assert [w for w, _ in m.wv.similar_by_vector(m.wv["cat"], topn=2)] == ["cat", "kitten"]
+    assert [w for w, _ in m.wv.similar_by_vector(m.wv["cat"], topn=2, min_count=NEIGHBOUR_MIN_COUNT)] == ["cat", "kitten"]
     assert [w for w, _ in m.wv.similar_by_vector(m.wv["cat"], topn=2, min_count=0)] == ["cat", "mezzanine"]
     # with restrict_vocab both rules apply ('the' and 'mat' tie at 0: the more frequent first)
     assert [w for w, _ in m.wv.most_similar("cat", topn=5, restrict_vocab=6, min_count=0)] == ["mezzanine", "padoie",
                                                                                             "dog", "the", "mat"]
-    assert [w for w, _ in m.wv.most_similar("cat", topn=5, restrict_vocab=6)] == ["dog", "the", "mat"]
+    assert [w for w, _ in m.wv.most_similar("cat", topn=5, restrict_vocab=6, min_count=NEIGHBOUR_MIN_COUNT)] \
+        == ["dog", "the", "mat"]
     # a rare row float32 cannot score (scored apart, in float64) is left out alike
     odd = Model(Vocab(["q", "huge", "y"], [500, 3, 400]), np.array([[1, 0], [3e35, 1e34], [1, 1]], dtype=np.float32))
-    assert [w for w, _ in odd.wv.most_similar("q", topn=2)] == ["y"]
+    assert [w for w, _ in odd.wv.most_similar("q", topn=2, min_count=NEIGHBOUR_MIN_COUNT)] == ["y"]
     assert [w for w, _ in odd.wv.most_similar("q", topn=2, min_count=0)] == ["huge", "y"]
     for bad in (-1, 2.5, True, "5", None):
         with pytest.raises(ValueError, match="min_count"):
             m.wv.most_similar("cat", min_count=bad)
     near = near_model()
-    assert [w for w, _ in near.wv.most_similar("cat", topn=2)] == ["seen-100", "the"]
+    assert [w for w, _ in near.wv.most_similar("cat", topn=2, min_count=NEIGHBOUR_MIN_COUNT)] == ["seen-100", "the"]
     assert [w for w, _ in near.wv.most_similar("cat", topn=1, min_count=99)] == ["seen-99"]
-    assert [w for w, _ in near.wv.similar_by_vector(near.wv["cat"], topn=2)] == ["cat", "seen-100"]
+    assert [w for w, _ in near.wv.similar_by_vector(near.wv["cat"], topn=2, min_count=NEIGHBOUR_MIN_COUNT)] == ["cat", "seen-100"]
 
 
 def test_neighbors_cli(tmp_path, runner, model400):
@@ -532,3 +535,13 @@ def test_most_similar_with_only_negative_words(model400):
     assert got == wv.most_similar(positive=None, negative="cat", topn=5)
     with pytest.raises(ValueError, match="needs at least one word or vector"):
         wv.most_similar()
+
+
+def test_rank_of_a_word_among_its_own_neighbours_is_one(model400):
+    kv = as_gensim(model400)
+    assert model400.wv.rank("cat", "cat") == 1 == kv.rank("cat", "cat")
+
+
+def test_doesnt_match_refuses_a_str_of_words(model400):
+    with pytest.raises(TypeError, match="takes a list of words, not a str"):
+        model400.wv.doesnt_match("a cat sat on the mat")

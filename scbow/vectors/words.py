@@ -17,7 +17,6 @@ import numpy as np
 from ..progress import plural
 from ..text.tokenize import fold
 from ..text.units import MAX_GOLD, gold_number
-from .neighbours import NEIGHBOUR_MIN_COUNT  # the default of most_similar(min_count=)
 from .numeric import cosine, kth_largest, row_norms
 
 
@@ -49,8 +48,10 @@ class WordVectors:
     - a word is looked up as given, else lowercased, else folded as the tokenizer folds
       (:meth:`get_index`): ``wv["King"]`` is the vector of "king"; ``word in wv`` agrees
       with ``wv[word]``, ``word in wv.key_to_index`` asks for the exact spelling;
-    - the neighbours of ``most_similar`` are only words seen at least ``min_count`` times
-      (:data:`NEIGHBOUR_MIN_COUNT` by default; ``min_count=0`` ranks every word, as gensim does).
+    - ``most_similar`` may also leave out words seen fewer than ``min_count`` times (by default
+      it ranks every word, as gensim does); ``scbow-numba neighbors``'s list is
+      ``most_similar(word, min_count=NEIGHBOUR_MIN_COUNT)``
+      (:data:`scbow.vectors.neighbours.NEIGHBOUR_MIN_COUNT`).
 
     A light view: it reads ``model.vectors`` on every call, so ``model.vectors = new`` is seen
     at once. ``most_similar`` keeps a search table (float32 rows and their norms) until the
@@ -207,12 +208,17 @@ class WordVectors:
         """Where ``w2`` comes among ``w1``'s neighbours by cosine, 1 for the nearest (every word counts, as in gensim)."""
         i, j = self.get_index(w1), self.get_index(w2)
         cos = 1.0 - self.distances(w1)
+        bar = cos[j]  # read before w1's own score is struck out: a word is its own nearest
         cos[i] = -np.inf
-        return int(np.count_nonzero(cos > cos[j])) + 1
+        return int(np.count_nonzero(cos > bar)) + 1
 
     def doesnt_match(self, words) -> str:
         """The word furthest from the mean of the others' unit vectors (gensim's ``doesnt_match``);
-        words outside the vocabulary are left out, as there."""
+        words outside the vocabulary are left out, as there. A str is refused: gensim would read
+        its letters as the words."""
+        if isinstance(words, (str, bytes, bytearray)):
+            raise TypeError(f"doesnt_match() takes a list of words, not a {type(words).__name__} ({words[:40]!r}); "
+                            "split it first")
         known = [w for w in words if w in self]
         if not known:
             raise ValueError("doesnt_match() needs at least one word of the vocabulary")
@@ -276,14 +282,14 @@ class WordVectors:
     # -- nearest words ----------------------------------------------------------------------
 
     def similar_by_word(self, word: str, topn: int = 10, restrict_vocab: int | None = None,
-                        min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:
+                        min_count: int = 0) -> list[tuple[str, float]]:
         """``most_similar(word, topn, restrict_vocab=restrict_vocab, min_count=min_count)``: gensim's name for it."""
         if not isinstance(word, str):
             raise TypeError(f"similar_by_word() takes a word, got {type(word).__name__}")
         return self.most_similar(word, topn=topn, restrict_vocab=restrict_vocab, min_count=min_count)
 
     def similar_by_vector(self, vector, topn: int = 10, restrict_vocab: int | None = None,
-                          min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:
+                          min_count: int = 0) -> list[tuple[str, float]]:
         """The ``topn`` words nearest to ``vector`` by cosine, best first: a vector of :attr:`vector_size`,
         or a whole row of a model with a word part (cut to its word columns).
 
@@ -294,7 +300,7 @@ class WordVectors:
         return self.most_similar([vector], topn=topn, restrict_vocab=restrict_vocab, min_count=min_count)
 
     def most_similar(self, positive=None, topn: int = 10, negative=(), restrict_vocab: int | None = None,
-                     min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:
+                     min_count: int = 0) -> list[tuple[str, float]]:
         """The ``topn`` words nearest to a query by cosine, with their cosines, best first.
 
         ``positive`` is a word, a vector (of :attr:`vector_size`, or a whole row) or a list of
@@ -308,11 +314,12 @@ class WordVectors:
         ``restrict_vocab=N``: only the first N words (the N most frequent) are candidates,
         as in gensim; the query's words may be any. ``None``: all of them.
 
-        ``min_count=C`` (default :data:`NEIGHBOUR_MIN_COUNT`, 100): only words seen at least
-        C times in the training corpus are candidates, so that rare words, whose rows are
-        mostly noise, do not crowd out the answer; the query's words may be any. A word
-        with no recorded count (0: read from a word2vec file, or added by ``expand``) is
-        always a candidate. ``0`` or ``1``: every word, the plain cosine ranking (gensim's).
+        ``min_count=C`` (default 0: every word, the plain cosine ranking, gensim's): only words
+        seen at least C times in the training corpus are candidates, so that rare words, whose
+        rows are mostly noise, do not crowd out the answer (``scbow-numba neighbors`` uses
+        ``NEIGHBOUR_MIN_COUNT`` of :mod:`scbow.vectors.neighbours`); the query's words may be any.
+        A word with no recorded count (0: read from a word2vec file, or added by ``expand``) is
+        always a candidate.
         The cosines returned are plain cosines either way.
 
         Speed: the cosines of all the candidates are computed in float32 (one
