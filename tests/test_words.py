@@ -545,3 +545,10 @@ def test_rank_of_a_word_among_its_own_neighbours_is_one(model400):
 def test_doesnt_match_refuses_a_str_of_words(model400):
     with pytest.raises(TypeError, match="takes a list of words, not a str"):
         model400.wv.doesnt_match("a cat sat on the mat")
+
+
+def test_most_similar_takes_vectors_as_given_and_weighted_words_as_gensim(model400, kv):
+    v = 3.0 * model400.wv["dog"] + model400.wv["w7"]  # not of length 1: it outweighs the unit vector of "cat"
+    for positive, negative in ((["cat", v], []), ([("cat", 2.0), "mat"], ["red"]), ([("cat", 0.5), (v, 2.0)], [("big", -1.5)])):
+        assert_same(model400.wv.most_similar(positive, negative=negative, topn=8),
+                    kv.most_similar(positive, negative=negative, topn=8))

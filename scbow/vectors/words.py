@@ -304,10 +304,11 @@ class WordVectors:
         """The ``topn`` words nearest to a query by cosine, with their cosines, best first.
 
         ``positive`` is a word, a vector (of :attr:`vector_size`, or a whole row) or a list of
-        words and vectors; ``negative`` likewise, subtracted. As in gensim's
-        ``KeyedVectors.most_similar``, the query is the mean of the unit vectors of ``positive``
-        and of the negated unit vectors of ``negative``, and the query's own words are never
-        returned (``most_similar(["king", "woman"], negative=["man"])`` asks an analogy). Ties go
+        words, vectors and gensim's ``(word or vector, weight)`` pairs; ``negative`` likewise,
+        subtracted. As in gensim's ``KeyedVectors.most_similar``, the query is the weighted sum of
+        the words' unit vectors and of the vectors as given (not scaled to length 1), with weight
+        1 in ``positive``, -1 in ``negative`` and a pair's own weight as it is, and the query's own
+        words are never returned (``most_similar(["king", "woman"], negative=["man"])`` asks an analogy). Ties go
         to the more frequent word. KeyError for a word not in the vocabulary (:meth:`get_index`);
         ValueError when the query is the zero vector (its terms cancel out).
 
@@ -338,34 +339,37 @@ class WordVectors:
         if not isinstance(min_count, (int, np.integer)) or isinstance(min_count, (bool, np.bool_)) or min_count < 0:
             raise ValueError(f"min_count must be a non-negative integer, got {min_count!r}")
         vectors = self.vectors
-        terms, exclude = [], set()
-        for sign, group in ((1.0, positive), (-1.0, negative)):
+        terms, weights, exclude = [], [], set()
+        for default, group in ((1.0, positive), (-1.0, negative)):
             if group is None:  # gensim takes None for "none"
                 continue
             if isinstance(group, (str, bytes, bytearray)) or (isinstance(group, np.ndarray) and group.ndim == 1):
                 group = [group]
             for item in group:
+                item, weight = _weighted(item, default)
                 if isinstance(item, (bytes, bytearray)):
                     raise TypeError(f"a query word is a str, got {type(item).__name__} {bytes(item)[:40]!r}")
                 if isinstance(item, str):
                     i = self.get_index(item)
-                    v = np.asarray(vectors[i], dtype=np.float64)
                     exclude.add(i)
+                    v = self._unit(item)
                 else:
                     v = self._query(np.asarray(item, dtype=np.float64))
-                if not np.isfinite(v).all():
-                    raise ValueError("a query vector holds NaN or inf values")
-                big = np.max(np.abs(v)) if v.size else 0.0  # scaled first: a norm of 1e300-sized values overflows
-                if big > 0:
-                    v = v / big
-                norm = np.linalg.norm(v)
-                terms.append(sign * v / norm if norm > 0 else v)
+                    if not np.isfinite(v).all():
+                        raise ValueError("a query vector holds NaN or inf values")
+                terms.append(v)
+                weights.append(weight)
         if not terms:
             raise ValueError("most_similar() needs at least one word or vector")
-        query = np.mean(terms, axis=0)
+        terms, weights = np.array(terms), np.array(weights)
+        # scaled by the largest value first: a vector of 1e300-sized values is a direction, not an overflow
+        big = float(np.max(np.abs(terms))) if terms.size else 0.0
+        terms = terms / (big if big > 0 else 1.0)
+        query = weights @ terms
         qnorm = np.linalg.norm(query)
-        # the terms are unit vectors: a mean this short is what rounding leaves when they cancel
-        if not np.isfinite(qnorm) or qnorm < 1e-5:
+        size = float(np.abs(weights) @ np.linalg.norm(terms, axis=1))
+        # a query this short beside its terms is what rounding leaves when they cancel
+        if not np.isfinite(qnorm) or qnorm <= 1e-5 * size:
             raise ValueError("the query vector is zero or not finite; no direction to compare with")
         query = query / qnorm
         exclude = np.array(sorted(i for i in exclude if i < n_rows), dtype=np.int64)
@@ -443,6 +447,17 @@ class WordVectors:
         table = (matrix, inverse, odd)
         self._search = (key, table)
         return table
+
+
+def _weighted(item, default: float):
+    """``(term, weight)`` of one term of a :meth:`WordVectors.most_similar` query: gensim's
+    ``(word, weight)`` or ``(vector, weight)`` pair as given (its weight is used as it is, in
+    ``negative`` too, as gensim does), else the term with ``default`` (1 in ``positive``, -1 in
+    ``negative``). A list of two numbers is a vector, not a pair."""
+    if (isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], (str, bytes, np.ndarray))
+            and isinstance(item[1], (int, float, np.integer, np.floating)) and not isinstance(item[1], bool)):
+        return item[0], float(item[1])
+    return item, default
 
 
 def read_word_pairs(path: os.PathLike) -> list[tuple[str, str, float]]:
