@@ -244,18 +244,21 @@ class WordVectors:
             means.append(np.mean(rows, axis=0))
         return cosine(*means)
 
-    def evaluate_word_pairs(self, pairs) -> tuple[float, float, float]:
-        """Pearson and Spearman correlations of the word cosines with human scores, and the share of
-        pairs left out (a word outside the vocabulary), as gensim's ``evaluate_word_pairs`` reports them.
+    def evaluate_word_pairs(self, pairs):
+        """How the word cosines agree with human scores, as gensim's ``evaluate_word_pairs`` reports it:
+        ``((pearson, p_value), spearman, oov_percent)``, ``spearman`` being scipy's ``spearmanr``
+        result (``.statistic``, ``.pvalue``; it unpacks as a pair) and ``oov_percent`` the share of
+        pairs left out (a word outside the vocabulary), in percent.
 
         ``pairs``: a path of ``word1<TAB>word2<TAB>score`` lines (``#`` comments skipped; read as
-        STS files are: :func:`read_word_pairs`), or ``(word1, word2, score)`` triples. A score that
-        is not finite or beyond +-10^6 is refused (it would make both correlations NaN, or wrong).
-        Returns ``(pearson, spearman, oov_ratio)`` (gensim: p-values too, and a percentage).
+        STS files are: :func:`read_word_pairs`), or ``(word1, word2, score)`` triples. A path that
+        cannot be opened is an OSError (FileNotFoundError for a missing file), as in gensim. A score
+        that is not finite or beyond +-10^6 is refused (it would make both correlations NaN, or wrong).
         """
         from scipy.stats import pearsonr, spearmanr
 
         if isinstance(pairs, (str, os.PathLike)):
+            open(pairs, "rb").close()  # the OSError gensim's reader raises, not the STS reader's error
             triples = read_word_pairs(pairs)
         else:
             triples = [(a, b, float(s)) for a, b, s in pairs]
@@ -267,8 +270,9 @@ class WordVectors:
             raise ValueError(f"only {len(kept)} of {len(triples)} pairs have both words in the vocabulary")
         cos = [self.similarity(a, b) for a, b, _ in kept]
         gold = [s for _, _, s in kept]
-        return (float(pearsonr(gold, cos)[0]), float(spearmanr(gold, cos)[0]),
-                1.0 - len(kept) / len(triples))
+        pearson = pearsonr(gold, cos)
+        return ((float(pearson[0]), float(pearson[1])), spearmanr(gold, cos),
+                100.0 * (1.0 - len(kept) / len(triples)))
 
     def save_word2vec_format(self, path, binary: bool = False) -> None:
         """Write :attr:`vectors` in word2vec text or binary format (``scbow-numba export --part word``
