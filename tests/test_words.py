@@ -558,3 +558,26 @@ def test_most_similar_takes_vectors_as_given_and_weighted_words_as_gensim(model4
     for positive, negative in ((["cat", v], []), ([("cat", 2.0), "mat"], ["red"]), ([("cat", 0.5), (v, 2.0)], [("big", -1.5)])):
         assert_same(model400.wv.most_similar(positive, negative=negative, topn=8),
                     kv.most_similar(positive, negative=negative, topn=8))
+
+
+def test_word_analogies_score_as_gensim(tmp_path):
+    model = random_model(n_words=60, dim=6, seed=8)
+    rows = model.vectors.copy()
+    words = model.wv.key_to_index
+    rows[words["cat"]], rows[words["dog"]] = [3, 3, 0, 0, 0, 0], [3, -3, 0, 0, 0, 0]  # cat - mat + red = dog
+    rows[words["mat"]], rows[words["red"]] = [0, 3, 0, 0, 0, 0], [0, -3, 0, 0, 0, 0]
+    model.vectors = rows
+    kv = as_gensim(model)
+    path = tmp_path / "questions-words.txt"
+    path.write_text(": capital-common\nmat cat red dog\nMAT Cat red DOG\nthe a big small\nmat cat zebra dog\n"
+                    "a line of five words\n: family\nw1 w2 w3 w4\nred dog mat cat\nw5 w6 w7\n: empty\n")
+    for kwargs in ({}, {"dummy4unknown": True}, {"restrict_vocab": 15}, {"case_insensitive": False}):
+        score, sections = model.wv.evaluate_word_analogies(path, **kwargs)
+        assert (score, sections) == kv.evaluate_word_analogies(str(path), **kwargs), kwargs
+    assert [s["section"] for s in sections] == ["capital-common", "family", "empty", "Total accuracy"]
+    assert ("mat", "cat", "red", "dog") in sections[0]["correct"]  # case_insensitive=False: as written
+    with pytest.raises(FileNotFoundError):
+        model.wv.evaluate_word_analogies(tmp_path / "missing.txt")
+    (tmp_path / "headless.txt").write_text("mat cat red dog\n")
+    with pytest.raises(ValueError, match="line 1 comes before the first ': SECTION' line"):
+        model.wv.evaluate_word_analogies(tmp_path / "headless.txt")

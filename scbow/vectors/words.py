@@ -42,8 +42,8 @@ class WordVectors:
     ``vector_size``, ``index_to_key``, ``key_to_index``, ``get_index``, ``get_vector``,
     ``get_vecattr``, ``get_normed_vectors``, ``similarity``, ``distance``, ``distances``,
     ``most_similar`` (with ``restrict_vocab``), ``similar_by_word``, ``similar_by_vector``,
-    ``n_similarity``, ``doesnt_match``, ``rank``, ``evaluate_word_pairs`` and
-    ``save_word2vec_format`` work as there, on :attr:`vectors`, except that:
+    ``n_similarity``, ``doesnt_match``, ``rank``, ``evaluate_word_pairs``,
+    ``evaluate_word_analogies`` and ``save_word2vec_format`` work as there, on :attr:`vectors`, except that:
 
     - a word is looked up as given, else lowercased, else folded as the tokenizer folds
       (:meth:`get_index`): ``wv["King"]`` is the vector of "king"; ``word in wv`` agrees
@@ -176,7 +176,10 @@ class WordVectors:
         raise ValueError(f"a query vector must have shape {shapes}, got {v.shape}")
 
     def _unit(self, word) -> np.ndarray:
-        v = np.asarray(self.vectors[self.get_index(word)], dtype=np.float64)
+        return self._unit_row(self.get_index(word))
+
+    def _unit_row(self, i: int) -> np.ndarray:
+        v = np.asarray(self.vectors[i], dtype=np.float64)
         n = np.linalg.norm(v)
         return v / n if n > 0 else v
 
@@ -273,6 +276,58 @@ class WordVectors:
         pearson = pearsonr(gold, cos)
         return ((float(pearson[0]), float(pearson[1])), spearmanr(gold, cos),
                 100.0 * (1.0 - len(kept) / len(triples)))
+
+    def evaluate_word_analogies(self, analogies, restrict_vocab: int = 300000, case_insensitive: bool = True,
+                                dummy4unknown: bool = False, similarity_function: str = "most_similar"):
+        """Accuracy on word analogies, as gensim's ``evaluate_word_analogies``: ``(score, sections)``.
+
+        ``analogies``: a path of questions-words lines (``a b c expected``: a is to b as c is to
+        expected), grouped by ``: SECTION`` lines (a question before the first is a ValueError; a
+        line of other than four words is skipped). Only the first ``restrict_vocab`` words (the
+        most frequent) count: a question with another word is left out (``dummy4unknown=True``:
+        counted as wrong). The answer is the first of the five words :meth:`most_similar` gives for
+        ``positive=[b, c], negative=[a]`` (ranking those N words) that is none of a, b, c; with
+        ``case_insensitive`` words are compared uppercased, a spelling meaning the most frequent
+        word of that spelling. ``sections``: one dict a section, ``{"section": name, "correct":
+        [...], "incorrect": [...]}`` of the questions' word tuples, then ``"Total accuracy"``;
+        ``score`` is the total's share correct (0.0 with no question answered). A path that cannot
+        be opened is an OSError, as in gensim.
+        """
+        if similarity_function != "most_similar":
+            raise ValueError(f"similarity_function must be 'most_similar' (as in gensim), got {similarity_function!r}")
+        spell = str.upper if case_insensitive else str
+        words = self.index_to_key[:restrict_vocab]
+        known = {}  # a spelling: the row of its most frequent word
+        for i in range(len(words) - 1, -1, -1):
+            known[spell(words[i])] = i
+        sections, section = [], None
+        with open(analogies, encoding="utf-8") as lines:
+            for n, line in enumerate(lines):
+                if line.startswith(": "):
+                    section = {"section": line.lstrip(": ").strip(), "correct": [], "incorrect": []}
+                    sections.append(section)
+                    continue
+                if section is None:
+                    raise ValueError(f"{analogies}: line {n + 1} comes before the first ': SECTION' line")
+                question = tuple(spell(w) for w in line.split())
+                if len(question) != 4:
+                    continue
+                if not all(w in known for w in question):
+                    if dummy4unknown:
+                        section["incorrect"].append(question)
+                    continue
+                a, b, c, expected = question
+                query = [known[a], known[b], known[c]]
+                found = self.most_similar([self._unit_row(known[b]), self._unit_row(known[c])],
+                                          negative=[self._unit_row(known[a])], topn=5 + 3, restrict_vocab=len(words))
+                answers = [spell(w) for w, _ in found if self.key_to_index[w] not in query][:5]
+                answer = next((w for w in answers if w not in (a, b, c)), answers[-1] if answers else None)
+                section["correct" if answer == expected else "incorrect"].append(question)
+        total = {"section": "Total accuracy", "correct": [q for s in sections for q in s["correct"]],
+                 "incorrect": [q for s in sections for q in s["incorrect"]]}
+        sections.append(total)
+        asked = len(total["correct"]) + len(total["incorrect"])
+        return (len(total["correct"]) / asked if asked else 0.0), sections
 
     def save_word2vec_format(self, path, binary: bool = False) -> None:
         """Write :attr:`vectors` in word2vec text or binary format (``scbow-numba export --part word``
