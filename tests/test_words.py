@@ -316,6 +316,7 @@ def test_neighbors_cli(tmp_path, runner, model400):
     assert words("-n", "9", "--min-count", "2k") == ["kitten"]  # counts as other options take them
     help_text = runner.invoke(main, ["neighbors", "--help"]).output
     assert "--min-count" in help_text and "default: 100" in help_text
+    assert "From Python: model.wv.most_similar(WORD, min_count=N)" in " ".join(help_text.split())
     for bad, says in (("-1", "is not a whole number of occurrences"), ("2.5", "is not a whole number"),
                       ("lots", "is not a whole number"), ("1e30", "is more occurrences than any run has")):
         result = runner.invoke(main, [*m, "--min-count", bad])
