@@ -318,6 +318,7 @@ class WordVectors:
                     continue
                 a, b, c, expected = question
                 query = [known[a], known[b], known[c]]
+                # given as vectors (a spelling's row is not get_index's), so the three rows may come back
                 found = self.most_similar([self._unit_row(known[b]), self._unit_row(known[c])],
                                           negative=[self._unit_row(known[a])], topn=5 + 3, restrict_vocab=len(words))
                 answers = [spell(w) for w, _ in found if self.key_to_index[w] not in query][:5]
