@@ -44,6 +44,7 @@ import numpy as np
 import scbow.text.tokenize as tok
 from scbow.config import TrainConfig
 from scbow.use.evaluate import read_sts, score_set
+from scbow.vectors.neighbours import NEIGHBOUR_MIN_COUNT
 
 from .common import RESULTS_DIR, WORK_ROOT, context, context_markdown, data_dir, md_table, say, write_report
 
@@ -230,7 +231,7 @@ def run_systems(corpus_path: Path, lines: int | None, threads: int, dev_path: Pa
     out = {"corpus_words": len(corpus.vocab), "tokens": int(corpus.stats["tokens"]),
            "sentences": int(corpus.n_sentences), "systems": {}}
     out["systems"]["scbow"] = {"dev": scores_of(model.encode, dev), **timing, "settings": "TrainConfig() defaults"}
-    out["neighbours"] = {w: [[n, round(float(c), 3)] for n, c in model.wv.most_similar(w, topn=8)]
+    out["neighbours"] = {w: [[n, round(float(c), 3)] for n, c in model.wv.most_similar(w, topn=8, min_count=NEIGHBOUR_MIN_COUNT)]
                          for w in NEIGHBOUR_WORDS if w in model.wv}
     tokens_path = WORK / f"tokens-{lines or 'all'}.txt"
     write_tokens(corpus, tokens_path)
@@ -427,7 +428,8 @@ def markdown(report: dict) -> str:
                 f"({'met' if d - o >= 0.03 else 'NOT met'}); ahead of every trained peer (their best on dev): "
                 + ", ".join(f"{n} {d - v:+.4f}" for n, v in trained.items())
                 + f" ({'met' if all(d > v for v in trained.values()) else 'NOT met'}).", "",
-                "## Neighbours in the default model (`model.wv.most_similar`, top 8)", ""]
+                "## Neighbours in the default model (`neighbors`' rule: "
+                f"`model.wv.most_similar(min_count={NEIGHBOUR_MIN_COUNT})`, top 8)", ""]
         out += [f"- **{w}**: " + ", ".join(f"{n} ({c:.2f})" for n, c in ns) for w, ns in s["neighbours"].items()]
         out += [""]
     if report.get("tries"):

@@ -58,6 +58,7 @@ def test_the_readme_python_examples_of_the_two_faces_run_as_written(tmp_path, mo
     model = Model(Vocab(words, np.full(len(words), 1000)), rng.standard_normal((len(words), 12)).astype(np.float32),
                   {"dim": 8, "word_passes": 3, "word_dim": 4, "unknown": "pieces", "unknown_scale": 0.35})
     shutil.copy(ROOT / "benchmarks" / "data" / "wordsim353.tsv", tmp_path / "wordsim353.tsv")
+    (tmp_path / "questions-words.txt").write_text(": family\nman king woman queen\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     scope = {"scbow": scbow, "model": model}
     exec(compile("\n".join(lines[first:last + 1]), "README.md", "exec"), scope)

@@ -248,39 +248,42 @@ def near_model():
                  np.array([[0, 1], [1, 0], [1, 0.01], [1, 0.5]], dtype=np.float32))
 
 
-def test_most_similar_leaves_rare_words_out_by_default():
+def test_most_similar_ranks_every_word_unless_given_a_minimum_count():
     m = rare_word_model()
-    plain = [w for w, _ in m.wv.most_similar("cat", topn=4, min_count=0)]
-    assert plain == ["mezzanine", "padoie", "kitten", "dog"]  # by cosine the rare words come first
+    plain = [w for w, _ in m.wv.most_similar("cat", topn=4)]
+    assert plain == ["mezzanine", "padoie", "kitten", "dog"]  # by cosine the rare words come first, as in gensim
+    assert [w for w, _ in as_gensim(m).most_similar("cat", topn=4)] == plain
     assert [w for w, _ in m.wv.most_similar("cat", topn=4, min_count=1)] == plain
-    assert NEIGHBOUR_MIN_COUNT > 7  # the default leaves out words seen 3 and 7 times
-    assert [w for w, _ in m.wv.most_similar("cat", topn=2)] == ["kitten", "dog"]  # no count recorded: kept
+    assert NEIGHBOUR_MIN_COUNT > 7  # the CLI's rule leaves out words seen 3 and 7 times
+    # no count recorded: kept
+    assert [w for w, _ in m.wv.most_similar("cat", topn=2, min_count=NEIGHBOUR_MIN_COUNT)] == ["kitten", "dog"]
     assert [w for w, _ in m.wv.most_similar("cat", topn=3, min_count=5)] == ["padoie", "kitten", "dog"]
     # the cosines returned are the plain ones, whatever the rule
-    assert dict(m.wv.most_similar("cat", topn=10))["dog"] == dict(m.wv.most_similar("cat", topn=10, min_count=0))["dog"]
+    assert dict(m.wv.most_similar("cat", topn=10, min_count=50))["dog"] == dict(m.wv.most_similar("cat", topn=10))["dog"]
     assert len(m.wv.most_similar("cat", topn=10, min_count=600)) == 2  # 'the' and 'kitten'; 'cat' is the query
     assert m.wv.most_similar("cat", topn=10, min_count=10**6) == [("kitten", pytest.approx(0.9 / np.hypot(0.9, 0.3)))]
     # the query's own words may be rare; gensim's names take the rule too
-    assert [w for w, _ in m.wv.most_similar("mezzanine", topn=1)] == ["cat"]
-    assert [w for w, _ in m.wv.similar_by_word("cat", topn=1)] == ["kitten"]
+    assert [w for w, _ in m.wv.most_similar("mezzanine", topn=1, min_count=NEIGHBOUR_MIN_COUNT)] == ["cat"]
+    assert [w for w, _ in m.wv.similar_by_word("cat", topn=1, min_count=NEIGHBOUR_MIN_COUNT)] == ["kitten"]
     assert [w for w, _ in m.wv.similar_by_word("cat", topn=1, min_count=0)] == ["mezzanine"]
-    assert [w for w, _ in m.wv.similar_by_vector(m.wv["cat"], topn=2)] == ["cat", "kitten"]
+    assert [w for w, _ in m.wv.similar_by_vector(m.wv["cat"], topn=2, min_count=NEIGHBOUR_MIN_COUNT)] == ["cat", "kitten"]
     assert [w for w, _ in m.wv.similar_by_vector(m.wv["cat"], topn=2, min_count=0)] == ["cat", "mezzanine"]
     # with restrict_vocab both rules apply ('the' and 'mat' tie at 0: the more frequent first)
     assert [w for w, _ in m.wv.most_similar("cat", topn=5, restrict_vocab=6, min_count=0)] == ["mezzanine", "padoie",
                                                                                             "dog", "the", "mat"]
-    assert [w for w, _ in m.wv.most_similar("cat", topn=5, restrict_vocab=6)] == ["dog", "the", "mat"]
+    assert [w for w, _ in m.wv.most_similar("cat", topn=5, restrict_vocab=6, min_count=NEIGHBOUR_MIN_COUNT)] \
+        == ["dog", "the", "mat"]
     # a rare row float32 cannot score (scored apart, in float64) is left out alike
     odd = Model(Vocab(["q", "huge", "y"], [500, 3, 400]), np.array([[1, 0], [3e35, 1e34], [1, 1]], dtype=np.float32))
-    assert [w for w, _ in odd.wv.most_similar("q", topn=2)] == ["y"]
+    assert [w for w, _ in odd.wv.most_similar("q", topn=2, min_count=NEIGHBOUR_MIN_COUNT)] == ["y"]
     assert [w for w, _ in odd.wv.most_similar("q", topn=2, min_count=0)] == ["huge", "y"]
     for bad in (-1, 2.5, True, "5", None):
         with pytest.raises(ValueError, match="min_count"):
             m.wv.most_similar("cat", min_count=bad)
     near = near_model()
-    assert [w for w, _ in near.wv.most_similar("cat", topn=2)] == ["seen-100", "the"]
+    assert [w for w, _ in near.wv.most_similar("cat", topn=2, min_count=NEIGHBOUR_MIN_COUNT)] == ["seen-100", "the"]
     assert [w for w, _ in near.wv.most_similar("cat", topn=1, min_count=99)] == ["seen-99"]
-    assert [w for w, _ in near.wv.similar_by_vector(near.wv["cat"], topn=2)] == ["cat", "seen-100"]
+    assert [w for w, _ in near.wv.similar_by_vector(near.wv["cat"], topn=2, min_count=NEIGHBOUR_MIN_COUNT)] == ["cat", "seen-100"]
 
 
 def test_neighbors_cli(tmp_path, runner, model400):
@@ -313,6 +316,7 @@ def test_neighbors_cli(tmp_path, runner, model400):
     assert words("-n", "9", "--min-count", "2k") == ["kitten"]  # counts as other options take them
     help_text = runner.invoke(main, ["neighbors", "--help"]).output
     assert "--min-count" in help_text and "default: 100" in help_text
+    assert "From Python: model.wv.most_similar(WORD, min_count=N)" in " ".join(help_text.split())
     for bad, says in (("-1", "is not a whole number of occurrences"), ("2.5", "is not a whole number"),
                       ("lots", "is not a whole number"), ("1e30", "is more occurrences than any run has")):
         result = runner.invoke(main, [*m, "--min-count", bad])
@@ -364,8 +368,14 @@ def test_the_other_gensim_word_methods_agree_with_gensim(tmp_path):
                      + "w1\tnot-a-word\t5.0\n")
     pearson, spearman, oov = model.wv.evaluate_word_pairs(pairs)
     theirs = kv.evaluate_word_pairs(str(pairs), delimiter="\t")
-    assert pearson == pytest.approx(theirs[0][0], rel=1e-5) and spearman == pytest.approx(theirs[1][0], rel=1e-5)
-    assert oov == pytest.approx(theirs[2] / 100)
+    # gensim's shape: (pearson, p), scipy's Spearman result, the share left out in percent
+    np.testing.assert_allclose(pearson, theirs[0], rtol=1e-5)
+    np.testing.assert_allclose(tuple(spearman), tuple(theirs[1]), rtol=1e-5)
+    assert spearman.statistic == spearman[0] and oov == pytest.approx(theirs[2]) and oov == pytest.approx(100 / 41)
+    with pytest.raises(FileNotFoundError):
+        kv.evaluate_word_pairs(str(tmp_path / "missing.tsv"))
+    with pytest.raises(FileNotFoundError):
+        model.wv.evaluate_word_pairs(tmp_path / "missing.tsv")
     model.wv.save_word2vec_format(tmp_path / "v.bin", binary=True)
     with pytest.raises(TypeError, match="binary must be True or False"):
         model.wv.save_word2vec_format(tmp_path / "v.txt", binary="no")  # truthy: it wrote binary
@@ -453,7 +463,7 @@ def test_gensim_rules_hold_without_gensim(wp_model):
     from scipy.stats import pearsonr
 
     cos = [wv.similarity(a, b) for a, b in zip(words, words[1:])]
-    assert pearson == pytest.approx(pearsonr(range(len(cos)), cos)[0], abs=1e-12) and oov == 0.0
+    assert pearson[0] == pytest.approx(pearsonr(range(len(cos)), cos)[0], abs=1e-12) and oov == 0.0
 
 
 def test_the_same_answers_as_gensim_on_the_file_it_reads(wp_model, tmp_path):
@@ -496,7 +506,7 @@ def gensim_differences(wv, kv, pairs_path, n_words=40, seed=2) -> dict:
     d["doesnt_match"] = float(any(wv.doesnt_match(g) != kv.doesnt_match(g) for g in groups))
     pearson, spearman, oov = wv.evaluate_word_pairs(pairs_path)
     theirs = kv.evaluate_word_pairs(str(pairs_path), delimiter="\t")
-    d["evaluate_word_pairs"] = max(abs(pearson - theirs[0][0]), abs(spearman - theirs[1][0]), abs(oov - theirs[2] / 100))
+    d["evaluate_word_pairs"] = max(abs(pearson[0] - theirs[0][0]), abs(spearman[0] - theirs[1][0]), abs(oov - theirs[2]) / 100)
     return d
 
 
@@ -532,3 +542,43 @@ def test_most_similar_with_only_negative_words(model400):
     assert got == wv.most_similar(positive=None, negative="cat", topn=5)
     with pytest.raises(ValueError, match="needs at least one word or vector"):
         wv.most_similar()
+
+
+def test_rank_of_a_word_among_its_own_neighbours_is_one(model400):
+    kv = as_gensim(model400)
+    assert model400.wv.rank("cat", "cat") == 1 == kv.rank("cat", "cat")
+
+
+def test_doesnt_match_refuses_a_str_of_words(model400):
+    with pytest.raises(TypeError, match="takes a list of words, not a str"):
+        model400.wv.doesnt_match("a cat sat on the mat")
+
+
+def test_most_similar_takes_vectors_as_given_and_weighted_words_as_gensim(model400, kv):
+    v = 3.0 * model400.wv["dog"] + model400.wv["w7"]  # not of length 1: it outweighs the unit vector of "cat"
+    for positive, negative in ((["cat", v], []), ([("cat", 2.0), "mat"], ["red"]), ([("cat", 0.5), (v, 2.0)], [("big", -1.5)])):
+        assert_same(model400.wv.most_similar(positive, negative=negative, topn=8),
+                    kv.most_similar(positive, negative=negative, topn=8))
+
+
+def test_word_analogies_score_as_gensim(tmp_path):
+    model = random_model(n_words=60, dim=6, seed=8)
+    rows = model.vectors.copy()
+    words = model.wv.key_to_index
+    rows[words["cat"]], rows[words["dog"]] = [3, 3, 0, 0, 0, 0], [3, -3, 0, 0, 0, 0]  # cat - mat + red = dog
+    rows[words["mat"]], rows[words["red"]] = [0, 3, 0, 0, 0, 0], [0, -3, 0, 0, 0, 0]
+    model.vectors = rows
+    kv = as_gensim(model)
+    path = tmp_path / "questions-words.txt"
+    path.write_text(": capital-common\nmat cat red dog\nMAT Cat red DOG\nthe a big small\nmat cat zebra dog\n"
+                    "a line of five words\n: family\nw1 w2 w3 w4\nred dog mat cat\nw5 w6 w7\n: empty\n")
+    for kwargs in ({}, {"dummy4unknown": True}, {"restrict_vocab": 15}, {"case_insensitive": False}):
+        score, sections = model.wv.evaluate_word_analogies(path, **kwargs)
+        assert (score, sections) == kv.evaluate_word_analogies(str(path), **kwargs), kwargs
+    assert [s["section"] for s in sections] == ["capital-common", "family", "empty", "Total accuracy"]
+    assert ("mat", "cat", "red", "dog") in sections[0]["correct"]  # case_insensitive=False: as written
+    with pytest.raises(FileNotFoundError):
+        model.wv.evaluate_word_analogies(tmp_path / "missing.txt")
+    (tmp_path / "headless.txt").write_text("mat cat red dog\n")
+    with pytest.raises(ValueError, match="line 1 comes before the first ': SECTION' line"):
+        model.wv.evaluate_word_analogies(tmp_path / "headless.txt")

@@ -1,8 +1,9 @@
 """The default rule of word neighbours, and the nearest words of ``neighbors WORD...``; without numpy
 (the CLI's --help reads it).
 
-``NEIGHBOUR_MIN_COUNT``: the words ``model.wv.most_similar`` and ``scbow-numba neighbors`` may
-return by default are those seen at least this many times in the training corpus. A row
+``NEIGHBOUR_MIN_COUNT``: the words ``scbow-numba neighbors`` may return by default are those seen at
+least this many times in the training corpus (``model.wv.most_similar(word, min_count=NEIGHBOUR_MIN_COUNT)``;
+its own default ranks every word, as gensim does). A row
 seen a handful of times is mostly its random start and lands near anything, so by plain
 cosine such words crowd the nearest words of everyday ones (house -> mezzanine, padoie,
 rinehart; god -> dondindac, scapegoats). Chosen on dev halves of WordSim-353 and SimLex-999

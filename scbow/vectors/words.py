@@ -17,7 +17,6 @@ import numpy as np
 from ..progress import plural
 from ..text.tokenize import fold
 from ..text.units import MAX_GOLD, gold_number
-from .neighbours import NEIGHBOUR_MIN_COUNT  # the default of most_similar(min_count=)
 from .numeric import cosine, kth_largest, row_norms
 
 
@@ -43,14 +42,16 @@ class WordVectors:
     ``vector_size``, ``index_to_key``, ``key_to_index``, ``get_index``, ``get_vector``,
     ``get_vecattr``, ``get_normed_vectors``, ``similarity``, ``distance``, ``distances``,
     ``most_similar`` (with ``restrict_vocab``), ``similar_by_word``, ``similar_by_vector``,
-    ``n_similarity``, ``doesnt_match``, ``rank``, ``evaluate_word_pairs`` and
-    ``save_word2vec_format`` work as there, on :attr:`vectors`, except that:
+    ``n_similarity``, ``doesnt_match``, ``rank``, ``evaluate_word_pairs``,
+    ``evaluate_word_analogies`` and ``save_word2vec_format`` work as there, on :attr:`vectors`, except that:
 
     - a word is looked up as given, else lowercased, else folded as the tokenizer folds
       (:meth:`get_index`): ``wv["King"]`` is the vector of "king"; ``word in wv`` agrees
       with ``wv[word]``, ``word in wv.key_to_index`` asks for the exact spelling;
-    - the neighbours of ``most_similar`` are only words seen at least ``min_count`` times
-      (:data:`NEIGHBOUR_MIN_COUNT` by default; ``min_count=0`` ranks every word, as gensim does).
+    - ``most_similar`` may also leave out words seen fewer than ``min_count`` times (by default
+      it ranks every word, as gensim does); ``scbow-numba neighbors``'s list is
+      ``most_similar(word, min_count=NEIGHBOUR_MIN_COUNT)``
+      (:data:`scbow.vectors.neighbours.NEIGHBOUR_MIN_COUNT`).
 
     A light view: it reads ``model.vectors`` on every call, so ``model.vectors = new`` is seen
     at once. ``most_similar`` keeps a search table (float32 rows and their norms) until the
@@ -175,7 +176,10 @@ class WordVectors:
         raise ValueError(f"a query vector must have shape {shapes}, got {v.shape}")
 
     def _unit(self, word) -> np.ndarray:
-        v = np.asarray(self.vectors[self.get_index(word)], dtype=np.float64)
+        return self._unit_row(self.get_index(word))
+
+    def _unit_row(self, i: int) -> np.ndarray:
+        v = np.asarray(self.vectors[i], dtype=np.float64)
         n = np.linalg.norm(v)
         return v / n if n > 0 else v
 
@@ -207,12 +211,17 @@ class WordVectors:
         """Where ``w2`` comes among ``w1``'s neighbours by cosine, 1 for the nearest (every word counts, as in gensim)."""
         i, j = self.get_index(w1), self.get_index(w2)
         cos = 1.0 - self.distances(w1)
+        bar = cos[j]  # read before w1's own score is struck out: a word is its own nearest
         cos[i] = -np.inf
-        return int(np.count_nonzero(cos > cos[j])) + 1
+        return int(np.count_nonzero(cos > bar)) + 1
 
     def doesnt_match(self, words) -> str:
         """The word furthest from the mean of the others' unit vectors (gensim's ``doesnt_match``);
-        words outside the vocabulary are left out, as there."""
+        words outside the vocabulary are left out, as there. A str is refused: gensim would read
+        its letters as the words."""
+        if isinstance(words, (str, bytes, bytearray)):
+            raise TypeError(f"doesnt_match() takes a list of words, not a {type(words).__name__} ({words[:40]!r}); "
+                            "split it first")
         known = [w for w in words if w in self]
         if not known:
             raise ValueError("doesnt_match() needs at least one word of the vocabulary")
@@ -238,18 +247,21 @@ class WordVectors:
             means.append(np.mean(rows, axis=0))
         return cosine(*means)
 
-    def evaluate_word_pairs(self, pairs) -> tuple[float, float, float]:
-        """Pearson and Spearman correlations of the word cosines with human scores, and the share of
-        pairs left out (a word outside the vocabulary), as gensim's ``evaluate_word_pairs`` reports them.
+    def evaluate_word_pairs(self, pairs):
+        """How the word cosines agree with human scores, as gensim's ``evaluate_word_pairs`` reports it:
+        ``((pearson, p_value), spearman, oov_percent)``, ``spearman`` being scipy's ``spearmanr``
+        result (``.statistic``, ``.pvalue``; it unpacks as a pair) and ``oov_percent`` the share of
+        pairs left out (a word outside the vocabulary), in percent.
 
         ``pairs``: a path of ``word1<TAB>word2<TAB>score`` lines (``#`` comments skipped; read as
-        STS files are: :func:`read_word_pairs`), or ``(word1, word2, score)`` triples. A score that
-        is not finite or beyond +-10^6 is refused (it would make both correlations NaN, or wrong).
-        Returns ``(pearson, spearman, oov_ratio)`` (gensim: p-values too, and a percentage).
+        STS files are: :func:`read_word_pairs`), or ``(word1, word2, score)`` triples. A path that
+        cannot be opened is an OSError (FileNotFoundError for a missing file), as in gensim. A score
+        that is not finite or beyond +-10^6 is refused (it would make both correlations NaN, or wrong).
         """
         from scipy.stats import pearsonr, spearmanr
 
         if isinstance(pairs, (str, os.PathLike)):
+            open(pairs, "rb").close()  # the OSError gensim's reader raises, not the STS reader's error
             triples = read_word_pairs(pairs)
         else:
             triples = [(a, b, float(s)) for a, b, s in pairs]
@@ -261,8 +273,62 @@ class WordVectors:
             raise ValueError(f"only {len(kept)} of {len(triples)} pairs have both words in the vocabulary")
         cos = [self.similarity(a, b) for a, b, _ in kept]
         gold = [s for _, _, s in kept]
-        return (float(pearsonr(gold, cos)[0]), float(spearmanr(gold, cos)[0]),
-                1.0 - len(kept) / len(triples))
+        pearson = pearsonr(gold, cos)
+        return ((float(pearson[0]), float(pearson[1])), spearmanr(gold, cos),
+                100.0 * (1.0 - len(kept) / len(triples)))
+
+    def evaluate_word_analogies(self, analogies, restrict_vocab: int = 300000, case_insensitive: bool = True,
+                                dummy4unknown: bool = False, similarity_function: str = "most_similar"):
+        """Accuracy on word analogies, as gensim's ``evaluate_word_analogies``: ``(score, sections)``.
+
+        ``analogies``: a path of questions-words lines (``a b c expected``: a is to b as c is to
+        expected), grouped by ``: SECTION`` lines (a question before the first is a ValueError; a
+        line of other than four words is skipped). Only the first ``restrict_vocab`` words (the
+        most frequent) count: a question with another word is left out (``dummy4unknown=True``:
+        counted as wrong). The answer is the first of the five words :meth:`most_similar` gives for
+        ``positive=[b, c], negative=[a]`` (ranking those N words) that is none of a, b, c; with
+        ``case_insensitive`` words are compared uppercased, a spelling meaning the most frequent
+        word of that spelling. ``sections``: one dict a section, ``{"section": name, "correct":
+        [...], "incorrect": [...]}`` of the questions' word tuples, then ``"Total accuracy"``;
+        ``score`` is the total's share correct (0.0 with no question answered). A path that cannot
+        be opened is an OSError, as in gensim.
+        """
+        if similarity_function != "most_similar":
+            raise ValueError(f"similarity_function must be 'most_similar' (as in gensim), got {similarity_function!r}")
+        spell = str.upper if case_insensitive else str
+        words = self.index_to_key[:restrict_vocab]
+        known = {}  # a spelling: the row of its most frequent word
+        for i in range(len(words) - 1, -1, -1):
+            known[spell(words[i])] = i
+        sections, section = [], None
+        with open(analogies, encoding="utf-8") as lines:
+            for n, line in enumerate(lines):
+                if line.startswith(": "):
+                    section = {"section": line.lstrip(": ").strip(), "correct": [], "incorrect": []}
+                    sections.append(section)
+                    continue
+                if section is None:
+                    raise ValueError(f"{analogies}: line {n + 1} comes before the first ': SECTION' line")
+                question = tuple(spell(w) for w in line.split())
+                if len(question) != 4:
+                    continue
+                if not all(w in known for w in question):
+                    if dummy4unknown:
+                        section["incorrect"].append(question)
+                    continue
+                a, b, c, expected = question
+                query = [known[a], known[b], known[c]]
+                # given as vectors (a spelling's row is not get_index's), so the three rows may come back
+                found = self.most_similar([self._unit_row(known[b]), self._unit_row(known[c])],
+                                          negative=[self._unit_row(known[a])], topn=5 + 3, restrict_vocab=len(words))
+                answers = [spell(w) for w, _ in found if self.key_to_index[w] not in query][:5]
+                answer = next((w for w in answers if w not in (a, b, c)), answers[-1] if answers else None)
+                section["correct" if answer == expected else "incorrect"].append(question)
+        total = {"section": "Total accuracy", "correct": [q for s in sections for q in s["correct"]],
+                 "incorrect": [q for s in sections for q in s["incorrect"]]}
+        sections.append(total)
+        asked = len(total["correct"]) + len(total["incorrect"])
+        return (len(total["correct"]) / asked if asked else 0.0), sections
 
     def save_word2vec_format(self, path, binary: bool = False) -> None:
         """Write :attr:`vectors` in word2vec text or binary format (``scbow-numba export --part word``
@@ -276,14 +342,14 @@ class WordVectors:
     # -- nearest words ----------------------------------------------------------------------
 
     def similar_by_word(self, word: str, topn: int = 10, restrict_vocab: int | None = None,
-                        min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:
+                        min_count: int = 0) -> list[tuple[str, float]]:
         """``most_similar(word, topn, restrict_vocab=restrict_vocab, min_count=min_count)``: gensim's name for it."""
         if not isinstance(word, str):
             raise TypeError(f"similar_by_word() takes a word, got {type(word).__name__}")
         return self.most_similar(word, topn=topn, restrict_vocab=restrict_vocab, min_count=min_count)
 
     def similar_by_vector(self, vector, topn: int = 10, restrict_vocab: int | None = None,
-                          min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:
+                          min_count: int = 0) -> list[tuple[str, float]]:
         """The ``topn`` words nearest to ``vector`` by cosine, best first: a vector of :attr:`vector_size`,
         or a whole row of a model with a word part (cut to its word columns).
 
@@ -294,25 +360,27 @@ class WordVectors:
         return self.most_similar([vector], topn=topn, restrict_vocab=restrict_vocab, min_count=min_count)
 
     def most_similar(self, positive=None, topn: int = 10, negative=(), restrict_vocab: int | None = None,
-                     min_count: int = NEIGHBOUR_MIN_COUNT) -> list[tuple[str, float]]:
+                     min_count: int = 0) -> list[tuple[str, float]]:
         """The ``topn`` words nearest to a query by cosine, with their cosines, best first.
 
         ``positive`` is a word, a vector (of :attr:`vector_size`, or a whole row) or a list of
-        words and vectors; ``negative`` likewise, subtracted. As in gensim's
-        ``KeyedVectors.most_similar``, the query is the mean of the unit vectors of ``positive``
-        and of the negated unit vectors of ``negative``, and the query's own words are never
-        returned (``most_similar(["king", "woman"], negative=["man"])`` asks an analogy). Ties go
+        words, vectors and gensim's ``(word or vector, weight)`` pairs; ``negative`` likewise,
+        subtracted. As in gensim's ``KeyedVectors.most_similar``, the query is the weighted sum of
+        the words' unit vectors and of the vectors as given (not scaled to length 1), with weight
+        1 in ``positive``, -1 in ``negative`` and a pair's own weight as it is, and the query's own
+        words are never returned (``most_similar(["king", "woman"], negative=["man"])`` asks an analogy). Ties go
         to the more frequent word. KeyError for a word not in the vocabulary (:meth:`get_index`);
         ValueError when the query is the zero vector (its terms cancel out).
 
         ``restrict_vocab=N``: only the first N words (the N most frequent) are candidates,
         as in gensim; the query's words may be any. ``None``: all of them.
 
-        ``min_count=C`` (default :data:`NEIGHBOUR_MIN_COUNT`, 100): only words seen at least
-        C times in the training corpus are candidates, so that rare words, whose rows are
-        mostly noise, do not crowd out the answer; the query's words may be any. A word
-        with no recorded count (0: read from a word2vec file, or added by ``expand``) is
-        always a candidate. ``0`` or ``1``: every word, the plain cosine ranking (gensim's).
+        ``min_count=C`` (default 0: every word, the plain cosine ranking, gensim's): only words
+        seen at least C times in the training corpus are candidates, so that rare words, whose
+        rows are mostly noise, do not crowd out the answer (``scbow-numba neighbors`` uses
+        ``NEIGHBOUR_MIN_COUNT`` of :mod:`scbow.vectors.neighbours`); the query's words may be any.
+        A word with no recorded count (0: read from a word2vec file, or added by ``expand``) is
+        always a candidate.
         The cosines returned are plain cosines either way.
 
         Speed: the cosines of all the candidates are computed in float32 (one
@@ -331,34 +399,37 @@ class WordVectors:
         if not isinstance(min_count, (int, np.integer)) or isinstance(min_count, (bool, np.bool_)) or min_count < 0:
             raise ValueError(f"min_count must be a non-negative integer, got {min_count!r}")
         vectors = self.vectors
-        terms, exclude = [], set()
-        for sign, group in ((1.0, positive), (-1.0, negative)):
+        terms, weights, exclude = [], [], set()
+        for default, group in ((1.0, positive), (-1.0, negative)):
             if group is None:  # gensim takes None for "none"
                 continue
             if isinstance(group, (str, bytes, bytearray)) or (isinstance(group, np.ndarray) and group.ndim == 1):
                 group = [group]
             for item in group:
+                item, weight = _weighted(item, default)
                 if isinstance(item, (bytes, bytearray)):
                     raise TypeError(f"a query word is a str, got {type(item).__name__} {bytes(item)[:40]!r}")
                 if isinstance(item, str):
                     i = self.get_index(item)
-                    v = np.asarray(vectors[i], dtype=np.float64)
                     exclude.add(i)
+                    v = self._unit(item)
                 else:
                     v = self._query(np.asarray(item, dtype=np.float64))
-                if not np.isfinite(v).all():
-                    raise ValueError("a query vector holds NaN or inf values")
-                big = np.max(np.abs(v)) if v.size else 0.0  # scaled first: a norm of 1e300-sized values overflows
-                if big > 0:
-                    v = v / big
-                norm = np.linalg.norm(v)
-                terms.append(sign * v / norm if norm > 0 else v)
+                    if not np.isfinite(v).all():
+                        raise ValueError("a query vector holds NaN or inf values")
+                terms.append(v)
+                weights.append(weight)
         if not terms:
             raise ValueError("most_similar() needs at least one word or vector")
-        query = np.mean(terms, axis=0)
+        terms, weights = np.array(terms), np.array(weights)
+        # scaled by the largest value first: a vector of 1e300-sized values is a direction, not an overflow
+        big = float(np.max(np.abs(terms))) if terms.size else 0.0
+        terms = terms / (big if big > 0 else 1.0)
+        query = weights @ terms
         qnorm = np.linalg.norm(query)
-        # the terms are unit vectors: a mean this short is what rounding leaves when they cancel
-        if not np.isfinite(qnorm) or qnorm < 1e-5:
+        size = float(np.abs(weights) @ np.linalg.norm(terms, axis=1))
+        # a query this short beside its terms is what rounding leaves when they cancel
+        if not np.isfinite(qnorm) or qnorm <= 1e-5 * size:
             raise ValueError("the query vector is zero or not finite; no direction to compare with")
         query = query / qnorm
         exclude = np.array(sorted(i for i in exclude if i < n_rows), dtype=np.int64)
@@ -436,6 +507,17 @@ class WordVectors:
         table = (matrix, inverse, odd)
         self._search = (key, table)
         return table
+
+
+def _weighted(item, default: float):
+    """``(term, weight)`` of one term of a :meth:`WordVectors.most_similar` query: gensim's
+    ``(word, weight)`` or ``(vector, weight)`` pair as given (its weight is used as it is, in
+    ``negative`` too, as gensim does), else the term with ``default`` (1 in ``positive``, -1 in
+    ``negative``). A list of two numbers is a vector, not a pair."""
+    if (isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], (str, bytes, np.ndarray))
+            and isinstance(item[1], (int, float, np.integer, np.floating)) and not isinstance(item[1], bool)):
+        return item[0], float(item[1])
+    return item, default
 
 
 def read_word_pairs(path: os.PathLike) -> list[tuple[str, str, float]]:
