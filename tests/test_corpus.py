@@ -268,6 +268,15 @@ def test_oov_words_and_empty_sentences_and_documents_are_dropped_and_invalid_utf
     assert "\ufffd" in c.vocab  # the replacement character stands for the bad bytes
 
 
+def test_the_encoding_is_part_of_the_cache_key(tmp_path):
+    (tmp_path / "a.txt").write_bytes("Le café était fermé.\n".encode("cp1252"))
+    cp1252 = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache", encoding="cp1252")
+    mac = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache", encoding="mac-roman")
+    assert "café" in cp1252.vocab and "café" not in mac.vocab and cp1252.cache_path != mac.cache_path
+    again = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache", encoding="cp1252")
+    assert again.from_cache and again.cache_path == cp1252.cache_path and again.stats["encoding"] == "cp1252"
+
+
 def test_min_count_max_vocab_and_the_vocabulary_order(tmp_path):
     (tmp_path / "a.txt").write_text("a a a a b b b c c d\na b c d e\n")
     # counts: a 5, b 4, c 3, d 2, e 1

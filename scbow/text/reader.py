@@ -273,20 +273,22 @@ def read_all_bytes(path: os.PathLike, name: str | None = None) -> bytes:
         return fh.read()
 
 
-def read_small_text(path: os.PathLike, error, what: str) -> list[str]:
-    """The lines of a user's small UTF-8 text file (STS pairs, word pairs), read whole through the one
-    reader: a byte-order mark skipped, universal newlines; a directory, damage or bytes that are not
-    UTF-8 raised as ``error`` (an exception type) naming the file. ``what``: what the file should be."""
+def read_small_text(path: os.PathLike, error, what: str, encoding: str = DEFAULT_ENCODING) -> list[str]:
+    """The lines of a user's small text file (STS pairs, word pairs), read whole through the one
+    reader in ``encoding`` (:func:`text_codec`): a UTF-8 byte-order mark skipped, universal newlines; a
+    directory, damage or bytes not valid in the encoding (:func:`not_text_error`) raised as ``error`` (an
+    exception type) naming the file. ``what``: what the file should be."""
     if Path(path).is_dir():
         raise error(f"{path}: is a directory, expected {what}")
     try:
         data = read_all_bytes(path)
     except CorpusError as exc:
         raise error(str(exc)) from None
+    codec, errors = text_codec(encoding)
     try:
-        text = data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is skipped
+        text = data.decode(codec, errors)
     except UnicodeDecodeError:
-        raise error(f"{path}: not UTF-8 text") from None
+        raise error(str(not_text_error(path, data, encoding))) from None
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # universal newlines, as open() reads
 
 
