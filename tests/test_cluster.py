@@ -702,7 +702,7 @@ def _later(path: Path, data: bytes) -> None:
 
 CHANGES = {  # of size, of time, gone (shards.changed_file; a shorter text: test_a_text_changed_after_a_run...)
     "grown": lambda p: _later(p, p.read_bytes() + b"one more line\n"),
-    "rewritten-same-size": lambda p: _later(p, p.read_bytes()[::-1]),
+    "rewritten-same-size": lambda p: _later(p, b"".join(p.read_bytes().splitlines(keepends=True)[::-1])),  # text still
     "removed": lambda p: p.unlink(),
 }
 

@@ -163,6 +163,7 @@ def neighbors(model_path, words, sentence, in_path, encoding, index_path, ef, ne
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Index directory to write.")
 @click.option("--text", type=click.Path(path_type=Path), default=None,
               help="The text file EMBEDDINGS was made from (needed for a .npy; shards name their files).")
+@encoding_option()
 @click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None,
               help="The model that embedded the lines, recorded so that queries with another one are refused.  "
                    "[default: the shards' model, else $SCBOW_MODEL or ~/.local/share/scbow-numba/model if it exists]")
@@ -173,7 +174,7 @@ def neighbors(model_path, words, sentence, in_path, encoding, index_path, ef, ne
 @click.option("--threads", type=click.IntRange(min=0, max=65_536), default=0, show_default=True,
               help="Build threads (0: all cores).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
-def index(embeddings, output, text, model_path, m, ef_construction, threads, quiet):
+def index(embeddings, output, text, encoding, model_path, m, ef_construction, threads, quiet):
     """Index the rows of EMBEDDINGS (an 'embed' .npy, or a directory of shards) for fast search.
 
     \b
@@ -190,6 +191,6 @@ def index(embeddings, output, text, model_path, m, ef_construction, threads, qui
     refuse_overwrite({"-o": output}, [("EMBEDDINGS", embeddings), ("--text", text), ("the model", model_path)],
                       replaces_dirs=True)
     summary = index_command(embeddings, output, text=text, M=m, ef_construction=ef_construction, quiet=quiet,
-                            model=model_path, threads=threads)
+                            model=model_path, threads=threads, encoding=encoding)
     if not quiet:
         click.echo(summary, err=True)
