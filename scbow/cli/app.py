@@ -150,7 +150,7 @@ def encoding_option():
             raise click.BadParameter(str(exc)) from None
         return value
 
-    return click.option("--encoding", default=DEFAULT_ENCODING, show_default=True, callback=check,
+    return click.option("--encoding", metavar="NAME", default=DEFAULT_ENCODING, show_default=True, callback=check,
                         help="The input text's encoding (cp1252, latin-1, ...: any Python knows). Text not valid in "
                              "it is refused, naming the encoding it may be; add "
                              f"{REPLACE_SUFFIX} (utf-8{REPLACE_SUFFIX}) to read bad bytes as U+FFFD instead.")
