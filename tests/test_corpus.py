@@ -261,9 +261,20 @@ def test_oov_words_and_empty_sentences_and_documents_are_dropped_and_invalid_utf
     assert c.stats["oov_rate"] == pytest.approx(6 / 18, abs=1e-6)
     good = "".join(f"Line {i} has words.\n" for i in range(20)).encode()
     (tmp_path / "a.txt").write_bytes(good + b"bad \xff\xfe bytes.\n" + good)
-    c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
-    assert c.stats["invalid_utf8_lines"] == 1 and c.n_sentences == 41
+    with pytest.raises(CorpusError, match="a.txt: not valid utf-8 text"):
+        load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
+    c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache", encoding="utf-8:replace")
+    assert c.stats["invalid_utf8_lines"] == 1 and c.n_sentences == 41 and c.stats["encoding"] == "utf-8:replace"
     assert "\ufffd" in c.vocab  # the replacement character stands for the bad bytes
+
+
+def test_the_encoding_is_part_of_the_cache_key(tmp_path):
+    (tmp_path / "a.txt").write_bytes("Le café était fermé.\n".encode("cp1252"))
+    cp1252 = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache", encoding="cp1252")
+    mac = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache", encoding="mac-roman")
+    assert "café" in cp1252.vocab and "café" not in mac.vocab and cp1252.cache_path != mac.cache_path
+    again = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache", encoding="cp1252")
+    assert again.from_cache and again.cache_path == cp1252.cache_path and again.stats["encoding"] == "cp1252"
 
 
 def test_min_count_max_vocab_and_the_vocabulary_order(tmp_path):
@@ -285,7 +296,7 @@ def test_min_count_max_vocab_and_the_vocabulary_order(tmp_path):
 
 @pytest.mark.parametrize("content, fragment", [
     (b"", "no words"), (b"\n\n\n", "no words"), (b"  \n\t\n\r\n", "no words"),
-    (b"some words\n\x00\x01\x02\x00binary\n", "binary"), (b"\xff\xfe\xfa word\n\xc3\x28 x\n\xa0\xa1\n", "invalid UTF-8"),
+    (b"some words\n\x00\x01\x02\x00binary\n", "binary"), (b"\xff\xfe\xfa word\n\xc3\x28 x\n\xa0\xa1\n", "not valid utf-8"),
     (np.random.default_rng(0).integers(0, 256, 20000, dtype=np.uint8).tobytes(), "binary"),
     (TEXT1.encode(), "vocabulary is empty"),  # at min_count 1000
 ], ids=["empty", "blank-lines", "whitespace", "nul", "invalid-utf8", "random", "min-count"])
@@ -385,13 +396,15 @@ def test_chunk_memo_that_starts_afresh_gives_the_same_ids(monkeypatch):
     assert all(size[3] <= 5 + len(block.split()) for size, block in zip(sizes, blocks))
 
 
-def _encode_both(monkeypatch, paths):
+def _encode_both(monkeypatch, paths, encoding="utf-8"):
     """``load_corpus`` with the chunk memo and with the plain regex pass: the same progress reports."""
     new_progress, old_progress = [], []
-    new = load_corpus(paths, min_count=1, use_cache=False, progress=lambda *a: new_progress.append(a))
+    new = load_corpus(paths, min_count=1, use_cache=False, progress=lambda *a: new_progress.append(a),
+                      encoding=encoding)
     with monkeypatch.context() as m:
         m.setattr(corpus_mod._ChunkIds, "encode", _plain_encode)
-        old = load_corpus(paths, min_count=1, use_cache=False, progress=lambda *a: old_progress.append(a))
+        old = load_corpus(paths, min_count=1, use_cache=False, progress=lambda *a: old_progress.append(a),
+                          encoding=encoding)
     assert new_progress == old_progress
     return new, old
 
@@ -414,7 +427,7 @@ def test_encoder_matches_the_regex_pass_on_tricky_files(tmp_path, monkeypatch, r
              b"\n\nblank lines first\r\rold Mac line ends\r"]
     for i, data in enumerate(files):
         (tmp_path / f"{i}.txt").write_bytes(data)
-    new, old = _encode_both(monkeypatch, [tmp_path / f"{i}.txt" for i in range(len(files))])
+    new, old = _encode_both(monkeypatch, [tmp_path / f"{i}.txt" for i in range(len(files))], "utf-8:replace")
     assert_same_corpus(new, old)
     assert new.stats["invalid_utf8_lines"] > 2
 

@@ -239,20 +239,38 @@ def test_neighbors_cli_sentences(tmp_path, runner, model):
     assert_clean_error(runner.invoke(main, [*m, "--sentence", "cat", "--in", str(tmp_path / "no.txt")]), "no such")
 
 
-def test_nearest_sentences_warn_of_lines_that_are_not_utf8(tmp_path, runner, model):
+def test_nearest_sentences_read_bytes_that_are_not_utf8_as_u_fffd_only_when_asked(tmp_path, runner, model):
     src = tmp_path / "s.txt"
     src.write_bytes(b"the cat \xff sat\nthe dog ran\n\xfe big red house\n" + b"a small cat\n" * 3)
     said = []
-    got = nearest_sentences(model, "the cat sat", src, topn=3, warn=said.append)
-    assert said == [f"warning: 2 lines of {src} are not valid UTF-8; their bad bytes were read as U+FFFD "
-                    "(the replacement character)"]
+    with pytest.raises(CorpusError, match="s.txt: not valid utf-8 text"):
+        nearest_sentences(model, "the cat sat", src, topn=3, warn=said.append)
+    got = nearest_sentences(model, "the cat sat", src, topn=3, warn=said.append, encoding="utf-8:replace")
+    assert said == [f"warning: 2 lines of {src} are not valid in the encoding; their bad bytes were read as U+FFFD "
+                    "(the replacement character), as asked"]
     fixed = tmp_path / "fixed.txt"
     fixed.write_text(src.read_bytes().decode("utf-8", "replace"), encoding="utf-8")
     assert nearest_sentences(model, "the cat sat", fixed, topn=3, warn=said.append) == got  # the same results
     save_model(model, tmp_path / "m")
-    result = runner.invoke(main, ["neighbors", "-m", str(tmp_path / "m"), "--sentence", "the cat", "--in", "-"],
-                           input=src.read_bytes())
-    assert result.exit_code == 0 and "warning: 2 lines of <stdin> are not valid UTF-8" in result.stderr, result.output
+    args = ["neighbors", "-m", str(tmp_path / "m"), "--sentence", "the cat", "--in", "-"]
+    result = runner.invoke(main, [*args, "--encoding", "utf-8:replace"], input=src.read_bytes())
+    assert result.exit_code == 0 and "warning: 2 lines of <stdin> are not valid" in result.stderr, result.output
+    assert_clean_error(runner.invoke(main, args, input=src.read_bytes()), "<stdin>: not valid utf-8 text")
+
+
+def test_embed_reads_the_encoding_given(tmp_path, runner, model):
+    save_model(model, tmp_path / "m")
+    (src := tmp_path / "s.txt").write_bytes("the café sat\nthe dog ran\n".encode("cp1252"))
+    args = ["embed", "-m", str(tmp_path / "m"), str(src), "-q", "-o"]
+    assert_clean_error(runner.invoke(main, [*args, str(tmp_path / "a.npy")]), "may be Latin-1 (cp1252)")
+    assert not (tmp_path / "a.npy").exists()
+    result = runner.invoke(main, [*args, str(tmp_path / "b.npy"), "--encoding", "cp1252"])
+    assert result.exit_code == 0, result.output
+    (utf8 := tmp_path / "u.txt").write_text("the café sat\nthe dog ran\n", encoding="utf-8")
+    assert runner.invoke(main, [*args[:3], str(utf8), "-q", "-o", str(tmp_path / "c.npy")]).exit_code == 0
+    assert np.array_equal(np.load(tmp_path / "b.npy"), np.load(tmp_path / "c.npy"))
+    _assert_clean_error(runner.invoke(main, [*args, str(tmp_path / "shards"), "--workers", "1", "--encoding", "cp1252"]),
+                        "a cluster reads utf-8", exit_code=2)
 
 
 @pytest.mark.parametrize("dim", [6, 64, 300])

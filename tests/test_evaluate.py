@@ -75,8 +75,9 @@ def test_read_sts_parses_fields_name_blank_lines_and_crlf_and_names_unreadable_f
         read_sts(tmp_path)
     latin = tmp_path / "latin1.tsv"
     latin.write_bytes("1\tcaf\xe9\tb\n".encode("latin-1"))
-    with pytest.raises(STSError, match="not UTF-8"):
+    with pytest.raises(STSError, match="latin1.tsv: not valid utf-8 text; it may be Latin-1"):
         read_sts(latin)
+    assert read_sts(latin, "latin-1").first == ["café"]
 
 
 @pytest.mark.parametrize(
@@ -396,6 +397,15 @@ def test_table_of_the_default_sts_folder(files):
     assert out["system"] == "model" and out["comparisons"] == {} and set(out["notes"]) >= {"mean", "unscored"}
     hashed = json.loads(run("-m", files["model"], "--json", "--unknown", "hash", files["sts"] / "2012.a.tsv").stdout)
     assert hashed["sets"][0]["scored"] == 6 and "unknown words: hash" in hashed["sources"]["model"]  # 'zebra quagga' too
+
+
+def test_sts_files_in_another_encoding(files):
+    latin = files["tmp"] / "latin"
+    latin.mkdir()
+    (latin / "2012.c.tsv").write_bytes("4.0\tBig house\ta big café\n1.0\tthe mat\ta dog ran\n".encode("cp1252"))
+    one_line_error(run("-m", files["model"], latin), "2012.c.tsv: not valid utf-8 text", "--encoding cp1252")
+    result = run("-m", files["model"], "--encoding", "cp1252", "--json", latin)
+    assert result.exit_code == 0 and json.loads(result.stdout)["sets"][0]["pairs"] == 2, result.output
 
 
 def test_the_real_sts_files(files):

@@ -479,6 +479,22 @@ def test_cli_index_then_neighbors_from_it_as_from_a_scan(setup, tmp_path, faiss)
     assert_clean_error(_cli("index", setup["emb"], "-o", setup["emb"]), "input")
 
 
+def test_index_of_a_text_in_another_encoding_prints_its_lines(setup, tmp_path, faiss):
+    lines = _lines(setup["text"])[:40]
+    lines[7] = "the café was closed"
+    (text := tmp_path / "fr.txt").write_bytes(("\n".join(lines) + "\n").encode("cp1252"))
+    emb = tmp_path / "fr.npy"
+    made = _cli("embed", "-m", setup["model_dir"], text, "-o", emb, "-q", "--encoding", "cp1252")
+    assert made.exit_code == 0, made.output
+    assert_clean_error(_cli("index", emb, "--text", text, "-m", setup["model_dir"], "-o", tmp_path / "a", "-q"),
+                       "fr.txt: not valid utf-8 text; it may be Latin-1")
+    built = _cli("index", emb, "--text", text, "-m", setup["model_dir"], "-o", tmp_path / "b", "-q", "--M", "16",
+                 "--encoding", "cp1252")
+    assert built.exit_code == 0, built.output
+    found = _cli("neighbors", "-m", setup["model_dir"], "--sentence", "the café was closed", "--index", tmp_path / "b")
+    assert found.exit_code == 0 and "8\tthe café was closed" in found.stdout, found.output
+
+
 # -- hostile inputs, by class (issue 24): several members of each -------------------------
 
 
@@ -510,6 +526,7 @@ BAD_INFO = {
     "file-first-row": lambda i: _first_file(i).update(first_row=1),
     "file-rows-more": lambda i: _first_file(i).update(rows=_first_file(i)["rows"] + 1),
     "text-escapes-index": lambda i: _first_file(i).update(text="../../etc/passwd"),
+    "encoding-unknown": lambda i: _first_file(i).update(encoding="klingon"),
     "library": lambda i: i.update(library="usearch"),
 }
 

@@ -99,15 +99,16 @@ def test_pairs_with_no_stdout_drop_the_scores_as_click_echo_does(tmp_path, healt
     assert score_pairs(load_model(healthy[0]), tmp_path / "p.tsv") == (1, 0)
 
 
-def test_pairs_warn_of_lines_that_are_not_utf8_as_the_trainer_does(tmp_path, runner, healthy):
+def test_pairs_not_utf8_are_refused_or_read_with_u_fffd_as_the_trainer_does(tmp_path, runner, healthy):
     model, _ = healthy
     data = b"the cat \xff sat\tthe dog ran\n\xfe\xfe\ta cat\nthe man\tthe cat\n" + b"a dog\tthe cat\n" * 3
     (tmp_path / "bad.tsv").write_bytes(data)
-    result = similarity(runner, model, "--pairs", tmp_path / "bad.tsv")
+    assert_clean_error(similarity(runner, model, "--pairs", tmp_path / "bad.tsv"), "bad.tsv: not valid utf-8 text")
+    result = similarity(runner, model, "--pairs", tmp_path / "bad.tsv", "--encoding", "utf-8:replace")
     assert result.exit_code == 0, result.output
-    assert f"warning: 2 lines of {tmp_path / 'bad.tsv'} are not valid UTF-8; their bad bytes were read as U+FFFD" \
-        in result.stderr
+    assert f"warning: 2 lines of {tmp_path / 'bad.tsv'} are not valid in the encoding; their bad bytes were read " \
+        "as U+FFFD" in result.stderr
     fixed = similarity(runner, model, "--pairs", "-", input=data.decode("utf-8", "replace").encode())
     assert fixed.stdout == result.stdout  # the same scores as the text with U+FFFD written in
-    assert "warning: 2 lines of <stdin> are not valid UTF-8" in similarity(runner, model, "--pairs", "-",
-                                                                           input=data).stderr
+    assert "warning: 2 lines of <stdin> are not valid" in similarity(runner, model, "--pairs", "-", "--encoding",
+                                                                     "utf-8:replace", input=data).stderr

@@ -101,10 +101,10 @@ def test_lines_segmenter_keeps_lines_and_collapses_whitespace(tmp_path):
     out = tmp_path / "corpus.txt"
     assert prepared([src], out)[0] == [["One sentence here.", "Two", "Three", "Four"]]
     assert prepared([src], out, documents="blank-line")[0] == [["One sentence here.", "Two"], ["Three", "Four"]]
-    # documents without sentences are dropped; a little invalid UTF-8 is kept and counted
+    # documents without sentences are dropped; bad bytes read as U+FFFD when asked are kept and counted
     (tmp_path / "b.txt").write_text(" \n\n\t\n", encoding="utf-8")
     (tmp_path / "c.txt").write_bytes(b"Caf\xe9 au lait.\n" + b"Fine line.\n" * 10)
-    docs, stats = prepared([src, tmp_path / "b.txt", tmp_path / "c.txt"], out)
+    docs, stats = prepared([src, tmp_path / "b.txt", tmp_path / "c.txt"], out, encoding="utf-8:replace")
     assert docs == [["One sentence here.", "Two", "Three", "Four"], ["Caf\ufffd au lait."] + ["Fine line."] * 10]
     assert (stats.files, stats.documents, stats.invalid_utf8_lines) == (3, 2, 1)
 
@@ -253,7 +253,7 @@ def test_an_input_as_output_or_a_missing_segmenter_is_refused(tmp_path, monkeypa
     (lambda d: (d / "empty").mkdir() or d / "empty", "directory has no text files (looked for .txt, .text, .md, .jsonl"),
     (lambda d: d / "bin.txt" if (d / "bin.txt").write_bytes(b"abc\x00def\n") else None, "contains NUL bytes"),
     (lambda d: d / "latin.txt" if (d / "latin.txt").write_bytes(b"\xe9t\xe9\n\xe0 la\n\xff\xfe\n") else None,
-     "mostly invalid UTF-8"),
+     "not valid utf-8 text; it may be Latin-1"),
     (lambda d: d / "blank.txt" if (d / "blank.txt").write_text("\n \n") else None, "no documents found"),
 ])
 def test_input_errors_are_one_line_and_write_nothing(tmp_path, make, fragment):
@@ -433,8 +433,8 @@ def test_the_summary_and_warnings_prepare_prints(tmp_path):
         "prepared 2 files, 2.5 MB in 2.0 s (1.2 MB/s, nupunkt): 3 documents, 41 sentences, 1,234 words, skipped "
         "1 JSON Lines record with no text and 3 unreadable JSON Lines lines; wrote out.txt")
     assert stats.warnings("body") == [
-        "warning: 1 line of the input is not valid UTF-8; their bad bytes were written as U+FFFD (the replacement "
-        "character)",
+        "warning: 1 line of the input is not valid in the encoding; their bad bytes were written as U+FFFD (the "
+        "replacement character), as asked",
         f"warning: 2 runs of text with no whitespace for over {CHUNK_CHARS:,} characters were cut where a chunk ended "
         "(not words: binary data or text without spaces?)",
         "warning: skipped 3 JSON Lines lines that hold no record with text in 'body' (a.jsonl: line 2: not JSON; "

@@ -18,7 +18,7 @@ from conftest import assert_clean_error
 
 from scbow.cli import main
 from scbow.errors import CorpusError
-from scbow.text.reader import check_text, expand, open_bytes, open_text
+from scbow.text.reader import check_text, expand, open_bytes, open_text, text_codec
 
 # gold score and a pair, tab-separated: one file is a corpus, a sentence file, a pairs file and an STS file
 TEXT = "".join(f"{i % 5}\tthe cat number {i} sat on the mat\tthe dog ran far away {i}\n" for i in range(6000)).encode()
@@ -176,10 +176,10 @@ def test_empty_or_plain_files_under_a_compressed_name_are_named(tmp_path, suffix
 def test_utf16_text_is_named_not_called_binary(encoding):
     block = "the man walked\nand a dog\n".encode(encoding).decode("utf-8", errors="replace")
     with pytest.raises(CorpusError, match="UTF-16 or UTF-32 text.*iconv"):
-        check_text("x.txt", block, at_start=True)
+        check_text("x.txt", block)
     elf = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00>\x00".decode("utf-8", errors="replace")
     with pytest.raises(CorpusError, match="binary data"):
-        check_text("x.txt", elf, at_start=True)
+        check_text("x.txt", elf)
 
 
 def test_the_tools_own_outputs_are_not_read_as_text(tmp_path, good_model):
@@ -218,3 +218,41 @@ def test_a_file_reached_twice_is_read_once_with_a_note_by_train_and_prepare_alik
         assert f"{folder / 'b.txt'} is {a}; {c} named twice; {hard} is {c}" in err and err.count("\n") == 1
     assert expand([c, tmp_path / ".." / tmp_path.name / "c.txt"]) == [c]  # another spelling of it
     assert expand([a, c]) == [a, c] and capsys.readouterr().err.count("read once") == 1
+
+
+FRENCH = [f"Le café {i} était fermé, déjà à l'hôtel." for i in range(300)]
+
+
+def _verdict(path, encoding="utf-8"):
+    try:
+        with open_text(path, encoding=encoding) as fh:
+            return fh.read()
+    except CorpusError as exc:
+        return str(exc).replace(str(path), "PATH")
+
+
+def test_latin1_text_gets_one_verdict_whatever_its_line_layout(tmp_path):
+    (one := tmp_path / "one.txt").write_bytes(" ".join(FRENCH).encode("cp1252"))
+    (many := tmp_path / "many.txt").write_bytes("\n".join(FRENCH).encode("cp1252"))
+    assert _verdict(one) == _verdict(many)
+    assert _verdict(one).startswith("PATH: not valid utf-8 text; it may be Latin-1 (cp1252): convert it with "
+                                    "`iconv -f cp1252 -t utf-8` or pass --encoding cp1252")
+    assert _verdict(many, "cp1252") == "\n".join(FRENCH) and _verdict(one, "latin-1") == " ".join(FRENCH)
+
+
+def test_bad_bytes_become_u_fffd_only_when_asked(tmp_path):
+    (path := tmp_path / "a.txt").write_bytes("\n".join(FRENCH).encode("cp1252") + b"\n")
+    text = _verdict(path, "utf-8:replace")
+    assert text.splitlines()[0] == "Le caf\ufffd 0 \ufffdtait ferm\ufffd, d\ufffdj\ufffd \ufffd l'h\ufffdtel."
+    assert check_text(path, text) == 300
+    assert text_codec("UTF-8") == ("utf-8-sig", "strict") and text_codec("cp1252:replace") == ("cp1252", "replace")
+    with pytest.raises(ValueError, match="unknown encoding 'klingon'"):
+        text_codec("klingon")
+
+
+def test_binary_data_is_binary_in_any_encoding(tmp_path):
+    (path := tmp_path / "a.bin").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00\xe9\xff\x00\x00" * 50)
+    for encoding in ("utf-8", "latin-1", "utf-8:replace"):
+        with pytest.raises(CorpusError, match="a.bin: contains NUL bytes; this looks like binary data"):
+            with open_text(path, encoding=encoding) as fh:
+                check_text(path, fh.read())

@@ -520,17 +520,19 @@ def test_a_failed_run_leaves_no_directory_behind(tmp_path, corpus_file, runner, 
 
 
 def test_bad_bytes_and_an_enormous_line_are_read_and_trained_on(tmp_path, runner, make_text):
-    """A few invalid UTF-8 lines are replaced with a warning (the decision: replace and warn, not refuse);
-    a 1.6 MB line is one sentence of 400,000 tokens: it is read, averaged and trained on."""
+    """Invalid UTF-8 is refused, or with --encoding utf-8:replace read as U+FFFD with a warning, and said in
+    the model's corpus info; a 1.6 MB line is one sentence of 400,000 tokens: it is read, averaged and trained on."""
     text = make_text(n_docs=2, sents_per_doc=60, seed=2).encode()
     huge = (" ".join(["the cat sat on the mat"] * 66_667) + ".\n").encode()
     path, out = tmp_path / "c.txt", tmp_path / "model"
     path.write_bytes(text + b"\nThe cat \xff\xfe sat.\nA dog \xc3\x28 ran.\n" + huge + text)
-    result = runner.invoke(main, train_args(path, out))
+    assert_clean_error(runner.invoke(main, train_args(path, out)), "c.txt: not valid utf-8 text")
+    result = runner.invoke(main, train_args(path, out, "--encoding", "utf-8:replace"))
     assert result.exit_code == 0, result.output
-    warning = [line for line in result.stderr.splitlines() if line.startswith("warning:") and "UTF-8" in line]
-    assert len(warning) == 1 and "2 lines of the corpus are not valid UTF-8" in warning[0], result.stderr
+    warning = [line for line in result.stderr.splitlines() if line.startswith("warning:") and "U+FFFD" in line]
+    assert len(warning) == 1 and "2 lines of the corpus are not valid in the encoding" in warning[0], result.stderr
     model = load_model(out)
+    assert model.info["corpus"]["encoding"] == "utf-8:replace"
     assert "\ufffd" in model.wv and np.isfinite(model.vectors).all() and model.info["corpus"]["tokens"] > 400_000
 
 

@@ -139,6 +139,23 @@ def model_option(help_text=f"Model directory (or word2vec file). {DEFAULT_MODEL}
     return click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None, help=help_text)
 
 
+def encoding_option():
+    """``--encoding``: how a command's input text is decoded (``scbow.text.reader.text_codec``)."""
+    from ..text.reader import DEFAULT_ENCODING, REPLACE_SUFFIX, text_codec
+
+    def check(ctx, param, value):
+        try:
+            text_codec(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+        return value
+
+    return click.option("--encoding", metavar="NAME", default=DEFAULT_ENCODING, show_default=True, callback=check,
+                        help="The input text's encoding (cp1252, latin-1, ...: any Python knows). Text not valid in "
+                             "it is refused, naming the encoding it may be; add "
+                             f"{REPLACE_SUFFIX} (utf-8{REPLACE_SUFFIX}) to read bad bytes as U+FFFD instead.")
+
+
 def unknown_option(whose="the model's own rule"):
     """``--unknown``: what becomes of words outside the vocabulary (``Model.encode``'s ``unknown``)."""
     return click.option("--unknown", type=click.Choice(["pieces", "hash", "omit"]), default=None,

@@ -9,7 +9,7 @@ import click
 
 from ..outputs import refuse_overwrite
 from ..progress import plural
-from .app import main, model_arg, model_option, unknown_option
+from .app import encoding_option, main, model_arg, model_option, unknown_option
 
 
 @main.command(short_help="Draw the learning curve recorded by train --eval-every.")
@@ -65,8 +65,9 @@ def plot(model_arg_, model_path, output, title):
 @click.option("--resamples", type=click.IntRange(min=100, max=1_000_000), default=1000, show_default=True,
               help="Bootstrap resamples for the 95% interval of a Pearson difference.")
 @unknown_option("each model's own rule (of the model and --baseline)")
+@encoding_option()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def evaluate(model_path, paths, baseline, control, resamples, unknown, as_json):
+def evaluate(model_path, paths, baseline, control, resamples, unknown, encoding, as_json):
     """Score a model on STS files (gold<TAB>s1<TAB>s2) or folders of *.tsv.
 
     With no PATHS: the paper's SemEval sets from $SCBOW_STS_DIR, else shared/data/sts or
@@ -81,5 +82,5 @@ def evaluate(model_path, paths, baseline, control, resamples, unknown, as_json):
     from ..use.evaluate import evaluate_models, format_table
 
     report = evaluate_models(paths, model=model_path, baseline=baseline, control=control, resamples=resamples,
-                             unknown=unknown)
+                             unknown=unknown, encoding=encoding)
     click.echo(json.dumps(report, indent=1) if as_json else format_table(report, shutil.get_terminal_size().columns))

@@ -7,8 +7,9 @@ from pathlib import Path
 import click
 
 from ..outputs import refuse_overwrite
+from ..text.reader import DEFAULT_ENCODING
 from ..vectors.neighbours import NEIGHBOUR_MIN_COUNT, nearest_words
-from .app import Count, load, main, model_dir, model_option, say, unknown_option
+from .app import Count, encoding_option, load, main, model_dir, model_option, say, unknown_option
 
 
 class FiniteRange(click.FloatRange):
@@ -28,6 +29,7 @@ class FiniteRange(click.FloatRange):
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="The .npy file to write: float32, one row per line of INPUT. With --workers or --scheduler: "
                    "a directory of shards.")
+@encoding_option()
 @click.option("--missing", "missing_file", type=click.Path(path_type=Path), default=None,
               help="Where to list the lines with no known word. Default: OUTPUT with .npy replaced by .missing.txt.")
 @click.option("--fill", type=click.Choice(["nan", "zero"]), default="nan", show_default=True,
@@ -43,7 +45,8 @@ class FiniteRange(click.FloatRange):
 @click.option("--block-mb", type=FiniteRange(min=0.001, max=1 << 20), default=64.0, show_default=True,
               help="With a cluster: MB of plain text per block (one shard each); a compressed file is one block.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")
-def embed(model_path, inputs, output, missing_file, fill, threads, unknown, workers, scheduler, block_mb, quiet):
+def embed(model_path, inputs, output, encoding, missing_file, fill, threads, unknown, workers, scheduler, block_mb,
+          quiet):
     """Embed every line of INPUT (one sentence per line; .gz/.bz2/.xz read too; - for stdin).
 
     Row i of OUTPUT is the sentence embedding of line i + 1 (the same as 'similarity' and
@@ -62,6 +65,9 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
     if workers is not None or scheduler is not None:
         if missing_file is not None:
             raise click.UsageError("--missing is for one output file; a cluster lists missing lines per shard")
+        if encoding != DEFAULT_ENCODING:
+            raise click.UsageError(f"--encoding is for one process; a cluster reads {DEFAULT_ENCODING}: convert "
+                                   f"the inputs (iconv -f {encoding.split(':')[0]} -t utf-8)")
         if output.suffix.lower() == ".npy":
             raise click.UsageError(f"-o {output}: on a cluster the output is a directory of shards, not one .npy "
                                    f"file; give a directory name such as {output.with_suffix('')}")
@@ -76,7 +82,7 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
         from ..use.embedding import embed_command
 
         summary = embed_command(model_dir(model_path), inputs[0], output, missing_file, fill=fill, threads=threads,
-                                unknown=unknown, quiet=quiet)
+                                unknown=unknown, quiet=quiet, encoding=encoding)
     if summary:
         say(summary)
 
@@ -87,6 +93,7 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
 @click.option("--sentence", default=None, help="Find the lines of --in nearest to this sentence.")
 @click.option("--in", "in_path", type=click.Path(path_type=Path, allow_dash=True), default=None,
               help="Text file searched for --sentence (one sentence per line; .gz/.bz2/.xz too).")
+@encoding_option()
 @click.option("--index", "index_path", type=click.Path(path_type=Path), default=None,
               help="Search a sentence index (made by 'scbow-numba index') for --sentence instead of scanning --in.")
 @click.option("--ef", type=click.IntRange(min=1, max=1 << 20), default=None,
@@ -99,7 +106,7 @@ def embed(model_path, inputs, output, missing_file, fill, threads, unknown, work
                    "mostly noise and crowd out the answer); 0: every word, by plain cosine. Words with no "
                    "recorded count (from a word2vec file, or added by 'expand') are always printed. From Python: "
                    "model.wv.most_similar(WORD, min_count=N) (its default, as gensim's, is every word).")
-def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, topn, min_count):
+def neighbors(model_path, words, sentence, in_path, encoding, index_path, ef, negative, topn, min_count):
     """Print the nearest words of WORD... by cosine, or the nearest sentences of a file.
 
     \b
@@ -148,7 +155,7 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
         for line in search_lines(model, sentence, index_path, topn=topn, ef=ef, model_dir=model_dir(model_path)):
             click.echo(line)
         return
-    for cos, line, text in nearest_sentences(model, sentence, in_path, topn=topn, warn=say):
+    for cos, line, text in nearest_sentences(model, sentence, in_path, topn=topn, warn=say, encoding=encoding):
         click.echo(f"{cos:.4f}\t{line}\t{text}")
 
 
@@ -157,6 +164,7 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Index directory to write.")
 @click.option("--text", type=click.Path(path_type=Path), default=None,
               help="The text file EMBEDDINGS was made from (needed for a .npy; shards name their files).")
+@encoding_option()
 @click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None,
               help="The model that embedded the lines, recorded so that queries with another one are refused.  "
                    "[default: the shards' model, else $SCBOW_MODEL or ~/.local/share/scbow-numba/model if it exists]")
@@ -167,7 +175,7 @@ def neighbors(model_path, words, sentence, in_path, index_path, ef, negative, to
 @click.option("--threads", type=click.IntRange(min=0, max=65_536), default=0, show_default=True,
               help="Build threads (0: all cores).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
-def index(embeddings, output, text, model_path, m, ef_construction, threads, quiet):
+def index(embeddings, output, text, encoding, model_path, m, ef_construction, threads, quiet):
     """Index the rows of EMBEDDINGS (an 'embed' .npy, or a directory of shards) for fast search.
 
     \b
@@ -184,6 +192,6 @@ def index(embeddings, output, text, model_path, m, ef_construction, threads, qui
     refuse_overwrite({"-o": output}, [("EMBEDDINGS", embeddings), ("--text", text), ("the model", model_path)],
                       replaces_dirs=True)
     summary = index_command(embeddings, output, text=text, M=m, ef_construction=ef_construction, quiet=quiet,
-                            model=model_path, threads=threads)
+                            model=model_path, threads=threads, encoding=encoding)
     if not quiet:
         click.echo(summary, err=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..config import FIELD_CHOICES, FIELD_HELP, TrainConfig
-from .app import Count, GroupedCommand, echo_lines, main, say
+from .app import Count, GroupedCommand, echo_lines, encoding_option, main, say
 
 # the hyperparameters that are counts, and what they count
 COUNT_FIELDS = {"min_count": "occurrences", "max_vocab": "words", "count_floor": "occurrences",
@@ -32,7 +32,7 @@ def hyperparameter_options(command):
 
 # train --help: its 37 options under five headings
 TRAIN_OPTION_GROUPS = [
-    ("Data", ["output", "min_count", "max_vocab", "cache_dir", "no_cache"]),
+    ("Data", ["output", "encoding", "min_count", "max_vocab", "cache_dir", "no_cache"]),
     ("Model", ["dim", "word_passes", "word_dim", "word_mix", "word_context", "word_noise", "word_sample_count",
                "frequency_weight", "unknown", "unknown_scale",
                "common_components", "max_length",
@@ -49,6 +49,7 @@ TRAIN_OPTION_GROUPS = [
 @click.argument("corpus", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
               help="Model directory to write. Default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model.")
+@encoding_option()
 @hyperparameter_options
 @click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
               help="Where encoded corpora are cached. Default: $SCBOW_CACHE_DIR or ~/.cache/scbow-numba/corpus.")
@@ -76,7 +77,7 @@ TRAIN_OPTION_GROUPS = [
               help="Also score these STS files or folders at every point (repeatable); their means are recorded.")
 @click.option("--eval-test", is_flag=True,
               help="Also score the default STS test sets (those of 'evaluate' without paths) at every point.")
-def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_every, resume,
+def train(corpus, output, encoding, cache_dir, no_cache, quiet, init_vectors, checkpoint_every, resume,
           eval_every, eval_dev, eval_sets, eval_test, **hyper):
     """Train a model on CORPUS: text files (.gz/.bz2/.xz too) or directories of them.
 
@@ -95,7 +96,7 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
     result = session.train_session(corpus, config, output, cache_dir=cache_dir, use_cache=not no_cache, quiet=quiet,
                                    init_vectors=init_vectors, checkpoint_every=checkpoint_every, resume=resume,
                                    eval_every=eval_every, eval_dev=eval_dev, eval_sets=eval_sets,
-                                   eval_test=eval_test, warn=say)
+                                   eval_test=eval_test, warn=say, encoding=encoding)
     if not quiet:
         echo_lines(session.summary_lines(result, config, output))
 
@@ -119,8 +120,9 @@ def train(corpus, output, cache_dir, no_cache, quiet, init_vectors, checkpoint_e
 @click.option("--strict", is_flag=True,
               help="Stop at a JSON Lines line that is not JSON, not an object or has no text in --jsonl-field, "
                    "writing nothing (default: skip such lines, count them and name the first few).")
+@encoding_option()
 @click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")
-def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict, quiet):
+def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict, encoding, quiet):
     """Turn raw documents into a corpus for 'train': one sentence per line, a blank line between documents.
 
     INPUT: text files (.txt, .text, .md), JSON Lines files (.jsonl, .ndjson; one record, one
@@ -146,7 +148,8 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict,
 
     try:
         stats = prepare_corpus(inputs, output, jsonl_field=jsonl_field, documents=documents, segmenter=segmenter,
-                               language=language, progress=show, strict=strict)
+                               language=language, progress=show, strict=strict,
+                               encoding=encoding)
     finally:
         bar.close()
     for line in stats.warnings(jsonl_field):

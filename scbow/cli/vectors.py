@@ -9,7 +9,7 @@ import click
 
 from ..outputs import refuse_overwrite
 from ..progress import plural
-from .app import Count, echo_lines, load, main, model_arg, model_dir, model_option, say, unknown_option
+from .app import Count, echo_lines, encoding_option, load, main, model_arg, model_dir, model_option, say, unknown_option
 
 
 @main.command(short_help="Cosine similarity of two sentences (or of many pairs).")
@@ -20,8 +20,9 @@ from .app import Count, echo_lines, load, main, model_arg, model_dir, model_opti
               help="Score every pair of this file instead (- for stdin): one pair a line, s1<TAB>s2, or "
                    "gold<TAB>s1<TAB>s2 as in STS files (blank lines are skipped, as 'evaluate' skips them); one "
                    "cosine a line on stdout, in order.")
+@encoding_option()
 @unknown_option()
-def similarity(model_path, sentence1, sentence2, pairs_path, unknown):
+def similarity(model_path, sentence1, sentence2, pairs_path, encoding, unknown):
     """Print the cosine similarity of the averages of SENTENCE1 and SENTENCE2.
 
     \b
@@ -36,7 +37,8 @@ def similarity(model_path, sentence1, sentence2, pairs_path, unknown):
             raise click.ClickException("give either SENTENCE1 SENTENCE2 or --pairs FILE, not both")
         from ..use.pairs import score_pairs
 
-        total, unscored = score_pairs(load(model_path), pairs_path, unknown=unknown, warn=say)
+        total, unscored = score_pairs(load(model_path), pairs_path, unknown=unknown, warn=say,
+                                       encoding=encoding)
         say(f"scored {plural(total, 'pair')}" + (f"; {unscored:,} had a side with nothing to average (printed as nan)"
                                                 if unscored else ""))
         return

@@ -43,9 +43,10 @@ The output is written to a temporary file beside it and renamed into place at th
 so it is never seen half written; it is compressed by its suffix (``.gz``, ``.bz2``,
 ``.xz``, else plain UTF-8), at levels faster than the segmenting, in a second thread.
 
-Input is UTF-8 (a byte order mark at the start is dropped; line ends may be ``\n``,
-``\r\n`` or ``\r``). Invalid bytes become U+FFFD and are counted, as the trainer reads
-them; a file with NUL bytes, or whose start is mostly invalid UTF-8, is refused as binary.
+Input is UTF-8 or the ``encoding`` given (a byte order mark at the start of UTF-8 is dropped;
+line ends may be ``\n``, ``\r\n`` or ``\r``), read as the trainer reads it
+(``scbow.text.reader.open_text``): bytes not valid in it are refused, or with ``:replace`` become
+U+FFFD and are counted; a file with NUL bytes is refused as binary.
 
 This module imports only the standard library; the segmenter's library is imported when
 ``prepare`` (or ``get_segmenter``) runs.
@@ -71,7 +72,7 @@ from ..errors import CorpusError, ModelError
 from ..files import atomic_file
 from ..outputs import check_output_file, refuse_overwrite
 from ..progress import plural
-from .reader import COMPRESSED_SUFFIXES, TextFile, check_text, expand, open_text, refuse_mostly_invalid
+from .reader import COMPRESSED_SUFFIXES, DEFAULT_ENCODING, TextFile, check_text, expand, open_text
 
 DOCUMENT_MODES = ("file", "blank-line")
 TEXT_SUFFIXES = (".txt", ".text", ".md")
@@ -96,7 +97,6 @@ SEGMENTERS = {
 ENGLISH_ONLY = ("nupunkt", "syntok")
 
 CHUNK_CHARS = 1 << 16  # most characters read at once, and handed to the segmenter at once (about)
-_CHECK_CHARS = 1 << 20  # the start of each file that must be mostly valid UTF-8
 _WRITE_CHARS = 1 << 20  # characters of output written at once
 
 Segmenter = Callable[[str], list[str]]
@@ -137,8 +137,8 @@ class PrepareStats:
         out = []
         if self.invalid_utf8_lines:
             out.append(f"warning: {plural(self.invalid_utf8_lines, 'line')} of the input "
-                       f"{'is' if self.invalid_utf8_lines == 1 else 'are'} not valid UTF-8; their bad "
-                       "bytes were written as U+FFFD (the replacement character)")
+                       f"{'is' if self.invalid_utf8_lines == 1 else 'are'} not valid in the encoding; their bad "
+                       "bytes were written as U+FFFD (the replacement character), as asked")
         if self.words_cut:
             out.append(f"warning: {plural(self.words_cut, 'run')} of text with no whitespace for over "
                        f"{CHUNK_CHARS:,} characters {'was' if self.words_cut == 1 else 'were'} cut where a chunk "
@@ -307,34 +307,15 @@ def find_inputs(inputs: Iterable[os.PathLike | str]) -> list[tuple[Path, str]]:
 
 
 class _Checker:
-    """Refuses binary content by ``scbow.training.corpus``'s rule, and counts lines with invalid UTF-8.
-
-    NUL anywhere is binary; so is a start of the file (its first ``_CHECK_CHARS``
-    characters) in which most lines hold U+FFFD (bytes that are not UTF-8). Elsewhere
-    such lines are kept, and counted.
-    """
+    """Refuses binary content by the one reader's rule (``check_text``), and counts the lines holding
+    U+FFFD (bad bytes read so with an ``:replace`` encoding)."""
 
     def __init__(self, name: str, stats: PrepareStats):
         self.name = name
         self.stats = stats
-        self.seen = self.lines = self.bad = 0
-        self.judged = False
 
     def __call__(self, text: str) -> None:
-        bad = check_text(self.name, text, at_start=False)
-        self.stats.invalid_utf8_lines += bad
-        if not self.judged:
-            self.bad += bad
-            self.lines += text.count("\n") + (not text.endswith("\n"))
-            self.seen += len(text)
-            if self.seen >= _CHECK_CHARS:
-                self.finish_start()
-
-    def finish_start(self) -> None:
-        """Judge the start of the file (once, at ``_CHECK_CHARS`` characters or at its end)."""
-        if not self.judged:
-            refuse_mostly_invalid(self.name, self.bad, self.lines)
-        self.judged = True
+        self.stats.invalid_utf8_lines += check_text(self.name, text)
 
 
 def _blocks(stream: io.TextIOBase, check: _Checker | None = None) -> Iterator[str]:
@@ -346,8 +327,6 @@ def _blocks(stream: io.TextIOBase, check: _Checker | None = None) -> Iterator[st
         if check is not None:
             check(block)
         yield block
-    if check is not None:
-        check.finish_start()
 
 
 # ---------------------------------------------------------------- output
@@ -540,7 +519,6 @@ def _records(reader: TextFile, field: str, check: _Checker, stats: PrepareStats,
                 stats.bad_examples.append(f"{name}: line {lineno}: {why}")
             continue
         yield _as_text(record[field])
-    check.finish_start()
 
 
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
@@ -572,6 +550,7 @@ def prepare(
     language: str = "en",
     progress: Callable[[int, int], None] | None = None,
     strict: bool = False,
+    encoding: str = DEFAULT_ENCODING,
 ) -> PrepareStats:
     """Write the raw documents in ``inputs`` to ``output`` as a corpus the trainer reads.
 
@@ -598,6 +577,8 @@ def prepare(
         Refuse a JSON Lines line that is not a record with a string in ``jsonl_field``
         (CorpusError naming it, nothing written) instead of skipping and counting it
         (``PrepareStats.bad_records``).
+    encoding : str
+        The inputs' text encoding (``scbow.text.reader.text_codec``: ``"cp1252"``, ``"utf-8:replace"``...).
 
     Raises CorpusError for anything wrong with the inputs or the output, with nothing
     written.
@@ -632,7 +613,7 @@ def prepare(
                     before = stats.bytes_read
                     _prepare_file(path, kind, field, preparer, stats,
                                   lambda pos, before=before: report(before + min(pos, size), stats.input_bytes),
-                                  strict)
+                                  strict, encoding)
                     stats.bytes_read = before + size
                     report(stats.bytes_read, stats.input_bytes)
                 stats.words_cut = preparer.words_cut
@@ -655,10 +636,10 @@ def prepare(
 
 
 def _prepare_file(path: Path, kind: str, field: str, preparer: _Preparer, stats: PrepareStats,
-                  report: Callable[[int], None], strict: bool = False) -> None:
+                  report: Callable[[int], None], strict: bool, encoding: str) -> None:
     """Read one input file into ``preparer``; ``report(stored bytes read)`` now and then."""
     check = _Checker(str(path), stats)
-    reader = open_text(path)  # every read error, decompression included, is a CorpusError naming the file
+    reader = open_text(path, encoding=encoding)  # every read error, decompression included, is a CorpusError naming the file
 
     def on_block() -> None:
         report(reader.position())

@@ -178,21 +178,93 @@ def check_regular(path: os.PathLike, name: str | None = None, error: type[Except
     return st
 
 
+DEFAULT_ENCODING = "utf-8"
+# the suffix of an --encoding that asks for bad bytes to be read as U+FFFD instead of refused
+REPLACE_SUFFIX = ":replace"
+
+
+def text_codec(encoding: str = DEFAULT_ENCODING, at_start: bool = True) -> tuple[str, str]:
+    """``(codec, errors)`` of an ``--encoding`` value: a codec Python knows (``utf-8``, ``cp1252``,
+    ``latin-1``...), strict, or followed by ``:replace`` for bad bytes read as U+FFFD. UTF-8 skips a
+    byte order mark at the start of a file (``at_start``: the bytes read start there), as some editors
+    write one. ValueError for a codec Python does not know."""
+    import codecs
+
+    name, replace = (encoding[: -len(REPLACE_SUFFIX)], True) if encoding.lower().endswith(REPLACE_SUFFIX) \
+        else (encoding, False)
+    try:
+        codec = codecs.lookup(name).name
+    except LookupError:
+        raise ValueError(f"unknown encoding {name!r} (give one Python knows: utf-8, cp1252, latin-1, ...; "
+                         f"add {REPLACE_SUFFIX} to read bad bytes as U+FFFD)") from None
+    return ("utf-8-sig" if codec == "utf-8" and at_start else codec), ("replace" if replace else "strict")
+
+
+def not_text_error(name, data: bytes, encoding: str) -> CorpusError:
+    """The one line for bytes ``data`` of ``name`` that are not valid ``encoding``: binary data (a NUL)
+    whatever the encoding, else which encoding the bytes may be (a cheap guess: they read as cp1252
+    with letters of the Latin-1 range) and how to convert them."""
+    if b"\x00" in data:
+        try:
+            refuse_binary(name, data.decode("utf-8", "replace"))
+        except CorpusError as exc:
+            return exc
+    head = f"{name}: not valid {encoding} text"
+    replace = f"(or --encoding {encoding}{REPLACE_SUFFIX} to read the bad bytes as U+FFFD)"
+    try:
+        latin = data.decode("cp1252")
+    except UnicodeDecodeError:
+        latin = ""
+    if any("\u00c0" <= c <= "\u00ff" for c in latin):
+        return CorpusError(f"{head}; it may be Latin-1 (cp1252): convert it with `iconv -f cp1252 -t utf-8` "
+                           f"or pass --encoding cp1252 {replace}")
+    return CorpusError(f"{head}; its encoding is not known: find it (`file -i`) and pass --encoding NAME, or "
+                       f"convert it to UTF-8 with iconv {replace}")
+
+
 class TextFile(io.TextIOWrapper):
-    """UTF-8 text over :func:`open_bytes`; ``position()`` is the file's bytes on disk read so far."""
+    """Text over :func:`open_bytes`; ``position()`` is the file's bytes on disk read so far. Bytes that
+    are not valid in its encoding (strict) raise CorpusError (:func:`not_text_error`) on the read."""
 
     def position(self) -> int:
         return self.buffer.position()
 
+    def _checked(self, method, *args):
+        try:
+            return method(self, *args)
+        except UnicodeDecodeError as exc:
+            raise not_text_error(self.source, exc.object, self.given_encoding) from None
 
-def open_text(path: os.PathLike, name: str | None = None) -> TextFile:
-    """Open a plain, gzip, bzip2 or xz file as UTF-8 text, as every command reads text.
+    def read(self, size=-1):
+        return self._checked(io.TextIOWrapper.read, size)
 
-    Universal newlines; invalid bytes become U+FFFD (the callers count or refuse them with
-    ``scbow.training.corpus.check_text``); a byte order mark at the start is not text
-    (``utf-8-sig``), as some editors write one. Errors as :func:`open_bytes`.
+    def readline(self, size=-1):
+        return self._checked(io.TextIOWrapper.readline, size)
+
+    def __next__(self):
+        return self._checked(io.TextIOWrapper.__next__)
+
+
+def open_text(path: os.PathLike, name: str | None = None, encoding: str = DEFAULT_ENCODING) -> TextFile:
+    """Open a plain, gzip, bzip2 or xz file as text in ``encoding`` (:func:`text_codec`), as every
+    command reads text.
+
+    Universal newlines. Bytes not valid in the encoding are refused (CorpusError naming the file and
+    the encoding it may be), unless the encoding asks for ``:replace``: then they become U+FFFD, which
+    the callers count (:func:`check_text`). Errors as :func:`open_bytes`.
     """
-    return TextFile(open_bytes(path, name), encoding="utf-8-sig", errors="replace", newline=None)
+    text_codec(encoding)  # an unknown encoding is refused before the file is opened
+    return text_stream(open_bytes(path, name), encoding)
+
+
+def text_stream(raw, encoding: str = DEFAULT_ENCODING, name: str | None = None, at_start: bool = True) -> TextFile:
+    """:func:`open_text`'s reading of an open binary stream ``raw`` (stdin's, a byte range's), named
+    ``name`` (default: the stream's name) in its errors; ``at_start``: it starts at the file's start."""
+    codec, errors = text_codec(encoding, at_start)
+    fh = TextFile(raw, encoding=codec, errors=errors, newline=None)
+    fh.given_encoding = encoding
+    fh.source = getattr(raw, "name", "the input") if name is None else name
+    return fh
 
 
 def read_all_bytes(path: os.PathLike, name: str | None = None) -> bytes:
@@ -201,20 +273,22 @@ def read_all_bytes(path: os.PathLike, name: str | None = None) -> bytes:
         return fh.read()
 
 
-def read_small_text(path: os.PathLike, error, what: str) -> list[str]:
-    """The lines of a user's small UTF-8 text file (STS pairs, word pairs), read whole through the one
-    reader: a byte-order mark skipped, universal newlines; a directory, damage or bytes that are not
-    UTF-8 raised as ``error`` (an exception type) naming the file. ``what``: what the file should be."""
+def read_small_text(path: os.PathLike, error, what: str, encoding: str = DEFAULT_ENCODING) -> list[str]:
+    """The lines of a user's small text file (STS pairs, word pairs), read whole through the one
+    reader in ``encoding`` (:func:`text_codec`): a UTF-8 byte-order mark skipped, universal newlines; a
+    directory, damage or bytes not valid in the encoding (:func:`not_text_error`) raised as ``error`` (an
+    exception type) naming the file. ``what``: what the file should be."""
     if Path(path).is_dir():
         raise error(f"{path}: is a directory, expected {what}")
     try:
         data = read_all_bytes(path)
     except CorpusError as exc:
         raise error(str(exc)) from None
+    codec, errors = text_codec(encoding)
     try:
-        text = data.decode("utf-8-sig")  # a byte-order mark, as some editors write, is skipped
+        text = data.decode(codec, errors)
     except UnicodeDecodeError:
-        raise error(f"{path}: not UTF-8 text") from None
+        raise error(str(not_text_error(path, data, encoding))) from None
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # universal newlines, as open() reads
 
 
@@ -303,37 +377,32 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
     return files
 
 
-def check_text(name, block: str, at_start: bool) -> int:
+def check_text(name, block: str) -> int:
     """The one rule for text that is not text: raise CorpusError, or count the damaged lines.
 
-    ``block`` is whole lines of a file read as UTF-8 with bad bytes replaced by U+FFFD. A
-    NUL anywhere means binary data; so does a start of a file (``at_start``) in which most
-    lines hold U+FFFD. Returns the lines holding U+FFFD (kept, and counted for a warning).
+    ``block`` is whole lines of a file as :func:`open_text` reads it. A NUL anywhere means binary
+    data (:func:`refuse_binary`), whatever the encoding. Returns the lines holding U+FFFD (bad bytes
+    read with ``:replace``; kept, and counted for a warning).
     """
     if "\x00" in block:
-        head = block[:400].lstrip("\ufffd")  # a UTF-16 or UTF-32 byte order mark is not UTF-8
-        rest = head.replace("\x00", "")
-        # text in UTF-16 or UTF-32: a NUL beside every Latin letter, and the rest readable
-        if head.count("\x00") >= 0.3 * len(head) and sum(c.isprintable() or c.isspace() for c in rest) >= 0.95 * len(rest):
-            raise CorpusError(f"{name}: looks like UTF-16 or UTF-32 text (NUL bytes between the letters); "
-                              f"convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)")
-        raise CorpusError(f"{name}: contains NUL bytes; this looks like binary data, not text")
+        refuse_binary(name, block)
     if "\ufffd" not in block:
         return 0
-    lines = block.removesuffix("\n").split("\n")
-    bad = sum("\ufffd" in line for line in lines)
-    if at_start:
-        refuse_mostly_invalid(name, bad, len(lines))
-    return bad
+    return sum("\ufffd" in line for line in block.removesuffix("\n").split("\n"))
+
+
+def refuse_binary(name, text: str) -> None:
+    """CorpusError for ``text`` holding a NUL: UTF-16 or UTF-32 text (a NUL beside every Latin
+    letter, and the rest readable), or else binary data."""
+    head = text[:400].lstrip("\ufffd\ufeff\xff\xfe")  # a UTF-16 or UTF-32 byte order mark
+    rest = head.replace("\x00", "")
+    if head.count("\x00") >= 0.3 * len(head) and sum(c.isprintable() or c.isspace() for c in rest) >= 0.95 * len(rest):
+        raise CorpusError(f"{name}: looks like UTF-16 or UTF-32 text (NUL bytes between the letters); "
+                          f"convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)")
+    raise CorpusError(f"{name}: contains NUL bytes; this looks like binary data, not text")
 
 
 def invalid_utf8_warning(name: str, bad: int) -> str:
     """The warning for ``bad`` lines of the text ``name`` that :func:`check_text` counted."""
     return (f"warning: {bad:,} line{'' if bad == 1 else 's'} of {name} {'is' if bad == 1 else 'are'} not valid "
-            "UTF-8; their bad bytes were read as U+FFFD (the replacement character)")
-
-
-def refuse_mostly_invalid(name, bad: int, lines: int) -> None:
-    """CorpusError when most of ``lines`` lines at the start of a file are not UTF-8."""
-    if bad > 0.5 * max(lines, 1):
-        raise CorpusError(f"{name}: mostly invalid UTF-8; this looks like binary data, not text")
+            "in the encoding; their bad bytes were read as U+FFFD (the replacement character), as asked")

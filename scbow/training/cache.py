@@ -26,6 +26,7 @@ from pathlib import Path
 from ..errors import CorpusError
 from ..files import writer_alive
 from ..outputs import register_kind
+from ..text.reader import DEFAULT_ENCODING
 
 CACHE_FORMAT = "1"
 MARKER = ".scbow-corpus-cache"
@@ -45,12 +46,16 @@ def default_cache_dir() -> Path:
     return Path(base) / "scbow-numba" / "corpus"
 
 
-def cache_key(files: list[Path], min_count: int, max_vocab: int, tokenizer_version: str | None = None) -> str:
-    """Key of the cached encoding: the files (path, size, mtime) and every setting."""
+def cache_key(files: list[Path], min_count: int, max_vocab: int, tokenizer_version: str | None = None,
+              encoding: str = DEFAULT_ENCODING) -> str:
+    """Key of the cached encoding: the files (path, size, mtime) and every setting (the text encoding
+    only when not the default, so a UTF-8 corpus keeps the key it had)."""
     if tokenizer_version is None:
         from ..text.tokenize import TOKENIZER_VERSION as tokenizer_version
     h = hashlib.sha256()
     h.update(f"cache{CACHE_FORMAT}:tok{tokenizer_version}:min{min_count}:max{max_vocab}".encode())
+    if encoding != DEFAULT_ENCODING:
+        h.update(f":enc{encoding}".encode())
     for f in files:
         st = f.stat()
         h.update(f"|{f.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode())

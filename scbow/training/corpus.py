@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import CorpusError
 from ..outputs import kind_of, refuse_inside_ours
 from ..reading import read_json
-from ..text.reader import check_text, expand, open_text
+from ..text.reader import DEFAULT_ENCODING, check_text, expand, open_text
 from ..text.tokenize import TOKENIZER_VERSION, tokenize_lines
 from ..text.vocab import Vocab
 from .cache import CACHE_FORMAT, cache_key, default_cache_dir, new_entry, remove_entry
@@ -227,20 +227,20 @@ def _doubled(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _read_file(path: Path, chunks: _ChunkIds, out, stats: dict, progress) -> None:
+def _read_file(path: Path, chunks: _ChunkIds, out, stats: dict, progress, encoding: str) -> None:
     """Tokenize one file into provisional ids, appended to the binary stream ``out``."""
     last = _DOCUMENT_END  # a blank line at the start of a file is no sentence
     bad_lines = 0
     n_tokens = 0
     try:
-        with open_text(path) as fh:
+        with open_text(path, encoding=encoding) as fh:
             while True:
                 # the lines fh.readlines(_READ_HINT) would give (up to the first line past
                 # the hint), without a list of them
                 block = fh.read(_READ_HINT) + fh.readline()
                 if not block:
                     break
-                bad_lines += check_text(path, block, at_start=n_tokens == 0)
+                bad_lines += check_text(path, block)
                 if not block.endswith("\n"):
                     block += "\n"
                 ids = chunks.encode(block)
@@ -267,6 +267,7 @@ def load_corpus(
     cache_dir: str | os.PathLike | None = None,
     use_cache: bool = True,
     progress=None,
+    encoding: str = DEFAULT_ENCODING,
 ) -> Corpus:
     """Encode ``paths`` (or load their cached encoding) into a :class:`Corpus`.
 
@@ -280,7 +281,7 @@ def load_corpus(
     progress = progress or (lambda *report: None)
     if use_cache:
         root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        target = root / cache_key(files, min_count, max_vocab)
+        target = root / cache_key(files, min_count, max_vocab, encoding=encoding)
         if (target / "meta.json").is_file():
             try:
                 corpus = _load_cached(target)
@@ -303,7 +304,7 @@ def load_corpus(
     else:
         target = None
         work = _uncached_dir()
-    return _encode_into(files, min_count, max_vocab, work, target, progress)
+    return _encode_into(files, min_count, max_vocab, work, target, progress, encoding)
 
 
 def _uncached_dir() -> Path:
@@ -323,10 +324,10 @@ def _uncached_dir() -> Path:
     return work
 
 
-def _encode_into(files, min_count, max_vocab, work: Path, target: Path | None, progress) -> Corpus:
+def _encode_into(files, min_count, max_vocab, work: Path, target: Path | None, progress, encoding) -> Corpus:
     """Encode ``files`` in ``work``, then move it to ``target`` (None: keep it uncached)."""
     try:
-        _build(files, min_count, max_vocab, work, progress)
+        _build(files, min_count, max_vocab, work, progress, encoding)
         if target is None:
             return _load_cached(work, keep_dir=work)
         try:
@@ -347,7 +348,7 @@ def _encode_into(files, min_count, max_vocab, work: Path, target: Path | None, p
 
 
 def read_corpus(paths, min_count: int = 5, max_vocab: int = 0, cache_dir=None, use_cache: bool = True,
-                quiet: bool = False) -> Corpus:
+                quiet: bool = False, encoding: str = DEFAULT_ENCODING) -> Corpus:
     """:func:`load_corpus` with a progress line on stderr (bytes read, tokens, ETA) unless ``quiet``."""
     from ..progress import Progress, human
 
@@ -358,17 +359,20 @@ def read_corpus(paths, min_count: int = 5, max_vocab: int = 0, cache_dir=None, u
         reading.update(done, prefix="reading corpus: ", suffix=f"{human(tokens)} tokens")
 
     try:
-        return load_corpus(paths, min_count, max_vocab, cache_dir=cache_dir, use_cache=use_cache, progress=report)
+        return load_corpus(paths, min_count, max_vocab, cache_dir=cache_dir, use_cache=use_cache, progress=report,
+                           encoding=encoding)
     finally:
         reading.close()
 
 
-def _build(files, min_count, max_vocab, work: Path, progress) -> None:
+def _build(files, min_count, max_vocab, work: Path, progress, encoding: str) -> None:
     from ..kernels.encode import compact_corpus  # numba: import only when encoding
 
     types = _TypeIds()
     chunks = _ChunkIds(types)
     stats: dict = {"files": [os.path.abspath(f) for f in files]}  # absolute: meaningful from any directory
+    if encoding != DEFAULT_ENCODING:  # said only when not the default, so a UTF-8 corpus's info is as it was
+        stats["encoding"] = encoding
     raw_path = work / "raw.i32"
     sizes = [f.stat().st_size for f in files]
     with open(raw_path, "wb") as out:
@@ -381,7 +385,7 @@ def _build(files, min_count, max_vocab, work: Path, progress) -> None:
             progress(done, before + position, sum(sizes))
 
         for f, size in zip(files, sizes):
-            _read_file(f, chunks, out, stats, tick)
+            _read_file(f, chunks, out, stats, tick, encoding)
             before += size
     raw = np.memmap(raw_path, dtype=np.int32, mode="r") if raw_path.stat().st_size else np.zeros(0, np.int32)
     counts = np.zeros(len(types) + 1, dtype=np.int64)

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from ..errors import CheckpointError, ConfigError, Interrupted, ModelError, TrainingError
 from ..progress import note
+from ..text.reader import DEFAULT_ENCODING
 from .hooks import Hook
 
 try:
@@ -324,7 +325,8 @@ def refuse_cache_in_output(cache_dir, output) -> None:
 
 def train_session(corpus, config=None, output=None, *, checkpoint_every=None, resume: bool = False,
                   quiet: bool = False, cache_dir=None, use_cache: bool = True, init_vectors=None, eval_every=None,
-                  eval_dev=None, eval_sets=(), eval_test: bool = False, hooks=(), warn=None):
+                  eval_dev=None, eval_sets=(), eval_test: bool = False, hooks=(), warn=None,
+                  encoding: str = DEFAULT_ENCODING):
     """What ``scbow-numba train`` runs: train on ``corpus`` (paths) and save the model to ``output``; returns
     the TrainResult (its ``curve``: the learning curve's hook or None, its ``cache``: what the corpus cache
     did, for :func:`summary_lines`).
@@ -333,7 +335,8 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     run leaves nothing behind, not even the directories made for its output. ``checkpoint_every``: see
     :func:`scbow.training.checkpoint.parse_every`; ``init_vectors``: ``scbow.training.pretrained``;
     ``eval_every`` (with ``eval_dev``, ``eval_sets``, ``eval_test``): ``scbow.training.curve.curve_hook``;
-    ``hooks`` go to :func:`scbow.training.trainer.train`; ``warn`` receives warning and note lines (default:
+    ``hooks`` go to :func:`scbow.training.trainer.train`; ``encoding``: the corpus's text encoding
+    (``scbow.text.reader.text_codec``); ``warn`` receives warning and note lines (default:
     stderr). Raises :class:`~scbow.errors.Interrupted` on SIGINT/SIGTERM and the errors of
     :mod:`scbow.errors` on bad input.
     """
@@ -363,7 +366,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     try:
         output = check_output_dir(output)
         result = _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cache, init_vectors,
-                             [*hooks, *([curve] if curve is not None else [])], curve, warn)
+                             [*hooks, *([curve] if curve is not None else [])], curve, warn, encoding)
     except BaseException:
         for p in made:  # deepest first
             try:
@@ -375,7 +378,8 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     return result
 
 
-def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cache, init_vectors, hooks, curve, warn):
+def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cache, init_vectors, hooks, curve, warn,
+                encoding):
     """The run of :func:`train_session` once its paths are checked: the lock, signals, the checkpoint
     (refused, or resumed from), the corpus, the training, the save."""
     from ..files import remove_leftovers
@@ -416,7 +420,7 @@ def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cac
                     "add --resume to continue it, or delete it to start over")
 
             encoded = read_corpus(corpus, config.min_count, config.max_vocab, cache_dir=cache_dir,
-                                  use_cache=use_cache, quiet=quiet)
+                                  use_cache=use_cache, quiet=quiet, encoding=encoding)
             if replacing and not quiet:  # said once the input is known good: a missing corpus is the one line
                 note(f"note: {output} holds a model; it is replaced when this run ends (and kept if it fails)")
             if not quiet:

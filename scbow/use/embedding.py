@@ -11,7 +11,7 @@ included). Words outside the vocabulary follow the model's own rule, as in
 with nothing to average has no embedding: its row is NaN (or zeros with ``fill=0``) and
 its line number is recorded. Lines are split as Python's universal-newline
 mode splits them (``\\n``, ``\\r\\n`` or ``\\r``); ``.gz``, ``.bz2`` and ``.xz`` inputs
-are decompressed transparently; invalid UTF-8 bytes become U+FFFD.
+are decompressed transparently; text is read by the one reader (``scbow.text.reader``): UTF-8 unless an encoding is given.
 
 The output is written to a temporary file beside it and renamed into place at the end,
 so an interrupted run never leaves a half-written array where one is expected.
@@ -35,6 +35,7 @@ from ..errors import CorpusError, ModelError
 from ..files import atomic_file
 from ..outputs import check_output_file, named
 from ..reading import path_text, read_range
+from ..text.reader import DEFAULT_ENCODING
 from ..vectors.average import check_rule, sentences_text
 from ..vectors.model import Model
 
@@ -69,36 +70,36 @@ def _text(lines: list) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-def read_blocks(path, block_chars: int = BLOCK_CHARS, byte_range: tuple[int, int] | None = None):
+def read_blocks(path, block_chars: int = BLOCK_CHARS, byte_range: tuple[int, int] | None = None,
+                encoding: str = DEFAULT_ENCODING):
     """Yield lists of lines of a text file (``-`` for stdin), about ``block_chars`` at a time.
 
     ``byte_range``: only bytes ``start:stop`` of a plain (uncompressed) file, which must
     begin at the start of a line and end after a ``\\n`` (``scbow.use.cluster.plan_blocks``
     cuts files so): its lines are exactly those the whole file has there, decoded alike.
-    Raises CorpusError for a missing, unreadable or binary file.
+    Read in ``encoding`` by the one reader's rule (``scbow.text.reader.open_text``). Raises
+    CorpusError for a missing, unreadable or binary file, or one not valid in ``encoding``.
     """
-    from ..text.reader import check_text, open_text
+    from ..text.reader import check_text, open_text, text_stream
 
     if byte_range is not None:
         start, stop = byte_range
         data = read_range(path, start, stop)
         # a byte order mark is not text at the start of the file only, as open_text reads it
-        fh = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig" if start == 0 else "utf-8",
-                              errors="replace", newline=None)
+        fh = text_stream(io.BytesIO(data), encoding, name=str(path), at_start=start == 0)
         name = str(path)
         close = fh.close
     elif str(path) == "-":
-        fh = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="replace", newline=None)
+        fh = text_stream(sys.stdin.buffer, encoding, name="<stdin>")
         name = "<stdin>"
         close = fh.detach  # leaves sys.stdin open
     else:
         path = Path(path)
         if path.is_dir():
             raise CorpusError(f"{path}: is a directory, expected a text file with one sentence per line")
-        fh = open_text(path)  # every read error, decompression included, is a CorpusError naming the file
+        fh = open_text(path, encoding=encoding)  # every read error, decompression included, is a CorpusError naming the file
         name = str(path)
         close = fh.close
-    first = byte_range is None or byte_range[0] == 0  # where the binary-start rule applies
     try:
         while True:
             try:
@@ -107,8 +108,7 @@ def read_blocks(path, block_chars: int = BLOCK_CHARS, byte_range: tuple[int, int
                 raise CorpusError(f"{name}: cannot read: {exc.strerror or exc}") from None
             if not lines:
                 break
-            check_text(name, "".join(lines), at_start=first)
-            first = False
+            check_text(name, "".join(lines))
             yield lines
     finally:
         close()
@@ -214,12 +214,12 @@ def sentence_similarity(model: Model, sentence1: str, sentence2: str, unknown: s
 
 def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.PathLike | None = None,
                fill: float = math.nan, threads: int = 1, block_chars: int = BLOCK_CHARS,
-               progress=None, unknown: str | None = None) -> EmbedStats:
+               progress=None, unknown: str | None = None, encoding: str = DEFAULT_ENCODING) -> EmbedStats:
     """Embed every line of ``input_path`` into the float32 (n_lines, dim) array file ``output``.
 
     The 1-based numbers of the lines with nothing to average go to ``missing_file`` (default
     ``missing_path_for(output)``), one per line after a ``#`` comment line. ``unknown``:
-    as in ``Model.encode`` (``None``: the model's own rule).
+    as in ``Model.encode`` (``None``: the model's own rule). ``encoding``: the input's (:func:`read_blocks`).
 
     Tokenizing (Python, holding the GIL) runs in this thread; averaging and writing a block
     (compiled, GIL released) run in a second thread while the next block is tokenized, so
@@ -238,12 +238,12 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
                                      name="--missing")
     if missing_file.resolve() == output.resolve():
         raise ModelError(f"{output}: the array and the record of missing lines cannot be the same file")
-    return write_embeddings(model, read_blocks(input_path, block_chars), output, missing_file, fill, threads, progress,
-                            unknown, source=input_path)
+    blocks = read_blocks(input_path, block_chars, encoding=encoding)
+    return write_embeddings(model, blocks, output, missing_file, fill, threads, progress, unknown, source=input_path)
 
 
 def embed_command(model_dir: Path, input_path, output: Path, missing_file=None, fill: str = "nan", threads: int = 1,
-                  unknown: str | None = None, quiet: bool = False) -> str | None:
+                  unknown: str | None = None, quiet: bool = False, encoding: str = DEFAULT_ENCODING) -> str | None:
     """What ``embed INPUT -o OUT.npy`` runs: its outputs checked (``-o``, the ``--missing`` file, neither an
     input), the lines embedded with a progress line, and the summary line returned (None when ``quiet``)."""
     from ..outputs import refuse_overwrite
@@ -258,7 +258,8 @@ def embed_command(model_dir: Path, input_path, output: Path, missing_file=None, 
     bar = Progress(0, unit="lines", enabled=None if not quiet else False)
     try:
         stats = embed_file(model, input_path, output, missing_file, fill=0.0 if fill == "zero" else float("nan"),
-                           threads=threads, progress=lambda n: bar.update(n, prefix="embedding: "), unknown=unknown)
+                           threads=threads, progress=lambda n: bar.update(n, prefix="embedding: "), unknown=unknown,
+                           encoding=encoding)
     finally:
         bar.close()
     return None if quiet else embed_summary(stats, model, unknown, output, missing_file)
@@ -328,14 +329,15 @@ def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fil
 
 
 def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
-                      block_chars: int = BLOCK_CHARS, warn=None) -> list[tuple[float, int, str]]:
+                      block_chars: int = BLOCK_CHARS, warn=None,
+                      encoding: str = DEFAULT_ENCODING) -> list[tuple[float, int, str]]:
     """The ``topn`` lines of a text file nearest to ``sentence`` by cosine of averages.
 
     Returns ``(cosine, line_number, line)`` tuples, best first (ties, cosines equal to 1e-12:
     earlier line first); line numbers are 1-based. Lines with nothing to average are never returned. Words
-    outside the vocabulary follow the model's own rule (``Model.encode``). Lines with bytes
-    that are not UTF-8 are read with U+FFFD in their place and counted in one warning,
-    passed to ``warn`` (default: a line on stderr). Raises ValueError when ``sentence`` has
+    outside the vocabulary follow the model's own rule (``Model.encode``). The file is read in
+    ``encoding`` (:func:`read_blocks`); bad bytes read as U+FFFD (``:replace``) are counted in one
+    warning, passed to ``warn`` (default: a line on stderr). Raises ValueError when ``sentence`` has
     nothing to average.
     """
     from ..progress import note
@@ -355,7 +357,7 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
     best_text: list[str] = []
     first_line = 1
     invalid = 0
-    for lines in read_blocks(input_path, block_chars):
+    for lines in read_blocks(input_path, block_chars, encoding=encoding):
         invalid += sum("\ufffd" in line for line in lines)  # what the reader's check_text counts
         done = model.averager.average(model.averager.encode(_text(lines)), rule, scale, 0.0, kernel="serial")
         rows, counts = done.rows, done.counts

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import STSError
-from ..text.reader import read_small_text
+from ..text.reader import DEFAULT_ENCODING, read_small_text
 from ..text.tokenize import tokenize
 from ..text.units import MAX_GOLD, gold_number
 from ..vectors.numeric import hashed_vector, mean_rows, row_cosines, word_weights  # noqa: F401  (row_cosines re-exported)
@@ -64,11 +64,11 @@ class Comparison:
     ci_high: float
 
 
-def read_sts(path: os.PathLike) -> STSSet:
+def read_sts(path: os.PathLike, encoding: str = DEFAULT_ENCODING) -> STSSet:
     path = Path(path)
     gold, first, second = [], [], []
     # the one text reader: plain or compressed, a pipe or a device refused, damage named
-    for n, line in enumerate(read_small_text(path, STSError, "an STS file"), 1):
+    for n, line in enumerate(read_small_text(path, STSError, "an STS file", encoding), 1):
         if not line.strip():
             continue
         parts = line.rstrip("\r").split("\t")
@@ -406,7 +406,7 @@ def format_table(report: dict, width: int | None = None) -> str:
 
 
 def evaluate_models(paths=(), model=None, baseline=None, control: str | None = None, resamples: int = 1000,
-                    unknown: str | None = None) -> dict:
+                    unknown: str | None = None, encoding: str = DEFAULT_ENCODING) -> dict:
     """``scbow-numba evaluate``: score ``model`` (a path; default: the default model) on STS
     files or folders (default: :func:`scbow.use.data.default_sts_paths`), beside ``baseline``
     vectors and an untrained ``control``; the report of :func:`evaluate_systems` with ``sources``.
@@ -416,6 +416,7 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
     with ``a`` the model's ``frequency_weight`` or :data:`SIF_A`), or ``"plain-overlap"``
     (``"plain overlap"``, the unweighted average). Without ``model`` and with a ``control``,
     the model is left out when no default model exists (only the plain control can then be had).
+    ``encoding``: the STS files' (``scbow.text.reader.text_codec``).
     """
     import functools
     from pathlib import Path
@@ -425,7 +426,7 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
     from ..vectors.modeldir import default_model_dir
     from .data import default_sts_paths, sts_files
 
-    sets = [read_sts(f) for f in sts_files(paths or default_sts_paths())]
+    sets = [read_sts(f, encoding) for f in sts_files(paths or default_sts_paths())]
     systems, sources = {}, {}
     loaded = None
     default = default_model_dir()  # none there (missing, a dangling link, an empty folder): the control alone

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import math
 import sys
 from pathlib import Path
 
 from ..errors import CorpusError
 from ..progress import note
-from ..text.reader import check_text, compression, invalid_utf8_warning, open_bytes, open_text
+from ..text.reader import DEFAULT_ENCODING, check_text, compression, invalid_utf8_warning, open_bytes, open_text, text_stream
 from ..text.units import MAX_GOLD, gold_number
 
 PAIRS_BLOCK = 20_000  # pairs embedded at once
@@ -26,15 +25,15 @@ class _Nowhere:
 
 
 def score_pairs(model, path, out=None, unknown: str | None = None, block: int = PAIRS_BLOCK,
-                warn=None) -> tuple[int, int]:
+                warn=None, encoding: str = DEFAULT_ENCODING) -> tuple[int, int]:
     """Write the cosine of every pair of ``path`` (``-``: stdin) to ``out``, one a line, in order.
 
     A line is ``s1<TAB>s2`` or ``gold<TAB>s1<TAB>s2`` (an STS file); a blank (whitespace-only)
     line is skipped, as ``evaluate`` skips it; a pair with a side that has nothing to average
-    prints ``nan``. Returns ``(pairs, pairs printed as nan)``. Lines with bytes that are not
-    UTF-8 are read with U+FFFD in their place and counted in one warning, passed to ``warn``
-    (default: a line on stderr). CorpusError for a missing or damaged file or a line of
-    another shape.
+    prints ``nan``. Returns ``(pairs, pairs printed as nan)``. The text is read in ``encoding``
+    (``scbow.text.reader.open_text``: bytes not valid in it refused, or with ``:replace`` read as
+    U+FFFD and counted in one warning, passed to ``warn``; default: a line on stderr). CorpusError for a
+    missing or damaged file or a line of another shape.
     """
     if out is None:
         out = sys.stdout if sys.stdout is not None else _Nowhere()
@@ -48,11 +47,9 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
         with open_bytes(Path(path)) as raw:
             while raw.read(1 << 22):
                 pass
-    # utf-8-sig, like the STS files: a byte order mark is not part of the first sentence
-    fh = (io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", errors="replace", newline=None)
-          if str(path) == "-" else open_text(Path(path)))
+    fh = (text_stream(sys.stdin.buffer, encoding, name="<stdin>") if str(path) == "-"
+          else open_text(Path(path), encoding=encoding))
     total = unscored = invalid = 0
-    started = False
 
     def flush(first, second):
         nonlocal unscored
@@ -63,10 +60,9 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
     name = "<stdin>" if str(path) == "-" else str(path)
     lines: list[str] = []
 
-    def check():  # the rule for text that is not text, on each block of lines read (the first: at the start)
-        nonlocal invalid, started
-        invalid += check_text(name, "".join(lines), at_start=not started)
-        started = True
+    def check():  # the rule for text that is not text, on each block of lines read
+        nonlocal invalid
+        invalid += check_text(name, "".join(lines))
         lines.clear()
 
     try:

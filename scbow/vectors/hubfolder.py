@@ -146,11 +146,9 @@ def words_of(paths, tokenize) -> list[str]:
     counts = Counter()
     for path in paths:
         with open_text(path) as fh:
-            first = True
             while block := fh.read(1 << 22):
                 if not block.endswith("\n"):  # whole lines only: a word is never cut in two
                     block += fh.readline()
-                check_text(path, block, at_start=first)
-                first = False
+                check_text(path, block)
                 counts.update(tokenize(block))
     return [w for w, _ in counts.most_common()]

@@ -16,6 +16,7 @@ from ...errors import CorpusError, ModelError
 from ...files import atomic_dir, output_path, remove_leftovers
 from ...outputs import refuse_other_kind
 from ...reading import short_message
+from ...text.reader import DEFAULT_ENCODING
 from ...vectors.numeric import scaled_rows
 from . import store
 
@@ -53,11 +54,13 @@ def line_starts(stream, copy_to=None, block: int = 1 << 24) -> tuple[np.ndarray,
     return (out[:-1] if out[-1] == pos else out), pos  # a line starting at the very end is no line
 
 
-def index_text(files, out_dir: Path, progress=None) -> tuple[np.ndarray, list[dict]]:
+def index_text(files, out_dir: Path, progress=None, encoding: str = DEFAULT_ENCODING) -> tuple[np.ndarray, list[dict]]:
     """Offsets of every row's line, and the records of the text files ``[(path, first row, rows)]``.
     A compressed text is decompressed into ``out_dir/text-NNN.txt`` (it cannot be entered in the
-    middle). Read through :func:`scbow.text.reader.open_bytes`: a failure is one CorpusError."""
-    from ...text.reader import open_bytes
+    middle). Read through :func:`scbow.text.reader.open_bytes`: a failure is one CorpusError; and
+    read as text in ``encoding`` (recorded when not the default) by the one reader's rule, so that
+    every line the index prints is text."""
+    from ...text.reader import check_text, open_bytes, open_text
 
     all_starts, records = [], []
     for i, (name, first_row, rows) in enumerate(files):
@@ -69,6 +72,11 @@ def index_text(files, out_dir: Path, progress=None) -> tuple[np.ndarray, list[di
         except OSError as exc:
             raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
         record = {"file": str(path.resolve()), "text": str(path.resolve()), "mtime_ns": st.st_mtime_ns}
+        if encoding != DEFAULT_ENCODING:
+            record["encoding"] = encoding
+        with open_text(path, encoding=encoding) as fh:
+            while block := fh.read(1 << 22):
+                check_text(path, block)
         with open_bytes(path) as fh:
             if fh.kind is None:
                 starts, size = line_starts(fh)
@@ -193,7 +201,7 @@ def check_output(out_dir: Path) -> None:
 
 def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: int = DEFAULT_M,
                 ef_construction: int = DEFAULT_EF_CONSTRUCTION, progress=None, threads: int = 0,
-                model=None, default_model: bool = False, note=None) -> dict:
+                model=None, default_model: bool = False, note=None, encoding: str = DEFAULT_ENCODING) -> dict:
     """Build a sentence index of ``embeddings`` in ``out_dir`` (replaced atomically); returns its ``index.json``.
 
     ``embeddings``: a ``.npy`` of float32 rows with ``lines_source`` its text file, or a directory of
@@ -224,7 +232,7 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
     t0 = time.perf_counter()
     with atomic_dir(out_dir, same_kind=store.not_an_index_of_ours) as tmp:
         tmp = Path(tmp)
-        offsets, files = index_text(texts, tmp, progress)
+        offsets, files = index_text(texts, tmp, progress, encoding)
         np.save(tmp / store.OFFSETS_FILE, offsets)
         graph = faiss.IndexHNSWFlat(dim, M, faiss.METRIC_INNER_PRODUCT)
         graph.hnsw.efConstruction = ef_construction

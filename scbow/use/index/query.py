@@ -12,15 +12,16 @@ import numpy as np
 
 from ...errors import ModelError
 from ...progress import Progress, note
+from ...text.reader import DEFAULT_ENCODING
 from .build import DEFAULT_EF_CONSTRUCTION, DEFAULT_M, build_index
 from .store import INDEX_JSON, MAX_EF, Index, open_index, read_info
 
 
 def index_command(embeddings, output, text=None, M: int = DEFAULT_M, ef_construction: int = DEFAULT_EF_CONSTRUCTION,
-                  quiet: bool = False, model=None, threads: int = 0) -> str:
+                  quiet: bool = False, model=None, threads: int = 0, encoding: str = DEFAULT_ENCODING) -> str:
     """Build an index (``scbow-numba index``), with its progress on stderr unless ``quiet``; returns the
     one-line summary. Without ``model`` (or shards that name theirs), the default model is recorded when
-    there is one; a note says so, or that no model is."""
+    there is one; a note says so, or that no model is. ``encoding``: the text's (``build_index``)."""
     bar = Progress(0, unit="rows", enabled=False if quiet else None)
 
     def progress(what: str, done: int, total: int) -> None:
@@ -35,7 +36,8 @@ def index_command(embeddings, output, text=None, M: int = DEFAULT_M, ef_construc
     t0 = time.perf_counter()
     try:  # notes (no model recorded, leftovers removed) are printed with -q too: they are not progress
         info = build_index(embeddings, text, output, M=M, ef_construction=ef_construction, progress=progress,
-                           threads=threads, model=model, default_model=True, note=lambda m: note(f"index: {m}"))
+                           threads=threads, model=model, default_model=True, note=lambda m: note(f"index: {m}"),
+                           encoding=encoding)
     finally:
         bar.close()
     seconds = time.perf_counter() - t0

@@ -19,6 +19,7 @@ import numpy as np
 from ...errors import CorpusError, ModelError
 from ...outputs import register_kind
 from ...reading import path_text, read_json, read_range, short_message
+from ...text.reader import DEFAULT_ENCODING, text_codec
 from ...vectors.numeric import scaled_rows
 
 INDEX_JSON = "index.json"
@@ -136,6 +137,11 @@ def _wrong_field(info: dict) -> str | None:
             return f"files[{i}] must hold file and text paths, bytes, first_row, rows and mtime_ns"
         if not (Path(f["text"]).is_absolute() or COPY_NAME.fullmatch(f["text"])):
             return f"files[{i}]: text is neither an absolute path nor a copy in the index"
+        if "encoding" in f:
+            try:
+                text_codec(f["encoding"])
+            except (ValueError, TypeError, AttributeError):
+                return f"files[{i}]: encoding {f['encoding']!r} is not one Python knows"
         if f["first_row"] != row:
             return f"files[{i}] starts at row {f['first_row']:,}, not {row:,}"
         row += f["rows"]
@@ -285,7 +291,12 @@ class Index:
             if copy:
                 raise damaged(text_path, why)
             raise CorpusError(f"{text_path}: changed since the index was built ({why}); build the index again")
-        text = body.decode("utf-8", errors="replace")
+        codec, errors = text_codec(f.get("encoding", DEFAULT_ENCODING), at_start=False)
+        try:
+            text = body.decode(codec, errors)
+        except UnicodeDecodeError:  # it was text in its encoding when the index was built
+            raise CorpusError(f"{text_path}: changed since the index was built (line {row_id - first + 1:,} is not "
+                              "text any more); build the index again") from None
         number = row_id - first + 1
         return f["file"], number, text[1:] if number == 1 and text.startswith("\ufeff") else text
 
