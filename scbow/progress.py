@@ -58,7 +58,12 @@ def clock(seconds: float) -> str:
 
 
 def megabytes(n: int) -> str:
-    """``56.5 MB``, or ``1.23 GB`` from a gigabyte on: a size on disk or in memory."""
+    """``56.5 MB``, or ``1.23 GB`` from a gigabyte on, ``12.3 kB`` or ``31 bytes`` below a tenth of a
+    megabyte (where ``0.0 MB`` would say nothing): a size on disk or in memory."""
+    if n < 1e3:
+        return plural(int(n), "byte")
+    if n < 1e5:
+        return f"{n / 1e3:,.1f} kB"
     return f"{n / 1e6:,.1f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"
 
 

@@ -363,6 +363,10 @@ def test_cli_prepares_reports_in_one_line_and_warns_once_of_bad_json_lines(tmp_p
     assert "2 documents, 3 sentences" in result.stderr and result.stdout == ""
     result = runner.invoke(main, ["prepare", str(tmp_path / "a.txt"), "-o", str(out), "-q", "--segmenter", "lines"])
     assert result.exit_code == 0 and result.stderr == ""
+    (tmp_path / "blank.txt").write_text("\n \n\t\n")  # read, but nothing in it: named, not passed over
+    result = runner.invoke(main, ["prepare", str(tmp_path / "a.txt"), str(tmp_path / "blank.txt"), "-o", str(out),
+                                  "--segmenter", "lines"])
+    assert result.exit_code == 0 and f"no sentence in {tmp_path / 'blank.txt'}" in result.stderr, result.output
     src = write_jsonl(tmp_path / "dump.jsonl", [{"text": "Fine."}, "{oops", {"text": None}, {"text": "Good."}])
     out = tmp_path / "corpus.txt"
     result = runner.invoke(main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines"])
@@ -440,6 +444,10 @@ def test_the_summary_and_warnings_prepare_prints(tmp_path):
         "warning: skipped 3 JSON Lines lines that hold no record with text in 'body' (a.jsonl: line 2: not JSON; "
         "a.jsonl: line 5: no 'text', ...); --strict stops at the first instead"]
     assert PrepareStats(files=1, sentences=1, words=2).warnings() == []
+    small = PrepareStats(files=2, documents=1, sentences=1, words=7, input_bytes=38, seconds=0.5,
+                         files_without_text=["b.txt"])
+    assert small.summary("lines", "o.txt") == ("prepared 2 files, 38 bytes in 0.5 s (76 bytes/s, lines): 1 document, "
+                                               "1 sentence, 7 words; no sentence in b.txt; wrote o.txt")
 
 
 # ---------------------------------------------------------------- Japanese and Chinese

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from scbow import progress as progress_mod
-from scbow.progress import Progress, plural
+from scbow.progress import Progress, megabytes, plural
 
 
 class FakeTTY(io.StringIO):  # its width: the columns fixture
@@ -113,3 +113,8 @@ def test_a_progress_line_shows_the_eta_it_is_given(columns):
     left[0] = 3725.0
     bar.update(600, prefix="epoch 1/1 ")
     assert drawn_lines(stream)[-1].count("ETA") == 1 and "ETA 1:02:05" in drawn_lines(stream)[-1]
+
+
+def test_sizes_say_something_however_small():
+    assert [megabytes(n) for n in (1, 31, 999, 1_000, 99_949, 100_000, 56_500_000, 1_230_000_000)] == [
+        "1 byte", "31 bytes", "999 bytes", "1.0 kB", "99.9 kB", "0.1 MB", "56.5 MB", "1.23 GB"]

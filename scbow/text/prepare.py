@@ -126,6 +126,7 @@ class PrepareStats:
     bad_records: int = 0
     words_cut: int = 0  # runs of text without whitespace longer than a chunk, cut where the chunk ended
     bad_examples: list = field(default_factory=list)
+    files_without_text: list = field(default_factory=list)  # named in the summary: a file that gave nothing
     seconds: float = 0.0
     segmenter: str = ""
     output: str = ""
@@ -152,15 +153,19 @@ class PrepareStats:
 
     def summary(self, segmenter: str | None = None, output=None) -> str:
         """The line ``prepare`` ends with: files, size, time and rate, what was found and skipped, the output."""
-        from ..progress import plural
+        from ..progress import megabytes, plural
 
-        rate = self.input_bytes / self.seconds / 1e6 if self.seconds > 0 else 0.0
+        rate = self.input_bytes / self.seconds if self.seconds > 0 else 0.0
         skipped = [f"{plural(self.skipped_records, 'JSON Lines record')} with no text"] if self.skipped_records else []
         if self.bad_records:
             skipped.append(plural(self.bad_records, "unreadable JSON Lines line"))
         skipped = f", skipped {' and '.join(skipped)}" if skipped else ""
-        return (f"prepared {plural(self.files, 'file')}, {self.input_bytes / 1e6:,.1f} MB in {self.seconds:.1f} s "
-                f"({rate:.1f} MB/s, {segmenter or self.segmenter}): {plural(self.documents, 'document')}, "
+        if self.files_without_text:
+            more = len(self.files_without_text) - 3
+            skipped += (f"; no sentence in {', '.join(self.files_without_text[:3])}"
+                        + (f" and {plural(more, 'other file')}" if more > 0 else ""))
+        return (f"prepared {plural(self.files, 'file')}, {megabytes(self.input_bytes)} in {self.seconds:.1f} s "
+                f"({megabytes(rate)}/s, {segmenter or self.segmenter}): {plural(self.documents, 'document')}, "
                 f"{plural(self.sentences, 'sentence')}, {plural(self.words, 'word')}{skipped}; "
                 f"wrote {output or self.output}")
 
@@ -610,10 +615,12 @@ def prepare(
             try:
                 preparer = _Preparer(segment, writer, documents == "blank-line")
                 for (path, kind), size in zip(files, sizes):
-                    before = stats.bytes_read
+                    before, sentences = stats.bytes_read, stats.sentences
                     _prepare_file(path, kind, field, preparer, stats,
                                   lambda pos, before=before: report(before + min(pos, size), stats.input_bytes),
                                   strict, encoding)
+                    if stats.sentences == sentences:
+                        stats.files_without_text.append(str(path))
                     stats.bytes_read = before + size
                     report(stats.bytes_read, stats.input_bytes)
                 stats.words_cut = preparer.words_cut
