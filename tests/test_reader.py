@@ -246,8 +246,16 @@ def test_bad_bytes_become_u_fffd_only_when_asked(tmp_path):
     assert text.splitlines()[0] == "Le caf\ufffd 0 \ufffdtait ferm\ufffd, d\ufffdj\ufffd \ufffd l'h\ufffdtel."
     assert check_text(path, text) == 300
     assert text_codec("UTF-8") == ("utf-8-sig", "strict") and text_codec("cp1252:replace") == ("cp1252", "replace")
-    with pytest.raises(ValueError, match="unknown encoding 'klingon'"):
-        text_codec("klingon")
+    for name in ("klingon", "rot13", "base64"):  # the last two are codecs, but not of text
+        with pytest.raises(ValueError, match=f"unknown encoding '{name}'"):
+            text_codec(name)
+
+
+def test_utf16_without_its_byte_order_mark_is_text_not_valid_in_it(tmp_path):
+    (path := tmp_path / "a.txt").write_bytes(b"plain text\n")
+    with pytest.raises(CorpusError, match="a.txt: not valid utf-16 text"):
+        with open_text(path, encoding="utf-16") as fh:
+            fh.read()
 
 
 def test_binary_data_is_binary_in_any_encoding(tmp_path):

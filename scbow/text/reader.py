@@ -193,10 +193,13 @@ def text_codec(encoding: str = DEFAULT_ENCODING, at_start: bool = True) -> tuple
     name, replace = (encoding[: -len(REPLACE_SUFFIX)], True) if encoding.lower().endswith(REPLACE_SUFFIX) \
         else (encoding, False)
     try:
-        codec = codecs.lookup(name).name
+        info = codecs.lookup(name)
     except LookupError:
+        info = None
+    if info is None or not info._is_text_encoding:  # rot13, base64: codecs, but not of text
         raise ValueError(f"unknown encoding {name!r} (give one Python knows: utf-8, cp1252, latin-1, ...; "
                          f"add {REPLACE_SUFFIX} to read bad bytes as U+FFFD)") from None
+    codec = info.name
     return ("utf-8-sig" if codec == "utf-8" and at_start else codec), ("replace" if replace else "strict")
 
 
@@ -232,8 +235,8 @@ class TextFile(io.TextIOWrapper):
     def _checked(self, method, *args):
         try:
             return method(self, *args)
-        except UnicodeDecodeError as exc:
-            raise not_text_error(self.source, exc.object, self.given_encoding) from None
+        except UnicodeError as exc:  # a decode error; also UTF-16's for a stream without its byte order mark
+            raise not_text_error(self.source, getattr(exc, "object", b""), self.given_encoding) from None
 
     def read(self, size=-1):
         return self._checked(io.TextIOWrapper.read, size)
@@ -287,7 +290,7 @@ def read_small_text(path: os.PathLike, error, what: str, encoding: str = DEFAULT
     codec, errors = text_codec(encoding)
     try:
         text = data.decode(codec, errors)
-    except UnicodeDecodeError:
+    except UnicodeError:
         raise error(str(not_text_error(path, data, encoding))) from None
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # universal newlines, as open() reads
 
