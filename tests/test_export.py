@@ -200,6 +200,63 @@ def test_tokenizer_on_every_code_point(version):
     assert len(differ) <= 60, len(differ)  # 55 on Python 3.11 (Unicode 14) with tokenizers 0.23 (Unicode 16)
 
 
+def generated_strings(n: int, seed: int = 0) -> list[str]:
+    """``n`` sentences of words, the special tokens' spellings of the tokenizer libraries
+    (``[UNK]``, ``[unk]``, ``##s``, ``<s>``...), characters that NFKC changes, and runs of characters
+    of every Unicode category (one drawn at random from each category in turn)."""
+    import random
+    import sys
+    import unicodedata
+
+    rng = random.Random(seed)
+    categories: dict[str, list[str]] = {}
+    for c in range(sys.maxunicode + 1):
+        if not 0xD800 <= c <= 0xDFFF:
+            categories.setdefault(unicodedata.category(chr(c)), []).append(chr(c))
+    names = sorted(categories)
+    folding = [ch for chars in categories.values() for ch in chars if unicodedata.normalize("NFKC", ch) != ch]
+    specials = ["[UNK]", "[unk]", "[UNK1]", "[CLS]", "[SEP]", "[PAD]", "[MASK]", "<s>", "</s>", "<unk>", "##", "##s",
+                "\u2581", "\u0120", "\ufeff", "\x00"]
+    words = ["the", "man", "road", "king", "İSTANBUL", "ΟΔΟΣ", "naïve", "don’t", "日本語", "ภาษา", "1⅞", "x²"]
+    out = []
+    for i in range(n):
+        parts = []
+        for j in range(rng.randint(1, 8)):
+            kind = rng.random()
+            if kind < 0.3:
+                parts.append(rng.choice(words))
+            elif kind < 0.5:
+                parts.append(rng.choice(specials))
+            elif kind < 0.7:
+                parts.append(rng.choice(folding))
+            else:
+                chars = categories[names[(i + j) % len(names)]]
+                parts.append("".join(rng.choice(chars) for _ in range(rng.randint(1, 3))))
+        out.append(rng.choice([" ", "", "  "]).join(parts) + " the")
+    return out
+
+
+@pytest.mark.parametrize("version", ["1", "2", "3", "4"])
+def test_folders_encode_generated_strings_as_encode(trained, tmp_path, version):
+    """The folder of a model of each tokenizer version embeds odd strings as ``Model.encode``
+    does: literal special-token spellings, characters NFKC expands, every Unicode category."""
+    model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
+    import scbow
+
+    model_dir = shutil.copytree(trained, tmp_path / "model")
+    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    config["corpus"]["tokenizer_version"] = version
+    (model_dir / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    model = scbow.load(model_dir)
+    assert model.tokenizer_version == version
+    model.export(tmp_path / "m2v", "model2vec")
+    sentences = generated_strings(3000)
+    ours = model.encode(sentences)
+    theirs = model2vec.StaticModel.from_pretrained(str(tmp_path / "m2v")).encode(sentences)
+    assert not np.isnan(ours).any()  # every sentence ends in "the"
+    assert row_cosines(ours, theirs).min() >= 0.99999
+
+
 # ---------------------------------------------------------------------------------------
 # the libraries
 
