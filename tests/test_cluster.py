@@ -234,6 +234,27 @@ def test_cli_embeds_on_a_local_cluster(inputs, model_dir, tmp_path, runner):
                                             "--workers", "2"]), "stdin")
 
 
+def test_inputs_in_another_encoding_give_the_shards_of_their_utf8_text(client, inputs, model_dir, tmp_path):
+    """--encoding on a cluster: each block is decoded as the whole file is; a rerun in another encoding
+    is another job; an encoding whose line end is not the byte \\n (UTF-16) is refused up front."""
+    text = inputs[0].read_bytes().decode("utf-8", "replace").replace("\ufffd", "?") + "the café sat\n" * 50
+    (latin := tmp_path / "latin.txt").write_bytes(text.encode("cp1252", "replace"))
+    (utf8 := tmp_path / "utf8.txt").write_bytes(text.encode("cp1252", "replace").decode("cp1252").encode("utf-8"))
+    out = tmp_path / "shards"
+    stats = embed_on_cluster(model_dir, [latin], out, client=client, block_bytes=8192, encoding="cp1252")
+    assert stats.shards > 6
+    want, want_missing = single_process(model_dir, [utf8], tmp_path)
+    assert same_bits(np.asarray(open_shards(out)), want)
+    assert [n for _, n in open_shards(out).missing_lines()] == [n for _, n in want_missing]
+    with pytest.raises(ModelError, match="another job"):
+        embed_on_cluster(model_dir, [latin], out, client=client, block_bytes=8192, encoding="latin-1")
+    with pytest.raises(CorpusError, match="not valid utf-8"):
+        embed_on_cluster(model_dir, [latin], tmp_path / "u", client=client, block_bytes=8192)
+    with pytest.raises(CorpusError, match="a cluster cuts its inputs at the line-end byte"):
+        embed_on_cluster(model_dir, [latin], tmp_path / "w", client=client, encoding="utf-16")
+    assert not (tmp_path / "w").exists()
+
+
 def test_a_running_scheduler_by_its_address(own_client, inputs, model_dir, tmp_path):
     """--scheduler ADDRESS: a client of its own (closed at the end), not made the process's default."""
     from dask.distributed import default_client

@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from ..outputs import refuse_overwrite
-from ..text.reader import DEFAULT_ENCODING
 from ..vectors.neighbours import NEIGHBOUR_MIN_COUNT, nearest_words
 from .app import Count, encoding_option, load, main, model_dir, model_option, say, unknown_option
 
@@ -65,16 +64,13 @@ def embed(model_path, inputs, output, encoding, missing_file, fill, threads, unk
     if workers is not None or scheduler is not None:
         if missing_file is not None:
             raise click.UsageError("--missing is for one output file; a cluster lists missing lines per shard")
-        if encoding != DEFAULT_ENCODING:
-            raise click.UsageError(f"--encoding is for one process; a cluster reads {DEFAULT_ENCODING}: convert "
-                                   f"the inputs (iconv -f {encoding.split(':')[0]} -t utf-8)")
         if output.suffix.lower() == ".npy":
             raise click.UsageError(f"-o {output}: on a cluster the output is a directory of shards, not one .npy "
                                    f"file; give a directory name such as {output.with_suffix('')}")
         from ..use.cluster import cluster_command
 
         summary = cluster_command(model_dir(model_path), inputs, output, workers=workers, scheduler=scheduler,
-                                  fill=fill, unknown=unknown, block_mb=block_mb, quiet=quiet)
+                                  fill=fill, unknown=unknown, block_mb=block_mb, quiet=quiet, encoding=encoding)
     elif len(inputs) > 1:
         raise click.UsageError(f"{len(inputs)} inputs: one process embeds one INPUT; several need --workers N "
                                "(a local Dask cluster) or --scheduler ADDRESS")

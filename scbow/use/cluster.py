@@ -25,7 +25,7 @@ from ..errors import CorpusError, Interrupted, ModelError
 from ..files import atomic_file, leftovers, output_path, remove_leftovers
 from ..outputs import refuse_other_kind
 from ..reading import read_json, short_message
-from ..text.reader import check_regular, compression
+from ..text.reader import DEFAULT_ENCODING, check_regular, compression, text_codec
 from . import shards
 
 BLOCK_BYTES = 64 << 20  # bytes of plain text per block: about 400K lines, a few seconds of work
@@ -136,7 +136,7 @@ def shard_done(out_dir: Path, block: Block, dim: int | None = None) -> dict | No
 
 
 def embed_block(model_path: str, block: Block, out_dir: str, fill: float = math.nan,
-                unknown: str | None = None) -> dict:
+                unknown: str | None = None, encoding: str = DEFAULT_ENCODING) -> dict:
     """Embed one block into its shard (a Dask task) unless it is done; returns the shard's record. A failure
     a rerun cannot mend is returned as ``{"block", "error", "error_type"}``: the client reports it once,
     Dask retries nothing."""
@@ -178,7 +178,8 @@ def embed_block(model_path: str, block: Block, out_dir: str, fill: float = math.
         if why is not None:
             raise CorpusError(changed_message(block.file, why))
         t0 = time.perf_counter()
-        stats = write_embeddings(model, read_blocks(block.file, byte_range=None if block.stop < 0 else (block.start, block.stop)),
+        byte_range = None if block.stop < 0 else (block.start, block.stop)
+        stats = write_embeddings(model, read_blocks(block.file, byte_range=byte_range, encoding=encoding),
                                  out / f"{block.name}.npy", out / f"{block.name}.missing.txt", fill=fill, unknown=unknown,
                                  source=block.file, sweep=False)  # the run sweeps its directory once, at its start
         why = shards.changed_file(block.file, planned)  # rewritten while it was read: these rows may not be its lines
@@ -340,17 +341,24 @@ def _as_given(inputs, message: str, file: str) -> str:
 
 def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, scheduler: str | None = None,
                      fill: float = math.nan, unknown: str | None = None, block_bytes: int = BLOCK_BYTES,
-                     retries: int = 2, progress=None, client=None, task=embed_block) -> ClusterStats:
+                     retries: int = 2, progress=None, client=None, task=embed_block,
+                     encoding: str = DEFAULT_ENCODING) -> ClusterStats:
     """Embed ``inputs`` into shards in ``out_dir`` on a Dask cluster: ``client`` (else one made from ``workers``
     or ``scheduler``, closed at the end). ``progress(done, total)`` counts shards. ``task``: run per block,
     :func:`embed_block` or a wrapper of it. ``retries``: for a task that raises (one whose worker dies is
-    run again elsewhere)."""
+    run again elsewhere). ``encoding``: the inputs' (one whose line end is not the byte ``\\n``, such as
+    UTF-16, is refused: blocks are cut at that byte)."""
+    codec = text_codec(encoding, at_start=False)[0]
+    if "\n".encode(codec) != b"\n":
+        raise CorpusError(f"--encoding {encoding}: a cluster cuts its inputs at the line-end byte, which {codec} does "
+                          f"not write alone; convert the inputs (iconv -f {codec} -t utf-8) or embed them one at a time")
     out, inputs = Path(out_dir), list(inputs)
     if out.is_symlink():  # -o LINK: the target is the directory (created when its folder exists), the link stays
         out = output_path(out)
     refuse_model_output(out)
     blocks = plan_blocks(inputs, block_bytes)
-    settings = {"fill": None if math.isnan(fill) else fill, "unknown": unknown, "block_bytes": block_bytes}
+    settings = {"fill": None if math.isnan(fill) else fill, "unknown": unknown, "block_bytes": block_bytes,
+                "encoding": encoding}
     identity = job(Path(model_path), blocks, settings)
     _check_output(out, identity, blocks)
     created = [d for d in (out, *out.absolute().parents) if not os.path.lexists(d)]  # deepest first
@@ -374,7 +382,8 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
                 Path(tmp).write_text(json.dumps({**identity, "blocks": [asdict(b) for b in blocks]}, indent=1) + "\n",
                                      encoding="utf-8")
             workers = len(client.scheduler_info()["workers"])
-            records = _run(client, task, model_path, blocks, out, identity, fill, unknown, retries, progress, inputs)
+            records = _run(client, task, model_path, blocks, out, identity, (fill, unknown, encoding), retries, progress,
+                           inputs)
             finished.append(True)
     except KeyboardInterrupt as exc:  # Ctrl-C: what is kept is said (the shards done stay: a rerun goes on)
         if getattr(exc, "message", None):
@@ -439,14 +448,15 @@ def write_manifest(out: Path, blocks: list[Block], records: dict, identity: dict
     return manifest
 
 
-def _run(client, task, model_path, blocks, out, identity, fill, unknown, retries, progress, inputs):
-    """Submit a task per block and gather their records; the first error a task returns is raised."""
+def _run(client, task, model_path, blocks, out, identity, options, retries, progress, inputs):
+    """Submit a task per block (``task(model, block, out, *options)``) and gather their records; the first
+    error a task returns is raised."""
     from dask.distributed import as_completed
     from distributed import KilledWorker
 
     model_arg = str(Path(model_path).resolve())
     run = os.urandom(4).hex()  # a key of this run's own: a client kept across runs must not hand back an earlier result
-    futures = [client.submit(task, model_arg, b, str(out.resolve()), fill, unknown, retries=retries,
+    futures = [client.submit(task, model_arg, b, str(out.resolve()), *options, retries=retries,
                              pure=False, key=f"scbow-embed-{identity['digest'][:12]}-{run}-{b.name}") for b in blocks]
     block_of = {f.key: b for f, b in zip(futures, blocks)}
     records: dict[int, dict] = {}
@@ -471,7 +481,8 @@ def _run(client, task, model_path, blocks, out, identity, fill, unknown, retries
 
 
 def cluster_command(model_dir: Path, inputs, output: Path, workers: int | None = None, scheduler: str | None = None,
-                    fill: str = "nan", unknown: str | None = None, block_mb: float = 64.0, quiet: bool = False) -> str | None:
+                    fill: str = "nan", unknown: str | None = None, block_mb: float = 64.0, quiet: bool = False,
+                    encoding: str = DEFAULT_ENCODING) -> str | None:
     """What ``embed --workers N`` or ``--scheduler ADDRESS`` runs: its output checked (no model's
     directory, no input), the model checked once, the shards embedded with a progress line, and the
     summary line returned (None when ``quiet``)."""
@@ -491,7 +502,7 @@ def cluster_command(model_dir: Path, inputs, output: Path, workers: int | None =
     try:
         stats = embed_on_cluster(model_dir, inputs, output, workers=workers, scheduler=scheduler,
                                  fill=0.0 if fill == "zero" else float("nan"), unknown=unknown,
-                                 block_bytes=max(int(block_mb * (1 << 20)), 1), progress=report)
+                                 block_bytes=max(int(block_mb * (1 << 20)), 1), progress=report, encoding=encoding)
     finally:
         bar.close()
     return None if quiet else stats.summary(output)
