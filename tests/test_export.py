@@ -664,3 +664,24 @@ def test_a_word_beginning_with_an_added_word_takes_it_as_its_first_piece(tmp_pat
     tok = Tokenizer.from_file(str(tmp_path / "m2v" / "tokenizer.json"))
     assert tok.encode("zorblaxes").tokens == ["zorblax", "##es"]
     assert model.pieces.split("zorblaxes") != ["zorblax", "##es"]  # the model itself knows no zorblax
+
+
+def test_add_words_files_in_another_encoding(trained, tmp_path, runner):
+    """--add-words files are read in --encoding (UTF-8 unless given), and text not valid in it is
+    refused as every command refuses it; --encoding without --add-words names what it is for."""
+    from scbow.errors import CorpusError
+    from scbow.text.vocab import Vocab
+    from scbow.vectors.model import Model
+
+    words = ["the", "cat", "sat"]
+    rows = np.random.default_rng(0).standard_normal((len(words), 6)).astype(np.float32)
+    model = Model(Vocab(words, np.array([30, 20, 10])), rows, {"unknown": "hash", "unknown_scale": 1.0})
+    (extra := tmp_path / "extra.txt").write_bytes("the café sat\n".encode("cp1252"))
+    with pytest.raises(CorpusError, match="may be Latin-1"):
+        model.export(tmp_path / "a", "model2vec", add_words=[str(extra)])
+    assert not (tmp_path / "a").exists()
+    model.export(tmp_path / "b", "model2vec", add_words=[str(extra)], encoding="cp1252")
+    assert "café" in json.loads((tmp_path / "b" / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(tmp_path / "c"),
+                                  "--encoding", "cp1252"])
+    assert_clean_error(result, "--encoding cp1252: it is the encoding of the --add-words files, and none is given")

@@ -139,7 +139,7 @@ def model_option(help_text=f"Model directory (or word2vec file). {DEFAULT_MODEL}
     return click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None, help=help_text)
 
 
-def encoding_option():
+def encoding_option(what="The input text's"):
     """``--encoding``: how a command's input text is decoded (``scbow.text.reader.text_codec``)."""
     from ..text.reader import DEFAULT_ENCODING, REPLACE_SUFFIX, text_codec
 
@@ -151,7 +151,7 @@ def encoding_option():
         return value
 
     return click.option("--encoding", metavar="NAME", default=DEFAULT_ENCODING, show_default=True, callback=check,
-                        help="The input text's encoding (cp1252, latin-1, ...: any Python knows). Text not valid in "
+                        help=f"{what} encoding (cp1252, latin-1, ...: any Python knows). Text not valid in "
                              "it is refused, naming the encoding it may be; add "
                              f"{REPLACE_SUFFIX} (utf-8{REPLACE_SUFFIX}) to read bad bytes as U+FFFD instead.")
 

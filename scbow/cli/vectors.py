@@ -93,8 +93,9 @@ def info(model_arg_, model_path, as_json):
               help="Folders of a model that hashes unknown words (repeatable): text files, such as the training "
                    "corpus, whose words the model lacks get rows holding their hashed vectors, so the folder scores as "
                    "the model's hashing does on them; a word --min-count or --limit left out gets its own row back.")
+@encoding_option("Folders: the --add-words files'")
 @click.option("--license", "license_", default=None, help="Folders: the licence named in the model card's front matter.")
-def export(model_path, output, fmt, binary, part, min_count, limit, add_words, license_):
+def export(model_path, output, fmt, binary, part, min_count, limit, add_words, encoding, license_):
     """Export the model: its word vectors as a word2vec text (default) or binary file, or the
     whole model as a folder that sentence-transformers or model2vec loads.
 
@@ -115,7 +116,7 @@ def export(model_path, output, fmt, binary, part, min_count, limit, add_words, l
     inputs = {"the model": model_dir(model_path)}
     inputs.update({f"--add-words {p}": p for p in add_words})
     refuse_overwrite({"-o": output}, inputs, replaces_dirs=spec.folder)
-    options = {"binary": binary, "part": part, "add_words": add_words, "license": license_}
+    options = {"binary": binary, "part": part, "add_words": add_words, "license": license_, "encoding": encoding}
     check_export(output, spec.name, **options)  # everything checked before the model is read
     result = write(load(model_path), output, spec.name, min_count=min_count, limit=limit, note=say, **options)
     echo_lines(result.lines())

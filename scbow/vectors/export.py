@@ -82,10 +82,10 @@ def _write_word2vec(model, path: Path, *, binary, part, **_) -> ExportResult:
                         binary=binary)
 
 
-def _write_folder(model, path: Path, *, fmt, whole, add_words, license, note, **_) -> ExportResult:
+def _write_folder(model, path: Path, *, fmt, whole, add_words, license, note, encoding, **_) -> ExportResult:
     if add_words and note is not None:
         note(f"reading the words of {plural(len(add_words), 'file')}...")
-    written = write_folder(model, path, fmt, words_of(add_words, model.tokenize), license, whole)
+    written = write_folder(model, path, fmt, words_of(add_words, model.tokenize, encoding), license, whole)
     return ExportResult(fmt, path, columns=model.dim, part="all", words=len(model.vocab),
                         tokenizer_version=model.tokenizer_version, **written)
 
@@ -124,7 +124,7 @@ def _takers(option: str) -> str:
 
 
 def check_export(path: os.PathLike, fmt: str, *, binary: bool | None = None, part: str | None = None,
-                 add_words=(), license: str | None = None) -> ExportFormat:
+                 add_words=(), license: str | None = None, encoding: str = "utf-8") -> ExportFormat:
     """Every check an export makes before it reads the model (the format, the options it takes, the output
     ``path``, the ``add_words`` files); the format's row, or one line (ModelError, CorpusError) for the first
     thing wrong."""
@@ -143,6 +143,8 @@ def check_export(path: os.PathLike, fmt: str, *, binary: bool | None = None, par
                              + (f", not {spec.name}" if option == "binary" else ""))
     if spec.folder:
         check_folder_output(path, spec)
+    if encoding.lower() not in ("utf-8", "utf8") and not add_words:
+        raise ModelError(f"--encoding {encoding}: it is the encoding of the --add-words files, and none is given")
     for file in add_words:
         check_regular(file, f"--add-words {file}")
     return spec
@@ -191,15 +193,16 @@ def subset(model, min_count: int = 0, limit: int = 0):
 
 
 def export(model, path: os.PathLike, fmt: str = "word2vec", *, binary: bool | None = None, part: str | None = None,
-           min_count: int = 0, limit: int = 0, add_words=(), license: str | None = None,
+           min_count: int = 0, limit: int = 0, add_words=(), license: str | None = None, encoding: str = "utf-8",
            note: Callable[[str], None] | None = None) -> ExportResult:
     """Write ``model`` at ``path`` in the format ``fmt`` (a name of :data:`FORMATS`) and say what was written.
 
     ``binary`` (word2vec; None: binary for a name ending in ``.bin``), ``part`` (word2vec: ``"all"``,
     ``"sentence"`` or ``"word"``; None: :func:`default_part`), ``min_count`` and ``limit`` (every format:
     :func:`subset`), ``add_words`` (folders: text files whose words get rows, ``hubfolder.export_rows``),
-    ``license`` (folders: named in the model card); ``note`` is given a line before a long step."""
-    spec = check_export(path, fmt, binary=binary, part=part, add_words=add_words, license=license)
+    ``license`` (folders: named in the model card), ``encoding`` (of the ``add_words`` files); ``note``
+    is given a line before a long step."""
+    spec = check_export(path, fmt, binary=binary, part=part, add_words=add_words, license=license, encoding=encoding)
     if add_words and model.unknown_rule[0] == "pieces":
         raise ModelError("--add-words: this model splits unknown words into pieces, which its folders carry, so they "
                          "embed every word as the model does already; --add-words is for models that hash unknown words")
@@ -208,5 +211,5 @@ def export(model, path: os.PathLike, fmt: str = "word2vec", *, binary: bool | No
         part_columns(model, part)  # a part the model lacks: before anything is left out
     kept = subset(model, min_count, limit)
     result = spec.writer(kept, Path(path), fmt=spec.name, whole=model, binary=binary, part=part,
-                         add_words=tuple(add_words), license=license, note=note)
+                         add_words=tuple(add_words), license=license, encoding=encoding, note=note)
     return dataclasses.replace(result, left_out=len(model) - len(kept))

@@ -135,17 +135,17 @@ def export_rows(model, extra_words=(), whole=None, pieces: bool = False) -> tupl
     return words + added + new, rows, added, len(added) - len(hashed)
 
 
-def words_of(paths, tokenize) -> list[str]:
-    """The tokens of the text files ``paths`` (compressed too), most frequent first (``export
-    --add-words``). Binary data is refused as ``train`` refuses it (``check_text``): the words of a
-    ``.npy`` file or a program are no words."""
+def words_of(paths, tokenize, encoding: str = "utf-8") -> list[str]:
+    """The tokens of the text files ``paths`` (compressed too, read in ``encoding``), most frequent
+    first (``export --add-words``). Binary data is refused as ``train`` refuses it (``check_text``):
+    the words of a ``.npy`` file or a program are no words."""
     from collections import Counter
 
     from ..text.reader import check_text, open_text
 
     counts = Counter()
     for path in paths:
-        with open_text(path) as fh:
+        with open_text(path, encoding=encoding) as fh:
             while block := fh.read(1 << 22):
                 if not block.endswith("\n"):  # whole lines only: a word is never cut in two
                     block += fh.readline()
