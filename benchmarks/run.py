@@ -37,6 +37,8 @@ SUITES = {  # name: (module of benchmarks/, one line for --help)
                                "devices on 10M and 1M, the 30-sentence corpus, --lr 1e30"),
     "cluster": ("cluster_embed", "`embed` on a local Dask cluster against one process; 1B/10B sentences on paper"),
     "index": ("ann_index", "nearest-sentence search: faiss-cpu and scbow.use.index against exact search"),
+    "search_payoff": ("search_payoff", "when an index pays off: `neighbors --in` scans against `embed` + `index` "
+                                       "then `neighbors --index`, on 1M and 10M"),
 }
 ALIASES = {"embed": "embed_speed"}
 
