@@ -397,6 +397,18 @@ def test_model_card(folders, trained):
         assert "gutenberg-20000.txt" in text and "tokenizer version 4" in text
 
 
+def test_model_card_language_from_the_commonest_words():
+    from scbow.vectors.card import languages
+
+    english = ["the", ",", ".", "of", "and", "to", "a", "in", "that", "he", "was", "it", "his"]
+    assert languages(english) == ["en"]
+    assert languages(["の", "、", "。", "に", "た", "は", "人"]) == ["ja"]
+    assert languages(["的", "，", "。", "了", "是", "我"]) == ["zh"]
+    assert languages(["ที่", "การ", "ไม่", "มี"]) == ["th"]
+    assert languages(["이", "의", "는", "을"]) == ["ko"]
+    assert languages(["de", "la", "et", "le", "les", "des", "en", "du", "un"]) == []  # not told apart: left out
+
+
 def test_model_card_scores_from_the_curve():
     from scbow.text.vocab import Vocab
     from scbow.vectors.card import model_card

@@ -137,6 +137,7 @@ def test_exported_folders_encode_japanese_as_encode(japanese_model, tmp_path, fm
     out = tmp_path / fmt
     result = make_runner().invoke(main, ["export", "-m", str(japanese_model), "--format", fmt, "-o", str(out)])
     assert result.exit_code == 0, result.output
+    assert "language:\n- ja\n" in (out / "README.md").read_text(encoding="utf-8")  # the card's guess
     sentences = jsts_sentences()
     ours = model.encode(sentences)
     ok = ~np.isnan(ours).any(axis=1)

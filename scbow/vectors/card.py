@@ -15,6 +15,24 @@ TOKENIZER_RULES = {
          "punctuation marks",
     "4": "NFKC, typographic quotes as ASCII, lowercase, then each Han ideograph, each kana and each Thai "
          "cluster, words (with their combining marks) and single punctuation marks"}
+ENGLISH = {"the", "of", "and", "to", "a", "in", "that", "is", "was", "he", "it", "for"}
+
+
+def languages(words) -> list[str]:
+    """The card's ``language`` codes, guessed from the most frequent words: ``ja`` when kana are among
+    them, ``zh`` for Han without kana, ``ko`` for Hangul, ``th`` for Thai, ``en`` when most of the
+    commonest English words are (other languages of the Latin script are not told apart: none)."""
+    top = list(words[:200])
+    text = "".join(top)
+    if any("\u3041" <= c <= "\u30ff" for c in text):
+        return ["ja"]
+    scripts = (("zh", "\u4e00", "\u9fff"), ("ko", "\uac00", "\ud7a3"), ("th", "\u0e01", "\u0e4e"))
+    found = [code for code, lo, hi in scripts if sum(lo <= c <= hi for c in text) > len(text) // 4]
+    if found:
+        return found[:1]
+    return ["en"] if len(ENGLISH & set(top[:50])) >= 8 else []
+
+
 SHOWN_SETTINGS = ("dim", "word_passes", "word_dim", "epochs", "negatives", "frequency_weight", "common_components",
                   "unknown", "seed")
 
@@ -27,7 +45,10 @@ def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str
     tags = [library, "sentence-similarity", "feature-extraction", "static-embeddings", "siamese-cbow", "scbow-numba"]
     if fmt == "model2vec":
         tags.insert(1, "sentence-transformers")  # the folder loads there too
-    front = ["---", f"library_name: {library}", "tags:", *[f"- {t}" for t in tags], "language:", "- en"]
+    front = ["---", f"library_name: {library}", "tags:", *[f"- {t}" for t in tags]]
+    codes = languages(model.vocab.words)
+    if codes:
+        front += ["language:", *[f"- {code}" for code in codes]]
     if license:
         front.append(f"license: {json.dumps(license, ensure_ascii=False)}")  # a JSON string is a YAML string
     front += ["pipeline_tag: sentence-similarity", "---", ""]
