@@ -88,9 +88,6 @@ class Every:
     examples: int | None = None
     seconds: float | None = None
 
-    def __str__(self) -> str:
-        return f"{self.examples:,} examples" if self.examples else f"{self.seconds:g} s"
-
 
 def parse_every(value) -> Every:
     """A count of examples (``500000``, ``500k``, ``2M``, ``1e6``) or a duration (``30s``, ``10m``, ``1.5h``),

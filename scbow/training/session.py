@@ -5,7 +5,8 @@ in a ``flock`` on ``OUTPUT.lock`` (a rival trainer is refused naming the owner's
 drops the lock when its owner dies), SIGINT/SIGTERM handling (a checkpoint, then
 :class:`~scbow.errors.Interrupted`), periodic checkpoints, ``--resume`` (an existing checkpoint is
 never overwritten without it) and divergence errors naming the last good checkpoint. The contract
-is docs/robustness.md's ("Ctrl-C or SIGTERM", "Checkpoints", "Two trainers into one output").
+is docs/robustness.md's ("Ctrl-C or SIGTERM", "Checkpoints", "Disk full", "NaN or inf", "Two trainers
+into one output").
 """
 
 from __future__ import annotations
@@ -190,8 +191,10 @@ class CheckpointHook(Hook):
             raise Interrupted(
                 f"interrupted ({name}) after {state.where()}; checkpoint written "
                 f"to {writer.path}; run the same command with --resume to continue", self.guard.signum)
-        if every is None or not (state.steps >= self.next_steps if every.examples
-                                 else time.monotonic() - self.last_time >= every.seconds):
+        if every is None:
+            return
+        due = state.steps >= self.next_steps if every.examples else time.monotonic() - self.last_time >= every.seconds
+        if not due:
             return
         try:
             self.save(state, matrices)
