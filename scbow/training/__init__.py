@@ -35,19 +35,16 @@ def untrained_start(corpus, config, post_process: bool = False):
     return W
 
 
+# where each lazily loaded public name lives
+_HOMES = {"Corpus": "corpus", "load_corpus": "corpus", "read_corpus": "corpus",
+          "train": "trainer", "TrainResult": "trainer", "Hook": "hooks", "TrainState": "hooks",
+          "CurveHook": "curve", "sample_sentences": "postprocess", "remove_common_components": "postprocess",
+          "cuda_problem": "backends.cuda"}
+
+
 def __getattr__(name: str):
-    if name in ("Corpus", "load_corpus", "read_corpus"):
-        from . import corpus as module
-    elif name in ("train", "TrainResult"):
-        from . import trainer as module
-    elif name in ("Hook", "TrainState"):
-        from . import hooks as module
-    elif name == "CurveHook":
-        from . import curve as module
-    elif name in ("sample_sentences", "remove_common_components"):
-        from . import postprocess as module
-    elif name == "cuda_problem":
-        from .backends import cuda as module
-    else:
+    if name not in _HOMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(module, name)
+    import importlib
+
+    return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
