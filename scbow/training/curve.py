@@ -87,7 +87,6 @@ class CurveHook(Hook):
 
     # -- the hook -------------------------------------------------------------------
     def checkpoint_info(self) -> dict:
-        """Saved with each checkpoint (``curve.json``): the points so far."""
         return {"curve": self.curve()}
 
     def restore_checkpoint_info(self, info: dict) -> bool:

@@ -96,7 +96,6 @@ class SentencePhase:
         return hi - lo, loss_sum / max(n, 1)
 
     def end_of_pass(self, state: TrainState) -> bool:
-        """Whether the epoch just ended (the state then moves on to the next one)."""
         if state.lo < len(self.targets):
             return False
         state.epoch, state.lo = state.epoch + 1, 0

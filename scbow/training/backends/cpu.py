@@ -68,7 +68,6 @@ class CpuBackend:
         self.order = order
 
     def run(self, lo: int, hi: int, done: int) -> tuple[float, int]:
-        """Train targets ``order[lo:hi]``; returns the loss sum and the examples trained."""
         args = (self.W, self.corpus, self.order, self.rate, self.params, lo, hi, done)
         if self.pool is None:
             self.K.train_batch_serial(*args, self.stats)

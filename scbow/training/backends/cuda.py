@@ -287,7 +287,6 @@ class CudaBackend:
     # -- training
 
     def run(self, lo: int, hi: int, done: int) -> tuple[float, int]:
-        """Train the epoch's targets ``lo:hi``; returns the loss sum and the examples trained."""
         loss_sum, count = 0.0, 0
         for c in range(len(self.chunks)):
             a, b = int(self.bounds[c]), int(self.bounds[c + 1])
@@ -319,7 +318,6 @@ class CudaBackend:
         return self.W_d.copy_to_host() if self.W_d is not None else self.final
 
     def close(self) -> np.ndarray:
-        """The final matrix on the host; frees the device arrays."""
         W = self.final = self.W_d.copy_to_host()
         self.W_d = self.Wi_d = self.arrays_d = self.order_d = self.stats_d = None
         return W
@@ -355,7 +353,6 @@ class CudaWordPart(WordPart):
         self.on_host = True  # the host rows are the device's
 
     def run(self, done: int) -> tuple[int, float, int]:
-        """Train the next batch (:meth:`WordPart.batch`). Returns ``(sentences, loss sum, pairs)``."""
         (lo, hi), = self.batch(done)
         tokens_d, offsets_d, keep_d, table_d = self.arrays_d
         loss, pairs = 0.0, 0
@@ -371,7 +368,6 @@ class CudaWordPart(WordPart):
         return hi - lo, loss, pairs
 
     def matrices(self) -> dict:
-        """``word_in`` and ``word_out`` as they are now, copied to the host."""
         if not self.on_host and self.Wi_d is not None:
             self.Wi_d.copy_to_host(self.Wi)
             self.Wo_d.copy_to_host(self.Wo)
