@@ -1,20 +1,13 @@
 """Numba CPU kernels of Siamese CBOW training: arrays and scalars in, no objects.
 
-One example is a target sentence, its positives (the neighbouring sentences of the same
-document) and its negatives. ``example_forward`` computes the sentence means, the cosine
-softmax loss and the analytic gradient of each mean (see ``scbow.reference``); two named
-entry points then scatter it onto the rows of the example's words: ``sgd_step`` (an
-in-place SGD step on ``W``, what training runs) and ``example_gradient`` (``dL/dW`` added
-to a separate array, for tests against the reference). ``train_chunk`` runs a contiguous
-chunk of a batch's examples: the whole work of one thread, compiled once and cached on
-disk. ``train_batch_serial`` runs the chunks one after the other (deterministic for a
-seed); the CPU backend (``scbow.training.backends.cpu``) runs them at once on its own Python
-threads, which the compiled chunk releases the GIL for. The threads write into the shared matrix without locks
-(Hogwild): collisions lose an occasional update, which SGD tolerates, and move cache
-lines between the cores, which is why each thread buffers the steps of the most frequent
-words (``HOT_ROWS``) and applies them every few examples. Nothing is compiled with ``parallel=True``: a
-``prange`` around the chunk would link, and so recompile, the whole kernel in every
-process (about 3 s).
+One example is a target sentence, its positives (its neighbours in the document) and its negatives.
+``example_forward`` computes the sentence means, the cosine softmax loss and each mean's gradient
+(``scbow.reference``); ``sgd_step`` scatters it as an in-place SGD step on ``W``, ``example_gradient``
+as ``dL/dW`` into a separate array (tests). ``train_chunk`` is one thread's chunk of a batch;
+``train_batch_serial`` runs the chunks in turn (deterministic for a seed), the CPU backend at once on
+its threads (the chunk releases the GIL). The threads share the matrix without locks (Hogwild), each
+buffering the steps of the most frequent words (``HOT_ROWS``), whose cache lines would otherwise move
+between cores. No ``parallel=True``: a ``prange`` would recompile the whole kernel in every process (3 s).
 """
 
 from __future__ import annotations
@@ -37,11 +30,8 @@ FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
 
 @intrinsic
 def prefetch_row(typingctx, arr, row):
-    """Hint the CPU to bring the first cache line of ``arr[row]`` (a 2-D C array) into its cache.
-
-    A hint only (LLVM's ``prefetch``): it never faults and changes no value. The lines after
-    the first follow from the hardware prefetcher once the row is read in order.
-    """
+    """Hint the CPU to fetch the first cache line of ``arr[row]`` (a 2-D C array; LLVM's ``prefetch``:
+    never faults, changes no value); the hardware prefetcher follows with the rest of the row."""
     def codegen(context, builder, signature, args):
         aryty, rowty = signature.args
         ary = context.make_array(aryty)(context, builder, args[0])
@@ -191,11 +181,9 @@ def count_words(tokens, offsets, members, lens, counts):
 def sgd_step(W, tokens, offsets, members, n_pos, lr, params, rate, scratch, hot):
     """One in-place SGD step of one example on ``W``; returns its loss.
 
-    Row ``w`` moves by ``-lr * rate[w] * (1/|x|) * dL/ds_x`` for every occurrence of ``w``
-    in a sentence ``x`` of the example, after every mean has been read (so all reads see
-    the matrix before the step). Weight decay (``params.decay``) shrinks the row of a word
-    that occurs ``c`` times by ``c * lr * decay`` of itself, at most to zero: the gradient
-    of ``decay/2 * |W[w]|^2`` per occurrence (see ``scbow.reference``).
+    Row ``w`` moves by ``-lr * rate[w] * (1/|x|) * dL/ds_x`` for every occurrence of ``w`` in a sentence
+    ``x``, after every mean has been read. Weight decay (``params.decay``) shrinks the row of a word
+    occurring ``c`` times by ``c * lr * decay`` of itself, at most to zero (``scbow.reference``).
 
     Parameters
     ----------
@@ -204,17 +192,13 @@ def sgd_step(W, tokens, offsets, members, n_pos, lr, params, rate, scratch, hot)
     params : record (``scbow.training.backends.params.PARAMS``)
         Reads ``max_len`` and ``decay``.
     rate : array of float32, shape (V,)
-        Per-word factor of the step (a diagonal preconditioner): training with
-        ``rate = a**2`` on ``W = a * U`` is plain SGD on ``U`` whose sentences are
-        ``a``-weighted averages.
+        Per-word factor of the step (``training.start.step_rates``).
     scratch : tuple ``(buf, work, counts)``
         ``buf`` and ``work`` as in :func:`example_forward`; ``counts``: int32 (V,), all
         zero on entry and on return.
     hot : tuple ``(n_hot, pending, keep)``
-        Words ``w < n_hot`` are not written to ``W``: their step is added to
-        ``pending[w]`` (float32 (>= n_hot, d)) and their decay factor multiplied into
-        ``keep[w]`` (float32 (>= n_hot,)), for :func:`flush_rows` to apply. ``n_hot = 0``
-        writes every row in place.
+        Words ``w < n_hot`` go to ``pending[w]`` (float32 (>= n_hot, d)) and ``keep[w]`` (float32
+        (>= n_hot,), their decay factors) for :func:`flush_rows`; ``n_hot = 0`` writes in place.
     """
     buf, work, counts = scratch
     n_hot, pending, keep = hot
@@ -245,9 +229,8 @@ def sgd_step(W, tokens, offsets, members, n_pos, lr, params, rate, scratch, hot)
                     pending[w, j] += scale * gm[j]
                 continue
             if c > 0:
-                # first occurrence: no write has reached row w yet, so W[w] is the value
-                # the gradient was computed at; decay it once, c times. A shrink past 1
-                # would flip the row's sign and diverge, so a step at most zeroes it.
+                # first occurrence: W[w] is still the value the gradient was computed at; decay it
+                # once, c times, at most to zero (past it the row's sign would flip and diverge)
                 counts[w] = 0
                 shrink = np.float32(1.0) + np.float32(max(coef * decay * c, -1.0))
                 for j in range(d):
@@ -260,12 +243,8 @@ def sgd_step(W, tokens, offsets, members, n_pos, lr, params, rate, scratch, hot)
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
 def example_gradient(W, tokens, offsets, members, n_pos, max_len, decay, rate, scratch, out):
-    """Add ``dL/dW`` of one example (data loss plus weight decay) to ``out``; returns the data loss.
-
-    ``out``: float32 or float64 (V, d), a separate array from ``W``. The weight-decay
-    gradient ``decay * c * W[w]`` of a word occurring ``c`` times is never capped (the cap
-    belongs to the SGD step). ``rate`` scales each row's gradient (ones for ``dL/dW``);
-    ``scratch`` as in :func:`sgd_step`.
+    """Add ``dL/dW`` of one example (data loss plus uncapped weight decay ``decay * c * W[w]``) to ``out``
+    (float32 or float64 (V, d), not ``W``); returns the data loss. ``rate``, ``scratch``: as in :func:`sgd_step`.
     """
     buf, work, counts = scratch
     loss = example_forward(W, tokens, offsets, members, n_pos, max_len, buf, work)
@@ -301,11 +280,8 @@ def example_gradient(W, tokens, offsets, members, n_pos, max_len, decay, rate, s
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
 def flush_rows(W, pending, keep, hot):
-    """Apply the buffered steps of rows ``0..hot-1``: ``W[w] = keep[w] * W[w] + pending[w]``.
-
-    Then reset ``pending`` to 0 and ``keep`` to 1. The decays of the buffered examples
-    multiply, as they would have in place; their gradient steps add up.
-    """
+    """``W[w] = keep[w] * W[w] + pending[w]`` for rows ``0..hot-1``, then ``pending`` = 0, ``keep`` = 1 (the
+    buffered decays multiply and the steps add, as in place)."""
     d = W.shape[1]
     for w in range(min(hot, W.shape[0])):
         k = keep[w]
@@ -329,18 +305,14 @@ def context_span(i, n, window, state):
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
 def sgns_window(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
-    """One window of the word part: the ``k`` context words ``ins[:k]`` (input rows of ``Wi``) each
-    against the same output words ``outs`` (the centre word, label 1, then the window's shared noise
-    words, label 0; -1 is skipped). Returns the window's loss.
+    """One window of the word part: the ``k`` context words ``ins[:k]`` (rows of ``Wi``) each against the
+    outputs ``outs`` (the centre, label 1, then the shared noise words, label 0; -1 skipped); returns its loss.
 
-    The scores of the window are a small matrix product, ``X = Wi[ins] . Wo[outs, :d]^T + bias``
-    (k x (1 + n_neg)); from ``G = sigmoid(X) - labels`` (``dL/dX``) the steps are two more,
-    ``G . Wo[outs]`` for the inputs and ``G^T . Wi[ins]`` for the outputs, each row read once from the
-    shared matrices and every step computed from the rows as they were before it, then added:
-    ``out_i[ins[r]] += coef * dL/dWi[ins[r]]``, ``out_o[outs[m]] += coef * dL/dWo[outs[m]]``. With
-    ``out_i, out_o = Wi, Wo`` and ``coef = -lr`` that is one SGD step of the window's loss; with float64
-    zero arrays and ``coef = 1`` it is the gradient (:func:`word_part_gradient`). A word twice among the
-    inputs or outputs gets both steps.
+    The scores are ``X = Wi[ins] . Wo[outs, :d]^T + bias`` (k x (1 + n_neg)); from ``G = sigmoid(X) -
+    labels`` the steps ``G . Wo[outs]`` and ``G^T . Wi[ins]``, all from the rows as they were, are added
+    as ``out_i[ins[r]] += coef * dL/dWi[ins[r]]``, ``out_o[outs[m]] += coef * dL/dWo[outs[m]]``: with
+    ``Wi, Wo`` and ``coef = -lr`` an SGD step, with float64 zeros and ``coef = 1`` the gradient. A word twice
+    among the inputs or outputs gets both steps.
 
     Parameters
     ----------
@@ -446,9 +418,8 @@ def log1p_unit(e):
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
 def sgns_window6(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
-    """:func:`sgns_window` for the word part's 6 outputs (the centre and 5 noise words), written out so
-    that each pass over the columns serves all six at once: an input row is read once for its six
-    scores, and stepped once by the six output rows' sum. The same sums, another order."""
+    """:func:`sgns_window` for 6 outputs (the centre and 5 noise words), unrolled so that each pass over the
+    columns serves all six: the same sums, another order."""
     G, dOut = scratch
     d = Wi.shape[1]
     # a skipped output (-1) reads row 0 and steps nothing (its G is 0)
@@ -516,13 +487,11 @@ def window_inputs(kept, i, lo, hi, ins):
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
 def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, done, buffers):
-    """Skip-gram with negative sampling over sentences ``lo..hi``: one thread's share of a batch
-    of the word part (``scbow.training.wordpart``), on the part's own rows.
+    """Skip-gram with negative sampling over sentences ``lo..hi``: one thread's share of a word-part batch.
 
-    Each kept word is a centre; its window's context words (``sampling.centre_window``) are the
-    inputs, the centre and ``params.negatives`` noise words drawn once for the window the outputs, and the
-    window is one step (:func:`sgns_window`): a small matrix product instead of a dot product per
-    (context, output) pair, so each row is read once a window (as in Ji et al. 2016's HogBatch).
+    Each kept word is a centre; its window's contexts are the inputs, the centre and ``params.negatives``
+    noise words (drawn once a window) the outputs, and the window is one step (:func:`sgns_window`): each
+    row read once a window, as in Ji et al. 2016's HogBatch.
 
     Parameters
     ----------
@@ -536,13 +505,9 @@ def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, done, 
     table : array of int32
         The noise words' unigram^0.75 table (``sampling.draw_noise``).
     params : record (``scbow.training.backends.params.WORD_PARAMS``)
-        ``window`` (largest context distance; each centre draws its own,
-        ``sampling.centre_window``), ``negatives`` (noise words per window); the learning rate
-        decays linearly from ``lr`` over the ``total`` sentences of all passes (word2vec's
-        schedule), never below ``lr_min``; sentence ``p`` of all passes draws from the random
-        stream ``(seed, stream + p)`` (``sampling.seed_state``): a sentence's own stream, so that
-        its draws do not depend on which thread or GPU block trains it, nor on the sentences
-        trained before it.
+        ``window``, ``negatives``; the learning rate decays linearly from ``lr`` over the ``total``
+        sentences of all passes, never below ``lr_min``; sentence ``p`` of all passes draws from
+        stream ``(seed, stream + p)``, whatever thread or GPU block trains it.
     done : int
         Sentences of all passes before sentence ``lo``.
     buffers : the thread's scratch arrays (:func:`word_part_buffers`).
@@ -648,12 +613,8 @@ def word_part_gradient(Wi, Wo, tokens, offsets, s, keep, table, params):
 
 @njit(cache=True, nogil=True)
 def train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats):
-    """Train on chunk ``c`` of the targets ``order[lo:hi]`` (arguments of ``train_batch_serial``).
-
-    The whole work of one thread, with its own scratch, random stream and buffer of hot
-    rows; compiled once and cached on disk, and run by ``train_batch_serial`` (chunk after
-    chunk) and the CPU backend's threads (one thread per chunk).
-    """
+    """Train on chunk ``c`` of the targets ``order[lo:hi]`` (arguments of ``train_batch_serial``): one
+    thread's work, with its own scratch, random stream and hot rows."""
     tokens, offsets, sent_doc, doc_offsets = corpus
     n_neg = params.negatives
     neg_mode = params.neg_mode
@@ -672,9 +633,8 @@ def train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats):
     c_hi = min(hi, c_lo + per)
     loss_sum = 0.0
     count = 0
-    # Examples are drawn one ahead: while one trains, the rows of the next are prefetched,
-    # so that the rarer words' rows (not in the core's cache) are on their way. The random
-    # stream is drawn in the same order, so the examples are the same.
+    # Examples are drawn one ahead, so that the next one's rows are prefetched while one trains (the
+    # random stream is drawn in the same order: the same examples).
     ahead = np.empty(EXAMPLE_FIXED + n_neg, dtype=np.int64)
     k_ahead, pos_ahead = 0, 0
     if c_lo < c_hi:
@@ -716,15 +676,12 @@ def train_batch_serial(W, corpus, order, rate, params, lo, hi, done, stats):
     rate : array of float32, shape (V,)
         Per-word step factor (see ``sgd_step``).
     params : record (``scbow.training.backends.params.PARAMS``)
-        The run's settings: learning-rate schedule, negatives, seed, chunks, hot rows...
-        With ``params.hot > 0`` the words ``w < hot`` are updated every ``params.flush``
-        examples of a chunk (and at its end) instead of in place (see ``HOT_ROWS``); 0 is
-        plain per-example SGD.
+        The run's settings; with ``params.hot > 0`` the words ``w < hot`` are updated every
+        ``params.flush`` examples of a chunk (and at its end) instead of in place.
     lo, hi : int
         The targets of this call, ``order[lo:hi]``, cut into ``params.chunks`` chunks.
     done : int
-        Examples of the run trained before ``lo``: the schedule's position and the
-        random streams follow from it.
+        Examples of the run before ``lo``: the schedule's position and the random streams.
     stats : array of float64, shape (chunks, 2)
         Output: loss sum and example count per chunk.
     """
@@ -733,10 +690,7 @@ def train_batch_serial(W, corpus, order, rate, params, lo, hi, done, stats):
 
 
 def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0, weight_decay=0.0):
-    """Loss and dense float64 gradient of one example, computed by ``example_gradient``.
-
-    The kernel path, exposed for tests against ``scbow.reference``.
-    """
+    """Loss and dense float64 gradient of one example by ``example_gradient`` (tests against the reference)."""
     members = np.ascontiguousarray(members, dtype=np.int64)
     k = len(members)
     grad = np.zeros(W.shape, dtype=np.float64)

@@ -1,35 +1,23 @@
 """numba.cuda kernels of Siamese CBOW training: the GPU twin of ``kernels.cpu``.
 
-Launch shape: one thread block per example, its threads spread over the embedding
-dimensions (thread ``t`` owns columns ``t, t + T, t + 2T, ...``); a grid of a few thousand
-blocks strides over the examples of a launch. Thread 0 draws the example (the CPU kernel's
-sampler and random generator, ``kernels.sampling``, compiled for the device) and computes
-the softmax; every other step is split by
-column: the sentence means, the partial sums of norms and dot products (then a tree
-reduction in shared memory), the gradient of each mean and the scatter onto the rows.
-A thread keeps the means of its columns in local memory, so no shared array grows with
-the dimension.
+Launch shape: one thread block per example, thread ``t`` owning columns ``t, t + T, ...``; a grid of
+a few thousand blocks strides over a launch's examples. Thread 0 draws the example (``kernels.sampling``
+compiled for the device) and computes the softmax; the means, the partial sums of norms and dot
+products (a tree reduction in shared memory), the gradients and the scatter are split by column. A
+thread keeps its columns' means in local memory, so no shared array grows with the dimension.
 
-Updates: every example adds its gradient to the rows of its words with ``cuda.atomic.add``
-on float32, never with plain writes. On a CPU two Hogwild threads rarely touch the same row
-at once, but thousands of concurrent GPU examples all contain "the", "," and "."; a plain
-read-modify-write would drop most of the updates to exactly the rows that matter most.
-Float32 atomic adds are native on every GPU numba-cuda supports and cost about a store
-for rows nobody else touches.
+Updates use float32 ``cuda.atomic.add``, never plain writes: thousands of concurrent examples all
+contain "the", "," and ".", and a plain read-modify-write would drop most updates to exactly those rows.
 
-Weight decay is multiplicative (a row shrinks by ``c * lr * decay`` of itself, capped at
-the whole row), and an atomic *add* of ``-f * W_old`` from many concurrent examples that all
-read the same ``W_old`` compounds wrongly: three concurrent capped decays of "the" would
-give ``W - 3W = -2W`` and the row would grow without bound. So the one write per word and
-example that carries the decay is a compare-and-swap loop on the float's bits,
-``W <- W * (1 + f) + g``, applied to the current value; the word's other occurrences are
-plain atomic adds. Within one example the order matches the CPU kernel exactly: every mean
-is read before any row is written, and the decayed write of a word comes first.
+Weight decay is multiplicative, and atomic adds of ``-f * W_old`` from concurrent examples that read
+the same ``W_old`` compound wrongly (three capped decays of "the": ``W - 3W = -2W``, growing without
+bound). So the one write per word and example that carries the decay is a compare-and-swap loop on the
+float's bits, ``W <- W * (1 + f) + g`` on the current value; the other occurrences are atomic adds.
+Within an example the order is the CPU kernel's: every mean read first, a word's decayed write first.
 
-Everything is arrays and scalars; the kernels are built per (max sentences per example,
-dimension, threads per block) because CUDA local and shared arrays need sizes known at
-compile time. The same code runs in Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``),
-which is how the tests run without a GPU.
+The kernels are built per (max sentences per example, dimension, threads per block), since CUDA local
+and shared arrays need sizes at compile time; the tests run them in Numba's simulator
+(``NUMBA_ENABLE_CUDASIM=1``).
 """
 
 from __future__ import annotations
@@ -47,8 +35,7 @@ from . import sampling
 
 SIMULATOR = bool(_numba_config.ENABLE_CUDASIM)
 
-# Words of an example whose decay factor is kept in shared memory; the rare example with
-# more tokens recomputes the factor of the rest (same result, more work).
+# Words of an example whose decay factor is kept in shared memory (more: recomputed, same result).
 MAX_SHARED_TOKENS = 1024
 
 if SIMULATOR:

@@ -62,20 +62,8 @@ _NEWLINE = 10
 
 @njit(cache=True, nogil=True)
 def is_space(c):
-    """Whether code point ``c`` is whitespace for ``str.isspace()`` and ``str.split()``.
-
-    The 29 code points of CPython's ``Py_UNICODE_ISSPACE``, which are also exactly those
-    that the tokenizer's ``\\s`` matches (checked over every code point by the tests).
-
-    Parameters
-    ----------
-    c : uint32 or int
-        A code point.
-
-    Returns
-    -------
-    bool
-    """
+    """Whether code point ``c`` (uint32 or int) is whitespace for ``str.isspace()`` and ``str.split()``: the
+    29 of CPython's ``Py_UNICODE_ISSPACE``, exactly those the tokenizer's ``\\s`` matches (tests check all)."""
     if c > 32 and c < 133:  # the common case: printable ASCII
         return False
     return (
@@ -95,22 +83,8 @@ def is_space(c):
 
 @njit(cache=True, nogil=True)
 def _chunk_hash(text, lo, hi):
-    """64-bit FNV-1a over the code points ``text[lo:hi]``.
-
-    :func:`find_chunks` computes the same hash inline while it looks for a chunk's end;
-    the two must agree, or a chunk would not be found again after a rehash.
-
-    Parameters
-    ----------
-    text : array of uint32, shape (n,)
-        Code points.
-    lo, hi : int
-        The range to hash, ``0 <= lo <= hi <= n``.
-
-    Returns
-    -------
-    uint64
-    """
+    """uint64 FNV-1a over the code points ``text[lo:hi]`` (uint32 array); :func:`find_chunks` computes the
+    same hash inline, and the two must agree, or a chunk would not be found again after a rehash."""
     h = _FNV_OFFSET
     for i in range(lo, hi):
         h = (h ^ np.uint64(text[i])) * _FNV_PRIME

@@ -1,18 +1,11 @@
 """The cache of encoded corpora: where it lives, what is in it, and removing only what it wrote.
 
-An entry is a directory named by :func:`cache_key` (24 hex digits) holding the encoded
-arrays, ``vocab.txt``, ``meta.json`` and the marker :data:`MARKER`, written first; an
-encoding in progress is a temporary ``.KEY.tmp-PID-RANDOM`` beside them
-(:func:`scbow.files.new_temporary`), renamed to ``KEY`` when complete.
-
-A cache directory may be any folder a user names with ``--cache-dir``, so what is an entry
-is one rule (:func:`is_ours`): a real directory (not a link) that the cache named (a key,
-or a key's temporary) and wrote (it holds the marker, and nothing but the files an encoding
-writes). Removing one (:func:`remove_entry`) unlinks those files by name and then the empty
-directory; ``cache --clear`` refuses a folder that holds anything else. An encoding whose
-process still runs is left alone.
-
-Light (standard library only), so ``scbow-numba cache`` runs without numpy.
+An entry is a directory named by :func:`cache_key` (24 hex digits) holding the encoded arrays,
+``vocab.txt``, ``meta.json`` and :data:`MARKER` (written first); an encoding in progress is a
+temporary ``.KEY.tmp-PID-RANDOM`` beside them, renamed to ``KEY`` when complete. ``--cache-dir`` may
+name any folder, so what is an entry is one rule (:func:`is_ours`): a real directory the cache named
+and wrote (the marker, and only an encoding's files); removing one unlinks those files by name, then
+the empty directory. An encoding whose process still runs is left alone. Standard library only.
 """
 
 from __future__ import annotations
@@ -34,7 +27,7 @@ MARKER_TEXT = "scbow-numba corpus cache entry\n"
 # every file an encoding writes into its entry
 ENTRY_FILES = frozenset({MARKER, "raw.i32", "tokens.npy", "offsets.npy", "sent_doc.npy", "doc_offsets.npy",
                          "vocab.txt", "meta.json"})
-# a key, or the temporary of one (scbow.files.new_temporary: its writer's pid)
+# a key, or the temporary of one (its writer's pid)
 _ENTRY_NAME = re.compile(r"[0-9a-f]{24}|\.[0-9a-f]{24}\.tmp-(\d+)-[0-9a-f]{8}")
 
 
@@ -48,8 +41,8 @@ def default_cache_dir() -> Path:
 
 def cache_key(files: list[Path], min_count: int, max_vocab: int, tokenizer_version: str | None = None,
               encoding: str = DEFAULT_ENCODING) -> str:
-    """Key of the cached encoding: the files (path, size, mtime) and every setting (the text encoding
-    only when not the default, so a UTF-8 corpus keeps the key it had)."""
+    """Key of the cached encoding: the files (path, size, mtime) and every setting (the encoding only when
+    not the default: a UTF-8 corpus keeps its key)."""
     if tokenizer_version is None:
         from ..text.tokenize import TOKENIZER_VERSION as tokenizer_version
     h = hashlib.sha256()
@@ -71,12 +64,6 @@ def new_entry(target: Path) -> Path:
     work = new_temporary(target, directory=True)
     (work / MARKER).write_text(MARKER_TEXT, encoding="ascii")
     return work
-
-
-def _writer(entry: Path) -> int | None:
-    """The writer's pid when ``entry`` is an encoding in progress (a key's temporary), else None."""
-    m = _ENTRY_NAME.fullmatch(entry.name)
-    return int(m.group(1)) if m and m.group(1) else None
 
 
 @register_kind
@@ -102,17 +89,15 @@ def is_ours(entry: Path) -> bool:
 
 
 def in_use(entry: Path) -> bool:
-    """True while an encoding is being written into ``entry`` by a running process."""
-    pid = _writer(Path(entry))
-    return pid is not None and writer_alive(pid)
+    """True while an encoding is being written into ``entry`` (a key's temporary) by a running process."""
+    m = _ENTRY_NAME.fullmatch(Path(entry).name)
+    return bool(m and m.group(1)) and writer_alive(int(m.group(1)))
 
 
 def remove_entry(entry: Path, strict: bool = False) -> bool:
-    """Remove a cache entry if it is ours: its files by name, then the empty directory.
+    """Remove a cache entry if it is ours (anything else is left as it was); returns whether it is gone.
 
-    Returns whether it is gone. Anything not ours is left exactly as it was. ``strict``: an
-    OSError while removing (a read-only cache, something that appeared in it) is raised
-    instead of returning False.
+    ``strict``: an OSError while removing (a read-only cache) is raised instead of returning False.
     """
     entry = Path(entry)
     if not is_ours(entry) or in_use(entry):
@@ -143,13 +128,11 @@ def _size(entry: Path) -> int:
 
 
 def cache_entries(root: os.PathLike | None = None, foreign: list | None = None) -> list[dict]:
-    """The cached corpora under ``root`` (default: :func:`default_cache_dir`), oldest first.
+    """The cached corpora under ``root`` (default: :func:`default_cache_dir`) that are ours, oldest first.
 
-    Each: ``path``, ``bytes`` (on disk), ``files`` (the corpus files it encodes, from its
-    meta.json; [] when unreadable), ``modified`` (a POSIX time), ``complete`` (False for a
-    temporary directory left by an interrupted encoding). Only entries that are ours
-    (:func:`is_ours`) are listed; ``foreign``, when given, receives the paths of
-    everything else in ``root``.
+    Each: ``path``, ``bytes`` (on disk), ``files`` (from its meta.json; [] when unreadable), ``modified``
+    (a POSIX time), ``complete`` (False for an unfinished encoding), ``in_use``. ``foreign``, when given,
+    receives the paths of everything else in ``root``.
     """
     from ..reading import read_json
 
@@ -168,13 +151,13 @@ def cache_entries(root: os.PathLike | None = None, foreign: list | None = None) 
             if foreign is not None:
                 foreign.append(entry)
             continue
-        files: list[str] = []
         complete = ".tmp-" not in entry.name and (entry / "meta.json").is_file()
-        if complete:
-            try:
-                files = read_meta_files(read_json(entry / "meta.json"))
-            except ValueError:
-                files = []
+        try:
+            meta = read_json(entry / "meta.json") if complete else None
+        except ValueError:
+            meta = None
+        listed = meta.get("files") if isinstance(meta, dict) else None
+        files = [f for f in listed if isinstance(f, str)] if isinstance(listed, list) else []
         out.append({"path": str(entry), "bytes": _size(entry), "files": files,
                     "modified": entry.lstat().st_mtime, "complete": complete,
                     "in_use": not complete and in_use(entry)})
@@ -182,11 +165,8 @@ def cache_entries(root: os.PathLike | None = None, foreign: list | None = None) 
 
 
 def clear_cache(root: os.PathLike | None = None) -> tuple[int, int]:
-    """Remove every cache entry under ``root``: ``(entries removed, bytes freed)``.
-
-    CorpusError, removing nothing, when ``root`` holds anything this tool did not write
-    (a user's folder named as the cache by mistake), or is not a directory.
-    """
+    """Remove every cache entry under ``root``: ``(entries removed, bytes freed)``; CorpusError, removing
+    nothing, when ``root`` holds anything this tool did not write or is not a directory."""
     root = Path(root) if root is not None else default_cache_dir()
     foreign: list[Path] = []
     entries = cache_entries(root, foreign)
@@ -209,12 +189,6 @@ def clear_cache(root: os.PathLike | None = None) -> tuple[int, int]:
     return removed, freed
 
 
-def read_meta_files(meta) -> list[str]:
-    """The ``files`` of a cache entry's meta.json value, whatever its shape ([] when not a list of strings)."""
-    listed = meta.get("files") if isinstance(meta, dict) else None
-    return [f for f in listed if isinstance(f, str)] if isinstance(listed, list) else []
-
-
 def describe(entry: dict) -> str:
     """The files column of ``scbow-numba cache``'s listing."""
     if entry.get("in_use"):
@@ -232,8 +206,7 @@ def clear_listing(root: Path) -> str:
 
 
 def cache_listing(root: Path) -> tuple[list[str], list[str]]:
-    """``(rows, notes)`` of the corpus cache ``root``: a row per entry (size, date, name, what it holds),
-    then the total and what else the folder holds (never listed, never removed)."""
+    """``(rows, notes)`` of the corpus cache ``root``: a row per entry, then the total and what else is there."""
     import time
 
     from ..progress import megabytes, plural

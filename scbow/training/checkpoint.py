@@ -1,28 +1,17 @@
 """Training checkpoints: the raw matrices and the run's position, written atomically.
 
-The checkpoint of a run that trains into ``MODEL`` is the directory ``MODEL.checkpoint``
-beside it. It is a model directory (``vectors.npy``, ``vocab.txt``, ``config.json``, so
-``scbow.load`` reads it) plus ``state.json``:
+``MODEL.checkpoint`` beside the output is a loadable model directory plus ``state.json``:
 
-- the run's matrices by name (:data:`MATRIX_FILES`), *as the trainer holds them*: ``vectors.npy``
-  the sentence part's (common-component removal happens only once training ends, so a resumed
-  run applies it to the same matrix an uninterrupted one would), and once the word part has
-  begun ``word_in.npy`` and ``word_out.npy`` (``scbow.training.wordpart``);
-- ``state.json``: the :class:`~scbow.training.hooks.TrainState`, each matrix's digest, the
-  configuration, the identity of the encoded corpus and the ``--init-vectors`` record
-  (:meth:`CheckpointWriter.write`), so that a resume with other matrices, another corpus, other
-  hyperparameters or other vectors is refused with a clear error. A checkpoint of another
-  format is refused with one line.
+- the run's matrices (:data:`MATRIX_FILES`) *as the trainer holds them*: ``vectors.npy`` before
+  common-component removal (so a resumed run post-processes the matrix an uninterrupted one
+  would), and once the word part has begun ``word_in.npy`` and ``word_out.npy``;
+- ``state.json``: the :class:`~scbow.training.hooks.TrainState`, each matrix's digest, the config,
+  the corpus's identity and the ``--init-vectors`` record, so that a resume with anything else is
+  refused in one line.
 
-A checkpoint is written into a temporary sibling directory, flushed to disk and put in
-place whole (:func:`scbow.files.atomic_dir`), so the previous checkpoint stays valid until
-the new one is complete, and a process killed at any moment never leaves a mix. A
-directory is a checkpoint when it holds ``vectors.npy`` and ``state.json``
-(:func:`output_kind`); one holding anything but a checkpoint's files is never replaced.
-
-With one thread, a run resumed from a checkpoint is bit-identical to an uninterrupted
-one: the shuffle of epoch e and the kernel's random stream depend only on the seed, the
-epoch and the number of examples done, and the learning rate on the examples done.
+It is put in place whole (:func:`scbow.files.atomic_dir`). With one thread a resumed run is
+bit-identical to an uninterrupted one: shuffles, random streams and the learning rate depend only
+on the seed, the epoch and the examples done.
 """
 
 from __future__ import annotations
@@ -48,17 +37,13 @@ from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES  # (imported first: a
 # 2: the state of phases and the {name: matrix} record (checkpoints of format 1 are refused)
 CHECKPOINT_VERSION = 2
 STATE_FILE = "state.json"
-# A run's matrices by name and the files that hold them: the sentence part's as the model files'
-# vectors.npy, the word part's beside them once it has begun.
 MATRIX_FILES = {"sentence": "vectors.npy", "word_in": "word_in.npy", "word_out": "word_out.npy"}
-# Settings a resumed run may change: they decide how fast it runs, not what it computes.
-# (With another thread count the run is no longer bit-identical, as with any threads > 1.)
+# Settings a resumed run may change: how fast it runs, not what it computes (threads > 1 is never bit-identical).
 FREE_ON_RESUME = ("threads", "device")
 
 
 def checkpoint_files() -> tuple:
-    """Every name a checkpoint's files may have: what :class:`CheckpointWriter` writes, and all a
-    finished run removes (``scbow.training.session.remove_checkpoint``)."""
+    """Every name a checkpoint's files may have (what a finished run removes)."""
     return (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, *MATRIX_FILES.values())
 
 
@@ -75,9 +60,8 @@ def output_kind(directory: Path) -> str | None:
 
 
 def not_a_checkpoint(path: Path) -> str | None:
-    """Why what is at ``path``, where a run's checkpoint goes, is a user's and not a checkpoint (a file,
-    a link to nothing, a folder of other files), or None (nothing there, or a checkpoint: one holding
-    a user's file too, which a resume keeps)."""
+    """Why what is at ``path`` (where a checkpoint goes) is not a checkpoint but a user's: a file, a dangling
+    link, a folder of other files; None when nothing or a checkpoint is there."""
     if not os.path.lexists(path):
         return None
     if not path.exists():
@@ -88,8 +72,7 @@ def not_a_checkpoint(path: Path) -> str | None:
 
 
 def checkpoint_dir(output: Path) -> Path:
-    """Where the checkpoint of a run into ``output`` lives: ``OUTPUT.checkpoint`` beside the output as
-    it is written, its links resolved (``-o LINK`` and ``-o TARGET`` have one checkpoint)."""
+    """``OUTPUT.checkpoint`` beside the output, its links resolved (``-o LINK`` and ``-o TARGET``: one)."""
     target = Path(resolved(Path(output)))
     return target.with_name(target.name + ".checkpoint")
 
@@ -105,23 +88,17 @@ class Every:
     examples: int | None = None
     seconds: float | None = None
 
-    def __str__(self) -> str:
-        return f"{self.examples:,} examples" if self.examples else f"{self.seconds:g} s"
-
 
 def parse_every(value) -> Every:
-    """A count of examples (``500000``, ``500_000``, ``500k``, ``2M``, ``1e6``) or a duration
-    (``30s``, ``10m``, ``1.5h``), as ``scbow.text.units`` reads them.
+    """A count of examples (``500000``, ``500k``, ``2M``, ``1e6``) or a duration (``30s``, ``10m``, ``1.5h``),
+    as ``scbow.text.units`` reads them; a lowercase ``m`` is minutes, an uppercase ``M`` a million.
 
-    Here a lowercase ``m`` is minutes (``10m``: ten minutes) and an uppercase ``M`` a million
-    (``2M``: two million examples); ``--eval-every``, which takes no durations, reads both as
-    a million. Checkpoints are taken between kernel calls, so they land on the first batch
-    boundary (every 32,768 examples) at or after the requested point.
+    Checkpoints land on the first batch boundary at or after the requested point.
     """
     if isinstance(value, Every):
         return value
-    text = str(value)  # a bool is never a count
-    if not isinstance(value, bool):
+    text = str(value)
+    if not isinstance(value, bool):  # a bool is never a count
         try:
             return Every(examples=parse_count(text, suffixes=False))
         except ValueError:
@@ -154,8 +131,7 @@ def vocab_digest(words) -> str:
 
 
 def corpus_identity(corpus) -> dict:
-    """What makes two encoded corpora the same for training: sizes, vocabulary, and the digest of
-    the token stream (:attr:`~scbow.training.corpus.Corpus.stream_sha256`, computed once a corpus)."""
+    """What makes two encoded corpora the same for training: sizes, vocabulary, the stream's digest."""
     stats = corpus.stats or {}
     return {
         "files": list(stats.get("files", [])),
@@ -169,9 +145,8 @@ def corpus_identity(corpus) -> dict:
 
 
 def init_vectors_entry(record: dict | None) -> dict | None:
-    """What a checkpoint records of the run's ``--init-vectors`` (``record``: the dict
-    :func:`scbow.training.pretrained.pretrained_start` fills in, holding ``source``): the
-    vectors' resolved path, which a resume compares, and the record, which the model keeps."""
+    """A checkpoint's record of ``--init-vectors`` (``record``: ``pretrained.pretrained_start``'s): the
+    resolved path, which a resume compares, and the record, which the model keeps."""
     if not record:
         return None
     return {"path": resolved(Path(record["source"])), "record": dict(record)}
@@ -193,12 +168,8 @@ class CheckpointWriter:
         self.last_at: str | None = None  # where the last checkpoint is, for messages; None before one
 
     def write(self, state, matrices: dict, info: dict | None = None) -> Path:
-        """Write a checkpoint of ``state`` with the run's ``matrices`` by name (raises OSError on failure).
-
-        ``info``: more of the model's info to save with it (the learning curve so far, as ``curve.json``).
-        Refuses (TrainingError) a matrix holding NaN or inf: the last good checkpoint is worth more than a
-        poisoned one.
-        """
+        """Write a checkpoint of ``state`` and ``matrices`` by name, with more model ``info`` (the curve so
+        far); OSError on failure, TrainingError for NaN or inf (the last good checkpoint is kept)."""
         from ..vectors.model import Model
         from ..vectors.modeldir import write_model_files
 
@@ -280,8 +251,7 @@ def describe(meta: dict) -> str:
 
 
 def check_config(meta: dict, config: TrainConfig, path: Path, init_vectors: dict | None = None) -> None:
-    """Refuse to resume with hyperparameters that change what is computed, or from other
-    ``--init-vectors`` (``init_vectors``: this run's record, see :func:`init_vectors_entry`)."""
+    """Refuse to resume with settings that change what is computed, or from other ``--init-vectors``."""
     saved = meta["config"]
     diffs = [f"--{key.replace('_', '-')} was {show_value(saved[key])}, now {show_value(value)}"
              for key, value in config.to_dict().items() if key not in FREE_ON_RESUME and saved[key] != value]
@@ -301,8 +271,7 @@ def _restore_matrix(file: Path, shape: tuple) -> np.ndarray:
     if not file.is_file() or file.is_symlink():
         raise CheckpointError(f"{file.parent}: damaged checkpoint (no {file.name}); delete it to start over")
     try:
-        # memory-mapped first, so that a header claiming more rows than the file holds is named as
-        # damage rather than allocated
+        # memory-mapped first: a header claiming more rows than the file holds is damage, not allocated
         M = np.load(file, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
         raise CheckpointError(f"{file}: damaged checkpoint ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "

@@ -1,30 +1,17 @@
 """The collapse check: does the trained sentence part still tell sentences apart?
 
-A learning rate far too high drives the rows into a few directions: the sentence averages then
-vary in little more than the few directions post-processing removes, and what is left of them
-sits next to everything (``--lr 1e6 --dim 8`` on the 1M corpus: a word's nearest word at cosine
-0.997). The check measures what such a collapse does to the model, on the averages of a fixed
-sample of the corpus's sentences (:data:`SAMPLE`, drawn from the run's seed), against the same
-measures of the run's own start (random rows, ``--init-vectors`` rows, or a resumed run's
-recorded start), so that no option needs an exception:
+A learning rate far too high drives the rows into a few directions. On the averages of a fixed
+sample of corpus sentences (:data:`SAMPLE`, from the run's seed) the check measures, against the
+same measures of the run's own start (random, ``--init-vectors`` or a resumed run's recorded start):
 
-- **kept**: the share of the averages' variance outside their top ``min(COMPONENTS, dim // 10)``
-  principal directions (those the model's post-processing removes);
-- **gap**: after centring and removing those directions, the mean over the sample of ``1 - cos``
-  to the sentence's nearest other sampled sentence.
+- **kept**: the share of the variance outside the top ``min(COMPONENTS, dim // 10)`` principal
+  directions (those post-processing removes);
+- **gap**: after centring and removing them, the mean ``1 - cos`` to the nearest other sentence.
 
-Each is divided by the start's: 1 when training kept the sentences as spread as at the start,
-near 0 when they fell into a few directions. Measured on every option and start on the 1M
-corpus, and the defaults on 10M and 100M (docs/robustness.md has the table): healthy runs keep
-0.50-1.05 of the start's gap and 0.17-1.0 of its kept share (the in-objective skip-gram term,
-since removed, the lowest), every ``--lr 1e6`` run 0.008-0.28 of the gap and at most 0.062 of the kept share
-(but ``--dim 8``, where no direction is removed: its gap, 0.011, shows the collapse). A run
-under a REFUSE bound is refused like a divergence; under a WARN bound it is saved with a
-warning; else nothing is said.
-
-Only the sentence part is judged, as soon as it is trained (before the word part, so that a
-refused run does not also spend the word part's time): ``--lr`` is the sentence part's, and the
-word part trains with its own (``--word-lr``, ``scbow.training.wordpart``), checked for NaN.
+Each ratio to the start's is 1 when training kept the spread, near 0 on a collapse. Under a REFUSE
+bound a run is refused like a divergence, under a WARN bound saved with a warning; the bounds and
+the measurements behind them are in docs/robustness.md. Only the sentence part is judged, as soon
+as it is trained (``--lr`` is its own; the word part is checked for NaN only).
 """
 
 from __future__ import annotations
@@ -38,19 +25,16 @@ SAMPLE = 5000
 COMPONENTS = 10
 REFUSE_GAP, WARN_GAP = 0.35, 0.45
 REFUSE_KEPT, WARN_KEPT = 0.1, 0.15
-# A refusal needs this much evidence: SURE_SENTENCES sampled sentences using SURE_WORDS distinct
-# words. Sentences made of a few dozen words sit close to each other by their nature, and a
-# healthy run moves them closer still (the tests' generated text of 38 words: 120 sentences at
-# --dim 8 keep 0.28-0.32 of the start's gap, 2,400 sentences at --dim 20 with --weight-decay
-# 0.05 keep 0.17), so on less evidence a low ratio is warned of, never refused.
+# A refusal needs SURE_SENTENCES sampled sentences using SURE_WORDS distinct words: sentences of a
+# few dozen words sit close by nature, and a healthy run moves them closer (the tests' 38-word text
+# keeps 0.17-0.32 of its gap), so on less evidence a low ratio is warned of, never refused.
 SURE_SENTENCES = 1000
 SURE_WORDS = 100
 
 
 @dataclass(frozen=True)
 class Spread:
-    """The measures of one matrix on the sample: ``gap`` and ``kept`` (see the module's docstring),
-    and the evidence: ``sentences`` measured and the distinct ``words`` they hold."""
+    """One matrix's ``gap`` and ``kept`` on the sample, and the evidence: ``sentences``, distinct ``words``."""
 
     gap: float
     kept: float
@@ -72,8 +56,8 @@ class Spread:
 
 
 def spread_of(S: np.ndarray, components: int = COMPONENTS, words: int = SAMPLE, block: int = 1000) -> Spread | None:
-    """The :class:`Spread` of sentence averages ``S`` (n x d). Rows that are zero once centred and
-    projected are left out of the gap; None when fewer than 3 are left or a value is not finite."""
+    """The :class:`Spread` of sentence averages ``S`` (n x d), rows zero once projected left out of the gap;
+    None when fewer than 3 are left or a value is not finite."""
     X = np.asarray(S, dtype=np.float64)
     if len(X) < 3 or not np.isfinite(X).all():
         return None  # the trainer stops a matrix with NaN or inf on its own
@@ -111,10 +95,8 @@ def _ratio(end: float, start: float) -> float | None:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The check's finding from the ``start`` and ``end`` spreads: the ``gap_ratio`` and
-    ``kept_ratio``, and ``kind``: "collapsed" (refused), "unsure" (warned), "healthy", or
-    "unjudged" (nothing to compare). Without SURE_SENTENCES and SURE_WORDS of evidence a run is
-    never "collapsed", at most "unsure"."""
+    """The finding from the ``start`` and ``end`` spreads: ``gap_ratio``, ``kept_ratio`` and ``kind``:
+    "collapsed" (refused; needs SURE_* evidence), "unsure" (warned), "healthy" or "unjudged"."""
 
     start: Spread | None
     end: Spread | None

@@ -1,21 +1,13 @@
 """Raw text -> int32 token ids, int64 sentence offsets and document boundaries.
 
-Input: UTF-8 text, one sentence per line, an empty line between documents; the end of
-each file also ends a document. ``.gz``, ``.bz2`` and ``.xz`` files are read
-transparently, and a directory stands for the text files inside it.
+Input: one sentence per line, an empty line (or a file's end) between documents; ``.gz``,
+``.bz2``, ``.xz`` read transparently; a directory stands for its text files. A streaming
+tokenize pass (the tokenizer runs once per distinct whitespace chunk: ``_ChunkIds``) writes
+provisional ids to a scratch file, a compiled pass maps them to the vocabulary; peak memory is
+about the output arrays. The result is cached on disk (``scbow.training.cache``) and memory-mapped.
 
-Encoding is one streaming tokenize pass that writes provisional ids to a scratch file,
-then a compiled pass that maps them to the final vocabulary. The tokenize pass cuts each
-block of lines at whitespace and looks each chunk up in a compiled hash table over the
-block's code points; the tokenizer runs once per distinct chunk, not once per occurrence
-(see ``_ChunkIds``), and the ids are exactly those of ``tokenize_lines`` on the block.
-Numba is imported only when a corpus is encoded, not with this module. Peak memory is
-about the size of the output arrays, never a Python list of all tokens. The result is
-cached on disk, keyed by the input files and the settings, and memory-mapped when loaded.
-
-Rules: words outside the vocabulary are dropped from their sentence; a sentence left
-with no known word is dropped, and its neighbours become neighbours; a document left
-with no sentence disappears.
+Rules: out-of-vocabulary words are dropped from their sentence; a sentence left with no known word
+is dropped (its neighbours become neighbours); a document left with no sentence disappears.
 """
 
 from __future__ import annotations
@@ -75,8 +67,8 @@ class Corpus:
 
     @functools.cached_property
     def stream_sha256(self) -> str:
-        """A digest of the token stream with its sentence and document boundaries: lines in another
-        order are another corpus of the same sizes. Computed once (about 0.3 s a 100M tokens)."""
+        """sha256 of the tokens and the sentence and document boundaries (lines reordered: another
+        corpus of the same sizes). Computed once, about 0.3 s a 100M tokens."""
         digest = hashlib.sha256()
         for array, dtype in ((self.tokens, "<i4"), (self.offsets, "<i8"), (self.doc_offsets, "<i8")):
             digest.update(memoryview(np.ascontiguousarray(array, dtype=dtype)).cast("B"))
@@ -110,22 +102,14 @@ class _TypeIds(dict):
 class _ChunkIds:
     """Whitespace-separated chunk -> chunk id, with the provisional word ids of each chunk.
 
-    Tokens never contain whitespace and lowercasing never looks across it (the final-sigma
-    rule stops at whitespace), so the tokens of a block are the tokens of its ``str.split()``
-    chunks one after the other. Text repeats a few hundred thousand distinct chunks, so a
-    lookup per chunk in a compiled hash table over the block's code points
-    (``find_chunks`` in ``scbow.kernels.encode``) replaces the regex scan per character and
-    the dict lookup per token, and each new chunk goes through the tokenizer once.
+    Tokens never contain whitespace and lowercasing never looks across it (the final-sigma rule
+    stops there), so a block's tokens are those of its ``str.split()`` chunks in turn. Text repeats a
+    few hundred thousand distinct chunks: a compiled hash table over the code points
+    (``kernels.encode.find_chunks``) replaces the regex scan and the dict lookup per token, and each
+    new chunk is tokenized once. Chunk id 0 is a line end (word ids ``[_SENTENCE_END]``).
 
-    Chunk id 0 stands for a line end, and its word ids are ``[_SENTENCE_END]``.
-
-    Parameters
-    ----------
-    types : _TypeIds
-        Word -> provisional id; new words get their ids there, in order of first occurrence.
-    capacity : int, optional
-        Chunks the hash table and the key store hold at first; both grow when full. By
-        default they are sized from the first block after each reset.
+    ``types``: word -> provisional id (new words added in order of first occurrence). ``capacity``:
+    chunks the table and key store hold at first (both grow); default: sized from the first block.
     """
 
     def __init__(self, types: _TypeIds, capacity: int | None = None):
@@ -134,8 +118,7 @@ class _ChunkIds:
         self.reset()
 
     def __len__(self) -> int:
-        """Distinct chunks remembered."""
-        return self._n_keys - 1
+        return self._n_keys - 1  # distinct chunks remembered
 
     def reset(self) -> None:
         """Forget all chunks; the word ids in ``types`` stay."""
@@ -149,8 +132,7 @@ class _ChunkIds:
         self._words = np.full(1, _SENTENCE_END, dtype=np.int32)
 
     def _allocate(self, n_text: int) -> None:
-        # about one new chunk per 32 characters in a first block of book text, 8
-        # characters a key; all of it grows as needed
+        # about one new chunk per 32 characters of a first block of book text, 8 characters a key
         capacity = self._capacity or max(n_text // 32, 1024)
         self._table = np.zeros(1 << (2 * capacity + 1).bit_length(), dtype=np.int32)
         self._key_start = np.zeros(capacity + 1, dtype=np.int64)
@@ -184,20 +166,14 @@ class _ChunkIds:
         self._words = np.concatenate((self._words, ids))
 
     def encode(self, block: str) -> np.ndarray:
-        """Provisional ids of a block of whole lines, ``_SENTENCE_END`` per line end.
-
-        Returns
-        -------
-        array of int32
-            Equal to the ids of ``tokenize_lines(block)`` looked up in ``types``.
-        """
+        """int32 provisional ids of a block of whole lines, ``_SENTENCE_END`` per line end: those of
+        ``tokenize_lines(block)`` looked up in ``types``."""
         from ..kernels.encode import expand_chunks, find_chunks  # numba: only when encoding
 
         if len(self) >= _MAX_CHUNKS:
             self.reset()
-        # The block's code points, one uint32 each. NumPy copies a str into its UCS-4 form
-        # about twice as fast as block.encode("utf-32-le"); the slice drops the one NUL of
-        # np.array("").
+        # The block's code points, one uint32 each: twice as fast as block.encode("utf-32-le"); the
+        # slice drops the one NUL of np.array("").
         text = np.array(block).reshape(1).view(np.uint32)[: len(block)]
         if self._table is None:
             self._allocate(len(text))
@@ -271,11 +247,9 @@ def load_corpus(
 ) -> Corpus:
     """Encode ``paths`` (or load their cached encoding) into a :class:`Corpus`.
 
-    ``progress(tokens, bytes_read, bytes_total)`` is called as the files are read: the
-    tokens read so far, and the bytes of the files on disk read so far and in all (for a
-    percent and an ETA); ``None`` for silence. With ``use_cache=False`` the encoding
-    lives in a temporary directory. ``corpus.from_cache`` says whether a cached encoding
-    was used.
+    ``progress(tokens, bytes_read, bytes_total)`` is called as the files are read (on-disk bytes: for a
+    percent and an ETA); None for silence. With ``use_cache=False`` the encoding lives in a temporary
+    directory. ``corpus.from_cache`` says whether a cached encoding was used.
     """
     files = expand_inputs(paths)
     progress = progress or (lambda *report: None)
@@ -286,8 +260,7 @@ def load_corpus(
             try:
                 corpus = _load_cached(target)
                 corpus.from_cache = True
-                # the key holds the resolved paths: these are the files (an entry of an earlier
-                # version may list them as they were typed then)
+                # the key holds the resolved paths (an older entry may list them as typed)
                 corpus.stats = {**corpus.stats, "files": [os.path.abspath(f) for f in files]}
                 return corpus
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -308,10 +281,8 @@ def load_corpus(
 
 
 def _uncached_dir() -> Path:
-    """A new directory for an encoding that is not cached: a temporary of the output
-    ``$TMPDIR/scbow-corpus-uncached`` (``.scbow-corpus-uncached.tmp-PID-RANDOM``, private to
-    its user), which is never renamed into place; it goes when its process exits, and the
-    ones whose process died without that (SIGKILL) are removed first, as every output's are."""
+    """A new private temporary of ``$TMPDIR/scbow-corpus-uncached`` for an uncached encoding, never renamed
+    into place; it goes when its process exits, and those of dead processes are removed first."""
     from ..files import new_temporary, remove_leftovers
 
     scratch = Path(tempfile.gettempdir()) / "scbow-corpus-uncached"
@@ -333,8 +304,7 @@ def _encode_into(files, min_count, max_vocab, work: Path, target: Path | None, p
         try:
             os.replace(work, target)
         except OSError:
-            # another process finished the same cache first: use theirs; or something
-            # that is not ours sits at that name: use this encoding without caching it
+            # another process cached it first: use theirs; something not ours is there: use ours uncached
             try:
                 corpus = _load_cached(target)
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -443,13 +413,8 @@ def _build(files, min_count, max_vocab, work: Path, progress, encoding: str) -> 
 
 
 def _check_arrays(a: dict, n_words: int) -> None:
-    """Raise ValueError unless the cached arrays index each other in bounds and agree.
-
-    The kernels read them without bounds checks, so a damaged cache must be refused (and
-    rebuilt) here, not followed into memory it does not own; ``doc_offsets`` must be
-    exactly the document boundaries ``sent_doc`` implies (else it would train on other
-    documents). One pass over each array.
-    """
+    """ValueError unless the cached arrays index each other in bounds and ``doc_offsets`` is exactly what
+    ``sent_doc`` implies: the kernels read them unchecked, so damage is refused (and rebuilt) here."""
     tokens, offsets, sent_doc, doc_offsets = a["tokens"], a["offsets"], a["sent_doc"], a["doc_offsets"]
     n_sent, n_doc = len(offsets) - 1, len(doc_offsets) - 1
     kinds = (tokens.dtype == np.int32 and offsets.dtype == np.int64 and sent_doc.dtype == np.int32
@@ -460,8 +425,7 @@ def _check_arrays(a: dict, n_words: int) -> None:
         raise ValueError("cache tokens outside the vocabulary")
     if offsets[0] != 0 or offsets[-1] != len(tokens) or (n_sent > 0 and np.diff(offsets).min() < 0):
         raise ValueError("cache sentence offsets out of order")
-    # documents are numbered 0, 1, 2, ... in sentence order (an empty one disappears), and
-    # doc_offsets is where each starts: all of it follows from sent_doc
+    # documents are numbered 0, 1, 2, ... in sentence order, and doc_offsets is where each starts
     steps = np.diff(sent_doc)
     if n_sent > 0 and (sent_doc[0] != 0 or (n_sent > 1 and (steps.min() < 0 or steps.max() > 1))):
         raise ValueError("cache sentence documents out of order")

@@ -1,27 +1,15 @@
 """STS scores during training: the learning curve of the paper's Figure 2.
 
-:class:`CurveHook` is a :class:`~scbow.training.hooks.Hook` that scores the STS-B dev set (and
-optionally further STS sets, such as the test sets) before the first batch, after the
+:class:`CurveHook` scores the STS-B dev set (and further STS sets) before the first batch, after the
 batch in which every ``every``-th example is reached, and at the end of every epoch.
 
-Each point scores the model that would be saved if training stopped there: a trained
-model is post-processed (centred on the corpus's mean sentence average, its top ``k``
-principal directions removed), so the hook fits the same estimator
-(:class:`scbow.training.postprocess.CommonComponents`) to the current vectors. It is cheap
-because nothing is recomputed that does not change: the evaluation sentences are
-tokenized once, the corpus sample the post-processing is estimated on is drawn once,
-and since averaging commutes with the linear post-processing it is applied to the few
-thousand evaluation averages, never to the whole matrix. Points within the run estimate
-it on ``sample`` sentences (20,000); the last point, at the end of training, on the
-100,000 the saved model uses: the same mean and directions as the saved model's, applied
-in float64 to the averages rather than in float32 to the rows, so its score agrees with
-the saved model's to rounding (about 1e-6), not bit for bit. The scores of the vectors as
-trained (``dev_raw``) are recorded too. A run with a word part (``scbow.training.wordpart``)
-traces its sentence part as it trains, then gets one last point, ``"word_part": true``, that
-scores the saved rows (both parts).
-
-Time spent here is kept out of the training figures: the trainer counts it as hook time,
-each point records its ``eval_seconds``, and ``seconds`` is wall time without them.
+Each point scores the model that would be saved there: the hook fits the saved model's
+post-processing (:class:`~scbow.training.postprocess.CommonComponents`) to the current vectors and,
+since averaging commutes with it, applies it to the evaluation averages only. Points within the run
+estimate it on ``sample`` sentences (20,000); the last on the saved model's 100,000, so its score
+agrees with the saved model's to rounding (float64 averages, not float32 rows). ``dev_raw`` scores the
+vectors as trained. A run with a word part gets one last point, ``"word_part": true``, of the saved
+rows. Evaluation time is hook time: each point records ``eval_seconds``, and ``seconds`` excludes them.
 """
 
 from __future__ import annotations
@@ -44,7 +32,7 @@ CURVE_SAMPLE = 20_000  # corpus sentences the post-processing is estimated on at
 
 @dataclass
 class PreparedSet:
-    """An STS set's sentences as token ids of one vocabulary: what does not change as the rows train."""
+    """An STS set's sentences as token ids of one vocabulary (what does not change as the rows train)."""
 
     name: str
     gold: np.ndarray  # float64, (pairs,)
@@ -73,12 +61,10 @@ def _summary(scores) -> dict:
 class CurveHook(Hook):
     """Scores STS sets during training; ``curve()`` is the record saved as ``curve.json``.
 
-    dev: the set the curve is about (the STS-B dev set). tests: further sets, whose
-    means (unweighted and weighted by pairs scored) and per-set Pearson are recorded.
+    dev: the set the curve is about. tests: further sets (their means and per-set Pearson recorded).
     every: examples between points. common_components, seed: the run's post-processing
-    (``config.common_components`` capped at dim // 10, -1 for none) and seed. sources:
-    where the sets came from, recorded as given. unknown, unknown_scale: the rule the
-    saved model embeds unknown words by (``Model.encode``; ``config.unknown``).
+    (``config.components_removed``, -1 for none). sources: where the sets came from, as given.
+    unknown, unknown_scale: the saved model's rule for unknown words (``config.unknown``).
     """
 
     def __init__(self, dev: STSSet, every: int, common_components: int, seed: int, tests=(),
@@ -101,12 +87,10 @@ class CurveHook(Hook):
 
     # -- the hook -------------------------------------------------------------------
     def checkpoint_info(self) -> dict:
-        """Saved with each checkpoint (``curve.json``): the points so far."""
         return {"curve": self.curve()}
 
     def restore_checkpoint_info(self, info: dict) -> bool:
-        """A resumed run starts with the points saved in its checkpoint (those of examples before it),
-        recorded as this run records them (CheckpointError otherwise: one curve of two kinds of points)."""
+        """Start from the checkpoint's points; CheckpointError if they were recorded otherwise than this run's."""
         curve = info.get("curve")
         points = curve.get("points") if isinstance(curve, dict) else None
         if isinstance(points, list) and points:
@@ -188,8 +172,8 @@ class CurveHook(Hook):
         self.points.append(point)
 
     def _averagers(self, W, transform) -> tuple:
-        """Averagers of the rows as trained and of the rows the saved model would have (post-processed:
-        its hashed vectors are not, their norm that of its rarest rows), or None without a transform."""
+        """Averagers of the rows as trained and of the rows post-processed as saved (None without a
+        transform); the hashed vectors are not post-processed (their norm: the rarest rows')."""
         raw = self._averager.renew(W)
         if transform is None:
             return raw, None
@@ -199,8 +183,8 @@ class CurveHook(Hook):
         return raw, raw.renew(rows)
 
     def _score(self, s: PreparedSet, averagers: tuple) -> tuple[STSScore, STSScore]:
-        """The set's scores with the post-processing (when there is one) and without: the cosines of
-        the averages ``Model.encode`` gives (in float64, before it rounds them to float32)."""
+        """The set's scores with the post-processing (if any) and without, on ``Model.encode``'s averages
+        in float64."""
         scores = [self._stsscore(s, row_cosines(*(averager.average(e, self.unknown, self.unknown_scale,
                                                                      dtype=np.float64).rows for e in s.encoded)))
                   for averager in averagers if averager is not None]
@@ -235,9 +219,8 @@ class CurveHook(Hook):
         }
 
     def word_part_point(self, model) -> None:
-        """The point of the saved model, rows ``[sentence part ; word part]`` as they are (already
-        post-processed), after the word part (``scbow.training.wordpart``); the points before it
-        score the sentence part alone, as training goes."""
+        """The point of the saved rows ``[sentence part ; word part]`` (post-processed already); the points
+        before it score the sentence part alone."""
         t = time.perf_counter()
         W = np.asarray(model.vectors)
         score, _ = self._score(self.dev, self._averagers(W, None))
@@ -252,8 +235,7 @@ class CurveHook(Hook):
         self.points.append(point)
 
     def attach(self, model) -> None:
-        """Record the curve in ``model.info`` (saved as curve.json) and its cost in the training summary;
-        a model with a word part gets a last point of its own rows (:meth:`word_part_point`)."""
+        """Record the curve (with a word part, its last point first) and its cost in ``model.info``."""
         if "word" in model.parts:
             self.word_part_point(model)
         model.info["curve"] = self.curve()
@@ -263,12 +245,9 @@ class CurveHook(Hook):
 
 
 def curve_hook(every, dev, sets, with_tests: bool, config) -> CurveHook:
-    """``train --eval-every``'s hook, every setting checked before training starts.
-
-    ``every``: examples between points (an int, or a count such as ``"500k"``); ``dev``:
-    the dev set (default: :func:`scbow.use.data.default_sts_dev`); ``sets``: further STS
-    files or folders scored at every point; ``with_tests``: the default STS test sets too.
-    """
+    """``train --eval-every``'s hook, checked before training: ``every`` examples (an int or ``"500k"``),
+    ``dev`` (default ``scbow.use.data.default_sts_dev``), further STS files or folders ``sets``, and with
+    ``with_tests`` the default STS test sets."""
     from pathlib import Path
 
     from ..errors import ConfigError
@@ -292,8 +271,7 @@ def curve_hook(every, dev, sets, with_tests: bool, config) -> CurveHook:
 
 
 def _as_scored(value):
-    """A curve setting as it bears on the scores: a set by its name and pairs, not the path it was
-    given by (the same file from another directory is the same set)."""
+    """A curve setting as it bears on the scores: a set by its name and pairs, not its path."""
     return {k: v for k, v in value.items() if k != "source"} if isinstance(value, dict) else value
 
 

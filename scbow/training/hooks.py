@@ -1,12 +1,9 @@
 """A run as the loop sees it: its phases, where it is, and the hooks it calls between batches.
 
-A run is a sequence of :class:`Phase` objects over named matrices: the sentence part
-(``scbow.training.trainer.SentencePhase``, the matrix ``"sentence"``), then the word part
-(``scbow.training.wordpart.WordPart`` on the CPU, ``backends.cuda.CudaWordPart`` on the GPU, the
-matrices ``"word_in"`` and ``"word_out"``). :class:`TrainState` is where a run is (enough to
-checkpoint and resume it); a :class:`Hook` is called between kernel calls (checkpoints and signals
-in ``scbow.training.session``, learning curves in ``scbow.training.curve``) and reads the matrices
-by name from :class:`Matrices`.
+A run is a sequence of :class:`Phase` objects over named matrices: ``trainer.SentencePhase``
+(``"sentence"``), then the word part (``"word_in"``, ``"word_out"``). :class:`TrainState` is enough to
+checkpoint and resume; a :class:`Hook` (``session``'s checkpoints, ``curve``) is called between kernel
+calls and reads the matrices by name from :class:`Matrices`.
 """
 
 from __future__ import annotations
@@ -51,8 +48,8 @@ class Phase(Protocol):
 
 @dataclass
 class PhaseState:
-    """One phase's counters: ``done`` of its ``total`` steps, its kernel ``seconds``, and its ``losses``
-    (each batch's mean, or its sample loss at its start and after each pass: :meth:`Phase.sample_loss`)."""
+    """One phase's counters: ``done`` of ``total`` steps, kernel ``seconds``, ``losses`` (each batch's mean,
+    or its sample loss at its start and after each pass)."""
 
     total: int = 0
     done: int = 0
@@ -62,16 +59,12 @@ class PhaseState:
 
 @dataclass
 class TrainState:
-    """Where a run is: enough to report progress, write a checkpoint or resume.
+    """Where a run is: enough to report progress, write a checkpoint or resume (bit for bit, one thread).
 
-    ``phase`` is the phase running (the last one once all are done); ``phases`` holds each phase's
-    :class:`PhaseState` by name. The sentence phase's next batch starts at position ``lo`` of the
-    shuffled targets of epoch ``epoch`` (0-based): the kernel draws its negatives from ``(seed,
-    done)``, and the shuffle of epoch e is the e-th permutation of a generator seeded by ``seed``, so
-    a run resumed from a state replays the remaining batches exactly (bit for bit with one thread).
-    ``collapse_start``: the collapse check's measures of the matrix the run started from
-    (``scbow.training.collapse``, ``Spread.to_dict``), so that a resumed run is judged against its own
-    start.
+    ``phase``: the phase running (the last once all are done); ``phases``: each one's
+    :class:`PhaseState`. The sentence phase's next batch starts at ``lo`` of epoch ``epoch``'s
+    (0-based) shuffled targets. ``collapse_start``: the collapse check's measures of the run's start
+    (``collapse.Spread.to_dict``), so a resumed run is judged against its own start.
     """
 
     phase: str = "sentence"
@@ -113,8 +106,7 @@ class TrainState:
 
 
 class Matrices:
-    """A run's matrices by name, as hooks read them: ``matrices["sentence"]``, of the phases begun. The
-    CPU's are the live arrays; the GPU's copies (ask only when needed)."""
+    """The begun phases' matrices by name (``matrices["sentence"]``): live on the CPU, copies from a GPU."""
 
     def __init__(self, phases: list):
         self.phases = phases  # the phases begun, in order
@@ -131,12 +123,8 @@ class Matrices:
 
 
 class Hook:
-    """Called by :func:`scbow.training.trainer.train` between kernel calls; the base class does nothing.
-
-    ``state`` is the :class:`TrainState` (``state.phase`` says which phase a batch was of);
-    ``matrices`` the :class:`Matrices`. Time spent in hooks is not counted as training time. A hook may
-    raise to stop the run.
-    """
+    """Called by :func:`scbow.training.trainer.train` between kernel calls with the :class:`TrainState` and
+    the :class:`Matrices`; its time is not training time, and it may raise to stop the run. Does nothing."""
 
     def before_training(self, state: TrainState, matrices: Matrices, corpus: Corpus) -> None:
         """Called once before the first batch, with the encoded corpus the run trains on."""

@@ -1,21 +1,13 @@
 """Post-processing: centre the corpus's sentence averages and remove their common directions.
 
-Averages of word vectors share a large common component (frequent words, style) that
-inflates every cosine; removing it is what SIF and all-but-the-top do. Both steps are
-linear maps, and averaging commutes with a linear map, so applying them to every word
-vector applies them to every sentence average: the model stays "the plain average of
-word vectors".
+Averages of word vectors share a large common component (frequent words, style) that inflates every
+cosine; removing it is what SIF and all-but-the-top do. Both steps are linear, and averaging commutes
+with a linear map, so applied to the word vectors they apply to every sentence average: the model
+stays "the plain average of word vectors".
 
-:class:`CommonComponents` is the one estimator: ``fit(W)`` gives the mean and the top
-``k`` directions of the averages of a fixed sample of training sentences (never of
-evaluation data); ``apply_rows`` applies them to a matrix in place, ``apply`` to
-averages already computed. The trainer applies it to the trained matrix
-(:func:`remove_common_components`); the learning curve (``scbow.training.curve``) fits the same
-estimator to the current matrix and applies it to the few thousand evaluation averages.
-
-:class:`SentenceSample` is the one averager of a sample of the corpus's sentences: the estimator
-here, the collapse check (``scbow.training.collapse``) and the word part's scale
-(``scbow.training.wordpart``) read their averages from it.
+:class:`CommonComponents` is the one estimator (a fixed sample of training sentences, never
+evaluation data), :class:`SentenceSample` the one averager of a sample of sentences (also read by
+``collapse`` and ``wordpart``).
 """
 
 from __future__ import annotations
@@ -24,8 +16,7 @@ import numpy as np
 
 
 def sample_sentences(n_sentences: int, n: int, seed: int, stream: int = 2) -> np.ndarray:
-    """Up to ``n`` random sentences (sorted int64) drawn for ``seed`` from its random ``stream``: 2 for
-    the post-processing's sample (and the word part's scale), others for other samples."""
+    """Up to ``n`` random sentences (sorted int64) for ``seed`` from its ``stream`` (2: post-processing)."""
     rng = np.random.default_rng([seed, stream])
     return np.sort(rng.choice(n_sentences, size=min(n, n_sentences), replace=False)).astype(np.int64)
 
@@ -35,12 +26,8 @@ COMMON_SAMPLE = 100_000
 
 
 class SentenceSample:
-    """The sentences ``pick`` (sorted int64 ids) of a corpus, averaged under any matrix.
-
-    :meth:`blocks` yields the averages a block of ``block`` picked sentences at a time, those
-    with a known word only, from the embedding kernel (``kernels.embed``) reading the corpus's
-    token ids in place: no gathered rows, one block of averages in memory.
-    """
+    """The sentences ``pick`` (sorted int64 ids) of a corpus, averaged under any matrix, ``block`` at a time
+    (those with a known word only) by ``kernels.embed`` reading the token ids in place."""
 
     def __init__(self, corpus, pick: np.ndarray, block: int = 8192):
         self.tokens = np.asarray(corpus.tokens)
@@ -96,14 +83,9 @@ def sentence_moments(W: np.ndarray, sample: SentenceSample):
 
 
 class CommonComponents:
-    """The post-processing estimator: mean and top ``k`` directions of sentence averages.
-
-    ``sample`` training sentences are drawn once for ``seed`` (:func:`sample_sentences`);
-    every :meth:`fit` averages them with the current matrix through the embedding kernel
-    and takes the top ``k`` eigenvectors of the d x d covariance of the averages (the
-    right singular vectors of the centred averages, without holding them). ``k <= 0``
-    only centres.
-    """
+    """The post-processing estimator: mean and top ``k`` directions (``k <= 0``: none) of the averages of
+    ``sample`` sentences drawn once for ``seed``; each :meth:`fit` takes the top eigenvectors of their
+    d x d covariance under the current matrix (the centred averages' right singular vectors)."""
 
     def __init__(self, corpus, k: int, seed: int, sample: int = COMMON_SAMPLE):
         self.corpus = corpus
@@ -131,12 +113,8 @@ class CommonComponents:
 
     @staticmethod
     def apply(X: np.ndarray, mean: np.ndarray, U: np.ndarray) -> np.ndarray:
-        """Centred and projected copy of the averages ``X`` (float64; NaN rows stay NaN).
-
-        The same map as :meth:`apply_rows`, applied to averages instead of word vectors;
-        einsum rather than BLAS, whose threads would spin against the training threads
-        when a learning curve calls this between batches.
-        """
+        """:meth:`apply_rows`'s map on a float64 copy of averages ``X`` (NaN rows stay NaN); einsum, not BLAS,
+        whose threads would spin against the training threads between batches."""
         X = np.asarray(X, dtype=np.float64) - mean
         U = np.asarray(U, dtype=np.float64)
         return X - np.einsum("ik,kj->ij", np.einsum("ij,kj->ik", X, U), U)

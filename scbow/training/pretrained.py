@@ -1,22 +1,14 @@
 """Using other word vectors with ours: a pretrained start, and vocabulary expansion.
 
-**Pretrained start** (``train --init-vectors``, as the original Siamese CBOW code offered):
-the rows of the words that the pretrained file has start from its vectors, the others from
-the usual random draw. The pretrained rows are multiplied by one common factor so that
-their root-mean-square value equals ``init_std``, the scale of the random rows: cosines
-among them are unchanged, the random rows are not drowned out in the averages (the
-gradient of a cosine shrinks as 1/|s|, so rows 30 times larger than the rest would barely
-move the rest), and the learning rate and weight decay, tuned at that scale, keep their
-meaning.
+**Pretrained start** (``train --init-vectors``): the rows of words the file has start from its
+vectors, scaled by one common factor to an RMS of ``init_std`` (the random rows' scale): cosines
+among them unchanged, the random rows not drowned out (a cosine's gradient shrinks as 1/|s|), and
+the learning rate and weight decay keep their meaning.
 
-**Vocabulary expansion** (skip-thought, Kiros et al. 2015, §2.2): fit a linear map from a
-larger pretrained space into ours by least squares on the words both have,
-``X[shared] @ M ≈ Y[shared]``, then give every pretrained word we lack the vector
-``x @ M``. Only words the model's tokenizer can produce are added (a lowercase token such as
-``house`` or ``don't``; never ``House`` or ``New_York``, which no sentence would look up).
-The fit is reported as R² (the share of the variance of our vectors it explains) on all
-shared words, and as the mean cosine between mapped and true vectors on a held-out tenth
-of them (fitted without them): the quality to expect of the added words.
+**Vocabulary expansion** (skip-thought, Kiros et al. 2015, §2.2): a least-squares linear map
+``X[shared] @ M ≈ Y[shared]`` from a larger pretrained space into ours gives every pretrained word we
+lack the vector ``x @ M``; only words the model's tokenizer can produce are added (``house``, never
+``House``). The fit is reported as R² on all shared words and as the mean cosine on a held-out tenth.
 """
 
 from __future__ import annotations
@@ -31,8 +23,8 @@ from ..vectors.model import Model
 
 
 def sentence_rows(source: Model, config, name: str) -> np.ndarray:
-    """The rows of ``source`` a run starts its sentence part from (a model of ours with a word part
-    gives its sentence part's columns); ModelError unless they have ``config.dim`` columns."""
+    """The rows of ``source`` a sentence part starts from (of a model with a word part, its sentence
+    part's columns); ModelError unless they have ``config.dim`` columns."""
     lo, hi = source.parts["sentence"]
     if hi - lo != config.dim:
         what = " in their sentence part" if (lo, hi) != (0, source.dim) else ""
@@ -42,12 +34,10 @@ def sentence_rows(source: Model, config, name: str) -> np.ndarray:
 
 
 def pretrained_init(vocab: Vocab, source: Model, config, name: str = "the pretrained vectors") -> tuple[np.ndarray, dict]:
-    """The starting matrix of a run over ``vocab`` (float32, (len(vocab), config.dim)).
+    """The starting matrix over ``vocab`` (float32, (len(vocab), config.dim)) and a JSON-ready summary.
 
-    Rows of words found in ``source`` (exact match) are its :func:`sentence_rows`, multiplied by
-    ``config.init_std / rms`` (``rms``: root mean square of the values of
-    those rows); the rest are ``scbow.training.start.init_vectors``'s random rows. Returns the
-    matrix and a JSON-ready summary (``rows_initialised``, ``rows``, ``source``, ``scale``).
+    Rows of words in ``source`` are its :func:`sentence_rows` times ``config.init_std / rms`` (over those
+    rows); the rest ``start.init_vectors``'s random rows.
     """
     from .start import init_vectors
 
@@ -83,11 +73,8 @@ def shared_rows(ours: Vocab, theirs: Vocab) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fit_linear_map(X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, float]:
-    """Least-squares ``M`` (float64, (p, q)) minimising ``|X @ M - Y|``, and its R².
-
-    X: (n, p), Y: (n, q), n >= p. R² is ``1 - |X M - Y|² / |Y - mean(Y)|²`` over all
-    values (1: exact; 0: no better than the mean vector).
-    """
+    """Least-squares ``M`` (float64, (p, q)) minimising ``|X @ M - Y|`` (X: (n, p), Y: (n, q), n >= p), and
+    its R², ``1 - |X M - Y|² / |Y - mean(Y)|²`` (1: exact; 0: no better than the mean vector)."""
     X = np.asarray(X, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64)
     M = np.linalg.lstsq(X, Y, rcond=None)[0]
@@ -116,14 +103,10 @@ HOLDOUT = 0.1  # the share of the shared words the map is measured on, held out 
 
 def expand_vocabulary(model: Model, source: Model, max_words: int = 0, intercept: bool = False,
                       source_name: str = "the source vectors") -> tuple[Model, dict]:
-    """``model`` with mapped vectors added for the words of ``source`` it lacks.
+    """``model`` with mapped vectors added for the words of ``source`` it lacks, and a JSON-ready report.
 
-    ``max_words`` > 0 adds only the first that many new words in the source's order (a
-    word2vec file is usually sorted by frequency). ``intercept`` fits an affine map
-    ``x @ M + b`` instead of the paper's linear one. Returns the new model (our words first,
-    ids unchanged, then the added words with count 0) and a JSON-ready report:
-    ``shared``, ``added``, ``skipped_not_token``, ``skipped_max_words``, ``r2``,
-    ``heldout_cosine`` (with ``heldout_words``), ``vocab_before``, ``vocab_after``.
+    ``max_words`` > 0 adds only the first that many in the source's order; ``intercept`` fits an affine
+    map ``x @ M + b``. The new model has our words first (ids unchanged), then the added ones (count 0).
     """
     ours, theirs = shared_rows(model.vocab, source.vocab)
     p = source.dim + intercept
@@ -198,12 +181,11 @@ WEAK_FIT_R2 = 0.2
 
 
 def pretrained_start(path, config, note=None):
-    """``train --init-vectors PATH``: the ``init`` for the trainer and the dict it fills in.
+    """``train --init-vectors PATH``: ``(init, record)``, ``(None, {})`` without a path.
 
-    The vectors are read (and checked) at once, before the corpus, so a bad file fails
-    first; ``note(line)`` is told how many rows were initialised. The dict holds ``source`` (the
-    path) at once and the rest of :func:`pretrained_init`'s summary once ``init`` has run; it is
-    the record a run's model and checkpoints keep. ``(None, {})`` without a path.
+    The vectors are read and checked at once, before the corpus; ``note(line)`` hears how many rows were
+    initialised. ``record`` (what the model and checkpoints keep) holds ``source`` at once and the rest of
+    :func:`pretrained_init`'s summary once ``init`` has run.
     """
     if path is None:
         return None, {}
@@ -225,11 +207,8 @@ def pretrained_start(path, config, note=None):
 
 
 def expand_model(model_path, source_path, output, max_words: int = 0, affine: bool = False) -> tuple[Model, dict]:
-    """``scbow-numba expand``: the model at ``model_path`` with the words of ``source_path`` it
-    lacks, saved at ``output``; returns the new model and the fit's report (:func:`expand_vocabulary`).
-
-    ModelError, writing nothing, when the map cannot be fitted or its images are not usable.
-    """
+    """``scbow-numba expand``: :func:`expand_vocabulary` of the two files, saved at ``output``; ModelError,
+    writing nothing, when the map cannot be fitted or its images are not usable."""
     import math
     from pathlib import Path
 

@@ -1,30 +1,12 @@
 """One training run into a model directory, safe against interrupts, faults and rivals.
 
-:func:`train_session` is what ``scbow-numba train`` runs. Around :func:`scbow.training.trainer.train`
-it adds:
-
-- **a lock**: ``OUTPUT.lock`` beside the output, held with ``flock`` for the whole run
-  and holding the owner's pid. A second trainer into the same output refuses at once with
-  a one-line error naming that pid. The kernel drops the lock when its owner dies, even
-  by SIGKILL, so a lock file left behind by a dead process is simply taken over.
-- **signals**: SIGINT (Ctrl-C) and SIGTERM during training set a flag that is checked
-  after every batch (a fraction of a second); the run then writes a checkpoint and stops
-  with :class:`~scbow.errors.Interrupted` (the CLI exits 130 or 143 with one line that
-  says how to resume). A second signal stops at once, keeping the last checkpoint. Before
-  training starts (reading the corpus) a signal stops at once and nothing is written;
-  once training has finished, signals wait until the model is saved, whole, and the run
-  then ends as finished (a saved model is never reported as a failure). The previous
-  handlers are restored afterwards.
-- **checkpoints** (:mod:`scbow.training.checkpoint`): every N examples or seconds when asked
-  (``checkpoint_every``), always on an interrupt, never with NaN or inf in the matrix.
-  A failed periodic checkpoint (disk full) is a warning and training goes on; the
-  previous checkpoint is kept. The checkpoint is removed once the model is saved.
-- **resume**: ``resume=True`` continues from ``OUTPUT.checkpoint`` after checking that
-  the corpus and the hyperparameters are those of the interrupted run. Without it, an
-  existing checkpoint is never overwritten: the run refuses, so work is never lost by
-  re-running a command without ``--resume``.
-- **divergence**: a NaN or inf loss or matrix stops the run with an error that names the
-  likely cause and where the last good checkpoint is.
+:func:`train_session` (what ``scbow-numba train`` runs) wraps :func:`scbow.training.trainer.train`
+in a ``flock`` on ``OUTPUT.lock`` (a rival trainer is refused naming the owner's pid; the kernel
+drops the lock when its owner dies), SIGINT/SIGTERM handling (a checkpoint, then
+:class:`~scbow.errors.Interrupted`), periodic checkpoints, ``--resume`` (an existing checkpoint is
+never overwritten without it) and divergence errors naming the last good checkpoint. The contract
+is docs/robustness.md's ("Ctrl-C or SIGTERM", "Checkpoints", "Disk full", "NaN or inf", "Two trainers
+into one output").
 """
 
 from __future__ import annotations
@@ -32,7 +14,9 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import stat
 import threading
+import time
 from pathlib import Path
 
 from ..errors import CheckpointError, ConfigError, Interrupted, ModelError, TrainingError
@@ -47,8 +31,7 @@ except ImportError:  # pragma: no cover - not POSIX
 
 
 def lock_path(output: Path) -> Path:
-    """``OUTPUT.lock`` beside the output as it is written: with its links resolved, so that every name
-    of one model directory (``-o LINK``, ``-o M/../M``) has the one lock."""
+    """``OUTPUT.lock`` beside the output, its links resolved: every name of one output has one lock."""
     from ..files import resolved
 
     output = Path(resolved(Path(output)))
@@ -56,12 +39,11 @@ def lock_path(output: Path) -> Path:
 
 
 class OutputLock:
-    """An exclusive lock on a training output, as a context manager.
+    """An exclusive ``flock`` on ``OUTPUT.lock``, as a context manager.
 
-    ``flock`` on ``OUTPUT.lock``: the kernel releases it when the process exits in any
-    way, so there are no stale locks to detect, only lock files to reuse. On release the
-    file is removed; a process that opened the file just before is protected by checking,
-    after locking, that the file it locked is still the one at the path.
+    The kernel releases it however the process exits, so there are no stale locks, only lock files to
+    reuse. Release removes the file; a rival that opened it just before checks, once locked, that its
+    file is still the one at the path.
     """
 
     def __init__(self, output: Path):
@@ -103,10 +85,8 @@ class OutputLock:
         self.fd = fd
 
     def _refuse_a_stranger(self, link: bool = False) -> None:
-        """ModelError when something other than a lock file of ours is at the lock's name: a
-        link, a directory, or a file holding anything but a process id. It is left as it is."""
-        import stat
-
+        """ModelError (touching nothing) when a link, a directory or a file holding anything but a pid
+        is at the lock's name."""
         try:
             st = os.lstat(self.path)
         except OSError:
@@ -142,12 +122,10 @@ class OutputLock:
 
 
 class SignalGuard:
-    """Turns SIGINT and SIGTERM into :class:`Interrupted` at safe points.
+    """Turns SIGINT and SIGTERM into :class:`Interrupted` at safe points (main thread only).
 
-    ``mode`` says what a signal does: ``"raise"`` raises at once (nothing to save yet);
-    ``"flag"`` records it for the checkpoint hook (a second signal raises at once);
-    ``"defer"`` only records it (the model is being saved). ``signum`` is the first
-    signal received, or None. Handlers are installed only in the main thread.
+    ``mode``: ``"raise"`` at once (nothing to save yet); ``"flag"`` for the checkpoint hook (a second
+    signal raises at once); ``"defer"`` only records (the model is being saved). ``signum``: the first.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -185,13 +163,10 @@ def signal_name(signum: int) -> str:
 
 
 class CheckpointHook(Hook):
-    """The hook that writes checkpoints and acts on signals: every ``every`` (``checkpoint.Every``), and on
-    a signal; what the other ``hooks`` give (:meth:`~scbow.training.hooks.Hook.checkpoint_info`: the curve
-    so far) is saved with each checkpoint."""
+    """Writes a checkpoint every ``every`` (``checkpoint.Every``) and on a signal, with the other ``hooks``'
+    :meth:`~scbow.training.hooks.Hook.checkpoint_info` (the curve so far)."""
 
     def __init__(self, writer, every, guard, warn, hooks, start_steps: int = 0):
-        import time
-
         self.writer, self.every, self.guard, self.warn, self.hooks = writer, every, guard, warn, hooks
         self.last_time = time.monotonic()
         self.next_steps = (start_steps // every.examples + 1) * every.examples if every and every.examples else None
@@ -203,8 +178,6 @@ class CheckpointHook(Hook):
         self.writer.write(state, matrices.all(), info=info)
 
     def after_batch(self, state, matrices) -> None:
-        import time
-
         writer, every = self.writer, self.every
         if self.guard.signum is not None:
             name = signal_name(self.guard.signum)
@@ -220,10 +193,7 @@ class CheckpointHook(Hook):
                 f"to {writer.path}; run the same command with --resume to continue", self.guard.signum)
         if every is None:
             return
-        if every.examples:
-            due = state.steps >= self.next_steps
-        else:
-            due = time.monotonic() - self.last_time >= every.seconds
+        due = state.steps >= self.next_steps if every.examples else time.monotonic() - self.last_time >= every.seconds
         if not due:
             return
         try:
@@ -258,11 +228,8 @@ LEARNED_LITTLE = 1e-3
 
 
 def learned_nothing(result, warn) -> None:
-    """Warn when the loss did not fall: too little text, or a --lr below the default.
-
-    The advice follows the measured defaults (README, "Defaults and why"): more text helps,
-    more epochs score lower, and a --lr above the default scores lower.
-    """
+    """Warn when the loss did not fall: too little text, or a --lr below the default (the advice follows
+    README's "Defaults and why")."""
     from ..config import TrainConfig
 
     t = result.model.info.get("training", {})
@@ -286,9 +253,8 @@ def learned_nothing(result, warn) -> None:
 
 
 def preflight(config, checkpoint_every=None):
-    """The checks a run makes before any work, so that a bad setting fails at once, not after
-    the corpus is read: a GPU for ``--device cuda``, the thread count, the checkpoint
-    schedule (returned parsed: :func:`scbow.training.checkpoint.parse_every`)."""
+    """Checks before any work (a GPU for ``--device cuda``, the thread count), so that a bad setting fails
+    before the corpus is read; returns the checkpoint schedule parsed (``checkpoint.parse_every``)."""
     from .checkpoint import parse_every
 
     if config.device == "cuda":
@@ -308,8 +274,8 @@ def preflight(config, checkpoint_every=None):
 
 
 def refuse_cache_in_output(cache_dir, output) -> None:
-    """ModelError when the corpus cache is the model directory ``output`` or its checkpoint, or lies
-    inside either: the cache it writes would make ``output`` a folder that holds no model."""
+    """ModelError when the corpus cache is, or is inside, ``output`` or its checkpoint (which it would
+    turn into folders holding no model)."""
     from ..files import resolved
     from .cache import default_cache_dir
     from .checkpoint import checkpoint_dir
@@ -327,18 +293,14 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
                   quiet: bool = False, cache_dir=None, use_cache: bool = True, init_vectors=None, eval_every=None,
                   eval_dev=None, eval_sets=(), eval_test: bool = False, hooks=(), warn=None,
                   encoding: str = DEFAULT_ENCODING):
-    """What ``scbow-numba train`` runs: train on ``corpus`` (paths) and save the model to ``output``; returns
-    the TrainResult (its ``curve``: the learning curve's hook or None, its ``cache``: what the corpus cache
-    did, for :func:`summary_lines`).
+    """What ``scbow-numba train`` runs: train on ``corpus`` (paths), save the model to ``output``, return the
+    TrainResult (with ``curve``, the curve hook or None, and ``cache``, for :func:`summary_lines`).
 
-    Every output and input path is checked first (nothing is overwritten that is not ours), and a failed
-    run leaves nothing behind, not even the directories made for its output. ``checkpoint_every``: see
-    :func:`scbow.training.checkpoint.parse_every`; ``init_vectors``: ``scbow.training.pretrained``;
-    ``eval_every`` (with ``eval_dev``, ``eval_sets``, ``eval_test``): ``scbow.training.curve.curve_hook``;
-    ``hooks`` go to :func:`scbow.training.trainer.train`; ``encoding``: the corpus's text encoding
-    (``scbow.text.reader.text_codec``); ``warn`` receives warning and note lines (default:
-    stderr). Raises :class:`~scbow.errors.Interrupted` on SIGINT/SIGTERM and the errors of
-    :mod:`scbow.errors` on bad input.
+    Every path is checked first, and a failed run leaves nothing behind, not even the directories made for
+    its output. ``checkpoint_every``: ``checkpoint.parse_every``; ``init_vectors``: ``pretrained``;
+    ``eval_*``: ``curve.curve_hook``; ``hooks``: ``trainer.train``; ``encoding``:
+    ``scbow.text.reader.text_codec``; ``warn``: gets warning and note lines (default stderr). Raises
+    :class:`~scbow.errors.Interrupted` on a signal, the errors of :mod:`scbow.errors` on bad input.
     """
     from ..config import TrainConfig
     from ..outputs import refuse_overwrite
@@ -380,8 +342,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
 
 def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cache, init_vectors, hooks, curve, warn,
                 encoding):
-    """The run of :func:`train_session` once its paths are checked: the lock, signals, the checkpoint
-    (refused, or resumed from), the corpus, the training, the save."""
+    """:func:`train_session` once its paths are checked: lock, signals, checkpoint, corpus, training, save."""
     from ..files import remove_leftovers
     from ..reading import read_json
     from ..vectors.modeldir import CURVE_FILE, save_model
@@ -501,11 +462,8 @@ def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cac
 
 
 def remove_checkpoint(ckpt: Path, warn=None) -> None:
-    """Remove a finished run's checkpoint: its own files by name, then the empty directory.
-
-    Anything else in it (a user's file) stays, with the directory, and ``warn`` says so: a
-    checkpoint is removed only as far as the tool can prove it wrote it.
-    """
+    """Remove a finished run's checkpoint: its own files by name, then the empty directory; anything else
+    in it (a user's file) stays, with the directory, and ``warn`` says so."""
     from .checkpoint import checkpoint_files, is_checkpoint
 
     if not ckpt.is_dir() or ckpt.is_symlink() or not is_checkpoint(ckpt):

@@ -1,8 +1,5 @@
-"""What a run starts from: its training targets, the words' frequency weights and step
-rates and the initial matrix, all made by :func:`prepare`
-(the trainer's one call here). Plain numpy, shared by the trainer, the pretrained start
-(``scbow.training.pretrained``) and the benchmarks.
-"""
+"""What a run starts from (:func:`prepare`): its targets, the words' frequency weights and step rates, and
+the initial matrix; plus the word part's sampling tables. Plain numpy."""
 
 from __future__ import annotations
 
@@ -34,11 +31,8 @@ def corpus_weights(corpus: Corpus, config: TrainConfig) -> np.ndarray:
 
 
 def init_vectors(n_words: int, config: TrainConfig, weights: np.ndarray | None = None) -> np.ndarray:
-    """N(0, init_std) rows, row w scaled by ``weights[w]`` when given.
-
-    With frequency weights the plain average of the initial rows is the weighted average
-    of fixed random vectors: SIF-weighted word overlap, the untrained starting point.
-    """
+    """N(0, init_std) rows, row w scaled by ``weights[w]`` when given (then the plain average of the rows is
+    SIF-weighted word overlap of fixed random vectors: the untrained starting point)."""
     rng = np.random.default_rng(config.seed)
     W = rng.standard_normal((n_words, config.dim), dtype=np.float32)
     W *= np.float32(config.init_std)
@@ -48,19 +42,14 @@ def init_vectors(n_words: int, config: TrainConfig, weights: np.ndarray | None =
 
 
 def step_rates(weights: np.ndarray, counts, config: TrainConfig) -> np.ndarray:
-    """Per-word factors of the SGD step (float32, see ``kernels.cpu.sgd_step``).
-
-    ``weights**2`` (rows ``W = a * U`` trained with factor ``a**2`` are plain SGD on ``U``,
-    whose sentences are ``a``-weighted averages) times
-    ``min(1, count_floor / count) ** count_power``.
-    """
+    """Per-word factors of the SGD step (float32, ``kernels.cpu.sgd_step``): ``weights**2`` (so rows ``a * U``
+    train as plain SGD on ``U``) times ``min(1, count_floor / count) ** count_power``."""
     counts = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
     damp = np.minimum(1.0, config.count_floor / counts) ** config.count_power
     return np.ascontiguousarray(weights.astype(np.float64) ** 2 * damp, dtype=np.float32)
 
 
-# The word part's noise table: word ids in proportion to count**0.75 (word2vec's), at
-# most this many entries (16 MiB) and at least 100 per word otherwise.
+# The word part's noise table: ids in proportion to count**0.75 (word2vec's), at most 16 MiB, else 100 a word.
 NOISE_TABLE = 1 << 22
 NOISE_POWER = 0.75
 
@@ -86,12 +75,8 @@ def keep_probabilities(counts, raw_tokens: int, sample: float) -> np.ndarray:
 
 
 def output_biases(counts, keep, negatives: int) -> np.ndarray:
-    """The output biases at their optimum for zero rows: ``log(p_context(o) / (k * p_noise(o)))``.
-
-    With these a word's score starts where the word's frequency as a context and as noise
-    put it, so the first steps do not push every row one way to lower every score (which
-    gives all rows a common direction and flattens the sentence objective's cosines).
-    """
+    """The output biases at their optimum for zero rows, ``log(p_context(o) / (k * p_noise(o)))``: the first
+    steps then do not push every row one way (a common direction that flattens the cosines)."""
     counts = np.maximum(np.asarray(counts, dtype=np.float64), 1e-12)
     context = counts * np.asarray(keep, dtype=np.float64)
     noise = counts ** NOISE_POWER
@@ -100,8 +85,7 @@ def output_biases(counts, keep, negatives: int) -> np.ndarray:
 
 @dataclass
 class Start:
-    """What :func:`prepare` returns: a run's targets (int64), frequency weights, initial matrix ``W``
-    (float32, a fresh array) and per-word step rates."""
+    """A run's targets (int64), frequency weights, initial matrix ``W`` (float32, fresh) and step rates."""
 
     targets: np.ndarray
     weights: np.ndarray
@@ -112,10 +96,9 @@ class Start:
 def prepare(corpus: Corpus, config: TrainConfig, init=None) -> Start:
     """Everything a run of ``config`` on ``corpus`` starts from, checked.
 
-    ``init``: None (random rows, :func:`init_vectors`), a matrix used as it is (a checkpoint's),
-    or a callable ``init(vocab)`` giving unweighted rows (``scbow.training.pretrained``), which are
-    multiplied by the frequency weights as the random rows are. Raises CorpusError (no training example), ConfigError (too many
-    negatives for the corpus) or TrainingError (a matrix of the wrong shape).
+    ``init``: None (random rows), a matrix used as it is (a checkpoint's), or ``init(vocab)`` giving
+    unweighted rows (``pretrained``), weighted as the random rows are. Raises CorpusError (no example),
+    ConfigError (too many negatives) or TrainingError (a matrix of the wrong shape).
     """
     targets = trainable_targets(corpus)
     if corpus.n_sentences < 4 or len(targets) == 0:
@@ -133,8 +116,7 @@ def prepare(corpus: Corpus, config: TrainConfig, init=None) -> Start:
     weights = corpus_weights(corpus, config)
     weighted = callable(init)
     if weighted:
-        # a callable gives the unweighted start (U); the frequency weights are applied below,
-        # as to the random start (an array, such as a checkpoint's matrix, is used as it is)
+        # a callable gives the unweighted start, weighted below (an array is used as it is)
         init = np.asarray(init(corpus.vocab), dtype=np.float32)
     if init is None:
         W = init_vectors(len(corpus.vocab), config, weights)

@@ -1,11 +1,8 @@
 """The training loop: a run's phases one after the other, then post-processing and assembly.
 
-:func:`train` reads top to bottom: prepare (the targets and the initial matrix,
-``scbow.training.start``), each phase (:class:`SentencePhase`, then with ``word_passes`` the word
-part, ``scbow.training.wordpart``) batch after batch through :func:`run_phase` (the NaN check,
-progress, hooks: ``scbow.training.hooks``), post-process (``scbow.training.postprocess``), assemble.
-Reading the corpus from files is ``scbow.training.corpus.read_corpus``; checkpoints, signals and
-saving are ``scbow.training.session``.
+:func:`train` reads top to bottom: prepare (``start``), each phase (:class:`SentencePhase`, then the
+word part, ``wordpart``) through :func:`run_phase` (NaN check, progress, hooks), post-process,
+assemble. Reading files is ``corpus.read_corpus``; checkpoints, signals and saving are ``session``.
 """
 
 from __future__ import annotations
@@ -29,24 +26,17 @@ from .postprocess import COMMON_SAMPLE, remove_common_components
 from .start import prepare
 from .wordpart import LOSS_SAMPLE, WordPart, assemble, sample_threshold, unit_costs, word_part_on
 
-# Examples per kernel call: long enough to amortise the thread launch, short enough for
-# a lively progress line and a prompt Ctrl-C (the stop flag is read between calls).
+# Examples per kernel call: amortises the thread launch, yet a lively progress line and a prompt Ctrl-C.
 BATCH = 1 << 15
-# The work of one example, (3 + negatives) * (mean sentence length + 2) * dim, up to which
-# a batch holds BATCH examples (about 0.3 s on one core): 2 negatives, sentences of 40
-# words, 300 dims. Costlier examples (many negatives, long sentences, many dims) get
-# proportionally smaller batches, so that a batch still takes about as long and Ctrl-C
-# still stops a run within about a second, whatever the settings.
+# The work of one example, (3 + negatives) * (mean sentence length + 2) * dim, up to which a batch holds
+# BATCH examples (about 0.3 s on one core); costlier examples get proportionally smaller batches, so that
+# Ctrl-C still stops a run within about a second whatever the settings.
 BATCH_COST = 5 * (40 + 2) * 300
 
 
 def batch_size(config: TrainConfig, corpus: Corpus, base: int = BATCH) -> int:
-    """Examples per kernel call for this run: ``base``, cut for costly examples (see BATCH_COST).
-
-    A function of the settings and the corpus only, never of the clock: the batches, and
-    with them the random streams the kernel seeds per batch, are the same in every run
-    of the same settings, resumed or not.
-    """
+    """Examples per kernel call: ``base``, cut for costly examples (BATCH_COST). Never a function of the
+    clock: the batches, and the random streams seeded per batch, are the same in every run, resumed or not."""
     length = len(corpus.tokens) / max(corpus.n_sentences, 1)
     if config.max_length:
         length = min(length, config.max_length)
@@ -70,11 +60,8 @@ class TrainResult:
 
 
 def epoch_orders(targets: np.ndarray, seed: int, first: int = 0):
-    """Yield the shuffled targets of epochs ``first``, ``first + 1``, ...
-
-    Epoch e's order is the e-th permutation drawn from a generator seeded by ``seed``, so
-    a resumed run sees the same orders as an uninterrupted one.
-    """
+    """Yield the shuffled targets of epochs ``first``, ``first + 1``, ...: epoch e's is the e-th permutation
+    of a generator seeded by ``seed``, so a resumed run sees the same orders."""
     rng = np.random.default_rng([seed, 1])
     for _ in range(first):
         rng.permutation(len(targets))
@@ -83,8 +70,8 @@ def epoch_orders(targets: np.ndarray, seed: int, first: int = 0):
 
 
 class SentencePhase:
-    """The sentence part (Siamese CBOW) as a phase: every epoch's shuffled targets, a batch at a time, on a
-    backend (``scbow.training.backends``: the device and its kernels); the matrix ``"sentence"``."""
+    """The sentence part (Siamese CBOW) as a phase: each epoch's shuffled targets a batch at a time on a
+    backend (``backends``); the matrix ``"sentence"``."""
 
     name, unit, label, samples = "sentence", "ex", "epoch", False
 
@@ -109,7 +96,6 @@ class SentencePhase:
         return hi - lo, loss_sum / max(n, 1)
 
     def end_of_pass(self, state: TrainState) -> bool:
-        """Whether the epoch just ended (the state then moves on to the next one)."""
         if state.lo < len(self.targets):
             return False
         state.epoch, state.lo = state.epoch + 1, 0
@@ -132,8 +118,7 @@ class SentencePhase:
 
 
 def make_word_part(corpus, config: TrainConfig, threads: int | None, saved: dict) -> WordPart:
-    """The word part's phase of ``config.device``: on ``threads`` CPU threads, or the GPU's
-    (``backends.cuda.CudaWordPart``); from a resumed run's ``saved["word_in"]``, ``saved["word_out"]``."""
+    """The word part's phase on ``config.device`` (CPU ``threads``), from a resumed run's ``saved`` matrices."""
     matrices = (saved.get("word_in"), saved.get("word_out"))
     if config.device == "cuda":
         from .backends.cuda import CudaWordPart
@@ -143,9 +128,8 @@ def make_word_part(corpus, config: TrainConfig, threads: int | None, saved: dict
 
 
 def run_phase(phase, state: TrainState, call_hooks, eta: RunETA, quiet: bool) -> None:
-    """Train ``phase`` from where ``state`` says it is to its end: a batch a call, its losses recorded (each
-    batch's, or its sample loss at its start and after each pass), the hooks called after each batch and
-    each pass."""
+    """Train ``phase`` from where ``state`` says to its end, recording its losses (each batch's, or its sample
+    loss at its start and after each pass) and calling the hooks after each batch and each pass."""
     state.phase = phase.name
     ps = state[phase.name]
     if ps.done == 0 and phase.samples:
@@ -179,8 +163,7 @@ def run_phase(phase, state: TrainState, call_hooks, eta: RunETA, quiet: bool) ->
 
 
 class HookCaller:
-    """Calls the hooks' method by name with the state and the matrices, timing them (their time is left out
-    of the progress line's rate and of the training time)."""
+    """Calls the hooks' method by name, timing them (left out of the progress rate and the training time)."""
 
     def __init__(self, hooks, state: TrainState, matrices: Matrices):
         self.hooks, self.state, self.matrices = list(hooks), state, matrices
@@ -217,17 +200,12 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
           warn=None) -> TrainResult:
     """Train Siamese CBOW embeddings on an encoded corpus.
 
-    ``hooks`` are :class:`~scbow.training.hooks.Hook` objects. ``init``: the start instead of the random
-    one (a matrix, or a callable ``init(vocab)``: :func:`scbow.training.start.prepare`). ``start`` resumes a
-    run from a :class:`TrainState`, with ``matrices`` its matrices by name (a checkpoint's: ``"sentence"``,
-    and ``"word_in"``, ``"word_out"`` once the word part has begun).
-
-    With ``config.word_passes`` > 0 the word part (``scbow.training.wordpart``) is trained after
-    the sentence part, and the model's rows are both parts side by side.
-
-    The sentence part is judged by the collapse check (``scbow.training.collapse``) as soon as it is
-    trained: a clear collapse raises TrainingError; an unsure verdict is a warning line, given to
-    ``warn`` (default: stderr unless ``quiet``) and kept in the result's ``warnings``.
+    ``hooks``: :class:`~scbow.training.hooks.Hook` objects. ``init``: the start instead of the random one
+    (a matrix, or ``init(vocab)``: ``start.prepare``). ``start`` resumes from a :class:`TrainState` with
+    ``matrices`` by name (a checkpoint's). With ``config.word_passes`` > 0 the word part trains after the
+    sentence part, and the rows are both parts side by side. The collapse check judges the sentence part
+    once trained: a collapse raises TrainingError, an unsure verdict is a line to ``warn`` (default: stderr
+    unless ``quiet``), also kept in the result's ``warnings``.
     """
     config = config or TrainConfig()
     if not isinstance(corpus, Corpus):
@@ -300,8 +278,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
 
 
 def judge(W: np.ndarray, corpus: Corpus, config: TrainConfig, state: TrainState, quiet: bool, warn):
-    """The collapse check's verdict on the trained sentence part (``scbow.training.collapse``): a collapse
-    raises TrainingError, an unsure verdict is a warning line given to ``warn``."""
+    """The collapse check's verdict on the trained sentence part (raising on a collapse, warning if unsure)."""
     verdict = collapse.Verdict(collapse.Spread.from_dict(state.collapse_start), collapse.measure(W, corpus, config.seed))
     if verdict.kind == "collapsed":
         raise diverged(config.lr, verdict.error())

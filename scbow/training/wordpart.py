@@ -1,22 +1,14 @@
 """The word part of a model: skip-gram rows trained after the sentence part, saved beside it.
 
-A model trained with ``word_passes > 0`` has rows ``[sentence part ; word part]``: the Siamese
-CBOW rows (``dim`` columns), then ``word_dim`` columns of skip-gram with negative sampling
-(Mikolov et al. 2013) trained on the same encoded corpus after the sentence part, by
-``kernels.cpu.word_part_chunk`` on the CPU threads (Hogwild, as word2vec and the sentence
-part do), or with ``--device cuda`` by ``kernels.cuda.build_word_part`` on the GPU
-(``backends.cuda.CudaWordPart``). The word part is what word similarity lives on (WordSim-353 0.30 -> 0.46 on 100M
-with the defaults); beside the sentence part it also lifts sentence similarity
-(``benchmarks/results/search.md``, "the word part").
+With ``word_passes > 0`` a model's rows are ``[sentence part ; word part]``: ``dim`` Siamese CBOW
+columns, then ``word_dim`` columns of skip-gram with negative sampling (Mikolov et al. 2013) trained
+on the same corpus afterwards (``kernels.cpu.word_part_chunk``, Hogwild; on the GPU
+``backends.cuda.CudaWordPart``). Word similarity lives there (WordSim-353 0.30 -> 0.46 on 100M), and
+it lifts sentence similarity too (``benchmarks/results/search.md``, "the word part").
 
-Assembling (:func:`assemble`): the sentence part as post-processed before, and the word part's
-rows times the frequency weights (SIF-weighted, as the sentence part's are), centred with
-its own common components removed; each part is scaled so that the corpus's sentence
-averages have unit root-mean-square length, and the word part is then multiplied by
-``word_mix``. The average of such rows is the two parts' averages side by side, so a
-cosine of two sentences mixes the two similarities, and the model stays a plain average of
-its rows (every command and export keeps working). ``scbow.vectors.words.row_parts`` tells the
-columns apart.
+:func:`assemble` scales each part so the corpus's sentence averages have unit RMS length (the word
+part SIF-weighted and post-processed first, then times ``word_mix``): a sentence average is the two
+parts' averages side by side, so the model stays a plain average of its rows.
 """
 
 from __future__ import annotations
@@ -29,8 +21,8 @@ from ..config import TrainConfig
 from ..errors import TrainingError
 from .start import corpus_weights, keep_probabilities, noise_table, output_biases
 
-# The subsampling threshold (TrainConfig.word_sample_count as a share of the corpus) is never
-# below 1e-5 (word2vec's advice for large corpora) nor above 1e-3 (its default).
+# The subsampling threshold (word_sample_count as a share of the corpus) stays within word2vec's
+# advice for large corpora (1e-5) and its default (1e-3).
 SAMPLE_RANGE = (1e-5, 1e-3)
 
 
@@ -39,16 +31,12 @@ def sample_threshold(raw_tokens: int, config: TrainConfig) -> float:
     lo, hi = SAMPLE_RANGE
     return float(min(hi, max(lo, config.word_sample_count / max(raw_tokens, 1))))
 
-# One kernel call (a batch) is at most WORD_BATCH sentences and at most WORD_BATCH_COST tokens
-# times word_dim (about 0.1 s on 2 threads): a lively progress line and a prompt Ctrl-C, as the
-# sentence part's batches, whatever the sentences' lengths and the part's width. A batch holds at
-# least one sentence.
+# A batch is at most WORD_BATCH sentences and WORD_BATCH_COST tokens x word_dim (about 0.1 s on 2
+# threads: a lively progress line, a prompt Ctrl-C), and at least one sentence.
 WORD_BATCH = 1 << 14
 WORD_BATCH_COST = 1 << 25
-# The sentences whose loss is measured at the start and after each pass (evenly spaced over the
-# corpus, the same windows and noise words every time): the loss of the batches as they train
-# compares different text (the corpus is trained in its order, book after book) at different
-# rates, and rose from the first batch to the last on small corpora while the model learned.
+# Sentences (evenly spaced, the same draws each time) whose loss is measured at the start and after
+# each pass: the batches' own losses compare different text (book after book) at different rates.
 LOSS_SAMPLE = 2048
 
 
@@ -57,16 +45,12 @@ def word_part_on(config: TrainConfig) -> bool:
 
 
 def unit_costs(corpus, config: TrainConfig) -> tuple[float, float]:
-    """``(example, sentence)``: what one example of the sentence part and one sentence of a word part's
-    pass cost, in one arbitrary unit, for the whole run's ETA before the word part has a rate of its
-    own (``scbow.progress.RunETA``).
+    """``(example, sentence)``: the cost of a sentence-part example and of a word-part sentence, in one
+    unit, for the run's ETA until the word part has a rate of its own (``scbow.progress.RunETA``).
 
-    An example is ``example_size(negatives)`` sentences of ``dim`` columns; a sentence of the word part
-    is its kept words (the subsampling's share of the tokens), each the centre of a window of on
-    average ``word_context + 1`` context words against ``1 + word_noise`` outputs of ``word_dim``
-    columns. The sentences' length is common to both and left out. On 10M with the defaults this
-    puts a word part's sentence at 1.53 examples; runs there measured 1.28 and 1.56. The GPU's ratio
-    may differ: the estimate stands only until the word part has measured its own rate."""
+    An example is ``example_size(negatives)`` sentences x ``dim``; a word-part sentence its kept words,
+    each ``word_context + 1`` contexts on average against ``1 + word_noise`` outputs x ``word_dim`` (the
+    sentence length is common to both, left out). On 10M: 1.53 examples a sentence; measured 1.28-1.56."""
     from ..config import example_size
 
     counts = np.asarray(corpus.vocab.counts, dtype=np.float64)
@@ -77,15 +61,13 @@ def unit_costs(corpus, config: TrainConfig) -> tuple[float, float]:
 
 
 class WordPart:
-    """The word part as a phase (``scbow.training.hooks.Phase``): its matrices ``"word_in"`` and ``"word_out"``
-    and the threads that train them, one batch of sentences a step.
+    """The word part as a phase (``hooks.Phase``): the matrices ``"word_in"`` and ``"word_out"`` and the
+    threads that train them, a batch of sentences a step.
 
-    ``Wi`` (V x word_dim) starts as word2vec's (uniform in +-0.5 / word_dim, drawn from the
-    run's seed), ``Wo`` (V x (word_dim + 1): output rows, then biases) at zero rows and the
-    biases of :func:`~scbow.training.start.output_biases`; a resumed run passes both. One
-    thread is deterministic for a seed: each sentence draws from its own random stream
-    (``backends.params.WORD_STREAM`` plus its position in all passes), whatever the threads. The GPU's
-    twin is ``scbow.training.backends.cuda.CudaWordPart``.
+    ``Wi`` (V x word_dim) starts as word2vec's (uniform in +-0.5 / word_dim, from the seed), ``Wo``
+    (V x (word_dim + 1): output rows, then biases) at zero rows and :func:`~.start.output_biases`; a
+    resumed run passes both. Each sentence draws from its own stream (``params.WORD_STREAM`` plus its
+    position in all passes), whatever the threads.
     """
 
     name, unit, label, samples = "word", "sent", "word part", True
@@ -124,7 +106,7 @@ class WordPart:
             self.pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="scbow-words")
 
     def matrices(self) -> dict:
-        """``word_in`` (Wi) and ``word_out`` (Wo) as they are now, on the host (what a checkpoint saves)."""
+        """``word_in`` (Wi) and ``word_out`` (Wo) as they are now, on the host."""
         return {"word_in": self.Wi, "word_out": self.Wo}
 
     def step(self, state) -> tuple[int, float]:
@@ -138,8 +120,7 @@ class WordPart:
         return TrainingError(f"the word part's loss became {loss} after {done:,} sentences")
 
     def sample_loss(self) -> float:
-        """The mean loss per (context, centre) pair over :data:`LOSS_SAMPLE` sentences spread evenly over
-        the corpus, at the rows as they are (nothing is stepped; the same rows give the same figure)."""
+        """The mean loss per (context, centre) pair over :data:`LOSS_SAMPLE` sentences, nothing stepped."""
         n = self.n
         sentences = np.unique(np.linspace(0, n - 1, min(n, LOSS_SAMPLE)).astype(np.int64)) if n else np.empty(0, np.int64)
         return float(self.K.word_part_loss(self.Wi, self.Wo, self.tokens, self.offsets, sentences, self.keep,
@@ -150,9 +131,8 @@ class WordPart:
                                       self.params, done, self.buffers[c])
 
     def batch(self, done: int) -> list[tuple[int, int]]:
-        """The next batch's sentences, from position ``done`` of all passes on, as one ``(lo, hi)`` a
-        thread: at most :data:`WORD_BATCH` sentences and :data:`WORD_BATCH_COST` tokens x dims (never
-        less than one sentence), never across the end of a pass, cut into equal shares of tokens."""
+        """The next batch from position ``done`` of all passes, as one ``(lo, hi)`` a thread (equal shares
+        of tokens): within :data:`WORD_BATCH` and :data:`WORD_BATCH_COST`, never across a pass's end."""
         offsets, n = self.offsets, self.n
         lo = done % n
         budget = max(1, WORD_BATCH_COST // max(self.Wi.shape[1], 1))
@@ -188,8 +168,7 @@ class WordPart:
 
 
 def unit_average_scale(M: np.ndarray, corpus, seed: int) -> float:
-    """The factor that gives the corpus sample's sentence averages of ``M`` (the post-processing's
-    sample, ``postprocess.sample_sentences``) unit root-mean-square length."""
+    """The factor that gives the averages of ``M`` over the post-processing's sample unit RMS length."""
     from .postprocess import COMMON_SAMPLE, SentenceSample, sample_sentences
 
     energy, n = 0.0, 0
@@ -201,10 +180,9 @@ def unit_average_scale(M: np.ndarray, corpus, seed: int) -> float:
 
 
 def assemble(S: np.ndarray, Wi: np.ndarray, corpus, config: TrainConfig) -> np.ndarray:
-    """``[S * s ; word_mix * g * a * Wi']``: the model's rows from the post-processed sentence part
-    ``S`` and the trained word part ``Wi`` (``Wi'``: weighted by the frequency weights ``a``, then
-    post-processed like the sentence part, at most ``word_dim // 10`` components), ``s`` and ``g``
-    the factors that give each part unit-length sentence averages (see the module's docstring)."""
+    """``[S * s ; word_mix * g * Wi']``: the rows from the post-processed sentence part ``S`` and the word
+    part ``Wi`` (``Wi'``: times the frequency weights, then post-processed with at most ``word_dim // 10``
+    components); ``s`` and ``g`` give each part unit-RMS sentence averages."""
     from .postprocess import remove_common_components
 
     G = np.ascontiguousarray(Wi, dtype=np.float32) * corpus_weights(corpus, config).astype(np.float32)[:, None]

@@ -1,10 +1,8 @@
-"""Backends: where the batches of a run are computed (``--device cpu`` or ``cuda``).
+"""Backends: where a run's batches are computed (``--device cpu`` or ``cuda``).
 
-The trainer (``scbow.training.trainer``) owns the loop: epochs, shuffles, batches, the NaN check,
-progress and hooks. A backend owns the matrix while the run lasts and the device's
-kernels. ``params.py`` is the one place a config becomes kernel parameters.
-
-Layers, each importing only those below it::
+The trainer owns the loop (epochs, shuffles, batches, NaN check, progress, hooks); a backend owns the
+matrix while the run lasts and the device's kernels; ``params.py`` turns a config into kernel
+parameters. Layers, each importing only those below it::
 
     session, checkpoint, curve        wrap or watch a run
     trainer                           the loop
@@ -40,10 +38,8 @@ class Backend(Protocol):
 
 def make_backend(W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None,
                  say=None) -> Backend:
-    """The backend of ``config.device`` for a run of ``total`` examples on ``threads`` CPU threads.
-
-    ``say(line)``, if given, is told when the CPU kernels are about to be compiled (a first run).
-    """
+    """The backend of ``config.device`` for ``total`` examples on ``threads`` CPU threads; ``say(line)``
+    hears when the CPU kernels are about to be compiled."""
     if config.device == "cuda":
         from .cuda import CudaBackend  # imports no numba: the backend itself says what is missing
 

@@ -1,10 +1,8 @@
 """The CPU backend: batches on the Numba CPU kernels, on a host matrix updated in place.
 
-One thread runs ``kernels.cpu.train_batch_serial``; several cut each batch into as many
-chunks and run ``kernels.cpu.train_chunk`` on a pool of Python threads the backend owns
-(the compiled chunk releases the GIL), the calling thread taking chunk 0. The threads
-update the shared matrix without locks (Hogwild; see ``kernels.cpu``). ``close()`` shuts
-the pool down.
+One thread runs ``kernels.cpu.train_batch_serial``; several run ``train_chunk`` (which releases the
+GIL) a chunk each on the backend's thread pool, the calling thread taking chunk 0, updating the
+matrix without locks (Hogwild).
 """
 
 from __future__ import annotations
@@ -12,12 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from .params import kernel_params
-
-
-def corpus_arrays(corpus) -> tuple:
-    """The kernels' view of a corpus: ``(tokens, offsets, sent_doc, doc_offsets)``, contiguous."""
-    return (np.ascontiguousarray(corpus.tokens), np.ascontiguousarray(corpus.offsets),
-            np.ascontiguousarray(corpus.sent_doc), np.ascontiguousarray(corpus.doc_offsets))
 
 
 def compiled_already(kernel, args) -> bool | None:
@@ -47,7 +39,8 @@ class CpuBackend:
         self.W = W
         self.threads = threads
         self.rate = np.ones(len(W), dtype=np.float32) if rate is None else np.ascontiguousarray(rate, np.float32)
-        self.corpus = corpus_arrays(corpus)
+        self.corpus = tuple(np.ascontiguousarray(a) for a in (corpus.tokens, corpus.offsets, corpus.sent_doc,
+                                                               corpus.doc_offsets))
         self.params = kernel_params(config, threads, total)
         self.stats = np.zeros((threads, 2), dtype=np.float64)
         self.order = np.zeros(1, dtype=np.int64)
@@ -56,9 +49,8 @@ class CpuBackend:
             from concurrent.futures import ThreadPoolExecutor
 
             self.pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="scbow-train")
-        # an empty batch (lo = hi = 0) loads the kernels from numba's cache, or compiles
-        # them on a first run, here: neither counts as training time. The threads call
-        # the chunk kernel's own dispatcher, which loads separately.
+        # an empty batch loads (or compiles) the kernels here, out of the training time; the threads
+        # call the chunk kernel's own dispatcher, which loads separately
         args = (W, self.corpus, self.order, self.rate, self.params, 0, 0, 0)
         if say is not None:  # ``say(line)``: tell the user when the wait is a compilation
             ready = [compiled_already(K.train_batch_serial, (*args, self.stats))]
@@ -76,7 +68,6 @@ class CpuBackend:
         self.order = order
 
     def run(self, lo: int, hi: int, done: int) -> tuple[float, int]:
-        """Train targets ``order[lo:hi]``; returns the loss sum and the examples trained."""
         args = (self.W, self.corpus, self.order, self.rate, self.params, lo, hi, done)
         if self.pool is None:
             self.K.train_batch_serial(*args, self.stats)

@@ -1,22 +1,10 @@
 """Training on an NVIDIA GPU: the ``--device cuda`` backend of :func:`scbow.training.trainer.train`.
 
-The matrix, the token ids, the sentence offsets and the document boundaries are uploaded
-once and stay on the device for the whole run; each epoch uploads its shuffled targets
-once; each launch trains many thousands of examples (kernels in ``scbow.kernels.cuda``)
-and brings back only a loss sum and a count. The trainer's loop (epochs, learning-rate
-positions, progress, NaN check, hooks) is the same as on the CPU.
-
-A corpus whose arrays do not fit in the device memory left after the matrix is streamed:
-its sentences are cut into chunks (at a document boundary when one lies in the second
-half of the chunk), each uploaded with one neighbouring sentence on either side so that
-no target loses a positive, and an epoch trains the targets of one chunk after the other,
-each chunk's targets in the epoch's shuffled order. Negatives are then drawn from the
-chunk: exact for document mode unless a document spans two chunks (its negatives then
-come from its part in the chunk), and uniform over the chunk rather than the corpus in
-uniform mode.
-
-Importing this module imports neither numba nor numba.cuda; :func:`cuda_problem` does,
-when asked.
+The matrix and the corpus arrays are uploaded once, each epoch's shuffled targets once; a launch
+(kernels in ``scbow.kernels.cuda``) trains many examples and brings back a loss sum and a count.
+A corpus too large for the memory left after the matrix is streamed in chunks of sentences
+(:func:`plan_chunks`), each with one halo sentence either side so no target loses a positive;
+negatives then come from the chunk (docs/gpu.md). Importing this module imports no numba.
 """
 
 from __future__ import annotations
@@ -33,19 +21,15 @@ from ..wordpart import WORD_BATCH, WordPart
 from .params import kernel_params
 
 INSTALL_HINT = "pip install 'scbow-numba[cuda]'"
-# Examples per trainer batch (several launches when streaming): large enough that the
-# launch and the loss read-back cost little, small enough for a lively progress line.
+# Examples per trainer batch: launch and read-back cost little, the progress line stays lively.
 LAUNCH_BATCH = 1 << 17
-# Device bytes the corpus arrays may use; unset means what the device has free after the
-# matrix. Setting it small forces the streaming path (the tests do, in the simulator).
+# Device bytes the corpus arrays may use (default: what is free after the matrix); small forces streaming.
 MEMORY_ENV = "SCBOW_CUDA_MEMORY"
 # Device bytes left alone for the driver, the kernels and their scratch.
 RESERVE_BYTES = 256 << 20
-# Bytes per sentence on the device besides its tokens: offset (8), document id (4),
-# target id (8) and at most one document boundary (8).
+# Bytes per sentence besides its tokens: offset (8), document id (4), target id (8), a document boundary (8).
 SENTENCE_BYTES = 28
-# Static shared memory a block may use: the CUDA limit without opting in to more, less
-# room for alignment padding.
+# Static shared memory a block may use: the CUDA limit without opting in, less alignment padding.
 SHARED_LIMIT = 48 * 1024 - 256
 # Sentences of an uploaded chunk at least: a target, two positives and a negative.
 MIN_SENTENCES = 4
@@ -54,17 +38,9 @@ LAUNCHES_PER_EPOCH = 16
 
 
 def launch_size(n_sentences: int, full: int) -> int:
-    """How many examples (sentence part) or sentences (word part) one launch may run at once.
-
-    ``n_sentences // LAUNCHES_PER_EPOCH``, at least 1 and at most ``full`` (the backend's whole
-    batch). A launch's examples all read the rows as they were when it began (its blocks run at
-    once), so a launch is one stale step; a corpus is trained in at least 16 such steps an epoch.
-    On the 30-sentence test corpus (38 words, every example shares most rows) the H200's loss fell
-    with 1 or 2 examples at once and rose with 4 or more; a 69K-sentence corpus ran as one launch
-    and learned nothing. A corpus of 34K sentences or more still fills every multiprocessor of an
-    H200 (2,112 blocks at once), and from 2.1M sentences (gutenberg-100M and up) a launch is the
-    whole batch, as before: on 10M tiled 10 times launches of 32K to 512K examples scored the same.
-    """
+    """Examples (sentence part) or sentences (word part) one launch may run: ``n_sentences //
+    LAUNCHES_PER_EPOCH``, in [1, ``full``]. A launch's blocks all read the rows as they were when it
+    began, so a launch is one stale step and an epoch at least 16 of them (measurements: docs/gpu.md)."""
     return max(1, min(int(full), int(n_sentences) // LAUNCHES_PER_EPOCH))
 
 
@@ -84,12 +60,8 @@ def _one_line(text) -> str:
 
 
 def _load_compiler() -> None:
-    """Import what numba-cuda's compiler loads at the first kernel it compiles (its numpy overloads).
-
-    numba-cuda 0.30.4 overloads ``np.row_stack``, which numpy 2.5 removed: with numpy 2.5 every
-    compile ended in an AttributeError from there (the import fails the same way). Numba's own CUDA
-    target (its simulator, as CI runs it without numba-cuda) has no such module and nothing to check.
-    """
+    """Import numba-cuda's numpy overloads, as its first compile does: with numpy 2.5 (no ``np.row_stack``)
+    numba-cuda 0.30.4 fails there with an AttributeError. Numba's own simulator has nothing to check."""
     if not _numba_cuda_installed():
         return
     import numba.cuda.np.arrayobj  # noqa: F401
@@ -117,10 +89,7 @@ def compiler_problem() -> str | None:
 
 
 def cuda_problem() -> str | None:
-    """Why ``--device cuda`` cannot train here, in one line; None when it can.
-
-    Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) counts as a device.
-    """
+    """Why ``--device cuda`` cannot train here, in one line; None when it can (the simulator counts)."""
     try:
         cuda = _import_cuda()
     except Exception as exc:  # numba without its CUDA target, or numba-cuda without bindings
@@ -147,13 +116,8 @@ def require_cuda() -> None:
 
 
 def plan_chunks(offsets: np.ndarray, doc_offsets: np.ndarray, budget: float) -> list[tuple[int, int]]:
-    """Cut the sentences into ranges whose device arrays fit in ``budget`` bytes.
-
-    Returns ``[(lo, hi), ...]``: consecutive sentence ranges covering the corpus. A range
-    is uploaded with one sentence more on each side (its targets' positives), and that
-    is counted in the budget. A range ends at a document boundary when one lies in its
-    second half.
-    """
+    """Consecutive sentence ranges ``[(lo, hi), ...]`` covering the corpus whose device arrays, with one
+    halo sentence each side, fit in ``budget`` bytes; a range ends at a document boundary in its second half."""
     n = len(offsets) - 1
     offsets = np.asarray(offsets, dtype=np.int64)
     cost = 4 * offsets + SENTENCE_BYTES * np.arange(n + 1, dtype=np.int64)
@@ -181,19 +145,12 @@ def plan_chunks(offsets: np.ndarray, doc_offsets: np.ndarray, budget: float) -> 
 
 
 def chunk_arrays(corpus, lo: int, hi: int):
-    """Host arrays of sentences ``lo:hi`` with one halo sentence each side, renumbered.
-
-    A chunk of fewer than ``MIN_SENTENCES`` sentences in all is widened to that many.
-
-    Returns ``(first, tokens, offsets, sent_doc, doc_offsets)``: ``first`` is the corpus
-    index of local sentence 0; the documents are those of the uploaded sentences, clipped
-    to them, so that local sentence ``s`` is corpus sentence ``first + s`` with the same
-    neighbours and the same (clipped) document.
-    """
+    """``(first, tokens, offsets, sent_doc, doc_offsets)``: sentences ``lo:hi`` with a halo sentence each side
+    (at least ``MIN_SENTENCES`` in all), renumbered: local sentence ``s`` is corpus sentence ``first + s``,
+    with the same neighbours and its document clipped to the chunk."""
     n = len(corpus.offsets) - 1
     u0, u1 = max(lo - 1, 0), min(hi + 1, n)
-    # at least MIN_SENTENCES, so that every target has a sentence to draw as a negative
-    # (the trainer guarantees the corpus has that many)
+    # every target needs a sentence to draw as a negative (the trainer guarantees the corpus has 4)
     short = max(MIN_SENTENCES - (u1 - u0), 0)
     u1 = min(u1 + short, n)
     u0 = max(min(u0, u1 - MIN_SENTENCES), 0)
@@ -206,10 +163,7 @@ def chunk_arrays(corpus, lo: int, hi: int):
 
 
 def default_threads(dim: int, simulator: bool) -> int:
-    """Threads per block: a power of two near ``dim``, from one warp up to 128.
-
-    In the simulator every thread is a Python thread, so a handful.
-    """
+    """Threads per block: a power of two near ``dim``, one warp to 128 (the simulator: at most 4)."""
     want = 1 << max(dim - 1, 0).bit_length()
     if simulator:
         return max(1, min(want, 4))
@@ -244,12 +198,8 @@ def launch(kernel, grid: int, threads: int, args: tuple, stats_d, simulator: boo
 
 
 class CudaBackend:
-    """Runs batches with the numba.cuda kernels on a device copy of the matrix.
-
-    ``memory_limit`` (bytes for the corpus arrays, else ``$SCBOW_CUDA_MEMORY``, else what the
-    device has free), ``block_threads`` (threads per block) and ``grid`` (blocks per launch)
-    override the automatic choices: for tests and benchmarks.
-    """
+    """Runs batches with the numba.cuda kernels on a device copy of the matrix. ``memory_limit`` (bytes for
+    the corpus, else ``$SCBOW_CUDA_MEMORY``), ``block_threads`` and ``grid`` override the choices (tests)."""
 
     name = "cuda"
 
@@ -264,8 +214,7 @@ class CudaBackend:
         V, d = W.shape
         self.threads = block_threads or default_threads(d, self.simulator)
         k_max = example_size(config.negatives)
-        # a block's static shared memory may not pass 48 KiB; many negatives take fewer
-        # threads, down to one warp
+        # a block's static shared memory may not pass 48 KiB: many negatives take fewer threads
         if KC.shared_bytes(k_max, 32) > SHARED_LIMIT:
             raise TrainingError(f"--negatives {config.negatives} is more than the GPU kernel can hold in shared memory; "
                                 "use at most 100, or --device cpu")
@@ -273,8 +222,7 @@ class CudaBackend:
             self.threads //= 2
         self.kernels = KC.build(k_max, d, self.threads)
         self.params = kernel_params(config, total=total, hot=False)
-        # examples a launch may run at once (launch_size); a corpus too small for whole-batch
-        # launches gets the trainer's own batches, so its progress, losses and errors read as on the CPU
+        # a corpus too small for whole-batch launches gets the trainer's batches (progress as on the CPU)
         self.launch = launch_size(len(corpus.offsets) - 1, LAUNCH_BATCH)
         self.batch = LAUNCH_BATCH if self.launch >= LAUNCH_BATCH else None
 
@@ -339,7 +287,6 @@ class CudaBackend:
     # -- training
 
     def run(self, lo: int, hi: int, done: int) -> tuple[float, int]:
-        """Train the epoch's targets ``lo:hi``; returns the loss sum and the examples trained."""
         loss_sum, count = 0.0, 0
         for c in range(len(self.chunks)):
             a, b = int(self.bounds[c]), int(self.bounds[c + 1])
@@ -367,26 +314,19 @@ class CudaBackend:
         return loss_sum, count
 
     def vectors(self) -> np.ndarray:
-        """A host copy of the current matrix (after :meth:`close`, the final one: what a checkpoint
-        inside the word part saves as the sentence part)."""
+        """A host copy of the current matrix (after :meth:`close`, the final one)."""
         return self.W_d.copy_to_host() if self.W_d is not None else self.final
 
     def close(self) -> np.ndarray:
-        """The final matrix on the host; frees the device arrays."""
         W = self.final = self.W_d.copy_to_host()
         self.W_d = self.Wi_d = self.arrays_d = self.order_d = self.stats_d = None
         return W
 
 
 class CudaWordPart(WordPart):
-    """The word part (``scbow.training.wordpart``) on the GPU: ``Wi``, ``Wo``, the tokens, the
-    offsets, the keep probabilities and the noise table are uploaded once; each batch (the CPU's
-    batches: the same checkpoints and progress) runs as launches of at most :func:`launch_size`
-    sentences, one block per sentence (``kernels.cuda.build_word_part``), each sentence drawing
-    from its own random stream as on the CPU. :meth:`matrices` brings the rows back to the host.
-
-    ``block_threads`` and ``grid`` override the automatic choices: for tests.
-    """
+    """The word part on the GPU: rows and tables uploaded once; each of the CPU's batches runs as launches
+    of at most :func:`launch_size` sentences, a block per sentence (``kernels.cuda.build_word_part``), each
+    on its own random stream as on the CPU. ``block_threads`` and ``grid`` override the choices (tests)."""
 
     def __init__(self, corpus, config, Wi=None, Wo=None, block_threads: int | None = None, grid: int | None = None):
         require_cuda()
@@ -413,7 +353,6 @@ class CudaWordPart(WordPart):
         self.on_host = True  # the host rows are the device's
 
     def run(self, done: int) -> tuple[int, float, int]:
-        """Train the next batch (:meth:`WordPart.batch`). Returns ``(sentences, loss sum, pairs)``."""
         (lo, hi), = self.batch(done)
         tokens_d, offsets_d, keep_d, table_d = self.arrays_d
         loss, pairs = 0.0, 0
@@ -429,7 +368,6 @@ class CudaWordPart(WordPart):
         return hi - lo, loss, pairs
 
     def matrices(self) -> dict:
-        """``word_in`` and ``word_out`` as they are now, copied to the host."""
         if not self.on_host and self.Wi_d is not None:
             self.Wi_d.copy_to_host(self.Wi)
             self.Wo_d.copy_to_host(self.Wo)

@@ -1,11 +1,8 @@
 """The one place a run's settings become kernel parameters: one record with named fields.
 
-``PARAMS`` (the sentence part) and ``WORD_PARAMS`` (the word part) are numpy structured dtypes;
-:func:`kernel_params` and :func:`word_params` fill one record of each from a
-:class:`~scbow.config.TrainConfig`, and both devices' kernels read its fields by name
-(``params.lr``, ``params.negatives``; numba types a record as a struct, on the CPU and in
-CUDA kernels). What changes from one kernel call to the next (the targets ``lo:hi`` and
-the examples or sentences ``done`` before them) is passed as plain integers beside it.
+``PARAMS`` (sentence part) and ``WORD_PARAMS`` (word part) are structured dtypes that numba types as
+structs on both devices, so kernels read ``params.lr`` by name; what changes per call (``lo:hi``,
+``done``) is passed as plain integers beside the record.
 """
 
 from __future__ import annotations
@@ -38,18 +35,14 @@ WORD_PARAMS = np.dtype([
     ("stream", np.int64),      # sentence p of all passes draws from stream ``stream + p``
 ], align=True)
 
-# The word part's random streams start here (the sentence part's examples use streams 0, 1, ...):
-# each sentence draws from its own, the same on any number of CPU threads and on the GPU.
+# The word part's random streams start here (the sentence part's use 0, 1, ...): a stream a sentence.
 WORD_STREAM = 1 << 40
 
 
 def kernel_params(config: TrainConfig, chunks: int = 1, total: int = 1, hot: bool | None = None) -> np.record:
-    """The parameter record of a run of ``total`` examples cut into ``chunks`` per batch.
-
-    ``hot`` buffers the hottest rows per thread (``kernels.HOT_ROWS``); by default
-    when there are several chunks. One chunk without it is plain per-example SGD,
-    reproducible bit for bit. The GPU kernels read neither ``chunks`` nor the hot rows.
-    """
+    """The record of a run of ``total`` examples cut into ``chunks`` per batch; ``hot`` (default: several
+    chunks) buffers the hottest rows per thread (``kernels.HOT_ROWS``); without both, plain SGD, bit-reproducible.
+    The GPU reads neither."""
     from ...kernels import FLUSH_EVERY, HOT_ROWS
     from ...kernels.sampling import NEG_DOCUMENT, NEG_UNIFORM
 
@@ -69,10 +62,8 @@ def word_params(config: TrainConfig, total: int) -> np.record:
 
 
 def params_record(dtype=PARAMS, **fields) -> np.record:
-    """A record of ``dtype`` (``PARAMS`` or ``WORD_PARAMS``) with the given fields set and the others 0
-    (tests, benchmarks)."""
-    # a numpy record (np.record, not a bare np.void) reads ``.lr`` in Python too, which is
-    # how the CUDA simulator runs the kernels
+    """A record of ``dtype`` with the given fields set, the others 0."""
+    # an np.record (not a bare np.void) reads ``.lr`` in Python too, as the CUDA simulator does
     record = np.zeros(1, dtype=dtype).view(np.recarray)[0]
     for name, value in fields.items():
         if name not in dtype.names:
