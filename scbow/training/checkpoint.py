@@ -328,7 +328,7 @@ def restore(path: Path, meta: dict, corpus, config: TrainConfig, init_vectors: d
     if saved.get("stream_sha256") != now["stream_sha256"]:
         raise CheckpointError(
             f"cannot resume from {path}: it was trained on another corpus, of the same sizes and words (its "
-            "sentences or documents are in another order, or its text changed)")
+            "sentences or documents are in another order, its text changed, or it was read in another --encoding)")
     damaged = f"{path / STATE_FILE}: damaged checkpoint (inconsistent training state); delete it to start over"
     try:
         state = TrainState.from_dict(meta["state"])
