@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 
 from ..config import TrainConfig
 from ..progress import megabytes, plural
@@ -123,8 +124,6 @@ def model_record(model, path) -> str:
 
 def wrapped(lines: list[str], width: int) -> list[str]:
     """``info``'s lines cut at spaces to ``width`` columns, continuations under the value column."""
-    import textwrap
-
     out = []
     for line in lines:
         out += textwrap.wrap(line, max(width, 40), subsequent_indent=" " * 12, break_long_words=False,

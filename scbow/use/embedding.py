@@ -22,7 +22,8 @@ import numpy as np
 
 from ..errors import CorpusError, ModelError
 from ..files import atomic_file
-from ..outputs import check_output_file, named
+from ..outputs import check_output_file, named, refuse_overwrite
+from ..progress import Progress, plural
 from ..reading import path_text, read_range
 from ..text.reader import DEFAULT_ENCODING
 from ..vectors.average import check_rule, sentences_text
@@ -112,8 +113,6 @@ class EmbedStats:
 
 def embed_summary(stats: EmbedStats, model: Model, unknown: str | None = None, output=None, missing_file=None) -> str:
     """The line ``embed`` ends with, naming ``output`` and ``missing_file`` as the user did (default: ``stats``')."""
-    from ..progress import plural
-
     rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
     known = stats.known_tokens / stats.tokens if stats.tokens else 0
     rule = unknown or model.unknown_rule[0]
@@ -221,8 +220,6 @@ def embed_command(model_dir: Path, input_path, output: Path, missing_file=None, 
                   unknown: str | None = None, quiet: bool = False, encoding: str = DEFAULT_ENCODING) -> str | None:
     """What ``embed INPUT -o OUT.npy`` runs: the outputs checked, the lines embedded with a progress line; the
     summary line (None when ``quiet``)."""
-    from ..outputs import refuse_overwrite
-    from ..progress import Progress
     from ..vectors.formats import load_model
 
     if output.is_dir():  # -o ., -o /: named as a directory before a name is made from it

@@ -9,18 +9,22 @@ Two systems are compared on the pairs both scored, as in the paper (§3.3): a pa
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import textwrap
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import STSError
+from ..errors import ModelError, STSError
 from ..text.reader import DEFAULT_ENCODING, read_small_text
 from ..text.tokenize import tokenize
 from ..text.units import MAX_GOLD, gold_number
 from ..vectors.numeric import hashed_vector, mean_rows, row_cosines, word_weights  # noqa: F401  (row_cosines re-exported)
+from .describe import json_safe
 
 MEAN_NOTE = "mean: unweighted over sets; weighted: weighted by the pairs scored in each set"
 UNSCORED_NOTE = "pairs with a side without any known word (no embedding) are not scored"
@@ -94,8 +98,6 @@ def pair_cosines(embed, first, second) -> np.ndarray:
 
 def correlations(gold: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
     """Pearson and Spearman; nan for fewer than 3 pairs or a constant side (to rounding: ranks of noise)."""
-    import warnings
-
     from scipy.stats import pearsonr, spearmanr
 
     if len(gold) < 3 or np.ptp(gold) == 0 or np.ptp(pred) <= 1e-12 * max(1.0, float(np.abs(pred).max())):
@@ -279,17 +281,7 @@ def evaluate_systems(systems: dict, sets: list[STSSet], resamples: int = 1000, s
                   "pearson_diff": f"Pearson of {primary} minus Pearson of the compared system, on the pairs both scored",
                   "pearson_diff_ci95": f"paired bootstrap, {resamples} resamples of pairs, seed {seed}, percentile interval"},
     }
-    return _nan_to_none(report)
-
-
-def _nan_to_none(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _nan_to_none(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_nan_to_none(v) for v in value]
-    return value
+    return json_safe(report)
 
 
 def _num(value, width: int, fmt: str = ".4f") -> str:
@@ -354,8 +346,6 @@ def format_table(report: dict, width: int | None = None) -> str:
         notes.append(f"r diff: Pearson of {primary} minus Pearson of the other system on the pairs both scored; "
                      f"95% CI: paired bootstrap over pairs (interval excluding 0: the difference is significant).")
     if width is not None:  # the prose cut at spaces to the width; the tables' rows are not
-        import textwrap
-
         lines, notes = ([part for line in block for part in textwrap.wrap(
             line, max(width, 40), subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)]
             for block in (lines, notes))
@@ -368,9 +358,6 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
     default model) on STS files or folders, beside ``baseline`` vectors and a ``control`` (:data:`CONTROLS`,
     the weighted one by the model's counts). With a control and no default model, the model is left out.
     """
-    import functools
-
-    from ..errors import ModelError
     from ..vectors.formats import load_model
     from ..vectors.modeldir import default_model_dir
     from .data import default_sts_paths, sts_files
@@ -406,8 +393,6 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
 
 def _weighted_control(model, plain: str):
     """``evaluate --control overlap`` of ``model``'s vocabulary counts, and the line that says what it is."""
-    from ..errors import ModelError
-
     if model is None:
         raise ModelError("--control overlap weighs words by the vocabulary counts of the model evaluated, and there "
                          "is none (no -m and no default model); give -m MODEL, or use --control plain-overlap")

@@ -100,7 +100,8 @@ def read_missing(path: Path, rows: int, count: int | None = None) -> list[int]:
     return lines
 
 
-def _count(value, low: int | None = 0) -> bool:
+def is_count(value, low: int | None = 0) -> bool:
+    """Whether ``value`` is an int (not a bool) of at least ``low`` (None: any)."""
     return type(value) is int and (low is None or value >= low)
 
 
@@ -115,7 +116,7 @@ def read_manifest(directory) -> dict:
     check_regular(path, error=ModelError, expected="a manifest", why="a manifest is a JSON file",
                   missing="missing: not the directory of a finished cluster embed (run the same embed again)")
     manifest = read_json(path, what="damaged or unfinished shard directory")
-    if not isinstance(manifest, dict) or not _count(manifest.get("manifest_version")) \
+    if not isinstance(manifest, dict) or not is_count(manifest.get("manifest_version")) \
             or manifest["manifest_version"] != MANIFEST_VERSION:
         raise ModelError(f"{path}: not a manifest of scbow-numba shards (version {MANIFEST_VERSION})")
 
@@ -125,10 +126,10 @@ def read_manifest(directory) -> dict:
     shards, dim, files = manifest.get("shards"), manifest.get("dim"), manifest.get("files")
     if not isinstance(shards, list):
         raise damaged('"shards" is not a list')
-    if not (_count(dim, 1) or (dim is None and not shards)):
+    if not (is_count(dim, 1) or (dim is None and not shards)):
         raise damaged(f'"dim" is {dim!r:.40}, not a number of columns')
     if not isinstance(files, dict) or not all(
-            isinstance(f, dict) and _count(f.get("bytes")) and _count(f.get("mtime_ns"), None) for f in files.values()):
+            isinstance(f, dict) and is_count(f.get("bytes")) and is_count(f.get("mtime_ns"), None) for f in files.values()):
         raise damaged('"files" is missing or not a record of {path: {"bytes", "mtime_ns"}}')
     if manifest.get("model") is not None and not (isinstance(manifest["model"], str)
                                                   and isinstance(manifest.get("model_id"), str)):
@@ -143,19 +144,19 @@ def read_manifest(directory) -> dict:
         if {s["shard"], s["missing_file"]} & names:
             raise damaged(f"{where}: {s['shard']!r} is listed twice")
         names.update((s["shard"], s["missing_file"]))
-        if not (_count(s.get("rows")) and _count(s.get("missing")) and s["missing"] <= s["rows"]):
+        if not (is_count(s.get("rows")) and is_count(s.get("missing")) and s["missing"] <= s["rows"]):
             raise damaged(f'{where}: "rows" or "missing" is not a count')
         if not isinstance(s.get("file"), str) or s["file"] not in files:
             raise damaged(f'{where}: "file" is not among the manifest\'s files')
         if s["file"] in lines and shards[i - 1]["file"] != s["file"]:
             raise damaged(f"{where}: the shards of {s['file']} are not listed together")
         before = lines.get(s["file"], 0)
-        if not (_count(s.get("first_line"), 1) and s["first_line"] == before + 1):
+        if not (is_count(s.get("first_line"), 1) and s["first_line"] == before + 1):
             raise damaged(f'{where}: "first_line" is {s.get("first_line")!r:.40}, not the line after the {before:,} '
                           "lines of the shards of its text before it")
         lines[s["file"]] = before + s["rows"]
     total = sum(s["rows"] for s in shards)
-    if not _count(manifest.get("rows")) or manifest["rows"] != total:
+    if not is_count(manifest.get("rows")) or manifest["rows"] != total:
         raise damaged(f'"rows" is {manifest.get("rows")!r:.40}, its shards hold {total:,}')
     return manifest
 

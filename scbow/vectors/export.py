@@ -13,8 +13,11 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ModelError
-from ..files import foreign
+from ..files import foreign, output_path, resolved
+from ..outputs import refuse_inside_ours
 from ..progress import plural
+from ..text.reader import check_regular
+from ..text.vocab import Vocab
 from .hubfolder import FILES, words_of, write_folder
 from .word2vec import default_part, export_word2vec, part_columns
 
@@ -124,8 +127,6 @@ def check_export(path: os.PathLike, fmt: str, *, binary: bool | None = None, par
                  add_words=(), license: str | None = None) -> ExportFormat:
     """Every check an export makes before it reads the model; the format's row, or one line (ModelError,
     CorpusError) for the first thing wrong."""
-    from ..text.reader import check_regular
-
     spec = export_format(fmt)
     given = {"add_words": bool(add_words), "license": license is not None, "binary": binary is not None,
              "part": part not in (None, "all")}
@@ -146,9 +147,6 @@ def check_export(path: os.PathLike, fmt: str, *, binary: bool | None = None, par
 
 def check_folder_output(path: os.PathLike, spec: ExportFormat) -> None:
     """ModelError unless a ``spec`` folder may be written at ``path``: a new folder, or one this format wrote."""
-    from ..files import output_path, resolved
-    from ..outputs import refuse_inside_ours
-
     output = Path(path)
     if output.name in ("", "..") or resolved(output) == resolved(Path.cwd()):  # a link loop resolves, not raises
         raise ModelError(f"-o {output}: give the new folder a name (the export replaces a folder whole; "
@@ -169,8 +167,6 @@ def check_folder_output(path: os.PathLike, spec: ExportFormat) -> None:
 def subset(model, min_count: int = 0, limit: int = 0):
     """``model`` with only its words seen ``min_count`` times (count 0 kept), at most the first ``limit``
     (0: all); ``model`` itself when none is left out. The rows stay the model's."""
-    from ..text.vocab import Vocab
-
     counts = np.asarray(model.vocab.counts)
     keep = (counts >= min_count) | (counts == 0) if min_count > 1 else np.ones(len(counts), dtype=bool)
     if limit:

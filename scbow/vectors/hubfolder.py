@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +20,10 @@ from ..errors import ModelError
 from ..files import atomic_dir, foreign
 from ..outputs import register_kind
 from ..reading import os_error_text
+from ..text.reader import check_text, open_text
 from .card import model_card
 from .hubtokenizer import tokenizer_json
+from .numeric import hashed_vectors
 
 # the names each folder holds: an existing folder of only these is replaced whole
 FILES = {"sentence-transformers": ("README.md", "config_sentence_transformers.json", "modules.json", "0_StaticEmbedding"),
@@ -101,8 +104,6 @@ def export_rows(model, extra_words=(), whole=None, pieces: bool = False) -> tupl
     ``pieces`` the new pieces; their float32 rows and a last zero row (the unknown token's). An added
     word's row is what ``whole.encode(..., unknown="hash")`` gives it (``whole``: the model ``model``
     is a subset of): its trained row (``restored``) or its hashed vector; a piece's, its hashed vector."""
-    from .numeric import hashed_vectors
-
     words = list(model.vocab.words)
     known = set(words)
     added = []
@@ -130,10 +131,6 @@ def export_rows(model, extra_words=(), whole=None, pieces: bool = False) -> tupl
 
 def words_of(paths, tokenize) -> list[str]:
     """The tokens of the text files ``paths`` (compressed too), most frequent first; binary data refused."""
-    from collections import Counter
-
-    from ..text.reader import check_text, open_text
-
     counts = Counter()
     for path in paths:
         with open_text(path) as fh:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 import sys
+import unicodedata
 from functools import lru_cache
 
 from ..errors import ModelError
-from ..text.tokenize import code_ranges
+from ..text.tokenize import NOSPACE, code_ranges, mark_ranges, units_pattern
+from .pieces import wordpiece_model
 
 UNK = "[UNK]"
 
@@ -53,8 +55,6 @@ def token_pattern(version: str) -> str:
     """Our token regex of tokenizer ``version`` with Python's classes spelled out: a word is ``\\w+`` (1, 2)
     or ``\\w[\\w MARKS]*`` (3, 4), then ``(?:['’]WORD)*|[^\\w\\s]``; version 4 puts the units of
     scripts without spaces first, its word characters being those outside them."""
-    from ..text.tokenize import NOSPACE, mark_ranges, units_pattern
-
     word, space = python_classes()
     letters = word
     if version == "4":
@@ -86,8 +86,6 @@ NFKC_NEWER = ((0x32FF, 0x32FF), (0xA7F2, 0xA7F4), (0xAB69, 0xAB69), (0x10781, 0x
 
 
 def _nfkc() -> list[dict]:
-    import unicodedata
-
     fixes = []
     for lo, hi in NFKC_NEWER:
         for c in range(lo, hi + 1):
@@ -127,8 +125,6 @@ def tokenizer_json(words: list[str], version: str, max_chars: int | None = None)
 
     ``max_chars``: ``words`` hold pieces and a WordPiece model splits other tokens into them, as
     ``Model.encode(unknown="pieces")`` does; None: a WordLevel model."""
-    from .pieces import wordpiece_model
-
     unk = unk_token(words)
     vocab = {w: i for i, w in enumerate(words)}
     vocab[unk] = len(words)

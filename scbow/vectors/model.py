@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..progress import plural
+from ..progress import Progress, plural
 from ..text.tokenize import TOKENIZER_VERSION, tokenizer
 from ..text.vocab import Vocab
+from .about import origin
 from .average import Averager, check_rule, own_rule, rule_scale
 from .numeric import cosine_matrix, semantic_search, similarity_pairwise
 from .pieces import Pieces
@@ -97,8 +98,6 @@ class Model:
         return len(self.vocab)
 
     def __repr__(self) -> str:
-        from .about import origin
-
         text = f"<scbow Model: {plural(len(self), 'word')} x {plural(self.dim, 'dim')}"
         where = origin(self)
         return f"{text}, {where}>" if where else text + ">"
@@ -169,8 +168,6 @@ class Model:
         items = [sentences] if single else sentences
         if isinstance(items, (bytes, bytearray)) or not hasattr(items, "__iter__"):
             raise TypeError(f"encode() takes a sentence or an iterable of sentences, got {type(sentences).__name__}")
-        from ..progress import Progress
-
         total = len(items) if hasattr(items, "__len__") else 0
         bar = Progress(total, unit="sentences", enabled=None if show_progress_bar else False)
         blocks, batch, done = [], [], 0

@@ -112,23 +112,17 @@ def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray, dtype=n
 
 def _sum_in_order(vectors: np.ndarray, ids: np.ndarray, total: np.ndarray | None = None) -> np.ndarray:
     """``total`` (a float64 row, or none) plus the rows ``vectors[ids]``, added one after another in float64."""
-    # np.add.reduce on axis 0 adds rows in turn (pairwise only along the fast axis, which one
-    # column makes axis 0: accumulate keeps the order there)
-    add_rows = _reduce_rows if vectors.shape[1] > 1 else _accumulate_rows
     for lo in range(0, len(ids), _CHUNK_ROWS):
         rows = vectors[ids[lo:lo + _CHUNK_ROWS]]
         if total is not None:
             rows = np.concatenate([total[None], rows], dtype=np.float64)
-        total = add_rows(rows)
+        # np.add.reduce on axis 0 adds rows in turn (pairwise only along the fast axis, which one
+        # column makes axis 0: accumulate keeps the order there)
+        if vectors.shape[1] > 1:
+            total = np.add.reduce(rows, axis=0, dtype=np.float64)
+        else:
+            total = np.add.accumulate(rows, axis=0, dtype=np.float64)[-1]
     return total
-
-
-def _reduce_rows(rows: np.ndarray) -> np.ndarray:
-    return np.add.reduce(rows, axis=0, dtype=np.float64)
-
-
-def _accumulate_rows(rows: np.ndarray) -> np.ndarray:
-    return np.add.accumulate(rows, axis=0, dtype=np.float64)[-1]
 
 
 def kth_largest(values: np.ndarray, k: int) -> float:

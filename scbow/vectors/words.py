@@ -12,7 +12,9 @@ import os
 
 import numpy as np
 
+from ..errors import STSError
 from ..progress import plural
+from ..text.reader import read_small_text
 from ..text.tokenize import fold
 from ..text.units import MAX_GOLD, gold_number
 from .numeric import cosine, kth_largest, row_norms
@@ -361,8 +363,7 @@ class WordVectors:
                 if isinstance(item, (bytes, bytearray)):
                     raise TypeError(f"a query word is a str, got {type(item).__name__} {bytes(item)[:40]!r}")
                 if isinstance(item, str):
-                    i = self.get_index(item)
-                    exclude.add(i)
+                    exclude.add(self.get_index(item))
                     v = self._unit(item)
                 else:
                     v = self._query(np.asarray(item, dtype=np.float64))
@@ -374,7 +375,7 @@ class WordVectors:
             raise ValueError("most_similar() needs at least one word or vector")
         terms, weights = np.array(terms), np.array(weights)
         # scaled by the largest value first: a vector of 1e300-sized values is a direction, not an overflow
-        big = float(np.max(np.abs(terms))) if terms.size else 0.0
+        big = float(np.max(np.abs(terms)))
         terms = terms / (big if big > 0 else 1.0)
         query = weights @ terms
         qnorm = np.linalg.norm(query)
@@ -384,11 +385,9 @@ class WordVectors:
             raise ValueError("the query vector is zero or not finite; no direction to compare with")
         query = query / qnorm
         exclude = np.array(sorted(i for i in exclude if i < n_rows), dtype=np.int64)
-        rare = self._rare_rows(int(min_count), n_rows)  # a mask, or None when no word is too rare
-        n_rare = 0
-        if rare is not None:
-            n_rare = int(np.count_nonzero(rare))
-            exclude = exclude[~rare[exclude]]  # each left-out word counted once
+        rare = self._rare_rows(int(min_count), n_rows)
+        n_rare = int(np.count_nonzero(rare))
+        exclude = exclude[~rare[exclude]]  # each left-out word counted once
         k = min(topn, n_rows - len(exclude) - n_rare)
         if k <= 0:
             return []
@@ -396,12 +395,10 @@ class WordVectors:
         scores = matrix[:n_rows] @ query.astype(np.float32)
         scores *= inverse_norms[:n_rows]
         scores[exclude] = -np.inf
-        if n_rare:
-            scores[rare] = -np.inf
+        scores[rare] = -np.inf
         if len(odd):  # rows float32 cannot score: always scored again below
             odd = np.setdiff1d(odd[odd < n_rows], exclude, assume_unique=True)
-            if rare is not None:
-                odd = odd[~rare[odd]]
+            odd = odd[~rare[odd]]
             scores[odd] = -np.inf
         regular = n_rows - len(exclude) - n_rare - len(odd)
         if k < regular:
@@ -421,11 +418,8 @@ class WordVectors:
         words = self.index_to_key
         return [(words[i], float(c)) for i, c in zip(candidates[best].tolist(), exact[best].tolist())]
 
-    def _rare_rows(self, min_count: int, n_rows: int) -> np.ndarray | None:
-        """Which of the first ``n_rows`` words are seen fewer than ``min_count`` times (a bool mask; a count
-        of 0, unknown, never is), or None when none can be."""
-        if min_count <= 1:
-            return None
+    def _rare_rows(self, min_count: int, n_rows: int) -> np.ndarray:
+        """Which of the first ``n_rows`` words are seen fewer than ``min_count`` times (a count of 0, unknown, never is)."""
         counts = self._model.vocab.counts[:n_rows]
         return (counts > 0) & (counts < min_count)
 
@@ -463,9 +457,6 @@ def _weighted(item, default: float):
 def read_word_pairs(path: os.PathLike) -> list[tuple[str, str, float]]:
     """The ``(word1, word2, score)`` of a ``word1<TAB>word2<TAB>score`` file (WordSim-353, SimLex-999), read
     as STS files are (compressed too; blank and ``#`` lines skipped); a bad line is an STSError naming it."""
-    from ..errors import STSError
-    from ..text.reader import read_small_text
-
     triples = []
     for n, line in enumerate(read_small_text(path, STSError, "a file of word pairs"), 1):
         if not line.strip() or line.startswith("#"):

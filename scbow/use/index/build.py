@@ -14,8 +14,9 @@ from ...errors import CorpusError, ModelError
 from ...files import atomic_dir, output_path, remove_leftovers
 from ...outputs import refuse_other_kind
 from ...reading import short_message
-from ...text.reader import DEFAULT_ENCODING
+from ...text.reader import DEFAULT_ENCODING, check_text, open_bytes, open_text
 from ...vectors.numeric import scaled_rows
+from ..shards import open_shards
 from . import store
 
 DEFAULT_M = 32  # HNSW graph degree (faiss's M; the base layer has 2 M links)
@@ -54,8 +55,6 @@ def index_text(files, out_dir: Path, progress=None, encoding: str = DEFAULT_ENCO
     """Offsets of every row's line, and the records of the text files ``[(path, first row, rows)]``. A
     compressed text is decompressed into ``out_dir/text-NNN.txt`` (it cannot be entered in the middle).
     Each is checked as text in ``encoding`` (recorded when not the default), so every line printed is."""
-    from ...text.reader import check_text, open_bytes, open_text
-
     all_starts, records = [], []
     for i, (name, first_row, rows) in enumerate(files):
         path = Path(name)
@@ -102,8 +101,6 @@ def open_embeddings(embeddings, text=None) -> tuple[object, list, dict | None]:
                                  "'scbow-numba embed MODEL INPUT -o X.npy'")
             raise ModelError(f"{path}: directory has no manifest.json: not the shards of a finished cluster embed "
                              "(run the same 'scbow-numba embed ... --workers N' again to finish it)")
-        from ..shards import open_shards
-
         shards = open_shards(path)  # refuses rows of a text that changed since
         if text is not None:
             raise ModelError("the text of shards is named by their manifest; give no text file with a shard directory")

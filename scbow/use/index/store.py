@@ -18,6 +18,7 @@ from ...outputs import register_kind
 from ...reading import path_text, read_json, read_range, short_message
 from ...text.reader import DEFAULT_ENCODING, text_codec
 from ...vectors.numeric import scaled_rows
+from ..shards import is_count
 
 INDEX_JSON = "index.json"
 INDEX_FILE = "vectors.faiss"
@@ -103,16 +104,12 @@ def damaged(path: Path, why: str) -> ModelError:
     return ModelError(f"{path}: damaged sentence index ({why}); build it again with 'scbow-numba index'")
 
 
-def _count(value, low: int = 0) -> bool:
-    return type(value) is int and value >= low
-
-
 def _wrong_field(info: dict) -> str | None:
     """What is wrong with the fields of an ``index.json`` that opening and searching use (None: nothing)."""
     if info.get("library") != LIBRARY or info.get("metric") != "cosine":
         return f"library must be {LIBRARY!r} and metric 'cosine'"
     for key, low in (("dim", 1), ("count", 1), ("rows", 1), ("index_bytes", 1)):
-        if not _count(info.get(key), low):
+        if not is_count(info.get(key), low):
             return f"{key} must be an integer of at least {low}, not {info.get(key)!r:.40}"
     if info["rows"] < info["count"]:
         return f"{info['count']:,} vectors but only {info['rows']:,} rows"
@@ -120,7 +117,7 @@ def _wrong_field(info: dict) -> str | None:
         return "model and model_id must be strings"
     params = info.get("params", {})
     ef = params.get("ef_search") if isinstance(params, dict) else 0
-    if ef is not None and not (_count(ef, 1) and ef <= MAX_EF):
+    if ef is not None and not (is_count(ef, 1) and ef <= MAX_EF):
         return f"params.ef_search must be an integer from 1 to {MAX_EF:,}"
     files = info.get("files")
     if not isinstance(files, list) or not files:
@@ -128,7 +125,7 @@ def _wrong_field(info: dict) -> str | None:
     row = 0
     for i, f in enumerate(files):
         if not (isinstance(f, dict) and isinstance(f.get("file"), str) and isinstance(f.get("text"), str)
-                and all(_count(f.get(k)) for k in ("bytes", "first_row", "rows")) and _count(f.get("mtime_ns"), -2**63)):
+                and all(is_count(f.get(k)) for k in ("bytes", "first_row", "rows")) and is_count(f.get("mtime_ns"), -2**63)):
             return f"files[{i}] must hold file and text paths, bytes, first_row, rows and mtime_ns"
         if not (Path(f["text"]).is_absolute() or COPY_NAME.fullmatch(f["text"])):
             return f"files[{i}]: text is neither an absolute path nor a copy in the index"
@@ -157,7 +154,7 @@ def read_info(path: Path) -> dict:
     info = read_json(path / INDEX_JSON, what="damaged sentence index")
     if not isinstance(info, dict) or info.get("format") != FORMAT:
         raise damaged(path / INDEX_JSON, "not the description of a sentence index")
-    if not _count(info.get("format_version"), 1) or info["format_version"] > FORMAT_VERSION:
+    if not is_count(info.get("format_version"), 1) or info["format_version"] > FORMAT_VERSION:
         raise ModelError(f"{path}: index format {info.get('format_version')!r:.40} is not one this scbow-numba "
                          f"understands ({FORMAT_VERSION}); upgrade scbow-numba or build the index again")
     why = _wrong_field(info)
