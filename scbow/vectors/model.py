@@ -210,8 +210,6 @@ class Model:
         """The width of a sentence embedding (sentence-transformers' name for :attr:`dim`)."""
         return self.dim
 
-    # -- comparing sentences, with sentence-transformers' conventions -------------------
-
     def similarity(self, a, b, unknown: str | None = None) -> np.ndarray:
         """Cosines between two sets of sentence embeddings: float64 (n, m), always 2-D, as sentence-transformers'
         ``model.similarity``; NaN where a row has no embedding or is zero. ``a``, ``b``: embeddings, or

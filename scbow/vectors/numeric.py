@@ -204,9 +204,6 @@ def publish_hashed(cache: dict, new: list, rows: dict, bound: int) -> None:
     cache.update((t, rows[t]) for t in new)
 
 
-# -- sets of sentence embeddings, with sentence-transformers' conventions (scbow.use.semantic, Model) --
-
-
 def unit_rows(x, name: str) -> np.ndarray:
     """``x`` (one embedding, or a matrix of them) as a float64 matrix of unit rows (NaN for rows with no direction)."""
     a = np.asarray(x, dtype=np.float64)

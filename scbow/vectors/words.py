@@ -49,8 +49,6 @@ class WordVectors:
         self._model = model
         self._search = None  # ((the model's vectors generation, columns), table)
 
-    # -- the vectors -----------------------------------------------------------------
-
     @property
     def columns(self) -> tuple[int, int]:
         """The columns of the model's rows that are the word vectors: the word part's, else all."""
@@ -85,8 +83,6 @@ class WordVectors:
     def __repr__(self) -> str:
         what = "the word part" if "word" in self._model.parts else "the whole rows"
         return f"<scbow WordVectors: {plural(len(self), 'word')} x {plural(self.vector_size, 'dim')} ({what})>"
-
-    # -- looking words up ---------------------------------------------------------------
 
     def get_index(self, word: str, default=None) -> int:
         """The row of ``word`` as given, else lowercased, else folded; else ``default``, or KeyError without one.
@@ -164,8 +160,6 @@ class WordVectors:
         v = np.asarray(self.vectors[i], dtype=np.float64)
         n = np.linalg.norm(v)
         return v / n if n > 0 else v
-
-    # -- comparing words ------------------------------------------------------------------
 
     def similarity(self, w1: str, w2: str) -> float:
         """Cosine of two words (gensim's ``similarity``; 0 when a vector is zero)."""
@@ -307,8 +301,6 @@ class WordVectors:
         if not isinstance(binary, (bool, np.bool_)):  # binary="no" is truthy: it would write binary
             raise TypeError(f"binary must be True or False, not {binary!r}")
         export(self._model, path, "word2vec", binary=bool(binary), part="word" if "word" in self._model.parts else "all")
-
-    # -- nearest words ----------------------------------------------------------------------
 
     def similar_by_word(self, word: str, topn: int = 10, restrict_vocab: int | None = None,
                         min_count: int = 0) -> list[tuple[str, float]]:
