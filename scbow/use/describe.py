@@ -152,7 +152,6 @@ def describe(model, path) -> list[str]:
         listed = _get(c, "files", list, [])
         files = ", ".join(str(f) for f in listed if isinstance(f, str)) or "?"
         lines.append(f"corpus      {files}")
-
         oov = _get(c, "oov_rate", _NUMBER, high=1)
         lines.append(f"            {_counted(c, 'raw_tokens', 'token')}, {_counted(c, 'sentences', 'sentence')} "
                      f"in {_counted(c, 'documents', 'document')}; vocabulary: words seen at least "

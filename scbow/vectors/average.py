@@ -128,11 +128,9 @@ class Averager:
         return self._norm
 
     def unknown_vectors(self, tokens: list, rule: str, scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """What each unknown token adds under ``rule`` ("hash" or "pieces"): float64 sums (n, dim) and counts.
-
-        hash: one hashed vector of norm ``scale * unknown_norm()``, count 1. pieces: its word pieces'
-        rows plus hashed vectors of that norm for the others, one count a piece.
-        """
+        """What each unknown token adds under ``rule``: float64 sums (n, dim) and counts. hash: one hashed
+        vector of norm ``scale * unknown_norm()``; pieces: its word pieces' rows plus hashed vectors of
+        that norm for the others, one count a piece."""
         norm = scale * self.unknown_norm()
         if rule == "hash":
             return self._unit_hashed(tokens) * norm, np.ones(len(tokens), dtype=np.int64)

@@ -24,11 +24,8 @@ def word_weights(counts, raw_tokens: int, a: float) -> np.ndarray:
 
 
 def hashed_vector(token: str, dim: int) -> np.ndarray:
-    """A fixed standard normal vector for ``token``: float64, shape (dim,), seeded by BLAKE2b of its UTF-8.
-
-    A lone surrogate (surrogateescape's bytes that are not UTF-8) hashes as ``surrogatepass``
-    encodes it, so every str has a vector.
-    """
+    """A fixed standard normal vector for ``token``: float64, shape (dim,), seeded by BLAKE2b of its UTF-8
+    (a lone surrogate as ``surrogatepass`` encodes it, so every str has a vector)."""
     data = token.encode("utf-8", "surrogatepass")
     seed = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
     return np.random.default_rng(seed).standard_normal(dim)
@@ -126,11 +123,8 @@ def _sum_in_order(vectors: np.ndarray, ids: np.ndarray, total: np.ndarray | None
 
 
 def kth_largest(values: np.ndarray, k: int) -> float:
-    """The ``k``-th largest of ``values`` (1 <= k <= len(values)).
-
-    A subset's k-th largest is at most the whole's, so only the values at least that of every
-    ``step``-th value are partitioned (about n / 64): several times faster than all of them.
-    """
+    """The ``k``-th largest of ``values`` (1 <= k <= len(values)). A subset's k-th largest is at most the
+    whole's, so only values at least every ``step``-th value's are partitioned: several times faster."""
     n = len(values)
     step = n // (64 * k)
     if step >= 4:
@@ -194,9 +188,8 @@ def cached_rows(cache: dict, tokens: list, make, bound: int) -> dict:
 
 
 def publish_hashed(cache: dict, new: list, rows: dict, bound: int) -> None:
-    """Put ``rows[t]`` of the ``new`` tokens into ``cache``, emptying it first when it would pass ``bound``.
-
-    Callers read ``rows``, never ``cache``: threads sharing it may clear it at any moment."""
+    """Put ``rows[t]`` of the ``new`` tokens into ``cache``, emptying it first when it would pass ``bound``
+    (callers read ``rows``, never ``cache``: threads sharing it may clear it at any moment)."""
     if len(new) > bound:
         return
     if len(cache) + len(new) > bound:

@@ -85,10 +85,8 @@ class WordVectors:
         return f"<scbow WordVectors: {plural(len(self), 'word')} x {plural(self.vector_size, 'dim')} ({what})>"
 
     def get_index(self, word: str, default=None) -> int:
-        """The row of ``word`` as given, else lowercased, else folded; else ``default``, or KeyError without one.
-
-        (gensim's ``get_index`` looks up the exact key only; here ``key_to_index`` does.)
-        """
+        """The row of ``word`` as given, else lowercased, else folded; else ``default``, or KeyError without one
+        (gensim's ``get_index`` looks up the exact key only; here ``key_to_index`` does)."""
         i = self._find(word)
         if i is not None:
             return i
@@ -205,11 +203,8 @@ class WordVectors:
         return known[int(np.argmin(units @ mean))]
 
     def n_similarity(self, words1, words2) -> float:
-        """Cosine between the means of the (unscaled) vectors of two lists of words or vectors, as gensim's.
-
-        Unlike there, an unknown word is a KeyError (not skipped), an empty list a ValueError, and
-        a zero mean gives nan.
-        """
+        """Cosine between the means of the (unscaled) vectors of two lists of words or vectors, as gensim's;
+        unlike there, an unknown word is a KeyError (not skipped), an empty list a ValueError, a zero mean nan."""
         means = []
         for words in (words1, words2):
             if isinstance(words, str):
@@ -261,9 +256,7 @@ class WordVectors:
             raise ValueError(f"similarity_function must be 'most_similar' (as in gensim), got {similarity_function!r}")
         spell = str.upper if case_insensitive else str
         words = self.index_to_key[:restrict_vocab]
-        known = {}  # a spelling: the row of its most frequent word
-        for i in range(len(words) - 1, -1, -1):
-            known[spell(words[i])] = i
+        known = {spell(w): i for i, w in reversed(list(enumerate(words)))}  # the row of a spelling's most frequent word
         sections, section = [], None
         with open(analogies, encoding="utf-8") as lines:
             for n, line in enumerate(lines):

@@ -54,7 +54,6 @@ def check_query_model(index: "Index | os.PathLike", model_dir, loaded_id: str | 
     from ...vectors.modeldir import model_id
 
     info, where = (index.info, index.path) if isinstance(index, Index) else (read_info(Path(index)), Path(index))
-
     recorded = info.get("model_id")
     if recorded is None and info.get("model_fingerprint") is not None:
         raise ModelError(f"{where}: was built by an earlier version of scbow-numba, which recorded its model in a way "
