@@ -51,19 +51,6 @@ class STSScore:
     predictions: np.ndarray  # float64, shape (pairs,), nan where not scored
 
 
-@dataclass
-class Comparison:
-    """System ``a`` against system ``b`` on one set, over the pairs both scored."""
-
-    name: str
-    common: int  # pairs both systems scored
-    wilcoxon_statistic: float
-    wilcoxon_p: float
-    pearson_diff: float  # Pearson of a minus Pearson of b, on the common pairs
-    ci_low: float
-    ci_high: float
-
-
 def read_sts(path: os.PathLike, encoding: str = DEFAULT_ENCODING) -> STSSet:
     path = Path(path)
     gold, first, second = [], [], []
@@ -185,14 +172,6 @@ def bootstrap_pearson_diff(gold, pred_a, pred_b, resamples: int = 1000, seed: in
     return diff, float(low), float(high)
 
 
-def compare(sts: STSSet, a: STSScore, b: STSScore, resamples: int = 1000, seed: int = 0) -> Comparison:
-    """Wilcoxon test and bootstrap 95% interval of system ``a`` against ``b`` on ``sts``."""
-    common = int((np.isfinite(a.predictions) & np.isfinite(b.predictions)).sum())
-    stat, p = wilcoxon_test(a.predictions, b.predictions)
-    diff, low, high = bootstrap_pearson_diff(sts.gold, a.predictions, b.predictions, resamples, seed)
-    return Comparison(sts.name, common, stat, p, diff, low, high)
-
-
 def overlap_weights(counts, raw_tokens: int, a: float = SIF_A) -> np.ndarray:
     """The weighted overlap control's SIF weights of the vocabulary (:func:`~scbow.vectors.numeric.word_weights`,
     ``a`` 0 or less: :data:`SIF_A`); also the "word overlap" peer's of ``benchmarks/peers.py``."""
@@ -264,11 +243,12 @@ def evaluate_systems(systems: dict, sets: list[STSSet], resamples: int = 1000, s
                "spearman": a.spearman, "comparisons": {}}
         for other in others:
             b = scores[other][k]
-            c = compare(sts, a, b, resamples, seed)
+            stat, p = wilcoxon_test(a.predictions, b.predictions)
+            diff, low, high = bootstrap_pearson_diff(sts.gold, a.predictions, b.predictions, resamples, seed)
             row["comparisons"][other] = {
-                "scored": b.scored, "pearson": b.pearson, "spearman": b.spearman, "common": c.common,
-                "wilcoxon_statistic": c.wilcoxon_statistic, "wilcoxon_p": c.wilcoxon_p,
-                "pearson_diff": c.pearson_diff, "pearson_diff_ci95": [c.ci_low, c.ci_high],
+                "scored": b.scored, "pearson": b.pearson, "spearman": b.spearman,
+                "common": int((np.isfinite(a.predictions) & np.isfinite(b.predictions)).sum()),
+                "wilcoxon_statistic": stat, "wilcoxon_p": p, "pearson_diff": diff, "pearson_diff_ci95": [low, high],
             }
         rows.append(row)
     report = {
