@@ -1,9 +1,7 @@
-"""``scbow-numba embed MODEL INPUT... -o DIR --workers N | --scheduler ADDRESS``: on a Dask cluster
-(an optional extra), one task per block of the inputs (:func:`plan_blocks`), each writing its shard as
-single-process ``embed`` writes it, its record last; then the manifest. A rerun skips the shards whose
-record is of its block; a directory of another job (or with an edited plan) is refused. A failure no
-rerun can mend ends the run in one message; a run that fails before any shard is done takes back what
-it wrote. The layout and reading it back: :mod:`scbow.use.shards`.
+"""``scbow-numba embed ... --workers N | --scheduler ADDRESS``: on a Dask cluster, one task per block of
+the inputs, each writing its shard as ``embed`` would, its record last; then the manifest. A rerun skips
+the shards done; another job's directory is refused; a run failing before any shard is done takes back
+what it wrote. The layout: :mod:`scbow.use.shards`.
 """
 
 from __future__ import annotations
@@ -37,8 +35,7 @@ _OWN_TEMPORARY = re.compile(r"\.(shard-\d{6}\.(?:npy|missing\.txt|json)|plan\.js
 
 @dataclass(frozen=True)
 class Block:
-    """Bytes ``start:stop`` of ``file`` (``stop = -1``: the whole file, decompressed); the file's ``size``
-    and ``mtime_ns`` as planned are part of its identity (a shard of another version is redone)."""
+    """Bytes ``start:stop`` of ``file`` (``stop = -1``: all, decompressed), with its planned ``size`` and ``mtime_ns``."""
 
     index: int
     file: str
@@ -53,9 +50,8 @@ class Block:
 
 
 def plan_blocks(paths, block_bytes: int = BLOCK_BYTES) -> list[Block]:
-    """The blocks of ``paths``, in order: a plain file cut into ranges of about ``block_bytes`` that
-    end after a newline, a compressed one whole. CorpusError (single-process ``embed``'s messages)
-    for a missing file, stdin, anything not a regular file (a FIFO, a device) or a file given twice."""
+    """The blocks of ``paths``: a plain file cut after a newline about every ``block_bytes``, a compressed one
+    whole. CorpusError for stdin, a missing or irregular file or one given twice."""
     if block_bytes < 1:
         raise ValueError("block_bytes must be positive")
     blocks: list[Block] = []
@@ -118,8 +114,7 @@ _PLANNED: dict = {}  # (output directory, its plan.json's inode and time) -> the
 
 
 def shard_done(out_dir: Path, block: Block, dim: int | None = None) -> dict | None:
-    """The record of the finished shard of ``block``, or None (not done, or damaged: it is redone): its
-    record is of this very block, with counts that fit, and its array and list of missing lines agree."""
+    """The record of the finished shard of ``block`` whose files agree with it, or None (redone)."""
     try:
         check_regular(out_dir / f"{block.name}.json", error=ModelError)
         info = read_json(out_dir / f"{block.name}.json")
@@ -137,9 +132,8 @@ def shard_done(out_dir: Path, block: Block, dim: int | None = None) -> dict | No
 
 def embed_block(model_path: str, block: Block, out_dir: str, fill: float = math.nan,
                 unknown: str | None = None, encoding: str = DEFAULT_ENCODING) -> dict:
-    """Embed one block into its shard (a Dask task) unless it is done; returns the shard's record. A failure
-    a rerun cannot mend is returned as ``{"block", "error", "error_type"}``: the client reports it once,
-    Dask retries nothing."""
+    """Embed one block into its shard (a Dask task) unless done; its record. A failure no rerun can mend is
+    returned as ``{"block", "error", "error_type"}``, so Dask retries nothing."""
     from .embedding import read_blocks, write_embeddings
 
     out = Path(out_dir)
@@ -232,8 +226,7 @@ def client_for(workers: int | None = None, scheduler: str | None = None):
         import signal
         import threading
 
-        # the worker processes start with Ctrl-C ignored (they inherit it): it is the client's to act on, and
-        # a terminal sends it to the whole process group, where each worker printed its own traceback
+        # the workers inherit Ctrl-C ignored: a terminal sends it to the whole group, each printing a traceback
         main = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         try:
@@ -274,9 +267,8 @@ def _sweep(out: Path) -> None:
 
 
 def _check_output(out: Path, identity: dict, blocks: list[Block]) -> None:
-    """Refuse a directory that holds anything but the shards of this job (its plan not edited); then sweep
-    it. When only the inputs' sizes or times differ from the plan's, the manifest and the shards numbered
-    beyond this plan's blocks are removed too (the others are redone where their record is not of this plan)."""
+    """Refuse a directory holding anything but this job's shards; sweep it. When only the inputs' sizes or
+    times differ, the manifest and the shards beyond this plan's blocks are removed too."""
     if os.path.lexists(out) and not out.is_dir():
         raise ModelError(f"{out}: exists and is not a directory (a cluster embed writes a directory of shards)")
     entries = os.listdir(out) if out.is_dir() else []
@@ -314,9 +306,8 @@ def _check_output(out: Path, identity: dict, blocks: list[Block]) -> None:
 
 
 def _undo(out: Path, blocks: list[Block], fresh: bool, created: list[Path]) -> None:
-    """After a run that failed with no shard done (one done keeps everything: a rerun resumes): remove its
-    plan and partial shards (when it found no plan there), dead writers' temporaries, and the directories
-    it ``created`` that are then empty."""
+    """After a run that failed with no shard done: remove its plan and partial shards (if ``fresh``), dead
+    writers' temporaries and the empty directories it ``created``."""
     try:
         if not out.is_dir() or any(os.path.lexists(out / f"{b.name}.json") for b in blocks):
             return
@@ -343,15 +334,15 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
                      fill: float = math.nan, unknown: str | None = None, block_bytes: int = BLOCK_BYTES,
                      retries: int = 2, progress=None, client=None, task=embed_block,
                      encoding: str = DEFAULT_ENCODING) -> ClusterStats:
-    """Embed ``inputs`` into shards in ``out_dir`` on a Dask cluster: ``client`` (else one made from ``workers``
-    or ``scheduler``, closed at the end). ``progress(done, total)`` counts shards. ``task``: run per block,
-    :func:`embed_block` or a wrapper of it. ``retries``: for a task that raises (one whose worker dies is
-    run again elsewhere). ``encoding``: the inputs' (one whose line end is not the byte ``\\n``, such as
-    UTF-16, is refused: blocks are cut at that byte)."""
+    """Embed ``inputs`` into shards in ``out_dir`` on ``client`` (else one of ``workers`` or ``scheduler``,
+    closed at the end). ``progress(done, total)`` counts shards; ``task``: :func:`embed_block` or a wrapper;
+    ``encoding``: the inputs' (one whose line end is not the byte ``\\n``, as UTF-16, is refused: blocks are
+    cut at that byte)."""
     codec = text_codec(encoding, at_start=False)[0]
     if "\n".encode(codec) != b"\n":
         raise CorpusError(f"--encoding {encoding}: a cluster cuts its inputs at the line-end byte, which {codec} does "
                           f"not write alone; convert the inputs (iconv -f {codec} -t utf-8) or embed them one at a time")
+
     out, inputs = Path(out_dir), list(inputs)
     if out.is_symlink():  # -o LINK: the target is the directory (created when its folder exists), the link stays
         out = output_path(out)
@@ -404,8 +395,7 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
 
 
 def _hold(out: Path) -> int:
-    """An open descriptor of the directory ``out`` holding an exclusive ``flock`` on it; ModelError when
-    another run holds it (two jobs planning into one directory would mix their shards)."""
+    """A descriptor of ``out`` holding an exclusive ``flock``; ModelError when another run holds it."""
     fd = os.open(out, os.O_RDONLY)
     try:
         import fcntl
@@ -483,9 +473,8 @@ def _run(client, task, model_path, blocks, out, identity, options, retries, prog
 def cluster_command(model_dir: Path, inputs, output: Path, workers: int | None = None, scheduler: str | None = None,
                     fill: str = "nan", unknown: str | None = None, block_mb: float = 64.0, quiet: bool = False,
                     encoding: str = DEFAULT_ENCODING) -> str | None:
-    """What ``embed --workers N`` or ``--scheduler ADDRESS`` runs: its output checked (no model's
-    directory, no input), the model checked once, the shards embedded with a progress line, and the
-    summary line returned (None when ``quiet``)."""
+    """What ``embed --workers N`` or ``--scheduler ADDRESS`` runs: the output and model checked, the shards
+    embedded with a progress line; the summary line (None when ``quiet``)."""
     from ..outputs import refuse_overwrite
     from ..progress import Progress
     from ..vectors.formats import load_model

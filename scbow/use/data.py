@@ -1,12 +1,7 @@
 """Where the project's data folder and its STS sets are: one rule for the CLI, the benchmarks and the tests.
 
-The data folder (corpora, the SemEval STS test sets, the STS-B dev set) lives beside a
-source checkout as ``../shared/data``; it is never copied into the repository.
-:func:`data_places` lists where a part of it may be, in order: ``$SCBOW_DATA/NAME``, then
-``shared/data/NAME`` and ``../shared/data/NAME`` from the current directory, then beside
-the checkout this package runs from (so that commands work from any directory of a source
-checkout; an installed package has no such place). ``$SCBOW_STS_DIR`` and
-``$SCBOW_STS_DEV`` name the STS test folder and the dev file directly.
+The data folder lives beside a source checkout as ``../shared/data`` (never in the repository);
+``$SCBOW_STS_DIR`` and ``$SCBOW_STS_DEV`` name the STS test folder and the dev file directly.
 """
 
 from __future__ import annotations

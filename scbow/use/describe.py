@@ -1,16 +1,14 @@
 """What a model is, for ``scbow-numba info``: the lines it prints and the JSON record.
 
-A model's ``config.json`` is a file the tool did not just write: any section may be
-damaged (a list where an object belongs, a string where a number does), so every value is
-read against the type it must have (:func:`_get`) and a value of another type is shown as
-unknown, never followed. The JSON record holds no NaN or infinity (which JSON has not):
-they become ``null``.
+Any section of ``config.json`` may be damaged, so every value is read against its type (:func:`_get`)
+and shown as unknown otherwise; the JSON record holds no NaN or infinity (they become ``null``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import textwrap
 
 from ..config import TrainConfig
 from ..progress import megabytes, plural
@@ -19,9 +17,8 @@ _NUMBER = (int, float)
 
 
 def _get(section, key: str, kinds, default=None, low: float = 0, high: float = 1e15):
-    """``section[key]`` when ``section`` is a dict and the value is of ``kinds`` (bool is no
-    number) and, for a number, finite and within ``[low, high]`` (no count, rate or time the
-    tool records is negative or past 1e15; a value out of range is damage); else ``default``."""
+    """``section[key]`` when it is of ``kinds`` (bool is no number) and a number within ``[low, high]``;
+    else ``default``."""
     if not isinstance(section, dict):
         return default
     value = section.get(key, default)
@@ -51,8 +48,7 @@ def _r(x) -> str:
 
 
 def widths(model) -> dict:
-    """``{"rows": 450, "sentence_part": 300, "word_part": 150}``: a row's width and its parts' (``word_part``
-    0 without one). ``--dim`` (``config["dim"]``) is the sentence part's width, not the row's."""
+    """``{"rows": 450, "sentence_part": 300, "word_part": 150}`` (``--dim`` is the sentence part's width)."""
     parts = model.parts
     (s0, s1), word = parts["sentence"], parts.get("word")
     return {"rows": model.dim, "sentence_part": s1 - s0, "word_part": word[1] - word[0] if word else 0}
@@ -72,12 +68,9 @@ ROSE_FIRST = ("the word part's loss above starts at what the word frequencies al
 
 
 def word_loss_text(w: dict) -> tuple[str, bool]:
-    """``(", loss 2.6175 -> 2.4091 on a fixed sample of 2,048 sentences (before the first pass, after the last;
-    after each: 2.6324, 2.5189, 2.4091)", rose)``: the word part's loss as its summary line says it (the mean
-    skip-gram loss per context word on the ``loss_sentences`` of ``scbow.training.wordpart.LOSS_SAMPLE``, the
-    same windows and noise words every time), and whether the first pass ended above the start while the last
-    ended below it ("" and False when the run recorded no loss). ``w``: the model's ``info["training"]["word_part"]``,
-    its values checked. A last pass no lower than the start is ``session.learned_nothing``'s warning."""
+    """``(", loss 2.6175 -> 2.4091 on a fixed sample of ...", rose)``: the word part's loss as its summary
+    line says it, and whether the first pass ended above the start while the last ended below it ("" and
+    False without a recorded loss). ``w``: the checked ``info["training"]["word_part"]``."""
     first, final = w.get("first_loss"), w.get("final_loss")
     if not isinstance(first, float) or not isinstance(final, float):
         return "", False
@@ -94,8 +87,7 @@ def word_loss_text(w: dict) -> tuple[str, bool]:
 
 
 def _word_loss(w: dict) -> str:
-    """The word part's loss on its fixed sample of sentences, before the first pass and after each, as
-    train's summary says it (:func:`word_loss_text`), with what a rise means."""
+    """:func:`word_loss_text` of the recorded values, with what a rise means."""
     bounded = {"loss_sentences": _get(w, "loss_sentences", int),
                "first_loss": _get(w, "first_loss", _NUMBER, high=1e3), "final_loss": _get(w, "final_loss", _NUMBER, high=1e3),
                "pass_losses": [x for x in _get(w, "pass_losses", list, [])
@@ -124,18 +116,14 @@ def json_safe(value):
 
 
 def model_record(model, path) -> str:
-    """``info --json``: everything recorded in the model, as strict JSON. ``dim`` is a row's width and
-    ``dims`` names the parts' (:func:`widths`): ``config.dim`` is the sentence part's alone."""
+    """``info --json``: everything recorded in the model, as strict JSON (``dim``: a row's width)."""
     record = {"path": str(path), "words": len(model), "dim": model.dim, "dims": widths(model), "config": model.config}
     record.update((k, v) for k, v in model.info.items() if k not in record)  # a recorded 'dim' is not the model's
     return json.dumps(json_safe(record), indent=1, allow_nan=False)
 
 
 def wrapped(lines: list[str], width: int) -> list[str]:
-    """``info``'s lines cut at spaces to ``width`` columns, each continuation under the value
-    column (12); a word longer than the room is left whole (a path)."""
-    import textwrap
-
+    """``info``'s lines cut at spaces to ``width`` columns, continuations under the value column."""
     out = []
     for line in lines:
         out += textwrap.wrap(line, max(width, 40), subsequent_indent=" " * 12, break_long_words=False,
@@ -164,7 +152,6 @@ def describe(model, path) -> list[str]:
         listed = _get(c, "files", list, [])
         files = ", ".join(str(f) for f in listed if isinstance(f, str)) or "?"
         lines.append(f"corpus      {files}")
-
         oov = _get(c, "oov_rate", _NUMBER, high=1)
         lines.append(f"            {_counted(c, 'raw_tokens', 'token')}, {_counted(c, 'sentences', 'sentence')} "
                      f"in {_counted(c, 'documents', 'document')}; vocabulary: words seen at least "

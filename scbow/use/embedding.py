@@ -1,20 +1,9 @@
 """Embedding text files with a model: one sentence per line in, one float32 row per line out.
 
-The input is read in blocks of lines (a few MB of text each), tokenized with the one
-tokenizer of the package, mapped to vocabulary ids and averaged by a compiled kernel
-(``scbow.kernels.embed``). Only one block is in memory at a time, so inputs larger than
-memory work; the output ``.npy`` file is written block by block.
-
-Rules: every input line gives one row (row ``i`` is line ``i + 1``, empty lines
-included). Words outside the vocabulary follow the model's own rule, as in
-``Model.encode``: left out, split into pieces (``unknown="pieces"``) or given hashed vectors. A line
-with nothing to average has no embedding: its row is NaN (or zeros with ``fill=0``) and
-its line number is recorded. Lines are split as Python's universal-newline
-mode splits them (``\\n``, ``\\r\\n`` or ``\\r``); ``.gz``, ``.bz2`` and ``.xz`` inputs
-are decompressed transparently; text is read by the one reader (``scbow.text.reader``): UTF-8 unless an encoding is given.
-
-The output is written to a temporary file beside it and renamed into place at the end,
-so an interrupted run never leaves a half-written array where one is expected.
+The input is read a block of lines at a time (inputs larger than memory work), averaged by a compiled
+kernel and written block by block to a temporary ``.npy`` renamed into place at the end. Row ``i`` is
+line ``i + 1`` (universal newlines; empty lines included); unknown words follow the model's rule, as
+``Model.encode``. A line with nothing to average is NaN (or zeros with ``fill=0``), its number recorded.
 """
 
 from __future__ import annotations
@@ -33,7 +22,8 @@ import numpy as np
 
 from ..errors import CorpusError, ModelError
 from ..files import atomic_file
-from ..outputs import check_output_file, named
+from ..outputs import check_output_file, named, refuse_overwrite
+from ..progress import Progress, plural
 from ..reading import path_text, read_range
 from ..text.reader import DEFAULT_ENCODING
 from ..vectors.average import check_rule, sentences_text
@@ -45,11 +35,7 @@ _MAGIC = b"\x93NUMPY\x01\x00"
 
 
 def npy_header(n_rows: int, dim: int) -> bytes:
-    """The .npy (format 1.0) header of a C-order little-endian float32 array (n_rows, dim).
-
-    Always ``NPY_HEADER_LEN`` bytes, so the header can be written last over a placeholder
-    once the number of rows is known.
-    """
+    """The .npy 1.0 header of a float32 (n_rows, dim) array, always ``NPY_HEADER_LEN`` bytes (written last)."""
     text = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (n_rows, dim)
     room = NPY_HEADER_LEN - len(_MAGIC) - 2
     if len(text) + 1 > room:  # needs more than 10**40 rows
@@ -126,11 +112,7 @@ class EmbedStats:
 
 
 def embed_summary(stats: EmbedStats, model: Model, unknown: str | None = None, output=None, missing_file=None) -> str:
-    """The line ``embed`` ends with: lines, rate, the share of tokens averaged, the lines with nothing
-    to average and where they are listed (``missing_file``), and the ``output`` (as the user named
-    them; default: the files ``stats`` records)."""
-    from ..progress import plural
-
+    """The line ``embed`` ends with, naming ``output`` and ``missing_file`` as the user did (default: ``stats``')."""
     rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
     known = stats.known_tokens / stats.tokens if stats.tokens else 0
     rule = unknown or model.unknown_rule[0]
@@ -143,9 +125,8 @@ def embed_summary(stats: EmbedStats, model: Model, unknown: str | None = None, o
 
 @dataclass(frozen=True)
 class SentenceWords:
-    """A sentence as a model averages it: its ``unknown`` words, the ``rule`` for those ("omit", "hash"
-    or "pieces"), under pieces each unknown word's ``pieces`` ([] for one without), and whether it
-    ``has_embedding`` (something to average, as the model's Averager counts it)."""
+    """A sentence as a model averages it: its ``unknown`` words, their ``rule``, each one's ``pieces`` (under
+    pieces) and whether it ``has_embedding``."""
 
     unknown: list
     rule: str
@@ -158,8 +139,7 @@ class SentenceWords:
         return "no word" if self.rule == "hash" else "no word in the vocabulary"
 
     def unknown_note(self) -> str | None:
-        """``unknown words given hashed random vectors: a, b`` (``left out``, or ``split into pieces:
-        aab (aa ##b)``); None when all are known."""
+        """``unknown words given hashed random vectors: a, b`` (or left out, split into pieces); None if none."""
         if not self.unknown:
             return None
         if self.rule == "pieces":
@@ -179,8 +159,8 @@ def sentence_words(model: Model, sentence: str, unknown: str | None = None) -> S
 
 
 def query_sentence(model: Model, sentence: str, note=None) -> SentenceWords:
-    """The words of a query sentence (``neighbors --sentence``); ModelError when it has no embedding.
-    ``note`` is given the line naming its unknown words."""
+    """The words of a query sentence (``neighbors --sentence``), ``note`` given the line naming its unknown
+    words; ModelError when it has no embedding."""
     words = sentence_words(model, sentence)
     if not words.has_embedding:
         raise ModelError(f"the sentence has {words.lacks}; it has no embedding")
@@ -190,9 +170,8 @@ def query_sentence(model: Model, sentence: str, note=None) -> SentenceWords:
 
 
 def sentence_similarity(model: Model, sentence1: str, sentence2: str, unknown: str | None = None, note=None) -> float:
-    """The cosine of the two sentences' averages (``similarity``); ModelError, one line, when a side is
-    empty, has nothing to average or averages to the zero vector. ``note`` is given the line naming
-    a side's unknown words."""
+    """The cosine of the two sentences' averages (``similarity``); ModelError, one line, when a side is empty,
+    has nothing to average or averages to zero. ``note`` is given the lines naming unknown words."""
     blank = [n for n, sentence in enumerate((sentence1, sentence2), 1) if not sentence.strip()]
     if blank:
         raise ModelError(f"no similarity: {' and '.join(f'sentence {n}' for n in blank)} "
@@ -218,17 +197,12 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
     """Embed every line of ``input_path`` into the float32 (n_lines, dim) array file ``output``.
 
     The 1-based numbers of the lines with nothing to average go to ``missing_file`` (default
-    ``missing_path_for(output)``), one per line after a ``#`` comment line. ``unknown``:
-    as in ``Model.encode`` (``None``: the model's own rule). ``encoding``: the input's (:func:`read_blocks`).
+    ``missing_path_for(output)``) after a ``#`` line. ``encoding``: the input's (:func:`read_blocks`).
 
-    Tokenizing (Python, holding the GIL) runs in this thread; averaging and writing a block
-    (compiled, GIL released) run in a second thread while the next block is tokenized, so
-    two cores are busy with ``threads=1``, and tokenizing is the bottleneck: averaging a
-    100-dim block takes about a tenth of tokenizing it (``benchmarks/results/embed.md``).
-    ``threads`` other than 1 average with the parallel kernel on that many threads (0: all)
-    from the second block on; it compiles in seconds on first use (it cannot be cached) and
-    pays off only where averaging is the slower side: models with many dimensions.
-    ``progress`` is called with the number of lines done.
+    Averaging and writing a block (GIL released) run in a second thread while the next block is
+    tokenized, the bottleneck (``benchmarks/results/embed.md``). ``threads`` other than 1 average with
+    the parallel kernel (0: all cores) from the second block on: it compiles in seconds (uncacheable)
+    and pays off only for models with many dimensions. ``progress`` is given the lines done.
     """
     output = check_output_file(output, "embeddings.npy")
     if output.suffix.lower() != ".npy":
@@ -244,10 +218,8 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
 
 def embed_command(model_dir: Path, input_path, output: Path, missing_file=None, fill: str = "nan", threads: int = 1,
                   unknown: str | None = None, quiet: bool = False, encoding: str = DEFAULT_ENCODING) -> str | None:
-    """What ``embed INPUT -o OUT.npy`` runs: its outputs checked (``-o``, the ``--missing`` file, neither an
-    input), the lines embedded with a progress line, and the summary line returned (None when ``quiet``)."""
-    from ..outputs import refuse_overwrite
-    from ..progress import Progress
+    """What ``embed INPUT -o OUT.npy`` runs: the outputs checked, the lines embedded with a progress line; the
+    summary line (None when ``quiet``)."""
     from ..vectors.formats import load_model
 
     if output.is_dir():  # -o ., -o /: named as a directory before a name is made from it
@@ -268,12 +240,8 @@ def embed_command(model_dir: Path, input_path, output: Path, missing_file=None, 
 def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fill: float = math.nan,
                      threads: int = 1, progress=None, unknown: str | None = None, source="the input",
                      sweep: bool = True) -> EmbedStats:
-    """Embed ``blocks`` (lists of lines, as :func:`read_blocks` yields them) into ``output``.
-
-    The array and the record of lines with nothing to average (1-based, counted from the
-    first line of ``blocks``) are each written atomically. What ``embed_file`` and the
-    shards of ``scbow.use.cluster`` both run.
-    """
+    """Embed ``blocks`` (of :func:`read_blocks`) into ``output`` and ``missing_file``, each written atomically
+    (what ``embed_file`` and the cluster's shards both run)."""
     if threads != 1:
         import numba
 
@@ -333,12 +301,10 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
                       encoding: str = DEFAULT_ENCODING) -> list[tuple[float, int, str]]:
     """The ``topn`` lines of a text file nearest to ``sentence`` by cosine of averages.
 
-    Returns ``(cosine, line_number, line)`` tuples, best first (ties, cosines equal to 1e-12:
-    earlier line first); line numbers are 1-based. Lines with nothing to average are never returned. Words
-    outside the vocabulary follow the model's own rule (``Model.encode``). The file is read in
-    ``encoding`` (:func:`read_blocks`); bad bytes read as U+FFFD (``:replace``) are counted in one
-    warning, passed to ``warn`` (default: a line on stderr). Raises ValueError when ``sentence`` has
-    nothing to average.
+    ``(cosine, line_number, line)`` best first (ties to 1e-12: earlier line first), 1-based; lines with
+    nothing to average never returned. The file is read in ``encoding`` (:func:`read_blocks`); bad bytes
+    read as U+FFFD are counted in one warning to ``warn`` (default: stderr). ValueError when ``sentence``
+    has nothing to average.
     """
     from ..progress import note
     from ..text.reader import invalid_utf8_warning
@@ -365,8 +331,7 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
         with np.errstate(invalid="ignore", divide="ignore"):
             cos = (rows.astype(np.float64) @ q) / norms
         cos[(counts == 0) | ~np.isfinite(cos)] = -np.inf
-        # equal lines give equal cosines: the matrix product may differ in the last bit from row
-        # to row (and an average in word order), so ties are told at 1e-12 and kept in line order
+        # the matrix product may differ in the last bit from row to row: ties told at 1e-12, in line order
         cos = np.round(cos, 12)
         top = np.argsort(-cos, kind="stable")[:topn]
         top = top[np.isfinite(cos[top])]

@@ -1,30 +1,30 @@
 """STS reading and scoring, significance against a second system, and word-overlap controls.
 
-STS files: ``gold<TAB>sentence1<TAB>sentence2`` per line, UTF-8, no header. A pair is
-scored when both sentences have an embedding (a model: at least one known word); the rest
-are left out of the correlations and counted (``pairs`` vs ``scored``), never given an
-invented score.
+STS files: ``gold<TAB>sentence1<TAB>sentence2`` lines, no header. A pair is scored when both sides
+have an embedding; the rest are counted (``pairs`` vs ``scored``), never given an invented score.
 
-Two systems are compared on the pairs both of them scored, as in the paper (§3.3): a
-paired Wilcoxon signed-rank test on their predicted scores (it shows that the systems
-score the pairs differently, not which one is better) and a paired bootstrap confidence
-interval of the difference of their Pearson correlations (it does say which is better).
+Two systems are compared on the pairs both scored, as in the paper (§3.3): a paired Wilcoxon test
+(the systems differ, not which is better) and a paired bootstrap interval of the Pearson difference.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import textwrap
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import STSError
+from ..errors import ModelError, STSError
 from ..text.reader import DEFAULT_ENCODING, read_small_text
 from ..text.tokenize import tokenize
 from ..text.units import MAX_GOLD, gold_number
 from ..vectors.numeric import hashed_vector, mean_rows, row_cosines, word_weights  # noqa: F401  (row_cosines re-exported)
+from .describe import json_safe
 
 MEAN_NOTE = "mean: unweighted over sets; weighted: weighted by the pairs scored in each set"
 UNSCORED_NOTE = "pairs with a side without any known word (no embedding) are not scored"
@@ -51,23 +51,9 @@ class STSScore:
     predictions: np.ndarray  # float64, shape (pairs,), nan where not scored
 
 
-@dataclass
-class Comparison:
-    """System ``a`` against system ``b`` on one set, over the pairs both scored."""
-
-    name: str
-    common: int  # pairs both systems scored
-    wilcoxon_statistic: float
-    wilcoxon_p: float
-    pearson_diff: float  # Pearson of a minus Pearson of b, on the common pairs
-    ci_low: float
-    ci_high: float
-
-
 def read_sts(path: os.PathLike, encoding: str = DEFAULT_ENCODING) -> STSSet:
     path = Path(path)
     gold, first, second = [], [], []
-    # the one text reader: plain or compressed, a pipe or a device refused, damage named
     for n, line in enumerate(read_small_text(path, STSError, "an STS file", encoding), 1):
         if not line.strip():
             continue
@@ -97,12 +83,8 @@ def pair_cosines(embed, first, second) -> np.ndarray:
     return row_cosines(np.asarray(embed(first), dtype=np.float64), np.asarray(embed(second), dtype=np.float64))
 
 
-
 def correlations(gold: np.ndarray, pred: np.ndarray) -> tuple[float, float]:
-    """Pearson and Spearman; nan when fewer than 3 pairs or either side is constant (cosines that
-    differ only by rounding, 1e-12, are constant: their ranks would be noise)."""
-    import warnings
-
+    """Pearson and Spearman; nan for fewer than 3 pairs or a constant side (to rounding: ranks of noise)."""
     from scipy.stats import pearsonr, spearmanr
 
     if len(gold) < 3 or np.ptp(gold) == 0 or np.ptp(pred) <= 1e-12 * max(1.0, float(np.abs(pred).max())):
@@ -120,10 +102,7 @@ def score_set(embed, sts: STSSet) -> STSScore:
 
 
 def summarize(scores: list[STSScore]) -> dict:
-    """``mean``: unweighted mean over sets; ``weighted``: weighted by pairs scored.
-
-    Sets without a correlation (nan) are left out of both; ``sets_in_mean`` counts the rest.
-    """
+    """Unweighted ``mean`` and ``weighted`` (by pairs scored) over the sets with a correlation (``sets_in_mean``)."""
     pearson = np.array([s.pearson for s in scores], dtype=np.float64)
     spearman = np.array([s.spearman for s in scores], dtype=np.float64)
     weights = np.array([s.scored for s in scores], dtype=np.float64)
@@ -141,12 +120,8 @@ def summarize(scores: list[STSScore]) -> dict:
 
 
 def wilcoxon_test(pred_a: np.ndarray, pred_b: np.ndarray) -> tuple[float, float]:
-    """Paired Wilcoxon signed-rank test of two systems' scores for the same pairs.
-
-    pred_a, pred_b: arrays of float64, shape (n,), nan where a system did not score a pair;
-    only the pairs both scored are used. Returns ``(statistic, p)``: identical scores give
-    ``(0.0, 1.0)``, fewer than 2 common pairs give nan.
-    """
+    """``(statistic, p)`` of a paired Wilcoxon signed-rank test on the pairs both scored (float64 (n,), nan:
+    not scored); identical scores give ``(0.0, 1.0)``, fewer than 2 common pairs nan."""
     from scipy.stats import wilcoxon
 
     a, b = np.asarray(pred_a, dtype=np.float64), np.asarray(pred_b, dtype=np.float64)
@@ -170,14 +145,8 @@ def _rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def bootstrap_pearson_diff(gold, pred_a, pred_b, resamples: int = 1000, seed: int = 0,
                            level: float = 0.95) -> tuple[float, float, float]:
-    """Paired bootstrap of ``pearson(gold, a) - pearson(gold, b)``.
-
-    gold, pred_a, pred_b: arrays of float64, shape (n,); pairs where either system has no
-    score (nan) are dropped first. Pairs are resampled with replacement, the same pairs for
-    both systems; ``seed`` makes it reproducible. Returns ``(diff, low, high)``: the
-    difference on the common pairs and its percentile ``level`` interval (nan when fewer
-    than 3 common pairs).
-    """
+    """``(diff, low, high)``: ``pearson(gold, a) - pearson(gold, b)`` on the pairs both scored (float64 (n,))
+    and its paired-bootstrap percentile ``level`` interval (nan under 3 common pairs)."""
     gold = np.asarray(gold, dtype=np.float64)
     a, b = np.asarray(pred_a, dtype=np.float64), np.asarray(pred_b, dtype=np.float64)
     ok = np.isfinite(a) & np.isfinite(b)
@@ -203,40 +172,18 @@ def bootstrap_pearson_diff(gold, pred_a, pred_b, resamples: int = 1000, seed: in
     return diff, float(low), float(high)
 
 
-def compare(sts: STSSet, a: STSScore, b: STSScore, resamples: int = 1000, seed: int = 0) -> Comparison:
-    """Wilcoxon test and bootstrap 95% interval of system ``a`` against ``b`` on ``sts``."""
-    common = int((np.isfinite(a.predictions) & np.isfinite(b.predictions)).sum())
-    stat, p = wilcoxon_test(a.predictions, b.predictions)
-    diff, low, high = bootstrap_pearson_diff(sts.gold, a.predictions, b.predictions, resamples, seed)
-    return Comparison(sts.name, common, stat, p, diff, low, high)
-
-
 def overlap_weights(counts, raw_tokens: int, a: float = SIF_A) -> np.ndarray:
-    """The weights of the weighted overlap control, one per vocabulary word: SIF's
-    ``a / (a + p(w))`` (float32), ``p(w)`` the word's share of the ``raw_tokens`` its counts
-    were taken from, ``a`` (0 or less: :data:`SIF_A`) as in training
-    (:func:`scbow.vectors.numeric.word_weights`). A word outside the vocabulary weighs 1.
-    The control of ``evaluate --control overlap`` and the "word overlap" peer of
-    ``benchmarks/quality.py`` (``benchmarks/peers.py``) both weigh their words by it.
-    """
+    """The weighted overlap control's SIF weights of the vocabulary (:func:`~scbow.vectors.numeric.word_weights`,
+    ``a`` 0 or less: :data:`SIF_A`); also the "word overlap" peer's of ``benchmarks/peers.py``."""
     return word_weights(counts, raw_tokens, a if a > 0 else SIF_A)
 
 
 class OverlapControl:
-    """An untrained word-overlap control: a fixed random vector per distinct token.
+    """An untrained word-overlap control: every token's hashed vector, averaged over all its tokens, so a
+    cosine measures the words two sentences share (no tokens: NaN).
 
-    Every token, in any vocabulary or none, gets its hashed vector of ``dim`` values
-    (:func:`scbow.vectors.numeric.hashed_vector`: the same in every process). A sentence is the
-    average over all its tokens (repeated tokens count twice), so the cosine of two sentences
-    measures how much words they share. A sentence without tokens has no embedding (NaN).
-
-    ``weights`` (word -> weight; a word not in it weighs 1) makes it the weighted overlap
-    control: each token's vector is multiplied by its weight before averaging, SIF's
-    weighting with :func:`overlap_weights` (:meth:`weighted`), a much stronger control
-    than the plain average (the untrained start of a model is this control).
-
-    ``embed`` takes a list of sentences as :meth:`scbow.vectors.model.Model.encode` does, for
-    benchmarks and :func:`score_set`: ``OverlapControl(dim=300).embed``.
+    ``weights`` (word -> weight, else 1) makes it the weighted overlap control (:meth:`weighted`),
+    much stronger than the plain one: the untrained start of a model is this control.
     """
 
     def __init__(self, dim: int = 300, weights=None):
@@ -249,8 +196,7 @@ class OverlapControl:
 
     @classmethod
     def weighted(cls, words, counts, raw_tokens: int, a: float = SIF_A, dim: int = 300) -> "OverlapControl":
-        """The weighted overlap control of a vocabulary (``words`` and their ``counts`` out of
-        ``raw_tokens``): each word weighs :func:`overlap_weights`, any other token 1."""
+        """The weighted overlap control of a vocabulary: each word weighs :func:`overlap_weights`, others 1."""
         return cls(dim, dict(zip(words, overlap_weights(counts, raw_tokens, a).tolist())))
 
     def vector(self, token: str) -> np.ndarray:
@@ -283,16 +229,8 @@ class OverlapControl:
 
 
 def evaluate_systems(systems: dict, sets: list[STSSet], resamples: int = 1000, seed: int = 0) -> dict:
-    """Score every system on every set; compare the first system with each of the others.
-
-    systems: name -> ``embed(list[str]) -> (n, d)``, the first being the one evaluated.
-    Returns a JSON-ready dict (nan as None): per set the first system's ``scored``,
-    ``pearson`` and ``spearman``, and under ``comparisons[name]`` the other system's scores,
-    the pairs both scored (``common``), the Wilcoxon test and the Pearson difference
-    (first minus other) with its bootstrap 95% interval; then the first system's
-    ``pearson_mean``/``spearman_mean`` (unweighted over sets) and ``*_weighted`` (weighted by
-    pairs scored), and the same summaries for the others under ``comparisons``.
-    """
+    """Score every system (name -> ``embed(list[str]) -> (n, d)``) on every set and compare the first with
+    each other one: a JSON-ready dict (nan as None) of per-set scores, ``comparisons`` and summaries."""
     names = list(systems)
     if not names:
         raise ValueError("no system to evaluate")
@@ -305,11 +243,12 @@ def evaluate_systems(systems: dict, sets: list[STSSet], resamples: int = 1000, s
                "spearman": a.spearman, "comparisons": {}}
         for other in others:
             b = scores[other][k]
-            c = compare(sts, a, b, resamples, seed)
+            stat, p = wilcoxon_test(a.predictions, b.predictions)
+            diff, low, high = bootstrap_pearson_diff(sts.gold, a.predictions, b.predictions, resamples, seed)
             row["comparisons"][other] = {
-                "scored": b.scored, "pearson": b.pearson, "spearman": b.spearman, "common": c.common,
-                "wilcoxon_statistic": c.wilcoxon_statistic, "wilcoxon_p": c.wilcoxon_p,
-                "pearson_diff": c.pearson_diff, "pearson_diff_ci95": [c.ci_low, c.ci_high],
+                "scored": b.scored, "pearson": b.pearson, "spearman": b.spearman,
+                "common": int((np.isfinite(a.predictions) & np.isfinite(b.predictions)).sum()),
+                "wilcoxon_statistic": stat, "wilcoxon_p": p, "pearson_diff": diff, "pearson_diff_ci95": [low, high],
             }
         rows.append(row)
     report = {
@@ -322,17 +261,7 @@ def evaluate_systems(systems: dict, sets: list[STSSet], resamples: int = 1000, s
                   "pearson_diff": f"Pearson of {primary} minus Pearson of the compared system, on the pairs both scored",
                   "pearson_diff_ci95": f"paired bootstrap, {resamples} resamples of pairs, seed {seed}, percentile interval"},
     }
-    return _nan_to_none(report)
-
-
-def _nan_to_none(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _nan_to_none(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_nan_to_none(v) for v in value]
-    return value
+    return json_safe(report)
 
 
 def _num(value, width: int, fmt: str = ".4f") -> str:
@@ -397,8 +326,6 @@ def format_table(report: dict, width: int | None = None) -> str:
         notes.append(f"r diff: Pearson of {primary} minus Pearson of the other system on the pairs both scored; "
                      f"95% CI: paired bootstrap over pairs (interval excluding 0: the difference is significant).")
     if width is not None:  # the prose cut at spaces to the width; the tables' rows are not
-        import textwrap
-
         lines, notes = ([part for line in block for part in textwrap.wrap(
             line, max(width, 40), subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)]
             for block in (lines, notes))
@@ -407,21 +334,10 @@ def format_table(report: dict, width: int | None = None) -> str:
 
 def evaluate_models(paths=(), model=None, baseline=None, control: str | None = None, resamples: int = 1000,
                     unknown: str | None = None, encoding: str = DEFAULT_ENCODING) -> dict:
-    """``scbow-numba evaluate``: score ``model`` (a path; default: the default model) on STS
-    files or folders (default: :func:`scbow.use.data.default_sts_paths`), beside ``baseline``
-    vectors and an untrained ``control``; the report of :func:`evaluate_systems` with ``sources``.
-
-    ``control``: ``"overlap"``, the weighted overlap control (named ``"weighted overlap"``:
-    SIF-weighted by the evaluated model's vocabulary counts, :meth:`OverlapControl.weighted`,
-    with ``a`` the model's ``frequency_weight`` or :data:`SIF_A`), or ``"plain-overlap"``
-    (``"plain overlap"``, the unweighted average). Without ``model`` and with a ``control``,
-    the model is left out when no default model exists (only the plain control can then be had).
-    ``encoding``: the STS files' (``scbow.text.reader.text_codec``).
+    """``scbow-numba evaluate``: :func:`evaluate_systems`'s report, with ``sources``, of ``model`` (default: the
+    default model) on STS files or folders, beside ``baseline`` vectors and a ``control`` (:data:`CONTROLS`,
+    the weighted one by the model's counts). With a control and no default model, the model is left out.
     """
-    import functools
-    from pathlib import Path
-
-    from ..errors import ModelError
     from ..vectors.formats import load_model
     from ..vectors.modeldir import default_model_dir
     from .data import default_sts_paths, sts_files
@@ -456,10 +372,7 @@ def evaluate_models(paths=(), model=None, baseline=None, control: str | None = N
 
 
 def _weighted_control(model, plain: str):
-    """``evaluate --control overlap``: the weighted overlap control of the evaluated ``model``'s
-    vocabulary counts, and the line that says what it is."""
-    from ..errors import ModelError
-
+    """``evaluate --control overlap`` of ``model``'s vocabulary counts, and the line that says what it is."""
     if model is None:
         raise ModelError("--control overlap weighs words by the vocabulary counts of the model evaluated, and there "
                          "is none (no -m and no default model); give -m MODEL, or use --control plain-overlap")

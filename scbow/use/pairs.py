@@ -28,11 +28,9 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
                 warn=None, encoding: str = DEFAULT_ENCODING) -> tuple[int, int]:
     """Write the cosine of every pair of ``path`` (``-``: stdin) to ``out``, one a line, in order.
 
-    A line is ``s1<TAB>s2`` or ``gold<TAB>s1<TAB>s2`` (an STS file); a blank (whitespace-only)
-    line is skipped, as ``evaluate`` skips it; a pair with a side that has nothing to average
-    prints ``nan``. Returns ``(pairs, pairs printed as nan)``. The text is read in ``encoding``
-    (``scbow.text.reader.open_text``: bytes not valid in it refused, or with ``:replace`` read as
-    U+FFFD and counted in one warning, passed to ``warn``; default: a line on stderr). CorpusError for a
+    A line is ``s1<TAB>s2`` or ``gold<TAB>s1<TAB>s2``; blank lines are skipped; a side with nothing to
+    average prints ``nan``. Returns ``(pairs, pairs printed as nan)``. Read in ``encoding`` (with
+    ``:replace``, bad bytes counted in one warning to ``warn``; default: stderr). CorpusError for a
     missing or damaged file or a line of another shape.
     """
     if out is None:
@@ -41,9 +39,7 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
     if str(path) != "-" and not Path(path).is_file():
         raise CorpusError(f"{path}: no such file" if not Path(path).exists() else f"{path}: not a regular file")
     if str(path) != "-" and compression(path) is not None:
-        # damage in compressed data shows only when its checksum is read, at the end: read it
-        # through once first, so that no score is printed from a damaged file and the error
-        # names the damage, not a garbled line
+        # damage shows at the checksum, at the end: read it through first, so no score is printed from it
         with open_bytes(Path(path)) as raw:
             while raw.read(1 << 22):
                 pass

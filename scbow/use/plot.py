@@ -1,7 +1,5 @@
-"""Drawing a learning curve (``curve.json``) as a PNG. Needs matplotlib: ``pip install 'scbow-numba[plot]'``.
-
-Importing this module imports matplotlib (with the non-interactive Agg backend), so an
-ImportError here means matplotlib is missing.
+"""Drawing a learning curve (``curve.json``) as a PNG. Needs matplotlib: ``pip install 'scbow-numba[plot]'``
+(an ImportError importing this module means it is missing).
 """
 
 from __future__ import annotations
@@ -26,8 +24,7 @@ def _count(x, _pos=None) -> str:
 
 
 def _text(value) -> str:
-    """A name or title to draw as it reads: text that UTF-8 cannot hold (a lone surrogate, from a
-    damaged curve.json) gets ``?`` in its place; drawn with ``_LITERAL``, so ``$`` is no TeX."""
+    """A name or title to draw as it reads, ``?`` for what UTF-8 cannot hold (a lone surrogate)."""
     return str(value).encode("utf-8", "replace").decode("utf-8")
 
 
@@ -47,8 +44,7 @@ def _series(points, *keys):
 
 
 def plot_curve(curve: dict, output: os.PathLike, title: str | None = None, config: dict | None = None) -> Path:
-    """Pearson against examples seen; written to ``output`` (PNG) atomically. The title and the
-    dev set's name are drawn as they read (a ``$`` is a dollar sign, not TeX)."""
+    """Pearson against examples seen, written to ``output`` (PNG) atomically; text drawn as it reads (no TeX)."""
     output = Path(output)
     points = curve["points"]
     dev_name = _text((curve.get("dev") or {}).get("name", "dev"))

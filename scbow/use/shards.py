@@ -1,9 +1,7 @@
 """A directory of embedding shards, as a cluster embed (:mod:`scbow.use.cluster`) writes it, read back.
 
-Per block of the inputs, ``shard-NNNNNN.npy`` (float32 rows), ``.missing.txt`` (its lines with nothing
-to average) and ``.json`` (its record, written last: the shard is done); ``plan.json`` (the job) and,
-once every shard is done, ``manifest.json`` (the shards in input order, each with its text file and
-first line). :func:`open_shards` reads them as one memory-mapped array-like, checked.
+Per block ``shard-NNNNNN.npy``, ``.missing.txt`` and ``.json`` (its record, written last); ``plan.json``
+(the job) and, when all are done, ``manifest.json``. :func:`open_shards` reads them as one array-like.
 """
 
 from __future__ import annotations
@@ -28,8 +26,7 @@ SHARD_FILE = re.compile(r"shard-(\d{6})\.(?:npy|missing\.txt|json)")
 
 
 def read_plan(directory) -> dict | None:
-    """The ``plan.json`` of a cluster embed in ``directory`` (not a user's file of that name), else None;
-    whether it is intact is the job's to say (:mod:`.cluster`)."""
+    """The ``plan.json`` of a cluster embed in ``directory`` (not a user's file of that name), else None."""
     path = Path(directory) / PLAN
     try:
         if not path.is_file() or path.stat().st_size > 1 << 26:
@@ -42,8 +39,7 @@ def read_plan(directory) -> dict | None:
 
 @register_kind
 def output_kind(directory: Path) -> str | None:
-    """``"a directory of embedding shards"`` when ``directory`` is one: a manifest or a plan, with shards
-    or a plan of ours (a manifest.json alone is any web project's)."""
+    """``"a directory of embedding shards"`` when ``directory`` is one (a manifest.json alone is any web project's)."""
     directory = Path(directory)
     if not ((directory / MANIFEST).is_file() or (directory / PLAN).is_file()):
         return None
@@ -53,8 +49,7 @@ def output_kind(directory: Path) -> str | None:
 
 
 def check_shard(path: Path, rows: int | None = None, dim: int | None = None) -> tuple[int, int]:
-    """The shape of the shard ``path`` (``rows`` by ``dim`` when given), a 2-D float32 ``.npy`` of exactly
-    its header and rows; else ModelError. Only the header is read."""
+    """The shape of the shard ``path``, a 2-D float32 ``.npy`` of exactly its rows; else ModelError (header only read)."""
     check_regular(path, error=ModelError, expected="a shard (.npy)", why="a shard is a .npy file",
                   missing="missing (a shard of the directory; run the same embed again to redo it)")
     try:
@@ -84,8 +79,7 @@ def check_shard(path: Path, rows: int | None = None, dim: int | None = None) -> 
 
 
 def read_missing(path: Path, rows: int, count: int | None = None) -> list[int]:
-    """The lines (1..rows, increasing; ``count`` of them, when given) a shard's list of missing lines
-    names; else ModelError naming it."""
+    """The lines (1..rows, increasing, ``count`` of them) a shard's list of missing lines names; else ModelError."""
     check_regular(path, error=ModelError, expected="a shard's list of missing lines", why="a shard's list of "
                   "missing lines", missing="missing (the list of lines with nothing to average of a shard)")
     lines: list[int] = []
@@ -106,7 +100,8 @@ def read_missing(path: Path, rows: int, count: int | None = None) -> list[int]:
     return lines
 
 
-def _count(value, low: int | None = 0) -> bool:
+def is_count(value, low: int | None = 0) -> bool:
+    """Whether ``value`` is an int (not a bool) of at least ``low`` (None: any)."""
     return type(value) is int and (low is None or value >= low)
 
 
@@ -116,13 +111,12 @@ def _plain_name(value) -> bool:
 
 
 def read_manifest(directory) -> dict:
-    """``directory/manifest.json``, checked for what a damaged one would make wrong (each text's shards
-    listed together in line order: rows are numbered by them); else ModelError naming it."""
+    """``directory/manifest.json``, checked for what a damaged one would make wrong; else ModelError naming it."""
     path = Path(directory) / MANIFEST
     check_regular(path, error=ModelError, expected="a manifest", why="a manifest is a JSON file",
                   missing="missing: not the directory of a finished cluster embed (run the same embed again)")
     manifest = read_json(path, what="damaged or unfinished shard directory")
-    if not isinstance(manifest, dict) or not _count(manifest.get("manifest_version")) \
+    if not isinstance(manifest, dict) or not is_count(manifest.get("manifest_version")) \
             or manifest["manifest_version"] != MANIFEST_VERSION:
         raise ModelError(f"{path}: not a manifest of scbow-numba shards (version {MANIFEST_VERSION})")
 
@@ -132,10 +126,10 @@ def read_manifest(directory) -> dict:
     shards, dim, files = manifest.get("shards"), manifest.get("dim"), manifest.get("files")
     if not isinstance(shards, list):
         raise damaged('"shards" is not a list')
-    if not (_count(dim, 1) or (dim is None and not shards)):
+    if not (is_count(dim, 1) or (dim is None and not shards)):
         raise damaged(f'"dim" is {dim!r:.40}, not a number of columns')
     if not isinstance(files, dict) or not all(
-            isinstance(f, dict) and _count(f.get("bytes")) and _count(f.get("mtime_ns"), None) for f in files.values()):
+            isinstance(f, dict) and is_count(f.get("bytes")) and is_count(f.get("mtime_ns"), None) for f in files.values()):
         raise damaged('"files" is missing or not a record of {path: {"bytes", "mtime_ns"}}')
     if manifest.get("model") is not None and not (isinstance(manifest["model"], str)
                                                   and isinstance(manifest.get("model_id"), str)):
@@ -150,19 +144,19 @@ def read_manifest(directory) -> dict:
         if {s["shard"], s["missing_file"]} & names:
             raise damaged(f"{where}: {s['shard']!r} is listed twice")
         names.update((s["shard"], s["missing_file"]))
-        if not (_count(s.get("rows")) and _count(s.get("missing")) and s["missing"] <= s["rows"]):
+        if not (is_count(s.get("rows")) and is_count(s.get("missing")) and s["missing"] <= s["rows"]):
             raise damaged(f'{where}: "rows" or "missing" is not a count')
         if not isinstance(s.get("file"), str) or s["file"] not in files:
             raise damaged(f'{where}: "file" is not among the manifest\'s files')
         if s["file"] in lines and shards[i - 1]["file"] != s["file"]:
             raise damaged(f"{where}: the shards of {s['file']} are not listed together")
         before = lines.get(s["file"], 0)
-        if not (_count(s.get("first_line"), 1) and s["first_line"] == before + 1):
+        if not (is_count(s.get("first_line"), 1) and s["first_line"] == before + 1):
             raise damaged(f'{where}: "first_line" is {s.get("first_line")!r:.40}, not the line after the {before:,} '
                           "lines of the shards of its text before it")
         lines[s["file"]] = before + s["rows"]
     total = sum(s["rows"] for s in shards)
-    if not _count(manifest.get("rows")) or manifest["rows"] != total:
+    if not is_count(manifest.get("rows")) or manifest["rows"] != total:
         raise damaged(f'"rows" is {manifest.get("rows")!r:.40}, its shards hold {total:,}')
     return manifest
 
@@ -187,9 +181,7 @@ def changed_file(name: str, recorded: dict) -> str | None:
 class Shards:
     """The shards of a cluster embed, in manifest order, as one read-only array-like of memory-mapped shards.
 
-    ``len()``, ``shape``, ``dtype``; indexing with an int, a slice or an integer array returns rows (a
-    copy for slices across shards); ``np.asarray(shards)`` reads them all. Opening checks the manifest
-    and every shard against it.
+    Indexing as NumPy gives rows (a copy for slices across shards); ``np.asarray(shards)`` reads them all.
     """
 
     def __init__(self, directory):
@@ -210,8 +202,7 @@ class Shards:
         self.dtype = np.dtype(np.float32)
 
     def check_model(self) -> None:
-        """ModelError if the model the shards were embedded with has changed since (retrained in place:
-        its id is not the manifest's ``model_id``). A model that is gone, or none recorded, is skipped."""
+        """ModelError if the model the shards were embedded with has changed since (a model gone is skipped)."""
         from ..vectors.modeldir import model_id
 
         model = self.manifest.get("model")
@@ -219,8 +210,7 @@ class Shards:
             raise ModelError(f"{model}: changed since these shards ({self.directory}) were embedded; embed again")
 
     def check_sources(self) -> None:
-        """ModelError if a text the shards were embedded from has changed since (its size or modification
-        time is not the manifest's): the rows would not be its lines. A text that is gone is skipped."""
+        """ModelError if a text the shards were embedded from has changed since (a text gone is skipped)."""
         for name, recorded in self.manifest["files"].items():
             why = changed_file(name, recorded)
             if why is not None and why != "it is gone":
@@ -240,8 +230,7 @@ class Shards:
         return self.shape[0]
 
     def __getitem__(self, key):
-        """Rows as NumPy gives them from the whole array: an int, a slice, an array of ints or a mask
-        of all rows, then more indices of the columns; anything else is an IndexError."""
+        """Rows as NumPy gives them from the whole array, then columns; anything else is an IndexError."""
         if isinstance(key, tuple):
             key = tuple(k.item() if isinstance(k, np.ndarray) and k.ndim == 0 else k for k in key)  # 0-d: a scalar
             if not key or any(k is Ellipsis or k is None or isinstance(k, (bool, np.bool_)) for k in key):
@@ -318,8 +307,7 @@ class Shards:
 def open_shards(directory, check_sources: bool = True) -> Shards:
     """The shards written by a cluster embed into ``directory``, as one memory-mapped array-like.
 
-    ``check_sources``: refuse shards of a text changed since (:meth:`Shards.check_sources`); False, for a
-    user who knows the rows are still those of the texts (a text copied with a new modification time).
+    ``check_sources``: refuse shards of a text changed since (False: the user knows they still match).
     """
     shards = Shards(directory)
     if check_sources:

@@ -1,17 +1,12 @@
-"""The average of a sentence: :class:`Averager`, the one object every path that embeds text calls.
+"""The average of a sentence: :class:`Averager`, the one object every path that embeds text calls,
+so ``Model.encode``, ``embed``, ``neighbors --in``, the curve and exports give the same rows bit for bit.
 
-A sentence's embedding is the mean of the rows of its tokens. A token outside the vocabulary
-follows a rule (``TrainConfig.unknown``): ``omit`` leaves it out (the paper's rule); ``hash``
-gives it one fixed random vector drawn from a hash of the token, so that a rare name shared by
-two sentences still counts as shared; ``pieces`` splits it into WordPiece pieces
-(:mod:`scbow.vectors.pieces`), each one more token of the average: a piece that is a word
-brings its row, any other its hashed vector. A hashed vector's norm is ``scale`` times the
-median norm of the rows of the rarest tenth of the trained vocabulary (the words most like
-unseen ones). A sentence with nothing to average has no embedding (NaN, or ``fill``).
-
-``Model.encode``, the ``embed`` command (one file, or shards on a cluster),
-``neighbors --in``, the training curve and the exported folders all average through an
-:class:`Averager`, so they give the same rows bit for bit.
+A sentence's embedding is the mean of its tokens' rows. A token outside the vocabulary follows
+``TrainConfig.unknown``: ``omit`` leaves it out (the paper's rule); ``hash`` gives it a fixed
+vector drawn from a hash of it, so a rare name shared by two sentences still counts; ``pieces``
+splits it into WordPiece pieces, a word piece bringing its row, any other its hashed vector. A
+hashed vector's norm is ``scale`` times the median norm of the rarest tenth's rows (the words most
+like unseen ones). A sentence with nothing to average has no embedding (NaN, or ``fill``).
 """
 
 from __future__ import annotations
@@ -28,11 +23,8 @@ from .pieces import Pieces
 
 # A model without a record of its rule (vectors from elsewhere) leaves unknown words out.
 DEFAULT_UNKNOWN = "omit"
-# The norm of a hashed vector under hash, as a multiple of the rarest tenth's median norm, for a
-# model that records no scale of its own: without frequency weights 0.75 scored best on the
-# STS-B dev set (benchmarks/results/unknown_words.md); with them the rarest rows are nearly the
-# untrained ones, and 1.0 (word overlap for unknown words) scored best. Under pieces, the scale
-# is TrainConfig's default (the default rule's own).
+# hash's norm multiple for a model that records none: 0.75 scored best on STS-B dev without
+# frequency weights (benchmarks/results/unknown_words.md); with them 1.0 did (rule_scale)
 HASH_SCALE = 0.75
 # unknown words (and pieces) whose vectors an averager keeps between calls
 _CACHE = 1 << 16
@@ -42,8 +34,8 @@ UNKNOWN = -1  # the id a token outside the vocabulary has until it is numbered
 
 
 def own_rule(config: dict) -> tuple[str, float]:
-    """The ``(unknown, unknown_scale)`` a model's ``config`` records (``omit`` without a record); a rule
-    recorded without its scale takes that rule's own default, not another rule's."""
+    """The ``(unknown, unknown_scale)`` a model's ``config`` records (``omit`` without one); a rule without
+    its scale takes that rule's own default."""
     rule = str(config.get("unknown", DEFAULT_UNKNOWN))
     scale = config.get("unknown_scale")
     if scale is None:
@@ -73,9 +65,8 @@ def check_rule(rule: str, scale) -> None:
 
 @dataclass(frozen=True)
 class Encoded:
-    """Lines as token ids, whatever the rows: ``ids`` (int32) holds a vocabulary id, ``V + j`` for
-    ``words[j]`` (the distinct tokens outside the vocabulary, in order of appearance) and
-    ``LINE_END`` after every line; ``tokens``: the lines' tokens, line ends not counted."""
+    """Lines as token ids: ``ids`` (int32) a vocabulary id, ``V + j`` for ``words[j]`` (the distinct unknown
+    tokens, in order) and ``LINE_END`` after every line; ``tokens``: the tokens, line ends not counted."""
 
     ids: np.ndarray
     words: list
@@ -85,9 +76,8 @@ class Encoded:
 
 @dataclass(frozen=True)
 class Averages:
-    """``rows`` (n, dim) of :meth:`Averager.average`; ``counts``: the tokens averaged in each line (a
-    piece counts one; 0: no embedding); ``averaged``: the lines' tokens that brought a vector (a word
-    of three pieces counts one)."""
+    """``rows`` (n, dim) of :meth:`Averager.average`; ``counts``: the tokens (pieces) averaged in each line
+    (0: no embedding); ``averaged``: the tokens that brought a vector (a word of pieces counts one)."""
 
     rows: np.ndarray
     counts: np.ndarray
@@ -97,11 +87,9 @@ class Averages:
 class Averager:
     """Sentence averages over one vocabulary and one matrix of rows, under any unknown-word rule.
 
-    ``vectors``: (len(vocab), dim), row i is ``vocab.words[i]``. ``tokenize_lines``: the tokenizer
-    of the rows' words (``Model.tokenize_lines``), a ``"\\n"`` token at each line end. ``pieces``:
-    the vocabulary's :class:`~scbow.vectors.pieces.Pieces` when the caller has them (built on first
-    use otherwise). The caches (unit hashed vectors, the pieces' sums, the rarest tenth's norm)
-    belong to these rows: new rows get a new averager. Threads may share one (see ``cached_rows``).
+    ``vectors``: (len(vocab), dim), row i is ``vocab.words[i]``. ``tokenize_lines``: the rows'
+    tokenizer, a ``"\\n"`` token at each line end. ``pieces``: the vocabulary's Pieces, if at hand.
+    The caches belong to these rows (new rows: :meth:`renew`); threads may share one.
     """
 
     def __init__(self, vocab, vectors: np.ndarray, tokenize_lines, pieces: Pieces | None = None):
@@ -115,8 +103,7 @@ class Averager:
         self._split: dict = {}  # token -> (sum of its pieces' word rows, sum of the others' unit vectors, pieces)
 
     def renew(self, vectors: np.ndarray) -> Averager:
-        """An averager of new rows of the same words: the pieces and the unit hashed vectors (which
-        depend on the words and the dimension alone) are kept, the rest starts anew."""
+        """An averager of new rows of the same words, keeping the pieces and the unit hashed vectors."""
         fresh = Averager(self.vocab, vectors, self._tokenize_lines, self._pieces)
         if vectors.shape[1] == self.dim:
             fresh._hashed = self._hashed
@@ -134,22 +121,16 @@ class Averager:
         return self._pieces
 
     def unknown_norm(self) -> float:
-        """The median norm of the rows of the rarest tenth of the trained vocabulary (words with a
-        count of 0, added by vocabulary expansion, do not count: the norm stays that of the words
-        learned); 1.0 for an empty vocabulary."""
+        """The median norm of the rarest tenth of the trained words' rows (count 0 left out); 1.0 for none."""
         if self._norm is None:
             rare = rarest_rows(self.vectors, self.vocab.counts)
             self._norm = float(np.median(np.linalg.norm(rare, axis=1))) if len(rare) else 1.0
         return self._norm
 
     def unknown_vectors(self, tokens: list, rule: str, scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """What each of the unknown ``tokens`` adds to a sentence under ``rule`` ("hash" or "pieces") at
-        ``scale``: the float64 sums of its vectors (n, dim) and how many tokens of the average it is.
-
-        hash: one hashed vector of norm ``scale * unknown_norm()``, count 1. pieces: the rows of its
-        pieces that are words plus the hashed vectors (that norm) of the others, one count a piece;
-        zeros and 0 for a token without pieces.
-        """
+        """What each unknown token adds under ``rule``: float64 sums (n, dim) and counts. hash: one hashed
+        vector of norm ``scale * unknown_norm()``; pieces: its word pieces' rows plus hashed vectors of
+        that norm for the others, one count a piece."""
         norm = scale * self.unknown_norm()
         if rule == "hash":
             return self._unit_hashed(tokens) * norm, np.ones(len(tokens), dtype=np.int64)
@@ -178,8 +159,7 @@ class Averager:
         return np.array([rows[t] for t in tokens]).reshape(len(tokens), self.dim)
 
     def encode(self, text: str) -> Encoded:
-        """The lines of ``text`` (each ended by ``"\\n"``, the last too) as token ids. Their tokens are
-        those of tokenizing each line alone; a line end is whitespace to the tokenizer."""
+        """The lines of ``text`` (each ended by ``"\\n"``, the last too) as token ids, each line tokenized alone."""
         if self._lookup is None:
             self._lookup = dict(self.vocab.index)
             self._lookup["\n"] = LINE_END  # a word that holds a line end could be no sentence's
@@ -193,9 +173,8 @@ class Averager:
         return Encoded(ids, list(words), lines, len(tokens) - lines)
 
     def rows_read(self, encoded: list, rule: str) -> np.ndarray:
-        """The ids of the rows that averaging the ``encoded`` lines under ``rule`` reads: their known
-        words, the pieces of their unknown words that are words, the rarest tenth (the norm). A
-        caller that maps rows before averaging (the training curve) need map only these."""
+        """The ids of the rows averaging ``encoded`` under ``rule`` reads (known words, word pieces, the rarest
+        tenth): all a caller that maps rows first (the training curve) need map."""
         V = len(self.vocab)
         ids = [e.ids[(e.ids >= 0) & (e.ids < V)] for e in encoded]
         ids.append(rarest_ids(V, self.vocab.counts))
@@ -209,12 +188,10 @@ class Averager:
                 kernel: str | None = None, dtype=np.float32) -> Averages:
         """The averages of the lines of ``encoded`` under ``rule`` at ``scale``, as ``dtype`` rows.
 
-        A line's known words are summed in float64 in order and divided by their count: its row,
-        when it has no word outside the vocabulary (or the rule is omit). Otherwise the float64
-        vectors its unknown words bring (:meth:`unknown_vectors`) are summed in order and added to
-        that mean times its count, and divided by all the tokens averaged. A line with none gets
-        ``fill``. ``kernel``: None sums with NumPy (no numba import, fast on few lines); "serial"
-        or "parallel" with ``scbow.kernels.embed``, for files (the same numbers).
+        A line's known words are summed in float64 in order and divided by their count; with unknown
+        words, their vectors are summed in order, added to that mean times its count and divided by
+        all the tokens. A line with none gets ``fill``. ``kernel``: None sums with NumPy (no numba);
+        "serial" or "parallel" with ``scbow.kernels.embed``, for files (the same numbers).
         """
         V, ids = len(self.vocab), encoded.ids
         ends = np.flatnonzero(ids == LINE_END)
@@ -270,8 +247,7 @@ class Averager:
 
 
 def sentences_text(sentences: list) -> str:
-    """``sentences`` (str) as the text :meth:`Averager.encode` takes, one a line: a line end inside
-    one is a space."""
+    """``sentences`` as the text :meth:`Averager.encode` takes, one a line (a line end inside one a space)."""
     text = "\n".join(sentences)
     if text.count("\n") != len(sentences) - 1:
         text = "\n".join(sentence.replace("\n", " ") for sentence in sentences)

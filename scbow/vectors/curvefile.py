@@ -1,9 +1,5 @@
-"""``curve.json``: a model's STS learning curve (``train --eval-every``), written and checked here.
-
-:class:`scbow.training.curve.CurveHook` builds the record and leaves it in ``model.info["curve"]``;
-a save writes it beside the model's files (:func:`write_curve`), and every reader gets it checked
-(:func:`check_curve`): with the model (:mod:`scbow.vectors.modeldir`), or alone for ``plot``
-(:func:`curve_of`, which reads no vectors).
+"""``curve.json``: a model's STS learning curve (``train --eval-every``), written and checked here;
+``plot`` reads it alone (:func:`curve_of`, no vectors).
 """
 
 from __future__ import annotations
@@ -34,8 +30,7 @@ def check_curve(curve, path: Path) -> dict:
         if not isinstance(point, dict) or not finite_number(point.get("examples")) or not all(
                 isinstance(point.get(k), (dict, type(None))) for k in ("dev", "dev_raw", "test")):
             raise ModelError(f"{path}: damaged learning curve (point {n} is malformed)")
-        # every number the readers (info, plot, the exported model card) use; None is a score that was
-        # not a number (the curve records a NaN correlation so)
+        # every number the readers use; None is a NaN correlation
         for part, key in (("dev", "pearson"), ("dev", "spearman"), ("dev_raw", "pearson"), ("dev_raw", "spearman"),
                           ("test", "pearson_mean")):
             value = (point.get(part) or {}).get(key)
@@ -53,8 +48,7 @@ def check_curve(curve, path: Path) -> dict:
 
 
 def curve_of(path: os.PathLike) -> tuple[dict, dict]:
-    """The learning curve of a model directory or a ``curve.json`` file, and the model's
-    settings (``{}`` for a bare file); ModelError when there is none or it has no point."""
+    """The learning curve of a model directory or ``curve.json``, and the model's settings (``{}`` for a file)."""
     given = path = Path(path)
     config: dict = {}
     if path.is_dir():

@@ -1,8 +1,5 @@
-"""Exporting a model: one table of formats (:data:`FORMATS`), one entry point (:func:`export`, which
-the command, ``Model.export`` and ``model.wv.save_word2vec_format`` call): it checks the options and
-the output for the format (:func:`check_export`), leaves out the words ``min_count`` and ``limit``
-leave out (:func:`subset`), calls the format's writer, in its own module (:mod:`scbow.vectors.word2vec`,
-:mod:`scbow.vectors.hubfolder`), and says what was written (:class:`ExportResult`).
+"""Exporting a model: one table of formats (:data:`FORMATS`) and one entry point (:func:`export`) that
+checks the options, leaves out words (:func:`subset`), calls the format's writer and says what it wrote.
 """
 
 from __future__ import annotations
@@ -16,8 +13,11 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ModelError
-from ..files import foreign
+from ..files import foreign, output_path, resolved
+from ..outputs import refuse_inside_ours
 from ..progress import plural
+from ..text.reader import check_regular
+from ..text.vocab import Vocab
 from .hubfolder import FILES, words_of, write_folder
 from .word2vec import default_part, export_word2vec, part_columns
 
@@ -125,11 +125,8 @@ def _takers(option: str) -> str:
 
 def check_export(path: os.PathLike, fmt: str, *, binary: bool | None = None, part: str | None = None,
                  add_words=(), license: str | None = None, encoding: str = "utf-8") -> ExportFormat:
-    """Every check an export makes before it reads the model (the format, the options it takes, the output
-    ``path``, the ``add_words`` files); the format's row, or one line (ModelError, CorpusError) for the first
-    thing wrong."""
-    from ..text.reader import check_regular
-
+    """Every check an export makes before it reads the model; the format's row, or one line (ModelError,
+    CorpusError) for the first thing wrong."""
     spec = export_format(fmt)
     given = {"add_words": bool(add_words), "license": license is not None, "binary": binary is not None,
              "part": part not in (None, "all")}
@@ -151,11 +148,7 @@ def check_export(path: os.PathLike, fmt: str, *, binary: bool | None = None, par
 
 
 def check_folder_output(path: os.PathLike, spec: ExportFormat) -> None:
-    """ModelError unless a ``spec`` folder may be written at ``path``: a new folder, or one this format wrote
-    (replaced whole); not the current folder, a file, a folder of the user's or another format's."""
-    from ..files import output_path, resolved
-    from ..outputs import refuse_inside_ours
-
+    """ModelError unless a ``spec`` folder may be written at ``path``: a new folder, or one this format wrote."""
     output = Path(path)
     if output.name in ("", "..") or resolved(output) == resolved(Path.cwd()):  # a link loop resolves, not raises
         raise ModelError(f"-o {output}: give the new folder a name (the export replaces a folder whole; "
@@ -174,11 +167,8 @@ def check_folder_output(path: os.PathLike, spec: ExportFormat) -> None:
 
 
 def subset(model, min_count: int = 0, limit: int = 0):
-    """``model`` with only its words seen at least ``min_count`` times (a word without a recorded
-    count, 0, is kept) and at most the first ``limit`` of them (0: no limit); ``model`` itself
-    when nothing is left out. Its rows stay the model's rows: an exported word embeds as before."""
-    from ..text.vocab import Vocab
-
+    """``model`` with only its words seen ``min_count`` times (count 0 kept), at most the first ``limit``
+    (0: all); ``model`` itself when none is left out. The rows stay the model's."""
     counts = np.asarray(model.vocab.counts)
     keep = (counts >= min_count) | (counts == 0) if min_count > 1 else np.ones(len(counts), dtype=bool)
     if limit:
@@ -197,11 +187,9 @@ def export(model, path: os.PathLike, fmt: str = "word2vec", *, binary: bool | No
            note: Callable[[str], None] | None = None) -> ExportResult:
     """Write ``model`` at ``path`` in the format ``fmt`` (a name of :data:`FORMATS`) and say what was written.
 
-    ``binary`` (word2vec; None: binary for a name ending in ``.bin``), ``part`` (word2vec: ``"all"``,
-    ``"sentence"`` or ``"word"``; None: :func:`default_part`), ``min_count`` and ``limit`` (every format:
-    :func:`subset`), ``add_words`` (folders: text files whose words get rows, ``hubfolder.export_rows``),
-    ``license`` (folders: named in the model card), ``encoding`` (of the ``add_words`` files); ``note``
-    is given a line before a long step."""
+    ``binary`` and ``part`` (``"all"``, ``"sentence"`` or ``"word"``) for word2vec; ``add_words`` (text
+    files whose words get rows, read in ``encoding``) and ``license`` for folders; ``min_count`` and
+    ``limit`` for every format; ``note`` is given a line before a long step."""
     spec = check_export(path, fmt, binary=binary, part=part, add_words=add_words, license=license, encoding=encoding)
     if add_words and model.unknown_rule[0] == "pieces":
         raise ModelError("--add-words: this model splits unknown words into pieces, which its folders carry, so they "

@@ -54,9 +54,8 @@ def load_word2vec(path: os.PathLike) -> Model:
 
 
 def check_vectors(where, vectors: np.ndarray, n_words: int, config: dict | None = None) -> None:
-    """Raise ModelError unless ``vectors`` is a healthy (n_words, dim) float32 matrix: damaged numbers
-    are refused when a model is read, not printed later as results. Every value finite, ``dim`` at
-    least 1, a row per word, and a recorded ``config`` (valid settings) agreeing with the matrix."""
+    """ModelError unless ``vectors`` is a healthy (n_words, dim) float32 matrix agreeing with ``config``:
+    damaged numbers are refused when a model is read, not printed later as results."""
     if vectors.dtype != np.float32 or vectors.ndim != 2:
         raise ModelError(f"{where}: damaged model: expected a 2-d float32 matrix, got {vectors.dtype} "
                          f"{vectors.shape}")
@@ -83,17 +82,14 @@ def check_vectors(where, vectors: np.ndarray, n_words: int, config: dict | None 
                          f"{largest:.3g}); its cosines would be meaningless")
 
 
-# Values a model may hold: squared norms of up to 100,000 float32 values of this size stay
-# finite, and a matrix whose largest value is below MIN_LARGEST (every row zero or at the
-# edge of float32's range) has no directions to compare.
+# squared norms of 100,000 float32 values this size stay finite; below MIN_LARGEST no direction is left
 MAX_VALUE = 1e15
 MIN_LARGEST = 1e-15
 
 
 def scan_values(vectors: np.ndarray, block: int = 1 << 14) -> tuple[int | None, float]:
-    """``(first row with a NaN or inf, or None; the largest absolute value of the finite rows)``, in one
-    pass a block of rows at a time (a mapped model is read once): ``max`` and ``min`` propagate NaN
-    and reach +-inf, so two reductions a block check it without a boolean temporary."""
+    """``(first row with a NaN or inf, or None; the largest absolute value)`` in one pass of row blocks:
+    ``max`` and ``min`` propagate NaN and reach +-inf, so no boolean temporary is needed."""
     largest = 0.0
     for lo in range(0, vectors.shape[0], block):
         chunk = np.asarray(vectors[lo : lo + block])
@@ -107,8 +103,7 @@ def scan_values(vectors: np.ndarray, block: int = 1 << 14) -> tuple[int | None, 
 
 
 def check_config(where, config, dim: int) -> None:
-    """Raise ModelError unless a model's recorded ``config`` is a dict of valid settings for ``dim``
-    (settings this version does not know are ignored, missing ones allowed: older models)."""
+    """ModelError unless a recorded ``config`` is a dict of valid settings for ``dim`` (unknown ones ignored)."""
     if not isinstance(config, dict):
         raise ModelError(f"{where}: damaged model: config.json's config is not an object")
     try:

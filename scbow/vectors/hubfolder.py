@@ -1,12 +1,9 @@
 """The sentence-transformers and model2vec folders, written here (neither library is imported).
 
-Both embed a sentence as we do, the mean of static token rows. A folder holds ``tokenizer.json``
-(:mod:`scbow.vectors.hubtokenizer`), the rows in ``model.safetensors`` with a last row of zeros for
-the unknown token (model2vec drops unknown tokens; sentence-transformers averages the zero row in,
-which scales a sentence vector, never turns it), the libraries' configuration and a model card
-(:mod:`scbow.vectors.card`). Unknown words travel as pieces (:mod:`scbow.vectors.pieces`) with
-rows of their own, so a folder embeds as ``Model.encode(..., unknown="pieces")``; a model whose
-rule is ``omit`` exports a plain word table.
+Both embed a sentence as we do, the mean of static token rows: ``tokenizer.json``, the rows in
+``model.safetensors`` with a last zero row for the unknown token (sentence-transformers averages it in,
+which scales a sentence vector, never turns it), the configuration and a model card. Unknown words
+travel as pieces with rows of their own (a model whose rule is ``omit`` exports a plain word table).
 """
 
 from __future__ import annotations
@@ -14,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +20,10 @@ from ..errors import ModelError
 from ..files import atomic_dir, foreign
 from ..outputs import register_kind
 from ..reading import os_error_text
+from ..text.reader import check_text, open_text
 from .card import model_card
 from .hubtokenizer import tokenizer_json
+from .numeric import hashed_vectors
 
 # the names each folder holds: an existing folder of only these is replaced whole
 FILES = {"sentence-transformers": ("README.md", "config_sentence_transformers.json", "modules.json", "0_StaticEmbedding"),
@@ -33,8 +33,7 @@ ST_MODULE = "sentence_transformers.models.StaticEmbedding"
 
 @register_kind
 def output_kind(directory: Path) -> str | None:
-    """``"a sentence-transformers folder"`` or ``"a model2vec folder"`` (what ``export`` writes; one
-    from elsewhere too) when ``directory`` is one (:func:`scbow.outputs.kind_of`)."""
+    """``"a sentence-transformers folder"`` or ``"a model2vec folder"`` when ``directory`` is one."""
     if not (directory / "modules.json").is_file():
         return None
     if (directory / "0_StaticEmbedding" / "model.safetensors").is_file():
@@ -45,9 +44,9 @@ def output_kind(directory: Path) -> str | None:
 
 
 def write_folder(model, path: Path, fmt: str, extra_words=(), license: str | None = None, whole=None) -> dict:
-    """Write ``model`` as a ``fmt`` folder at ``path``, atomically (a folder there is replaced only when
-    it holds nothing but this format's files); ``extra_words``, ``whole``: :func:`export_rows`;
-    ``license``: named in the card. Returns its ``rows``, ``added``, ``restored``, ``pieces``, ``unk``."""
+    """Write ``model`` as a ``fmt`` folder at ``path``, atomically (replacing only a folder of this format's
+    files); ``extra_words``, ``whole``: :func:`export_rows`. Returns ``rows``, ``added``, ``restored``,
+    ``pieces``, ``unk``."""
     st = fmt == "sentence-transformers"
     pieces = (whole or model).unknown_rule[0] != "omit"  # what the model does with unknown words, as far as it travels
     tokens, rows, added, restored = export_rows(model, extra_words, whole, pieces)
@@ -83,9 +82,8 @@ def _json(path: Path, value) -> None:
 
 
 def write_safetensors(path: os.PathLike, tensors: dict) -> None:
-    """Write float32 2-D arrays as a safetensors file (what ``safetensors.numpy.save_file``
-    writes: u64 header length, JSON header padded with spaces to 8 bytes, the data), a row
-    block at a time, so a memory-mapped matrix is never copied whole."""
+    """Write float32 2-D arrays as ``safetensors.numpy.save_file`` does, a row block at a time (a memory-mapped
+    matrix is never copied whole)."""
     header, offset = {}, 0
     for name, array in tensors.items():
         size = int(np.prod(array.shape)) * 4
@@ -102,14 +100,10 @@ def write_safetensors(path: os.PathLike, tensors: dict) -> None:
 
 
 def export_rows(model, extra_words=(), whole=None, pieces: bool = False) -> tuple[list[str], np.ndarray, list[str], int]:
-    """``(tokens, rows, added, restored)``: the exported tokens (the model's words, the ``extra_words``
-    it lacks, once each, then with ``pieces`` the pieces of ``model.pieces`` not among them), their
-    float32 rows and a last row of zeros (the unknown token's), the extra words kept. An added word's
-    row is what ``whole.encode(..., unknown="hash")`` gives it (``whole``: the model ``model`` is a
-    subset of): its trained row when ``whole`` has one (the ``restored``), else its hashed vector at
-    the hash rule's norm; a piece's row is its hashed vector at the pieces' norm (of ``whole``)."""
-    from .numeric import hashed_vectors
-
+    """``(tokens, rows, added, restored)``: the model's words, the ``extra_words`` it lacks, then with
+    ``pieces`` the new pieces; their float32 rows and a last zero row (the unknown token's). An added
+    word's row is what ``whole.encode(..., unknown="hash")`` gives it (``whole``: the model ``model``
+    is a subset of): its trained row (``restored``) or its hashed vector; a piece's, its hashed vector."""
     words = list(model.vocab.words)
     known = set(words)
     added = []
@@ -136,13 +130,7 @@ def export_rows(model, extra_words=(), whole=None, pieces: bool = False) -> tupl
 
 
 def words_of(paths, tokenize, encoding: str = "utf-8") -> list[str]:
-    """The tokens of the text files ``paths`` (compressed too, read in ``encoding``), most frequent
-    first (``export --add-words``). Binary data is refused as ``train`` refuses it (``check_text``):
-    the words of a ``.npy`` file or a program are no words."""
-    from collections import Counter
-
-    from ..text.reader import check_text, open_text
-
+    """The tokens of the text files ``paths`` (compressed too, read in ``encoding``), most frequent first; binary data refused."""
     counts = Counter()
     for path in paths:
         with open_text(path, encoding=encoding) as fh:

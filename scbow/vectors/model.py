@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..progress import plural
+from ..progress import Progress, plural
 from ..text.tokenize import TOKENIZER_VERSION, tokenizer
 from ..text.vocab import Vocab
+from .about import origin
 from .average import Averager, check_rule, own_rule, rule_scale
 from .numeric import cosine_matrix, semantic_search, similarity_pairwise
 from .pieces import Pieces
@@ -28,14 +29,10 @@ class Model:
     config: the hyperparameters it was trained with (a dict, as in ``config.json``).
     info: corpus statistics and training summary.
 
-    Sentences, with sentence-transformers' names: ``encode``, ``similarity``
-    (the cosine matrix of two sets of embeddings), ``similarity_pairwise``,
-    ``similarity_fn_name`` and ``semantic_search``; ``save`` writes a model directory.
-
-    Words, with gensim's names: ``model.wv`` (:class:`~scbow.vectors.words.WordVectors`):
-    ``model.wv.most_similar("king")``, ``model.wv.similarity("king", "queen")``. A model
-    trained with a word part has rows ``[sentence part ; word part]`` (:attr:`parts`):
-    sentences are embedded with the whole rows, words compared by the word part's columns.
+    Sentences with sentence-transformers' names (``encode``, ``similarity``, ``similarity_pairwise``,
+    ``semantic_search``), words with gensim's (``model.wv.most_similar("king")``). A model trained
+    with a word part has rows ``[sentence part ; word part]`` (:attr:`parts`): sentences are embedded
+    with the whole rows, words compared by the word part's columns.
     """
 
     similarity_fn_name = "cosine"
@@ -65,8 +62,7 @@ class Model:
 
     @property
     def parts(self) -> dict:
-        """The column ranges of the rows' parts: ``{"sentence": (0, d)}``, and ``"word": (d, d + w)``
-        for a model trained with a word part."""
+        """The column ranges of the rows' parts: ``{"sentence": (0, d)}``, and ``"word": (d, d + w)`` if any."""
         return row_parts(self.config, self.dim)
 
     @property
@@ -79,9 +75,8 @@ class Model:
 
     @property
     def tokenizer_version(self) -> str:
-        """The tokenizer rule this model's words came from (``scbow.text.tokenize``): the one its
-        corpus was encoded with, for a model trained by scbow-numba (version 1 when its corpus
-        statistics predate the record); the current rule for vectors from elsewhere."""
+        """The tokenizer rule this model's corpus was encoded with ("1" when unrecorded); the current
+        rule for vectors from elsewhere."""
         corpus = self.info.get("corpus")
         if isinstance(corpus, dict):
             return str(corpus.get("tokenizer_version", "1"))
@@ -103,18 +98,12 @@ class Model:
         return len(self.vocab)
 
     def __repr__(self) -> str:
-        from .about import origin
-
         text = f"<scbow Model: {plural(len(self), 'word')} x {plural(self.dim, 'dim')}"
         where = origin(self)
         return f"{text}, {where}>" if where else text + ">"
 
     def save(self, path) -> Path:
-        """Write the model as a directory at ``path`` (``scbow.load`` reads it back).
-
-        Any model directory already there is replaced in one step: whenever the process
-        stops, ``path`` holds the old model or the new one, complete. Returns the path.
-        """
+        """Write the model as a directory at ``path``, replacing any model there in one step; returns the path."""
         from .modeldir import save_model
 
         return save_model(self, path)
@@ -146,30 +135,21 @@ class Model:
         return self.averager.pieces
 
     def unknown_norm(self) -> float:
-        """The median norm of the rows of the rarest tenth of the trained vocabulary
-        (:meth:`scbow.vectors.average.Averager.unknown_norm`)."""
+        """The median norm of the rarest tenth of the trained words' rows (:meth:`Averager.unknown_norm`)."""
         return self.averager.unknown_norm()
 
     def encode(self, sentences, batch_size: int = 4096, show_progress_bar: bool = False,
                normalize_embeddings: bool = False, fill: float = math.nan, unknown: str | None = None,
                unknown_scale: float | None = None, convert_to_numpy: bool = True, convert_to_tensor: bool = False):
-        """Sentence embeddings, with sentence-transformers' conventions: the mean of the vectors of
-        the known words, float32.
+        """Sentence embeddings (float32), with sentence-transformers' conventions: the mean of the word vectors.
 
-        ``sentences``: a string gives a 1-D vector (dim,); a list, tuple or any iterable
-        (a generator too) gives a 2-D array (n, dim). ``batch_size`` sentences are
-        embedded at a time (a generator is read a batch at a time); ``show_progress_bar``
-        shows a progress line on stderr; ``normalize_embeddings`` scales each row to unit
-        length (cosine is then a dot product). A sentence with nothing to average gets a row
-        of ``fill`` (NaN by default: it has no embedding; ``fill=0.0`` gives zeros, as
-        sentence-transformers' static models do). The result is a NumPy array (``convert_to_numpy``
-        is accepted for compatibility); ``convert_to_tensor=True`` gives it as a torch tensor, as
-        sentence-transformers does (torch must be installed).
+        ``sentences``: a string gives shape (dim,); any iterable (a generator too, read a batch at a
+        time) gives (n, dim). ``normalize_embeddings`` scales rows to unit length. A sentence with
+        nothing to average gets a row of ``fill`` (NaN: no embedding; 0.0 as sentence-transformers'
+        static models). ``convert_to_numpy`` is accepted; ``convert_to_tensor`` gives a torch tensor.
 
-        ``unknown``: the rule for words outside the vocabulary, "omit", "hash" or "pieces"
-        (:mod:`scbow.vectors.average`; the folders ``export`` writes embed as "pieces" does), with
-        ``unknown_scale`` times :meth:`unknown_norm` the norm of a hashed vector; ``None`` (the
-        default) takes the model's own rule (:attr:`unknown_rule`) and that rule's scale.
+        ``unknown``: "omit", "hash" or "pieces" (:mod:`scbow.vectors.average`), a hashed vector's norm
+        being ``unknown_scale`` times :meth:`unknown_norm`; None takes the model's own rule and scale.
         """
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -188,8 +168,6 @@ class Model:
         items = [sentences] if single else sentences
         if isinstance(items, (bytes, bytearray)) or not hasattr(items, "__iter__"):
             raise TypeError(f"encode() takes a sentence or an iterable of sentences, got {type(sentences).__name__}")
-        from ..progress import Progress
-
         total = len(items) if hasattr(items, "__len__") else 0
         bar = Progress(total, unit="sentences", enabled=None if show_progress_bar else False)
         blocks, batch, done = [], [], 0
@@ -232,36 +210,25 @@ class Model:
         """The width of a sentence embedding (sentence-transformers' name for :attr:`dim`)."""
         return self.dim
 
-    # -- comparing sentences, with sentence-transformers' conventions -------------------
-
     def similarity(self, a, b, unknown: str | None = None) -> np.ndarray:
-        """Cosines between two sets of sentence embeddings: float64, shape (n, m), as
-        sentence-transformers' ``model.similarity(a, b)``: always 2-D, a 1-D embedding counting
-        as one row (two single embeddings give a 1x1 matrix). NaN where a row has no embedding
-        (a sentence with nothing to average: NaN rows of :meth:`encode`) or is zero.
-
-        ``a``, ``b``: embeddings (arrays of 1 or 2 dims), or sentences (a list of str, or one
-        str), which are encoded first (``unknown``: as in :meth:`encode`).
+        """Cosines between two sets of sentence embeddings: float64 (n, m), always 2-D, as sentence-transformers'
+        ``model.similarity``; NaN where a row has no embedding or is zero. ``a``, ``b``: embeddings, or
+        sentences (a str or a list), encoded first.
         """
         return cosine_matrix(*_embeddings(self, a, b, unknown))
 
     def similarity_pairwise(self, a, b, unknown: str | None = None) -> np.ndarray:
-        """Cosine of row i of ``a`` with row i of ``b``: float64, shape (n,), as sentence-transformers'
-        ``similarity_pairwise``; NaN where a side has no embedding. ``a``, ``b``: embeddings of one
-        shape, or two lists of sentences of one length (encoded in one call; ``unknown`` as in :meth:`encode`)."""
+        """Cosine of row i of ``a`` with row i of ``b``: float64 (n,), as sentence-transformers'
+        ``similarity_pairwise``; ``a``, ``b``: embeddings of one shape, or lists of sentences."""
         return similarity_pairwise(*_embeddings(self, a, b, unknown))
 
     def semantic_search(self, queries, corpus_embeddings, top_k: int = 10, unknown: str | None = None) -> list:
-        """For each query the ``top_k`` nearest corpus rows by cosine, best first, as
-        ``sentence_transformers.util.semantic_search``: ``[[{"corpus_id": i, "score": s}, ...], ...]``
-        (:func:`scbow.vectors.numeric.semantic_search`). Queries and corpus: embeddings, or sentences
-        (encoded first). Rows with no embedding are never found; a query with none finds nothing."""
+        """For each query the ``top_k`` nearest corpus rows, as ``sentence_transformers.util.semantic_search``
+        (:func:`scbow.vectors.numeric.semantic_search`); queries and corpus: embeddings, or sentences."""
         return semantic_search(*_embeddings(self, queries, corpus_embeddings, unknown), top_k=top_k)
 
     def export(self, path, format: str = "word2vec", **options):
-        """Write the model as ``scbow-numba export`` does (a word2vec file of the word vectors, a
-        sentence-transformers or model2vec folder); the options and the returned record:
-        :func:`scbow.vectors.export.export`."""
+        """Write the model as ``scbow-numba export`` does (:func:`scbow.vectors.export.export`)."""
         from .export import export
 
         return export(self, path, format, **options)

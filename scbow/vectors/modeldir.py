@@ -1,13 +1,9 @@
 """The model directory, written and read here. No pickle anywhere.
 
-It holds ``vectors.npy`` (float32, shape (n_words, dim), memory-mappable), ``vocab.txt`` (a
-``word count`` line per row, most frequent first), ``config.json`` (``format_version``, every
-hyperparameter as ``config``, the ``corpus`` statistics, the ``training`` summary) and, after ``train
---eval-every``, ``curve.json`` (:mod:`scbow.vectors.curvefile`). A save is written beside it and put
-in place whole (:func:`scbow.files.atomic_dir`); a read opens every file through one descriptor of the
-directory (:class:`ModelFiles`), so a save meanwhile never mixes two models. Neither side imports
-the model API (``Model.save`` calls :func:`save_model`; :func:`scbow.vectors.formats.load_model`
-checks what :func:`read_model_dir` gives and makes the model).
+``vectors.npy`` (float32, (n_words, dim), memory-mappable), ``vocab.txt`` (``word count`` lines, most
+frequent first), ``config.json`` (``format_version``, ``config``, ``corpus``, ``training``) and, after
+``train --eval-every``, ``curve.json``. A save is put in place whole (:func:`scbow.files.atomic_dir`); a
+read opens every file through one descriptor of the directory, so a save meanwhile never mixes two models.
 """
 
 from __future__ import annotations
@@ -52,8 +48,7 @@ def output_kind(directory: Path) -> str | None:
 
 
 def not_a_model(path: Path) -> str | None:
-    """None when a save may replace the directory ``path`` (only model files, a config.json of
-    ours), else why not: anything else in it would be a user's."""
+    """None when a save may replace the directory ``path`` (only model files, a config.json of ours), else why not."""
     why = foreign(path, MODEL_FILES + OPTIONAL_FILES)
     try:
         meta = read_json(path / "config.json") if why is None else None
@@ -85,8 +80,7 @@ def check_output_dir(path: os.PathLike) -> Path:
 
 
 def write_model_files(model, directory: Path, info: dict | None = None) -> str:
-    """Write ``model``'s files (its ``vectors``, ``vocab``, ``config``, and ``info`` unless given) into
-    the existing ``directory`` and fsync them; returns the new ``model_id`` recorded."""
+    """Write and fsync ``model``'s files (``info`` its own unless given) in ``directory``; returns the new ``model_id``."""
     np.save(directory / "vectors.npy", np.ascontiguousarray(model.vectors, dtype=np.float32))
     model.vocab.save(directory / "vocab.txt")
     info = model.info if info is None else info
@@ -106,9 +100,8 @@ def write_model_files(model, directory: Path, info: dict | None = None) -> str:
 
 
 def save_model(model, path: os.PathLike) -> Path:
-    """Write ``model`` as a directory at ``path``, replacing any model there atomically, with a new
-    ``model_id`` (also set in ``model.info``). ModelError, writing nothing, for a model with a word
-    ``scbow.load`` could not read back (``scbow.text.vocab.unsavable``: empty, a line break in it...)."""
+    """Write ``model`` at ``path``, replacing any model there atomically, with a new ``model_id`` (set in
+    ``model.info`` too). ModelError, writing nothing, for a word ``scbow.load`` could not read back."""
     try:
         model.vocab.check_savable()
     except ValueError as exc:
@@ -125,11 +118,9 @@ def save_model(model, path: os.PathLike) -> Path:
 
 
 def model_id(model) -> str | None:
-    """The one identity of a model, which what is made with it (shards, an index) records and
-    compares; None when ``model`` cannot be read. A model directory: the ``model_id`` its save
-    recorded (a copy keeps it), or for a model saved before ids ``"config-"`` and a digest of its
-    ``config.json`` (which records the run's settings, summary and time); a word2vec or GloVe file:
-    ``"file-"`` and a digest of its bytes."""
+    """The identity of a model that shards and indexes record; None when it cannot be read. A directory:
+    its recorded ``model_id``, else ``"config-"`` and a digest of its ``config.json``; a file: ``"file-"``
+    and a digest of its bytes."""
     path = Path(model)
     try:
         if path.is_dir():
@@ -148,8 +139,7 @@ def model_id(model) -> str | None:
 
 
 def there(path: Path, patience: float = 10.0) -> bool:
-    """Whether ``path`` exists, waiting (up to ``patience`` seconds) while a save replaces it (between its
-    two renames there is no directory)."""
+    """Whether ``path`` exists, waiting up to ``patience`` seconds while a save replaces it (between two renames)."""
     deadline = time.monotonic() + patience
     while not path.exists():
         if not being_written(path) or time.monotonic() > deadline:
@@ -159,9 +149,8 @@ def there(path: Path, patience: float = 10.0) -> bool:
 
 
 def read_model_dir(path: Path) -> tuple[Vocab, np.memmap, dict, dict]:
-    """``(vocab, vectors, config, info)`` of the model directory ``path``: the vectors memory-mapped
-    read-only, not yet checked (:func:`scbow.vectors.formats.check_vectors`), ``info`` with the
-    learning curve, checked. One model whole, the old or the new, when a save replaces it meanwhile."""
+    """``(vocab, vectors, config, info)`` of the model directory ``path``, the vectors memory-mapped, not yet
+    checked; one model whole, the old or the new, when a save replaces it meanwhile."""
     for attempt in range(LOAD_ATTEMPTS):
         if attempt > 1:
             time.sleep(0.01)  # a save's two renames apart
@@ -181,12 +170,9 @@ class Replaced(Exception):
 
 
 class ModelFiles:
-    """The files of the model directory ``path``, all opened through one descriptor of it, so all
-    come from one directory even when a save swaps a new one in meanwhile (it renames the old one
-    aside, then deletes its files: a file opened, or mapped, before stays readable). A file missing
-    (``curve.json`` too) while ``path`` no longer names the directory opened was taken by a save:
-    :class:`Replaced`, and the read starts over. A directory, pipe or device in a file's place is
-    damage, and is named so."""
+    """The files of the model directory ``path``, all opened through one descriptor of it, so all come from
+    one directory while a save swaps a new one in. A file missing while ``path`` names another directory
+    was taken by a save: :class:`Replaced`. A directory, pipe or device in a file's place is damage."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -229,8 +215,7 @@ class ModelFiles:
         return (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino)
 
     def open(self, name: str, mode: str = "r"):
-        """The file ``name`` as a file object (text as ``Path.read_text`` reads it, or ``"rb"``), which
-        owns the descriptor. Raises the OSError that opening it met."""
+        """The file ``name`` as a file object owning the descriptor; the OSError that opening it met."""
         fd = self.fds.pop(name)
         if isinstance(fd, OSError):
             raise fd
@@ -289,9 +274,8 @@ def _read(path: Path, files: ModelFiles) -> tuple[Vocab, np.ndarray, dict, dict]
 
 
 def map_npy(fh) -> np.memmap:
-    """The array in the open ``.npy`` file ``fh``, memory-mapped read-only, as ``np.load(path,
-    mmap_mode="r")`` maps one (which takes only a path). ValueError when it is not a ``.npy``
-    array of plain values (an array of Python objects would need unpickling: never done)."""
+    """The array in the open ``.npy`` file ``fh``, memory-mapped read-only as ``np.load(mmap_mode="r")`` maps
+    a path; ValueError when it is not an array of plain values (objects would need unpickling)."""
     version = np.lib.format.read_magic(fh)
     if version == (1, 0):
         shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)

@@ -1,15 +1,10 @@
 """The default rule of word neighbours, and the nearest words of ``neighbors WORD...``; without numpy
 (the CLI's --help reads it).
 
-``NEIGHBOUR_MIN_COUNT``: the words ``scbow-numba neighbors`` may return by default are those seen at
-least this many times in the training corpus (``model.wv.most_similar(word, min_count=NEIGHBOUR_MIN_COUNT)``;
-its own default ranks every word, as gensim does). A row
-seen a handful of times is mostly its random start and lands near anything, so by plain
-cosine such words crowd the nearest words of everyday ones (house -> mezzanine, padoie,
-rinehart; god -> dondindac, scapegoats). Chosen on dev halves of WordSim-353 and SimLex-999
-(the rank of a highly rated partner among a word's neighbours; the smallest count as good
-as the best within the noise): benchmarks/results/neighbours.md. 0 (or 1): the plain
-cosine ranking.
+``NEIGHBOUR_MIN_COUNT``: ``neighbors`` returns only words seen at least this often. A row seen a
+handful of times is mostly its random start and lands near anything (house -> mezzanine, padoie).
+The smallest count as good as the best on dev halves of WordSim-353 and SimLex-999
+(benchmarks/results/neighbours.md); 0 gives the plain cosine ranking.
 """
 
 from ..errors import ModelError
@@ -18,9 +13,8 @@ NEIGHBOUR_MIN_COUNT = 100
 
 
 def vocabulary_word(model, word: str) -> str:
-    """``word`` as the model spells it: as given, else lowercased (our tokens are lowercase).
-    A word the model's tokenizer cuts into several tokens (``東京``: ``東 京``) is no word of it:
-    the error names the tokens, which may be asked for together."""
+    """``word`` as the model spells it (:meth:`WordVectors.get_index`); a word its tokenizer cuts into
+    several tokens (``東京``) is no word: the error names the tokens."""
     i = model.wv.get_index(word, -1)
     if i < 0:
         tokens = model.tokenize(word)
@@ -32,9 +26,8 @@ def vocabulary_word(model, word: str) -> str:
 
 
 def nearest_words(model, words, negative=(), topn: int = 10, min_count: int = NEIGHBOUR_MIN_COUNT) -> list:
-    """``(word, cosine)`` of ``neighbors WORD...``: ``model.wv.most_similar`` of ``words`` minus ``negative``,
-    each looked up as :func:`vocabulary_word`; ModelError, one line, for an unknown word and for a
-    query with no answer (the zero vector, every word of the model, no word seen ``min_count`` times)."""
+    """``(word, cosine)`` of ``neighbors WORD...``: ``model.wv.most_similar`` of ``words`` minus ``negative``;
+    ModelError, one line, for an unknown word and a query with no answer."""
     positive = [vocabulary_word(model, w) for w in words]
     minus = [vocabulary_word(model, w) for w in negative]
     try:

@@ -1,11 +1,9 @@
-"""The numbers behind the model API: SIF's frequency weights, hashed vectors for unknown words,
-sentence averages in a fixed order, row norms and cosines, the k-th largest score, the
-bounded cache of hashed rows that threads share, and the cosines of sets of sentence
-embeddings with sentence-transformers' conventions (``cosine_matrix``, ``similarity_pairwise``,
-``semantic_search``: ``Model``'s and ``scbow.use.semantic``'s).
+"""The numbers behind the model API: SIF weights, hashed vectors for unknown words, sentence
+averages in a fixed order, norms and cosines, the k-th largest score, the shared cache of hashed
+rows, and sentence-transformers' cosines of sets of embeddings.
 
-Plain NumPy (no numba), shared by :class:`scbow.vectors.model.Model`, the STS evaluation,
-the learning curve and the embedding files, so that they all give the same numbers.
+Plain NumPy (no numba), shared by ``Model``, the STS evaluation, the learning curve and the
+embedding files, so that they all give the same numbers.
 """
 
 from __future__ import annotations
@@ -16,11 +14,8 @@ import numpy as np
 
 
 def word_weights(counts, raw_tokens: int, a: float) -> np.ndarray:
-    """Frequency weights ``a / (a + p(w))`` of the words (float32, one per word; SIF's weights).
-
-    ``p(w)`` is the word's share of the corpus's tokens (``raw_tokens``, unknown words
-    included). ``a = 0`` gives every word weight 1.
-    """
+    """SIF's weights ``a / (a + p(w))`` (float32, one per word), ``p(w)`` the word's share of ``raw_tokens``
+    (unknown words included); ``a = 0`` gives every word weight 1."""
     counts = np.asarray(counts, dtype=np.float64)
     if a <= 0:
         return np.ones(len(counts), dtype=np.float32)
@@ -29,24 +24,15 @@ def word_weights(counts, raw_tokens: int, a: float) -> np.ndarray:
 
 
 def hashed_vector(token: str, dim: int) -> np.ndarray:
-    """A fixed standard normal vector for ``token``: float64, shape (dim,).
-
-    Drawn from a generator seeded by a hash of the token (BLAKE2b of its UTF-8 bytes, 8
-    bytes), so it depends on the token alone: the same in every run and every process.
-    A lone surrogate (what Python's surrogateescape makes of bytes that are not UTF-8, in
-    argv for one) counts as the 3 bytes UTF-8 gives its code point (``surrogatepass``), so
-    every str has a vector; a str without one hashes its plain UTF-8 bytes, as before.
-    """
+    """A fixed standard normal vector for ``token``: float64, shape (dim,), seeded by BLAKE2b of its UTF-8
+    (a lone surrogate as ``surrogatepass`` encodes it, so every str has a vector)."""
     data = token.encode("utf-8", "surrogatepass")
     seed = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
     return np.random.default_rng(seed).standard_normal(dim)
 
 
 def hashed_vectors(tokens, dim: int, norm: float) -> np.ndarray:
-    """:func:`hashed_vector` of each token, scaled to length ``norm``: float64 (len(tokens), dim).
-
-    What a model gives its unknown words (``norm``: ``unknown_scale * unknown_norm()``).
-    """
+    """:func:`hashed_vector` of each token, scaled to length ``norm``: float64 (len(tokens), dim)."""
     table = np.empty((len(tokens), dim))
     for j, token in enumerate(tokens):
         table[j] = hashed_vector(token, dim)
@@ -56,11 +42,8 @@ def hashed_vectors(tokens, dim: int, norm: float) -> np.ndarray:
 
 
 def rarest_rows(vectors: np.ndarray, counts=None) -> np.ndarray:
-    """The rows of the rarest tenth of the trained vocabulary (float64; the last rows: ids are by count).
-
-    Words with a count of 0 (added by vocabulary expansion, after the trained ones) do not
-    count. Their median norm sets the norm of hashed unknown-word vectors.
-    """
+    """The rows (float64) of the rarest tenth of the trained words (count 0 left out), whose median
+    norm sets that of hashed unknown-word vectors."""
     return np.asarray(vectors[rarest_ids(len(vectors), counts)], dtype=np.float64)
 
 
@@ -72,10 +55,8 @@ def rarest_ids(n: int, counts=None) -> np.ndarray:
     return trained[-max(1, len(trained) // 10):]
 
 
-# mean_rows adds the k-th rows of all the groups longer than k in one NumPy step while at
-# least this many groups are that long; fewer groups, and the rest of the longest few, are
-# summed one by one (np.add.reduce over chunks of their rows), so a call with one or two
-# sentences makes few NumPy calls and a very long one costs no Python step per row.
+# mean_rows adds the k-th rows of all groups longer than k in one step while this many are; the
+# rest are summed one by one in chunks, so few sentences make few NumPy calls, a long one no step a row
 _POSITION_STEP_MIN_GROUPS = 8
 _CHUNK_ROWS = 4096
 
@@ -85,22 +66,13 @@ def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray, dtype=n
 
     ids: array of int, shape (lengths.sum(),), the rows of every group one after another.
     lengths: array of int, shape (n,), group sizes.
-    Returns an array of ``dtype`` (float64 unless told), shape (n, vectors.shape[1]); a
-    group of size 0 gives a row of NaN. Each group is summed in float64 row after row, in
-    its order (as the embedding kernels of ``scbow.kernels.embed`` do), divided by its
-    size, then rounded to ``dtype`` (float32: the numbers of ``mean_rows(...).astype(np.float32)``).
+    Returns ``dtype`` (float64 unless told), shape (n, vectors.shape[1]); an empty group gives NaN.
+    Each group is summed in float64 in its order, divided by its size, then rounded to ``dtype``:
+    the numbers of the kernels of ``scbow.kernels.embed``, without importing numba (half a second
+    in a fresh process, more than a whole ``similarity`` call) for the few sentences of the API.
 
-    Why a second averaging beside the kernels of ``scbow.kernels.embed``: ``Model.encode``,
-    ``similarity`` and the STS scoring run without importing numba (importing it and loading
-    a cached kernel costs a fresh process about half a second, more than a whole
-    ``scbow-numba similarity`` call takes without it), and on the few sentences they get
-    numpy is as fast. The kernels serve files of millions of lines. Both sum each group in
-    float64 in order, so they give the same numbers (``scbow.vectors.average`` takes either).
-
-    Many groups are summed by position rather than by group: with the groups sorted longest
-    first, the k-th rows of all the groups longer than k are added in one step. That is
-    several times faster at 300 dims than ``np.add.reduceat(rows, starts, axis=0)`` (an
-    inner loop per group and column), and makes no float64 copy of every gathered row.
+    With the groups sorted longest first, the k-th rows of all groups longer than k are added in
+    one step: several times faster than ``np.add.reduceat`` at 300 dims, and no float64 copy.
     """
     vectors = np.asarray(vectors)  # a plain view of a memmap: its slices cost less to make
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -137,33 +109,22 @@ def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray, dtype=n
 
 def _sum_in_order(vectors: np.ndarray, ids: np.ndarray, total: np.ndarray | None = None) -> np.ndarray:
     """``total`` (a float64 row, or none) plus the rows ``vectors[ids]``, added one after another in float64."""
-    # np.add.reduce along axis 0 adds whole rows in turn (NumPy sums pairwise only along the
-    # fast axis of memory); with one column that axis is the fast one, and accumulate keeps order.
-    add_rows = _reduce_rows if vectors.shape[1] > 1 else _accumulate_rows
     for lo in range(0, len(ids), _CHUNK_ROWS):
         rows = vectors[ids[lo:lo + _CHUNK_ROWS]]
         if total is not None:
             rows = np.concatenate([total[None], rows], dtype=np.float64)
-        total = add_rows(rows)
+        # np.add.reduce on axis 0 adds rows in turn (pairwise only along the fast axis, which one
+        # column makes axis 0: accumulate keeps the order there)
+        if vectors.shape[1] > 1:
+            total = np.add.reduce(rows, axis=0, dtype=np.float64)
+        else:
+            total = np.add.accumulate(rows, axis=0, dtype=np.float64)[-1]
     return total
 
 
-def _reduce_rows(rows: np.ndarray) -> np.ndarray:
-    return np.add.reduce(rows, axis=0, dtype=np.float64)
-
-
-def _accumulate_rows(rows: np.ndarray) -> np.ndarray:
-    return np.add.accumulate(rows, axis=0, dtype=np.float64)[-1]
-
-
 def kth_largest(values: np.ndarray, k: int) -> float:
-    """The ``k``-th largest of ``values`` (1 <= k <= len(values)), a full pass and a partition of a few.
-
-    The k-th largest of every ``step``-th value is no larger than the k-th largest of all
-    (a subset's k-th is at most the whole's), so every value of the k best is at least
-    that; partitioning only those (about ``len(values) / 64`` when k is small) is several
-    times faster than partitioning everything.
-    """
+    """The ``k``-th largest of ``values`` (1 <= k <= len(values)). A subset's k-th largest is at most the
+    whole's, so only values at least every ``step``-th value's are partitioned: several times faster."""
     n = len(values)
     step = n // (64 * k)
     if step >= 4:
@@ -176,9 +137,8 @@ def kth_largest(values: np.ndarray, k: int) -> float:
 
 
 def scaled_rows(a: np.ndarray) -> np.ndarray:
-    """``a``'s rows divided by their largest absolute value, so that their norms can neither overflow
-    (rows of 1e300, or 1e30 in float32) nor underflow: the directions a cosine needs. A row of
-    zeros or with inf or NaN becomes NaN."""
+    """``a``'s rows divided by their largest absolute value, so their norms neither overflow nor underflow;
+    a row of zeros or with inf or NaN becomes NaN."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         return a / np.abs(a).max(axis=1, keepdims=True)
 
@@ -194,8 +154,7 @@ def row_norms(vectors: np.ndarray, block: int = 1 << 14) -> np.ndarray:
 
 def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cosine of each row of ``a`` with the same row of ``b``; nan for NaN or zero rows."""
-    # einsum: the row dots without an (n, d) product array, several times faster than
-    # (a * b).sum(axis=1) and np.linalg.norm; the same numbers up to the last bit
+    # einsum: no (n, d) product array, several times faster than (a * b).sum(axis=1), same bits
     with np.errstate(invalid="ignore", divide="ignore"):
         norms = np.sqrt(np.einsum("ij,ij->i", a, a)) * np.sqrt(np.einsum("ij,ij->i", b, b))
         cos = np.einsum("ij,ij->i", a, b) / norms
@@ -214,9 +173,8 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def cached_rows(cache: dict, tokens: list, make, bound: int) -> dict:
-    """token -> row for ``tokens``: those in ``cache``, the rest from ``make(new_tokens)`` (rows in
-    order), then published (:func:`publish_hashed`). The result never reads the cache after its
-    own look-ups, so another thread's ``clear()`` cannot make it fail."""
+    """token -> row for ``tokens``: from ``cache``, the rest from ``make(new_tokens)`` and published.
+    The cache is not read again, so another thread's ``clear()`` cannot make it fail."""
     rows = {}
     for token in tokens:
         row = cache.get(token)
@@ -230,19 +188,13 @@ def cached_rows(cache: dict, tokens: list, make, bound: int) -> dict:
 
 
 def publish_hashed(cache: dict, new: list, rows: dict, bound: int) -> None:
-    """Put ``rows[t]`` of the ``new`` tokens into ``cache``, emptying it first when it would hold
-    more than ``bound`` (a call with more new tokens than that keeps them to itself).
-
-    Callers read their result from ``rows``, never from ``cache``: threads sharing a cache
-    may clear it at any moment (and may together leave it a little over ``bound``)."""
+    """Put ``rows[t]`` of the ``new`` tokens into ``cache``, emptying it first when it would pass ``bound``
+    (callers read ``rows``, never ``cache``: threads sharing it may clear it at any moment)."""
     if len(new) > bound:
         return
     if len(cache) + len(new) > bound:
         cache.clear()
     cache.update((t, rows[t]) for t in new)
-
-
-# -- sets of sentence embeddings, with sentence-transformers' conventions (scbow.use.semantic, Model) --
 
 
 def unit_rows(x, name: str) -> np.ndarray:
@@ -262,8 +214,8 @@ def unit_rows(x, name: str) -> np.ndarray:
 
 
 def cosine_matrix(a, b) -> np.ndarray:
-    """Cosines between embeddings ``a`` (n, d) and ``b`` (m, d): float64 (n, m), always 2-D (a 1-D side
-    is one row), as sentence-transformers' ``model.similarity``. NaN where a row has no direction."""
+    """Cosines of embeddings ``a`` (n, d) and ``b`` (m, d): float64 (n, m), a 1-D side one row, as
+    sentence-transformers' ``model.similarity``; NaN where a row has no direction."""
     A = unit_rows(a, "a")
     B = unit_rows(b, "b")
     if A.shape[1] != B.shape[1]:
@@ -272,8 +224,7 @@ def cosine_matrix(a, b) -> np.ndarray:
 
 
 def similarity_pairwise(a, b) -> np.ndarray:
-    """Cosine of row i of ``a`` with row i of ``b``: float64 (n,), as sentence-transformers'
-    ``model.similarity_pairwise``. NaN where a row has no direction."""
+    """Cosine of row i of ``a`` with row i of ``b``: float64 (n,), as ``model.similarity_pairwise``."""
     A = unit_rows(a, "a")
     B = unit_rows(b, "b")
     if A.shape != B.shape:
@@ -282,9 +233,8 @@ def similarity_pairwise(a, b) -> np.ndarray:
 
 
 def semantic_search(query_embeddings, corpus_embeddings, top_k: int = 10, block: int = 1 << 15) -> list[list[dict]]:
-    """For each query, the ``top_k`` corpus rows with the highest cosine: ``[{"corpus_id", "score"}]``,
-    best first (ties to the lower id). A 1-D query is one query. Rows with no embedding are skipped;
-    a query with none gets ``[]``."""
+    """For each query, the ``top_k`` corpus rows of highest cosine, ``[{"corpus_id", "score"}]`` best first
+    (ties to the lower id); rows with no embedding skipped, a query without one gets ``[]``."""
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
     Q = unit_rows(query_embeddings, "query_embeddings")

@@ -1,9 +1,7 @@
 """word2vec text and binary files, and GloVe text: read and written here.
 
-A word2vec file (gensim, fastText and most tools read and write it) is a ``count dim`` line, then
-a word a line: ``word v1 ... vd`` in text, ``word`` and d little-endian float32 in binary. GloVe
-text has no first line. :func:`read_word2vec` tells them apart, compressed too (its rows are checked
-by :func:`scbow.vectors.formats.load_word2vec`); :func:`export_word2vec` writes a model's rows.
+word2vec: a ``count dim`` line, then ``word v1 ... vd`` lines in text, or ``word`` and d little-endian
+float32 in binary. GloVe text has no first line. :func:`read_word2vec` tells them apart, compressed too.
 """
 
 from __future__ import annotations
@@ -23,21 +21,17 @@ from ..text.vocab import Vocab
 
 BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark, as editors on Windows write it
 MAX_DIM = INT_MAX["dim"]  # the most dimensions a file may claim: the trainer's own bound on --dim
-# longer than any first line of a vectors file (GloVe's word and MAX_DIM numbers); a longer one
-# is read on, and judged with the whole file
+# longer than any first line of a vectors file (a longer one is judged with the whole file)
 FIRST_LINE_LIMIT = 64 * MAX_DIM
 PARTS = ("all", "sentence", "word")
 
 
 def read_word2vec(path: Path) -> tuple[Vocab, np.ndarray, str]:
-    """``(vocab, vectors, format)`` of a word2vec text or binary file or GloVe text, also compressed
-    with gzip, bzip2 or xz, as gensim reads them; ``format``: ``word2vec-text``, ``word2vec-binary``
-    or ``glove-text``. ModelError naming the file. GloVe has at least 2 values a line: ``word number``
-    lines are a word-count list (a model's ``vocab.txt``), refused. A word a model directory cannot
-    hold (empty, a line break in it) is read (no token can match it); ``Model.save`` refuses it."""
+    """``(vocab, vectors, format)`` of a word2vec text or binary file or GloVe text (compressed too), as
+    gensim reads them; ``format``: ``word2vec-text``, ``word2vec-binary`` or ``glove-text``. ModelError
+    naming the file; ``word number`` lines (a word-count list) are refused."""
     try:
-        # the first line says what the file is: one that is neither a word2vec header nor a GloVe
-        # vector is refused before the rest is read (a corpus given as a model: a gigabyte of text)
+        # a first line that is no header nor vector is refused before the rest (a corpus: gigabytes) is read
         with open_bytes(path) as fh:
             first = fh.readline(FIRST_LINE_LIMIT)
         if first.endswith(b"\n") or len(first) < FIRST_LINE_LIMIT:  # the whole line (a longer one: read on)
@@ -91,9 +85,7 @@ def _shown(data: bytes, n: int) -> str:
 
 
 def _first_line(path: Path, header: bytes) -> tuple[str, int, int]:
-    """What a vectors file is, by its first line (``header``, without its line end):
-    ``("word2vec", count, dim)`` for a ``count dim`` line, ``("glove", -1, dim)`` for a word and
-    at least 2 numbers; else ModelError (not a vectors file, or a bad header)."""
+    """``("word2vec", count, dim)`` or ``("glove", -1, dim)`` by a vectors file's first line; else ModelError."""
     fields = header.split()
     if len(fields) == 2 and all(f.lstrip(b"+-").isdigit() and len(f) < 4000 for f in fields):
         n, dim = int(fields[0]), int(fields[1])
@@ -101,8 +93,7 @@ def _first_line(path: Path, header: bytes) -> tuple[str, int, int]:
             raise ModelError(f"{path}: bad word2vec header {_shown(header, 80)} (dimensions must be 1 to {MAX_DIM:,})")
         return "word2vec", n, dim
     if len(fields) == 2 and _all_numbers(fields[1:]):
-        # 'word number' lines are a word-count list (a model's vocab.txt), not 1-dimensional
-        # vectors: headerless GloVe has at least 2 dimensions (a word2vec header allows 1)
+        # a word-count list, not 1-dimensional GloVe (which has at least 2; a word2vec header allows 1)
         raise ModelError(f"{path}: not a vectors file: its first line {_shown(header, 60)} is a word and one number, "
                          "as in a word-count list or a model's vocab.txt (GloVe vectors have at least 2 values a "
                          "line; 1-dimensional vectors need word2vec's 'count 1' first line)")
@@ -122,8 +113,8 @@ def _all_numbers(fields) -> bool:
 
 
 def _looks_binary(body: bytes, dim: int) -> bool:
-    """Text when the first vector reads as a text line (a word and `dim` numbers), else binary
-    when the bytes after the first word are not printable ASCII (binary floats seldom are)."""
+    """Text when the first vector reads as a text line, else binary when the bytes after the first word
+    are not printable ASCII (binary floats seldom are)."""
     first = body[: 4096 + 64 * dim].lstrip(b"\n\r")
     try:
         parts = first.split(b"\n", 1)[0].decode("utf-8").rstrip().split(" ")
@@ -137,14 +128,13 @@ def _looks_binary(body: bytes, dim: int) -> bool:
 
 
 def default_part(model) -> str:
-    """The columns a word2vec file holds by default: ``"word"`` for a model with a word part (what word
-    similarity lives on, and gensim's neighbours should use), else ``"all"``, the whole rows."""
+    """A word2vec file's default columns: ``"word"`` for a model with a word part (what word similarity
+    lives on), else ``"all"``."""
     return "word" if "word" in model.parts else "all"
 
 
 def part_columns(model, part: str | None = None) -> np.ndarray:
-    """float32 rows of ``model``: all columns (``"all"``), or those of one part (``"sentence"``,
-    ``"word"``; None: :func:`default_part`); ModelError for a part the model lacks."""
+    """float32 rows of ``model``, all columns or one ``part``'s; ModelError for a part the model lacks."""
     part = default_part(model) if part is None else part
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")

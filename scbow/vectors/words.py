@@ -1,10 +1,8 @@
 """A model's word vectors, with gensim's ``KeyedVectors`` names: ``model.wv``.
 
-The word vectors are the word part's columns of a model trained with one
-(``Model.parts`` has ``"word"``: rows ``[sentence part ; word part]``), else the whole rows.
-Every method here compares words by those same vectors, so that, as in gensim,
-``wv.similarity(a, b) + wv.distance(a, b) == 1``, ``most_similar``'s cosines are
-``similarity``'s, and ``save_word2vec_format`` writes the vectors ``wv[word]`` gives.
+The word vectors are the word part's columns of a model trained with one, else the whole rows;
+every method compares words by those vectors, so ``similarity + distance == 1``, ``most_similar``'s
+cosines are ``similarity``'s and ``save_word2vec_format`` writes what ``wv[word]`` gives.
 """
 
 from __future__ import annotations
@@ -14,17 +12,17 @@ import os
 
 import numpy as np
 
+from ..errors import STSError
 from ..progress import plural
+from ..text.reader import read_small_text
 from ..text.tokenize import fold
 from ..text.units import MAX_GOLD, gold_number
 from .numeric import cosine, kth_largest, row_norms
 
 
 def row_parts(config: dict, width: int) -> dict:
-    """The column ranges of a model's parts, from its ``config`` (a dict as saved) and row width:
-    ``{"sentence": (0, dim), "word": (dim, dim + word_dim)}`` for a model trained with a word part
-    (``scbow.training.wordpart``); ``{"sentence": (0, width)}`` for one without (or vectors from
-    elsewhere)."""
+    """The column ranges of a model's parts, from its saved ``config`` and row width:
+    ``{"sentence": (0, dim), "word": (dim, width)}`` with a word part, else ``{"sentence": (0, width)}``."""
     try:
         passes, dim = int(config.get("word_passes", 0)), int(config["dim"])
         word_dim = int(config.get("word_dim", 0))
@@ -38,32 +36,18 @@ def row_parts(config: dict, width: int) -> dict:
 class WordVectors:
     """The word vectors of a :class:`~scbow.vectors.model.Model` (``model.wv``), as gensim's ``KeyedVectors``.
 
-    ``wv[word]`` (a list of words gives a matrix), ``word in wv``, ``len(wv)``, ``vectors``,
-    ``vector_size``, ``index_to_key``, ``key_to_index``, ``get_index``, ``get_vector``,
-    ``get_vecattr``, ``get_normed_vectors``, ``similarity``, ``distance``, ``distances``,
-    ``most_similar`` (with ``restrict_vocab``), ``similar_by_word``, ``similar_by_vector``,
-    ``n_similarity``, ``doesnt_match``, ``rank``, ``evaluate_word_pairs``,
-    ``evaluate_word_analogies`` and ``save_word2vec_format`` work as there, on :attr:`vectors`, except that:
+    gensim's methods work as there, on :attr:`vectors`, except that a word is looked up as given,
+    else lowercased, else folded as the tokenizer folds (``wv["King"]`` is "king"'s vector;
+    ``word in wv.key_to_index`` asks for the exact spelling), and ``most_similar`` may leave out
+    words seen fewer than ``min_count`` times (``scbow-numba neighbors`` uses ``NEIGHBOUR_MIN_COUNT``).
 
-    - a word is looked up as given, else lowercased, else folded as the tokenizer folds
-      (:meth:`get_index`): ``wv["King"]`` is the vector of "king"; ``word in wv`` agrees
-      with ``wv[word]``, ``word in wv.key_to_index`` asks for the exact spelling;
-    - ``most_similar`` may also leave out words seen fewer than ``min_count`` times (by default
-      it ranks every word, as gensim does); ``scbow-numba neighbors``'s list is
-      ``most_similar(word, min_count=NEIGHBOUR_MIN_COUNT)``
-      (:data:`scbow.vectors.neighbours.NEIGHBOUR_MIN_COUNT`).
-
-    A light view: it reads ``model.vectors`` on every call, so ``model.vectors = new`` is seen
-    at once. ``most_similar`` keeps a search table (float32 rows and their norms) until the
-    vectors are assigned again; after changing rows in place, assign them again
-    (``model.vectors = model.vectors``).
+    A light view: it reads ``model.vectors`` on every call. ``most_similar`` keeps a float32 search
+    table until the vectors are assigned again: after changing rows in place, assign them again.
     """
 
     def __init__(self, model):
         self._model = model
         self._search = None  # ((the model's vectors generation, columns), table)
-
-    # -- the vectors -----------------------------------------------------------------
 
     @property
     def columns(self) -> tuple[int, int]:
@@ -100,15 +84,9 @@ class WordVectors:
         what = "the word part" if "word" in self._model.parts else "the whole rows"
         return f"<scbow WordVectors: {plural(len(self), 'word')} x {plural(self.vector_size, 'dim')} ({what})>"
 
-    # -- looking words up ---------------------------------------------------------------
-
     def get_index(self, word: str, default=None) -> int:
-        """The row of ``word``: as given, else lowercased (as the tokenizer and the CLI do).
-
-        ``default`` when neither spelling is in the vocabulary, or KeyError when no
-        ``default`` is given. (gensim's ``get_index`` looks up the exact key only; here
-        ``key_to_index`` does.)
-        """
+        """The row of ``word`` as given, else lowercased, else folded; else ``default``, or KeyError without one
+        (gensim's ``get_index`` looks up the exact key only; here ``key_to_index`` does)."""
         i = self._find(word)
         if i is not None:
             return i
@@ -119,8 +97,7 @@ class WordVectors:
         raise KeyError(f"word {word!r} is not in the vocabulary{also}")
 
     def _find(self, word) -> int | None:
-        """The row of ``word`` as given, else lowercased, else (for a model of tokenizer version
-        2 or later) folded as the tokenizer folds (NFKC, ASCII quotes) and lowercased; or None."""
+        """The row of ``word`` as given, else lowercased, else (tokenizer version 2 on) folded and lowercased; or None."""
         index = self._model.vocab.index
         i = index.get(word)
         if i is None and isinstance(word, str):
@@ -143,8 +120,7 @@ class WordVectors:
         return self.vectors[self.get_index(word)]
 
     def get_vector(self, word: str, norm: bool = False) -> np.ndarray:
-        """``wv[word]``, or with ``norm=True`` that vector scaled to length 1 in float64, returned in its
-        own dtype (a zero vector stays zero)."""
+        """``wv[word]``, or with ``norm=True`` scaled to length 1 (in float64, returned in its dtype; zero stays zero)."""
         vector = self[word]
         if not norm:
             return vector
@@ -164,8 +140,8 @@ class WordVectors:
         return rows / np.where(norms > 0, norms, 1.0)
 
     def _query(self, v: np.ndarray) -> np.ndarray:
-        """A query vector in word-vector columns: one of :attr:`vector_size` as it is, a whole row of
-        a model with a word part cut to its word columns; ValueError for any other shape."""
+        """A query vector in word-vector columns: one of :attr:`vector_size` as it is, a whole row cut
+        to the word columns; ValueError for any other shape."""
         lo, hi = self.columns
         dim = self._model.dim
         if v.shape == (hi - lo,):
@@ -182,8 +158,6 @@ class WordVectors:
         v = np.asarray(self.vectors[i], dtype=np.float64)
         n = np.linalg.norm(v)
         return v / n if n > 0 else v
-
-    # -- comparing words ------------------------------------------------------------------
 
     def similarity(self, w1: str, w2: str) -> float:
         """Cosine of two words (gensim's ``similarity``; 0 when a vector is zero)."""
@@ -216,9 +190,8 @@ class WordVectors:
         return int(np.count_nonzero(cos > bar)) + 1
 
     def doesnt_match(self, words) -> str:
-        """The word furthest from the mean of the others' unit vectors (gensim's ``doesnt_match``);
-        words outside the vocabulary are left out, as there. A str is refused: gensim would read
-        its letters as the words."""
+        """The word furthest from the mean of the unit vectors (gensim's ``doesnt_match``), unknown words
+        left out. A str is refused: gensim would read its letters as the words."""
         if isinstance(words, (str, bytes, bytearray)):
             raise TypeError(f"doesnt_match() takes a list of words, not a {type(words).__name__} ({words[:40]!r}); "
                             "split it first")
@@ -230,13 +203,8 @@ class WordVectors:
         return known[int(np.argmin(units @ mean))]
 
     def n_similarity(self, words1, words2) -> float:
-        """Cosine between the means of the vectors of two lists of words, as gensim's ``n_similarity``.
-
-        As there, the means are of the vectors as they are (not scaled to length 1 first),
-        and a word may be given as a vector. Unlike there, a word not in the vocabulary is a
-        KeyError instead of being skipped, an empty list a ValueError, and nan is returned
-        when a mean is the zero vector.
-        """
+        """Cosine between the means of the (unscaled) vectors of two lists of words or vectors, as gensim's;
+        unlike there, an unknown word is a KeyError (not skipped), an empty list a ValueError, a zero mean nan."""
         means = []
         for words in (words1, words2):
             if isinstance(words, str):
@@ -248,15 +216,11 @@ class WordVectors:
         return cosine(*means)
 
     def evaluate_word_pairs(self, pairs):
-        """How the word cosines agree with human scores, as gensim's ``evaluate_word_pairs`` reports it:
-        ``((pearson, p_value), spearman, oov_percent)``, ``spearman`` being scipy's ``spearmanr``
-        result (``.statistic``, ``.pvalue``; it unpacks as a pair) and ``oov_percent`` the share of
-        pairs left out (a word outside the vocabulary), in percent.
+        """How the word cosines agree with human scores, as gensim reports it:
+        ``((pearson, p_value), spearman, oov_percent)``, ``spearman`` being scipy's ``spearmanr`` result.
 
-        ``pairs``: a path of ``word1<TAB>word2<TAB>score`` lines (``#`` comments skipped; read as
-        STS files are: :func:`read_word_pairs`), or ``(word1, word2, score)`` triples. A path that
-        cannot be opened is an OSError (FileNotFoundError for a missing file), as in gensim. A score
-        that is not finite or beyond +-10^6 is refused (it would make both correlations NaN, or wrong).
+        ``pairs``: a path (:func:`read_word_pairs`; an OSError when it cannot be opened, as in gensim)
+        or ``(word1, word2, score)`` triples. A score not finite or beyond +-10^6 is refused.
         """
         from scipy.stats import pearsonr, spearmanr
 
@@ -281,25 +245,18 @@ class WordVectors:
                                 dummy4unknown: bool = False, similarity_function: str = "most_similar"):
         """Accuracy on word analogies, as gensim's ``evaluate_word_analogies``: ``(score, sections)``.
 
-        ``analogies``: a path of questions-words lines (``a b c expected``: a is to b as c is to
-        expected), grouped by ``: SECTION`` lines (a question before the first is a ValueError; a
-        line of other than four words is skipped). Only the first ``restrict_vocab`` words (the
-        most frequent) count: a question with another word is left out (``dummy4unknown=True``:
-        counted as wrong). The answer is the first of the five words :meth:`most_similar` gives for
-        ``positive=[b, c], negative=[a]`` (ranking those N words) that is none of a, b, c; with
-        ``case_insensitive`` words are compared uppercased, a spelling meaning the most frequent
-        word of that spelling. ``sections``: one dict a section, ``{"section": name, "correct":
-        [...], "incorrect": [...]}`` of the questions' word tuples, then ``"Total accuracy"``;
-        ``score`` is the total's share correct (0.0 with no question answered). A path that cannot
-        be opened is an OSError, as in gensim.
+        ``analogies``: questions-words lines (``a b c expected``) under ``: SECTION`` lines (a question
+        before the first is a ValueError; a line of other than four words is skipped). A question with a
+        word beyond the first ``restrict_vocab`` is left out (``dummy4unknown``: counted wrong). The
+        answer is the first of :meth:`most_similar`'s five for ``positive=[b, c], negative=[a]`` that is
+        none of a, b, c; ``case_insensitive`` compares uppercased, a spelling meaning its most frequent
+        word. ``sections``: ``{"section", "correct", "incorrect"}`` dicts, then ``"Total accuracy"``.
         """
         if similarity_function != "most_similar":
             raise ValueError(f"similarity_function must be 'most_similar' (as in gensim), got {similarity_function!r}")
         spell = str.upper if case_insensitive else str
         words = self.index_to_key[:restrict_vocab]
-        known = {}  # a spelling: the row of its most frequent word
-        for i in range(len(words) - 1, -1, -1):
-            known[spell(words[i])] = i
+        known = {spell(w): i for i, w in reversed(list(enumerate(words)))}  # the row of a spelling's most frequent word
         sections, section = [], None
         with open(analogies, encoding="utf-8") as lines:
             for n, line in enumerate(lines):
@@ -331,31 +288,23 @@ class WordVectors:
         return (len(total["correct"]) / asked if asked else 0.0), sections
 
     def save_word2vec_format(self, path, binary: bool = False) -> None:
-        """Write :attr:`vectors` in word2vec text or binary format (``scbow-numba export --part word``
-        for a model with a word part; the whole rows for one without)."""
+        """Write :attr:`vectors` in word2vec text or binary format (as ``scbow-numba export --part word``)."""
         from .export import export
 
         if not isinstance(binary, (bool, np.bool_)):  # binary="no" is truthy: it would write binary
             raise TypeError(f"binary must be True or False, not {binary!r}")
         export(self._model, path, "word2vec", binary=bool(binary), part="word" if "word" in self._model.parts else "all")
 
-    # -- nearest words ----------------------------------------------------------------------
-
     def similar_by_word(self, word: str, topn: int = 10, restrict_vocab: int | None = None,
                         min_count: int = 0) -> list[tuple[str, float]]:
-        """``most_similar(word, topn, restrict_vocab=restrict_vocab, min_count=min_count)``: gensim's name for it."""
+        """``most_similar(word, ...)``: gensim's name for it."""
         if not isinstance(word, str):
             raise TypeError(f"similar_by_word() takes a word, got {type(word).__name__}")
         return self.most_similar(word, topn=topn, restrict_vocab=restrict_vocab, min_count=min_count)
 
     def similar_by_vector(self, vector, topn: int = 10, restrict_vocab: int | None = None,
                           min_count: int = 0) -> list[tuple[str, float]]:
-        """The ``topn`` words nearest to ``vector`` by cosine, best first: a vector of :attr:`vector_size`,
-        or a whole row of a model with a word part (cut to its word columns).
-
-        :meth:`most_similar` of the vector alone: no query word is left out;
-        ``restrict_vocab`` and ``min_count`` as there.
-        """
+        """:meth:`most_similar` of ``vector`` alone (of :attr:`vector_size`, or a whole row): no word left out."""
         vector = self._query(np.asarray(vector, dtype=np.float64))
         return self.most_similar([vector], topn=topn, restrict_vocab=restrict_vocab, min_count=min_count)
 
@@ -363,30 +312,19 @@ class WordVectors:
                      min_count: int = 0) -> list[tuple[str, float]]:
         """The ``topn`` words nearest to a query by cosine, with their cosines, best first.
 
-        ``positive`` is a word, a vector (of :attr:`vector_size`, or a whole row) or a list of
-        words, vectors and gensim's ``(word or vector, weight)`` pairs; ``negative`` likewise,
-        subtracted. As in gensim's ``KeyedVectors.most_similar``, the query is the weighted sum of
-        the words' unit vectors and of the vectors as given (not scaled to length 1), with weight
-        1 in ``positive``, -1 in ``negative`` and a pair's own weight as it is, and the query's own
-        words are never returned (``most_similar(["king", "woman"], negative=["man"])`` asks an analogy). Ties go
-        to the more frequent word. KeyError for a word not in the vocabulary (:meth:`get_index`);
-        ValueError when the query is the zero vector (its terms cancel out).
+        ``positive``/``negative``: a word, a vector (of :attr:`vector_size`, or a whole row) or a list of
+        words, vectors and ``(word or vector, weight)`` pairs. As in gensim, the query is the weighted
+        sum of the words' unit vectors and the vectors as given (weight 1, -1 in ``negative``, or the
+        pair's own), and its words are never returned. Ties go to the more frequent word. KeyError for
+        an unknown word; ValueError when the terms cancel out.
 
-        ``restrict_vocab=N``: only the first N words (the N most frequent) are candidates,
-        as in gensim; the query's words may be any. ``None``: all of them.
+        ``restrict_vocab=N``: only the N most frequent words are candidates. ``min_count=C`` (default 0,
+        as gensim): only words seen at least C times are, so rare noisy rows do not crowd out the answer;
+        a word with no recorded count (0) always is. Either way the query's words may be any.
 
-        ``min_count=C`` (default 0: every word, the plain cosine ranking, gensim's): only words
-        seen at least C times in the training corpus are candidates, so that rare words, whose
-        rows are mostly noise, do not crowd out the answer (``scbow-numba neighbors`` uses
-        ``NEIGHBOUR_MIN_COUNT`` of :mod:`scbow.vectors.neighbours`); the query's words may be any.
-        A word with no recorded count (0: read from a word2vec file, or added by ``expand``) is
-        always a candidate.
-        The cosines returned are plain cosines either way.
-
-        Speed: the cosines of all the candidates are computed in float32 (one
-        matrix-vector product with the rows as they are, times the cached inverse row
-        norms), and the few words within rounding distance of the ``topn``-th best are
-        scored again in float64, which decides their order and gives the returned cosines.
+        Speed: every candidate is scored in float32 (one matrix-vector product times the cached
+        inverse norms); the few within rounding distance of the ``topn``-th are scored again in
+        float64, which orders them and gives the returned cosines.
         """
         if not isinstance(topn, (int, np.integer)) or isinstance(topn, (bool, np.bool_)) or topn < 1:
             raise ValueError(f"topn must be a positive integer, got {topn!r}")
@@ -410,8 +348,7 @@ class WordVectors:
                 if isinstance(item, (bytes, bytearray)):
                     raise TypeError(f"a query word is a str, got {type(item).__name__} {bytes(item)[:40]!r}")
                 if isinstance(item, str):
-                    i = self.get_index(item)
-                    exclude.add(i)
+                    exclude.add(self.get_index(item))
                     v = self._unit(item)
                 else:
                     v = self._query(np.asarray(item, dtype=np.float64))
@@ -423,7 +360,7 @@ class WordVectors:
             raise ValueError("most_similar() needs at least one word or vector")
         terms, weights = np.array(terms), np.array(weights)
         # scaled by the largest value first: a vector of 1e300-sized values is a direction, not an overflow
-        big = float(np.max(np.abs(terms))) if terms.size else 0.0
+        big = float(np.max(np.abs(terms)))
         terms = terms / (big if big > 0 else 1.0)
         query = weights @ terms
         qnorm = np.linalg.norm(query)
@@ -433,11 +370,9 @@ class WordVectors:
             raise ValueError("the query vector is zero or not finite; no direction to compare with")
         query = query / qnorm
         exclude = np.array(sorted(i for i in exclude if i < n_rows), dtype=np.int64)
-        rare = self._rare_rows(int(min_count), n_rows)  # a mask, or None when no word is too rare
-        n_rare = 0
-        if rare is not None:
-            n_rare = int(np.count_nonzero(rare))
-            exclude = exclude[~rare[exclude]]  # each left-out word counted once
+        rare = self._rare_rows(int(min_count), n_rows)
+        n_rare = int(np.count_nonzero(rare))
+        exclude = exclude[~rare[exclude]]  # each left-out word counted once
         k = min(topn, n_rows - len(exclude) - n_rare)
         if k <= 0:
             return []
@@ -445,12 +380,10 @@ class WordVectors:
         scores = matrix[:n_rows] @ query.astype(np.float32)
         scores *= inverse_norms[:n_rows]
         scores[exclude] = -np.inf
-        if n_rare:
-            scores[rare] = -np.inf
+        scores[rare] = -np.inf
         if len(odd):  # rows float32 cannot score: always scored again below
             odd = np.setdiff1d(odd[odd < n_rows], exclude, assume_unique=True)
-            if rare is not None:
-                odd = odd[~rare[odd]]
+            odd = odd[~rare[odd]]
             scores[odd] = -np.inf
         regular = n_rows - len(exclude) - n_rare - len(odd)
         if k < regular:
@@ -470,33 +403,21 @@ class WordVectors:
         words = self.index_to_key
         return [(words[i], float(c)) for i, c in zip(candidates[best].tolist(), exact[best].tolist())]
 
-    def _rare_rows(self, min_count: int, n_rows: int) -> np.ndarray | None:
-        """Which of the first ``n_rows`` words are seen fewer than ``min_count`` times (a bool mask),
-        or None when none can be (``min_count`` 0 or 1). A count of 0 (unknown) is never rare.
-
-        Computed on every call: a comparison over the counts, far cheaper than the scores.
-        """
-        if min_count <= 1:
-            return None
+    def _rare_rows(self, min_count: int, n_rows: int) -> np.ndarray:
+        """Which of the first ``n_rows`` words are seen fewer than ``min_count`` times (a count of 0, unknown, never is)."""
         counts = self._model.vocab.counts[:n_rows]
         return (counts > 0) & (counts < min_count)
 
     def _search_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """What :meth:`most_similar` scores with, computed once per ``vectors`` assignment.
-
-        ``(matrix, inverse_norms, odd)``: the vectors as a C-contiguous float32 matrix (the
-        array itself when it is one, memory-mapped or not: no copy; a word part's columns are
-        copied), float32 ``1 / norm`` of every row (0 for a zero row, whose cosines are 0), and
-        the ids of the rows that float32 cannot score (norm below 1e-30 or above 1e30, or not
-        finite), which are scored in float64 every time.
+        """``(matrix, inverse_norms, odd)`` that :meth:`most_similar` scores with, once per ``vectors`` assignment:
+        the vectors as C-contiguous float32, float32 ``1 / norm`` (0 for a zero row), and the rows float32
+        cannot score (norm below 1e-30, above 1e30 or not finite), scored in float64 every time.
         """
         key = (self._model._generation, self.columns)
         if self._search is not None and self._search[0] == key:
             return self._search[1]
         matrix = np.asarray(self.vectors)
-        # a C-contiguous float32 matrix is used as it is (memory-mapped or not); the word part's
-        # columns are copied once: BLAS reads a strided view of them at about half the speed
-        # (26 ms against 14.5 ms a query on 125K x 150 of 450 columns)
+        # the word part's columns are copied once: BLAS reads a strided view at about half the speed
         if matrix.dtype != np.float32 or not matrix.flags.c_contiguous:
             matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         norms = row_norms(matrix)
@@ -510,10 +431,8 @@ class WordVectors:
 
 
 def _weighted(item, default: float):
-    """``(term, weight)`` of one term of a :meth:`WordVectors.most_similar` query: gensim's
-    ``(word, weight)`` or ``(vector, weight)`` pair as given (its weight is used as it is, in
-    ``negative`` too, as gensim does), else the term with ``default`` (1 in ``positive``, -1 in
-    ``negative``). A list of two numbers is a vector, not a pair."""
+    """``(term, weight)`` of one query term: a ``(word or vector, weight)`` pair as given (in ``negative``
+    too, as gensim), else the term with ``default``. A list of two numbers is a vector, not a pair."""
     if (isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], (str, bytes, np.ndarray))
             and isinstance(item[1], (int, float, np.integer, np.floating)) and not isinstance(item[1], bool)):
         return item[0], float(item[1])
@@ -521,14 +440,8 @@ def _weighted(item, default: float):
 
 
 def read_word_pairs(path: os.PathLike) -> list[tuple[str, str, float]]:
-    """The ``(word1, word2, score)`` lines of a word-similarity file (WordSim-353, SimLex-999 as
-    ``word1<TAB>word2<TAB>score``; fields past the third ignored), read as STS files are: through
-    the one text reader (compressed too), a byte-order mark skipped, blank lines and ``#``
-    comments skipped; a short line or a score that is not a finite number within +-10^6 is an
-    STSError naming the file and the line."""
-    from ..errors import STSError
-    from ..text.reader import read_small_text
-
+    """The ``(word1, word2, score)`` of a ``word1<TAB>word2<TAB>score`` file (WordSim-353, SimLex-999), read
+    as STS files are (compressed too; blank and ``#`` lines skipped); a bad line is an STSError naming it."""
     triples = []
     for n, line in enumerate(read_small_text(path, STSError, "a file of word pairs"), 1):
         if not line.strip() or line.startswith("#"):

@@ -1,7 +1,5 @@
 """Approximate nearest-sentence search over the output of ``embed`` (``scbow-numba index``, ``neighbors
---sentence "..." --index DIR``): a query answers in milliseconds instead of scanning every line. The graph
-is an HNSW index of faiss (inner product on L2-normalised rows = cosine; chosen in
-``benchmarks/results/ann_index.md``), an optional extra: ``pip install 'scbow-numba[index]'``.
+--index``): faiss's HNSW on unit rows (``benchmarks/results/ann_index.md``), ``pip install 'scbow-numba[index]'``.
 Each module imports only those before it: :mod:`.store`, :mod:`.build`, :mod:`.query`.
 """
 

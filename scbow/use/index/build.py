@@ -1,7 +1,5 @@
-"""Building a sentence index (:func:`build_index`) from the ``.npy`` of ``embed`` and its text file, or
-a directory of shards (whose manifest names the texts); rows with no embedding (NaN, or all zero from
-``--fill zero``) are left out. The model that embedded them is recorded, so that a query with another
-model is refused. ``-o`` is written atomically and replaces only an empty directory or an index of ours.
+"""Building a sentence index from the ``.npy`` of ``embed`` and its text, or a directory of shards; rows
+with no embedding are left out, and the model that embedded them is recorded (another is refused).
 """
 
 from __future__ import annotations
@@ -16,22 +14,21 @@ from ...errors import CorpusError, ModelError
 from ...files import atomic_dir, output_path, remove_leftovers
 from ...outputs import refuse_other_kind
 from ...reading import short_message
-from ...text.reader import DEFAULT_ENCODING
+from ...text.reader import DEFAULT_ENCODING, check_text, open_bytes, open_text
 from ...vectors.numeric import scaled_rows
+from ..shards import open_shards
 from . import store
 
 DEFAULT_M = 32  # HNSW graph degree (faiss's M; the base layer has 2 M links)
 DEFAULT_EF_CONSTRUCTION = 200  # candidates kept while inserting (efConstruction)
-# rows normalised and added to the graph at a time, a progress report after each: 6 s at the slowest rate
-# seen (635 rows/s); smaller batches cost faiss's threads more (CPU time on 8K rows, 2 threads: 1,024
-# rows +45%, 4,096 +11% against one batch)
+# rows added to the graph at a time, a progress report after each: 6 s at the slowest rate seen;
+# smaller batches cost faiss's threads more (1,024 rows: +45% CPU time, 4,096: +11%)
 ADD_ROWS = 4096
 
 
 def line_starts(stream, copy_to=None, block: int = 1 << 24) -> tuple[np.ndarray, int]:
-    """Byte offsets of the starts of the lines of a binary stream, split as ``embed`` splits them
-    (``\\n``, ``\\r\\n``, a lone ``\\r``); and the stream's length. ``copy_to``: a file the bytes are
-    also written to."""
+    """The byte offsets of a binary stream's lines, split as ``embed`` splits them, and its length
+    (``copy_to``: a file the bytes are also written to)."""
     starts = [np.zeros(1, dtype=np.int64)]
     pos = 0
     pending_cr = False  # the previous block ended with \r: a line ends there unless \n follows
@@ -55,13 +52,9 @@ def line_starts(stream, copy_to=None, block: int = 1 << 24) -> tuple[np.ndarray,
 
 
 def index_text(files, out_dir: Path, progress=None, encoding: str = DEFAULT_ENCODING) -> tuple[np.ndarray, list[dict]]:
-    """Offsets of every row's line, and the records of the text files ``[(path, first row, rows)]``.
-    A compressed text is decompressed into ``out_dir/text-NNN.txt`` (it cannot be entered in the
-    middle). Read through :func:`scbow.text.reader.open_bytes`: a failure is one CorpusError; and
-    read as text in ``encoding`` (recorded when not the default) by the one reader's rule, so that
-    every line the index prints is text."""
-    from ...text.reader import check_text, open_bytes, open_text
-
+    """Offsets of every row's line, and the records of the text files ``[(path, first row, rows)]``. A
+    compressed text is decompressed into ``out_dir/text-NNN.txt`` (it cannot be entered in the middle).
+    Each is checked as text in ``encoding`` (recorded when not the default), so every line printed is."""
     all_starts, records = [], []
     for i, (name, first_row, rows) in enumerate(files):
         path = Path(name)
@@ -108,8 +101,6 @@ def open_embeddings(embeddings, text=None) -> tuple[object, list, dict | None]:
                                  "'scbow-numba embed MODEL INPUT -o X.npy'")
             raise ModelError(f"{path}: directory has no manifest.json: not the shards of a finished cluster embed "
                              "(run the same 'scbow-numba embed ... --workers N' again to finish it)")
-        from ..shards import open_shards
-
         shards = open_shards(path)  # refuses rows of a text that changed since
         if text is not None:
             raise ModelError("the text of shards is named by their manifest; give no text file with a shard directory")
@@ -186,8 +177,7 @@ def model_to_record(rows, manifest: dict | None, model, dim: int, default_model:
 
 
 def check_output(out_dir: Path) -> None:
-    """ModelError unless an index may be written at ``out_dir``: not another kind of the tool's outputs
-    nor inside one; nothing there, an empty directory, or an index of ours (:func:`.store.not_an_index_of_ours`)."""
+    """ModelError unless an index may be written at ``out_dir``: nothing, an empty directory or an index of ours."""
     refuse_other_kind(out_dir, "a sentence index", "replace it with an index (choose another path)")
     output_path(out_dir)  # a link is followed (its target replaced); one into a missing folder is refused
     if not out_dir.exists():
@@ -204,11 +194,9 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
                 model=None, default_model: bool = False, note=None, encoding: str = DEFAULT_ENCODING) -> dict:
     """Build a sentence index of ``embeddings`` in ``out_dir`` (replaced atomically); returns its ``index.json``.
 
-    ``embeddings``: a ``.npy`` of float32 rows with ``lines_source`` its text file, or a directory of
-    shards. ``progress(what, done, total)``: ``("reading the lines of PATH", i, files)``, then ``("rows",
-    rows added, rows)`` every :data:`ADD_ROWS` rows. ``note(message)``: what the user should know.
-    ``threads``: threads adding to the graph (0: all cores). ``model``: the model that embedded the rows
-    (shards record theirs); with ``default_model``, the default model when neither names one and it exists.
+    ``embeddings``: a ``.npy`` with ``lines_source`` its text, or a directory of shards. ``progress(what,
+    done, total)``: ``("reading the lines of PATH", i, files)``, then ``("rows", added, rows)``. ``model``:
+    the model that embedded the rows; with ``default_model``, the default one when none is named.
     """
     if metric != "cosine":
         raise ValueError(f"metric must be 'cosine', got {metric!r}")

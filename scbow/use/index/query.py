@@ -19,9 +19,8 @@ from .store import INDEX_JSON, MAX_EF, Index, open_index, read_info
 
 def index_command(embeddings, output, text=None, M: int = DEFAULT_M, ef_construction: int = DEFAULT_EF_CONSTRUCTION,
                   quiet: bool = False, model=None, threads: int = 0, encoding: str = DEFAULT_ENCODING) -> str:
-    """Build an index (``scbow-numba index``), with its progress on stderr unless ``quiet``; returns the
-    one-line summary. Without ``model`` (or shards that name theirs), the default model is recorded when
-    there is one; a note says so, or that no model is. ``encoding``: the text's (``build_index``)."""
+    """Build an index (``scbow-numba index``), its progress on stderr unless ``quiet``; the summary line.
+    Without ``model`` (or shards naming theirs), the default model is recorded, if any, with a note."""
     bar = Progress(0, unit="rows", enabled=False if quiet else None)
 
     def progress(what: str, done: int, total: int) -> None:
@@ -48,16 +47,13 @@ def index_command(embeddings, output, text=None, M: int = DEFAULT_M, ef_construc
 
 
 def check_query_model(index: "Index | os.PathLike", model_dir, loaded_id: str | None = None) -> None:
-    """Refuse to query ``index`` (an :class:`Index` or its directory) with the model at ``model_dir``
-    (a directory or a word2vec/GloVe file; None: unknown) unless it is the model the index
-    records; an index that records none takes any model (its dims are checked on search).
-    ``loaded_id``: the ``model_id`` of a model in memory, which is what is compared when given
-    (the directory may have been saved again since the model was loaded from it).
+    """Refuse to query ``index`` (an :class:`Index` or its directory) with the model at ``model_dir`` (None:
+    unknown) unless it is the one the index records, if any. ``loaded_id``, when given, is what is
+    compared: the ``model_id`` of a model in memory (its directory may have been saved again since).
     """
     from ...vectors.modeldir import model_id
 
     info, where = (index.info, index.path) if isinstance(index, Index) else (read_info(Path(index)), Path(index))
-
     recorded = info.get("model_id")
     if recorded is None and info.get("model_fingerprint") is not None:
         raise ModelError(f"{where}: was built by an earlier version of scbow-numba, which recorded its model in a way "
@@ -103,11 +99,9 @@ def _loaded_from(model) -> Path | None:
 def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | None = None, model_dir=None):
     """The ``topn`` indexed lines nearest to ``sentence``: ``[(cosine, file, line number, text)]``, best first.
 
-    ``model``: a model directory, or a loaded :class:`scbow.vectors.model.Model`, checked by the
-    ``model_id`` it was loaded with (else by ``model_dir``: the directory or word2vec file it was
-    loaded from; else found from its memory-mapped vectors).
-    ``topn`` is capped at the vectors in the index. ModelError for an index that is not one, or of
-    another model; ValueError when the sentence has nothing to average.
+    ``model``: a model directory, or a loaded Model, checked by its ``model_id`` (else by ``model_dir``, else
+    the directory its vectors are mapped from). ModelError for an index that is not one, or of another
+    model; ValueError when the sentence has nothing to average.
     """
     if topn < 1:
         raise ValueError(f"topn must be at least 1, got {topn}")
@@ -139,9 +133,8 @@ def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | N
 
 
 def search_lines(model, sentence: str, index_path, topn: int = 10, ef: int | None = None, model_dir=None) -> list[str]:
-    """What ``neighbors --sentence "..." --index DIR`` prints: ``cosine<TAB>line number<TAB>line`` of
-    :func:`search_command` (``file:line`` when the index holds several files); ModelError, one line,
-    where it says ValueError."""
+    """What ``neighbors --index DIR`` prints: ``cosine<TAB>line number<TAB>line`` (``file:line`` for several
+    files); ModelError where :func:`search_command` says ValueError."""
     try:
         found = search_command(model, sentence, index_path, topn=topn, ef=ef, model_dir=model_dir)
     except ValueError as exc:

@@ -1,9 +1,6 @@
-"""A sentence index directory, read back (:func:`open_index`, :class:`Index`): ``index.json`` (what
-:func:`read_info` checks), ``vectors.faiss`` (the HNSW graph of the L2-normalised rows, memory-mapped),
-``ids.npy`` (the row of each vector), ``offsets.npy`` (where each row's line starts), ``text-NNN.txt``
-(a compressed text, decompressed). What damage would make wrong is checked on open (sizes, dtypes,
-shapes, the graph's dim, count and metric) and at query time (every score a cosine, every id a row,
-every line's bytes one line): one ``PATH: damaged sentence index (...)`` error.
+"""A sentence index directory, read back: ``index.json``, ``vectors.faiss`` (the HNSW graph of the unit
+rows), ``ids.npy`` (each vector's row), ``offsets.npy`` (each row's line start), ``text-NNN.txt`` (a
+compressed text, decompressed). Damage is checked on open and at query time: one ``damaged`` error.
 """
 
 from __future__ import annotations
@@ -21,6 +18,7 @@ from ...outputs import register_kind
 from ...reading import path_text, read_json, read_range, short_message
 from ...text.reader import DEFAULT_ENCODING, text_codec
 from ...vectors.numeric import scaled_rows
+from ..shards import is_count
 
 INDEX_JSON = "index.json"
 INDEX_FILE = "vectors.faiss"
@@ -31,8 +29,7 @@ FORMAT = "scbow-numba sentence index"
 FORMAT_VERSION = 1
 LIBRARY = "faiss-cpu"
 INSTALL_HINT = "pip install 'scbow-numba[index]'"
-# candidates kept while searching (efSearch): with M=32, recall@10 0.963 on 500K sentences of the 100M
-# corpus, 4 ms a query on 1 thread (ef 512: 0.943, 2 ms); benchmarks/results/ann_index.md
+# efSearch: recall@10 0.963 on 500K sentences, 4 ms a query (benchmarks/results/ann_index.md)
 DEFAULT_EF = 1024
 MAX_EF = 1 << 20
 COSINE_SLACK = 1e-3  # a score beyond [-1, 1] by more than this is no cosine: a damaged graph
@@ -80,8 +77,7 @@ def output_kind(directory: Path) -> str | None:
 
 
 def not_an_index_of_ours(directory: Path) -> str | None:
-    """Why the existing ``directory`` may not be replaced by a new index (None: it may): unless it is empty,
-    its ``index.json`` must read as one, and it must hold only regular files a build writes."""
+    """Why ``directory`` may not be replaced by a new index (None: it may: empty, or only an index's files)."""
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError as exc:
@@ -108,16 +104,12 @@ def damaged(path: Path, why: str) -> ModelError:
     return ModelError(f"{path}: damaged sentence index ({why}); build it again with 'scbow-numba index'")
 
 
-def _count(value, low: int = 0) -> bool:
-    return type(value) is int and value >= low
-
-
 def _wrong_field(info: dict) -> str | None:
     """What is wrong with the fields of an ``index.json`` that opening and searching use (None: nothing)."""
     if info.get("library") != LIBRARY or info.get("metric") != "cosine":
         return f"library must be {LIBRARY!r} and metric 'cosine'"
     for key, low in (("dim", 1), ("count", 1), ("rows", 1), ("index_bytes", 1)):
-        if not _count(info.get(key), low):
+        if not is_count(info.get(key), low):
             return f"{key} must be an integer of at least {low}, not {info.get(key)!r:.40}"
     if info["rows"] < info["count"]:
         return f"{info['count']:,} vectors but only {info['rows']:,} rows"
@@ -125,7 +117,7 @@ def _wrong_field(info: dict) -> str | None:
         return "model and model_id must be strings"
     params = info.get("params", {})
     ef = params.get("ef_search") if isinstance(params, dict) else 0
-    if ef is not None and not (_count(ef, 1) and ef <= MAX_EF):
+    if ef is not None and not (is_count(ef, 1) and ef <= MAX_EF):
         return f"params.ef_search must be an integer from 1 to {MAX_EF:,}"
     files = info.get("files")
     if not isinstance(files, list) or not files:
@@ -133,7 +125,7 @@ def _wrong_field(info: dict) -> str | None:
     row = 0
     for i, f in enumerate(files):
         if not (isinstance(f, dict) and isinstance(f.get("file"), str) and isinstance(f.get("text"), str)
-                and all(_count(f.get(k)) for k in ("bytes", "first_row", "rows")) and _count(f.get("mtime_ns"), -2**63)):
+                and all(is_count(f.get(k)) for k in ("bytes", "first_row", "rows")) and is_count(f.get("mtime_ns"), -2**63)):
             return f"files[{i}] must hold file and text paths, bytes, first_row, rows and mtime_ns"
         if not (Path(f["text"]).is_absolute() or COPY_NAME.fullmatch(f["text"])):
             return f"files[{i}]: text is neither an absolute path nor a copy in the index"
@@ -162,7 +154,7 @@ def read_info(path: Path) -> dict:
     info = read_json(path / INDEX_JSON, what="damaged sentence index")
     if not isinstance(info, dict) or info.get("format") != FORMAT:
         raise damaged(path / INDEX_JSON, "not the description of a sentence index")
-    if not _count(info.get("format_version"), 1) or info["format_version"] > FORMAT_VERSION:
+    if not is_count(info.get("format_version"), 1) or info["format_version"] > FORMAT_VERSION:
         raise ModelError(f"{path}: index format {info.get('format_version')!r:.40} is not one this scbow-numba "
                          f"understands ({FORMAT_VERSION}); upgrade scbow-numba or build the index again")
     why = _wrong_field(info)
@@ -197,8 +189,7 @@ class Index:
         self.graph.hnsw.efSearch = int(value)
 
     def _exact(self, qn: np.ndarray, k: int, block: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
-        """Every stored vector's cosine with each unit query, best first, as the graph's search returns
-        them (``(sims, positions)``, (n, k), -1 past the count); a block of vectors at a time."""
+        """``(sims, positions)`` of every stored vector with each unit query, as the graph's search returns them."""
         count = len(self.ids)
         sims = np.empty((len(qn), count), dtype=np.float32)
         for lo in range(0, count, block):
@@ -212,9 +203,8 @@ class Index:
         return out, pos
 
     def search(self, vectors, k: int = 10, threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` rows nearest to each of ``vectors`` ((n, dim) or (dim,)) by cosine: ``(ids, scores)``,
-        int64 rows and float32 cosines, both (n, k), best first; id -1 and score -inf past what was
-        found. ``k`` at the index's size scores every vector exactly. A zero or non-finite query finds nothing."""
+        """``(ids, scores)``: int64 rows and float32 cosines (n, k) nearest to each of ``vectors``, best first;
+        -1 and -inf past what was found. ``k`` at the index's size is exact; a zero query finds nothing."""
         if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be an integer of at least 1, got {k!r}")
         k = int(k)
@@ -257,8 +247,8 @@ class Index:
         return ids, scores
 
     def line(self, row_id: int) -> tuple[str, int, str]:
-        """``(file, line number (1-based), text)`` of row ``row_id``. IndexError for a row the index
-        does not have, CorpusError for a text changed since the build, ModelError for a damaged index."""
+        """``(file, 1-based line number, text)`` of row ``row_id``; IndexError, CorpusError (the text changed)
+        or ModelError (damage)."""
         if isinstance(row_id, (bool, np.bool_)) or not isinstance(row_id, (int, np.integer)):
             raise TypeError(f"a row id is an integer, not {type(row_id).__name__}")
         row_id = int(row_id)
