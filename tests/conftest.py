@@ -133,6 +133,11 @@ def assert_clean_error(result, *fragments, exit_code=None):
     return errors[0]
 
 
+def assert_failed(result, *fragments):
+    """``assert_clean_error`` of a failure (exit status 1), not a usage error (2)."""
+    return assert_clean_error(result, *fragments, exit_code=1)
+
+
 TRAIN = ["--dim", "16", "--epochs", "1", "--min-count", "1", "--threads", "1", "--word-passes", "0", "-q"]
 
 

@@ -10,6 +10,7 @@ import os
 import numpy as np
 import pytest
 from conftest import assert_clean_error as _assert_clean_error
+from conftest import assert_failed as assert_clean_error
 
 import scbow
 from scbow.cli import main
@@ -49,10 +50,6 @@ def hashing_model(dim=6):
 @pytest.fixture
 def model():
     return make_model()
-
-
-def assert_clean_error(result, *fragments):
-    _assert_clean_error(result, *fragments, exit_code=1)
 
 
 def test_npy_header_is_numpys_and_missing_path_for():

@@ -9,7 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import assert_clean_error as _assert_clean_error
 from test_semantic import brute_cosines
 from test_words import random_model
 
@@ -20,10 +19,6 @@ from scbow.text.vocab import Vocab
 from scbow.vectors.export import export_word2vec
 from scbow.vectors.model import Model
 from scbow.vectors.numeric import mean_rows, row_cosines
-
-
-def assert_clean_error(result, *fragments):
-    _assert_clean_error(result, *fragments, exit_code=1)
 
 
 def sequential_means(vectors, ids, lengths) -> np.ndarray:
