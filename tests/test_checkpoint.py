@@ -1,9 +1,6 @@
-"""Checkpoints and resume: --checkpoint-every, a checkpoint as a loadable model, resume bit for bit,
-damaged checkpoints refused, and a resumed run reaching the quality of an uninterrupted one.
-
-In process: a hook sends this very process SIGINT after a chosen batch, so the signal goes
-through the real handler, flag and checkpoint path.
-"""
+"""Checkpoints and resume: --checkpoint-every, a checkpoint as a loadable model, resume bit for bit, damaged
+checkpoints refused, a resumed run as good as an uninterrupted one. A hook sends this process SIGINT after a
+chosen batch, through the real handler, flag and checkpoint path."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Embedding on a Dask cluster (``scbow.use.cluster``): a local cluster of two worker processes.
-
-The shards must equal single-process ``embed`` bit for bit, whatever workers die or tasks fail; a
-rerun skips the shards done and redoes any whose done-record lies; a bad input gives ``embed``'s
-error once, without retries or Dask's logs. (Reading a shard directory back: tests/test_shards.py.)
-"""
+"""Embedding on a local Dask cluster of two worker processes (``scbow.use.cluster``): shards equal to
+single-process ``embed`` bit for bit whatever workers die or tasks fail; a rerun skips the shards done and
+redoes any whose record lies; a bad input gives ``embed``'s error once (reading shards back: test_shards)."""
 
 from __future__ import annotations
 

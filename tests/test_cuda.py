@@ -1,10 +1,6 @@
-"""The numba.cuda kernels and the ``--device cuda`` backend against ``scbow.reference``.
-
-Without a GPU these run in Numba's CUDA simulator (tests/conftest.py sets
-NUMBA_ENABLE_CUDASIM=1 before numba loads): every CUDA thread is a Python thread, so the
-inputs are tiny (dimension 8, a few dozen examples). On a machine with a GPU the same tests
-run on it, and the quality check against the CPU path runs too.
-"""
+"""The numba.cuda kernels and the ``--device cuda`` backend against ``scbow.reference``. Without a GPU,
+in Numba's CUDA simulator (conftest.py): a Python thread a CUDA thread, so the inputs are tiny; on a GPU
+the same tests, and the quality check against the CPU path too."""
 
 from __future__ import annotations
 
@@ -191,12 +187,8 @@ def test_one_example_step_follows_the_learning_rate_schedule(doc_sizes, mode, po
 
 
 def emulate_epoch(backend, corpus, W0, config, total, done0=0, rate=None):
-    """The backend's epoch replayed on the host in float64: CPU sampler, reference gradient.
-
-    Uses the backend's own grouping of the targets by chunk and the chunks' local
-    numbering, so it checks the kernel (sampling stream, positions, learning rates,
-    updates) given that plan; the plan is tested on its own below.
-    """
+    """The backend's epoch replayed on the host in float64 (CPU sampler, reference gradient) with the backend's
+    own plan of chunks, so it checks the kernel given that plan; the plan is tested on its own below."""
     W = W0.astype(np.float64)
     loss_sum = 0.0
     mode = sampling.NEG_DOCUMENT if config.negative_mode == "document" else sampling.NEG_UNIFORM
@@ -685,10 +677,8 @@ def test_resume_inside_the_word_part_on_cuda(tiny_corpus_file, tmp_path, monkeyp
 
 
 def test_a_launch_runs_a_sixteenth_of_the_corpus_at_most():
-    """launch_size: the 30-sentence corpus one at a time (the H200's loss rose with 4 at once), gutenberg-1M
-    (69,332 sentences, one launch on the H200) in 16 launches an epoch, 10M (about 690K) in launches within
-    the 32K-512K the H200 measured to score alike, and a 100M-token corpus (10M tiled 10 times) in whole
-    batches, for both parts."""
+    """launch_size, both parts: 30 sentences one at a time (the H200's loss rose with 4), gutenberg-1M in 16
+    launches an epoch, 10M within the 32K-512K the H200 scored alike, 100M tokens (10M x 10) in whole batches."""
     full, words = scuda.LAUNCH_BATCH, scuda.WORD_BATCH
     assert scuda.launch_size(30, full) == scuda.launch_size(30, words) == 1
     assert scuda.launch_size(3, full) == 1

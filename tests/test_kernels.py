@@ -307,15 +307,10 @@ def batch_params(n_neg, seed, chunks, lr, total, max_len=0, mode=None, min_frac=
     (2, 0, 1, 0.0, 390),  # past the end of the schedule: the learning rate's floor
 ])
 def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush, decay, done):
-    """Per chunk: fill_example with the chunk's random stream, then an SGD step with the
-    linear learning rate at the example's position in the run (chunks interleaved), each
-    row's data step scaled by its rate, each occurrence of a word shrinking its row by
-    lr * decay.
-
-    With ``hot`` rows buffered and flushed every ``flush`` examples, the words ``w < hot``
-    take the summed steps of those examples at once (their gradients computed with the
-    rows as they were before them) and the product of their shrink factors; flushing every
-    example is plain SGD."""
+    """Per chunk: fill_example with the chunk's stream, then an SGD step at the linear rate of the example's
+    run position, each row's data step scaled by its rate, each occurrence shrinking its row by lr * decay.
+    ``hot`` rows flushed every ``flush`` examples take those examples' summed steps (gradients at the rows
+    before them) and the product of their shrinks; flushing every example is plain SGD."""
     corpus = toy_corpus()
     sentences, sent_doc, doc_offsets, V = corpus.sentences, corpus.sent_doc, corpus.doc_offsets, corpus.vocab_size
     order = np.random.default_rng(5).permutation(len(sentences)).astype(np.int64)
@@ -375,9 +370,8 @@ def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush, decay, don
 
 @pytest.mark.parametrize("chunks", [2, 3])
 def test_parallel_batch_trains_every_chunk_as_the_serial_one_does(chunks):
-    """Each thread trains exactly its own chunk: per-chunk example counts equal the serial
-    kernel's, per-chunk losses are close (rows race only between chunks), and the matrix
-    lands near the serial one. A thread that trained another chunk, or none, fails here."""
+    """Each thread trains exactly its own chunk: per-chunk example counts equal the serial kernel's, losses
+    and the matrix close to it (rows race only between chunks)."""
     corpus = toy_corpus(seed=6, doc_sizes=(40, 3, 60, 25, 80))
     sent_doc, V = corpus.sent_doc, corpus.vocab_size
     order = np.random.default_rng(4).permutation(len(sent_doc)).astype(np.int64)

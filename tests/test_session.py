@@ -1,10 +1,6 @@
-"""A training session's faults in real processes: signals during training, reading and saving;
-SIGKILL in the middle of a save; divergence; two trainers into one output; a full disk.
-
-A small shim (``SHIM``) runs the real CLI with smaller batches, prints a line before every
-batch so the test knows when training runs, and can stall inside a save, so that a signal
-or SIGKILL lands exactly where the test wants it.
-"""
+"""A training session's faults in real processes: signals during training, reading and saving; SIGKILL in
+a save; divergence; two trainers into one output; a full disk. ``SHIM`` runs the real CLI with small
+batches, a line before each, and can stall inside a save, so that a signal lands where the test wants."""
 
 from __future__ import annotations
 
@@ -231,10 +227,8 @@ def test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once_unless
 
 
 def test_the_tests_that_send_sigint_pass_in_a_suite_started_with_it_ignored():
-    """A suite started with SIGINT ignored (nohup, a background job of a script, as CI runners may
-    start one) failed 33 of the tests that interrupt their own runs: train, by design, leaves an
-    ignored signal ignored. conftest gives SIGINT its default for the suite; here a run of such a
-    test in a suite started so, one in this process (below) and one a child process is sent."""
+    """conftest gives SIGINT its default in a suite started with it ignored (nohup, CI: 33 tests failed):
+    such a suite runs a test that interrupts this process and one that interrupts a child."""
     here = Path(__file__)
     started_ignoring = ("import signal, subprocess, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
                         "sys.exit(subprocess.call(sys.argv[1:]))")

@@ -148,10 +148,8 @@ def topic_text(n_topics=12, per_topic=8, n_docs=20, sents_per_doc=500, seed=5) -
 
 
 def test_the_word_part_loss_is_measured_on_the_same_sentences_and_falls(tmp_path):
-    """The reported loss is a fixed sample's, before the first pass and after each: on text whose words
-    predict their neighbours it falls pass after pass. (The batches' own losses, which the report used
-    to compare first with last, are of different books at different rates: on small corpora the last
-    batches' loss was above the first's while the model learned.)"""
+    """The reported loss is a fixed sample's (not the batches', of other books at other rates), before the
+    first pass and after each: on text whose words predict their neighbours it falls pass after pass."""
     text = tmp_path / "topics.txt"
     text.write_text(topic_text(), encoding="utf-8")
     warnings = []
@@ -440,11 +438,9 @@ def test_a_run_with_the_word_part_saves_both_parts(tmp_path, corpus_file, small_
 
 
 def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkeypatch, runner, word_run):
-    """Hooks see the word part after the sentence part. A resume inside it is bit-identical, from the saved
-    matrices. --checkpoint-every N counts the sentence part's examples, then the word part's sentences: a
-    resumed run writes its checkpoints where an uninterrupted one does; a finished run whose last checkpoint
-    was in the word part removes word_in.npy and word_out.npy with the rest, so nothing blocks the next run
-    into its output (word_run)."""
+    """Hooks see the word part after the sentence part; a resume inside it is bit-identical and checkpoints
+    where an uninterrupted run does (--checkpoint-every: examples, then sentences); a finished run removes
+    the checkpoint's word_in.npy and word_out.npy too (word_run)."""
     kinds = [s[0] for s in word_run.seen]
     assert kinds[-1] == "end" and kinds.index("word") > max(i for i, k in enumerate(kinds) if k == "sentence")
     assert word_run.seen[-2][2][1] == 12 and word_run.seen[-2][3][1] == 13
