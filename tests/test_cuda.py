@@ -71,8 +71,7 @@ def run_example(W, tokens, offsets, members, n_pos, *, coef=1.0, decay=0.0, max_
     return float(loss_d.copy_to_host()[0]), out_d.copy_to_host()
 
 
-# ---------------------------------------------------------------------------------------
-# One example: loss and gradient
+# -- One example: loss and gradient ----------------------------------------------------------------
 
 
 @needs_cuda
@@ -98,8 +97,7 @@ def test_example_loss_and_gradient_match_reference(case, n_pos, n_neg, dim, thre
     assert not max_len or abs(loss_and_grad(W, *whole)[0] - ref_loss) > 1e-4  # truncation mattered
 
 
-# ---------------------------------------------------------------------------------------
-# One update step, in place
+# -- One update step, in place ---------------------------------------------------------------------
 
 
 @needs_cuda
@@ -119,8 +117,7 @@ def test_in_place_decay_of_a_frequent_word_is_capped_at_its_row():
     check_capped_decay(W0, W, 0.5, 1.0)
 
 
-# ---------------------------------------------------------------------------------------
-# Sampling on the device: the CPU sampler's numbers and invariants
+# -- Sampling on the device: the CPU sampler's numbers and invariants ------------------------------
 
 @needs_cuda
 @pytest.mark.parametrize("mode", ["document", "uniform"])
@@ -146,8 +143,7 @@ def test_device_sampler_draws_what_the_cpu_sampler_draws(mode):
     assert kn[:, 1].sum() > 0
 
 
-# ---------------------------------------------------------------------------------------
-# The backend: learning-rate schedule, epochs over a corpus, streaming
+# -- The backend: learning-rate schedule, epochs over a corpus, streaming --------------------------
 
 
 def toy_corpus(doc_sizes, seed=0, max_words=6):
@@ -293,8 +289,7 @@ def test_chunk_plan_keeps_every_target_example_and_fits_the_budget():
         scuda.plan_chunks(corpus.offsets, corpus.doc_offsets, 20)
 
 
-# ---------------------------------------------------------------------------------------
-# Through scbow.training.trainer.train and the CLI
+# -- Through scbow.training.trainer.train and the CLI ----------------------------------------------
 
 
 def spy_on_launches(monkeypatch) -> list:
@@ -419,8 +414,7 @@ def test_cli_trains_the_whole_model_on_cuda(tiny_corpus_file, tmp_path, runner):
     assert info.exit_code == 0 and "/s) on GPU, loss" in info.output.split("word part   30 sentences in")[1]
 
 
-# ---------------------------------------------------------------------------------------
-# No GPU, no numba-cuda: one line, exit 1
+# -- No GPU, no numba-cuda: one line, exit 1 -------------------------------------------------------
 
 
 NoDevice = SimpleNamespace(is_available=lambda: False, cuda_error=lambda: "\nCUDA driver library cannot be found.\n"
@@ -472,8 +466,7 @@ def test_cli_without_a_visible_gpu_for_real(tmp_path, small_corpus_file):
     assert not out.exists()
 
 
-# ---------------------------------------------------------------------------------------
-# On a real GPU only: quality against the CPU path on the 10M corpus
+# -- On a real GPU only: quality against the CPU path on the 10M corpus ----------------------------
 
 CORPUS_10M = DATA_DIR / "corpus" / "gutenberg-10M.txt.xz"
 STSB_DEV = DATA_DIR / "sts-dev" / "stsb.dev.tsv"
@@ -530,8 +523,7 @@ def test_many_blocks_compound_their_weight_decay_on_shared_rows():
     assert np.abs(W[used]).max() < 0.2 * np.abs(W0[used]).max()  # it really shrank: 0.99 ** 256 = 0.08
 
 
-# ---------------------------------------------------------------------------------------
-# The word part (scbow.training.wordpart) on the device
+# -- The word part (scbow.training.wordpart) on the device -----------------------------------------
 
 
 def word_problem(seed=0, V=40, d=8, n_tokens=60):

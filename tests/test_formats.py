@@ -373,8 +373,7 @@ def test_a_file_whose_first_line_is_no_vectors_is_refused_before_the_rest_is_rea
                        exit_code=1)
 
 
-# ---------------------------------------------------------------------------------------
-# A model read while saves replace it (issue 34): the old model or the new one, whole
+# -- A model read while saves replace it: the old model or the new one, whole -----------
 
 
 def two_models() -> dict:
@@ -547,7 +546,7 @@ def test_a_pipe_or_a_device_as_a_model_is_named_so(tmp_path):
 
 
 # Files of 'word number' lines (a model's vocab.txt, a word-count list) are not 1-dimensional
-# GloVe vectors: headerless GloVe needs at least 2 values a line (issue 34).
+# GloVe vectors: headerless GloVe needs at least 2 values a line.
 NOT_VECTORS = {
     "counts.txt": b"the 800\nman 700\nwalked 600\n",
     "tabs.txt": b"man\t12\nthe\t5\n",
@@ -579,7 +578,7 @@ def test_one_dimensional_word2vec_with_its_header_is_read(tmp_path):
     assert model.vocab.words == ["a", "b"] and model.vectors[:, 0].tolist() == [0.5, -0.25]
 
 
-# Model.save writes only words Vocab.load reads back (issue 34): every word either saves and
+# Model.save writes only words Vocab.load reads back: every word either saves and
 # loads back as it was, or is refused before anything is written.
 UNSAVABLE = ["a\nb", "\n", "a\rb", "a\r\nb", "x\r", "", "x\udcff", "\ud800"]
 SAVABLE = ["a b", " ", "a 5", "5", "a\tb", "\x0b", "\x0c", "a\x1cb", "\x85", "\u2028", "\ufeffa", "état", "\x00"]

@@ -166,8 +166,7 @@ def test_in_place_decay_of_a_frequent_word_never_flips_its_row():
     check_capped_decay(W0, W, 0.5, 1.0)
 
 
-# ---------------------------------------------------------------------------------------
-# Sampling
+# -- Sampling --------------------------------------------------------------------------------------
 
 DOC_SIZES = (1, 2, 3, 4, 6, 40, 60, 84)
 
@@ -274,8 +273,7 @@ def test_seed_state_is_deterministic_and_streams_differ():
     assert sequence(1, 0) != sequence(1, 1)
 
 
-# ---------------------------------------------------------------------------------------
-# The batch kernel
+# -- The batch kernel ------------------------------------------------------------------------------
 
 
 def toy_corpus(seed=0, doc_sizes=(7, 1, 12, 5, 20), vocab=40, max_words=8):

@@ -425,7 +425,7 @@ def test_a_dead_prepares_temporary_is_removed_and_nothing_else(tmp_path, runner)
 
 
 def test_the_summary_and_warnings_prepare_prints(tmp_path):
-    """PrepareStats.summary and .warnings: the lines 'prepare' prints (issue 33 item 7)."""
+    """PrepareStats.summary and .warnings: the lines 'prepare' prints."""
     from scbow.text.prepare import CHUNK_CHARS, PrepareStats
 
     (tmp_path / "giant.txt").write_text("a" * 300_000 + "\n")  # a run with no whitespace is cut, and counted

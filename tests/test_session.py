@@ -441,7 +441,6 @@ def test_a_failure_between_the_two_renames_puts_the_old_model_back(tmp_path, mon
     assert load_model(path).vocab.words == ["a", "b"] and sorted(os.listdir(tmp_path)) == ["model"]
 
 
-
 def test_an_unsure_collapse_is_a_warning_and_the_model_is_saved(tmp_path, small_corpus_file):
     """The collapse check's unsure verdict reaches the user through warn (even with -q), and the run is
     saved: 120 generated sentences of 38 words lose most of their gap at --dim 8 (such sentences sit

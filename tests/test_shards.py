@@ -64,7 +64,6 @@ def copy(sound, tmp_path):
     return out
 
 
-
 def test_a_sound_directory_opens_as_written(sound):
     shards = scbow.open_shards(sound)
     manifest = json.loads((sound / "manifest.json").read_text())

@@ -33,7 +33,7 @@ def model():
 @pytest.mark.parametrize("token", ["\udcff", "a\udcffb", "\ud800", "x\udfff\ud800y"])
 def test_a_token_with_a_lone_surrogate_has_a_hashed_vector(model, token):
     # surrogateescape turns bytes that are not UTF-8 (in argv, in file names) into lone surrogates;
-    # a surrogate is hashed as the 3 bytes UTF-8 would give its code point (issue 34)
+    # a surrogate is hashed as the 3 bytes UTF-8 would give its code point
     import hashlib
 
     from scbow.vectors.numeric import hashed_vectors
