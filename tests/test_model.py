@@ -255,10 +255,8 @@ def test_semantic_search(model400):
     found = model400.semantic_search(["the cat", "xyzzy"], C, top_k=3)
     assert found == semantic_search(model400.encode(["the cat", "xyzzy"]), C, top_k=3)
     assert found == model400.semantic_search(["the cat", "xyzzy"], corpus, top_k=3)  # sentences encoded first
-    assert [h["corpus_id"] for h in found[0]] == list(np.argsort(-np.nan_to_num(
-        model400.similarity(["the cat"], C)[0], nan=-2), kind="stable")[:3])
-    assert all(set(h) == {"corpus_id", "score"} for hits in found for h in hits)
-    assert all(h["corpus_id"] != 3 for hits in found for h in hits)  # "": no embedding, never found
+    # which hits, best first, and never a row with no embedding: test_semantic
+    assert all(set(h) == {"corpus_id", "score"} for hits in found for h in hits) and len(found[0]) == 3
 
 
 # ---------------------------------------------------------------- the rest
