@@ -167,9 +167,6 @@ def test_embed_cli(tmp_path, runner, model):
     assert_clean_error(runner.invoke(main, [*m, str(tmp_path / "nope.txt"), "-o", x]), "nope.txt", "no such file")
     assert_clean_error(runner.invoke(main, [*m, str(src), "-o", str(tmp_path / "no" / "x.npy")]), "no such directory")
     assert_clean_error(runner.invoke(main, [*m, str(tmp_path), "-o", x]), "is a directory")
-    binary = tmp_path / "bin.dat"
-    binary.write_bytes(bytes(range(256)) * 10)
-    assert_clean_error(runner.invoke(main, [*m, str(binary), "-o", x]), "binary")
     assert_clean_error(runner.invoke(main, ["embed", "-m", str(tmp_path / "nomodel"), str(src), "-o", x]), "no such model")
     nan = runner.invoke(main, [*m, str(src), "-o", x, "--block-mb", "nan"])
     assert nan.exit_code == 2 and "'nan' is not a number" in nan.stderr
