@@ -360,11 +360,9 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
 @needs_cuda
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's numpy scalars see the inf and NaN
 def test_cuda_divergence_is_reported_like_on_cpu(tiny_corpus_file, tmp_path, runner, monkeypatch):
-    """At --lr 1e30 both devices stop with the same one line and save nothing. On the H200 the GPU saved a
-    model: its one launch ran all 30 examples at once, so every example read the start rows (a finite loss)
-    and the run ended before any read the rows the steps had blown to 1e29 (whose squared norms overflow
-    float32: the CPU's second example's NaN). The simulator runs blocks one after the other and cannot show
-    that, so the test also checks the launches: one example each on a corpus this small (launch_size)."""
+    """At --lr 1e30 both devices stop with the same one line and save nothing. (The H200 saved a model: one
+    launch of all 30 examples read only the start rows, as the next test shows; the simulator runs blocks one
+    after the other, so the launches are checked: one example each on a corpus this small.)"""
     launches = spy_on_launches(monkeypatch)
     lines = {}
     for device in ("cpu", "cuda"):
@@ -383,9 +381,8 @@ def test_cuda_divergence_is_reported_like_on_cpu(tiny_corpus_file, tmp_path, run
 @needs_cuda
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's numpy scalars see the overflow
 def test_examples_that_all_read_the_start_rows_hide_a_divergence():
-    """Why the H200 saved a model at --lr 1e30: 30 examples that all read the start rows (one launch of 30
-    blocks; here the gradient path, whose blocks read W and write elsewhere) have a finite loss and leave
-    finite rows (over 1e28); the next example to read those rows overflows their squared norms: NaN."""
+    """Why the H200 saved a model at --lr 1e30: 30 examples reading the start rows (one launch) have a finite
+    loss and leave finite rows (over 1e28); the next example to read them overflows their squared norms."""
     V, target, positives, negatives = build_example("shared", 2, 2, seed=5)
     W0 = np.random.default_rng(5).standard_normal((V, 8)).astype(np.float32)
     example = pack([target, *positives, *negatives])
@@ -609,9 +606,8 @@ def test_word_part_blocks_share_the_sentences_of_a_launch():
 
 @needs_cuda
 def test_a_word_part_batch_of_several_launches_goes_on_where_the_last_launch_ended(tiny_corpus_file, tmp_path):
-    """A batch cut into launches gives each launch its sentences' positions in the run, so their streams and
-    rates: one block (the sentences one after the other, as one CPU thread trains them) in launches of 4
-    sentences trains the rows of one launch of the whole batch and of the CPU, to float32 summation order."""
+    """Each launch of a batch gets its sentences' run positions (streams, rates): one block in launches of 4
+    sentences trains the rows one launch of the batch does, and the CPU, to float32 summation order."""
     from scbow.training import wordpart
     from scbow.training.backends.cuda import CudaWordPart
 
@@ -637,9 +633,8 @@ def test_a_word_part_batch_of_several_launches_goes_on_where_the_last_launch_end
 
 @needs_cuda
 def test_resume_inside_the_word_part_on_cuda(tiny_corpus_file, tmp_path, monkeypatch):
-    """A run interrupted inside the GPU's word part resumes from its checkpoint to the same model, bit for bit, as
-    on the CPU (test_wordpart.test_resume_inside_the_word_part): the rows saved are the device's, and each
-    sentence's draws come from its own stream whatever was trained before it."""
+    """A run interrupted inside the GPU's word part resumes to the same model bit for bit, as on the CPU
+    (test_wordpart): the rows saved are the device's, each sentence's draws from its own stream."""
     from test_wordpart import SignalInWordPart
 
     from scbow.errors import Interrupted

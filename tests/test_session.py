@@ -241,9 +241,8 @@ def test_the_tests_that_send_sigint_pass_in_a_suite_started_with_it_ignored():
 
 
 def test_sigkill_in_the_middle_of_a_checkpoint_keeps_the_previous_one(tmp_path, corpus_file):
-    """SIGKILL while the second checkpoint is half written: the first stays whole, and the next run takes
-    over the stale lock, removes the temporary and resumes. (A model's save killed:
-    test_sigkill_at_random_moments_of_repeated_saves here, and test_files.py for what the next run removes.)"""
+    """SIGKILL while the second checkpoint is half written: the first stays whole; the next run takes the
+    stale lock, removes the temporary and resumes. (A model's save killed: the next test, test_files.)"""
     out = tmp_path / "model"
     previous = checkpoint_dir(out)
     shim = Shim(train_args(corpus_file, out, "--checkpoint-every", "1024"), SHIM_SLOW_SAVE=".model.checkpoint.tmp-:2:60")
@@ -387,9 +386,8 @@ def test_the_lock_never_follows_a_link_nor_takes_a_users_file(tmp_path, runner, 
 
 @pytest.mark.parametrize("where", ["model", "checkpoint", "cache"])
 def test_a_full_disk(tmp_path, runner, corpus_file, small_batches, monkeypatch, where):
-    """Simulated: vocab.txt written into the directory being made raises ENOSPC, leaving a partial file.
-    A model's save or the corpus cache fails cleanly with nothing partial left (a previous model is kept:
-    test_formats.py); a periodic checkpoint's is a warning, and training goes on."""
+    """vocab.txt's write raises ENOSPC after a partial file: a model's save or the cache fails cleanly, nothing
+    partial left (an old model kept: test_formats); a periodic checkpoint's is a warning, training goes on."""
     out = tmp_path / "model"
     marker = {"checkpoint": ".model.checkpoint.tmp-", "cache": ".tmp-"}.get(where, ".model.tmp-")  # cache: .KEY.tmp-*
     original = Vocab.save
@@ -442,9 +440,8 @@ def test_a_failure_between_the_two_renames_puts_the_old_model_back(tmp_path, mon
 
 
 def test_an_unsure_collapse_is_a_warning_and_the_model_is_saved(tmp_path, small_corpus_file):
-    """The collapse check's unsure verdict reaches the user through warn (even with -q), and the run is
-    saved: 120 generated sentences of 38 words lose most of their gap at --dim 8 (such sentences sit
-    close by their nature), too little evidence to throw the run away."""
+    """An unsure collapse verdict reaches warn (even with -q) and the run is saved: 120 generated sentences of
+    38 words (close by nature) lose most of their gap at --dim 8, too little evidence to throw it away."""
     warnings = []
     out = tmp_path / "m"
     result = train_session([small_corpus_file], TrainConfig(dim=8, epochs=2, min_count=1, threads=1, word_passes=0),
