@@ -40,10 +40,8 @@ if "NUMBA_ENABLE_CUDASIM" not in os.environ and not cuda_gpu_present():
 
 
 def _patch_simulator_race() -> None:
-    """Make the simulator's module swap safe with several threads per block: each simulated thread
-    swaps its device function module's ``cuda`` global, listing it with a generator over the module's
-    dict that another thread may change (a rare "dictionary changed size during iteration");
-    ``list(dict.items())`` is one C call, never interleaved. Test-only."""
+    """Make the simulator's module swap safe with several threads per block: it listed a module's dict with a
+    generator another thread may change ("dictionary changed size"); ``list(dict.items())`` is one C call."""
     import threading
     from contextlib import contextmanager
 
@@ -96,9 +94,8 @@ DATA_DIR = checkout_data_dir() or Path(__file__).resolve().parents[2] / "shared"
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    """``-q`` still names each test file as its first test starts (one line a file, a dot a test, the
-    percentage at the end of the line), as pytest's default output does: a test or a module's fixture
-    that takes a minute is then a wait on a named file, not a silent run. ``-qq`` stays bare."""
+    """``-q`` still names each test file as its first test starts (as pytest's default output does): a slow
+    test or fixture is then a wait on a named file, not a silent run. ``-qq`` stays bare."""
     reporter = config.pluginmanager.getplugin("terminalreporter")
     if reporter is not None and config.get_verbosity() == -1:
         reporter.showfspath = True
@@ -133,6 +130,11 @@ def assert_clean_error(result, *fragments, exit_code=None):
     return errors[0]
 
 
+def assert_failed(result, *fragments):
+    """``assert_clean_error`` of a failure (exit status 1), not a usage error (2)."""
+    return assert_clean_error(result, *fragments, exit_code=1)
+
+
 TRAIN = ["--dim", "16", "--epochs", "1", "--min-count", "1", "--threads", "1", "--word-passes", "0", "-q"]
 
 
@@ -150,12 +152,8 @@ CORPUS_1M = DATA_DIR / "corpus" / "gutenberg-1M.txt.xz"
 
 @pytest.fixture(scope="session", autouse=True)
 def _sigint_as_a_terminal_gives_it():
-    """SIGINT as a shell started in a terminal gives it (Python's KeyboardInterrupt), whoever started
-    the suite: a run started with it ignored (nohup, a background job of a script, as CI runners may
-    start one) passes that on to this process and every process it starts, and train leaves a
-    signal ignored on entry ignored, by design, so the tests that interrupt their own runs with
-    SIGINT (a hook signalling this process, a signal sent to a child) would find nothing
-    interrupted. What it was is put back at the end."""
+    """SIGINT as a terminal's shell gives it, also in a suite started with it ignored (nohup, CI), which train
+    leaves ignored by design: the tests that interrupt their own runs would interrupt nothing. Put back after."""
     before = signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # a child process starts with the default too
     yield

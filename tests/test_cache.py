@@ -1,8 +1,6 @@
-"""The corpus cache (scbow.training.cache and load_corpus's use of it), tested where it lives:
-a hit is read, not rebuilt; a changed file or setting is another entry; an entry that is damaged
-in any way (arrays, meta.json) is rebuilt, never followed; an entry is the cache's only with its
-marker and its key's name, and ``cache --clear`` removes only those, or nothing at all.
-"""
+"""The corpus cache (scbow.training.cache, load_corpus's use of it): a hit is read; a changed file or setting
+is another entry; a damaged entry is rebuilt, never followed; an entry is the cache's only with its marker
+and its key's name, and ``cache --clear`` removes only those, or nothing at all."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Checkpoints and resume: --checkpoint-every, a checkpoint as a loadable model, resume bit for bit,
-damaged checkpoints refused, and a resumed run reaching the quality of an uninterrupted one.
-
-In process: a hook sends this very process SIGINT after a chosen batch, so the signal goes
-through the real handler, flag and checkpoint path.
-"""
+"""Checkpoints and resume: --checkpoint-every, a checkpoint as a loadable model, resume bit for bit, damaged
+checkpoints refused, a resumed run as good as an uninterrupted one. A hook sends this process SIGINT after a
+chosen batch, through the real handler, flag and checkpoint path."""
 
 from __future__ import annotations
 
@@ -188,10 +185,8 @@ STOPS = {"mid-epoch": lambda ref: lambda s: s.done == 5 * 256,
 @pytest.mark.parametrize("stop", list(STOPS))
 def test_a_resumed_run_checkpoints_and_ends_as_an_uninterrupted_one(tmp_path, corpus_file,
                                                                      checkpoints_written, reference, stop):
-    """--checkpoint-every N: a resumed run writes its checkpoints at the example counts an uninterrupted run
-    writes them at (none after its first batch unless one is due there), and ends bit for bit
-    as that run. At an epoch's last batch the checkpoint holds lo == targets_per_epoch in that
-    epoch (the trainer moves to the next epoch after the hooks) and resumes with the next epoch's shuffle."""
+    """A resumed run checkpoints where an uninterrupted one does (none after its first batch unless due) and
+    ends as it, bit for bit; one at an epoch's last batch (lo == targets) resumes with the next shuffle."""
     written, out = checkpoints_written, tmp_path / "b"
     with pytest.raises(Interrupted):
         train_session([corpus_file], cfg(), out, quiet=True, checkpoint_every=1000,

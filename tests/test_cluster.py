@@ -1,9 +1,6 @@
-"""Embedding on a Dask cluster (``scbow.use.cluster``): a local cluster of two worker processes.
-
-The shards must equal single-process ``embed`` bit for bit, whatever workers die or tasks fail; a
-rerun skips the shards done and redoes any whose done-record lies; a bad input gives ``embed``'s
-error once, without retries or Dask's logs. (Reading a shard directory back: tests/test_shards.py.)
-"""
+"""Embedding on a local Dask cluster of two worker processes (``scbow.use.cluster``): shards equal to
+single-process ``embed`` bit for bit whatever workers die or tasks fail; a rerun skips the shards done and
+redoes any whose record lies; a bad input gives ``embed``'s error once (reading shards back: test_shards)."""
 
 from __future__ import annotations
 
@@ -191,7 +188,7 @@ def test_a_block_that_kills_every_worker_ends_in_one_message(own_client, inputs,
 @pytest.mark.parametrize("edit", ["none", "fields-edited", "another-jobs-plan"])
 def test_a_directory_of_another_job_is_refused_and_its_shards_kept(client, inputs, model_dir, tmp_path, edit):
     """Also where its plan.json was edited to name the other job: no proof that the directory is that
-    job's (issue 34 item 10). (A directory of anything else: test_a_directory_holding_only_a_plans_temporary.)"""
+    job's. (A directory of anything else: test_a_directory_holding_only_a_plans_temporary.)"""
     from dataclasses import asdict
 
     from scbow.use.cluster import job

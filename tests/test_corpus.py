@@ -57,7 +57,8 @@ def test_tokenizer_versions_keep_their_rules():
     v2, v2_lines = tokenizer("2")
     assert v2("Don\u2019t Cafe\u0301") == ["don't", "caf\u00e9"]
     assert v2_lines("Q\u0304uit \u0939\u093f\n") == ["q", "\u0304", "uit", "\u0939", "\u093f", "\n"]  # marks cut words
-    assert tokenizer(None)[0] is tokenize and tokenizer("4")[1] is tokenize_lines
+    assert tokenizer("3")[0]("日本語のテキストです") == ["日本語のテキストです"]  # version 3: Han and kana one word
+    assert tokenizer(None)[0] is tokenizer("4")[0] is tokenize and tokenizer("4")[1] is tokenize_lines
     with pytest.raises(ValueError, match="upgrade"):
         tokenizer("5")
     assert scbow.tokenize is tokenize

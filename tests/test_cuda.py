@@ -1,10 +1,6 @@
-"""The numba.cuda kernels and the ``--device cuda`` backend against ``scbow.reference``.
-
-Without a GPU these run in Numba's CUDA simulator (tests/conftest.py sets
-NUMBA_ENABLE_CUDASIM=1 before numba loads): every CUDA thread is a Python thread, so the
-inputs are tiny (dimension 8, a few dozen examples). On a machine with a GPU the same tests
-run on it, and the quality check against the CPU path runs too.
-"""
+"""The numba.cuda kernels and the ``--device cuda`` backend against ``scbow.reference``. Without a GPU,
+in Numba's CUDA simulator (conftest.py): a Python thread a CUDA thread, so the inputs are tiny; on a GPU
+the same tests, and the quality check against the CPU path too."""
 
 from __future__ import annotations
 
@@ -75,8 +71,7 @@ def run_example(W, tokens, offsets, members, n_pos, *, coef=1.0, decay=0.0, max_
     return float(loss_d.copy_to_host()[0]), out_d.copy_to_host()
 
 
-# ---------------------------------------------------------------------------------------
-# One example: loss and gradient
+# -- One example: loss and gradient ----------------------------------------------------------------
 
 
 @needs_cuda
@@ -102,8 +97,7 @@ def test_example_loss_and_gradient_match_reference(case, n_pos, n_neg, dim, thre
     assert not max_len or abs(loss_and_grad(W, *whole)[0] - ref_loss) > 1e-4  # truncation mattered
 
 
-# ---------------------------------------------------------------------------------------
-# One update step, in place
+# -- One update step, in place ---------------------------------------------------------------------
 
 
 @needs_cuda
@@ -123,8 +117,7 @@ def test_in_place_decay_of_a_frequent_word_is_capped_at_its_row():
     check_capped_decay(W0, W, 0.5, 1.0)
 
 
-# ---------------------------------------------------------------------------------------
-# Sampling on the device: the CPU sampler's numbers and invariants
+# -- Sampling on the device: the CPU sampler's numbers and invariants ------------------------------
 
 @needs_cuda
 @pytest.mark.parametrize("mode", ["document", "uniform"])
@@ -150,8 +143,7 @@ def test_device_sampler_draws_what_the_cpu_sampler_draws(mode):
     assert kn[:, 1].sum() > 0
 
 
-# ---------------------------------------------------------------------------------------
-# The backend: learning-rate schedule, epochs over a corpus, streaming
+# -- The backend: learning-rate schedule, epochs over a corpus, streaming --------------------------
 
 
 def toy_corpus(doc_sizes, seed=0, max_words=6):
@@ -191,12 +183,8 @@ def test_one_example_step_follows_the_learning_rate_schedule(doc_sizes, mode, po
 
 
 def emulate_epoch(backend, corpus, W0, config, total, done0=0, rate=None):
-    """The backend's epoch replayed on the host in float64: CPU sampler, reference gradient.
-
-    Uses the backend's own grouping of the targets by chunk and the chunks' local
-    numbering, so it checks the kernel (sampling stream, positions, learning rates,
-    updates) given that plan; the plan is tested on its own below.
-    """
+    """The backend's epoch replayed on the host in float64 (CPU sampler, reference gradient) with the backend's
+    own plan of chunks, so it checks the kernel given that plan; the plan is tested on its own below."""
     W = W0.astype(np.float64)
     loss_sum = 0.0
     mode = sampling.NEG_DOCUMENT if config.negative_mode == "document" else sampling.NEG_UNIFORM
@@ -301,8 +289,7 @@ def test_chunk_plan_keeps_every_target_example_and_fits_the_budget():
         scuda.plan_chunks(corpus.offsets, corpus.doc_offsets, 20)
 
 
-# ---------------------------------------------------------------------------------------
-# Through scbow.training.trainer.train and the CLI
+# -- Through scbow.training.trainer.train and the CLI ----------------------------------------------
 
 
 def spy_on_launches(monkeypatch) -> list:
@@ -373,11 +360,9 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
 @needs_cuda
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's numpy scalars see the inf and NaN
 def test_cuda_divergence_is_reported_like_on_cpu(tiny_corpus_file, tmp_path, runner, monkeypatch):
-    """At --lr 1e30 both devices stop with the same one line and save nothing. On the H200 the GPU saved a
-    model: its one launch ran all 30 examples at once, so every example read the start rows (a finite loss)
-    and the run ended before any read the rows the steps had blown to 1e29 (whose squared norms overflow
-    float32: the CPU's second example's NaN). The simulator runs blocks one after the other and cannot show
-    that, so the test also checks the launches: one example each on a corpus this small (launch_size)."""
+    """At --lr 1e30 both devices stop with the same one line and save nothing. (The H200 saved a model: one
+    launch of all 30 examples read only the start rows, as the next test shows; the simulator runs blocks one
+    after the other, so the launches are checked: one example each on a corpus this small.)"""
     launches = spy_on_launches(monkeypatch)
     lines = {}
     for device in ("cpu", "cuda"):
@@ -396,9 +381,8 @@ def test_cuda_divergence_is_reported_like_on_cpu(tiny_corpus_file, tmp_path, run
 @needs_cuda
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's numpy scalars see the overflow
 def test_examples_that_all_read_the_start_rows_hide_a_divergence():
-    """Why the H200 saved a model at --lr 1e30: 30 examples that all read the start rows (one launch of 30
-    blocks; here the gradient path, whose blocks read W and write elsewhere) have a finite loss and leave
-    finite rows (over 1e28); the next example to read those rows overflows their squared norms: NaN."""
+    """Why the H200 saved a model at --lr 1e30: 30 examples reading the start rows (one launch) have a finite
+    loss and leave finite rows (over 1e28); the next example to read them overflows their squared norms."""
     V, target, positives, negatives = build_example("shared", 2, 2, seed=5)
     W0 = np.random.default_rng(5).standard_normal((V, 8)).astype(np.float32)
     example = pack([target, *positives, *negatives])
@@ -427,8 +411,7 @@ def test_cli_trains_the_whole_model_on_cuda(tiny_corpus_file, tmp_path, runner):
     assert info.exit_code == 0 and "/s) on GPU, loss" in info.output.split("word part   30 sentences in")[1]
 
 
-# ---------------------------------------------------------------------------------------
-# No GPU, no numba-cuda: one line, exit 1
+# -- No GPU, no numba-cuda: one line, exit 1 -------------------------------------------------------
 
 
 NoDevice = SimpleNamespace(is_available=lambda: False, cuda_error=lambda: "\nCUDA driver library cannot be found.\n"
@@ -480,8 +463,7 @@ def test_cli_without_a_visible_gpu_for_real(tmp_path, small_corpus_file):
     assert not out.exists()
 
 
-# ---------------------------------------------------------------------------------------
-# On a real GPU only: quality against the CPU path on the 10M corpus
+# -- On a real GPU only: quality against the CPU path on the 10M corpus ----------------------------
 
 CORPUS_10M = DATA_DIR / "corpus" / "gutenberg-10M.txt.xz"
 STSB_DEV = DATA_DIR / "sts-dev" / "stsb.dev.tsv"
@@ -538,8 +520,7 @@ def test_many_blocks_compound_their_weight_decay_on_shared_rows():
     assert np.abs(W[used]).max() < 0.2 * np.abs(W0[used]).max()  # it really shrank: 0.99 ** 256 = 0.08
 
 
-# ---------------------------------------------------------------------------------------
-# The word part (scbow.training.wordpart) on the device
+# -- The word part (scbow.training.wordpart) on the device -----------------------------------------
 
 
 def word_problem(seed=0, V=40, d=8, n_tokens=60):
@@ -625,9 +606,8 @@ def test_word_part_blocks_share_the_sentences_of_a_launch():
 
 @needs_cuda
 def test_a_word_part_batch_of_several_launches_goes_on_where_the_last_launch_ended(tiny_corpus_file, tmp_path):
-    """A batch cut into launches gives each launch its sentences' positions in the run, so their streams and
-    rates: one block (the sentences one after the other, as one CPU thread trains them) in launches of 4
-    sentences trains the rows of one launch of the whole batch and of the CPU, to float32 summation order."""
+    """Each launch of a batch gets its sentences' run positions (streams, rates): one block in launches of 4
+    sentences trains the rows one launch of the batch does, and the CPU, to float32 summation order."""
     from scbow.training import wordpart
     from scbow.training.backends.cuda import CudaWordPart
 
@@ -653,9 +633,8 @@ def test_a_word_part_batch_of_several_launches_goes_on_where_the_last_launch_end
 
 @needs_cuda
 def test_resume_inside_the_word_part_on_cuda(tiny_corpus_file, tmp_path, monkeypatch):
-    """A run interrupted inside the GPU's word part resumes from its checkpoint to the same model, bit for bit, as
-    on the CPU (test_wordpart.test_resume_inside_the_word_part): the rows saved are the device's, and each
-    sentence's draws come from its own stream whatever was trained before it."""
+    """A run interrupted inside the GPU's word part resumes to the same model bit for bit, as on the CPU
+    (test_wordpart): the rows saved are the device's, each sentence's draws from its own stream."""
     from test_wordpart import SignalInWordPart
 
     from scbow.errors import Interrupted
@@ -685,10 +664,8 @@ def test_resume_inside_the_word_part_on_cuda(tiny_corpus_file, tmp_path, monkeyp
 
 
 def test_a_launch_runs_a_sixteenth_of_the_corpus_at_most():
-    """launch_size: the 30-sentence corpus one at a time (the H200's loss rose with 4 at once), gutenberg-1M
-    (69,332 sentences, one launch on the H200) in 16 launches an epoch, 10M (about 690K) in launches within
-    the 32K-512K the H200 measured to score alike, and a 100M-token corpus (10M tiled 10 times) in whole
-    batches, for both parts."""
+    """launch_size, both parts: 30 sentences one at a time (the H200's loss rose with 4), gutenberg-1M in 16
+    launches an epoch, 10M within the 32K-512K the H200 scored alike, 100M tokens (10M x 10) in whole batches."""
     full, words = scuda.LAUNCH_BATCH, scuda.WORD_BATCH
     assert scuda.launch_size(30, full) == scuda.launch_size(30, words) == 1
     assert scuda.launch_size(3, full) == 1

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from conftest import WORDS, make_runner
 from conftest import assert_clean_error as _assert_clean_error
+from conftest import assert_failed as assert_clean_error
 
 import scbow.use.data as data_mod
 from scbow.cli import main
@@ -25,11 +26,6 @@ from scbow.use.evaluate import read_sts, score_set
 from scbow.vectors.formats import load_model
 from scbow.vectors.model import Model
 from scbow.vectors.numeric import mean_rows
-
-
-def assert_clean_error(result, *fragments):
-    return _assert_clean_error(result, *fragments, exit_code=1)
-
 
 TRAIN = ["--dim", "16", "--epochs", "2", "--min-count", "1", "--threads", "1", "-q", "--common-components", "1",
          "--word-passes", "0"]

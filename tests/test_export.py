@@ -322,10 +322,8 @@ def test_sentence_transformers_encode_equals_ours(trained, folders):
 
 @pytest.mark.parametrize("smaller", [[], ["--min-count", "40"]], ids=["all-words", "min-count"])
 def test_add_words_carry_our_hashed_vectors(ruled, corpus, tmp_path, runner, smaller):
-    """For a model that hashes unknown words, rows for the corpus's words below the minimum count
-    hold our hashed vectors: a sentence whose unknown words are all among them embeds as ours
-    under unknown="hash". A word that --min-count left out comes back with its own row, not a
-    hashed one."""
+    """A hashing model's added rows (the corpus's words below the minimum count) hold our hashed vectors: a
+    sentence of them embeds as ours under unknown="hash"; a word --min-count left out gets its own row."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
     import scbow
 
@@ -348,9 +346,8 @@ def test_add_words_carry_our_hashed_vectors(ruled, corpus, tmp_path, runner, sma
 
 
 def test_the_folders_of_the_other_rules(ruled, trained, corpus, tmp_path, runner):
-    """A model that hashes whole words exports pieces (the closest a token table carries; its card
-    says so) and embeds as the model under unknown="pieces"; a model that omits exports a plain
-    word table. A model of pieces refuses --add-words: its folders embed every word as it does."""
+    """A hashing model exports pieces (its card says so) and embeds as under unknown="pieces"; an omitting one
+    exports a plain word table; a model of pieces refuses --add-words (its folders embed every word)."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
     import scbow
 
@@ -638,9 +635,8 @@ def test_nothing_is_written_inside_an_exported_folder(folders, trained, corpus, 
 
 
 def test_added_words_of_a_model_that_omits_hold_what_its_hash_rule_gives(tmp_path):
-    """--add-words on a model whose own rule is omit (trained with --unknown omit, so its recorded
-    scale is the pieces default, and with frequency weights) gives an added word the hashed vector
-    ``Model.encode(unknown="hash")`` gives it: the hash rule's norm, not the recorded scale's."""
+    """--add-words on a model whose rule is omit (its recorded scale the pieces default) gives an added word
+    the vector ``Model.encode(unknown="hash")`` gives it: the hash rule's norm, not the recorded scale's."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
     from scbow.text.vocab import Vocab
     from scbow.vectors.model import Model

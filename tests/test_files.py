@@ -1,13 +1,6 @@
-"""The one rule for what is the tool's own (scbow/files.py), tested where it lives.
-
-A temporary is ``.NAME.tmp-PID-RANDOM`` beside its output; the next write to the same output
-removes the temporaries of that output whose writer is dead, and nothing else; outputs are
-replaced in one step (a file by ``os.replace``, a directory renamed aside, the new one renamed
-in, the old one removed); a non-empty directory that is not an output of the same kind is
-refused. Each kind of output says in its own module what makes a directory one of its kind.
-An output given as a symbolic link is written through it: the link's target is replaced,
-the temporary made beside the target, the link left in place.
-"""
+"""What is the tool's own (scbow/files.py): temporaries ``.NAME.tmp-PID-RANDOM`` beside their output,
+a dead writer's removed by the next write; outputs replaced in one step; a non-empty directory not of the
+output's kind refused (each kind says what makes one: its own module); a link written through, kept."""
 
 from __future__ import annotations
 

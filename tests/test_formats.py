@@ -359,9 +359,8 @@ def test_a_file_that_is_no_vectors_says_what_is_expected(tmp_path, runner):
 
 @pytest.mark.parametrize("first", ["A Modern Cinderella", "the 10"])
 def test_a_file_whose_first_line_is_no_vectors_is_refused_before_the_rest_is_read(tmp_path, runner, first):
-    """A corpus given as a model was decompressed whole before its first line refused it (36 s and
-    1.1 GB for gutenberg-100M; out of memory under a limit). Here the rest of the file is damaged:
-    reading it would fail as a damaged xz file; the first line alone refuses it."""
+    """A corpus given as a model was decompressed whole (36 s, 1.1 GB for gutenberg-100M) before its first line
+    refused it: here the rest is damaged xz, so only a refusal by the first line passes."""
     import lzma
 
     data = lzma.compress((first + "\n" + "Some more text of a book, line after line.\n" * 20000).encode())
@@ -373,8 +372,7 @@ def test_a_file_whose_first_line_is_no_vectors_is_refused_before_the_rest_is_rea
                        exit_code=1)
 
 
-# ---------------------------------------------------------------------------------------
-# A model read while saves replace it (issue 34): the old model or the new one, whole
+# -- A model read while saves replace it: the old model or the new one, whole -----------
 
 
 def two_models() -> dict:
@@ -439,9 +437,8 @@ def test_a_model_read_while_saves_replace_it_is_one_of_them_whole(tmp_path, load
 
 @pytest.mark.parametrize("at", ["vectors.npy", "vocab.txt", "config.json", "curve.json", "every read"])
 def test_a_save_landing_between_a_reads_files_restarts_the_read(tmp_path, monkeypatch, at):
-    """A save that swaps a new model in just before the reader opens ``at`` (the old directory's files
-    then deleted) makes the read start over and return the new model whole; curve.json, which only
-    model a has, is not taken for absent. A save before every read is one clean error."""
+    """A save swapping a new model in just before the reader opens ``at`` restarts the read: the new model whole
+    (curve.json, only model a's, not taken for absent); a save before every read is one clean error."""
     from scbow.vectors import modeldir
 
     models, where = two_models(), tmp_path / "x"
@@ -547,7 +544,7 @@ def test_a_pipe_or_a_device_as_a_model_is_named_so(tmp_path):
 
 
 # Files of 'word number' lines (a model's vocab.txt, a word-count list) are not 1-dimensional
-# GloVe vectors: headerless GloVe needs at least 2 values a line (issue 34).
+# GloVe vectors: headerless GloVe needs at least 2 values a line.
 NOT_VECTORS = {
     "counts.txt": b"the 800\nman 700\nwalked 600\n",
     "tabs.txt": b"man\t12\nthe\t5\n",
@@ -579,7 +576,7 @@ def test_one_dimensional_word2vec_with_its_header_is_read(tmp_path):
     assert model.vocab.words == ["a", "b"] and model.vectors[:, 0].tolist() == [0.5, -0.25]
 
 
-# Model.save writes only words Vocab.load reads back (issue 34): every word either saves and
+# Model.save writes only words Vocab.load reads back: every word either saves and
 # loads back as it was, or is refused before anything is written.
 UNSAVABLE = ["a\nb", "\n", "a\rb", "a\r\nb", "x\r", "", "x\udcff", "\ud800"]
 SAVABLE = ["a b", " ", "a 5", "5", "a\tb", "\x0b", "\x0c", "a\x1cb", "\x85", "\u2028", "\ufeffa", "état", "\x00"]

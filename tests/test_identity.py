@@ -1,15 +1,7 @@
-"""Bit identity: one thread and a fixed seed train the same vectors as the recorded commit.
-
-The digests below are printed by ``python tests/test_identity.py`` (last recorded when the
-tokenizer's version 2 changed the words of the corpus slice). The runs train the sentence part
-(``word_passes=0``). A change that only moves code must leave them alone; a change that means
-to alter training must say so in its commit and record new ones.
-
-Exact float32 bits depend on the CPU's vector width (the kernels are compiled with
-reassociation for the host) and on numba/numpy, so the exact digest is checked on the
-machine kind it was recorded on; elsewhere the same runs are checked against recorded
-values to a tolerance that still catches any change of arithmetic or random stream.
-"""
+"""Bit identity: one thread and a fixed seed train (the sentence part) the vectors recorded; ``python
+tests/test_identity.py`` prints new digests, for a commit that says it alters training. The exact bits
+depend on the CPU's vector width and numba/numpy: checked on the machine kind recorded; elsewhere, recorded
+values to a tolerance that still catches any change of arithmetic or random stream."""
 
 from __future__ import annotations
 

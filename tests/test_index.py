@@ -437,7 +437,7 @@ def test_index_command_summary_and_progress(setup, tmp_path, capsys, faiss):
 
 
 def test_a_build_reports_its_progress_as_it_goes(setup, tmp_path, monkeypatch, faiss):
-    """Issue 35: rows added reported every ADD_ROWS rows, shown with the project's progress line."""
+    """Rows added reported every ADD_ROWS rows, shown with the project's progress line."""
     from scbow.use.index import build
 
     assert build.ADD_ROWS <= 4096  # a report every few seconds at the slowest rate seen (635 rows/s on 69K rows)
@@ -495,7 +495,7 @@ def test_index_of_a_text_in_another_encoding_prints_its_lines(setup, tmp_path, f
     assert found.exit_code == 0 and "8\tthe café was closed" in found.stdout, found.output
 
 
-# -- hostile inputs, by class (issue 24): several members of each -------------------------
+# -- hostile inputs, by class: several members of each -------------------------
 
 
 def _first_file(info):

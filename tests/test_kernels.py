@@ -166,8 +166,7 @@ def test_in_place_decay_of_a_frequent_word_never_flips_its_row():
     check_capped_decay(W0, W, 0.5, 1.0)
 
 
-# ---------------------------------------------------------------------------------------
-# Sampling
+# -- Sampling --------------------------------------------------------------------------------------
 
 DOC_SIZES = (1, 2, 3, 4, 6, 40, 60, 84)
 
@@ -274,8 +273,7 @@ def test_seed_state_is_deterministic_and_streams_differ():
     assert sequence(1, 0) != sequence(1, 1)
 
 
-# ---------------------------------------------------------------------------------------
-# The batch kernel
+# -- The batch kernel ------------------------------------------------------------------------------
 
 
 def toy_corpus(seed=0, doc_sizes=(7, 1, 12, 5, 20), vocab=40, max_words=8):
@@ -307,15 +305,10 @@ def batch_params(n_neg, seed, chunks, lr, total, max_len=0, mode=None, min_frac=
     (2, 0, 1, 0.0, 390),  # past the end of the schedule: the learning rate's floor
 ])
 def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush, decay, done):
-    """Per chunk: fill_example with the chunk's random stream, then an SGD step with the
-    linear learning rate at the example's position in the run (chunks interleaved), each
-    row's data step scaled by its rate, each occurrence of a word shrinking its row by
-    lr * decay.
-
-    With ``hot`` rows buffered and flushed every ``flush`` examples, the words ``w < hot``
-    take the summed steps of those examples at once (their gradients computed with the
-    rows as they were before them) and the product of their shrink factors; flushing every
-    example is plain SGD."""
+    """Per chunk: fill_example with the chunk's stream, then an SGD step at the linear rate of the example's
+    run position, each row's data step scaled by its rate, each occurrence shrinking its row by lr * decay.
+    ``hot`` rows flushed every ``flush`` examples take those examples' summed steps (gradients at the rows
+    before them) and the product of their shrinks; flushing every example is plain SGD."""
     corpus = toy_corpus()
     sentences, sent_doc, doc_offsets, V = corpus.sentences, corpus.sent_doc, corpus.doc_offsets, corpus.vocab_size
     order = np.random.default_rng(5).permutation(len(sentences)).astype(np.int64)
@@ -375,9 +368,8 @@ def test_train_batch_serial_replays_reference_sgd(chunks, hot, flush, decay, don
 
 @pytest.mark.parametrize("chunks", [2, 3])
 def test_parallel_batch_trains_every_chunk_as_the_serial_one_does(chunks):
-    """Each thread trains exactly its own chunk: per-chunk example counts equal the serial
-    kernel's, per-chunk losses are close (rows race only between chunks), and the matrix
-    lands near the serial one. A thread that trained another chunk, or none, fails here."""
+    """Each thread trains exactly its own chunk: per-chunk example counts equal the serial kernel's, losses
+    and the matrix close to it (rows race only between chunks)."""
     corpus = toy_corpus(seed=6, doc_sizes=(40, 3, 60, 25, 80))
     sent_doc, V = corpus.sent_doc, corpus.vocab_size
     order = np.random.default_rng(4).permutation(len(sent_doc)).astype(np.int64)

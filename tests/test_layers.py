@@ -1,9 +1,5 @@
-"""The package's layers: no import cycle, and each layer imports only those below it.
-
-The import graph is read from the source (every ``import`` statement, also those inside
-functions, which run later but still couple the modules; those under ``if TYPE_CHECKING``
-are left out: they never run). The layers, top to bottom, are in README's "Code map".
-"""
+"""The package's layers (README's "Code map"): no import cycle, each layer imports only those below it,
+read from every ``import`` statement of the source, inside functions too (not under ``if TYPE_CHECKING``)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import assert_clean_error as _assert_clean_error
 from test_semantic import brute_cosines
 from test_words import random_model
 
@@ -20,10 +19,6 @@ from scbow.text.vocab import Vocab
 from scbow.vectors.export import export_word2vec
 from scbow.vectors.model import Model
 from scbow.vectors.numeric import mean_rows, row_cosines
-
-
-def assert_clean_error(result, *fragments):
-    _assert_clean_error(result, *fragments, exit_code=1)
 
 
 def sequential_means(vectors, ids, lengths) -> np.ndarray:
@@ -260,10 +255,8 @@ def test_semantic_search(model400):
     found = model400.semantic_search(["the cat", "xyzzy"], C, top_k=3)
     assert found == semantic_search(model400.encode(["the cat", "xyzzy"]), C, top_k=3)
     assert found == model400.semantic_search(["the cat", "xyzzy"], corpus, top_k=3)  # sentences encoded first
-    assert [h["corpus_id"] for h in found[0]] == list(np.argsort(-np.nan_to_num(
-        model400.similarity(["the cat"], C)[0], nan=-2), kind="stable")[:3])
-    assert all(set(h) == {"corpus_id", "score"} for hits in found for h in hits)
-    assert all(h["corpus_id"] != 3 for hits in found for h in hits)  # "": no embedding, never found
+    # which hits, best first, and never a row with no embedding: test_semantic
+    assert all(set(h) == {"corpus_id", "score"} for hits in found for h in hits) and len(found[0]) == 3
 
 
 # ---------------------------------------------------------------- the rest

@@ -251,7 +251,6 @@ def test_an_input_as_output_or_a_missing_segmenter_is_refused(tmp_path, monkeypa
 @pytest.mark.parametrize("make, fragment", [
     (lambda d: d / "missing.txt", "no such file or directory"),
     (lambda d: (d / "empty").mkdir() or d / "empty", "directory has no text files (looked for .txt, .text, .md, .jsonl"),
-    (lambda d: d / "bin.txt" if (d / "bin.txt").write_bytes(b"abc\x00def\n") else None, "contains NUL bytes"),
     (lambda d: d / "latin.txt" if (d / "latin.txt").write_bytes(b"\xe9t\xe9\n\xe0 la\n\xff\xfe\n") else None,
      "not valid utf-8 text; it may be Latin-1"),
     (lambda d: d / "blank.txt" if (d / "blank.txt").write_text("\n \n") else None, "no documents found"),
@@ -425,7 +424,7 @@ def test_a_dead_prepares_temporary_is_removed_and_nothing_else(tmp_path, runner)
 
 
 def test_the_summary_and_warnings_prepare_prints(tmp_path):
-    """PrepareStats.summary and .warnings: the lines 'prepare' prints (issue 33 item 7)."""
+    """PrepareStats.summary and .warnings: the lines 'prepare' prints."""
     from scbow.text.prepare import CHUNK_CHARS, PrepareStats
 
     (tmp_path / "giant.txt").write_text("a" * 300_000 + "\n")  # a run with no whitespace is cut, and counted

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import assert_clean_error as _assert_clean_error
+from conftest import assert_failed as assert_clean_error
 
 import scbow
 from scbow.cli import main
@@ -25,10 +25,6 @@ from scbow.vectors.modeldir import save_model
 def make_model(dim, words):
     rng = np.random.default_rng(0)
     return Model(Vocab(words, np.arange(len(words), 0, -1) * 10), rng.standard_normal((len(words), dim)).astype(np.float32))
-
-
-def assert_clean_error(result, *fragments):
-    _assert_clean_error(result, *fragments, exit_code=1)
 
 
 def test_pretrained_init_rows_and_scale():

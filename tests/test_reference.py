@@ -150,10 +150,8 @@ def test_weight_decay_gradient_matches_finite_differences(case, n_pos):
 
 
 def test_sgns_window_gradient_is_the_derivative_of_its_loss():
-    """The word part's windows (inputs sharing their noise words): the matrix form's loss is the sum over
-    (input, output) pairs of softplus(-x) for the centre and softplus(x) for noise, and its gradient is the
-    derivative of its loss (along a random direction), with a repeated input, a repeated noise word and a
-    noise word that is another window's centre."""
+    """The windows' loss is the sum of softplus(-x) (centre) and softplus(x) (noise) over pairs, and its gradient
+    its derivative, with a repeated input, a repeated noise word and a noise word another window's centre."""
     rng = np.random.default_rng(8)
     Wi, Wo = 0.5 * rng.standard_normal((12, 6)), 0.5 * rng.standard_normal((12, 7))
     windows = [([1, 2, 1, 4], 3, [5, 5, 6]), ([3, 7], 6, [3, 1])]

@@ -1,10 +1,6 @@
-"""A training session's faults in real processes: signals during training, reading and saving;
-SIGKILL in the middle of a save; divergence; two trainers into one output; a full disk.
-
-A small shim (``SHIM``) runs the real CLI with smaller batches, prints a line before every
-batch so the test knows when training runs, and can stall inside a save, so that a signal
-or SIGKILL lands exactly where the test wants it.
-"""
+"""A training session's faults in real processes: signals during training, reading and saving; SIGKILL in
+a save; divergence; two trainers into one output; a full disk. ``SHIM`` runs the real CLI with small
+batches, a line before each, and can stall inside a save, so that a signal lands where the test wants."""
 
 from __future__ import annotations
 
@@ -231,10 +227,8 @@ def test_signal_guard_restores_handlers_and_a_second_signal_stops_at_once_unless
 
 
 def test_the_tests_that_send_sigint_pass_in_a_suite_started_with_it_ignored():
-    """A suite started with SIGINT ignored (nohup, a background job of a script, as CI runners may
-    start one) failed 33 of the tests that interrupt their own runs: train, by design, leaves an
-    ignored signal ignored. conftest gives SIGINT its default for the suite; here a run of such a
-    test in a suite started so, one in this process (below) and one a child process is sent."""
+    """conftest gives SIGINT its default in a suite started with it ignored (nohup, CI: 33 tests failed):
+    such a suite runs a test that interrupts this process and one that interrupts a child."""
     here = Path(__file__)
     started_ignoring = ("import signal, subprocess, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
                         "sys.exit(subprocess.call(sys.argv[1:]))")
@@ -247,9 +241,8 @@ def test_the_tests_that_send_sigint_pass_in_a_suite_started_with_it_ignored():
 
 
 def test_sigkill_in_the_middle_of_a_checkpoint_keeps_the_previous_one(tmp_path, corpus_file):
-    """SIGKILL while the second checkpoint is half written: the first stays whole, and the next run takes
-    over the stale lock, removes the temporary and resumes. (A model's save killed:
-    test_sigkill_at_random_moments_of_repeated_saves here, and test_files.py for what the next run removes.)"""
+    """SIGKILL while the second checkpoint is half written: the first stays whole; the next run takes the
+    stale lock, removes the temporary and resumes. (A model's save killed: the next test, test_files.)"""
     out = tmp_path / "model"
     previous = checkpoint_dir(out)
     shim = Shim(train_args(corpus_file, out, "--checkpoint-every", "1024"), SHIM_SLOW_SAVE=".model.checkpoint.tmp-:2:60")
@@ -393,9 +386,8 @@ def test_the_lock_never_follows_a_link_nor_takes_a_users_file(tmp_path, runner, 
 
 @pytest.mark.parametrize("where", ["model", "checkpoint", "cache"])
 def test_a_full_disk(tmp_path, runner, corpus_file, small_batches, monkeypatch, where):
-    """Simulated: vocab.txt written into the directory being made raises ENOSPC, leaving a partial file.
-    A model's save or the corpus cache fails cleanly with nothing partial left (a previous model is kept:
-    test_formats.py); a periodic checkpoint's is a warning, and training goes on."""
+    """vocab.txt's write raises ENOSPC after a partial file: a model's save or the cache fails cleanly, nothing
+    partial left (an old model kept: test_formats); a periodic checkpoint's is a warning, training goes on."""
     out = tmp_path / "model"
     marker = {"checkpoint": ".model.checkpoint.tmp-", "cache": ".tmp-"}.get(where, ".model.tmp-")  # cache: .KEY.tmp-*
     original = Vocab.save
@@ -447,11 +439,9 @@ def test_a_failure_between_the_two_renames_puts_the_old_model_back(tmp_path, mon
     assert load_model(path).vocab.words == ["a", "b"] and sorted(os.listdir(tmp_path)) == ["model"]
 
 
-
 def test_an_unsure_collapse_is_a_warning_and_the_model_is_saved(tmp_path, small_corpus_file):
-    """The collapse check's unsure verdict reaches the user through warn (even with -q), and the run is
-    saved: 120 generated sentences of 38 words lose most of their gap at --dim 8 (such sentences sit
-    close by their nature), too little evidence to throw the run away."""
+    """An unsure collapse verdict reaches warn (even with -q) and the run is saved: 120 generated sentences of
+    38 words (close by nature) lose most of their gap at --dim 8, too little evidence to throw it away."""
     warnings = []
     out = tmp_path / "m"
     result = train_session([small_corpus_file], TrainConfig(dim=8, epochs=2, min_count=1, threads=1, word_passes=0),

@@ -1,8 +1,6 @@
-"""Reading a shard directory back (``scbow.open_shards``, ``scbow.use.shards``): a damaged manifest or
-shard is a ModelError naming the damaged file, never a numpy error, a KeyError or wrong rows, and
-``index`` over it ends in that one line; shards of a text or a model changed since are refused. The
-directory is written by a real cluster embed (an in-process Dask cluster: fast) on conftest's model.
-"""
+"""Reading shards back (``scbow.open_shards``, ``scbow.use.shards``), written by an in-process Dask cluster:
+a damaged manifest or shard is a ModelError naming the file (``index`` over it: that one line), never a
+numpy error, a KeyError or wrong rows; shards of a text or a model changed since are refused."""
 
 from __future__ import annotations
 
@@ -64,7 +62,6 @@ def copy(sound, tmp_path):
     out = tmp_path / "shards"
     shutil.copytree(sound, out)
     return out
-
 
 
 def test_a_sound_directory_opens_as_written(sound):

@@ -58,12 +58,6 @@ def test_units_of_the_scripts_without_spaces(text, tokens):
     assert tokenize(text) == tokens
 
 
-def test_version_3_keeps_its_clauses():
-    """A model of version 3 keeps reading a run of Han and kana as one word."""
-    assert tokenizer("3")[0]("日本語のテキストです") == ["日本語のテキストです"]
-    assert tokenizer("4")[0] is tokenize
-
-
 def test_english_tokens_as_under_version_3():
     """Version 4's whole regex gives version 3's tokens on English (so text without the scripts may
     take version 3's faster regex), line by line and on a block of lines."""

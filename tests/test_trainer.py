@@ -284,9 +284,8 @@ def test_frequent_words_move_less_than_plain_sgd_moves_them(corpus, trained):
 
 
 def test_the_kernel_sees_the_run_position_across_epochs(tmp_path, make_text, monkeypatch):
-    """The learning rate decays over the whole run and the negatives' random streams are keyed by the
-    run position: every batch of epoch e starts at e * targets + lo, and the kernel's schedule spans all
-    epochs. (A generated corpus of about 9,000 sentences: this must not depend on the data folder.)"""
+    """The rate decays over the whole run and the negatives' streams are keyed by run position: a batch of
+    epoch e starts at e * targets + lo. (A generated corpus: this must not depend on the data folder.)"""
     path = tmp_path / "corpus.txt"
     path.write_text(make_text(n_docs=30, sents_per_doc=300, seed=7), encoding="utf-8")
     corpus = load_corpus([path], min_count=1, use_cache=False)
@@ -387,10 +386,8 @@ def test_the_collapse_verdict(end, kind):
 
 
 def test_the_spread_sees_a_collapse_and_not_a_shared_direction():
-    """Sentence averages near three lines (either way) keep next to no variance outside the five
-    directions post-processing removes at 50 dimensions; at 20, where it removes two, the third
-    line is left and the gap between them is next to nothing. A strong direction shared by every
-    row changes neither measure."""
+    """Sentence averages near three lines keep next to no variance outside the five directions removed at 50
+    dims; at 20 (two removed) the third line is left, the gap next to nothing; a shared direction changes neither."""
     rng = np.random.default_rng(0)
     for d in (50, 20):
         spread = rng.standard_normal((2000, d))

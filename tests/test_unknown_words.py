@@ -33,7 +33,7 @@ def model():
 @pytest.mark.parametrize("token", ["\udcff", "a\udcffb", "\ud800", "x\udfff\ud800y"])
 def test_a_token_with_a_lone_surrogate_has_a_hashed_vector(model, token):
     # surrogateescape turns bytes that are not UTF-8 (in argv, in file names) into lone surrogates;
-    # a surrogate is hashed as the 3 bytes UTF-8 would give its code point (issue 34)
+    # a surrogate is hashed as the 3 bytes UTF-8 would give its code point
     import hashlib
 
     from scbow.vectors.numeric import hashed_vectors
@@ -87,18 +87,17 @@ def test_shared_unknown_word_raises_similarity(model):
     assert model.similarity([s1], [s2], unknown="hash")[0, 0] > model.similarity([s1], [s2])[0, 0] + 0.05
 
 
-def test_similarity_cli(model, tmp_path, runner):  # a side with no word, or empty: test_cli
+@pytest.mark.parametrize("rule, pair, notes", [
+    ("hash", ["zebra quagga", "the cat"], ["given hashed random vectors: zebra, quagga"]),
+    ("pieces", ["the sated cat", "xq cat"], ["split into pieces: sated (sat ##ed)", "xq (none: left out)"]),
+    ("hash", [b"the cat \xff sat".decode("utf-8", "surrogateescape"), "the cat"], []),  # argv that is not UTF-8
+], ids=["hash", "pieces", "argv-not-utf8"])
+def test_similarity_cli_notes_the_unknown_words(model, tmp_path, runner, rule, pair, notes):  # no word, empty: test_cli
     save_model(model, tmp_path / "m")
-    m = ["similarity", "-m", str(tmp_path / "m")]
-    r = runner.invoke(main, [*m, "--unknown", "hash", "zebra quagga", "the cat"])
+    r = runner.invoke(main, ["similarity", "-m", str(tmp_path / "m"), "--unknown", rule, *pair])
     assert r.exit_code == 0, r.output
-    expected = model.similarity(["zebra quagga"], ["the cat"], unknown="hash")[0, 0]
-    assert float(r.stdout.strip()) == pytest.approx(expected, abs=1e-4)
-    assert "given hashed random vectors: zebra, quagga" in r.stderr
-    sentence = b"the cat \xff sat".decode("utf-8", "surrogateescape")  # as Python passes argv that is not UTF-8
-    r = runner.invoke(main, [*m, "--unknown", "hash", sentence, "the cat"])
-    assert r.exit_code == 0, r.output
-    assert float(r.stdout.strip()) == pytest.approx(model.similarity([sentence], ["the cat"], unknown="hash")[0, 0], abs=1e-4)
+    assert float(r.stdout.strip()) == pytest.approx(model.similarity(pair[:1], pair[1:], unknown=rule)[0, 0], abs=1e-4)
+    assert all(note in r.stderr for note in notes), r.stderr
 
 
 # the values of three hashed vectors, pinned: --unknown hash must give the same vector for a
@@ -182,16 +181,6 @@ def test_pieces_split_words_as_the_exported_wordpiece_tokenizer_does():
     for word in words:
         got = tokenizer.encode(word, add_special_tokens=False).tokens
         assert pieces.split(word) == ([] if got == ["[UNK]"] else got), word
-
-
-def test_pieces_note_in_similarity_cli(model, tmp_path, runner):
-    save_model(model, tmp_path / "m")
-    r = runner.invoke(main, ["similarity", "-m", str(tmp_path / "m"), "--unknown", "pieces", "the sated cat", "xq cat"])
-    assert r.exit_code == 0, r.output
-    assert "split into pieces: sated (sat ##ed)" in r.stderr and "xq (none: left out)" in r.stderr
-    expected = model.encode(["the sated cat", "xq cat"], unknown="pieces").astype(np.float64)
-    cos = expected[0] @ expected[1] / np.linalg.norm(expected, axis=1).prod()
-    assert float(r.stdout.strip()) == pytest.approx(cos, abs=1e-4)
 
 
 @pytest.mark.parametrize("rule, share", [("pieces", "50.0%"), ("omit", "25.0%"), ("hash", "100.0%")])

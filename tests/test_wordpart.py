@@ -83,9 +83,8 @@ def test_the_loss_log1p_is_float32_exact():
 @pytest.mark.parametrize("n_out", [6, 5])  # the word part's 6 outputs (written out for them), and any other count
 @pytest.mark.parametrize("k", [1, 4, 6])
 def test_a_window_is_one_exact_sgd_step(k, n_out):
-    """One window moves every row it reads by exactly ``-lr`` times the reference gradient at the rows
-    before it (its steps are computed first, then added), even at a large rate; a repeated input or
-    noise word gets both its steps."""
+    """One window moves every row it reads by exactly ``-lr`` times the reference gradient at the rows before
+    it, even at a large rate; a repeated input or noise word gets both its steps."""
     Wi, Wo, ins, outs = window_problem()
     outs = np.ascontiguousarray(outs[:n_out])
     lr = 0.7
@@ -115,9 +114,8 @@ def test_one_sentence_of_the_kernel_is_one_sgd_step(lr):
 
 
 def test_the_rate_falls_with_the_sentences_done():
-    """The rate of a sentence is ``lr0 * (1 - position / total)`` over all passes, never below ``lr_min``:
-    the same sentence and draws (its stream set to the same one) step half as far halfway through the run,
-    and ``lr_min`` at its end."""
+    """A sentence's rate is ``lr0 * (1 - position / total)`` over all passes, never below ``lr_min``: the same
+    sentence and draws step half as far halfway through the run, and ``lr_min`` at its end."""
     tokens, offsets, Wi, Wo, keep, table = tiny_problem(seed=3)
     lr0, total = 2e-4, 1000
 
@@ -148,10 +146,8 @@ def topic_text(n_topics=12, per_topic=8, n_docs=20, sents_per_doc=500, seed=5) -
 
 
 def test_the_word_part_loss_is_measured_on_the_same_sentences_and_falls(tmp_path):
-    """The reported loss is a fixed sample's, before the first pass and after each: on text whose words
-    predict their neighbours it falls pass after pass. (The batches' own losses, which the report used
-    to compare first with last, are of different books at different rates: on small corpora the last
-    batches' loss was above the first's while the model learned.)"""
+    """The reported loss is a fixed sample's (not the batches', of other books at other rates), before the
+    first pass and after each: on text whose words predict their neighbours it falls pass after pass."""
     text = tmp_path / "topics.txt"
     text.write_text(topic_text(), encoding="utf-8")
     warnings = []
@@ -193,10 +189,8 @@ def test_the_loss_sample_is_spread_over_the_whole_corpus(tmp_path, corpus_file, 
 
 
 def test_the_loss_samples_windows_and_noise_words_are_fixed(tmp_path, corpus_file):
-    """The sample scores the same windows and noise words whatever the rows and however far the part has
-    trained: with the output rows zero the scores are the output biases alone, so a part trained a few
-    batches and a fresh part (other input rows) given the same output rows score the same, while another
-    seed (other draws) scores otherwise."""
+    """The sample scores the same windows and noise words however far the part has trained: with zero output
+    rows (scores: the biases alone) a trained part and a fresh one score the same, another seed otherwise."""
     corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
     config = cfg(word_passes=1, word_dim=8)
     trained = wordpart.WordPart(corpus, config, 1)
@@ -214,9 +208,8 @@ def test_the_loss_samples_windows_and_noise_words_are_fixed(tmp_path, corpus_fil
 
 
 def test_a_batch_is_bounded_by_its_cost_and_split_by_tokens(tmp_path, monkeypatch):
-    """A batch holds at most WORD_BATCH sentences and WORD_BATCH_COST tokens x dims (one sentence at least),
-    so that long lines or a wide part keep batches short (a prompt Ctrl-C); the threads' shares hold
-    equal tokens to within a sentence; the batches tile each pass."""
+    """A batch holds at most WORD_BATCH sentences and WORD_BATCH_COST tokens x dims (one sentence at least);
+    the threads' shares hold equal tokens to within a sentence; the batches tile each pass."""
     rng = random.Random(2)
     words = [f"w{i}" for i in range(50)]
     lengths = [4] * 50 + [rng.choices([4, 3000, 12000], [8, 1, 1])[0] for _ in range(100)]
@@ -266,9 +259,8 @@ def test_two_threads_train_both_shares_of_a_batch(tmp_path, corpus_file):
 
 
 def test_a_sentences_draws_do_not_depend_on_the_thread_that_trains_it(tmp_path, corpus_file):
-    """At a rate of zero (the rows stay as they are, so the threads cannot change what the others read) the
-    loss of a batch is a sum over its draws: the kept words, the windows and the noise words. One thread and
-    two draw the same for every sentence, so they score the same loss on the same pairs."""
+    """At a rate of zero (rows unchanged) a batch's loss is a sum over its draws: one thread and two draw the
+    same for every sentence, so they score the same loss on the same pairs."""
     corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
     config = cfg(word_passes=2, word_dim=8)
     parts = [wordpart.WordPart(corpus, config, threads) for threads in (1, 2)]
@@ -291,9 +283,8 @@ def test_a_sentences_draws_do_not_depend_on_the_thread_that_trains_it(tmp_path, 
 
 
 def test_the_word_part_starts_from_word2vecs_rows_and_the_optimal_biases(corpus_file, tmp_path):
-    """``Wi`` uniform in +-0.5 / word_dim from the run's seed, ``Wo``'s rows zero and its biases
-    ``output_biases``: the biases at which zero rows have a zero bias gradient (each word's expected
-    share as a context against its expected share as noise), from the subsampling of ``sample_threshold``."""
+    """``Wi`` uniform in +-0.5 / word_dim from the run's seed, ``Wo``'s rows zero and its biases those at which
+    zero rows have a zero bias gradient (``output_biases``, from the subsampling of ``sample_threshold``)."""
     corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
     config = cfg(word_passes=1, word_dim=12, word_noise=4)
     part = wordpart.WordPart(corpus, config, 1)
@@ -320,9 +311,8 @@ def test_the_subsampling_threshold_is_a_thousand_occurrences(tokens, threshold):
 
 
 def test_the_word_rows_are_frequency_weighted_and_scaled_by_the_mix(corpus_file, tmp_path):
-    """``assemble``: the word columns are ``g * a[w] * Wi[w]`` (the frequency weights ``a``, as the sentence
-    part's rows carry them), with ``g`` giving the corpus's sentence averages of the word columns a root-mean-
-    square length of ``word_mix``; the sentence columns are untouched by the mix."""
+    """``assemble``: the word columns are ``g * a[w] * Wi[w]`` (``a`` the frequency weights), ``g`` giving the
+    sentence averages of the word columns an RMS length of ``word_mix``; the sentence columns untouched."""
     corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
     rng = np.random.default_rng(1)
     V = len(corpus.vocab)
@@ -440,11 +430,9 @@ def test_a_run_with_the_word_part_saves_both_parts(tmp_path, corpus_file, small_
 
 
 def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkeypatch, runner, word_run):
-    """Hooks see the word part after the sentence part. A resume inside it is bit-identical, from the saved
-    matrices. --checkpoint-every N counts the sentence part's examples, then the word part's sentences: a
-    resumed run writes its checkpoints where an uninterrupted one does; a finished run whose last checkpoint
-    was in the word part removes word_in.npy and word_out.npy with the rest, so nothing blocks the next run
-    into its output (word_run)."""
+    """Hooks see the word part after the sentence part; a resume inside it is bit-identical and checkpoints
+    where an uninterrupted run does (--checkpoint-every: examples, then sentences); a finished run removes
+    the checkpoint's word_in.npy and word_out.npy too (word_run)."""
     kinds = [s[0] for s in word_run.seen]
     assert kinds[-1] == "end" and kinds.index("word") > max(i for i, k in enumerate(kinds) if k == "sentence")
     assert word_run.seen[-2][2][1] == 12 and word_run.seen[-2][3][1] == 13
@@ -546,9 +534,8 @@ def test_a_word_part_whose_rows_end_not_finite_saves_nothing(tmp_path, corpus_fi
 
 
 def test_train_shows_one_eta_for_the_whole_run_across_the_parts(tmp_path, gutenberg_slice, monkeypatch, runner):
-    """A real run on 20,000 lines of the 1M corpus, a progress line per batch: one ETA a line, and the
-    sentence part's last line still counts the word part's passes to come (its own part is done there,
-    so a per-part ETA would read 0:00:00 and then start again); the run's last line reads 0:00:00."""
+    """A real run, a progress line per batch, one ETA each: the sentence part's last line still counts the word
+    part's passes to come (not a per-part 0:00:00); the run's last line reads 0:00:00."""
     import re
 
     from scbow import progress
@@ -616,9 +603,8 @@ class Described:
     ([2.4214, 2.4500, 2.4400, 2.4372], "no fall"),
 ])
 def test_the_word_part_loss_is_said_for_what_it_is_and_a_rise_is_never_bare(losses, says):
-    """The summary names the loss (a fixed sample of sentences, before the first pass and after each) and
-    its path; a first pass above the start, the last below, is explained; a last pass no lower than the
-    start is a warning, and info says the same."""
+    """The summary names the loss (a fixed sample's) and its path; a first pass above the start, the last
+    below, is explained; a last pass no lower than the start is a warning, and info says the same."""
     from scbow.config import TrainConfig
     from scbow.training.session import learned_nothing, summary_lines
     from scbow.use.describe import describe

@@ -9,7 +9,7 @@ import copy
 
 import numpy as np
 import pytest
-from conftest import assert_clean_error as _assert_clean_error
+from conftest import assert_failed as assert_clean_error
 
 import scbow
 from scbow.cli import main
@@ -19,11 +19,6 @@ from scbow.vectors.modeldir import save_model
 from scbow.vectors.neighbours import NEIGHBOUR_MIN_COUNT
 from scbow.vectors.numeric import kth_largest
 from scbow.vectors.words import WordVectors
-
-
-def assert_clean_error(result, *fragments):
-    _assert_clean_error(result, *fragments, exit_code=1)
-
 
 # ---------------------------------------------------------------- lookups
 
