@@ -9,7 +9,6 @@ import os
 
 import numpy as np
 import pytest
-from conftest import assert_clean_error as _assert_clean_error
 from conftest import assert_failed as assert_clean_error
 
 import scbow
