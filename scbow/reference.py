@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import NORM_EPS  # noqa: E402  (norms are guarded as max(|s|, NORM_EPS), as in the kernels)
+from .config import NORM_EPS  # norms are guarded as max(|s|, NORM_EPS), as in the kernels
 
 
 def sentence_mean(W: np.ndarray, sentence) -> np.ndarray:
@@ -24,25 +24,12 @@ def sentence_mean(W: np.ndarray, sentence) -> np.ndarray:
 
 
 def loss_and_grad(W, target, positives, negatives, weight_decay=0.0):
-    """Loss and dense gradient of one example.
+    """``(loss, grad)`` of one example: ``grad`` is the float64 dL/dW, shape of ``W`` (V, d; any float
+    dtype), zero in the rows of words not in the example.
 
-    Parameters
-    ----------
-    W : array of float, shape (V, d)
-        Embedding matrix (any float dtype; computed in float64).
-    target : sequence of int
-        Word ids of the target sentence.
-    positives, negatives : list of sequences of int
-        Word ids of each positive and each negative sentence (at least one positive).
-    weight_decay : float
-        L2 penalty ``weight_decay/2 * |W[w]|^2`` added once per token of every sentence of
-        the example, so a word pays it for each occurrence (0 gives the paper's objective).
-
-    Returns
-    -------
-    loss : float
-    grad : array of float64, shape (V, d)
-        dL/dW; rows of words not in the example are zero.
+    ``target`` is the word ids of the target sentence; ``positives`` and ``negatives`` lists of word-id
+    sequences (at least one positive). ``weight_decay``: the L2 penalty ``weight_decay/2 * |W[w]|^2``
+    added once per token of every sentence, so a word pays it for each occurrence (0: the paper's).
     """
     W = np.asarray(W)
     if len(positives) < 1:
