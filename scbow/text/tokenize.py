@@ -1,34 +1,28 @@
 """The one tokenizer of scbow-numba, shared by training, similarity and evaluation.
 
-Rule (version 4): fold the text (Unicode NFKC, which turns ligatures, full-width letters and
-other compatibility forms into their plain letters and joins a decomposed accent to its
-letter; then the typographic apostrophes and quotes into their ASCII forms: ``’ ‘ ‚ ‛`` into
-``'`` and ``“ ” „ ‟`` into ``"``), lowercase it, then a token is a unit of a script written
+Rule (version 4): fold the text (Unicode NFKC, which turns ligatures, full-width letters and other
+compatibility forms into plain letters and joins a decomposed accent to its letter; then ``’ ‘ ‚ ‛``
+into ``'`` and ``“ ” „ ‟`` into ``"``), lowercase it, then a token is a unit of a script written
 without spaces, a word, or a single character that is neither a word character nor whitespace
-(``.``, ``,``, ``"``, ``-``, ``#``). A word is a word character (a letter, a digit or a
-connector such as ``_``) followed by word characters and combining marks (Unicode category M:
-the vowel signs and virama of ``हिन्दी``, Hebrew points, the dot above that lowercasing ``İ``
-leaves on ``i̇``), with inner apostrophes (``don't``, ``o'clock``, ``état``, ``1984``). Nothing
-is stemmed or removed.
+(``.``, ``,``, ``"``, ``-``, ``#``). A word is a word character (a letter, a digit or a connector
+such as ``_``) followed by word characters and combining marks (Unicode category M: the vowel signs
+and virama of ``हिन्दी``, Hebrew points, the dot lowercasing ``İ`` leaves on ``i̇``), with inner
+apostrophes (``don't``, ``o'clock``, ``état``, ``1984``). Nothing is stemmed or removed.
 
-The scripts written without spaces between words are cut into units (:func:`units_pattern`):
-every Han ideograph and every kana is a token (``我爱北京``: ``我 爱 北 京``, BERT's rule for
-Han; ``日本語のテキスト``: ``日 本 語 の テ キ ス ト``), and Thai is cut into clusters of a
-consonant with its leading vowel, its marks and a following ``ะ`` ``า`` ``ๅ``, the letters of
-about a syllable, as a kana is one (``ภาษาไทย``: ``ภา ษา ไท ย``). Of the rules compared on the
-JSTS dev set (kana runs whole, katakana runs whole, runs of one script, MeCab's and janome's
-words) this one scored highest (``benchmarks/results/quality_ja.md``); Thai has no dev set
-here and takes the unit nearest a kana. A ``tokenizer.json`` carries the rule exactly
-(``scbow.vectors.hubtokenizer``). Text without these scripts splits as under version 3.
+Units (:func:`units_pattern`): every Han ideograph and every kana is a token (``我爱北京``:
+``我 爱 北 京``, BERT's rule for Han; ``日本語のテキスト``: ``日 本 語 の テ キ ス ト``), and Thai is cut
+into clusters of a consonant with its leading vowel, its marks and a following ``ะ`` ``า`` ``ๅ``, about
+a syllable, as a kana is (``ภาษาไทย``: ``ภา ษา ไท ย``). Of the rules compared on the JSTS dev set
+(kana runs, katakana runs, script runs, MeCab's and janome's words) this one scored highest
+(``benchmarks/results/quality_ja.md``). A ``tokenizer.json`` carries the rule exactly
+(``scbow.vectors.hubtokenizer``).
 
-Version 3 had no units: a run of Han, kana or Thai letters was one word (a clause).
-Version 2 had no marks in words: Python's ``\\w`` matches no combining mark, so a mark cut its
-word (``हिन्दी`` was six one-character tokens, ``İstanbul`` three). Version 1 did not fold
-either: ``king’s`` and ``king's`` were two words, and a sentence typed in NFD did not match
-its NFC spelling. A model records the version it was trained with
-(``info["corpus"]["tokenizer_version"]``) and keeps using it (:func:`tokenizer`), so models
-saved before keep their own rule. Changing the rule changes ``TOKENIZER_VERSION``, which
-also keys the corpus cache.
+Earlier versions: 3 had no units (a run of Han, kana or Thai was one word; text without those
+scripts splits as under it); 2 no marks in words
+(``\\w`` matches none: ``हिन्दी`` was six tokens, ``İstanbul`` three); 1 no folding (``king’s`` and
+``king's`` were two words, NFD text did not match its NFC spelling). A model keeps the version it
+was trained with (``info["corpus"]["tokenizer_version"]``, :func:`tokenizer`); changing the rule
+changes ``TOKENIZER_VERSION``, which also keys the corpus cache.
 """
 
 from __future__ import annotations
@@ -74,14 +68,12 @@ def code_ranges(codes) -> tuple[tuple[int, int], ...]:
 
 @lru_cache(maxsize=1)
 def _patterns() -> tuple[re.Pattern, re.Pattern]:
-    """Version 3's two regexes, made on first use: reading the marks takes about 50 ms, which
-    a command that never tokenizes (``--help``, ``info``) should not pay.
+    """Version 3's two regexes, made on first use (reading the marks takes about 50 ms, which
+    ``--help`` or ``info`` should not pay).
 
-    A token is ``WORD(?:['’]WORD)*|[^\\w\\s]`` with ``WORD = \\w[\\w MARKS]*``, written here as
-    word characters followed by runs of marks (and word characters) or of an apostrophe and word
-    characters. No mark is ASCII: the look-ahead spares the space or the full stop that ends most
-    words a test against the marks' 300 ranges (on Gutenberg text the regex as written took 1.9
-    times as long as version 2's, this one 1.1 times)."""
+    A token is ``WORD(?:['’]WORD)*|[^\\w\\s]`` with ``WORD = \\w[\\w MARKS]*``. No mark is ASCII: the
+    look-ahead spares the space or full stop ending most words a test against the marks' 300 ranges
+    (on Gutenberg text: 1.1 times version 2's time, against 1.9 for the regex as written)."""
     marks = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in mark_ranges())
     token = rf"\w+(?:(?=[^\x00-\x7f])[{marks}]+\w*|['\u2019]\w+)*|[^\w\s]"
     return re.compile(token), re.compile(token + r"|\n")
@@ -160,38 +152,23 @@ def tokenize_lines(text: str) -> list[str]:
     return (v4[1] if v4[2].search(text) else _patterns()[1]).findall(text)
 
 
-def _tokenize_v3(text: str) -> list[str]:
-    return _patterns()[0].findall(fold(text).lower())
+def _older(pattern, folded: bool = True):
+    """A tokenizer of an earlier version: ``pattern()``'s tokens of the text, lowercased (and folded from version 2)."""
+    def run(text: str) -> list[str]:
+        return pattern().findall((fold(text) if folded else text).lower())
+
+    return run
 
 
-def _tokenize_lines_v3(text: str) -> list[str]:
-    return _patterns()[1].findall(fold(text).lower())
-
-
-def _tokenize_v2(text: str) -> list[str]:
-    return _TOKEN_RE_V2.findall(fold(text).lower())
-
-
-def _tokenize_lines_v2(text: str) -> list[str]:
-    return _TOKEN_OR_NEWLINE_RE_V2.findall(fold(text).lower())
-
-
-def _tokenize_v1(text: str) -> list[str]:
-    return _TOKEN_RE_V2.findall(text.lower())
-
-
-def _tokenize_lines_v1(text: str) -> list[str]:
-    return _TOKEN_OR_NEWLINE_RE_V2.findall(text.lower())
-
-
-_RULES = {"1": (_tokenize_v1, _tokenize_lines_v1), "2": (_tokenize_v2, _tokenize_lines_v2),
-          "3": (_tokenize_v3, _tokenize_lines_v3), TOKENIZER_VERSION: (tokenize, tokenize_lines)}
+_RULES = {"1": (_older(lambda: _TOKEN_RE_V2, False), _older(lambda: _TOKEN_OR_NEWLINE_RE_V2, False)),
+          "2": (_older(lambda: _TOKEN_RE_V2), _older(lambda: _TOKEN_OR_NEWLINE_RE_V2)),
+          "3": (_older(lambda: _patterns()[0]), _older(lambda: _patterns()[1])),
+          TOKENIZER_VERSION: (tokenize, tokenize_lines)}
 
 
 def tokenizer(version: str | None = None):
-    """``(tokenize, tokenize_lines)`` of a tokenizer version (None: the current one).
-
-    An unknown version (a model from a newer scbow-numba) is a ValueError."""
+    """``(tokenize, tokenize_lines)`` of a tokenizer version (None: the current one); ValueError for an
+    unknown one (a model from a newer scbow-numba)."""
     version = TOKENIZER_VERSION if version is None else str(version)
     if version in _RULES:
         return _RULES[version]
