@@ -1,7 +1,5 @@
-"""The exceptions of scbow-numba, in a module light enough for the CLI to import at once.
-
-Each is a failure the user can fix; the CLI prints its message as one ``Error:`` line.
-"""
+"""The exceptions of scbow-numba (light, for the CLI to import at once): each a failure the user can
+fix, whose message the CLI prints as one ``Error:`` line."""
 
 
 class ConfigError(ValueError):

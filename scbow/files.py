@@ -61,14 +61,13 @@ def output_path(path: os.PathLike, name: str = "-o", error: type[Exception] = Mo
 
 def writer_alive(pid: int) -> bool:
     """Whether the process ``pid`` runs (on this machine); one we may not signal runs."""
-    if pid <= 0:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
+    if pid > 0:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            pass  # not ours to signal: it runs
     return True
 
 

@@ -96,10 +96,7 @@ class RunETA:
     def record(self, name: str, done: int, seconds: float) -> None:
         p = self.parts[name]
         p["done"] = done
-        if p["base"] is None:
-            p["base"] = (done, seconds)
-        else:
-            p["last"] = (done, seconds)
+        p["base" if p["base"] is None else "last"] = (done, seconds)
 
     def seconds_per_unit(self, name: str) -> float | None:
         """The measured seconds of one unit of part ``name``, or None before it has a measurement."""
@@ -191,9 +188,9 @@ class Progress:
             line = f"[{clock(now - self.start)}] {texts[1 if self.total else 0]}"
             if self.logger is not None:
                 self.logger.info(line)
-                return
-            self.stream.write(line + "\n")
-            self.stream.flush()
+            else:
+                self.stream.write(line + "\n")
+                self.stream.flush()
             return
         room = terminal_width(self.stream) - 1  # the last column would wrap on some terminals
         text = next((t for t in texts if len(t) <= room), texts[-1][:room])

@@ -206,10 +206,9 @@ def cjk_sentences(line: str) -> list[str]:
 
 
 def with_cjk(segment: Segmenter) -> Segmenter:
-    """``segment`` with the lines that hold Japanese or Chinese cut by :func:`cjk_sentences`, each
-    line its own paragraph; the other lines are handed to ``segment`` together, as before. A text
-    that ends with such a line ends with an empty sentence, so that ``_Preparer`` carries nothing
-    over from it (its line end ended its last sentence)."""
+    """``segment`` with the lines that hold Japanese or Chinese cut by :func:`cjk_sentences`, each its
+    own paragraph. A text ending with such a line ends with an empty sentence, so that ``_Preparer``
+    carries nothing over from it (its line end ended its last sentence)."""
     def run(text: str) -> list[str]:
         if _CJK.search(text) is None:
             return segment(text)
@@ -254,11 +253,8 @@ def _kind(path: Path) -> str | None:
 
 
 def find_inputs(inputs: Iterable[os.PathLike | str]) -> list[tuple[Path, str]]:
-    """The files to read, each with its kind (``"text"`` or ``"jsonl"``), in order, each once.
-
-    A folder gives the text and JSON Lines files below it (recursively, sorted, hidden
-    names skipped; symbolic links to folders are not followed).
-    """
+    """The files to read, each with its kind (``"text"`` or ``"jsonl"``), in order, each once; a folder
+    gives those below it (sorted, hidden names and links to folders skipped)."""
     inputs = list(inputs)
     if not inputs:
         raise CorpusError("no input file given")
@@ -284,10 +280,9 @@ def _blocks(stream: io.TextIOBase, check: Callable[[str], None] | None = None) -
 class _Writer:
     """Sentences to a binary output stream, a blank line between documents, counting as it goes.
 
-    Text is encoded and written in batches of about ``_WRITE_CHARS`` characters by a
-    second thread, so that compressing one batch (zlib, bz2 and lzma release the GIL)
-    overlaps segmenting the next. Call ``close`` to write the rest; ``stop`` (also after a
-    failure) waits for the thread.
+    Batches of about ``_WRITE_CHARS`` characters are written by a second thread, so compressing one
+    (zlib, bz2 and lzma release the GIL) overlaps segmenting the next. ``close`` writes the rest;
+    ``stop`` (also after a failure) waits for the thread.
     """
 
     def __init__(self, stream, stats: PrepareStats):
@@ -403,12 +398,9 @@ class _Preparer:
         self.writer.end_document()
 
     def _flush(self, buf: list[str], final: bool) -> list[str]:
-        """Segment the text in ``buf`` and write its sentences; returns what to carry over.
-
-        Unless ``final``, the last sentence may go on in the text still to come: it is
-        returned (with a space after it if the text ended in whitespace) to be segmented
-        again in front of that text, unless it is already half a chunk long.
-        """
+        """Segment the text in ``buf`` and write its sentences; returns what to carry over: unless
+        ``final``, the last sentence, which may go on in the text to come, to be segmented again in
+        front of it (with a space after it if the text ended in whitespace), unless half a chunk long."""
         text = "".join(buf)
         sentences = self.segment(text)
         carry: list[str] = []
@@ -432,11 +424,8 @@ class _Preparer:
 
 def _records(reader: TextFile, field: str, check: Callable[[str], None], stats: PrepareStats,
              strict: bool = False) -> Iterator[str]:
-    """The text field of each record of a JSON Lines file (blank lines skipped).
-
-    A line that is not a record with a string in ``field`` is skipped and counted in
-    ``stats`` (``bad_records``), or with ``strict`` raises CorpusError naming it.
-    """
+    """The text field of each record of a JSON Lines file (blank lines skipped). A line that is not a
+    record with a string in ``field`` is counted in ``stats.bad_records``, or with ``strict`` refused."""
     name = reader.buffer.name
     for lineno, line in enumerate(iter(reader.readline, ""), 1):
         check(line)
