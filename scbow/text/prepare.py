@@ -135,9 +135,6 @@ class PrepareStats:
                 f"wrote {output or self.output}")
 
 
-# ---------------------------------------------------------------- segmenters
-
-
 def get_segmenter(name: str = DEFAULT_SEGMENTER, language: str = "en") -> Segmenter:
     """A function from a paragraph to its sentences (which may keep surrounding whitespace, or be empty).
 
@@ -237,9 +234,6 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-# ---------------------------------------------------------------- inputs
-
-
 def _kind(path: Path) -> str | None:
     """``"jsonl"`` or ``"text"`` by the name (less a compression suffix), else None."""
     name = path.name.lower()
@@ -272,9 +266,6 @@ def _blocks(stream: io.TextIOBase, check: Callable[[str], None] | None = None) -
         if check is not None:
             check(block)
         yield block
-
-
-# ---------------------------------------------------------------- output
 
 
 class _Writer:
@@ -351,9 +342,6 @@ def _compressor(raw, output: Path):
         # (1.6 MB/s, 30%) would take longer than the segmenting
         return lzma.LZMAFile(raw, "wb", preset=1)
     return raw
-
-
-# ---------------------------------------------------------------- the pass
 
 
 # a line end followed by one or more lines of only whitespace: the gap between two paragraphs

@@ -14,8 +14,7 @@ Units (:func:`units_pattern`): every Han ideograph and every kana is a token (``
 into clusters of a consonant with its leading vowel, its marks and a following ``ะ`` ``า`` ``ๅ``, about
 a syllable, as a kana is (``ภาษาไทย``: ``ภา ษา ไท ย``). Of the rules compared on the JSTS dev set
 (kana runs, katakana runs, script runs, MeCab's and janome's words) this one scored highest
-(``benchmarks/results/quality_ja.md``). A ``tokenizer.json`` carries the rule exactly
-(``scbow.vectors.hubtokenizer``).
+(``benchmarks/results/quality_ja.md``). ``scbow.vectors.hubtokenizer`` writes it as a ``tokenizer.json``.
 
 Earlier versions: 3 had no units (a run of Han, kana or Thai was one word; text without those
 scripts splits as under it); 2 no marks in words
@@ -126,10 +125,7 @@ def _patterns_v4() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
 
 def fold(text: str) -> str:
     """NFKC, then the typographic apostrophes and quotes as ASCII (the first step since version 2).
-
-    Never adds or removes a line end, and maps whitespace to whitespace only, so the
-    tokens of a block are still those of its lines and of its whitespace-separated chunks.
-    """
+    Whitespace maps to whitespace only, line ends stay: a block's tokens are still its lines' and chunks'."""
     return unicodedata.normalize("NFKC", text).translate(_QUOTES)
 
 
