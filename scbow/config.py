@@ -30,12 +30,11 @@ def example_size(negatives: int) -> int:
 # Integers: (lowest, highest) accepted; the highest are far past any useful value and within the
 # kernels' int32/int64 arithmetic and memory (a --dim of 100,000 is already 40 GB for 100K words).
 _I32 = 2**31 - 1
-INT_BOUNDS = {"dim": 1, "negatives": 1, "min_count": 1, "epochs": 1, "count_floor": 1, "max_vocab": 0,
-              "max_length": 0, "threads": 0, "word_passes": 0, "word_dim": 1, "word_context": 1, "word_noise": 1,
-              "word_sample_count": 1}
-INT_MAX = {"dim": 100_000, "negatives": 1_000_000, "min_count": 2**62, "epochs": 100_000, "count_floor": 2**62,
-           "max_vocab": _I32, "max_length": _I32, "threads": 65_536, "word_passes": 10_000, "word_dim": 100_000,
-           "word_context": 1_000, "word_noise": 1_000, "word_sample_count": 2**62}
+INT_RANGES = {"dim": (1, 100_000), "negatives": (1, 1_000_000), "min_count": (1, 2**62), "epochs": (1, 100_000),
+              "count_floor": (1, 2**62), "max_vocab": (0, _I32), "max_length": (0, _I32), "threads": (0, 65_536),
+              "word_passes": (0, 10_000), "word_dim": (1, 100_000), "word_context": (1, 1_000), "word_noise": (1, 1_000),
+              "word_sample_count": (1, 2**62)}
+INT_MAX = {name: hi for name, (_, hi) in INT_RANGES.items()}
 # Floats: [lowest, highest], POSITIVE_FLOATS also > 0 (a huge lr is left to the trainer, which names
 # it when the loss turns NaN). init_std and word_mix: float32 values of that scale keep finite, nonzero
 # squares (a word_mix underflowing to 0 would be a word part of zeros; unknown_scale 0: use omit).
@@ -134,8 +133,8 @@ class TrainConfig:
         self.validate()
 
     def validate(self) -> None:
-        for name, lo in INT_BOUNDS.items():
-            value, hi = getattr(self, name), INT_MAX[name]
+        for name, (lo, hi) in INT_RANGES.items():
+            value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
                 kind = "a positive integer" if lo == 1 else "a non-negative integer"
                 raise ConfigError(f"{name} must be {kind} of at most {hi:,}, got {show_value(value)}")

@@ -88,8 +88,8 @@ def check_output_file(path: Path, example: str, error: type[Exception] = ModelEr
     return path
 
 
-def _identity(path: Path):
-    """``(device, inode)`` of an existing file, else None."""
+def file_identity(path: os.PathLike):
+    """``(device, inode)`` of an existing file (what makes two paths, or links, one file), else None."""
     try:
         st = os.stat(path)
     except (OSError, ValueError):
@@ -121,7 +121,7 @@ def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_f
                 pass
         for member in members:
             label = name if member == path else f"{member.name} of {name}"
-            ident = _identity(member)
+            ident = file_identity(member)
             if ident is not None:
                 taken.setdefault(ident, label)
             taken.setdefault(resolved(member), label)
@@ -129,7 +129,7 @@ def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_f
         if out is None or str(out) == "-":
             continue
         out = Path(out)
-        hit = taken.get(_identity(out)) or taken.get(resolved(out))
+        hit = taken.get(file_identity(out)) or taken.get(resolved(out))
         if hit is None and replaces_dirs and out.is_dir():
             inside = Path(resolved(out))
             hit = next((label for key, label in taken.items()

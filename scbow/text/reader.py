@@ -22,6 +22,7 @@ import zlib
 from pathlib import Path
 
 from ..errors import CorpusError
+from ..outputs import file_identity, kind_of
 from ..reading import short_message
 
 # first bytes -> the format's name; a name's suffix -> the format it promises
@@ -35,10 +36,7 @@ DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, OSError)
 
 
 def compression(path: os.PathLike) -> str | None:
-    """``"gzip"``, ``"bzip2"`` or ``"xz"`` by the file's first bytes; None for a plain file.
-
-    Raises CorpusError when the file cannot be opened.
-    """
+    """``"gzip"``, ``"bzip2"`` or ``"xz"`` by the file's first bytes, None for a plain file; CorpusError if unreadable."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(6)
@@ -54,9 +52,7 @@ def read_error(name, exc: BaseException, kind: str | None) -> CorpusError:
     detail = short_message(exc, 100)
     if kind is not None and not (isinstance(exc, OSError) and exc.errno is not None):
         return CorpusError(f"{name}: damaged or truncated {kind} file ({detail})")
-    if isinstance(exc, OSError):
-        return CorpusError(f"{name}: cannot read: {exc.strerror or detail}")
-    return CorpusError(f"{name}: cannot read: {detail}")
+    return CorpusError(f"{name}: cannot read: {getattr(exc, 'strerror', None) or detail}")
 
 
 class _Checked(io.BufferedIOBase):
@@ -272,23 +268,13 @@ def read_small_text(path: os.PathLike, error, what: str, encoding: str = DEFAULT
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # universal newlines, as open() reads
 
 
-def _same_file_key(path: Path):
-    """What makes two paths one file: its device and inode (a symbolic or hard link is the file it
-    names), or its resolved path where it cannot be read."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return os.path.realpath(path)
-    return st.st_dev, st.st_ino
-
-
 def each_once(files: list[Path]) -> list[Path]:
-    """``files`` without a file reached again (named twice, or through a symbolic or hard link:
-    :func:`_same_file_key`), each where it comes first; a note on stderr names what was left out."""
+    """``files`` without a file reached again (named twice, or through a symbolic or hard link: the same
+    device and inode, else resolved path), each where it comes first; a note on stderr names what was left out."""
     first: dict = {}  # a file's key -> the path it came first as
     repeats = []
     for f in files:
-        key = _same_file_key(f)
+        key = file_identity(f) or os.path.realpath(f)
         if key in first:
             repeats.append((f, first[key]))
         else:
@@ -311,8 +297,6 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
     """
     accept = accept or (lambda f: f.name.lower().endswith(TEXT_SUFFIXES))
     looked_for = looked_for or ", ".join(TEXT_SUFFIXES)
-    from ..outputs import kind_of
-
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
