@@ -92,11 +92,9 @@ def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache
 
 
 def open_shards(directory, check_sources: bool = True):
-    """The shards of ``scbow-numba embed --workers/--scheduler`` as one memory-mapped array-like.
-
-    Row ``i`` is the ``i``-th line of the inputs, in the order given (:class:`scbow.use.shards.Shards`).
-    Shards of a text changed since they were embedded are refused (ModelError) unless ``check_sources=False``.
-    """
+    """The shards of ``scbow-numba embed --workers/--scheduler`` as one memory-mapped array-like
+    (:class:`scbow.use.shards.Shards`): row ``i`` is the ``i``-th line of the inputs, in the order given.
+    Shards of a text changed since they were embedded are refused (ModelError) unless ``check_sources=False``."""
     from .use.shards import open_shards as _open
 
     return _open(directory, check_sources=check_sources)

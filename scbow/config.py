@@ -102,10 +102,10 @@ class TrainConfig:
     unknown: str = "pieces"
     unknown_scale: float = 0.35
     # The word part (scbow.training.wordpart): word_passes passes of skip-gram after the sentence
-    # part train word_dim more columns of every row ([sentence part ; word part]), mixed by word_mix
-    # (each part scaled to unit-length averages). Chosen on dev within 6 minutes for a default 100M run on 2 cores
-    # (benchmarks/results/word_part_search.md): 3 x 150 dims 0.7602 (alone 0.7560); 3 x 300
-    # 0.7617 and 5 x 150 0.7632 take the run well past it. Mix 0.5 beats 0.25 and 0.75.
+    # part train word_dim more columns of every row ([sentence part ; word part]), mixed by
+    # word_mix (each part scaled to unit-length averages). Chosen on dev within 6 minutes for a
+    # default 100M run on 2 cores (benchmarks/results/word_part_search.md): 3 x 150 dims 0.7602
+    # (alone 0.7560); 3 x 300 (0.7617) and 5 x 150 (0.7632) take it well past. Mix 0.5 beats 0.25, 0.75.
     word_passes: int = 3
     word_dim: int = 150
     word_mix: float = 0.5

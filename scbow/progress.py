@@ -79,11 +79,10 @@ def terminal_width(stream, default: int = 80) -> int:
 class RunETA:
     """One ETA over a run of parts trained one after the other (the sentence part, then the word part).
 
-    ``part(name, total, done, cost)``: ``total`` units, ``done`` already (a resumed run), ``cost`` of a
-    unit relative to the other parts'. ``record(name, done, seconds)``: units done and seconds since the
-    run's start. A part's rate is measured from its second record on (the first may hold compiling);
-    until then it is the last measured part's, scaled by ``cost``. With nothing to scale from,
-    :meth:`remaining` is None: no number rather than a wrong one.
+    ``part(name, total, done, cost)``: ``total`` units, ``done`` already (a resumed run), ``cost`` of a unit
+    relative to the other parts'. ``record(name, done, seconds)``: units done and seconds since the start.
+    A part's rate is measured from its second record (the first may hold compiling), until then scaled by
+    ``cost`` from the last part measured; with neither, :meth:`remaining` is None rather than wrong.
     """
 
     def __init__(self):

@@ -1,7 +1,7 @@
 """Plain float64 NumPy oracle of the Siamese CBOW objective for ONE example.
 
-Every kernel, CPU and CUDA, is tested against :func:`loss_and_grad`. It is written for
-clarity, not speed, straight from the formulas in DESIGN.md:
+Every kernel, CPU and CUDA, is tested against :func:`loss_and_grad`, written for clarity, not speed,
+from the formulas in DESIGN.md:
 
     s_x = mean of W[w] over the tokens w of sentence x (repeats count)
     c_j = cos(s_i, s_j) for j in positives + negatives
@@ -65,15 +65,14 @@ def loss_and_grad(W, target, positives, negatives, weight_decay=0.0):
 
 
 def sgns_window_loss_and_grad(Wi, Wo, windows):
-    """Loss and dense gradients of the word part's windows, each a small matrix of scores.
+    """``(loss, grad_Wi, grad_Wo)`` (float64, shapes of ``Wi`` and ``Wo``) of the word part's windows,
+    each a small matrix of scores.
 
     A window is ``(inputs, output, noise)``: its context words, its centre word and the noise
     words the whole window shares. Every input scores the centre (label 1) and every noise word
     (label 0): ``X = Wi[inputs] . Wo[outputs, :d]^T + b[outputs]``, ``L = sum softplus(-X[:, 0]) +
     sum softplus(X[:, 1:])``; ``G = sigmoid(X) - labels`` gives ``dL/dWi[inputs] = G . Wo[outputs, :d]``
     and ``dL/dWo[outputs] = G^T . Wi[inputs]`` (repeated words add up).
-
-    Returns ``(loss, grad_Wi, grad_Wo)`` (float64, shapes of ``Wi`` and ``Wo``).
     """
     Wi = np.asarray(Wi, dtype=np.float64)
     Wo = np.asarray(Wo, dtype=np.float64)
