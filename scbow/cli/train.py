@@ -148,14 +148,12 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict,
 
     try:
         stats = prepare_corpus(inputs, output, jsonl_field=jsonl_field, documents=documents, segmenter=segmenter,
-                               language=language, progress=show, strict=strict,
-                               encoding=encoding)
+                               language=language, progress=show, strict=strict, encoding=encoding)
     finally:
         bar.close()
-    for line in stats.warnings(jsonl_field):
-        click.echo(line, err=True)
+    echo_lines(stats.warnings(jsonl_field))
     if not quiet:
-        click.echo(stats.summary(segmenter, output), err=True)
+        say(stats.summary(segmenter, output))
 
 
 @main.command("cache", short_help="List or clear the cache of encoded corpora.")

@@ -181,9 +181,8 @@ _CJK_PARTS = re.compile(f"[{CJK_ENDS}]+|[{re.escape(CJK_OPEN)}]|[{re.escape(CJK_
 
 
 def cjk_sentences(line: str) -> list[str]:
-    """The sentences of a line of Japanese or Chinese: cut after each run of :data:`CJK_ENDS`
-    outside quotes and brackets. A line whose brackets do not balance (a quotation that goes on
-    past its line) is cut at every run, as if it had none."""
+    """The sentences of a line of Japanese or Chinese: cut after each run of :data:`CJK_ENDS` outside
+    quotes and brackets, or at every run when they do not balance (a quotation going on past its line)."""
     for quoted in (True, False):
         out, depth, start = [], 0, 0
         for m in _CJK_PARTS.finditer(line):
@@ -451,9 +450,8 @@ _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
 
 
 def _as_text(value: str) -> str:
-    """A JSON string as text a corpus may hold: ``\\u0000`` (which a corpus reader refuses as
-    binary) becomes a space, and a lone surrogate (no character at all) U+FFFD, as invalid
-    UTF-8 becomes when text files are read."""
+    """A JSON string as text a corpus may hold: ``\\u0000`` (refused as binary in a corpus) becomes a
+    space, a lone surrogate (no character at all) U+FFFD, as invalid UTF-8 does in text files."""
     if _NOT_TEXT.search(value) is None:
         return value
     return _NOT_TEXT.sub(lambda m: " " if m.group() == "\x00" else "\ufffd", value)

@@ -139,9 +139,8 @@ def open_bytes(path: os.PathLike, name: str | None = None) -> _Checked:
 def check_regular(path: os.PathLike, name: str | None = None, error: type[Exception] = CorpusError,
                   expected: str = "a file", missing: str = "no such file",
                   why: str = "a pipe or a device cannot be read as a file here") -> os.stat_result:
-    """Its stat, or ``error`` unless ``path`` is a regular file (after links): a directory (the message
-    names ``expected``), missing (``missing``), a FIFO, a device or a socket, which would block or never
-    end (``why``)."""
+    """Its stat, or ``error`` unless ``path`` is a regular file (after links): a directory (naming ``expected``),
+    missing (``missing``), or a FIFO, a device or a socket, which would block or never end (``why``)."""
     import stat
 
     name = str(path) if name is None else name
@@ -334,9 +333,8 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
 
 
 def check_text(name, block: str) -> int:
-    """The one rule for text that is not text, on ``block``, whole lines as :func:`open_text` reads them:
-    a NUL means binary data, whatever the encoding (:func:`refuse_binary`); returns the lines holding
-    U+FFFD (bad bytes read with ``:replace``; kept, and counted for a warning)."""
+    """The one rule for text that is not text, on whole lines as :func:`open_text` reads them: a NUL is binary
+    data, whatever the encoding (:func:`refuse_binary`); returns the lines holding U+FFFD (read with ``:replace``)."""
     if "\x00" in block:
         refuse_binary(name, block)
     if "\ufffd" not in block:

@@ -47,9 +47,8 @@ _TOKEN_OR_NEWLINE_RE_V2 = re.compile(_WORD_V2 + r"|[^\w\s]|\n")
 
 @lru_cache(maxsize=1)
 def mark_ranges() -> tuple[tuple[int, int], ...]:
-    """The combining marks (Unicode category M, as Python's tables have it) as inclusive
-    code-point ranges. Unicode puts every one in planes 0, 1 and 14, so only those are read
-    (every code point would take four times as long)."""
+    """The combining marks (Unicode category M, as Python's tables have it) as inclusive code-point
+    ranges; only planes 0, 1 and 14, which hold them all, are read (every plane: four times as long)."""
     return code_ranges(c for c in itertools.chain(range(0x20000), range(0xE0000, 0xF0000))
                        if unicodedata.category(chr(c))[0] == "M")
 
@@ -92,9 +91,8 @@ NOSPACE = code_ranges(sorted({c for a, b in HAN + HIRAGANA + KATAKANA + PROLONGE
 
 
 def units_pattern(cls) -> str:
-    """The alternatives of version 4 that cut the scripts without spaces, each unit with the
-    combining marks after it; ``cls(ranges)`` writes the inside of a character class in the
-    regex dialect at hand (Python's, or that of ``tokenizers``: ``scbow.vectors.hubtokenizer``)."""
+    """Version 4's alternatives cutting the scripts without spaces, each unit with its marks; ``cls(ranges)``
+    writes a character class's inside in the dialect at hand (Python's, or ``scbow.vectors.hubtokenizer``'s)."""
     marks = f"[{cls(mark_ranges())}]*"
     thai = f"[{cls(THAI_LEAD)}]?[{cls(THAI_CONSONANT)}]{marks}(?:[{cls(THAI_FOLLOW)}]{marks})?"
     return "|".join([f"[{cls(HAN + HIRAGANA + KATAKANA + PROLONGED)}]{marks}", thai, f"[{cls(THAI)}]{marks}"])
@@ -114,9 +112,8 @@ def token_regex(units: str) -> str:
 
 @lru_cache(maxsize=1)
 def _patterns_v4() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    """Version 4's token regex, that regex with line ends, and the test for a character of a
-    script without spaces: text without one is tokenized by version 3's regex, which gives the
-    same tokens faster (a word character here must also be tested against the scripts' ranges)."""
+    """Version 4's token regex, that regex with line ends, and the test for a script without spaces:
+    text without one gets the same tokens faster from version 3's regex (no test of the scripts' ranges)."""
     token = token_regex(units_pattern(_python_class))
     return re.compile(token), re.compile(token + r"|\n"), re.compile(f"[{_python_class(NOSPACE)}]")
 
@@ -128,8 +125,7 @@ def fold(text: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    """Split ``text`` into lowercase tokens (units of the scripts without spaces, words and
-    punctuation marks)."""
+    """Split ``text`` into lowercase tokens (units of the scripts without spaces, words, punctuation)."""
     text = fold(text).lower()
     if text.isascii():  # known at once (CPython records it): most English text pays nothing more
         return _patterns()[0].findall(text)
