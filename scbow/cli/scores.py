@@ -71,9 +71,9 @@ def evaluate(model_path, paths, baseline, control, resamples, unknown, encoding,
     With no PATHS: the paper's SemEval sets from $SCBOW_STS_DIR, else shared/data/sts or
     ../shared/data/sts (from the current directory, or beside a source checkout). Per set:
     pairs, pairs scored (a pair with a side without any known word is not scored), Pearson
-    and Spearman; then the mean over sets and the mean weighted
-    by pairs scored. --baseline and --control add column groups, each compared with the
-    model by a paired Wilcoxon test and a bootstrap interval of the Pearson difference.
+    and Spearman; then the mean over sets and the mean weighted by pairs scored. --baseline
+    and --control add column groups, each compared with the model by a paired Wilcoxon
+    test and a bootstrap interval of the Pearson difference.
     """
     import json
 

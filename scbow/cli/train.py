@@ -34,9 +34,8 @@ def hyperparameter_options(command):
 TRAIN_OPTION_GROUPS = [
     ("Data", ["output", "encoding", "min_count", "max_vocab", "cache_dir", "no_cache"]),
     ("Model", ["dim", "word_passes", "word_dim", "word_mix", "word_context", "word_noise", "word_sample_count",
-               "frequency_weight", "unknown", "unknown_scale",
-               "common_components", "max_length",
-               "init_std", "init_vectors"]),
+               "frequency_weight", "unknown", "unknown_scale", "common_components", "max_length", "init_std",
+               "init_vectors"]),
     ("Optimisation", ["negatives", "negative_mode", "epochs", "lr", "min_lr_fraction", "weight_decay",
                       "count_power", "count_floor", "word_lr", "seed"]),
     ("Run control", ["threads", "device", "checkpoint_every", "resume", "quiet"]),
