@@ -66,14 +66,8 @@ class _Checked(io.BufferedIOBase):
             head = self._disk.read(6)
             self._disk.seek(0)
             self.kind = next((k for magic, k in MAGIC if head.startswith(magic)), None)
-            if self.kind == "gzip":
-                self._stream = gzip.GzipFile(fileobj=self._disk, mode="rb")
-            elif self.kind == "bzip2":
-                self._stream = bz2.BZ2File(self._disk, "rb")
-            elif self.kind == "xz":
-                self._stream = lzma.LZMAFile(self._disk, "rb")
-            else:
-                self._stream = self._disk
+            opener = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open}.get(self.kind)
+            self._stream = opener(self._disk, "rb") if opener else self._disk
         except BaseException:
             self._disk.close()
             raise
