@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..outputs import refuse_overwrite
+from ..outputs import check_output_file, refuse_overwrite
 from ..progress import plural
 from .app import DEFAULT_MODEL, encoding_option, main, model_arg, model_option, unknown_option
 
@@ -25,7 +25,6 @@ def plot(model_arg_, model_path, output, title):
     model gets (solid) and as trained (dashed), the test-set mean when it was recorded,
     and the ends of epochs.
     """
-    from ..outputs import check_output_file
     from ..vectors.curvefile import curve_of
 
     if title is not None:
