@@ -476,17 +476,11 @@ def prepare(
     strict: bool = False,
     encoding: str = DEFAULT_ENCODING,
 ) -> PrepareStats:
-    """Write the raw documents in ``inputs`` (files and folders: see the module docstring) to ``output``
-    as a corpus the trainer reads; ``.gz``, ``.bz2`` or ``.xz`` compress it, and it is replaced whole at the end.
-
-    ``jsonl_field``: the field of a JSON Lines record holding its text (default ``"text"``). ``documents``:
-    ``"file"`` (and record) or ``"blank-line"``. ``segmenter``: a name in ``SEGMENTERS``; ``language``:
-    ISO 639-1, for sentencex and pysbd. ``progress(bytes_read, input_bytes)`` is called now and then, in
-    stored bytes. ``strict``: refuse (CorpusError) a JSON Lines line that is not a record with a string in
-    ``jsonl_field``, instead of counting it in ``PrepareStats.bad_records``. ``encoding``: the inputs'
-    (``scbow.text.reader.text_codec``: ``"cp1252"``, ``"utf-8:replace"``...).
-
-    CorpusError for anything wrong with the inputs or the output, with nothing written.
+    """Write the raw documents in ``inputs`` to ``output`` as a corpus the trainer reads, as the module
+    docstring says (``documents``, ``segmenter``: a name in ``SEGMENTERS``, ``language``: ISO 639-1,
+    ``strict``; ``jsonl_field``: default ``"text"``; ``encoding``: ``scbow.text.reader.text_codec``).
+    ``progress(bytes_read, input_bytes)`` is called now and then, in stored bytes. CorpusError for
+    anything wrong with the inputs or the output, with nothing written.
     """
     t0 = time.perf_counter()
     if documents not in DOCUMENT_MODES:

@@ -1,13 +1,10 @@
 """The one way the tool opens text it did not write: plain, gzip, bzip2 or xz, by its first bytes.
 
 Every reader of a corpus, a sentence, pairs or vectors file or an index's text goes through
-:func:`open_bytes` or :func:`open_text`, so a damaged compressed file gives one line everywhere::
-
-    PATH: damaged or truncated gzip file (Compressed file ended before the end-of-stream marker was reached)
-
-Decompression fails in many ways (``EOFError``, ``zlib.error``, ``lzma.LZMAError``, ``OSError``):
-all become :class:`scbow.errors.CorpusError` here, where the read happens, so no caller lists them.
-A plain file's read error is ``PATH: cannot read: why``. Standard library only, for the CLI.
+:func:`open_bytes` or :func:`open_text`, so a damaged compressed file gives one line everywhere
+(``PATH: damaged or truncated gzip file (...)``): the many ways decompression fails (``EOFError``,
+``zlib.error``, ``lzma.LZMAError``, ``OSError``) become :class:`scbow.errors.CorpusError` here, where
+the read happens. A plain file's read error is ``PATH: cannot read: why``. Standard library only.
 """
 
 from __future__ import annotations
