@@ -37,10 +37,9 @@ def semantic_search(query_embeddings, corpus_embeddings, top_k: int = 10):
 def load(path, mmap: bool = True):
     """Load a model directory (or a word2vec text/binary file) as a :class:`scbow.vectors.model.Model`.
 
-    ``mmap=True`` (the default) maps ``vectors.npy`` read-only: loading is instant, the
-    pages are read when used and shared by every process that maps the same file.
-    ``mmap=False`` reads the vectors into memory as a writable array. A word2vec file is
-    always read into memory (writable). ``model.save(path)`` writes a model directory.
+    ``mmap=True`` maps ``vectors.npy`` read-only: instant, pages read when used and shared by every
+    process mapping the file. ``mmap=False`` reads a writable copy, as a word2vec file always is.
+    ``model.save(path)`` writes a model directory.
     """
     from .vectors.formats import load_model
 
@@ -54,12 +53,11 @@ def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache
     ``config``'s ``min_count`` and ``max_vocab``. Further keywords (``hooks``, ``init``,
     ``start`` with ``matrices``, ``warn``) go to :func:`scbow.training.trainer.train`.
 
-    It reports through :mod:`logging`, logger ``"scbow"``, as gensim does: what the command line
-    prints (the corpus, the phases, a progress line every 30 s) at INFO, warnings (the loss did
-    not fall, an unsure collapse check) at WARNING, which Python shows even without a logging
-    setup. ``logging.basicConfig(level=logging.INFO)`` shows the rest.
+    It reports through :mod:`logging`, logger ``"scbow"``, as gensim does: what the command line prints
+    (the corpus, the phases, progress every 30 s) at INFO, warnings (the loss did not fall, an unsure
+    collapse check) at WARNING, shown even without a logging setup; ``logging.basicConfig(level=logging.INFO)``
+    shows the rest.
     """
-    from .config import TrainConfig
     from .progress import to_logging
     from .training.corpus import Corpus, read_corpus
     from .training.session import learned_nothing, preflight
@@ -94,12 +92,9 @@ def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache
 
 
 def open_shards(directory, check_sources: bool = True):
-    """The shards of ``scbow-numba embed --workers/--scheduler`` as one memory-mapped array-like.
-
-    Rows in manifest order: row ``i`` is the ``i``-th line of the inputs, in the order
-    given. See :class:`scbow.use.shards.Shards`. Shards of a text that has changed since
-    they were embedded are refused (ModelError) unless ``check_sources=False``.
-    """
+    """The shards of ``scbow-numba embed --workers/--scheduler`` as one memory-mapped array-like
+    (:class:`scbow.use.shards.Shards`): row ``i`` is the ``i``-th line of the inputs, in the order given.
+    Shards of a text changed since they were embedded are refused (ModelError) unless ``check_sources=False``."""
     from .use.shards import open_shards as _open
 
     return _open(directory, check_sources=check_sources)

@@ -16,9 +16,8 @@ NEGATIVE_MODES = ("document", "uniform")
 DEVICES = ("cpu", "cuda")
 UNKNOWN_MODES = ("omit", "hash", "pieces")
 
-# The objective's constants, shared by the float64 oracle (scbow.reference) and both
-# devices' kernels. An example is a target sentence, its two neighbours and the negatives;
-# a sentence average's norm is guarded as max(|s|, NORM_EPS).
+# The objective's constants, shared by the float64 oracle (scbow.reference) and both devices'
+# kernels: an example is a target, its two neighbours and the negatives; norms are max(|s|, NORM_EPS).
 EXAMPLE_FIXED = 3
 NORM_EPS = 1e-8
 
@@ -28,24 +27,20 @@ def example_size(negatives: int) -> int:
     return EXAMPLE_FIXED + negatives
 
 
-# What the program can hold. Integers: (lowest, highest) accepted; the highest are far past
-# any useful value and below what the kernels' int32/int64 arithmetic and memory can take
-# (a --dim of 100,000 is already 40 GB for 100K words).
+# Integers: (lowest, highest) accepted; the highest are far past any useful value and within the
+# kernels' int32/int64 arithmetic and memory (a --dim of 100,000 is already 40 GB for 100K words).
 _I32 = 2**31 - 1
-INT_BOUNDS = {"dim": 1, "negatives": 1, "min_count": 1, "epochs": 1, "count_floor": 1, "max_vocab": 0,
-              "max_length": 0, "threads": 0, "word_passes": 0, "word_dim": 1, "word_context": 1, "word_noise": 1,
-              "word_sample_count": 1}
-INT_MAX = {"dim": 100_000, "negatives": 1_000_000, "min_count": 2**62, "epochs": 100_000, "count_floor": 2**62,
-           "max_vocab": _I32, "max_length": _I32, "threads": 65_536, "word_passes": 10_000, "word_dim": 100_000,
-           "word_context": 1_000, "word_noise": 1_000, "word_sample_count": 2**62}
-# Floats: [lowest, highest]; those in POSITIVE_FLOATS must also be > 0. (A huge lr is left
-# to the trainer, which stops and names it when the loss turns NaN.) init_std: float32
-# rows of that scale must keep finite squared norms (and nonzero ones: not below 1e-15).
+INT_RANGES = {"dim": (1, 100_000), "negatives": (1, 1_000_000), "min_count": (1, 2**62), "epochs": (1, 100_000),
+              "count_floor": (1, 2**62), "max_vocab": (0, _I32), "max_length": (0, _I32), "threads": (0, 65_536),
+              "word_passes": (0, 10_000), "word_dim": (1, 100_000), "word_context": (1, 1_000), "word_noise": (1, 1_000),
+              "word_sample_count": (1, 2**62)}
+INT_MAX = {name: hi for name, (_, hi) in INT_RANGES.items()}
+# Floats: [lowest, highest], POSITIVE_FLOATS also > 0 (a huge lr is left to the trainer, which names
+# it when the loss turns NaN). init_std and word_mix: float32 values of that scale keep finite, nonzero
+# squares (a word_mix underflowing to 0 would be a word part of zeros; unknown_scale 0: use omit).
 FLOAT_RANGES = {"lr": (0.0, 1e300), "init_std": (1e-15, 1e15), "min_lr_fraction": (0.0, 1.0),
                 "weight_decay": (0.0, 1e6), "frequency_weight": (0.0, 1e6), "count_power": (0.0, 100.0),
                 "unknown_scale": (0.0, 1e6), "word_mix": (1e-6, 1e6), "word_lr": (0.0, 1e300)}
-# unknown_scale 0 would give unknown words zero vectors (use omit); a word_mix of 0, or one so small
-# that the word part's float32 values underflow (1e-300), a word part of zeros
 POSITIVE_FLOATS = ("lr", "unknown_scale", "word_lr")
 
 
@@ -66,87 +61,61 @@ def show_value(value) -> str:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    # Defaults were chosen on the STS-B dev set; every run is in benchmarks/results/search.md
-    # (the earlier searches, for the previous objective settings, in sweep*.md).
-    # 300 dims: the paper's.
-    dim: int = 300
-    # Negatives per example; the paper found 2 best among 1, 2, 5, 10 (5 scored lower on dev here).
+    # Defaults were chosen on the STS-B dev set: benchmarks/results/search.md (earlier searches in sweep*.md).
+    dim: int = 300  # the paper's
+    # The paper found 2 best among 1, 2, 5, 10 (5 scored lower on dev here).
     negatives: int = 2
     # "document" draws negatives from the target's own book, so the model cannot win by
     # telling books apart (character names, archaic pronouns); "uniform" from the corpus.
     negative_mode: str = "document"
-    # Words seen fewer times are dropped from sentences (the paper's rule).
-    min_count: int = 5
-    # Keep only the most frequent words; 0 means no limit.
-    max_vocab: int = 0
-    # Passes over the corpus. More epochs score lower on dev (3 on 10M: -0.012): the objective
-    # keeps improving while what it adds to word overlap does not.
+    min_count: int = 5  # rarer words are dropped from sentences (the paper's rule)
+    max_vocab: int = 0  # 0: no limit
+    # More epochs score lower on dev (3 on 10M: -0.012): the objective keeps improving, word overlap does not.
     epochs: int = 1
-    # Starting learning rate of per-example SGD, for rows of the scale init_std (the loss is
-    # scale invariant, so lr / init_std**2 is what counts). 0.05 ties on 100M, 0.2 is lower.
+    # For rows of the scale init_std (the loss is scale invariant: lr / init_std**2 counts).
+    # 0.05 ties on 100M, 0.2 is lower.
     lr: float = 0.1
-    # The learning rate decays linearly to lr * min_lr_fraction over all examples (the word
-    # part's, word_lr, likewise over its sentences: word2vec's floor).
+    # Linear decay to lr * min_lr_fraction over all examples (word_lr likewise: word2vec's floor).
     min_lr_fraction: float = 0.0001
-    # L2 weight decay per word occurrence: every occurrence shrinks a row by lr * weight_decay
-    # of itself (0 = the paper's plain objective). The frequency weights below keep frequent
-    # words down; decay on top scores far lower on dev.
+    # Every occurrence shrinks a row by lr * weight_decay of itself (0: the paper's objective);
+    # on top of the frequency weights it scores far lower on dev.
     weight_decay: float = 0.0
-    # After training, centre the corpus's sentence averages and project out this many of
-    # their principal directions, folded into the word vectors (-1 = leave vectors as
-    # trained, 0 = centre only). 10 and 30 tie on dev; 1 and 0 score lower. At most dim // 10
-    # are removed.
+    # Centre the sentence averages and project out this many principal directions, folded
+    # into the word vectors (-1: off, 0: centre only; at most dim // 10). 10 and 30 tie on dev.
     common_components: int = 10
-    # Only the first max_length known words of a sentence enter its average; 0 = all.
-    max_length: int = 0
-    # Standard deviation of the N(0, sigma) initialisation of the embeddings.
-    init_std: float = 0.01
-    # Frequency weights a / (a + p(w)) inside every sentence average (SIF's weights, p(w)
-    # the word's share of the corpus's tokens). The initial row of word w is a(w) times a
-    # random vector, so the untrained model is SIF-weighted word overlap, and its SGD steps
-    # are scaled by a(w)**2 (SGD on the unweighted rows U of W = a * U). The weights are in
-    # the saved vectors: a model stays a plain average of its rows. 0 = no weights (the
-    # paper's plain average); 1e-3 is SIF's value.
+    max_length: int = 0  # known words of a sentence averaged; 0: all
+    init_std: float = 0.01  # of the N(0, sigma) initialisation
+    # SIF's weights a / (a + p(w)) inside every average (p(w): the word's share of the tokens).
+    # Row w starts as a(w) times a random vector, so the untrained model is SIF-weighted word
+    # overlap, and its steps are scaled by a(w)**2 (SGD on U of W = a * U). The weights are in
+    # the saved vectors. 0: the paper's plain average.
     frequency_weight: float = 1e-3
-    # Each row's step is also scaled by min(1, count_floor / count(w)) ** count_power: a
-    # frequent word's vector moves towards the mean of its gradients instead of their sum
-    # (0 = plain SGD). Without it the words seen most drift furthest from their starting
-    # (word identity) vectors and STS-B dev falls; 0.75 scored best there (0.5 and 1 close).
+    # Steps are scaled by min(1, count_floor / count(w)) ** count_power, so a frequent word
+    # moves by the mean of its gradients, not their sum (0: plain SGD); else the most seen
+    # words drift furthest from their word-identity start and dev falls. 0.75 scored best.
     count_power: float = 0.75
     count_floor: int = 10
-    # What a model does with words outside its vocabulary: "pieces" splits each one into
-    # WordPiece pieces (scbow.vectors.pieces), each a word row or a fixed random vector (from
-    # a hash of the piece) of norm unknown_scale times the median norm of the rarest tenth of
-    # the vocabulary, and the exported folders do the same; "hash" gives the whole word one
-    # such vector (1.0 scored best for it); "omit" leaves them out (the paper's rule).
-    # pieces at 0.35 (this default is the pieces' scale everywhere) scored best on STS-B dev for its
-    # size (benchmarks/results/unknown_pieces.md).
+    # Words outside the vocabulary: "pieces" (WordPiece pieces, scbow.vectors.pieces, each a row
+    # or a hashed random vector of norm unknown_scale times the median norm of the rarest tenth
+    # of the vocabulary), "hash" (one such vector for the word; 1.0 suits it), "omit" (the
+    # paper's). Pieces at 0.35 scored best on dev for their size (benchmarks/results/unknown_pieces.md).
     unknown: str = "pieces"
     unknown_scale: float = 0.35
-    # The word part (scbow.training.wordpart): after the sentence part, word_passes passes of
-    # skip-gram with negative sampling (word2vec's settings) train word_dim more columns of
-    # every row, where word similarity lives; the saved rows are [sentence part ; word part],
-    # the word part weighted by word_mix against the sentence part (each part scaled to
-    # unit-length sentence averages), so a model stays a plain average of its rows.
-    # 0 passes: the sentence part alone. Chosen on STS-B dev on gutenberg-100M
-    # within a 6-minute budget for a default run on 2 cores (benchmarks/results/word_part_search.md):
-    # 3 passes of 150 dims score 0.7602 (the sentence part alone 0.7560); 3 of 300 score 0.7617
-    # and 5 of 150 0.7632, but the word part's time grows with its passes (and barely shrinks
-    # with its width: the kernel waits on memory), and either would take the default 100M run
-    # well past the budget (5 of 150: about 9 minutes). mix 0.5 beats 0.25 and 0.75.
+    # The word part (scbow.training.wordpart): word_passes passes of skip-gram after the sentence
+    # part train word_dim more columns of every row ([sentence part ; word part]), mixed by
+    # word_mix (each part scaled to unit-length averages). Chosen on dev within 6 minutes for a
+    # default 100M run on 2 cores (benchmarks/results/word_part_search.md): 3 x 150 dims 0.7602
+    # (alone 0.7560); 3 x 300 (0.7617) and 5 x 150 (0.7632) take it well past. Mix 0.5 beats 0.25, 0.75.
     word_passes: int = 3
     word_dim: int = 150
     word_mix: float = 0.5
-    # Its skip-gram settings are word2vec's defaults (gensim's and the quality peer's too): contexts
-    # up to word_context words away (each centre draws 1..word_context), word_noise noise words a
-    # window (unigram^0.75), word_lr decayed linearly over every pass.
+    # word2vec's defaults: window up to word_context (each centre draws 1..word_context),
+    # word_noise noise words a window (unigram^0.75), word_lr decayed over every pass.
     word_context: int = 5
     word_noise: int = 5
     word_lr: float = 0.025
-    # Subsampling (word2vec's -sample): a word seen more than about word_sample_count times is
-    # kept with a probability falling with its count: as a share, 1e-5 on gutenberg-100M (the
-    # paper's word2vec baseline's) and 1e-4 on 10M, where 1e-5 kept too little to learn from
-    # (WordSim-353 0.29 against 0.40, the same STS-B dev); within wordpart.SAMPLE_RANGE.
+    # word2vec's -sample as a count: as a share, 1e-5 on gutenberg-100M but 1e-4 on 10M, where
+    # 1e-5 kept too little (WordSim-353 0.29 against 0.40); within wordpart.SAMPLE_RANGE.
     word_sample_count: int = 1000
     threads: int = 0  # 0 = all available cores
     seed: int = 1
@@ -164,8 +133,8 @@ class TrainConfig:
         self.validate()
 
     def validate(self) -> None:
-        for name, lo in INT_BOUNDS.items():
-            value, hi = getattr(self, name), INT_MAX[name]
+        for name, (lo, hi) in INT_RANGES.items():
+            value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
                 kind = "a positive integer" if lo == 1 else "a non-negative integer"
                 raise ConfigError(f"{name} must be {kind} of at most {hi:,}, got {show_value(value)}")

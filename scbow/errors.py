@@ -1,7 +1,5 @@
-"""The exceptions of scbow-numba, in a module light enough for the CLI to import at once.
-
-Each is a failure the user can fix; the CLI prints its message as one ``Error:`` line.
-"""
+"""The exceptions of scbow-numba (light, for the CLI to import at once): each a failure the user can
+fix, whose message the CLI prints as one ``Error:`` line."""
 
 
 class ConfigError(ValueError):
@@ -29,11 +27,8 @@ class CheckpointError(ModelError):
 
 
 class Interrupted(KeyboardInterrupt):
-    """Training stopped by SIGINT or SIGTERM.
-
-    ``message`` is the one line to print (what was kept, how to resume); ``None`` until the
-    code that knows what was written fills it in. The CLI exits with ``128 + signum``.
-    """
+    """Training stopped by SIGINT or SIGTERM; the CLI exits with ``128 + signum``. ``message``: the line to
+    print (what was kept, how to resume), filled in by the code that knows what was written."""
 
     def __init__(self, message: str | None = None, signum: int = 2):
         super().__init__(message or "interrupted")

@@ -1,13 +1,10 @@
-"""Writing every output atomically (:func:`atomic_file` for a file, :func:`atomic_dir` for a
-directory), and which temporaries are the tool's own. What an output may be and where it may go
-(the kinds of output, the checks before writing) is :mod:`scbow.outputs`.
+"""Writing every output atomically (:func:`atomic_file`, :func:`atomic_dir`), and which temporaries
+are the tool's own; what an output may be and where it may go is :mod:`scbow.outputs`.
 
-The one rule for what is ours: a temporary is ``.NAME.tmp-PID-RANDOM`` beside its output NAME
-(beside the link's target when NAME is a symbolic link), PID the process writing it; the next
-write to NAME removes the temporaries of NAME whose writer is no longer running, and nothing
-else. A non-empty directory is replaced only by an output of its kind (``same_kind``).
-
-Light (standard library only), so the CLI can use it before numpy is imported.
+A temporary is ``.NAME.tmp-PID-RANDOM`` beside its output NAME (beside a symbolic link's target),
+PID its writer's; the next write to NAME removes the temporaries of NAME whose writer is no longer
+running, and nothing else. A non-empty directory is replaced only by an output of its kind
+(``same_kind``). Standard library only, so the CLI can use it before numpy is imported.
 """
 
 from __future__ import annotations
@@ -64,14 +61,13 @@ def output_path(path: os.PathLike, name: str = "-o", error: type[Exception] = Mo
 
 def writer_alive(pid: int) -> bool:
     """Whether the process ``pid`` runs (on this machine); one we may not signal runs."""
-    if pid <= 0:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
+    if pid > 0:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            pass  # not ours to signal: it runs
     return True
 
 
@@ -115,8 +111,7 @@ def remove_leftovers(path: os.PathLike) -> list[Path]:
 
 
 def new_temporary(path: os.PathLike, directory: bool = False) -> Path:
-    """Create a temporary of the output ``path`` (an empty file, or a directory), with the mode
-    the umask gives a new file or directory."""
+    """Create a temporary of the output ``path`` (an empty file, or a directory), mode as the umask gives."""
     target = Path(resolved(Path(path)))
     while True:
         tmp = _fresh(target)
@@ -132,10 +127,9 @@ def new_temporary(path: os.PathLike, directory: bool = False) -> Path:
 
 @contextmanager
 def atomic_file(path: os.PathLike, sweep: bool = True) -> Iterator[Path]:
-    """A temporary path beside ``path`` to write the new file at: flushed and renamed over ``path``
-    (its target, for a link) when the block ends without an error, removed when it raises.
-    ``sweep``: remove the leftovers of ``path`` first (a writer of thousands of files into one
-    directory passes False: each sweep lists the directory)."""
+    """A temporary path beside ``path`` to write the new file at: flushed and renamed over ``path`` (its
+    target, for a link) when the block ends without an error, removed when it raises. ``sweep``: remove
+    the leftovers of ``path`` first (False for thousands of files in one directory: each sweep lists it)."""
     target = output_path(path)
     if sweep:
         remove_leftovers(target)
@@ -161,11 +155,10 @@ def foreign(directory: os.PathLike, own_names) -> str | None:
 
 @contextmanager
 def atomic_dir(path: os.PathLike, same_kind=None) -> Iterator[Path]:
-    """A temporary directory beside ``path`` to write the new directory in; removed when the block
-    raises. When it ends without an error, a directory at ``path`` is renamed aside (to a
-    temporary's name), the new one renamed in, and the old one removed. A directory there that
-    is not empty is replaced only when it is an output of the same kind (``same_kind(path)``
-    returns None; else why not): else FileExistsError (an OSError), and nothing is changed."""
+    """A temporary directory beside ``path`` to write the new one in; removed when the block raises.
+    When it ends without an error, the directory at ``path`` is renamed aside, the new one renamed in
+    and the old one removed. A non-empty one is replaced only when ``same_kind(path)`` returns None
+    (else why not): else FileExistsError, and nothing is changed."""
     target = output_path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(target)

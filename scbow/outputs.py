@@ -1,11 +1,9 @@
-"""What the tool's outputs are, and the checks before one is written: each kind of output (a model,
-a checkpoint, a sentence index, shards, a cache entry, an exported folder) says in its own module what makes a
-directory one of its kind (:func:`register_kind`); nothing is written inside one
-(:func:`refuse_inside_ours`); a file must be writable where it goes (:func:`check_output_file`)
-and overwrite none of the inputs (:func:`refuse_overwrite`). How an output is written, and which
-temporaries are ours, is :mod:`scbow.files`.
+"""What the tool's outputs are, and the checks before one is written (how it is written: :mod:`scbow.files`).
 
-Light (standard library only), so the CLI can use it before numpy is imported.
+Each kind of output (a model, a checkpoint, an index, shards, a cache entry, an exported folder) says in
+its own module what makes a directory one of its kind (:func:`register_kind`); nothing is written inside
+one (:func:`refuse_inside_ours`); a file must be writable (:func:`check_output_file`) and overwrite no
+input (:func:`refuse_overwrite`). Standard library only, so the CLI can use it before numpy is imported.
 """
 
 from __future__ import annotations
@@ -18,17 +16,14 @@ from pathlib import Path
 from .errors import ModelError
 from .files import output_path, resolved
 
-# scbow/__init__.py names the modules that register a kind, so every kind is known whichever
-# module asks first; this module names no file of theirs.
+# set by scbow/__init__.py: the modules that register a kind, imported before the first question
 KIND_MODULES: tuple = ()
 _kinds: list = []
 
 
 def register_kind(describe):
-    """Add ``describe(directory) -> str | None`` (``"a model directory"``, ...) to what :func:`kind_of` asks.
-
-    The latest is asked first: a kind may build on one registered before (a checkpoint is a
-    model plus its state, and its module imports the model's)."""
+    """Ask ``describe(directory) -> str | None`` (``"a model directory"``, ...) in :func:`kind_of` before the
+    kinds registered earlier: a kind may build on one of them (a checkpoint is a model plus its state)."""
     if describe not in _kinds:
         _kinds.insert(0, describe)
     return describe
@@ -93,8 +88,8 @@ def check_output_file(path: Path, example: str, error: type[Exception] = ModelEr
     return path
 
 
-def _identity(path: Path):
-    """``(device, inode)`` of an existing file, else None."""
+def file_identity(path: os.PathLike):
+    """``(device, inode)`` of an existing file (what makes two paths, or links, one file), else None."""
     try:
         st = os.stat(path)
     except (OSError, ValueError):
@@ -104,11 +99,10 @@ def _identity(path: Path):
 
 def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_folders: bool = False) -> None:
     """ModelError if an output (``{description: path or None}``) is one of the ``inputs`` (a dict, or
-    ``(description, path)`` pairs) or a file directly inside an input directory, compared resolved and
-    by device and inode (a hard link is caught too). ``reads_folders`` (prepare reads the files below
-    an input folder): nor anywhere inside one that is not an output of ours, unless below a hidden
-    name (the walk skips those). ``replaces_dirs``: a directory output is replaced whole, so no input
-    may lie inside it.
+    ``(description, path)`` pairs) or a file directly inside an input directory, by resolved path and
+    by device and inode (hard links too). ``reads_folders`` (prepare reads below input folders): nor
+    anywhere inside one that is not ours, unless below a hidden name. ``replaces_dirs``: a directory
+    output is replaced whole, so no input may lie inside it.
     """
     taken: dict = {}  # identity or resolved path -> what it is
     folders = []  # (what, resolved path) of the input directories that are not outputs of ours
@@ -127,7 +121,7 @@ def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_f
                 pass
         for member in members:
             label = name if member == path else f"{member.name} of {name}"
-            ident = _identity(member)
+            ident = file_identity(member)
             if ident is not None:
                 taken.setdefault(ident, label)
             taken.setdefault(resolved(member), label)
@@ -135,7 +129,7 @@ def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_f
         if out is None or str(out) == "-":
             continue
         out = Path(out)
-        hit = taken.get(_identity(out)) or taken.get(resolved(out))
+        hit = taken.get(file_identity(out)) or taken.get(resolved(out))
         if hit is None and replaces_dirs and out.is_dir():
             inside = Path(resolved(out))
             hit = next((label for key, label in taken.items()

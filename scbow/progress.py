@@ -1,9 +1,8 @@
 """A dependency-free progress report on stderr.
 
-On a terminal: one line redrawn in place, fitted to the terminal's width (the parts that
-matter most, percent and ETA, are the last to go). Elsewhere (a pipe, nohup, CI, a
-cluster job's log): a plain line every ``log_interval`` seconds, as gensim and fastText
-log, so that a long run shows it is alive without filling the log.
+On a terminal: one line redrawn in place, fitted to its width (percent and ETA go last). Elsewhere
+(a pipe, CI, a cluster job's log): a plain line every ``log_interval`` seconds, as gensim and
+fastText log, so a long run shows it is alive without filling the log.
 """
 
 from __future__ import annotations
@@ -31,9 +30,8 @@ _LOGGER: contextvars.ContextVar = contextvars.ContextVar("scbow_progress_logger"
 
 @contextlib.contextmanager
 def to_logging(logger):
-    """Within the block, :func:`note` lines and :class:`Progress` lines of this thread go to
-    ``logger.info`` (a plain line every ``log_interval`` seconds, never a redrawn one) instead of
-    stderr: the Python API reports through ``logging``, as gensim does."""
+    """Within the block, this thread's :func:`note` and :class:`Progress` lines (plain ones, never
+    redrawn) go to ``logger.info`` instead of stderr: the Python API reports through ``logging``."""
     token = _LOGGER.set(logger)
     try:
         yield logger
@@ -42,8 +40,7 @@ def to_logging(logger):
 
 
 def note(line: str) -> None:
-    """One line on stderr, flushed: what a run says about the phase it is in (``logger.info``
-    inside :func:`to_logging`)."""
+    """One line on stderr, flushed (``logger.info`` inside :func:`to_logging`)."""
     logger = _LOGGER.get()
     if logger is not None:
         logger.info(line)
@@ -80,15 +77,12 @@ def terminal_width(stream, default: int = 80) -> int:
 
 
 class RunETA:
-    """The time left of a run made of parts trained one after the other (the sentence part, then
-    the word part): one ETA over the whole run, which runs on across a part's boundary.
+    """One ETA over a run of parts trained one after the other (the sentence part, then the word part).
 
-    ``part(name, total, done, cost)`` declares a part: ``total`` units of work, ``done`` of them
-    already (a resumed run), ``cost`` a unit's cost relative to the other parts' (only the ratio
-    counts). ``record(name, done, seconds)``: its units done and seconds spent, from the run's start.
-    A part's seconds a unit are measured from its second record on (the first may hold the kernels'
-    compiling); until then they are estimated from the part measured last, scaled by ``cost``. With
-    nothing to scale from, :meth:`remaining` is None: no number rather than a wrong one.
+    ``part(name, total, done, cost)``: ``total`` units, ``done`` already (a resumed run), ``cost`` of a unit
+    relative to the other parts'. ``record(name, done, seconds)``: units done and seconds since the start.
+    A part's rate is measured from its second record (the first may hold compiling), until then scaled by
+    ``cost`` from the last part measured; with neither, :meth:`remaining` is None rather than wrong.
     """
 
     def __init__(self):
@@ -101,10 +95,7 @@ class RunETA:
     def record(self, name: str, done: int, seconds: float) -> None:
         p = self.parts[name]
         p["done"] = done
-        if p["base"] is None:
-            p["base"] = (done, seconds)
-        else:
-            p["last"] = (done, seconds)
+        p["base" if p["base"] is None else "last"] = (done, seconds)
 
     def seconds_per_unit(self, name: str) -> float | None:
         """The measured seconds of one unit of part ``name``, or None before it has a measurement."""
@@ -134,11 +125,10 @@ class RunETA:
 
 class Progress:
     """``update(done, prefix="", suffix="", force=False)`` reports progress towards ``total`` (0: unknown);
-    ``force`` draws now, not at the interval; ``close()`` ends the line.
+    ``force`` draws now, not at the interval; ``close()`` ends the line. ``enabled=False`` is silent.
 
-    ``enabled=False`` is silent. ``initial``: work done before this process started (a resumed run),
-    counted but left out of the rate and the ETA. ``eta``: a callable giving the seconds left (None:
-    unknown) to show instead of this line's own ``(total - done) / rate``: :meth:`RunETA.remaining`.
+    ``initial``: work done before this process started (a resumed run), left out of the rate and the
+    ETA. ``eta``: a callable giving the seconds left (None: unknown), such as :meth:`RunETA.remaining`.
     """
 
     def __init__(self, total: int, unit: str = "ex", enabled: bool | None = None, stream=None,
@@ -197,9 +187,9 @@ class Progress:
             line = f"[{clock(now - self.start)}] {texts[1 if self.total else 0]}"
             if self.logger is not None:
                 self.logger.info(line)
-                return
-            self.stream.write(line + "\n")
-            self.stream.flush()
+            else:
+                self.stream.write(line + "\n")
+                self.stream.flush()
             return
         room = terminal_width(self.stream) - 1  # the last column would wrap on some terminals
         text = next((t for t in texts if len(t) <= room), texts[-1][:room])

@@ -15,11 +15,8 @@ from .errors import CorpusError, ModelError
 
 
 def read_json(path: os.PathLike, error: type[Exception] = ModelError, what: str = "damaged file") -> object:
-    """The JSON value in ``path``; any failure to read or parse it is ``error("PATH: what (why)")``.
-
-    Every exception parsing can raise is caught: invalid UTF-8 or JSON, integers too long
-    to convert, and ``RecursionError`` from arrays nested thousands deep.
-    """
+    """The JSON value in ``path``; any failure to read or parse it (bad UTF-8 or JSON, integers too long
+    to convert, arrays nested thousands deep) is ``error("PATH: what (why)")``."""
     path = Path(path)
     try:
         # a directory, or a link to /dev/zero or a pipe, is damage; reading one would fail or never end
@@ -48,8 +45,8 @@ def parse_json(text: str, path: os.PathLike, error: type[Exception] = ModelError
 
 
 def json_kind(value: object) -> str:
-    """What a JSON value is, for an error that says a record holds the wrong type: ``null``,
-    ``a number``, ``a list``... (the value itself may be too long, or too deep, to show)."""
+    """``null``, ``a number``, ``a list``...: what a JSON value of the wrong type is, for its error
+    (the value itself may be too long, or too deep, to show)."""
     if value is None:
         return "null"
     if isinstance(value, bool):

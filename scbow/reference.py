@@ -1,7 +1,7 @@
 """Plain float64 NumPy oracle of the Siamese CBOW objective for ONE example.
 
-Every kernel, CPU and CUDA, is tested against :func:`loss_and_grad`. It is written for
-clarity, not speed, straight from the formulas in DESIGN.md:
+Every kernel, CPU and CUDA, is tested against :func:`loss_and_grad`, written for clarity, not speed,
+from the formulas in DESIGN.md:
 
     s_x = mean of W[w] over the tokens w of sentence x (repeats count)
     c_j = cos(s_i, s_j) for j in positives + negatives
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .config import NORM_EPS  # noqa: E402  (norms are guarded as max(|s|, NORM_EPS), as in the kernels)
+from .config import NORM_EPS  # norms are guarded as max(|s|, NORM_EPS), as in the kernels
 
 
 def sentence_mean(W: np.ndarray, sentence) -> np.ndarray:
@@ -24,25 +24,12 @@ def sentence_mean(W: np.ndarray, sentence) -> np.ndarray:
 
 
 def loss_and_grad(W, target, positives, negatives, weight_decay=0.0):
-    """Loss and dense gradient of one example.
+    """``(loss, grad)`` of one example: ``grad`` is the float64 dL/dW, shape of ``W`` (V, d; any float
+    dtype), zero in the rows of words not in the example.
 
-    Parameters
-    ----------
-    W : array of float, shape (V, d)
-        Embedding matrix (any float dtype; computed in float64).
-    target : sequence of int
-        Word ids of the target sentence.
-    positives, negatives : list of sequences of int
-        Word ids of each positive and each negative sentence (at least one positive).
-    weight_decay : float
-        L2 penalty ``weight_decay/2 * |W[w]|^2`` added once per token of every sentence of
-        the example, so a word pays it for each occurrence (0 gives the paper's objective).
-
-    Returns
-    -------
-    loss : float
-    grad : array of float64, shape (V, d)
-        dL/dW; rows of words not in the example are zero.
+    ``target`` is the word ids of the target sentence; ``positives`` and ``negatives`` lists of word-id
+    sequences (at least one positive). ``weight_decay``: the L2 penalty ``weight_decay/2 * |W[w]|^2``
+    added once per token of every sentence, so a word pays it for each occurrence (0: the paper's).
     """
     W = np.asarray(W)
     if len(positives) < 1:
@@ -78,15 +65,14 @@ def loss_and_grad(W, target, positives, negatives, weight_decay=0.0):
 
 
 def sgns_window_loss_and_grad(Wi, Wo, windows):
-    """Loss and dense gradients of the word part's windows, each a small matrix of scores.
+    """``(loss, grad_Wi, grad_Wo)`` (float64, shapes of ``Wi`` and ``Wo``) of the word part's windows,
+    each a small matrix of scores.
 
     A window is ``(inputs, output, noise)``: its context words, its centre word and the noise
     words the whole window shares. Every input scores the centre (label 1) and every noise word
     (label 0): ``X = Wi[inputs] . Wo[outputs, :d]^T + b[outputs]``, ``L = sum softplus(-X[:, 0]) +
     sum softplus(X[:, 1:])``; ``G = sigmoid(X) - labels`` gives ``dL/dWi[inputs] = G . Wo[outputs, :d]``
     and ``dL/dWo[outputs] = G^T . Wi[inputs]`` (repeated words add up).
-
-    Returns ``(loss, grad_Wi, grad_Wo)`` (float64, shapes of ``Wi`` and ``Wo``).
     """
     Wi = np.asarray(Wi, dtype=np.float64)
     Wo = np.asarray(Wo, dtype=np.float64)

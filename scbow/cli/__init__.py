@@ -1,9 +1,8 @@
-"""The ``scbow-numba`` command line: thin click commands over the library.
+"""The ``scbow-numba`` command line: click commands that parse, call one library function and print.
 
-Each command parses, calls one library function and prints. The group and what commands
-share are in :mod:`scbow.cli.app`; the commands by what they work on: :mod:`~scbow.cli.train`
-(train, prepare, cache), :mod:`~scbow.cli.vectors` (similarity, info, export, expand),
-:mod:`~scbow.cli.sentences` (embed, index, neighbors), :mod:`~scbow.cli.scores` (evaluate, plot).
+The group and what commands share: :mod:`scbow.cli.app`; the commands: :mod:`~scbow.cli.train` (train,
+prepare, cache), :mod:`~scbow.cli.vectors` (similarity, info, export, expand), :mod:`~scbow.cli.sentences`
+(embed, index, neighbors), :mod:`~scbow.cli.scores` (evaluate, plot).
 """
 
 from . import scores, sentences, train, vectors  # noqa: F401  (each registers its commands)

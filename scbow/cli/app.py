@@ -1,8 +1,7 @@
 """The ``scbow-numba`` group: how every command's failures become one line, and what commands share.
 
-Heavy imports (numpy, numba, scipy) happen inside the commands, so ``--help`` is instant.
-Known failures print one line ``Error: ...`` and exit 1; a usage error (an unknown option, a
-bad value) is one line too and exits 2; Ctrl-C exits 130.
+Heavy imports (numpy, numba, scipy) happen inside the commands, so ``--help`` is instant. A known
+failure prints one line ``Error: ...`` and exits 1, a usage error too but exits 2; Ctrl-C exits 130.
 """
 
 from __future__ import annotations
@@ -91,11 +90,8 @@ class _Group(click.Group):
 
 
 class GroupedCommand(click.Command):
-    """A command whose ``--help`` lists its options under headings.
-
-    ``option_groups``: ``[(heading, [parameter names])]`` in the order shown; an option in
-    no group (``--help``) is listed last, under "Other options".
-    """
+    """A command whose ``--help`` lists its options under headings: ``option_groups`` is
+    ``[(heading, [parameter names])]``; an option in no group (``--help``) goes under "Other options"."""
 
     def __init__(self, *args, option_groups=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -179,9 +175,8 @@ def model_arg(model_arg, model_path) -> Path:
 
 def load(model_path):
     from ..vectors.formats import load_model
-    from ..vectors.modeldir import default_model_dir
 
-    return load_model(model_path or default_model_dir())
+    return load_model(model_dir(model_path))
 
 
 def say(line: str) -> None:
@@ -195,8 +190,7 @@ def echo_lines(lines) -> None:
 
 
 class Count(click.ParamType):
-    """A count as people type it, the one rule of every count option: 500000, 500k, 2M, 1e6
-    (scbow.text.units.parse_count); ``minimum`` 0 where 0 means "no limit"."""
+    """A count as people type it, for every count option (scbow.text.units.parse_count: 500k, 2M, 1e6)."""
 
     name = "N"
 

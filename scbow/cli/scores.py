@@ -7,15 +7,14 @@ from pathlib import Path
 
 import click
 
-from ..outputs import refuse_overwrite
+from ..outputs import check_output_file, refuse_overwrite
 from ..progress import plural
-from .app import encoding_option, main, model_arg, model_option, unknown_option
+from .app import DEFAULT_MODEL, encoding_option, main, model_arg, model_option, unknown_option
 
 
 @main.command(short_help="Draw the learning curve recorded by train --eval-every.")
 @click.argument("model_arg_", metavar="[MODEL]", required=False, type=click.Path(path_type=Path))
-@model_option("Model directory or curve.json file (the same as MODEL). Default: $SCBOW_MODEL or "
-               "~/.local/share/scbow-numba/model.")
+@model_option(f"Model directory or curve.json file (the same as MODEL). {DEFAULT_MODEL}")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("curve.png"), show_default=True,
               help="The PNG file to write.")
 @click.option("--title", default=None, help="Title of the plot. Default: from the model's settings.")
@@ -24,10 +23,8 @@ def plot(model_arg_, model_path, output, title):
 
     Pearson on the dev set against examples seen, after the post-processing the saved
     model gets (solid) and as trained (dashed), the test-set mean when it was recorded,
-    and the ends of epochs. MODEL (or -m MODEL, as in the other commands) is a model
-    directory or a curve.json file; default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model.
+    and the ends of epochs.
     """
-    from ..outputs import check_output_file
     from ..vectors.curvefile import curve_of
 
     if title is not None:
@@ -73,9 +70,9 @@ def evaluate(model_path, paths, baseline, control, resamples, unknown, encoding,
     With no PATHS: the paper's SemEval sets from $SCBOW_STS_DIR, else shared/data/sts or
     ../shared/data/sts (from the current directory, or beside a source checkout). Per set:
     pairs, pairs scored (a pair with a side without any known word is not scored), Pearson
-    and Spearman; then the mean over sets and the mean weighted
-    by pairs scored. --baseline and --control add column groups, each compared with the
-    model by a paired Wilcoxon test and a bootstrap interval of the Pearson difference.
+    and Spearman; then the mean over sets and the mean weighted by pairs scored. --baseline
+    and --control add column groups, each compared with the model by a paired Wilcoxon
+    test and a bootstrap interval of the Pearson difference.
     """
     import json
 

@@ -114,9 +114,8 @@ def neighbors(model_path, words, sentence, in_path, encoding, index_path, ef, ne
                                 the same from an index, in milliseconds
 
     Several words are averaged (as unit vectors), --negative words subtracted, as in
-    gensim's most_similar; the query's own words are never printed. Only words seen at
-    least --min-count times are candidates (the query's words may be any); --min-count 0
-    ranks every word by plain cosine.
+    gensim's most_similar; the query's own words (which --min-count does not limit) are
+    never printed.
     """
     if ef is not None and index_path is None:
         raise click.ClickException("--ef needs --index")

@@ -34,9 +34,8 @@ def hyperparameter_options(command):
 TRAIN_OPTION_GROUPS = [
     ("Data", ["output", "encoding", "min_count", "max_vocab", "cache_dir", "no_cache"]),
     ("Model", ["dim", "word_passes", "word_dim", "word_mix", "word_context", "word_noise", "word_sample_count",
-               "frequency_weight", "unknown", "unknown_scale",
-               "common_components", "max_length",
-               "init_std", "init_vectors"]),
+               "frequency_weight", "unknown", "unknown_scale", "common_components", "max_length", "init_std",
+               "init_vectors"]),
     ("Optimisation", ["negatives", "negative_mode", "epochs", "lr", "min_lr_fraction", "weight_decay",
                       "count_power", "count_floor", "word_lr", "seed"]),
     ("Run control", ["threads", "device", "checkpoint_every", "resume", "quiet"]),
@@ -148,14 +147,12 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict,
 
     try:
         stats = prepare_corpus(inputs, output, jsonl_field=jsonl_field, documents=documents, segmenter=segmenter,
-                               language=language, progress=show, strict=strict,
-                               encoding=encoding)
+                               language=language, progress=show, strict=strict, encoding=encoding)
     finally:
         bar.close()
-    for line in stats.warnings(jsonl_field):
-        click.echo(line, err=True)
+    echo_lines(stats.warnings(jsonl_field))
     if not quiet:
-        click.echo(stats.summary(segmenter, output), err=True)
+        say(stats.summary(segmenter, output))
 
 
 @main.command("cache", short_help="List or clear the cache of encoded corpora.")

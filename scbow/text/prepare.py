@@ -1,55 +1,31 @@
 """Raw documents -> the trainer's corpus: one sentence per line, a blank line between documents.
 
-Inputs are text files (``.txt``, ``.text``, ``.md``) and JSON Lines files (``.jsonl``,
-``.ndjson``), each possibly compressed (``.gz``, ``.bz2``, ``.xz``, recognised by their
-first bytes), and folders. A folder stands for every such file below it, recursively, in
-sorted path order; hidden files and folders (names starting with ``.``) are skipped. A
-file named on its own is read whatever its name: as JSON Lines if its name (less any
-compression suffix) ends in ``.jsonl`` or ``.ndjson``, else as text.
+Inputs: text files (``.txt``, ``.text``, ``.md``), JSON Lines files (``.jsonl``, ``.ndjson``), each
+possibly compressed (``.gz``, ``.bz2``, ``.xz``, known by their first bytes), and folders, which stand
+for every such file below them in sorted path order, hidden names skipped. A file named on its own
+is read whatever its name: as JSON Lines if its name (less a compression suffix) says so, else as text.
+Input is read as the trainer reads it (``scbow.text.reader.open_text``): UTF-8 or the ``encoding``
+given, bad bytes refused (or with ``:replace`` read as U+FFFD and counted), NUL bytes refused as binary.
 
-Documents (``documents=``):
+A document (``documents=``) is a file or JSON Lines record (``"file"``), or each block between blank
+lines (``"blank-line"``). Only a record's text field is read. A record whose text is null or empty is
+skipped; so is a line that is not a JSON object with a string in that field: it is counted and the
+first few named (``PrepareStats``), or with ``strict=True`` refused.
 
-- ``"file"``: each text file is one document, and so is each JSON Lines record.
-- ``"blank-line"``: each block of lines between blank lines is one document (in a JSON
-  Lines record too).
+Sentences: a blank line ends a paragraph; a paragraph's lines are joined with spaces (hard-wrapped
+text reads as flowing text) and split by the segmenter; inside a sentence each run of whitespace is
+one space; empty sentences, and documents with none, are dropped. ``segmenter="lines"`` takes each
+non-blank line as a sentence and needs no library. Japanese and Chinese are cut by a rule of their own,
+whatever the segmenter (:func:`cjk_sentences`): a line holding Han or kana is its own paragraph (such
+text is not hard-wrapped), cut after each run of ``。！？`` (and their kin) outside quotes and brackets:
+``「行くの？」と聞いた。`` is one sentence.
 
-A JSON Lines record whose text field is null or empty is skipped; so is a line that is not
-JSON, not an object, lacks the field or holds no string there (a real dump has a few): it
-is counted and the first few are named (``PrepareStats``), or with ``strict=True`` refused.
-
-Sentences: text is cut into paragraphs at blank lines (a blank line always ends a
-sentence); the lines of a paragraph are joined with spaces, so hard-wrapped text is read
-as flowing text (a heading without a blank line after it joins the sentence that follows),
-and the paragraph is split into sentences by the segmenter. Inside a sentence every run of
-whitespace becomes one space; empty sentences, and documents left with no sentence, are
-dropped. ``segmenter="lines"`` takes the text as already one sentence per line (each
-non-blank line is a sentence) and needs no library.
-
-Japanese and Chinese are segmented by a rule of their own, whatever the segmenter, with no
-library (:func:`cjk_sentences`): a line that holds a Han or kana character is a paragraph of
-its own (text in these scripts puts a paragraph on a line and is not hard-wrapped with
-spaces), and it is cut after each run of ``。！？`` (and their full- and half-width kin),
-never inside quotes and brackets (``「」『』（）“”``): ``「行くの？」と聞いた。`` is one
-sentence. Only a record's text field is read: a JSON Lines record's other fields (an Aozora
-record's ``title``, ``author``, ``source``) are not written.
-
-Memory stays bounded whatever the input: files are read in blocks of whole lines of about
-``CHUNK_CHARS`` characters (a longer line is cut), and a paragraph longer than that (a
-file with no blank line) is segmented chunk by chunk: the last sentence of a chunk, which
-may go on in the next one, is carried over and segmented again with the text after it.
-Only a JSON Lines record is held whole, since it must be parsed whole.
-
-The output is written to a temporary file beside it and renamed into place at the end,
-so it is never seen half written; it is compressed by its suffix (``.gz``, ``.bz2``,
-``.xz``, else plain UTF-8), at levels faster than the segmenting, in a second thread.
-
-Input is UTF-8 or the ``encoding`` given (a byte order mark at the start of UTF-8 is dropped;
-line ends may be ``\n``, ``\r\n`` or ``\r``), read as the trainer reads it
-(``scbow.text.reader.open_text``): bytes not valid in it are refused, or with ``:replace`` become
-U+FFFD and are counted; a file with NUL bytes is refused as binary.
-
-This module imports only the standard library; the segmenter's library is imported when
-``prepare`` (or ``get_segmenter``) runs.
+Memory stays bounded: files are read in blocks of whole lines of about ``CHUNK_CHARS`` (a longer line
+is cut), and a longer paragraph is segmented chunk by chunk, the last sentence of a chunk carried over
+to be segmented again with what follows. Only a JSON Lines record is held whole. The output is written
+beside itself and renamed into place at the end, compressed by its suffix (``.gz``, ``.bz2``, ``.xz``)
+in a second thread, at levels faster than the segmenting. Only the standard library is imported here;
+the segmenter's library when ``prepare`` (or ``get_segmenter``) runs.
 """
 
 from __future__ import annotations
@@ -71,7 +47,7 @@ from typing import Callable, Iterable, Iterator
 from ..errors import CorpusError, ModelError
 from ..files import atomic_file
 from ..outputs import check_output_file, refuse_overwrite
-from ..progress import plural
+from ..progress import megabytes, plural
 from .reader import COMPRESSED_SUFFIXES, DEFAULT_ENCODING, TextFile, check_text, expand, open_text
 
 DOCUMENT_MODES = ("file", "blank-line")
@@ -80,11 +56,9 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 DEFAULT_JSONL_FIELD = "text"
 BAD_EXAMPLES = 3  # unreadable JSON Lines lines named in PrepareStats.bad_examples (and the warning)
 
-# Segmenter name -> the module to import (None: no library). The default is the most
-# accurate of those compared, on benchmarks/data/segmenter_gold.txt and on book text, at
-# about 6 MB/s of book text, in pure Python with no dependency; it knows English only.
-# sentencex (about 300 languages, 7x faster, less accurate on English dialogue) is the one
-# for other languages. See benchmarks/results/segmenters.md.
+# Segmenter name -> the module to import (None: no library). The default, English only, was the most
+# accurate compared (benchmarks/results/segmenters.md), about 6 MB/s of book text in pure Python;
+# sentencex (about 300 languages, 7x faster, less accurate on English dialogue) is for other languages.
 DEFAULT_SEGMENTER = "nupunkt"
 SEGMENTERS = {
     "nupunkt": "nupunkt",
@@ -104,15 +78,10 @@ Segmenter = Callable[[str], list[str]]
 
 @dataclass
 class PrepareStats:
-    """What ``prepare`` read and wrote.
-
-    ``bytes_read`` counts bytes of the input files as stored (compressed bytes for a
-    compressed file), so it ends at ``input_bytes``; ``words`` are whitespace-separated
-    tokens of the written sentences; ``skipped_records``: JSON Lines records whose text
-    field is null or empty; ``bad_records``: JSON Lines lines skipped as unreadable (not
-    JSON, not an object, no such field, not a string; ``strict`` refuses them instead),
-    the first ``BAD_EXAMPLES`` of them described in ``bad_examples`` (``"FILE: line N: why"``).
-    """
+    """What ``prepare`` read and wrote. ``bytes_read``: the inputs' bytes as stored (compressed), ending at
+    ``input_bytes``; ``words``: whitespace-separated tokens written; ``skipped_records``: JSON Lines records
+    with null or empty text; ``bad_records``: unreadable JSON Lines lines skipped, the first ``BAD_EXAMPLES``
+    described in ``bad_examples`` (``"FILE: line N: why"``)."""
 
     files: int = 0
     documents: int = 0
@@ -133,8 +102,6 @@ class PrepareStats:
 
     def warnings(self, jsonl_field: str = "text") -> list[str]:
         """The warning lines of a run (bad UTF-8, words cut at a chunk's end, unreadable JSON Lines lines)."""
-        from ..progress import plural
-
         out = []
         if self.invalid_utf8_lines:
             out.append(f"warning: {plural(self.invalid_utf8_lines, 'line')} of the input "
@@ -153,8 +120,6 @@ class PrepareStats:
 
     def summary(self, segmenter: str | None = None, output=None) -> str:
         """The line ``prepare`` ends with: files, size, time and rate, what was found and skipped, the output."""
-        from ..progress import megabytes, plural
-
         rate = self.input_bytes / self.seconds if self.seconds > 0 else 0.0
         skipped = [f"{plural(self.skipped_records, 'JSON Lines record')} with no text"] if self.skipped_records else []
         if self.bad_records:
@@ -170,20 +135,12 @@ class PrepareStats:
                 f"wrote {output or self.output}")
 
 
-# ---------------------------------------------------------------- segmenters
-
-
 def get_segmenter(name: str = DEFAULT_SEGMENTER, language: str = "en") -> Segmenter:
-    """A function from a paragraph of text to its sentences.
+    """A function from a paragraph to its sentences (which may keep surrounding whitespace, or be empty).
 
-    The library segmenters see the paragraph with its whitespace collapsed to single
-    spaces; ``"lines"`` splits at line ends. Sentences may keep surrounding whitespace and
-    may be empty (the caller strips and drops them). ``language``: an ISO 639-1 code, used
-    by sentencex and pysbd; blingfire has one model for all languages, and nupunkt and
-    syntok know English only (another language is refused).
-
-    Raises CorpusError for an unknown name or language, or a library that is not
-    installed (saying what to pip install).
+    The libraries see the paragraph's whitespace collapsed to single spaces; ``"lines"`` splits at line
+    ends. ``language`` (ISO 639-1) is sentencex's and pysbd's; nupunkt and syntok refuse all but English.
+    CorpusError for an unknown name or language, or a library not installed (saying what to pip install).
     """
     if name not in SEGMENTERS:
         raise CorpusError(f"unknown segmenter {name!r} (choose from {', '.join(SEGMENTERS)})")
@@ -192,7 +149,7 @@ def get_segmenter(name: str = DEFAULT_SEGMENTER, language: str = "en") -> Segmen
                           f"use the sentencex segmenter (pip install sentencex)")
     module = SEGMENTERS[name]
     if module is None:
-        return _split_lines
+        return lambda text: text.split("\n")
     try:
         lib = importlib.import_module(module)
     except ImportError:
@@ -224,9 +181,8 @@ _CJK_PARTS = re.compile(f"[{CJK_ENDS}]+|[{re.escape(CJK_OPEN)}]|[{re.escape(CJK_
 
 
 def cjk_sentences(line: str) -> list[str]:
-    """The sentences of a line of Japanese or Chinese: cut after each run of :data:`CJK_ENDS`
-    outside quotes and brackets. A line whose brackets do not balance (a quotation that goes on
-    past its line) is cut at every run, as if it had none."""
+    """The sentences of a line of Japanese or Chinese: cut after each run of :data:`CJK_ENDS` outside
+    quotes and brackets, or at every run when they do not balance (a quotation going on past its line)."""
     for quoted in (True, False):
         out, depth, start = [], 0, 0
         for m in _CJK_PARTS.finditer(line):
@@ -246,10 +202,9 @@ def cjk_sentences(line: str) -> list[str]:
 
 
 def with_cjk(segment: Segmenter) -> Segmenter:
-    """``segment`` with the lines that hold Japanese or Chinese cut by :func:`cjk_sentences`, each
-    line its own paragraph; the other lines are handed to ``segment`` together, as before. A text
-    that ends with such a line ends with an empty sentence, so that ``_Preparer`` carries nothing
-    over from it (its line end ended its last sentence)."""
+    """``segment`` with the lines that hold Japanese or Chinese cut by :func:`cjk_sentences`, each its
+    own paragraph. A text ending with such a line ends with an empty sentence, so that ``_Preparer``
+    carries nothing over from it (its line end ended its last sentence)."""
     def run(text: str) -> list[str]:
         if _CJK.search(text) is None:
             return segment(text)
@@ -278,13 +233,6 @@ def _collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-def _split_lines(text: str) -> list[str]:
-    return text.split("\n")
-
-
-# ---------------------------------------------------------------- inputs
-
-
 def _kind(path: Path) -> str | None:
     """``"jsonl"`` or ``"text"`` by the name (less a compression suffix), else None."""
     name = path.name.lower()
@@ -298,11 +246,8 @@ def _kind(path: Path) -> str | None:
 
 
 def find_inputs(inputs: Iterable[os.PathLike | str]) -> list[tuple[Path, str]]:
-    """The files to read, each with its kind (``"text"`` or ``"jsonl"``), in order, each once.
-
-    A folder gives the text and JSON Lines files below it (recursively, sorted, hidden
-    names skipped; symbolic links to folders are not followed).
-    """
+    """The files to read, each with its kind (``"text"`` or ``"jsonl"``), in order, each once; a folder
+    gives those below it (sorted, hidden names and links to folders skipped)."""
     inputs = list(inputs)
     if not inputs:
         raise CorpusError("no input file given")
@@ -311,19 +256,7 @@ def find_inputs(inputs: Iterable[os.PathLike | str]) -> list[tuple[Path, str]]:
     return [(f, _kind(f) or "text") for f in files]
 
 
-class _Checker:
-    """Refuses binary content by the one reader's rule (``check_text``), and counts the lines holding
-    U+FFFD (bad bytes read so with an ``:replace`` encoding)."""
-
-    def __init__(self, name: str, stats: PrepareStats):
-        self.name = name
-        self.stats = stats
-
-    def __call__(self, text: str) -> None:
-        self.stats.invalid_utf8_lines += check_text(self.name, text)
-
-
-def _blocks(stream: io.TextIOBase, check: _Checker | None = None) -> Iterator[str]:
+def _blocks(stream: io.TextIOBase, check: Callable[[str], None] | None = None) -> Iterator[str]:
     """A text stream in blocks of whole lines, about ``CHUNK_CHARS`` characters each (a line
     longer than that is cut, so a block never passes ``2 * CHUNK_CHARS``)."""
     while block := stream.read(CHUNK_CHARS):
@@ -334,16 +267,12 @@ def _blocks(stream: io.TextIOBase, check: _Checker | None = None) -> Iterator[st
         yield block
 
 
-# ---------------------------------------------------------------- output
-
-
 class _Writer:
     """Sentences to a binary output stream, a blank line between documents, counting as it goes.
 
-    Text is encoded and written in batches of about ``_WRITE_CHARS`` characters by a
-    second thread, so that compressing one batch (zlib, bz2 and lzma release the GIL)
-    overlaps segmenting the next. Call ``close`` to write the rest; ``stop`` (also after a
-    failure) waits for the thread.
+    Batches of about ``_WRITE_CHARS`` characters are written by a second thread, so compressing one
+    (zlib, bz2 and lzma release the GIL) overlaps segmenting the next. ``close`` writes the rest;
+    ``stop`` (also after a failure) waits for the thread.
     """
 
     def __init__(self, stream, stats: PrepareStats):
@@ -414,9 +343,6 @@ def _compressor(raw, output: Path):
     return raw
 
 
-# ---------------------------------------------------------------- the pass
-
-
 # a line end followed by one or more lines of only whitespace: the gap between two paragraphs
 _BLANK_LINES = re.compile(r"\n(?:[^\S\n]*\n)+")
 
@@ -459,12 +385,9 @@ class _Preparer:
         self.writer.end_document()
 
     def _flush(self, buf: list[str], final: bool) -> list[str]:
-        """Segment the text in ``buf`` and write its sentences; returns what to carry over.
-
-        Unless ``final``, the last sentence may go on in the text still to come: it is
-        returned (with a space after it if the text ended in whitespace) to be segmented
-        again in front of that text, unless it is already half a chunk long.
-        """
+        """Segment the text in ``buf`` and write its sentences; returns what to carry over: unless
+        ``final``, the last sentence, which may go on in the text to come, to be segmented again in
+        front of it (with a space after it if the text ended in whitespace), unless half a chunk long."""
         text = "".join(buf)
         sentences = self.segment(text)
         carry: list[str] = []
@@ -486,13 +409,10 @@ class _Preparer:
         return carry
 
 
-def _records(reader: TextFile, field: str, check: _Checker, stats: PrepareStats,
+def _records(reader: TextFile, field: str, check: Callable[[str], None], stats: PrepareStats,
              strict: bool = False) -> Iterator[str]:
-    """The text field of each record of a JSON Lines file (blank lines skipped).
-
-    A line that is not a record with a string in ``field`` is skipped and counted in
-    ``stats`` (``bad_records``), or with ``strict`` raises CorpusError naming it.
-    """
+    """The text field of each record of a JSON Lines file (blank lines skipped). A line that is not a
+    record with a string in ``field`` is counted in ``stats.bad_records``, or with ``strict`` refused."""
     name = reader.buffer.name
     for lineno, line in enumerate(iter(reader.readline, ""), 1):
         check(line)
@@ -530,9 +450,8 @@ _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
 
 
 def _as_text(value: str) -> str:
-    """A JSON string as text a corpus may hold: ``\\u0000`` (which a corpus reader refuses as
-    binary) becomes a space, and a lone surrogate (no character at all) U+FFFD, as invalid
-    UTF-8 becomes when text files are read."""
+    """A JSON string as text a corpus may hold: ``\\u0000`` (refused as binary in a corpus) becomes a
+    space, a lone surrogate (no character at all) U+FFFD, as invalid UTF-8 does in text files."""
     if _NOT_TEXT.search(value) is None:
         return value
     return _NOT_TEXT.sub(lambda m: " " if m.group() == "\x00" else "\ufffd", value)
@@ -557,36 +476,11 @@ def prepare(
     strict: bool = False,
     encoding: str = DEFAULT_ENCODING,
 ) -> PrepareStats:
-    """Write the raw documents in ``inputs`` to ``output`` as a corpus the trainer reads.
-
-    Parameters
-    ----------
-    inputs : paths
-        Text and JSON Lines files, and folders of them (see the module docstring).
-    output : path
-        File to write; ``.gz``, ``.bz2`` or ``.xz`` compress it. Replaced at the end, whole.
-    jsonl_field : str, optional
-        The field of each JSON Lines record that holds its text (default ``"text"``).
-    documents : {"file", "blank-line"}
-        One document per file (and per JSON Lines record), or per blank-line-separated block.
-    segmenter : str
-        A name in ``SEGMENTERS``: a sentence segmenter library, or ``"lines"`` for text
-        that is already one sentence per line.
-    language : str
-        ISO 639-1 code of the text, for the segmenters that use one (sentencex, pysbd);
-        nupunkt and syntok refuse any but ``"en"``.
-    progress : callable, optional
-        Called now and then as ``progress(bytes_read, input_bytes)``: stored bytes of the
-        input files read so far and in all.
-    strict : bool
-        Refuse a JSON Lines line that is not a record with a string in ``jsonl_field``
-        (CorpusError naming it, nothing written) instead of skipping and counting it
-        (``PrepareStats.bad_records``).
-    encoding : str
-        The inputs' text encoding (``scbow.text.reader.text_codec``: ``"cp1252"``, ``"utf-8:replace"``...).
-
-    Raises CorpusError for anything wrong with the inputs or the output, with nothing
-    written.
+    """Write the raw documents in ``inputs`` to ``output`` as a corpus the trainer reads, as the module
+    docstring says (``documents``, ``segmenter``: a name in ``SEGMENTERS``, ``language``: ISO 639-1,
+    ``strict``; ``jsonl_field``: default ``"text"``; ``encoding``: ``scbow.text.reader.text_codec``).
+    ``progress(bytes_read, input_bytes)`` is called now and then, in stored bytes. CorpusError for
+    anything wrong with the inputs or the output, with nothing written.
     """
     t0 = time.perf_counter()
     if documents not in DOCUMENT_MODES:
@@ -645,18 +539,16 @@ def prepare(
 def _prepare_file(path: Path, kind: str, field: str, preparer: _Preparer, stats: PrepareStats,
                   report: Callable[[int], None], strict: bool, encoding: str) -> None:
     """Read one input file into ``preparer``; ``report(stored bytes read)`` now and then."""
-    check = _Checker(str(path), stats)
+    def check(text: str) -> None:  # binary is refused by the reader's one rule; lines with U+FFFD counted
+        stats.invalid_utf8_lines += check_text(str(path), text)
+
     reader = open_text(path, encoding=encoding)  # every read error, decompression included, is a CorpusError naming the file
-
-    def on_block() -> None:
-        report(reader.position())
-
     try:
         if kind == "jsonl":
             for text in _records(reader, field, check, stats, strict):
                 # read as a file is: universal newlines, blocks of whole lines
-                preparer.document(_blocks(io.StringIO(text, newline=None)), on_block)
+                preparer.document(_blocks(io.StringIO(text, newline=None)), lambda: report(reader.position()))
         else:
-            preparer.document(_blocks(reader, check), on_block)
+            preparer.document(_blocks(reader, check), lambda: report(reader.position()))
     finally:
         reader.close()

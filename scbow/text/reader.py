@@ -1,18 +1,10 @@
 """The one way the tool opens text it did not write: plain, gzip, bzip2 or xz, by its first bytes.
 
-Every reader of a corpus, a sentence file, a pairs file, a vectors file or an index's text
-goes through :func:`open_bytes` or :func:`open_text`, so a damaged or truncated
-compressed file gives the same one line everywhere, naming the file::
-
-    PATH: damaged or truncated gzip file (Compressed file ended before the end-of-stream marker was reached)
-
-Decompression fails in many ways (``EOFError`` for a truncated stream, ``zlib.error`` for
-corrupt deflate data, ``lzma.LZMAError``, ``OSError`` from gzip's and bz2's checks): they
-are all turned into :class:`scbow.errors.CorpusError` here, where the read happens, so no
-caller has to list them. A plain file's read error (``EIO``, a directory) is the usual
-``PATH: cannot read: why``.
-
-Light (standard library only), so the CLI can use it before numpy is imported.
+Every reader of a corpus, a sentence, pairs or vectors file or an index's text goes through
+:func:`open_bytes` or :func:`open_text`, so a damaged compressed file gives one line everywhere
+(``PATH: damaged or truncated gzip file (...)``): the many ways decompression fails (``EOFError``,
+``zlib.error``, ``lzma.LZMAError``, ``OSError``) become :class:`scbow.errors.CorpusError` here, where
+the read happens. A plain file's read error is ``PATH: cannot read: why``. Standard library only.
 """
 
 from __future__ import annotations
@@ -27,10 +19,13 @@ import zlib
 from pathlib import Path
 
 from ..errors import CorpusError
+from ..outputs import file_identity, kind_of
+from ..reading import short_message
 
-# first bytes -> the format's name
+# first bytes -> the format's name; a name's suffix -> the format it promises
 MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
-COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+_SUFFIX_KIND = ((".gz", "gzip"), (".bz2", "bzip2"), (".xz", "xz"))
+COMPRESSED_SUFFIXES = tuple(suffix for suffix, _ in _SUFFIX_KIND)
 # what a directory given as a corpus or a sentence file is searched for
 TEXT_SUFFIXES = (".txt", ".text", ".tok") + COMPRESSED_SUFFIXES
 # every exception a decompressor raises on damaged data
@@ -38,10 +33,7 @@ DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, OSError)
 
 
 def compression(path: os.PathLike) -> str | None:
-    """``"gzip"``, ``"bzip2"`` or ``"xz"`` by the file's first bytes; None for a plain file.
-
-    Raises CorpusError when the file cannot be opened.
-    """
+    """``"gzip"``, ``"bzip2"`` or ``"xz"`` by the file's first bytes, None for a plain file; CorpusError if unreadable."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(6)
@@ -54,22 +46,15 @@ def read_error(name, exc: BaseException, kind: str | None) -> CorpusError:
     """The one-line error for a failure while reading ``name`` (``kind``: its compression)."""
     if isinstance(exc, CorpusError):
         return exc
-    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if len(detail) > 100:
-        detail = detail[:97] + "..."
+    detail = short_message(exc, 100)
     if kind is not None and not (isinstance(exc, OSError) and exc.errno is not None):
         return CorpusError(f"{name}: damaged or truncated {kind} file ({detail})")
-    if isinstance(exc, OSError):
-        return CorpusError(f"{name}: cannot read: {exc.strerror or detail}")
-    return CorpusError(f"{name}: cannot read: {detail}")
+    return CorpusError(f"{name}: cannot read: {getattr(exc, 'strerror', None) or detail}")
 
 
 class _Checked(io.BufferedIOBase):
-    """A readable binary stream over a file (decompressed), whose read errors are CorpusError.
-
-    ``position()`` is the bytes of the file on disk read so far (compressed bytes for a
-    compressed file: what a progress bar over file sizes wants).
-    """
+    """A readable binary stream over a file (decompressed), whose read errors are CorpusError;
+    ``position()``: the file's bytes on disk read so far (what a progress bar over file sizes wants)."""
 
     def __init__(self, path: Path, name: str):
         self.name = name
@@ -78,14 +63,8 @@ class _Checked(io.BufferedIOBase):
             head = self._disk.read(6)
             self._disk.seek(0)
             self.kind = next((k for magic, k in MAGIC if head.startswith(magic)), None)
-            if self.kind == "gzip":
-                self._stream = gzip.GzipFile(fileobj=self._disk, mode="rb")
-            elif self.kind == "bzip2":
-                self._stream = bz2.BZ2File(self._disk, "rb")
-            elif self.kind == "xz":
-                self._stream = lzma.LZMAFile(self._disk, "rb")
-            else:
-                self._stream = self._disk
+            opener = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open}.get(self.kind)
+            self._stream = opener(self._disk, "rb") if opener else self._disk
         except BaseException:
             self._disk.close()
             raise
@@ -129,12 +108,8 @@ class _Checked(io.BufferedIOBase):
 
 
 def open_bytes(path: os.PathLike, name: str | None = None) -> _Checked:
-    """Open a plain, gzip, bzip2 or xz file for reading its (decompressed) bytes.
-
-    Opening and every later read raise CorpusError naming the file (``name``, default
-    ``path``) on any failure: missing, unreadable, a directory, damaged or truncated
-    compressed data.
-    """
+    """Open a plain, gzip, bzip2 or xz file for reading its (decompressed) bytes. Opening and every
+    read raise CorpusError naming the file (``name``, default ``path``) on any failure."""
     path = Path(path)
     name = str(path) if name is None else name
     check_regular(path, name)
@@ -152,16 +127,11 @@ def open_bytes(path: os.PathLike, name: str | None = None) -> _Checked:
     return stream
 
 
-_SUFFIX_KIND = ((".gz", "gzip"), (".bz2", "bzip2"), (".xz", "xz"))
-
-
 def check_regular(path: os.PathLike, name: str | None = None, error: type[Exception] = CorpusError,
                   expected: str = "a file", missing: str = "no such file",
                   why: str = "a pipe or a device cannot be read as a file here") -> os.stat_result:
-    """``error`` unless ``path`` is a regular file (after links): not missing, not a directory,
-    not a FIFO, a device such as /dev/zero, or a socket, which would block or never end.
-    Returns its stat (size and time, for callers that watch it for changes). The messages
-    name ``expected`` (for a directory), ``missing`` and ``why`` (for the rest)."""
+    """Its stat, or ``error`` unless ``path`` is a regular file (after links): a directory (naming ``expected``),
+    missing (``missing``), or a FIFO, a device or a socket, which would block or never end (``why``)."""
     import stat
 
     name = str(path) if name is None else name
@@ -184,14 +154,13 @@ REPLACE_SUFFIX = ":replace"
 
 
 def text_codec(encoding: str = DEFAULT_ENCODING, at_start: bool = True) -> tuple[str, str]:
-    """``(codec, errors)`` of an ``--encoding`` value: a codec Python knows (``utf-8``, ``cp1252``,
-    ``latin-1``...), strict, or followed by ``:replace`` for bad bytes read as U+FFFD. UTF-8 skips a
-    byte order mark at the start of a file (``at_start``: the bytes read start there), as some editors
-    write one. ValueError for a codec Python does not know."""
+    """``(codec, errors)`` of an ``--encoding`` value: a text codec Python knows, strict, or followed by
+    ``:replace`` for bad bytes read as U+FFFD; ValueError for another. UTF-8 skips a byte order mark
+    when ``at_start`` (the bytes read start at the file's start), as some editors write one."""
     import codecs
 
-    name, replace = (encoding[: -len(REPLACE_SUFFIX)], True) if encoding.lower().endswith(REPLACE_SUFFIX) \
-        else (encoding, False)
+    replace = encoding.lower().endswith(REPLACE_SUFFIX)
+    name = encoding[: -len(REPLACE_SUFFIX)] if replace else encoding
     try:
         info = codecs.lookup(name)
     except LookupError:
@@ -204,9 +173,8 @@ def text_codec(encoding: str = DEFAULT_ENCODING, at_start: bool = True) -> tuple
 
 
 def not_text_error(name, data: bytes, encoding: str) -> CorpusError:
-    """The one line for bytes ``data`` of ``name`` that are not valid ``encoding``: binary data (a NUL)
-    whatever the encoding, else which encoding the bytes may be (a cheap guess: they read as cp1252
-    with letters of the Latin-1 range) and how to convert them."""
+    """The one line for bytes ``data`` of ``name`` not valid in ``encoding``: binary (a NUL), else the
+    encoding they may be (a cheap guess: cp1252 with letters of the Latin-1 range) and how to convert."""
     if b"\x00" in data:
         try:
             refuse_binary(name, data.decode("utf-8", "replace"))
@@ -249,12 +217,9 @@ class TextFile(io.TextIOWrapper):
 
 
 def open_text(path: os.PathLike, name: str | None = None, encoding: str = DEFAULT_ENCODING) -> TextFile:
-    """Open a plain, gzip, bzip2 or xz file as text in ``encoding`` (:func:`text_codec`), as every
-    command reads text.
-
-    Universal newlines. Bytes not valid in the encoding are refused (CorpusError naming the file and
-    the encoding it may be), unless the encoding asks for ``:replace``: then they become U+FFFD, which
-    the callers count (:func:`check_text`). Errors as :func:`open_bytes`.
+    """Open a plain, gzip, bzip2 or xz file as text in ``encoding`` (:func:`text_codec`), universal
+    newlines, as every command reads text. Bad bytes are refused (:func:`not_text_error`), or with
+    ``:replace`` read as U+FFFD, which the callers count (:func:`check_text`). Errors as :func:`open_bytes`.
     """
     text_codec(encoding)  # an unknown encoding is refused before the file is opened
     return text_stream(open_bytes(path, name), encoding)
@@ -277,10 +242,8 @@ def read_all_bytes(path: os.PathLike, name: str | None = None) -> bytes:
 
 
 def read_small_text(path: os.PathLike, error, what: str, encoding: str = DEFAULT_ENCODING) -> list[str]:
-    """The lines of a user's small text file (STS pairs, word pairs), read whole through the one
-    reader in ``encoding`` (:func:`text_codec`): a UTF-8 byte-order mark skipped, universal newlines; a
-    directory, damage or bytes not valid in the encoding (:func:`not_text_error`) raised as ``error`` (an
-    exception type) naming the file. ``what``: what the file should be."""
+    """The lines of a small text file (STS pairs, word pairs), read whole as :func:`open_text` reads; a
+    directory (``what``: what the file should be), damage or bad bytes raised as ``error`` naming it."""
     if Path(path).is_dir():
         raise error(f"{path}: is a directory, expected {what}")
     try:
@@ -295,27 +258,13 @@ def read_small_text(path: os.PathLike, error, what: str, encoding: str = DEFAULT
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # universal newlines, as open() reads
 
 
-def _has_text_suffix(path: Path) -> bool:
-    return path.name.lower().endswith(TEXT_SUFFIXES)
-
-
-def _same_file_key(path: Path):
-    """What makes two paths one file: its device and inode (a symbolic or hard link is the file it
-    names), or its resolved path where it cannot be read."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return os.path.realpath(path)
-    return st.st_dev, st.st_ino
-
-
 def each_once(files: list[Path]) -> list[Path]:
-    """``files`` without a file reached again (named twice, or through a symbolic or hard link:
-    :func:`_same_file_key`), each where it comes first; a note on stderr names what was left out."""
+    """``files`` without a file reached again (named twice, or through a symbolic or hard link: the same
+    device and inode, else resolved path), each where it comes first; a note on stderr names what was left out."""
     first: dict = {}  # a file's key -> the path it came first as
     repeats = []
     for f in files:
-        key = _same_file_key(f)
+        key = file_identity(f) or os.path.realpath(f)
         if key in first:
             repeats.append((f, first[key]))
         else:
@@ -328,23 +277,17 @@ def each_once(files: list[Path]) -> list[Path]:
 
 
 def expand(paths, recursive: bool = False, accept=None, looked_for: str | None = None) -> list[Path]:
-    """Files and directories -> the files they stand for, in order.
+    """Files and directories -> the files they stand for, in order, each once (:func:`each_once`).
 
-    A directory stands for the files in it whose names ``accept`` (default: ending in one
-    of :data:`TEXT_SUFFIXES`, any case), sorted; with ``recursive``, the files below it too,
-    hidden names, links to folders and the tool's own outputs (a model, a checkpoint,
-    shards, an index, a cache entry: ``scbow.outputs.kind_of``) skipped; one of those given
-    itself is refused. A file stands for itself
-    whatever its name. A file reached twice (named twice, or again through a symbolic or
-    hard link: :func:`_same_file_key`) is read once, where it comes first, with a note.
-    CorpusError for a path that does not exist, is not a regular file, cannot be read, or
-    a directory with no such file (the message says what was ``looked_for``).
+    A directory stands for the files in it whose names ``accept`` (default: ending in one of
+    :data:`TEXT_SUFFIXES`, any case), sorted; with ``recursive``, those below it too, skipping hidden
+    names, links to folders and the tool's own outputs (``scbow.outputs.kind_of``; one given itself is
+    refused). A file stands for itself whatever its name. CorpusError for a path that does not exist,
+    is not a regular file, cannot be read, or a directory with no such file (naming ``looked_for``).
     """
-    accept = accept or _has_text_suffix
+    accept = accept or (lambda f: f.name.lower().endswith(TEXT_SUFFIXES))
     looked_for = looked_for or ", ".join(TEXT_SUFFIXES)
     files: list[Path] = []
-    from ..outputs import kind_of
-
     for p in map(Path, paths):
         if p.is_dir():
             what = kind_of(p)
@@ -381,12 +324,8 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
 
 
 def check_text(name, block: str) -> int:
-    """The one rule for text that is not text: raise CorpusError, or count the damaged lines.
-
-    ``block`` is whole lines of a file as :func:`open_text` reads it. A NUL anywhere means binary
-    data (:func:`refuse_binary`), whatever the encoding. Returns the lines holding U+FFFD (bad bytes
-    read with ``:replace``; kept, and counted for a warning).
-    """
+    """The one rule for text that is not text, on whole lines as :func:`open_text` reads them: a NUL is binary
+    data, whatever the encoding (:func:`refuse_binary`); returns the lines holding U+FFFD (read with ``:replace``)."""
     if "\x00" in block:
         refuse_binary(name, block)
     if "\ufffd" not in block:

@@ -1,34 +1,27 @@
 """The one tokenizer of scbow-numba, shared by training, similarity and evaluation.
 
-Rule (version 4): fold the text (Unicode NFKC, which turns ligatures, full-width letters and
-other compatibility forms into their plain letters and joins a decomposed accent to its
-letter; then the typographic apostrophes and quotes into their ASCII forms: ``’ ‘ ‚ ‛`` into
-``'`` and ``“ ” „ ‟`` into ``"``), lowercase it, then a token is a unit of a script written
+Rule (version 4): fold the text (Unicode NFKC, which turns ligatures, full-width letters and other
+compatibility forms into plain letters and joins a decomposed accent to its letter; then ``’ ‘ ‚ ‛``
+into ``'`` and ``“ ” „ ‟`` into ``"``), lowercase it, then a token is a unit of a script written
 without spaces, a word, or a single character that is neither a word character nor whitespace
-(``.``, ``,``, ``"``, ``-``, ``#``). A word is a word character (a letter, a digit or a
-connector such as ``_``) followed by word characters and combining marks (Unicode category M:
-the vowel signs and virama of ``हिन्दी``, Hebrew points, the dot above that lowercasing ``İ``
-leaves on ``i̇``), with inner apostrophes (``don't``, ``o'clock``, ``état``, ``1984``). Nothing
-is stemmed or removed.
+(``.``, ``,``, ``"``, ``-``, ``#``). A word is a word character (a letter, a digit or a connector
+such as ``_``) followed by word characters and combining marks (Unicode category M: the vowel signs
+and virama of ``हिन्दी``, Hebrew points, the dot lowercasing ``İ`` leaves on ``i̇``), with inner
+apostrophes (``don't``, ``o'clock``, ``état``, ``1984``). Nothing is stemmed or removed.
 
-The scripts written without spaces between words are cut into units (:func:`units_pattern`):
-every Han ideograph and every kana is a token (``我爱北京``: ``我 爱 北 京``, BERT's rule for
-Han; ``日本語のテキスト``: ``日 本 語 の テ キ ス ト``), and Thai is cut into clusters of a
-consonant with its leading vowel, its marks and a following ``ะ`` ``า`` ``ๅ``, the letters of
-about a syllable, as a kana is one (``ภาษาไทย``: ``ภา ษา ไท ย``). Of the rules compared on the
-JSTS dev set (kana runs whole, katakana runs whole, runs of one script, MeCab's and janome's
-words) this one scored highest (``benchmarks/results/quality_ja.md``); Thai has no dev set
-here and takes the unit nearest a kana. A ``tokenizer.json`` carries the rule exactly
-(``scbow.vectors.hubtokenizer``). Text without these scripts splits as under version 3.
+Units (:func:`units_pattern`): every Han ideograph and every kana is a token (``我爱北京``:
+``我 爱 北 京``, BERT's rule for Han; ``日本語のテキスト``: ``日 本 語 の テ キ ス ト``), and Thai is cut
+into clusters of a consonant with its leading vowel, its marks and a following ``ะ`` ``า`` ``ๅ``, about
+a syllable, as a kana is (``ภาษาไทย``: ``ภา ษา ไท ย``). Of the rules compared on the JSTS dev set
+(kana runs, katakana runs, script runs, MeCab's and janome's words) this one scored highest
+(``benchmarks/results/quality_ja.md``). ``scbow.vectors.hubtokenizer`` writes it as a ``tokenizer.json``.
 
-Version 3 had no units: a run of Han, kana or Thai letters was one word (a clause).
-Version 2 had no marks in words: Python's ``\\w`` matches no combining mark, so a mark cut its
-word (``हिन्दी`` was six one-character tokens, ``İstanbul`` three). Version 1 did not fold
-either: ``king’s`` and ``king's`` were two words, and a sentence typed in NFD did not match
-its NFC spelling. A model records the version it was trained with
-(``info["corpus"]["tokenizer_version"]``) and keeps using it (:func:`tokenizer`), so models
-saved before keep their own rule. Changing the rule changes ``TOKENIZER_VERSION``, which
-also keys the corpus cache.
+Earlier versions: 3 had no units (a run of Han, kana or Thai was one word; text without those
+scripts splits as under it); 2 no marks in words
+(``\\w`` matches none: ``हिन्दी`` was six tokens, ``İstanbul`` three); 1 no folding (``king’s`` and
+``king's`` were two words, NFD text did not match its NFC spelling). A model keeps the version it
+was trained with (``info["corpus"]["tokenizer_version"]``, :func:`tokenizer`); changing the rule
+changes ``TOKENIZER_VERSION``, which also keys the corpus cache.
 """
 
 from __future__ import annotations
@@ -54,9 +47,8 @@ _TOKEN_OR_NEWLINE_RE_V2 = re.compile(_WORD_V2 + r"|[^\w\s]|\n")
 
 @lru_cache(maxsize=1)
 def mark_ranges() -> tuple[tuple[int, int], ...]:
-    """The combining marks (Unicode category M, as Python's tables have it) as inclusive
-    code-point ranges. Unicode puts every one in planes 0, 1 and 14, so only those are read
-    (every code point would take four times as long)."""
+    """The combining marks (Unicode category M, as Python's tables have it) as inclusive code-point
+    ranges; only planes 0, 1 and 14, which hold them all, are read (every plane: four times as long)."""
     return code_ranges(c for c in itertools.chain(range(0x20000), range(0xE0000, 0xF0000))
                        if unicodedata.category(chr(c))[0] == "M")
 
@@ -74,14 +66,10 @@ def code_ranges(codes) -> tuple[tuple[int, int], ...]:
 
 @lru_cache(maxsize=1)
 def _patterns() -> tuple[re.Pattern, re.Pattern]:
-    """Version 3's two regexes, made on first use: reading the marks takes about 50 ms, which
-    a command that never tokenizes (``--help``, ``info``) should not pay.
-
-    A token is ``WORD(?:['’]WORD)*|[^\\w\\s]`` with ``WORD = \\w[\\w MARKS]*``, written here as
-    word characters followed by runs of marks (and word characters) or of an apostrophe and word
-    characters. No mark is ASCII: the look-ahead spares the space or the full stop that ends most
-    words a test against the marks' 300 ranges (on Gutenberg text the regex as written took 1.9
-    times as long as version 2's, this one 1.1 times)."""
+    """Version 3's two regexes, made on first use (reading the marks takes about 50 ms, which ``--help``
+    or ``info`` should not pay). A token is ``WORD(?:['’]WORD)*|[^\\w\\s]`` with ``WORD = \\w[\\w MARKS]*``.
+    No mark is ASCII: the look-ahead spares the space or full stop ending most words a test against the
+    marks' 300 ranges (on Gutenberg text: 1.1 times version 2's time, against 1.9 for the regex as written)."""
     marks = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in mark_ranges())
     token = rf"\w+(?:(?=[^\x00-\x7f])[{marks}]+\w*|['\u2019]\w+)*|[^\w\s]"
     return re.compile(token), re.compile(token + r"|\n")
@@ -103,9 +91,8 @@ NOSPACE = code_ranges(sorted({c for a, b in HAN + HIRAGANA + KATAKANA + PROLONGE
 
 
 def units_pattern(cls) -> str:
-    """The alternatives of version 4 that cut the scripts without spaces, each unit with the
-    combining marks after it; ``cls(ranges)`` writes the inside of a character class in the
-    regex dialect at hand (Python's, or that of ``tokenizers``: ``scbow.vectors.hubtokenizer``)."""
+    """Version 4's alternatives cutting the scripts without spaces, each unit with its marks; ``cls(ranges)``
+    writes a character class's inside in the dialect at hand (Python's, or ``scbow.vectors.hubtokenizer``'s)."""
     marks = f"[{cls(mark_ranges())}]*"
     thai = f"[{cls(THAI_LEAD)}]?[{cls(THAI_CONSONANT)}]{marks}(?:[{cls(THAI_FOLLOW)}]{marks})?"
     return "|".join([f"[{cls(HAN + HIRAGANA + KATAKANA + PROLONGED)}]{marks}", thai, f"[{cls(THAI)}]{marks}"])
@@ -125,25 +112,20 @@ def token_regex(units: str) -> str:
 
 @lru_cache(maxsize=1)
 def _patterns_v4() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    """Version 4's token regex, that regex with line ends, and the test for a character of a
-    script without spaces: text without one is tokenized by version 3's regex, which gives the
-    same tokens faster (a word character here must also be tested against the scripts' ranges)."""
+    """Version 4's token regex, that regex with line ends, and the test for a script without spaces:
+    text without one gets the same tokens faster from version 3's regex (no test of the scripts' ranges)."""
     token = token_regex(units_pattern(_python_class))
     return re.compile(token), re.compile(token + r"|\n"), re.compile(f"[{_python_class(NOSPACE)}]")
 
 
 def fold(text: str) -> str:
     """NFKC, then the typographic apostrophes and quotes as ASCII (the first step since version 2).
-
-    Never adds or removes a line end, and maps whitespace to whitespace only, so the
-    tokens of a block are still those of its lines and of its whitespace-separated chunks.
-    """
+    Whitespace maps to whitespace only, line ends stay: a block's tokens are still its lines' and chunks'."""
     return unicodedata.normalize("NFKC", text).translate(_QUOTES)
 
 
 def tokenize(text: str) -> list[str]:
-    """Split ``text`` into lowercase tokens (units of the scripts without spaces, words and
-    punctuation marks)."""
+    """Split ``text`` into lowercase tokens (units of the scripts without spaces, words, punctuation)."""
     text = fold(text).lower()
     if text.isascii():  # known at once (CPython records it): most English text pays nothing more
         return _patterns()[0].findall(text)
@@ -160,38 +142,23 @@ def tokenize_lines(text: str) -> list[str]:
     return (v4[1] if v4[2].search(text) else _patterns()[1]).findall(text)
 
 
-def _tokenize_v3(text: str) -> list[str]:
-    return _patterns()[0].findall(fold(text).lower())
+def _older(pattern, folded: bool = True):
+    """A tokenizer of an earlier version: ``pattern()``'s tokens of the text, lowercased (and folded from version 2)."""
+    def run(text: str) -> list[str]:
+        return pattern().findall((fold(text) if folded else text).lower())
+
+    return run
 
 
-def _tokenize_lines_v3(text: str) -> list[str]:
-    return _patterns()[1].findall(fold(text).lower())
-
-
-def _tokenize_v2(text: str) -> list[str]:
-    return _TOKEN_RE_V2.findall(fold(text).lower())
-
-
-def _tokenize_lines_v2(text: str) -> list[str]:
-    return _TOKEN_OR_NEWLINE_RE_V2.findall(fold(text).lower())
-
-
-def _tokenize_v1(text: str) -> list[str]:
-    return _TOKEN_RE_V2.findall(text.lower())
-
-
-def _tokenize_lines_v1(text: str) -> list[str]:
-    return _TOKEN_OR_NEWLINE_RE_V2.findall(text.lower())
-
-
-_RULES = {"1": (_tokenize_v1, _tokenize_lines_v1), "2": (_tokenize_v2, _tokenize_lines_v2),
-          "3": (_tokenize_v3, _tokenize_lines_v3), TOKENIZER_VERSION: (tokenize, tokenize_lines)}
+_RULES = {"1": (_older(lambda: _TOKEN_RE_V2, False), _older(lambda: _TOKEN_OR_NEWLINE_RE_V2, False)),
+          "2": (_older(lambda: _TOKEN_RE_V2), _older(lambda: _TOKEN_OR_NEWLINE_RE_V2)),
+          "3": (_older(lambda: _patterns()[0]), _older(lambda: _patterns()[1])),
+          TOKENIZER_VERSION: (tokenize, tokenize_lines)}
 
 
 def tokenizer(version: str | None = None):
-    """``(tokenize, tokenize_lines)`` of a tokenizer version (None: the current one).
-
-    An unknown version (a model from a newer scbow-numba) is a ValueError."""
+    """``(tokenize, tokenize_lines)`` of a tokenizer version (None: the current one); ValueError for an
+    unknown one (a model from a newer scbow-numba)."""
     version = TOKENIZER_VERSION if version is None else str(version)
     if version in _RULES:
         return _RULES[version]

@@ -1,7 +1,6 @@
-"""Numbers people type: counts of examples (``500000``, ``500k``, ``2M``, ``2e5``) and
-durations (``30s``, ``10m``, ``1.5h``). One parser each, used by ``--eval-every`` and
-``--checkpoint-every``; each raises ValueError with a one-line message. Also the gold scores
-of STS files, ``similarity --pairs`` and word-pair files (:func:`gold_number`, ``MAX_GOLD``).
+"""Numbers people type, each parser raising ValueError with a one-line message: counts (``500000``,
+``500k``, ``2M``, ``2e5``), durations (``30s``, ``10m``, ``1.5h``), and the gold scores of STS, pairs
+and word-pair files (:func:`gold_number`, ``MAX_GOLD``).
 """
 
 from __future__ import annotations
@@ -20,12 +19,10 @@ _UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "m": 60, "min": 60, "mins": 60, "h
 
 
 def parse_count(text, suffixes: bool = True, minimum: int = 1, what: str = "examples") -> int:
-    """A whole number of ``what`` from ``minimum`` (1: positive; 0 allowed where it means
-    "no limit") to ``MAX_EXAMPLES``.
+    """A whole number of ``what`` from ``minimum`` (0 where it means "no limit") to ``MAX_EXAMPLES``.
 
-    With ``suffixes``: ``200000``, ``200k``, ``1M``, ``1.5m``, ``2e5``. Without (where
-    ``m`` means minutes, as in ``--checkpoint-every``): digits only, ``_`` and ``,``
-    allowed as separators.
+    With ``suffixes``: ``200000``, ``200k``, ``1M``, ``1.5m``, ``2e5``. Without (where ``m`` means
+    minutes, as in ``--checkpoint-every``): digits, with ``_`` and ``,`` allowed as separators.
     """
     kind = "positive whole" if minimum >= 1 else "whole"
     s = str(text)

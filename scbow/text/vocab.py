@@ -13,11 +13,8 @@ MAX_COUNT = 2**63 - 1  # counts are int64
 def unsavable(word) -> str | None:
     """Why ``word`` cannot be a line of a ``vocab.txt`` that :meth:`Vocab.load` reads back, or None.
 
-    The exact inverse of what ``load`` accepts: it reads UTF-8 text in universal-newline mode
-    (``\\r`` and ``\\r\\n`` end lines too) and splits each line at its last space, so a word is
-    any non-empty str without ``\\n`` or ``\\r`` that UTF-8 can write (no lone surrogate).
-    Spaces, tabs and other whitespace are fine. Such words never come from the tokenizer; they
-    can from a word2vec file, which keeps them (no token can match them) until ``save``.
+    ``load`` reads universal newlines and splits each line at its last space, so a word is any non-empty
+    str without ``\\n`` or ``\\r`` that UTF-8 can write. The tokenizer never makes another; a word2vec file may.
     """
     if not isinstance(word, str):
         return f"is a {type(word).__name__}, not a string"
@@ -33,10 +30,7 @@ def unsavable(word) -> str | None:
 
 
 class Vocab:
-    """Words and counts; ``index[word]`` gives the id, ``words[id]`` the word.
-
-    counts: int64 array, shape (n_words,).
-    """
+    """Words and counts (int64, one per word); ``index[word]`` gives the id, ``words[id]`` the word."""
 
     def __init__(self, words: list[str], counts) -> None:
         self.words = list(words)
@@ -56,10 +50,7 @@ class Vocab:
         return word in self.index
 
     def save(self, path: os.PathLike) -> None:
-        """Write ``word count`` lines, UTF-8 (tokens never contain whitespace).
-
-        ValueError, before the file is opened, for a word :meth:`load` could not read back
-        (:meth:`check_savable`)."""
+        """Write ``word count`` lines, UTF-8; ValueError first for a word :meth:`load` could not read back."""
         self.check_savable()
         with open(path, "w", encoding="utf-8", newline="\n") as fh:
             for w, c in zip(self.words, self.counts.tolist()):
