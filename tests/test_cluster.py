@@ -143,21 +143,21 @@ def test_shards_equal_single_process_embed_and_the_manifest_says_where_each_row_
             assert _lines(data[start:stop]) == lines[s["first_line"] - 1 : s["first_line"] - 1 + s["rows"]]
 
 
-def crash_once(model_path, block, out_dir, fill, unknown):
+def crash_once(model_path, block, out_dir, *options):
     """A task that kills its worker process in the middle of its first block (before its shard is written)."""
     marker = Path(out_dir) / f".crashed-{block.index}"
     if block.index == 2 and not marker.exists():
         marker.write_text("x")
         os._exit(13)  # the worker dies; the nanny restarts it and the scheduler runs the task again
-    return embed_block(model_path, block, out_dir, fill, unknown)
+    return embed_block(model_path, block, out_dir, *options)
 
 
-def raise_once(model_path, block, out_dir, fill, unknown):
+def raise_once(model_path, block, out_dir, *options):
     marker = Path(out_dir) / f".raised-{block.index}"
     if block.index % 2 == 1 and not marker.exists():
         marker.write_text("x")
         raise RuntimeError("a flaky node")
-    return embed_block(model_path, block, out_dir, fill, unknown)
+    return embed_block(model_path, block, out_dir, *options)
 
 
 @pytest.mark.parametrize("task", [crash_once, raise_once], ids=["worker-killed", "task-raises-once"])
@@ -169,11 +169,11 @@ def test_a_lost_worker_or_a_failing_task_still_gives_the_whole_result(own_client
     assert not [p for p in out.iterdir() if ".tmp-" in p.name]  # no partial shard left behind
 
 
-def always_dies(model_path, block, out_dir, fill, unknown):
+def always_dies(model_path, block, out_dir, *options):
     """A block whose worker dies every time (as one out of memory would)."""
     if block.index == 1:
         os._exit(13)
-    return embed_block(model_path, block, out_dir, fill, unknown)
+    return embed_block(model_path, block, out_dir, *options)
 
 
 def test_a_block_that_kills_every_worker_ends_in_one_message(own_client, inputs, model_dir, tmp_path):
@@ -281,10 +281,10 @@ def test_a_bad_or_unreachable_scheduler_is_one_line_and_writes_nothing(inputs, m
 # -- a damaged input: the single-process message, once, no retry, no Dask logs ----------------
 
 
-def counting(model_path, block, out_dir, fill, unknown):
+def counting(model_path, block, out_dir, *options):
     """embed_block, leaving a file per run of a block beside the output (how often Dask ran it)."""
     (Path(out_dir).parent / "runs" / f"{block.index}-{uuid.uuid4().hex}").touch()
-    return embed_block(model_path, block, out_dir, fill, unknown)
+    return embed_block(model_path, block, out_dir, *options)
 
 
 def test_a_damaged_input_fails_once_with_the_single_process_message(client, inputs, model_dir, tmp_path):
@@ -609,7 +609,7 @@ def test_a_directory_holding_only_a_plans_temporary(client, inputs, model_dir, t
 # -- a run that fails takes back what it wrote, unless a shard is done ------------------------------
 
 
-def partial_then_fails(model_path, block, out_dir, fill, unknown):
+def partial_then_fails(model_path, block, out_dir, *options):
     """Block 0: a shard's array and list written (its record not yet), a killed writer's temporary, a
     look-alike that is not ours; then a failure no retry mends."""
     out = Path(out_dir)
@@ -645,10 +645,10 @@ def test_a_failed_run_with_no_shard_done_leaves_nothing(client, inputs, model_di
     assert sorted(p.name for p in out.iterdir()) == [".shard-000000.json.tmp-mynotes1"]
 
 
-def fails_after_block_0(model_path, block, out_dir, fill, unknown):
+def fails_after_block_0(model_path, block, out_dir, *options):
     """Block 2 fails, once block 0's shard is done (on the other worker)."""
     if block.index != 2:
-        return embed_block(model_path, block, out_dir, fill, unknown)
+        return embed_block(model_path, block, out_dir, *options)
     deadline = time.monotonic() + 60
     while not (Path(out_dir) / "shard-000000.json").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -738,14 +738,14 @@ def _settle(client, timeout: float = 30) -> None:
         time.sleep(0.05)
 
 
-def changing(model_path, block, out_dir, fill, unknown):
+def changing(model_path, block, out_dir, *options):
     """embed_block; the first time block 2 is run, its file is first changed as ``OUT/../change`` says."""
     order = Path(out_dir).parent / "change"
     if block.index == 2 and order.exists():
         kind = order.read_text()
         order.unlink()
         CHANGES[kind](Path(block.file))
-    return embed_block(model_path, block, out_dir, fill, unknown)
+    return embed_block(model_path, block, out_dir, *options)
 
 
 @pytest.mark.parametrize("when,kind", [("during", k) for k in CHANGES] + [("at-the-end", "grown"),
