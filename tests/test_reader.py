@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
 import os
 import shutil
@@ -18,7 +19,8 @@ from conftest import assert_clean_error
 
 from scbow.cli import main
 from scbow.errors import CorpusError
-from scbow.text.reader import check_text, expand, open_bytes, open_text, text_codec
+from scbow.text import reader as text_reader
+from scbow.text.reader import check_text, expand, open_bytes, open_text, read_small_text, text_codec, text_stream
 
 # gold score and a pair, tab-separated: one file is a corpus, a sentence file, a pairs file and an STS file
 TEXT = "".join(f"{i % 5}\tthe cat number {i} sat on the mat\tthe dog ran far away {i}\n" for i in range(6000)).encode()
@@ -256,6 +258,60 @@ def test_utf16_without_its_byte_order_mark_is_text_not_valid_in_it(tmp_path):
     with pytest.raises(CorpusError, match="a.txt: not valid utf-16 text"):
         with open_text(path, encoding="utf-16") as fh:
             fh.read()
+    # its byte order is what is missing (:replace cannot read on without it): the message names the codecs that say it
+    (path := tmp_path / "le.txt").write_bytes("the man walked\n".encode("utf-16-le"))
+    for encoding in ("utf-16", "utf-16:replace"):
+        assert _verdict(path, encoding).startswith(f"PATH: not valid {encoding} text: it does not start with a byte "
+                                                   "order mark; name its byte order: --encoding utf-16-le (or utf-16-be)")
+    assert _verdict(path, "utf-16-le") == "the man walked\n"
+
+
+def test_utf8_text_read_in_another_encoding_is_named_utf8(tmp_path):
+    """Not "it may be Latin-1": the file is the default, UTF-8, and --encoding is what is wrong."""
+    (path := tmp_path / "a.txt").write_bytes("\n".join(FRENCH).encode("utf-8"))
+    for encoding in ("ascii", "shift_jis"):
+        assert _verdict(path, encoding).startswith(f"PATH: not valid {encoding} text; it may be UTF-8: drop "
+                                                   "--encoding (UTF-8 is the default)")
+    with pytest.raises(CorpusError, match="not valid ascii text; it may be UTF-8"):
+        read_small_text(path, CorpusError, "pairs", encoding="ascii")
+    (path := tmp_path / "b.txt").write_bytes("\n".join(FRENCH).encode("cp1252"))
+    assert "it may be Latin-1 (cp1252)" in _verdict(path, "ascii")  # not UTF-8: the guess stays
+
+
+def test_nul_bytes_alone_are_binary_and_utf32_is_named_so(tmp_path):
+    for nuls in (b"\x00" * 5000, b"\xff\xfe" + b"\x00" * 100):  # not UTF-16 text: there are no letters
+        (path := tmp_path / "z.txt").write_bytes(nuls)
+        with pytest.raises(CorpusError, match="z.txt: contains NUL bytes; this looks like binary data"):
+            with open_text(path) as fh:
+                check_text(path, fh.read())
+    with pytest.raises(CorpusError, match="UTF-16 or UTF-32 text.*iconv -f UTF-32 -t UTF-8"):
+        check_text("x.txt", "the man walked\n".encode("utf-32").decode("utf-8", errors="replace"))
+
+
+class _Zeros(io.RawIOBase):
+    """/dev/zero as a pipe: NUL bytes with no end and no line end."""
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        buffer[:] = bytes(len(buffer))
+        return len(buffer)
+
+
+def test_an_endless_binary_stream_is_refused_at_once_not_read_whole():
+    """A line is read in pieces, each checked: `embed - < /dev/zero` is refused, not read until memory runs out."""
+    for read in (lambda fh: fh.readline(), lambda fh: next(fh), lambda fh: fh.readlines(1000), list):
+        fh = text_stream(io.BufferedReader(_Zeros()), name="<stdin>")
+        with pytest.raises(CorpusError, match="<stdin>: contains NUL bytes; this looks like binary data"):
+            read(fh)
+
+
+def test_lines_longer_than_a_piece_are_read_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(text_reader, "LINE_PIECE", 7)
+    (path := tmp_path / "a.txt").write_text("a long first line\nshort\n\nexactly\nlast line, no end")
+    with open_text(path) as fh:
+        assert list(fh) == ["a long first line\n", "short\n", "\n", "exactly\n", "last line, no end"]
 
 
 def test_binary_data_is_binary_in_any_encoding(tmp_path):
