@@ -246,6 +246,12 @@ def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_tex
     swapped.write_text("\n".join(lines), encoding="utf-8")
     with pytest.raises(CheckpointError, match="same sizes and words .* another order"):
         train_session([swapped], PLAIN, out, quiet=True, resume=True)
+    # a run read in another --encoding, whose text is another: the message names the encoding to resume with
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes(corpus_file.read_text(encoding="utf-8").replace("the", "th\u00e9").encode("cp1252"))
+    with pytest.raises(CheckpointError, match="another corpus .* it read the corpus as utf-8 text, this run as "
+                                              "cp1252: resume with --encoding utf-8"):
+        train_session([latin], PLAIN, out, quiet=True, resume=True, encoding="cp1252")
     # without --resume, an existing checkpoint is never overwritten
     with pytest.raises(CheckpointError, match="--resume"):
         train_session([corpus_file], PLAIN, out, quiet=True)
