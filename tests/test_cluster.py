@@ -246,6 +246,9 @@ def test_inputs_in_another_encoding_give_the_shards_of_their_utf8_text(client, i
     want, want_missing = single_process(model_dir, [utf8], tmp_path)
     assert same_bits(np.asarray(open_shards(out)), want)
     assert [n for _, n in open_shards(out).missing_lines()] == [n for _, n in want_missing]
+    # the same codec however spelt is the same job: the rerun finds every shard done
+    again = embed_on_cluster(model_dir, [latin], out, client=client, block_bytes=8192, encoding="windows-1252")
+    assert again.skipped == stats.shards
     with pytest.raises(ModelError, match="another job"):
         embed_on_cluster(model_dir, [latin], out, client=client, block_bytes=8192, encoding="latin-1")
     with pytest.raises(CorpusError, match="not valid utf-8"):
