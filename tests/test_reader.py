@@ -278,6 +278,14 @@ def test_utf8_text_read_in_another_encoding_is_named_utf8(tmp_path):
     assert "it may be Latin-1 (cp1252)" in _verdict(path, "ascii")  # not UTF-8: the guess stays
 
 
+def test_small_text_files_with_a_nul_are_binary_too(tmp_path):
+    """evaluate's STS files and word-pair files: a NUL is refused as every other reader refuses it."""
+    (path := tmp_path / "nul.tsv").write_bytes(b"1.0\tthe man\x00 walked\tthe dog ran\n")  # an STS line, NUL in it
+    for encoding in ("utf-8", "latin-1"):
+        with pytest.raises(ValueError, match="nul.tsv: contains NUL bytes; this looks like binary data"):
+            read_small_text(path, ValueError, "an STS file", encoding=encoding)
+
+
 def test_nul_bytes_alone_are_binary_and_utf32_is_named_so(tmp_path):
     for nuls in (b"\x00" * 5000, b"\xff\xfe" + b"\x00" * 100):  # not UTF-16 text: there are no letters
         (path := tmp_path / "z.txt").write_bytes(nuls)

@@ -333,6 +333,11 @@ def read_small_text(path: os.PathLike, error, what: str, encoding: str = DEFAULT
         text = data.decode(codec, errors)
     except UnicodeError:
         raise error(str(not_text_error(path, data, encoding))) from None
+    if "\x00" in text:  # binary data in any encoding, as every reader of text refuses it
+        try:
+            refuse_binary(path, text)
+        except CorpusError as exc:
+            raise error(str(exc)) from None
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # universal newlines, as open() reads
 
 
