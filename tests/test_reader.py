@@ -248,6 +248,8 @@ def test_bad_bytes_become_u_fffd_only_when_asked(tmp_path):
     assert text.splitlines()[0] == "Le caf\ufffd 0 \ufffdtait ferm\ufffd, d\ufffdj\ufffd \ufffd l'h\ufffdtel."
     assert check_text(path, text) == 300
     assert text_codec("UTF-8") == ("utf-8-sig", "strict") and text_codec("cp1252:replace") == ("cp1252", "replace")
+    # utf-8-sig is UTF-8 as it is read anyway: a mark skipped at the file's start only (a cluster's blocks start elsewhere)
+    assert text_codec("utf-8-sig") == ("utf-8-sig", "strict") and text_codec("UTF-8-SIG", at_start=False) == ("utf-8", "strict")
     for name in ("klingon", "rot13", "base64"):  # the last two are codecs, but not of text
         with pytest.raises(ValueError, match=f"unknown encoding '{name}'"):
             text_codec(name)

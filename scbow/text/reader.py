@@ -199,7 +199,7 @@ def text_codec(encoding: str = DEFAULT_ENCODING, at_start: bool = True) -> tuple
     if info is None or not info._is_text_encoding:  # rot13, base64: codecs, but not of text
         raise ValueError(f"unknown encoding {name!r} (give one Python knows: utf-8, cp1252, latin-1, ...; "
                          f"add {REPLACE_SUFFIX} to read bad bytes as U+FFFD)") from None
-    codec = info.name
+    codec = "utf-8" if info.name == "utf-8-sig" else info.name  # utf-8-sig is UTF-8 read so: one rule for both
     return ("utf-8-sig" if codec == "utf-8" and at_start else codec), ("replace" if replace else "strict")
 
 
