@@ -241,12 +241,14 @@ def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_tex
     swapped.write_text("\n".join(lines), encoding="utf-8")
     with pytest.raises(CheckpointError, match="same sizes and words .* another order"):
         train_session([swapped], PLAIN, out, quiet=True, resume=True)
-    # what is compared is the text read: the same text in UTF-16 resumes, read as Latin-1 it is another
-    (utf16 := tmp_path / "utf16.txt").write_text(corpus_file.read_text(encoding="utf-8"), encoding="utf-16")
+    # a run read in another --encoding, whose text is another: the message names the encoding to resume with
     latin = tmp_path / "latin.txt"
-    latin.write_bytes(corpus_file.read_bytes().replace(b" the ", " thé ".encode("utf-8"), 50))
-    with pytest.raises(CheckpointError, match="another corpus"):
-        train_session([latin], PLAIN, out, quiet=True, resume=True, encoding="latin-1")
+    latin.write_bytes(corpus_file.read_text(encoding="utf-8").replace("the", "th\u00e9").encode("cp1252"))
+    with pytest.raises(CheckpointError, match="another corpus .* it read the corpus as utf-8 text, this run as "
+                                              "cp1252: resume with --encoding utf-8"):
+        train_session([latin], PLAIN, out, quiet=True, resume=True, encoding="cp1252")
+    # what is compared is the text read: the same text in UTF-16 resumes
+    (utf16 := tmp_path / "utf16.txt").write_text(corpus_file.read_text(encoding="utf-8"), encoding="utf-16")
     resumed = copy_checkpoint(plain_checkpoint, tmp_path / "u")
     train_session([utf16], PLAIN, resumed, quiet=True, resume=True, encoding="utf-16")
     assert resumed.is_dir() and not checkpoint_dir(resumed).exists()

@@ -197,7 +197,7 @@ def test_a_directory_of_another_job_is_refused_and_its_shards_kept(client, input
     embed_on_cluster(model_dir, inputs[:1], out, client=client, block_bytes=8192)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     blocks = plan_blocks(inputs[1:2], 8192)  # job B: the second input, same model and settings
-    other = {**job(Path(model_dir), blocks, {"fill": None, "unknown": None, "block_bytes": 8192}),
+    other = {**job(Path(model_dir), blocks, {"fill": None, "unknown": None, "block_bytes": 8192, "encoding": "utf-8"}),
              "blocks": [asdict(b) for b in blocks]}
     plan = json.loads((out / "plan.json").read_text())
     if edit == "fields-edited":  # its inputs edited to B's, its digest left as it was
@@ -243,6 +243,9 @@ def test_inputs_in_another_encoding_give_the_shards_of_their_utf8_text(client, i
     want, want_missing = single_process(model_dir, [utf8], tmp_path)
     assert same_bits(np.asarray(open_shards(out)), want)
     assert [n for _, n in open_shards(out).missing_lines()] == [n for _, n in want_missing]
+    # the same codec however spelt is the same job: the rerun finds every shard done
+    again = embed_on_cluster(model_dir, [latin], out, client=client, block_bytes=8192, encoding="windows-1252")
+    assert again.skipped == stats.shards
     with pytest.raises(ModelError, match="another job"):
         embed_on_cluster(model_dir, [latin], out, client=client, block_bytes=8192, encoding="latin-1")
     with pytest.raises(CorpusError, match="not valid utf-8"):

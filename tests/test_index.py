@@ -475,6 +475,7 @@ def test_cli_index_then_neighbors_from_it_as_from_a_scan(setup, tmp_path, faiss)
     assert abs(float(first[0][0]) - float(want[0][0])) < 1e-3
     assert_clean_error(_cli(*query, "--index", out, "--in", setup["text"]), "not both")
     assert_clean_error(_cli(*query, "--in", setup["text"], "--ef", "9"), "--ef needs --index")
+    assert_clean_error(_cli(*query, "--index", out, "--encoding", "cp1252"), "encoding of the --in file, and none is given")
     assert_clean_error(_cli("neighbors", "-m", setup["model_dir"], "--index", out), "needs --sentence")
     assert_clean_error(_cli("index", setup["emb"], "-o", setup["emb"]), "input")
 

@@ -110,5 +110,8 @@ def test_pairs_not_utf8_are_refused_or_read_with_u_fffd_as_the_trainer_does(tmp_
         "as U+FFFD" in result.stderr
     fixed = similarity(runner, model, "--pairs", "-", input=data.decode("utf-8", "replace").encode())
     assert fixed.stdout == result.stdout  # the same scores as the text with U+FFFD written in
+    # --encoding without --pairs would be ignored: it is refused, saying what it is for
+    assert_clean_error(similarity(runner, model, "the cat", "a dog", "--encoding", "cp1252"),
+                       "--encoding cp1252: it is the encoding of the --pairs file, and none is given")
     assert "warning: 2 lines of <stdin> are not valid" in similarity(runner, model, "--pairs", "-", "--encoding",
                                                                      "utf-8:replace", input=data).stderr

@@ -241,6 +241,8 @@ def test_an_input_as_output_or_a_missing_segmenter_is_refused(tmp_path, monkeypa
         prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt")
     with pytest.raises(CorpusError, match="knows English only; for language 'de' use the sentencex"):
         prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nupunkt", language="de")
+    with pytest.raises(CorpusError, match="for language 'ja' use the sentencex .* --segmenter lines needs nothing"):
+        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nupunkt", language="ja")
     with pytest.raises(CorpusError, match="unknown segmenter"):
         prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nltk")
     with pytest.raises(CorpusError, match="unknown documents mode"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
 import os
 import shutil
@@ -18,7 +19,8 @@ from conftest import assert_clean_error
 
 from scbow.cli import main
 from scbow.errors import CorpusError
-from scbow.text.reader import check_text, expand, open_bytes, open_text, text_codec
+from scbow.text import reader as text_reader
+from scbow.text.reader import check_text, expand, open_bytes, open_text, read_small_text, text_codec, text_stream
 
 # gold score and a pair, tab-separated: one file is a corpus, a sentence file, a pairs file and an STS file
 TEXT = "".join(f"{i % 5}\tthe cat number {i} sat on the mat\tthe dog ran far away {i}\n" for i in range(6000)).encode()
@@ -246,6 +248,8 @@ def test_bad_bytes_become_u_fffd_only_when_asked(tmp_path):
     assert text.splitlines()[0] == "Le caf\ufffd 0 \ufffdtait ferm\ufffd, d\ufffdj\ufffd \ufffd l'h\ufffdtel."
     assert check_text(path, text) == 300
     assert text_codec("UTF-8") == ("utf-8-sig", "strict") and text_codec("cp1252:replace") == ("cp1252", "replace")
+    # utf-8-sig is UTF-8 as it is read anyway: a mark skipped at the file's start only (a cluster's blocks start elsewhere)
+    assert text_codec("utf-8-sig") == ("utf-8-sig", "strict") and text_codec("UTF-8-SIG", at_start=False) == ("utf-8", "strict")
     for name in ("klingon", "rot13", "base64"):  # the last two are codecs, but not of text
         with pytest.raises(ValueError, match=f"unknown encoding '{name}'"):
             text_codec(name)
@@ -256,6 +260,68 @@ def test_utf16_without_its_byte_order_mark_is_text_not_valid_in_it(tmp_path):
     with pytest.raises(CorpusError, match="a.txt: not valid utf-16 text"):
         with open_text(path, encoding="utf-16") as fh:
             fh.read()
+    # its byte order is what is missing (:replace cannot read on without it): the message names the codecs that say it
+    (path := tmp_path / "le.txt").write_bytes("the man walked\n".encode("utf-16-le"))
+    for encoding in ("utf-16", "utf-16:replace"):
+        assert _verdict(path, encoding).startswith(f"PATH: not valid {encoding} text: it does not start with a byte "
+                                                   "order mark; name its byte order: --encoding utf-16-le (or utf-16-be)")
+    assert _verdict(path, "utf-16-le") == "the man walked\n"
+
+
+def test_utf8_text_read_in_another_encoding_is_named_utf8(tmp_path):
+    """Not "it may be Latin-1": the file is the default, UTF-8, and --encoding is what is wrong."""
+    (path := tmp_path / "a.txt").write_bytes("\n".join(FRENCH).encode("utf-8"))
+    for encoding in ("ascii", "shift_jis"):
+        assert _verdict(path, encoding).startswith(f"PATH: not valid {encoding} text; it may be UTF-8: drop "
+                                                   "--encoding (UTF-8 is the default)")
+    with pytest.raises(CorpusError, match="not valid ascii text; it may be UTF-8"):
+        read_small_text(path, CorpusError, "pairs", encoding="ascii")
+    (path := tmp_path / "b.txt").write_bytes("\n".join(FRENCH).encode("cp1252"))
+    assert "it may be Latin-1 (cp1252)" in _verdict(path, "ascii")  # not UTF-8: the guess stays
+
+
+def test_small_text_files_with_a_nul_are_binary_too(tmp_path):
+    """evaluate's STS files and word-pair files: a NUL is refused as every other reader refuses it."""
+    (path := tmp_path / "nul.tsv").write_bytes(b"1.0\tthe man\x00 walked\tthe dog ran\n")  # an STS line, NUL in it
+    for encoding in ("utf-8", "latin-1"):
+        with pytest.raises(ValueError, match="nul.tsv: contains NUL bytes; this looks like binary data"):
+            read_small_text(path, ValueError, "an STS file", encoding=encoding)
+
+
+def test_nul_bytes_alone_are_binary_and_utf32_is_named_so(tmp_path):
+    for nuls in (b"\x00" * 5000, b"\xff\xfe" + b"\x00" * 100):  # not UTF-16 text: there are no letters
+        (path := tmp_path / "z.txt").write_bytes(nuls)
+        with pytest.raises(CorpusError, match="z.txt: contains NUL bytes; this looks like binary data"):
+            with open_text(path) as fh:
+                check_text(path, fh.read())
+    with pytest.raises(CorpusError, match="UTF-16 or UTF-32 text.*iconv -f UTF-32 -t UTF-8"):
+        check_text("x.txt", "the man walked\n".encode("utf-32").decode("utf-8", errors="replace"))
+
+
+class _Zeros(io.RawIOBase):
+    """/dev/zero as a pipe: NUL bytes with no end and no line end."""
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        buffer[:] = bytes(len(buffer))
+        return len(buffer)
+
+
+def test_an_endless_binary_stream_is_refused_at_once_not_read_whole():
+    """A line is read in pieces, each checked: `embed - < /dev/zero` is refused, not read until memory runs out."""
+    for read in (lambda fh: fh.readline(), lambda fh: next(fh), lambda fh: fh.readlines(1000), list):
+        fh = text_stream(io.BufferedReader(_Zeros()), name="<stdin>")
+        with pytest.raises(CorpusError, match="<stdin>: contains NUL bytes; this looks like binary data"):
+            read(fh)
+
+
+def test_lines_longer_than_a_piece_are_read_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(text_reader, "LINE_PIECE", 7)
+    (path := tmp_path / "a.txt").write_text("a long first line\nshort\n\nexactly\nlast line, no end")
+    with open_text(path) as fh:
+        assert list(fh) == ["a long first line\n", "short\n", "\n", "exactly\n", "last line, no end"]
 
 
 def test_binary_data_is_binary_in_any_encoding(tmp_path):

@@ -119,6 +119,8 @@ def neighbors(model_path, words, sentence, in_path, encoding, index_path, ef, ne
     """
     if ef is not None and index_path is None:
         raise click.ClickException("--ef needs --index")
+    if in_path is None and click.get_current_context().get_parameter_source("encoding").name != "DEFAULT":
+        raise click.ClickException(f"--encoding {encoding}: it is the encoding of the --in file, and none is given")
     if sentence is not None and click.get_current_context().get_parameter_source("min_count").name != "DEFAULT":
         raise click.ClickException("--min-count is for nearest words; --sentence finds nearest lines")
     if in_path is not None and index_path is not None:

@@ -42,6 +42,8 @@ def similarity(model_path, sentence1, sentence2, pairs_path, encoding, unknown):
         say(f"scored {plural(total, 'pair')}" + (f"; {unscored:,} had a side with nothing to average (printed as nan)"
                                                 if unscored else ""))
         return
+    if click.get_current_context().get_parameter_source("encoding").name != "DEFAULT":
+        raise click.ClickException(f"--encoding {encoding}: it is the encoding of the --pairs file, and none is given")
     if sentence2 is None:
         raise click.ClickException('give two sentences: scbow-numba similarity "SENTENCE 1" "SENTENCE 2" '
                                    "(or --pairs FILE)")

@@ -69,6 +69,7 @@ SEGMENTERS = {
     "lines": None,
 }
 ENGLISH_ONLY = ("nupunkt", "syntok")
+CJK_LANGUAGES = ("ja", "zh")  # what with_cjk cuts, with any segmenter
 
 CHUNK_CHARS = 1 << 16  # most characters read at once, and handed to the segmenter at once (about)
 _WRITE_CHARS = 1 << 20  # characters of output written at once
@@ -145,8 +146,10 @@ def get_segmenter(name: str = DEFAULT_SEGMENTER, language: str = "en") -> Segmen
     if name not in SEGMENTERS:
         raise CorpusError(f"unknown segmenter {name!r} (choose from {', '.join(SEGMENTERS)})")
     if name in ENGLISH_ONLY and language != "en":
+        cjk = (" (Japanese and Chinese lines are cut by the built-in rule whatever the segmenter: "
+               "--segmenter lines needs nothing installed)") if language in CJK_LANGUAGES else ""
         raise CorpusError(f"the {name} segmenter knows English only; for language {language!r} "
-                          f"use the sentencex segmenter (pip install sentencex)")
+                          f"use the sentencex segmenter (pip install sentencex){cjk}")
     module = SEGMENTERS[name]
     if module is None:
         return lambda text: text.split("\n")

@@ -168,20 +168,28 @@ def text_codec(encoding: str = DEFAULT_ENCODING, at_start: bool = True) -> tuple
     if info is None or not info._is_text_encoding:  # rot13, base64: codecs, but not of text
         raise ValueError(f"unknown encoding {name!r} (give one Python knows: utf-8, cp1252, latin-1, ...; "
                          f"add {REPLACE_SUFFIX} to read bad bytes as U+FFFD)") from None
-    codec = info.name
+    codec = "utf-8" if info.name == "utf-8-sig" else info.name  # utf-8-sig is UTF-8 read so: one rule for both
     return ("utf-8-sig" if codec == "utf-8" and at_start else codec), ("replace" if replace else "strict")
 
 
-def not_text_error(name, data: bytes, encoding: str) -> CorpusError:
-    """The one line for bytes ``data`` of ``name`` not valid in ``encoding``: binary (a NUL), else the
-    encoding they may be (a cheap guess: cp1252 with letters of the Latin-1 range) and how to convert."""
+def not_text_error(name, data: bytes, encoding: str, no_bom: bool = False) -> CorpusError:
+    """The one line for bytes ``data`` of ``name`` that are not valid ``encoding``: binary data (a NUL)
+    whatever the encoding, else which encoding the bytes may be (a cheap guess: they read as cp1252
+    with letters of the Latin-1 range, or as UTF-8 when another encoding was given) and how to convert
+    them; ``no_bom``: UTF-16 or UTF-32 whose byte order mark is missing."""
     if b"\x00" in data:
         try:
             refuse_binary(name, data.decode("utf-8", "replace"))
         except CorpusError as exc:
             return exc
     head = f"{name}: not valid {encoding} text"
+    codec = text_codec(encoding)[0]
+    if no_bom and codec in ("utf-16", "utf-32"):  # :replace reads no further: the byte order is not known
+        return CorpusError(f"{head}: it does not start with a byte order mark; name its byte order: "
+                           f"--encoding {codec}-le (or {codec}-be)")
     replace = f"(or --encoding {encoding}{REPLACE_SUFFIX} to read the bad bytes as U+FFFD)"
+    if codec not in ("utf-8", "utf-8-sig") and _utf8_text(data):
+        return CorpusError(f"{head}; it may be UTF-8: drop --encoding (UTF-8 is the default) {replace}")
     try:
         latin = data.decode("cp1252")
     except UnicodeDecodeError:
@@ -191,6 +199,25 @@ def not_text_error(name, data: bytes, encoding: str) -> CorpusError:
                            f"or pass --encoding cp1252 {replace}")
     return CorpusError(f"{head}; its encoding is not known: find it (`file -i`) and pass --encoding NAME, or "
                        f"convert it to UTF-8 with iconv {replace}")
+
+
+# the most characters a line is read in at once (TextFile.readline)
+LINE_PIECE = 1 << 20
+
+
+def _utf8_text(data: bytes) -> bool:
+    """Whether ``data`` (a chunk of a file, maybe cut mid-character at either end) is UTF-8 text
+    beyond ASCII."""
+    import codecs
+
+    start = 0
+    while start < min(3, len(data)) and 0x80 <= data[start] < 0xc0:  # a character cut at the chunk's start
+        start += 1
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(data[start:1 << 16], final=False)
+    except UnicodeDecodeError:
+        return False
+    return not text.isascii()
 
 
 class TextFile(io.TextIOWrapper):
@@ -204,16 +231,31 @@ class TextFile(io.TextIOWrapper):
         try:
             return method(self, *args)
         except UnicodeError as exc:  # a decode error; also UTF-16's for a stream without its byte order mark
-            raise not_text_error(self.source, getattr(exc, "object", b""), self.given_encoding) from None
+            raise not_text_error(self.source, getattr(exc, "object", b""), self.given_encoding,
+                                 no_bom="BOM" in str(exc)) from None
 
     def read(self, size=-1):
         return self._checked(io.TextIOWrapper.read, size)
 
     def readline(self, size=-1):
-        return self._checked(io.TextIOWrapper.readline, size)
+        if size is not None and size >= 0:
+            return self._checked(io.TextIOWrapper.readline, size)
+        # a whole line, read in pieces each checked for a NUL, so that binary data with no line end
+        # (stdin from /dev/zero) is refused at once, not read into memory until it runs out
+        line = self._checked(io.TextIOWrapper.readline, LINE_PIECE)
+        pieces = [line]
+        while True:
+            if "\x00" in pieces[-1]:
+                refuse_binary(self.source, pieces[-1])
+            if len(pieces[-1]) < LINE_PIECE or pieces[-1].endswith("\n"):
+                return line if len(pieces) == 1 else "".join(pieces)
+            pieces.append(self._checked(io.TextIOWrapper.readline, LINE_PIECE))
 
     def __next__(self):
-        return self._checked(io.TextIOWrapper.__next__)
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line
 
 
 def open_text(path: os.PathLike, name: str | None = None, encoding: str = DEFAULT_ENCODING) -> TextFile:
@@ -255,6 +297,11 @@ def read_small_text(path: os.PathLike, error, what: str, encoding: str = DEFAULT
         text = data.decode(codec, errors)
     except UnicodeError:
         raise error(str(not_text_error(path, data, encoding))) from None
+    if "\x00" in text:  # binary data in any encoding, as every reader of text refuses it
+        try:
+            refuse_binary(path, text)
+        except CorpusError as exc:
+            raise error(str(exc)) from None
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # universal newlines, as open() reads
 
 
@@ -338,9 +385,11 @@ def refuse_binary(name, text: str) -> None:
     letter, and the rest readable), or else binary data."""
     head = text[:400].lstrip("\ufffd\ufeff\xff\xfe")  # a UTF-16 or UTF-32 byte order mark
     rest = head.replace("\x00", "")
-    if head.count("\x00") >= 0.3 * len(head) and sum(c.isprintable() or c.isspace() for c in rest) >= 0.95 * len(rest):
+    if rest.strip() and head.count("\x00") >= 0.3 * len(head) \
+            and sum(c.isprintable() or c.isspace() for c in rest) >= 0.95 * len(rest):  # NULs alone are no text
+        wide = "UTF-32" if "\x00\x00\x00" in head else "UTF-16"
         raise CorpusError(f"{name}: looks like UTF-16 or UTF-32 text (NUL bytes between the letters); "
-                          f"convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)")
+                          f"convert it to UTF-8 (iconv -f {wide} -t UTF-8)")
     raise CorpusError(f"{name}: contains NUL bytes; this looks like binary data, not text")
 
 

@@ -31,6 +31,7 @@ from ..errors import CheckpointError, diverged
 from ..files import atomic_dir, foreign, fsync_path, resolved
 from ..outputs import register_kind
 from ..reading import read_json
+from ..text.reader import DEFAULT_ENCODING
 from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
 from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES  # (imported first: a checkpoint is a model plus its state)
 
@@ -141,6 +142,7 @@ def corpus_identity(corpus) -> dict:
         "vocab_size": len(corpus.vocab),
         "vocab_sha256": vocab_digest(corpus.vocab.words),
         "stream_sha256": corpus.stream_sha256,
+        "encoding": stats.get("encoding", DEFAULT_ENCODING),  # for the message when another --encoding reads another text
     }
 
 
@@ -319,16 +321,19 @@ def restore(path: Path, meta: dict, corpus, config: TrainConfig, init_vectors: d
     check_config(meta, config, path, init_vectors)
     saved, now = meta["corpus"], corpus_identity(corpus)
     keys = ("sentences", "documents", "tokens", "vocab_size", "vocab_sha256")
+    read = saved.get("encoding")  # None: a checkpoint written before it was recorded
+    encoding = (f"; it read the corpus as {read} text, this run as {now['encoding']}: resume with --encoding {read}"
+                if isinstance(read, str) and read.lower() != now["encoding"].lower() else "")
     if any(saved.get(k) != now[k] for k in keys):
         raise CheckpointError(
             f"cannot resume from {path}: it was trained on another corpus ({saved.get('sentences')} sentences, "
             f"{saved.get('vocab_size')} words, from {', '.join(map(str, saved.get('files', []))) or '?'}); "
-            f"this one has {now['sentences']} sentences and {now['vocab_size']} words"
+            f"this one has {now['sentences']} sentences and {now['vocab_size']} words{encoding}"
         )
     if saved.get("stream_sha256") != now["stream_sha256"]:
         raise CheckpointError(
             f"cannot resume from {path}: it was trained on another corpus, of the same sizes and words (its "
-            "sentences or documents are in another order, its text changed, or it was read in another --encoding)")
+            f"sentences or documents are in another order, or its text changed){encoding}")
     damaged = f"{path / STATE_FILE}: damaged checkpoint (inconsistent training state); delete it to start over"
     try:
         state = TrainState.from_dict(meta["state"])
