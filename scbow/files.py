@@ -48,6 +48,24 @@ def _fresh(target: Path) -> Path:
     return target.parent / f".{target.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
 
 
+def exchange(a: Path, b: Path) -> bool:
+    """Swap the paths ``a`` and ``b`` in one step (Linux ``renameat2`` with ``RENAME_EXCHANGE``), so a
+    reader or a kill never finds neither; False where the system cannot (then nothing is changed)."""
+    import ctypes
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_cwd, rename_exchange = -100, 2
+    if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):  # an old kernel or file system
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
 def output_path(path: os.PathLike, name: str = "-o", error: type[Exception] = ModelError) -> Path:
     """Where the output ``path`` is written: ``path`` resolved (a link's target is replaced, the link
     stays). Only the target itself is ever created through a link, never its folders."""
@@ -156,8 +174,8 @@ def foreign(directory: os.PathLike, own_names) -> str | None:
 @contextmanager
 def atomic_dir(path: os.PathLike, same_kind=None) -> Iterator[Path]:
     """A temporary directory beside ``path`` to write the new one in; removed when the block raises.
-    When it ends without an error, the directory at ``path`` is renamed aside, the new one renamed in
-    and the old one removed. A non-empty one is replaced only when ``same_kind(path)`` returns None
+    When it ends without an error, the new one takes the place of the directory at ``path`` in one
+    step (:func:`exchange`; elsewhere than Linux, two renames) and the old one is removed. A non-empty one is replaced only when ``same_kind(path)`` returns None
     (else why not): else FileExistsError, and nothing is changed."""
     target = output_path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -174,14 +192,17 @@ def atomic_dir(path: os.PathLike, same_kind=None) -> Iterator[Path]:
             why = (foreign(target, ()) if same_kind is None else same_kind(target)) if os.listdir(target) else None
             if why is not None:
                 raise FileExistsError(errno.ENOTEMPTY, f"{why}, so it is not replaced (move that away)", str(target))
-            old = _fresh(target)
-            os.rename(target, old)
-            try:
-                os.rename(tmp, target)
-            except BaseException:
-                os.rename(old, target)
-                raise
-            shutil.rmtree(old, ignore_errors=True)
+            if exchange(tmp, target):  # one step: the temporary holds the old directory now
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:  # two renames, with a moment between them where nothing is at the path
+                old = _fresh(target)
+                os.rename(target, old)
+                try:
+                    os.rename(tmp, target)
+                except BaseException:
+                    os.rename(old, target)
+                    raise
+                shutil.rmtree(old, ignore_errors=True)
         fsync_path(target.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

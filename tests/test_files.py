@@ -131,6 +131,26 @@ def test_a_directory_is_replaced_whole_by_one_of_its_kind_and_another_kind_kept(
     assert (empty / "a.txt").is_file()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2 is Linux's")
+def test_a_directory_is_swapped_in_one_step_so_a_kill_never_leaves_neither(tmp_path, monkeypatch):
+    """On Linux the old directory and the new one trade places in one rename (RENAME_EXCHANGE): with
+    the two-rename fallback broken, the replacement still happens, and nothing else is left."""
+    out = tmp_path / "m"
+    with atomic_dir(out) as tmp:
+        (tmp / "a.txt").write_text("one")
+
+    def no_rename(*args):
+        raise AssertionError("renamed aside: a kill here would leave nothing at the output")
+
+    monkeypatch.setattr(os, "rename", no_rename)
+    with atomic_dir(out, same_kind=lambda d: None) as tmp:
+        (tmp / "a.txt").write_text("two")
+    assert (out / "a.txt").read_text() == "two" and sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+    with pytest.raises(FileNotFoundError):  # a missing side: an error, and nothing moved
+        files.exchange(tmp_path / "none", out)
+    assert (out / "a.txt").read_text() == "two"
+
+
 # -- what is ours: each kind says, in its own module --------------------------------------
 
 
