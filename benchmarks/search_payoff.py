@@ -13,6 +13,7 @@ indexed query saves against a scan.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -79,6 +80,9 @@ def markdown(report: dict) -> str:
         "which building the index has cost less than scanning it each time. A scan costs time in proportion to "
         "the lines; an indexed query about the same at any size (most of it is starting the process and loading "
         "the model).", "",
+        f"Load average (1/5/15 min) at the start {report['context']['machine']['load_average_1_5_15']}, at the end "
+        f"{report.get('load_at_end')}: on a machine shared with other work every time here is an upper bound, and "
+        "the scans and the build ran under different loads, so the break-even is good to a factor of about two.", "",
         context_markdown(report["context"])])
 
 
@@ -99,6 +103,7 @@ def main(argv=None, prog=None) -> None:
         say(f"{r['corpus']}: scan {r['scan_s']} s, build {r['embed_s']} + {r['index_s']} s, "
             f"indexed query {r['query_s']} s: pays off after {r['break_even_queries']} queries")
     report = {"results": results, "repeats": args.repeats, "model": str(model), "model_about": _model_about(model),
+              "load_at_end": [round(x, 2) for x in os.getloadavg()],
               "context": context("faiss-cpu", threads=2)}
     write_report(args.out, report, markdown(report), echo=True)
 
