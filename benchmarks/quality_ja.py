@@ -273,12 +273,14 @@ def run_systems(corpus_path: Path, lines: int | None, threads: int, dev_path: Pa
 # Then: a wider sentence part (the untrained start is overlap through random rows, nearer exact the wider
 # they are), more negatives, and a higher count floor (a character is seen about 6,400 times on average,
 # so the damping min(1, floor/count)^0.75 holds nearly every row back); the best again with another seed,
-# for how far runs differ. Also looked at, without a run of
+# for how far runs differ; and that with a stronger word part (twice the passes, contexts twice as far,
+# as a compound of characters is longer than a word). Also looked at, without a run of
 # their own, on the rows of these runs: common_components -1..30 and word_mix 0 (the sentence part
 # alone) to 2; 10 components and mix 0.5 (the defaults) scored best in every run.
 TRIES = ({"epochs": 3}, {"frequency_weight": 1e-4}, {"common_components": 1}, {"dim": 600}, {"dim": 1200},
          {"dim": 600, "negatives": 5}, {"dim": 600, "count_floor": 100}, {"negatives": 5},
-         {"dim": 600, "negatives": 10}, {"dim": 600, "negatives": 5, "seed": 2})
+         {"dim": 600, "negatives": 10}, {"dim": 600, "negatives": 5, "seed": 2},
+         {"dim": 600, "negatives": 5, "word_passes": 6, "word_context": 10})
 
 
 def run_tries(corpus_path: Path, lines: int | None, threads: int, dev_path: Path) -> list[dict]:
