@@ -175,8 +175,9 @@ def foreign(directory: os.PathLike, own_names) -> str | None:
 def atomic_dir(path: os.PathLike, same_kind=None) -> Iterator[Path]:
     """A temporary directory beside ``path`` to write the new one in; removed when the block raises.
     When it ends without an error, the new one takes the place of the directory at ``path`` in one
-    step (:func:`exchange`; elsewhere than Linux, two renames) and the old one is removed. A non-empty one is replaced only when ``same_kind(path)`` returns None
-    (else why not): else FileExistsError, and nothing is changed."""
+    step (:func:`exchange`; elsewhere than Linux, two renames) and the old one is removed. A non-empty
+    one is replaced only when ``same_kind(path)`` returns None (else why not): else FileExistsError,
+    and nothing is changed."""
     target = output_path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(target)
