@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 from pathlib import Path
@@ -302,39 +301,16 @@ def test_a_run_into_a_link_has_the_checkpoint_of_its_target(tmp_path, corpus_fil
     assert checkpoint_dir(link) == tmp_path / "m.checkpoint"
 
 
-def test_a_resume_keeps_the_init_vectors_record_and_refuses_other_vectors(tmp_path, corpus_file, plain_checkpoint,
-                                                                          monkeypatch):
-    """--init-vectors is a setting of the run: resumed with the same vectors, the model records them as an
-    uninterrupted run's does; with other vectors, none, or vectors the interrupted run had not, it is refused."""
-    a, b = shutil.copytree(plain_checkpoint, tmp_path / "a"), shutil.copytree(plain_checkpoint, tmp_path / "b")
-
-    def run(out, vectors, **kw):
-        return train_session([corpus_file], PLAIN, out, quiet=True, init_vectors=vectors, **kw)
-
-    run(tmp_path / "whole", a)
-    whole = load_model(tmp_path / "whole").info["init_vectors"]
-    assert whole["source"] == str(a) and whole["rows_initialised"] > 0
-    out = tmp_path / "m"
-    with pytest.raises(Interrupted):
-        run(out, a, hooks=[SignalAfter(2)])
-    for vectors, message in ((b, f"--init-vectors was {a}, now {b};"), (None, f"--init-vectors was {a}, now not given")):
-        with pytest.raises(CheckpointError, match=re.escape(message)):
-            run(out, vectors, resume=True)
-    plain = copy_checkpoint(plain_checkpoint, tmp_path / "p")  # a run without them
-    with pytest.raises(CheckpointError, match=re.escape(f"--init-vectors was not given, now {a}")):
-        run(plain, a, resume=True)
-    run(out, a, resume=True)
-    assert load_model(out).info["init_vectors"] == whole and not checkpoint_dir(out).exists()
-    # the same vectors by relative names from two directories: a checkpoint of the resumed run still names them
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(Interrupted):
-        run(tmp_path / "m2", Path("a"), hooks=[SignalAfter(2)])
-    monkeypatch.chdir(tmp_path / "b")
-    with pytest.raises(Interrupted):
-        run(tmp_path / "m2", Path("../a"), resume=True, hooks=[SignalAfter(1)])
-    monkeypatch.chdir(tmp_path)
-    run(tmp_path / "m2", Path("a"), resume=True)  # was refused: the second checkpoint had resolved '../a' here
-    assert load_model(tmp_path / "m2").info["init_vectors"] == {**whole, "source": "a"}
+def test_a_checkpoint_of_an_older_version_naming_init_vectors_still_resumes(tmp_path, corpus_file, plain_checkpoint):
+    """Checkpoints written when train had --init-vectors record it in state.json (null without it): the key is
+    ignored now, and such a checkpoint resumes."""
+    out = copy_checkpoint(plain_checkpoint, tmp_path / "m")
+    state = checkpoint_dir(out) / "state.json"
+    meta = json.loads(state.read_text())
+    assert "init_vectors" not in meta
+    state.write_text(json.dumps({**meta, "init_vectors": None}))
+    train_session([corpus_file], PLAIN, out, quiet=True, resume=True)
+    assert load_model(out).dim == 8 and not checkpoint_dir(out).exists()
 
 
 def test_resume_without_a_checkpoint(tmp_path, runner, corpus_file):
@@ -349,8 +325,7 @@ DAMAGE = {  # how -> what the error names
     **dict.fromkeys(("state-negative-seconds", "state-negative-loss", "state-done-past-total"),
                     "inconsistent training state"),
     # one damage to the model files: each other is test_formats test_every_damage_to_a_model_is_one_error...
-    "nan-vectors": "the vectors hold NaN or inf", "state-of-another-write": "not the matrix its state.json recorded",
-    "state-init-vectors": "damaged checkpoint (init_vectors)"}
+    "nan-vectors": "the vectors hold NaN or inf", "state-of-another-write": "not the matrix its state.json recorded"}
 
 
 @pytest.mark.parametrize("how", list(DAMAGE))
@@ -367,8 +342,6 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, pl
         meta["checkpoint_version"] += 1 if how == "state-newer" else -1
     elif how == "state-inconsistent":
         meta["state"]["phases"]["sentence"]["done"] += 7
-    elif how == "state-init-vectors":
-        meta["init_vectors"] = {"path": 7, "record": {}}
     elif how == "state-of-another-write":  # the state of another checkpoint beside these model files
         meta["matrices"]["sentence"] = "0" * 64
     elif how.startswith("state-"):  # a record a resumed run would report as its own

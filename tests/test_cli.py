@@ -266,15 +266,13 @@ def test_a_usage_error_is_one_line_and_exit_status_2(argv, fragment):
 
 
 @pytest.mark.parametrize("argv", [
-    ["neighbors", "cat", "-n", HUGE], ["evaluate", "--resamples", HUGE], ["expand", "--max-words", HUGE * 2],
+    ["neighbors", "cat", "-n", HUGE], ["evaluate", "--resamples", HUGE],
     ["embed", "--threads", HUGE],
 ])
 def test_huge_integers_in_other_commands(tmp_path, runner, trained, sts_file, argv):
     argv = [*argv, "-m", str(trained)]
     if argv[0] == "evaluate":
         argv.append(str(sts_file))
-    if argv[0] == "expand":
-        argv += ["--source", str(trained), "-o", str(tmp_path / "x")]
     if argv[0] == "embed":
         argv += [str(sts_file), "-o", str(tmp_path / "x.npy")]
     assert_clean_error(runner.invoke(main, argv), exit_code=2)
@@ -411,7 +409,7 @@ def test_counts_of_one_are_singular_and_embed_wants_an_npy_name(tmp_path, runner
     assert not (tmp_path / "out.txt").exists()
 
 
-# ---------------------------------------------------------------- similarity, neighbors, embed, expand
+# ---------------------------------------------------------------- similarity, neighbors, embed
 
 
 def test_neighbours_is_neighbors_and_a_query_or_sentence_averaging_to_zero_is_an_error(tmp_path, runner, trained):
@@ -430,21 +428,3 @@ def test_neighbours_is_neighbors_and_a_query_or_sentence_averaging_to_zero_is_an
     a = runner.invoke(main, ["neighbors", "-m", str(trained), word, "--min-count", "0"])
     b = runner.invoke(main, ["neighbours", "-m", str(trained), word, "--min-count", "0"])
     assert a.exit_code == b.exit_code == 0 and a.stdout == b.stdout != ""
-
-
-def test_expand_refuses_what_it_cannot_fit_or_hold(tmp_path, runner, healthy):
-    base = load_model(healthy[0])
-    flat = shutil.copytree(healthy[0], tmp_path / "flat")
-    np.save(flat / "vectors.npy", np.ones_like(np.load(flat / "vectors.npy")))
-    source = export_word2vec(base, tmp_path / "source.txt")
-    result = runner.invoke(main, ["expand", "-m", str(flat), "--source", str(source), "-o", str(tmp_path / "x1")])
-    assert_clean_error(result, "do not vary", exit_code=1)
-    small = tmp_path / "small.txt"
-    small.write_text(f"{len(base) + 1} {base.dim}\n"
-                     + "".join(f"{w} {' '.join(str(x * 1e-6) for x in row)}\n" for w, row in zip(base.vocab.words,
-                                                                                                base.vectors))
-                     + "zzznew " + " ".join(["1e14"] * base.dim) + "\n")  # mapped: about 1e20
-    result = runner.invoke(main, ["expand", "-m", str(healthy[0]), "--source", str(small), "-o", str(tmp_path / "x2")])
-    assert_clean_error(result, "not usable", exit_code=1)
-    assert "Warning" not in result.output
-    assert not (tmp_path / "x1").exists() and not (tmp_path / "x2").exists()

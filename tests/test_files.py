@@ -365,7 +365,6 @@ def test_no_command_writes_inside_a_model(tmp_path, runner, healthy):
         "export": ["export", "-m", m, "-o", target / "vectors.txt"],
         "export deeper": ["export", "-m", m, "-o", target / "sub" / "vectors.txt"],
         "train": ["train", corpus, "-o", target / "sub", "--dim", "8", "--min-count", "1", "-q", "--threads", "1"],
-        "expand": ["expand", "-m", m, "--source", m, "-o", target / "sub"],
         "plot": ["plot", m, "-o", target / "curve.png"],
     }
     for name, args in commands.items():
@@ -434,10 +433,8 @@ def test_outputs_that_are_inputs_are_refused(tmp_path, runner, healthy):
         (["export", "-m", model, "-o", model / "vectors.npy"], "vectors.npy of the model"),
         (["export", "-m", tmp_path / "model-link", "-o", model / "config.json"], "config.json of the model"),
         (["plot", "-m", model, "-o", model / "config.json"], "config.json of the model"),
-        (["expand", "-m", model, "--source", model, "-o", model], "the model"),
         (["train", model / "vocab.txt", "-o", model, *TRAIN], "the corpus"),
-        (["train", healthy[1], "-o", tmp_path / "m2", *TRAIN, "--init-vectors", model], None),  # another output: fine
-        (["train", healthy[1], "-o", model, *TRAIN, "--init-vectors", model], "--init-vectors"),
+        (["train", healthy[1], "-o", tmp_path / "m2", *TRAIN], None),
         (["train", tmp_path / "m2", "-o", tmp_path / "m3", *TRAIN], "not a corpus"),
         # a folder in a corpus folder is not read (train reads its files): a model there, twice
         (["train", tmp_path / "books", "-o", tmp_path / "books" / "m4", *TRAIN], None),
@@ -507,7 +504,7 @@ def test_every_output_follows_the_umask(tmp_path, runner, healthy):
     try:
         for argv in (["export", "-m", trained, "-o", tmp_path / "v.txt"],
                      ["embed", "-m", trained, lines, "-o", tmp_path / "e.npy", "-q"],
-                     ["expand", "-m", trained, "--source", trained, "-o", tmp_path / "x"]):
+                     ["train", healthy[1], "-o", tmp_path / "x", *TRAIN, "--no-cache"]):
             result = runner.invoke(main, [str(a) for a in argv])
             assert result.exit_code == 0, result.output
     finally:

@@ -309,9 +309,9 @@ def test_the_kernel_sees_the_run_position_across_epochs(tmp_path, make_text, mon
     assert epoch == 2
 
 
-def test_a_callable_start_of_the_wrong_shape_is_a_clear_error(corpus):
+def test_a_start_of_the_wrong_shape_is_a_clear_error(corpus):
     with pytest.raises(TrainingError, match="initial vectors have shape"):
-        train(corpus, config(), quiet=True, init=lambda vocab: np.zeros((3, 32), np.float32))
+        train(corpus, config(), quiet=True, init=np.zeros((3, 32), np.float32))
 
 
 def test_compiled_already_tells_a_first_compilation_from_numba_cache(tmp_path, monkeypatch):

@@ -51,7 +51,7 @@ def test_a_token_with_a_lone_surrogate_has_a_hashed_vector(model, token):
 def test_unknown_norm_is_the_median_of_the_rarest_tenth(model):
     rows = np.asarray(model.vectors[-1:], dtype=np.float64)  # 13 words: the rarest tenth is one row
     assert model.unknown_norm() == pytest.approx(float(np.linalg.norm(rows[0])))
-    # words added with count 0 (vocabulary expansion) are not the rarest trained words
+    # words with count 0 (no recorded count: added from elsewhere) are not the rarest trained words
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(40)]
     base = Model(Vocab(words, np.arange(40, 0, -1)), rng.standard_normal((40, 8)).astype(np.float32))

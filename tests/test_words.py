@@ -229,7 +229,7 @@ def test_most_similar_takes_what_gensim_takes(model400):
 
 def rare_word_model():
     """'cat' is nearest to 'mezzanine' (seen 3 times) by cosine, then to 'dog' (seen 500 times),
-    and to 'kitten', whose count is unknown (0: a word added by expand or read from a word2vec file)."""
+    and to 'kitten', whose count is unknown (0: a word read from a word2vec file, say)."""
     words = ["the", "cat", "dog", "mat", "mezzanine", "padoie", "kitten"]
     counts = [1000, 800, 500, 200, 3, 7, 0]
     vectors = np.array([[0, 0, 1], [1, 0, 0], [0.8, 0.6, 0], [0, 1, 0], [1, 0.01, 0], [0.99, 0.1, 0],

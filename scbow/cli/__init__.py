@@ -1,7 +1,7 @@
 """The ``scbow-numba`` command line: click commands that parse, call one library function and print.
 
 The group and what commands share: :mod:`scbow.cli.app`; the commands: :mod:`~scbow.cli.train` (train,
-prepare, cache), :mod:`~scbow.cli.vectors` (similarity, info, export, expand), :mod:`~scbow.cli.sentences`
+prepare, cache), :mod:`~scbow.cli.vectors` (similarity, info, export), :mod:`~scbow.cli.sentences`
 (embed, index, neighbors), :mod:`~scbow.cli.scores` (evaluate, plot).
 """
 

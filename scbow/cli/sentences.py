@@ -100,7 +100,7 @@ def embed(model_path, inputs, output, encoding, missing_file, fill, threads, unk
 @click.option("--min-count", type=Count(minimum=0, what="occurrences"), default=NEIGHBOUR_MIN_COUNT, show_default=True,
               help="Print only words seen at least this often in the training corpus (rare words' vectors are "
                    "mostly noise and crowd out the answer); 0: every word, by plain cosine. Words with no "
-                   "recorded count (from a word2vec file, or added by 'expand') are always printed. From Python: "
+                   "recorded count (read from a word2vec or GloVe file) are always printed. From Python: "
                    "model.wv.most_similar(WORD, min_count=N) (its default, as gensim's, is every word).")
 def neighbors(model_path, words, sentence, in_path, encoding, index_path, ef, negative, topn, min_count):
     """Print the nearest words of WORD... by cosine, or the nearest sentences of a file.

@@ -30,12 +30,11 @@ def hyperparameter_options(command):
                                show_default=True, help=FIELD_HELP[field.name])(command)
     return command
 
-# train --help: its 37 options under five headings
+# train --help: its 38 options under five headings
 TRAIN_OPTION_GROUPS = [
     ("Data", ["output", "encoding", "min_count", "max_vocab", "cache_dir", "no_cache"]),
     ("Model", ["dim", "word_passes", "word_dim", "word_mix", "word_context", "word_noise", "word_sample_count",
-               "frequency_weight", "unknown", "unknown_scale", "common_components", "max_length", "init_std",
-               "init_vectors"]),
+               "frequency_weight", "unknown", "unknown_scale", "common_components", "max_length", "init_std"]),
     ("Optimisation", ["negatives", "negative_mode", "epochs", "lr", "min_lr_fraction", "weight_decay",
                       "count_power", "count_floor", "word_lr", "seed"]),
     ("Run control", ["threads", "device", "checkpoint_every", "resume", "quiet"]),
@@ -60,9 +59,6 @@ TRAIN_OPTION_GROUPS = [
 @click.option("--resume", is_flag=True,
               help="Continue the interrupted run into OUTPUT from its checkpoint (same corpus and settings).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress line and no summary.")
-@click.option("--init-vectors", type=click.Path(path_type=Path), default=None,
-              help="Start the rows of the words these vectors have from them (word2vec text or binary, or a "
-                   "model directory; same dimensions as --dim), rescaled to --init-std; the rest at random.")
 @click.option("--eval-every", metavar="N", default=None, show_default="off",
               help="Score the STS dev set every N examples (500000, 500k, 2M), at every epoch end and before "
                    "training; the learning curve is saved as curve.json in the model (see 'plot'). Points fall on "
@@ -76,7 +72,7 @@ TRAIN_OPTION_GROUPS = [
               help="Also score these STS files or folders at every point (repeatable); their means are recorded.")
 @click.option("--eval-test", is_flag=True,
               help="Also score the default STS test sets (those of 'evaluate' without paths) at every point.")
-def train(corpus, output, encoding, cache_dir, no_cache, quiet, init_vectors, checkpoint_every, resume,
+def train(corpus, output, encoding, cache_dir, no_cache, quiet, checkpoint_every, resume,
           eval_every, eval_dev, eval_sets, eval_test, **hyper):
     """Train a model on CORPUS: text files (.gz/.bz2/.xz too) or directories of them.
 
@@ -93,7 +89,7 @@ def train(corpus, output, encoding, cache_dir, no_cache, quiet, init_vectors, ch
     config = TrainConfig(**hyper)
     output = named(output or default_model_dir())  # '-o .' names the current directory
     result = session.train_session(corpus, config, output, cache_dir=cache_dir, use_cache=not no_cache, quiet=quiet,
-                                   init_vectors=init_vectors, checkpoint_every=checkpoint_every, resume=resume,
+                                   checkpoint_every=checkpoint_every, resume=resume,
                                    eval_every=eval_every, eval_dev=eval_dev, eval_sets=eval_sets,
                                    eval_test=eval_test, warn=say, encoding=encoding)
     if not quiet:

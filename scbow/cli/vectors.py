@@ -1,4 +1,4 @@
-"""``similarity``, ``info``, ``export`` and ``expand``: what a model says and how it travels."""
+"""``similarity``, ``info`` and ``export``: what a model says and how it travels."""
 
 from __future__ import annotations
 
@@ -123,26 +123,3 @@ def export(model_path, output, fmt, binary, part, min_count, limit, add_words, e
     result = write(load(model_path), output, spec.name, min_count=min_count, limit=limit, note=say, **options)
     echo_lines(result.lines())
 
-
-@main.command(short_help="Add words from larger pretrained vectors (vocabulary expansion).")
-@model_option()
-@click.option("--source", type=click.Path(path_type=Path), required=True,
-              help="Pretrained vectors with a larger vocabulary (word2vec text or binary, or a model directory).")
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Model directory to write.")
-@click.option("--max-words", type=Count(minimum=0, what="words"), default=0, show_default=True,
-              help="Add only the first N new words of --source, in its order (usually most frequent first; 0: all).")
-@click.option("--affine", is_flag=True, help="Fit x M + b instead of the linear map x M.")
-def expand(model_path, source, output, max_words, affine):
-    """Add the words of --source the model lacks, mapped into its space (vocabulary expansion).
-
-    A linear map from the --source space into ours is fitted by least squares on the words
-    both have (skip-thought, Kiros et al. 2015, section 2.2); every --source word that our
-    tokenizer can produce and the model lacks gets the image of its vector. Reports the fit
-    (R2 on the shared words; mean cosine of mapped and true vectors on a held-out tenth)
-    and the words added.
-    """
-    from ..training.pretrained import expand_model, expansion_lines
-
-    refuse_overwrite({"-o": output}, {"the model": model_dir(model_path), "--source": source}, replaces_dirs=True)
-    model, report = expand_model(model_dir(model_path), source, output, max_words=max_words, affine=affine)
-    echo_lines(expansion_lines(report, model.dim, affine, output))

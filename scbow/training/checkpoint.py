@@ -6,8 +6,7 @@
   common-component removal (so a resumed run post-processes the matrix an uninterrupted one
   would), and once the word part has begun ``word_in.npy`` and ``word_out.npy``;
 - ``state.json``: the :class:`~scbow.training.hooks.TrainState`, each matrix's digest, the config,
-  the corpus's identity and the ``--init-vectors`` record, so that a resume with anything else is
-  refused in one line.
+  and the corpus's identity, so that a resume with anything else is refused in one line.
 
 It is put in place whole (:func:`scbow.files.atomic_dir`). With one thread a resumed run is
 bit-identical to an uninterrupted one: shuffles, random streams and the learning rate depend only
@@ -146,14 +145,6 @@ def corpus_identity(corpus) -> dict:
     }
 
 
-def init_vectors_entry(record: dict | None) -> dict | None:
-    """A checkpoint's record of ``--init-vectors`` (``record``: ``pretrained.pretrained_start``'s): the
-    resolved path, which a resume compares, and the record, which the model keeps."""
-    if not record:
-        return None
-    return {"path": resolved(Path(record["source"])), "record": dict(record)}
-
-
 # ---------------------------------------------------------------------------------------
 # Writing and reading
 
@@ -161,11 +152,10 @@ def init_vectors_entry(record: dict | None) -> dict | None:
 class CheckpointWriter:
     """Writes the checkpoints of one run into ``path`` (replacing the previous one)."""
 
-    def __init__(self, path: Path, corpus, config: TrainConfig, init_vectors: dict | None = None):
+    def __init__(self, path: Path, corpus, config: TrainConfig):
         self.path = Path(path)
         self.corpus = corpus
         self.config = config
-        self.init_vectors = init_vectors  # the --init-vectors record (filled in once training starts)
         self.identity: dict | None = None  # corpus_identity, made at the first checkpoint
         self.last_at: str | None = None  # where the last checkpoint is, for messages; None before one
 
@@ -198,7 +188,6 @@ class CheckpointWriter:
                 "matrices": {name: matrix_digest(M) for name, M in matrices.items()},
                 "config": self.config.to_dict(),
                 "corpus": self.identity,
-                "init_vectors": init_vectors_entry(self.init_vectors),
             }
             with open(tmp / STATE_FILE, "w", encoding="utf-8") as fh:
                 fh.write(json.dumps(meta, indent=1) + "\n")
@@ -235,10 +224,6 @@ def read_meta(path: Path) -> dict:
             raise CheckpointError(f"{path / STATE_FILE}: damaged checkpoint (no {key}); delete it to start over")
     if any(name not in meta["config"] for name in TrainConfig.__dataclass_fields__):
         raise CheckpointError(f"{path / STATE_FILE}: damaged checkpoint (config); delete it to start over")
-    init = meta.get("init_vectors")
-    if init is not None and not (isinstance(init, dict) and isinstance(init.get("path"), str)
-                                 and isinstance(init.get("record"), dict)):
-        raise CheckpointError(f"{path / STATE_FILE}: damaged checkpoint (init_vectors); delete it to start over")
     return meta
 
 
@@ -252,15 +237,11 @@ def describe(meta: dict) -> str:
         return "unknown progress"
 
 
-def check_config(meta: dict, config: TrainConfig, path: Path, init_vectors: dict | None = None) -> None:
-    """Refuse to resume with settings that change what is computed, or from other ``--init-vectors``."""
+def check_config(meta: dict, config: TrainConfig, path: Path) -> None:
+    """Refuse to resume with settings that change what is computed."""
     saved = meta["config"]
     diffs = [f"--{key.replace('_', '-')} was {show_value(saved[key])}, now {show_value(value)}"
              for key, value in config.to_dict().items() if key not in FREE_ON_RESUME and saved[key] != value]
-    was = (meta.get("init_vectors") or {}).get("path")
-    now = (init_vectors_entry(init_vectors) or {}).get("path")
-    if was != now:
-        diffs.append(f"--init-vectors was {was or 'not given'}, now {now or 'not given'}")
     if diffs:
         raise CheckpointError(
             f"cannot resume from {path}: {'; '.join(diffs)}; run with the settings of the interrupted "
@@ -310,15 +291,15 @@ def _valid_state(state, n_targets: int, config: TrainConfig) -> bool:
             and all(p.done == 0 for p in phases[list(state.phases).index(state.phase) + 1:]))
 
 
-def restore(path: Path, meta: dict, corpus, config: TrainConfig, init_vectors: dict | None = None):
-    """Check the checkpoint against ``corpus``, ``config`` and ``init_vectors`` (:func:`check_config`);
+def restore(path: Path, meta: dict, corpus, config: TrainConfig):
+    """Check the checkpoint against ``corpus`` and ``config`` (:func:`check_config`);
     return ``(TrainState, {name: matrix})``, each matrix checked against the digest its state recorded."""
     from ..vectors.formats import load_model
     from .hooks import TrainState
     from .start import trainable_targets
 
     path = Path(path)
-    check_config(meta, config, path, init_vectors)
+    check_config(meta, config, path)
     saved, now = meta["corpus"], corpus_identity(corpus)
     keys = ("sentences", "documents", "tokens", "vocab_size", "vocab_sha256")
     read = saved.get("encoding")  # None: a checkpoint written before it was recorded

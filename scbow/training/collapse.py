@@ -2,7 +2,7 @@
 
 A learning rate far too high drives the rows into a few directions. On the averages of a fixed
 sample of corpus sentences (:data:`SAMPLE`, from the run's seed) the check measures, against the
-same measures of the run's own start (random, ``--init-vectors`` or a resumed run's recorded start):
+same measures of the run's own start (random, a given ``init`` or a resumed run's recorded start):
 
 - **kept**: the share of the variance outside the top ``min(COMPONENTS, dim // 10)`` principal
   directions (those post-processing removes);

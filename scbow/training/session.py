@@ -290,14 +290,14 @@ def refuse_cache_in_output(cache_dir, output) -> None:
 
 
 def train_session(corpus, config=None, output=None, *, checkpoint_every=None, resume: bool = False,
-                  quiet: bool = False, cache_dir=None, use_cache: bool = True, init_vectors=None, eval_every=None,
+                  quiet: bool = False, cache_dir=None, use_cache: bool = True, eval_every=None,
                   eval_dev=None, eval_sets=(), eval_test: bool = False, hooks=(), warn=None,
                   encoding: str = DEFAULT_ENCODING):
     """What ``scbow-numba train`` runs: train on ``corpus`` (paths), save the model to ``output``, return the
     TrainResult (with ``curve``, the curve hook or None, and ``cache``, for :func:`summary_lines`).
 
     Every path is checked first, and a failed run leaves nothing behind, not even the directories made for
-    its output. ``checkpoint_every``: ``checkpoint.parse_every``; ``init_vectors``: ``pretrained``;
+    its output. ``checkpoint_every``: ``checkpoint.parse_every``;
     ``eval_*``: ``curve.curve_hook``; ``hooks``: ``trainer.train``; ``encoding``:
     ``scbow.text.reader.text_codec``; ``warn``: gets warning and note lines (default stderr). Raises
     :class:`~scbow.errors.Interrupted` on a signal, the errors of :mod:`scbow.errors` on bad input.
@@ -312,8 +312,8 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     corpus = list(corpus)
     output = Path(output if output is not None else default_model_dir())
     refuse_overwrite({"-o": output, "its checkpoint": checkpoint_dir(output)},
-                     [*(("the corpus", p) for p in corpus), ("--init-vectors", init_vectors),
-                      ("--eval-dev", eval_dev), *(("--eval-sets", p) for p in eval_sets)], replaces_dirs=True)
+                     [*(("the corpus", p) for p in corpus), ("--eval-dev", eval_dev),
+                      *(("--eval-sets", p) for p in eval_sets)], replaces_dirs=True)
     if use_cache:
         refuse_cache_in_output(cache_dir, output)
     curve = None
@@ -327,7 +327,7 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     made = [p for p in (output.resolve().parent, *output.resolve().parent.parents) if not p.exists()]
     try:
         output = check_output_dir(output)
-        result = _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cache, init_vectors,
+        result = _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cache,
                              [*hooks, *([curve] if curve is not None else [])], curve, warn, encoding)
     except BaseException:
         for p in made:  # deepest first
@@ -340,19 +340,15 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     return result
 
 
-def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cache, init_vectors, hooks, curve, warn,
-                encoding):
+def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cache, hooks, curve, warn, encoding):
     """:func:`train_session` once its paths are checked: lock, signals, checkpoint, corpus, training, save."""
     from ..files import remove_leftovers
     from ..reading import read_json
     from ..vectors.modeldir import CURVE_FILE, save_model
     from .checkpoint import CheckpointWriter, check_config, checkpoint_dir, describe, not_a_checkpoint, read_meta, restore
     from .corpus import read_corpus
-    from .pretrained import pretrained_start
     from .trainer import train
 
-    init, record = pretrained_start(init_vectors, config, note=None if quiet else warn)
-    record = record or None
     where = Path(os.path.abspath(output))
     ckpt = checkpoint_dir(where)
     writer = None
@@ -370,7 +366,7 @@ def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cac
                                       "give another -o")
             if resume:
                 meta = read_meta(ckpt)
-                check_config(meta, config, ckpt, record)
+                check_config(meta, config, ckpt)
             elif ckpt.exists():
                 try:
                     progress = describe(read_meta(ckpt))
@@ -394,11 +390,7 @@ def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cac
 
             start = matrices = None
             if meta is not None:
-                start, matrices = restore(ckpt, meta, encoded, config, record)
-                started_from = (meta.get("init_vectors") or {}).get("record")  # the interrupted run's vectors,
-                if started_from is not None and record:  # named as this run names them (the same file:
-                    started_from = {**started_from, "source": record["source"]}  # checked; maybe from elsewhere)
-                record = started_from
+                start, matrices = restore(ckpt, meta, encoded, config)
                 if not quiet:
                     p = start[start.phase]
                     note(f"resuming from the checkpoint at example {p.done:,} of {p.total:,} "
@@ -413,13 +405,13 @@ def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cac
                     raise CheckpointError("cannot resume: the interrupted run recorded a learning curve "
                                           "(--eval-every), which this run would drop; run with its --eval-every, or "
                                           "delete the checkpoint to start over")
-            writer = CheckpointWriter(ckpt, encoded, config, record)
+            writer = CheckpointWriter(ckpt, encoded, config)
             if start is not None:
                 writer.mark(start)
             hook = CheckpointHook(writer, every, guard, warn, hooks, start.steps if start is not None else 0)
             guard.mode = "flag"
             try:
-                result = train(encoded, config, quiet=quiet, hooks=[*hooks, hook], init=init, start=start,
+                result = train(encoded, config, quiet=quiet, hooks=[*hooks, hook], start=start,
                                matrices=matrices, warn=warn)
             except TrainingError as exc:
                 if writer.last_at is not None:
@@ -430,8 +422,6 @@ def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cac
             result.cache = {"path": encoded.cache_path, "written": use_cache and not encoded.from_cache,
                             "root": str(Path(encoded.cache_path).parent) if use_cache and encoded.cache_path else None}
             learned_nothing(result, warn)
-            if record:
-                result.model.info["init_vectors"] = dict(record)
             if curve is not None:
                 curve.attach(result.model)
             if not quiet:

@@ -96,8 +96,7 @@ class Start:
 def prepare(corpus: Corpus, config: TrainConfig, init=None) -> Start:
     """Everything a run of ``config`` on ``corpus`` starts from, checked.
 
-    ``init``: None (random rows), a matrix used as it is (a checkpoint's), or ``init(vocab)`` giving
-    unweighted rows (``pretrained``), weighted as the random rows are. Raises CorpusError (no example),
+    ``init``: None (random rows) or a matrix used as it is (a checkpoint's). Raises CorpusError (no example),
     ConfigError (too many negatives) or TrainingError (a matrix of the wrong shape).
     """
     targets = trainable_targets(corpus)
@@ -114,10 +113,6 @@ def prepare(corpus: Corpus, config: TrainConfig, init=None) -> Start:
             f"{plural(max(corpus.n_sentences - 2, 0), 'negative')} "
             f"(the paper's best is 2), got {config.negatives:,}")
     weights = corpus_weights(corpus, config)
-    weighted = callable(init)
-    if weighted:
-        # a callable gives the unweighted start, weighted below (an array is used as it is)
-        init = np.asarray(init(corpus.vocab), dtype=np.float32)
     if init is None:
         W = init_vectors(len(corpus.vocab), config, weights)
     else:
@@ -125,6 +120,4 @@ def prepare(corpus: Corpus, config: TrainConfig, init=None) -> Start:
             raise TrainingError(f"initial vectors have shape {init.shape}; this run needs "
                                 f"{(len(corpus.vocab), config.dim)}")
         W = np.array(init, dtype=np.float32, order="C", copy=True)
-        if weighted:
-            W *= weights[:, None]
     return Start(targets, weights, W, step_rates(weights, corpus.vocab.counts, config))

@@ -200,8 +200,8 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
           warn=None) -> TrainResult:
     """Train Siamese CBOW embeddings on an encoded corpus.
 
-    ``hooks``: :class:`~scbow.training.hooks.Hook` objects. ``init``: the start instead of the random one
-    (a matrix, or ``init(vocab)``: ``start.prepare``). ``start`` resumes from a :class:`TrainState` with
+    ``hooks``: :class:`~scbow.training.hooks.Hook` objects. ``init``: a matrix to start from instead of the
+    random one (``start.prepare``). ``start`` resumes from a :class:`TrainState` with
     ``matrices`` by name (a checkpoint's). With ``config.word_passes`` > 0 the word part trains after the
     sentence part, and the rows are both parts side by side. The collapse check judges the sentence part
     once trained: a collapse raises TrainingError, an unsure verdict is a line to ``warn`` (default: stderr
@@ -266,7 +266,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     if not largest >= MIN_LARGEST:  # a model every reader refuses is not saved (a start with no spread: one
         raise TrainingError(  # vector for every word, which centring turns to zero)
             f"training ended with every vector zero or nearly so (largest value {largest:.3g}): no direction is left to "
-            "compare, so no model is saved; did the start give every word the same vector (--init-vectors, init)?")
+            "compare, so no model is saved; did the start (init) give every word the same vector?")
     info = {"corpus": dict(corpus.stats),
             "training": training_info(state, config, corpus, threads, cpu_threads, wall_seconds, call_hooks.seconds)}
     if verdict is not None:

@@ -181,9 +181,6 @@ def describe(model, path) -> list[str]:
                      + (f" ({speed:,.0f}/s)" if speed is not None else "")
                      + (" on GPU" if _get(w, "device", str) == "cuda" else f" on {_counted(w, 'threads', 'thread', low=1)}")
                      + _word_loss(w))
-    for key, label in (("init_vectors", "init from"), ("expansions", "expanded")):
-        if info.get(key):
-            lines.append(f"{label:<11} {json.dumps(json_safe(info[key]))[:200]}")
     curve = _section(info, "curve")
     points = [p for p in _get(curve, "points", list, []) if isinstance(p, dict)]
     if points:

@@ -28,9 +28,4 @@ def origin(model) -> str:
     elif info.get("source"):
         fmt = info.get("format")
         parts.append(f"from {fmt + ' file ' if fmt else ''}{info['source']}")
-    expansions = info.get("expansions")
-    if isinstance(expansions, list) and expansions:
-        added = sum(e.get("added", 0) for e in expansions if isinstance(e, dict) and isinstance(e.get("added"), int))
-        sources = [str(e["source"]) for e in expansions if isinstance(e, dict) and e.get("source")]
-        parts.append(f"expanded by {plural(added, 'word')}" + (f" from {', '.join(sources)}" if sources else ""))
     return ", ".join(parts)
