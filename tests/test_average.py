@@ -74,6 +74,26 @@ def test_encode_the_embed_file_and_the_curve_give_the_same_rows(model, tmp_path)
     assert raw is score
 
 
+@pytest.mark.parametrize("rule", ["omit", "hash", "pieces"])
+def test_many_sentences_take_the_kernel_where_numba_is_loaded_with_the_same_numbers(model, rule, monkeypatch):
+    import sys
+
+    import scbow.kernels.embed as K
+    from scbow.vectors import average
+
+    many = SENTENCES * (average.KERNEL_MIN_LINES // len(SENTENCES) + 1)
+    calls = []
+    real = K.average_lines_serial
+    monkeypatch.setattr(K, "average_lines_serial", lambda *a: calls.append(1) or real(*a))
+    assert "numba" in sys.modules
+    by_kernel = model.averager.embed(many, rule, 0.35)
+    monkeypatch.delitem(sys.modules, "numba")  # a process that never loaded it: NumPy sums
+    by_numpy = model.averager.embed(many, rule, 0.35)
+    assert calls == [1]
+    np.testing.assert_array_equal(by_kernel, by_numpy)
+    assert len(model.averager.embed(SENTENCES, rule, 0.35)) == len(SENTENCES)  # few: NumPy
+
+
 def test_new_rows_get_a_new_average(model):
     before = model.encode(["the zebra"])
     model.vectors = model.vectors * 2

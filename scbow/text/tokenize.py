@@ -35,8 +35,8 @@ TOKENIZER_VERSION = "4"
 VERSIONS = ("1", "2", "3", "4")
 
 # Typographic apostrophes and double quotes -> ASCII (NFKC keeps them as they are).
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'",
-                         "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"'})
+_QUOTES = (("\u2018", "'"), ("\u2019", "'"), ("\u201a", "'"), ("\u201b", "'"),
+           ("\u201c", '"'), ("\u201d", '"'), ("\u201e", '"'), ("\u201f", '"'))
 
 # versions 1 and 2: a word is a run of \w
 _WORD_V2 = r"\w+(?:['\u2019]\w+)*"
@@ -121,7 +121,13 @@ def _patterns_v4() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
 def fold(text: str) -> str:
     """NFKC, then the typographic apostrophes and quotes as ASCII (the first step since version 2).
     Whitespace maps to whitespace only, line ends stay: a block's tokens are still its lines' and chunks'."""
-    return unicodedata.normalize("NFKC", text).translate(_QUOTES)
+    if text.isascii():  # NFKC keeps ASCII as it is, and no quote to fold is ASCII
+        return text
+    text = unicodedata.normalize("NFKC", text)
+    for quote, plain in _QUOTES:  # str.replace: ten times faster than str.translate on a block of lines
+        if quote in text:
+            text = text.replace(quote, plain)
+    return text
 
 
 def tokenize(text: str) -> list[str]:

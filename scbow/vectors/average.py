@@ -12,6 +12,7 @@ like unseen ones). A sentence with nothing to average has no embedding (NaN, or 
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -29,6 +30,7 @@ HASH_SCALE = 0.75
 # unknown words (and pieces) whose vectors an averager keeps between calls
 _CACHE = 1 << 16
 
+KERNEL_MIN_LINES = 100  # Averager.embed: from this many sentences, the kernel (where numba is loaded)
 LINE_END = -2  # the id of a line end in an encoded stream (scbow.kernels.embed's)
 UNKNOWN = -1  # the id a token outside the vocabulary has until it is numbered
 
@@ -242,8 +244,11 @@ class Averager:
         return rows, counts
 
     def embed(self, sentences: list, rule: str, scale: float, fill: float = math.nan) -> np.ndarray:
-        """float32 rows of ``sentences`` (a list of str)."""
-        return self.average(self.encode(sentences_text(sentences)), rule, scale, fill).rows
+        """float32 rows of ``sentences`` (a list of str). Many sentences in a process that has numba
+        loaded already are summed by its serial kernel (the same numbers, several times faster);
+        otherwise by NumPy, so that a short-lived command never pays numba's import."""
+        kernel = "serial" if len(sentences) >= KERNEL_MIN_LINES and "numba" in sys.modules else None
+        return self.average(self.encode(sentences_text(sentences)), rule, scale, fill, kernel=kernel).rows
 
 
 def sentences_text(sentences: list) -> str:
