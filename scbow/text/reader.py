@@ -172,6 +172,13 @@ def text_codec(encoding: str = DEFAULT_ENCODING, at_start: bool = True) -> tuple
     return ("utf-8-sig" if codec == "utf-8" and at_start else codec), ("replace" if replace else "strict")
 
 
+def encoding_name(encoding: str) -> str:
+    """One spelling of an ``--encoding`` value, however it was typed (``UTF8``, ``CP1252:REPLACE``):
+    Python's codec name, with ``:replace`` where asked. ValueError as :func:`text_codec`."""
+    codec, errors = text_codec(encoding, at_start=False)
+    return codec + (REPLACE_SUFFIX if errors == "replace" else "")
+
+
 def not_text_error(name, data: bytes, encoding: str, no_bom: bool = False) -> CorpusError:
     """The one line for bytes ``data`` of ``name`` that are not valid ``encoding``: binary data (a NUL)
     whatever the encoding, else which encoding the bytes may be (a cheap guess: they read as cp1252

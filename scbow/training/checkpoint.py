@@ -30,7 +30,7 @@ from ..errors import CheckpointError, diverged
 from ..files import atomic_dir, foreign, fsync_path, resolved
 from ..outputs import register_kind
 from ..reading import read_json
-from ..text.reader import DEFAULT_ENCODING
+from ..text.reader import DEFAULT_ENCODING, encoding_name
 from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
 from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES  # (imported first: a checkpoint is a model plus its state)
 
@@ -41,6 +41,14 @@ MATRIX_FILES = {"sentence": "vectors.npy", "word_in": "word_in.npy", "word_out":
 # Settings a resumed run may change: how fast it runs, not what it computes (threads > 1 is never bit-identical).
 FREE_ON_RESUME = ("threads", "device")
 
+
+
+def _spelling(encoding: str) -> str:
+    """The one spelling of a recorded ``--encoding`` (as typed, when this Python knows no such codec)."""
+    try:
+        return encoding_name(encoding)
+    except ValueError:
+        return encoding
 
 def checkpoint_files() -> tuple:
     """Every name a checkpoint's files may have (what a finished run removes)."""
@@ -304,7 +312,7 @@ def restore(path: Path, meta: dict, corpus, config: TrainConfig):
     keys = ("sentences", "documents", "tokens", "vocab_size", "vocab_sha256")
     read = saved.get("encoding")  # None: a checkpoint written before it was recorded
     encoding = (f"; it read the corpus as {read} text, this run as {now['encoding']}: resume with --encoding {read}"
-                if isinstance(read, str) and read.lower() != now["encoding"].lower() else "")
+                if isinstance(read, str) and _spelling(read) != _spelling(now["encoding"]) else "")
     if any(saved.get(k) != now[k] for k in keys):
         raise CheckpointError(
             f"cannot resume from {path}: it was trained on another corpus ({saved.get('sentences')} sentences, "

@@ -23,7 +23,7 @@ from ..errors import CorpusError, Interrupted, ModelError
 from ..files import atomic_file, leftovers, output_path, remove_leftovers
 from ..outputs import refuse_other_kind
 from ..reading import read_json, short_message
-from ..text.reader import DEFAULT_ENCODING, check_regular, compression, text_codec
+from ..text.reader import DEFAULT_ENCODING, check_regular, compression, encoding_name, text_codec
 from . import shards
 
 BLOCK_BYTES = 64 << 20  # bytes of plain text per block: about 400K lines, a few seconds of work
@@ -338,7 +338,7 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     closed at the end). ``progress(done, total)`` counts shards; ``task``: :func:`embed_block` or a wrapper;
     ``encoding``: the inputs' (one whose line end is not the byte ``\\n``, as UTF-16, is refused: blocks are
     cut at that byte)."""
-    codec, errors = text_codec(encoding, at_start=False)
+    codec = text_codec(encoding, at_start=False)[0]
     if "\n".encode(codec) != b"\n":
         raise CorpusError(f"--encoding {encoding}: a cluster cuts its inputs at the line-end byte, which {codec} does "
                           f"not write alone; convert the inputs (iconv -f {codec} -t utf-8) or embed them one at a time")
@@ -349,7 +349,7 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     refuse_model_output(out)
     blocks = plan_blocks(inputs, block_bytes)
     settings = {"fill": None if math.isnan(fill) else fill, "unknown": unknown, "block_bytes": block_bytes,
-                "encoding": codec + (":replace" if errors == "replace" else "")}  # one codec, one job, however spelt
+                "encoding": encoding_name(encoding)}  # one codec, one job, however spelt
     identity = job(Path(model_path), blocks, settings)
     _check_output(out, identity, blocks)
     created = [d for d in (out, *out.absolute().parents) if not os.path.lexists(d)]  # deepest first

@@ -16,7 +16,7 @@ from ..errors import ModelError
 from ..files import foreign, output_path, resolved
 from ..outputs import refuse_inside_ours
 from ..progress import plural
-from ..text.reader import check_regular
+from ..text.reader import DEFAULT_ENCODING, check_regular, encoding_name
 from ..text.vocab import Vocab
 from .hubfolder import FILES, words_of, write_folder
 from .word2vec import default_part, export_word2vec, part_columns
@@ -140,7 +140,7 @@ def check_export(path: os.PathLike, fmt: str, *, binary: bool | None = None, par
                              + (f", not {spec.name}" if option == "binary" else ""))
     if spec.folder:
         check_folder_output(path, spec)
-    if encoding.lower() not in ("utf-8", "utf8") and not add_words:
+    if encoding_name(encoding) != DEFAULT_ENCODING and not add_words:
         raise ModelError(f"--encoding {encoding}: it is the encoding of the --add-words files, and none is given")
     for file in add_words:
         check_regular(file, f"--add-words {file}")
