@@ -50,6 +50,7 @@ def _spelling(encoding: str) -> str:
     except ValueError:
         return encoding
 
+
 def checkpoint_files() -> tuple:
     """Every name a checkpoint's files may have (what a finished run removes)."""
     return (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, *MATRIX_FILES.values())
