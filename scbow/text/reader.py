@@ -234,12 +234,15 @@ class TextFile(io.TextIOWrapper):
     def position(self) -> int:
         return self.buffer.position()
 
+    def _not_text(self, exc: UnicodeError) -> CorpusError:
+        """A decode error (also UTF-16's for a stream without its byte order mark) as the one line."""
+        return not_text_error(self.source, getattr(exc, "object", b""), self.given_encoding, no_bom="BOM" in str(exc))
+
     def _checked(self, method, *args):
         try:
             return method(self, *args)
-        except UnicodeError as exc:  # a decode error; also UTF-16's for a stream without its byte order mark
-            raise not_text_error(self.source, getattr(exc, "object", b""), self.given_encoding,
-                                 no_bom="BOM" in str(exc)) from None
+        except UnicodeError as exc:
+            raise self._not_text(exc) from None
 
     def read(self, size=-1):
         return self._checked(io.TextIOWrapper.read, size)
@@ -249,14 +252,17 @@ class TextFile(io.TextIOWrapper):
             return self._checked(io.TextIOWrapper.readline, size)
         # a whole line, read in pieces each checked for a NUL, so that binary data with no line end
         # (stdin from /dev/zero) is refused at once, not read into memory until it runs out
-        line = self._checked(io.TextIOWrapper.readline, LINE_PIECE)
-        pieces = [line]
+        pieces = []
         while True:
-            if "\x00" in pieces[-1]:
-                refuse_binary(self.source, pieces[-1])
-            if len(pieces[-1]) < LINE_PIECE or pieces[-1].endswith("\n"):
-                return line if len(pieces) == 1 else "".join(pieces)
-            pieces.append(self._checked(io.TextIOWrapper.readline, LINE_PIECE))
+            try:
+                piece = io.TextIOWrapper.readline(self, LINE_PIECE)  # called here: this runs once a line
+            except UnicodeError as exc:
+                raise self._not_text(exc) from None
+            if "\x00" in piece:
+                refuse_binary(self.source, piece)
+            if len(piece) < LINE_PIECE or piece.endswith("\n"):
+                return "".join([*pieces, piece]) if pieces else piece
+            pieces.append(piece)
 
     def __next__(self):
         line = self.readline()
