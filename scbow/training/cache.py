@@ -14,12 +14,16 @@ import hashlib
 import os
 import re
 import stat
+import time
 from pathlib import Path
 
 from ..errors import CorpusError
-from ..files import writer_alive
+from ..files import new_temporary, remove_leftovers, writer_alive
 from ..outputs import register_kind
+from ..progress import megabytes, plural
+from ..reading import read_json
 from ..text.reader import DEFAULT_ENCODING
+from ..text.tokenize import TOKENIZER_VERSION
 
 CACHE_FORMAT = "1"
 MARKER = ".scbow-corpus-cache"
@@ -39,12 +43,10 @@ def default_cache_dir() -> Path:
     return Path(base) / "scbow-numba" / "corpus"
 
 
-def cache_key(files: list[Path], min_count: int, max_vocab: int, tokenizer_version: str | None = None,
+def cache_key(files: list[Path], min_count: int, max_vocab: int, tokenizer_version: str = TOKENIZER_VERSION,
               encoding: str = DEFAULT_ENCODING) -> str:
     """Key of the cached encoding: the files (path, size, mtime) and every setting (the encoding only when
     not the default: a UTF-8 corpus keeps its key)."""
-    if tokenizer_version is None:
-        from ..text.tokenize import TOKENIZER_VERSION as tokenizer_version
     h = hashlib.sha256()
     h.update(f"cache{CACHE_FORMAT}:tok{tokenizer_version}:min{min_count}:max{max_vocab}".encode())
     if encoding != DEFAULT_ENCODING:
@@ -58,8 +60,6 @@ def cache_key(files: list[Path], min_count: int, max_vocab: int, tokenizer_versi
 def new_entry(target: Path) -> Path:
     """A new temporary entry of the key ``target`` (its marker written), to encode into and rename to
     ``target``; the entries of that key left by a killed encoding are removed first."""
-    from ..files import new_temporary, remove_leftovers
-
     remove_leftovers(target)
     work = new_temporary(target, directory=True)
     (work / MARKER).write_text(MARKER_TEXT, encoding="ascii")
@@ -134,8 +134,6 @@ def cache_entries(root: os.PathLike | None = None, foreign: list | None = None) 
     (a POSIX time), ``complete`` (False for an unfinished encoding), ``in_use``. ``foreign``, when given,
     receives the paths of everything else in ``root``.
     """
-    from ..reading import read_json
-
     root = Path(root) if root is not None else default_cache_dir()
     out = []
     if os.path.lexists(root) and not root.is_dir():
@@ -198,19 +196,13 @@ def describe(entry: dict) -> str:
 
 
 def clear_listing(root: Path) -> str:
-    """Clear the corpus cache ``root`` (:func:`scbow.training.cache.clear_cache`); the line saying what went."""
-    from ..progress import megabytes, plural
-
+    """Clear the corpus cache ``root`` (:func:`clear_cache`); the line saying what went."""
     removed, freed = clear_cache(root)
     return f"removed {plural(removed, 'cached corpus', 'cached corpora')} ({megabytes(freed)}) from {root}"
 
 
 def cache_listing(root: Path) -> tuple[list[str], list[str]]:
     """``(rows, notes)`` of the corpus cache ``root``: a row per entry, then the total and what else is there."""
-    import time
-
-    from ..progress import megabytes, plural
-
     foreign: list[Path] = []
     entries = cache_entries(root, foreign)
     rows = [f"{megabytes(e['bytes']):>10}  {time.strftime('%Y-%m-%d %H:%M', time.localtime(e['modified']))}  "

@@ -32,15 +32,19 @@ from ..outputs import register_kind
 from ..reading import read_json
 from ..text.reader import DEFAULT_ENCODING, encoding_name
 from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
-from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES  # (imported first: a checkpoint is a model plus its state)
+from ..vectors.model import Model
+from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES, write_model_files
+from .hooks import TrainState
+from .start import trainable_targets
 
 # 2: the state of phases and the {name: matrix} record (checkpoints of format 1 are refused)
 CHECKPOINT_VERSION = 2
 STATE_FILE = "state.json"
 MATRIX_FILES = {"sentence": "vectors.npy", "word_in": "word_in.npy", "word_out": "word_out.npy"}
+# every name a checkpoint's files may have (what a finished run removes)
+CHECKPOINT_FILES = (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, *MATRIX_FILES.values())
 # Settings a resumed run may change: how fast it runs, not what it computes (threads > 1 is never bit-identical).
 FREE_ON_RESUME = ("threads", "device")
-
 
 
 def _spelling(encoding: str) -> str:
@@ -51,9 +55,6 @@ def _spelling(encoding: str) -> str:
         return encoding
 
 
-def checkpoint_files() -> tuple:
-    """Every name a checkpoint's files may have (what a finished run removes)."""
-    return (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, *MATRIX_FILES.values())
 
 
 def is_checkpoint(directory: Path) -> bool:
@@ -77,7 +78,7 @@ def not_a_checkpoint(path: Path) -> str | None:
         return "is a link to nothing"
     if not path.is_dir():
         return "is a file, not a checkpoint of ours"
-    return None if (path / STATE_FILE).is_file() else foreign(path, checkpoint_files())
+    return None if (path / STATE_FILE).is_file() else foreign(path, CHECKPOINT_FILES)
 
 
 def checkpoint_dir(output: Path) -> Path:
@@ -171,13 +172,10 @@ class CheckpointWriter:
     def write(self, state, matrices: dict, info: dict | None = None) -> Path:
         """Write a checkpoint of ``state`` and ``matrices`` by name, with more model ``info`` (the curve so
         far); OSError on failure, TrainingError for NaN or inf (the last good checkpoint is kept)."""
-        from ..vectors.model import Model
-        from ..vectors.modeldir import write_model_files
-
         if not all(np.isfinite(M).all() for M in matrices.values()):
             raise diverged(self.config.lr, f"the embeddings hold NaN or inf after {state.where()}")
         # a user's file put in the checkpoint stops its replacement (a warning), never goes with it
-        with atomic_dir(self.path, same_kind=lambda d: foreign(d, checkpoint_files())) as tmp:
+        with atomic_dir(self.path, same_kind=lambda d: foreign(d, CHECKPOINT_FILES)) as tmp:
             for name, M in matrices.items():
                 if name != "sentence":
                     np.save(tmp / MATRIX_FILES[name], np.ascontiguousarray(M, dtype=np.float32))
@@ -238,8 +236,6 @@ def read_meta(path: Path) -> dict:
 
 def describe(meta: dict) -> str:
     """``"123,456 of 1,000,000 examples"`` for a checkpoint's state."""
-    from .hooks import TrainState
-
     try:
         return TrainState.from_dict(meta["state"]).where()
     except (AttributeError, KeyError, TypeError, ValueError):
@@ -260,17 +256,20 @@ def check_config(meta: dict, config: TrainConfig, path: Path) -> None:
 
 def _restore_matrix(file: Path, shape: tuple) -> np.ndarray:
     """A finite float32 matrix of ``shape`` saved in a checkpoint, or CheckpointError."""
+    def damaged(why):
+        return CheckpointError(f"{file}: damaged checkpoint ({why}); delete it to start over")
+
     if not file.is_file() or file.is_symlink():
-        raise CheckpointError(f"{file.parent}: damaged checkpoint (no {file.name}); delete it to start over")
+        raise damaged("no such file")
     try:
         # memory-mapped first: a header claiming more rows than the file holds is damage, not allocated
         M = np.load(file, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
-        raise CheckpointError(f"{file}: damaged checkpoint ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}); "
-                              "delete it to start over") from None
-    if M.dtype != np.float32 or M.shape != shape or not np.isfinite(M).all():
-        raise CheckpointError(f"{file}: damaged checkpoint (not a finite float32 matrix of {shape[0]:,} x "
-                              f"{shape[1]}); delete it to start over")
+        raise damaged(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    if M.dtype != np.float32 or M.shape != shape:
+        raise damaged(f"not a float32 matrix of {shape[0]:,} x {shape[1]}")
+    if not np.isfinite(M).all():
+        raise damaged("the vectors hold NaN or inf")
     return np.array(M)
 
 
@@ -301,17 +300,12 @@ def _valid_state(state, n_targets: int, config: TrainConfig) -> bool:
 
 
 def restore(path: Path, meta: dict, corpus, config: TrainConfig):
-    """Check the checkpoint against ``corpus`` and ``config`` (:func:`check_config`);
-    return ``(TrainState, {name: matrix})``, each matrix checked against the digest its state recorded."""
-    from ..vectors.formats import load_model
-    from .hooks import TrainState
-    from .start import trainable_targets
-
+    """``(TrainState, {name: matrix})`` of the checkpoint at ``path`` whose ``meta`` :func:`check_config`
+    passed: checked against ``corpus``, each matrix against the digest its state recorded."""
     path = Path(path)
-    check_config(meta, config, path)
     saved, now = meta["corpus"], corpus_identity(corpus)
     keys = ("sentences", "documents", "tokens", "vocab_size", "vocab_sha256")
-    read = saved.get("encoding")  # None: a checkpoint written before it was recorded
+    read = saved.get("encoding")
     encoding = (f"; it read the corpus as {read} text, this run as {now['encoding']}: resume with --encoding {read}"
                 if isinstance(read, str) and _spelling(read) != _spelling(now["encoding"]) else "")
     if any(saved.get(k) != now[k] for k in keys):
@@ -330,27 +324,17 @@ def restore(path: Path, meta: dict, corpus, config: TrainConfig):
         ok = _valid_state(state, len(trainable_targets(corpus)), config)
     except (AttributeError, KeyError, TypeError, ValueError):
         ok = False
-    if not ok:
-        raise CheckpointError(damaged)
     V = len(corpus.vocab)
     shapes = {"sentence": (V, config.dim)}
-    if state.phase == "word":
+    if ok and state.phase == "word":
         shapes.update(word_in=(V, config.word_dim), word_out=(V, config.word_dim + 1))
-    if set(meta["matrices"]) != set(shapes):
+    if not ok or set(meta["matrices"]) != set(shapes):
         raise CheckpointError(damaged)
-    try:
-        model = load_model(path, mmap=False)
-    except CheckpointError:
-        raise
-    except ValueError as exc:  # ModelError
-        raise CheckpointError(f"damaged checkpoint: {exc}; delete {path} to start over") from None
-    if vocab_digest(model.vocab.words) != now["vocab_sha256"]:
-        raise CheckpointError(f"{path}: damaged checkpoint (its vocabulary does not match its state); "
-                              "delete it to start over")
-    matrices = {name: np.asarray(model.vectors) if name == "sentence" else _restore_matrix(path / MATRIX_FILES[name], shape)
-                for name, shape in shapes.items()}
+    # the checkpoint's vocab.txt and config.json make it a loadable model; the corpus's identity and each
+    # matrix's digest are what a resume is checked against
+    matrices = {name: _restore_matrix(path / MATRIX_FILES[name], shape) for name, shape in shapes.items()}
     for name, M in matrices.items():
-        if M.shape != shapes[name] or matrix_digest(M) != meta["matrices"][name]:
+        if matrix_digest(M) != meta["matrices"][name]:
             raise CheckpointError(f"{path / MATRIX_FILES[name]}: damaged checkpoint (not the matrix its {STATE_FILE} "
                                   "recorded: from another run, or changed); delete it to start over")
     return state, matrices

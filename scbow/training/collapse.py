@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .postprocess import SentenceSample, sample_sentences
+
 # sentences sampled (their averages: SAMPLE x dim; the cosines in blocks)
 SAMPLE = 5000
 COMPONENTS = 10
@@ -83,8 +85,6 @@ def spread_of(S: np.ndarray, components: int = COMPONENTS, words: int = SAMPLE, 
 
 def measure(W: np.ndarray, corpus, seed: int) -> Spread | None:
     """The :class:`Spread` of ``W`` on the sentences sampled for ``seed`` (what the check compares)."""
-    from .postprocess import SentenceSample, sample_sentences
-
     sample = SentenceSample(corpus, sample_sentences(corpus.n_sentences, SAMPLE, seed, stream=5))
     return spread_of(sample.averages(W), words=sample.words())
 

@@ -12,6 +12,7 @@ is dropped (its neighbours become neighbours); a document left with no sentence 
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import json
@@ -24,7 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CorpusError
+from ..files import new_temporary, remove_leftovers
 from ..outputs import kind_of, refuse_inside_ours
+from ..progress import Progress, human
 from ..reading import read_json
 from ..text.reader import DEFAULT_ENCODING, check_text, expand, open_text
 from ..text.tokenize import TOKENIZER_VERSION, tokenize_lines
@@ -283,8 +286,6 @@ def load_corpus(
 def _uncached_dir() -> Path:
     """A new private temporary of ``$TMPDIR/scbow-corpus-uncached`` for an uncached encoding, never renamed
     into place; it goes when its process exits, and those of dead processes are removed first."""
-    from ..files import new_temporary, remove_leftovers
-
     scratch = Path(tempfile.gettempdir()) / "scbow-corpus-uncached"
     remove_leftovers(scratch)
     try:
@@ -320,8 +321,6 @@ def _encode_into(files, min_count, max_vocab, work: Path, target: Path | None, p
 def read_corpus(paths, min_count: int = 5, max_vocab: int = 0, cache_dir=None, use_cache: bool = True,
                 quiet: bool = False, encoding: str = DEFAULT_ENCODING) -> Corpus:
     """:func:`load_corpus` with a progress line on stderr (bytes read, tokens, ETA) unless ``quiet``."""
-    from ..progress import Progress, human
-
     reading = Progress(0, unit="B", enabled=None if not quiet else False)
 
     def report(tokens, done, size):
@@ -455,9 +454,6 @@ def _load_cached(path: Path, keep_dir: Path | None = None) -> Corpus:
         raise ValueError("cache arrays do not match their metadata")
     _check_arrays(arrays, len(vocab))
     corpus = Corpus(vocab=vocab, stats=meta, cache_path=str(path), **arrays)
-    if keep_dir is not None:
-        # uncached encodings live in a temporary directory that goes with the process
-        import atexit
-
+    if keep_dir is not None:  # an uncached encoding's temporary directory goes with the process
         atexit.register(shutil.rmtree, keep_dir, True)
     return corpus

@@ -19,10 +19,21 @@ import threading
 import time
 from pathlib import Path
 
+from ..config import TrainConfig
 from ..errors import CheckpointError, ConfigError, Interrupted, ModelError, TrainingError
-from ..progress import note
-from ..text.reader import DEFAULT_ENCODING
+from ..files import remove_leftovers, resolved
+from ..kernels import resolve_threads
+from ..outputs import refuse_overwrite
+from ..progress import megabytes, note, plural
+from ..reading import read_json
+from ..text.reader import DEFAULT_ENCODING, invalid_utf8_warning
+from ..use.describe import ROSE_FIRST, word_loss_text
+from ..vectors.modeldir import CURVE_FILE, check_output_dir, default_model_dir, save_model
+from . import checkpoint
+from .cache import cache_entries, default_cache_dir
+from .corpus import read_corpus
 from .hooks import Hook
+from .trainer import train
 
 try:
     import fcntl
@@ -32,8 +43,6 @@ except ImportError:  # pragma: no cover - not POSIX
 
 def lock_path(output: Path) -> Path:
     """``OUTPUT.lock`` beside the output, its links resolved: every name of one output has one lock."""
-    from ..files import resolved
-
     output = Path(resolved(Path(output)))
     return output.with_name(output.name + ".lock")
 
@@ -212,8 +221,6 @@ class CheckpointHook(Hook):
 
 def corpus_line(corpus) -> str:
     """One line on the encoded corpus: words, sentences, documents, and where it came from."""
-    from ..progress import plural
-
     st = corpus.stats or {}
     where = (f"from the cache {corpus.cache_path}" if corpus.from_cache
              else f"cached in {corpus.cache_path}" if corpus.cache_path and "scbow-corpus-" not in corpus.cache_path
@@ -230,8 +237,6 @@ LEARNED_LITTLE = 1e-3
 def learned_nothing(result, warn) -> None:
     """Warn when the loss did not fall: too little text, or a --lr below the default (the advice follows
     README's "Defaults and why")."""
-    from ..config import TrainConfig
-
     t = result.model.info.get("training", {})
     w = t.get("word_part") or {}
     before, after = w.get("first_loss"), w.get("final_loss")
@@ -255,20 +260,16 @@ def learned_nothing(result, warn) -> None:
 def preflight(config, checkpoint_every=None):
     """Checks before any work (a GPU for ``--device cuda``, the thread count), so that a bad setting fails
     before the corpus is read; returns the checkpoint schedule parsed (``checkpoint.parse_every``)."""
-    from .checkpoint import parse_every
-
     if config.device == "cuda":
         from .backends.cuda import require_cuda
 
         require_cuda()
     else:
-        from ..kernels import resolve_threads
-
         resolve_threads(config.threads)
     if checkpoint_every is None:
         return None
     try:
-        return parse_every(checkpoint_every)
+        return checkpoint.parse_every(checkpoint_every)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -276,13 +277,9 @@ def preflight(config, checkpoint_every=None):
 def refuse_cache_in_output(cache_dir, output) -> None:
     """ModelError when the corpus cache is, or is inside, ``output`` or its checkpoint (which it would
     turn into folders holding no model)."""
-    from ..files import resolved
-    from .cache import default_cache_dir
-    from .checkpoint import checkpoint_dir
-
     name = "--cache-dir" if cache_dir is not None else "the corpus cache"
     cache = Path(resolved(Path(cache_dir if cache_dir is not None else default_cache_dir())))
-    for what, place in (("-o", output), ("the checkpoint of -o", checkpoint_dir(output))):
+    for what, place in (("-o", output), ("the checkpoint of -o", checkpoint.checkpoint_dir(output))):
         place = Path(resolved(Path(place)))
         if cache == place or place in cache.parents:
             raise ModelError(f"{name} {cache}: is {'' if cache == place else 'inside '}{what} {place}; "
@@ -302,16 +299,11 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
     ``scbow.text.reader.text_codec``; ``warn``: gets warning and note lines (default stderr). Raises
     :class:`~scbow.errors.Interrupted` on a signal, the errors of :mod:`scbow.errors` on bad input.
     """
-    from ..config import TrainConfig
-    from ..outputs import refuse_overwrite
-    from ..vectors.modeldir import check_output_dir, default_model_dir
-    from .checkpoint import checkpoint_dir
-
     config = config or TrainConfig()
     warn = warn or note
     corpus = list(corpus)
     output = Path(output if output is not None else default_model_dir())
-    refuse_overwrite({"-o": output, "its checkpoint": checkpoint_dir(output)},
+    refuse_overwrite({"-o": output, "its checkpoint": checkpoint.checkpoint_dir(output)},
                      [*(("the corpus", p) for p in corpus), ("--eval-dev", eval_dev),
                       *(("--eval-sets", p) for p in eval_sets)], replaces_dirs=True)
     if use_cache:
@@ -342,15 +334,8 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
 
 def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cache, hooks, curve, warn, encoding):
     """:func:`train_session` once its paths are checked: lock, signals, checkpoint, corpus, training, save."""
-    from ..files import remove_leftovers
-    from ..reading import read_json
-    from ..vectors.modeldir import CURVE_FILE, save_model
-    from .checkpoint import CheckpointWriter, check_config, checkpoint_dir, describe, not_a_checkpoint, read_meta, restore
-    from .corpus import read_corpus
-    from .trainer import train
-
     where = Path(os.path.abspath(output))
-    ckpt = checkpoint_dir(where)
+    ckpt = checkpoint.checkpoint_dir(where)
     writer = None
     guard = SignalGuard()
     try:
@@ -360,16 +345,16 @@ def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cac
             remove_leftovers(ckpt)
             replacing = (output / "vectors.npy").is_file()
             meta = None
-            what = not_a_checkpoint(ckpt)
+            what = checkpoint.not_a_checkpoint(ckpt)
             if what is not None:
                 raise CheckpointError(f"{ckpt}: is where this run's checkpoint goes, and {what}; move it away, or "
                                       "give another -o")
             if resume:
-                meta = read_meta(ckpt)
-                check_config(meta, config, ckpt)
+                meta = checkpoint.read_meta(ckpt)
+                checkpoint.check_config(meta, config, ckpt)
             elif ckpt.exists():
                 try:
-                    progress = describe(read_meta(ckpt))
+                    progress = checkpoint.describe(checkpoint.read_meta(ckpt))
                 except CheckpointError:
                     progress = "unreadable"
                 raise CheckpointError(
@@ -384,13 +369,11 @@ def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cac
                 note(corpus_line(encoded))
             bad = (encoded.stats or {}).get("invalid_utf8_lines", 0)
             if bad:
-                from ..text.reader import invalid_utf8_warning
-
                 warn(invalid_utf8_warning("the corpus", bad))
 
             start = matrices = None
             if meta is not None:
-                start, matrices = restore(ckpt, meta, encoded, config)
+                start, matrices = checkpoint.restore(ckpt, meta, encoded, config)
                 if not quiet:
                     p = start[start.phase]
                     note(f"resuming from the checkpoint at example {p.done:,} of {p.total:,} "
@@ -405,7 +388,7 @@ def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cac
                     raise CheckpointError("cannot resume: the interrupted run recorded a learning curve "
                                           "(--eval-every), which this run would drop; run with its --eval-every, or "
                                           "delete the checkpoint to start over")
-            writer = CheckpointWriter(ckpt, encoded, config)
+            writer = checkpoint.CheckpointWriter(ckpt, encoded, config)
             if start is not None:
                 writer.mark(start)
             hook = CheckpointHook(writer, every, guard, warn, hooks, start.steps if start is not None else 0)
@@ -454,11 +437,9 @@ def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cac
 def remove_checkpoint(ckpt: Path, warn=None) -> None:
     """Remove a finished run's checkpoint: its own files by name, then the empty directory; anything else
     in it (a user's file) stays, with the directory, and ``warn`` says so."""
-    from .checkpoint import checkpoint_files, is_checkpoint
-
-    if not ckpt.is_dir() or ckpt.is_symlink() or not is_checkpoint(ckpt):
+    if not ckpt.is_dir() or ckpt.is_symlink() or not checkpoint.is_checkpoint(ckpt):
         return
-    for name in checkpoint_files():
+    for name in checkpoint.CHECKPOINT_FILES:
         try:
             if (ckpt / name).is_file() and not (ckpt / name).is_symlink():
                 os.unlink(ckpt / name)
@@ -473,11 +454,6 @@ def remove_checkpoint(ckpt: Path, warn=None) -> None:
 
 def summary_lines(result, config, output) -> list[str]:
     """What ``train`` says when it is done: the run, the corpus cache, the learning curve."""
-    from ..progress import megabytes as mb
-    from ..progress import plural
-    from ..use.describe import ROSE_FIRST, word_loss_text
-    from .cache import cache_entries
-
     t = result.model.info["training"]
     c = result.model.info["corpus"]
     lines = [f"trained {plural(config.epochs, 'epoch')}: {plural(result.examples, 'example')} in {result.seconds:.1f} s "
@@ -499,9 +475,9 @@ def summary_lines(result, config, output) -> list[str]:
     if cache.get("written") and cache.get("root"):
         entries = cache_entries(cache["root"])
         mine = next((e["bytes"] for e in entries if e["path"] == cache["path"]), 0)
-        lines.append(f"corpus cache: wrote {mb(mine)} to {cache['path']} (a rerun on the same files starts "
+        lines.append(f"corpus cache: wrote {megabytes(mine)} to {cache['path']} (a rerun on the same files starts "
                      f"at once); the cache holds {plural(len(entries), 'corpus', 'corpora')} in "
-                     f"{mb(sum(e['bytes'] for e in entries))}: 'scbow-numba cache' lists it, "
+                     f"{megabytes(sum(e['bytes'] for e in entries))}: 'scbow-numba cache' lists it, "
                      "'scbow-numba cache --clear' empties it")
     curve = result.curve
     if curve is not None:

@@ -19,7 +19,6 @@ from ..progress import Progress, RunETA, note, plural
 from ..vectors.formats import MIN_LARGEST, scan_values
 from ..vectors.model import Model
 from . import collapse
-from .backends import make_backend
 from .corpus import Corpus
 from .hooks import Matrices, PhaseState, TrainState
 from .postprocess import COMMON_SAMPLE, remove_common_components
@@ -70,8 +69,8 @@ def epoch_orders(targets: np.ndarray, seed: int, first: int = 0):
 
 
 class SentencePhase:
-    """The sentence part (Siamese CBOW) as a phase: each epoch's shuffled targets a batch at a time on a
-    backend (``backends``); the matrix ``"sentence"``."""
+    """The sentence part (Siamese CBOW) as a phase: each epoch's shuffled targets a batch at a time on the
+    backend of ``config.device`` (``backends.Backend``); the matrix ``"sentence"``."""
 
     name, unit, label, samples = "sentence", "ex", "epoch", False
 
@@ -79,8 +78,15 @@ class SentencePhase:
         self.targets, self.seed, self.lr = begin.targets, config.seed, config.lr
         self.passes = config.epochs
         self.total = len(self.targets) * config.epochs
-        self.backend = make_backend(begin.W, corpus, config, threads, self.total, begin.rates,
-                                    say=None if quiet else note)
+        if config.device == "cuda":
+            from .backends.cuda import CudaBackend  # imports no numba: the backend itself says what is missing
+
+            self.backend = CudaBackend(begin.W, corpus, config, self.total, begin.rates)
+        else:  # ``say``: tells the user when the CPU kernels are about to be compiled
+            from .backends.cpu import CpuBackend
+
+            self.backend = CpuBackend(begin.W, corpus, config, threads, self.total, begin.rates,
+                                      say=None if quiet else note)
         self.batch = batch_size(config, corpus, self.backend.batch or BATCH)
         self.orders = self.loaded = None
 
@@ -213,7 +219,7 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     saved = matrices or {}
     # the CPU threads, resolved once: the sentence part's and the word part's on the CPU
     cpu_threads = kernels.resolve_threads(config.threads) if config.device == "cpu" else None
-    threads = cpu_threads if config.device == "cpu" else max(config.threads, 1)
+    threads = cpu_threads or max(config.threads, 1)
 
     # prepare
     begin = prepare(corpus, config, saved.get("sentence", init))
@@ -267,14 +273,11 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
         raise TrainingError(  # vector for every word, which centring turns to zero)
             f"training ended with every vector zero or nearly so (largest value {largest:.3g}): no direction is left to "
             "compare, so no model is saved; did the start (init) give every word the same vector?")
-    info = {"corpus": dict(corpus.stats),
-            "training": training_info(state, config, corpus, threads, cpu_threads, wall_seconds, call_hooks.seconds)}
-    if verdict is not None:
-        info["training"]["collapse_check"] = verdict.to_dict()
-    s = state["sentence"]
-    warnings = [w for w in (verdict.warning() if verdict is not None else None,) if w]
+    info = {"corpus": dict(corpus.stats), "training": training_info(state, config, corpus, threads, cpu_threads,
+                                                                    wall_seconds, call_hooks.seconds, verdict)}
+    s, warning = state["sentence"], verdict.warning() if verdict is not None else None
     return TrainResult(model=Model(corpus.vocab, W, config.to_dict(), info), seconds=s.seconds, examples=s.done,
-                       losses=s.losses, warnings=warnings)
+                       losses=s.losses, warnings=[warning] if warning else [])
 
 
 def judge(W: np.ndarray, corpus: Corpus, config: TrainConfig, state: TrainState, quiet: bool, warn):
@@ -288,8 +291,9 @@ def judge(W: np.ndarray, corpus: Corpus, config: TrainConfig, state: TrainState,
 
 
 def training_info(state: TrainState, config: TrainConfig, corpus: Corpus, threads: int, cpu_threads,
-                  wall_seconds: float, hook_seconds: float) -> dict:
-    """The ``training`` record of the model's info: what each phase did and what it took."""
+                  wall_seconds: float, hook_seconds: float, verdict) -> dict:
+    """The ``training`` record of the model's info: what each phase did and what it took, and the collapse
+    check's ``verdict`` (None when the sentence part did not train in this process)."""
     s = state["sentence"]
     info = {
         "device": config.device,
@@ -318,4 +322,6 @@ def training_info(state: TrainState, config: TrainConfig, corpus: Corpus, thread
             "loss_sentences": min(corpus.n_sentences, LOSS_SAMPLE),
             "first_loss": w.losses[0] if w.losses else None,
             "final_loss": w.losses[-1] if w.losses else None}
+    if verdict is not None:
+        info["collapse_check"] = verdict.to_dict()
     return info

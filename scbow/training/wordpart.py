@@ -14,11 +14,14 @@ parts' averages side by side, so the model stays a plain average of its rows.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..config import TrainConfig
+from ..config import TrainConfig, example_size
 from ..errors import TrainingError
+from .backends.params import word_params
+from .postprocess import COMMON_SAMPLE, SentenceSample, remove_common_components, sample_sentences
 from .start import corpus_weights, keep_probabilities, noise_table, output_biases
 
 # The subsampling threshold (word_sample_count as a share of the corpus) stays within word2vec's
@@ -51,8 +54,6 @@ def unit_costs(corpus, config: TrainConfig) -> tuple[float, float]:
     An example is ``example_size(negatives)`` sentences x ``dim``; a word-part sentence its kept words,
     each ``word_context + 1`` contexts on average against ``1 + word_noise`` outputs x ``word_dim`` (the
     sentence length is common to both, left out). On 10M: 1.53 examples a sentence; measured 1.28-1.56."""
-    from ..config import example_size
-
     counts = np.asarray(corpus.vocab.counts, dtype=np.float64)
     raw = corpus.stats.get("raw_tokens") or int(counts.sum())
     kept = float((keep_probabilities(counts, raw, sample_threshold(raw, config)) * counts).sum() / max(counts.sum(), 1.0))
@@ -74,7 +75,6 @@ class WordPart:
 
     def __init__(self, corpus, config: TrainConfig, threads: int, Wi=None, Wo=None):
         from ..kernels import cpu as K  # numba: imported here, so that --help stays fast
-        from .backends.params import word_params
 
         self.K = K
         V, dw = len(corpus.vocab), config.word_dim
@@ -101,8 +101,6 @@ class WordPart:
         self.buffers = [K.word_part_buffers(self.params, dw) for _ in range(self.threads)]
         self.pool = None
         if self.threads > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
             self.pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="scbow-words")
 
     def matrices(self) -> dict:
@@ -169,8 +167,6 @@ class WordPart:
 
 def unit_average_scale(M: np.ndarray, corpus, seed: int) -> float:
     """The factor that gives the averages of ``M`` over the post-processing's sample unit RMS length."""
-    from .postprocess import COMMON_SAMPLE, SentenceSample, sample_sentences
-
     energy, n = 0.0, 0
     for S in SentenceSample(corpus, sample_sentences(corpus.n_sentences, COMMON_SAMPLE, seed)).blocks(M):
         energy += float(np.einsum("ij,ij->", S, S, dtype=np.float64))
@@ -183,8 +179,6 @@ def assemble(S: np.ndarray, Wi: np.ndarray, corpus, config: TrainConfig) -> np.n
     """``[S * s ; word_mix * g * Wi']``: the rows from the post-processed sentence part ``S`` and the word
     part ``Wi`` (``Wi'``: times the frequency weights, then post-processed with at most ``word_dim // 10``
     components); ``s`` and ``g`` give each part unit-RMS sentence averages."""
-    from .postprocess import remove_common_components
-
     G = np.ascontiguousarray(Wi, dtype=np.float32) * corpus_weights(corpus, config).astype(np.float32)[:, None]
     if config.common_components >= 0:
         remove_common_components(G, corpus, min(config.common_components, config.word_dim // 10), config.seed)

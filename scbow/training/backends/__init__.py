@@ -1,8 +1,8 @@
 """Backends: where a run's batches are computed (``--device cpu`` or ``cuda``).
 
-The trainer owns the loop (epochs, shuffles, batches, NaN check, progress, hooks); a backend owns the
-matrix while the run lasts and the device's kernels; ``params.py`` turns a config into kernel
-parameters. Layers, each importing only those below it::
+The trainer owns the loop (epochs, shuffles, batches, NaN check, progress, hooks) and picks the backend
+(``trainer.SentencePhase``); a backend owns the matrix while the run lasts and the device's kernels;
+``params.py`` turns a config into kernel parameters. Layers, each importing only those below it::
 
     session, checkpoint, curve        wrap or watch a run
     trainer                           the loop
@@ -35,15 +35,3 @@ class Backend(Protocol):
     def close(self) -> np.ndarray:
         """The final matrix on the host; frees what the backend holds."""
 
-
-def make_backend(W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None,
-                 say=None) -> Backend:
-    """The backend of ``config.device`` for ``total`` examples on ``threads`` CPU threads; ``say(line)``
-    hears when the CPU kernels are about to be compiled."""
-    if config.device == "cuda":
-        from .cuda import CudaBackend  # imports no numba: the backend itself says what is missing
-
-        return CudaBackend(W, corpus, config, total, rate)
-    from .cpu import CpuBackend
-
-    return CpuBackend(W, corpus, config, threads, total, rate, say=say)

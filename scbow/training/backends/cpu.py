@@ -7,6 +7,8 @@ matrix without locks (Hogwild).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from .params import kernel_params
@@ -46,8 +48,6 @@ class CpuBackend:
         self.order = np.zeros(1, dtype=np.int64)
         self.pool = None
         if threads > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
             self.pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="scbow-train")
         # an empty batch loads (or compiles) the kernels here, out of the training time; the threads
         # call the chunk kernel's own dispatcher, which loads separately
