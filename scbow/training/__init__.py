@@ -2,11 +2,7 @@
 
 ``__all__`` is this layer's public door (for the benchmarks, a notebook); the submodules are
 internals. The names load on first use, so importing ``scbow.training`` imports nothing heavy.
-``load_corpus``/``read_corpus`` encode text into a :class:`Corpus`; ``train`` returns a
-``TrainResult`` (``model``, ``seconds`` of kernel time, ``examples``, ``losses``); :class:`Hook`,
-:class:`TrainState`, :class:`CurveHook`; :func:`first_epoch` and :func:`untrained_start` (the order
-and matrix ``train`` starts from); the post-processing's ``sample_sentences`` and
-``remove_common_components``; ``cuda_problem()`` (why ``--device cuda`` cannot run, or None).
+``load_corpus``/``read_corpus`` encode text into a :class:`Corpus`, which ``train`` trains on.
 """
 
 from __future__ import annotations

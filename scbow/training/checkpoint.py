@@ -87,8 +87,7 @@ def checkpoint_dir(output: Path) -> Path:
     return target.with_name(target.name + ".checkpoint")
 
 
-# ---------------------------------------------------------------------------------------
-# --checkpoint-every
+# -- --checkpoint-every -----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -129,8 +128,7 @@ def parse_every(value) -> Every:
         f"got {text[:40]!r}")
 
 
-# ---------------------------------------------------------------------------------------
-# What a checkpoint records
+# -- what a checkpoint records -----------------------------------------------------------
 
 
 def vocab_digest(words) -> str:
@@ -155,8 +153,7 @@ def corpus_identity(corpus) -> dict:
     }
 
 
-# ---------------------------------------------------------------------------------------
-# Writing and reading
+# -- writing and reading -----------------------------------------------------------------
 
 
 class CheckpointWriter:
@@ -208,13 +205,18 @@ class CheckpointWriter:
                         else f"{state[state.phase].done:,} sentences into the {state.phase} part")
 
 
+def damaged(where: Path, why: str) -> CheckpointError:
+    """The one line of a damaged checkpoint, or file ``where`` of one."""
+    return CheckpointError(f"{where}: damaged checkpoint ({why}); delete it to start over")
+
+
 def read_meta(path: Path) -> dict:
     """The ``state.json`` of the checkpoint at ``path``, checked for shape."""
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"{path}: no checkpoint to resume from")
     if not (path / STATE_FILE).is_file():
-        raise CheckpointError(f"{path}: damaged checkpoint (no {STATE_FILE}); delete it to start over")
+        raise damaged(path, f"no {STATE_FILE}")
     try:
         meta = read_json(path / STATE_FILE, CheckpointError, what="damaged checkpoint")
     except CheckpointError as exc:
@@ -228,9 +230,9 @@ def read_meta(path: Path) -> dict:
                               "or delete it to start over")
     for key in ("state", "config", "corpus", "matrices"):
         if not isinstance(meta.get(key), dict):
-            raise CheckpointError(f"{path / STATE_FILE}: damaged checkpoint (no {key}); delete it to start over")
+            raise damaged(path / STATE_FILE, f"no {key}")
     if any(name not in meta["config"] for name in TrainConfig.__dataclass_fields__):
-        raise CheckpointError(f"{path / STATE_FILE}: damaged checkpoint (config); delete it to start over")
+        raise damaged(path / STATE_FILE, "config")
     return meta
 
 
@@ -256,20 +258,17 @@ def check_config(meta: dict, config: TrainConfig, path: Path) -> None:
 
 def _restore_matrix(file: Path, shape: tuple) -> np.ndarray:
     """A finite float32 matrix of ``shape`` saved in a checkpoint, or CheckpointError."""
-    def damaged(why):
-        return CheckpointError(f"{file}: damaged checkpoint ({why}); delete it to start over")
-
     if not file.is_file() or file.is_symlink():
-        raise damaged("no such file")
+        raise damaged(file, "no such file")
     try:
         # memory-mapped first: a header claiming more rows than the file holds is damage, not allocated
         M = np.load(file, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
-        raise damaged(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+        raise damaged(file, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     if M.dtype != np.float32 or M.shape != shape:
-        raise damaged(f"not a float32 matrix of {shape[0]:,} x {shape[1]}")
+        raise damaged(file, f"not a float32 matrix of {shape[0]:,} x {shape[1]}")
     if not np.isfinite(M).all():
-        raise damaged("the vectors hold NaN or inf")
+        raise damaged(file, "the vectors hold NaN or inf")
     return np.array(M)
 
 
@@ -318,7 +317,6 @@ def restore(path: Path, meta: dict, corpus, config: TrainConfig):
         raise CheckpointError(
             f"cannot resume from {path}: it was trained on another corpus, of the same sizes and words (its "
             f"sentences or documents are in another order, or its text changed){encoding}")
-    damaged = f"{path / STATE_FILE}: damaged checkpoint (inconsistent training state); delete it to start over"
     try:
         state = TrainState.from_dict(meta["state"])
         ok = _valid_state(state, len(trainable_targets(corpus)), config)
@@ -329,12 +327,11 @@ def restore(path: Path, meta: dict, corpus, config: TrainConfig):
     if ok and state.phase == "word":
         shapes.update(word_in=(V, config.word_dim), word_out=(V, config.word_dim + 1))
     if not ok or set(meta["matrices"]) != set(shapes):
-        raise CheckpointError(damaged)
+        raise damaged(path / STATE_FILE, "inconsistent training state")
     # the checkpoint's vocab.txt and config.json make it a loadable model; the corpus's identity and each
     # matrix's digest are what a resume is checked against
     matrices = {name: _restore_matrix(path / MATRIX_FILES[name], shape) for name, shape in shapes.items()}
     for name, M in matrices.items():
         if matrix_digest(M) != meta["matrices"][name]:
-            raise CheckpointError(f"{path / MATRIX_FILES[name]}: damaged checkpoint (not the matrix its {STATE_FILE} "
-                                  "recorded: from another run, or changed); delete it to start over")
+            raise damaged(path / MATRIX_FILES[name], f"not the matrix its {STATE_FILE} recorded: from another run, or changed")
     return state, matrices

@@ -200,7 +200,6 @@ class _ChunkIds:
 
 
 def _doubled(a: np.ndarray) -> np.ndarray:
-    """``a`` in the first half of an array twice its length."""
     out = np.zeros(2 * len(a), dtype=a.dtype)
     out[: len(a)] = a
     return out
@@ -239,15 +238,8 @@ def _read_file(path: Path, chunks: _ChunkIds, out, stats: dict, progress, encodi
     stats["invalid_utf8_lines"] = stats.get("invalid_utf8_lines", 0) + bad_lines
 
 
-def load_corpus(
-    paths,
-    min_count: int = 5,
-    max_vocab: int = 0,
-    cache_dir: str | os.PathLike | None = None,
-    use_cache: bool = True,
-    progress=None,
-    encoding: str = DEFAULT_ENCODING,
-) -> Corpus:
+def load_corpus(paths, min_count: int = 5, max_vocab: int = 0, cache_dir: str | os.PathLike | None = None,
+                use_cache: bool = True, progress=None, encoding: str = DEFAULT_ENCODING) -> Corpus:
     """Encode ``paths`` (or load their cached encoding) into a :class:`Corpus`.
 
     ``progress(tokens, bytes_read, bytes_total)`` is called as the files are read (on-disk bytes: for a
@@ -335,6 +327,7 @@ def read_corpus(paths, min_count: int = 5, max_vocab: int = 0, cache_dir=None, u
 
 
 def _build(files, min_count, max_vocab, work: Path, progress, encoding: str) -> None:
+    """Encode ``files`` into the arrays, ``vocab.txt`` and ``meta.json`` of the entry ``work``."""
     from ..kernels.encode import compact_corpus  # numba: import only when encoding
 
     types = _TypeIds()
@@ -373,10 +366,8 @@ def _build(files, min_count, max_vocab, work: Path, progress, encoding: str) -> 
     if max_vocab:
         keep = keep[:max_vocab]
     if len(keep) == 0:
-        raise CorpusError(
-            f"the vocabulary is empty: no word occurs at least {min_count} times "
-            f"({len(word_strings)} distinct words); lower --min-count"
-        )
+        raise CorpusError(f"the vocabulary is empty: no word occurs at least {min_count} times "
+                          f"({len(word_strings)} distinct words); lower --min-count")
     remap = np.full(len(counts), -1, dtype=np.int32)
     remap[keep + 2] = np.arange(len(keep), dtype=np.int32)
     n_known = int(word_counts[keep].sum())
@@ -386,8 +377,7 @@ def _build(files, min_count, max_vocab, work: Path, progress, encoding: str) -> 
     sent_doc = np.zeros(max(n_lines, 1), dtype=np.int32)
     n_tok, n_sent, n_doc = compact_corpus(raw, remap, tokens, offsets, sent_doc)
     tokens.flush()
-    del tokens
-    del raw
+    del tokens, raw  # the memory maps closed before the scratch file goes
     raw_path.unlink()
     np.save(work / "offsets.npy", offsets[: n_sent + 1])
     np.save(work / "sent_doc.npy", sent_doc[:n_sent])
@@ -395,19 +385,9 @@ def _build(files, min_count, max_vocab, work: Path, progress, encoding: str) -> 
     doc_offsets[1:] = np.cumsum(np.bincount(sent_doc[:n_sent], minlength=n_doc))
     np.save(work / "doc_offsets.npy", doc_offsets)
     Vocab([str(w) for w in word_strings[keep]], word_counts[keep]).save(work / "vocab.txt")
-    stats.update(
-        raw_tokens=n_running,
-        distinct_words=len(word_strings),
-        tokens=int(n_tok),
-        sentences=int(n_sent),
-        documents=int(n_doc),
-        vocab_size=len(keep),
-        oov_rate=round(1.0 - n_known / n_running, 6),
-        min_count=min_count,
-        max_vocab=max_vocab,
-        tokenizer_version=TOKENIZER_VERSION,
-        cache_format=CACHE_FORMAT,
-    )
+    stats.update(raw_tokens=n_running, distinct_words=len(word_strings), tokens=int(n_tok), sentences=int(n_sent),
+                 documents=int(n_doc), vocab_size=len(keep), oov_rate=round(1.0 - n_known / n_running, 6),
+                 min_count=min_count, max_vocab=max_vocab, tokenizer_version=TOKENIZER_VERSION, cache_format=CACHE_FORMAT)
     (work / "meta.json").write_text(json.dumps(stats, indent=1))
 
 
@@ -445,10 +425,8 @@ def _load_cached(path: Path, keep_dir: Path | None = None) -> Corpus:
             or not isinstance(meta.get("oov_rate", 0.0), (int, float)) or isinstance(meta.get("oov_rate"), bool)
             or not isinstance(meta.get("files", []), list) or not all(isinstance(f, str) for f in meta.get("files", []))):
         raise ValueError("cache metadata of the wrong types")
-    arrays = {
-        name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False)
-        for name in ("tokens", "offsets", "sent_doc", "doc_offsets")
-    }
+    arrays = {name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+              for name in ("tokens", "offsets", "sent_doc", "doc_offsets")}
     vocab = Vocab.load(path / "vocab.txt")
     if len(arrays["tokens"]) != meta["tokens"] or len(arrays["offsets"]) != meta["sentences"] + 1:
         raise ValueError("cache arrays do not match their metadata")

@@ -17,12 +17,15 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, ConfigError
 from ..text.tokenize import tokenize_lines
-from ..use.evaluate import STSScore, STSSet, correlations, row_cosines, summarize
+from ..text.units import parse_count
+from ..use.data import default_sts_dev, default_sts_paths, sts_files
+from ..use.evaluate import STSScore, STSSet, correlations, read_sts, row_cosines, summarize
 from ..vectors.average import Averager, sentences_text
 from .hooks import Hook
 from .postprocess import COMMON_SAMPLE, CommonComponents
@@ -54,8 +57,10 @@ def _record(score: STSScore, counts: bool = True) -> dict:
     return {**out, "scored": score.scored, "pairs": score.pairs} if counts else out
 
 
-def _summary(scores) -> dict:
-    return {k: (_finite(v) if isinstance(v, float) else v) for k, v in summarize(scores).items()}
+def _summary(scores, per_set: bool = True) -> dict:
+    """A point's record of the further sets: their means, and with ``per_set`` each one's Pearson."""
+    out = {k: (_finite(v) if isinstance(v, float) else v) for k, v in summarize(scores).items()}
+    return {**out, "pearson": {s.name: _finite(s.pearson) for s in scores}} if per_set else out
 
 
 class CurveHook(Hook):
@@ -117,10 +122,8 @@ class CurveHook(Hook):
         self.dev = prepare_set(self.dev_set, self._averager)
         self.tests = [prepare_set(s, self._averager) for s in self.test_sets]
         self._rows_read = self._averager.rows_read([e for s in (self.dev, *self.tests) for e in s.encoded], self.unknown)
-        self.post = self.post_final = None
-        if self.k >= 0:
-            self.post = CommonComponents(corpus, self.k, self.seed, self.sample)
-            self._final_args = (corpus, self.k, self.seed, self.final_sample)
+        self.post = CommonComponents(corpus, self.k, self.seed, self.sample) if self.k >= 0 else None
+        self.post_final = None
         self.next_at = (state.done // self.every + 1) * self.every
         self._n_losses = len(state["sentence"].losses)
         self._point(state, matrices["sentence"], epoch_end=False, started=t)
@@ -137,12 +140,10 @@ class CurveHook(Hook):
     # -- scoring --------------------------------------------------------------------
     def _point(self, state, W, epoch_end: bool, started: float | None = None) -> None:
         t = started if started is not None else time.perf_counter()
-        post, sample = self.post, self.sample
-        ps = state["sentence"]
-        if post is not None and ps.done >= ps.total and self.final_sample != self.sample:
-            if self.post_final is None:
-                self.post_final = CommonComponents(*self._final_args)
-            post, sample = self.post_final, self.final_sample
+        post, ps = self.post, state["sentence"]
+        if post is not None and ps.done >= ps.total and self.final_sample != self.sample:  # the saved model's
+            self.post_final = self.post_final or CommonComponents(self.corpus, self.k, self.seed, self.final_sample)
+            post = self.post_final
         transform = post.fit(W) if post is not None else None
         averagers = self._averagers(W, transform)
         dev, dev_raw = self._score(self.dev, averagers)
@@ -155,14 +156,13 @@ class CurveHook(Hook):
             "kernel_seconds": round(ps.seconds, 3),
             "eval_seconds": None,
             "loss": _finite(float(np.mean(ps.losses[self._n_losses:]))) if len(ps.losses) > self._n_losses else None,
-            "sample": None if post is None else min(sample, post.sample),
+            "sample": None if post is None else post.sample,
             "dev": _record(dev),
             "dev_raw": _record(dev_raw, counts=False),
         }
         if self.tests:
             scored = [self._score(s, averagers) for s in self.tests]
-            point["test"], point["test_raw"] = (_summary([pair[which] for pair in scored]) for which in (0, 1))
-            point["test"]["pearson"] = {pair[0].name: _finite(pair[0].pearson) for pair in scored}
+            point["test"], point["test_raw"] = _summary([p[0] for p in scored]), _summary([p[1] for p in scored], False)
         self._n_losses = len(ps.losses)
         self.next_at = (state.done // self.every + 1) * self.every
         now = time.perf_counter()
@@ -222,14 +222,12 @@ class CurveHook(Hook):
         """The point of the saved rows ``[sentence part ; word part]`` (post-processed already); the points
         before it score the sentence part alone."""
         t = time.perf_counter()
-        W = np.asarray(model.vectors)
-        score, _ = self._score(self.dev, self._averagers(W, None))
-        last = dict(self.points[-1]) if self.points else {}
-        point = {**last, "word_part": True, "loss": None, "sample": None,
+        averagers = self._averagers(np.asarray(model.vectors), None)
+        score = self._score(self.dev, averagers)[0]
+        point = {**(self.points[-1] if self.points else {}), "word_part": True, "loss": None, "sample": None,
                  "dev": _record(score), "dev_raw": _record(score, counts=False)}
         if self.tests:
-            scored = [self._score(x, self._averagers(W, None))[0] for x in self.tests]
-            point["test"] = point["test_raw"] = {**_summary(scored), "pearson": {x.name: _finite(x.pearson) for x in scored}}
+            point["test"] = point["test_raw"] = _summary([self._score(x, averagers)[0] for x in self.tests])
         point["eval_seconds"] = round(time.perf_counter() - t, 4)
         self.eval_seconds += point["eval_seconds"]
         self.points.append(point)
@@ -248,13 +246,6 @@ def curve_hook(every, dev, sets, with_tests: bool, config) -> CurveHook:
     """``train --eval-every``'s hook, checked before training: ``every`` examples (an int or ``"500k"``),
     ``dev`` (default ``scbow.use.data.default_sts_dev``), further STS files or folders ``sets``, and with
     ``with_tests`` the default STS test sets."""
-    from pathlib import Path
-
-    from ..errors import ConfigError
-    from ..text.units import parse_count
-    from ..use.data import default_sts_dev, default_sts_paths, sts_files
-    from ..use.evaluate import read_sts
-
     if isinstance(every, str):
         try:
             every = parse_count(every)

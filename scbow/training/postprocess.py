@@ -65,23 +65,6 @@ class SentenceSample:
         return int(len(np.unique(np.concatenate(spans)))) if spans else 0
 
 
-def sentence_moments(W: np.ndarray, sample: SentenceSample):
-    """Mean (d,) and covariance (d, d), float64, of the averages of the :class:`SentenceSample`."""
-    d = W.shape[1]
-    total = np.zeros(d, dtype=np.float64)
-    scatter = np.zeros((d, d), dtype=np.float64)
-    n = 0
-    for S in sample.blocks(W):
-        S = S.astype(np.float64)
-        total += S.sum(axis=0)
-        scatter += S.T @ S
-        n += len(S)
-    if n == 0:
-        return total, scatter
-    mean = total / n
-    return mean, scatter / n - np.outer(mean, mean)
-
-
 class CommonComponents:
     """The post-processing estimator: mean and top ``k`` directions (``k <= 0``: none) of the averages of
     ``sample`` sentences drawn once for ``seed``; each :meth:`fit` takes the top eigenvectors of their
@@ -95,11 +78,19 @@ class CommonComponents:
 
     def fit(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(mean, U)`` for the matrix ``W``: float64 (d,) and float32 (k, d), U's rows orthonormal."""
-        mean, cov = sentence_moments(W, self.sentences)
+        d = W.shape[1]
+        mean, scatter, n = np.zeros(d, dtype=np.float64), np.zeros((d, d), dtype=np.float64), 0
+        for S in self.sentences.blocks(W):  # the averages' sum and scatter, in float64
+            S = S.astype(np.float64)
+            mean += S.sum(axis=0)
+            scatter += S.T @ S
+            n += len(S)
+        if n:
+            mean /= n
         if self.k <= 0:
-            return mean, np.zeros((0, W.shape[1]), dtype=np.float32)
-        U = np.linalg.eigh(cov)[1][:, ::-1][:, : self.k].T.astype(np.float32)
-        return mean, U
+            return mean, np.zeros((0, d), dtype=np.float32)
+        cov = scatter / n - np.outer(mean, mean) if n else scatter
+        return mean, np.linalg.eigh(cov)[1][:, ::-1][:, : self.k].T.astype(np.float32)
 
     @staticmethod
     def apply_rows(W: np.ndarray, mean: np.ndarray, U: np.ndarray) -> None:

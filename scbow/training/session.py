@@ -30,8 +30,10 @@ from ..text.reader import DEFAULT_ENCODING, invalid_utf8_warning
 from ..use.describe import ROSE_FIRST, word_loss_text
 from ..vectors.modeldir import CURVE_FILE, check_output_dir, default_model_dir, save_model
 from . import checkpoint
+from .backends.cuda import require_cuda
 from .cache import cache_entries, default_cache_dir
 from .corpus import read_corpus
+from .curve import curve_hook
 from .hooks import Hook
 from .trainer import train
 
@@ -177,14 +179,15 @@ class CheckpointHook(Hook):
 
     def __init__(self, writer, every, guard, warn, hooks, start_steps: int = 0):
         self.writer, self.every, self.guard, self.warn, self.hooks = writer, every, guard, warn, hooks
+        self.schedule(start_steps)
+
+    def schedule(self, steps: int) -> None:
+        """The next checkpoint: ``every.seconds`` from now, or at the next multiple of ``every.examples`` steps."""
         self.last_time = time.monotonic()
-        self.next_steps = (start_steps // every.examples + 1) * every.examples if every and every.examples else None
+        self.next_steps = (steps // self.every.examples + 1) * self.every.examples if self.every and self.every.examples else None
 
     def save(self, state, matrices) -> None:
-        info = {}
-        for h in self.hooks:
-            info.update(h.checkpoint_info())
-        self.writer.write(state, matrices.all(), info=info)
+        self.writer.write(state, matrices.all(), info={k: v for h in self.hooks for k, v in h.checkpoint_info().items()})
 
     def after_batch(self, state, matrices) -> None:
         writer, every = self.writer, self.every
@@ -211,9 +214,7 @@ class CheckpointHook(Hook):
             self.warn(f"warning: cannot write a checkpoint to {writer.path} ({exc.strerror or exc}); "
                       "training goes on" + (f", the checkpoint at {writer.last_at} is kept"
                                             if writer.last_at is not None else ""))
-        self.last_time = time.monotonic()
-        if every.examples:
-            self.next_steps = (state.steps // every.examples + 1) * every.examples
+        self.schedule(state.steps)
 
     def after_training(self, state, matrices) -> None:
         self.guard.mode = "defer"  # training is over: a signal now waits until the model is saved
@@ -261,8 +262,6 @@ def preflight(config, checkpoint_every=None):
     """Checks before any work (a GPU for ``--device cuda``, the thread count), so that a bad setting fails
     before the corpus is read; returns the checkpoint schedule parsed (``checkpoint.parse_every``)."""
     if config.device == "cuda":
-        from .backends.cuda import require_cuda
-
         require_cuda()
     else:
         resolve_threads(config.threads)
@@ -310,8 +309,6 @@ def train_session(corpus, config=None, output=None, *, checkpoint_every=None, re
         refuse_cache_in_output(cache_dir, output)
     curve = None
     if eval_every is not None:
-        from .curve import curve_hook
-
         curve = curve_hook(eval_every, eval_dev, eval_sets, eval_test, config)
     elif eval_dev is not None or eval_sets or eval_test:
         raise ConfigError("--eval-dev, --eval-sets and --eval-test need --eval-every N")

@@ -54,10 +54,10 @@ NOISE_TABLE = 1 << 22
 NOISE_POWER = 0.75
 
 
-def noise_table(counts, size: int | None = None) -> np.ndarray:
+def noise_table(counts) -> np.ndarray:
     """int32 word ids, ``count(w)**0.75`` of them per unit (a table drawn from uniformly)."""
     counts = np.maximum(np.asarray(counts, dtype=np.float64), 0.0)
-    size = size or min(NOISE_TABLE, max(100 * len(counts), 1))
+    size = min(NOISE_TABLE, max(100 * len(counts), 1))
     p = counts ** NOISE_POWER
     cum = np.cumsum(p) / max(p.sum(), 1e-300)
     ids = np.searchsorted(cum, (np.arange(size) + 0.5) / size, side="right")

@@ -19,6 +19,8 @@ from ..progress import Progress, RunETA, note, plural
 from ..vectors.formats import MIN_LARGEST, scan_values
 from ..vectors.model import Model
 from . import collapse
+from .backends.cpu import CpuBackend
+from .backends.cuda import CudaBackend, CudaWordPart  # imports no numba: a backend says what is missing
 from .corpus import Corpus
 from .hooks import Matrices, PhaseState, TrainState
 from .postprocess import COMMON_SAMPLE, remove_common_components
@@ -79,12 +81,8 @@ class SentencePhase:
         self.passes = config.epochs
         self.total = len(self.targets) * config.epochs
         if config.device == "cuda":
-            from .backends.cuda import CudaBackend  # imports no numba: the backend itself says what is missing
-
             self.backend = CudaBackend(begin.W, corpus, config, self.total, begin.rates)
         else:  # ``say``: tells the user when the CPU kernels are about to be compiled
-            from .backends.cpu import CpuBackend
-
             self.backend = CpuBackend(begin.W, corpus, config, threads, self.total, begin.rates,
                                       say=None if quiet else note)
         self.batch = batch_size(config, corpus, self.backend.batch or BATCH)
@@ -121,16 +119,6 @@ class SentencePhase:
         if not np.isfinite(W).all():
             raise diverged(self.lr, "the embeddings hold NaN or inf")
         return W
-
-
-def make_word_part(corpus, config: TrainConfig, threads: int | None, saved: dict) -> WordPart:
-    """The word part's phase on ``config.device`` (CPU ``threads``), from a resumed run's ``saved`` matrices."""
-    matrices = (saved.get("word_in"), saved.get("word_out"))
-    if config.device == "cuda":
-        from .backends.cuda import CudaWordPart
-
-        return CudaWordPart(corpus, config, *matrices)
-    return WordPart(corpus, config, threads, *matrices)
 
 
 def run_phase(phase, state: TrainState, call_hooks, eta: RunETA, quiet: bool) -> None:
@@ -247,7 +235,9 @@ def train(corpus: Corpus, config: TrainConfig | None = None, quiet: bool = False
     verdict = judge(W, corpus, config, state, quiet, warn) if judged else None
     Wi = None
     if "word" in state.phases:
-        word = make_word_part(corpus, config, cpu_threads, saved)
+        rows = (saved.get("word_in"), saved.get("word_out"))  # a resumed run's, or None
+        word = (CudaWordPart(corpus, config, *rows) if config.device == "cuda"
+                else WordPart(corpus, config, cpu_threads, *rows))
         phases.append(word)
         try:
             run_phase(word, state, call_hooks, eta, quiet)

@@ -104,7 +104,6 @@ class WordPart:
             self.pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="scbow-words")
 
     def matrices(self) -> dict:
-        """``word_in`` (Wi) and ``word_out`` (Wo) as they are now, on the host."""
         return {"word_in": self.Wi, "word_out": self.Wo}
 
     def step(self, state) -> tuple[int, float]:

@@ -20,7 +20,6 @@ import numpy as np
 class Backend(Protocol):
     """What the trainer asks of a backend."""
 
-    name: str
     batch: int | None  # the examples per call it prefers; None: the trainer's
 
     def begin_epoch(self, order: np.ndarray) -> None:

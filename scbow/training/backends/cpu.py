@@ -30,7 +30,6 @@ def compiled_already(kernel, args) -> bool | None:
 class CpuBackend:
     """Runs batches with the Numba CPU kernels on ``W``, updated in place."""
 
-    name = "cpu"
     batch = None  # the trainer's batches
 
     def __init__(self, W: np.ndarray, corpus, config, threads: int, total: int, rate: np.ndarray | None = None,
@@ -85,7 +84,6 @@ class CpuBackend:
         return self.W
 
     def close(self) -> np.ndarray:
-        """The final matrix on the host; the threads are shut down."""
         if self.pool is not None:
             self.pool.shutdown()
             self.pool = None

@@ -201,8 +201,6 @@ class CudaBackend:
     """Runs batches with the numba.cuda kernels on a device copy of the matrix. ``memory_limit`` (bytes for
     the corpus, else ``$SCBOW_CUDA_MEMORY``), ``block_threads`` and ``grid`` override the choices (tests)."""
 
-    name = "cuda"
-
     def __init__(self, W: np.ndarray, corpus, config, total: int, rate: np.ndarray | None = None,
                  memory_limit: float | None = None, block_threads: int | None = None, grid: int | None = None):
         require_cuda()
