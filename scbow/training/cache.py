@@ -10,6 +10,7 @@ the empty directory. An encoding whose process still runs is left alone. Standar
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -104,10 +105,8 @@ def remove_entry(entry: Path, strict: bool = False) -> bool:
         return False
     try:
         for name in ENTRY_FILES:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry / name)
-            except FileNotFoundError:
-                pass
         os.rmdir(entry)  # fails, leaving it, if something else appeared in it meanwhile
     except OSError:
         if strict:
@@ -118,12 +117,10 @@ def remove_entry(entry: Path, strict: bool = False) -> bool:
 
 def _size(entry: Path) -> int:
     total = 0
-    try:
+    with contextlib.suppress(OSError):  # what could be read of it
         for child in os.scandir(entry):
             if child.is_file(follow_symlinks=False):
                 total += child.stat(follow_symlinks=False).st_size
-    except OSError:
-        pass
     return total
 
 

@@ -15,6 +15,7 @@ on the seed, the epoch and the examples done.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -45,16 +46,6 @@ MATRIX_FILES = {"sentence": "vectors.npy", "word_in": "word_in.npy", "word_out":
 CHECKPOINT_FILES = (*MODEL_FILES, *OPTIONAL_FILES, STATE_FILE, *MATRIX_FILES.values())
 # Settings a resumed run may change: how fast it runs, not what it computes (threads > 1 is never bit-identical).
 FREE_ON_RESUME = ("threads", "device")
-
-
-def _spelling(encoding: str) -> str:
-    """The one spelling of a recorded ``--encoding`` (as typed, when this Python knows no such codec)."""
-    try:
-        return encoding_name(encoding)
-    except ValueError:
-        return encoding
-
-
 
 
 def is_checkpoint(directory: Path) -> bool:
@@ -104,24 +95,16 @@ def parse_every(value) -> Every:
 
     Checkpoints land on the first batch boundary at or after the requested point.
     """
-    if isinstance(value, Every):
-        return value
     text = str(value)
     if not isinstance(value, bool):  # a bool is never a count
-        try:
+        with contextlib.suppress(ValueError):
             return Every(examples=parse_count(text, suffixes=False))
-        except ValueError:
-            pass
         if not text.strip().endswith("m"):  # 10m is ten minutes, 10M ten million examples
-            try:
+            with contextlib.suppress(ValueError):
                 return Every(examples=parse_count(text))
-            except ValueError:
-                pass
         if not text.strip().endswith("M"):  # an uppercase M is never minutes
-            try:
+            with contextlib.suppress(ValueError):
                 return Every(seconds=parse_duration(text))
-            except ValueError:
-                pass
     raise ValueError(
         f"--checkpoint-every takes a number of examples (500000, 500k, 2M, 1e6) or a duration (30s, 10m, 2h; a "
         f"lowercase m is minutes, an uppercase M a million) up to {MAX_EXAMPLES:.0e} examples or a year, "
@@ -131,23 +114,17 @@ def parse_every(value) -> Every:
 # -- what a checkpoint records -----------------------------------------------------------
 
 
-def vocab_digest(words) -> str:
-    h = hashlib.sha256()
-    for w in words:
-        h.update(w.encode("utf-8", "surrogatepass") + b"\n")
-    return h.hexdigest()
-
-
 def corpus_identity(corpus) -> dict:
     """What makes two encoded corpora the same for training: sizes, vocabulary, the stream's digest."""
-    stats = corpus.stats or {}
+    stats = corpus.stats
+    words = "".join(f"{w}\n" for w in corpus.vocab.words).encode("utf-8", "surrogatepass")  # a word a line
     return {
         "files": list(stats.get("files", [])),
         "sentences": int(corpus.n_sentences),
         "documents": int(corpus.n_documents),
         "tokens": int(len(corpus.tokens)),
         "vocab_size": len(corpus.vocab),
-        "vocab_sha256": vocab_digest(corpus.vocab.words),
+        "vocab_sha256": hashlib.sha256(words).hexdigest(),
         "stream_sha256": corpus.stream_sha256,
         "encoding": stats.get("encoding", DEFAULT_ENCODING),  # for the message when another --encoding reads another text
     }
@@ -166,7 +143,7 @@ class CheckpointWriter:
         self.identity: dict | None = None  # corpus_identity, made at the first checkpoint
         self.last_at: str | None = None  # where the last checkpoint is, for messages; None before one
 
-    def write(self, state, matrices: dict, info: dict | None = None) -> Path:
+    def write(self, state, matrices: dict, info: dict | None = None) -> None:
         """Write a checkpoint of ``state`` and ``matrices`` by name, with more model ``info`` (the curve so
         far); OSError on failure, TrainingError for NaN or inf (the last good checkpoint is kept)."""
         if not all(np.isfinite(M).all() for M in matrices.values()):
@@ -179,7 +156,7 @@ class CheckpointWriter:
                     fsync_path(tmp / MATRIX_FILES[name])
             # a loadable model of the sentence part as trained (the word part's matrices beside it)
             model = Model(self.corpus.vocab, matrices["sentence"], {**self.config.to_dict(), "word_passes": 0})
-            write_model_files(model, tmp, {**(info or {}), "corpus": dict(self.corpus.stats or {}),
+            write_model_files(model, tmp, {**(info or {}), "corpus": dict(self.corpus.stats),
                                            "training": {"checkpoint": True, "raw_vectors": True,
                                                         "examples": state.done}})
             if self.identity is None:
@@ -197,7 +174,6 @@ class CheckpointWriter:
                 fh.write(json.dumps(meta, indent=1) + "\n")
             fsync_path(tmp / STATE_FILE)
         self.mark(state)
-        return self.path
 
     def mark(self, state) -> None:
         """Record ``state`` as the last checkpoint's (written, or the one a run resumed from)."""
@@ -286,16 +262,23 @@ def _valid_state(state, n_targets: int, config: TrainConfig) -> bool:
         return all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and 0 <= x <= hi
                    for x in xs)
 
-    phases = list(state.phases.values())
-    s = state.phases.get("sentence")
-    return (s is not None and state.phase in state.phases and counts(state.epoch, state.lo, state.targets_per_epoch)
+    names, phases, s = list(state.phases), list(state.phases.values()), state.phases.get("sentence")
+    at = names.index(state.phase) if state.phase in names else -1
+    return (s is not None and at >= 0 and counts(state.epoch, state.lo, state.targets_per_epoch)
             and state.targets_per_epoch == n_targets and state.lo <= n_targets and state.epoch <= config.epochs
             and s.done == state.epoch * n_targets + state.lo
             and all(counts(p.done, p.total) and p.done <= p.total and isinstance(p.losses, list)
                     and numbers(p.losses, 1e3) and numbers([p.seconds], 1e10) for p in phases)
             # a phase begins once those before it are done
-            and all(p.done == p.total for p in phases[:list(state.phases).index(state.phase)])
-            and all(p.done == 0 for p in phases[list(state.phases).index(state.phase) + 1:]))
+            and all(p.done == p.total for p in phases[:at]) and all(p.done == 0 for p in phases[at + 1:]))
+
+
+def _spelling(encoding: str) -> str:
+    """The one spelling of a recorded ``--encoding`` (as typed, when this Python knows no such codec)."""
+    try:
+        return encoding_name(encoding)
+    except ValueError:
+        return encoding
 
 
 def restore(path: Path, meta: dict, corpus, config: TrainConfig):

@@ -68,6 +68,11 @@ class Corpus:
     def n_documents(self) -> int:
         return len(self.doc_offsets) - 1
 
+    @property
+    def raw_tokens(self) -> int:
+        """Tokens of the text, unknown words included (a corpus made without its stats: its words' counts)."""
+        return self.stats.get("raw_tokens") or int(np.asarray(self.vocab.counts).sum())
+
     @functools.cached_property
     def stream_sha256(self) -> str:
         """sha256 of the tokens and the sentence and document boundaries (lines reordered: another
@@ -255,7 +260,7 @@ def load_corpus(paths, min_count: int = 5, max_vocab: int = 0, cache_dir: str | 
             try:
                 corpus = _load_cached(target)
                 corpus.from_cache = True
-                # the key holds the resolved paths (an older entry may list them as typed)
+                # the files as this run names them (the key is of their resolved paths, which other names share)
                 corpus.stats = {**corpus.stats, "files": [os.path.abspath(f) for f in files]}
                 return corpus
             except (OSError, ValueError, KeyError, TypeError, AttributeError):

@@ -124,7 +124,6 @@ class CurveHook(Hook):
         self._rows_read = self._averager.rows_read([e for s in (self.dev, *self.tests) for e in s.encoded], self.unknown)
         self.post = CommonComponents(corpus, self.k, self.seed, self.sample) if self.k >= 0 else None
         self.post_final = None
-        self.next_at = (state.done // self.every + 1) * self.every
         self._n_losses = len(state["sentence"].losses)
         self._point(state, matrices["sentence"], epoch_end=False, started=t)
 

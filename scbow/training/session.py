@@ -11,6 +11,7 @@ into one output").
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -117,10 +118,8 @@ class OutputLock:
     def release(self) -> None:
         if self.fd is None:
             return
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(self.path)
-        except OSError:
-            pass
         os.close(self.fd)  # closing drops the flock
         self.fd = None
 
@@ -222,12 +221,11 @@ class CheckpointHook(Hook):
 
 def corpus_line(corpus) -> str:
     """One line on the encoded corpus: words, sentences, documents, and where it came from."""
-    st = corpus.stats or {}
     where = (f"from the cache {corpus.cache_path}" if corpus.from_cache
              else f"cached in {corpus.cache_path}" if corpus.cache_path and "scbow-corpus-" not in corpus.cache_path
              else "not cached")
-    return (f"corpus: {plural(st.get('raw_tokens', len(corpus.tokens)), 'token')}, "
-            f"{plural(len(corpus.vocab), 'word')} in the vocabulary (min count {st.get('min_count', '?')}), "
+    return (f"corpus: {plural(corpus.raw_tokens, 'token')}, "
+            f"{plural(len(corpus.vocab), 'word')} in the vocabulary (min count {corpus.stats.get('min_count', '?')}), "
             f"{plural(corpus.n_sentences, 'sentence')} in {plural(corpus.n_documents, 'document')}; {where}")
 
 
@@ -364,7 +362,7 @@ def _locked_run(corpus, config, output, every, resume, quiet, cache_dir, use_cac
                 note(f"note: {output} holds a model; it is replaced when this run ends (and kept if it fails)")
             if not quiet:
                 note(corpus_line(encoded))
-            bad = (encoded.stats or {}).get("invalid_utf8_lines", 0)
+            bad = encoded.stats.get("invalid_utf8_lines", 0)
             if bad:
                 warn(invalid_utf8_warning("the corpus", bad))
 
@@ -437,11 +435,9 @@ def remove_checkpoint(ckpt: Path, warn=None) -> None:
     if not ckpt.is_dir() or ckpt.is_symlink() or not checkpoint.is_checkpoint(ckpt):
         return
     for name in checkpoint.CHECKPOINT_FILES:
-        try:
+        with contextlib.suppress(OSError):
             if (ckpt / name).is_file() and not (ckpt / name).is_symlink():
                 os.unlink(ckpt / name)
-        except OSError:
-            pass
     try:
         os.rmdir(ckpt)
     except OSError:

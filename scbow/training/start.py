@@ -10,7 +10,7 @@ import numpy as np
 from ..config import TrainConfig
 from ..errors import ConfigError, CorpusError, TrainingError
 from ..progress import plural
-from ..vectors.numeric import word_weights  # noqa: F401  (its home: shared with the STS overlap control)
+from ..vectors.numeric import word_weights  # its home: shared with the STS overlap control
 from .corpus import Corpus
 
 
@@ -26,8 +26,7 @@ def trainable_targets(corpus: Corpus) -> np.ndarray:
 
 def corpus_weights(corpus: Corpus, config: TrainConfig) -> np.ndarray:
     """:func:`word_weights` of the corpus's vocabulary under ``config.frequency_weight``."""
-    raw = corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum())
-    return word_weights(corpus.vocab.counts, raw, config.frequency_weight)
+    return word_weights(corpus.vocab.counts, corpus.raw_tokens, config.frequency_weight)
 
 
 def init_vectors(n_words: int, config: TrainConfig, weights: np.ndarray | None = None) -> np.ndarray:

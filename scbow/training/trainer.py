@@ -72,7 +72,7 @@ def epoch_orders(targets: np.ndarray, seed: int, first: int = 0):
 
 class SentencePhase:
     """The sentence part (Siamese CBOW) as a phase: each epoch's shuffled targets a batch at a time on the
-    backend of ``config.device`` (``backends.Backend``); the matrix ``"sentence"``."""
+    backend of ``config.device`` (``backends``); the matrix ``"sentence"``."""
 
     name, unit, label, samples = "sentence", "ex", "epoch", False
 
@@ -301,10 +301,9 @@ def training_info(state: TrainState, config: TrainConfig, corpus: Corpus, thread
     }
     if "word" in state.phases:
         w = state["word"]
-        raw = corpus.stats.get("raw_tokens") or int(np.asarray(corpus.vocab.counts).sum())
         info["word_part"] = {
             "passes": config.word_passes, "sentences": w.done, "device": config.device, "threads": cpu_threads,
-            "sample": sample_threshold(raw, config),
+            "sample": sample_threshold(corpus.raw_tokens, config),
             "kernel_seconds": round(w.seconds, 3),
             "sentences_per_second": round(w.done / w.seconds, 1) if w.seconds else None,
             # on the part's fixed sample of sentences: before the first pass, after each

@@ -54,8 +54,7 @@ def unit_costs(corpus, config: TrainConfig) -> tuple[float, float]:
     An example is ``example_size(negatives)`` sentences x ``dim``; a word-part sentence its kept words,
     each ``word_context + 1`` contexts on average against ``1 + word_noise`` outputs x ``word_dim`` (the
     sentence length is common to both, left out). On 10M: 1.53 examples a sentence; measured 1.28-1.56."""
-    counts = np.asarray(corpus.vocab.counts, dtype=np.float64)
-    raw = corpus.stats.get("raw_tokens") or int(counts.sum())
+    counts, raw = np.asarray(corpus.vocab.counts, dtype=np.float64), corpus.raw_tokens
     kept = float((keep_probabilities(counts, raw, sample_threshold(raw, config)) * counts).sum() / max(counts.sum(), 1.0))
     return (float(example_size(config.negatives) * config.dim),
             kept * (config.word_context + 1) * (1 + config.word_noise) * config.word_dim)
@@ -78,8 +77,7 @@ class WordPart:
 
         self.K = K
         V, dw = len(corpus.vocab), config.word_dim
-        counts = np.asarray(corpus.vocab.counts, dtype=np.float64)
-        raw = corpus.stats.get("raw_tokens") or int(counts.sum())
+        counts, raw = np.asarray(corpus.vocab.counts, dtype=np.float64), corpus.raw_tokens
         self.sample = sample_threshold(raw, config)
         self.keep = keep_probabilities(counts, raw, self.sample)
         self.table = noise_table(counts)

@@ -9,6 +9,7 @@ negatives then come from the chunk (docs/gpu.md). Importing this module imports 
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import warnings
@@ -68,8 +69,6 @@ def _load_compiler() -> None:
 
 
 def _version(name: str) -> str:
-    import importlib.metadata
-
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
@@ -206,8 +205,7 @@ class CudaBackend:
         require_cuda()
         from ...kernels import cuda as KC
 
-        cuda = _import_cuda()
-        self.cuda = cuda
+        self.cuda = cuda = _import_cuda()
         self.simulator = KC.SIMULATOR
         V, d = W.shape
         self.threads = block_threads or default_threads(d, self.simulator)
