@@ -33,6 +33,7 @@ from ..outputs import register_kind
 from ..reading import read_json
 from ..text.reader import DEFAULT_ENCODING, encoding_name
 from ..text.units import MAX_EXAMPLES, parse_count, parse_duration
+from ..vectors.formats import scan_values
 from ..vectors.model import Model
 from ..vectors.modeldir import MODEL_FILES, OPTIONAL_FILES, write_model_files
 from .hooks import TrainState
@@ -243,8 +244,9 @@ def _restore_matrix(file: Path, shape: tuple) -> np.ndarray:
         raise damaged(file, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     if M.dtype != np.float32 or M.shape != shape:
         raise damaged(file, f"not a float32 matrix of {shape[0]:,} x {shape[1]}")
-    if not np.isfinite(M).all():
-        raise damaged(file, "the vectors hold NaN or inf")
+    bad = scan_values(M)[0]
+    if bad is not None:
+        raise damaged(file, f"the vectors hold NaN or inf (row {bad + 1:,} of {shape[0]:,} is the first)")
     return np.array(M)
 
 
