@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import TrainConfig, show_value
-from ..errors import CheckpointError, diverged
+from ..errors import CheckpointError, ConfigError, diverged
 from ..files import atomic_dir, foreign, fsync_path, resolved
 from ..outputs import register_kind
 from ..reading import read_json
@@ -94,7 +94,7 @@ def parse_every(value) -> Every:
     """A count of examples (``500000``, ``500k``, ``2M``, ``1e6``) or a duration (``30s``, ``10m``, ``1.5h``),
     as ``scbow.text.units`` reads them; a lowercase ``m`` is minutes, an uppercase ``M`` a million.
 
-    Checkpoints land on the first batch boundary at or after the requested point.
+    Checkpoints land on the first batch boundary at or after the requested point. Anything else: ConfigError.
     """
     text = str(value)
     if not isinstance(value, bool):  # a bool is never a count
@@ -106,7 +106,7 @@ def parse_every(value) -> Every:
         if not text.strip().endswith("M"):  # an uppercase M is never minutes
             with contextlib.suppress(ValueError):
                 return Every(seconds=parse_duration(text))
-    raise ValueError(
+    raise ConfigError(
         f"--checkpoint-every takes a number of examples (500000, 500k, 2M, 1e6) or a duration (30s, 10m, 2h; a "
         f"lowercase m is minutes, an uppercase M a million) up to {MAX_EXAMPLES:.0e} examples or a year, "
         f"got {text[:40]!r}")

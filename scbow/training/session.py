@@ -263,12 +263,7 @@ def preflight(config, checkpoint_every=None):
         require_cuda()
     else:
         resolve_threads(config.threads)
-    if checkpoint_every is None:
-        return None
-    try:
-        return checkpoint.parse_every(checkpoint_every)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    return checkpoint.parse_every(checkpoint_every) if checkpoint_every is not None else None
 
 
 def refuse_cache_in_output(cache_dir, output) -> None:
