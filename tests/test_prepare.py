@@ -343,12 +343,8 @@ def test_a_50_mb_file_without_blank_lines_keeps_memory_flat(tmp_path):
 # ---------------------------------------------------------------- the command
 
 
-def test_cli_choices_match_the_module():
-    params = {p.name: p for p in main.commands["prepare"].params}
-    assert list(params["segmenter"].type.choices) == list(P.SEGMENTERS)
-    assert params["segmenter"].default == P.DEFAULT_SEGMENTER
-    assert list(params["documents"].type.choices) == list(P.DOCUMENT_MODES)
-    assert params["jsonl_field"].default == P.DEFAULT_JSONL_FIELD
+def test_the_segmenter_libraries_are_imported_only_when_used():
+    # the command line imports this module for its choices
     code = "import sys, scbow.text.prepare as P; print(sorted(m for m in P.SEGMENTERS.values() if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "[]"
@@ -433,11 +429,12 @@ def test_the_summary_and_warnings_prepare_prints(tmp_path):
     assert prepare([tmp_path / "giant.txt"], tmp_path / "g.txt", segmenter="lines").words_cut > 0
     stats = PrepareStats(files=2, documents=3, sentences=41, words=1234, input_bytes=2_500_000, seconds=2.0,
                          invalid_utf8_lines=1, words_cut=2, skipped_records=1, bad_records=3,
-                         bad_examples=["a.jsonl: line 2: not JSON", "a.jsonl: line 5: no 'text'"])
-    assert stats.summary("nupunkt", "out.txt") == (
+                         bad_examples=["a.jsonl: line 2: not JSON", "a.jsonl: line 5: no 'text'"],
+                         segmenter="nupunkt", output="out.txt", jsonl_field="body")
+    assert stats.summary() == (
         "prepared 2 files, 2.5 MB in 2.0 s (1.2 MB/s, nupunkt): 3 documents, 41 sentences, 1,234 words, skipped "
         "1 JSON Lines record with no text and 3 unreadable JSON Lines lines; wrote out.txt")
-    assert stats.warnings("body") == [
+    assert stats.warnings() == [
         "warning: 1 line of the input is not valid in the encoding; their bad bytes were written as U+FFFD (the "
         "replacement character), as asked",
         f"warning: 2 runs of text with no whitespace for over {CHUNK_CHARS:,} characters were cut where a chunk ended "
@@ -446,8 +443,8 @@ def test_the_summary_and_warnings_prepare_prints(tmp_path):
         "a.jsonl: line 5: no 'text', ...); --strict stops at the first instead"]
     assert PrepareStats(files=1, sentences=1, words=2).warnings() == []
     small = PrepareStats(files=2, documents=1, sentences=1, words=7, input_bytes=38, seconds=0.5,
-                         files_without_text=["b.txt"])
-    assert small.summary("lines", "o.txt") == ("prepared 2 files, 38 bytes in 0.5 s (76 bytes/s, lines): 1 document, "
+                         files_without_text=["b.txt"], segmenter="lines", output="o.txt")
+    assert small.summary() == ("prepared 2 files, 38 bytes in 0.5 s (76 bytes/s, lines): 1 document, "
                                                "1 sentence, 7 words; no sentence in b.txt; wrote o.txt")
 
 

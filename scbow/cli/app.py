@@ -131,8 +131,9 @@ def main():
 DEFAULT_MODEL = "Default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model."
 
 
-def model_option(help_text=f"Model directory (or word2vec file). {DEFAULT_MODEL}"):
-    return click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None, help=help_text)
+def model_option(what="Model directory (or word2vec file)."):
+    return click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None,
+                        help=f"{what} {DEFAULT_MODEL}")
 
 
 def encoding_option(what="The input text's"):
