@@ -48,16 +48,6 @@ def compression(path: os.PathLike) -> str | None:
         raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def read_error(name, exc: BaseException, kind: str | None) -> CorpusError:
-    """The one-line error for a failure while reading ``name`` (``kind``: its compression)."""
-    if isinstance(exc, CorpusError):
-        return exc
-    detail = short_message(exc, 100)
-    if kind is not None and not (isinstance(exc, OSError) and exc.errno is not None):
-        return CorpusError(f"{name}: damaged or truncated {kind} file ({detail})")
-    return CorpusError(f"{name}: cannot read: {getattr(exc, 'strerror', None) or detail}")
-
-
 class _Checked(io.BufferedIOBase):
     """A readable binary stream over a file (decompressed), whose read errors are CorpusError;
     ``position()``: the file's bytes on disk read so far (what a progress bar over file sizes wants)."""
@@ -78,7 +68,11 @@ class _Checked(io.BufferedIOBase):
         try:
             return method(*args)
         except DECOMPRESS_ERRORS as exc:
-            raise read_error(self.name, exc, self.kind) from None
+            detail = short_message(exc, 100)
+            # the decompressor's own errors are damage; an OSError with an errno is the disk's
+            if self.kind is not None and not (isinstance(exc, OSError) and exc.errno is not None):
+                raise CorpusError(f"{self.name}: damaged or truncated {self.kind} file ({detail})") from None
+            raise CorpusError(f"{self.name}: cannot read: {getattr(exc, 'strerror', None) or detail}") from None
 
     def readable(self) -> bool:
         return True
@@ -295,8 +289,7 @@ def read_all_bytes(path: os.PathLike, name: str | None = None) -> bytes:
 def read_small_text(path: os.PathLike, error, what: str, encoding: str = DEFAULT_ENCODING) -> list[str]:
     """The lines of a small text file (STS pairs, word pairs), read whole as :func:`open_text` reads; a
     directory (``what``: what the file should be), damage or bad bytes raised as ``error`` naming it."""
-    if Path(path).is_dir():
-        raise error(f"{path}: is a directory, expected {what}")
+    check_regular(path, error=error, expected=what)
     try:
         data = read_all_bytes(path)
     except CorpusError as exc:
