@@ -8,7 +8,10 @@ from pathlib import Path
 import click
 
 from ..config import FIELD_CHOICES, FIELD_HELP, TrainConfig
+from ..outputs import named
+from ..progress import Progress
 from ..text.prepare import DEFAULT_JSONL_FIELD, DEFAULT_SEGMENTER, DOCUMENT_MODES, SEGMENTERS
+from ..text.prepare import prepare as prepare_corpus
 from .app import DEFAULT_MODEL, Count, GroupedCommand, echo_lines, encoding_option, main, say
 
 # the hyperparameters that are counts, and what they count
@@ -84,7 +87,6 @@ def train(corpus, output, encoding, cache_dir, no_cache, quiet, checkpoint_every
     --segmenter lines' makes a Japanese or Chinese corpus with no library (it cuts their
     sentences at 。！？).
     """
-    from ..outputs import named
     from ..training import session
     from ..vectors.modeldir import default_model_dir
 
@@ -133,9 +135,6 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict,
     Only the --jsonl-field of a record is read: its other fields (an Aozora Bunko record's
     title, author, source) are not written.
     """
-    from ..progress import Progress
-    from ..text.prepare import prepare as prepare_corpus
-
     bar = Progress(0, unit="B", enabled=not quiet)
 
     def show(done, total):
