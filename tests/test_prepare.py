@@ -229,41 +229,33 @@ def test_folder_input_is_recursive_sorted_and_skips_hidden_and_other_files(tmp_p
 # ---------------------------------------------------------------- refusals and errors
 
 
-def test_an_input_as_output_or_a_missing_segmenter_is_refused(tmp_path, monkeypatch):
-    src = tmp_path / "a.txt"
-    src.write_text("Keep me.\n")
-    for inputs in ([src], [tmp_path]):
-        with pytest.raises(CorpusError, match="refusing to overwrite an input"):
-            prepare(inputs, src, segmenter="lines")
-    assert src.read_text() == "Keep me.\n"
-    monkeypatch.setitem(P.SEGMENTERS, P.DEFAULT_SEGMENTER, "scbow_no_such_module")
-    with pytest.raises(CorpusError, match=r"not installed; pip install 'scbow-numba\[prepare\]'"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt")
-    with pytest.raises(CorpusError, match="knows English only; for language 'de' use the sentencex"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nupunkt", language="de")
-    with pytest.raises(CorpusError, match="for language 'ja' use the sentencex .* --segmenter lines needs nothing"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nupunkt", language="ja")
-    with pytest.raises(CorpusError, match="unknown segmenter"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nltk")
-    with pytest.raises(CorpusError, match="unknown documents mode"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="lines", documents="page")
-    assert files_in(tmp_path) == ["a.txt"]
-
-
-@pytest.mark.parametrize("make, fragment", [
-    (lambda d: d / "missing.txt", "no such file or directory"),
-    (lambda d: (d / "empty").mkdir() or d / "empty", "directory has no text files (looked for .txt, .text, .md, .jsonl"),
-    (lambda d: d / "latin.txt" if (d / "latin.txt").write_bytes(b"\xe9t\xe9\n\xe0 la\n\xff\xfe\n") else None,
-     "not valid utf-8 text; it may be Latin-1"),
-    (lambda d: d / "blank.txt" if (d / "blank.txt").write_text("\n \n") else None, "no documents found"),
+@pytest.mark.parametrize("inputs, kwargs, fragment", [
+    (["missing.txt"], {}, "no such file or directory"),
+    (["empty"], {}, r"empty: directory has no text files \(looked for .txt, .text, .md, .jsonl"),
+    (["latin.txt"], {}, "not valid utf-8 text; it may be Latin-1"),
+    (["blank.txt"], {}, "no documents found"),
+    (["a.txt"], {"output": "a.txt"}, "refusing to overwrite an input"),
+    (["."], {"output": "a.txt"}, "refusing to overwrite an input"),
+    (["a.txt"], {"segmenter": P.DEFAULT_SEGMENTER}, r"not installed; pip install 'scbow-numba\[prepare\]'"),
+    (["a.txt"], {"segmenter": "nupunkt", "language": "de"}, "knows English only; for language 'de' use the sentencex"),
+    (["a.txt"], {"segmenter": "nupunkt", "language": "ja"}, "for language 'ja' use the sentencex .* --segmenter lines "
+                                                            "needs nothing"),
+    (["a.txt"], {"segmenter": "nltk"}, "unknown segmenter"),
+    (["a.txt"], {"documents": "page"}, "unknown documents mode"),
 ])
-def test_input_errors_are_one_line_and_write_nothing(tmp_path, make, fragment):
-    src = make(tmp_path)
-    before = files_in(tmp_path)
-    with pytest.raises(CorpusError) as info:
-        prepare([src], tmp_path / "corpus.txt", segmenter="lines")
-    assert fragment in str(info.value) and "\n" not in str(info.value)
-    assert files_in(tmp_path) == before
+def test_bad_inputs_and_settings_are_one_line_and_write_nothing(tmp_path, monkeypatch, inputs, kwargs, fragment):
+    (tmp_path / "a.txt").write_text("Keep me.\n")
+    (tmp_path / "latin.txt").write_bytes(b"\xe9t\xe9\n\xe0 la\n\xff\xfe\n")
+    (tmp_path / "blank.txt").write_text("\n \n")
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setitem(P.SEGMENTERS, P.DEFAULT_SEGMENTER, "scbow_no_such_module")
+    before = {p: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    kwargs = dict(kwargs)
+    output = tmp_path / kwargs.pop("output", "corpus.txt")
+    with pytest.raises(CorpusError, match=fragment) as info:
+        prepare([tmp_path / p for p in inputs], output, **{"segmenter": "lines", **kwargs})
+    assert "\n" not in str(info.value)
+    assert {p: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
 
 
 def test_progress_reports_stored_bytes_up_to_the_total_and_an_interrupt_leaves_no_output(tmp_path):
