@@ -144,4 +144,4 @@ def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_f
             below = where.relative_to(folder).parts if where.is_relative_to(folder) else ()
             if below and not any(part.startswith(".") for part in below):
                 raise error(f"{out_name} {out}: is inside {name} ({folder}), which is read as input; refusing "
-                                 "to write into it (choose a path outside it)")
+                            "to write into it (choose a path outside it)")

@@ -50,7 +50,7 @@ from ..outputs import check_output_file, refuse_overwrite
 from ..progress import megabytes, plural
 from .reader import COMPRESSED_SUFFIXES, DEFAULT_ENCODING, TextFile, check_text, expand, invalid_utf8_warning, open_text
 
-DOCUMENT_MODES = ("file", "blank-line")
+DOCUMENT_MODES = ("file", "blank-line")  # the first is the default
 TEXT_SUFFIXES = (".txt", ".text", ".md")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 DEFAULT_JSONL_FIELD = "text"
@@ -469,7 +469,7 @@ def prepare(
     output: os.PathLike | str,
     *,
     jsonl_field: str = DEFAULT_JSONL_FIELD,
-    documents: str = "file",
+    documents: str = DOCUMENT_MODES[0],
     segmenter: str = DEFAULT_SEGMENTER,
     language: str = "en",
     progress: Callable[[int, int], None] | None = None,
