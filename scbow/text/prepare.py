@@ -349,12 +349,32 @@ _BLANK_LINES = re.compile(r"\n(?:[^\S\n]*\n)+")
 
 
 class _Preparer:
-    """Turns blocks of text into paragraphs, sentences and documents on a writer."""
+    """Reads input files (text, or JSON Lines records' ``jsonl_field``) into paragraphs, sentences and
+    documents on a writer, counting in its ``stats``."""
 
-    def __init__(self, segment: Segmenter, writer: _Writer, blank_line_documents: bool):
+    def __init__(self, segment: Segmenter, writer: _Writer, blank_line_documents: bool, jsonl_field: str,
+                 strict: bool, encoding: str):
         self.segment = segment
         self.writer = writer
+        self.stats = writer.stats
         self.blank_line_documents = blank_line_documents
+        self.field, self.strict, self.encoding = jsonl_field, strict, encoding
+
+    def file(self, path: Path, kind: str, report: Callable[[int], None]) -> None:
+        """Read one input file; ``report(stored bytes read)`` now and then."""
+        def check(text: str) -> None:  # binary is refused by the reader's one rule; lines with U+FFFD counted
+            self.stats.invalid_utf8_lines += check_text(str(path), text)
+
+        reader = open_text(path, encoding=self.encoding)  # every read error, decompression included, names the file
+        try:
+            if kind == "jsonl":
+                for text in self._records(reader, check):
+                    # read as a file is: universal newlines, blocks of whole lines
+                    self.document(_blocks(io.StringIO(text, newline=None)), lambda: report(reader.position()))
+            else:
+                self.document(_blocks(reader, check), lambda: report(reader.position()))
+        finally:
+            reader.close()
 
     def document(self, blocks: Iterable[str], on_block: Callable[[], None] | None = None) -> None:
         """Everything in ``blocks`` (the text of one file or record); the end of it ends a document."""
@@ -404,46 +424,44 @@ class _Preparer:
                 sentences[-1] = last[:cut].rstrip()
                 carry = [last[cut + 1:]]
             else:  # no whitespace in a whole chunk: no word; cut there, and counted for a warning
-                self.writer.stats.words_cut += 1
+                self.stats.words_cut += 1
         self.writer.sentences(sentences)
         return carry
 
-
-def _records(reader: TextFile, field: str, check: Callable[[str], None], stats: PrepareStats,
-             strict: bool = False) -> Iterator[str]:
-    """The text field of each record of a JSON Lines file (blank lines skipped). A line that is not a
-    record with a string in ``field`` is counted in ``stats.bad_records``, or with ``strict`` refused."""
-    name = reader.buffer.name
-    for lineno, line in enumerate(iter(reader.readline, ""), 1):
-        check(line)
-        if not line.strip():
-            continue
-        why = None
-        try:
-            record = json.loads(line)
-        except RecursionError:
-            why = "JSON nested too deep"
-        except ValueError as exc:
-            why = f"not valid JSON ({str(exc).split(':')[0]})"
-        else:
-            if not isinstance(record, dict):
-                why = f"not a JSON object but {_json_type(record)}"
-            elif field not in record:
-                keys = ", ".join(repr(k[:40]) for k in list(record)[:5]) + (", ..." if len(record) > 5 else "")
-                why = f"no field {field!r} (its fields: {keys or 'none'}; choose the text field with --jsonl-field)"
-            elif record[field] is None or record[field] == "":
-                stats.skipped_records += 1
+    def _records(self, reader: TextFile, check: Callable[[str], None]) -> Iterator[str]:
+        """The text field of each record of a JSON Lines file (blank lines skipped). A line that is not a
+        record with a string in the field is counted in ``stats.bad_records``, or with ``strict`` refused."""
+        field, stats, name = self.field, self.stats, reader.buffer.name
+        for lineno, line in enumerate(iter(reader.readline, ""), 1):
+            check(line)
+            if not line.strip():
                 continue
-            elif not isinstance(record[field], str):
-                why = f"field {field!r} is not a string but {_json_type(record[field])}"
-        if why is not None:
-            if strict:
-                raise CorpusError(f"{name}: line {lineno}: {why}")
-            stats.bad_records += 1
-            if len(stats.bad_examples) < BAD_EXAMPLES:
-                stats.bad_examples.append(f"{name}: line {lineno}: {why}")
-            continue
-        yield _as_text(record[field])
+            why = None
+            try:
+                record = json.loads(line)
+            except RecursionError:
+                why = "JSON nested too deep"
+            except ValueError as exc:
+                why = f"not valid JSON ({str(exc).split(':')[0]})"
+            else:
+                if not isinstance(record, dict):
+                    why = f"not a JSON object but {_json_type(record)}"
+                elif field not in record:
+                    keys = ", ".join(repr(k[:40]) for k in list(record)[:5]) + (", ..." if len(record) > 5 else "")
+                    why = f"no field {field!r} (its fields: {keys or 'none'}; choose the text field with --jsonl-field)"
+                elif record[field] is None or record[field] == "":
+                    stats.skipped_records += 1
+                    continue
+                elif not isinstance(record[field], str):
+                    why = f"field {field!r} is not a string but {_json_type(record[field])}"
+            if why is not None:
+                if self.strict:
+                    raise CorpusError(f"{name}: line {lineno}: {why}")
+                stats.bad_records += 1
+                if len(stats.bad_examples) < BAD_EXAMPLES:
+                    stats.bad_examples.append(f"{name}: line {lineno}: {why}")
+                continue
+            yield _as_text(record[field])
 
 
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
@@ -503,12 +521,10 @@ def prepare(
             stream = _compressor(raw, output)
             writer = _Writer(stream, stats)
             try:
-                preparer = _Preparer(segment, writer, documents == "blank-line")
+                preparer = _Preparer(segment, writer, documents == "blank-line", jsonl_field, strict, encoding)
                 for (path, kind), size in zip(files, sizes):
                     before, sentences = stats.bytes_read, stats.sentences
-                    _prepare_file(path, kind, jsonl_field, preparer, stats,
-                                  lambda pos, before=before: report(before + min(pos, size), stats.input_bytes),
-                                  strict, encoding)
+                    preparer.file(path, kind, lambda pos, before=before: report(before + min(pos, size), stats.input_bytes))
                     if stats.sentences == sentences:
                         stats.files_without_text.append(str(path))
                     stats.bytes_read = before + size
@@ -529,21 +545,3 @@ def prepare(
         raise CorpusError(f"cannot write {output}: {exc.strerror or exc}") from None
     stats.seconds = time.perf_counter() - t0
     return stats
-
-
-def _prepare_file(path: Path, kind: str, field: str, preparer: _Preparer, stats: PrepareStats,
-                  report: Callable[[int], None], strict: bool, encoding: str) -> None:
-    """Read one input file into ``preparer``; ``report(stored bytes read)`` now and then."""
-    def check(text: str) -> None:  # binary is refused by the reader's one rule; lines with U+FFFD counted
-        stats.invalid_utf8_lines += check_text(str(path), text)
-
-    reader = open_text(path, encoding=encoding)  # every read error, decompression included, is a CorpusError naming the file
-    try:
-        if kind == "jsonl":
-            for text in _records(reader, field, check, stats, strict):
-                # read as a file is: universal newlines, blocks of whole lines
-                preparer.document(_blocks(io.StringIO(text, newline=None)), lambda: report(reader.position()))
-        else:
-            preparer.document(_blocks(reader, check), lambda: report(reader.position()))
-    finally:
-        reader.close()
