@@ -5,6 +5,7 @@ the entry points; ``scbow.reference.loss_and_grad`` is the float64 oracle of the
 objective. Importing the package does not import numba.
 """
 
+import importlib
 import logging
 import os
 
@@ -20,30 +21,18 @@ __version__ = "0.1.0"
 __all__ = ["TrainConfig", "tokenize", "load", "train", "open_shards", "similarity", "semantic_search"]
 
 
-def similarity(a, b):
-    """Cosines between two sets of sentence embeddings (``scbow.use.semantic.similarity``)."""
-    from .use.semantic import similarity as _similarity
-
-    return _similarity(a, b)
-
-
-def semantic_search(query_embeddings, corpus_embeddings, top_k: int = 10):
-    """The ``top_k`` corpus rows nearest to each query (``scbow.use.semantic.semantic_search``)."""
-    from .use.semantic import semantic_search as _search
-
-    return _search(query_embeddings, corpus_embeddings, top_k)
+# The entry points that need numpy (and numba), imported on first use: name -> (module, its name there).
+# scbow.load reads a model directory (its rows memory-mapped read-only unless mmap=False: instant, and
+# shared by every process mapping them) or a word2vec or GloVe file; model.save(path) writes one.
+_LAZY = {"load": ("vectors.formats", "load_model"), "similarity": ("use.semantic", "similarity"),
+         "semantic_search": ("use.semantic", "semantic_search"), "open_shards": ("use.shards", "open_shards")}
 
 
-def load(path, mmap: bool = True):
-    """Load a model directory (or a word2vec text/binary file) as a :class:`scbow.vectors.model.Model`.
-
-    ``mmap=True`` maps ``vectors.npy`` read-only: instant, pages read when used and shared by every
-    process mapping the file. ``mmap=False`` reads a writable copy, as a word2vec file always is.
-    ``model.save(path)`` writes a model directory.
-    """
-    from .vectors.formats import load_model
-
-    return load_model(path, mmap=mmap)
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    return getattr(importlib.import_module(f".{module}", __name__), attr)
 
 
 def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache: bool = True, **kwargs):
@@ -89,12 +78,3 @@ def train(corpus, config=None, *, quiet: bool = False, cache_dir=None, use_cache
         result = _train(corpus, config, quiet=quiet, **kwargs)
         learned_nothing(result, kwargs["warn"])
     return result.model
-
-
-def open_shards(directory, check_sources: bool = True):
-    """The shards of ``scbow-numba embed --workers/--scheduler`` as one memory-mapped array-like
-    (:class:`scbow.use.shards.Shards`): row ``i`` is the ``i``-th line of the inputs, in the order given.
-    Shards of a text changed since they were embedded are refused (ModelError) unless ``check_sources=False``."""
-    from .use.shards import open_shards as _open
-
-    return _open(directory, check_sources=check_sources)

@@ -97,8 +97,9 @@ def file_identity(path: os.PathLike):
     return st.st_dev, st.st_ino
 
 
-def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_folders: bool = False) -> None:
-    """ModelError if an output (``{description: path or None}``) is one of the ``inputs`` (a dict, or
+def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_folders: bool = False,
+                     error: type[Exception] = ModelError) -> None:
+    """``error`` if an output (``{description: path or None}``) is one of the ``inputs`` (a dict, or
     ``(description, path)`` pairs) or a file directly inside an input directory, by resolved path and
     by device and inode (hard links too). ``reads_folders`` (prepare reads below input folders): nor
     anywhere inside one that is not ours, unless below a hidden name. ``replaces_dirs``: a directory
@@ -137,10 +138,10 @@ def refuse_overwrite(outputs: dict, inputs, replaces_dirs: bool = False, reads_f
             if hit is not None:
                 hit = f"the directory holding {hit}"
         if hit is not None:
-            raise ModelError(f"{out_name} {out}: is {hit}; refusing to overwrite an input (choose another path)")
+            raise error(f"{out_name} {out}: is {hit}; refusing to overwrite an input (choose another path)")
         where = Path(resolved(out))
         for name, folder in folders:  # the next run would read it as one of the inputs (not below a hidden name)
             below = where.relative_to(folder).parts if where.is_relative_to(folder) else ()
             if below and not any(part.startswith(".") for part in below):
-                raise ModelError(f"{out_name} {out}: is inside {name} ({folder}), which is read as input; refusing "
-                                 "to write into it (choose a path outside it)")
+                raise error(f"{out_name} {out}: is inside {name} ({folder}), which is read as input; refusing "
+                            "to write into it (choose a path outside it)")

@@ -229,41 +229,33 @@ def test_folder_input_is_recursive_sorted_and_skips_hidden_and_other_files(tmp_p
 # ---------------------------------------------------------------- refusals and errors
 
 
-def test_an_input_as_output_or_a_missing_segmenter_is_refused(tmp_path, monkeypatch):
-    src = tmp_path / "a.txt"
-    src.write_text("Keep me.\n")
-    for inputs in ([src], [tmp_path]):
-        with pytest.raises(CorpusError, match="refusing to overwrite an input"):
-            prepare(inputs, src, segmenter="lines")
-    assert src.read_text() == "Keep me.\n"
-    monkeypatch.setitem(P.SEGMENTERS, P.DEFAULT_SEGMENTER, "scbow_no_such_module")
-    with pytest.raises(CorpusError, match=r"not installed; pip install 'scbow-numba\[prepare\]'"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt")
-    with pytest.raises(CorpusError, match="knows English only; for language 'de' use the sentencex"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nupunkt", language="de")
-    with pytest.raises(CorpusError, match="for language 'ja' use the sentencex .* --segmenter lines needs nothing"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nupunkt", language="ja")
-    with pytest.raises(CorpusError, match="unknown segmenter"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="nltk")
-    with pytest.raises(CorpusError, match="unknown documents mode"):
-        prepare([tmp_path / "a.txt"], tmp_path / "corpus.txt", segmenter="lines", documents="page")
-    assert files_in(tmp_path) == ["a.txt"]
-
-
-@pytest.mark.parametrize("make, fragment", [
-    (lambda d: d / "missing.txt", "no such file or directory"),
-    (lambda d: (d / "empty").mkdir() or d / "empty", "directory has no text files (looked for .txt, .text, .md, .jsonl"),
-    (lambda d: d / "latin.txt" if (d / "latin.txt").write_bytes(b"\xe9t\xe9\n\xe0 la\n\xff\xfe\n") else None,
-     "not valid utf-8 text; it may be Latin-1"),
-    (lambda d: d / "blank.txt" if (d / "blank.txt").write_text("\n \n") else None, "no documents found"),
+@pytest.mark.parametrize("inputs, kwargs, fragment", [
+    (["missing.txt"], {}, "no such file or directory"),
+    (["empty"], {}, r"empty: directory has no text files \(looked for .txt, .text, .md, .jsonl"),
+    (["latin.txt"], {}, "not valid utf-8 text; it may be Latin-1"),
+    (["blank.txt"], {}, "no documents found"),
+    (["a.txt"], {"output": "a.txt"}, "refusing to overwrite an input"),
+    (["."], {"output": "a.txt"}, "refusing to overwrite an input"),
+    (["a.txt"], {"segmenter": P.DEFAULT_SEGMENTER}, r"not installed; pip install 'scbow-numba\[prepare\]'"),
+    (["a.txt"], {"segmenter": "nupunkt", "language": "de"}, "knows English only; for language 'de' use the sentencex"),
+    (["a.txt"], {"segmenter": "nupunkt", "language": "ja"}, "for language 'ja' use the sentencex .* --segmenter lines "
+                                                            "needs nothing"),
+    (["a.txt"], {"segmenter": "nltk"}, "unknown segmenter"),
+    (["a.txt"], {"documents": "page"}, "unknown documents mode"),
 ])
-def test_input_errors_are_one_line_and_write_nothing(tmp_path, make, fragment):
-    src = make(tmp_path)
-    before = files_in(tmp_path)
-    with pytest.raises(CorpusError) as info:
-        prepare([src], tmp_path / "corpus.txt", segmenter="lines")
-    assert fragment in str(info.value) and "\n" not in str(info.value)
-    assert files_in(tmp_path) == before
+def test_bad_inputs_and_settings_are_one_line_and_write_nothing(tmp_path, monkeypatch, inputs, kwargs, fragment):
+    (tmp_path / "a.txt").write_text("Keep me.\n")
+    (tmp_path / "latin.txt").write_bytes(b"\xe9t\xe9\n\xe0 la\n\xff\xfe\n")
+    (tmp_path / "blank.txt").write_text("\n \n")
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setitem(P.SEGMENTERS, P.DEFAULT_SEGMENTER, "scbow_no_such_module")
+    before = {p: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    kwargs = dict(kwargs)
+    output = tmp_path / kwargs.pop("output", "corpus.txt")
+    with pytest.raises(CorpusError, match=fragment) as info:
+        prepare([tmp_path / p for p in inputs], output, **{"segmenter": "lines", **kwargs})
+    assert "\n" not in str(info.value)
+    assert {p: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
 
 
 def test_progress_reports_stored_bytes_up_to_the_total_and_an_interrupt_leaves_no_output(tmp_path):
@@ -343,12 +335,8 @@ def test_a_50_mb_file_without_blank_lines_keeps_memory_flat(tmp_path):
 # ---------------------------------------------------------------- the command
 
 
-def test_cli_choices_match_the_module():
-    params = {p.name: p for p in main.commands["prepare"].params}
-    assert list(params["segmenter"].type.choices) == list(P.SEGMENTERS)
-    assert params["segmenter"].default == P.DEFAULT_SEGMENTER
-    assert list(params["documents"].type.choices) == list(P.DOCUMENT_MODES)
-    assert params["jsonl_field"].default == P.DEFAULT_JSONL_FIELD
+def test_the_segmenter_libraries_are_imported_only_when_used():
+    # the command line imports this module for its choices
     code = "import sys, scbow.text.prepare as P; print(sorted(m for m in P.SEGMENTERS.values() if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "[]"
@@ -433,11 +421,12 @@ def test_the_summary_and_warnings_prepare_prints(tmp_path):
     assert prepare([tmp_path / "giant.txt"], tmp_path / "g.txt", segmenter="lines").words_cut > 0
     stats = PrepareStats(files=2, documents=3, sentences=41, words=1234, input_bytes=2_500_000, seconds=2.0,
                          invalid_utf8_lines=1, words_cut=2, skipped_records=1, bad_records=3,
-                         bad_examples=["a.jsonl: line 2: not JSON", "a.jsonl: line 5: no 'text'"])
-    assert stats.summary("nupunkt", "out.txt") == (
+                         bad_examples=["a.jsonl: line 2: not JSON", "a.jsonl: line 5: no 'text'"],
+                         segmenter="nupunkt", output="out.txt", jsonl_field="body")
+    assert stats.summary() == (
         "prepared 2 files, 2.5 MB in 2.0 s (1.2 MB/s, nupunkt): 3 documents, 41 sentences, 1,234 words, skipped "
         "1 JSON Lines record with no text and 3 unreadable JSON Lines lines; wrote out.txt")
-    assert stats.warnings("body") == [
+    assert stats.warnings() == [
         "warning: 1 line of the input is not valid in the encoding; their bad bytes were written as U+FFFD (the "
         "replacement character), as asked",
         f"warning: 2 runs of text with no whitespace for over {CHUNK_CHARS:,} characters were cut where a chunk ended "
@@ -446,8 +435,8 @@ def test_the_summary_and_warnings_prepare_prints(tmp_path):
         "a.jsonl: line 5: no 'text', ...); --strict stops at the first instead"]
     assert PrepareStats(files=1, sentences=1, words=2).warnings() == []
     small = PrepareStats(files=2, documents=1, sentences=1, words=7, input_bytes=38, seconds=0.5,
-                         files_without_text=["b.txt"])
-    assert small.summary("lines", "o.txt") == ("prepared 2 files, 38 bytes in 0.5 s (76 bytes/s, lines): 1 document, "
+                         files_without_text=["b.txt"], segmenter="lines", output="o.txt")
+    assert small.summary() == ("prepared 2 files, 38 bytes in 0.5 s (76 bytes/s, lines): 1 document, "
                                                "1 sentence, 7 words; no sentence in b.txt; wrote o.txt")
 
 

@@ -9,6 +9,7 @@ import gzip
 import io
 import lzma
 import os
+import re
 import shutil
 import signal
 from contextlib import contextmanager
@@ -174,16 +175,6 @@ def test_empty_or_plain_files_under_a_compressed_name_are_named(tmp_path, suffix
                 reader(path)
 
 
-@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
-def test_utf16_text_is_named_not_called_binary(encoding):
-    block = "the man walked\nand a dog\n".encode(encoding).decode("utf-8", errors="replace")
-    with pytest.raises(CorpusError, match="UTF-16 or UTF-32 text.*iconv"):
-        check_text("x.txt", block)
-    elf = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00>\x00".decode("utf-8", errors="replace")
-    with pytest.raises(CorpusError, match="binary data"):
-        check_text("x.txt", elf)
-
-
 def test_the_tools_own_outputs_are_not_read_as_text(tmp_path, good_model):
     """One given is refused (train, prepare); one inside a folder read recursively (prepare) is skipped."""
     folder, shards, index = tmp_path / "in", tmp_path / "in" / "shards", tmp_path / "in" / "idx"
@@ -223,6 +214,10 @@ def test_a_file_reached_twice_is_read_once_with_a_note_by_train_and_prepare_alik
 
 
 FRENCH = [f"Le café {i} était fermé, déjà à l'hôtel." for i in range(300)]
+LATIN1 = "PATH: not valid utf-8 text; it may be Latin-1 (cp1252): convert it with `iconv -f cp1252 -t utf-8` or pass " \
+         "--encoding cp1252 (or --encoding utf-8:replace to read the bad bytes as U+FFFD)"
+NO_BOM = ": it does not start with a byte order mark; name its byte order: --encoding utf-16-le (or utf-16-be)"
+UTF8 = "; it may be UTF-8: drop --encoding (UTF-8 is the default)"
 
 
 def _verdict(path, encoding="utf-8"):
@@ -233,69 +228,38 @@ def _verdict(path, encoding="utf-8"):
         return str(exc).replace(str(path), "PATH")
 
 
-def test_latin1_text_gets_one_verdict_whatever_its_line_layout(tmp_path):
-    (one := tmp_path / "one.txt").write_bytes(" ".join(FRENCH).encode("cp1252"))
-    (many := tmp_path / "many.txt").write_bytes("\n".join(FRENCH).encode("cp1252"))
-    assert _verdict(one) == _verdict(many)
-    assert _verdict(one).startswith("PATH: not valid utf-8 text; it may be Latin-1 (cp1252): convert it with "
-                                    "`iconv -f cp1252 -t utf-8` or pass --encoding cp1252")
-    assert _verdict(many, "cp1252") == "\n".join(FRENCH) and _verdict(one, "latin-1") == " ".join(FRENCH)
+@pytest.mark.parametrize("text, codec, encoding, verdict", [
+    (" ".join(FRENCH), "cp1252", "utf-8", LATIN1),  # one line or many: one verdict
+    ("\n".join(FRENCH), "cp1252", "utf-8", LATIN1),
+    ("\n".join(FRENCH), "cp1252", "ascii", "PATH: not valid ascii text; it may be Latin-1 (cp1252)"),  # not UTF-8
+    ("\n".join(FRENCH), "utf-8", "ascii", "PATH: not valid ascii text" + UTF8),  # --encoding is what is wrong
+    ("\n".join(FRENCH), "utf-8", "shift_jis", "PATH: not valid shift_jis text" + UTF8),
+    ("plain text\n", "ascii", "utf-16", "PATH: not valid utf-16 text"),
+    # the byte order is what is missing (:replace cannot read on without it): the message names the codecs that say it
+    ("the man walked\n", "utf-16-le", "utf-16", "PATH: not valid utf-16 text" + NO_BOM),
+    ("the man walked\n", "utf-16-le", "utf-16:replace", "PATH: not valid utf-16:replace text" + NO_BOM),
+])
+def test_text_not_valid_in_its_encoding_gets_a_verdict_naming_what_it_may_be(tmp_path, text, codec, encoding, verdict):
+    (path := tmp_path / "a.txt").write_bytes(text.encode(codec))
+    assert _verdict(path, encoding).startswith(verdict)
+    if codec != "ascii":  # read in its own encoding, it is text
+        assert _verdict(path, codec) == text
+    if not encoding.startswith("utf-16"):  # the small files read whole (STS, word pairs) get the same verdict
+        with pytest.raises(ValueError, match="^" + re.escape(verdict.replace("PATH", str(path)))):
+            read_small_text(path, ValueError, "pairs", encoding=encoding)
 
 
 def test_bad_bytes_become_u_fffd_only_when_asked(tmp_path):
     (path := tmp_path / "a.txt").write_bytes("\n".join(FRENCH).encode("cp1252") + b"\n")
     text = _verdict(path, "utf-8:replace")
     assert text.splitlines()[0] == "Le caf\ufffd 0 \ufffdtait ferm\ufffd, d\ufffdj\ufffd \ufffd l'h\ufffdtel."
-    assert check_text(path, text) == 300
+    assert check_text(path, text) == 300 and _verdict(path, "latin-1") == "\n".join(FRENCH) + "\n"
     assert text_codec("UTF-8") == ("utf-8-sig", "strict") and text_codec("cp1252:replace") == ("cp1252", "replace")
     # utf-8-sig is UTF-8 as it is read anyway: a mark skipped at the file's start only (a cluster's blocks start elsewhere)
     assert text_codec("utf-8-sig") == ("utf-8-sig", "strict") and text_codec("UTF-8-SIG", at_start=False) == ("utf-8", "strict")
     for name in ("klingon", "rot13", "base64"):  # the last two are codecs, but not of text
         with pytest.raises(ValueError, match=f"unknown encoding '{name}'"):
             text_codec(name)
-
-
-def test_utf16_without_its_byte_order_mark_is_text_not_valid_in_it(tmp_path):
-    (path := tmp_path / "a.txt").write_bytes(b"plain text\n")
-    with pytest.raises(CorpusError, match="a.txt: not valid utf-16 text"):
-        with open_text(path, encoding="utf-16") as fh:
-            fh.read()
-    # its byte order is what is missing (:replace cannot read on without it): the message names the codecs that say it
-    (path := tmp_path / "le.txt").write_bytes("the man walked\n".encode("utf-16-le"))
-    for encoding in ("utf-16", "utf-16:replace"):
-        assert _verdict(path, encoding).startswith(f"PATH: not valid {encoding} text: it does not start with a byte "
-                                                   "order mark; name its byte order: --encoding utf-16-le (or utf-16-be)")
-    assert _verdict(path, "utf-16-le") == "the man walked\n"
-
-
-def test_utf8_text_read_in_another_encoding_is_named_utf8(tmp_path):
-    """Not "it may be Latin-1": the file is the default, UTF-8, and --encoding is what is wrong."""
-    (path := tmp_path / "a.txt").write_bytes("\n".join(FRENCH).encode("utf-8"))
-    for encoding in ("ascii", "shift_jis"):
-        assert _verdict(path, encoding).startswith(f"PATH: not valid {encoding} text; it may be UTF-8: drop "
-                                                   "--encoding (UTF-8 is the default)")
-    with pytest.raises(CorpusError, match="not valid ascii text; it may be UTF-8"):
-        read_small_text(path, CorpusError, "pairs", encoding="ascii")
-    (path := tmp_path / "b.txt").write_bytes("\n".join(FRENCH).encode("cp1252"))
-    assert "it may be Latin-1 (cp1252)" in _verdict(path, "ascii")  # not UTF-8: the guess stays
-
-
-def test_small_text_files_with_a_nul_are_binary_too(tmp_path):
-    """evaluate's STS files and word-pair files: a NUL is refused as every other reader refuses it."""
-    (path := tmp_path / "nul.tsv").write_bytes(b"1.0\tthe man\x00 walked\tthe dog ran\n")  # an STS line, NUL in it
-    for encoding in ("utf-8", "latin-1"):
-        with pytest.raises(ValueError, match="nul.tsv: contains NUL bytes; this looks like binary data"):
-            read_small_text(path, ValueError, "an STS file", encoding=encoding)
-
-
-def test_nul_bytes_alone_are_binary_and_utf32_is_named_so(tmp_path):
-    for nuls in (b"\x00" * 5000, b"\xff\xfe" + b"\x00" * 100):  # not UTF-16 text: there are no letters
-        (path := tmp_path / "z.txt").write_bytes(nuls)
-        with pytest.raises(CorpusError, match="z.txt: contains NUL bytes; this looks like binary data"):
-            with open_text(path) as fh:
-                check_text(path, fh.read())
-    with pytest.raises(CorpusError, match="UTF-16 or UTF-32 text.*iconv -f UTF-32 -t UTF-8"):
-        check_text("x.txt", "the man walked\n".encode("utf-32").decode("utf-8", errors="replace"))
 
 
 class _Zeros(io.RawIOBase):
@@ -324,9 +288,25 @@ def test_lines_longer_than_a_piece_are_read_whole(tmp_path, monkeypatch):
         assert list(fh) == ["a long first line\n", "short\n", "\n", "exactly\n", "last line, no end"]
 
 
-def test_binary_data_is_binary_in_any_encoding(tmp_path):
-    (path := tmp_path / "a.bin").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00\xe9\xff\x00\x00" * 50)
+ELF = b"\x7fELF\x02\x01\x01\x00\x00\x00\xe9\xff\x00\x00" * 50
+
+
+@pytest.mark.parametrize("data, verdict", [
+    *(("the man walked\nand a dog\n".encode(e), "looks like UTF-16 or UTF-32 text.*iconv -f UTF-16 -t UTF-8")
+      for e in ("utf-16", "utf-16-le", "utf-16-be")),
+    ("the man walked\n".encode("utf-32"), "looks like UTF-16 or UTF-32 text.*iconv -f UTF-32 -t UTF-8"),
+    (ELF, "contains NUL bytes; this looks like binary data"),
+    (b"\x00" * 5000, "contains NUL bytes; this looks like binary data"),  # no letters: not UTF-16
+    (b"\xff\xfe" + b"\x00" * 100, "contains NUL bytes; this looks like binary data"),
+    (b"1.0\tthe man\x00 walked\tthe dog ran\n", "contains NUL bytes; this looks like binary data"),  # an STS line
+], ids=["utf-16", "utf-16-le", "utf-16-be", "utf-32", "elf", "nuls", "bom-and-nuls", "sts-line"])
+def test_text_with_a_nul_is_binary_or_utf16_in_any_encoding_and_every_reader(tmp_path, data, verdict):
+    """Text files (open_text, whose reader checks each block with check_text) and the small files
+    read whole (read_small_text: STS files, word pairs) alike."""
+    (path := tmp_path / "a.txt").write_bytes(data)
     for encoding in ("utf-8", "latin-1", "utf-8:replace"):
-        with pytest.raises(CorpusError, match="a.bin: contains NUL bytes; this looks like binary data"):
+        with pytest.raises(CorpusError, match=f"^{path}: {verdict}"):
             with open_text(path, encoding=encoding) as fh:
                 check_text(path, fh.read())
+        with pytest.raises(ValueError, match=f"^{path}: {verdict}"):
+            read_small_text(path, ValueError, "an STS file", encoding=encoding)

@@ -15,6 +15,8 @@ import click
 from ..config import TrainConfig
 from ..errors import ConfigError, CorpusError, ModelError, STSError, TrainingError
 from ..reading import os_error_text, short_message
+from ..text.reader import DEFAULT_ENCODING, REPLACE_SUFFIX, text_codec
+from ..text.units import parse_count
 
 
 def _flag(message: str) -> str:
@@ -131,14 +133,13 @@ def main():
 DEFAULT_MODEL = "Default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model."
 
 
-def model_option(help_text=f"Model directory (or word2vec file). {DEFAULT_MODEL}"):
-    return click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None, help=help_text)
+def model_option(what="Model directory (or word2vec file)."):
+    return click.option("-m", "--model", "model_path", type=click.Path(path_type=Path), default=None,
+                        help=f"{what} {DEFAULT_MODEL}")
 
 
 def encoding_option(what="The input text's"):
     """``--encoding``: how a command's input text is decoded (``scbow.text.reader.text_codec``)."""
-    from ..text.reader import DEFAULT_ENCODING, REPLACE_SUFFIX, text_codec
-
     def check(ctx, param, value):
         try:
             text_codec(value)
@@ -200,8 +201,6 @@ class Count(click.ParamType):
     def convert(self, value, param, ctx):
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        from ..text.units import parse_count
-
         try:
             return parse_count(value, minimum=self.minimum, what=self.what)
         except ValueError as exc:

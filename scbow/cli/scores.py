@@ -9,12 +9,12 @@ import click
 
 from ..outputs import check_output_file, refuse_overwrite
 from ..progress import plural
-from .app import DEFAULT_MODEL, encoding_option, main, model_arg, model_option, unknown_option
+from .app import encoding_option, main, model_arg, model_option, unknown_option
 
 
 @main.command(short_help="Draw the learning curve recorded by train --eval-every.")
 @click.argument("model_arg_", metavar="[MODEL]", required=False, type=click.Path(path_type=Path))
-@model_option(f"Model directory or curve.json file (the same as MODEL). {DEFAULT_MODEL}")
+@model_option("Model directory or curve.json file (the same as MODEL).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("curve.png"), show_default=True,
               help="The PNG file to write.")
 @click.option("--title", default=None, help="Title of the plot. Default: from the model's settings.")

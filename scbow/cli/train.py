@@ -8,7 +8,11 @@ from pathlib import Path
 import click
 
 from ..config import FIELD_CHOICES, FIELD_HELP, TrainConfig
-from .app import Count, GroupedCommand, echo_lines, encoding_option, main, say
+from ..outputs import named
+from ..progress import Progress
+from ..text.prepare import DEFAULT_JSONL_FIELD, DEFAULT_SEGMENTER, DOCUMENT_MODES, SEGMENTERS
+from ..text.prepare import prepare as prepare_corpus
+from .app import DEFAULT_MODEL, Count, GroupedCommand, echo_lines, encoding_option, main, say
 
 # the hyperparameters that are counts, and what they count
 COUNT_FIELDS = {"min_count": "occurrences", "max_vocab": "words", "count_floor": "occurrences",
@@ -30,6 +34,7 @@ def hyperparameter_options(command):
                                show_default=True, help=FIELD_HELP[field.name])(command)
     return command
 
+
 # train --help: its 38 options under five headings
 TRAIN_OPTION_GROUPS = [
     ("Data", ["output", "encoding", "min_count", "max_vocab", "cache_dir", "no_cache"]),
@@ -46,7 +51,7 @@ TRAIN_OPTION_GROUPS = [
               short_help="Train a model on a corpus (one sentence per line).")
 @click.argument("corpus", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="Model directory to write. Default: $SCBOW_MODEL or ~/.local/share/scbow-numba/model.")
+              help=f"Model directory to write. {DEFAULT_MODEL}")
 @encoding_option()
 @hyperparameter_options
 @click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
@@ -82,7 +87,6 @@ def train(corpus, output, encoding, cache_dir, no_cache, quiet, checkpoint_every
     --segmenter lines' makes a Japanese or Chinese corpus with no library (it cuts their
     sentences at 。！？).
     """
-    from ..outputs import named
     from ..training import session
     from ..vectors.modeldir import default_model_dir
 
@@ -100,13 +104,12 @@ def train(corpus, output, encoding, cache_dir, no_cache, quiet, checkpoint_every
 @click.argument("inputs", metavar="INPUT...", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True,
               help="Corpus file to write for 'train' (.gz, .bz2 or .xz compress it).")
-@click.option("--jsonl-field", metavar="NAME", default="text", show_default=True,
+@click.option("--jsonl-field", metavar="NAME", default=DEFAULT_JSONL_FIELD, show_default=True,
               help="The field of each JSON Lines record (.jsonl, .ndjson) that holds its text.")
-@click.option("--documents", type=click.Choice(["file", "blank-line"]), default="file", show_default=True,
+@click.option("--documents", type=click.Choice(DOCUMENT_MODES), default=DOCUMENT_MODES[0], show_default=True,
               help="What makes a document: each file (and each JSON Lines record), or each block of lines "
                    "between blank lines.")
-@click.option("--segmenter", type=click.Choice(["nupunkt", "sentencex", "blingfire", "pysbd", "syntok", "lines"]),
-              default="nupunkt", show_default=True,
+@click.option("--segmenter", type=click.Choice(list(SEGMENTERS)), default=DEFAULT_SEGMENTER, show_default=True,
               help="How sentences are found: nupunkt (English; pip install 'scbow-numba[prepare]'), sentencex "
                    "(about 300 languages, see --language), blingfire, pysbd, syntok (each pip install NAME), or "
                    "lines: the text is already one sentence per line.")
@@ -132,10 +135,7 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict,
     Only the --jsonl-field of a record is read: its other fields (an Aozora Bunko record's
     title, author, source) are not written.
     """
-    from ..progress import Progress
-    from ..text.prepare import prepare as prepare_corpus
-
-    bar = Progress(0, unit="B", enabled=None if not quiet else False)
+    bar = Progress(0, unit="B", enabled=not quiet)
 
     def show(done, total):
         bar.total = total
@@ -146,9 +146,9 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict,
                                language=language, progress=show, strict=strict, encoding=encoding)
     finally:
         bar.close()
-    echo_lines(stats.warnings(jsonl_field))
+    echo_lines(stats.warnings())
     if not quiet:
-        say(stats.summary(segmenter, output))
+        say(stats.summary())
 
 
 @main.command("cache", short_help="List or clear the cache of encoded corpora.")

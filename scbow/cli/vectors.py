@@ -54,8 +54,7 @@ def similarity(model_path, sentence1, sentence2, pairs_path, encoding, unknown):
 
 @main.command(short_help="What a model is: size, corpus, settings and recorded scores.")
 @click.argument("model_arg_", metavar="[MODEL]", required=False, type=click.Path(path_type=Path))
-@model_option("Model directory or word2vec/GloVe file (the same as MODEL). Default: $SCBOW_MODEL or "
-               "~/.local/share/scbow-numba/model.")
+@model_option("Model directory or word2vec/GloVe file (the same as MODEL).")
 @click.option("--json", "as_json", is_flag=True, help="Print everything recorded in the model as JSON.")
 def info(model_arg_, model_path, as_json):
     """Describe MODEL: dimensions and vocabulary, the corpus and settings it was trained with,

@@ -44,13 +44,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from ..errors import CorpusError, ModelError
+from ..errors import CorpusError
 from ..files import atomic_file
 from ..outputs import check_output_file, refuse_overwrite
 from ..progress import megabytes, plural
-from .reader import COMPRESSED_SUFFIXES, DEFAULT_ENCODING, TextFile, check_text, expand, open_text
+from .reader import COMPRESSED_SUFFIXES, DEFAULT_ENCODING, TextFile, check_text, expand, invalid_utf8_warning, open_text
 
-DOCUMENT_MODES = ("file", "blank-line")
+DOCUMENT_MODES = ("file", "blank-line")  # the first is the default
 TEXT_SUFFIXES = (".txt", ".text", ".md")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 DEFAULT_JSONL_FIELD = "text"
@@ -79,10 +79,10 @@ Segmenter = Callable[[str], list[str]]
 
 @dataclass
 class PrepareStats:
-    """What ``prepare`` read and wrote. ``bytes_read``: the inputs' bytes as stored (compressed), ending at
-    ``input_bytes``; ``words``: whitespace-separated tokens written; ``skipped_records``: JSON Lines records
-    with null or empty text; ``bad_records``: unreadable JSON Lines lines skipped, the first ``BAD_EXAMPLES``
-    described in ``bad_examples`` (``"FILE: line N: why"``)."""
+    """What ``prepare`` read and wrote, and the lines it ends with. ``bytes_read``: the inputs' bytes as
+    stored (compressed), ending at ``input_bytes``; ``words``: whitespace-separated tokens written;
+    ``skipped_records``: JSON Lines records with null or empty text; ``bad_records``: unreadable JSON Lines
+    lines skipped, the first ``BAD_EXAMPLES`` described in ``bad_examples`` (``"FILE: line N: why"``)."""
 
     files: int = 0
     documents: int = 0
@@ -100,14 +100,12 @@ class PrepareStats:
     seconds: float = 0.0
     segmenter: str = ""
     output: str = ""
+    jsonl_field: str = DEFAULT_JSONL_FIELD
 
-    def warnings(self, jsonl_field: str = "text") -> list[str]:
-        """The warning lines of a run (bad UTF-8, words cut at a chunk's end, unreadable JSON Lines lines)."""
+    def warnings(self) -> list[str]:
         out = []
         if self.invalid_utf8_lines:
-            out.append(f"warning: {plural(self.invalid_utf8_lines, 'line')} of the input "
-                       f"{'is' if self.invalid_utf8_lines == 1 else 'are'} not valid in the encoding; their bad "
-                       "bytes were written as U+FFFD (the replacement character), as asked")
+            out.append(invalid_utf8_warning("the input", self.invalid_utf8_lines, "written"))
         if self.words_cut:
             out.append(f"warning: {plural(self.words_cut, 'run')} of text with no whitespace for over "
                        f"{CHUNK_CHARS:,} characters {'was' if self.words_cut == 1 else 'were'} cut where a chunk "
@@ -115,12 +113,12 @@ class PrepareStats:
         if self.bad_records:
             more = ", ..." if self.bad_records > len(self.bad_examples) else ""
             out.append(f"warning: skipped {plural(self.bad_records, 'JSON Lines line')} that "
-                       f"{'holds' if self.bad_records == 1 else 'hold'} no record with text in '{jsonl_field}' "
+                       f"{'holds' if self.bad_records == 1 else 'hold'} no record with text in '{self.jsonl_field}' "
                        f"({'; '.join(self.bad_examples)}{more}); --strict stops at the first instead")
         return out
 
-    def summary(self, segmenter: str | None = None, output=None) -> str:
-        """The line ``prepare`` ends with: files, size, time and rate, what was found and skipped, the output."""
+    def summary(self) -> str:
+        """Files, size, time and rate, what was found and skipped, the output."""
         rate = self.input_bytes / self.seconds if self.seconds > 0 else 0.0
         skipped = [f"{plural(self.skipped_records, 'JSON Lines record')} with no text"] if self.skipped_records else []
         if self.bad_records:
@@ -131,9 +129,9 @@ class PrepareStats:
             skipped += (f"; no sentence in {', '.join(self.files_without_text[:3])}"
                         + (f" and {plural(more, 'other file')}" if more > 0 else ""))
         return (f"prepared {plural(self.files, 'file')}, {megabytes(self.input_bytes)} in {self.seconds:.1f} s "
-                f"({megabytes(rate)}/s, {segmenter or self.segmenter}): {plural(self.documents, 'document')}, "
+                f"({megabytes(rate)}/s, {self.segmenter}): {plural(self.documents, 'document')}, "
                 f"{plural(self.sentences, 'sentence')}, {plural(self.words, 'word')}{skipped}; "
-                f"wrote {output or self.output}")
+                f"wrote {self.output}")
 
 
 def get_segmenter(name: str = DEFAULT_SEGMENTER, language: str = "en") -> Segmenter:
@@ -351,13 +349,32 @@ _BLANK_LINES = re.compile(r"\n(?:[^\S\n]*\n)+")
 
 
 class _Preparer:
-    """Turns blocks of text into paragraphs, sentences and documents on a writer."""
+    """Reads input files (text, or JSON Lines records' ``jsonl_field``) into paragraphs, sentences and
+    documents on a writer, counting in its ``stats``."""
 
-    def __init__(self, segment: Segmenter, writer: _Writer, blank_line_documents: bool):
+    def __init__(self, segment: Segmenter, writer: _Writer, blank_line_documents: bool, jsonl_field: str,
+                 strict: bool, encoding: str):
         self.segment = segment
         self.writer = writer
+        self.stats = writer.stats
         self.blank_line_documents = blank_line_documents
-        self.words_cut = 0
+        self.field, self.strict, self.encoding = jsonl_field, strict, encoding
+
+    def file(self, path: Path, kind: str, report: Callable[[int], None]) -> None:
+        """Read one input file; ``report(stored bytes read)`` now and then."""
+        def check(text: str) -> None:  # binary is refused by the reader's one rule; lines with U+FFFD counted
+            self.stats.invalid_utf8_lines += check_text(str(path), text)
+
+        reader = open_text(path, encoding=self.encoding)  # every read error, decompression included, names the file
+        try:
+            if kind == "jsonl":
+                for text in self._records(reader, check):
+                    # read as a file is: universal newlines, blocks of whole lines
+                    self.document(_blocks(io.StringIO(text, newline=None)), lambda: report(reader.position()))
+            else:
+                self.document(_blocks(reader, check), lambda: report(reader.position()))
+        finally:
+            reader.close()
 
     def document(self, blocks: Iterable[str], on_block: Callable[[], None] | None = None) -> None:
         """Everything in ``blocks`` (the text of one file or record); the end of it ends a document."""
@@ -407,46 +424,44 @@ class _Preparer:
                 sentences[-1] = last[:cut].rstrip()
                 carry = [last[cut + 1:]]
             else:  # no whitespace in a whole chunk: no word; cut there, and counted for a warning
-                self.words_cut += 1
+                self.stats.words_cut += 1
         self.writer.sentences(sentences)
         return carry
 
-
-def _records(reader: TextFile, field: str, check: Callable[[str], None], stats: PrepareStats,
-             strict: bool = False) -> Iterator[str]:
-    """The text field of each record of a JSON Lines file (blank lines skipped). A line that is not a
-    record with a string in ``field`` is counted in ``stats.bad_records``, or with ``strict`` refused."""
-    name = reader.buffer.name
-    for lineno, line in enumerate(iter(reader.readline, ""), 1):
-        check(line)
-        if not line.strip():
-            continue
-        why = None
-        try:
-            record = json.loads(line)
-        except RecursionError:
-            why = "JSON nested too deep"
-        except ValueError as exc:
-            why = f"not valid JSON ({str(exc).split(':')[0]})"
-        else:
-            if not isinstance(record, dict):
-                why = f"not a JSON object but {_json_type(record)}"
-            elif field not in record:
-                keys = ", ".join(repr(k[:40]) for k in list(record)[:5]) + (", ..." if len(record) > 5 else "")
-                why = f"no field {field!r} (its fields: {keys or 'none'}; choose the text field with --jsonl-field)"
-            elif record[field] is None or record[field] == "":
-                stats.skipped_records += 1
+    def _records(self, reader: TextFile, check: Callable[[str], None]) -> Iterator[str]:
+        """The text field of each record of a JSON Lines file (blank lines skipped). A line that is not a
+        record with a string in the field is counted in ``stats.bad_records``, or with ``strict`` refused."""
+        field, stats, name = self.field, self.stats, reader.buffer.name
+        for lineno, line in enumerate(iter(reader.readline, ""), 1):
+            check(line)
+            if not line.strip():
                 continue
-            elif not isinstance(record[field], str):
-                why = f"field {field!r} is not a string but {_json_type(record[field])}"
-        if why is not None:
-            if strict:
-                raise CorpusError(f"{name}: line {lineno}: {why}")
-            stats.bad_records += 1
-            if len(stats.bad_examples) < BAD_EXAMPLES:
-                stats.bad_examples.append(f"{name}: line {lineno}: {why}")
-            continue
-        yield _as_text(record[field])
+            why = None
+            try:
+                record = json.loads(line)
+            except RecursionError:
+                why = "JSON nested too deep"
+            except ValueError as exc:
+                why = f"not valid JSON ({str(exc).split(':')[0]})"
+            else:
+                if not isinstance(record, dict):
+                    why = f"not a JSON object but {_json_type(record)}"
+                elif field not in record:
+                    keys = ", ".join(repr(k[:40]) for k in list(record)[:5]) + (", ..." if len(record) > 5 else "")
+                    why = f"no field {field!r} (its fields: {keys or 'none'}; choose the text field with --jsonl-field)"
+                elif record[field] is None or record[field] == "":
+                    stats.skipped_records += 1
+                    continue
+                elif not isinstance(record[field], str):
+                    why = f"field {field!r} is not a string but {_json_type(record[field])}"
+            if why is not None:
+                if self.strict:
+                    raise CorpusError(f"{name}: line {lineno}: {why}")
+                stats.bad_records += 1
+                if len(stats.bad_examples) < BAD_EXAMPLES:
+                    stats.bad_examples.append(f"{name}: line {lineno}: {why}")
+                continue
+            yield _as_text(record[field])
 
 
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
@@ -471,8 +486,8 @@ def prepare(
     inputs: Iterable[os.PathLike | str],
     output: os.PathLike | str,
     *,
-    jsonl_field: str | None = None,
-    documents: str = "file",
+    jsonl_field: str = DEFAULT_JSONL_FIELD,
+    documents: str = DOCUMENT_MODES[0],
     segmenter: str = DEFAULT_SEGMENTER,
     language: str = "en",
     progress: Callable[[int, int], None] | None = None,
@@ -481,25 +496,21 @@ def prepare(
 ) -> PrepareStats:
     """Write the raw documents in ``inputs`` to ``output`` as a corpus the trainer reads, as the module
     docstring says (``documents``, ``segmenter``: a name in ``SEGMENTERS``, ``language``: ISO 639-1,
-    ``strict``; ``jsonl_field``: default ``"text"``; ``encoding``: ``scbow.text.reader.text_codec``).
+    ``strict``, ``jsonl_field``; ``encoding``: ``scbow.text.reader.text_codec``).
     ``progress(bytes_read, input_bytes)`` is called now and then, in stored bytes. CorpusError for
     anything wrong with the inputs or the output, with nothing written.
     """
     t0 = time.perf_counter()
     if documents not in DOCUMENT_MODES:
         raise CorpusError(f"unknown documents mode {documents!r} (choose from {', '.join(DOCUMENT_MODES)})")
-    field = DEFAULT_JSONL_FIELD if jsonl_field is None else jsonl_field
     output, inputs = Path(output), list(inputs)  # read twice below (a generator once)
     files = find_inputs(inputs)  # the inputs and the output first: they name the user's own mistake
-    try:
-        refuse_overwrite({"the output": output}, [*(("an input", f) for f, _ in files),
-                                                  *(("the input folder", p) for p in inputs if Path(p).is_dir())],
-                         reads_folders=True)
-    except ModelError as exc:
-        raise CorpusError(str(exc)) from None
+    refuse_overwrite({"the output": output}, [*(("an input", f) for f, _ in files),
+                                              *(("the input folder", p) for p in inputs if Path(p).is_dir())],
+                     reads_folders=True, error=CorpusError)
     check_output_file(output, "corpus.txt.gz", CorpusError)
     segment = with_cjk(get_segmenter(segmenter, language))  # a missing library fails before any work
-    stats = PrepareStats(files=len(files), segmenter=segmenter, output=str(output))
+    stats = PrepareStats(files=len(files), segmenter=segmenter, output=str(output), jsonl_field=jsonl_field)
     sizes = [f.stat().st_size for f, _ in files]
     stats.input_bytes = sum(sizes)
     report = progress or (lambda done, total: None)
@@ -510,17 +521,14 @@ def prepare(
             stream = _compressor(raw, output)
             writer = _Writer(stream, stats)
             try:
-                preparer = _Preparer(segment, writer, documents == "blank-line")
+                preparer = _Preparer(segment, writer, documents == "blank-line", jsonl_field, strict, encoding)
                 for (path, kind), size in zip(files, sizes):
                     before, sentences = stats.bytes_read, stats.sentences
-                    _prepare_file(path, kind, field, preparer, stats,
-                                  lambda pos, before=before: report(before + min(pos, size), stats.input_bytes),
-                                  strict, encoding)
+                    preparer.file(path, kind, lambda pos, before=before: report(before + min(pos, size), stats.input_bytes))
                     if stats.sentences == sentences:
                         stats.files_without_text.append(str(path))
                     stats.bytes_read = before + size
                     report(stats.bytes_read, stats.input_bytes)
-                stats.words_cut = preparer.words_cut
                 writer.close()
             finally:
                 writer.stop()
@@ -537,21 +545,3 @@ def prepare(
         raise CorpusError(f"cannot write {output}: {exc.strerror or exc}") from None
     stats.seconds = time.perf_counter() - t0
     return stats
-
-
-def _prepare_file(path: Path, kind: str, field: str, preparer: _Preparer, stats: PrepareStats,
-                  report: Callable[[int], None], strict: bool, encoding: str) -> None:
-    """Read one input file into ``preparer``; ``report(stored bytes read)`` now and then."""
-    def check(text: str) -> None:  # binary is refused by the reader's one rule; lines with U+FFFD counted
-        stats.invalid_utf8_lines += check_text(str(path), text)
-
-    reader = open_text(path, encoding=encoding)  # every read error, decompression included, is a CorpusError naming the file
-    try:
-        if kind == "jsonl":
-            for text in _records(reader, field, check, stats, strict):
-                # read as a file is: universal newlines, blocks of whole lines
-                preparer.document(_blocks(io.StringIO(text, newline=None)), lambda: report(reader.position()))
-        else:
-            preparer.document(_blocks(reader, check), lambda: report(reader.position()))
-    finally:
-        reader.close()

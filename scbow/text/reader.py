@@ -10,10 +10,12 @@ the read happens. A plain file's read error is ``PATH: cannot read: why``. Stand
 from __future__ import annotations
 
 import bz2
+import codecs
 import gzip
 import io
 import lzma
 import os
+import stat
 import sys
 import zlib
 from pathlib import Path
@@ -32,24 +34,18 @@ TEXT_SUFFIXES = (".txt", ".text", ".tok") + COMPRESSED_SUFFIXES
 DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, OSError)
 
 
-def compression(path: os.PathLike) -> str | None:
-    """``"gzip"``, ``"bzip2"`` or ``"xz"`` by the file's first bytes, None for a plain file; CorpusError if unreadable."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(6)
-    except OSError as exc:
-        raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
+def _format(head: bytes) -> str | None:
+    """``"gzip"``, ``"bzip2"`` or ``"xz"`` by a file's first bytes, None for a plain file."""
     return next((name for magic, name in MAGIC if head.startswith(magic)), None)
 
 
-def read_error(name, exc: BaseException, kind: str | None) -> CorpusError:
-    """The one-line error for a failure while reading ``name`` (``kind``: its compression)."""
-    if isinstance(exc, CorpusError):
-        return exc
-    detail = short_message(exc, 100)
-    if kind is not None and not (isinstance(exc, OSError) and exc.errno is not None):
-        return CorpusError(f"{name}: damaged or truncated {kind} file ({detail})")
-    return CorpusError(f"{name}: cannot read: {getattr(exc, 'strerror', None) or detail}")
+def compression(path: os.PathLike) -> str | None:
+    """:func:`_format` of the file at ``path``; CorpusError if unreadable."""
+    try:
+        with open(path, "rb") as fh:
+            return _format(fh.read(6))
+    except OSError as exc:
+        raise CorpusError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 class _Checked(io.BufferedIOBase):
@@ -60,9 +56,8 @@ class _Checked(io.BufferedIOBase):
         self.name = name
         self._disk = open(path, "rb")
         try:
-            head = self._disk.read(6)
+            self.kind = _format(self._disk.read(6))
             self._disk.seek(0)
-            self.kind = next((k for magic, k in MAGIC if head.startswith(magic)), None)
             opener = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open}.get(self.kind)
             self._stream = opener(self._disk, "rb") if opener else self._disk
         except BaseException:
@@ -73,7 +68,11 @@ class _Checked(io.BufferedIOBase):
         try:
             return method(*args)
         except DECOMPRESS_ERRORS as exc:
-            raise read_error(self.name, exc, self.kind) from None
+            detail = short_message(exc, 100)
+            # the decompressor's own errors are damage; an OSError with an errno is the disk's
+            if self.kind is not None and not (isinstance(exc, OSError) and exc.errno is not None):
+                raise CorpusError(f"{self.name}: damaged or truncated {self.kind} file ({detail})") from None
+            raise CorpusError(f"{self.name}: cannot read: {getattr(exc, 'strerror', None) or detail}") from None
 
     def readable(self) -> bool:
         return True
@@ -132,8 +131,6 @@ def check_regular(path: os.PathLike, name: str | None = None, error: type[Except
                   why: str = "a pipe or a device cannot be read as a file here") -> os.stat_result:
     """Its stat, or ``error`` unless ``path`` is a regular file (after links): a directory (naming ``expected``),
     missing (``missing``), or a FIFO, a device or a socket, which would block or never end (``why``)."""
-    import stat
-
     name = str(path) if name is None else name
     try:
         st = os.stat(path)
@@ -157,8 +154,6 @@ def text_codec(encoding: str = DEFAULT_ENCODING, at_start: bool = True) -> tuple
     """``(codec, errors)`` of an ``--encoding`` value: a text codec Python knows, strict, or followed by
     ``:replace`` for bad bytes read as U+FFFD; ValueError for another. UTF-8 skips a byte order mark
     when ``at_start`` (the bytes read start at the file's start), as some editors write one."""
-    import codecs
-
     replace = encoding.lower().endswith(REPLACE_SUFFIX)
     name = encoding[: -len(REPLACE_SUFFIX)] if replace else encoding
     try:
@@ -185,10 +180,7 @@ def not_text_error(name, data: bytes, encoding: str, no_bom: bool = False) -> Co
     with letters of the Latin-1 range, or as UTF-8 when another encoding was given) and how to convert
     them; ``no_bom``: UTF-16 or UTF-32 whose byte order mark is missing."""
     if b"\x00" in data:
-        try:
-            refuse_binary(name, data.decode("utf-8", "replace"))
-        except CorpusError as exc:
-            return exc
+        return binary_error(name, data.decode("utf-8", "replace"))
     head = f"{name}: not valid {encoding} text"
     codec = text_codec(encoding)[0]
     if no_bom and codec in ("utf-16", "utf-32"):  # :replace reads no further: the byte order is not known
@@ -215,8 +207,6 @@ LINE_PIECE = 1 << 20
 def _utf8_text(data: bytes) -> bool:
     """Whether ``data`` (a chunk of a file, maybe cut mid-character at either end) is UTF-8 text
     beyond ASCII."""
-    import codecs
-
     start = 0
     while start < min(3, len(data)) and 0x80 <= data[start] < 0xc0:  # a character cut at the chunk's start
         start += 1
@@ -259,7 +249,7 @@ class TextFile(io.TextIOWrapper):
             except UnicodeError as exc:
                 raise self._not_text(exc) from None
             if "\x00" in piece:
-                refuse_binary(self.source, piece)
+                raise binary_error(self.source, piece)
             if len(piece) < LINE_PIECE or piece.endswith("\n"):
                 return "".join([*pieces, piece]) if pieces else piece
             pieces.append(piece)
@@ -299,8 +289,7 @@ def read_all_bytes(path: os.PathLike, name: str | None = None) -> bytes:
 def read_small_text(path: os.PathLike, error, what: str, encoding: str = DEFAULT_ENCODING) -> list[str]:
     """The lines of a small text file (STS pairs, word pairs), read whole as :func:`open_text` reads; a
     directory (``what``: what the file should be), damage or bad bytes raised as ``error`` naming it."""
-    if Path(path).is_dir():
-        raise error(f"{path}: is a directory, expected {what}")
+    check_regular(path, error=error, expected=what)
     try:
         data = read_all_bytes(path)
     except CorpusError as exc:
@@ -311,10 +300,7 @@ def read_small_text(path: os.PathLike, error, what: str, encoding: str = DEFAULT
     except UnicodeError:
         raise error(str(not_text_error(path, data, encoding))) from None
     if "\x00" in text:  # binary data in any encoding, as every reader of text refuses it
-        try:
-            refuse_binary(path, text)
-        except CorpusError as exc:
-            raise error(str(exc)) from None
+        raise error(str(binary_error(path, text)))
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # universal newlines, as open() reads
 
 
@@ -385,28 +371,29 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
 
 def check_text(name, block: str) -> int:
     """The one rule for text that is not text, on whole lines as :func:`open_text` reads them: a NUL is binary
-    data, whatever the encoding (:func:`refuse_binary`); returns the lines holding U+FFFD (read with ``:replace``)."""
+    data, whatever the encoding (:func:`binary_error`); returns the lines holding U+FFFD (read with ``:replace``)."""
     if "\x00" in block:
-        refuse_binary(name, block)
+        raise binary_error(name, block)
     if "\ufffd" not in block:
         return 0
     return sum("\ufffd" in line for line in block.removesuffix("\n").split("\n"))
 
 
-def refuse_binary(name, text: str) -> None:
-    """CorpusError for ``text`` holding a NUL: UTF-16 or UTF-32 text (a NUL beside every Latin
+def binary_error(name, text: str) -> CorpusError:
+    """The error for ``text`` holding a NUL: UTF-16 or UTF-32 text (a NUL beside every Latin
     letter, and the rest readable), or else binary data."""
     head = text[:400].lstrip("\ufffd\ufeff\xff\xfe")  # a UTF-16 or UTF-32 byte order mark
     rest = head.replace("\x00", "")
     if rest.strip() and head.count("\x00") >= 0.3 * len(head) \
             and sum(c.isprintable() or c.isspace() for c in rest) >= 0.95 * len(rest):  # NULs alone are no text
         wide = "UTF-32" if "\x00\x00\x00" in head else "UTF-16"
-        raise CorpusError(f"{name}: looks like UTF-16 or UTF-32 text (NUL bytes between the letters); "
-                          f"convert it to UTF-8 (iconv -f {wide} -t UTF-8)")
-    raise CorpusError(f"{name}: contains NUL bytes; this looks like binary data, not text")
+        return CorpusError(f"{name}: looks like UTF-16 or UTF-32 text (NUL bytes between the letters); "
+                           f"convert it to UTF-8 (iconv -f {wide} -t UTF-8)")
+    return CorpusError(f"{name}: contains NUL bytes; this looks like binary data, not text")
 
 
-def invalid_utf8_warning(name: str, bad: int) -> str:
-    """The warning for ``bad`` lines of the text ``name`` that :func:`check_text` counted."""
+def invalid_utf8_warning(name: str, bad: int, done: str = "read") -> str:
+    """The warning for ``bad`` lines of the text ``name`` that :func:`check_text` counted (their bad
+    bytes ``done`` as U+FFFD: read, or written by prepare)."""
     return (f"warning: {bad:,} line{'' if bad == 1 else 's'} of {name} {'is' if bad == 1 else 'are'} not valid "
-            "in the encoding; their bad bytes were read as U+FFFD (the replacement character), as asked")
+            f"in the encoding; their bad bytes were {done} as U+FFFD (the replacement character), as asked")
