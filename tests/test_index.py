@@ -348,28 +348,23 @@ def test_an_output_that_is_not_provably_an_index_is_never_replaced(setup, built,
     assert not list(tmp_path.glob(".proj.*"))
 
 
-def test_an_output_that_is_a_file_is_never_replaced_and_a_link_is_followed(setup, built, tmp_path):
+def test_an_output_that_is_a_file_is_never_replaced_a_link_is_followed_and_an_index_of_ours_is(setup, built, tmp_path):
     (tmp_path / "file").write_text("mine")
     with pytest.raises(ModelError, match="exists and is not a directory; refusing"):
         build_index(setup["emb"], setup["text"], tmp_path / "file", M=8, ef_construction=20)
     assert (tmp_path / "file").read_text() == "mine"
-    # a link to an index: the index replaced, the link kept (dangling or far links: test_files, atomic_dir)
-    target = _copy(built, tmp_path)
-    (tmp_path / "link").symlink_to(target)
-    build_index(setup["emb"], setup["text"], tmp_path / "link", M=12, ef_construction=20)
-    assert (tmp_path / "link").is_symlink() and open_index(target).info["params"]["M"] == 12
-    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
-
-
-def test_an_empty_folder_or_an_index_of_ours_is_replaced(setup, built, tmp_path):
     (tmp_path / "empty").mkdir()
     build_index(setup["emb"], setup["text"], tmp_path / "empty", M=8, ef_construction=20)
     assert open_index(tmp_path / "empty").info["params"]["M"] == 8
-    old = _copy(built, tmp_path)  # a complete index
-    build_index(setup["emb"], setup["text"], old, M=8, ef_construction=20)
-    (old / "ids.npy").unlink()  # a damaged index of ours is replaced too
-    build_index(setup["emb"], setup["text"], old, M=12, ef_construction=20)
-    assert open_index(old).info["params"]["M"] == 12
+    # a link to an index: the index replaced, the link kept (dangling or far links: test_files, atomic_dir)
+    target = _copy(built, tmp_path)
+    (tmp_path / "link").symlink_to(target)
+    build_index(setup["emb"], setup["text"], tmp_path / "link", M=8, ef_construction=20)
+    assert (tmp_path / "link").is_symlink() and open_index(target).info["params"]["M"] == 8
+    (target / "ids.npy").unlink()  # a damaged index of ours is replaced too
+    build_index(setup["emb"], setup["text"], target, M=12, ef_construction=20)
+    assert open_index(target).info["params"]["M"] == 12
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
 
 
 def test_what_appears_in_the_output_during_a_build_is_never_replaced(setup, built, tmp_path):
@@ -423,7 +418,10 @@ def test_a_changed_or_gone_text_is_refused(setup, tmp_path, faiss):
         open_index(tmp_path / "idx").line(3)
 
 
-def test_index_command_summary_and_progress(setup, tmp_path, capsys, faiss):
+def test_index_command_summary_and_progress(setup, tmp_path, capsys, monkeypatch, faiss):
+    """Rows added reported every ADD_ROWS rows, shown with the project's progress line."""
+    from scbow.use.index import build
+
     line = index_command(setup["emb"], tmp_path / "idx", setup["text"], 8, 40, False)
     assert line.startswith("indexed ") and "sentences x 16 dims" in line and str(tmp_path / "idx") in line
     assert "rows with no embedding left out" in line
@@ -434,27 +432,19 @@ def test_index_command_summary_and_progress(setup, tmp_path, capsys, faiss):
     assert err.count("no model recorded") == 1 and "give -m MODEL" in err
     index_command(setup["emb"], tmp_path / "idx", setup["text"], 8, 40, True, model=setup["model_dir"])
     assert capsys.readouterr().err == ""
-
-
-def test_a_build_reports_its_progress_as_it_goes(setup, tmp_path, monkeypatch, faiss):
-    """Rows added reported every ADD_ROWS rows, shown with the project's progress line."""
-    from scbow.use.index import build
-
     assert build.ADD_ROWS <= 4096  # a report every few seconds at the slowest rate seen (635 rows/s on 69K rows)
-    ADD_ROWS = 1000
-    monkeypatch.setattr(build, "ADD_ROWS", ADD_ROWS)  # several batches of this test's 3,000 rows
+    monkeypatch.setattr(build, "ADD_ROWS", 1000)  # several batches of this test's 3,000 rows
     calls = []
     build_index(setup["emb"], setup["text"], tmp_path / "idx", M=8, ef_construction=20,
                 progress=lambda *a: calls.append(a))
     assert calls[0][0] == f"reading the lines of {setup['text']}"
-    assert [done for what, done, total in calls if what == "rows"] == [*range(ADD_ROWS, N_LINES, ADD_ROWS), N_LINES]
+    assert [done for what, done, total in calls if what == "rows"] == [1000, 2000, N_LINES]
 
     class Terminal(io.StringIO):
         def isatty(self):
             return True
 
-    terminal = Terminal()
-    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(sys, "stderr", terminal := Terminal())
     index_command(setup["emb"], tmp_path / "idx", setup["text"], 8, 20, False, model=setup["model_dir"])
     assert "index: reading the lines of" in terminal.getvalue() and "3.00K/3.00K rows" in terminal.getvalue()
 
@@ -557,10 +547,11 @@ BAD_IDS = {
 
 
 def test_one_bad_id_is_refused_when_a_search_finds_it(setup, tmp_path, built):
-    """ids.npy is checked for its dtype and shape on open, not read whole: an id out of range is
-    refused when a search finds it, and the other vectors still answer."""
+    """ids.npy is checked for its dtype and shape on open, not read whole: an id out of range, or out of
+    the order a build writes (each row once, increasing), is refused when a search finds it."""
     idx = _copy(built, tmp_path)
     ids = np.load(idx / "ids.npy")
+    assert (np.diff(ids) > 0).all()  # what a build writes: strictly increasing
     x = np.load(setup["emb"])
     changed = ids.copy()
     changed[10] = built[1]["rows"] + 5
@@ -569,25 +560,14 @@ def test_one_bad_id_is_refused_when_a_search_finds_it(setup, tmp_path, built):
     with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index \(row"):
         index.search(x[ids[10]], 3)
     ok_row = ids[500]
-    assert index.search(x[ok_row], 1)[0][0, 0] == ok_row
-    changed[100] ^= 8  # one bit: still a row, but not the one between its neighbours (it answered at cosine 1.0)
-    np.save(idx / "ids.npy", changed)
-    with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index \(row .* in order"):
-        open_index(idx).search(x[ids[100]], 1)
-
-
-@pytest.mark.parametrize("neighbour", [-1, 1], ids=["before", "after"])
-def test_an_id_equal_to_its_neighbours_is_refused(setup, tmp_path, built, neighbour):
-    """A build writes each row once, in order: an id repeated beside itself names a row whose text is not
-    the vector's (a search for row 100 answered row 99, at cosine 1.0)."""
-    idx = _copy(built, tmp_path)
-    ids = np.load(idx / "ids.npy")
-    assert (np.diff(ids) > 0).all()  # what a build writes: strictly increasing
-    changed = ids.copy()
-    changed[100] = ids[100 + neighbour]
-    np.save(idx / "ids.npy", changed)
-    with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index \(row .* in order"):
-        open_index(idx).search(np.load(setup["emb"])[ids[100]], 1)
+    assert index.search(x[ok_row], 1)[0][0, 0] == ok_row  # the other vectors still answer
+    # one bit: still a row, but not the one between its neighbours (it answered at cosine 1.0); or an id
+    # equal to a neighbour's (a search for row 100 answered row 99)
+    for wrong in (ids[100] ^ 8, ids[99], ids[101]):
+        changed[100] = wrong
+        np.save(idx / "ids.npy", changed)
+        with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index \(row .* in order"):
+            open_index(idx).search(x[ids[100]], 1)
 
 
 # what a damaged graph could hold, given the unit vectors the build added (in order) and a generator
