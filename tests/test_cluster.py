@@ -674,7 +674,8 @@ def test_a_failed_run_keeps_the_shards_done_and_an_earlier_runs_plan(client, inp
 # -- inputs that are not regular files, or given twice: refused before anything runs -----------
 
 
-def test_an_input_that_is_missing_or_not_a_regular_file_is_refused_up_front(inputs, model_dir, tmp_path, runner):
+def test_an_input_missing_not_a_regular_file_or_given_twice_is_refused_up_front(inputs, model_dir, tmp_path, runner,
+                                                                                monkeypatch):
     """Each kind (a device, a link to one) is the reader's rule: test_reader."""
     with pytest.raises(CorpusError, match="no such file"):
         plan_blocks([tmp_path / "nope.txt"])
@@ -682,14 +683,6 @@ def test_an_input_that_is_missing_or_not_a_regular_file_is_refused_up_front(inpu
     os.mkfifo(odd)
     with pytest.raises(CorpusError, match=f"^{odd}: not a regular file"):
         plan_blocks([inputs[0], odd])
-    # the command line: one line, before any cluster starts (a FIFO would block a worker for ever)
-    result = runner.invoke(main, ["embed", "-m", str(model_dir), str(inputs[0]), str(odd), "-o",
-                                  str(tmp_path / "shards"), "--workers", "2"])
-    assert_clean_error(result, f"{odd}: not a regular file")
-    assert not (tmp_path / "shards").exists()
-
-
-def test_a_file_given_twice_is_refused(inputs, model_dir, tmp_path, runner, monkeypatch):
     text = tmp_path / "s.txt"
     shutil.copy(inputs[0], text)
     (tmp_path / "link.txt").symlink_to(text)
@@ -699,8 +692,10 @@ def test_a_file_given_twice_is_refused(inputs, model_dir, tmp_path, runner, monk
     for twice in ["./s.txt", str(text), "sub/../s.txt", "link.txt", "hard.txt"]:
         with pytest.raises(CorpusError, match=r"given twice \(inputs 1 and 3 are the same file\)"):
             plan_blocks(["s.txt", inputs[1], twice])
-    result = runner.invoke(main, ["embed", "-m", str(model_dir), "s.txt", "./s.txt", "-o", "shards", "--workers", "2"])
-    assert_clean_error(result, "s.txt: given twice (inputs 1 and 2 are the same file)")
+    # the command line: one line, before any cluster starts (a FIFO would block a worker for ever)
+    embed = ["embed", "-m", str(model_dir), "-o", "shards", "--workers", "2"]
+    assert_clean_error(runner.invoke(main, [*embed, str(inputs[0]), str(odd)]), f"{odd}: not a regular file")
+    assert_clean_error(runner.invoke(main, [*embed, "s.txt", "./s.txt"]), "s.txt: given twice (inputs 1 and 2 are the same file)")
     assert not (tmp_path / "shards").exists()
 
 

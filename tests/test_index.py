@@ -149,9 +149,13 @@ def test_line_lookup_round_trip_and_ef(setup, built):
     assert info["library"] == "faiss-cpu" and info["model"] == str(setup["model_dir"].resolve())
     one_id, one_score = a.search(q[0], 3)  # a single vector
     assert one_id.shape == (1, 3) and one_score.shape == (1, 3)
+    with pytest.raises(ModelError, match="no such index"):
+        open_index(setup["base"] / "nope")
+    with pytest.raises(ModelError, match="is a model directory, not a sentence index"):
+        open_index(setup["model_dir"])
 
 
-def test_a_sentence_finds_its_own_line(setup, built):
+def test_a_sentence_finds_its_own_line_and_topn_is_capped(setup, built):
     lines = _lines(setup["text"])
     row = next(i for i, t in enumerate(lines) if len(t.split()) > 12)
     found = search_command(setup["model_dir"], lines[row], built[0], topn=5, ef=100)
@@ -163,6 +167,11 @@ def test_a_sentence_finds_its_own_line(setup, built):
     assert search_command(setup["model"], lines[row], built[0], topn=5, ef=100) == found  # a loaded model too
     with pytest.raises(ValueError, match="has no word"):
         search_command(setup["model_dir"], "   ", built[0])
+    # topn is capped at the index size
+    assert len(search_command(setup["model_dir"], lines[200], built[0], topn=10**9)) == built[1]["count"]
+    result = _query(setup, built[0], "-n", 10**9)
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == built[1]["count"]
 
 
 def test_small_index_pads_with_minus_one(setup, tmp_path, faiss):
@@ -379,13 +388,6 @@ def test_what_appears_in_the_output_during_a_build_is_never_replaced(setup, buil
         build_index(setup["emb"], setup["text"], out, M=8, ef_construction=20, progress=progress)
     assert (out / "notes.txt").is_file() and (out / "ids.npy").is_file()
     assert not list(tmp_path.glob(".copy.tmp-*"))
-
-
-def test_what_is_no_index(setup, tmp_path):
-    with pytest.raises(ModelError, match="no such index"):
-        open_index(tmp_path / "nope")
-    with pytest.raises(ModelError, match="is a model directory, not a sentence index"):
-        open_index(setup["model_dir"])
 
 
 def _shift_a_line(data: bytes) -> bytes:
@@ -745,6 +747,12 @@ def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
     assert search_command(scbow.load(copy), sentence, tmp_path / "idx-copy", topn=3)
     with pytest.raises(ModelError, match="another model.*load it again"):
         search_command(stale, sentence, tmp_path / "idx-copy", topn=3, model_dir=copy)
+    # an index recording its model as an earlier version did: build it again
+    idx = shutil.copytree(built[0], tmp_path / "old")
+    assert json.loads((idx / "index.json").read_text())["model_id"] == json.loads(
+        (setup["model_dir"] / "config.json").read_text())["model_id"]
+    _edit_json(idx, lambda i: i.update(model_fingerprint=i.pop("model_id")[:16]))
+    assert_clean_error(_query(setup, idx), "was built by an earlier version", "build it again")
 
 
 def test_an_index_built_with_a_word2vec_file_answers_with_that_file_only(setup, tmp_path, faiss):
@@ -761,14 +769,6 @@ def test_an_index_built_with_a_word2vec_file_answers_with_that_file_only(setup, 
     data = w2v.read_bytes()
     changed.write_bytes(data[:-3] + (b"1\n" if not data.endswith(b"1\n") else b"2\n"))
     assert_clean_error(_query(setup, idx, model=changed), "another model")
-
-
-def test_topn_is_capped_at_the_index_size(setup, built):
-    found = search_command(setup["model_dir"], _lines(setup["text"])[200], built[0], topn=10**9)
-    assert len(found) == built[1]["count"]
-    result = _query(setup, built[0], "-n", 10**9)
-    assert result.exit_code == 0, result.output
-    assert len(result.stdout.splitlines()) == built[1]["count"]
 
 
 BAD_MODEL = ["missing", "empty-dir", "text-file", "embeddings", "index", "half-model", "other-dims"]
@@ -808,14 +808,6 @@ def test_index_without_m_records_the_default_model(setup, tmp_path, monkeypatch,
         assert len(notes) == 1 and why in notes[0], result.stderr
         assert json.loads((idx / "index.json").read_text())["model"] is None
         assert _query(setup, idx, model=other).exit_code == 0  # no model recorded: any model of its dims
-
-
-def test_an_index_recording_its_model_as_an_earlier_version_did_says_to_build_it_again(setup, built, tmp_path):
-    idx = _copy(built, tmp_path)
-    info = json.loads((idx / "index.json").read_text())
-    assert info["model_id"] == json.loads((setup["model_dir"] / "config.json").read_text())["model_id"]
-    _edit_json(idx, lambda i: i.update(model_fingerprint=i.pop("model_id")[:16]))
-    assert_clean_error(_query(setup, idx), "was built by an earlier version", "build it again")
 
 
 # -- the generic output rules of scbow.files (tested in test_files, test_reader): one smoke check each
