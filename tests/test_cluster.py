@@ -41,8 +41,7 @@ def client():
 
 @pytest.fixture
 def own_client():
-    """For the tests that kill workers or count them: a worker killed while the nanny restarts it can
-    leave a shared cluster one worker short for good, failing later tests at random."""
+    """For tests that kill or count workers: a killed worker can leave a shared cluster one short for good."""
     c = client_for(workers=2)
     yield c
     c.close()
@@ -187,8 +186,7 @@ def test_a_block_that_kills_every_worker_ends_in_one_message(own_client, inputs,
 
 @pytest.mark.parametrize("edit", ["none", "fields-edited", "another-jobs-plan"])
 def test_a_directory_of_another_job_is_refused_and_its_shards_kept(client, inputs, model_dir, tmp_path, edit):
-    """Also where its plan.json was edited to name the other job: no proof that the directory is that
-    job's. (A directory of anything else: test_a_directory_holding_only_a_plans_temporary.)"""
+    """Also where its plan.json was edited to name the other job (anything else: ..._only_a_plans_temporary)."""
     from dataclasses import asdict
 
     from scbow.use.cluster import job
@@ -413,8 +411,7 @@ def test_a_damaged_done_record_or_shard_means_not_done(done, tmp_path, kind):
 
 
 def test_a_run_over_damaged_shards_redoes_them(client, inputs, model_dir, tmp_path, runner):
-    """Each damage above on its own shard (but a directory for a record: it cannot be replaced). What the
-    issue saw: such a record ended in 'unexpected TypeError', or a manifest open_shards refuses."""
+    """Each damage above on its own shard (but a directory for a record: it cannot be replaced)."""
     out = tmp_path / "shards"
     first = embed_on_cluster(model_dir, inputs, out, client=client, block_bytes=8192)
     kinds = [k for k in DONE_DAMAGE if k != "a-directory"]
@@ -444,8 +441,7 @@ def test_a_directory_in_place_of_a_shard_file_is_refused_and_kept(client, done, 
 
 
 def test_a_second_run_into_a_directory_in_use_is_refused(client, done, inputs, model_dir, tmp_path):
-    """Two runs at once into one directory: the second is refused (they planned over each other and mixed
-    their shards). The first holds a flock on the directory; here the test holds it."""
+    """The first run holds a flock on the directory (here the test holds it): a second at once is refused."""
     from scbow.use.cluster import _hold
 
     out = shutil.copytree(done[0], tmp_path / "shards")
@@ -461,8 +457,7 @@ def test_a_second_run_into_a_directory_in_use_is_refused(client, done, inputs, m
 
 
 def test_a_worker_refuses_a_model_saved_at_the_path_since_the_plan(done, model_dir, tmp_path, monkeypatch):
-    """A worker loads the model by its path: another model saved there since the run planned (its
-    model_id) must not embed the rows the manifest records as the planned model's."""
+    """A worker loads the model by its path: another model saved there since the plan (its model_id) is refused."""
     from scbow.use import cluster
 
     out = shutil.copytree(done[0], tmp_path / "shards")

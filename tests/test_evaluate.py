@@ -209,7 +209,7 @@ def synthetic(n=400, seed=7):
     return gold, good, bad
 
 
-def test_wilcoxon_tells_a_clearly_better_system_and_the_bootstrap_is_reproducible():
+def test_wilcoxon_tells_a_clearly_better_system_and_the_bootstrap_is_reproducible_over_scored_pairs():
     _, good, bad = synthetic()
     bad = bad + 0.3  # a systematic shift: the systems clearly score the pairs differently
     good[:5] = np.nan
@@ -226,9 +226,7 @@ def test_wilcoxon_tells_a_clearly_better_system_and_the_bootstrap_is_reproducibl
     first = bootstrap_pearson_diff(gold, good, bad, resamples=200, seed=5)
     assert bootstrap_pearson_diff(gold, good, bad, resamples=200, seed=5) == first
     assert bootstrap_pearson_diff(gold, good, bad, resamples=200, seed=6) != first
-
-
-def test_bootstrap_drops_unscored_pairs_and_needs_three():
+    # unscored pairs are dropped; three are needed
     gold, good, bad = synthetic(n=50)
     good_nan = good.copy()
     good_nan[:10] = np.nan
