@@ -130,7 +130,7 @@ def test_nan_rows_are_skipped_and_never_returned(setup, built):
     assert (ids >= 0).all()
 
 
-def test_line_lookup_round_trip_and_ef(setup, built):
+def test_line_lookup_round_trip_and_ef(setup, built, built_xz):
     out, info = built
     lines = _lines(setup["text"])
     a, b = open_index(out), open_index(out)
@@ -138,6 +138,9 @@ def test_line_lookup_round_trip_and_ef(setup, built):
         assert a.line(row) == (str(setup["text"].resolve()), row + 1, lines[row])
     with pytest.raises(IndexError):
         a.line(N_LINES)
+    xz = open_index(built_xz)  # a compressed text: the index keeps its own copy
+    assert xz.info["files"][0]["text"] == "text-000.txt" and (built_xz / "text-000.txt").is_file()
+    assert xz.line(42) == (str((setup["base"] / "slice.txt.xz").resolve()), 43, lines[42])
     q = np.nan_to_num(np.load(setup["emb"])[100:140])
     assert np.array_equal(a.search(q, 10)[0], b.search(q, 10)[0])
     assert a.ef == info["params"]["ef_search"]
@@ -228,12 +231,6 @@ def test_line_starts_split_like_universal_newlines(block):
     for text in (b"", b"x", b"x\n", b"\n", b"\r", b"\r\n\r\n"):
         n = len(io.TextIOWrapper(io.BytesIO(text), encoding="utf-8", newline=None).readlines())
         assert len(line_starts(io.BytesIO(text), block=block)[0]) == n, text
-
-
-def test_compressed_text_is_kept_in_the_index(setup, built_xz):
-    index = open_index(built_xz)
-    assert index.info["files"][0]["text"] == "text-000.txt" and (built_xz / "text-000.txt").is_file()
-    assert index.line(42) == (str((setup["base"] / "slice.txt.xz").resolve()), 43, _lines(setup["text"])[42])
 
 
 # -- errors -------------------------------------------------------------------------------

@@ -1,5 +1,4 @@
-"""Sentence pairs (``similarity --pairs``): read from a file or stdin, with or without a gold
-score, through the one reader; every pair scored as one ``similarity`` would; nothing printed
+"""Sentence pairs (``similarity --pairs``): every pair scored as one ``similarity`` would; nothing printed
 before a damaged or absurd line is found; an empty file is an error, not silence."""
 
 from __future__ import annotations
