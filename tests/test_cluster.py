@@ -41,8 +41,7 @@ def client():
 
 @pytest.fixture
 def own_client():
-    """For the tests that kill workers or count them: a worker killed while the nanny restarts it can
-    leave a shared cluster one worker short for good, failing later tests at random."""
+    """For tests that kill or count workers: a killed worker can leave a shared cluster one short for good."""
     c = client_for(workers=2)
     yield c
     c.close()
@@ -187,8 +186,7 @@ def test_a_block_that_kills_every_worker_ends_in_one_message(own_client, inputs,
 
 @pytest.mark.parametrize("edit", ["none", "fields-edited", "another-jobs-plan"])
 def test_a_directory_of_another_job_is_refused_and_its_shards_kept(client, inputs, model_dir, tmp_path, edit):
-    """Also where its plan.json was edited to name the other job: no proof that the directory is that
-    job's. (A directory of anything else: test_a_directory_holding_only_a_plans_temporary.)"""
+    """Also where its plan.json was edited to name the other job (anything else: ..._only_a_plans_temporary)."""
     from dataclasses import asdict
 
     from scbow.use.cluster import job
@@ -413,8 +411,7 @@ def test_a_damaged_done_record_or_shard_means_not_done(done, tmp_path, kind):
 
 
 def test_a_run_over_damaged_shards_redoes_them(client, inputs, model_dir, tmp_path, runner):
-    """Each damage above on its own shard (but a directory for a record: it cannot be replaced). What the
-    issue saw: such a record ended in 'unexpected TypeError', or a manifest open_shards refuses."""
+    """Each damage above on its own shard (but a directory for a record: it cannot be replaced)."""
     out = tmp_path / "shards"
     first = embed_on_cluster(model_dir, inputs, out, client=client, block_bytes=8192)
     kinds = [k for k in DONE_DAMAGE if k != "a-directory"]
@@ -444,8 +441,7 @@ def test_a_directory_in_place_of_a_shard_file_is_refused_and_kept(client, done, 
 
 
 def test_a_second_run_into_a_directory_in_use_is_refused(client, done, inputs, model_dir, tmp_path):
-    """Two runs at once into one directory: the second is refused (they planned over each other and mixed
-    their shards). The first holds a flock on the directory; here the test holds it."""
+    """The first run holds a flock on the directory (here the test holds it): a second at once is refused."""
     from scbow.use.cluster import _hold
 
     out = shutil.copytree(done[0], tmp_path / "shards")
@@ -461,8 +457,7 @@ def test_a_second_run_into_a_directory_in_use_is_refused(client, done, inputs, m
 
 
 def test_a_worker_refuses_a_model_saved_at_the_path_since_the_plan(done, model_dir, tmp_path, monkeypatch):
-    """A worker loads the model by its path: another model saved there since the run planned (its
-    model_id) must not embed the rows the manifest records as the planned model's."""
+    """A worker loads the model by its path: another model saved there since the plan (its model_id) is refused."""
     from scbow.use import cluster
 
     out = shutil.copytree(done[0], tmp_path / "shards")
@@ -674,7 +669,8 @@ def test_a_failed_run_keeps_the_shards_done_and_an_earlier_runs_plan(client, inp
 # -- inputs that are not regular files, or given twice: refused before anything runs -----------
 
 
-def test_an_input_that_is_missing_or_not_a_regular_file_is_refused_up_front(inputs, model_dir, tmp_path, runner):
+def test_an_input_missing_not_a_regular_file_or_given_twice_is_refused_up_front(inputs, model_dir, tmp_path, runner,
+                                                                                monkeypatch):
     """Each kind (a device, a link to one) is the reader's rule: test_reader."""
     with pytest.raises(CorpusError, match="no such file"):
         plan_blocks([tmp_path / "nope.txt"])
@@ -682,14 +678,6 @@ def test_an_input_that_is_missing_or_not_a_regular_file_is_refused_up_front(inpu
     os.mkfifo(odd)
     with pytest.raises(CorpusError, match=f"^{odd}: not a regular file"):
         plan_blocks([inputs[0], odd])
-    # the command line: one line, before any cluster starts (a FIFO would block a worker for ever)
-    result = runner.invoke(main, ["embed", "-m", str(model_dir), str(inputs[0]), str(odd), "-o",
-                                  str(tmp_path / "shards"), "--workers", "2"])
-    assert_clean_error(result, f"{odd}: not a regular file")
-    assert not (tmp_path / "shards").exists()
-
-
-def test_a_file_given_twice_is_refused(inputs, model_dir, tmp_path, runner, monkeypatch):
     text = tmp_path / "s.txt"
     shutil.copy(inputs[0], text)
     (tmp_path / "link.txt").symlink_to(text)
@@ -699,8 +687,10 @@ def test_a_file_given_twice_is_refused(inputs, model_dir, tmp_path, runner, monk
     for twice in ["./s.txt", str(text), "sub/../s.txt", "link.txt", "hard.txt"]:
         with pytest.raises(CorpusError, match=r"given twice \(inputs 1 and 3 are the same file\)"):
             plan_blocks(["s.txt", inputs[1], twice])
-    result = runner.invoke(main, ["embed", "-m", str(model_dir), "s.txt", "./s.txt", "-o", "shards", "--workers", "2"])
-    assert_clean_error(result, "s.txt: given twice (inputs 1 and 2 are the same file)")
+    # the command line: one line, before any cluster starts (a FIFO would block a worker for ever)
+    embed = ["embed", "-m", str(model_dir), "-o", "shards", "--workers", "2"]
+    assert_clean_error(runner.invoke(main, [*embed, str(inputs[0]), str(odd)]), f"{odd}: not a regular file")
+    assert_clean_error(runner.invoke(main, [*embed, "s.txt", "./s.txt"]), "s.txt: given twice (inputs 1 and 2 are the same file)")
     assert not (tmp_path / "shards").exists()
 
 

@@ -15,7 +15,7 @@ import scbow
 from scbow.cli import main
 from scbow.errors import CorpusError
 from scbow.text.vocab import Vocab
-from scbow.use.embedding import embed_file, embed_summary, missing_path_for, nearest_sentences, npy_header
+from scbow.use.embedding import embed_file, missing_path_for, nearest_sentences, npy_header
 from scbow.vectors.model import Model
 from scbow.vectors.modeldir import save_model
 from scbow.vectors.neighbours import NEIGHBOUR_MIN_COUNT
@@ -106,20 +106,7 @@ def test_embed_file_in_many_blocks_is_the_same(tmp_path, model, threads):
     assert stats.missing == len(recorded) > 0
 
 
-def test_embed_fill_zero_and_empty_input(tmp_path, model):
-    src = tmp_path / "in.txt"
-    src.write_text("cat\n\nzzz\n", encoding="utf-8")
-    embed_file(model, src, tmp_path / "z.npy", fill=0.0)
-    X = np.load(tmp_path / "z.npy")
-    np.testing.assert_array_equal(X[1:], 0)
-    np.testing.assert_array_equal(X[0], model.vectors[model.wv.get_index("cat")])
-    empty = tmp_path / "empty.txt"
-    empty.write_text("")
-    stats = embed_file(model, empty, tmp_path / "e.npy")
-    assert np.load(tmp_path / "e.npy").shape == (0, model.dim) and stats.lines == 0
-
-
-def test_embed_failure_keeps_the_old_output(tmp_path, model):
+def test_embed_failure_keeps_the_old_output_and_an_empty_input_has_no_rows(tmp_path, model):
     out = tmp_path / "out.npy"
     np.save(out, np.ones((2, 2), dtype=np.float32))
     bad = tmp_path / "bad.txt"
@@ -128,14 +115,8 @@ def test_embed_failure_keeps_the_old_output(tmp_path, model):
         embed_file(model, bad, out, block_chars=1000)
     np.testing.assert_array_equal(np.load(out), np.ones((2, 2)))
     assert sorted(os.listdir(tmp_path)) == ["bad.txt", "out.npy"]
-
-
-def test_embed_summary_is_the_commands_line(tmp_path, model):
-    src = tmp_path / "in.txt"
-    src.write_text("\n".join(LINES) + "\n", encoding="utf-8")
-    line = embed_summary(embed_file(model, src, tmp_path / "out.npy"), model)
-    assert line.startswith(f"embedded {len(LINES)} lines as 6-dim rows in ")
-    assert f"with no known word (listed in {tmp_path / 'out.missing.txt'}); wrote {tmp_path / 'out.npy'}" in line
+    (empty := tmp_path / "empty.txt").write_text("")  # (--fill zero: test_embed_cli)
+    assert embed_file(model, empty, out).lines == 0 and np.load(out).shape == (0, model.dim)
 
 
 def test_embed_cli(tmp_path, runner, model):
@@ -146,7 +127,8 @@ def test_embed_cli(tmp_path, runner, model):
     result = runner.invoke(main, [*m, str(src), "-o", str(tmp_path / "x.npy")])
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
-    assert f"embedded {len(LINES)} lines" in result.stderr and "3 lines with no known word" in result.stderr
+    assert result.stderr.startswith(f"embedded {len(LINES)} lines as 6-dim rows in ")  # embed_summary's line
+    assert f"3 lines with no known word (listed in {tmp_path / 'x.missing.txt'}); wrote {tmp_path / 'x.npy'}" in result.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), model.encode(LINES))
     assert (tmp_path / "x.missing.txt").is_file()
     odd = tmp_path / "in\udcff.txt"  # a file name that is not UTF-8 (byte 0xff): its bytes shown in the list

@@ -130,7 +130,7 @@ def test_nan_rows_are_skipped_and_never_returned(setup, built):
     assert (ids >= 0).all()
 
 
-def test_line_lookup_round_trip_and_ef(setup, built):
+def test_line_lookup_round_trip_and_ef(setup, built, built_xz):
     out, info = built
     lines = _lines(setup["text"])
     a, b = open_index(out), open_index(out)
@@ -138,6 +138,9 @@ def test_line_lookup_round_trip_and_ef(setup, built):
         assert a.line(row) == (str(setup["text"].resolve()), row + 1, lines[row])
     with pytest.raises(IndexError):
         a.line(N_LINES)
+    xz = open_index(built_xz)  # a compressed text: the index keeps its own copy
+    assert xz.info["files"][0]["text"] == "text-000.txt" and (built_xz / "text-000.txt").is_file()
+    assert xz.line(42) == (str((setup["base"] / "slice.txt.xz").resolve()), 43, lines[42])
     q = np.nan_to_num(np.load(setup["emb"])[100:140])
     assert np.array_equal(a.search(q, 10)[0], b.search(q, 10)[0])
     assert a.ef == info["params"]["ef_search"]
@@ -149,9 +152,13 @@ def test_line_lookup_round_trip_and_ef(setup, built):
     assert info["library"] == "faiss-cpu" and info["model"] == str(setup["model_dir"].resolve())
     one_id, one_score = a.search(q[0], 3)  # a single vector
     assert one_id.shape == (1, 3) and one_score.shape == (1, 3)
+    with pytest.raises(ModelError, match="no such index"):
+        open_index(setup["base"] / "nope")
+    with pytest.raises(ModelError, match="is a model directory, not a sentence index"):
+        open_index(setup["model_dir"])
 
 
-def test_a_sentence_finds_its_own_line(setup, built):
+def test_a_sentence_finds_its_own_line_and_topn_is_capped(setup, built):
     lines = _lines(setup["text"])
     row = next(i for i, t in enumerate(lines) if len(t.split()) > 12)
     found = search_command(setup["model_dir"], lines[row], built[0], topn=5, ef=100)
@@ -163,6 +170,11 @@ def test_a_sentence_finds_its_own_line(setup, built):
     assert search_command(setup["model"], lines[row], built[0], topn=5, ef=100) == found  # a loaded model too
     with pytest.raises(ValueError, match="has no word"):
         search_command(setup["model_dir"], "   ", built[0])
+    # topn is capped at the index size
+    assert len(search_command(setup["model_dir"], lines[200], built[0], topn=10**9)) == built[1]["count"]
+    result = _query(setup, built[0], "-n", 10**9)
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == built[1]["count"]
 
 
 def test_small_index_pads_with_minus_one(setup, tmp_path, faiss):
@@ -219,12 +231,6 @@ def test_line_starts_split_like_universal_newlines(block):
     for text in (b"", b"x", b"x\n", b"\n", b"\r", b"\r\n\r\n"):
         n = len(io.TextIOWrapper(io.BytesIO(text), encoding="utf-8", newline=None).readlines())
         assert len(line_starts(io.BytesIO(text), block=block)[0]) == n, text
-
-
-def test_compressed_text_is_kept_in_the_index(setup, built_xz):
-    index = open_index(built_xz)
-    assert index.info["files"][0]["text"] == "text-000.txt" and (built_xz / "text-000.txt").is_file()
-    assert index.line(42) == (str((setup["base"] / "slice.txt.xz").resolve()), 43, _lines(setup["text"])[42])
 
 
 # -- errors -------------------------------------------------------------------------------
@@ -348,28 +354,23 @@ def test_an_output_that_is_not_provably_an_index_is_never_replaced(setup, built,
     assert not list(tmp_path.glob(".proj.*"))
 
 
-def test_an_output_that_is_a_file_is_never_replaced_and_a_link_is_followed(setup, built, tmp_path):
+def test_an_output_that_is_a_file_is_never_replaced_a_link_is_followed_and_an_index_of_ours_is(setup, built, tmp_path):
     (tmp_path / "file").write_text("mine")
     with pytest.raises(ModelError, match="exists and is not a directory; refusing"):
         build_index(setup["emb"], setup["text"], tmp_path / "file", M=8, ef_construction=20)
     assert (tmp_path / "file").read_text() == "mine"
-    # a link to an index: the index replaced, the link kept (dangling or far links: test_files, atomic_dir)
-    target = _copy(built, tmp_path)
-    (tmp_path / "link").symlink_to(target)
-    build_index(setup["emb"], setup["text"], tmp_path / "link", M=12, ef_construction=20)
-    assert (tmp_path / "link").is_symlink() and open_index(target).info["params"]["M"] == 12
-    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
-
-
-def test_an_empty_folder_or_an_index_of_ours_is_replaced(setup, built, tmp_path):
     (tmp_path / "empty").mkdir()
     build_index(setup["emb"], setup["text"], tmp_path / "empty", M=8, ef_construction=20)
     assert open_index(tmp_path / "empty").info["params"]["M"] == 8
-    old = _copy(built, tmp_path)  # a complete index
-    build_index(setup["emb"], setup["text"], old, M=8, ef_construction=20)
-    (old / "ids.npy").unlink()  # a damaged index of ours is replaced too
-    build_index(setup["emb"], setup["text"], old, M=12, ef_construction=20)
-    assert open_index(old).info["params"]["M"] == 12
+    # a link to an index: the index replaced, the link kept (dangling or far links: test_files, atomic_dir)
+    target = _copy(built, tmp_path)
+    (tmp_path / "link").symlink_to(target)
+    build_index(setup["emb"], setup["text"], tmp_path / "link", M=8, ef_construction=20)
+    assert (tmp_path / "link").is_symlink() and open_index(target).info["params"]["M"] == 8
+    (target / "ids.npy").unlink()  # a damaged index of ours is replaced too
+    build_index(setup["emb"], setup["text"], target, M=12, ef_construction=20)
+    assert open_index(target).info["params"]["M"] == 12
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
 
 
 def test_what_appears_in_the_output_during_a_build_is_never_replaced(setup, built, tmp_path):
@@ -384,13 +385,6 @@ def test_what_appears_in_the_output_during_a_build_is_never_replaced(setup, buil
         build_index(setup["emb"], setup["text"], out, M=8, ef_construction=20, progress=progress)
     assert (out / "notes.txt").is_file() and (out / "ids.npy").is_file()
     assert not list(tmp_path.glob(".copy.tmp-*"))
-
-
-def test_what_is_no_index(setup, tmp_path):
-    with pytest.raises(ModelError, match="no such index"):
-        open_index(tmp_path / "nope")
-    with pytest.raises(ModelError, match="is a model directory, not a sentence index"):
-        open_index(setup["model_dir"])
 
 
 def _shift_a_line(data: bytes) -> bytes:
@@ -423,7 +417,10 @@ def test_a_changed_or_gone_text_is_refused(setup, tmp_path, faiss):
         open_index(tmp_path / "idx").line(3)
 
 
-def test_index_command_summary_and_progress(setup, tmp_path, capsys, faiss):
+def test_index_command_summary_and_progress(setup, tmp_path, capsys, monkeypatch, faiss):
+    """Rows added reported every ADD_ROWS rows, shown with the project's progress line."""
+    from scbow.use.index import build
+
     line = index_command(setup["emb"], tmp_path / "idx", setup["text"], 8, 40, False)
     assert line.startswith("indexed ") and "sentences x 16 dims" in line and str(tmp_path / "idx") in line
     assert "rows with no embedding left out" in line
@@ -434,27 +431,19 @@ def test_index_command_summary_and_progress(setup, tmp_path, capsys, faiss):
     assert err.count("no model recorded") == 1 and "give -m MODEL" in err
     index_command(setup["emb"], tmp_path / "idx", setup["text"], 8, 40, True, model=setup["model_dir"])
     assert capsys.readouterr().err == ""
-
-
-def test_a_build_reports_its_progress_as_it_goes(setup, tmp_path, monkeypatch, faiss):
-    """Rows added reported every ADD_ROWS rows, shown with the project's progress line."""
-    from scbow.use.index import build
-
     assert build.ADD_ROWS <= 4096  # a report every few seconds at the slowest rate seen (635 rows/s on 69K rows)
-    ADD_ROWS = 1000
-    monkeypatch.setattr(build, "ADD_ROWS", ADD_ROWS)  # several batches of this test's 3,000 rows
+    monkeypatch.setattr(build, "ADD_ROWS", 1000)  # several batches of this test's 3,000 rows
     calls = []
     build_index(setup["emb"], setup["text"], tmp_path / "idx", M=8, ef_construction=20,
                 progress=lambda *a: calls.append(a))
     assert calls[0][0] == f"reading the lines of {setup['text']}"
-    assert [done for what, done, total in calls if what == "rows"] == [*range(ADD_ROWS, N_LINES, ADD_ROWS), N_LINES]
+    assert [done for what, done, total in calls if what == "rows"] == [1000, 2000, N_LINES]
 
     class Terminal(io.StringIO):
         def isatty(self):
             return True
 
-    terminal = Terminal()
-    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(sys, "stderr", terminal := Terminal())
     index_command(setup["emb"], tmp_path / "idx", setup["text"], 8, 20, False, model=setup["model_dir"])
     assert "index: reading the lines of" in terminal.getvalue() and "3.00K/3.00K rows" in terminal.getvalue()
 
@@ -557,10 +546,11 @@ BAD_IDS = {
 
 
 def test_one_bad_id_is_refused_when_a_search_finds_it(setup, tmp_path, built):
-    """ids.npy is checked for its dtype and shape on open, not read whole: an id out of range is
-    refused when a search finds it, and the other vectors still answer."""
+    """ids.npy is checked for its dtype and shape on open, not read whole: an id out of range, or out of
+    the order a build writes (each row once, increasing), is refused when a search finds it."""
     idx = _copy(built, tmp_path)
     ids = np.load(idx / "ids.npy")
+    assert (np.diff(ids) > 0).all()  # what a build writes: strictly increasing
     x = np.load(setup["emb"])
     changed = ids.copy()
     changed[10] = built[1]["rows"] + 5
@@ -569,43 +559,32 @@ def test_one_bad_id_is_refused_when_a_search_finds_it(setup, tmp_path, built):
     with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index \(row"):
         index.search(x[ids[10]], 3)
     ok_row = ids[500]
-    assert index.search(x[ok_row], 1)[0][0, 0] == ok_row
-    changed[100] ^= 8  # one bit: still a row, but not the one between its neighbours (it answered at cosine 1.0)
-    np.save(idx / "ids.npy", changed)
-    with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index \(row .* in order"):
-        open_index(idx).search(x[ids[100]], 1)
+    assert index.search(x[ok_row], 1)[0][0, 0] == ok_row  # the other vectors still answer
+    # one bit: still a row, but not the one between its neighbours (it answered at cosine 1.0); or an id
+    # equal to a neighbour's (a search for row 100 answered row 99)
+    for wrong in (ids[100] ^ 8, ids[99], ids[101]):
+        changed[100] = wrong
+        np.save(idx / "ids.npy", changed)
+        with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index \(row .* in order"):
+            open_index(idx).search(x[ids[100]], 1)
 
 
-@pytest.mark.parametrize("neighbour", [-1, 1], ids=["before", "after"])
-def test_an_id_equal_to_its_neighbours_is_refused(setup, tmp_path, built, neighbour):
-    """A build writes each row once, in order: an id repeated beside itself names a row whose text is not
-    the vector's (a search for row 100 answered row 99, at cosine 1.0)."""
-    idx = _copy(built, tmp_path)
-    ids = np.load(idx / "ids.npy")
-    assert (np.diff(ids) > 0).all()  # what a build writes: strictly increasing
-    changed = ids.copy()
-    changed[100] = ids[100 + neighbour]
-    np.save(idx / "ids.npy", changed)
-    with pytest.raises(ModelError, match=r"ids\.npy: damaged sentence index \(row .* in order"):
-        open_index(idx).search(np.load(setup["emb"])[ids[100]], 1)
-
-
-# what a damaged graph could hold, given the unit vectors the build added (in order) and a generator
+# what a damaged graph could hold, given the unit vectors the build added (in order) and a generator; what is said
 SWAPPED = {
-    "not-normalised": lambda ours, rng: rng.normal(size=ours.shape) * 3,
-    "nan": lambda ours, rng: np.full(ours.shape, np.nan),
-    "infinite": lambda ours, rng: np.full(ours.shape, np.inf),
+    "not-normalised": (lambda ours, rng: rng.normal(size=ours.shape) * 3, "which is no cosine"),
+    "nan": (lambda ours, rng: np.full(ours.shape, np.nan), "found nothing"),
+    "infinite": (lambda ours, rng: np.full(ours.shape, np.inf), "found nothing|no cosine"),
 }
 
 
-@pytest.mark.parametrize("kind,why", [("not-normalised", "which is no cosine"), ("nan", "found nothing"),
-                                      ("infinite", "found nothing|no cosine")])
-def test_a_damaged_graph_is_refused_at_query_time(setup, tmp_path, built, faiss, kind, why):
+@pytest.mark.parametrize("kind", SWAPPED)
+def test_a_damaged_graph_is_refused_at_query_time(setup, tmp_path, built, faiss, kind):
     """Another valid HNSW graph of the same dim and count in place of the index's (index_bytes fixed):
     scores must be cosines, and a search of a non-empty index must find something."""
     idx = _copy(built, tmp_path)
     rng = np.random.default_rng(2)
-    vectors = SWAPPED[kind](_unit(np.load(setup["emb"])[np.load(idx / "ids.npy")]).astype(np.float32), rng)
+    swap, why = SWAPPED[kind]
+    vectors = swap(_unit(np.load(setup["emb"])[np.load(idx / "ids.npy")]).astype(np.float32), rng)
     graph = faiss.IndexHNSWFlat(vectors.shape[1], 8, faiss.METRIC_INNER_PRODUCT)
     graph.hnsw.efConstruction = 20
     graph.add(np.ascontiguousarray(vectors, dtype=np.float32))
@@ -765,6 +744,12 @@ def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
     assert search_command(scbow.load(copy), sentence, tmp_path / "idx-copy", topn=3)
     with pytest.raises(ModelError, match="another model.*load it again"):
         search_command(stale, sentence, tmp_path / "idx-copy", topn=3, model_dir=copy)
+    # an index recording its model as an earlier version did: build it again
+    idx = shutil.copytree(built[0], tmp_path / "old")
+    assert json.loads((idx / "index.json").read_text())["model_id"] == json.loads(
+        (setup["model_dir"] / "config.json").read_text())["model_id"]
+    _edit_json(idx, lambda i: i.update(model_fingerprint=i.pop("model_id")[:16]))
+    assert_clean_error(_query(setup, idx), "was built by an earlier version", "build it again")
 
 
 def test_an_index_built_with_a_word2vec_file_answers_with_that_file_only(setup, tmp_path, faiss):
@@ -781,14 +766,6 @@ def test_an_index_built_with_a_word2vec_file_answers_with_that_file_only(setup, 
     data = w2v.read_bytes()
     changed.write_bytes(data[:-3] + (b"1\n" if not data.endswith(b"1\n") else b"2\n"))
     assert_clean_error(_query(setup, idx, model=changed), "another model")
-
-
-def test_topn_is_capped_at_the_index_size(setup, built):
-    found = search_command(setup["model_dir"], _lines(setup["text"])[200], built[0], topn=10**9)
-    assert len(found) == built[1]["count"]
-    result = _query(setup, built[0], "-n", 10**9)
-    assert result.exit_code == 0, result.output
-    assert len(result.stdout.splitlines()) == built[1]["count"]
 
 
 BAD_MODEL = ["missing", "empty-dir", "text-file", "embeddings", "index", "half-model", "other-dims"]
@@ -828,14 +805,6 @@ def test_index_without_m_records_the_default_model(setup, tmp_path, monkeypatch,
         assert len(notes) == 1 and why in notes[0], result.stderr
         assert json.loads((idx / "index.json").read_text())["model"] is None
         assert _query(setup, idx, model=other).exit_code == 0  # no model recorded: any model of its dims
-
-
-def test_an_index_recording_its_model_as_an_earlier_version_did_says_to_build_it_again(setup, built, tmp_path):
-    idx = _copy(built, tmp_path)
-    info = json.loads((idx / "index.json").read_text())
-    assert info["model_id"] == json.loads((setup["model_dir"] / "config.json").read_text())["model_id"]
-    _edit_json(idx, lambda i: i.update(model_fingerprint=i.pop("model_id")[:16]))
-    assert_clean_error(_query(setup, idx), "was built by an earlier version", "build it again")
 
 
 # -- the generic output rules of scbow.files (tested in test_files, test_reader): one smoke check each

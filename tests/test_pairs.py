@@ -1,5 +1,4 @@
-"""Sentence pairs (``similarity --pairs``): read from a file or stdin, with or without a gold
-score, through the one reader; every pair scored as one ``similarity`` would; nothing printed
+"""Sentence pairs (``similarity --pairs``): every pair scored as one ``similarity`` would; nothing printed
 before a damaged or absurd line is found; an empty file is an error, not silence."""
 
 from __future__ import annotations
@@ -39,16 +38,6 @@ def test_similarity_pairs_matches_one_at_a_time(tmp_path, runner, healthy):
     assert_clean_error(similarity(runner, trained, "a", "b", "--pairs", path), "not both")
 
 
-def test_pairs_with_a_byte_order_mark_score_the_first_pair_right(tmp_path, runner, healthy):
-    pairs = "the cat sat\tthe cat sat\nthe dog ran\tthe cat sat\n".encode()
-    (tmp_path / "bom.tsv").write_bytes(b"\xef\xbb\xbf" + pairs)
-    (tmp_path / "plain.tsv").write_bytes(pairs)
-    with_bom, plain = (similarity(runner, healthy[0], "--pairs", tmp_path / name) for name in ("bom.tsv", "plain.tsv"))
-    assert with_bom.exit_code == 0 and plain.exit_code == 0, with_bom.output
-    assert with_bom.stdout == plain.stdout and with_bom.stdout.splitlines()[0] == "1.0000"
-    assert similarity(runner, healthy[0], "--pairs", "-", input=b"\xef\xbb\xbf" + pairs).stdout == plain.stdout
-
-
 def test_pairs_refuse_binary_text_absurd_gold_and_name_damage_before_printing(tmp_path, runner, healthy):
     model, _ = healthy
     for data, fragment in ((b"a\x00b\tc d\n", "NUL bytes"), (gzip.compress(b"x" * 100), "NUL bytes"),
@@ -78,13 +67,16 @@ def test_nothing_to_search_or_score_is_an_error_not_silence(tmp_path, runner, he
     assert_clean_error(similarity(runner, model, "--pairs", "-", input=""), "no sentence pairs")
 
 
-def test_pairs_skip_blank_lines_as_evaluate_does(tmp_path, runner, healthy):
+def test_pairs_skip_a_byte_order_mark_and_blank_lines_as_evaluate_does(tmp_path, runner, healthy):
     model, _ = healthy
-    (tmp_path / "plain.tsv").write_text("4\tthe cat sat\tthe dog ran\n1\ta cat\tthe man\n")
-    (tmp_path / "blank.tsv").write_text("\n4\tthe cat sat\tthe dog ran\n \t \n\n1\ta cat\tthe man\n\n")
-    plain, blank = (similarity(runner, model, "--pairs", tmp_path / name) for name in ("plain.tsv", "blank.tsv"))
-    assert blank.exit_code == 0, blank.output
-    assert blank.stdout == plain.stdout and len(blank.stdout.splitlines()) == 2 and "scored 2 pairs" in blank.stderr
+    (tmp_path / "plain.tsv").write_text("4\tthe cat sat\tthe cat sat\n1\ta cat\tthe man\n")
+    (tmp_path / "blank.tsv").write_text("\n4\tthe cat sat\tthe cat sat\n \t \n\n1\ta cat\tthe man\n\n")
+    (tmp_path / "bom.tsv").write_bytes(b"\xef\xbb\xbfthe cat sat\tthe cat sat\na cat\tthe man\n")  # the mark on a word
+    plain, blank, bom = (similarity(runner, model, "--pairs", tmp_path / f"{name}.tsv") for name in ("plain", "blank", "bom"))
+    assert blank.exit_code == 0 and bom.exit_code == 0, blank.output + bom.output
+    assert blank.stdout == bom.stdout == plain.stdout and plain.stdout.splitlines()[0] == "1.0000"
+    assert len(plain.stdout.splitlines()) == 2 and "scored 2 pairs" in blank.stderr
+    assert similarity(runner, model, "--pairs", "-", input=(tmp_path / "bom.tsv").read_bytes()).stdout == plain.stdout
     assert runner.invoke(main, ["evaluate", "-m", str(model), str(tmp_path / "blank.tsv")]).exit_code == 0
     assert "blank lines are skipped" in " ".join(similarity(runner, model, "--help").stdout.split())
 

@@ -1,6 +1,5 @@
-"""Reading shards back (``scbow.open_shards``, ``scbow.use.shards``), written by an in-process Dask cluster:
-a damaged manifest or shard is a ModelError naming the file (``index`` over it: that one line), never a
-numpy error, a KeyError or wrong rows; shards of a text or a model changed since are refused."""
+"""Reading shards back (``scbow.open_shards``, ``scbow.use.shards``): a damaged manifest or shard is a
+ModelError naming the file, never wrong rows; shards of a text or a model changed since are refused."""
 
 from __future__ import annotations
 
