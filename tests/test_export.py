@@ -1,8 +1,6 @@
-"""``export`` (scbow.vectors.export): its table of formats; word2vec files (by default the word part);
-``--format sentence-transformers|model2vec``: folders the two libraries load
-offline, whose ``encode`` equals ``Model.encode(..., unknown="omit")``, with a tokenizer that splits as ours
-does. sentence-transformers (torch, the optional ``st`` extra) skips where absent; what its StaticEmbedding
-computes is also checked without it, from the folder's own files."""
+"""``export`` (scbow.vectors.export): its table of formats; word2vec files (by default the word part); folders
+sentence-transformers and model2vec load offline, whose ``encode`` equals ``Model.encode``, with a tokenizer that splits
+as ours does. What StaticEmbedding computes is also checked without sentence-transformers, from the folder's files."""
 
 from __future__ import annotations
 
@@ -18,7 +16,7 @@ import pytest
 from conftest import CORPUS_1M, DATA_DIR, assert_clean_error, make_runner, missing_data
 
 from scbow.cli import main
-from scbow.vectors.formats import load_model, load_word2vec
+from scbow.vectors.formats import load_word2vec
 from scbow.vectors.numeric import row_cosines
 
 STS_DIR = DATA_DIR / "sts"
@@ -44,28 +42,21 @@ def corpus(gutenberg_slice):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, corpus):
-    """A small model trained on the slice (default unknown rule: hash)."""
-    base = tmp_path_factory.mktemp("export-model")
+def ruled(tmp_path_factory, corpus):
+    """A small model trained on the slice under each rule for unknown words: {"pieces" (the default), "hash", "omit"}."""
+    base = tmp_path_factory.mktemp("export-models")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
-        result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / "model"), *TRAIN])
-    assert result.exit_code == 0, result.output
-    return base / "model"
+        for rule in ("pieces", "hash", "omit"):
+            flag = [] if rule == "pieces" else ["--unknown", rule]
+            result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / rule), *TRAIN, *flag])
+            assert result.exit_code == 0, result.output
+    return {rule: base / rule for rule in ("pieces", "hash", "omit")}
 
 
 @pytest.fixture(scope="module")
-def ruled(tmp_path_factory, corpus):
-    """The same small model under the two other rules for unknown words: {"hash": path, "omit": path}."""
-    base = tmp_path_factory.mktemp("export-rules")
-    out = {}
-    for rule in ("hash", "omit"):
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
-            result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / rule), *TRAIN, "--unknown", rule])
-        assert result.exit_code == 0, result.output
-        out[rule] = base / rule
-    return out
+def trained(ruled):
+    return ruled["pieces"]
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +86,8 @@ def hub_tokenizer(words, version="4"):
 
 
 def check_lines(tok, model, lines) -> int:
-    """Token strings and ids of ``tok`` against ``model.tokenize``, an unknown word's ids those of its
-    pieces (``model.pieces.split``) when ``tok`` is a WordPiece model, else the unknown token's;
-    returns the lines checked."""
+    """Token strings and ids of ``tok`` against ``model.tokenize`` (an unknown word's: its pieces' when ``tok`` is
+    a WordPiece model, else the unknown token's); returns the lines checked."""
     index, unk = model.vocab.index, tok.token_to_id(tok.model.unk_token)
     pieces = type(tok.model).__name__ == "WordPiece"
     assert unk == tok.get_vocab_size() - 1 and (pieces or unk == len(model.vocab))
@@ -143,17 +133,12 @@ def test_final_sigma_looks_back_past_at_most_sigma_lookbehind_marks():
     assert split(tok, far) != tokenize(far)
 
 
-def test_tokenizer_version_1_keeps_its_rule():
+def test_tokenizer_versions_1_and_2_keep_their_rules():
+    """A model of version 1 or 2 is exported splitting as it was trained (version 2: words cut at combining marks)."""
     from scbow.text.tokenize import tokenizer
 
-    tok, text = hub_tokenizer(["the"], "1"), "King’s ﬁne ΟΔΟΣ 1⅞"
-    assert split(tok, text) == tokenizer("1")[0](text) != tokenizer("2")[0](text)
-
-
-def test_tokenizer_version_2_keeps_its_rule():
-    """A model of version 2 is exported cutting its words at combining marks, as it was trained."""
-    from scbow.text.tokenize import tokenizer
-
+    text = "King’s ﬁne ΟΔΟΣ 1⅞"
+    assert split(hub_tokenizer(["the"], "1"), text) == tokenizer("1")[0](text) != tokenizer("2")[0](text)
     text = "हिन्दी İstanbul q\u0304uit"
     v2, v3 = hub_tokenizer(["the"], "2"), hub_tokenizer(["the"], "3")
     assert split(v2, text) == tokenizer("2")[0](text) != tokenizer("3")[0](text) == split(v3, text)
@@ -201,9 +186,8 @@ def test_tokenizer_on_every_code_point(version):
 
 
 def generated_strings(n: int, seed: int = 0) -> list[str]:
-    """``n`` sentences of words, the special tokens' spellings of the tokenizer libraries
-    (``[UNK]``, ``[unk]``, ``##s``, ``<s>``...), characters that NFKC changes, and runs of characters
-    of every Unicode category (one drawn at random from each category in turn)."""
+    """``n`` sentences of words, the tokenizer libraries' special tokens (``[UNK]``, ``##s``, ``<s>``...), characters
+    NFKC changes, and runs of characters of every Unicode category (drawn from each category in turn)."""
     import random
     import sys
     import unicodedata
@@ -394,8 +378,11 @@ def test_model_card(folders, trained):
         assert "gutenberg-20000.txt" in text and "tokenizer version 4" in text
 
 
-def test_model_card_language_from_the_commonest_words():
-    from scbow.vectors.card import languages
+def test_model_card_language_and_scores():
+    """The card's language from the commonest words; its scores from the learning curve."""
+    from scbow.text.vocab import Vocab
+    from scbow.vectors.card import languages, model_card
+    from scbow.vectors.model import Model
 
     english = ["the", ",", ".", "of", "and", "to", "a", "in", "that", "he", "was", "it", "his"]
     assert languages(english) == ["en"]
@@ -404,13 +391,6 @@ def test_model_card_language_from_the_commonest_words():
     assert languages(["ที่", "การ", "ไม่", "มี"]) == ["th"]
     assert languages(["이", "의", "는", "을"]) == ["ko"]
     assert languages(["de", "la", "et", "le", "les", "des", "en", "du", "un"]) == []  # not told apart: left out
-
-
-def test_model_card_scores_from_the_curve():
-    from scbow.text.vocab import Vocab
-    from scbow.vectors.card import model_card
-    from scbow.vectors.model import Model
-
     curve = {"unknown": "hash", "points": [{"dev": {"pearson": 0.5, "spearman": 0.5, "pairs": 1500}},
                                            {"dev": {"pearson": 0.7483, "spearman": 0.748, "pairs": 1500},
                                             "test": {"pearson_mean": 0.6431, "pearson": {"a": 0.6, "b": 0.7}}}]}
@@ -452,49 +432,36 @@ def word_part_model():
                  {"dim": 2, "word_passes": 1, "word_dim": 3})
 
 
-@pytest.mark.parametrize("args, part, columns", [([], "word", (2, 5)), (["--part", "word"], "word", (2, 5)),
-                                                 (["--part", "all"], "all", (0, 5)),
-                                                 (["--part", "sentence"], "sentence", (0, 2))])
-def test_word2vec_writes_the_word_part_by_default(tmp_path, runner, args, part, columns):
-    """What a gensim user wants by default: the word vectors, the word part's columns; the line says what was written."""
+@pytest.mark.parametrize("name, args, part, binary", [
+    ("v.bin", [], "word", True), ("v.bin", ["--part", "word"], "word", True), ("v.bin", ["--part", "all"], "all", True),
+    ("v.bin", ["--part", "sentence"], "sentence", True), ("V.BIN", [], "word", True), ("v.bin", ["--text"], "word", False),
+    ("v.txt", [], "word", False), ("v.vec", ["--binary"], "word", True)])
+def test_word2vec_writes_the_word_part_by_default_binary_for_a_bin_name(tmp_path, runner, name, args, part, binary):
+    """What a gensim user wants by default: the word vectors, the word part's columns, binary for a .bin name
+    unless told; the line says what was written."""
     from scbow.vectors.export import export
 
     model = word_part_model()
     model.save(tmp_path / "m")
-    result = runner.invoke(main, ["export", "-m", str(tmp_path / "m"), "-o", str(tmp_path / "v.bin"), *args])
+    out = tmp_path / name
+    result = runner.invoke(main, ["export", "-m", str(tmp_path / "m"), "-o", str(out), *args])
     assert result.exit_code == 0, result.output
-    lo, hi = columns
-    back = load_word2vec(tmp_path / "v.bin")
+    lo, hi = {"word": (2, 5), "all": (0, 5), "sentence": (0, 2)}[part]
+    back = load_word2vec(out)
     assert back.vocab.words == model.vocab.words and np.array_equal(back.vectors, model.vectors[:, lo:hi])
     what = {"word": "30 word vectors (the word part, 3 columns)", "all": "30 vectors (whole rows, 5 columns)",
             "sentence": "30 vectors (the sentence part, 2 columns)"}[part]
-    assert result.stderr.strip() == f"wrote {what} to {tmp_path / 'v.bin'} (word2vec binary)"
-    if not args:  # Python writes the same default
-        model.wv.save_word2vec_format(tmp_path / "py.bin", binary=True)
-        assert (tmp_path / "py.bin").read_bytes() == (tmp_path / "v.bin").read_bytes()
-        written = export(model, tmp_path / "e.txt", limit=10)
-        assert (written.format, written.part, written.rows, written.columns, written.left_out, written.binary) == \
-            ("word2vec", "word", 10, 3, 20, False)
-
-
-@pytest.mark.parametrize("name, flag, binary", [("v.bin", [], True), ("V.BIN", [], True), ("v.bin", ["--text"], False),
-                                                ("v.txt", [], False), ("v.vec", ["--binary"], True)])
-def test_export_writes_binary_for_a_bin_name_unless_told(tmp_path, runner, healthy, name, flag, binary):
-    trained = healthy[0]  # conftest's model without a word part: the whole rows
-    out = tmp_path / name
-    result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(out), *flag])
-    assert result.exit_code == 0, result.output
-    assert f"word2vec {'binary' if binary else 'text'}" in result.stderr
-    model, back = load_model(trained), load_word2vec(out)
-    assert back.vocab.words == model.vocab.words and np.array_equal(back.vectors, model.vectors)
+    assert result.stderr.strip() == f"wrote {what} to {out} (word2vec {'binary' if binary else 'text'})"
     KeyedVectors = pytest.importorskip("gensim.models").KeyedVectors
     kv = KeyedVectors.load_word2vec_format(str(out), binary=binary)
     assert len(kv) == len(model.vocab)
-    np.testing.assert_allclose(kv[model.vocab.words[3]], model.vectors[3], atol=1e-6)
-    if name == "v.txt":  # the model has no word part: one clean line
-        part = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "w.txt"), "--part", "word"])
-        assert_clean_error(part, "no word part")
-
+    np.testing.assert_allclose(kv[model.vocab.words[3]], model.vectors[3, lo:hi], atol=1e-6)
+    if name == "v.bin" and not args:  # Python writes the same default
+        model.wv.save_word2vec_format(tmp_path / "py.bin", binary=True)
+        assert (tmp_path / "py.bin").read_bytes() == out.read_bytes()
+        written = export(model, tmp_path / "e.txt", limit=10)
+        assert (written.format, written.part, written.rows, written.columns, written.left_out, written.binary) == \
+            ("word2vec", "word", 10, 3, 20, False)
 
 
 def test_python_export_of_a_folder(tmp_path):
@@ -535,6 +502,7 @@ def test_word2vec_export_min_count_and_limit(trained, tmp_path, runner):
     (["--format", "model2vec", "--binary"], ["--binary/--text apply to --format word2vec"]),
     (["--format", "model2vec", "--add-words", "{tmp}/nope.txt"], ["--add-words", "nope.txt: no such file"]),
     (["--add-words", "{corpus}"], ["--add-words applies to the folder formats"]),
+    (["--part", "word"], ["no word part"]),  # the model has none (--word-passes 0)
 ])
 def test_bad_export_options_are_one_line_and_write_nothing(trained, corpus, tmp_path, runner, args, fragments):
     args = [a.format(tmp=tmp_path, corpus=corpus) for a in args]
@@ -634,17 +602,20 @@ def test_nothing_is_written_inside_an_exported_folder(folders, trained, corpus, 
         assert sorted(p.name for p in folder.iterdir()) == before
 
 
+def tiny_model(words, config):
+    from scbow.text.vocab import Vocab
+    from scbow.vectors.model import Model
+
+    rows = np.random.default_rng(0).standard_normal((len(words), 6)).astype(np.float32)
+    return Model(Vocab(words, np.arange(len(words), 0, -1) * 10), rows, config)
+
+
 def test_added_words_of_a_model_that_omits_hold_what_its_hash_rule_gives(tmp_path):
     """--add-words on a model whose rule is omit (its recorded scale the pieces default) gives an added word
     the vector ``Model.encode(unknown="hash")`` gives it: the hash rule's norm, not the recorded scale's."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
-    from scbow.text.vocab import Vocab
-    from scbow.vectors.model import Model
-
-    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran"]
-    rows = np.random.default_rng(0).standard_normal((len(words), 6)).astype(np.float32)
-    model = Model(Vocab(words, np.arange(len(words), 0, -1) * 10), rows,
-                  {"unknown": "omit", "unknown_scale": 0.35, "frequency_weight": 0.001})
+    model = tiny_model(["the", "cat", "sat", "on", "a", "mat", "dog", "ran"],
+                       {"unknown": "omit", "unknown_scale": 0.35, "frequency_weight": 0.001})
     assert model.unknown_scale("hash") == 1.0  # the hash rule's own norm for a model with frequency weights
     extra = tmp_path / "extra.txt"
     extra.write_text("the zorblax sat\n", encoding="utf-8")
@@ -654,42 +625,24 @@ def test_added_words_of_a_model_that_omits_hold_what_its_hash_rule_gives(tmp_pat
     np.testing.assert_allclose(loaded.encode(sentences), model.encode(sentences, unknown="hash"), rtol=2e-5, atol=1e-6)
 
 
-def test_a_word_beginning_with_an_added_word_takes_it_as_its_first_piece(tmp_path):
-    """As docs/export.md says: the WordPiece vocabulary of a folder with --add-words holds the added
-    words, so an unknown word that begins with one takes it as its first piece."""
-    pytest.importorskip("tokenizers", reason="tokenizers (the test extra) is absent")
-    from tokenizers import Tokenizer
-
-    from scbow.text.vocab import Vocab
-    from scbow.vectors.model import Model
-
-    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "zone", "blue", "axes"]
-    rows = np.random.default_rng(0).standard_normal((len(words), 6)).astype(np.float32)
-    model = Model(Vocab(words, np.arange(len(words), 0, -1) * 10), rows, {"unknown": "hash", "unknown_scale": 1.0})
-    extra = tmp_path / "extra.txt"
-    extra.write_text("zorblax\n", encoding="utf-8")
-    model.export(tmp_path / "m2v", "model2vec", add_words=[str(extra)])
-    tok = Tokenizer.from_file(str(tmp_path / "m2v" / "tokenizer.json"))
-    assert tok.encode("zorblaxes").tokens == ["zorblax", "##es"]
-    assert model.pieces.split("zorblaxes") != ["zorblax", "##es"]  # the model itself knows no zorblax
-
-
-def test_add_words_files_in_another_encoding(trained, tmp_path, runner):
-    """--add-words files are read in --encoding (UTF-8 unless given), and text not valid in it is
-    refused as every command refuses it; --encoding without --add-words names what it is for."""
+def test_add_words_files_in_another_encoding_and_their_words_as_first_pieces(trained, tmp_path, runner):
+    """--add-words files are read in --encoding (UTF-8 unless given; text not valid in it refused as every command
+    refuses it); --encoding without --add-words names what it is for. As docs/export.md says, the folder's WordPiece
+    vocabulary holds the added words: an unknown word that begins with one takes it as its first piece."""
     from scbow.errors import CorpusError
-    from scbow.text.vocab import Vocab
-    from scbow.vectors.model import Model
 
-    words = ["the", "cat", "sat"]
-    rows = np.random.default_rng(0).standard_normal((len(words), 6)).astype(np.float32)
-    model = Model(Vocab(words, np.array([30, 20, 10])), rows, {"unknown": "hash", "unknown_scale": 1.0})
-    (extra := tmp_path / "extra.txt").write_bytes("the café sat\n".encode("cp1252"))
+    tokenizers = need_tokenizers()
+    model = tiny_model(["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "zone", "blue", "axes"],
+                       {"unknown": "hash", "unknown_scale": 1.0})
+    (extra := tmp_path / "extra.txt").write_bytes("the café sat zorblax\n".encode("cp1252"))
     with pytest.raises(CorpusError, match="may be Latin-1"):
         model.export(tmp_path / "a", "model2vec", add_words=[str(extra)])
     assert not (tmp_path / "a").exists()
     model.export(tmp_path / "b", "model2vec", add_words=[str(extra)], encoding="cp1252")
     assert "café" in json.loads((tmp_path / "b" / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    tok = tokenizers.Tokenizer.from_file(str(tmp_path / "b" / "tokenizer.json"))
+    assert tok.encode("zorblaxes").tokens == ["zorblax", "##es"]
+    assert model.pieces.split("zorblaxes") != ["zorblax", "##es"]  # the model itself knows no zorblax
     result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(tmp_path / "c"),
                                   "--encoding", "cp1252"])
     assert_clean_error(result, "--encoding cp1252: it is the encoding of the --add-words files, and none is given")
