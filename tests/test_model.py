@@ -95,9 +95,6 @@ def test_encode_is_tokenize_then_average(model):
         np.testing.assert_array_equal(model.encode([sentence])[0], row)
     many = [f"{a} {b} the {c}" for a in ("cat", "dog", "x") for b in ("sat", "ran", "") for c in ODD]
     np.testing.assert_array_equal(model.encode(many), reference_embed(model, many))
-
-
-def test_encode_with_a_line_end_in_the_vocabulary(model):
     # no sentence can hold the token "\n"; a vocabulary that has it changes nothing
     words = model.vocab.words + ["\n"]
     odd = Model(Vocab(words, np.arange(len(words), 0, -1)),
@@ -185,6 +182,9 @@ def test_ids_and_similarity():
     assert S[0, 0] == pytest.approx(1.0) and S[1, 1] == pytest.approx(0.0, abs=1e-7)
     assert S[1, 2] == pytest.approx(2 / math.sqrt(5), rel=1e-6)
     assert np.isnan(S[:, 4:]).all() and np.isnan(S[2:]).all()  # nothing to average: NaN, row and column
+    for a, b in ((b"the cat", ["the"]), (["the"], bytearray(b"cat"))):
+        with pytest.raises(TypeError, match="a sentence is a str, got"):
+            tiny.similarity(a, b)
 
 
 # ---------------------------------------------------------------- sentence similarities
@@ -289,8 +289,8 @@ def test_repr(tmp_path):
 
 
 def test_a_model_recording_an_init_vectors_start_or_an_expansion_still_loads(tmp_path, runner):
-    """Models saved by versions that had train --init-vectors and the expand command record them in
-    config.json; they load, describe themselves and print their record as any model does."""
+    """Models of versions that had train --init-vectors and the expand command record them in config.json;
+    they load, describe themselves and print their record as any model does."""
     from scbow.cli import main
 
     m = random_model(n_words=40, dim=8, seed=3, config={"dim": 8, "epochs": 1},
@@ -396,10 +396,3 @@ def test_the_api_takes_one_path_a_dict_and_numpy_numbers(small_corpus_file):
     assert (config.dim, config.seed) == (16, 3) and isinstance(config.dim, int) and isinstance(config.lr, float)
     with pytest.raises(ConfigError):
         TrainConfig(dim=np.bool_(True))
-
-
-def test_similarity_of_bytes_is_a_clear_type_error():
-    model = Model(Vocab(["the", "cat"], np.array([2, 1])), np.eye(2, dtype=np.float32))
-    for a, b in ((b"the cat", ["the"]), (["the"], bytearray(b"cat"))):
-        with pytest.raises(TypeError, match="a sentence is a str, got"):
-            model.similarity(a, b)
