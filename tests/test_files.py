@@ -12,6 +12,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,14 +23,9 @@ from conftest import TRAIN, assert_clean_error, make_runner, train_args
 from scbow import files, outputs
 from scbow.cli import main
 from scbow.errors import CorpusError, ModelError
-from scbow.files import (
-    atomic_dir,
-    atomic_file,
-    leftovers,
-    output_path,
-    remove_leftovers,
-)
+from scbow.files import atomic_dir, atomic_file, leftovers, output_path, remove_leftovers
 from scbow.outputs import kind_of, refuse_inside_ours, refuse_overwrite
+from scbow.training.cache import MARKER
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -155,8 +151,6 @@ def test_a_directory_is_swapped_in_one_step_so_a_kill_never_leaves_neither(tmp_p
 
 
 def test_each_kind_of_output_is_told_by_its_own_module(tmp_path, good_model):
-    from scbow.training.cache import MARKER
-
     assert kind_of(good_model) == "a model directory"
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
@@ -244,8 +238,6 @@ def test_a_dangling_link_creates_its_target_only_where_its_folder_exists(tmp_pat
 @pytest.mark.parametrize("where", ["same file system", "/dev/shm"])
 def test_train_and_prepare_write_through_a_link(tmp_path, runner, small_corpus_file, where):
     """Made, then replaced, at the links' targets: on another file system too (no "Invalid cross-device link")."""
-    import tempfile
-
     if where == "/dev/shm" and (not os.path.isdir("/dev/shm") or os.stat("/dev/shm").st_dev == os.stat(tmp_path).st_dev):
         pytest.skip("no second file system (/dev/shm) to link onto")
     real = Path(tempfile.mkdtemp(dir="/dev/shm")) if where == "/dev/shm" else tmp_path / "real"

@@ -5,9 +5,12 @@ from __future__ import annotations
 import bz2
 import gzip
 import json
+import lzma
 import os
 import re
 import shutil
+import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -18,10 +21,11 @@ from conftest import assert_clean_error
 import scbow
 from scbow.cli import main
 from scbow.text.vocab import Vocab
+from scbow.vectors import modeldir
 from scbow.vectors.export import export_word2vec
 from scbow.vectors.formats import ModelError, load_model, load_word2vec
 from scbow.vectors.model import Model
-from scbow.vectors.modeldir import FORMAT_VERSION, save_model
+from scbow.vectors.modeldir import FORMAT_VERSION, model_id, save_model
 
 WORDS = ["the", ",", "cat", "don't", "état", "sat", "dog", "naïve", "o'clock", "."]
 
@@ -336,8 +340,6 @@ def test_compressed_word2vec_and_headerless_glove_load(tmp_path, healthy, compre
 def test_a_file_whose_first_line_is_no_vectors_is_refused_before_the_rest_is_read(tmp_path, runner, first, says):
     """A corpus given as a model was decompressed whole (36 s, 1.1 GB for gutenberg-100M) before its first line
     refused it: here the rest is damaged xz, so only a refusal by the first line passes; the error says what is expected."""
-    import lzma
-
     data = lzma.compress((first + "\n" + "Some more text of a book, line after line.\n" * 20000).encode())
     path = tmp_path / "corpus.txt.xz"
     path.write_bytes(data[: len(data) // 2])
@@ -365,8 +367,6 @@ def two_models() -> dict:
 def load_while_saving(where, loads: int, seconds: float):
     """Load ``where`` up to ``loads`` times (or for ``seconds``) while a thread saves two models into it
     in turn; every load must be one of them whole. Returns the loads of each and the saves done."""
-    import threading
-    import time
     from collections import Counter
 
     models = two_models()
@@ -414,8 +414,6 @@ def test_a_model_read_while_saves_replace_it_is_one_of_them_whole(tmp_path, load
 def test_a_save_landing_between_a_reads_files_restarts_the_read(tmp_path, monkeypatch, at):
     """A save swapping a new model in just before the reader opens ``at`` restarts the read: the new model whole
     (curve.json, only model a's, not taken for absent); a save before every read is one clean error."""
-    from scbow.vectors import modeldir
-
     models, where = two_models(), tmp_path / "x"
     save_model(models["a"], where)
     opened, saves = modeldir.ModelFiles._open, []
@@ -588,8 +586,6 @@ def test_a_word2vec_file_with_an_unsavable_word_is_read_but_not_saved(tmp_path, 
 
 
 def test_a_model_id_and_one_from_the_config_of_a_model_saved_before_ids(tmp_path, good_model):
-    from scbow.vectors.modeldir import model_id
-
     recorded = json.loads((good_model / "config.json").read_text())["model_id"]
     assert model_id(good_model) == recorded and len(recorded) == 32
     copy = tmp_path / "copy"

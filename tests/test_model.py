@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -14,9 +15,15 @@ from test_semantic import brute_cosines
 from test_words import random_model
 
 import scbow
+import scbow.vectors.average as average
 import scbow.vectors.numeric as model_module
+from scbow.cli import main
+from scbow.config import TrainConfig
+from scbow.errors import ConfigError
 from scbow.text.tokenize import tokenize
 from scbow.text.vocab import Vocab
+from scbow.use.describe import describe
+from scbow.use.semantic import semantic_search
 from scbow.vectors.export import export_word2vec
 from scbow.vectors.model import Model
 from scbow.vectors.numeric import mean_rows, row_cosines
@@ -249,8 +256,6 @@ def test_similarity_pairwise_is_the_diagonal(model400, unknown):
 
 
 def test_semantic_search(model400):
-    from scbow.use.semantic import semantic_search
-
     corpus = SENTENCES + ["the cat sat", "a red house on the mat"]
     C = model400.encode(corpus)
     found = model400.semantic_search(["the cat", "xyzzy"], C, top_k=3)
@@ -278,8 +283,6 @@ def test_repr(tmp_path):
                 {"corpus": {"files": ["x"]}})
     assert repr(big) == "<scbow Model: 1,234 words x 300 dims, trained on x (1 epoch)>"
     # the raw token count (out-of-vocabulary tokens too), as train's corpus line and info show it
-    from scbow.use.describe import describe
-
     corpus = {"files": ["/data/book.txt"], "raw_tokens": 12_335_808, "tokens": 12_231_071}
     m = Model(Vocab(["a", "b"], [3, 2]), np.ones((2, 4), np.float32), {"epochs": 1}, {"corpus": corpus})
     assert "(12,335,808 tokens, 1 epoch)" in repr(m) and "12,231,071" not in repr(m)
@@ -291,8 +294,6 @@ def test_repr(tmp_path):
 def test_a_model_recording_an_init_vectors_start_or_an_expansion_still_loads(tmp_path, runner):
     """Models of versions that had train --init-vectors and the expand command record them in config.json;
     they load, describe themselves and print their record as any model does."""
-    from scbow.cli import main
-
     m = random_model(n_words=40, dim=8, seed=3, config={"dim": 8, "epochs": 1},
                      info={"corpus": {"files": ["a.txt"]}})
     m.save(tmp_path / "m")
@@ -312,11 +313,7 @@ def test_a_model_recording_an_init_vectors_start_or_an_expansion_still_loads(tmp
 def test_encode_from_many_threads_while_the_caches_are_cleared(model, monkeypatch):
     """Threads sharing a model get the rows one thread gets, though the averager's caches, bounded to
     3 words here, are cleared by one call while others use them."""
-    import sys
-    import time
     from concurrent.futures import ThreadPoolExecutor
-
-    import scbow.vectors.average as average
 
     def fresh(rule):
         return Model(model.vocab, model.vectors, {"unknown": rule, "unknown_scale": 1.0})
@@ -379,9 +376,6 @@ def test_the_api_takes_numpy_integers_and_refuses_a_senseless_unknown_scale(mode
 
 
 def test_the_api_takes_one_path_a_dict_and_numpy_numbers(small_corpus_file):
-    from scbow.config import TrainConfig
-    from scbow.errors import ConfigError
-
     # a single path as a str (as a Path: test_trainer's test_the_python_api_reports_through_logging)
     settings = {"dim": 8, "min_count": 1, "threads": 1, "word_passes": 0}
     assert scbow.train(str(small_corpus_file), settings, quiet=True, use_cache=False).dim == 8

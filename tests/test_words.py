@@ -18,7 +18,7 @@ from scbow.vectors.model import Model
 from scbow.vectors.modeldir import save_model
 from scbow.vectors.neighbours import NEIGHBOUR_MIN_COUNT
 from scbow.vectors.numeric import kth_largest
-from scbow.vectors.words import WordVectors
+from scbow.vectors.words import WordVectors, read_word_pairs
 
 # ---------------------------------------------------------------- lookups
 
@@ -410,8 +410,6 @@ WORDSIM = scbow.__path__[0] + "/../benchmarks/data/wordsim353.tsv"
 def word_part_model(seed=11, dim=12, word_dim=8, zero=True) -> Model:
     """Random rows [sentence part ; word part] over the words of WordSim-353 (every count high enough
     to be a neighbour), with a config that says so: ``parts`` has "word"."""
-    from scbow.vectors.words import read_word_pairs
-
     words = sorted({w for a, b, _ in read_word_pairs(WORDSIM) for w in (a.lower(), b.lower())})
     words += [f"x{i}" for i in range(60)]
     rng = np.random.default_rng(seed)
