@@ -107,6 +107,10 @@ def test_encode_is_tokenize_then_average(model):
     odd = Model(Vocab(words, np.arange(len(words), 0, -1)),
                 np.vstack([model.vectors, np.full((1, 16), 7, dtype=np.float32)]))
     np.testing.assert_array_equal(odd.encode(ODD), model.encode(ODD))
+    sentence = " ".join(["the cat sat"] * 100_000)  # 300,000 tokens
+    expected = np.asarray(model.vectors)[[model.vocab.index[w] for w in ("the", "cat", "sat")]].mean(axis=0)
+    np.testing.assert_allclose(model.encode([sentence])[0], expected, rtol=1e-5, atol=1e-6)
+    assert model.similarity([sentence], ["sat the cat"])[0, 0] == pytest.approx(1.0, abs=1e-5)
 
 
 def test_row_cosines_match_the_formula():
@@ -171,13 +175,6 @@ def test_encode_gives_a_tensor_where_torch_is_and_says_so_where_it_is_not(model,
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch fails, as where it is not installed
     with pytest.raises(ImportError, match=r"convert_to_tensor=True\) needs torch"):
         model.encode("the cat", convert_to_tensor=True)
-
-
-def test_a_sentence_of_300000_tokens(model):
-    sentence = " ".join(["the cat sat"] * 100_000)
-    expected = np.asarray(model.vectors)[[model.vocab.index[w] for w in ("the", "cat", "sat")]].mean(axis=0)
-    np.testing.assert_allclose(model.encode([sentence])[0], expected, rtol=1e-5, atol=1e-6)
-    assert model.similarity([sentence], ["sat the cat"])[0, 0] == pytest.approx(1.0, abs=1e-5)
 
 
 def test_ids_and_similarity():

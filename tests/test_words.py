@@ -73,17 +73,6 @@ def kv(model400):
     return as_gensim(model400)
 
 
-def test_gensim_names(model400):
-    assert model400.wv.index_to_key is model400.vocab.words and model400.wv.key_to_index is model400.vocab.index
-    assert model400.wv.index_to_key[model400.wv.key_to_index["dog"]] == "dog"
-    assert model400.wv.vector_size == model400.dim == 20 and len(model400) == 400
-    np.testing.assert_array_equal(model400.wv[["cat", "mat"]], model400.vectors[[1, 6]])
-    assert model400.wv[[]].shape == (0, 20)
-    np.testing.assert_allclose(model400.wv.get_vector("cat", norm=True),
-                               model400.wv["cat"] / np.linalg.norm(model400.wv["cat"].astype(np.float64)), rtol=1e-6)
-    assert model400.wv.get_vector("cat") is not None and np.array_equal(model400.wv.get_vector("cat"), model400.wv["cat"])
-
-
 def test_lookup_lowercases_like_the_cli():
     m = Model(Vocab(["king", "Apple", "apple", "x"], np.array([4, 3, 2, 1]) * NEIGHBOUR_MIN_COUNT),
               np.eye(4, dtype=np.float32))
@@ -425,7 +414,7 @@ def wp_model():
     return word_part_model()
 
 
-def test_the_word_vectors_are_the_word_part(wp_model, tmp_path):
+def test_the_word_vectors_are_the_word_part_or_the_whole_rows(wp_model, model400, tmp_path):
     m, wv = wp_model, wp_model.wv
     assert isinstance(wv, WordVectors) and m.wv is wv and m.parts["word"] == (12, 20) == wv.columns
     assert wv.vector_size == 8 and wv.vectors.shape == (len(m), 8) and len(wv) == len(m)
@@ -435,9 +424,17 @@ def test_the_word_vectors_are_the_word_part(wp_model, tmp_path):
     back = scbow.load(tmp_path / "w.txt")
     assert back.vocab.words == m.vocab.words and back.dim == 8
     np.testing.assert_array_equal(back.vectors, wv.vectors)  # what wv[word] gives, written
-    plain = random_model(n_words=30, dim=6)  # no word part: the whole rows
-    assert plain.wv.vectors is plain.vectors and plain.wv.columns == (0, 6)
+    plain = model400  # no word part: the whole rows, under gensim's names
+    assert plain.wv.vectors is plain.vectors and plain.wv.columns == (0, 20)
     assert "word part" in repr(wv) and "whole rows" in repr(plain.wv)
+    assert plain.wv.index_to_key is plain.vocab.words and plain.wv.key_to_index is plain.vocab.index
+    assert plain.wv.index_to_key[plain.wv.key_to_index["dog"]] == "dog"
+    assert plain.wv.vector_size == plain.dim == 20 and len(plain) == 400
+    np.testing.assert_array_equal(plain.wv[["cat", "mat"]], plain.vectors[[1, 6]])
+    assert plain.wv[[]].shape == (0, 20)
+    np.testing.assert_allclose(plain.wv.get_vector("cat", norm=True),
+                               plain.wv["cat"] / np.linalg.norm(plain.wv["cat"].astype(np.float64)), rtol=1e-6)
+    assert plain.wv.get_vector("cat") is not None and np.array_equal(plain.wv.get_vector("cat"), plain.wv["cat"])
     S = np.array([[1, 0], [1, 0.01], [0, 1]], dtype=np.float32)  # a and b alike in the sentence part, a and c in the word part
     G = np.array([[1, 0], [0, 1], [1, 0.01]], dtype=np.float32)
     m = Model(Vocab(["a", "b", "c"], [9, 9, 9]), np.concatenate([S, G], axis=1), {"dim": 2, "word_passes": 1, "word_dim": 2})
