@@ -309,9 +309,9 @@ def test_add_words_carry_our_hashed_vectors(ruled, corpus, tmp_path, runner, sma
     np.testing.assert_allclose(loaded.encode(unknown), model.encode(unknown, unknown="hash"), rtol=2e-4, atol=2e-6)
 
 
-def test_the_folders_of_the_other_rules(ruled, trained, corpus, tmp_path, runner):
+def test_the_folders_of_the_other_rules(ruled, tmp_path, runner):
     """A hashing model exports pieces (its card says so) and embeds as under unknown="pieces"; an omitting one
-    exports a plain word table; a model of pieces refuses --add-words (its folders embed every word)."""
+    exports a plain word table."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
     sentences = sts_sentences()[:3000] + ["zzzqqq xxyyq"]
     for rule, pieces in (("hash", "pieces"), ("omit", "omit")):
@@ -328,10 +328,6 @@ def test_the_folders_of_the_other_rules(ruled, trained, corpus, tmp_path, runner
                                    rtol=2e-4, atol=2e-6)
         assert ok[-1] == (rule == "hash")
     assert "hashed vector, which a table of tokens cannot carry" in (tmp_path / "hash" / "README.md").read_text("utf-8")
-    result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(tmp_path / "x"),
-                                  "--add-words", str(corpus)])
-    assert_clean_error(result, "--add-words: this model splits unknown words into pieces")
-    assert not (tmp_path / "x").exists()
 
 
 def test_safetensors_by_hand_reads_back(tmp_path):
@@ -463,6 +459,8 @@ def test_word2vec_export_min_count_and_limit(trained, tmp_path, runner):
     (["--format", "model2vec", "--binary"], ["--binary/--text apply to --format word2vec"]),
     (["--format", "model2vec", "--add-words", "{tmp}/nope.txt"], ["--add-words", "nope.txt: no such file"]),
     (["--add-words", "{corpus}"], ["--add-words applies to the folder formats"]),
+    # a model of pieces: its folders embed every word
+    (["--format", "model2vec", "--add-words", "{corpus}"], ["--add-words: this model splits unknown words into pieces"]),
     (["--part", "word"], ["no word part"]),  # the model has none (--word-passes 0)
 ])
 def test_bad_export_options_are_one_line_and_write_nothing(trained, corpus, tmp_path, runner, args, fragments):
