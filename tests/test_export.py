@@ -513,15 +513,13 @@ def test_hostile_outputs(trained, corpus, tmp_path, monkeypatch, runner, fmt):
         assert_clean_error(runner.invoke(main, args), f"is inside {out.resolve()}, a {fmt} folder")
     assert sorted(os.listdir(out)) == inside
 
-
-def test_failed_write_leaves_nothing(trained, tmp_path, monkeypatch, runner):
     def broken(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(hubfolder, "write_safetensors", broken)
-    result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(tmp_path / "out")])
-    assert_clean_error(result, "No space left on device", exit_code=1)
-    assert os.listdir(tmp_path) == []
+    monkeypatch.setattr(hubfolder, "write_safetensors", broken)  # a failed write leaves nothing, and the old folder
+    assert_clean_error(export(out), "No space left on device", exit_code=1)
+    assert_clean_error(export(tmp_path / "new"), "No space left on device", exit_code=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "mine", "other", "out"] and sorted(os.listdir(out)) == inside
 
 
 def test_the_example_in_docs_export_md(tmp_path, monkeypatch, runner, gutenberg_slice):
