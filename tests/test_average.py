@@ -3,11 +3,17 @@ average, and every path that embeds text giving its rows."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from test_unknown_words import WORDS, make_model
 
-from scbow.use.evaluate import STSSet
+import scbow.kernels.embed as K
+from scbow.training.curve import CurveHook, prepare_set
+from scbow.use.embedding import embed_file
+from scbow.use.evaluate import STSSet, row_cosines
+from scbow.vectors import average
 from scbow.vectors.numeric import hashed_vector
 
 SENTENCES = ["the cat sat on the mat .", "the zebra sated", "zebra sated zebra", "xq", "the xq dog", "",
@@ -52,10 +58,6 @@ def test_each_rule_is_the_plain_average_of_its_tokens_vectors(model, rule):
 
 
 def test_encode_the_embed_file_and_the_curve_give_the_same_rows(model, tmp_path):
-    from scbow.training.curve import CurveHook, prepare_set
-    from scbow.use.embedding import embed_file
-    from scbow.use.evaluate import row_cosines
-
     rows = model.encode(SENTENCES)
     (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     embed_file(model, tmp_path / "in.txt", tmp_path / "out.npy")
@@ -76,11 +78,6 @@ def test_encode_the_embed_file_and_the_curve_give_the_same_rows(model, tmp_path)
 
 @pytest.mark.parametrize("rule", ["omit", "hash", "pieces"])
 def test_many_sentences_take_the_kernel_where_numba_is_loaded_with_the_same_numbers(model, rule, monkeypatch):
-    import sys
-
-    import scbow.kernels.embed as K
-    from scbow.vectors import average
-
     many = SENTENCES * (average.KERNEL_MIN_LINES // len(SENTENCES) + 1)
     calls = []
     real = K.average_lines_serial

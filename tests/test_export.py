@@ -1,24 +1,40 @@
-"""``export`` (scbow.vectors.export): its table of formats; word2vec files (by default the word part);
-``--format sentence-transformers|model2vec``: folders the two libraries load
-offline, whose ``encode`` equals ``Model.encode(..., unknown="omit")``, with a tokenizer that splits as ours
-does. sentence-transformers (torch, the optional ``st`` extra) skips where absent; what its StaticEmbedding
-computes is also checked without it, from the folder's own files."""
+"""``export`` (scbow.vectors.export): its table of formats; word2vec files (by default the word part); folders
+sentence-transformers and model2vec load offline, whose ``encode`` equals ``Model.encode``, with a tokenizer that splits
+as ours does. What StaticEmbedding computes is also checked without sentence-transformers, from the folder's files."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import lzma
 import os
+import random
 import re
+import shlex
 import shutil
+import sys
+import unicodedata
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import CORPUS_1M, DATA_DIR, assert_clean_error, make_runner, missing_data
 
+import scbow
 from scbow.cli import main
-from scbow.vectors.formats import load_model, load_word2vec
+from scbow.errors import CorpusError
+from scbow.outputs import kind_of
+from scbow.text.tokenize import tokenize, tokenizer
+from scbow.text.vocab import Vocab
+from scbow.use.evaluate import read_sts
+from scbow.vectors import hubfolder
+from scbow.vectors.card import languages, model_card
+from scbow.vectors.export import FORMATS, export, export_format
+from scbow.vectors.formats import load_word2vec
+from scbow.vectors.hubfolder import write_safetensors
+from scbow.vectors.hubtokenizer import SIGMA_LOOKBEHIND, tokenizer_json
+from scbow.vectors.model import Model
 from scbow.vectors.numeric import row_cosines
 
 STS_DIR = DATA_DIR / "sts"
@@ -27,8 +43,6 @@ TRAIN = ["--dim", "24", "--epochs", "1", "--word-passes", "0", "--threads", "1",
 
 
 def sts_sentences() -> list[str]:
-    from scbow.use.evaluate import read_sts
-
     if not STS_DIR.is_dir():
         missing_data(f"STS test sets {STS_DIR}")
     out = []
@@ -44,28 +58,21 @@ def corpus(gutenberg_slice):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, corpus):
-    """A small model trained on the slice (default unknown rule: hash)."""
-    base = tmp_path_factory.mktemp("export-model")
+def ruled(tmp_path_factory, corpus):
+    """A small model trained on the slice under each rule for unknown words: {"pieces" (the default), "hash", "omit"}."""
+    base = tmp_path_factory.mktemp("export-models")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
-        result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / "model"), *TRAIN])
-    assert result.exit_code == 0, result.output
-    return base / "model"
+        for rule in ("pieces", "hash", "omit"):
+            flag = [] if rule == "pieces" else ["--unknown", rule]
+            result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / rule), *TRAIN, *flag])
+            assert result.exit_code == 0, result.output
+    return {rule: base / rule for rule in ("pieces", "hash", "omit")}
 
 
 @pytest.fixture(scope="module")
-def ruled(tmp_path_factory, corpus):
-    """The same small model under the two other rules for unknown words: {"hash": path, "omit": path}."""
-    base = tmp_path_factory.mktemp("export-rules")
-    out = {}
-    for rule in ("hash", "omit"):
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setenv("SCBOW_CACHE_DIR", str(base / "cache"))
-            result = make_runner().invoke(main, ["train", str(corpus), "-o", str(base / rule), *TRAIN, "--unknown", rule])
-        assert result.exit_code == 0, result.output
-        out[rule] = base / rule
-    return out
+def trained(ruled):
+    return ruled["pieces"]
 
 
 @pytest.fixture(scope="module")
@@ -89,15 +96,12 @@ def need_tokenizers():
 
 
 def hub_tokenizer(words, version="4"):
-    from scbow.vectors.hubtokenizer import tokenizer_json
-
     return need_tokenizers().Tokenizer.from_str(json.dumps(tokenizer_json(list(words), version)))
 
 
 def check_lines(tok, model, lines) -> int:
-    """Token strings and ids of ``tok`` against ``model.tokenize``, an unknown word's ids those of its
-    pieces (``model.pieces.split``) when ``tok`` is a WordPiece model, else the unknown token's;
-    returns the lines checked."""
+    """Token strings and ids of ``tok`` against ``model.tokenize`` (an unknown word's: its pieces' when ``tok`` is
+    a WordPiece model, else the unknown token's); returns the lines checked."""
     index, unk = model.vocab.index, tok.token_to_id(tok.model.unk_token)
     pieces = type(tok.model).__name__ == "WordPiece"
     assert unk == tok.get_vocab_size() - 1 and (pieces or unk == len(model.vocab))
@@ -126,34 +130,22 @@ def check_lines(tok, model, lines) -> int:
 def test_tokenizer_catches(text):
     """The probe's catches: Python's \\w and \\s (fractions), final sigma, NFKC of newer characters,
     combining marks in words."""
-    from scbow.text.tokenize import tokenize
-
     assert split(hub_tokenizer(["the"]), text) == tokenize(text)
 
 
 def test_final_sigma_looks_back_past_at_most_sigma_lookbehind_marks():
     """The one documented difference: Python looks back past any number of case-ignorable
     characters before a final sigma; the exported normalizer past SIGMA_LOOKBEHIND of them."""
-    from scbow.text.tokenize import tokenize
-    from scbow.vectors.hubtokenizer import SIGMA_LOOKBEHIND
-
     tok = hub_tokenizer(["the"])
     near, far = "A" + "'" * SIGMA_LOOKBEHIND + "Σ", "A" + "'" * (SIGMA_LOOKBEHIND + 1) + "Σ"
     assert split(tok, near) == tokenize(near)
     assert split(tok, far) != tokenize(far)
 
 
-def test_tokenizer_version_1_keeps_its_rule():
-    from scbow.text.tokenize import tokenizer
-
-    tok, text = hub_tokenizer(["the"], "1"), "King’s ﬁne ΟΔΟΣ 1⅞"
-    assert split(tok, text) == tokenizer("1")[0](text) != tokenizer("2")[0](text)
-
-
-def test_tokenizer_version_2_keeps_its_rule():
-    """A model of version 2 is exported cutting its words at combining marks, as it was trained."""
-    from scbow.text.tokenize import tokenizer
-
+def test_tokenizer_versions_1_and_2_keep_their_rules():
+    """A model of version 1 or 2 is exported splitting as it was trained (version 2: words cut at combining marks)."""
+    text = "King’s ﬁne ΟΔΟΣ 1⅞"
+    assert split(hub_tokenizer(["the"], "1"), text) == tokenizer("1")[0](text) != tokenizer("2")[0](text)
     text = "हिन्दी İstanbul q\u0304uit"
     v2, v3 = hub_tokenizer(["the"], "2"), hub_tokenizer(["the"], "3")
     assert split(v2, text) == tokenizer("2")[0](text) != tokenizer("3")[0](text) == split(v3, text)
@@ -162,8 +154,6 @@ def test_tokenizer_version_2_keeps_its_rule():
 
 @pytest.mark.parametrize("corpus_file", [CORPUS_1M, pytest.param(CORPUS_10M, marks=pytest.mark.slow)], ids=["1M", "10M"])
 def test_tokenizer_matches_on_sts_and_every_corpus_line(trained, folders, corpus_file):
-    import scbow
-
     if not corpus_file.is_file():
         missing_data(f"real corpus {corpus_file}")
     tok = need_tokenizers().Tokenizer.from_file(str(folders["model2vec"] / "tokenizer.json"))
@@ -177,11 +167,6 @@ def test_tokenizer_matches_on_sts_and_every_corpus_line(trained, folders, corpus
 def test_tokenizer_on_every_code_point(version):
     """Every character, alone and between letters: the only differences are characters Python's
     Unicode tables do not have yet (category Cn here), which ``tokenizers`` lowercases."""
-    import sys
-    import unicodedata
-
-    from scbow.text.tokenize import tokenizer
-
     tok, ours = hub_tokenizer(["the"], version), tokenizer(version)[0]
     points = [c for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
     forms = (lambda c: chr(c), lambda c: f"a{chr(c)}b", lambda c: f"A{chr(c)}Σ")
@@ -201,13 +186,8 @@ def test_tokenizer_on_every_code_point(version):
 
 
 def generated_strings(n: int, seed: int = 0) -> list[str]:
-    """``n`` sentences of words, the special tokens' spellings of the tokenizer libraries
-    (``[UNK]``, ``[unk]``, ``##s``, ``<s>``...), characters that NFKC changes, and runs of characters
-    of every Unicode category (one drawn at random from each category in turn)."""
-    import random
-    import sys
-    import unicodedata
-
+    """``n`` sentences of words, the tokenizer libraries' special tokens (``[UNK]``, ``##s``, ``<s>``...), characters
+    NFKC changes, and runs of characters of every Unicode category (drawn from each category in turn)."""
     rng = random.Random(seed)
     categories: dict[str, list[str]] = {}
     for c in range(sys.maxunicode + 1):
@@ -241,8 +221,6 @@ def test_folders_encode_generated_strings_as_encode(trained, tmp_path, version):
     """The folder of a model of each tokenizer version embeds odd strings as ``Model.encode``
     does: literal special-token spellings, characters NFKC expands, every Unicode category."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
-    import scbow
-
     model_dir = shutil.copytree(trained, tmp_path / "model")
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     config["corpus"]["tokenizer_version"] = version
@@ -262,9 +240,12 @@ def test_folders_encode_generated_strings_as_encode(trained, tmp_path, version):
 
 
 @pytest.mark.parametrize("fmt", ["model2vec", "sentence-transformers"])
-def test_model2vec_encode_equals_ours(trained, folders, fmt):
+def test_either_folder_encodes_as_ours(trained, folders, fmt):
+    """model2vec's StaticModel loads either folder and encodes as ours; so does what sentence-transformers'
+    StaticEmbedding computes from the folder's own files: encode_batch(add_special_tokens=False), then an EmbeddingBag
+    mean over the ids (unknown ones included: their zero row scales, never turns)."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
-    import scbow
+    from safetensors.numpy import load_file  # installed with model2vec
 
     loaded = model2vec.StaticModel.from_pretrained(str(folders[fmt]))
     # unknown words in pieces; a word of a letter no word has (no pieces); past 512 tokens
@@ -279,16 +260,6 @@ def test_model2vec_encode_equals_ours(trained, folders, fmt):
     np.testing.assert_allclose(theirs[ok], ours[ok], rtol=2e-4, atol=2e-6)
     assert (theirs[~ok] == 0).all()  # nothing to average: zeros there, NaN here
     assert loaded.max_length is None  # long sentences are not cut
-
-
-@pytest.mark.parametrize("fmt", ["sentence-transformers", "model2vec"])
-def test_what_static_embedding_computes(trained, folders, fmt):
-    """sentence-transformers' StaticEmbedding: encode_batch(add_special_tokens=False), then an
-    EmbeddingBag mean over the ids (unknown ones included: their zero row scales, never turns)."""
-    load_file = pytest.importorskip("safetensors.numpy", reason="safetensors (installed with model2vec) is absent").load_file
-
-    import scbow
-
     folder = folders[fmt]
     modules = json.loads((folder / "modules.json").read_text())
     assert modules[0]["type"] == "sentence_transformers.models.StaticEmbedding"
@@ -296,21 +267,16 @@ def test_what_static_embedding_computes(trained, folders, fmt):
     weights = load_file(str(inner / "model.safetensors"))
     rows = weights["embedding.weight"] if "embedding.weight" in weights else weights["embeddings"]  # as its load() reads
     tok = need_tokenizers().Tokenizer.from_file(str(inner / "tokenizer.json"))
-    sentences = sts_sentences()
-    theirs = np.zeros((len(sentences), rows.shape[1]), dtype=np.float32)
+    static = np.zeros((len(sentences), rows.shape[1]), dtype=np.float32)
     for i, enc in enumerate(tok.encode_batch(sentences, add_special_tokens=False)):
         if enc.ids:
-            theirs[i] = rows[enc.ids].mean(axis=0)
-    ours = scbow.load(trained).encode(sentences)
-    ok = ~np.isnan(ours).any(axis=1)
-    assert row_cosines(ours[ok], theirs[ok]).min() >= 0.9999
+            static[i] = rows[enc.ids].mean(axis=0)
+    assert row_cosines(ours[ok], static[ok]).min() >= 0.9999
 
 
 def test_sentence_transformers_encode_equals_ours(trained, folders):
     st = pytest.importorskip("sentence_transformers",
                              reason="sentence-transformers (the optional st extra, with torch) is not installed")
-    import scbow
-
     sentences = sts_sentences()
     ours = scbow.load(trained).encode(sentences)
     for fmt in ("sentence-transformers", "model2vec"):  # it loads both folders
@@ -325,8 +291,6 @@ def test_add_words_carry_our_hashed_vectors(ruled, corpus, tmp_path, runner, sma
     """A hashing model's added rows (the corpus's words below the minimum count) hold our hashed vectors: a
     sentence of them embeds as ours under unknown="hash"; a word --min-count left out gets its own row."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
-    import scbow
-
     trained = ruled["hash"]
     out = tmp_path / "m2v"
     result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(out),
@@ -345,12 +309,10 @@ def test_add_words_carry_our_hashed_vectors(ruled, corpus, tmp_path, runner, sma
     np.testing.assert_allclose(loaded.encode(unknown), model.encode(unknown, unknown="hash"), rtol=2e-4, atol=2e-6)
 
 
-def test_the_folders_of_the_other_rules(ruled, trained, corpus, tmp_path, runner):
+def test_the_folders_of_the_other_rules(ruled, tmp_path, runner):
     """A hashing model exports pieces (its card says so) and embeds as under unknown="pieces"; an omitting one
-    exports a plain word table; a model of pieces refuses --add-words (its folders embed every word)."""
+    exports a plain word table."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
-    import scbow
-
     sentences = sts_sentences()[:3000] + ["zzzqqq xxyyq"]
     for rule, pieces in (("hash", "pieces"), ("omit", "omit")):
         out = tmp_path / rule
@@ -366,16 +328,10 @@ def test_the_folders_of_the_other_rules(ruled, trained, corpus, tmp_path, runner
                                    rtol=2e-4, atol=2e-6)
         assert ok[-1] == (rule == "hash")
     assert "hashed vector, which a table of tokens cannot carry" in (tmp_path / "hash" / "README.md").read_text("utf-8")
-    result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(tmp_path / "x"),
-                                  "--add-words", str(corpus)])
-    assert_clean_error(result, "--add-words: this model splits unknown words into pieces")
-    assert not (tmp_path / "x").exists()
 
 
 def test_safetensors_by_hand_reads_back(tmp_path):
     load_file = pytest.importorskip("safetensors.numpy", reason="safetensors (installed with model2vec) is absent").load_file
-
-    from scbow.vectors.hubfolder import write_safetensors
 
     a = np.random.default_rng(0).standard_normal((40000, 7)).astype(np.float32)
     write_safetensors(tmp_path / "x.safetensors", {"embeddings": a, "b": a[:3, :2]})
@@ -394,9 +350,8 @@ def test_model_card(folders, trained):
         assert "gutenberg-20000.txt" in text and "tokenizer version 4" in text
 
 
-def test_model_card_language_from_the_commonest_words():
-    from scbow.vectors.card import languages
-
+def test_model_card_language_and_scores():
+    """The card's language from the commonest words; its scores from the learning curve."""
     english = ["the", ",", ".", "of", "and", "to", "a", "in", "that", "he", "was", "it", "his"]
     assert languages(english) == ["en"]
     assert languages(["の", "、", "。", "に", "た", "は", "人"]) == ["ja"]
@@ -404,13 +359,6 @@ def test_model_card_language_from_the_commonest_words():
     assert languages(["ที่", "การ", "ไม่", "มี"]) == ["th"]
     assert languages(["이", "의", "는", "을"]) == ["ko"]
     assert languages(["de", "la", "et", "le", "les", "des", "en", "du", "un"]) == []  # not told apart: left out
-
-
-def test_model_card_scores_from_the_curve():
-    from scbow.text.vocab import Vocab
-    from scbow.vectors.card import model_card
-    from scbow.vectors.model import Model
-
     curve = {"unknown": "hash", "points": [{"dev": {"pearson": 0.5, "spearman": 0.5, "pairs": 1500}},
                                            {"dev": {"pearson": 0.7483, "spearman": 0.748, "pairs": 1500},
                                             "test": {"pearson_mean": 0.6431, "pearson": {"a": 0.6, "b": 0.7}}}]}
@@ -432,8 +380,6 @@ def test_the_table_of_formats():
     """Each format is one row: a writer, a line of description, a folder's names and loader; the
     command's --format lists the table's names (its help is written out: --help imports no numpy)."""
     from scbow.cli.vectors import export as command
-    from scbow.vectors.export import FORMATS, export_format
-
     for name, spec in FORMATS.items():
         assert spec.name == name and callable(spec.writer) and spec.description and "\n" not in spec.description
         assert bool(spec.files) == spec.folder == bool(spec.load)
@@ -443,64 +389,44 @@ def test_the_table_of_formats():
 
 
 def word_part_model():
-    from scbow.text.vocab import Vocab
-    from scbow.vectors.model import Model
-
     rng = np.random.default_rng(3)
     words = [f"w{i}" for i in range(30)]
     return Model(Vocab(words, list(range(60, 30, -1))), rng.standard_normal((30, 5)).astype(np.float32),
                  {"dim": 2, "word_passes": 1, "word_dim": 3})
 
 
-@pytest.mark.parametrize("args, part, columns", [([], "word", (2, 5)), (["--part", "word"], "word", (2, 5)),
-                                                 (["--part", "all"], "all", (0, 5)),
-                                                 (["--part", "sentence"], "sentence", (0, 2))])
-def test_word2vec_writes_the_word_part_by_default(tmp_path, runner, args, part, columns):
-    """What a gensim user wants by default: the word vectors, the word part's columns; the line says what was written."""
-    from scbow.vectors.export import export
-
+@pytest.mark.parametrize("name, args, part, binary", [
+    ("v.bin", [], "word", True), ("v.bin", ["--part", "word"], "word", True), ("v.bin", ["--part", "all"], "all", True),
+    ("v.bin", ["--part", "sentence"], "sentence", True), ("V.BIN", [], "word", True), ("v.bin", ["--text"], "word", False),
+    ("v.txt", [], "word", False), ("v.vec", ["--binary"], "word", True)])
+def test_word2vec_writes_the_word_part_by_default_binary_for_a_bin_name(tmp_path, runner, name, args, part, binary):
+    """What a gensim user wants by default: the word vectors, the word part's columns, binary for a .bin name
+    unless told; the line says what was written."""
     model = word_part_model()
     model.save(tmp_path / "m")
-    result = runner.invoke(main, ["export", "-m", str(tmp_path / "m"), "-o", str(tmp_path / "v.bin"), *args])
+    out = tmp_path / name
+    result = runner.invoke(main, ["export", "-m", str(tmp_path / "m"), "-o", str(out), *args])
     assert result.exit_code == 0, result.output
-    lo, hi = columns
-    back = load_word2vec(tmp_path / "v.bin")
+    lo, hi = {"word": (2, 5), "all": (0, 5), "sentence": (0, 2)}[part]
+    back = load_word2vec(out)
     assert back.vocab.words == model.vocab.words and np.array_equal(back.vectors, model.vectors[:, lo:hi])
     what = {"word": "30 word vectors (the word part, 3 columns)", "all": "30 vectors (whole rows, 5 columns)",
             "sentence": "30 vectors (the sentence part, 2 columns)"}[part]
-    assert result.stderr.strip() == f"wrote {what} to {tmp_path / 'v.bin'} (word2vec binary)"
-    if not args:  # Python writes the same default
+    assert result.stderr.strip() == f"wrote {what} to {out} (word2vec {'binary' if binary else 'text'})"
+    KeyedVectors = pytest.importorskip("gensim.models").KeyedVectors
+    kv = KeyedVectors.load_word2vec_format(str(out), binary=binary)
+    assert len(kv) == len(model.vocab)
+    np.testing.assert_allclose(kv[model.vocab.words[3]], model.vectors[3, lo:hi], atol=1e-6)
+    if name == "v.bin" and not args:  # Python writes the same default
         model.wv.save_word2vec_format(tmp_path / "py.bin", binary=True)
-        assert (tmp_path / "py.bin").read_bytes() == (tmp_path / "v.bin").read_bytes()
+        assert (tmp_path / "py.bin").read_bytes() == out.read_bytes()
         written = export(model, tmp_path / "e.txt", limit=10)
         assert (written.format, written.part, written.rows, written.columns, written.left_out, written.binary) == \
             ("word2vec", "word", 10, 3, 20, False)
 
 
-@pytest.mark.parametrize("name, flag, binary", [("v.bin", [], True), ("V.BIN", [], True), ("v.bin", ["--text"], False),
-                                                ("v.txt", [], False), ("v.vec", ["--binary"], True)])
-def test_export_writes_binary_for_a_bin_name_unless_told(tmp_path, runner, healthy, name, flag, binary):
-    trained = healthy[0]  # conftest's model without a word part: the whole rows
-    out = tmp_path / name
-    result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(out), *flag])
-    assert result.exit_code == 0, result.output
-    assert f"word2vec {'binary' if binary else 'text'}" in result.stderr
-    model, back = load_model(trained), load_word2vec(out)
-    assert back.vocab.words == model.vocab.words and np.array_equal(back.vectors, model.vectors)
-    KeyedVectors = pytest.importorskip("gensim.models").KeyedVectors
-    kv = KeyedVectors.load_word2vec_format(str(out), binary=binary)
-    assert len(kv) == len(model.vocab)
-    np.testing.assert_allclose(kv[model.vocab.words[3]], model.vectors[3], atol=1e-6)
-    if name == "v.txt":  # the model has no word part: one clean line
-        part = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "w.txt"), "--part", "word"])
-        assert_clean_error(part, "no word part")
-
-
-
 def test_python_export_of_a_folder(tmp_path):
     """The one entry point writes a folder too, and says what it wrote."""
-    from scbow.vectors.export import export
-
     model = word_part_model()
     written = model.export(tmp_path / "m2v", "model2vec", min_count=40)
     assert (written.format, written.rows, written.columns, written.words, written.left_out) == ("model2vec", 22, 5, 21, 9)
@@ -517,8 +443,6 @@ def test_python_export_of_a_folder(tmp_path):
 
 
 def test_word2vec_export_min_count_and_limit(trained, tmp_path, runner):
-    import scbow
-
     model = scbow.load(trained)
     result = runner.invoke(main, ["export", "-m", str(trained), "-o", str(tmp_path / "v.txt"), "--min-count", "20",
                                   "--limit", "300"])
@@ -535,6 +459,9 @@ def test_word2vec_export_min_count_and_limit(trained, tmp_path, runner):
     (["--format", "model2vec", "--binary"], ["--binary/--text apply to --format word2vec"]),
     (["--format", "model2vec", "--add-words", "{tmp}/nope.txt"], ["--add-words", "nope.txt: no such file"]),
     (["--add-words", "{corpus}"], ["--add-words applies to the folder formats"]),
+    # a model of pieces: its folders embed every word
+    (["--format", "model2vec", "--add-words", "{corpus}"], ["--add-words: this model splits unknown words into pieces"]),
+    (["--part", "word"], ["no word part"]),  # the model has none (--word-passes 0)
 ])
 def test_bad_export_options_are_one_line_and_write_nothing(trained, corpus, tmp_path, runner, args, fragments):
     args = [a.format(tmp=tmp_path, corpus=corpus) for a in args]
@@ -544,7 +471,7 @@ def test_bad_export_options_are_one_line_and_write_nothing(trained, corpus, tmp_
 
 
 @pytest.mark.parametrize("fmt", ["sentence-transformers", "model2vec"])
-def test_hostile_outputs(trained, tmp_path, monkeypatch, runner, fmt):
+def test_hostile_outputs(trained, corpus, tmp_path, monkeypatch, runner, fmt):
     monkeypatch.chdir(tmp_path)
 
     def export(out, *more):
@@ -577,26 +504,26 @@ def test_hostile_outputs(trained, tmp_path, monkeypatch, runner, fmt):
     assert export(out).exit_code == 0
     assert export(out).exit_code == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "mine", "other", "out"]
-
-
-def test_failed_write_leaves_nothing(trained, tmp_path, monkeypatch, runner):
-    from scbow.vectors import hubfolder
+    # an exported folder is one of the tool's outputs: a file written into it would make the next export of it
+    # refuse to replace it (a user's file there), so it is refused up front
+    assert kind_of(out) == f"a {fmt} folder"
+    inside = sorted(os.listdir(out))
+    for args in (["export", "-m", str(trained), "-o", str(out / "v.txt")],
+                 ["embed", "-m", str(trained), str(corpus), "-o", str(out / "e.npy")]):
+        assert_clean_error(runner.invoke(main, args), f"is inside {out.resolve()}, a {fmt} folder")
+    assert sorted(os.listdir(out)) == inside
 
     def broken(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(hubfolder, "write_safetensors", broken)
-    result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(tmp_path / "out")])
-    assert_clean_error(result, "No space left on device", exit_code=1)
-    assert os.listdir(tmp_path) == []
+    monkeypatch.setattr(hubfolder, "write_safetensors", broken)  # a failed write leaves nothing, and the old folder
+    assert_clean_error(export(out), "No space left on device", exit_code=1)
+    assert_clean_error(export(tmp_path / "new"), "No space left on device", exit_code=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "mine", "other", "out"] and sorted(os.listdir(out)) == inside
 
 
 def test_the_example_in_docs_export_md(tmp_path, monkeypatch, runner, gutenberg_slice):
     """docs/export.md's example, its code read from the doc: train, export, search."""
-    import contextlib
-    import io
-    import shlex
-
     pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
     doc = (Path(__file__).resolve().parents[1] / "docs" / "export.md").read_text(encoding="utf-8")
     example = doc[doc.index("## Example"):]
@@ -618,33 +545,17 @@ def test_the_example_in_docs_export_md(tmp_path, monkeypatch, runner, gutenberg_
     assert all(-1.0001 <= s <= 1.0001 for s in scores) and scores[0] >= scores[2]
 
 
-def test_nothing_is_written_inside_an_exported_folder(folders, trained, corpus, tmp_path):
-    """An exported folder is one of the tool's outputs: a file written into it would make the next
-    export of it refuse to replace it (a user's file there), so it is refused up front."""
-    from scbow.outputs import kind_of
-
-    runner = make_runner()
-    for fmt, what in (("model2vec", "a model2vec folder"), ("sentence-transformers", "a sentence-transformers folder")):
-        folder = shutil.copytree(folders[fmt], tmp_path / fmt)
-        before = sorted(p.name for p in folder.iterdir())
-        assert kind_of(folder) == what
-        for args in (["export", "-m", str(trained), "-o", str(folder / "v.txt")],
-                     ["embed", "-m", str(trained), str(corpus), "-o", str(folder / "e.npy")]):
-            assert_clean_error(runner.invoke(main, args), f"is inside {folder.resolve()}, {what}")
-        assert sorted(p.name for p in folder.iterdir()) == before
+def tiny_model(words, config):
+    rows = np.random.default_rng(0).standard_normal((len(words), 6)).astype(np.float32)
+    return Model(Vocab(words, np.arange(len(words), 0, -1) * 10), rows, config)
 
 
 def test_added_words_of_a_model_that_omits_hold_what_its_hash_rule_gives(tmp_path):
     """--add-words on a model whose rule is omit (its recorded scale the pieces default) gives an added word
     the vector ``Model.encode(unknown="hash")`` gives it: the hash rule's norm, not the recorded scale's."""
     model2vec = pytest.importorskip("model2vec", reason="model2vec (the test extra) is absent")
-    from scbow.text.vocab import Vocab
-    from scbow.vectors.model import Model
-
-    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran"]
-    rows = np.random.default_rng(0).standard_normal((len(words), 6)).astype(np.float32)
-    model = Model(Vocab(words, np.arange(len(words), 0, -1) * 10), rows,
-                  {"unknown": "omit", "unknown_scale": 0.35, "frequency_weight": 0.001})
+    model = tiny_model(["the", "cat", "sat", "on", "a", "mat", "dog", "ran"],
+                       {"unknown": "omit", "unknown_scale": 0.35, "frequency_weight": 0.001})
     assert model.unknown_scale("hash") == 1.0  # the hash rule's own norm for a model with frequency weights
     extra = tmp_path / "extra.txt"
     extra.write_text("the zorblax sat\n", encoding="utf-8")
@@ -654,42 +565,22 @@ def test_added_words_of_a_model_that_omits_hold_what_its_hash_rule_gives(tmp_pat
     np.testing.assert_allclose(loaded.encode(sentences), model.encode(sentences, unknown="hash"), rtol=2e-5, atol=1e-6)
 
 
-def test_a_word_beginning_with_an_added_word_takes_it_as_its_first_piece(tmp_path):
-    """As docs/export.md says: the WordPiece vocabulary of a folder with --add-words holds the added
-    words, so an unknown word that begins with one takes it as its first piece."""
-    pytest.importorskip("tokenizers", reason="tokenizers (the test extra) is absent")
-    from tokenizers import Tokenizer
-
-    from scbow.text.vocab import Vocab
-    from scbow.vectors.model import Model
-
-    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "zone", "blue", "axes"]
-    rows = np.random.default_rng(0).standard_normal((len(words), 6)).astype(np.float32)
-    model = Model(Vocab(words, np.arange(len(words), 0, -1) * 10), rows, {"unknown": "hash", "unknown_scale": 1.0})
-    extra = tmp_path / "extra.txt"
-    extra.write_text("zorblax\n", encoding="utf-8")
-    model.export(tmp_path / "m2v", "model2vec", add_words=[str(extra)])
-    tok = Tokenizer.from_file(str(tmp_path / "m2v" / "tokenizer.json"))
-    assert tok.encode("zorblaxes").tokens == ["zorblax", "##es"]
-    assert model.pieces.split("zorblaxes") != ["zorblax", "##es"]  # the model itself knows no zorblax
-
-
-def test_add_words_files_in_another_encoding(trained, tmp_path, runner):
-    """--add-words files are read in --encoding (UTF-8 unless given), and text not valid in it is
-    refused as every command refuses it; --encoding without --add-words names what it is for."""
-    from scbow.errors import CorpusError
-    from scbow.text.vocab import Vocab
-    from scbow.vectors.model import Model
-
-    words = ["the", "cat", "sat"]
-    rows = np.random.default_rng(0).standard_normal((len(words), 6)).astype(np.float32)
-    model = Model(Vocab(words, np.array([30, 20, 10])), rows, {"unknown": "hash", "unknown_scale": 1.0})
-    (extra := tmp_path / "extra.txt").write_bytes("the café sat\n".encode("cp1252"))
+def test_add_words_files_in_another_encoding_and_their_words_as_first_pieces(trained, tmp_path, runner):
+    """--add-words files are read in --encoding (UTF-8 unless given; text not valid in it refused as every command
+    refuses it); --encoding without --add-words names what it is for. As docs/export.md says, the folder's WordPiece
+    vocabulary holds the added words: an unknown word that begins with one takes it as its first piece."""
+    tokenizers = need_tokenizers()
+    model = tiny_model(["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "zone", "blue", "axes"],
+                       {"unknown": "hash", "unknown_scale": 1.0})
+    (extra := tmp_path / "extra.txt").write_bytes("the café sat zorblax\n".encode("cp1252"))
     with pytest.raises(CorpusError, match="may be Latin-1"):
         model.export(tmp_path / "a", "model2vec", add_words=[str(extra)])
     assert not (tmp_path / "a").exists()
     model.export(tmp_path / "b", "model2vec", add_words=[str(extra)], encoding="cp1252")
     assert "café" in json.loads((tmp_path / "b" / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    tok = tokenizers.Tokenizer.from_file(str(tmp_path / "b" / "tokenizer.json"))
+    assert tok.encode("zorblaxes").tokens == ["zorblax", "##es"]
+    assert model.pieces.split("zorblaxes") != ["zorblax", "##es"]  # the model itself knows no zorblax
     result = runner.invoke(main, ["export", "-m", str(trained), "--format", "model2vec", "-o", str(tmp_path / "c"),
                                   "--encoding", "cp1252"])
     assert_clean_error(result, "--encoding cp1252: it is the encoding of the --add-words files, and none is given")

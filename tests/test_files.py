@@ -12,6 +12,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,14 +23,9 @@ from conftest import TRAIN, assert_clean_error, make_runner, train_args
 from scbow import files, outputs
 from scbow.cli import main
 from scbow.errors import CorpusError, ModelError
-from scbow.files import (
-    atomic_dir,
-    atomic_file,
-    leftovers,
-    output_path,
-    remove_leftovers,
-)
+from scbow.files import atomic_dir, atomic_file, leftovers, output_path, remove_leftovers
 from scbow.outputs import kind_of, refuse_inside_ours, refuse_overwrite
+from scbow.training.cache import MARKER
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -155,8 +151,6 @@ def test_a_directory_is_swapped_in_one_step_so_a_kill_never_leaves_neither(tmp_p
 
 
 def test_each_kind_of_output_is_told_by_its_own_module(tmp_path, good_model):
-    from scbow.training.cache import MARKER
-
     assert kind_of(good_model) == "a model directory"
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
@@ -213,6 +207,7 @@ def test_every_kind_is_known_and_files_names_no_file_of_a_higher_layer():
 
 
 def test_a_file_output_through_a_link_replaces_the_target_and_keeps_the_link(tmp_path):
+    """A dangling link creates its target, only where the target's folder exists."""
     target_dir = tmp_path / "real"
     target_dir.mkdir()
     (target_dir / "out.txt").write_text("old")
@@ -223,14 +218,11 @@ def test_a_file_output_through_a_link_replaces_the_target_and_keeps_the_link(tmp
         tmp.write_text("new")
     assert link.is_symlink() and (target_dir / "out.txt").read_text() == "new"
     assert temporaries(target_dir, "out.txt") == [] and sorted(p.name for p in tmp_path.iterdir()) == ["link.txt", "real"]
-
-
-def test_a_dangling_link_creates_its_target_only_where_its_folder_exists(tmp_path):
-    link = tmp_path / "link.txt"
-    link.symlink_to(tmp_path / "new.txt")
-    with atomic_file(link) as tmp:
+    dangling = tmp_path / "dangling.txt"
+    dangling.symlink_to(tmp_path / "new.txt")
+    with atomic_file(dangling) as tmp:
         tmp.write_text("made")
-    assert link.is_symlink() and (tmp_path / "new.txt").read_text() == "made"
+    assert dangling.is_symlink() and (tmp_path / "new.txt").read_text() == "made"
     far = tmp_path / "far.txt"
     far.symlink_to(tmp_path / "missing" / "deeper" / "x.txt")
     with pytest.raises(ModelError, match="whose folder does not exist"):
@@ -242,18 +234,22 @@ def test_a_dangling_link_creates_its_target_only_where_its_folder_exists(tmp_pat
 
 
 @pytest.mark.parametrize("where", ["same file system", "/dev/shm"])
-def test_train_and_prepare_write_through_a_link(tmp_path, runner, small_corpus_file, where):
-    """Made, then replaced, at the links' targets: on another file system too (no "Invalid cross-device link")."""
-    import tempfile
-
+def test_train_prepare_and_export_write_through_a_link(tmp_path, runner, small_corpus_file, healthy, where):
+    """Made, then replaced, at the links' targets: on another file system too (no "Invalid cross-device link"); a
+    link into a folder that does not exist is refused, and nothing is made."""
     if where == "/dev/shm" and (not os.path.isdir("/dev/shm") or os.stat("/dev/shm").st_dev == os.stat(tmp_path).st_dev):
         pytest.skip("no second file system (/dev/shm) to link onto")
     real = Path(tempfile.mkdtemp(dir="/dev/shm")) if where == "/dev/shm" else tmp_path / "real"
     real.mkdir(exist_ok=True)
-    corpus = small_corpus_file
+    corpus, links = small_corpus_file, ["model", "out.txt", "st", "v.txt"]
+    exports = {"st": "sentence-transformers", "v.txt": "word2vec"}  # model2vec: the same folder writer
+
+    def export(out):
+        return runner.invoke(main, ["export", "-m", str(healthy[0]), "--format", exports[out.name], "-o", str(out)])
+
     try:
-        (tmp_path / "model").symlink_to(real / "model")  # dangling: train makes the target
-        (tmp_path / "out.txt").symlink_to(real / "out.txt")
+        for link in links:
+            (tmp_path / link).symlink_to(real / link)  # dangling: each command makes its target
         raw = tmp_path / "raw.txt"
         for text in ("One sentence.", "A second document."):  # made, then replaced
             result = runner.invoke(main, train_args(corpus, tmp_path / "model"))
@@ -263,34 +259,19 @@ def test_train_and_prepare_write_through_a_link(tmp_path, runner, small_corpus_f
             result = runner.invoke(main, ["prepare", str(raw), "-o", str(tmp_path / "out.txt"), "--segmenter", "lines"])
             assert result.exit_code == 0, result.output
             assert (real / "out.txt").read_text() == text + "\n"
-            assert sorted(p.name for p in real.iterdir()) == ["model", "out.txt"]  # no temporary beside the targets
-            assert (tmp_path / "model").is_symlink() and (tmp_path / "out.txt").is_symlink()
-            assert temporaries(tmp_path, "model") == temporaries(tmp_path, "out.txt") == []
+            for out in exports:
+                assert export(tmp_path / out).exit_code == 0
+            assert (real / "st").is_dir() and (real / "v.txt").is_file()
+            assert sorted(p.name for p in real.iterdir()) == links  # no temporary beside the targets
+            assert all((tmp_path / link).is_symlink() and temporaries(tmp_path, link) == [] for link in links)
     finally:
         shutil.rmtree(real)
-    (tmp_path / "far").symlink_to(tmp_path / "nowhere" / "model")
-    assert_clean_error(runner.invoke(main, train_args(corpus, tmp_path / "far")), "whose folder does not exist")
-    assert not (tmp_path / "nowhere").exists()
-
-
-@pytest.mark.parametrize("fmt", ["sentence-transformers", "word2vec"])  # model2vec: the same folder writer
-def test_export_writes_through_a_dangling_link(tmp_path, runner, healthy, fmt):
-    """A folder export, as a file: made at the link's target, then replaced there, the link kept; a link
-    into a folder that does not exist is refused, and nothing is made."""
-    real = tmp_path / "real"
-    real.mkdir()
-    (tmp_path / "out").symlink_to(real / "out")
-    (tmp_path / "far").symlink_to(tmp_path / "nowhere" / "out")
-
-    def export(out):
-        return runner.invoke(main, ["export", "-m", str(healthy[0]), "--format", fmt, "-o", str(tmp_path / out)])
-
-    for _ in ("made", "replaced"):
-        result = export("out")
-        assert result.exit_code == 0, result.output
-        assert (tmp_path / "out").is_symlink() and os.listdir(real) == ["out"]  # no temporary beside the target
-        assert (real / "out").is_dir() == (fmt != "word2vec")
-    assert_clean_error(export("far"), "-o", "is a symbolic link to", "whose folder does not exist", exit_code=1)
+    (far := tmp_path / "far").mkdir()
+    for link in ("model", *exports):
+        (far / link).symlink_to(tmp_path / "nowhere" / link)
+    assert_clean_error(runner.invoke(main, train_args(corpus, far / "model")), "whose folder does not exist")
+    for out in exports:
+        assert_clean_error(export(far / out), "-o", "is a symbolic link to", "whose folder does not exist", exit_code=1)
     assert not (tmp_path / "nowhere").exists()
 
 
@@ -330,16 +311,6 @@ def test_saves_killed_at_random_points_leave_nothing_after_the_next_run(tmp_path
     assert np.load(out / "vectors.npy").shape[1] == 16
 
 
-def test_check_output_file_refuses_a_pipe_and_a_device(tmp_path):  # inside ours: test_each_kind_of_output...
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    (tmp_path / "device").symlink_to("/dev/null")
-    for path in (fifo, tmp_path / "device"):
-        with pytest.raises(CorpusError, match="not a regular file"):
-            outputs.check_output_file(path, "x.txt", CorpusError)
-    assert (tmp_path / "device").is_symlink() and not os.path.isfile("/dev/null")
-
-
 # -- every command's outputs go through these rules (one CLI test each) ------------------
 
 
@@ -377,8 +348,8 @@ def test_no_command_writes_inside_a_model(tmp_path, runner, healthy):
     assert not (tmp_path / "e.npy").exists()
 
 
-def test_an_output_that_is_a_pipe_is_never_replaced(tmp_path, runner, healthy):
-    """Every command that writes a file, over a FIFO (a device: test_check_output_file_refuses...)."""
+def test_an_output_that_is_a_pipe_or_a_device_is_never_replaced(tmp_path, runner, healthy):
+    """Every command that writes a file, over a FIFO; check_output_file, which they call, over a device too."""
     from test_reader import _Alarm
 
     model, corpus = healthy
@@ -396,6 +367,11 @@ def test_an_output_that_is_a_pipe_is_never_replaced(tmp_path, runner, healthy):
     for name in ("o.npy", "o.txt", "m.txt"):
         assert not (tmp_path / name).is_file()
     assert not (tmp_path / "e.npy").exists()
+    (tmp_path / "device").symlink_to("/dev/null")
+    for path in (tmp_path / "o.txt", tmp_path / "device"):
+        with pytest.raises(CorpusError, match="not a regular file"):
+            outputs.check_output_file(path, "x.txt", CorpusError)
+    assert (tmp_path / "device").is_symlink() and not os.path.isfile("/dev/null")
 
 
 def test_outputs_with_no_name_of_their_own(tmp_path, runner, healthy, monkeypatch):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -14,9 +15,15 @@ from test_semantic import brute_cosines
 from test_words import random_model
 
 import scbow
+import scbow.vectors.average as average
 import scbow.vectors.numeric as model_module
+from scbow.cli import main
+from scbow.config import TrainConfig
+from scbow.errors import ConfigError
 from scbow.text.tokenize import tokenize
 from scbow.text.vocab import Vocab
+from scbow.use.describe import describe
+from scbow.use.semantic import semantic_search
 from scbow.vectors.export import export_word2vec
 from scbow.vectors.model import Model
 from scbow.vectors.numeric import mean_rows, row_cosines
@@ -95,14 +102,15 @@ def test_encode_is_tokenize_then_average(model):
         np.testing.assert_array_equal(model.encode([sentence])[0], row)
     many = [f"{a} {b} the {c}" for a in ("cat", "dog", "x") for b in ("sat", "ran", "") for c in ODD]
     np.testing.assert_array_equal(model.encode(many), reference_embed(model, many))
-
-
-def test_encode_with_a_line_end_in_the_vocabulary(model):
     # no sentence can hold the token "\n"; a vocabulary that has it changes nothing
     words = model.vocab.words + ["\n"]
     odd = Model(Vocab(words, np.arange(len(words), 0, -1)),
                 np.vstack([model.vectors, np.full((1, 16), 7, dtype=np.float32)]))
     np.testing.assert_array_equal(odd.encode(ODD), model.encode(ODD))
+    sentence = " ".join(["the cat sat"] * 100_000)  # 300,000 tokens
+    expected = np.asarray(model.vectors)[[model.vocab.index[w] for w in ("the", "cat", "sat")]].mean(axis=0)
+    np.testing.assert_allclose(model.encode([sentence])[0], expected, rtol=1e-5, atol=1e-6)
+    assert model.similarity([sentence], ["sat the cat"])[0, 0] == pytest.approx(1.0, abs=1e-5)
 
 
 def test_row_cosines_match_the_formula():
@@ -169,13 +177,6 @@ def test_encode_gives_a_tensor_where_torch_is_and_says_so_where_it_is_not(model,
         model.encode("the cat", convert_to_tensor=True)
 
 
-def test_a_sentence_of_300000_tokens(model):
-    sentence = " ".join(["the cat sat"] * 100_000)
-    expected = np.asarray(model.vectors)[[model.vocab.index[w] for w in ("the", "cat", "sat")]].mean(axis=0)
-    np.testing.assert_allclose(model.encode([sentence])[0], expected, rtol=1e-5, atol=1e-6)
-    assert model.similarity([sentence], ["sat the cat"])[0, 0] == pytest.approx(1.0, abs=1e-5)
-
-
 def test_ids_and_similarity():
     tiny = Model(Vocab(["the", "cat", "sat", "dog", "."], [5, 4, 3, 2, 1]),
                  np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 2, 1], [1, 1, 1]], dtype=np.float32))
@@ -185,6 +186,9 @@ def test_ids_and_similarity():
     assert S[0, 0] == pytest.approx(1.0) and S[1, 1] == pytest.approx(0.0, abs=1e-7)
     assert S[1, 2] == pytest.approx(2 / math.sqrt(5), rel=1e-6)
     assert np.isnan(S[:, 4:]).all() and np.isnan(S[2:]).all()  # nothing to average: NaN, row and column
+    for a, b in ((b"the cat", ["the"]), (["the"], bytearray(b"cat"))):
+        with pytest.raises(TypeError, match="a sentence is a str, got"):
+            tiny.similarity(a, b)
 
 
 # ---------------------------------------------------------------- sentence similarities
@@ -249,8 +253,6 @@ def test_similarity_pairwise_is_the_diagonal(model400, unknown):
 
 
 def test_semantic_search(model400):
-    from scbow.use.semantic import semantic_search
-
     corpus = SENTENCES + ["the cat sat", "a red house on the mat"]
     C = model400.encode(corpus)
     found = model400.semantic_search(["the cat", "xyzzy"], C, top_k=3)
@@ -278,8 +280,6 @@ def test_repr(tmp_path):
                 {"corpus": {"files": ["x"]}})
     assert repr(big) == "<scbow Model: 1,234 words x 300 dims, trained on x (1 epoch)>"
     # the raw token count (out-of-vocabulary tokens too), as train's corpus line and info show it
-    from scbow.use.describe import describe
-
     corpus = {"files": ["/data/book.txt"], "raw_tokens": 12_335_808, "tokens": 12_231_071}
     m = Model(Vocab(["a", "b"], [3, 2]), np.ones((2, 4), np.float32), {"epochs": 1}, {"corpus": corpus})
     assert "(12,335,808 tokens, 1 epoch)" in repr(m) and "12,231,071" not in repr(m)
@@ -289,10 +289,8 @@ def test_repr(tmp_path):
 
 
 def test_a_model_recording_an_init_vectors_start_or_an_expansion_still_loads(tmp_path, runner):
-    """Models saved by versions that had train --init-vectors and the expand command record them in
-    config.json; they load, describe themselves and print their record as any model does."""
-    from scbow.cli import main
-
+    """Models of versions that had train --init-vectors and the expand command record them in config.json;
+    they load, describe themselves and print their record as any model does."""
     m = random_model(n_words=40, dim=8, seed=3, config={"dim": 8, "epochs": 1},
                      info={"corpus": {"files": ["a.txt"]}})
     m.save(tmp_path / "m")
@@ -312,11 +310,7 @@ def test_a_model_recording_an_init_vectors_start_or_an_expansion_still_loads(tmp
 def test_encode_from_many_threads_while_the_caches_are_cleared(model, monkeypatch):
     """Threads sharing a model get the rows one thread gets, though the averager's caches, bounded to
     3 words here, are cleared by one call while others use them."""
-    import sys
-    import time
     from concurrent.futures import ThreadPoolExecutor
-
-    import scbow.vectors.average as average
 
     def fresh(rule):
         return Model(model.vocab, model.vectors, {"unknown": rule, "unknown_scale": 1.0})
@@ -379,9 +373,6 @@ def test_the_api_takes_numpy_integers_and_refuses_a_senseless_unknown_scale(mode
 
 
 def test_the_api_takes_one_path_a_dict_and_numpy_numbers(small_corpus_file):
-    from scbow.config import TrainConfig
-    from scbow.errors import ConfigError
-
     # a single path as a str (as a Path: test_trainer's test_the_python_api_reports_through_logging)
     settings = {"dim": 8, "min_count": 1, "threads": 1, "word_passes": 0}
     assert scbow.train(str(small_corpus_file), settings, quiet=True, use_cache=False).dim == 8
@@ -396,10 +387,3 @@ def test_the_api_takes_one_path_a_dict_and_numpy_numbers(small_corpus_file):
     assert (config.dim, config.seed) == (16, 3) and isinstance(config.dim, int) and isinstance(config.lr, float)
     with pytest.raises(ConfigError):
         TrainConfig(dim=np.bool_(True))
-
-
-def test_similarity_of_bytes_is_a_clear_type_error():
-    model = Model(Vocab(["the", "cat"], np.array([2, 1])), np.eye(2, dtype=np.float32))
-    for a, b in ((b"the cat", ["the"]), (["the"], bytearray(b"cat"))):
-        with pytest.raises(TypeError, match="a sentence is a str, got"):
-            model.similarity(a, b)

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from scbow.cli import main
 from scbow.text.vocab import Vocab
+from scbow.use.embedding import embed_file
 from scbow.use.evaluate import OverlapControl
 from scbow.vectors.average import HASH_SCALE
 from scbow.vectors.model import Model
 from scbow.vectors.modeldir import save_model
-from scbow.vectors.numeric import hashed_vector
+from scbow.vectors.numeric import hashed_vector, hashed_vectors
+from scbow.vectors.pieces import PIECE_CHARS, Pieces, ngrams, wordpiece_model
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "mat", "a", "big", "small", "red", "house", "."]
 
@@ -34,10 +40,6 @@ def model():
 def test_a_token_with_a_lone_surrogate_has_a_hashed_vector(model, token):
     # surrogateescape turns bytes that are not UTF-8 (in argv, in file names) into lone surrogates;
     # a surrogate is hashed as the 3 bytes UTF-8 would give its code point
-    import hashlib
-
-    from scbow.vectors.numeric import hashed_vectors
-
     data = token.encode("utf-8", "surrogatepass")
     seed = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
     want = np.random.default_rng(seed).standard_normal(16)
@@ -67,10 +69,8 @@ def test_omit_is_the_default(model, tmp_path):
     assert np.array_equal(model.encode(["the cat zebra"], unknown="omit"), X[:1])
     with pytest.raises(ValueError, match="unknown must be one of"):
         model.encode(["the cat"], unknown="zero")
-    from scbow.use.embedding import embed_file  # what a cluster embed runs too
-
     with pytest.raises(ValueError, match="unknown must be one of omit, hash, pieces, got 'HASH'"):
-        embed_file(model, __file__, tmp_path / "never.npy", unknown="HASH")
+        embed_file(model, __file__, tmp_path / "never.npy", unknown="HASH")  # what a cluster embed runs too
 
 
 def test_hash_scale_of_a_model_without_a_record_multiplies_the_hashed_part(model):
@@ -80,10 +80,7 @@ def test_hash_scale_of_a_model_without_a_record_multiplies_the_hashed_part(model
     np.testing.assert_allclose(X[0], z * HASH_SCALE * model.unknown_norm() / np.linalg.norm(z), rtol=1e-6)
     Y = model.encode(["zebra"], unknown="hash", unknown_scale=2.5)
     assert np.linalg.norm(Y[0]) == pytest.approx(2.5 * model.unknown_norm(), rel=1e-5)
-
-
-def test_shared_unknown_word_raises_similarity(model):
-    s1, s2 = "the cat saw zebrafish", "a dog saw zebrafish"
+    s1, s2 = "the cat saw zebrafish", "a dog saw zebrafish"  # a shared unknown word raises the similarity
     assert model.similarity([s1], [s2], unknown="hash")[0, 0] > model.similarity([s1], [s2])[0, 0] + 0.05
 
 
@@ -110,10 +107,6 @@ PINNED = {
 
 
 def test_hashed_vectors_are_pinned_the_same_in_every_process_and_shared_with_the_overlap_control():
-    import os
-    import subprocess
-    import sys
-
     a = hashed_vector("zebra", 16)
     assert a.shape == (16,) and a.dtype == np.float64
     assert np.array_equal(a, hashed_vector("zebra", 16)) and not np.allclose(a, hashed_vector("zebras", 16))
@@ -143,8 +136,6 @@ def plain_ngrams(words, longest):
 
 
 def test_ngrams_are_every_run_of_characters_that_starts_or_continues_a_word():
-    from scbow.vectors.pieces import ngrams
-
     rng = np.random.default_rng(3)
     alphabet = list("abcdeü日😀\u0301#")
     words = PIECE_VOCAB + ["".join(rng.choice(alphabet, rng.integers(1, 9))) for _ in range(300)]
@@ -155,8 +146,6 @@ def test_ngrams_are_every_run_of_characters_that_starts_or_continues_a_word():
 def wordpiece_tokenizer(pieces, words):
     """The ``tokenizers`` WordPiece model the exports write, over whitespace-split words: the oracle."""
     tokenizers = pytest.importorskip("tokenizers")
-    from scbow.vectors.pieces import wordpiece_model
-
     vocab = {t: i for i, t in enumerate(list(words) + pieces.new + ["[UNK]"])}
     spec = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
             "pre_tokenizer": {"type": "WhitespaceSplit"}, "post_processor": None, "decoder": None,
@@ -165,8 +154,6 @@ def wordpiece_tokenizer(pieces, words):
 
 
 def test_pieces_split_words_as_the_exported_wordpiece_tokenizer_does():
-    from scbow.vectors.pieces import PIECE_CHARS, Pieces
-
     pieces = Pieces(PIECE_VOCAB)
     assert pieces.split("laertes") == ["laertes"]  # a word is its own piece
     assert pieces.split("laert") == ["la", "##er", "##t"]  # the longest piece first

@@ -18,7 +18,7 @@ from scbow.vectors.model import Model
 from scbow.vectors.modeldir import save_model
 from scbow.vectors.neighbours import NEIGHBOUR_MIN_COUNT
 from scbow.vectors.numeric import kth_largest
-from scbow.vectors.words import WordVectors
+from scbow.vectors.words import WordVectors, read_word_pairs
 
 # ---------------------------------------------------------------- lookups
 
@@ -73,17 +73,6 @@ def kv(model400):
     return as_gensim(model400)
 
 
-def test_gensim_names(model400):
-    assert model400.wv.index_to_key is model400.vocab.words and model400.wv.key_to_index is model400.vocab.index
-    assert model400.wv.index_to_key[model400.wv.key_to_index["dog"]] == "dog"
-    assert model400.wv.vector_size == model400.dim == 20 and len(model400) == 400
-    np.testing.assert_array_equal(model400.wv[["cat", "mat"]], model400.vectors[[1, 6]])
-    assert model400.wv[[]].shape == (0, 20)
-    np.testing.assert_allclose(model400.wv.get_vector("cat", norm=True),
-                               model400.wv["cat"] / np.linalg.norm(model400.wv["cat"].astype(np.float64)), rtol=1e-6)
-    assert model400.wv.get_vector("cat") is not None and np.array_equal(model400.wv.get_vector("cat"), model400.wv["cat"])
-
-
 def test_lookup_lowercases_like_the_cli():
     m = Model(Vocab(["king", "Apple", "apple", "x"], np.array([4, 3, 2, 1]) * NEIGHBOUR_MIN_COUNT),
               np.eye(4, dtype=np.float32))
@@ -110,6 +99,7 @@ def test_lookup_lowercases_like_the_cli():
 
 @pytest.mark.parametrize("query", [
     (["cat"], []), (["dog", "mat"], []), (["cat", "big"], ["small"]), (["w7"], ["w9", "w11"]), (["vector"], []),
+    ([], ["cat"]),  # as gensim's, negative words alone: nearest to the opposite of "cat"
 ])
 def test_most_similar_agrees_with_gensim(model400, kv, query):
     positive, negative = query
@@ -152,6 +142,11 @@ def test_similar_by_vector_and_word(model400, kv):
         model400.wv.similar_by_vector(np.ones(model400.dim + 1))
     assert model400.wv.similar_by_word("Dog", topn=4) == model400.wv.most_similar("dog", topn=4)
     assert_same(model400.wv.similar_by_word("dog", topn=4), kv.similar_by_word("dog", topn=4))
+    # vectors as given, weighted words as gensim's
+    v = 3.0 * model400.wv["dog"] + model400.wv["w7"]  # not of length 1: it outweighs the unit vector of "cat"
+    for positive, negative in ((["cat", v], []), ([("cat", 2.0), "mat"], ["red"]), ([("cat", 0.5), (v, 2.0)], [("big", -1.5)])):
+        assert_same(model400.wv.most_similar(positive, negative=negative, topn=8),
+                    kv.most_similar(positive, negative=negative, topn=8))
 
 
 def test_most_similar_large_vocabulary_matches_float64(seed=4):
@@ -198,14 +193,16 @@ def test_kth_largest():
             assert kth_largest(v, k) == desc[k - 1]
 
 
-def test_cache_follows_the_vectors():
+def test_wv_is_a_light_view_that_follows_the_vectors():
     m = random_model(seed=5)
-    before = m.wv.most_similar("cat", topn=5)
+    wv = m.wv
+    before = wv.most_similar("cat", topn=5)
     m.unknown_norm()
     new = np.random.default_rng(9).standard_normal(m.vectors.shape).astype(np.float32)
-    m.vectors = new  # assigned: norms and unknown-word scale recomputed
-    assert_same(m.wv.most_similar("cat", topn=5), brute_force(m, ["cat"], topn=5), atol=1e-12)
-    assert m.wv.most_similar("cat", topn=5) != before
+    m.vectors = new  # assigned: seen at once, norms and unknown-word scale recomputed
+    assert wv.vectors is m.vectors and m.wv is wv
+    assert_same(wv.most_similar("cat", topn=5), brute_force(m, ["cat"], topn=5), atol=1e-12)
+    assert wv.most_similar("cat", topn=5) != before
     assert m.unknown_norm() == Model(m.vocab, new.copy()).unknown_norm()
     new[1:] *= np.linspace(0.1, 3, len(new) - 1, dtype=np.float32)[:, None]  # in place: reassign to tell the model
     m.vectors = m.vectors
@@ -214,17 +211,30 @@ def test_cache_follows_the_vectors():
         m.vectors = new[:10]
     with pytest.raises(ValueError):
         Model(m.vocab, new[:10])
+    twin = copy.copy(m)  # a copy has a view of its own
+    twin.vectors = m.vectors[:, ::-1].copy()
+    assert twin.wv is not wv and twin.wv._model is twin
+    assert_same(twin.wv.most_similar("cat", topn=3), brute_force(twin, ["cat"], topn=3), atol=1e-12)
+    m.config = {"dim": 17, "word_passes": 1, "word_dim": 3}  # now it has a word part: the search table follows
+    assert wv.vector_size == 3
+    assert_same(wv.most_similar("cat", topn=3), brute_force(m, ["cat"], topn=3), atol=1e-12)
 
 
-def test_most_similar_takes_what_gensim_takes(model400):
-    """negative=None is "none"; a huge but finite vector is a direction; bytes are not words."""
+def test_the_word_methods_take_what_gensim_takes(model400):
+    """negative=None is "none", positive=None too; a huge but finite vector is a direction; bytes are not words, nor
+    is a str a list of them."""
     assert model400.wv.most_similar("cat", negative=None) == model400.wv.most_similar("cat")
+    assert model400.wv.most_similar(negative=["cat"], topn=5) == model400.wv.most_similar(positive=None, negative="cat", topn=5)
+    with pytest.raises(ValueError, match="needs at least one word or vector"):
+        model400.wv.most_similar()
     v = model400.wv["cat"].astype(np.float64)
     assert [w for w, _ in model400.wv.similar_by_vector(1e300 * v)] == [w for w, _ in model400.wv.similar_by_vector(v)]
     with pytest.raises(ValueError, match="NaN or inf"):
         model400.wv.similar_by_vector(np.full(model400.dim, np.inf))
     with pytest.raises(TypeError, match="a query word is a str, got bytes"):
         model400.wv.most_similar(b"cat")
+    with pytest.raises(TypeError, match="takes a list of words, not a str"):
+        model400.wv.doesnt_match("a cat sat on the mat")
 
 
 def rare_word_model():
@@ -351,6 +361,7 @@ def test_the_other_gensim_word_methods_agree_with_gensim(tmp_path):
     model = random_model(n_words=80, dim=10, seed=5)
     kv = as_gensim(model)
     rng = np.random.default_rng(5)
+    assert model.wv.rank("cat", "cat") == 1 == kv.rank("cat", "cat")  # a word among its own neighbours
     assert model.wv.get_vecattr("w3", "count") == NEIGHBOUR_MIN_COUNT + (80 - 16) * 3  # w3 is row 16
     np.testing.assert_allclose(model.wv.get_normed_vectors(), kv.get_normed_vectors(), rtol=1e-6)
     np.testing.assert_allclose(model.wv.distances("w1", ["w2", "w9"]), kv.distances("w1", ["w2", "w9"]), rtol=1e-5)
@@ -379,15 +390,6 @@ def test_the_other_gensim_word_methods_agree_with_gensim(tmp_path):
         model.wv.get_vecattr("w1", "colour")
 
 
-def test_word_methods_use_the_word_part():
-    words = ["a", "b", "c"]
-    S = np.array([[1, 0], [1, 0.01], [0, 1]], dtype=np.float32)
-    G = np.array([[1, 0], [0, 1], [1, 0.01]], dtype=np.float32)
-    m = Model(Vocab(words, [9, 9, 9]), np.concatenate([S, G], axis=1), {"dim": 2, "word_passes": 1, "word_dim": 2})
-    assert m.wv.rank("a", "c") == 1 and m.wv.distance("a", "c") < 1e-3 and m.wv.doesnt_match(["a", "c", "b"]) == "b"
-    assert m.wv.get_normed_vectors().shape == (3, 2)
-
-
 # ---------------------------------------------------------------- one set of vectors, gensim's rules
 
 
@@ -397,8 +399,6 @@ WORDSIM = scbow.__path__[0] + "/../benchmarks/data/wordsim353.tsv"
 def word_part_model(seed=11, dim=12, word_dim=8, zero=True) -> Model:
     """Random rows [sentence part ; word part] over the words of WordSim-353 (every count high enough
     to be a neighbour), with a config that says so: ``parts`` has "word"."""
-    from scbow.vectors.words import read_word_pairs
-
     words = sorted({w for a, b, _ in read_word_pairs(WORDSIM) for w in (a.lower(), b.lower())})
     words += [f"x{i}" for i in range(60)]
     rng = np.random.default_rng(seed)
@@ -414,7 +414,7 @@ def wp_model():
     return word_part_model()
 
 
-def test_the_word_vectors_are_the_word_part(wp_model, tmp_path):
+def test_the_word_vectors_are_the_word_part_or_the_whole_rows(wp_model, model400, tmp_path):
     m, wv = wp_model, wp_model.wv
     assert isinstance(wv, WordVectors) and m.wv is wv and m.parts["word"] == (12, 20) == wv.columns
     assert wv.vector_size == 8 and wv.vectors.shape == (len(m), 8) and len(wv) == len(m)
@@ -424,9 +424,22 @@ def test_the_word_vectors_are_the_word_part(wp_model, tmp_path):
     back = scbow.load(tmp_path / "w.txt")
     assert back.vocab.words == m.vocab.words and back.dim == 8
     np.testing.assert_array_equal(back.vectors, wv.vectors)  # what wv[word] gives, written
-    plain = random_model(n_words=30, dim=6)  # no word part: the whole rows
-    assert plain.wv.vectors is plain.vectors and plain.wv.columns == (0, 6)
+    plain = model400  # no word part: the whole rows, under gensim's names
+    assert plain.wv.vectors is plain.vectors and plain.wv.columns == (0, 20)
     assert "word part" in repr(wv) and "whole rows" in repr(plain.wv)
+    assert plain.wv.index_to_key is plain.vocab.words and plain.wv.key_to_index is plain.vocab.index
+    assert plain.wv.index_to_key[plain.wv.key_to_index["dog"]] == "dog"
+    assert plain.wv.vector_size == plain.dim == 20 and len(plain) == 400
+    np.testing.assert_array_equal(plain.wv[["cat", "mat"]], plain.vectors[[1, 6]])
+    assert plain.wv[[]].shape == (0, 20)
+    np.testing.assert_allclose(plain.wv.get_vector("cat", norm=True),
+                               plain.wv["cat"] / np.linalg.norm(plain.wv["cat"].astype(np.float64)), rtol=1e-6)
+    assert plain.wv.get_vector("cat") is not None and np.array_equal(plain.wv.get_vector("cat"), plain.wv["cat"])
+    S = np.array([[1, 0], [1, 0.01], [0, 1]], dtype=np.float32)  # a and b alike in the sentence part, a and c in the word part
+    G = np.array([[1, 0], [0, 1], [1, 0.01]], dtype=np.float32)
+    m = Model(Vocab(["a", "b", "c"], [9, 9, 9]), np.concatenate([S, G], axis=1), {"dim": 2, "word_passes": 1, "word_dim": 2})
+    assert m.wv.rank("a", "c") == 1 and m.wv.distance("a", "c") < 1e-3 and m.wv.doesnt_match(["a", "c", "b"]) == "b"
+    assert m.wv.get_normed_vectors().shape == (3, 2)
 
 
 def test_gensim_rules_hold_without_gensim(wp_model):
@@ -509,51 +522,6 @@ def _near_tie(ours, theirs) -> bool:
     cos = dict(ours)
     return all(abs(cos.get(x, c) - c) <= 1e-6 for x, c in theirs) and \
         all(abs(a[1] - b[1]) <= 1e-6 for a, b in zip(ours, theirs))
-
-
-def test_wv_is_a_light_view_on_the_model():
-    m = random_model(n_words=50, dim=8, seed=3)
-    wv = m.wv
-    before = wv.most_similar("cat", topn=3)
-    m.vectors = np.random.default_rng(4).standard_normal(m.vectors.shape).astype(np.float32)  # seen at once
-    assert wv.vectors is m.vectors and m.wv is wv
-    assert_same(wv.most_similar("cat", topn=3), brute_force(m, ["cat"], topn=3), atol=1e-12)
-    assert wv.most_similar("cat", topn=3) != before
-    twin = copy.copy(m)  # a copy has a view of its own
-    twin.vectors = m.vectors[:, ::-1].copy()
-    assert twin.wv is not wv and twin.wv._model is twin
-    assert_same(twin.wv.most_similar("cat", topn=3), brute_force(twin, ["cat"], topn=3), atol=1e-12)
-    m.config = {"dim": 5, "word_passes": 1, "word_dim": 3}  # now it has a word part: the search table follows
-    assert wv.vector_size == 3
-    assert_same(wv.most_similar("cat", topn=3), brute_force(m, ["cat"], topn=3), atol=1e-12)
-
-
-def test_most_similar_with_only_negative_words(model400):
-    """As gensim's, most_similar takes negative words alone (positive defaults to none): the words
-    nearest to the opposite of "cat"; neither side given is still a clear ValueError."""
-    wv = model400.wv
-    got = wv.most_similar(negative=["cat"], topn=5)
-    assert_same(got, brute_force(model400, [], ["cat"], topn=5), atol=1e-12)
-    assert got == wv.most_similar(positive=None, negative="cat", topn=5)
-    with pytest.raises(ValueError, match="needs at least one word or vector"):
-        wv.most_similar()
-
-
-def test_rank_of_a_word_among_its_own_neighbours_is_one(model400):
-    kv = as_gensim(model400)
-    assert model400.wv.rank("cat", "cat") == 1 == kv.rank("cat", "cat")
-
-
-def test_doesnt_match_refuses_a_str_of_words(model400):
-    with pytest.raises(TypeError, match="takes a list of words, not a str"):
-        model400.wv.doesnt_match("a cat sat on the mat")
-
-
-def test_most_similar_takes_vectors_as_given_and_weighted_words_as_gensim(model400, kv):
-    v = 3.0 * model400.wv["dog"] + model400.wv["w7"]  # not of length 1: it outweighs the unit vector of "cat"
-    for positive, negative in ((["cat", v], []), ([("cat", 2.0), "mat"], ["red"]), ([("cat", 0.5), (v, 2.0)], [("big", -1.5)])):
-        assert_same(model400.wv.most_similar(positive, negative=negative, topn=8),
-                    kv.most_similar(positive, negative=negative, topn=8))
 
 
 def test_word_analogies_score_as_gensim(tmp_path):
