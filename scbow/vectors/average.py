@@ -219,9 +219,12 @@ class Averager:
         V, n = len(self.vocab), len(ends)
         known = (ids >= 0) & (ids < V)
         lengths = np.diff(np.cumsum(known)[ends], prepend=0)
-        rows = mean_rows(self.vectors, ids[known], lengths, dtype=dtype)
         if not len(at):
-            return rows, lengths
+            return mean_rows(self.vectors, ids[known], lengths, dtype=dtype), lengths
+        # float64 means of every line, rounded for the rows: the lines with unknown words reuse theirs
+        # (a line's sum does not depend on the others summed with it)
+        means = mean_rows(self.vectors, ids[known], lengths)
+        rows = means.astype(dtype)
         which = ids[at] - V
         line_of = np.searchsorted(ends, at)  # the line ends before a token: its line
         lines = np.unique(line_of)  # those with unknown words, each summed in a row of its own
@@ -235,10 +238,7 @@ class Averager:
             sums[slot[step]] += table[which[step]]
         counts = lengths + np.bincount(line_of, weights=pieces[which], minlength=n).astype(np.int64)
         mine = lengths[lines]
-        inside = np.zeros(len(ids), dtype=bool)  # these lines' known words: their float64 means
-        inside[known] = np.isin(np.searchsorted(ends, np.flatnonzero(known)), lines)
-        means = mean_rows(self.vectors, ids[inside], mine)
-        sums += np.where(mine[:, None] > 0, means, 0.0) * mine[:, None]
+        sums += np.where(mine[:, None] > 0, means[lines], 0.0) * mine[:, None]
         with np.errstate(invalid="ignore", divide="ignore"):
             rows[lines] = sums / np.where(counts[lines] > 0, counts[lines], np.nan)[:, None]
         return rows, counts
