@@ -74,6 +74,23 @@ def test_english_tokens_as_under_version_3():
     assert whole_lines.findall(fold(block).lower()) == v3_lines(block) == tokenize_lines(block)
 
 
+def test_ascii_regex_as_the_general_one():
+    """The regexes ASCII text takes split it as version 3's: every ASCII character alone, between
+    letters and next to an apostrophe, and random ASCII strings, line by line and as one block."""
+    import random
+
+    from scbow.text.tokenize import _ASCII_OR_NEWLINE_RE, _ASCII_RE, _patterns
+
+    chars = [chr(c) for c in range(128)]
+    rng = random.Random(0)
+    texts = [f"{c}|a{c}b|'{c}'|a'{c}" for c in chars]
+    texts += ["".join(rng.choices(chars + list("ab'_1 "), k=rng.randint(1, 30))) for _ in range(3000)]
+    general, general_lines = _patterns()
+    assert all(_ASCII_RE.findall(t) == general.findall(t) for t in texts)
+    block = "\n".join(texts)
+    assert _ASCII_OR_NEWLINE_RE.findall(block) == general_lines.findall(block)
+
+
 def test_lines_keep_their_line_ends_in_every_script():
     text = "日本語です\nthe end\nภาษา"
     assert tokenizer("4")[1](text) == ["日", "本", "語", "で", "す", "\n", "the", "end", "\n", "ภา", "ษา"]

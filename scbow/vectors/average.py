@@ -137,7 +137,9 @@ class Averager:
         if rule == "hash":
             return self._unit_hashed(tokens) * norm, np.ones(len(tokens), dtype=np.int64)
         rows = cached_rows(self._split, tokens, self._split_sums, _CACHE)
-        sums = np.array([rows[t][0] + norm * rows[t][1] for t in tokens]).reshape(len(tokens), self.dim)
+        sums = np.array([rows[t][1] for t in tokens]).reshape(len(tokens), self.dim)
+        sums *= norm
+        sums += np.array([rows[t][0] for t in tokens]).reshape(len(tokens), self.dim)
         return sums, np.fromiter((rows[t][2] for t in tokens), dtype=np.int64, count=len(tokens))
 
     def _split_sums(self, tokens: list) -> list:
@@ -170,8 +172,8 @@ class Averager:
         lines = int(np.count_nonzero(ids == LINE_END))
         where = np.flatnonzero(ids == UNKNOWN)
         words: dict = {}
-        for p in where.tolist():
-            ids[p] = len(self.vocab) + words.setdefault(tokens[p], len(words))
+        ids[where] = np.fromiter([words.setdefault(tokens[p], len(words)) for p in where.tolist()], dtype=np.int32,
+                                 count=len(where)) + len(self.vocab)
         return Encoded(ids, list(words), lines, len(tokens) - lines)
 
     def rows_read(self, encoded: list, rule: str) -> np.ndarray:
@@ -219,26 +221,28 @@ class Averager:
         V, n = len(self.vocab), len(ends)
         known = (ids >= 0) & (ids < V)
         lengths = np.diff(np.cumsum(known)[ends], prepend=0)
-        rows = mean_rows(self.vectors, ids[known], lengths, dtype=dtype)
         if not len(at):
-            return rows, lengths
+            return mean_rows(self.vectors, ids[known], lengths, dtype=dtype), lengths
+        # float64 means of every line, rounded for the rows: the lines with unknown words reuse theirs
+        # (a line's sum does not depend on the others summed with it)
+        means = mean_rows(self.vectors, ids[known], lengths)
+        rows = means.astype(dtype)
         which = ids[at] - V
-        line_of = np.searchsorted(ends, at)  # the line ends before a token: its line
-        lines = np.unique(line_of)  # those with unknown words, each summed in a row of its own
-        slot = np.searchsorted(lines, line_of)
-        sums = np.zeros((len(lines), self.dim))
-        # the r-th unknown word of every line at once (few per line)
-        first = np.flatnonzero(np.r_[True, slot[1:] != slot[:-1]])
+        line_of = np.searchsorted(ends, at)  # the line ends before a token: its line (sorted, as at is)
+        new_line = np.r_[True, line_of[1:] != line_of[:-1]]
+        first = np.flatnonzero(new_line)  # each line's first unknown word
+        lines = line_of[first]  # the lines with unknown words, each summed in a row of its own
+        slot = np.cumsum(new_line) - 1
+        # the r-th unknown word of every line at once (few per line); the first ones added to 0.0
+        # (which makes a -0.0 0.0, as adding them to zeros did)
+        sums = table[which[first]] + 0.0
         rank = np.arange(len(at)) - np.repeat(first, np.diff(np.r_[first, len(at)]))
-        for r in range(int(rank.max()) + 1):
+        for r in range(1, int(rank.max()) + 1):
             step = rank == r
             sums[slot[step]] += table[which[step]]
         counts = lengths + np.bincount(line_of, weights=pieces[which], minlength=n).astype(np.int64)
         mine = lengths[lines]
-        inside = np.zeros(len(ids), dtype=bool)  # these lines' known words: their float64 means
-        inside[known] = np.isin(np.searchsorted(ends, np.flatnonzero(known)), lines)
-        means = mean_rows(self.vectors, ids[inside], mine)
-        sums += np.where(mine[:, None] > 0, means, 0.0) * mine[:, None]
+        sums += np.where(mine[:, None] > 0, means[lines], 0.0) * mine[:, None]
         with np.errstate(invalid="ignore", divide="ignore"):
             rows[lines] = sums / np.where(counts[lines] > 0, counts[lines], np.nan)[:, None]
         return rows, counts
