@@ -39,11 +39,7 @@ def data_places(name: str) -> list[Path]:
     checkout = checkout_data_dir()
     if checkout is not None:
         places.append(checkout / name)
-    out: list[Path] = []
-    for p in places:
-        if p not in out:
-            out.append(p)
-    return out
+    return list(dict.fromkeys(places))
 
 
 def sts_files(paths) -> list[Path]:

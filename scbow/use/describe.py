@@ -44,7 +44,8 @@ def _counted(section, key: str, word: str, many: str | None = None, low: int = 0
 
 
 def _r(x) -> str:
-    return f"{x:.3f}" if isinstance(x, _NUMBER) and not isinstance(x, bool) and math.isfinite(x) else "?"
+    """A correlation :func:`_get` read (a finite number, or None) to three places; ``?`` for None."""
+    return "?" if x is None else f"{x:.3f}"
 
 
 def widths(model) -> dict:

@@ -68,23 +68,19 @@ def read_blocks(path, block_chars: int = BLOCK_CHARS, byte_range: tuple[int, int
     """
     from ..text.reader import check_text, open_text, text_stream
 
-    if byte_range is not None:
+    name = "<stdin>" if str(path) == "-" else str(path)
+    if byte_range is not None:  # never of stdin: a cluster refuses it
         start, stop = byte_range
-        data = read_range(path, start, stop)
         # a byte order mark is not text at the start of the file only, as open_text reads it
-        fh = text_stream(io.BytesIO(data), encoding, name=str(path), at_start=start == 0)
-        name = str(path)
+        fh = text_stream(io.BytesIO(read_range(path, start, stop)), encoding, name=name, at_start=start == 0)
         close = fh.close
     elif str(path) == "-":
-        fh = text_stream(sys.stdin.buffer, encoding, name="<stdin>")
-        name = "<stdin>"
+        fh = text_stream(sys.stdin.buffer, encoding, name=name)
         close = fh.detach  # leaves sys.stdin open
     else:
-        path = Path(path)
-        if path.is_dir():
+        if Path(path).is_dir():
             raise CorpusError(f"{path}: is a directory, expected a text file with one sentence per line")
-        fh = open_text(path, encoding=encoding)  # every read error, decompression included, is a CorpusError naming the file
-        name = str(path)
+        fh = open_text(Path(path), encoding=encoding)  # any read error, decompression too, is a CorpusError naming the file
         close = fh.close
     try:
         while True:

@@ -16,7 +16,7 @@ from ...outputs import refuse_other_kind
 from ...reading import short_message
 from ...text.reader import DEFAULT_ENCODING, check_text, open_bytes, open_text
 from ...vectors.numeric import scaled_rows
-from ..shards import open_shards
+from ..shards import MANIFEST, open_shards
 from . import store
 
 DEFAULT_M = 32  # HNSW graph degree (faiss's M; the base layer has 2 M links)
@@ -95,7 +95,7 @@ def open_embeddings(embeddings, text=None) -> tuple[object, list, dict | None]:
     if path.is_dir():
         if (path / store.INDEX_JSON).is_file():
             raise ModelError(f"{path}: is a sentence index already; give the embeddings it was built from")
-        if not (path / "manifest.json").is_file():
+        if not (path / MANIFEST).is_file():
             if (path / "config.json").is_file() and (path / "vectors.npy").is_file():
                 raise ModelError(f"{path}: is a model directory; give the embeddings written by "
                                  "'scbow-numba embed MODEL INPUT -o X.npy'")
