@@ -172,9 +172,6 @@ def test_a_sentence_finds_its_own_line_and_topn_is_capped(setup, built):
         search_command(setup["model_dir"], "   ", built[0])
     # topn is capped at the index size
     assert len(search_command(setup["model_dir"], lines[200], built[0], topn=10**9)) == built[1]["count"]
-    result = _query(setup, built[0], "-n", 10**9)
-    assert result.exit_code == 0, result.output
-    assert len(result.stdout.splitlines()) == built[1]["count"]
 
 
 def test_small_index_pads_with_minus_one(setup, tmp_path, faiss):
@@ -292,8 +289,6 @@ def test_a_text_or_embeddings_that_is_not_a_regular_file_is_named_so(setup, tmp_
         build_index(setup["emb"], path, out)
     with pytest.raises(ModelError, match=f"{path}: not a regular file"):
         build_index(path, setup["text"], out)
-    for args in ((setup["emb"], "--text", path), (path, "--text", setup["text"])):
-        assert_clean_error(_cli("index", *args, "-m", setup["model_dir"], "-o", out, "-q"), f"{path}: not a regular file")
     assert not out.exists() and not list(tmp_path.glob(".idx.*"))
 
 
@@ -348,8 +343,6 @@ def test_an_output_that_is_not_provably_an_index_is_never_replaced(setup, built,
     before = snapshot()
     with pytest.raises(ModelError, match=r"proj: not empty and not a sentence index; refusing to replace it"):
         build_index(setup["emb"], setup["text"], out, M=8, ef_construction=20)
-    result = _cli("index", setup["emb"], "--text", setup["text"], "-m", setup["model_dir"], "-o", out, "-q")
-    assert_clean_error(result, f"{out}: not empty and not a sentence index; refusing to replace it")
     assert snapshot() == before and (tmp_path / "precious.txt").read_text() == "precious"
     assert not list(tmp_path.glob(".proj.*"))
 
@@ -594,7 +587,7 @@ def test_a_damaged_graph_is_refused_at_query_time(setup, tmp_path, built, faiss,
     q = rng.normal(size=(20, index.dim)).astype(np.float32)
     with pytest.raises(ModelError, match=rf"vectors\.faiss: damaged sentence index \(.*({why})"):
         index.search(q, 10)
-    result = _query(setup, idx)
+    result = _query(setup, idx)  # the command's one line (each damaged part: the test below)
     assert_clean_error(result, "vectors.faiss: damaged sentence index")
     assert result.stdout == ""
 
@@ -663,9 +656,6 @@ PART_DAMAGE = {  # kind: (the file named, the damage)
 # what the message says after the file's name
 SAYS = {"json-format-only": ".*fields", "graph-truncated": ".*bytes",
         **{k: r" \(not a regular file" for k in PART_DAMAGE if k.startswith("not-regular-")}}
-# a wrong offset is found when its line is read (a query may read other lines); the rest, by any query
-FOUND_WHEN_ITS_LINE_IS_READ = {f"offsets-{k}" for k in ("negative", "past-the-end", "decreasing", "all-zero",
-                                                        "first-not-zero")}
 
 
 @pytest.mark.parametrize("kind", sorted(PART_DAMAGE))
@@ -679,12 +669,9 @@ def test_a_damaged_part_of_an_index_is_refused_naming_it(setup, tmp_path, built,
         index.search(np.nan_to_num(np.load(setup["emb"])[:50]), 5)
         for row in range(N_LINES):  # a moved line end is found when that line is read
             index.line(row)
+    assert "\n" not in str(info.value)  # one line, as the command prints it (test_a_damaged_graph...)
     if kind in ("ids-float64", "ids-uint64", "ids-scalar"):  # the wrong type: say what it must hold
         assert "not one row per vector: int64" in str(info.value), info.value
-    if kind not in FOUND_WHEN_ITS_LINE_IS_READ:
-        result = _query(setup, idx, "-n", N_LINES)
-        assert_clean_error(result, f"{name}: damaged sentence index")
-        assert result.stdout == ""
 
 
 # the model an index records: only that model answers
@@ -708,10 +695,6 @@ def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
     # the same vectors, but a file cannot be proven to be the model
     assert_clean_error(_query(setup, built[0], model=w2v), "a word2vec/GloVe file?", "cannot be proven",
                        f"-m {setup['model_dir'].resolve()}")
-    with pytest.raises(ModelError, match="word2vec/GloVe file"):
-        search_command(w2v, "the king", built[0])
-    with pytest.raises(ModelError, match="another model"):
-        search_command(other, "the king", built[0])
     assert_clean_error(_query(setup, built[0], model=other), "another model", f"-m {setup['model_dir'].resolve()}")
     assert_clean_error(_query(setup, built[0], model=tmp_path / "gone"), "no such model")
     assert_clean_error(_query(setup, built[0], model=built[0]), "is a sentence index, not a model")
