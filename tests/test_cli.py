@@ -88,35 +88,6 @@ def test_similarity_without_two_sentences_to_compare_fails_cleanly(runner, train
     assert result.stdout == ""  # no invented number
 
 
-STS_LINES = [
-    ("5.0", "The cat sat.", "A cat sat!"),
-    ("4.2", "The big dog ran.", "A big dog walked."),
-    ("0.5", "The sun said nothing.", "Fish ate the old tree."),
-    ("1.0", "The queen sang.", "A river of stone."),
-    ("3.5", "The king slept.", "The king walked."),
-    ("2.0", "Red moon, big rain.", "The moon was red."),
-    ("0.0", "Zyx qwv", "The cat sat."),  # a side without known words: not scored
-]
-
-
-@pytest.fixture
-def sts_file(tmp_path):
-    path = tmp_path / "toy.tsv"
-    path.write_text("".join("\t".join(row) + "\n" for row in STS_LINES), encoding="utf-8")
-    return path
-
-
-def test_evaluate_json_is_strict_and_takes_the_models_unknown_rule(runner, trained, sts_file):
-    """--unknown hash scores more pairs than a model without a rule: test_evaluate test_table_of_the_default_sts_folder."""
-    result = runner.invoke(main, ["evaluate", "-m", str(trained), "--json", str(sts_file)])
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
-    [row] = report["sets"]
-    assert row["name"] == "toy" and row["pairs"] == 7 and row["scored"] == 7  # the model's rule hashes unknown words
-    assert -1.0 <= row["pearson"] <= 1.0 and -1.0 <= row["spearman"] <= 1.0
-    assert report["pearson_mean"] == pytest.approx(row["pearson"]) == report["pearson_weighted"]
-
-
 # ---------------------------------------------------------------- Bad input: one line 'Error: ...', exit 1, nothing written
 
 

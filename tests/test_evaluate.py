@@ -278,12 +278,13 @@ def test_weighted_overlap_control_weighs_each_token_by_sif_and_evaluate_names_it
     assert cos > 0.99 > pair_cosines(plain.embed, ["the cat"], ["cat"])[0]
     model = tiny_model()
     model.vocab.counts[:] = np.arange(len(WORDS), 0, -1) * 100
-    model.config["frequency_weight"] = 0.01
+    model.config.update(frequency_weight=0.01, unknown="hash")  # its own rule: 'zebra quagga' is scored too
     model.info["corpus"] = {"raw_tokens": int(model.vocab.counts.sum()) + 500}
     save_model(model, tmp_path / "m")
     sts = write_sts(tmp_path / "toy.tsv")
     report = evaluate_models([sts], model=tmp_path / "m", control="overlap", resamples=100)
     assert list(report["comparisons"]) == ["weighted overlap"] and "a = 0.01" in report["sources"]["weighted overlap"]
+    assert report["sets"][0]["scored"] == 7
     expected = OverlapControl.weighted(WORDS, model.vocab.counts, int(model.vocab.counts.sum()) + 500, 0.01)
     s = read_sts(sts)
     assert report["sets"][0]["comparisons"]["weighted overlap"]["pearson"] == pytest.approx(
@@ -385,7 +386,7 @@ def test_table_of_the_default_sts_folder(files):
     # the table's notes: test_evaluate_systems_report_and_table
     result = run("-m", files["model"], "--json", files["sts"] / "2013.b.tsv", files["sts"])
     assert result.exit_code == 0, result.output
-    out = json.loads(result.stdout)
+    out = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
     assert [s["name"] for s in out["sets"]] == ["2013.b", "2012.a"]  # in the order given, each once
     assert "each file is read once" in result.stderr
     assert out["system"] == "model" and out["comparisons"] == {} and set(out["notes"]) >= {"mean", "unscored"}

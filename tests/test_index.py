@@ -463,19 +463,17 @@ def test_cli_index_then_neighbors_from_it_as_from_a_scan(setup, tmp_path, faiss)
 
 
 def test_index_of_a_text_in_another_encoding_prints_its_lines(setup, tmp_path, faiss):
+    from scbow.use.embedding import embed_file
+
     lines = _lines(setup["text"])[:40]
     lines[7] = "the café was closed"
     (text := tmp_path / "fr.txt").write_bytes(("\n".join(lines) + "\n").encode("cp1252"))
-    emb = tmp_path / "fr.npy"
-    made = _cli("embed", "-m", setup["model_dir"], text, "-o", emb, "-q", "--encoding", "cp1252")
-    assert made.exit_code == 0, made.output
-    assert_clean_error(_cli("index", emb, "--text", text, "-m", setup["model_dir"], "-o", tmp_path / "a", "-q"),
-                       "fr.txt: not valid utf-8 text; it may be Latin-1")
-    built = _cli("index", emb, "--text", text, "-m", setup["model_dir"], "-o", tmp_path / "b", "-q", "--M", "16",
-                 "--encoding", "cp1252")
-    assert built.exit_code == 0, built.output
-    found = _cli("neighbors", "-m", setup["model_dir"], "--sentence", "the café was closed", "--index", tmp_path / "b")
-    assert found.exit_code == 0 and "8\tthe café was closed" in found.stdout, found.output
+    embed_file(setup["model"], text, emb := tmp_path / "fr.npy", encoding="cp1252")
+    with pytest.raises(CorpusError, match="fr.txt: not valid utf-8 text; it may be Latin-1"):
+        build_index(emb, text, tmp_path / "a", model=setup["model_dir"])
+    build_index(emb, text, tmp_path / "b", M=16, model=setup["model_dir"], encoding="cp1252")
+    found = search_command(setup["model_dir"], "the café was closed", tmp_path / "b")
+    assert (8, "the café was closed") in [(number, line) for _, _, number, line in found]
 
 
 # -- hostile inputs, by class: several members of each -------------------------
