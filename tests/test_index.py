@@ -714,8 +714,7 @@ def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
     copy = shutil.copytree(other, tmp_path / "copy")
     stale = scbow.load(copy)
     save_model(load_model(copy, mmap=False), copy)  # a new model_id
-    built_again = _cli("index", setup["emb"], "--text", setup["text"], "-m", copy, "-o", tmp_path / "idx-copy", "--M", "8")
-    assert built_again.exit_code == 0, built_again.output
+    build_index(setup["emb"], setup["text"], tmp_path / "idx-copy", M=8, model=copy)
     assert search_command(scbow.load(copy), sentence, tmp_path / "idx-copy", topn=3)
     with pytest.raises(ModelError, match="another model.*load it again"):
         search_command(stale, sentence, tmp_path / "idx-copy", topn=3, model_dir=copy)
@@ -732,8 +731,7 @@ def test_an_index_built_with_a_word2vec_file_answers_with_that_file_only(setup, 
 
     w2v = export_word2vec(setup["model"], tmp_path / "m.w2v.txt")
     idx = tmp_path / "idx"
-    result = _cli("index", setup["emb"], "--text", setup["text"], "-m", w2v, "-o", idx, "--M", "8", "-q")
-    assert result.exit_code == 0, result.output
+    build_index(setup["emb"], setup["text"], idx, M=8, model=w2v)
     assert json.loads((idx / "index.json").read_text())["model_id"].startswith("file-")
     assert _query(setup, idx, model=w2v).exit_code == 0
     assert_clean_error(_query(setup, idx, model=setup["model_dir"]), "another model")
