@@ -410,25 +410,6 @@ def test_a_damaged_done_record_or_shard_means_not_done(done, tmp_path, kind):
     assert shard_done(copy, block, 16) is None
 
 
-def test_a_run_over_damaged_shards_redoes_them(client, inputs, model_dir, tmp_path, runner):
-    """Each damage above on its own shard (but a directory for a record: it cannot be replaced)."""
-    out = tmp_path / "shards"
-    first = embed_on_cluster(model_dir, inputs, out, client=client, block_bytes=8192)
-    kinds = [k for k in DONE_DAMAGE if k != "a-directory"]
-    assert first.shards > len(kinds)
-    for i, kind in enumerate(kinds):
-        DONE_DAMAGE[kind](out, f"shard-{i:06d}")
-    (out / "manifest.json").unlink()
-    before = {p.name: p.stat().st_mtime_ns for p in out.glob("shard-*.npy")}
-    result = runner.invoke(main, ["embed", "-m", str(model_dir), *map(str, inputs), "-o", str(out),
-                                  "--workers", "2", "--block-mb", str(8192 / (1 << 20))])
-    assert result.exit_code == 0, result.output
-    assert f"({first.shards - len(kinds):,} done by an earlier run)" in result.output
-    after = {p.name: p.stat().st_mtime_ns for p in out.glob("shard-*.npy")}
-    assert sorted(n for n in after if before.get(n) != after[n]) == [f"shard-{i:06d}.npy" for i in range(len(kinds))]
-    assert same_as_single(out, model_dir, inputs, tmp_path)
-
-
 @pytest.mark.parametrize("name", ["shard-000000.json", "shard-000001.npy", "manifest.json"])
 def test_a_directory_in_place_of_a_shard_file_is_refused_and_kept(client, done, inputs, model_dir, tmp_path, name):
     out = shutil.copytree(done[0], tmp_path / "shards")

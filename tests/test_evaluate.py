@@ -13,6 +13,7 @@ from conftest import assert_clean_error, make_runner
 from scipy.stats import pearsonr, spearmanr, wilcoxon
 
 from scbow.cli import main
+from scbow.errors import ModelError
 from scbow.text.vocab import Vocab
 from scbow.use.evaluate import (
     SIF_A,
@@ -75,7 +76,7 @@ def test_read_sts_parses_fields_name_blank_lines_and_crlf_and_names_unreadable_f
         read_sts(tmp_path)
     latin = tmp_path / "latin1.tsv"
     latin.write_bytes("1\tcaf\xe9\tb\n".encode("latin-1"))
-    with pytest.raises(STSError, match="latin1.tsv: not valid utf-8 text; it may be Latin-1"):
+    with pytest.raises(STSError, match=r"latin1.tsv: not valid utf-8 text; it may be Latin-1 \(cp1252\).*--encoding cp1252"):
         read_sts(latin)
     assert read_sts(latin, "latin-1").first == ["café"]
 
@@ -277,12 +278,13 @@ def test_weighted_overlap_control_weighs_each_token_by_sif_and_evaluate_names_it
     assert cos > 0.99 > pair_cosines(plain.embed, ["the cat"], ["cat"])[0]
     model = tiny_model()
     model.vocab.counts[:] = np.arange(len(WORDS), 0, -1) * 100
-    model.config["frequency_weight"] = 0.01
+    model.config.update(frequency_weight=0.01, unknown="hash")  # its own rule: 'zebra quagga' is scored too
     model.info["corpus"] = {"raw_tokens": int(model.vocab.counts.sum()) + 500}
     save_model(model, tmp_path / "m")
     sts = write_sts(tmp_path / "toy.tsv")
     report = evaluate_models([sts], model=tmp_path / "m", control="overlap", resamples=100)
     assert list(report["comparisons"]) == ["weighted overlap"] and "a = 0.01" in report["sources"]["weighted overlap"]
+    assert report["sets"][0]["scored"] == 7
     expected = OverlapControl.weighted(WORDS, model.vocab.counts, int(model.vocab.counts.sum()) + 500, 0.01)
     s = read_sts(sts)
     assert report["sets"][0]["comparisons"]["weighted overlap"]["pearson"] == pytest.approx(
@@ -312,6 +314,7 @@ def test_evaluate_systems_report_and_table(tmp_path):
 
     table = format_table(report)
     assert "toy2" in table and "wilcox p" in table and "95% CI" in table
+    assert "It shows the systems differ, not which is better." in table
     assert "mean: unweighted over sets; weighted: weighted by the pairs scored" in table
     assert "pairs with a side without any known word (no embedding) are not scored" in table
     assert len(table.splitlines()[1]) > 80 and table.count("\ntoy2 ") == 1
@@ -383,21 +386,12 @@ def test_table_of_the_default_sts_folder(files):
     # the table's notes: test_evaluate_systems_report_and_table
     result = run("-m", files["model"], "--json", files["sts"] / "2013.b.tsv", files["sts"])
     assert result.exit_code == 0, result.output
-    out = json.loads(result.stdout)
+    out = json.loads(result.stdout, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
     assert [s["name"] for s in out["sets"]] == ["2013.b", "2012.a"]  # in the order given, each once
     assert "each file is read once" in result.stderr
     assert out["system"] == "model" and out["comparisons"] == {} and set(out["notes"]) >= {"mean", "unscored"}
     hashed = json.loads(run("-m", files["model"], "--json", "--unknown", "hash", files["sts"] / "2012.a.tsv").stdout)
     assert hashed["sets"][0]["scored"] == 6 and "unknown words: hash" in hashed["sources"]["model"]  # 'zebra quagga' too
-
-
-def test_sts_files_in_another_encoding(files):
-    latin = files["tmp"] / "latin"
-    latin.mkdir()
-    (latin / "2012.c.tsv").write_bytes("4.0\tBig house\ta big café\n1.0\tthe mat\ta dog ran\n".encode("cp1252"))
-    one_line_error(run("-m", files["model"], latin), "2012.c.tsv: not valid utf-8 text", "--encoding cp1252")
-    result = run("-m", files["model"], "--encoding", "cp1252", "--json", latin)
-    assert result.exit_code == 0 and json.loads(result.stdout)["sets"][0]["pairs"] == 2, result.output
 
 
 def test_the_real_sts_files(files):
@@ -406,16 +400,13 @@ def test_the_real_sts_files(files):
     path = DATA_DIR / "sts" / "2012.MSRvid.tsv"
     if not path.is_file():
         missing_data(f"real STS set {path}")
-    result = run("-m", files["model"], "--json", path)
-    assert result.exit_code == 0, result.output
-    [row] = json.loads(result.stdout)["sets"]
+    [row] = evaluate_models([path], model=files["model"], resamples=100)["sets"]
     assert row["pairs"] == 750 and 0 < row["scored"] <= 750
 
 
 def test_baseline_word2vec_and_the_overlap_control_alone(files, monkeypatch):
-    result = run("-m", files["model"], "--baseline", files["baseline"], "--json", files["sts"])
-    assert result.exit_code == 0, result.output
-    out = json.loads(result.stdout)
+    """evaluate_models, which the command prints as it is (its table notes: test_evaluate_systems_report_and_table)."""
+    out = evaluate_models([files["sts"]], model=files["model"], baseline=files["baseline"], resamples=100)
     assert out["sources"]["baseline"] == files["baseline"]
     b = out["sets"][1]["comparisons"]["baseline"]
     assert b["scored"] == 4 and b["common"] == 4  # 'house' alone is unknown, no side is only 'house'
@@ -423,67 +414,56 @@ def test_baseline_word2vec_and_the_overlap_control_alone(files, monkeypatch):
     low, high = b["pearson_diff_ci95"]
     assert low <= high and 0 <= b["wilcoxon_p"] <= 1
     assert out["comparisons"]["baseline"]["pearson_mean"] is not None
-
-    table = run("-m", files["model"], "--baseline", files["baseline"], files["sts"])
-    assert table.exit_code == 0, table.output
-    assert "baseline" in table.output and "wilcox p" in table.output and "95% CI" in table.output
-    assert "shows the systems differ, not which is better" in " ".join(table.output.split())  # wrapped
     (files["tmp"] / "dangling").symlink_to(files["tmp"] / "no-model-here")
     (files["tmp"] / "empty").mkdir()
     for nothing in ("dangling", "empty"):  # no default model there: the control alone, as with none
         monkeypatch.setenv("SCBOW_MODEL", str(files["tmp"] / nothing))
-        assert json.loads(run("--control", "plain-overlap", "--json", files["sts"]).stdout)["system"] == "plain overlap"
+        assert evaluate_models([files["sts"]], control="plain-overlap", resamples=100)["system"] == "plain overlap"
     damaged = shutil.copytree(files["model"], files["tmp"] / "damaged")
     (damaged / "config.json").unlink()  # a damaged default model is refused, with a control or without
     monkeypatch.setenv("SCBOW_MODEL", str(damaged))
-    one_line_error(run("--control", "plain-overlap", "--json", files["sts"]), "missing config.json")
+    with pytest.raises(ModelError, match="missing config.json"):
+        evaluate_models([files["sts"]], control="plain-overlap")
     monkeypatch.setenv("SCBOW_MODEL", str(files["tmp"] / "no-model-here"))
-    result = run("--control", "plain-overlap", "--json", files["sts"])
-    assert result.exit_code == 0, result.output
-    out = json.loads(result.stdout)
+    out = evaluate_models([files["sts"]], control="plain-overlap", resamples=100)
     assert out["system"] == "plain overlap" and list(out["sources"]) == ["plain overlap"]
     a = out["sets"][0]
     assert a["scored"] == a["pairs"] == 6  # every token has a vector: unknown words count too
     assert -1 <= a["pearson"] <= 1
     # the weighted control weighs by a model's counts: with no model it is one clear error
-    one_line_error(run("--control", "overlap", "--json", files["sts"]), "--control overlap", "plain-overlap")
+    with pytest.raises(ModelError, match="--control overlap.*plain-overlap"):
+        evaluate_models([files["sts"]], control="overlap")
     # and without -m it takes the default model
     monkeypatch.setenv("SCBOW_MODEL", files["model"])
-    result = run("--control", "overlap", "--json", files["sts"])
-    assert result.exit_code == 0, result.output
-    assert set(json.loads(result.stdout)["sources"]) == {"model", "weighted overlap"}
+    assert set(evaluate_models([files["sts"]], control="overlap", resamples=100)["sources"]) == {"model", "weighted overlap"}
     # a default model that is a word2vec file is scored beside a control too (it was left out in silence)
     monkeypatch.setenv("SCBOW_MODEL", files["baseline"])
-    result = run("--control", "plain-overlap", "--json", files["sts"])
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["sources"] == {"model": files["baseline"], "plain overlap": ANY}
+    out = evaluate_models([files["sts"]], control="plain-overlap", resamples=100)
+    assert out["sources"] == {"model": files["baseline"], "plain overlap": ANY}
 
 
 @pytest.mark.parametrize("control, name", [("overlap", "weighted overlap"), ("plain-overlap", "plain overlap")])
 def test_control_beside_model(files, control, name):
-    result = run("-m", files["model"], "--control", control, "--json", files["sts"])
-    assert result.exit_code == 0, result.output
-    out = json.loads(result.stdout)
+    out = evaluate_models([files["sts"]], model=files["model"], control=control, resamples=100)
     assert out["system"] == "model" and list(out["comparisons"]) == [name]
     c = out["sets"][0]["comparisons"][name]
     assert (c["scored"], c["common"]) == (6, 5)
     assert ("SIF" in out["sources"][name]) == (control == "overlap")
-    table = run("-m", files["model"], "--control", control, files["sts"])
-    top = next(line for line in table.stdout.splitlines() if line.split()[:1] == ["model"])  # the systems' row
-    assert f"{name}: untrained control" in table.stdout and name in top
+    table = format_table(out)
+    top = next(line for line in table.splitlines() if line.split()[:1] == ["model"])  # the systems' row
+    assert f"{name}: untrained control" in table and name in top
 
 
 def test_errors(files):
-    bad = files["tmp"] / "bad"
-    bad.mkdir()
-    (bad / "tabs.tsv").write_text("1\tone\ttwo\n2.5\tonly one\n", encoding="utf-8")
-    (bad / "gold.tsv").write_text("four\tone\ttwo\n", encoding="utf-8")
-    empty = files["tmp"] / "empty"
-    empty.mkdir()
-
-    one_line_error(run("-m", files["model"], files["tmp"] / "missing.tsv"), "missing.tsv", "no such STS file")
-    one_line_error(run("-m", files["model"], bad / "tabs.tsv"), "line 2 has 2 tab-separated fields")
-    one_line_error(run("-m", files["model"], empty), "no *.tsv")
-    one_line_error(run("-m", files["model"], "--baseline", files["tmp"] / "nope.bin", files["sts"]), "no such baseline")
+    """Each a one-line error of the command (how it prints one: test_cli); a malformed line: test_read_sts_malformed."""
+    (files["tmp"] / "gold.tsv").write_text("four\tone\ttwo\n", encoding="utf-8")
+    (files["tmp"] / "empty").mkdir()
+    with pytest.raises(STSError, match="missing.tsv: no such STS file"):
+        evaluate_models([files["tmp"] / "missing.tsv"], model=files["model"])
+    with pytest.raises(STSError, match="no \\*.tsv"):
+        evaluate_models([files["tmp"] / "empty"], model=files["model"])
+    with pytest.raises(ModelError, match="no such baseline"):
+        evaluate_models([files["sts"]], model=files["model"], baseline=files["tmp"] / "nope.bin")
     one_line_error(run("-m", files["model"], env={"SCBOW_STS_DIR": str(files["tmp"] / "nowhere")}), "SCBOW_STS_DIR")
-    one_line_error(run("-m", files["model"], "--baseline", bad / "gold.tsv", files["sts"]), "not a vectors file")
+    with pytest.raises(ModelError, match="not a vectors file"):
+        evaluate_models([files["sts"]], model=files["model"], baseline=files["tmp"] / "gold.tsv")
