@@ -109,20 +109,16 @@ def reference(corpus_file, tmp_path_factory, batches_of_256):
     return SimpleNamespace(result=result, model=load_model(base / "a"), boundaries=boundaries, written=written, dev=dev)
 
 
-def interrupted_at_batch(corpus_file, tmp_path_factory, config, batches):
-    out = tmp_path_factory.mktemp("interrupted") / "m"
-    with pytest.raises(Interrupted):
-        train_session([corpus_file], config, out, quiet=True, hooks=[SignalAfter(batches)])
-    return checkpoint_dir(out)
-
-
 PLAIN = cfg(dim=8, epochs=1, seed=1)
 
 
 @pytest.fixture(scope="module")
 def plain_checkpoint(corpus_file, tmp_path_factory, batches_of_256):
     """The checkpoint of ``PLAIN`` interrupted after 2 batches (tests copy it)."""
-    return interrupted_at_batch(corpus_file, tmp_path_factory, PLAIN, 2)
+    out = tmp_path_factory.mktemp("interrupted") / "m"
+    with pytest.raises(Interrupted):
+        train_session([corpus_file], PLAIN, out, quiet=True, hooks=[SignalAfter(2)])
+    return checkpoint_dir(out)
 
 
 def copy_checkpoint(ck, out):

@@ -6,21 +6,26 @@ import json
 import re
 import subprocess
 import sys
+import unicodedata
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import train_args
+from numba import njit
 
 import scbow
 from scbow.cli import main
 from scbow.errors import CorpusError, ModelError
+from scbow.kernels.encode import is_space
 from scbow.text.reader import expand
-from scbow.text.tokenize import tokenize, tokenize_lines
+from scbow.text.tokenize import fold, mark_ranges, tokenize, tokenize_lines, tokenizer
 from scbow.text.vocab import Vocab
 from scbow.training import corpus as corpus_mod
 from scbow.training.corpus import load_corpus
+from scbow.vectors.formats import load_model
+from scbow.vectors.model import Model
 
 # ---------------------------------------------------------------- Tokenizer
 
@@ -49,8 +54,6 @@ def test_tokenize_rules(text, tokens):
 
 
 def test_tokenizer_versions_keep_their_rules():
-    from scbow.text.tokenize import tokenizer
-
     old, old_lines = tokenizer("1")
     assert old("Don\u2019t \ufb01ne") == ["don\u2019t", "\ufb01ne"]
     assert old_lines("Cafe\u0301\n") == ["cafe", "\u0301", "\n"]  # NFD cut the word in two
@@ -67,9 +70,6 @@ def test_tokenizer_versions_keep_their_rules():
 
 
 def test_a_model_keeps_the_tokenizer_it_was_trained_with(tmp_path):
-    from scbow.vectors.formats import load_model
-    from scbow.vectors.model import Model
-
     words = ["don\u2019t", "don't", "caf\u00e9"]
     vectors = np.eye(3, dtype=np.float32)
     old = Model(Vocab(words, [9, 9, 9]), vectors, {"unknown": "omit"}, {"corpus": {"tokenizer_version": "1"}})
@@ -94,10 +94,6 @@ def test_a_model_keeps_the_tokenizer_it_was_trained_with(tmp_path):
 
 def test_the_marks_a_word_keeps_are_every_combining_mark():
     """mark_ranges reads planes 0, 1 and 14 only, where Unicode puts every combining mark."""
-    import unicodedata
-
-    from scbow.text.tokenize import mark_ranges
-
     every = [c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c))[0] == "M"]
     assert [c for a, b in mark_ranges() for c in range(a, b + 1)] == every
 
@@ -105,10 +101,6 @@ def test_the_marks_a_word_keeps_are_every_combining_mark():
 def test_the_tokenizer_is_its_rule_as_written():
     """Version 3 writes WORD(?:['’]WORD)* with WORD = \\w[\\w MARKS]* in a faster form: the same tokens,
     every mark and the characters around the ASCII range in every place a word can hold them."""
-    import unicodedata
-
-    from scbow.text.tokenize import fold, mark_ranges, tokenizer
-
     marks = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in mark_ranges())
     word = rf"\w[\w{marks}]*"
     rule = re.compile(rf"{word}(?:['\u2019]{word})*|[^\w\s]")
@@ -124,9 +116,6 @@ HINDI = "\u0939\u093f\u0928\u094d\u0926\u0940"  # six characters, three of them 
 def test_a_word_keeps_its_marks_from_version_3_on(tmp_path, runner):
     """A corpus is encoded with its marks in its words (and says so); a model of version 2 still
     cuts them there, as it was trained; one of version 3 tells the word from its letters spaced out."""
-    from scbow.vectors.formats import load_model
-    from scbow.vectors.model import Model
-
     (tmp_path / "a.txt").write_text(f"{HINDI} \u092d\u093e\u0937\u093e.\n\u0130stanbul {HINDI}.\n", encoding="utf-8")
     c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
     assert HINDI in c.vocab and "i\u0307stanbul" in c.vocab and "\u093f" not in c.vocab
@@ -153,10 +142,6 @@ def test_a_word_keeps_its_marks_from_version_3_on(tmp_path, runner):
 
 def test_folding_keeps_line_ends_and_whitespace():
     # the corpus encoder and the embedder count line ends and cut chunks at whitespace in the raw text
-    import unicodedata
-
-    from scbow.text.tokenize import fold
-
     for c in map(chr, range(sys.maxunicode + 1)):
         if unicodedata.category(c) == "Cs":
             continue
@@ -458,10 +443,6 @@ def test_the_chunk_memo_assumptions_hold_for_every_code_point():
         for text in ("ΑΣ" + w + "Β", "Α" + w + "ΣΒ", "Α" + w + "Σ", "ΑΣ" + w, "Σ" + w + "Σ"):
             assert text.lower() == w.join(part.lower() for part in text.split(w)), hex(ord(w))
     # the compiled chunk scan cuts at exactly the same characters
-    from numba import njit
-
-    from scbow.kernels.encode import is_space
-
     @njit
     def space_mask(n):
         out = np.zeros(n, dtype=np.bool_)

@@ -165,10 +165,8 @@ def test_signal_during_training_writes_a_checkpoint_and_resume_finishes(tmp_path
     code, stderr = resumed.finish()
     assert code == 0, stderr
     assert resumed.batches()[0] == meta["state"]["phases"]["sentence"]["done"]  # continues where it stopped
-    assert not checkpoint_dir(out).exists()  # and the model is that of an uninterrupted run, bit for bit:
-    whole = make_runner().invoke(main, train_args(corpus_file, tmp_path / "whole", "--epochs", "3", *extra))
-    assert whole.exit_code == 0, whole.output
-    assert np.array_equal(np.asarray(load_model(out).vectors), np.asarray(load_model(tmp_path / "whole").vectors))
+    # the model is an uninterrupted run's, bit for bit: test_checkpoint.test_resume_is_bit_identical_and_says_...
+    assert not checkpoint_dir(out).exists() and load_model(out).dim == 16
 
 
 @pytest.mark.parametrize("when, env, signum, code, words, left", [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import re
 
@@ -16,6 +17,7 @@ import scbow.kernels
 from scbow import kernels as cpu  # the CPU kernels' constants live in the package, compiled by nothing
 from scbow.cli import main
 from scbow.config import ConfigError, TrainConfig
+from scbow.text.vocab import Vocab
 from scbow.training import start as start_mod
 from scbow.training.backends import cpu as cpu_backend
 from scbow.training.backends.cpu import CpuBackend, compiled_already
@@ -28,6 +30,8 @@ from scbow.training.session import lock_path
 from scbow.training.trainer import BATCH, BATCH_COST, TrainingError, batch_size, train
 from scbow.training.wordpart import WordPart
 from scbow.vectors.formats import load_model
+from scbow.vectors.model import Model
+from scbow.vectors.modeldir import save_model
 
 # the submodule, not the top-level function scbow.train
 train_mod = importlib.import_module("scbow.training.trainer")
@@ -216,13 +220,6 @@ def test_config_round_trip():
 def test_a_model_saved_with_the_word_terms_settings_still_loads(tmp_path):
     """Models saved before the in-objective skip-gram term went record its four settings (off) in
     config.json; they load, the settings ignored."""
-    import json
-
-    from scbow.text.vocab import Vocab
-    from scbow.vectors.formats import load_model
-    from scbow.vectors.model import Model
-    from scbow.vectors.modeldir import save_model
-
     save_model(Model(Vocab(["a", "b"], np.array([3, 2])), np.eye(2, 4, dtype=np.float32), config(dim=4).to_dict()),
                tmp_path / "m")
     record = json.loads((tmp_path / "m" / "config.json").read_text(encoding="utf-8"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 from types import SimpleNamespace
 
@@ -13,7 +14,9 @@ import pytest
 from conftest import assert_clean_error
 from test_checkpoint import SignalAfter, cfg
 
+from scbow import progress
 from scbow.cli import main
+from scbow.config import TrainConfig
 from scbow.errors import Interrupted, TrainingError
 from scbow.kernels.cpu import log1p_unit, sgns_window, word_part_buffers, word_part_chunk, word_part_gradient
 from scbow.reference import sgns_window_loss_and_grad
@@ -23,8 +26,10 @@ from scbow.training.backends.params import WORD_PARAMS, params_record
 from scbow.training.checkpoint import CheckpointWriter, checkpoint_dir, describe, read_meta
 from scbow.training.corpus import read_corpus
 from scbow.training.hooks import Hook
-from scbow.training.session import train_session
+from scbow.training.session import learned_nothing, summary_lines, train_session
 from scbow.training.start import corpus_weights, keep_probabilities
+from scbow.use.describe import describe as describe_model
+from scbow.use.describe import model_record
 from scbow.vectors.export import export_word2vec
 from scbow.vectors.formats import load_model, load_word2vec
 from scbow.vectors.model import Model
@@ -514,32 +519,23 @@ class PoisonWordRows(Hook):
             matrices["word_in"][:] = np.nan
 
 
-def test_the_word_part_stops_at_the_first_batch_whose_loss_is_not_finite(tmp_path, corpus_file, word_batches):
-    """The batch after the rows turned to NaN has a NaN loss: the run stops there, saying so in sentences."""
+@pytest.mark.parametrize("after, batches, message", [
+    (3, 3, "the word part's loss became nan after 1,200 sentences"),  # 4 batches of 300
+    (None, 16, "the word part's vectors hold NaN or inf"),
+])
+def test_word_rows_that_turn_not_finite_stop_the_run(tmp_path, corpus_file, word_batches, after, batches, message):
+    """The batch after the rows turned to NaN has a NaN loss: the run stops there, saying so in sentences;
+    rows that turn to NaN after the last batch (no loss is measured after it) are caught at the end."""
     corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
-    poison = PoisonWordRows(after=3)
+    poison = PoisonWordRows(after=after)
     with pytest.raises(TrainingError) as info:
         trainer.train(corpus, WORD_PART, quiet=True, hooks=[poison])
-    assert str(info.value) == "the word part's loss became nan after 1,200 sentences"  # 4 batches of 300
-    assert poison.batches == 3
-
-
-def test_a_word_part_whose_rows_end_not_finite_saves_nothing(tmp_path, corpus_file, word_batches):
-    """Rows that turn to NaN after the last batch (no loss is measured after it) are caught at the end."""
-    corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
-    poison = PoisonWordRows()
-    with pytest.raises(TrainingError, match="^the word part's vectors hold NaN or inf$"):
-        trainer.train(corpus, WORD_PART, quiet=True, hooks=[poison])
-    assert poison.batches == 16
+    assert str(info.value) == message and poison.batches == batches
 
 
 def test_train_shows_one_eta_for_the_whole_run_across_the_parts(tmp_path, gutenberg_slice, monkeypatch, runner):
     """A real run, a progress line per batch, one ETA each: the sentence part's last line still counts the word
     part's passes to come (not a per-part 0:00:00); the run's last line reads 0:00:00."""
-    import re
-
-    from scbow import progress
-
     monkeypatch.setattr(progress, "LOG_INTERVAL", 0)  # a plain line at every batch
     monkeypatch.setattr(trainer, "BATCH", 2048)
     monkeypatch.setattr(wordpart, "WORD_BATCH", 2048)
@@ -560,13 +556,11 @@ def test_train_shows_one_eta_for_the_whole_run_across_the_parts(tmp_path, gutenb
 def test_info_names_the_widths_of_a_row_and_of_its_two_parts(word_run, runner):
     """--dim is the sentence part's width, not the row's: info says both (text and JSON), and train's
     --help says which option is which part's width."""
-    from scbow.use.describe import describe, model_record
-
     m = word_run.model  # --dim 16 --word-dim 12
     record = json.loads(model_record(m, "/m"))
     assert record["dims"] == {"rows": 28, "sentence_part": 16, "word_part": 12}
     assert record["dim"] == 28 and record["config"]["dim"] == 16 and record["config"]["word_dim"] == 12  # kept as they were
-    assert f"{len(m):,} words x 28 dims a row (sentence part 16 + word part 12);" in describe(m, "/m")[1]
+    assert f"{len(m):,} words x 28 dims a row (sentence part 16 + word part 12);" in describe_model(m, "/m")[1]
     text = " ".join(runner.invoke(main, ["train", "--help"]).stdout.split())
     assert "--dim INTEGER Width of the sentence part" in text and "--word-dim INTEGER Width of the word part" in text
     assert "--dim 300 --word-dim 150: rows of 450" in text
@@ -574,8 +568,6 @@ def test_info_names_the_widths_of_a_row_and_of_its_two_parts(word_run, runner):
 
 def word_result(pass_losses, sentences=592_252):
     """A finished run's result as summary_lines and learned_nothing read it, with the word part's losses."""
-    from scbow.config import TrainConfig
-
     training = {"first_loss": 1.37, "final_loss": 1.30, "examples_per_second": 95_000.0, "threads": 2,
                 "word_part": {"sentences": 3 * sentences, "kernel_seconds": 29.1, "sentences_per_second": 61_000.0,
                               "threads": 2, "device": "cpu", "pass_losses": pass_losses, "loss_sentences": 2048,
@@ -605,10 +597,6 @@ class Described:
 def test_the_word_part_loss_is_said_for_what_it_is_and_a_rise_is_never_bare(losses, says):
     """The summary names the loss (a fixed sample's) and its path; a first pass above the start, the last
     below, is explained; a last pass no lower than the start is a warning, and info says the same."""
-    from scbow.config import TrainConfig
-    from scbow.training.session import learned_nothing, summary_lines
-    from scbow.use.describe import describe
-
     result, warnings = word_result(losses), []
     lines = summary_lines(result, TrainConfig(), "/m")
     learned_nothing(result, warnings.append)
@@ -618,7 +606,7 @@ def test_the_word_part_loss_is_said_for_what_it_is_and_a_rise_is_never_bare(loss
             f"after the last; after each: {after})") in word
     explained = [line for line in lines if "the first pass, at the highest learning rate, ended above that start" in line]
     word_warnings = [w for w in warnings if "the word part's loss" in w]
-    shown = next(line for line in describe(Described(result.model), "/m") if line.startswith("word part "))
+    shown = next(line for line in describe_model(Described(result.model), "/m") if line.startswith("word part "))
     assert after in shown
     if says == "rose first":
         assert len(explained) == 1 and word_warnings == []
