@@ -42,13 +42,13 @@ def hashed_vectors(tokens, dim: int, norm: float) -> np.ndarray:
 
 
 def rarest_rows(vectors: np.ndarray, counts=None) -> np.ndarray:
-    """The rows (float64) of the rarest tenth of the trained words (count 0 left out), whose median
-    norm sets that of hashed unknown-word vectors."""
+    """The rows (float64) of the rarest tenth of the trained words (:func:`rarest_ids`)."""
     return np.asarray(vectors[rarest_ids(len(vectors), counts)], dtype=np.float64)
 
 
 def rarest_ids(n: int, counts=None) -> np.ndarray:
-    """The ids of :func:`rarest_rows` among ``n`` rows."""
+    """The ids of the rarest tenth of ``n`` trained words (count 0 left out), whose rows' median norm
+    sets that of hashed unknown-word vectors."""
     trained = np.arange(n) if counts is None else np.flatnonzero(np.asarray(counts) > 0)
     if len(trained) == 0:
         trained = np.arange(n)
@@ -173,8 +173,9 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def cached_rows(cache: dict, tokens: list, make, bound: int) -> dict:
-    """token -> row for ``tokens``: from ``cache``, the rest from ``make(new_tokens)`` and published.
-    The cache is not read again, so another thread's ``clear()`` cannot make it fail."""
+    """token -> row for ``tokens``: from ``cache``, the rest from ``make(new_tokens)`` and put into ``cache``
+    (emptied first when it would pass ``bound``). Callers read the rows returned, never ``cache``: threads
+    sharing it may clear it at any moment."""
     rows = {}
     for token in tokens:
         row = cache.get(token)
@@ -183,18 +184,11 @@ def cached_rows(cache: dict, tokens: list, make, bound: int) -> dict:
     new = [t for t in tokens if t not in rows]
     if new:
         rows.update(zip(new, make(new)))
-        publish_hashed(cache, new, rows, bound)
+        if len(new) <= bound:
+            if len(cache) + len(new) > bound:
+                cache.clear()
+            cache.update((t, rows[t]) for t in new)
     return rows
-
-
-def publish_hashed(cache: dict, new: list, rows: dict, bound: int) -> None:
-    """Put ``rows[t]`` of the ``new`` tokens into ``cache``, emptying it first when it would pass ``bound``
-    (callers read ``rows``, never ``cache``: threads sharing it may clear it at any moment)."""
-    if len(new) > bound:
-        return
-    if len(cache) + len(new) > bound:
-        cache.clear()
-    cache.update((t, rows[t]) for t in new)
 
 
 def unit_rows(x, name: str) -> np.ndarray:
