@@ -62,14 +62,10 @@ _CHUNK_ROWS = 4096
 
 
 def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray, dtype=np.float64) -> np.ndarray:
-    """Average consecutive groups of rows of ``vectors``.
-
-    ids: array of int, shape (lengths.sum(),), the rows of every group one after another.
-    lengths: array of int, shape (n,), group sizes.
-    Returns ``dtype`` (float64 unless told), shape (n, vectors.shape[1]); an empty group gives NaN.
-    Each group is summed in float64 in its order, divided by its size, then rounded to ``dtype``:
-    the numbers of the kernels of ``scbow.kernels.embed``, without importing numba (half a second
-    in a fresh process, more than a whole ``similarity`` call) for the few sentences of the API.
+    """The means of consecutive groups of rows of ``vectors``: ``ids`` (int, (lengths.sum(),)) the rows of
+    every group in turn, ``lengths`` (int, (n,)) their sizes; ``dtype`` (n, dim), NaN for an empty group.
+    Each group is summed in float64 in its order, divided by its size, then rounded: the numbers of
+    ``scbow.kernels.embed`` without importing numba (half a second, more than a ``similarity`` call).
 
     With the groups sorted longest first, the k-th rows of all groups longer than k are added in
     one step: several times faster than ``np.add.reduceat`` at 300 dims, and no float64 copy.

@@ -34,15 +34,12 @@ def row_parts(config: dict, width: int) -> dict:
 
 
 class WordVectors:
-    """The word vectors of a :class:`~scbow.vectors.model.Model` (``model.wv``), as gensim's ``KeyedVectors``.
+    """``model.wv``: gensim's ``KeyedVectors`` methods on :attr:`vectors`, except that a word is looked up
+    as given, else lowercased, else folded as the tokenizer folds (``wv["King"]`` is "king"'s vector;
+    ``key_to_index`` has the exact spellings), and ``most_similar`` may leave out rare words (``min_count``).
 
-    gensim's methods work as there, on :attr:`vectors`, except that a word is looked up as given,
-    else lowercased, else folded as the tokenizer folds (``wv["King"]`` is "king"'s vector;
-    ``word in wv.key_to_index`` asks for the exact spelling), and ``most_similar`` may leave out
-    words seen fewer than ``min_count`` times (``scbow-numba neighbors`` uses ``NEIGHBOUR_MIN_COUNT``).
-
-    A light view: it reads ``model.vectors`` on every call. ``most_similar`` keeps a float32 search
-    table until the vectors are assigned again: after changing rows in place, assign them again.
+    A light view reading ``model.vectors`` on every call; ``most_similar``'s float32 search table is
+    kept until the vectors are assigned again (after changing rows in place, assign them again).
     """
 
     def __init__(self, model):
@@ -128,7 +125,7 @@ class WordVectors:
         return (vector.astype(np.float64) / (length if length > 0 else 1.0)).astype(vector.dtype)
 
     def get_vecattr(self, word: str, attr: str):
-        """gensim's ``get_vecattr``: ``"count"`` is the word's count in the training corpus (0: unknown)."""
+        """``"count"``: the word's count in the training corpus (0: unknown)."""
         if attr != "count":
             raise KeyError(f"no attribute {attr!r}; a model records each word's 'count'")
         return int(self._model.vocab.counts[self.get_index(word)])
@@ -182,7 +179,7 @@ class WordVectors:
         return 1.0 - rows @ q
 
     def rank(self, w1: str, w2: str) -> int:
-        """Where ``w2`` comes among ``w1``'s neighbours by cosine, 1 for the nearest (every word counts, as in gensim)."""
+        """gensim's ``rank``: where ``w2`` comes among ``w1``'s neighbours by cosine, 1 for the nearest."""
         i, j = self.get_index(w1), self.get_index(w2)
         cos = 1.0 - self.distances(w1)
         bar = cos[j]  # read before w1's own score is struck out: a word is its own nearest
@@ -190,8 +187,7 @@ class WordVectors:
         return int(np.count_nonzero(cos > bar)) + 1
 
     def doesnt_match(self, words) -> str:
-        """The word furthest from the mean of the unit vectors (gensim's ``doesnt_match``), unknown words
-        left out. A str is refused: gensim would read its letters as the words."""
+        """gensim's ``doesnt_match``; a str is refused (gensim would read its letters as the words)."""
         if isinstance(words, (str, bytes, bytearray)):
             raise TypeError(f"doesnt_match() takes a list of words, not a {type(words).__name__} ({words[:40]!r}); "
                             "split it first")
@@ -203,8 +199,8 @@ class WordVectors:
         return known[int(np.argmin(units @ mean))]
 
     def n_similarity(self, words1, words2) -> float:
-        """Cosine between the means of the (unscaled) vectors of two lists of words or vectors, as gensim's;
-        unlike there, an unknown word is a KeyError (not skipped), an empty list a ValueError, a zero mean nan."""
+        """gensim's ``n_similarity``, except that an unknown word is a KeyError (not skipped), an empty list a
+        ValueError, a zero mean nan."""
         means = []
         for words in (words1, words2):
             if isinstance(words, str):
