@@ -377,12 +377,12 @@ def test_model_card_language_and_scores():
 
 
 def test_the_table_of_formats():
-    """Each format is one row: a writer, a line of description, a folder's names and loader; the
+    """Each format is one row: a writer, a line of description, a folder's loader; the
     command's --format lists the table's names (its help is written out: --help imports no numpy)."""
     from scbow.cli.vectors import export as command
     for name, spec in FORMATS.items():
         assert spec.name == name and callable(spec.writer) and spec.description and "\n" not in spec.description
-        assert bool(spec.files) == spec.folder == bool(spec.load)
+        assert spec.folder == bool(spec.load)
     assert export_format("ST") is FORMATS["sentence-transformers"] and export_format("Model2Vec").name == "model2vec"
     fmt = next(p for p in command.params if p.name == "fmt")
     assert fmt.metavar == "[" + "|".join(FORMATS) + "]"

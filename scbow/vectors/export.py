@@ -13,13 +13,11 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ModelError
-from ..files import foreign, output_path, resolved
-from ..outputs import refuse_inside_ours
 from ..progress import plural
 from ..text.reader import DEFAULT_ENCODING, check_regular, encoding_name
 from ..text.vocab import Vocab
-from .hubfolder import FILES, words_of, write_folder
-from .word2vec import default_part, export_word2vec, part_columns
+from .hubfolder import check_folder_output, words_of, write_folder
+from .word2vec import export_word2vec, part_columns
 
 
 @dataclass(frozen=True)
@@ -31,7 +29,6 @@ class ExportFormat:
     description: str  # one line
     writer: Callable[..., "ExportResult"]  # writer(model, path, **export's options, fmt, whole) -> ExportResult
     options: tuple[str, ...] = ()  # the options of its own (min_count and limit apply to every format)
-    files: tuple[str, ...] = ()  # a folder's names: an existing folder of only these is replaced
     load: str | None = None  # how to load it, with {path}
 
 
@@ -78,7 +75,7 @@ class ExportResult:
 def _write_word2vec(model, path: Path, *, binary, part, **_) -> ExportResult:
     binary = path.name.lower().endswith(".bin") if binary is None else bool(binary)  # as gensim: vectors.bin is binary
     export_word2vec(model, path, binary=binary, part=part)
-    return ExportResult("word2vec", path, len(model), part_columns(model, part).shape[1], part, len(model),
+    return ExportResult("word2vec", path, len(model), part_columns(model, part)[1].shape[1], part, len(model),
                         binary=binary)
 
 
@@ -97,10 +94,10 @@ FORMATS = {
         description="the word vectors as a text or binary file (gensim, fastText)"),
     "sentence-transformers": ExportFormat(
         "sentence-transformers", folder=True, writer=_write_folder, options=("add_words", "license"),
-        files=FILES["sentence-transformers"], load="SentenceTransformer({path!r})",
+        load="SentenceTransformer({path!r})",
         description="a folder SentenceTransformer(path) loads: the rows, tokenizer.json, a model card"),
     "model2vec": ExportFormat(
-        "model2vec", folder=True, writer=_write_folder, options=("add_words", "license"), files=FILES["model2vec"],
+        "model2vec", folder=True, writer=_write_folder, options=("add_words", "license"),
         load="StaticModel.from_pretrained({path!r})",
         description="a folder StaticModel.from_pretrained(path) loads: the rows, tokenizer.json, a model card"),
 }
@@ -139,31 +136,12 @@ def check_export(path: os.PathLike, fmt: str, *, binary: bool | None = None, par
             raise ModelError(f"{FLAGS[option]} {verb} to {_takers(option)}"
                              + (f", not {spec.name}" if option == "binary" else ""))
     if spec.folder:
-        check_folder_output(path, spec)
+        check_folder_output(path, spec.name)
     if encoding_name(encoding) != DEFAULT_ENCODING and not add_words:
         raise ModelError(f"--encoding {encoding}: it is the encoding of the --add-words files, and none is given")
     for file in add_words:
         check_regular(file, f"--add-words {file}")
     return spec
-
-
-def check_folder_output(path: os.PathLike, spec: ExportFormat) -> None:
-    """ModelError unless a ``spec`` folder may be written at ``path``: a new folder, or one this format wrote."""
-    output = Path(path)
-    if output.name in ("", "..") or resolved(output) == resolved(Path.cwd()):  # a link loop resolves, not raises
-        raise ModelError(f"-o {output}: give the new folder a name (the export replaces a folder whole; "
-                         "not the current one)")
-    if os.path.exists(output) and not output.is_dir():  # a dangling link is no folder yet: its target is made
-        raise ModelError(f"-o {output}: exists and is not a folder; a {spec.name} export is a folder (choose a new name)")
-    output_path(output)  # a link into a folder that does not exist is refused, as every -o LINK is
-    refuse_inside_ours(output)
-    why = foreign(output, spec.files) if output.is_dir() else None
-    if why is not None:
-        for other in FORMATS.values():
-            if other.folder and other is not spec and foreign(output, other.files) is None:  # one we wrote
-                raise ModelError(f"-o {output}: holds a {other.name} export; a {spec.name} export is not written over "
-                                 "it (choose a new name)")
-        raise ModelError(f"-o {output}: {why}, so it is not replaced (move that away)")
 
 
 def subset(model, min_count: int = 0, limit: int = 0):
@@ -194,9 +172,8 @@ def export(model, path: os.PathLike, fmt: str = "word2vec", *, binary: bool | No
     if add_words and model.unknown_rule[0] == "pieces":
         raise ModelError("--add-words: this model splits unknown words into pieces, which its folders carry, so they "
                          "embed every word as the model does already; --add-words is for models that hash unknown words")
-    if "part" in spec.options:
-        part = default_part(model) if part is None else part
-        part_columns(model, part)  # a part the model lacks: before anything is left out
+    if "part" in spec.options:  # the default part, and a part the model lacks refused before anything is left out
+        part = part_columns(model, part)[0]
     kept = subset(model, min_count, limit)
     result = spec.writer(kept, Path(path), fmt=spec.name, whole=model, binary=binary, part=part,
                          add_words=tuple(add_words), license=license, encoding=encoding, note=note)

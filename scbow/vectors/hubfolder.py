@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError
-from ..files import atomic_dir, foreign
-from ..outputs import register_kind
+from ..files import atomic_dir, foreign, output_path, resolved
+from ..outputs import refuse_inside_ours, register_kind
 from ..reading import os_error_text
 from ..text.reader import check_text, open_text
 from .card import model_card
@@ -41,6 +41,25 @@ def output_kind(directory: Path) -> str | None:
     if (directory / "model.safetensors").is_file() and (directory / "tokenizer.json").is_file():
         return "a model2vec folder"
     return None
+
+
+def check_folder_output(path: os.PathLike, fmt: str) -> None:
+    """ModelError unless a ``fmt`` folder may be written at ``path``: a new folder, or one this format wrote."""
+    output = Path(path)
+    if output.name in ("", "..") or resolved(output) == resolved(Path.cwd()):  # a link loop resolves, not raises
+        raise ModelError(f"-o {output}: give the new folder a name (the export replaces a folder whole; "
+                         "not the current one)")
+    if os.path.exists(output) and not output.is_dir():  # a dangling link is no folder yet: its target is made
+        raise ModelError(f"-o {output}: exists and is not a folder; a {fmt} export is a folder (choose a new name)")
+    output_path(output)  # a link into a folder that does not exist is refused, as every -o LINK is
+    refuse_inside_ours(output)
+    why = foreign(output, FILES[fmt]) if output.is_dir() else None
+    if why is not None:
+        for other, names in FILES.items():
+            if other != fmt and foreign(output, names) is None:  # one we wrote
+                raise ModelError(f"-o {output}: holds a {other} export; a {fmt} export is not written over "
+                                 "it (choose a new name)")
+        raise ModelError(f"-o {output}: {why}, so it is not replaced (move that away)")
 
 
 def write_folder(model, path: Path, fmt: str, extra_words=(), license: str | None = None, whole=None) -> dict:

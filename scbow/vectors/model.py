@@ -23,16 +23,11 @@ from .words import WordVectors, row_parts
 
 
 class Model:
-    """Word vectors whose average embeds a sentence: a sentence encoder.
+    """Word vectors whose average embeds a sentence: ``vectors`` float32 (n_words, dim), row i for
+    ``vocab.words[i]``; ``config`` the settings it was trained with, ``info`` its corpus and training.
 
-    vectors: array of float32, shape (n_words, dim), row i is ``vocab.words[i]``.
-    config: the hyperparameters it was trained with (a dict, as in ``config.json``).
-    info: corpus statistics and training summary.
-
-    Sentences with sentence-transformers' names (``encode``, ``similarity``, ``similarity_pairwise``,
-    ``semantic_search``), words with gensim's (``model.wv.most_similar("king")``). A model trained
-    with a word part has rows ``[sentence part ; word part]`` (:attr:`parts`): sentences are embedded
-    with the whole rows, words compared by the word part's columns.
+    A model trained with a word part has rows ``[sentence part ; word part]`` (:attr:`parts`):
+    sentences are embedded with the whole rows, words (``model.wv``) compared by the word part's columns.
     """
 
     similarity_fn_name = "cosine"
@@ -211,15 +206,12 @@ class Model:
         return self.dim
 
     def similarity(self, a, b, unknown: str | None = None) -> np.ndarray:
-        """Cosines between two sets of sentence embeddings: float64 (n, m), always 2-D, as sentence-transformers'
-        ``model.similarity``; NaN where a row has no embedding or is zero. ``a``, ``b``: embeddings, or
-        sentences (a str or a list), encoded first.
-        """
+        """sentence-transformers' ``similarity``: float64 (n, m) cosines, NaN where a row has no embedding or is
+        zero; ``a``, ``b``: embeddings, or sentences (a str or a list), encoded first."""
         return cosine_matrix(*_embeddings(self, a, b, unknown))
 
     def similarity_pairwise(self, a, b, unknown: str | None = None) -> np.ndarray:
-        """Cosine of row i of ``a`` with row i of ``b``: float64 (n,), as sentence-transformers'
-        ``similarity_pairwise``; ``a``, ``b``: embeddings of one shape, or lists of sentences."""
+        """sentence-transformers' ``similarity_pairwise``; ``a``, ``b``: embeddings of one shape, or sentences."""
         return similarity_pairwise(*_embeddings(self, a, b, unknown))
 
     def semantic_search(self, queries, corpus_embeddings, top_k: int = 10, unknown: str | None = None) -> list:

@@ -42,13 +42,13 @@ def hashed_vectors(tokens, dim: int, norm: float) -> np.ndarray:
 
 
 def rarest_rows(vectors: np.ndarray, counts=None) -> np.ndarray:
-    """The rows (float64) of the rarest tenth of the trained words (count 0 left out), whose median
-    norm sets that of hashed unknown-word vectors."""
+    """The rows (float64) of the rarest tenth of the trained words (:func:`rarest_ids`)."""
     return np.asarray(vectors[rarest_ids(len(vectors), counts)], dtype=np.float64)
 
 
 def rarest_ids(n: int, counts=None) -> np.ndarray:
-    """The ids of :func:`rarest_rows` among ``n`` rows."""
+    """The ids of the rarest tenth of ``n`` trained words (count 0 left out), whose rows' median norm
+    sets that of hashed unknown-word vectors."""
     trained = np.arange(n) if counts is None else np.flatnonzero(np.asarray(counts) > 0)
     if len(trained) == 0:
         trained = np.arange(n)
@@ -62,14 +62,10 @@ _CHUNK_ROWS = 4096
 
 
 def mean_rows(vectors: np.ndarray, ids: np.ndarray, lengths: np.ndarray, dtype=np.float64) -> np.ndarray:
-    """Average consecutive groups of rows of ``vectors``.
-
-    ids: array of int, shape (lengths.sum(),), the rows of every group one after another.
-    lengths: array of int, shape (n,), group sizes.
-    Returns ``dtype`` (float64 unless told), shape (n, vectors.shape[1]); an empty group gives NaN.
-    Each group is summed in float64 in its order, divided by its size, then rounded to ``dtype``:
-    the numbers of the kernels of ``scbow.kernels.embed``, without importing numba (half a second
-    in a fresh process, more than a whole ``similarity`` call) for the few sentences of the API.
+    """The means of consecutive groups of rows of ``vectors``: ``ids`` (int, (lengths.sum(),)) the rows of
+    every group in turn, ``lengths`` (int, (n,)) their sizes; ``dtype`` (n, dim), NaN for an empty group.
+    Each group is summed in float64 in its order, divided by its size, then rounded: the numbers of
+    ``scbow.kernels.embed`` without importing numba (half a second, more than a ``similarity`` call).
 
     With the groups sorted longest first, the k-th rows of all groups longer than k are added in
     one step: several times faster than ``np.add.reduceat`` at 300 dims, and no float64 copy.
@@ -173,8 +169,9 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def cached_rows(cache: dict, tokens: list, make, bound: int) -> dict:
-    """token -> row for ``tokens``: from ``cache``, the rest from ``make(new_tokens)`` and published.
-    The cache is not read again, so another thread's ``clear()`` cannot make it fail."""
+    """token -> row for ``tokens``: from ``cache``, the rest from ``make(new_tokens)`` and put into ``cache``
+    (emptied first when it would pass ``bound``). Callers read the rows returned, never ``cache``: threads
+    sharing it may clear it at any moment."""
     rows = {}
     for token in tokens:
         row = cache.get(token)
@@ -183,18 +180,11 @@ def cached_rows(cache: dict, tokens: list, make, bound: int) -> dict:
     new = [t for t in tokens if t not in rows]
     if new:
         rows.update(zip(new, make(new)))
-        publish_hashed(cache, new, rows, bound)
+        if len(new) <= bound:
+            if len(cache) + len(new) > bound:
+                cache.clear()
+            cache.update((t, rows[t]) for t in new)
     return rows
-
-
-def publish_hashed(cache: dict, new: list, rows: dict, bound: int) -> None:
-    """Put ``rows[t]`` of the ``new`` tokens into ``cache``, emptying it first when it would pass ``bound``
-    (callers read ``rows``, never ``cache``: threads sharing it may clear it at any moment)."""
-    if len(new) > bound:
-        return
-    if len(cache) + len(new) > bound:
-        cache.clear()
-    cache.update((t, rows[t]) for t in new)
 
 
 def unit_rows(x, name: str) -> np.ndarray:

@@ -127,31 +127,27 @@ def _looks_binary(body: bytes, dim: int) -> bool:
     return any(b < 9 or (13 < b < 32) or b > 126 for b in sample)
 
 
-def default_part(model) -> str:
-    """A word2vec file's default columns: ``"word"`` for a model with a word part (what word similarity
-    lives on), else ``"all"``."""
-    return "word" if "word" in model.parts else "all"
-
-
-def part_columns(model, part: str | None = None) -> np.ndarray:
-    """float32 rows of ``model``, all columns or one ``part``'s; ModelError for a part the model lacks."""
-    part = default_part(model) if part is None else part
+def part_columns(model, part: str | None = None) -> tuple[str, np.ndarray]:
+    """``(part, rows)``: float32 rows of ``model``, all columns or one ``part``'s; the default ``"word"``
+    for a model with a word part (what word similarity lives on), else ``"all"``. ModelError for a
+    part the model lacks."""
+    part = ("word" if "word" in model.parts else "all") if part is None else part
     if part not in PARTS:
         raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
     vectors = np.asarray(model.vectors, dtype=np.float32)
     if part == "all":
-        return vectors
+        return part, vectors
     if "word" not in model.parts:
         raise ModelError(f"the model has no word part (it was trained with --word-passes 0, or is not ours); "
                          f"--part {part} needs one")
     lo, hi = model.parts[part]
-    return vectors[:, lo:hi]
+    return part, vectors[:, lo:hi]
 
 
 def export_word2vec(model, path: os.PathLike, binary: bool = False, part: str | None = None) -> Path:
     """Write ``model``'s :func:`part_columns` in word2vec text or binary format, atomically; returns the path."""
     path = check_output_file(path, "vectors.txt")
-    vectors = part_columns(model, part)
+    vectors = part_columns(model, part)[1]
     try:
         with atomic_file(path) as tmp, open(tmp, "wb") as fh:
             fh.write(f"{len(model.vocab)} {vectors.shape[1]}\n".encode())

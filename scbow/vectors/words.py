@@ -34,15 +34,12 @@ def row_parts(config: dict, width: int) -> dict:
 
 
 class WordVectors:
-    """The word vectors of a :class:`~scbow.vectors.model.Model` (``model.wv``), as gensim's ``KeyedVectors``.
+    """``model.wv``: gensim's ``KeyedVectors`` methods on :attr:`vectors`, except that a word is looked up
+    as given, else lowercased, else folded as the tokenizer folds (``wv["King"]`` is "king"'s vector;
+    ``key_to_index`` has the exact spellings), and ``most_similar`` may leave out rare words (``min_count``).
 
-    gensim's methods work as there, on :attr:`vectors`, except that a word is looked up as given,
-    else lowercased, else folded as the tokenizer folds (``wv["King"]`` is "king"'s vector;
-    ``word in wv.key_to_index`` asks for the exact spelling), and ``most_similar`` may leave out
-    words seen fewer than ``min_count`` times (``scbow-numba neighbors`` uses ``NEIGHBOUR_MIN_COUNT``).
-
-    A light view: it reads ``model.vectors`` on every call. ``most_similar`` keeps a float32 search
-    table until the vectors are assigned again: after changing rows in place, assign them again.
+    A light view reading ``model.vectors`` on every call; ``most_similar``'s float32 search table is
+    kept until the vectors are assigned again (after changing rows in place, assign them again).
     """
 
     def __init__(self, model):
@@ -128,7 +125,7 @@ class WordVectors:
         return (vector.astype(np.float64) / (length if length > 0 else 1.0)).astype(vector.dtype)
 
     def get_vecattr(self, word: str, attr: str):
-        """gensim's ``get_vecattr``: ``"count"`` is the word's count in the training corpus (0: unknown)."""
+        """``"count"``: the word's count in the training corpus (0: unknown)."""
         if attr != "count":
             raise KeyError(f"no attribute {attr!r}; a model records each word's 'count'")
         return int(self._model.vocab.counts[self.get_index(word)])
@@ -182,7 +179,7 @@ class WordVectors:
         return 1.0 - rows @ q
 
     def rank(self, w1: str, w2: str) -> int:
-        """Where ``w2`` comes among ``w1``'s neighbours by cosine, 1 for the nearest (every word counts, as in gensim)."""
+        """gensim's ``rank``: where ``w2`` comes among ``w1``'s neighbours by cosine, 1 for the nearest."""
         i, j = self.get_index(w1), self.get_index(w2)
         cos = 1.0 - self.distances(w1)
         bar = cos[j]  # read before w1's own score is struck out: a word is its own nearest
@@ -190,8 +187,7 @@ class WordVectors:
         return int(np.count_nonzero(cos > bar)) + 1
 
     def doesnt_match(self, words) -> str:
-        """The word furthest from the mean of the unit vectors (gensim's ``doesnt_match``), unknown words
-        left out. A str is refused: gensim would read its letters as the words."""
+        """gensim's ``doesnt_match``; a str is refused (gensim would read its letters as the words)."""
         if isinstance(words, (str, bytes, bytearray)):
             raise TypeError(f"doesnt_match() takes a list of words, not a {type(words).__name__} ({words[:40]!r}); "
                             "split it first")
@@ -203,8 +199,8 @@ class WordVectors:
         return known[int(np.argmin(units @ mean))]
 
     def n_similarity(self, words1, words2) -> float:
-        """Cosine between the means of the (unscaled) vectors of two lists of words or vectors, as gensim's;
-        unlike there, an unknown word is a KeyError (not skipped), an empty list a ValueError, a zero mean nan."""
+        """gensim's ``n_similarity``, except that an unknown word is a KeyError (not skipped), an empty list a
+        ValueError, a zero mean nan."""
         means = []
         for words in (words1, words2):
             if isinstance(words, str):
@@ -216,12 +212,8 @@ class WordVectors:
         return cosine(*means)
 
     def evaluate_word_pairs(self, pairs):
-        """How the word cosines agree with human scores, as gensim reports it:
-        ``((pearson, p_value), spearman, oov_percent)``, ``spearman`` being scipy's ``spearmanr`` result.
-
-        ``pairs``: a path (:func:`read_word_pairs`; an OSError when it cannot be opened, as in gensim)
-        or ``(word1, word2, score)`` triples. A score not finite or beyond +-10^6 is refused.
-        """
+        """gensim's ``evaluate_word_pairs``: ``((pearson, p_value), spearman, oov_percent)``. ``pairs``: a path
+        (:func:`read_word_pairs`) or ``(word1, word2, score)`` triples; a score not finite or beyond +-10^6 is refused."""
         from scipy.stats import pearsonr, spearmanr
 
         if isinstance(pairs, (str, os.PathLike)):
@@ -243,15 +235,8 @@ class WordVectors:
 
     def evaluate_word_analogies(self, analogies, restrict_vocab: int = 300000, case_insensitive: bool = True,
                                 dummy4unknown: bool = False, similarity_function: str = "most_similar"):
-        """Accuracy on word analogies, as gensim's ``evaluate_word_analogies``: ``(score, sections)``.
-
-        ``analogies``: questions-words lines (``a b c expected``) under ``: SECTION`` lines (a question
-        before the first is a ValueError; a line of other than four words is skipped). A question with a
-        word beyond the first ``restrict_vocab`` is left out (``dummy4unknown``: counted wrong). The
-        answer is the first of :meth:`most_similar`'s five for ``positive=[b, c], negative=[a]`` that is
-        none of a, b, c; ``case_insensitive`` compares uppercased, a spelling meaning its most frequent
-        word. ``sections``: ``{"section", "correct", "incorrect"}`` dicts, then ``"Total accuracy"``.
-        """
+        """gensim's ``evaluate_word_analogies``: ``(score, sections)``; a question before the first
+        ``: SECTION`` line is a ValueError, and with ``case_insensitive`` a spelling means its most frequent word."""
         if similarity_function != "most_similar":
             raise ValueError(f"similarity_function must be 'most_similar' (as in gensim), got {similarity_function!r}")
         spell = str.upper if case_insensitive else str
@@ -293,7 +278,7 @@ class WordVectors:
 
         if not isinstance(binary, (bool, np.bool_)):  # binary="no" is truthy: it would write binary
             raise TypeError(f"binary must be True or False, not {binary!r}")
-        export(self._model, path, "word2vec", binary=bool(binary), part="word" if "word" in self._model.parts else "all")
+        export(self._model, path, "word2vec", binary=bool(binary))
 
     def similar_by_word(self, word: str, topn: int = 10, restrict_vocab: int | None = None,
                         min_count: int = 0) -> list[tuple[str, float]]:
@@ -310,32 +295,18 @@ class WordVectors:
 
     def most_similar(self, positive=None, topn: int = 10, negative=(), restrict_vocab: int | None = None,
                      min_count: int = 0) -> list[tuple[str, float]]:
-        """The ``topn`` words nearest to a query by cosine, with their cosines, best first.
+        """gensim's ``most_similar``; a term may also be a whole row. Ties go to the more frequent word.
+        ``min_count=C``: only words seen at least C times (or with no recorded count) are candidates, so
+        rare noisy rows do not crowd out the answer; the query's words may be any.
 
-        ``positive``/``negative``: a word, a vector (of :attr:`vector_size`, or a whole row) or a list of
-        words, vectors and ``(word or vector, weight)`` pairs. As in gensim, the query is the weighted
-        sum of the words' unit vectors and the vectors as given (weight 1, -1 in ``negative``, or the
-        pair's own), and its words are never returned. Ties go to the more frequent word. KeyError for
-        an unknown word; ValueError when the terms cancel out.
-
-        ``restrict_vocab=N``: only the N most frequent words are candidates. ``min_count=C`` (default 0,
-        as gensim): only words seen at least C times are, so rare noisy rows do not crowd out the answer;
-        a word with no recorded count (0) always is. Either way the query's words may be any.
-
-        Speed: every candidate is scored in float32 (one matrix-vector product times the cached
-        inverse norms); the few within rounding distance of the ``topn``-th are scored again in
-        float64, which orders them and gives the returned cosines.
+        Every candidate is scored in float32 with the cached inverse norms; the few within rounding
+        distance of the ``topn``-th are scored again in float64, which orders them and gives the cosines.
         """
-        if not isinstance(topn, (int, np.integer)) or isinstance(topn, (bool, np.bool_)) or topn < 1:
-            raise ValueError(f"topn must be a positive integer, got {topn!r}")
-        topn = int(topn)  # numpy integers too, as gensim takes them
+        topn = _whole("topn", topn, 1)
         n_rows = len(self)
         if restrict_vocab is not None:
-            if not isinstance(restrict_vocab, (int, np.integer)) or isinstance(restrict_vocab, bool) or restrict_vocab < 1:
-                raise ValueError(f"restrict_vocab must be a positive integer or None, got {restrict_vocab!r}")
-            n_rows = min(n_rows, int(restrict_vocab))
-        if not isinstance(min_count, (int, np.integer)) or isinstance(min_count, (bool, np.bool_)) or min_count < 0:
-            raise ValueError(f"min_count must be a non-negative integer, got {min_count!r}")
+            n_rows = min(n_rows, _whole("restrict_vocab", restrict_vocab, 1, " or None"))
+        min_count = _whole("min_count", min_count, 0)
         vectors = self.vectors
         terms, weights, exclude = [], [], set()
         for default, group in ((1.0, positive), (-1.0, negative)):
@@ -370,7 +341,7 @@ class WordVectors:
             raise ValueError("the query vector is zero or not finite; no direction to compare with")
         query = query / qnorm
         exclude = np.array(sorted(i for i in exclude if i < n_rows), dtype=np.int64)
-        rare = self._rare_rows(int(min_count), n_rows)
+        rare = self._rare_rows(min_count, n_rows)
         n_rare = int(np.count_nonzero(rare))
         exclude = exclude[~rare[exclude]]  # each left-out word counted once
         k = min(topn, n_rows - len(exclude) - n_rare)
@@ -428,6 +399,13 @@ class WordVectors:
         table = (matrix, inverse, odd)
         self._search = (key, table)
         return table
+
+
+def _whole(name: str, value, least: int, also: str = "") -> int:
+    """``value`` as an int (numpy integers too, as gensim takes them); ValueError below ``least`` or for a non-integer."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"{name} must be a {'positive' if least else 'non-negative'} integer{also}, got {value!r}")
+    return int(value)
 
 
 def _weighted(item, default: float):
