@@ -23,7 +23,7 @@ from ..errors import ModelError, STSError
 from ..text.reader import DEFAULT_ENCODING, read_small_text
 from ..text.tokenize import tokenize
 from ..text.units import MAX_GOLD, gold_number
-from ..vectors.numeric import hashed_vector, mean_rows, row_cosines, word_weights  # noqa: F401  (row_cosines re-exported)
+from ..vectors.numeric import hashed_vector, mean_rows, row_cosines, word_weights
 from .describe import json_safe
 
 MEAN_NOTE = "mean: unweighted over sets; weighted: weighted by the pairs scored in each set"

@@ -133,8 +133,7 @@ def read_manifest(directory) -> dict:
         raise damaged('"files" is missing or not a record of {path: {"bytes", "mtime_ns"}}')
     if manifest.get("model") is not None and not (isinstance(manifest["model"], str)
                                                   and isinstance(manifest.get("model_id"), str)):
-        raise damaged('"model" is not a path with its "model_id" (shards embedded by a version before model ids: '
-                      "embed again)")
+        raise damaged('"model" is not a path with its "model_id"')
     names: set = set()
     lines: dict[str, int] = {}  # text -> the rows of its shards listed so far
     for i, s in enumerate(shards):

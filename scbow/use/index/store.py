@@ -17,6 +17,7 @@ from ...errors import CorpusError, ModelError
 from ...outputs import register_kind
 from ...reading import path_text, read_json, read_range, short_message
 from ...text.reader import DEFAULT_ENCODING, text_codec
+from ...vectors.modeldir import output_kind as model_kind
 from ...vectors.numeric import scaled_rows
 from ..shards import is_count
 
@@ -147,7 +148,7 @@ def read_info(path: Path) -> dict:
         raise ModelError(f"{path}: {'no such index' if not path.exists() else 'not a sentence index directory'} "
                          "(build one with 'scbow-numba index')")
     if not (path / INDEX_JSON).is_file():
-        if (path / "config.json").is_file() and (path / "vectors.npy").is_file():
+        if model_kind(path):
             raise ModelError(f"{path}: is a model directory, not a sentence index (build one with "
                              "'scbow-numba index')")
         raise ModelError(f"{path}: not a sentence index (no {INDEX_JSON}; build one with 'scbow-numba index')")
