@@ -101,6 +101,10 @@ def not_an_index_of_ours(directory: Path) -> str | None:
     return f"it holds {stray[0]}, which its {INDEX_JSON} does not name" if stray else None
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def damaged(path: Path, why: str) -> ModelError:
     return ModelError(f"{path}: damaged sentence index ({why}); build it again with 'scbow-numba index'")
 
@@ -185,7 +189,7 @@ class Index:
 
     @ef.setter
     def ef(self, value: int) -> None:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_EF:
+        if not (_is_int(value) and 1 <= value <= MAX_EF):
             raise ValueError(f"ef must be an integer from 1 to {MAX_EF:,}, got {value!r}")
         self.graph.hnsw.efSearch = int(value)
 
@@ -206,7 +210,7 @@ class Index:
     def search(self, vectors, k: int = 10, threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """``(ids, scores)``: int64 rows and float32 cosines (n, k) nearest to each of ``vectors``, best first;
         -1 and -inf past what was found. ``k`` at the index's size is exact; a zero query finds nothing."""
-        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
+        if not (_is_int(k) and k >= 1):
             raise ValueError(f"k must be an integer of at least 1, got {k!r}")
         k = int(k)
         q = np.asarray(vectors, dtype=np.float32)
@@ -250,7 +254,7 @@ class Index:
     def line(self, row_id: int) -> tuple[str, int, str]:
         """``(file, 1-based line number, text)`` of row ``row_id``; IndexError, CorpusError (the text changed)
         or ModelError (damage)."""
-        if isinstance(row_id, (bool, np.bool_)) or not isinstance(row_id, (int, np.integer)):
+        if not _is_int(row_id):
             raise TypeError(f"a row id is an integer, not {type(row_id).__name__}")
         row_id = int(row_id)
         if not 0 <= row_id < int(self.info["rows"]):
