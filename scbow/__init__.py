@@ -25,7 +25,7 @@ __all__ = ["TrainConfig", "tokenize", "load", "train", "open_shards", "similarit
 # scbow.load reads a model directory (its rows memory-mapped read-only unless mmap=False: instant, and
 # shared by every process mapping them) or a word2vec or GloVe file; model.save(path) writes one.
 _LAZY = {"load": ("vectors.formats", "load_model"), "similarity": ("use.semantic", "similarity"),
-         "semantic_search": ("use.semantic", "semantic_search"), "open_shards": ("use.shards", "open_shards")}
+         "semantic_search": ("vectors.numeric", "semantic_search"), "open_shards": ("use.shards", "open_shards")}
 
 
 def __getattr__(name: str):

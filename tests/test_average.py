@@ -12,9 +12,9 @@ from test_unknown_words import WORDS, make_model
 import scbow.kernels.embed as K
 from scbow.training.curve import CurveHook, prepare_set
 from scbow.use.embedding import embed_file
-from scbow.use.evaluate import STSSet, row_cosines
+from scbow.use.evaluate import STSSet
 from scbow.vectors import average
-from scbow.vectors.numeric import hashed_vector
+from scbow.vectors.numeric import hashed_vector, row_cosines
 
 SENTENCES = ["the cat sat on the mat .", "the zebra sated", "zebra sated zebra", "xq", "the xq dog", "",
              "a big red house", "sated", "the cat sat on the mat ."]

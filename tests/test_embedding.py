@@ -128,7 +128,8 @@ def test_embed_cli(tmp_path, runner, model):
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     assert result.stderr.startswith(f"embedded {len(LINES)} lines as 6-dim rows in ")  # embed_summary's line
-    assert f"3 lines with no known word (listed in {tmp_path / 'x.missing.txt'}); wrote {tmp_path / 'x.npy'}" in result.stderr
+    assert (f"3 lines with no word in the vocabulary (listed in {tmp_path / 'x.missing.txt'}); "
+            f"wrote {tmp_path / 'x.npy'}") in result.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), model.encode(LINES))
     assert (tmp_path / "x.missing.txt").is_file()
     odd = tmp_path / "in\udcff.txt"  # a file name that is not UTF-8 (byte 0xff): its bytes shown in the list

@@ -23,10 +23,9 @@ from scbow.errors import ConfigError
 from scbow.text.tokenize import tokenize
 from scbow.text.vocab import Vocab
 from scbow.use.describe import describe
-from scbow.use.semantic import semantic_search
 from scbow.vectors.export import export_word2vec
 from scbow.vectors.model import Model
-from scbow.vectors.numeric import mean_rows, row_cosines
+from scbow.vectors.numeric import mean_rows, row_cosines, semantic_search
 
 
 def sequential_means(vectors, ids, lengths) -> np.ndarray:

@@ -47,7 +47,7 @@ def test_similarity_is_every_cosine(data):
 
 @pytest.mark.parametrize("top_k, block", [(1, 1 << 15), (5, 7), (400, 64)])
 def test_semantic_search_is_the_top_cosines(data, top_k, block):
-    from scbow.use.semantic import semantic_search
+    from scbow.vectors.numeric import semantic_search
 
     Q, C = data
     found = semantic_search(Q, C, top_k=top_k, block=block)

@@ -25,8 +25,9 @@ from ..errors import CheckpointError, ConfigError
 from ..text.tokenize import tokenize_lines
 from ..text.units import parse_count
 from ..use.data import default_sts_dev, default_sts_paths, sts_files
-from ..use.evaluate import STSScore, STSSet, correlations, read_sts, row_cosines, summarize
+from ..use.evaluate import STSScore, STSSet, correlations, read_sts, summarize
 from ..vectors.average import Averager, sentences_text
+from ..vectors.numeric import row_cosines
 from .hooks import Hook
 from .postprocess import COMMON_SAMPLE, CommonComponents
 

@@ -201,8 +201,6 @@ class ClusterStats:
     skipped: int = 0  # shards found done, from an earlier run
     lines: int = 0
     missing: int = 0
-    tokens: int = 0
-    known_tokens: int = 0
     seconds: float = 0.0
     workers: int = 0
     output: str = ""
@@ -389,8 +387,7 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     manifest = write_manifest(out, blocks, records, identity)
     done = records.values()
     return ClusterStats(shards=len(blocks), skipped=sum(bool(i.get("skipped")) for i in done), lines=manifest["rows"],
-                        missing=sum(s["missing"] for s in manifest["shards"]), tokens=sum(i.get("tokens", 0) for i in done),
-                        known_tokens=sum(i.get("known_tokens", 0) for i in done), seconds=time.perf_counter() - t0,
+                        missing=sum(s["missing"] for s in manifest["shards"]), seconds=time.perf_counter() - t0,
                         workers=workers, output=str(out))
 
 

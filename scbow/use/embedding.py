@@ -107,15 +107,27 @@ class EmbedStats:
     missing_file: str = ""
 
 
+def lacks(rule: str) -> str:
+    """What a sentence without an embedding lacks under the unknown-word ``rule``."""
+    return "no word" if rule == "hash" else "no word in the vocabulary"
+
+
+def sentence_vector(model: Model, sentence: str) -> np.ndarray:
+    """The float64 average of ``sentence``; ValueError when it has nothing to average or averages to zero."""
+    q = model.encode([sentence])[0].astype(np.float64)
+    if np.isnan(q).any() or not q.any():
+        raise ValueError(f"the sentence {sentence!r} has {lacks(model.unknown_rule[0])}")
+    return q
+
+
 def embed_summary(stats: EmbedStats, model: Model, unknown: str | None = None, output=None, missing_file=None) -> str:
     """The line ``embed`` ends with, naming ``output`` and ``missing_file`` as the user did (default: ``stats``')."""
     rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
     known = stats.known_tokens / stats.tokens if stats.tokens else 0
     rule = unknown or model.unknown_rule[0]
-    what = "no known word" if rule == "omit" else "no word"
     return (f"embedded {plural(stats.lines, 'line')} as {model.dim}-dim rows in {stats.seconds:.1f} s "
             f"({rate:,.0f} lines/min), {100 * known:.1f}% of tokens averaged (unknown words: {rule}); "
-            f"{plural(stats.missing, 'line')} with {what} (listed in {missing_file or stats.missing_file}); "
+            f"{plural(stats.missing, 'line')} with {lacks(rule)} (listed in {missing_file or stats.missing_file}); "
             f"wrote {output or stats.output}")
 
 
@@ -131,8 +143,7 @@ class SentenceWords:
 
     @property
     def lacks(self) -> str:
-        """What a sentence without an embedding lacks: "no word", or "no word in the vocabulary"."""
-        return "no word" if self.rule == "hash" else "no word in the vocabulary"
+        return lacks(self.rule)
 
     def unknown_note(self) -> str | None:
         """``unknown words given hashed random vectors: a, b`` (or left out, split into pieces); None if none."""
@@ -255,8 +266,7 @@ def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fil
                 open(tmp_out, "wb") as out, open(tmp_missing, "w", encoding="utf-8", newline="\n") as miss, \
                 ThreadPoolExecutor(max_workers=1) as pool:
             out.write(npy_header(0, model.dim))
-            what = "no known word" if rule == "omit" else "no word"
-            miss.write(f"# lines of {path_text(source)} with {what} (1-based; array row = line - 1)\n")
+            miss.write(f"# lines of {path_text(source)} with {lacks(rule)} (1-based; array row = line - 1)\n")
 
             def finish(encoded, first_line, kernel):
                 done = averager.average(encoded, rule, scale, fill, kernel=kernel)
@@ -307,12 +317,8 @@ def nearest_sentences(model: Model, sentence: str, input_path, topn: int = 10,
 
     if topn < 1:
         raise ValueError(f"topn must be at least 1, got {topn}")
-    q = model.encode([sentence])[0].astype(np.float64)
-    if np.isnan(q).any():
-        what = "no word in the vocabulary" if model.unknown_rule[0] == "omit" else "no word"
-        raise ValueError(f"the sentence {sentence!r} has {what}")
-    qn = np.linalg.norm(q)
-    q = q / qn if qn > 0 else q
+    q = sentence_vector(model, sentence)
+    q /= np.linalg.norm(q)
     rule, scale = model.unknown_rule[0], model.unknown_scale(model.unknown_rule[0])
     best_cos = np.empty(0, dtype=np.float64)
     best_line = np.empty(0, dtype=np.int64)

@@ -23,7 +23,7 @@ from ..errors import ModelError, STSError
 from ..text.reader import DEFAULT_ENCODING, read_small_text
 from ..text.tokenize import tokenize
 from ..text.units import MAX_GOLD, gold_number
-from ..vectors.numeric import hashed_vector, mean_rows, row_cosines, word_weights  # noqa: F401  (row_cosines re-exported)
+from ..vectors.numeric import hashed_vector, mean_rows, row_cosines, word_weights
 from .describe import json_safe
 
 MEAN_NOTE = "mean: unweighted over sets; weighted: weighted by the pairs scored in each set"
@@ -272,13 +272,10 @@ def _table(report: dict, scores: bool = True, tests: bool = True) -> list[str]:
     """The rows of :func:`format_table`: each system's ``scores``, each comparison's ``tests``, or both."""
     others = list(report["comparisons"])
     width = max([len(s["name"]) for s in report["sets"]] + [len("weighted")])
-    groups = [(report["system"], 6 + 1 + 7 + 1 + 8)] if scores else []
-    header = f"{'set':<{width}}  {'pairs':>6}" + (f"  {'scored':>6} {'pearson':>7} {'spearman':>8}" if scores else "")
-    for other in others:
-        groups.append((other, (6 + 1 + 7 + 1 + 8 if scores else 0) + (2 + 8 + 1 + 7 + 1 + 17 if tests else 0)
-                       - (0 if scores else 2)))
-        header += (f"  {'scored':>6} {'pearson':>7} {'spearman':>8}" if scores else "") + (
-            f"  {'wilcox p':>8} {'r diff':>7} {'95% CI':>17}" if tests else "")
+    score_head = f"  {'scored':>6} {'pearson':>7} {'spearman':>8}" if scores else ""
+    test_head = f"  {'wilcox p':>8} {'r diff':>7} {'95% CI':>17}" if tests else ""
+    header = f"{'set':<{width}}  {'pairs':>6}" + score_head + (score_head + test_head) * len(others)
+    groups = [(report["system"], len(score_head) - 2)] * scores + [(o, len(score_head + test_head) - 2) for o in others]
     lines = [(" " * (width + 2 + 6 + 2) + "  ".join(f"{name[:w]:^{w}}" for name, w in groups)).rstrip(), header]
     for s in report["sets"]:
         line = f"{s['name']:<{width}}  {s['pairs']:>6}"
@@ -300,7 +297,7 @@ def _table(report: dict, scores: bool = True, tests: bool = True) -> list[str]:
                 f"{_num(report['spearman_' + key], 8)}")
         for other in others:
             o = report["comparisons"][other]
-            line += f"  {'':>6} {_num(o['pearson_' + key], 7)} {_num(o['spearman_' + key], 8)}" + " " * 36
+            line += f"  {'':>6} {_num(o['pearson_' + key], 7)} {_num(o['spearman_' + key], 8)}" + " " * len(test_head)
         lines.append(line.rstrip())
     return lines
 

@@ -1,13 +1,10 @@
-"""Comparing sets of sentence embeddings in memory, with sentence-transformers' conventions:
-``similarity``, ``cosine_matrix``, ``similarity_pairwise`` and ``semantic_search`` (exact, in blocks; for
-millions of rows searched often, ``scbow-numba index``). Rows with no embedding or zero never match.
-"""
+"""``scbow.similarity``: cosines of sentence embeddings in memory, with sentence-transformers' conventions."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..vectors.numeric import cosine_matrix, semantic_search, similarity_pairwise  # noqa: F401  (the API)
+from ..vectors.numeric import cosine_matrix
 
 
 def similarity(a, b) -> np.ndarray | float:
@@ -17,5 +14,3 @@ def similarity(a, b) -> np.ndarray | float:
     if single_a and single_b:
         return float(S[0, 0])
     return S[0] if single_a else (S[:, 0] if single_b else S)
-
-

@@ -133,8 +133,7 @@ def read_manifest(directory) -> dict:
         raise damaged('"files" is missing or not a record of {path: {"bytes", "mtime_ns"}}')
     if manifest.get("model") is not None and not (isinstance(manifest["model"], str)
                                                   and isinstance(manifest.get("model_id"), str)):
-        raise damaged('"model" is not a path with its "model_id" (shards embedded by a version before model ids: '
-                      "embed again)")
+        raise damaged('"model" is not a path with its "model_id"')
     names: set = set()
     lines: dict[str, int] = {}  # text -> the rows of its shards listed so far
     for i, s in enumerate(shards):
@@ -237,17 +236,11 @@ class Shards:
                 return np.asarray(self)[key]
             if len(key) > 2:
                 raise IndexError(f"too many indices: shards are 2-dimensional, {len(key)} were given")
-            row = key[0]
-            rows = self[row]
-            if len(key) == 1:
-                return rows
-            col = key[1]
-            if isinstance(col, (int, np.integer, slice)):
-                return rows[..., col]
-            if not isinstance(row, (int, np.integer, slice)):  # two arrays pair up in NumPy: not done here
+            (row, *col), simple = key, (int, np.integer, slice)
+            if col and not isinstance(col[0], simple) and not isinstance(row, simple):  # NumPy pairs two arrays up
                 raise IndexError("an array of rows with an array of columns: take the rows first, "
                                  "shards[rows][:, columns], or np.asarray(shards) for NumPy's pairing")
-            return rows[col] if rows.ndim == 1 else rows[:, col]
+            return self[row][..., col[0]] if col else self[row]
         if isinstance(key, np.ndarray) and key.ndim == 0:
             key = key.item()
         if key is Ellipsis or key is None or isinstance(key, (bool, np.bool_)):

@@ -96,7 +96,7 @@ def open_embeddings(embeddings, text=None) -> tuple[object, list, dict | None]:
         if (path / store.INDEX_JSON).is_file():
             raise ModelError(f"{path}: is a sentence index already; give the embeddings it was built from")
         if not (path / MANIFEST).is_file():
-            if (path / "config.json").is_file() and (path / "vectors.npy").is_file():
+            if store.model_kind(path):
                 raise ModelError(f"{path}: is a model directory; give the embeddings written by "
                                  "'scbow-numba embed MODEL INPUT -o X.npy'")
             raise ModelError(f"{path}: directory has no manifest.json: not the shards of a finished cluster embed "

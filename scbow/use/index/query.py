@@ -8,11 +8,10 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
-
 from ...errors import ModelError
 from ...progress import Progress, note
 from ...text.reader import DEFAULT_ENCODING
+from ..embedding import sentence_vector
 from .build import DEFAULT_EF_CONSTRUCTION, DEFAULT_M, build_index
 from .store import INDEX_JSON, MAX_EF, Index, open_index, read_info
 
@@ -55,9 +54,6 @@ def check_query_model(index: "Index | os.PathLike", model_dir, loaded_id: str | 
 
     info, where = (index.info, index.path) if isinstance(index, Index) else (read_info(Path(index)), Path(index))
     recorded = info.get("model_id")
-    if recorded is None and info.get("model_fingerprint") is not None:
-        raise ModelError(f"{where}: was built by an earlier version of scbow-numba, which recorded its model in a way "
-                         "no longer read; build it again with 'scbow-numba index'")
     if recorded is None:
         return
     name = info.get("model") or "the model recorded in it"
@@ -124,11 +120,7 @@ def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | N
                          "query it with the model its embeddings came from")
     topn = min(int(topn), len(index))  # there are no more to find (and a huge k would allocate for nothing)
     index.ef = min(max(int(ef if ef is not None else index.ef), topn), MAX_EF)
-    q = model.encode([sentence])[0]
-    if np.isnan(q).any() or not np.any(q):
-        what = "no word in the vocabulary" if model.unknown_rule[0] == "omit" else "no word"
-        raise ValueError(f"the sentence {sentence!r} has {what}")
-    ids, scores = index.search(q, topn, threads=1)
+    ids, scores = index.search(sentence_vector(model, sentence), topn, threads=1)
     return [(float(score), *index.line(row)) for row, score in zip(ids[0].tolist(), scores[0].tolist()) if row >= 0]
 
 

@@ -17,6 +17,7 @@ from ...errors import CorpusError, ModelError
 from ...outputs import register_kind
 from ...reading import path_text, read_json, read_range, short_message
 from ...text.reader import DEFAULT_ENCODING, text_codec
+from ...vectors.modeldir import output_kind as model_kind
 from ...vectors.numeric import scaled_rows
 from ..shards import is_count
 
@@ -100,6 +101,10 @@ def not_an_index_of_ours(directory: Path) -> str | None:
     return f"it holds {stray[0]}, which its {INDEX_JSON} does not name" if stray else None
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def damaged(path: Path, why: str) -> ModelError:
     return ModelError(f"{path}: damaged sentence index ({why}); build it again with 'scbow-numba index'")
 
@@ -147,7 +152,7 @@ def read_info(path: Path) -> dict:
         raise ModelError(f"{path}: {'no such index' if not path.exists() else 'not a sentence index directory'} "
                          "(build one with 'scbow-numba index')")
     if not (path / INDEX_JSON).is_file():
-        if (path / "config.json").is_file() and (path / "vectors.npy").is_file():
+        if model_kind(path):
             raise ModelError(f"{path}: is a model directory, not a sentence index (build one with "
                              "'scbow-numba index')")
         raise ModelError(f"{path}: not a sentence index (no {INDEX_JSON}; build one with 'scbow-numba index')")
@@ -184,7 +189,7 @@ class Index:
 
     @ef.setter
     def ef(self, value: int) -> None:
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or not 1 <= value <= MAX_EF:
+        if not (_is_int(value) and 1 <= value <= MAX_EF):
             raise ValueError(f"ef must be an integer from 1 to {MAX_EF:,}, got {value!r}")
         self.graph.hnsw.efSearch = int(value)
 
@@ -205,7 +210,7 @@ class Index:
     def search(self, vectors, k: int = 10, threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """``(ids, scores)``: int64 rows and float32 cosines (n, k) nearest to each of ``vectors``, best first;
         -1 and -inf past what was found. ``k`` at the index's size is exact; a zero query finds nothing."""
-        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
+        if not (_is_int(k) and k >= 1):
             raise ValueError(f"k must be an integer of at least 1, got {k!r}")
         k = int(k)
         q = np.asarray(vectors, dtype=np.float32)
@@ -249,7 +254,7 @@ class Index:
     def line(self, row_id: int) -> tuple[str, int, str]:
         """``(file, 1-based line number, text)`` of row ``row_id``; IndexError, CorpusError (the text changed)
         or ModelError (damage)."""
-        if isinstance(row_id, (bool, np.bool_)) or not isinstance(row_id, (int, np.integer)):
+        if not _is_int(row_id):
             raise TypeError(f"a row id is an integer, not {type(row_id).__name__}")
         row_id = int(row_id)
         if not 0 <= row_id < int(self.info["rows"]):
