@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from ..config import TrainConfig
+from ..config import UNKNOWN_MODES, TrainConfig
 from ..errors import ConfigError, CorpusError, ModelError, STSError, TrainingError
 from ..reading import os_error_text, short_message
 from ..text.reader import DEFAULT_ENCODING, REPLACE_SUFFIX, text_codec
@@ -61,11 +61,9 @@ class _Group(click.Group):
         except (CorpusError, ModelError, STSError, TrainingError) as exc:
             raise click.ClickException(str(exc)) from None
         except MemoryError:
-            # the options that shrink what a command holds, where it has them (train: --dim, --max-vocab)
-            command = self.get_command(ctx, ctx.invoked_subcommand or "")
-            names = {param.name for param in command.params} if command is not None else set()
-            smaller = " or ".join(f"--{name.replace('_', '-')}" for name in ("dim", "max_vocab") if name in names)
-            raise click.ClickException("out of memory" + (f"; try a smaller {smaller}" if smaller else "")) from None
+            # train is the command with options that shrink what it holds
+            smaller = "; try a smaller --dim or --max-vocab" if ctx.invoked_subcommand == "train" else ""
+            raise click.ClickException("out of memory" + smaller) from None
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{os_error_text(exc)}") from None
@@ -155,7 +153,7 @@ def encoding_option(what="The input text's"):
 
 def unknown_option(whose="the model's own rule"):
     """``--unknown``: what becomes of words outside the vocabulary (``Model.encode``'s ``unknown``)."""
-    return click.option("--unknown", type=click.Choice(["pieces", "hash", "omit"]), default=None,
+    return click.option("--unknown", type=click.Choice(UNKNOWN_MODES), default=None,
                         help="Words not in the vocabulary: split them into pieces (as exported folders do), give "
                              f"each a fixed random vector from a hash of the word, or leave them out.  [default: {whose}; "
                              "pieces for models trained by this version, omit for word2vec files]")

@@ -16,16 +16,13 @@ Sentences: a blank line ends a paragraph; a paragraph's lines are joined with sp
 text reads as flowing text) and split by the segmenter; inside a sentence each run of whitespace is
 one space; empty sentences, and documents with none, are dropped. ``segmenter="lines"`` takes each
 non-blank line as a sentence and needs no library. Japanese and Chinese are cut by a rule of their own,
-whatever the segmenter (:func:`cjk_sentences`): a line holding Han or kana is its own paragraph (such
-text is not hard-wrapped), cut after each run of ``。！？`` (and their kin) outside quotes and brackets:
-``「行くの？」と聞いた。`` is one sentence.
+whatever the segmenter (:func:`with_cjk`): ``「行くの？」と聞いた。`` is one sentence.
 
-Memory stays bounded: files are read in blocks of whole lines of about ``CHUNK_CHARS`` (a longer line
-is cut), and a longer paragraph is segmented chunk by chunk, the last sentence of a chunk carried over
-to be segmented again with what follows. Only a JSON Lines record is held whole. The output is written
-beside itself and renamed into place at the end, compressed by its suffix (``.gz``, ``.bz2``, ``.xz``)
-in a second thread, at levels faster than the segmenting. Only the standard library is imported here;
-the segmenter's library when ``prepare`` (or ``get_segmenter``) runs.
+Memory stays bounded: files are read in blocks (:func:`_blocks`) and a long paragraph is segmented chunk
+by chunk (``_Preparer._flush``); only a JSON Lines record is held whole. The output is written beside
+itself and renamed into place at the end, compressed by its suffix (:func:`_compressor`) in a second
+thread (``_Writer``). Only the standard library is imported here; the segmenter's library when
+``prepare`` (or ``get_segmenter``) runs.
 """
 
 from __future__ import annotations
@@ -48,6 +45,7 @@ from ..errors import CorpusError
 from ..files import atomic_file
 from ..outputs import check_output_file, refuse_overwrite
 from ..progress import megabytes, plural
+from ..reading import json_kind
 from .reader import COMPRESSED_SUFFIXES, DEFAULT_ENCODING, TextFile, check_text, expand, invalid_utf8_warning, open_text
 
 DOCUMENT_MODES = ("file", "blank-line")  # the first is the default
@@ -69,6 +67,7 @@ SEGMENTERS = {
     "lines": None,
 }
 ENGLISH_ONLY = ("nupunkt", "syntok")
+DEFAULT_LANGUAGE = "en"  # ISO 639-1: English, the one language of ENGLISH_ONLY
 CJK_LANGUAGES = ("ja", "zh")  # what with_cjk cuts, with any segmenter
 
 CHUNK_CHARS = 1 << 16  # most characters read at once, and handed to the segmenter at once (about)
@@ -134,7 +133,7 @@ class PrepareStats:
                 f"wrote {self.output}")
 
 
-def get_segmenter(name: str = DEFAULT_SEGMENTER, language: str = "en") -> Segmenter:
+def get_segmenter(name: str = DEFAULT_SEGMENTER, language: str = DEFAULT_LANGUAGE) -> Segmenter:
     """A function from a paragraph to its sentences (which may keep surrounding whitespace, or be empty).
 
     The libraries see the paragraph's whitespace collapsed to single spaces; ``"lines"`` splits at line
@@ -143,7 +142,7 @@ def get_segmenter(name: str = DEFAULT_SEGMENTER, language: str = "en") -> Segmen
     """
     if name not in SEGMENTERS:
         raise CorpusError(f"unknown segmenter {name!r} (choose from {', '.join(SEGMENTERS)})")
-    if name in ENGLISH_ONLY and language != "en":
+    if name in ENGLISH_ONLY and language != DEFAULT_LANGUAGE:
         cjk = (" (Japanese and Chinese lines are cut by the built-in rule whatever the segmenter: "
                "--segmenter lines needs nothing installed)") if language in CJK_LANGUAGES else ""
         raise CorpusError(f"the {name} segmenter knows English only; for language {language!r} "
@@ -445,7 +444,7 @@ class _Preparer:
                 why = f"not valid JSON ({str(exc).split(':')[0]})"
             else:
                 if not isinstance(record, dict):
-                    why = f"not a JSON object but {_json_type(record)}"
+                    why = f"not a JSON object but {json_kind(record)}"
                 elif field not in record:
                     keys = ", ".join(repr(k[:40]) for k in list(record)[:5]) + (", ..." if len(record) > 5 else "")
                     why = f"no field {field!r} (its fields: {keys or 'none'}; choose the text field with --jsonl-field)"
@@ -453,7 +452,7 @@ class _Preparer:
                     stats.skipped_records += 1
                     continue
                 elif not isinstance(record[field], str):
-                    why = f"field {field!r} is not a string but {_json_type(record[field])}"
+                    why = f"field {field!r} is not a string but {json_kind(record[field])}"
             if why is not None:
                 if self.strict:
                     raise CorpusError(f"{name}: line {lineno}: {why}")
@@ -461,25 +460,14 @@ class _Preparer:
                 if len(stats.bad_examples) < BAD_EXAMPLES:
                     stats.bad_examples.append(f"{name}: line {lineno}: {why}")
                 continue
-            yield _as_text(record[field])
+            text = record[field]
+            # as text a corpus may hold: \u0000 (refused as binary in a corpus) becomes a space, a lone
+            # surrogate (no character at all) U+FFFD, as invalid UTF-8 does in text files
+            yield text if _NOT_TEXT.search(text) is None else \
+                _NOT_TEXT.sub(lambda m: " " if m.group() == "\x00" else "\ufffd", text)
 
 
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
-
-
-def _as_text(value: str) -> str:
-    """A JSON string as text a corpus may hold: ``\\u0000`` (refused as binary in a corpus) becomes a
-    space, a lone surrogate (no character at all) U+FFFD, as invalid UTF-8 does in text files."""
-    if _NOT_TEXT.search(value) is None:
-        return value
-    return _NOT_TEXT.sub(lambda m: " " if m.group() == "\x00" else "\ufffd", value)
-
-
-def _json_type(value) -> str:
-    """The JSON name of the type of a parsed value."""
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
-             float: "a number"}
-    return names.get(type(value), "null")
 
 
 def prepare(
@@ -489,7 +477,7 @@ def prepare(
     jsonl_field: str = DEFAULT_JSONL_FIELD,
     documents: str = DOCUMENT_MODES[0],
     segmenter: str = DEFAULT_SEGMENTER,
-    language: str = "en",
+    language: str = DEFAULT_LANGUAGE,
     progress: Callable[[int, int], None] | None = None,
     strict: bool = False,
     encoding: str = DEFAULT_ENCODING,

@@ -29,7 +29,7 @@ MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
 _SUFFIX_KIND = ((".gz", "gzip"), (".bz2", "bzip2"), (".xz", "xz"))
 COMPRESSED_SUFFIXES = tuple(suffix for suffix, _ in _SUFFIX_KIND)
 # what a directory given as a corpus or a sentence file is searched for
-TEXT_SUFFIXES = (".txt", ".text", ".tok") + COMPRESSED_SUFFIXES
+CORPUS_SUFFIXES = (".txt", ".text", ".tok") + COMPRESSED_SUFFIXES
 # every exception a decompressor raises on damaged data
 DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, OSError)
 
@@ -326,13 +326,13 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
     """Files and directories -> the files they stand for, in order, each once (:func:`each_once`).
 
     A directory stands for the files in it whose names ``accept`` (default: ending in one of
-    :data:`TEXT_SUFFIXES`, any case), sorted; with ``recursive``, those below it too, skipping hidden
+    :data:`CORPUS_SUFFIXES`, any case), sorted; with ``recursive``, those below it too, skipping hidden
     names, links to folders and the tool's own outputs (``scbow.outputs.kind_of``; one given itself is
     refused). A file stands for itself whatever its name. CorpusError for a path that does not exist,
     is not a regular file, cannot be read, or a directory with no such file (naming ``looked_for``).
     """
-    accept = accept or (lambda f: f.name.lower().endswith(TEXT_SUFFIXES))
-    looked_for = looked_for or ", ".join(TEXT_SUFFIXES)
+    accept = accept or (lambda f: f.name.lower().endswith(CORPUS_SUFFIXES))
+    looked_for = looked_for or ", ".join(CORPUS_SUFFIXES)
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
