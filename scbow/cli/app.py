@@ -19,14 +19,6 @@ from ..text.reader import DEFAULT_ENCODING, REPLACE_SUFFIX, text_codec
 from ..text.units import parse_count
 
 
-def _flag(message: str) -> str:
-    """Name the CLI flag instead of the config field at the start of an error message."""
-    head, _, rest = message.partition(" ")
-    if head in TrainConfig.__dataclass_fields__:
-        return f"--{head.replace('_', '-')} {rest}"
-    return message
-
-
 class OneLineUsageError(click.UsageError):
     """A usage error (an unknown option, a bad value) as one line, ``Error: ... (see 'CMD --help')``,
     exit status 2: the usage text and the hint click prints above it say nothing the line does not."""
@@ -55,9 +47,12 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except ConfigError as exc:
-            # a value given on the command line that cannot train: a usage error, as click's own are
+            # a value given on the command line that cannot train: a usage error, as click's own are,
+            # naming the flag (--min-count) where the message starts with the config field (min_count)
+            head, _, rest = str(exc).partition(" ")
+            message = f"--{head.replace('_', '-')} {rest}" if head in TrainConfig.__dataclass_fields__ else str(exc)
             path = " ".join(filter(None, (ctx.command_path, ctx.invoked_subcommand)))
-            raise OneLineUsageError(click.UsageError(_flag(str(exc)), ctx), path) from None
+            raise OneLineUsageError(click.UsageError(message, ctx), path) from None
         except (CorpusError, ModelError, STSError, TrainingError) as exc:
             raise click.ClickException(str(exc)) from None
         except MemoryError:
