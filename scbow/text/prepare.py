@@ -302,9 +302,6 @@ class _Writer:
         if self._batch_chars >= _WRITE_CHARS:
             self._write_batch()
 
-    def end_document(self) -> None:
-        self.open_document = False
-
     def _write_batch(self) -> None:
         # a lone surrogate (a JSON "\\ud800") cannot be UTF-8: it becomes "?"
         data = "".join(self._batch).encode("utf-8", "replace")
@@ -390,7 +387,7 @@ class _Preparer:
                     self._flush(buf, final=True)
                     buf, size = [], 0
                     if self.blank_line_documents:
-                        self.writer.end_document()
+                        self.writer.open_document = False  # the document ends
                 if part:
                     buf.append(part)
                     size += len(part)
@@ -401,7 +398,7 @@ class _Preparer:
                 on_block()
         if buf:
             self._flush(buf, final=True)
-        self.writer.end_document()
+        self.writer.open_document = False  # the document ends
 
     def _flush(self, buf: list[str], final: bool) -> list[str]:
         """Segment the text in ``buf`` and write its sentences; returns what to carry over: unless

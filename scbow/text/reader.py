@@ -111,9 +111,7 @@ def open_bytes(path: os.PathLike, name: str | None = None) -> _Checked:
     check_regular(path, name)
     try:
         stream = _Checked(path, name)
-    except FileNotFoundError:
-        raise CorpusError(f"{name}: no such file") from None
-    except OSError as exc:
+    except OSError as exc:  # removed, or its permissions changed, since check_regular
         raise CorpusError(f"{name}: cannot read: {exc.strerror or exc}") from None
     named = next((name for name, _, suffix, _ in _FORMATS if path.name.lower().endswith(suffix)), None)
     if named is not None and stream.kind is None:
