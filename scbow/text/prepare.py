@@ -1,11 +1,10 @@
 """Raw documents -> the trainer's corpus: one sentence per line, a blank line between documents.
 
-Inputs: text files (``.txt``, ``.text``, ``.md``), JSON Lines files (``.jsonl``, ``.ndjson``), each
-possibly compressed (``.gz``, ``.bz2``, ``.xz``, known by their first bytes), and folders, which stand
-for every such file below them in sorted path order, hidden names skipped. A file named on its own
-is read whatever its name: as JSON Lines if its name (less a compression suffix) says so, else as text.
-Input is read as the trainer reads it (``scbow.text.reader.open_text``): UTF-8 or the ``encoding``
-given, bad bytes refused (or with ``:replace`` read as U+FFFD and counted), NUL bytes refused as binary.
+Inputs: text files (``TEXT_SUFFIXES``), JSON Lines files (``JSONL_SUFFIXES``), each possibly compressed
+(known by their first bytes), and folders, which stand for every such file below them in sorted path
+order, hidden names skipped. A file named on its own is read whatever its name: as JSON Lines if its
+name (less a compression suffix) says so, else as text. Input is read as the trainer reads it
+(``scbow.text.reader.open_text``; lines read with ``:replace`` counted).
 
 A document (``documents=``) is a file or JSON Lines record (``"file"``), or each block between blank
 lines (``"blank-line"``). Only a record's text field is read. A record whose text is null or empty is
