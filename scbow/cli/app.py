@@ -66,10 +66,8 @@ class _Group(click.Group):
             # train's Interrupted says what was kept (a checkpoint) and which signal stopped it
             click.echo("\n" + (getattr(exc, "message", None) or "interrupted; nothing was written"), err=True)
             sys.exit(128 + getattr(exc, "signum", 2))
-        except OneLineUsageError:
-            raise
         except click.UsageError as exc:
-            raise OneLineUsageError(exc) from None
+            raise exc if isinstance(exc, OneLineUsageError) else OneLineUsageError(exc) from None
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except RecursionError:
