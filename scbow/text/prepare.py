@@ -360,16 +360,13 @@ class _Preparer:
         def check(text: str) -> None:  # binary is refused by the reader's one rule; lines with U+FFFD counted
             self.stats.invalid_utf8_lines += check_text(str(path), text)
 
-        reader = open_text(path, encoding=self.encoding)  # every read error, decompression included, names the file
-        try:
+        with open_text(path, encoding=self.encoding) as reader:  # every read error, decompression included, names the file
             if kind == "jsonl":
                 for text in self._records(reader, check):
                     # read as a file is: universal newlines, blocks of whole lines
                     self.document(_blocks(io.StringIO(text, newline=None)), lambda: report(reader.position()))
             else:
                 self.document(_blocks(reader, check), lambda: report(reader.position()))
-        finally:
-            reader.close()
 
     def document(self, blocks: Iterable[str], on_block: Callable[[], None] | None = None) -> None:
         """Everything in ``blocks`` (the text of one file or record); the end of it ends a document."""
