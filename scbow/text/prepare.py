@@ -456,8 +456,9 @@ class _Preparer:
             text = record[field]
             # as text a corpus may hold: \u0000 (refused as binary in a corpus) becomes a space, a lone
             # surrogate (no character at all) U+FFFD, as invalid UTF-8 does in text files
-            yield text if _NOT_TEXT.search(text) is None else \
-                _NOT_TEXT.sub(lambda m: " " if m.group() == "\x00" else "\ufffd", text)
+            if _NOT_TEXT.search(text) is not None:
+                text = _NOT_TEXT.sub(lambda m: " " if m.group() == "\x00" else "\ufffd", text)
+            yield text
 
 
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
