@@ -33,7 +33,7 @@ _I32 = 2**31 - 1
 INT_RANGES = {"dim": (1, 100_000), "negatives": (1, 1_000_000), "min_count": (1, 2**62), "epochs": (1, 100_000),
               "count_floor": (1, 2**62), "max_vocab": (0, _I32), "max_length": (0, _I32), "threads": (0, 65_536),
               "word_passes": (0, 10_000), "word_dim": (1, 100_000), "word_context": (1, 1_000), "word_noise": (1, 1_000),
-              "word_sample_count": (1, 2**62)}
+              "word_sample_count": (1, 2**62), "common_components": (-1, 100_000), "seed": (0, 2**63 - 1)}
 INT_MAX = {name: hi for name, (_, hi) in INT_RANGES.items()}
 # Floats: [lowest, highest], POSITIVE_FLOATS also > 0 (a huge lr is left to the trainer, which names
 # it when the loss turns NaN). init_std and word_mix: float32 values of that scale keep finite, nonzero
@@ -136,14 +136,8 @@ class TrainConfig:
         for name, (lo, hi) in INT_RANGES.items():
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-                kind = "a positive integer" if lo == 1 else "a non-negative integer"
+                kind = {1: "a positive integer", 0: "a non-negative integer", -1: "-1 or a non-negative integer"}[lo]
                 raise ConfigError(f"{name} must be {kind} of at most {hi:,}, got {show_value(value)}")
-        if (not isinstance(self.common_components, int) or isinstance(self.common_components, bool)
-                or not -1 <= self.common_components <= INT_MAX["dim"]):
-            raise ConfigError(f"common_components must be an integer from -1 to {INT_MAX['dim']:,}, "
-                              f"got {show_value(self.common_components)}")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed < 2**63:
-            raise ConfigError(f"seed must be an integer in [0, 2**63), got {show_value(self.seed)}")
         for name, (lo, hi) in FLOAT_RANGES.items():
             value = getattr(self, name)
             if not finite_number(value) or not lo <= value <= hi or (lo == 0 and name in POSITIVE_FLOATS and value == 0):

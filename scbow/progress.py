@@ -125,18 +125,18 @@ class RunETA:
 
 class Progress:
     """``update(done, prefix="", suffix="", force=False)`` reports progress towards ``total`` (0: unknown);
-    ``force`` draws now, not at the interval; ``close()`` ends the line. ``enabled=False`` is silent.
+    ``force`` draws now, not at the interval; ``close()`` ends the line. ``quiet=True`` is silent.
 
     ``initial``: work done before this process started (a resumed run), left out of the rate and the
     ETA. ``eta``: a callable giving the seconds left (None: unknown), such as :meth:`RunETA.remaining`.
     """
 
-    def __init__(self, total: int, unit: str = "ex", enabled: bool | None = None, stream=None,
+    def __init__(self, total: int, unit: str = "ex", quiet: bool = False, stream=None,
                  interval: float = 0.25, log_interval: float | None = None, initial: int = 0, eta=None):
         self.stream = stream or sys.stderr
         self.logger = _LOGGER.get() if stream is None else None
         self.tty = self.logger is None and bool(getattr(self.stream, "isatty", None) and self.stream.isatty())
-        self.enabled = enabled is not False
+        self.quiet = quiet
         self.total = total
         self.unit = unit
         self.interval = interval if self.tty else (LOG_INTERVAL if log_interval is None else log_interval)
@@ -176,7 +176,7 @@ class Progress:
                 f"{pct} {eta}"]
 
     def update(self, done: int, prefix: str = "", suffix: str = "", force: bool = False) -> None:
-        if not self.enabled:
+        if self.quiet:
             return
         now = time.perf_counter()
         if not force and now - self._last < self.interval:
@@ -204,7 +204,7 @@ class Progress:
         self.start += seconds
 
     def close(self) -> None:
-        if self.enabled and self.tty and self._drawn:
+        if not self.quiet and self.tty and self._drawn:
             self.stream.write("\r" + " " * self._width + "\r")
             self.stream.flush()
             self._drawn = False

@@ -45,15 +45,10 @@ def parse_json(text: str, path: os.PathLike, error: type[Exception] = ModelError
 
 
 def json_kind(value: object) -> str:
-    """``null``, ``a number``, ``a list``...: what a JSON value of the wrong type is, for its error
-    (the value itself may be too long, or too deep, to show)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    """``null``, ``a number``, ``an array``...: what a parsed JSON value of the wrong type is, for its
+    error (the value itself may be too long, or too deep, to show)."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return names.get(type(value), "null")
 
 
 def short_message(exc: Exception, limit: int = 120) -> str:

@@ -61,7 +61,7 @@ def test_off_a_terminal_plain_lines_come_at_intervals_and_a_resumed_run_rates_it
     bar.update(500)
     assert quiet.getvalue() == ""
     silent = io.StringIO()
-    Progress(1000, stream=silent, enabled=False, log_interval=0).update(500)
+    Progress(1000, stream=silent, quiet=True, log_interval=0).update(500)
     assert silent.getvalue() == ""
     assert plural(1, "thread") == "1 thread" and plural(2, "thread") == "2 threads"
     assert plural(1, "corpus", "corpora") == "1 corpus" and plural(3, "corpus", "corpora") == "3 corpora"

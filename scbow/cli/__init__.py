@@ -9,6 +9,3 @@ from . import scores, sentences, train, vectors  # noqa: F401  (each registers i
 from .app import main
 
 __all__ = ["main"]
-
-if __name__ == "__main__":
-    main()

@@ -12,19 +12,11 @@ from pathlib import Path
 
 import click
 
-from ..config import TrainConfig
+from ..config import UNKNOWN_MODES, TrainConfig
 from ..errors import ConfigError, CorpusError, ModelError, STSError, TrainingError
 from ..reading import os_error_text, short_message
 from ..text.reader import DEFAULT_ENCODING, REPLACE_SUFFIX, text_codec
 from ..text.units import parse_count
-
-
-def _flag(message: str) -> str:
-    """Name the CLI flag instead of the config field at the start of an error message."""
-    head, _, rest = message.partition(" ")
-    if head in TrainConfig.__dataclass_fields__:
-        return f"--{head.replace('_', '-')} {rest}"
-    return message
 
 
 class OneLineUsageError(click.UsageError):
@@ -55,17 +47,18 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except ConfigError as exc:
-            # a value given on the command line that cannot train: a usage error, as click's own are
+            # a value given on the command line that cannot train: a usage error, as click's own are,
+            # naming the flag (--min-count) where the message starts with the config field (min_count)
+            head, _, rest = str(exc).partition(" ")
+            message = f"--{head.replace('_', '-')} {rest}" if head in TrainConfig.__dataclass_fields__ else str(exc)
             path = " ".join(filter(None, (ctx.command_path, ctx.invoked_subcommand)))
-            raise OneLineUsageError(click.UsageError(_flag(str(exc)), ctx), path) from None
+            raise OneLineUsageError(click.UsageError(message, ctx), path) from None
         except (CorpusError, ModelError, STSError, TrainingError) as exc:
             raise click.ClickException(str(exc)) from None
         except MemoryError:
-            # the options that shrink what a command holds, where it has them (train: --dim, --max-vocab)
-            command = self.get_command(ctx, ctx.invoked_subcommand or "")
-            names = {param.name for param in command.params} if command is not None else set()
-            smaller = " or ".join(f"--{name.replace('_', '-')}" for name in ("dim", "max_vocab") if name in names)
-            raise click.ClickException("out of memory" + (f"; try a smaller {smaller}" if smaller else "")) from None
+            # train is the command with options that shrink what it holds
+            smaller = "; try a smaller --dim or --max-vocab" if ctx.invoked_subcommand == "train" else ""
+            raise click.ClickException("out of memory" + smaller) from None
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{os_error_text(exc)}") from None
@@ -73,10 +66,8 @@ class _Group(click.Group):
             # train's Interrupted says what was kept (a checkpoint) and which signal stopped it
             click.echo("\n" + (getattr(exc, "message", None) or "interrupted; nothing was written"), err=True)
             sys.exit(128 + getattr(exc, "signum", 2))
-        except OneLineUsageError:
-            raise
         except click.UsageError as exc:
-            raise OneLineUsageError(exc) from None
+            raise exc if isinstance(exc, OneLineUsageError) else OneLineUsageError(exc) from None
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except RecursionError:
@@ -155,7 +146,7 @@ def encoding_option(what="The input text's"):
 
 def unknown_option(whose="the model's own rule"):
     """``--unknown``: what becomes of words outside the vocabulary (``Model.encode``'s ``unknown``)."""
-    return click.option("--unknown", type=click.Choice(["pieces", "hash", "omit"]), default=None,
+    return click.option("--unknown", type=click.Choice(UNKNOWN_MODES), default=None,
                         help="Words not in the vocabulary: split them into pieces (as exported folders do), give "
                              f"each a fixed random vector from a hash of the word, or leave them out.  [default: {whose}; "
                              "pieces for models trained by this version, omit for word2vec files]")

@@ -141,14 +141,12 @@ def neighbors(model_path, words, sentence, in_path, encoding, index_path, ef, ne
     from ..use.embedding import nearest_sentences, query_sentence
 
     if index_path is not None:  # an index that records its model answers only with it: check before loading
-        from ..use.index import check_query_model
+        from ..use.index import check_query_model, search_lines
 
         check_query_model(index_path, model_dir(model_path))
     model = load(model_path)
     query_sentence(model, sentence, note=say)
     if index_path is not None:
-        from ..use.index import search_lines
-
         for line in search_lines(model, sentence, index_path, topn=topn, ef=ef, model_dir=model_dir(model_path)):
             click.echo(line)
         return

@@ -10,7 +10,7 @@ import click
 from ..config import FIELD_CHOICES, FIELD_HELP, TrainConfig
 from ..outputs import named
 from ..progress import Progress
-from ..text.prepare import DEFAULT_JSONL_FIELD, DEFAULT_SEGMENTER, DOCUMENT_MODES, SEGMENTERS
+from ..text.prepare import DEFAULT_JSONL_FIELD, DEFAULT_LANGUAGE, DEFAULT_SEGMENTER, DOCUMENT_MODES, SEGMENTERS
 from ..text.prepare import prepare as prepare_corpus
 from .app import DEFAULT_MODEL, Count, GroupedCommand, echo_lines, encoding_option, main, say
 
@@ -113,7 +113,7 @@ def train(corpus, output, encoding, cache_dir, no_cache, quiet, checkpoint_every
               help="How sentences are found: nupunkt (English; pip install 'scbow-numba[prepare]'), sentencex "
                    "(about 300 languages, see --language), blingfire, pysbd, syntok (each pip install NAME), or "
                    "lines: the text is already one sentence per line.")
-@click.option("--language", default="en", show_default=True,
+@click.option("--language", default=DEFAULT_LANGUAGE, show_default=True,
               help="ISO 639-1 code of the text, for sentencex and pysbd (nupunkt and syntok know English only).")
 @click.option("--strict", is_flag=True,
               help="Stop at a JSON Lines line that is not JSON, not an object or has no text in --jsonl-field, "
@@ -135,7 +135,7 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict,
     Only the --jsonl-field of a record is read: its other fields (an Aozora Bunko record's
     title, author, source) are not written.
     """
-    bar = Progress(0, unit="B", enabled=not quiet)
+    bar = Progress(0, unit="B", quiet=quiet)
 
     def show(done, total):
         bar.total = total

@@ -114,8 +114,7 @@ def export(model_path, output, fmt, binary, part, min_count, limit, add_words, e
     from ..vectors.export import export as write
 
     spec = export_format(fmt)
-    inputs = {"the model": model_dir(model_path)}
-    inputs.update({f"--add-words {p}": p for p in add_words})
+    inputs = {"the model": model_dir(model_path), **{f"--add-words {p}": p for p in add_words}}
     refuse_overwrite({"-o": output}, inputs, replaces_dirs=spec.folder)
     options = {"binary": binary, "part": part, "add_words": add_words, "license": license_, "encoding": encoding}
     check_export(output, spec.name, **options)  # everything checked before the model is read

@@ -1,11 +1,10 @@
 """Raw documents -> the trainer's corpus: one sentence per line, a blank line between documents.
 
-Inputs: text files (``.txt``, ``.text``, ``.md``), JSON Lines files (``.jsonl``, ``.ndjson``), each
-possibly compressed (``.gz``, ``.bz2``, ``.xz``, known by their first bytes), and folders, which stand
-for every such file below them in sorted path order, hidden names skipped. A file named on its own
-is read whatever its name: as JSON Lines if its name (less a compression suffix) says so, else as text.
-Input is read as the trainer reads it (``scbow.text.reader.open_text``): UTF-8 or the ``encoding``
-given, bad bytes refused (or with ``:replace`` read as U+FFFD and counted), NUL bytes refused as binary.
+Inputs: text files (``TEXT_SUFFIXES``), JSON Lines files (``JSONL_SUFFIXES``), each possibly compressed
+(known by their first bytes), and folders, which stand for every such file below them in sorted path
+order, hidden names skipped. A file named on its own is read whatever its name: as JSON Lines if its
+name (less a compression suffix) says so, else as text. Input is read as the trainer reads it
+(``scbow.text.reader.open_text``; lines read with ``:replace`` counted).
 
 A document (``documents=``) is a file or JSON Lines record (``"file"``), or each block between blank
 lines (``"blank-line"``). Only a record's text field is read. A record whose text is null or empty is
@@ -16,16 +15,13 @@ Sentences: a blank line ends a paragraph; a paragraph's lines are joined with sp
 text reads as flowing text) and split by the segmenter; inside a sentence each run of whitespace is
 one space; empty sentences, and documents with none, are dropped. ``segmenter="lines"`` takes each
 non-blank line as a sentence and needs no library. Japanese and Chinese are cut by a rule of their own,
-whatever the segmenter (:func:`cjk_sentences`): a line holding Han or kana is its own paragraph (such
-text is not hard-wrapped), cut after each run of ``。！？`` (and their kin) outside quotes and brackets:
-``「行くの？」と聞いた。`` is one sentence.
+whatever the segmenter (:func:`with_cjk`): ``「行くの？」と聞いた。`` is one sentence.
 
-Memory stays bounded: files are read in blocks of whole lines of about ``CHUNK_CHARS`` (a longer line
-is cut), and a longer paragraph is segmented chunk by chunk, the last sentence of a chunk carried over
-to be segmented again with what follows. Only a JSON Lines record is held whole. The output is written
-beside itself and renamed into place at the end, compressed by its suffix (``.gz``, ``.bz2``, ``.xz``)
-in a second thread, at levels faster than the segmenting. Only the standard library is imported here;
-the segmenter's library when ``prepare`` (or ``get_segmenter``) runs.
+Memory stays bounded: files are read in blocks (:func:`_blocks`) and a long paragraph is segmented chunk
+by chunk (``_Preparer._flush``); only a JSON Lines record is held whole. The output is written beside
+itself and renamed into place at the end, compressed by its suffix (:func:`_compressor`) in a second
+thread (``_Writer``). Only the standard library is imported here; the segmenter's library when
+``prepare`` (or ``get_segmenter``) runs.
 """
 
 from __future__ import annotations
@@ -48,6 +44,7 @@ from ..errors import CorpusError
 from ..files import atomic_file
 from ..outputs import check_output_file, refuse_overwrite
 from ..progress import megabytes, plural
+from ..reading import json_kind
 from .reader import COMPRESSED_SUFFIXES, DEFAULT_ENCODING, TextFile, check_text, expand, invalid_utf8_warning, open_text
 
 DOCUMENT_MODES = ("file", "blank-line")  # the first is the default
@@ -69,6 +66,7 @@ SEGMENTERS = {
     "lines": None,
 }
 ENGLISH_ONLY = ("nupunkt", "syntok")
+DEFAULT_LANGUAGE = "en"  # ISO 639-1: English, the one language of ENGLISH_ONLY
 CJK_LANGUAGES = ("ja", "zh")  # what with_cjk cuts, with any segmenter
 
 CHUNK_CHARS = 1 << 16  # most characters read at once, and handed to the segmenter at once (about)
@@ -134,7 +132,7 @@ class PrepareStats:
                 f"wrote {self.output}")
 
 
-def get_segmenter(name: str = DEFAULT_SEGMENTER, language: str = "en") -> Segmenter:
+def get_segmenter(name: str = DEFAULT_SEGMENTER, language: str = DEFAULT_LANGUAGE) -> Segmenter:
     """A function from a paragraph to its sentences (which may keep surrounding whitespace, or be empty).
 
     The libraries see the paragraph's whitespace collapsed to single spaces; ``"lines"`` splits at line
@@ -143,7 +141,7 @@ def get_segmenter(name: str = DEFAULT_SEGMENTER, language: str = "en") -> Segmen
     """
     if name not in SEGMENTERS:
         raise CorpusError(f"unknown segmenter {name!r} (choose from {', '.join(SEGMENTERS)})")
-    if name in ENGLISH_ONLY and language != "en":
+    if name in ENGLISH_ONLY and language != DEFAULT_LANGUAGE:
         cjk = (" (Japanese and Chinese lines are cut by the built-in rule whatever the segmenter: "
                "--segmenter lines needs nothing installed)") if language in CJK_LANGUAGES else ""
         raise CorpusError(f"the {name} segmenter knows English only; for language {language!r} "
@@ -303,9 +301,6 @@ class _Writer:
         if self._batch_chars >= _WRITE_CHARS:
             self._write_batch()
 
-    def end_document(self) -> None:
-        self.open_document = False
-
     def _write_batch(self) -> None:
         # a lone surrogate (a JSON "\\ud800") cannot be UTF-8: it becomes "?"
         data = "".join(self._batch).encode("utf-8", "replace")
@@ -365,16 +360,13 @@ class _Preparer:
         def check(text: str) -> None:  # binary is refused by the reader's one rule; lines with U+FFFD counted
             self.stats.invalid_utf8_lines += check_text(str(path), text)
 
-        reader = open_text(path, encoding=self.encoding)  # every read error, decompression included, names the file
-        try:
+        with open_text(path, encoding=self.encoding) as reader:  # every read error, decompression included, names the file
             if kind == "jsonl":
                 for text in self._records(reader, check):
                     # read as a file is: universal newlines, blocks of whole lines
                     self.document(_blocks(io.StringIO(text, newline=None)), lambda: report(reader.position()))
             else:
                 self.document(_blocks(reader, check), lambda: report(reader.position()))
-        finally:
-            reader.close()
 
     def document(self, blocks: Iterable[str], on_block: Callable[[], None] | None = None) -> None:
         """Everything in ``blocks`` (the text of one file or record); the end of it ends a document."""
@@ -391,7 +383,7 @@ class _Preparer:
                     self._flush(buf, final=True)
                     buf, size = [], 0
                     if self.blank_line_documents:
-                        self.writer.end_document()
+                        self.writer.open_document = False  # the document ends
                 if part:
                     buf.append(part)
                     size += len(part)
@@ -402,7 +394,7 @@ class _Preparer:
                 on_block()
         if buf:
             self._flush(buf, final=True)
-        self.writer.end_document()
+        self.writer.open_document = False  # the document ends
 
     def _flush(self, buf: list[str], final: bool) -> list[str]:
         """Segment the text in ``buf`` and write its sentences; returns what to carry over: unless
@@ -445,7 +437,7 @@ class _Preparer:
                 why = f"not valid JSON ({str(exc).split(':')[0]})"
             else:
                 if not isinstance(record, dict):
-                    why = f"not a JSON object but {_json_type(record)}"
+                    why = f"not a JSON object but {json_kind(record)}"
                 elif field not in record:
                     keys = ", ".join(repr(k[:40]) for k in list(record)[:5]) + (", ..." if len(record) > 5 else "")
                     why = f"no field {field!r} (its fields: {keys or 'none'}; choose the text field with --jsonl-field)"
@@ -453,7 +445,7 @@ class _Preparer:
                     stats.skipped_records += 1
                     continue
                 elif not isinstance(record[field], str):
-                    why = f"field {field!r} is not a string but {_json_type(record[field])}"
+                    why = f"field {field!r} is not a string but {json_kind(record[field])}"
             if why is not None:
                 if self.strict:
                     raise CorpusError(f"{name}: line {lineno}: {why}")
@@ -461,25 +453,15 @@ class _Preparer:
                 if len(stats.bad_examples) < BAD_EXAMPLES:
                     stats.bad_examples.append(f"{name}: line {lineno}: {why}")
                 continue
-            yield _as_text(record[field])
+            text = record[field]
+            # as text a corpus may hold: \u0000 (refused as binary in a corpus) becomes a space, a lone
+            # surrogate (no character at all) U+FFFD, as invalid UTF-8 does in text files
+            if _NOT_TEXT.search(text) is not None:
+                text = _NOT_TEXT.sub(lambda m: " " if m.group() == "\x00" else "\ufffd", text)
+            yield text
 
 
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
-
-
-def _as_text(value: str) -> str:
-    """A JSON string as text a corpus may hold: ``\\u0000`` (refused as binary in a corpus) becomes a
-    space, a lone surrogate (no character at all) U+FFFD, as invalid UTF-8 does in text files."""
-    if _NOT_TEXT.search(value) is None:
-        return value
-    return _NOT_TEXT.sub(lambda m: " " if m.group() == "\x00" else "\ufffd", value)
-
-
-def _json_type(value) -> str:
-    """The JSON name of the type of a parsed value."""
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "a number",
-             float: "a number"}
-    return names.get(type(value), "null")
 
 
 def prepare(
@@ -489,7 +471,7 @@ def prepare(
     jsonl_field: str = DEFAULT_JSONL_FIELD,
     documents: str = DOCUMENT_MODES[0],
     segmenter: str = DEFAULT_SEGMENTER,
-    language: str = "en",
+    language: str = DEFAULT_LANGUAGE,
     progress: Callable[[int, int], None] | None = None,
     strict: bool = False,
     encoding: str = DEFAULT_ENCODING,

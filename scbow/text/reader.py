@@ -24,19 +24,19 @@ from ..errors import CorpusError
 from ..outputs import file_identity, kind_of
 from ..reading import short_message
 
-# first bytes -> the format's name; a name's suffix -> the format it promises
-MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
-_SUFFIX_KIND = ((".gz", "gzip"), (".bz2", "bzip2"), (".xz", "xz"))
-COMPRESSED_SUFFIXES = tuple(suffix for suffix, _ in _SUFFIX_KIND)
+# each compressed format: its name, its first bytes, the suffix of a name that promises it, its opener
+_FORMATS = (("gzip", b"\x1f\x8b", ".gz", gzip.open), ("bzip2", b"BZh", ".bz2", bz2.open),
+            ("xz", b"\xfd7zXZ\x00", ".xz", lzma.open))
+COMPRESSED_SUFFIXES = tuple(suffix for _, _, suffix, _ in _FORMATS)
 # what a directory given as a corpus or a sentence file is searched for
-TEXT_SUFFIXES = (".txt", ".text", ".tok") + COMPRESSED_SUFFIXES
+CORPUS_SUFFIXES = (".txt", ".text", ".tok") + COMPRESSED_SUFFIXES
 # every exception a decompressor raises on damaged data
 DECOMPRESS_ERRORS = (EOFError, zlib.error, lzma.LZMAError, OSError)
 
 
 def _format(head: bytes) -> str | None:
     """``"gzip"``, ``"bzip2"`` or ``"xz"`` by a file's first bytes, None for a plain file."""
-    return next((name for magic, name in MAGIC if head.startswith(magic)), None)
+    return next((name for name, magic, _, _ in _FORMATS if head.startswith(magic)), None)
 
 
 def compression(path: os.PathLike) -> str | None:
@@ -58,7 +58,7 @@ class _Checked(io.BufferedIOBase):
         try:
             self.kind = _format(self._disk.read(6))
             self._disk.seek(0)
-            opener = {"gzip": gzip.open, "bzip2": bz2.open, "xz": lzma.open}.get(self.kind)
+            opener = next((opener for name, _, _, opener in _FORMATS if name == self.kind), None)
             self._stream = opener(self._disk, "rb") if opener else self._disk
         except BaseException:
             self._disk.close()
@@ -82,9 +82,6 @@ class _Checked(io.BufferedIOBase):
 
     def read1(self, size: int = -1) -> bytes:
         return self._call(self._stream.read1, size)
-
-    def readinto(self, buffer) -> int:
-        return self._call(self._stream.readinto, buffer)
 
     def readline(self, size: int | None = -1) -> bytes:
         return self._call(self._stream.readline, -1 if size is None else size)
@@ -114,11 +111,9 @@ def open_bytes(path: os.PathLike, name: str | None = None) -> _Checked:
     check_regular(path, name)
     try:
         stream = _Checked(path, name)
-    except FileNotFoundError:
-        raise CorpusError(f"{name}: no such file") from None
-    except OSError as exc:
+    except OSError as exc:  # removed, or its permissions changed, since check_regular
         raise CorpusError(f"{name}: cannot read: {exc.strerror or exc}") from None
-    named = next((k for suffix, k in _SUFFIX_KIND if path.name.lower().endswith(suffix)), None)
+    named = next((name for name, _, suffix, _ in _FORMATS if path.name.lower().endswith(suffix)), None)
     if named is not None and stream.kind is None:
         stream.close()
         raise CorpusError(f"{name}: named like a {named} file but does not start like one (empty, damaged, or "
@@ -291,17 +286,12 @@ def read_small_text(path: os.PathLike, error, what: str, encoding: str = DEFAULT
     directory (``what``: what the file should be), damage or bad bytes raised as ``error`` naming it."""
     check_regular(path, error=error, expected=what)
     try:
-        data = read_all_bytes(path)
+        with open_text(path, encoding=encoding) as fh:
+            text = fh.read()
+        check_text(path, text)  # binary data in any encoding, as every reader of text refuses it
     except CorpusError as exc:
         raise error(str(exc)) from None
-    codec, errors = text_codec(encoding)
-    try:
-        text = data.decode(codec, errors)
-    except UnicodeError:
-        raise error(str(not_text_error(path, data, encoding))) from None
-    if "\x00" in text:  # binary data in any encoding, as every reader of text refuses it
-        raise error(str(binary_error(path, text)))
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # universal newlines, as open() reads
+    return text.split("\n")
 
 
 def each_once(files: list[Path]) -> list[Path]:
@@ -326,13 +316,13 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
     """Files and directories -> the files they stand for, in order, each once (:func:`each_once`).
 
     A directory stands for the files in it whose names ``accept`` (default: ending in one of
-    :data:`TEXT_SUFFIXES`, any case), sorted; with ``recursive``, those below it too, skipping hidden
+    :data:`CORPUS_SUFFIXES`, any case), sorted; with ``recursive``, those below it too, skipping hidden
     names, links to folders and the tool's own outputs (``scbow.outputs.kind_of``; one given itself is
     refused). A file stands for itself whatever its name. CorpusError for a path that does not exist,
     is not a regular file, cannot be read, or a directory with no such file (naming ``looked_for``).
     """
-    accept = accept or (lambda f: f.name.lower().endswith(TEXT_SUFFIXES))
-    looked_for = looked_for or ", ".join(TEXT_SUFFIXES)
+    accept = accept or (lambda f: f.name.lower().endswith(CORPUS_SUFFIXES))
+    looked_for = looked_for or ", ".join(CORPUS_SUFFIXES)
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
@@ -356,12 +346,9 @@ def expand(paths, recursive: bool = False, accept=None, looked_for: str | None =
                 print(f"note: {p}: {len(left)} file{'s' if len(left) != 1 else ''} left out ({named}): "
                       f"only names ending in {looked_for} are read", file=sys.stderr, flush=True)
             files.extend(found)
-        elif p.is_file():
-            files.append(p)
-        elif p.exists():
-            raise CorpusError(f"{p}: not a regular file")
         else:
-            raise CorpusError(f"{p}: no such file or directory")
+            check_regular(p, missing="no such file or directory")
+            files.append(p)
     files = each_once(files)
     for f in files:
         if not os.access(f, os.R_OK):

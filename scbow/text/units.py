@@ -59,8 +59,7 @@ MAX_GOLD = 1e6  # larger gold scores are damage, and their squares would overflo
 
 
 def gold_number(text: str) -> float:
-    """A gold score's text as a float; ValueError for what is not a plain number (Python's float()
-    reads '4_5' as 45, a digit separator no STS file means)."""
+    """A gold score's text as a float; ValueError for what is not a plain ASCII number."""
     if "_" in text or not text.isascii():  # '4_5' is 45 to float(), and so are other scripts' digits
         raise ValueError(text)
     return float(text)

@@ -318,7 +318,7 @@ def _encode_into(files, min_count, max_vocab, work: Path, target: Path | None, p
 def read_corpus(paths, min_count: int = 5, max_vocab: int = 0, cache_dir=None, use_cache: bool = True,
                 quiet: bool = False, encoding: str = DEFAULT_ENCODING) -> Corpus:
     """:func:`load_corpus` with a progress line on stderr (bytes read, tokens, ETA) unless ``quiet``."""
-    reading = Progress(0, unit="B", enabled=None if not quiet else False)
+    reading = Progress(0, unit="B", quiet=quiet)
 
     def report(tokens, done, size):
         reading.total = size

@@ -129,7 +129,7 @@ def run_phase(phase, state: TrainState, call_hooks, eta: RunETA, quiet: bool) ->
     if ps.done == 0 and phase.samples:
         ps.losses = [phase.sample_loss()]
     per_pass = max(ps.total // max(phase.passes, 1), 1)
-    bar = Progress(ps.total, unit=phase.unit, enabled=None if not quiet else False, initial=ps.done,
+    bar = Progress(ps.total, unit=phase.unit, quiet=quiet, initial=ps.done,
                    eta=eta.remaining)
     call_hooks.bar = bar
     try:

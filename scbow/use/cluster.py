@@ -479,7 +479,7 @@ def cluster_command(model_dir: Path, inputs, output: Path, workers: int | None =
     refuse_model_output(output)  # any model's directory, or inside one: the same line the first time and on resume
     refuse_overwrite({"-o": output}, [("the model", model_dir), *(("INPUT", p) for p in inputs)])
     load_model(model_dir)  # the model is checked here, once, with the messages of every command; workers map it
-    bar = Progress(0, unit="shards", enabled=None if not quiet else False)
+    bar = Progress(0, unit="shards", quiet=quiet)
 
     def report(done, total):
         bar.total = total

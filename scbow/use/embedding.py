@@ -234,7 +234,7 @@ def embed_command(model_dir: Path, input_path, output: Path, missing_file=None, 
     missing_file = missing_file or missing_path_for(output)
     refuse_overwrite({"-o": output, "--missing": missing_file}, {"the model": model_dir, "INPUT": input_path})
     model = load_model(model_dir)
-    bar = Progress(0, unit="lines", enabled=None if not quiet else False)
+    bar = Progress(0, unit="lines", quiet=quiet)
     try:
         stats = embed_file(model, input_path, output, missing_file, fill=0.0 if fill == "zero" else float("nan"),
                            threads=threads, progress=lambda n: bar.update(n, prefix="embedding: "), unknown=unknown,

@@ -164,7 +164,7 @@ class Model:
         if isinstance(items, (bytes, bytearray)) or not hasattr(items, "__iter__"):
             raise TypeError(f"encode() takes a sentence or an iterable of sentences, got {type(sentences).__name__}")
         total = len(items) if hasattr(items, "__len__") else 0
-        bar = Progress(total, unit="sentences", enabled=None if show_progress_bar else False)
+        bar = Progress(total, unit="sentences", quiet=not show_progress_bar)
         blocks, batch, done = [], [], 0
 
         def flush() -> None:

@@ -20,7 +20,7 @@ def index_command(embeddings, output, text=None, M: int = DEFAULT_M, ef_construc
                   quiet: bool = False, model=None, threads: int = 0, encoding: str = DEFAULT_ENCODING) -> str:
     """Build an index (``scbow-numba index``), its progress on stderr unless ``quiet``; the summary line.
     Without ``model`` (or shards naming theirs), the default model is recorded, if any, with a note."""
-    bar = Progress(0, unit="rows", enabled=False if quiet else None)
+    bar = Progress(0, unit="rows", quiet=quiet)
 
     def progress(what: str, done: int, total: int) -> None:
         if what != "rows":
