@@ -355,10 +355,7 @@ def test_word2vec_writes_the_word_part_by_default_binary_for_a_bin_name(tmp_path
     what = {"word": "30 word vectors (the word part, 3 columns)", "all": "30 vectors (whole rows, 5 columns)",
             "sentence": "30 vectors (the sentence part, 2 columns)"}[part]
     assert result.stderr.strip() == f"wrote {what} to {out} (word2vec {'binary' if binary else 'text'})"
-    KeyedVectors = pytest.importorskip("gensim.models").KeyedVectors
-    kv = KeyedVectors.load_word2vec_format(str(out), binary=binary)
-    assert len(kv) == len(model.vocab)
-    np.testing.assert_allclose(kv[model.vocab.words[3]], model.vectors[3, lo:hi], atol=1e-6)
+    assert back.info["format"] == f"word2vec-{'binary' if binary else 'text'}"  # gensim reads both: test_formats
     if name == "v.bin" and not args:  # Python writes the same default
         model.wv.save_word2vec_format(tmp_path / "py.bin", binary=True)
         assert (tmp_path / "py.bin").read_bytes() == out.read_bytes()
