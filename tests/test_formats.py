@@ -523,20 +523,17 @@ NOT_VECTORS = {
 
 
 @pytest.mark.parametrize("name", sorted(NOT_VECTORS) + ["vocab.txt", "counts.txt.gz"])
-def test_word_number_lines_are_not_vectors(tmp_path, runner, name):
+def test_word_number_lines_are_not_vectors(tmp_path, name):
     if name == "vocab.txt":  # a model directory's own word list
         path = save_model(make_model(), tmp_path / "m") / "vocab.txt"
     else:
         path = tmp_path / name
         data = NOT_VECTORS[name.removesuffix(".gz")]
         path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
-    for read in (load_word2vec, scbow.load):
-        with pytest.raises(ModelError, match="not a vectors file.*word-count list"):
+    for read in (load_word2vec, scbow.load):  # a command's one line: test_a_file_whose_first_line_is_no_vectors...
+        with pytest.raises(ModelError, match="not a vectors file.*word-count list") as error:
             read(path)
-    for args in (["similarity", "-m", str(path), "the man walked", "a cat sat"], ["neighbors", "-m", str(path), "man"]):
-        result = runner.invoke(main, args)
-        assert_clean_error(result, "not a vectors file", exit_code=1)
-        assert "b'" not in result.output and 'b"' not in result.output  # the line as text, not a bytes repr
+        assert "b'" not in str(error.value) and 'b"' not in str(error.value)  # the line as text, not a bytes repr
 
 
 # Model.save writes only words Vocab.load reads back: every word either saves and
@@ -619,5 +616,3 @@ def test_word2vec_files_score_like_models(tmp_path, runner, binary):
         assert result.exit_code == 0, result.output
         scores.append(json.loads(result.stdout)["sets"][0]["pearson"])
     assert scores[0] == pytest.approx(scores[1], abs=1e-5)
-    sim = runner.invoke(main, ["similarity", "-m", str(vec), "the cat", "a dog"])
-    assert sim.exit_code == 0 and float(sim.stdout) == pytest.approx(model.similarity(["the cat"], ["a dog"])[0, 0], abs=1e-4)

@@ -316,8 +316,6 @@ def test_neighbors_cli(tmp_path, runner, model400):
 
     assert words("-n", "2") == ["kitten", "dog"]  # the default leaves the rare words out
     assert words("-n", "2", "--min-count", "0") == ["mezzanine", "padoie"]
-    assert words("-n", "2", "--min-count", "1") == ["mezzanine", "padoie"]
-    assert words("-n", "3", "--min-count", "5") == ["padoie", "kitten", "dog"]
     assert words("-n", "9", "--min-count", "2k") == ["kitten"]  # counts as other options take them
     help_text = runner.invoke(main, ["neighbors", "--help"]).output
     assert "--min-count" in help_text and "default: 100" in help_text
