@@ -297,18 +297,6 @@ def test_a_run_into_a_link_has_the_checkpoint_of_its_target(tmp_path, corpus_fil
     assert checkpoint_dir(link) == tmp_path / "m.checkpoint"
 
 
-def test_a_checkpoint_of_an_older_version_naming_init_vectors_still_resumes(tmp_path, corpus_file, plain_checkpoint):
-    """Checkpoints written when train had --init-vectors record it in state.json (null without it): the key is
-    ignored now, and such a checkpoint resumes."""
-    out = copy_checkpoint(plain_checkpoint, tmp_path / "m")
-    state = checkpoint_dir(out) / "state.json"
-    meta = json.loads(state.read_text())
-    assert "init_vectors" not in meta
-    state.write_text(json.dumps({**meta, "init_vectors": None}))
-    train_session([corpus_file], PLAIN, out, quiet=True, resume=True)
-    assert load_model(out).dim == 8 and not checkpoint_dir(out).exists()
-
-
 def test_resume_without_a_checkpoint(tmp_path, runner, corpus_file):
     assert_clean_error(runner.invoke(main, train_args(corpus_file, tmp_path / "m", "--resume")), "no checkpoint")
     assert not (tmp_path / "m").exists()

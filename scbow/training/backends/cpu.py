@@ -48,20 +48,18 @@ class CpuBackend:
         self.pool = None
         if threads > 1:
             self.pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="scbow-train")
-        # an empty batch loads (or compiles) the kernels here, out of the training time; the threads
-        # call the chunk kernel's own dispatcher, which loads separately
+        # an empty batch loads (or compiles) the one kernel this backend runs, out of the training
+        # time; the threads call the chunk kernel's own dispatcher, which loads separately
         args = (W, self.corpus, self.order, self.rate, self.params, 0, 0, 0)
+        kernel, args = (K.train_batch_serial, (*args, self.stats)) if threads == 1 else \
+            (K.train_chunk, (*args, 0, self.stats))
         if say is not None:  # ``say(line)``: tell the user when the wait is a compilation
-            ready = [compiled_already(K.train_batch_serial, (*args, self.stats))]
-            if threads > 1:
-                ready.append(compiled_already(K.train_chunk, (*args, 0, self.stats)))
-            if False in ready:
+            ready = compiled_already(kernel, args)
+            if ready is False:
                 say("compiling the training kernels (first run only, about 10 s)...")
-            elif None in ready:
+            elif ready is None:
                 say("loading or compiling the training kernels (about 10 s on a first run)...")
-        K.train_batch_serial(*args, self.stats)
-        if threads > 1:
-            K.train_chunk(*args, 0, self.stats)
+        kernel(*args)
 
     def begin_epoch(self, order: np.ndarray) -> None:
         self.order = order
