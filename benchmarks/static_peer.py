@@ -73,7 +73,7 @@ def train_one(corpus, lr: float, threads: int, say=print, epochs: int = 1) -> tu
     torch.set_num_threads(threads)
     torch.manual_seed(SEED)
     words = list(corpus.vocab.words)
-    tok = tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json(words, "2")))
+    tok = tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json(words)))
     model = SentenceTransformer(modules=[StaticEmbedding(tok, embedding_dim=DIM)], device="cpu")
     loss_fn = MultipleNegativesRankingLoss(model, scale=SCALE)
     pairs = pairs_of(corpus)

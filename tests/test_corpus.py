@@ -17,14 +17,14 @@ from numba import njit
 
 import scbow
 from scbow.cli import main
-from scbow.errors import CorpusError, ModelError
+from scbow.errors import CorpusError
 from scbow.kernels.encode import is_space
 from scbow.text.reader import expand
-from scbow.text.tokenize import fold, mark_ranges, tokenize, tokenize_lines, tokenizer
+from scbow.text.tokenize import _patterns, fold, mark_ranges, tokenize, tokenize_lines
 from scbow.text.vocab import Vocab
+from scbow.training import cache as cache_mod
 from scbow.training import corpus as corpus_mod
 from scbow.training.corpus import load_corpus
-from scbow.vectors.formats import load_model
 from scbow.vectors.model import Model
 
 # ---------------------------------------------------------------- Tokenizer
@@ -53,43 +53,17 @@ def test_tokenize_rules(text, tokens):
     assert tokenize(text) == tokens
 
 
-def test_tokenizer_versions_keep_their_rules():
-    old, old_lines = tokenizer("1")
-    assert old("Don\u2019t \ufb01ne") == ["don\u2019t", "\ufb01ne"]
-    assert old_lines("Cafe\u0301\n") == ["cafe", "\u0301", "\n"]  # NFD cut the word in two
-    v2, v2_lines = tokenizer("2")
-    assert v2("Don\u2019t Cafe\u0301") == ["don't", "caf\u00e9"]
-    assert v2_lines("Q\u0304uit \u0939\u093f\n") == ["q", "\u0304", "uit", "\u0939", "\u093f", "\n"]  # marks cut words
-    assert tokenizer("3")[0]("日本語のテキストです") == ["日本語のテキストです"]  # version 3: Han and kana one word
-    assert tokenizer(None)[0] is tokenizer("4")[0] is tokenize and tokenizer("4")[1] is tokenize_lines
-    with pytest.raises(ValueError, match="upgrade"):
-        tokenizer("5")
+def test_tokenize_lines_keeps_the_line_ends():
     assert scbow.tokenize is tokenize
     assert tokenize_lines("A b.\n\nC!\n") == ["a", "b", ".", "\n", "\n", "c", "!", "\n"]
     assert tokenize("A b.\nC!") == ["a", "b", ".", "c", "!"]
 
 
-def test_a_model_keeps_the_tokenizer_it_was_trained_with(tmp_path):
-    words = ["don\u2019t", "don't", "caf\u00e9"]
-    vectors = np.eye(3, dtype=np.float32)
-    old = Model(Vocab(words, [9, 9, 9]), vectors, {"unknown": "omit"}, {"corpus": {"tokenizer_version": "1"}})
-    new = Model(Vocab(words, [9, 9, 9]), vectors, {"unknown": "omit"}, {"corpus": {"tokenizer_version": "2"}})
-    typed = ["Don\u2019t", "Cafe\u0301"]  # a curly apostrophe, an NFD accent
-    assert old.tokenizer_version == "1" and new.tokenizer_version == "2"
-    np.testing.assert_array_equal(old.encode(typed)[0], vectors[0])  # v1 keeps the curly apostrophe's word
-    np.testing.assert_array_equal(new.encode(typed)[0], vectors[1])  # v2 folds it into the ASCII one
-    assert np.isnan(old.encode(typed)[1]).all() and not np.isnan(new.encode(typed)[1]).any()
-    assert "Cafe\u0301" in new.wv and new.wv.get_index("CAFE\u0301") == 2 and "Cafe\u0301" not in old.wv
-    # a model with corpus statistics from before the record is version 1; vectors from elsewhere, the current one
-    assert Model(Vocab(words, [9] * 3), vectors, {}, {"corpus": {}}).tokenizer_version == "1"
-    assert Model(Vocab(words, [9] * 3), vectors).tokenizer_version == "4"
-    new.save(tmp_path / "m")
-    assert load_model(tmp_path / "m").tokenizer_version == "2"
-    meta = json.loads((tmp_path / "m" / "config.json").read_text())
-    meta["corpus"]["tokenizer_version"] = "7"
-    (tmp_path / "m" / "config.json").write_text(json.dumps(meta))
-    with pytest.raises(ModelError, match="upgrade"):
-        load_model(tmp_path / "m")
+def test_a_model_folds_what_is_typed_as_its_corpus_was():
+    words = ["don't", "caf\u00e9"]
+    model = Model(Vocab(words, [9, 9]), np.eye(2, dtype=np.float32), {"unknown": "omit"})
+    np.testing.assert_array_equal(model.encode(["Don\u2019t", "Cafe\u0301"]), model.vectors)
+    assert model.wv.get_index("CAFE\u0301") == 1
 
 
 def test_the_marks_a_word_keeps_are_every_combining_mark():
@@ -99,42 +73,40 @@ def test_the_marks_a_word_keeps_are_every_combining_mark():
 
 
 def test_the_tokenizer_is_its_rule_as_written():
-    """Version 3 writes WORD(?:['’]WORD)* with WORD = \\w[\\w MARKS]* in a faster form: the same tokens,
-    every mark and the characters around the ASCII range in every place a word can hold them."""
+    """The regex for text without units writes WORD(?:['’]WORD)* with WORD = \\w[\\w MARKS]* in a faster
+    form: the same tokens, every mark and the characters around the ASCII range in every place a word can
+    hold them."""
     marks = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in mark_ranges())
     word = rf"\w[\w{marks}]*"
     rule = re.compile(rf"{word}(?:['\u2019]{word})*|[^\w\s]")
     odd = [chr(c) for c in range(0x20, 0x3000) if unicodedata.category(chr(c)) != "Cs"]
     odd += [chr(c) for a, b in mark_ranges() for c in range(a, b + 1)]
     text = " ".join(f"a{c}b {c}x x{c}{c}'y{c} q'{c} q{c}' 1{c}_" for c in odd)
-    assert tokenizer("3")[0](text) == rule.findall(fold(text).lower())
+    assert _patterns()[0].findall(fold(text).lower()) == rule.findall(fold(text).lower())
 
 
 HINDI = "\u0939\u093f\u0928\u094d\u0926\u0940"  # six characters, three of them marks
 
 
-def test_a_word_keeps_its_marks_from_version_3_on(tmp_path, runner):
-    """A corpus is encoded with its marks in its words (and says so); a model of version 2 still
-    cuts them there, as it was trained; one of version 3 tells the word from its letters spaced out."""
+def test_a_word_keeps_its_marks(tmp_path, runner, monkeypatch):
+    """A corpus is encoded with its marks in its words (and says so); a model tells the word from its
+    letters spaced out."""
     (tmp_path / "a.txt").write_text(f"{HINDI} \u092d\u093e\u0937\u093e.\n\u0130stanbul {HINDI}.\n", encoding="utf-8")
     c = load_corpus([tmp_path / "a.txt"], min_count=1, cache_dir=tmp_path / "cache")
     assert HINDI in c.vocab and "i\u0307stanbul" in c.vocab and "\u093f" not in c.vocab
     assert c.stats["tokenizer_version"] == "4"
-    key = corpus_mod.cache_key([tmp_path / "a.txt"], 1, 0)  # a corpus cached under version 2 is encoded again
-    assert Path(c.cache_path).name == key != corpus_mod.cache_key([tmp_path / "a.txt"], 1, 0, "2")
+    key = corpus_mod.cache_key([tmp_path / "a.txt"], 1, 0)  # a corpus cached under another version is encoded again
+    monkeypatch.setattr(cache_mod, "TOKENIZER_VERSION", "5")
+    assert Path(c.cache_path).name == key != corpus_mod.cache_key([tmp_path / "a.txt"], 1, 0)
 
     letters = list(HINDI)
     words = [HINDI, *letters]
     vectors = np.random.default_rng(0).standard_normal((len(words), 4)).astype(np.float32)
-    v2 = Model(Vocab(words, [9] * len(words)), vectors, {"unknown": "omit"}, {"corpus": {"tokenizer_version": "2"}})
-    v3 = Model(Vocab(words, [9] * len(words)), vectors, {"unknown": "omit"}, {"corpus": {"tokenizer_version": "3"}})
+    model = Model(Vocab(words, [9] * len(words)), vectors, {"unknown": "omit"})
     spaced = " ".join(letters)
-    assert v2.tokenize(HINDI) == v2.tokenize(spaced) == letters
-    assert v3.tokenize(HINDI) == [HINDI] and v3.tokenize(spaced) == letters
-    np.testing.assert_allclose(v2.encode([HINDI])[0], vectors[1:].mean(axis=0), atol=1e-6)
-    np.testing.assert_array_equal(v3.encode([HINDI])[0], vectors[0])
-    v3.save(tmp_path / "m")
-    assert load_model(tmp_path / "m").tokenizer_version == "3"
+    assert model.tokenize(HINDI) == [HINDI] and model.tokenize(spaced) == letters
+    np.testing.assert_array_equal(model.encode([HINDI])[0], vectors[0])
+    model.save(tmp_path / "m")
     result = runner.invoke(main, ["similarity", "-m", str(tmp_path / "m"), HINDI, spaced])
     assert result.exit_code == 0, result.output
     assert float(result.output.split()[-1]) < 0.99  # the word and its letters were one sentence: 1.0000

@@ -1,5 +1,5 @@
-"""The tokenizer (scbow.text.tokenize): version 4's units of the scripts written without spaces
-(Japanese, Chinese, Thai), English as under version 3, the earlier versions kept; and the exported
+"""The tokenizer (scbow.text.tokenize): the units of the scripts written without spaces (Japanese,
+Chinese, Thai), the faster regexes for text without them; and the exported
 folders' ``tokenizer.json`` (scbow.vectors.hubtokenizer) splitting Japanese exactly as ``encode``
 does, through model2vec and sentence-transformers (each skips where absent)."""
 
@@ -13,12 +13,12 @@ import pytest
 from conftest import CORPUS_1M, DATA_DIR, make_runner, missing_data, train_args
 
 from scbow.cli import main
-from scbow.text.tokenize import TOKENIZER_VERSION, tokenize, tokenize_lines, tokenizer
+from scbow.text.tokenize import tokenize, tokenize_lines
 
 JSTS = DATA_DIR / "sts-ja" / "jsts.dev.tsv"
 AOZORA = DATA_DIR / "corpus" / "aozora-ja-40M.jsonl.xz"
 
-HAND_WRITTEN = [  # (text, version 4's tokens)
+HAND_WRITTEN = [  # (text, tokens)
     ("日本語のテキストです", ["日", "本", "語", "の", "テ", "キ", "ス", "ト", "で", "す"]),
     ("人々はすごーいと言った。", ["人", "々", "は", "す", "ご", "ー", "い", "と", "言", "っ", "た", "。"]),
     ("ｶﾀｶﾅとＡＢＣ123", ["カ", "タ", "カ", "ナ", "と", "abc123"]),  # NFKC: half-width kana, full-width letters
@@ -36,11 +36,11 @@ def split(tok, text: str) -> list[str]:
     return [piece for piece, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(text))]
 
 
-def hub_tokenizer(version=TOKENIZER_VERSION):
+def hub_tokenizer():
     from scbow.vectors.hubtokenizer import tokenizer_json
 
     tokenizers = pytest.importorskip("tokenizers", reason="tokenizers (installed with model2vec) is absent")
-    return tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json(["the"], version)))
+    return tokenizers.Tokenizer.from_str(json.dumps(tokenizer_json(["the"])))
 
 
 def jsts_sentences() -> list[str]:
@@ -54,28 +54,27 @@ def jsts_sentences() -> list[str]:
 
 @pytest.mark.parametrize("text, tokens", HAND_WRITTEN, ids=[t for t, _ in HAND_WRITTEN])
 def test_units_of_the_scripts_without_spaces(text, tokens):
-    assert TOKENIZER_VERSION == "4"
     assert tokenize(text) == tokens
 
 
-def test_english_tokens_as_under_version_3():
-    """Version 4's whole regex gives version 3's tokens on English (so text without the scripts may
-    take version 3's faster regex), line by line and on a block of lines."""
-    from scbow.text.tokenize import _patterns_v4, fold
+def test_english_tokens_as_under_the_whole_regex():
+    """The regex with the units gives the faster regex's tokens on English (so text without the scripts
+    may take the faster one), line by line and on a block of lines."""
+    from scbow.text.tokenize import _patterns, _unit_patterns, fold
 
     if not CORPUS_1M.is_file():
         missing_data(f"real corpus {CORPUS_1M}")
     with lzma.open(CORPUS_1M, "rt", encoding="utf-8") as fh:
         lines = fh.read().splitlines()[::5]
-    v3, v3_lines = tokenizer("3")
-    whole, whole_lines, _ = _patterns_v4()
-    assert len(lines) > 10000 and all(whole.findall(fold(line).lower()) == v3(line) for line in lines)
+    (fast, fast_lines), (whole, whole_lines, _) = _patterns(), _unit_patterns()
+    lines = [fold(line).lower() for line in lines]
+    assert len(lines) > 10000 and all(whole.findall(line) == fast.findall(line) for line in lines)
     block = "\n".join(lines[:3000])
-    assert whole_lines.findall(fold(block).lower()) == v3_lines(block) == tokenize_lines(block)
+    assert whole_lines.findall(block) == fast_lines.findall(block) == tokenize_lines(block)
 
 
 def test_ascii_regex_as_the_general_one():
-    """The regexes ASCII text takes split it as version 3's: every ASCII character alone, between
+    """The regexes ASCII text takes split it as the general ones: every ASCII character alone, between
     letters and next to an apostrophe, and random ASCII strings, line by line and as one block."""
     import random
 
@@ -93,7 +92,7 @@ def test_ascii_regex_as_the_general_one():
 
 def test_lines_keep_their_line_ends_in_every_script():
     text = "日本語です\nthe end\nภาษา"
-    assert tokenizer("4")[1](text) == ["日", "本", "語", "で", "す", "\n", "the", "end", "\n", "ภา", "ษา"]
+    assert tokenize_lines(text) == ["日", "本", "語", "で", "す", "\n", "the", "end", "\n", "ภา", "ษา"]
 
 
 def test_exported_tokenizer_splits_as_ours():
@@ -122,36 +121,25 @@ def test_final_sigma_looks_back_past_at_most_sigma_lookbehind_marks():
     assert split(tok, far) != tokenize(far)
 
 
-def test_exported_tokenizer_versions_1_and_2_keep_their_rules():
-    """A model of version 1 or 2 is exported splitting as it was trained (version 2: words cut at combining marks)."""
-    text = "King’s ﬁne ΟΔΟΣ 1⅞"
-    assert split(hub_tokenizer("1"), text) == tokenizer("1")[0](text) != tokenizer("2")[0](text)
-    text = "हिन्दी İstanbul q\u0304uit"
-    v2, v3 = hub_tokenizer("2"), hub_tokenizer("3")
-    assert split(v2, text) == tokenizer("2")[0](text) != tokenizer("3")[0](text) == split(v3, text)
-    assert split(v3, text) == ["हिन्दी", "i\u0307stanbul", "q\u0304uit"]
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("version", ["1", "2", "3", "4"])
-def test_exported_tokenizer_on_every_code_point(version):
-    """Every character alone, between Latin letters, and before a final sigma (versions 1-3) or between
-    ideographs and Thai letters (version 4): the only differences are characters Python's Unicode tables
-    do not have yet (category Cn), which ``tokenizers`` lowercases."""
+def test_exported_tokenizer_on_every_code_point():
+    """Every character alone, between Latin letters, before a final sigma, between ideographs and between
+    Thai letters: the only differences are characters Python's Unicode tables do not have yet (category
+    Cn), which ``tokenizers`` lowercases."""
     import sys
     import unicodedata
 
-    tok, ours = hub_tokenizer(version), tokenizer(version)[0]
+    tok = hub_tokenizer()
     points = [c for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
-    forms = [lambda c: chr(c), lambda c: f"a{chr(c)}b"]
-    forms += [lambda c: f"日{chr(c)}の", lambda c: f"ก{chr(c)}า"] if version == "4" else [lambda c: f"A{chr(c)}Σ"]
+    forms = [lambda c: chr(c), lambda c: f"a{chr(c)}b", lambda c: f"A{chr(c)}Σ", lambda c: f"日{chr(c)}の",
+             lambda c: f"ก{chr(c)}า"]
     differ = []
     for start in range(0, len(points), 512):
         chunk = points[start:start + 512]
         # a block of characters, each form between spaces, checked at once; one at a time only in a block that differs
-        if all(split(tok, t) == ours(t) for t in (" ".join(f(c) for c in chunk) for f in forms)):
+        if all(split(tok, t) == tokenize(t) for t in (" ".join(f(c) for c in chunk) for f in forms)):
             continue
-        differ += [c for c in chunk if any(split(tok, f(c)) != ours(f(c)) for f in forms)]
+        differ += [c for c in chunk if any(split(tok, f(c)) != tokenize(f(c)) for f in forms)]
     assert all(unicodedata.category(chr(c)) == "Cn" for c in differ), [hex(c) for c in differ]
     assert len(differ) <= 60, len(differ)  # 55 on Python 3.11 (Unicode 14) with tokenizers 0.23 (Unicode 16)
 
@@ -187,7 +175,7 @@ def test_exported_folders_encode_japanese_as_encode(japanese_model, tmp_path, fm
     sentences = jsts_sentences()
     ours = model.encode(sentences)
     ok = ~np.isnan(ours).any(axis=1)
-    assert model.tokenizer_version == "4" and ok.all()
+    assert ok.all()
     loaders = [lambda: pytest.importorskip("model2vec", reason="model2vec is absent").StaticModel.from_pretrained]
     if fmt == "sentence-transformers":
         loaders.append(lambda: pytest.importorskip(

@@ -16,12 +16,8 @@ a syllable, as a kana is (``ภาษาไทย``: ``ภา ษา ไท ย`
 (kana runs, katakana runs, script runs, MeCab's and janome's words) this one scored highest
 (``benchmarks/results/quality_ja.md``). ``scbow.vectors.hubtokenizer`` writes it as a ``tokenizer.json``.
 
-Earlier versions: 3 had no units (a run of Han, kana or Thai was one word; text without those
-scripts splits as under it); 2 no marks in words
-(``\\w`` matches none: ``हिन्दी`` was six tokens, ``İstanbul`` three); 1 no folding (``king’s`` and
-``king's`` were two words, NFD text did not match its NFC spelling). A model keeps the version it
-was trained with (``info["corpus"]["tokenizer_version"]``, :func:`tokenizer`); changing the rule
-changes ``TOKENIZER_VERSION``, which also keys the corpus cache.
+The version (``TOKENIZER_VERSION``) is recorded in a trained model (``info["corpus"]["tokenizer_version"]``)
+and keys the corpus cache: changing the rule changes it, and a model of another version is refused when read.
 """
 
 from __future__ import annotations
@@ -32,18 +28,10 @@ import unicodedata
 from functools import lru_cache
 
 TOKENIZER_VERSION = "4"
-VERSIONS = ("1", "2", "3", "4")
 
 # Typographic apostrophes and double quotes -> ASCII (NFKC keeps them as they are).
 _QUOTES = (("\u2018", "'"), ("\u2019", "'"), ("\u201a", "'"), ("\u201b", "'"),
            ("\u201c", '"'), ("\u201d", '"'), ("\u201e", '"'), ("\u201f", '"'))
-
-# versions 1 and 2: a word is a run of \w
-_WORD_V2 = r"\w+(?:['\u2019]\w+)*"
-_TOKEN_RE_V2 = re.compile(_WORD_V2 + r"|[^\w\s]")
-# The corpus encoder tokenizes many lines in one call and keeps the line ends as tokens.
-_TOKEN_OR_NEWLINE_RE_V2 = re.compile(_WORD_V2 + r"|[^\w\s]|\n")
-
 
 @lru_cache(maxsize=1)
 def mark_ranges() -> tuple[tuple[int, int], ...]:
@@ -66,16 +54,17 @@ def code_ranges(codes) -> tuple[tuple[int, int], ...]:
 
 @lru_cache(maxsize=1)
 def _patterns() -> tuple[re.Pattern, re.Pattern]:
-    """Version 3's two regexes, made on first use (reading the marks takes about 50 ms, which ``--help``
-    or ``info`` should not pay). A token is ``WORD(?:['’]WORD)*|[^\\w\\s]`` with ``WORD = \\w[\\w MARKS]*``.
-    No mark is ASCII: the look-ahead spares the space or full stop ending most words a test against the
-    marks' 300 ranges (on Gutenberg text: 1.1 times version 2's time, against 1.9 for the regex as written)."""
+    """The token regex for text without a script without spaces, and that regex with line ends, made on
+    first use (reading the marks takes about 50 ms, which ``--help`` or ``info`` should not pay). A token is
+    ``WORD(?:['’]WORD)*|[^\\w\\s]`` with ``WORD = \\w[\\w MARKS]*``. No mark is ASCII: the look-ahead
+    spares the space or full stop ending most words a test against the marks' 300 ranges (on Gutenberg
+    text 1.1 times the time of plain ``\\w+``, against 1.9 for the regex as written)."""
     marks = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in mark_ranges())
     token = rf"\w+(?:(?=[^\x00-\x7f])[{marks}]+\w*|['\u2019]\w+)*|[^\w\s]"
     return re.compile(token), re.compile(token + r"|\n")
 
 
-# Version 4's scripts without spaces, as inclusive code-point ranges. Han: the ideographs of every
+# The scripts without spaces, as inclusive code-point ranges. Han: the ideographs of every
 # CJK block (and the iteration and closing marks 々 〆 〇 〻 that go with them); kana without the
 # middle dot ・ (punctuation) and the spacing voicing marks (NFKC makes them a space and a mark).
 HAN = ((0x3005, 0x3007), (0x303B, 0x303B), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF),
@@ -91,7 +80,7 @@ NOSPACE = code_ranges(sorted({c for a, b in HAN + HIRAGANA + KATAKANA + PROLONGE
 
 
 def units_pattern(cls) -> str:
-    """Version 4's alternatives cutting the scripts without spaces, each unit with its marks; ``cls(ranges)``
+    """The alternatives cutting the scripts without spaces, each unit with its marks; ``cls(ranges)``
     writes a character class's inside in the dialect at hand (Python's, or ``scbow.vectors.hubtokenizer``'s)."""
     marks = f"[{cls(mark_ranges())}]*"
     thai = f"[{cls(THAI_LEAD)}]?[{cls(THAI_CONSONANT)}]{marks}(?:[{cls(THAI_FOLLOW)}]{marks})?"
@@ -103,7 +92,7 @@ def _python_class(ranges) -> str:
 
 
 def token_regex(units: str) -> str:
-    """Version 4's token regex (Python's dialect) with the alternatives ``units`` in front of
+    """The token regex (Python's dialect) with the alternatives ``units`` in front of
     the words (:func:`units_pattern`): a word character is one outside the scripts' ranges."""
     marks = _python_class(mark_ranges())
     w = f"[^\\W{_python_class(NOSPACE)}]"
@@ -111,14 +100,14 @@ def token_regex(units: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _patterns_v4() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    """Version 4's token regex, that regex with line ends, and the test for a script without spaces:
-    text without one gets the same tokens faster from version 3's regex (no test of the scripts' ranges)."""
+def _unit_patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    """The token regex, that regex with line ends, and the test for a script without spaces:
+    text without one gets the same tokens faster from :func:`_patterns`' regex (no test of the scripts' ranges)."""
     token = token_regex(units_pattern(_python_class))
     return re.compile(token), re.compile(token + r"|\n"), re.compile(f"[{_python_class(NOSPACE)}]")
 
 
-# Version 3's and 4's regexes on ASCII text (no mark, no ’, no script without spaces): the same tokens
+# The regexes on ASCII text (no mark, no ’, no script without spaces): the same tokens
 # in half the time. The classes spell \w out; \s stays Unicode's, which holds \x1c-\x1f.
 _ASCII_WORD = r"[A-Za-z0-9_]+(?:'[A-Za-z0-9_]+)*|[^A-Za-z0-9_\s]"
 _ASCII_RE = re.compile(_ASCII_WORD)
@@ -126,7 +115,7 @@ _ASCII_OR_NEWLINE_RE = re.compile(_ASCII_WORD + r"|\n")
 
 
 def fold(text: str) -> str:
-    """NFKC, then the typographic apostrophes and quotes as ASCII (the first step since version 2).
+    """NFKC, then the typographic apostrophes and quotes as ASCII.
     Whitespace maps to whitespace only, line ends stay: a block's tokens are still its lines' and chunks'."""
     if text.isascii():  # NFKC keeps ASCII as it is, and no quote to fold is ASCII
         return text
@@ -142,7 +131,7 @@ def tokenize(text: str) -> list[str]:
     text = fold(text).lower()
     if text.isascii():  # known at once (CPython records it): most English text pays nothing more
         return _ASCII_RE.findall(text)
-    v4 = _patterns_v4()
+    v4 = _unit_patterns()
     return (v4[0] if v4[2].search(text) else _patterns()[0]).findall(text)
 
 
@@ -151,29 +140,5 @@ def tokenize_lines(text: str) -> list[str]:
     text = fold(text).lower()
     if text.isascii():
         return _ASCII_OR_NEWLINE_RE.findall(text)
-    v4 = _patterns_v4()
+    v4 = _unit_patterns()
     return (v4[1] if v4[2].search(text) else _patterns()[1]).findall(text)
-
-
-def _older(pattern, folded: bool = True):
-    """A tokenizer of an earlier version: ``pattern()``'s tokens of the text, lowercased (and folded from version 2)."""
-    def run(text: str) -> list[str]:
-        return pattern().findall((fold(text) if folded else text).lower())
-
-    return run
-
-
-_RULES = {"1": (_older(lambda: _TOKEN_RE_V2, False), _older(lambda: _TOKEN_OR_NEWLINE_RE_V2, False)),
-          "2": (_older(lambda: _TOKEN_RE_V2), _older(lambda: _TOKEN_OR_NEWLINE_RE_V2)),
-          "3": (_older(lambda: _patterns()[0]), _older(lambda: _patterns()[1])),
-          TOKENIZER_VERSION: (tokenize, tokenize_lines)}
-
-
-def tokenizer(version: str | None = None):
-    """``(tokenize, tokenize_lines)`` of a tokenizer version (None: the current one); ValueError for an
-    unknown one (a model from a newer scbow-numba)."""
-    version = TOKENIZER_VERSION if version is None else str(version)
-    if version in _RULES:
-        return _RULES[version]
-    raise ValueError(f"tokenizer version {version!r} is not one this scbow-numba knows ({', '.join(VERSIONS)}); "
-                     "upgrade scbow-numba to read this model")

@@ -44,12 +44,11 @@ def default_cache_dir() -> Path:
     return Path(base) / "scbow-numba" / "corpus"
 
 
-def cache_key(files: list[Path], min_count: int, max_vocab: int, tokenizer_version: str = TOKENIZER_VERSION,
-              encoding: str = DEFAULT_ENCODING) -> str:
+def cache_key(files: list[Path], min_count: int, max_vocab: int, encoding: str = DEFAULT_ENCODING) -> str:
     """Key of the cached encoding: the files (path, size, mtime) and every setting (the encoding only when
     not the default: a UTF-8 corpus keeps its key)."""
     h = hashlib.sha256()
-    h.update(f"cache{CACHE_FORMAT}:tok{tokenizer_version}:min{min_count}:max{max_vocab}".encode())
+    h.update(f"cache{CACHE_FORMAT}:tok{TOKENIZER_VERSION}:min{min_count}:max{max_vocab}".encode())
     if encoding != DEFAULT_ENCODING:
         h.update(f":enc{encoding}".encode())
     for f in files:

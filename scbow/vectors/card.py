@@ -7,14 +7,11 @@ from __future__ import annotations
 import json
 import os
 
-# what each tokenizer version does to text, in words (scbow.text.tokenize)
-TOKENIZER_RULES = {
-    "1": "lowercase, then words and single punctuation marks",
-    "2": "NFKC, typographic quotes as ASCII, lowercase, then words and single punctuation marks",
-    "3": "NFKC, typographic quotes as ASCII, lowercase, then words (with their combining marks) and single "
-         "punctuation marks",
-    "4": "NFKC, typographic quotes as ASCII, lowercase, then each Han ideograph, each kana and each Thai "
-         "cluster, words (with their combining marks) and single punctuation marks"}
+from ..text.tokenize import TOKENIZER_VERSION
+
+# what the tokenizer does to text, in words (scbow.text.tokenize)
+TOKENIZER_RULE = ("NFKC, typographic quotes as ASCII, lowercase, then each Han ideograph, each kana and each Thai "
+                  "cluster, words (with their combining marks) and single punctuation marks")
 ENGLISH = {"the", "of", "and", "to", "a", "in", "that", "is", "was", "he", "it", "for"}
 
 
@@ -75,8 +72,8 @@ def model_card(model, fmt: str, n_rows: int, added: int, name: str, license: str
     settings = ", ".join(f"{k} {config[k]}" for k in SHOWN_SETTINGS if k in config)
     if settings:
         lines.append(f"- Settings: {settings}")
-    lines.append(f"- Tokenizer: scbow-numba tokenizer version {model.tokenizer_version} "
-                 f"({TOKENIZER_RULES[model.tokenizer_version]}), reproduced by `tokenizer.json`")
+    lines.append(f"- Tokenizer: scbow-numba tokenizer version {TOKENIZER_VERSION} ({TOKENIZER_RULE}), "
+                 "reproduced by `tokenizer.json`")
     curve = info.get("curve")
     points = curve.get("points") if isinstance(curve, dict) else None
     if isinstance(points, list) and points and isinstance(points[-1], dict) and isinstance(points[-1].get("dev"), dict):

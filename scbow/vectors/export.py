@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import ModelError
 from ..progress import plural
 from ..text.reader import DEFAULT_ENCODING, check_regular, encoding_name
+from ..text.tokenize import TOKENIZER_VERSION
 from ..text.vocab import Vocab
 from .hubfolder import check_folder_output, words_of, write_folder
 from .word2vec import export_word2vec, part_columns
@@ -47,7 +48,6 @@ class ExportResult:
     added: int = 0  # add_words: rows added
     restored: int = 0  # of them, words left out above, with their own rows
     unk: str | None = None  # a folder's unknown token
-    tokenizer_version: str | None = None
     pieces: int = 0  # a folder's rows for the pieces of unknown words
 
     def lines(self) -> list[str]:
@@ -65,7 +65,7 @@ class ExportResult:
                  + (f" ({self.restored:,} left out by --min-count/--limit, with their own rows)" if self.restored else "")
                  + (f", {plural(self.pieces, 'piece')} that unknown words are split into" if self.pieces else "")
                  + f" and {self.unk} for {'what has no pieces' if self.pieces else 'unknown words'}; tokenizer "
-                 f"version {self.tokenizer_version}){left}"]
+                 f"version {TOKENIZER_VERSION}){left}"]
         load = FORMATS[self.format].load
         return lines + ([f"load it with {load.format(path=str(self.path))}"] if load else [])
 
@@ -83,8 +83,7 @@ def _write_folder(model, path: Path, *, fmt, whole, add_words, license, note, en
     if add_words and note is not None:
         note(f"reading the words of {plural(len(add_words), 'file')}...")
     written = write_folder(model, path, fmt, words_of(add_words, model.tokenize, encoding), license, whole)
-    return ExportResult(fmt, path, columns=model.dim, part="all", words=len(model.vocab),
-                        tokenizer_version=model.tokenizer_version, **written)
+    return ExportResult(fmt, path, columns=model.dim, part="all", words=len(model.vocab), **written)
 
 
 # a new format is a row here, its writer in a module of its own, and its test in tests/test_export.py

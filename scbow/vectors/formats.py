@@ -15,7 +15,6 @@ from ..config import INT_MAX, TrainConfig
 from ..errors import ConfigError, ModelError
 from ..progress import plural
 from ..reading import short_message
-from ..text.tokenize import VERSIONS
 from .model import Model
 from .modeldir import read_model_dir, there
 from .word2vec import read_word2vec
@@ -38,9 +37,6 @@ def load_model(path: os.PathLike, mmap: bool = True) -> Model:
     vocab, vectors, config, info = read_model_dir(path)
     check_vectors(path, vectors, len(vocab), config)
     model = Model(vocab, vectors if mmap else np.array(vectors), config, info)
-    if model.tokenizer_version not in VERSIONS:
-        raise ModelError(f"{path}: its words come from tokenizer version {model.tokenizer_version!r}, newer than this "
-                         f"scbow-numba knows ({', '.join(VERSIONS)}); upgrade scbow-numba")
     if mmap:  # read-only rows mapped from the files: the model is what the directory holds
         model.source_dir = Path(os.path.abspath(path))
     return model

@@ -70,7 +70,7 @@ def write_folder(model, path: Path, fmt: str, extra_words=(), license: str | Non
     pieces = (whole or model).unknown_rule[0] != "omit"  # what the model does with unknown words, as far as it travels
     tokens, rows, added, restored = export_rows(model, extra_words, whole, pieces)
     n_pieces = len(tokens) - len(model.vocab) - len(added)
-    spec = tokenizer_json(tokens, model.tokenizer_version, max([model.pieces.max_chars, *map(len, added)]) if pieces
+    spec = tokenizer_json(tokens, max([model.pieces.max_chars, *map(len, added)]) if pieces
                           else None)
     card = model_card(model, fmt, len(rows), len(added), path.name or "model", license, restored, n_pieces)
     try:

@@ -1,7 +1,7 @@
 """The ``tokenizer.json`` of an exported folder: a Hugging Face ``tokenizers`` tokenizer that reproduces
-:func:`scbow.text.tokenize.tokenize` under the model's tokenizer version (``tokenizers`` never imported).
+:func:`scbow.text.tokenize.tokenize` (``tokenizers`` never imported).
 
-A normalizer (version 1: lowercase; 2 to 4: NFKC, ASCII quotes, lowercase) and a pre-tokenizer keeping
+A normalizer (NFKC, ASCII quotes, lowercase) and a pre-tokenizer keeping
 our token regex's matches, with Python's ``\\w``, ``\\s`` and combining marks spelled out as code-point
 ranges: the Oniguruma engine of ``tokenizers`` reads those classes differently (``1⅞``).
 """
@@ -13,7 +13,6 @@ import sys
 import unicodedata
 from functools import lru_cache
 
-from ..errors import ModelError
 from ..text.tokenize import NOSPACE, code_ranges, mark_ranges, units_pattern
 from .pieces import wordpiece_model
 
@@ -51,19 +50,14 @@ def _ranges(ranges) -> str:
     return "".join(f"\\x{{{a:x}}}" if a == b else f"\\x{{{a:x}}}-\\x{{{b:x}}}" for a, b in ranges)
 
 
-def token_pattern(version: str) -> str:
-    """Our token regex of tokenizer ``version`` with Python's classes spelled out: a word is ``\\w+`` (1, 2)
-    or ``\\w[\\w MARKS]*`` (3, 4), then ``(?:['’]WORD)*|[^\\w\\s]``; version 4 puts the units of
-    scripts without spaces first, its word characters being those outside them."""
+def token_pattern() -> str:
+    """Our token regex with Python's classes spelled out: the units of scripts without spaces, then a word
+    ``\\w[\\w MARKS]*(?:['’]WORD)*`` (its word characters those outside the units), then ``[^\\w\\s]``."""
     word, space = python_classes()
-    letters = word
-    if version == "4":
-        outside = set(c for a, b in NOSPACE for c in range(a, b + 1))
-        letters = code_ranges(c for a, b in word for c in range(a, b + 1) if c not in outside)
-    w = f"[{_ranges(letters)}]"
-    one = f"{w}[{_ranges(letters)}{_ranges(mark_ranges())}]*" if version in ("3", "4") else f"{w}+"
-    pattern = f"{one}(?:['\\x{{2019}}]{one})*|[^{_ranges(word)}{_ranges(space)}]"
-    return f"{units_pattern(_ranges)}|{pattern}" if version == "4" else pattern
+    outside = set(c for a, b in NOSPACE for c in range(a, b + 1))
+    letters = code_ranges(c for a, b in word for c in range(a, b + 1) if c not in outside)
+    one = f"[{_ranges(letters)}][{_ranges(letters)}{_ranges(mark_ranges())}]*"
+    return f"{units_pattern(_ranges)}|{one}(?:['\\x{{2019}}]{one})*|[^{_ranges(word)}{_ranges(space)}]"
 
 
 SIGMA_LOOKBEHIND = 16
@@ -95,11 +89,7 @@ def _nfkc() -> list[dict]:
     return fixes + [{"type": "NFKC"}]
 
 
-def _normalizer(version: str) -> dict:
-    if version == "1":
-        return {"type": "Sequence", "normalizers": _lowercase()}
-    if version not in ("2", "3", "4"):  # these fold alike; they differ in their words (token_pattern)
-        raise ModelError(f"tokenizer version {version!r} cannot be exported (this scbow-numba writes 1 to 4)")
+def _normalizer() -> dict:
     return {"type": "Sequence", "normalizers": [
         *_nfkc(),
         {"type": "Replace", "pattern": {"Regex": "[\\x{2018}\\x{2019}\\x{201a}\\x{201b}]"}, "content": "'"},
@@ -118,10 +108,10 @@ def unk_token(words) -> str:
     return token
 
 
-def tokenizer_json(words: list[str], version: str, max_chars: int | None = None) -> dict:
-    """A ``tokenizers`` tokenizer (as JSON) that splits as ``scbow.text.tokenize`` does under ``version``
-    and gives ``words[i]`` id i, any other token the unknown token's id ``len(words)`` (not an added
-    token: those are matched in the raw text, where ``[UNK]`` is three of our tokens).
+def tokenizer_json(words: list[str], max_chars: int | None = None) -> dict:
+    """A ``tokenizers`` tokenizer (as JSON) that splits as ``scbow.text.tokenize`` does and gives ``words[i]``
+    id i, any other token the unknown token's id ``len(words)`` (not an added token: those are matched in
+    the raw text, where ``[UNK]`` is three of our tokens).
 
     ``max_chars``: ``words`` hold pieces and a WordPiece model splits other tokens into them, as
     ``Model.encode(unknown="pieces")`` does; None: a WordLevel model."""
@@ -135,8 +125,8 @@ def tokenizer_json(words: list[str], version: str, max_chars: int | None = None)
         "truncation": None,
         "padding": None,
         "added_tokens": [],
-        "normalizer": _normalizer(str(version)),
-        "pre_tokenizer": {"type": "Split", "pattern": {"Regex": token_pattern(str(version))}, "behavior": "Removed",
+        "normalizer": _normalizer(),
+        "pre_tokenizer": {"type": "Split", "pattern": {"Regex": token_pattern()}, "behavior": "Removed",
                           "invert": True},
         "post_processor": None,
         "decoder": None,

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..progress import Progress, plural
-from ..text.tokenize import TOKENIZER_VERSION, tokenizer
+from ..text.tokenize import tokenize, tokenize_lines
 from ..text.vocab import Vocab
 from .about import origin
 from .average import Averager, check_rule, own_rule, rule_scale
@@ -68,22 +68,9 @@ class Model:
             wv = self._wv = WordVectors(self)
         return wv
 
-    @property
-    def tokenizer_version(self) -> str:
-        """The tokenizer rule this model's corpus was encoded with ("1" when unrecorded); the current
-        rule for vectors from elsewhere."""
-        corpus = self.info.get("corpus")
-        if isinstance(corpus, dict):
-            return str(corpus.get("tokenizer_version", "1"))
-        return TOKENIZER_VERSION
-
-    def tokenize(self, text: str) -> list[str]:
-        """``scbow.tokenize`` under this model's own rule (:attr:`tokenizer_version`)."""
-        return tokenizer(self.tokenizer_version)[0](text)
-
-    def tokenize_lines(self, text: str) -> list[str]:
-        """``scbow.text.tokenize.tokenize_lines`` under this model's own rule."""
-        return tokenizer(self.tokenizer_version)[1](text)
+    # scbow's one tokenizer (a model of another version is refused when read: scbow.vectors.modeldir)
+    tokenize = staticmethod(tokenize)
+    tokenize_lines = staticmethod(tokenize_lines)
 
     @property
     def dim(self) -> int:

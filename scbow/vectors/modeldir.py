@@ -22,7 +22,8 @@ import numpy as np
 from ..errors import ModelError
 from ..files import atomic_dir, being_written, foreign, fsync_path, new_temporary, output_path
 from ..outputs import refuse_inside_ours, register_kind
-from ..reading import json_kind, os_error_text, parse_json, read_json, short_message
+from ..reading import os_error_text, parse_json, read_json, short_message
+from ..text.tokenize import TOKENIZER_VERSION
 from ..text.vocab import Vocab
 from .curvefile import CURVE_FILE, check_curve, write_curve
 
@@ -266,10 +267,10 @@ def _read(path: Path, files: ModelFiles) -> tuple[Vocab, np.ndarray, dict, dict]
     if files.fds[CURVE_FILE] is not None:
         info["curve"] = check_curve(files.json(CURVE_FILE, "damaged learning curve"), path / CURVE_FILE)
     corpus = meta.get("corpus")
-    if isinstance(corpus, dict) and not isinstance(corpus.get("tokenizer_version", ""), str):
-        # a version is written as a string: anything else is damage, not a version from a newer scbow-numba
-        raise ModelError(f"{path / 'config.json'}: damaged model: its corpus.tokenizer_version is "
-                         f"{json_kind(corpus['tokenizer_version'])}, not a version string such as \"3\"")
+    if isinstance(corpus, dict) and corpus.get("tokenizer_version", TOKENIZER_VERSION) != TOKENIZER_VERSION:
+        # a trained model's words are tokens of the tokenizer it was trained with: another rule would miss them
+        raise ModelError(f"{path}: its words come from tokenizer version {corpus['tokenizer_version']!r}, not "
+                         f"{TOKENIZER_VERSION!r}, the one this scbow-numba has; train the model again with it")
     return vocab, vectors, meta.get("config", {}), info
 
 

@@ -94,12 +94,12 @@ class WordVectors:
         raise KeyError(f"word {word!r} is not in the vocabulary{also}")
 
     def _find(self, word) -> int | None:
-        """The row of ``word`` as given, else lowercased, else (tokenizer version 2 on) folded and lowercased; or None."""
+        """The row of ``word`` as given, else lowercased, else folded and lowercased; or None."""
         index = self._model.vocab.index
         i = index.get(word)
         if i is None and isinstance(word, str):
             i = index.get(word.lower())
-            if i is None and self._model.tokenizer_version != "1":
+            if i is None:
                 i = index.get(fold(word).lower())
         return i
 
