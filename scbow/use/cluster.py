@@ -102,7 +102,7 @@ def job(model_path: Path, blocks: list[Block], settings: dict) -> dict:
     files = {b.file: {"bytes": b.size, "mtime_ns": b.mtime_ns} for b in blocks}
     model = model_id(model_path)
     if model is None:
-        raise ModelError(f"{model_path}: no such model, or it cannot be read")
+        raise ModelError(f"{model_path}: no such model, or it cannot be read or records no model_id (save it again)")
     return {"model": str(Path(model_path).resolve()), "files": files, "settings": settings,
             "digest": digest([model, files, settings]), "model_id": model}
 

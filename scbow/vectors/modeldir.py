@@ -119,22 +119,15 @@ def save_model(model, path: os.PathLike) -> Path:
 
 def model_id(model) -> str | None:
     """The identity of a model that shards and indexes record; None when it cannot be read. A directory:
-    its recorded ``model_id``, else ``"config-"`` and a digest of its ``config.json``; a file: ``"file-"``
-    and a digest of its bytes."""
+    the ``model_id`` its save recorded (None if none); a file: ``"file-"`` and a digest of its bytes."""
     path = Path(model)
     try:
         if path.is_dir():
-            config = (path / "config.json").read_bytes()
-            try:
-                recorded = json.loads(config).get("model_id")
-            except (ValueError, AttributeError, RecursionError):
-                recorded = None
-            if isinstance(recorded, str) and recorded:
-                return recorded
-            return "config-" + hashlib.sha256(config).hexdigest()[:32]
+            recorded = json.loads((path / "config.json").read_bytes()).get("model_id")
+            return recorded if isinstance(recorded, str) and recorded else None
         with open(path, "rb") as fh:
             return "file-" + hashlib.file_digest(fh, "sha256").hexdigest()[:32]
-    except OSError:
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
 
 

@@ -137,7 +137,7 @@ def checked_model_id(model, dim: int, what: str) -> str:
                          "that embedded them")
     found = model_id(path)
     if found is None:
-        raise ModelError(f"{what} {path}: cannot be read")
+        raise ModelError(f"{what} {path}: cannot be read, or records no model_id (save it again)")
     return found
 
 
