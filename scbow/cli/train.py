@@ -136,14 +136,10 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict,
     title, author, source) are not written.
     """
     bar = Progress(0, unit="B", quiet=quiet)
-
-    def show(done, total):
-        bar.total = total
-        bar.update(done, prefix="preparing: ")
-
     try:
         stats = prepare_corpus(inputs, output, jsonl_field=jsonl_field, documents=documents, segmenter=segmenter,
-                               language=language, progress=show, strict=strict, encoding=encoding)
+                               language=language, progress=lambda done, total: bar.update(done, "preparing: ", total=total),
+                               strict=strict, encoding=encoding)
     finally:
         bar.close()
     echo_lines(stats.warnings())

@@ -253,11 +253,6 @@ def client_for(workers: int | None = None, scheduler: str | None = None):
     raise error
 
 
-def refuse_model_output(out_dir: Path) -> None:
-    """ModelError for an output directory that is another of the tool's outputs (a model, ...) or inside one."""
-    refuse_other_kind(out_dir, shards.SHARDS, "write shards into it (choose another -o)")
-
-
 def _sweep(out: Path) -> None:
     """Remove the temporaries of the directory's own files whose writer is dead."""
     for name in sorted({m.group(1) for n in os.listdir(out) if (m := _OWN_TEMPORARY.fullmatch(n))}):
@@ -344,7 +339,7 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     out, inputs = Path(out_dir), list(inputs)
     if out.is_symlink():  # -o LINK: the target is the directory (created when its folder exists), the link stays
         out = output_path(out)
-    refuse_model_output(out)
+    refuse_other_kind(out, shards.SHARDS, "write shards into it (choose another -o)")  # a model, ..., or inside one
     blocks = plan_blocks(inputs, block_bytes)
     settings = {"fill": None if math.isnan(fill) else fill, "unknown": unknown, "block_bytes": block_bytes,
                 "encoding": encoding_name(encoding)}  # one codec, one job, however spelt
@@ -366,7 +361,9 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
             stack.callback(lambda: finished or _undo(out, blocks, fresh, created))
             if own:
                 client = client_for(workers, scheduler)  # a bad scheduler fails here, before anything is written
-                stack.callback(_close, client)
+                if getattr(client, "cluster", None) is not None:  # closed after the client
+                    stack.callback(client.cluster.close)
+                stack.callback(client.close)
             with atomic_file(out / shards.PLAN) as tmp:
                 Path(tmp).write_text(json.dumps({**identity, "blocks": [asdict(b) for b in blocks]}, indent=1) + "\n",
                                      encoding="utf-8")
@@ -407,13 +404,6 @@ def _hold(out: Path) -> int:
     except OSError:  # a file system without locks (some NFS): one run at a time is the user's to keep
         pass
     return fd
-
-
-def _close(client) -> None:
-    cluster = getattr(client, "cluster", None)
-    client.close()
-    if cluster is not None:
-        cluster.close()
 
 
 def write_manifest(out: Path, blocks: list[Block], records: dict, identity: dict) -> dict:
@@ -476,19 +466,16 @@ def cluster_command(model_dir: Path, inputs, output: Path, workers: int | None =
     from ..progress import Progress
     from ..vectors.formats import load_model
 
-    refuse_model_output(output)  # any model's directory, or inside one: the same line the first time and on resume
+    refuse_other_kind(output, shards.SHARDS, "write shards into it (choose another -o)")  # the same line on resume
     refuse_overwrite({"-o": output}, [("the model", model_dir), *(("INPUT", p) for p in inputs)])
     load_model(model_dir)  # the model is checked here, once, with the messages of every command; workers map it
     bar = Progress(0, unit="shards", quiet=quiet)
-
-    def report(done, total):
-        bar.total = total
-        bar.update(done, prefix="embedding on the cluster: ", force=done == total)
-
     try:
         stats = embed_on_cluster(model_dir, inputs, output, workers=workers, scheduler=scheduler,
                                  fill=0.0 if fill == "zero" else float("nan"), unknown=unknown,
-                                 block_bytes=max(int(block_mb * (1 << 20)), 1), progress=report, encoding=encoding)
+                                 block_bytes=max(int(block_mb * (1 << 20)), 1), encoding=encoding,
+                                 progress=lambda done, total: bar.update(done, "embedding on the cluster: ",
+                                                                         force=done == total, total=total))
     finally:
         bar.close()
     return None if quiet else stats.summary(output)

@@ -28,8 +28,7 @@ def index_command(embeddings, output, text=None, M: int = DEFAULT_M, ef_construc
             if not quiet:
                 note(f"index: {what}")
             return
-        bar.total = total
-        bar.update(done, prefix="index: ", force=done == total)
+        bar.update(done, prefix="index: ", force=done == total, total=total)
 
     t0 = time.perf_counter()
     try:  # notes (no model recorded, leftovers removed) are printed with -q too: they are not progress
