@@ -164,10 +164,10 @@ def test_embed_cli(tmp_path, runner, model):
 ])
 def test_the_rule_of_what_has_an_embedding(model, sentence, rule, has, lacks, note):
     """sentence_words: the rule 'similarity' and 'neighbors --sentence' share; it agrees with Model.encode."""
-    from scbow.use.embedding import sentence_words
+    from scbow.use import embedding
 
-    words = sentence_words(model, sentence, rule)
-    assert (words.has_embedding, words.lacks, words.unknown_note()) == (has, lacks, note)
+    words = embedding.sentence_words(model, sentence, rule)
+    assert (words.has_embedding, embedding.lacks(words.rule), words.unknown_note()) == (has, lacks, note)
     assert words.has_embedding == bool(np.isfinite(model.encode([sentence], unknown=rule)).all())
 
 

@@ -141,10 +141,6 @@ class SentenceWords:
     has_embedding: bool
     pieces: tuple = ()
 
-    @property
-    def lacks(self) -> str:
-        return lacks(self.rule)
-
     def unknown_note(self) -> str | None:
         """``unknown words given hashed random vectors: a, b`` (or left out, split into pieces); None if none."""
         if not self.unknown:
@@ -170,7 +166,7 @@ def query_sentence(model: Model, sentence: str, note=None) -> SentenceWords:
     words; ModelError when it has no embedding."""
     words = sentence_words(model, sentence)
     if not words.has_embedding:
-        raise ModelError(f"the sentence has {words.lacks}; it has no embedding")
+        raise ModelError(f"the sentence has {lacks(words.rule)}; it has no embedding")
     if words.unknown and note is not None:
         note(words.unknown_note())
     return words
@@ -190,7 +186,7 @@ def sentence_similarity(model: Model, sentence1: str, sentence2: str, unknown: s
     empty = [n for n, side in enumerate(sides, 1) if not side.has_embedding]
     if empty:
         which = " and ".join(f"sentence {n}" for n in empty)
-        raise ModelError(f"no similarity: {which} has {sides[empty[0] - 1].lacks}")
+        raise ModelError(f"no similarity: {which} has {lacks(sides[0].rule)}")
     value = float(model.similarity_pairwise([sentence1], [sentence2], unknown=unknown)[0])
     if value != value:  # a side averages to the zero vector: its words' vectors cancel out or are zero
         raise ModelError("no similarity: a sentence's average is the zero vector (its words' vectors "

@@ -24,7 +24,7 @@ from ..files import atomic_dir, being_written, foreign, fsync_path, new_temporar
 from ..outputs import refuse_inside_ours, register_kind
 from ..reading import json_kind, os_error_text, parse_json, read_json, short_message
 from ..text.vocab import Vocab
-from .curvefile import CURVE_FILE, check_curve, write_curve
+from .curvefile import CURVE_FILE, check_curve
 
 FORMAT_VERSION = 1
 MODEL_FILES = ("vectors.npy", "vocab.txt", "config.json")
@@ -93,7 +93,8 @@ def write_model_files(model, directory: Path, info: dict | None = None) -> str:
     (directory / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=False) + "\n")
     written = [directory / name for name in MODEL_FILES]
     if info.get("curve") is not None:
-        written.append(write_curve(directory, info["curve"]))
+        (directory / CURVE_FILE).write_text(json.dumps(info["curve"], indent=1, allow_nan=False) + "\n")
+        written.append(directory / CURVE_FILE)
     for path in written:
         fsync_path(path)
     return meta["model_id"]
