@@ -55,13 +55,6 @@ def widths(model) -> dict:
     return {"rows": model.dim, "sentence_part": s1 - s0, "word_part": word[1] - word[0] if word else 0}
 
 
-def widths_text(model) -> str:
-    """``450 dims a row (sentence part 300 + word part 150)``, or ``300 dims a row`` without a word part."""
-    w = widths(model)
-    split = f" (sentence part {w['sentence_part']} + word part {w['word_part']})" if w["word_part"] else ""
-    return f"{w['rows']} dims a row{split}"
-
-
 # Said when the word part's first pass ended above its start and the last below: the loss is not broken.
 ROSE_FIRST = ("the word part's loss above starts at what the word frequencies alone predict (the output biases, "
               "the rows at zero); the first pass, at the highest learning rate, ended above that start, and the "
@@ -135,8 +128,10 @@ def wrapped(lines: list[str], width: int) -> list[str]:
 def describe(model, path) -> list[str]:
     """``info``'s lines: the vectors, the corpus, the settings, the run and its scores."""
     info = model.info if isinstance(model.info, dict) else {}
+    w = widths(model)
+    split = f" (sentence part {w['sentence_part']} + word part {w['word_part']})" if w["word_part"] else ""
     lines = [f"model       {path}",
-             f"vectors     {plural(len(model), 'word')} x {widths_text(model)}; float32, "
+             f"vectors     {plural(len(model), 'word')} x {w['rows']} dims a row{split}; float32, "
              f"{megabytes(len(model) * model.dim * 4)}; unknown words: {model.unknown_rule[0]}"]
     parts = model.parts
     if "word" in parts:
