@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
 from ..errors import CorpusError
 from ..progress import note
 from ..text.reader import DEFAULT_ENCODING, check_text, compression, invalid_utf8_warning, open_bytes, open_text, text_stream
-from ..text.units import MAX_GOLD, gold_number
+from .evaluate import gold_score
 
 PAIRS_BLOCK = 20_000  # pairs embedded at once
 
@@ -71,15 +70,11 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
                 continue
             fields = line.rstrip("\r\n").split("\t")
             if len(fields) == 3:
-                gold = fields[0].strip()
                 try:
-                    value = gold_number(gold)
-                except ValueError:
-                    value = math.nan
-                if not (math.isfinite(value) and abs(value) <= MAX_GOLD):
-                    check()
-                    raise CorpusError(f"{name}: line {n}: gold score {gold[:40]!r} is not a number within "
-                                      f"+-{MAX_GOLD:g} (a pair is s1<TAB>s2, or gold<TAB>s1<TAB>s2)")
+                    gold_score(fields[0].strip(), f"{name}: line {n}", CorpusError)
+                except CorpusError:
+                    check()  # text that is not text is said first
+                    raise
                 fields = fields[1:]
             if len(fields) != 2:
                 check()
