@@ -249,10 +249,6 @@ class Shards:
         whole = self[:]
         return whole if dtype is None else whole.astype(dtype)
 
-    def __iter__(self):
-        for part in self.parts:
-            yield from part
-
     def missing_lines(self) -> list[tuple[str, int]]:
         """``(input file, 1-based line)`` of every line with nothing to average, in order."""
         return [(s["file"], s["first_line"] - 1 + n) for s in self.manifest["shards"]
