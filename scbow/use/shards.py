@@ -52,13 +52,11 @@ def check_shard(path: Path, rows: int | None = None, dim: int | None = None) -> 
     """The shape of the shard ``path``, a 2-D float32 ``.npy`` of exactly its rows; else ModelError (header only read)."""
     check_regular(path, error=ModelError, expected="a shard (.npy)", why="a shard is a .npy file",
                   missing="missing (a shard of the directory; run the same embed again to redo it)")
+    from ..vectors.modeldir import npy_header
+
     try:
         with open(path, "rb") as fh:
-            version = np.lib.format.read_magic(fh)
-            if version not in ((1, 0), (2, 0)):
-                raise ValueError(f"npy format version {version[0]}.{version[1]}")
-            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            shape, _, dtype = read(fh)
+            shape, _, dtype = npy_header(fh)
             offset, size = fh.tell(), os.fstat(fh.fileno()).st_size
     except OSError as exc:
         raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None

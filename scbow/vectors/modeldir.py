@@ -267,16 +267,19 @@ def _read(path: Path, files: ModelFiles) -> tuple[Vocab, np.ndarray, dict, dict]
     return vocab, vectors, meta.get("config", {}), info
 
 
+def npy_header(fh) -> tuple:
+    """``(shape, fortran_order, dtype)`` of the open ``.npy`` file ``fh``, read up to its data; ValueError
+    for a format version NumPy does not write."""
+    version = np.lib.format.read_magic(fh)
+    if version not in ((1, 0), (2, 0), (3, 0)):  # 3.0 only allows UTF-8 in the header (field names), read alike
+        raise ValueError(f"npy format version {version[0]}.{version[1]}")
+    return (np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0)(fh)
+
+
 def map_npy(fh) -> np.memmap:
     """The array in the open ``.npy`` file ``fh``, memory-mapped read-only as ``np.load(mmap_mode="r")`` maps
     a path; ValueError when it is not an array of plain values (objects would need unpickling)."""
-    version = np.lib.format.read_magic(fh)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
-    elif version in ((2, 0), (3, 0)):  # 3.0 only allows UTF-8 in the header (field names), read alike
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
-    else:
-        raise ValueError(f"npy format version {version[0]}.{version[1]}")
+    shape, fortran, dtype = npy_header(fh)
     if dtype.hasobject:
         raise ValueError("Array can't be memory-mapped: Python objects in dtype.")
     return np.memmap(fh, dtype=dtype, mode="r", offset=fh.tell(), shape=shape, order="F" if fortran else "C")
