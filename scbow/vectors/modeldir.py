@@ -268,8 +268,7 @@ def _read(path: Path, files: ModelFiles) -> tuple[Vocab, np.ndarray, dict, dict]
 
 
 def npy_header(fh) -> tuple:
-    """``(shape, fortran_order, dtype)`` of the open ``.npy`` file ``fh``, read up to its data; ValueError
-    for a format version NumPy does not write."""
+    """``(shape, fortran_order, dtype)`` of the open ``.npy`` file ``fh``, read to its data; ValueError for another version."""
     version = np.lib.format.read_magic(fh)
     if version not in ((1, 0), (2, 0), (3, 0)):  # 3.0 only allows UTF-8 in the header (field names), read alike
         raise ValueError(f"npy format version {version[0]}.{version[1]}")
