@@ -127,7 +127,7 @@ def test_embed_cli(tmp_path, runner, model):
     result = runner.invoke(main, [*m, str(src), "-o", str(tmp_path / "x.npy")])
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
-    assert result.stderr.startswith(f"embedded {len(LINES)} lines as 6-dim rows in ")  # embed_summary's line
+    assert result.stderr.startswith(f"embedded {len(LINES)} lines as 6-dim rows in ")  # embed_command's line
     assert (f"3 lines with no word in the vocabulary (listed in {tmp_path / 'x.missing.txt'}); "
             f"wrote {tmp_path / 'x.npy'}") in result.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), model.encode(LINES))

@@ -120,17 +120,6 @@ def sentence_vector(model: Model, sentence: str) -> np.ndarray:
     return q
 
 
-def embed_summary(stats: EmbedStats, model: Model, unknown: str | None = None, output=None, missing_file=None) -> str:
-    """The line ``embed`` ends with, naming ``output`` and ``missing_file`` as the user did (default: ``stats``')."""
-    rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
-    known = stats.known_tokens / stats.tokens if stats.tokens else 0
-    rule = unknown or model.unknown_rule[0]
-    return (f"embedded {plural(stats.lines, 'line')} as {model.dim}-dim rows in {stats.seconds:.1f} s "
-            f"({rate:,.0f} lines/min), {100 * known:.1f}% of tokens averaged (unknown words: {rule}); "
-            f"{plural(stats.missing, 'line')} with {lacks(rule)} (listed in {missing_file or stats.missing_file}); "
-            f"wrote {output or stats.output}")
-
-
 @dataclass(frozen=True)
 class SentenceWords:
     """A sentence as a model averages it: its ``unknown`` words, their ``rule``, each one's ``pieces`` (under
@@ -222,7 +211,7 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
 def embed_command(model_dir: Path, input_path, output: Path, missing_file=None, fill: str = "nan", threads: int = 1,
                   unknown: str | None = None, quiet: bool = False, encoding: str = DEFAULT_ENCODING) -> str | None:
     """What ``embed INPUT -o OUT.npy`` runs: the outputs checked, the lines embedded with a progress line; the
-    summary line (None when ``quiet``)."""
+    summary line, naming the files as the user did (None when ``quiet``)."""
     from ..vectors.formats import load_model
 
     if output.is_dir():  # -o ., -o /: named as a directory before a name is made from it
@@ -237,7 +226,13 @@ def embed_command(model_dir: Path, input_path, output: Path, missing_file=None, 
                            encoding=encoding)
     finally:
         bar.close()
-    return None if quiet else embed_summary(stats, model, unknown, output, missing_file)
+    if quiet:
+        return None
+    rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
+    known, rule = stats.known_tokens / stats.tokens if stats.tokens else 0, unknown or model.unknown_rule[0]
+    return (f"embedded {plural(stats.lines, 'line')} as {model.dim}-dim rows in {stats.seconds:.1f} s "
+            f"({rate:,.0f} lines/min), {100 * known:.1f}% of tokens averaged (unknown words: {rule}); "
+            f"{plural(stats.missing, 'line')} with {lacks(rule)} (listed in {missing_file}); wrote {output}")
 
 
 def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fill: float = math.nan,
