@@ -13,16 +13,6 @@ from .evaluate import gold_score
 PAIRS_BLOCK = 20_000  # pairs embedded at once
 
 
-class _Nowhere:
-    """Where results go when there is no stdout (the shell closed it: ``>&-``), as click.echo drops them."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-
 def score_pairs(model, path, out=None, unknown: str | None = None, block: int = PAIRS_BLOCK,
                 warn=None, encoding: str = DEFAULT_ENCODING) -> tuple[int, int]:
     """Write the cosine of every pair of ``path`` (``-``: stdin) to ``out``, one a line, in order.
@@ -32,8 +22,7 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
     ``:replace``, bad bytes counted in one warning to ``warn``; default: stderr). CorpusError for a
     missing or damaged file or a line of another shape.
     """
-    if out is None:
-        out = sys.stdout if sys.stdout is not None else _Nowhere()
+    out = sys.stdout if out is None else out  # None when the shell closed it (>&-): dropped, as click.echo drops them
     warn = warn or note
     if str(path) != "-" and not Path(path).is_file():
         raise CorpusError(f"{path}: no such file" if not Path(path).exists() else f"{path}: not a regular file")
@@ -50,7 +39,8 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
         nonlocal unscored
         cos = model.similarity_pairwise(first, second, unknown=unknown)
         unscored += int((cos != cos).sum())
-        out.write("".join("nan\n" if c != c else f"{c:.4f}\n" for c in cos.tolist()))
+        if out is not None:
+            out.write("".join("nan\n" if c != c else f"{c:.4f}\n" for c in cos.tolist()))
 
     name = "<stdin>" if str(path) == "-" else str(path)
     lines: list[str] = []
@@ -97,7 +87,8 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
             fh.close()
         else:
             fh.detach()  # leaves sys.stdin open
-        out.flush()
+        if out is not None:
+            out.flush()
     if invalid:
         warn(invalid_utf8_warning(name, invalid))
     return total, unscored
