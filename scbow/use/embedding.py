@@ -73,15 +73,13 @@ def read_blocks(path, block_chars: int = BLOCK_CHARS, byte_range: tuple[int, int
         start, stop = byte_range
         # a byte order mark is not text at the start of the file only, as open_text reads it
         fh = text_stream(io.BytesIO(read_range(path, start, stop)), encoding, name=name, at_start=start == 0)
-        close = fh.close
     elif str(path) == "-":
         fh = text_stream(sys.stdin.buffer, encoding, name=name)
-        close = fh.detach  # leaves sys.stdin open
     else:
         if Path(path).is_dir():
             raise CorpusError(f"{path}: is a directory, expected a text file with one sentence per line")
         fh = open_text(Path(path), encoding=encoding)  # any read error, decompression too, is a CorpusError naming the file
-        close = fh.close
+    close = fh.detach if str(path) == "-" and byte_range is None else fh.close  # detached, sys.stdin stays open
     try:
         while True:
             try:

@@ -83,10 +83,7 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
         if total == 0:
             raise CorpusError(f"{path}: no sentence pairs (one pair a line: s1<TAB>s2 or gold<TAB>s1<TAB>s2)")
     finally:
-        if str(path) != "-":
-            fh.close()
-        else:
-            fh.detach()  # leaves sys.stdin open
+        (fh.detach if str(path) == "-" else fh.close)()  # detached, sys.stdin stays open
         if out is not None:
             out.flush()
     if invalid:
