@@ -203,7 +203,6 @@ class ClusterStats:
     missing: int = 0
     seconds: float = 0.0
     workers: int = 0
-    output: str = ""
 
     def summary(self, output) -> str:
         """The line ``embed --workers/--scheduler`` prints at the end."""
@@ -385,7 +384,7 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     done = records.values()
     return ClusterStats(shards=len(blocks), skipped=sum(bool(i.get("skipped")) for i in done), lines=manifest["rows"],
                         missing=sum(s["missing"] for s in manifest["shards"]), seconds=time.perf_counter() - t0,
-                        workers=workers, output=str(out))
+                        workers=workers)
 
 
 def _hold(out: Path) -> int:

@@ -101,8 +101,6 @@ class EmbedStats:
     tokens: int = 0
     known_tokens: int = 0
     seconds: float = 0.0
-    output: str = ""
-    missing_file: str = ""
 
 
 def lacks(rule: str) -> str:
@@ -248,7 +246,7 @@ def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fil
     scale = model.unknown_scale(rule)
     check_rule(rule, scale)
     averager = model.averager
-    stats = EmbedStats(output=str(output), missing_file=str(missing_file))
+    stats = EmbedStats()
     t0 = time.perf_counter()
     try:
         with atomic_file(output, sweep) as tmp_out, atomic_file(missing_file, sweep) as tmp_missing, \
