@@ -124,8 +124,8 @@ class RunETA:
 
 
 class Progress:
-    """``update(done, prefix="", suffix="", force=False)`` reports progress towards ``total`` (0: unknown);
-    ``force`` draws now, not at the interval; ``close()`` ends the line. ``quiet=True`` is silent.
+    """``update(done, prefix, suffix, force, total)`` reports progress towards ``total`` (0: unknown; given to
+    update: set anew); ``force`` draws now, not at the interval; ``close()`` ends the line. ``quiet=True`` is silent.
 
     ``initial``: work done before this process started (a resumed run), left out of the rate and the
     ETA. ``eta``: a callable giving the seconds left (None: unknown), such as :meth:`RunETA.remaining`.
@@ -175,7 +175,8 @@ class Progress:
                 f"{prefix}{pct} {eta}",
                 f"{pct} {eta}"]
 
-    def update(self, done: int, prefix: str = "", suffix: str = "", force: bool = False) -> None:
+    def update(self, done: int, prefix: str = "", suffix: str = "", force: bool = False, total: int | None = None) -> None:
+        self.total = self.total if total is None else total
         if self.quiet:
             return
         now = time.perf_counter()

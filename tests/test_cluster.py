@@ -455,24 +455,17 @@ def test_a_worker_refuses_a_model_saved_at_the_path_since_the_plan(done, model_d
         result = cluster.embed_block(str(model_dir), block, str(out))
         assert "is not the model this embed began with" in result["error"] and result["error_type"] == "model"
         assert f"give another -o, or delete {out} to start over" in result["error"]
-    # a config.json whose model_id is empty: the worker reads the id as the plan does (a digest of config.json)
-    from scbow.vectors.modeldir import model_id
-
-    odd = shutil.copytree(model_dir, tmp_path / "odd")
-    config = json.loads((odd / "config.json").read_text())
-    (odd / "config.json").write_text(json.dumps({**config, "model_id": ""}))
-    (out / "plan.json").unlink()
-    (out / "plan.json").write_text(json.dumps({**plan, "model_id": model_id(odd)}))
-    monkeypatch.setattr(cluster, "_MODELS", {})
-    assert "error" not in cluster.embed_block(str(odd), block, str(out))
     # a worker that outlives a run (--scheduler): the model retrained at the path, and the next run planned with it
     from scbow.vectors.formats import load_model
-    from scbow.vectors.modeldir import save_model
+    from scbow.vectors.modeldir import model_id, save_model
 
-    save_model(load_model(odd, mmap=False), odd)  # a new model_id
-    (out / "plan.json").unlink()
-    (out / "plan.json").write_text(json.dumps({**plan, "model_id": model_id(odd)}))
-    assert "error" not in cluster.embed_block(str(odd), block, str(out))  # the cached model is not the one: reloaded
+    odd = shutil.copytree(model_dir, tmp_path / "odd")
+    for retrained in (False, True):
+        if retrained:
+            save_model(load_model(odd, mmap=False), odd)  # a new model_id
+        (out / "plan.json").unlink()
+        (out / "plan.json").write_text(json.dumps({**plan, "model_id": model_id(odd)}))
+        assert "error" not in cluster.embed_block(str(odd), block, str(out))  # the cached model is not the one: reloaded
     assert cluster._MODELS[str(odd)][1] == model_id(odd)
 
 

@@ -127,7 +127,7 @@ def test_embed_cli(tmp_path, runner, model):
     result = runner.invoke(main, [*m, str(src), "-o", str(tmp_path / "x.npy")])
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
-    assert result.stderr.startswith(f"embedded {len(LINES)} lines as 6-dim rows in ")  # embed_summary's line
+    assert result.stderr.startswith(f"embedded {len(LINES)} lines as 6-dim rows in ")  # embed_command's line
     assert (f"3 lines with no word in the vocabulary (listed in {tmp_path / 'x.missing.txt'}); "
             f"wrote {tmp_path / 'x.npy'}") in result.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), model.encode(LINES))
@@ -164,10 +164,10 @@ def test_embed_cli(tmp_path, runner, model):
 ])
 def test_the_rule_of_what_has_an_embedding(model, sentence, rule, has, lacks, note):
     """sentence_words: the rule 'similarity' and 'neighbors --sentence' share; it agrees with Model.encode."""
-    from scbow.use.embedding import sentence_words
+    from scbow.use import embedding
 
-    words = sentence_words(model, sentence, rule)
-    assert (words.has_embedding, words.lacks, words.unknown_note()) == (has, lacks, note)
+    words = embedding.sentence_words(model, sentence, rule)
+    assert (words.has_embedding, embedding.lacks(words.rule), words.unknown_note()) == (has, lacks, note)
     assert words.has_embedding == bool(np.isfinite(model.encode([sentence], unknown=rule)).all())
 
 

@@ -574,23 +574,15 @@ def test_a_word2vec_file_with_an_unsavable_word_is_read_but_not_saved(tmp_path, 
     assert sorted(os.listdir(tmp_path)) == ["v.txt"]
 
 
-def test_a_model_id_and_one_from_the_config_of_a_model_saved_before_ids(tmp_path, good_model):
+def test_a_model_id_is_the_recorded_one_or_a_files_digest(tmp_path, good_model):
     recorded = json.loads((good_model / "config.json").read_text())["model_id"]
     assert model_id(good_model) == recorded and len(recorded) == 32
     copy = tmp_path / "copy"
     shutil.copytree(good_model, copy)
     assert model_id(copy) == recorded  # a copy is the same model (saved again, another: test_save_load_round_trip)
-    old = tmp_path / "old"  # saved by a version before ids
-    shutil.copytree(good_model, old)
-    meta = json.loads((old / "config.json").read_text())
-    del meta["model_id"]
-    (old / "config.json").write_text(json.dumps(meta))
-    derived = model_id(old)
-    assert derived.startswith("config-") and model_id(old) == derived
-    assert load_model(old).vocab.words == load_model(good_model).vocab.words  # it still loads
-    meta["training"] = {"seconds": 1.5}  # another run's record: another id
-    (old / "config.json").write_text(json.dumps(meta))
-    assert model_id(old).startswith("config-") and model_id(old) != derived
+    meta = json.loads((copy / "config.json").read_text())
+    (copy / "config.json").write_text(json.dumps({**meta, "model_id": ""}))  # no id recorded: none
+    assert model_id(copy) is None and load_model(copy).vocab.words == load_model(good_model).vocab.words
     w2v = export_word2vec(load_model(good_model), tmp_path / "m.txt")
     assert model_id(w2v).startswith("file-") and model_id(tmp_path / "missing") is None
 

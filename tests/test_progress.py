@@ -47,9 +47,9 @@ def test_the_progress_line_fits_the_terminal_and_keeps_the_eta(columns, width):
 
 def test_off_a_terminal_plain_lines_come_at_intervals_and_a_resumed_run_rates_its_own(columns):
     stream = io.StringIO()
-    bar = Progress(1000, unit="ex", stream=stream, log_interval=0)
+    bar = Progress(0, unit="ex", stream=stream, log_interval=0)  # the total given by update, as commands learn it
     for done in (100, 500, 1000):
-        bar.update(done, prefix="epoch 1/1 ", suffix="loss 1.0")
+        bar.update(done, prefix="epoch 1/1 ", suffix="loss 1.0", total=1000)
     lines = stream.getvalue().splitlines()
     assert len(lines) == 3 and "\r" not in stream.getvalue()
     assert re.match(r"\[0:00:\d\d\] epoch 1/1 +50\.0% 500/1\.00K ex ", lines[1]), lines[1]

@@ -171,14 +171,10 @@ def load(model_path):
     return load_model(model_dir(model_path))
 
 
-def say(line: str) -> None:
-    """A line for the user, on stderr (stdout is for results)."""
-    click.echo(line, err=True)
-
-
-def echo_lines(lines) -> None:
+def say(*lines: str) -> None:
+    """Lines for the user, on stderr (stdout is for results)."""
     for line in lines:
-        say(line)
+        click.echo(line, err=True)
 
 
 class Count(click.ParamType):

@@ -12,7 +12,7 @@ from ..outputs import named
 from ..progress import Progress
 from ..text.prepare import DEFAULT_JSONL_FIELD, DEFAULT_LANGUAGE, DEFAULT_SEGMENTER, DOCUMENT_MODES, SEGMENTERS
 from ..text.prepare import prepare as prepare_corpus
-from .app import DEFAULT_MODEL, Count, GroupedCommand, echo_lines, encoding_option, main, say
+from .app import DEFAULT_MODEL, Count, GroupedCommand, encoding_option, main, say
 
 # the hyperparameters that are counts, and what they count
 COUNT_FIELDS = {"min_count": "occurrences", "max_vocab": "words", "count_floor": "occurrences",
@@ -97,7 +97,7 @@ def train(corpus, output, encoding, cache_dir, no_cache, quiet, checkpoint_every
                                    eval_every=eval_every, eval_dev=eval_dev, eval_sets=eval_sets,
                                    eval_test=eval_test, warn=say, encoding=encoding)
     if not quiet:
-        echo_lines(session.summary_lines(result, config, output))
+        say(*session.summary_lines(result, config, output))
 
 
 @main.command(short_help="Turn raw documents into a corpus for train (sentence splitting).")
@@ -136,17 +136,13 @@ def prepare(inputs, output, jsonl_field, documents, segmenter, language, strict,
     title, author, source) are not written.
     """
     bar = Progress(0, unit="B", quiet=quiet)
-
-    def show(done, total):
-        bar.total = total
-        bar.update(done, prefix="preparing: ")
-
     try:
         stats = prepare_corpus(inputs, output, jsonl_field=jsonl_field, documents=documents, segmenter=segmenter,
-                               language=language, progress=show, strict=strict, encoding=encoding)
+                               language=language, progress=lambda done, total: bar.update(done, "preparing: ", total=total),
+                               strict=strict, encoding=encoding)
     finally:
         bar.close()
-    echo_lines(stats.warnings())
+    say(*stats.warnings())
     if not quiet:
         say(stats.summary())
 
@@ -171,4 +167,4 @@ def cache_command(cache_dir, clear):
     rows, notes = cache_listing(root)
     for row in rows:
         click.echo(row)
-    echo_lines(notes)
+    say(*notes)

@@ -9,7 +9,7 @@ import click
 
 from ..outputs import refuse_overwrite
 from ..progress import plural
-from .app import Count, echo_lines, encoding_option, load, main, model_arg, model_dir, model_option, say, unknown_option
+from .app import Count, encoding_option, load, main, model_arg, model_dir, model_option, say, unknown_option
 
 
 @main.command(short_help="Cosine similarity of two sentences (or of many pairs).")
@@ -119,5 +119,5 @@ def export(model_path, output, fmt, binary, part, min_count, limit, add_words, e
     options = {"binary": binary, "part": part, "add_words": add_words, "license": license_, "encoding": encoding}
     check_export(output, spec.name, **options)  # everything checked before the model is read
     result = write(load(model_path), output, spec.name, min_count=min_count, limit=limit, note=say, **options)
-    echo_lines(result.lines())
+    say(*result.lines())
 

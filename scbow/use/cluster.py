@@ -102,7 +102,7 @@ def job(model_path: Path, blocks: list[Block], settings: dict) -> dict:
     files = {b.file: {"bytes": b.size, "mtime_ns": b.mtime_ns} for b in blocks}
     model = model_id(model_path)
     if model is None:
-        raise ModelError(f"{model_path}: no such model, or it cannot be read")
+        raise ModelError(f"{model_path}: no such model, or it cannot be read or records no model_id (save it again)")
     return {"model": str(Path(model_path).resolve()), "files": files, "settings": settings,
             "digest": digest([model, files, settings]), "model_id": model}
 
@@ -203,7 +203,6 @@ class ClusterStats:
     missing: int = 0
     seconds: float = 0.0
     workers: int = 0
-    output: str = ""
 
     def summary(self, output) -> str:
         """The line ``embed --workers/--scheduler`` prints at the end."""
@@ -251,11 +250,6 @@ def client_for(workers: int | None = None, scheduler: str | None = None):
             exc.__traceback__, exc = None, exc.__context__
     gc.collect()  # so it closes now, while its event loop runs, not at exit (a 40 s wait and a traceback)
     raise error
-
-
-def refuse_model_output(out_dir: Path) -> None:
-    """ModelError for an output directory that is another of the tool's outputs (a model, ...) or inside one."""
-    refuse_other_kind(out_dir, shards.SHARDS, "write shards into it (choose another -o)")
 
 
 def _sweep(out: Path) -> None:
@@ -344,7 +338,7 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     out, inputs = Path(out_dir), list(inputs)
     if out.is_symlink():  # -o LINK: the target is the directory (created when its folder exists), the link stays
         out = output_path(out)
-    refuse_model_output(out)
+    refuse_other_kind(out, shards.SHARDS, "write shards into it (choose another -o)")  # a model, ..., or inside one
     blocks = plan_blocks(inputs, block_bytes)
     settings = {"fill": None if math.isnan(fill) else fill, "unknown": unknown, "block_bytes": block_bytes,
                 "encoding": encoding_name(encoding)}  # one codec, one job, however spelt
@@ -366,7 +360,9 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
             stack.callback(lambda: finished or _undo(out, blocks, fresh, created))
             if own:
                 client = client_for(workers, scheduler)  # a bad scheduler fails here, before anything is written
-                stack.callback(_close, client)
+                if getattr(client, "cluster", None) is not None:  # closed after the client
+                    stack.callback(client.cluster.close)
+                stack.callback(client.close)
             with atomic_file(out / shards.PLAN) as tmp:
                 Path(tmp).write_text(json.dumps({**identity, "blocks": [asdict(b) for b in blocks]}, indent=1) + "\n",
                                      encoding="utf-8")
@@ -388,7 +384,7 @@ def embed_on_cluster(model_path, inputs, out_dir, workers: int | None = None, sc
     done = records.values()
     return ClusterStats(shards=len(blocks), skipped=sum(bool(i.get("skipped")) for i in done), lines=manifest["rows"],
                         missing=sum(s["missing"] for s in manifest["shards"]), seconds=time.perf_counter() - t0,
-                        workers=workers, output=str(out))
+                        workers=workers)
 
 
 def _hold(out: Path) -> int:
@@ -407,13 +403,6 @@ def _hold(out: Path) -> int:
     except OSError:  # a file system without locks (some NFS): one run at a time is the user's to keep
         pass
     return fd
-
-
-def _close(client) -> None:
-    cluster = getattr(client, "cluster", None)
-    client.close()
-    if cluster is not None:
-        cluster.close()
 
 
 def write_manifest(out: Path, blocks: list[Block], records: dict, identity: dict) -> dict:
@@ -476,19 +465,16 @@ def cluster_command(model_dir: Path, inputs, output: Path, workers: int | None =
     from ..progress import Progress
     from ..vectors.formats import load_model
 
-    refuse_model_output(output)  # any model's directory, or inside one: the same line the first time and on resume
+    refuse_other_kind(output, shards.SHARDS, "write shards into it (choose another -o)")  # the same line on resume
     refuse_overwrite({"-o": output}, [("the model", model_dir), *(("INPUT", p) for p in inputs)])
     load_model(model_dir)  # the model is checked here, once, with the messages of every command; workers map it
     bar = Progress(0, unit="shards", quiet=quiet)
-
-    def report(done, total):
-        bar.total = total
-        bar.update(done, prefix="embedding on the cluster: ", force=done == total)
-
     try:
         stats = embed_on_cluster(model_dir, inputs, output, workers=workers, scheduler=scheduler,
                                  fill=0.0 if fill == "zero" else float("nan"), unknown=unknown,
-                                 block_bytes=max(int(block_mb * (1 << 20)), 1), progress=report, encoding=encoding)
+                                 block_bytes=max(int(block_mb * (1 << 20)), 1), encoding=encoding,
+                                 progress=lambda done, total: bar.update(done, "embedding on the cluster: ",
+                                                                         force=done == total, total=total))
     finally:
         bar.close()
     return None if quiet else stats.summary(output)

@@ -73,15 +73,13 @@ def read_blocks(path, block_chars: int = BLOCK_CHARS, byte_range: tuple[int, int
         start, stop = byte_range
         # a byte order mark is not text at the start of the file only, as open_text reads it
         fh = text_stream(io.BytesIO(read_range(path, start, stop)), encoding, name=name, at_start=start == 0)
-        close = fh.close
     elif str(path) == "-":
         fh = text_stream(sys.stdin.buffer, encoding, name=name)
-        close = fh.detach  # leaves sys.stdin open
     else:
         if Path(path).is_dir():
             raise CorpusError(f"{path}: is a directory, expected a text file with one sentence per line")
         fh = open_text(Path(path), encoding=encoding)  # any read error, decompression too, is a CorpusError naming the file
-        close = fh.close
+    close = fh.detach if str(path) == "-" and byte_range is None else fh.close  # detached, sys.stdin stays open
     try:
         while True:
             try:
@@ -103,8 +101,6 @@ class EmbedStats:
     tokens: int = 0
     known_tokens: int = 0
     seconds: float = 0.0
-    output: str = ""
-    missing_file: str = ""
 
 
 def lacks(rule: str) -> str:
@@ -120,17 +116,6 @@ def sentence_vector(model: Model, sentence: str) -> np.ndarray:
     return q
 
 
-def embed_summary(stats: EmbedStats, model: Model, unknown: str | None = None, output=None, missing_file=None) -> str:
-    """The line ``embed`` ends with, naming ``output`` and ``missing_file`` as the user did (default: ``stats``')."""
-    rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
-    known = stats.known_tokens / stats.tokens if stats.tokens else 0
-    rule = unknown or model.unknown_rule[0]
-    return (f"embedded {plural(stats.lines, 'line')} as {model.dim}-dim rows in {stats.seconds:.1f} s "
-            f"({rate:,.0f} lines/min), {100 * known:.1f}% of tokens averaged (unknown words: {rule}); "
-            f"{plural(stats.missing, 'line')} with {lacks(rule)} (listed in {missing_file or stats.missing_file}); "
-            f"wrote {output or stats.output}")
-
-
 @dataclass(frozen=True)
 class SentenceWords:
     """A sentence as a model averages it: its ``unknown`` words, their ``rule``, each one's ``pieces`` (under
@@ -140,10 +125,6 @@ class SentenceWords:
     rule: str
     has_embedding: bool
     pieces: tuple = ()
-
-    @property
-    def lacks(self) -> str:
-        return lacks(self.rule)
 
     def unknown_note(self) -> str | None:
         """``unknown words given hashed random vectors: a, b`` (or left out, split into pieces); None if none."""
@@ -170,7 +151,7 @@ def query_sentence(model: Model, sentence: str, note=None) -> SentenceWords:
     words; ModelError when it has no embedding."""
     words = sentence_words(model, sentence)
     if not words.has_embedding:
-        raise ModelError(f"the sentence has {words.lacks}; it has no embedding")
+        raise ModelError(f"the sentence has {lacks(words.rule)}; it has no embedding")
     if words.unknown and note is not None:
         note(words.unknown_note())
     return words
@@ -190,7 +171,7 @@ def sentence_similarity(model: Model, sentence1: str, sentence2: str, unknown: s
     empty = [n for n, side in enumerate(sides, 1) if not side.has_embedding]
     if empty:
         which = " and ".join(f"sentence {n}" for n in empty)
-        raise ModelError(f"no similarity: {which} has {sides[empty[0] - 1].lacks}")
+        raise ModelError(f"no similarity: {which} has {lacks(sides[0].rule)}")
     value = float(model.similarity_pairwise([sentence1], [sentence2], unknown=unknown)[0])
     if value != value:  # a side averages to the zero vector: its words' vectors cancel out or are zero
         raise ModelError("no similarity: a sentence's average is the zero vector (its words' vectors "
@@ -226,7 +207,7 @@ def embed_file(model: Model, input_path, output: os.PathLike, missing_file: os.P
 def embed_command(model_dir: Path, input_path, output: Path, missing_file=None, fill: str = "nan", threads: int = 1,
                   unknown: str | None = None, quiet: bool = False, encoding: str = DEFAULT_ENCODING) -> str | None:
     """What ``embed INPUT -o OUT.npy`` runs: the outputs checked, the lines embedded with a progress line; the
-    summary line (None when ``quiet``)."""
+    summary line, naming the files as the user did (None when ``quiet``)."""
     from ..vectors.formats import load_model
 
     if output.is_dir():  # -o ., -o /: named as a directory before a name is made from it
@@ -241,7 +222,13 @@ def embed_command(model_dir: Path, input_path, output: Path, missing_file=None, 
                            encoding=encoding)
     finally:
         bar.close()
-    return None if quiet else embed_summary(stats, model, unknown, output, missing_file)
+    if quiet:
+        return None
+    rate = stats.lines / stats.seconds * 60 if stats.seconds > 0 else 0
+    known, rule = stats.known_tokens / stats.tokens if stats.tokens else 0, unknown or model.unknown_rule[0]
+    return (f"embedded {plural(stats.lines, 'line')} as {model.dim}-dim rows in {stats.seconds:.1f} s "
+            f"({rate:,.0f} lines/min), {100 * known:.1f}% of tokens averaged (unknown words: {rule}); "
+            f"{plural(stats.missing, 'line')} with {lacks(rule)} (listed in {missing_file}); wrote {output}")
 
 
 def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fill: float = math.nan,
@@ -259,7 +246,7 @@ def write_embeddings(model: Model, blocks, output: Path, missing_file: Path, fil
     scale = model.unknown_scale(rule)
     check_rule(rule, scale)
     averager = model.averager
-    stats = EmbedStats(output=str(output), missing_file=str(missing_file))
+    stats = EmbedStats()
     t0 = time.perf_counter()
     try:
         with atomic_file(output, sweep) as tmp_out, atomic_file(missing_file, sweep) as tmp_missing, \

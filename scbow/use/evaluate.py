@@ -60,22 +60,24 @@ def read_sts(path: os.PathLike, encoding: str = DEFAULT_ENCODING) -> STSSet:
         parts = line.rstrip("\r").split("\t")
         if len(parts) != 3:
             raise STSError(f"{path}: line {n} has {len(parts)} tab-separated fields, expected 3 (gold, s1, s2)")
-        try:
-            score = gold_number(parts[0])
-        except ValueError:
-            raise STSError(f"{path}: line {n}: gold score {parts[0][:40]!r} is not a number") from None
-        if not math.isfinite(score):
-            raise STSError(f"{path}: line {n}: gold score {parts[0][:40]!r} is not finite")
-        if abs(score) > MAX_GOLD:
-            raise STSError(f"{path}: line {n}: gold score {parts[0][:40]!r} is out of range (STS scores lie within "
-                           f"+-{MAX_GOLD:g}; usually 0 to 5)")
-        gold.append(score)
+        gold.append(gold_score(parts[0], f"{path}: line {n}", STSError))
         first.append(parts[1])
         second.append(parts[2])
     if not gold:
         raise STSError(f"{path}: no sentence pairs")
     name = path.name[:-4] if path.name.endswith(".tsv") else path.name
     return STSSet(name, np.asarray(gold, dtype=np.float64), first, second)
+
+
+def gold_score(text: str, where: str, error: type[Exception]) -> float:
+    """The gold score ``text`` of an STS or pairs line (``where``: ``PATH: line N``); ``error`` unless a number."""
+    try:
+        value = gold_number(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and abs(value) <= MAX_GOLD):
+        raise error(f"{where}: gold score {text[:40]!r} is not a number within +-{MAX_GOLD:g} (STS scores: 0 to 5)")
+    return value
 
 
 def pair_cosines(embed, first, second) -> np.ndarray:

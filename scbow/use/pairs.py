@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
 from ..errors import CorpusError
 from ..progress import note
 from ..text.reader import DEFAULT_ENCODING, check_text, compression, invalid_utf8_warning, open_bytes, open_text, text_stream
-from ..text.units import MAX_GOLD, gold_number
+from .evaluate import gold_score
 
 PAIRS_BLOCK = 20_000  # pairs embedded at once
-
-
-class _Nowhere:
-    """Where results go when there is no stdout (the shell closed it: ``>&-``), as click.echo drops them."""
-
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        pass
 
 
 def score_pairs(model, path, out=None, unknown: str | None = None, block: int = PAIRS_BLOCK,
@@ -33,8 +22,7 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
     ``:replace``, bad bytes counted in one warning to ``warn``; default: stderr). CorpusError for a
     missing or damaged file or a line of another shape.
     """
-    if out is None:
-        out = sys.stdout if sys.stdout is not None else _Nowhere()
+    out = sys.stdout if out is None else out  # None when the shell closed it (>&-): dropped, as click.echo drops them
     warn = warn or note
     if str(path) != "-" and not Path(path).is_file():
         raise CorpusError(f"{path}: no such file" if not Path(path).exists() else f"{path}: not a regular file")
@@ -51,7 +39,8 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
         nonlocal unscored
         cos = model.similarity_pairwise(first, second, unknown=unknown)
         unscored += int((cos != cos).sum())
-        out.write("".join("nan\n" if c != c else f"{c:.4f}\n" for c in cos.tolist()))
+        if out is not None:
+            out.write("".join("nan\n" if c != c else f"{c:.4f}\n" for c in cos.tolist()))
 
     name = "<stdin>" if str(path) == "-" else str(path)
     lines: list[str] = []
@@ -71,15 +60,11 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
                 continue
             fields = line.rstrip("\r\n").split("\t")
             if len(fields) == 3:
-                gold = fields[0].strip()
                 try:
-                    value = gold_number(gold)
-                except ValueError:
-                    value = math.nan
-                if not (math.isfinite(value) and abs(value) <= MAX_GOLD):
-                    check()
-                    raise CorpusError(f"{name}: line {n}: gold score {gold[:40]!r} is not a number within "
-                                      f"+-{MAX_GOLD:g} (a pair is s1<TAB>s2, or gold<TAB>s1<TAB>s2)")
+                    gold_score(fields[0].strip(), f"{name}: line {n}", CorpusError)
+                except CorpusError:
+                    check()  # text that is not text is said first
+                    raise
                 fields = fields[1:]
             if len(fields) != 2:
                 check()
@@ -98,11 +83,9 @@ def score_pairs(model, path, out=None, unknown: str | None = None, block: int = 
         if total == 0:
             raise CorpusError(f"{path}: no sentence pairs (one pair a line: s1<TAB>s2 or gold<TAB>s1<TAB>s2)")
     finally:
-        if str(path) != "-":
-            fh.close()
-        else:
-            fh.detach()  # leaves sys.stdin open
-        out.flush()
+        (fh.detach if str(path) == "-" else fh.close)()  # detached, sys.stdin stays open
+        if out is not None:
+            out.flush()
     if invalid:
         warn(invalid_utf8_warning(name, invalid))
     return total, unscored

@@ -18,11 +18,6 @@ from ..files import atomic_file  # noqa: E402
 from ..progress import human  # noqa: E402
 
 
-def _count(x, _pos=None) -> str:
-    """Tick labels: 0, 500K, 1M, 2.5M."""
-    return human(x, "g")
-
-
 def _text(value) -> str:
     """A name or title to draw as it reads, ``?`` for what UTF-8 cannot hold (a lone surrogate)."""
     return str(value).encode("utf-8", "replace").decode("utf-8")
@@ -62,7 +57,7 @@ def plot_curve(curve: dict, output: os.PathLike, title: str | None = None, confi
     for p in points:
         if p.get("epoch_end"):
             ax.axvline(p["examples"], color="0.85", linewidth=0.8, zorder=0)
-    ax.xaxis.set_major_formatter(FuncFormatter(_count))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: human(x, "g")))  # 0, 500K, 1M, 2.5M
     ax.set_xlabel("examples seen (grey lines: ends of epochs)")
     ax.set_ylabel("Pearson r")
     if title is None:

@@ -52,13 +52,11 @@ def check_shard(path: Path, rows: int | None = None, dim: int | None = None) -> 
     """The shape of the shard ``path``, a 2-D float32 ``.npy`` of exactly its rows; else ModelError (header only read)."""
     check_regular(path, error=ModelError, expected="a shard (.npy)", why="a shard is a .npy file",
                   missing="missing (a shard of the directory; run the same embed again to redo it)")
+    from ..vectors.modeldir import npy_header
+
     try:
         with open(path, "rb") as fh:
-            version = np.lib.format.read_magic(fh)
-            if version not in ((1, 0), (2, 0)):
-                raise ValueError(f"npy format version {version[0]}.{version[1]}")
-            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            shape, _, dtype = read(fh)
+            shape, _, dtype = npy_header(fh)
             offset, size = fh.tell(), os.fstat(fh.fileno()).st_size
     except OSError as exc:
         raise ModelError(f"{path}: cannot read: {exc.strerror or exc}") from None
@@ -180,7 +178,7 @@ def changed_file(name: str, recorded: dict) -> str | None:
 class Shards:
     """The shards of a cluster embed, in manifest order, as one read-only array-like of memory-mapped shards.
 
-    Indexing as NumPy gives rows (a copy for slices across shards); ``np.asarray(shards)`` reads them all.
+    ``shards[i]`` and ``shards[lo:hi]`` read only those rows; ``np.asarray(shards)`` reads them all.
     """
 
     def __init__(self, directory):
@@ -229,64 +227,25 @@ class Shards:
         return self.shape[0]
 
     def __getitem__(self, key):
-        """Rows as NumPy gives them from the whole array, then columns; anything else is an IndexError."""
-        if isinstance(key, tuple):
-            key = tuple(k.item() if isinstance(k, np.ndarray) and k.ndim == 0 else k for k in key)  # 0-d: a scalar
-            if not key or any(k is Ellipsis or k is None or isinstance(k, (bool, np.bool_)) for k in key):
-                return np.asarray(self)[key]
-            if len(key) > 2:
-                raise IndexError(f"too many indices: shards are 2-dimensional, {len(key)} were given")
-            (row, *col), simple = key, (int, np.integer, slice)
-            if col and not isinstance(col[0], simple) and not isinstance(row, simple):  # NumPy pairs two arrays up
-                raise IndexError("an array of rows with an array of columns: take the rows first, "
-                                 "shards[rows][:, columns], or np.asarray(shards) for NumPy's pairing")
-            return self[row][..., col[0]] if col else self[row]
-        if isinstance(key, np.ndarray) and key.ndim == 0:
-            key = key.item()
-        if key is Ellipsis or key is None or isinstance(key, (bool, np.bool_)):
-            return np.asarray(self)[key]
-        if isinstance(key, (int, np.integer)):
+        """Row ``i``, or rows ``lo:hi`` (a copy across shards); any other key as NumPy indexes the whole, read."""
+        if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
             i = int(key) + (len(self) if key < 0 else 0)
             if not 0 <= i < len(self):
                 raise IndexError(f"row {int(key)} of {len(self)}")
             k = int(np.searchsorted(self.offsets, i, side="right")) - 1
             return self.parts[k][i - self.offsets[k]]
-        if isinstance(key, slice):
-            start, stop, step = key.indices(len(self))
-            if step == 1:
-                pieces = [part[max(start, lo) - lo : min(stop, hi) - lo]
-                          for part, lo, hi in zip(self.parts, self.offsets, self.offsets[1:]) if max(start, lo) < min(stop, hi)]
-                if len(pieces) == 1:
-                    return pieces[0]
-                return np.concatenate(pieces) if pieces else np.empty((0, self.shape[1]), self.dtype)
-            key = np.arange(start, stop, step)
-        idx = np.asarray(key)
-        if idx.dtype == bool:
-            if idx.shape != (len(self),):
-                raise IndexError(f"a boolean index must be a mask of all {len(self):,} rows, not of shape {idx.shape}")
-            idx = np.flatnonzero(idx)
-        elif idx.size == 0:
-            idx = idx.astype(np.int64)
-        elif idx.dtype.kind not in "iu":
-            raise IndexError(f"rows are indexed by integers, slices, integer arrays or a boolean mask, not {key!r:.60}")
-        shape, idx = idx.shape, idx.astype(np.int64).ravel()
-        idx = np.where(idx < 0, idx + len(self), idx)
-        if len(idx) and (idx.min() < 0 or idx.max() >= len(self)):
-            raise IndexError(f"rows out of range for {len(self)} rows")
-        out = np.empty((len(idx), self.shape[1]), dtype=self.dtype)
-        owner = np.searchsorted(self.offsets, idx, side="right") - 1  # the shard of each row
-        for k in np.unique(owner).tolist():  # one fancy index per shard touched
-            mine = owner == k
-            out[mine] = self.parts[k][idx[mine] - self.offsets[k]]
-        return out.reshape(*shape, self.shape[1])
+        if not (isinstance(key, slice) and key.step in (None, 1)):
+            return np.asarray(self)[key]
+        start, stop, _ = key.indices(len(self))
+        pieces = [part[max(start, lo) - lo : min(stop, hi) - lo]
+                  for part, lo, hi in zip(self.parts, self.offsets, self.offsets[1:]) if max(start, lo) < min(stop, hi)]
+        if len(pieces) == 1:
+            return pieces[0]
+        return np.concatenate(pieces) if pieces else np.empty((0, self.shape[1]), self.dtype)
 
     def __array__(self, dtype=None, copy=None):
         whole = self[:]
         return whole if dtype is None else whole.astype(dtype)
-
-    def __iter__(self):
-        for part in self.parts:
-            yield from part
 
     def missing_lines(self) -> list[tuple[str, int]]:
         """``(input file, 1-based line)`` of every line with nothing to average, in order."""

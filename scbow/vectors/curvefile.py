@@ -1,10 +1,9 @@
-"""``curve.json``: a model's STS learning curve (``train --eval-every``), written and checked here;
+"""``curve.json``: a model's STS learning curve (``train --eval-every``), checked here (a save writes it);
 ``plot`` reads it alone (:func:`curve_of`, no vectors).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -13,13 +12,6 @@ from ..errors import ModelError
 from ..reading import read_json
 
 CURVE_FILE = "curve.json"
-
-
-def write_curve(directory: Path, curve: dict) -> Path:
-    """Write ``curve`` as the ``curve.json`` of the model being written in ``directory``."""
-    path = directory / CURVE_FILE
-    path.write_text(json.dumps(curve, indent=1, allow_nan=False) + "\n")
-    return path
 
 
 def check_curve(curve, path: Path) -> dict:

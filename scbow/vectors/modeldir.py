@@ -25,7 +25,7 @@ from ..outputs import refuse_inside_ours, register_kind
 from ..reading import os_error_text, parse_json, read_json, short_message
 from ..text.tokenize import TOKENIZER_VERSION
 from ..text.vocab import Vocab
-from .curvefile import CURVE_FILE, check_curve, write_curve
+from .curvefile import CURVE_FILE, check_curve
 
 FORMAT_VERSION = 1
 MODEL_FILES = ("vectors.npy", "vocab.txt", "config.json")
@@ -94,7 +94,8 @@ def write_model_files(model, directory: Path, info: dict | None = None) -> str:
     (directory / "config.json").write_text(json.dumps(meta, indent=1, sort_keys=False) + "\n")
     written = [directory / name for name in MODEL_FILES]
     if info.get("curve") is not None:
-        written.append(write_curve(directory, info["curve"]))
+        (directory / CURVE_FILE).write_text(json.dumps(info["curve"], indent=1, allow_nan=False) + "\n")
+        written.append(directory / CURVE_FILE)
     for path in written:
         fsync_path(path)
     return meta["model_id"]
@@ -120,22 +121,15 @@ def save_model(model, path: os.PathLike) -> Path:
 
 def model_id(model) -> str | None:
     """The identity of a model that shards and indexes record; None when it cannot be read. A directory:
-    its recorded ``model_id``, else ``"config-"`` and a digest of its ``config.json``; a file: ``"file-"``
-    and a digest of its bytes."""
+    the ``model_id`` its save recorded (None if none); a file: ``"file-"`` and a digest of its bytes."""
     path = Path(model)
     try:
         if path.is_dir():
-            config = (path / "config.json").read_bytes()
-            try:
-                recorded = json.loads(config).get("model_id")
-            except (ValueError, AttributeError, RecursionError):
-                recorded = None
-            if isinstance(recorded, str) and recorded:
-                return recorded
-            return "config-" + hashlib.sha256(config).hexdigest()[:32]
+            recorded = json.loads((path / "config.json").read_bytes()).get("model_id")
+            return recorded if isinstance(recorded, str) and recorded else None
         with open(path, "rb") as fh:
             return "file-" + hashlib.file_digest(fh, "sha256").hexdigest()[:32]
-    except OSError:
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
 
 
@@ -274,16 +268,18 @@ def _read(path: Path, files: ModelFiles) -> tuple[Vocab, np.ndarray, dict, dict]
     return vocab, vectors, meta.get("config", {}), info
 
 
+def npy_header(fh) -> tuple:
+    """``(shape, fortran_order, dtype)`` of the open ``.npy`` file ``fh``, read to its data; ValueError for another version."""
+    version = np.lib.format.read_magic(fh)
+    if version not in ((1, 0), (2, 0), (3, 0)):  # 3.0 only allows UTF-8 in the header (field names), read alike
+        raise ValueError(f"npy format version {version[0]}.{version[1]}")
+    return (np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0)(fh)
+
+
 def map_npy(fh) -> np.memmap:
     """The array in the open ``.npy`` file ``fh``, memory-mapped read-only as ``np.load(mmap_mode="r")`` maps
     a path; ValueError when it is not an array of plain values (objects would need unpickling)."""
-    version = np.lib.format.read_magic(fh)
-    if version == (1, 0):
-        shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
-    elif version in ((2, 0), (3, 0)):  # 3.0 only allows UTF-8 in the header (field names), read alike
-        shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
-    else:
-        raise ValueError(f"npy format version {version[0]}.{version[1]}")
+    shape, fortran, dtype = npy_header(fh)
     if dtype.hasobject:
         raise ValueError("Array can't be memory-mapped: Python objects in dtype.")
     return np.memmap(fh, dtype=dtype, mode="r", offset=fh.tell(), shape=shape, order="F" if fortran else "C")

@@ -130,14 +130,14 @@ def checked_model_id(model, dim: int, what: str) -> str:
     if not path.exists():
         raise ModelError(f"{what} {path}: no such model; give the model that embedded the lines")
     if (path / store.INDEX_JSON).is_file():
-        raise ModelError(f"{what} {path}: is a sentence index, not a model")
+        raise ModelError(f"{what} {path}: is a sentence index, not a model; give the model that embedded its lines")
     loaded = load_model(path)  # ModelError naming what is wrong for anything that is not a model
     if loaded.dim != dim:
         raise ModelError(f"{what} {path}: has {loaded.dim} dims but the embeddings have {dim}: not the model "
                          "that embedded them")
     found = model_id(path)
     if found is None:
-        raise ModelError(f"{what} {path}: cannot be read")
+        raise ModelError(f"{what} {path}: cannot be read, or records no model_id (save it again)")
     return found
 
 

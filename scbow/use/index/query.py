@@ -28,8 +28,7 @@ def index_command(embeddings, output, text=None, M: int = DEFAULT_M, ef_construc
             if not quiet:
                 note(f"index: {what}")
             return
-        bar.total = total
-        bar.update(done, prefix="index: ", force=done == total)
+        bar.update(done, prefix="index: ", force=done == total, total=total)
 
     t0 = time.perf_counter()
     try:  # notes (no model recorded, leftovers removed) are printed with -q too: they are not progress
@@ -53,6 +52,8 @@ def check_query_model(index: "Index | os.PathLike", model_dir, loaded_id: str | 
     from ...vectors.modeldir import model_id
 
     info, where = (index.info, index.path) if isinstance(index, Index) else (read_info(Path(index)), Path(index))
+    if model_dir is not None and (Path(model_dir) / INDEX_JSON).is_file():
+        raise ModelError(f"-m {model_dir}: is a sentence index, not a model; give the model that embedded its lines")
     recorded = info.get("model_id")
     if recorded is None:
         return
@@ -72,8 +73,6 @@ def check_query_model(index: "Index | os.PathLike", model_dir, loaded_id: str | 
     if not model_dir.exists():
         raise ModelError(f"{model_dir}: no such model; the index {where} was built with {name}: query it "
                          f"with -m {name}")
-    if (model_dir / INDEX_JSON).is_file():
-        raise ModelError(f"-m {model_dir}: is a sentence index, not a model; query the index {where} with -m {name}")
     if model_dir.is_file() and not recorded.startswith("file-"):
         raise ModelError(f"-m {model_dir}: is a file (a word2vec/GloVe file?), which cannot be proven to be the model "
                          f"directory the index {where} was built with ({name}); query it with -m {name}")
@@ -104,9 +103,6 @@ def search_command(model, sentence: str, index_path, topn: int = 10, ef: int | N
     index = open_index(index_path)
     if not hasattr(model, "encode"):
         model_dir = Path(model)
-        if (model_dir / INDEX_JSON).is_file():
-            raise ModelError(f"{model_dir}: is a sentence index, not a model; give it as the index and the model "
-                             "with -m")
         check_query_model(index, model_dir)
         from ...vectors.formats import load_model
 

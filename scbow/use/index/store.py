@@ -334,12 +334,6 @@ def faiss_path(path: Path) -> str:
     return str(path)
 
 
-def _faiss_message(exc: Exception) -> str:
-    """faiss's error without the C++ function and source line it names first."""
-    text = re.sub(r"^Error(?: in .*? at \S+:\d+|: '.*?' failed): ", "", short_message(exc, 400))
-    return "truncated (" + text.split(" (")[0] + ")" if text.startswith("read error") else short_message(Exception(text))
-
-
 def open_index(path) -> Index:
     """Open the sentence index in directory ``path`` (memory-mapped); ModelError when it is not one, or damaged."""
     path = Path(path)
@@ -356,7 +350,9 @@ def open_index(path) -> Index:
     try:
         graph = faiss.read_index(where, flags)
     except (RuntimeError, ValueError, OSError, MemoryError) as exc:
-        raise damaged(path / INDEX_FILE, _faiss_message(exc)) from None
+        text = re.sub(r"^Error(?: in .*? at \S+:\d+|: '.*?' failed): ", "", short_message(exc, 400))  # no C++ place
+        why = "truncated (" + text.split(" (")[0] + ")" if text.startswith("read error") else short_message(Exception(text))
+        raise damaged(path / INDEX_FILE, why) from None
     if (not hasattr(graph, "hnsw") or graph.d != info["dim"] or graph.ntotal != info["count"]
             or graph.metric_type != faiss.METRIC_INNER_PRODUCT):
         raise damaged(path / INDEX_FILE, f"does not match {INDEX_JSON}")
