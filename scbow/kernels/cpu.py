@@ -520,22 +520,24 @@ def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, done, 
     for s in range(lo, hi):
         position = done + s - lo
         seed_state(params.seed, params.stream + position, state)
-        lr = max(params.lr_min, params.lr * (1.0 - position / params.total))
-        sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
-                               params.negatives, np.float32(-lr), state, buffers)
+        sl, sp = word_sentence(Wi, Wo, Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
+                               params.negatives, np.float32(-lr_at(params, position)), state, buffers)
         loss += sl
         pairs += sp
     return loss, pairs
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
-def word_sentence(Wi, Wo, tokens, start, stop, keep, table, window, n_neg, coef, state, buffers):
-    """The windows of the sentence ``tokens[start:stop]``, each one step of ``coef`` times its gradient
-    (:func:`sgns_window`; a ``coef`` of 0 only scores them). Returns ``(loss, pairs)``."""
+def word_sentence(Wi, Wo, out_i, out_o, tokens, start, stop, keep, table, window, n_neg, coef, state, buffers,
+                  log=None):
+    """The windows of the sentence ``tokens[start:stop]``, each adding ``coef`` times its gradient to ``out_i,
+    out_o`` (:func:`sgns_window`; a ``coef`` of 0 only scores them). Returns ``(loss, pairs)``. ``log``: int32
+    (>= windows, 1 + len(ins) + len(outs)), each window's ``k``, inputs and outputs (None: not kept)."""
     kept, ins, outs, G, dOut = buffers
     scratch = (G, dOut)
     loss = 0.0
     pairs = 0
+    windows = 0
     t = start
     while t < stop:
         n, t = keep_words(tokens, t, stop, keep, state, kept)
@@ -545,7 +547,12 @@ def word_sentence(Wi, Wo, tokens, start, stop, keep, table, window, n_neg, coef,
                 continue
             k = window_inputs(kept, i, c_lo, c_hi, ins)
             draw_noise(kept[i], n_neg, table, state, outs)
-            loss += sgns_window(Wi, Wo, ins, k, outs, coef, Wi, Wo, scratch)
+            if log is not None:
+                log[windows, 0] = k
+                log[windows, 1:1 + k] = ins[:k]
+                log[windows, 1 + ins.shape[0]:] = outs
+                windows += 1
+            loss += sgns_window(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch)
             pairs += k
     return loss, pairs
 
@@ -560,7 +567,7 @@ def word_part_loss(Wi, Wo, tokens, offsets, sentences, keep, table, params, buff
     pairs = 0
     for s in sentences:
         seed_state(params.seed, (1 << 41) + s, state)
-        sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
+        sl, sp = word_sentence(Wi, Wo, Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
                                params.negatives, np.float32(0.0), state, buffers)
         loss += sl
         pairs += sp
@@ -588,27 +595,14 @@ def word_part_gradient(Wi, Wo, tokens, offsets, s, keep, table, params):
     window's context words, then its centre and shared noise words (-1: skipped).
     """
     buffers = word_part_buffers(params, Wi.shape[1])
-    kept, ins, outs = buffers[:3]
-    scratch = buffers[3:]
-    window, n_neg = int(params.window), int(params.negatives)
+    w2 = len(buffers[1])
     state = np.empty(1, dtype=np.uint64)
     seed_state(params.seed, params.stream, state)
-    gWi = np.zeros(Wi.shape, dtype=np.float64)
-    gWo = np.zeros(Wo.shape, dtype=np.float64)
-    loss = 0.0
-    drawn = []
-    t, stop = int(offsets[s]), int(offsets[s + 1])
-    while t < stop:
-        n, t = keep_words(tokens, t, stop, keep, state, kept)
-        for i in range(n):
-            c_lo, c_hi = context_span(i, n, window, state)
-            if c_hi - c_lo <= 1:
-                continue
-            k = window_inputs(kept, i, c_lo, c_hi, ins)
-            draw_noise(kept[i], n_neg, table, state, outs)
-            loss += sgns_window(Wi, Wo, ins, k, outs, 1.0, gWi, gWo, scratch)
-            drawn.append((ins[:k].tolist(), outs.tolist()))
-    return loss, gWi, gWo, drawn
+    gWi, gWo = np.zeros(Wi.shape), np.zeros(Wo.shape)
+    log = np.zeros((offsets[s + 1] - offsets[s], 1 + w2 + len(buffers[2])), dtype=np.int32)
+    loss, _ = word_sentence(Wi, Wo, gWi, gWo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
+                            params.negatives, 1.0, state, buffers, log)
+    return loss, gWi, gWo, [(row[1:1 + row[0]].tolist(), row[1 + w2:].tolist()) for row in log if row[0] > 0]
 
 
 @njit(cache=True, nogil=True)
