@@ -21,7 +21,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..config import EXAMPLE_FIXED, NORM_EPS
-from .sampling import centre_window, draw_noise, fill_example, keep_words, lr_at, seed_state
+from .sampling import context_span, draw_noise, fill_example, keep_words, lr_at, seed_state, window_inputs
 
 # Reassociation lets LLVM vectorise the dot products; no-NaN flags stay off so that a
 # diverging run still produces the NaN the driver checks for.
@@ -291,14 +291,6 @@ def flush_rows(W, pending, keep, hot):
         keep[w] = 1.0
 
 
-@njit(cache=True, nogil=True)
-def context_span(i, n, window, state):
-    """The kept words ``lo..hi-1`` around centre ``i`` of ``n``: its random window
-    (``sampling.centre_window``) cut to the segment. Returns ``(lo, hi)``."""
-    win = centre_window(window, state)
-    return max(i - win, 0), min(i + win + 1, n)
-
-
 # ---------------------------------------------------------------------------------------
 # The word part (scbow.training.wordpart): skip-gram with negative sampling, a window at a time
 
@@ -472,17 +464,6 @@ def sgns_window6(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
             row[j] += g0 * O0[j] + g1 * O1[j] + g2 * O2[j] + g3 * O3[j] + g4 * O4[j] + g5 * O5[j]
     step_outputs(outs, k, G, dOut, coef, out_o)
     return loss
-
-
-@njit(cache=True, nogil=True)
-def window_inputs(kept, i, lo, hi, ins):
-    """Copy the contexts ``kept[lo:hi]`` of centre ``i`` (itself left out) into ``ins``; returns how many."""
-    k = 0
-    for c in range(lo, hi):
-        if c != i:
-            ins[k] = kept[c]
-            k += 1
-    return k
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
