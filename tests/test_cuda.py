@@ -1,6 +1,6 @@
-"""The numba.cuda kernels and the ``--device cuda`` backend against ``scbow.reference``. Without a GPU,
-in Numba's CUDA simulator (conftest.py): a Python thread a CUDA thread, so the inputs are tiny; on a GPU
-the same tests, and the quality check against the CPU path too."""
+"""The numba.cuda kernels (one example's: test_kernels, with the CPU's) and the ``--device cuda`` backend against
+``scbow.reference``. Without a GPU, in Numba's CUDA simulator (conftest.py): a Python thread a CUDA thread, so the
+inputs are tiny; on a GPU the same tests, and the quality check against the CPU path too."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, assert_clean_error, assert_grad_close, build_example, pack, synthetic_text
-from test_kernels import CAPPED, check_capped_decay, check_sgd_step, doc_arrays, reference_step, shuffled_example, truncated
+from conftest import DATA_DIR, assert_clean_error, build_example, pack, synthetic_text
+from test_kernels import PROBLEM, _fast_simulator, doc_arrays, needs_cuda, reference_step, run_example  # noqa: F401
 from test_kernels import toy_corpus as kernels_toy_corpus
 
 import scbow
@@ -28,8 +28,6 @@ from scbow.training.start import init_vectors
 from scbow.training.trainer import train
 from scbow.vectors.formats import load_model
 
-PROBLEM = scuda.cuda_problem()
-needs_cuda = pytest.mark.skipif(PROBLEM is not None, reason=f"CUDA unusable here: {PROBLEM}")
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # simulated uint64 RNG
 
 if PROBLEM is None:
@@ -43,78 +41,6 @@ else:
     SIMULATOR = False
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _fast_simulator():
-    """The simulator's block manager polls its threads; a short GIL switch interval cuts its waits."""
-    before = sys.getswitchinterval()
-    if SIMULATOR:
-        sys.setswitchinterval(5e-5)
-    yield
-    sys.setswitchinterval(before)
-
-
-def run_example(W, tokens, offsets, members, n_pos, *, coef=1.0, decay=0.0, max_len=0, in_place=False, threads=4,
-                rate=None, blocks=1):
-    """One example through the kernels' example path, by each of ``blocks`` blocks; returns (loss, out or stepped W)."""
-    V, d = W.shape
-    kern = KC.build(len(members), d, threads)
-    W_d = cuda.to_device(W)
-    out_d = W_d if in_place else cuda.to_device(np.zeros_like(W))
-    loss_d = cuda.to_device(np.zeros(1))
-    kern.example[blocks, threads](W_d, W_d.reshape(V * d).view(np.int32), out_d, cuda.to_device(tokens),
-                             cuda.to_device(offsets), cuda.to_device(np.asarray(members, np.int64)),
-                             cuda.to_device(np.ones(V, np.float32) if rate is None else np.asarray(rate, np.float32)),
-                             cuda.to_device(np.array([coef, decay])),
-                             cuda.to_device(np.array([n_pos, max_len, int(in_place)], np.int64)), loss_d)
-    return float(loss_d.copy_to_host()[0]), out_d.copy_to_host()
-
-
-# -- One example: loss and gradient ----------------------------------------------------------------
-
-
-@needs_cuda
-@pytest.mark.parametrize("case, n_pos, n_neg, dim, threads, max_len", [
-    ("distinct", 2, 2, 8, 4, 0),
-    ("length1", 1, 1, 8, 4, 0),
-    ("repeated", 2, 3, 8, 4, 0),
-    ("shared", 2, 2, 8, 4, 0),
-    ("mixed_lengths", 1, 5, 8, 4, 0),
-    ("shared", 1, 2, 6, 8, 0),  # more threads than columns
-    ("distinct", 2, 2, 5, 1, 0),  # one thread does every column
-    ("mixed_lengths", 2, 4, 8, 4, 1), ("mixed_lengths", 2, 4, 8, 4, 3),  # sentences cut to max_len words
-])
-@pytest.mark.parametrize("decay", [0.0, 0.3])
-def test_example_loss_and_gradient_match_reference(case, n_pos, n_neg, dim, threads, max_len, decay):
-    W, whole, packed = shuffled_example(case, n_pos, n_neg, dim, 0.3, max_len)
-    sentences = truncated(whole, max_len)
-    loss, grad = run_example(W, *packed, n_pos, decay=decay, max_len=max_len, threads=threads)
-    ref_loss = loss_and_grad(W, *sentences)[0]
-    assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)  # the data loss, without decay
-    assert_grad_close(grad, loss_and_grad(W, *sentences, weight_decay=decay)[1])
-    assert not grad[-2:].any()  # rows of words outside the example
-    assert not max_len or abs(loss_and_grad(W, *whole)[0] - ref_loss) > 1e-4  # truncation mattered
-
-
-# -- One update step, in place ---------------------------------------------------------------------
-
-
-@needs_cuda
-@pytest.mark.parametrize("case, decay", [("distinct", 0.0), ("shared", 0.0), ("distinct", 0.1), ("repeated", 0.1),
-                                         ("shared", 0.1)])
-def test_in_place_step_is_one_sgd_step(case, decay):
-    W0, sentences, packed = shuffled_example(case, 2, 3, 8, 1.0, "sgd")
-    rate = np.random.default_rng(len(W0)).uniform(0.05, 1.0, len(W0)).astype(np.float32)  # per-word step factors
-    loss, W = run_example(W0, *packed, 2, coef=-0.5, decay=decay, in_place=True, rate=rate)
-    check_sgd_step(W0, W, loss, *reference_step(W0, sentences, decay, rate), 0.5)
-
-
-@needs_cuda
-def test_in_place_decay_of_a_frequent_word_is_capped_at_its_row():
-    W0 = np.random.default_rng(3).standard_normal((9, 6)).astype(np.float32)
-    _, W = run_example(W0, *pack(CAPPED), 2, coef=-0.5, decay=1.0, in_place=True)
-    check_capped_decay(W0, W, 0.5, 1.0)
 
 
 # -- Sampling on the device: the CPU sampler's numbers and invariants ------------------------------

@@ -665,19 +665,12 @@ def train_batch_serial(W, corpus, order, rate, params, lo, hi, done, stats):
 
 
 def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0, weight_decay=0.0):
-    """Loss and dense float64 gradient of one example by ``example_gradient`` (tests against the reference)."""
+    """The data loss and dense float64 gradient (weight decay included) of one example by ``example_gradient``
+    (tests against the reference)."""
     members = np.ascontiguousarray(members, dtype=np.int64)
     k = len(members)
     grad = np.zeros(W.shape, dtype=np.float64)
     scratch = (np.empty((2, k, W.shape[1]), dtype=np.float32), np.empty((4, k), dtype=np.float64),
                np.zeros(W.shape[0], dtype=np.int32))
     rate = np.ones(W.shape[0], dtype=np.float32)
-    loss = example_gradient(W, tokens, offsets, members, n_pos, max_len, weight_decay, rate, scratch, grad)
-    if weight_decay:
-        ids = []
-        for s in members:
-            stop = offsets[s + 1] if max_len <= 0 else min(offsets[s + 1], offsets[s] + max_len)
-            ids.append(tokens[offsets[s]:stop])
-        rows = W[np.concatenate(ids)].astype(np.float64)
-        loss += 0.5 * weight_decay * float((rows * rows).sum())
-    return loss, grad
+    return example_gradient(W, tokens, offsets, members, n_pos, max_len, weight_decay, rate, scratch, grad), grad
