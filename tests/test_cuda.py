@@ -15,6 +15,7 @@ import pytest
 from conftest import DATA_DIR, assert_clean_error, build_example, pack, synthetic_text
 from test_kernels import PROBLEM, _fast_simulator, doc_arrays, needs_cuda, reference_step, run_example  # noqa: F401
 from test_kernels import toy_corpus as kernels_toy_corpus
+from test_wordpart import SignalInWordPart, tiny_problem, train_sentences, word_record
 
 import scbow
 import scbow.training.backends.cuda as scuda
@@ -449,43 +450,15 @@ def test_many_blocks_compound_their_weight_decay_on_shared_rows():
 # -- The word part (scbow.training.wordpart) on the device -----------------------------------------
 
 
-def word_problem(seed=0, V=40, d=8, n_tokens=60):
-    """test_wordpart.tiny_problem: two sentences, a few subsampled words, a noise table."""
-    from test_wordpart import tiny_problem
-
-    return tiny_problem(seed=seed, V=V, d=d, n_tokens=n_tokens)
-
-
-def word_record(**fields):
-    from test_wordpart import word_record
-
-    return word_record(**fields)
-
-
-def run_word_part(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, *, threads=4, blocks=1, done=0):
-    """``kernels.cuda.build_word_part``'s kernel over sentences ``lo..hi-1``; returns (Wi, Wo, loss, pairs)."""
-    kern = KC.build_word_part(Wi.shape[1], threads, int(params.window), int(params.negatives))
-    Wi_d, Wo_d = cuda.to_device(Wi), cuda.to_device(Wo)
-    stats = cuda.to_device(np.zeros((blocks, 2)))
-    kern.train[blocks, threads](Wi_d, Wo_d, cuda.to_device(tokens), cuda.to_device(offsets), lo, hi, cuda.to_device(keep),
-                                cuda.to_device(table), params, done, stats)
-    s = stats.copy_to_host()
-    return Wi_d.copy_to_host(), Wo_d.copy_to_host(), float(s[:, 0].sum()), int(s[:, 1].sum())
-
-
 @needs_cuda
 @pytest.mark.parametrize("d, threads", [(8, 4), (5, 2)])
 def test_word_part_kernel_is_the_cpu_kernel_one_sentence_at_a_time(d, threads):
     """One block trains the sentences one after the other, as one CPU thread does: the same draws from the same
     streams, the same steps, to float32 summation order; the learning rate follows the same schedule."""
-    from scbow.kernels.cpu import word_part_buffers, word_part_chunk
-
-    tokens, offsets, Wi, Wo, keep, table = word_problem(d=d)
+    tokens, offsets, Wi, Wo, keep, table = tiny_problem(d=d)
     params, done = word_record(lr=0.05, lr_min=0.01, total=40), 30  # the second sentence's rate is the floor
-    Wg, Og, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 0, 2, keep, table, params, threads=threads, done=done)
-    Wc, Oc = Wi.copy(), Wo.copy()
-    c_loss, c_pairs = word_part_chunk(Wc, Oc, tokens, offsets, 0, 2, keep, table, params, done,
-                                      word_part_buffers(params, d))
+    Wg, Og, loss, pairs = train_sentences("cuda", Wi, Wo, tokens, offsets, 0, 2, keep, table, params, done, threads)
+    Wc, Oc, c_loss, c_pairs = train_sentences("cpu", Wi, Wo, tokens, offsets, 0, 2, keep, table, params, done)
     assert np.abs(Wc - Wi).max() > 0.02 and np.abs(Oc[:, d] - Wo[:, d]).max() > 0.01  # rows and biases moved
     np.testing.assert_allclose(Wg, Wc, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(Og, Oc, rtol=1e-5, atol=1e-5)
@@ -493,29 +466,9 @@ def test_word_part_kernel_is_the_cpu_kernel_one_sentence_at_a_time(d, threads):
 
 
 @needs_cuda
-def test_word_part_kernel_steps_by_the_reference_gradient():
-    """At a small rate one sentence moves every row by ``-lr`` times ``scbow.reference``'s gradient of the
-    windows drawn (the windows step one after the other: equal to first order)."""
-    from scbow.kernels.cpu import word_part_gradient
-    from scbow.reference import sgns_window_loss_and_grad
-
-    tokens, offsets, Wi, Wo, keep, table = word_problem(seed=2)
-    lr = 1e-4
-    _, _, _, drawn = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, word_record())
-    ref_loss, gWi, gWo = sgns_window_loss_and_grad(Wi, Wo, [(ins, outs[0], [o for o in outs[1:] if o >= 0])
-                                                            for ins, outs in drawn])
-    Wg, Og, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 1, 2, keep, table, word_record(lr=lr))
-    assert pairs == sum(len(ins) for ins, _ in drawn) and loss == pytest.approx(ref_loss, rel=1e-3)  # stepped as it goes
-    for moved, g in (((Wg.astype(np.float64) - Wi) / -lr, gWi), ((Og.astype(np.float64) - Wo) / -lr, gWo)):
-        assert np.abs(moved - g).max() < 0.02 * np.abs(g).max()
-
-
-@needs_cuda
 def test_word_part_blocks_share_the_sentences_of_a_launch():
     """Several blocks stride over a launch's sentences: each sentence is trained once, from its own stream (the
     simulator runs the blocks one after the other, so here that is the CPU kernel's result in another order)."""
-    from scbow.kernels.cpu import word_part_buffers, word_part_chunk
-
     rng = np.random.default_rng(6)
     V, d = 30, 4
     tokens = rng.integers(0, V, 70).astype(np.int32)
@@ -524,9 +477,8 @@ def test_word_part_blocks_share_the_sentences_of_a_launch():
     Wo = (rng.standard_normal((V, d + 1)) * 0.3).astype(np.float32)
     keep, table = np.ones(V, np.float32), rng.integers(0, V, 500).astype(np.int32)
     params = word_record(lr=1e-6)
-    _, _, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 0, 5, keep, table, params, blocks=3, threads=2)
-    expected = [word_part_chunk(Wi.copy(), Wo.copy(), tokens, offsets, s, s + 1, keep, table, params, s,
-                                word_part_buffers(params, d)) for s in range(5)]
+    _, _, loss, pairs = train_sentences("cuda", Wi, Wo, tokens, offsets, 0, 5, keep, table, params, blocks=3, threads=2)
+    expected = [train_sentences("cpu", Wi, Wo, tokens, offsets, s, s + 1, keep, table, params, s)[2:] for s in range(5)]
     assert pairs == sum(p for _, p in expected) and loss == pytest.approx(sum(x for x, _ in expected), rel=1e-4)
 
 
@@ -561,8 +513,6 @@ def test_a_word_part_batch_of_several_launches_goes_on_where_the_last_launch_end
 def test_resume_inside_the_word_part_on_cuda(tiny_corpus_file, tmp_path, monkeypatch):
     """A run interrupted inside the GPU's word part resumes to the same model bit for bit, as on the CPU
     (test_wordpart): the rows saved are the device's, each sentence's draws from its own stream."""
-    from test_wordpart import SignalInWordPart
-
     from scbow.errors import Interrupted
     from scbow.training import wordpart
     from scbow.training.checkpoint import checkpoint_dir, read_meta
