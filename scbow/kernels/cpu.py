@@ -501,7 +501,7 @@ def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, done, 
     for s in range(lo, hi):
         position = done + s - lo
         seed_state(params.seed, params.stream + position, state)
-        sl, sp = word_sentence(Wi, Wo, Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
+        sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
                                params.negatives, np.float32(-lr_at(params, position)), state, buffers)
         loss += sl
         pairs += sp
@@ -509,10 +509,9 @@ def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, done, 
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
-def word_sentence(Wi, Wo, out_i, out_o, tokens, start, stop, keep, table, window, n_neg, coef, state, buffers,
-                  log=None):
-    """The windows of the sentence ``tokens[start:stop]``, each adding ``coef`` times its gradient to ``out_i,
-    out_o`` (:func:`sgns_window`; a ``coef`` of 0 only scores them). Returns ``(loss, pairs)``. ``log``: int32
+def word_sentence(Wi, Wo, tokens, start, stop, keep, table, window, n_neg, coef, state, buffers, log=None):
+    """The windows of the sentence ``tokens[start:stop]``, each one step of ``coef`` times its gradient
+    (:func:`sgns_window`; a ``coef`` of 0 only scores them). Returns ``(loss, pairs)``. ``log``: int32
     (>= windows, 1 + len(ins) + len(outs)), each window's ``k``, inputs and outputs (None: not kept)."""
     kept, ins, outs, G, dOut = buffers
     scratch = (G, dOut)
@@ -533,7 +532,7 @@ def word_sentence(Wi, Wo, out_i, out_o, tokens, start, stop, keep, table, window
                 log[windows, 1:1 + k] = ins[:k]
                 log[windows, 1 + ins.shape[0]:] = outs
                 windows += 1
-            loss += sgns_window(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch)
+            loss += sgns_window(Wi, Wo, ins, k, outs, coef, Wi, Wo, scratch)
             pairs += k
     return loss, pairs
 
@@ -548,7 +547,7 @@ def word_part_loss(Wi, Wo, tokens, offsets, sentences, keep, table, params, buff
     pairs = 0
     for s in sentences:
         seed_state(params.seed, (1 << 41) + s, state)
-        sl, sp = word_sentence(Wi, Wo, Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
+        sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
                                params.negatives, np.float32(0.0), state, buffers)
         loss += sl
         pairs += sp
@@ -567,23 +566,18 @@ def word_part_buffers(params, dw: int) -> tuple:
             np.empty((w2, 1 + n_neg), dtype=np.float32), np.empty((1 + n_neg, dw), dtype=np.float32))
 
 
-def word_part_gradient(Wi, Wo, tokens, offsets, s, keep, table, params):
-    """The word part's loss and float64 ``dL/dWi``, ``dL/dWo`` over sentence ``s`` at the rows as
-    they are, drawing exactly the windows and noise words that :func:`word_part_chunk` draws for
-    that sentence as the first of all passes (stream ``params.stream``) (for tests against ``scbow.reference``).
-
-    Returns ``(loss, gWi, gWo, windows)`` where ``windows`` lists ``(inputs, outputs)``: the
-    window's context words, then its centre and shared noise words (-1: skipped).
-    """
+def word_part_windows(Wi, Wo, tokens, offsets, s, keep, table, params):
+    """The windows that :func:`word_part_chunk` draws for sentence ``s`` as the first of all passes (stream
+    ``params.stream``), each ``(inputs, outputs)``: its context words, then its centre and shared noise words
+    (-1: skipped); and their loss at the rows as they are (for tests against ``scbow.reference``)."""
     buffers = word_part_buffers(params, Wi.shape[1])
     w2 = len(buffers[1])
     state = np.empty(1, dtype=np.uint64)
     seed_state(params.seed, params.stream, state)
-    gWi, gWo = np.zeros(Wi.shape), np.zeros(Wo.shape)
     log = np.zeros((offsets[s + 1] - offsets[s], 1 + w2 + len(buffers[2])), dtype=np.int32)
-    loss, _ = word_sentence(Wi, Wo, gWi, gWo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
-                            params.negatives, 1.0, state, buffers, log)
-    return loss, gWi, gWo, [(row[1:1 + row[0]].tolist(), row[1 + w2:].tolist()) for row in log if row[0] > 0]
+    loss, _ = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window, params.negatives,
+                            np.float32(0.0), state, buffers, log)
+    return loss, [(row[1:1 + row[0]].tolist(), row[1 + w2:].tolist()) for row in log if row[0] > 0]
 
 
 @njit(cache=True, nogil=True)
