@@ -2,8 +2,8 @@
 
 One example is a target sentence, its positives (its neighbours in the document) and its negatives.
 ``example_forward`` computes the sentence means, the cosine softmax loss and each mean's gradient
-(``scbow.reference``); ``sgd_step`` scatters it as an in-place SGD step on ``W``, ``example_gradient``
-as ``dL/dW`` into a separate array (tests). ``train_chunk`` is one thread's chunk of a batch;
+(``scbow.reference``); ``sgd_step`` scatters it as an in-place SGD step on ``W`` (``example_loss_grad``:
+as ``dL/dW``, for tests). ``train_chunk`` is one thread's chunk of a batch;
 ``train_batch_serial`` runs the chunks in turn (deterministic for a seed), the CPU backend at once on
 its threads (the chunk releases the GIL). The threads share the matrix without locks (Hogwild), each
 buffering the steps of the most frequent words (``HOT_ROWS``), whose cache lines would otherwise move
@@ -238,43 +238,6 @@ def sgd_step(W, tokens, offsets, members, n_pos, lr, params, rate, scratch, hot)
             else:
                 for j in range(d):
                     W[w, j] += scale * gm[j]
-    return loss
-
-
-@njit(cache=True, nogil=True, fastmath=FASTMATH)
-def example_gradient(W, tokens, offsets, members, n_pos, max_len, decay, rate, scratch, out):
-    """Add ``dL/dW`` of one example (data loss plus uncapped weight decay ``decay * c * W[w]``) to ``out``
-    (float32 or float64 (V, d), not ``W``); returns the data loss. ``rate``, ``scratch``: as in :func:`sgd_step`.
-    """
-    buf, work, counts = scratch
-    loss = example_forward(W, tokens, offsets, members, n_pos, max_len, buf, work)
-    lens = work[3]
-    grads = buf[1]
-    d = W.shape[1]
-    if decay != 0.0:
-        count_words(tokens, offsets, members, lens, counts)
-    for m in range(members.shape[0]):
-        start = offsets[members[m]]
-        stop = start + np.int64(lens[m])
-        scale0 = np.float32(1.0 / lens[m])
-        gm = grads[m]
-        for t in range(start, stop):
-            w = tokens[t]
-            c = counts[w]
-            scale = scale0 * rate[w]
-            if c > 0:
-                counts[w] = 0
-                f = np.float32(decay * c)
-                # a copy of W[w] in a free row first, so that the loop reads and writes
-                # no overlapping arrays and vectorises
-                old = buf[0, 0]
-                for j in range(d):
-                    old[j] = W[w, j]
-                for j in range(d):
-                    out[w, j] += scale * gm[j] + f * old[j]
-            else:
-                for j in range(d):
-                    out[w, j] += scale * gm[j]
     return loss
 
 
@@ -658,13 +621,14 @@ def train_batch_serial(W, corpus, order, rate, params, lo, hi, done, stats):
         train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats)
 
 
-def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0, weight_decay=0.0):
-    """The data loss and dense float64 gradient (weight decay included) of one example by ``example_gradient``
-    (tests against the reference)."""
+def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0):
+    """The loss and dense float64 gradient of one example: ``example_forward``'s gradient of each mean spread
+    over its sentence's words, as ``sgd_step`` scatters it (tests against the reference)."""
     members = np.ascontiguousarray(members, dtype=np.int64)
-    k = len(members)
-    grad = np.zeros(W.shape, dtype=np.float64)
-    scratch = (np.empty((2, k, W.shape[1]), dtype=np.float32), np.empty((4, k), dtype=np.float64),
-               np.zeros(W.shape[0], dtype=np.int32))
-    rate = np.ones(W.shape[0], dtype=np.float32)
-    return example_gradient(W, tokens, offsets, members, n_pos, max_len, weight_decay, rate, scratch, grad), grad
+    buf, work = np.empty((2, len(members), W.shape[1]), dtype=np.float32), np.empty((4, len(members)))
+    loss = example_forward(W, tokens, offsets, members, n_pos, max_len, buf, work)
+    grad = np.zeros(W.shape)
+    for m, s in enumerate(members):
+        n = int(work[3, m])
+        np.add.at(grad, tokens[offsets[s]:offsets[s] + n], buf[1, m] / n)
+    return loss, grad
