@@ -217,27 +217,16 @@ def tiny_corpus_file(tmp_path):
     return path
 
 
-def mean_reference_loss(W, corpus, negatives):
-    """Mean loss of every target with fixed negatives: an objective measured outside the kernels."""
-    sents = [corpus.tokens[corpus.offsets[s] : corpus.offsets[s + 1]].tolist() for s in range(corpus.n_sentences)]
-    total, count = 0.0, 0
-    for s in range(corpus.n_sentences):
-        pos = [sents[t] for t in (s - 1, s + 1) if 0 <= t < corpus.n_sentences and corpus.sent_doc[t] == corpus.sent_doc[s]]
-        if pos:
-            total += loss_and_grad(W, sents[s], pos, [sents[t] for t in negatives[s]])[0]
-            count += 1
-    return total / count
-
-
 @needs_cuda
-def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path, monkeypatch):
+def test_train_on_cuda_runs_the_trainers_batches_and_hooks_on_the_device_matrix(tiny_corpus_file, tmp_path, monkeypatch):
+    """The GPU's epochs are the reference's SGD (test_epoch_matches_a_sequential_replay_on_the_reference) and SGD lowers
+    the loss (test_trainer): here the trainer drives the backend, its hooks see the device's matrix as it trains."""
     import scbow.training.trainer as trainer_module
 
     # several batches per epoch: progress and hooks (a corpus this small gets the trainer's batches)
     monkeypatch.setattr(trainer_module, "BATCH", 16)
     corpus = load_corpus([tiny_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
-    # the plain objective (no frequency weights): the loss must fall well below the start
-    # the sentence part alone: this test is about its launches and loss
+    # the sentence part alone: this test is about its launches
     config = TrainConfig(dim=8, epochs=2, lr=0.3, weight_decay=0.0, common_components=-1, device="cuda", seed=4,
                          frequency_weight=0.0, count_power=0.0, word_passes=0)
     seen = []
@@ -254,12 +243,8 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
     assert np.isfinite(result.losses).all()
     assert result.model.info["training"]["device"] == "cuda"
     np.testing.assert_array_equal(seen[-1][1], result.model.vectors)  # the hook saw the final matrix
-
-    rng = np.random.default_rng(0)
-    negatives = rng.integers(0, corpus.n_sentences, size=(corpus.n_sentences, 2))
-    before = mean_reference_loss(init_vectors(len(corpus.vocab), config), corpus, negatives)
-    after = mean_reference_loss(result.model.vectors, corpus, negatives)
-    assert after < before - 0.1, (before, after)  # about 1.36 -> 1.16
+    start = init_vectors(len(corpus.vocab), config)
+    assert np.abs(seen[0][1] - start).max() > 1e-3 and np.abs(seen[-1][1] - seen[0][1]).max() > 1e-3  # it trained
 
 
 @needs_cuda
