@@ -1,10 +1,11 @@
-"""The numba.cuda kernels and the ``--device cuda`` backend against ``scbow.reference``. Without a GPU,
-in Numba's CUDA simulator (conftest.py): a Python thread a CUDA thread, so the inputs are tiny; on a GPU
-the same tests, and the quality check against the CPU path too."""
+"""The numba.cuda kernels (one example's: test_kernels, with the CPU's) and the ``--device cuda`` backend against
+``scbow.reference``. Without a GPU, in Numba's CUDA simulator (conftest.py): a Python thread a CUDA thread, so the
+inputs are tiny; on a GPU the same tests, and the quality check against the CPU path too."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +13,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, assert_clean_error, assert_grad_close, build_example, pack, synthetic_text
-from test_kernels import CAPPED, check_capped_decay, check_sgd_step, doc_arrays, reference_step, shuffled_example, truncated
-from test_kernels import toy_corpus as kernels_toy_corpus
+from conftest import DATA_DIR, assert_clean_error, build_example, pack, synthetic_text
+from test_kernels import PROBLEM, _fast_simulator, doc_arrays, needs_cuda, reference_step, run_example, toy_corpus  # noqa: F401
+from test_wordpart import SignalInWordPart, tiny_problem, train_sentences, word_record
 
 import scbow
 import scbow.training.backends.cuda as scuda
@@ -28,8 +29,6 @@ from scbow.training.start import init_vectors
 from scbow.training.trainer import train
 from scbow.vectors.formats import load_model
 
-PROBLEM = scuda.cuda_problem()
-needs_cuda = pytest.mark.skipif(PROBLEM is not None, reason=f"CUDA unusable here: {PROBLEM}")
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # simulated uint64 RNG
 
 if PROBLEM is None:
@@ -43,78 +42,6 @@ else:
     SIMULATOR = False
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _fast_simulator():
-    """The simulator's block manager polls its threads; a short GIL switch interval cuts its waits."""
-    before = sys.getswitchinterval()
-    if SIMULATOR:
-        sys.setswitchinterval(5e-5)
-    yield
-    sys.setswitchinterval(before)
-
-
-def run_example(W, tokens, offsets, members, n_pos, *, coef=1.0, decay=0.0, max_len=0, in_place=False, threads=4,
-                rate=None, blocks=1):
-    """One example through the kernels' example path, by each of ``blocks`` blocks; returns (loss, out or stepped W)."""
-    V, d = W.shape
-    kern = KC.build(len(members), d, threads)
-    W_d = cuda.to_device(W)
-    out_d = W_d if in_place else cuda.to_device(np.zeros_like(W))
-    loss_d = cuda.to_device(np.zeros(1))
-    kern.example[blocks, threads](W_d, W_d.reshape(V * d).view(np.int32), out_d, cuda.to_device(tokens),
-                             cuda.to_device(offsets), cuda.to_device(np.asarray(members, np.int64)),
-                             cuda.to_device(np.ones(V, np.float32) if rate is None else np.asarray(rate, np.float32)),
-                             cuda.to_device(np.array([coef, decay])),
-                             cuda.to_device(np.array([n_pos, max_len, int(in_place)], np.int64)), loss_d)
-    return float(loss_d.copy_to_host()[0]), out_d.copy_to_host()
-
-
-# -- One example: loss and gradient ----------------------------------------------------------------
-
-
-@needs_cuda
-@pytest.mark.parametrize("case, n_pos, n_neg, dim, threads, max_len", [
-    ("distinct", 2, 2, 8, 4, 0),
-    ("length1", 1, 1, 8, 4, 0),
-    ("repeated", 2, 3, 8, 4, 0),
-    ("shared", 2, 2, 8, 4, 0),
-    ("mixed_lengths", 1, 5, 8, 4, 0),
-    ("shared", 1, 2, 6, 8, 0),  # more threads than columns
-    ("distinct", 2, 2, 5, 1, 0),  # one thread does every column
-    ("mixed_lengths", 2, 4, 8, 4, 1), ("mixed_lengths", 2, 4, 8, 4, 3),  # sentences cut to max_len words
-])
-@pytest.mark.parametrize("decay", [0.0, 0.3])
-def test_example_loss_and_gradient_match_reference(case, n_pos, n_neg, dim, threads, max_len, decay):
-    W, whole, packed = shuffled_example(case, n_pos, n_neg, dim, 0.3, max_len)
-    sentences = truncated(whole, max_len)
-    loss, grad = run_example(W, *packed, n_pos, decay=decay, max_len=max_len, threads=threads)
-    ref_loss = loss_and_grad(W, *sentences)[0]
-    assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)  # the data loss, without decay
-    assert_grad_close(grad, loss_and_grad(W, *sentences, weight_decay=decay)[1])
-    assert not grad[-2:].any()  # rows of words outside the example
-    assert not max_len or abs(loss_and_grad(W, *whole)[0] - ref_loss) > 1e-4  # truncation mattered
-
-
-# -- One update step, in place ---------------------------------------------------------------------
-
-
-@needs_cuda
-@pytest.mark.parametrize("case, decay", [("distinct", 0.0), ("shared", 0.0), ("distinct", 0.1), ("repeated", 0.1),
-                                         ("shared", 0.1)])
-def test_in_place_step_is_one_sgd_step(case, decay):
-    W0, sentences, packed = shuffled_example(case, 2, 3, 8, 1.0, "sgd")
-    rate = np.random.default_rng(len(W0)).uniform(0.05, 1.0, len(W0)).astype(np.float32)  # per-word step factors
-    loss, W = run_example(W0, *packed, 2, coef=-0.5, decay=decay, in_place=True, rate=rate)
-    check_sgd_step(W0, W, loss, *reference_step(W0, sentences, decay, rate), 0.5)
-
-
-@needs_cuda
-def test_in_place_decay_of_a_frequent_word_is_capped_at_its_row():
-    W0 = np.random.default_rng(3).standard_normal((9, 6)).astype(np.float32)
-    _, W = run_example(W0, *pack(CAPPED), 2, coef=-0.5, decay=1.0, in_place=True)
-    check_capped_decay(W0, W, 0.5, 1.0)
 
 
 # -- Sampling on the device: the CPU sampler's numbers and invariants ------------------------------
@@ -146,40 +73,11 @@ def test_device_sampler_draws_what_the_cpu_sampler_draws(mode):
 # -- The backend: learning-rate schedule, epochs over a corpus, streaming --------------------------
 
 
-def toy_corpus(doc_sizes, seed=0, max_words=6):
-    """test_kernels' corpus, small for the simulator."""
-    return kernels_toy_corpus(seed, doc_sizes, vocab=30, max_words=max_words)
-
-
 def backend_for(corpus, W, total, rate=None, **config_and_backend):
     backend_keys = ("memory_limit", "block_threads", "grid")
     backend_kw = {k: config_and_backend.pop(k) for k in backend_keys if k in config_and_backend}
     config = TrainConfig(dim=W.shape[1], common_components=-1, device="cuda", **config_and_backend)
     return scuda.CudaBackend(W.copy(), corpus, config, total, rate, **backend_kw), config
-
-
-@needs_cuda
-@pytest.mark.parametrize("doc_sizes, mode", [((3, 1), "uniform"), ((4, 1), "document")])
-@pytest.mark.parametrize("position", ["start", "middle", "floor"])
-def test_one_example_step_follows_the_learning_rate_schedule(doc_sizes, mode, position):
-    # target 1: positives 0 and 2; the only sentence either mode may draw as a negative is 3
-    corpus = toy_corpus(doc_sizes, seed=5)
-    lr, decay, total = 0.4, 0.5, 1000
-    done = {"start": 0, "middle": 500, "floor": 1000}[position]
-    W0 = (0.5 * np.random.default_rng(1).standard_normal((corpus.vocab_size, 8))).astype(np.float32)
-    backend, config = backend_for(corpus, W0, total, lr=lr, weight_decay=decay, negatives=2, negative_mode=mode,
-                                  min_lr_fraction=0.01)
-    backend.begin_epoch(np.array([1], dtype=np.int64))
-    loss_sum, n = backend.run(0, 1, done)
-    W = backend.close()
-    step_lr = max(lr * 0.01, lr * (1 - done / total))
-    s = corpus.sentences
-    ref_loss, ref_grad = reference_step(W0, (s[1], [s[0], s[2]], [s[3], s[3]]), decay)
-    assert n == 1
-    assert loss_sum == pytest.approx(ref_loss, rel=1e-4)
-    expected = W0 - step_lr * ref_grad
-    assert np.abs(W - W0).max() > 1e-3
-    np.testing.assert_allclose(W, expected, rtol=0, atol=1e-4 * step_lr * np.abs(ref_grad).max() + 1e-7)
 
 
 def emulate_epoch(backend, corpus, W0, config, total, done0=0, rate=None):
@@ -211,16 +109,17 @@ def emulate_epoch(backend, corpus, W0, config, total, done0=0, rate=None):
 @needs_cuda
 @pytest.mark.parametrize("streamed, mode", [(False, "uniform"), (True, "document"), (True, "uniform")])
 def test_epoch_matches_a_sequential_replay_on_the_reference(streamed, mode):
-    corpus = toy_corpus((5, 1, 7, 2, 6), seed=7)
+    corpus = toy_corpus(7, (5, 1, 7, 2, 6), vocab=30, max_words=6)
     n = len(corpus.sent_doc)
     targets = np.random.default_rng(2).permutation(n).astype(np.int64)
-    total = 3 * n
+    total = 2 * n  # the rate falls from lr / 2 to its floor, lr / 5, in the epoch's last 40%
     W0 = (0.3 * np.random.default_rng(4).standard_normal((corpus.vocab_size, 8))).astype(np.float32)
     # one block at a time (grid=1): examples apply one after the other, as in the replay
     limit = 250 if streamed else None  # bytes: about 4 sentences per chunk
     rate = np.random.default_rng(3).uniform(0.2, 1.0, corpus.vocab_size)
     backend, config = backend_for(corpus, W0, total, rate=rate.astype(np.float32), lr=0.3, weight_decay=0.2,
-                                  negatives=2, negative_mode=mode, seed=9, grid=1, memory_limit=limit)
+                                  min_lr_fraction=0.2, negatives=2, negative_mode=mode, seed=9, grid=1,
+                                  memory_limit=limit)
     assert (len(backend.chunks) > 2) == streamed
     backend.begin_epoch(targets)
     done0 = n  # as if in the second epoch
@@ -239,7 +138,7 @@ def test_epoch_matches_a_sequential_replay_on_the_reference(streamed, mode):
 
 @needs_cuda
 def test_many_negatives_take_fewer_threads_then_a_clear_error():
-    corpus = toy_corpus((6, 6), seed=1)
+    corpus = toy_corpus(1, (6, 6), vocab=30, max_words=6)
     W = np.zeros((corpus.vocab_size, 200), dtype=np.float32)
     backend, _ = backend_for(corpus, W, 100, negatives=60, block_threads=128)
     assert backend.threads < 128
@@ -256,7 +155,7 @@ def test_the_cuda_tests_run_in_the_simulator_when_asked():
 
 def test_chunk_plan_keeps_every_target_example_and_fits_the_budget():
     rng = np.random.default_rng(0)
-    corpus = toy_corpus(tuple(int(x) for x in rng.integers(1, 12, size=15)), seed=3, max_words=9)
+    corpus = toy_corpus(3, tuple(int(x) for x in rng.integers(1, 12, size=15)), vocab=30, max_words=9)
     n = len(corpus.sent_doc)
     doc_starts = set(corpus.doc_offsets.tolist())
     for budget in (200, 300, 600, 100_000):
@@ -312,27 +211,16 @@ def tiny_corpus_file(tmp_path):
     return path
 
 
-def mean_reference_loss(W, corpus, negatives):
-    """Mean loss of every target with fixed negatives: an objective measured outside the kernels."""
-    sents = [corpus.tokens[corpus.offsets[s] : corpus.offsets[s + 1]].tolist() for s in range(corpus.n_sentences)]
-    total, count = 0.0, 0
-    for s in range(corpus.n_sentences):
-        pos = [sents[t] for t in (s - 1, s + 1) if 0 <= t < corpus.n_sentences and corpus.sent_doc[t] == corpus.sent_doc[s]]
-        if pos:
-            total += loss_and_grad(W, sents[s], pos, [sents[t] for t in negatives[s]])[0]
-            count += 1
-    return total / count
-
-
 @needs_cuda
-def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path, monkeypatch):
+def test_train_on_cuda_runs_the_trainers_batches_and_hooks_on_the_device_matrix(tiny_corpus_file, tmp_path, monkeypatch):
+    """The GPU's epochs are the reference's SGD (test_epoch_matches_a_sequential_replay_on_the_reference) and SGD lowers
+    the loss (test_trainer): here the trainer drives the backend, its hooks see the device's matrix as it trains."""
     import scbow.training.trainer as trainer_module
 
     # several batches per epoch: progress and hooks (a corpus this small gets the trainer's batches)
     monkeypatch.setattr(trainer_module, "BATCH", 16)
     corpus = load_corpus([tiny_corpus_file], min_count=1, cache_dir=tmp_path / "cache")
-    # the plain objective (no frequency weights): the loss must fall well below the start
-    # the sentence part alone: this test is about its launches and loss
+    # the sentence part alone: this test is about its launches
     config = TrainConfig(dim=8, epochs=2, lr=0.3, weight_decay=0.0, common_components=-1, device="cuda", seed=4,
                          frequency_weight=0.0, count_power=0.0, word_passes=0)
     seen = []
@@ -349,12 +237,8 @@ def test_train_on_cuda_gives_a_model_whose_loss_fell(tiny_corpus_file, tmp_path,
     assert np.isfinite(result.losses).all()
     assert result.model.info["training"]["device"] == "cuda"
     np.testing.assert_array_equal(seen[-1][1], result.model.vectors)  # the hook saw the final matrix
-
-    rng = np.random.default_rng(0)
-    negatives = rng.integers(0, corpus.n_sentences, size=(corpus.n_sentences, 2))
-    before = mean_reference_loss(init_vectors(len(corpus.vocab), config), corpus, negatives)
-    after = mean_reference_loss(result.model.vectors, corpus, negatives)
-    assert after < before - 0.1, (before, after)  # about 1.36 -> 1.16
+    start = init_vectors(len(corpus.vocab), config)
+    assert np.abs(seen[0][1] - start).max() > 1e-3 and np.abs(seen[-1][1] - seen[0][1]).max() > 1e-3  # it trained
 
 
 @needs_cuda
@@ -422,24 +306,40 @@ def no_numba_cuda():
     raise ImportError("No module named 'numba.cuda'")
 
 
+def no_row_stack():
+    raise AttributeError("module 'numpy' has no attribute 'row_stack'")
+
+
 @pytest.mark.parametrize("importer, installed, fragments", [
-    (NoDevice, False, ["no usable NVIDIA GPU", "CUDA driver library cannot be found", "numba-cuda package is not installed",
-                       "pip install 'scbow-numba[cuda]'"]),
-    (NoDevice, True, ["no usable NVIDIA GPU", "nvidia-smi"]),
-    (no_numba_cuda, False, ["needs numba-cuda", "pip install 'scbow-numba[cuda]'"]),
+    (NoDevice, False, ["--device cuda found no usable NVIDIA GPU", "CUDA driver library cannot be found",
+                       "numba-cuda package is not installed", "pip install 'scbow-numba[cuda]'"]),
+    (NoDevice, True, ["--device cuda found no usable NVIDIA GPU", "nvidia-smi"]),
+    (no_numba_cuda, False, ["--device cuda needs numba-cuda", "pip install 'scbow-numba[cuda]'"]),
+    # numba-cuda 0.30.4 with numpy 2.5 (no np.row_stack) failed at the first compile, as 'unexpected
+    # AttributeError': cuda_problem loads what the compiler loads and names the cause and the fix
+    pytest.param(None, True, ["numba-cuda 0.30.4 does not work with numpy 2.5.2", "row_stack", "pip install 'numpy<2.5'"],
+                 marks=needs_cuda),
 ])
-def test_cli_without_gpu_or_numba_cuda_says_what_is_missing(tmp_path, runner, small_corpus_file, monkeypatch, importer,
-                                                           installed, fragments):
-    monkeypatch.setattr(scuda, "_import_cuda", importer if importer is no_numba_cuda else lambda: importer)
-    monkeypatch.setattr(scuda, "_numba_cuda_installed", lambda: installed)
+def test_cli_without_gpu_numba_cuda_or_a_numpy_it_works_with_says_what_is_missing(tmp_path, runner, small_corpus_file,
+                                                                                  monkeypatch, importer, installed,
+                                                                                  fragments):
+    import importlib.metadata
+
+    if importer is None:
+        versions = {"numpy": "2.5.2", "numba-cuda": "0.30.4"}
+        monkeypatch.setattr(scuda, "_load_compiler", no_row_stack)
+        monkeypatch.setattr(importlib.metadata, "version", lambda name: versions[name])
+    else:
+        monkeypatch.setattr(scuda, "_import_cuda", importer if importer is no_numba_cuda else lambda: importer)
+        monkeypatch.setattr(scuda, "_numba_cuda_installed", lambda: installed)
     out = tmp_path / "model"
     result = runner.invoke(main, ["train", str(small_corpus_file), "-o", str(out), "--device", "cuda",
                                   "--cache-dir", str(tmp_path / "cache")])
     line = assert_clean_error(result, *fragments, exit_code=1)
-    assert line.startswith("Error: --device cuda") and result.output.strip() == line
+    assert line.startswith("Error: " + fragments[0]) and result.output.strip() == line
     assert not out.exists()
     assert not (tmp_path / "cache").exists()  # it failed before reading the corpus
-    with pytest.raises(TrainingError, match="--device cuda"):  # the Python API says the same
+    with pytest.raises(TrainingError, match=re.escape(fragments[0])):  # the Python API says the same
         scbow.train([small_corpus_file], TrainConfig(dim=8, epochs=1, device="cuda"), quiet=True, use_cache=False)
 
 
@@ -523,85 +423,24 @@ def test_many_blocks_compound_their_weight_decay_on_shared_rows():
 # -- The word part (scbow.training.wordpart) on the device -----------------------------------------
 
 
-def word_problem(seed=0, V=40, d=8, n_tokens=60):
-    """test_wordpart.tiny_problem: two sentences, a few subsampled words, a noise table."""
-    from test_wordpart import tiny_problem
-
-    return tiny_problem(seed=seed, V=V, d=d, n_tokens=n_tokens)
-
-
-def word_record(**fields):
-    from test_wordpart import word_record
-
-    return word_record(**fields)
-
-
-def run_word_part(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, *, threads=4, blocks=1, done=0):
-    """``kernels.cuda.build_word_part``'s kernel over sentences ``lo..hi-1``; returns (Wi, Wo, loss, pairs)."""
-    kern = KC.build_word_part(Wi.shape[1], threads, int(params.window), int(params.negatives))
-    Wi_d, Wo_d = cuda.to_device(Wi), cuda.to_device(Wo)
-    stats = cuda.to_device(np.zeros((blocks, 2)))
-    kern.train[blocks, threads](Wi_d, Wo_d, cuda.to_device(tokens), cuda.to_device(offsets), lo, hi, cuda.to_device(keep),
-                                cuda.to_device(table), params, done, stats)
-    s = stats.copy_to_host()
-    return Wi_d.copy_to_host(), Wo_d.copy_to_host(), float(s[:, 0].sum()), int(s[:, 1].sum())
-
-
 @needs_cuda
-@pytest.mark.parametrize("d, threads", [(8, 4), (5, 2)])
-def test_word_part_kernel_is_the_cpu_kernel_one_sentence_at_a_time(d, threads):
+@pytest.mark.parametrize("d, threads, blocks", [(8, 4, 1), (5, 2, 1), (4, 2, 3)])
+def test_word_part_kernel_is_the_cpu_kernel_sentence_by_sentence(d, threads, blocks):
     """One block trains the sentences one after the other, as one CPU thread does: the same draws from the same
-    streams, the same steps, to float32 summation order; the learning rate follows the same schedule."""
-    from scbow.kernels.cpu import word_part_buffers, word_part_chunk
-
-    tokens, offsets, Wi, Wo, keep, table = word_problem(d=d)
-    params, done = word_record(lr=0.05, lr_min=0.01, total=40), 30  # the second sentence's rate is the floor
-    Wg, Og, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 0, 2, keep, table, params, threads=threads, done=done)
-    Wc, Oc = Wi.copy(), Wo.copy()
-    c_loss, c_pairs = word_part_chunk(Wc, Oc, tokens, offsets, 0, 2, keep, table, params, done,
-                                      word_part_buffers(params, d))
-    assert np.abs(Wc - Wi).max() > 0.02 and np.abs(Oc[:, d] - Wo[:, d]).max() > 0.01  # rows and biases moved
+    streams, the same steps, to float32 summation order; the learning rate follows the same schedule, to its floor.
+    Several blocks stride over a launch's sentences, each trained once from its own stream (at a vanishing rate:
+    on a GPU the blocks run at once)."""
+    tokens, offsets, Wi, Wo, keep, table = tiny_problem(d=d, n_tokens=70)
+    offsets = np.array([0, 12, 30, 41, 55, 70], dtype=np.int64)
+    lr = 0.05 if blocks == 1 else 1e-6
+    params, done = word_record(lr=lr, lr_min=lr / 5, total=40), 30  # the last sentence's rate is the floor
+    Wg, Og, loss, pairs = train_sentences("cuda", Wi, Wo, tokens, offsets, 0, 5, keep, table, params, done, threads,
+                                          blocks)
+    Wc, Oc, c_loss, c_pairs = train_sentences("cpu", Wi, Wo, tokens, offsets, 0, 5, keep, table, params, done)
+    assert blocks > 1 or (np.abs(Wc - Wi).max() > 0.02 and np.abs(Oc[:, d] - Wo[:, d]).max() > 0.01)  # rows, biases moved
     np.testing.assert_allclose(Wg, Wc, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(Og, Oc, rtol=1e-5, atol=1e-5)
     assert pairs == c_pairs > 20 and loss == pytest.approx(c_loss, rel=1e-5)
-
-
-@needs_cuda
-def test_word_part_kernel_steps_by_the_reference_gradient():
-    """At a small rate one sentence moves every row by ``-lr`` times ``scbow.reference``'s gradient of the
-    windows drawn (the windows step one after the other: equal to first order)."""
-    from scbow.kernels.cpu import word_part_gradient
-    from scbow.reference import sgns_window_loss_and_grad
-
-    tokens, offsets, Wi, Wo, keep, table = word_problem(seed=2)
-    lr = 1e-4
-    _, _, _, drawn = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, word_record())
-    ref_loss, gWi, gWo = sgns_window_loss_and_grad(Wi, Wo, [(ins, outs[0], [o for o in outs[1:] if o >= 0])
-                                                            for ins, outs in drawn])
-    Wg, Og, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 1, 2, keep, table, word_record(lr=lr))
-    assert pairs == sum(len(ins) for ins, _ in drawn) and loss == pytest.approx(ref_loss, rel=1e-3)  # stepped as it goes
-    for moved, g in (((Wg.astype(np.float64) - Wi) / -lr, gWi), ((Og.astype(np.float64) - Wo) / -lr, gWo)):
-        assert np.abs(moved - g).max() < 0.02 * np.abs(g).max()
-
-
-@needs_cuda
-def test_word_part_blocks_share_the_sentences_of_a_launch():
-    """Several blocks stride over a launch's sentences: each sentence is trained once, from its own stream (the
-    simulator runs the blocks one after the other, so here that is the CPU kernel's result in another order)."""
-    from scbow.kernels.cpu import word_part_buffers, word_part_chunk
-
-    rng = np.random.default_rng(6)
-    V, d = 30, 4
-    tokens = rng.integers(0, V, 70).astype(np.int32)
-    offsets = np.array([0, 12, 30, 41, 55, 70], dtype=np.int64)
-    Wi = (rng.standard_normal((V, d)) * 0.3).astype(np.float32)
-    Wo = (rng.standard_normal((V, d + 1)) * 0.3).astype(np.float32)
-    keep, table = np.ones(V, np.float32), rng.integers(0, V, 500).astype(np.int32)
-    params = word_record(lr=1e-6)
-    _, _, loss, pairs = run_word_part(Wi, Wo, tokens, offsets, 0, 5, keep, table, params, blocks=3, threads=2)
-    expected = [word_part_chunk(Wi.copy(), Wo.copy(), tokens, offsets, s, s + 1, keep, table, params, s,
-                                word_part_buffers(params, d)) for s in range(5)]
-    assert pairs == sum(p for _, p in expected) and loss == pytest.approx(sum(x for x, _ in expected), rel=1e-4)
 
 
 @needs_cuda
@@ -635,8 +474,6 @@ def test_a_word_part_batch_of_several_launches_goes_on_where_the_last_launch_end
 def test_resume_inside_the_word_part_on_cuda(tiny_corpus_file, tmp_path, monkeypatch):
     """A run interrupted inside the GPU's word part resumes to the same model bit for bit, as on the CPU
     (test_wordpart): the rows saved are the device's, each sentence's draws from its own stream."""
-    from test_wordpart import SignalInWordPart
-
     from scbow.errors import Interrupted
     from scbow.training import wordpart
     from scbow.training.checkpoint import checkpoint_dir, read_meta
@@ -690,21 +527,3 @@ def test_the_backends_launch_what_launch_size_allows(tmp_path, monkeypatch):
     sentence_part, word_part = launches[:n // allowed], launches[n // allowed:]
     assert sum(e for _, e in sentence_part) == n and sum(e for _, e in word_part) == n
     assert max(e for _, e in launches) == allowed
-
-
-@needs_cuda
-def test_a_numpy_that_numba_cuda_cannot_compile_with_is_one_line(tmp_path, runner, small_corpus_file, monkeypatch):
-    """numba-cuda 0.30.4 with numpy 2.5 (no np.row_stack) failed at the first compile, as 'unexpected
-    AttributeError'; now cuda_problem loads what the compiler loads and names the cause and the fix."""
-    import importlib.metadata
-
-    def no_row_stack():
-        raise AttributeError("module 'numpy' has no attribute 'row_stack'")
-
-    versions = {"numpy": "2.5.2", "numba-cuda": "0.30.4"}
-    monkeypatch.setattr(scuda, "_load_compiler", no_row_stack)
-    monkeypatch.setattr(importlib.metadata, "version", lambda name: versions[name])
-    result = runner.invoke(main, ["train", str(small_corpus_file), "-o", str(tmp_path / "m"), "--device", "cuda",
-                                  "--min-count", "1", "--cache-dir", str(tmp_path / "cache")])
-    assert_clean_error(result, "numba-cuda 0.30.4 does not work with numpy 2.5.2", "row_stack", "pip install 'numpy<2.5'")
-    assert not (tmp_path / "m").exists()

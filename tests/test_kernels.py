@@ -1,13 +1,17 @@
-"""The Numba CPU kernels against the float64 oracle ``scbow.reference``."""
+"""The kernels of both devices (CUDA: in Numba's simulator without a GPU, conftest.py) against the float64
+oracle ``scbow.reference``; the sampler and the CPU's batch kernel."""
 
 from __future__ import annotations
 
+import os
+import sys
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from conftest import CASES, assert_grad_close, build_example, pack, seed_of
 
+import scbow.training.backends.cuda as scuda
 from scbow.config import TrainConfig
 from scbow.kernels import cpu, sampling  # noqa: E402  (imported plainly: an import error must fail, not skip)
 from scbow.reference import loss_and_grad
@@ -17,11 +21,45 @@ from scbow.training.backends.params import params_record
 DIMS = (3, 8, 32)
 NEGATIVES = (1, 2, 5, 10)
 POSITIVES = (1, 2)
+PROBLEM = scuda.cuda_problem()
+needs_cuda = pytest.mark.skipif(PROBLEM is not None, reason=f"CUDA unusable here: {PROBLEM}")
+DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # simulated uint64 RNG
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fast_simulator():
+    """The simulator's block manager polls its threads; a short GIL switch interval cuts its waits (test_cuda too)."""
+    before = sys.getswitchinterval()
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        sys.setswitchinterval(5e-5)
+    yield
+    sys.setswitchinterval(before)
+
+
+def run_example(W, tokens, offsets, members, n_pos, *, coef=1.0, decay=0.0, max_len=0, in_place=False, threads=4,
+                rate=None, blocks=1):
+    """One example through the CUDA kernels' example path, by each of ``blocks`` blocks: ``(loss, out or stepped W)``."""
+    from numba import cuda
+
+    from scbow.kernels import cuda as KC
+
+    V, d = W.shape
+    kern = KC.build(len(members), d, threads)
+    W_d = cuda.to_device(W)
+    out_d = W_d if in_place else cuda.to_device(np.zeros_like(W))
+    loss_d = cuda.to_device(np.zeros(1))
+    kern.example[blocks, threads](W_d, W_d.reshape(V * d).view(np.int32), out_d, cuda.to_device(tokens),
+                             cuda.to_device(offsets), cuda.to_device(np.asarray(members, np.int64)),
+                             cuda.to_device(np.ones(V, np.float32) if rate is None else np.asarray(rate, np.float32)),
+                             cuda.to_device(np.array([coef, decay])),
+                             cuda.to_device(np.array([n_pos, max_len, int(in_place)], np.int64)), loss_d)
+    return float(loss_d.copy_to_host()[0]), out_d.copy_to_host()
 
 
 def shuffled_example(case, n_pos, n_neg, dim, scale, *key, extra=3):
     """An example, a random W, and its sentences packed in a random order among ``extra`` unrelated
-    ones (the CUDA tests use it too): ``(W, (target, positives, negatives), (tokens, offsets, members))``."""
+    ones: ``(W, (target, positives, negatives), (tokens, offsets, members))``."""
     seed = seed_of(case, n_pos, n_neg, dim, *key)
     V, target, positives, negatives = build_example(case, n_pos, n_neg, seed=seed)
     W = (scale * np.random.default_rng(seed).standard_normal((V, dim))).astype(np.float32)
@@ -35,44 +73,33 @@ def truncated(sentences, max_len):
     return target[:n], [s[:n] for s in positives], [s[:n] for s in negatives]
 
 
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("n_pos", POSITIVES)
-@pytest.mark.parametrize("n_neg", NEGATIVES)
-@pytest.mark.parametrize("dim", DIMS)
-def test_example_loss_grad_matches_reference(case, n_pos, n_neg, dim):
-    W, sentences, packed = shuffled_example(case, n_pos, n_neg, dim, 0.1)
-    loss, grad = cpu.example_loss_grad(W, *packed, n_pos)
-    ref_loss, ref_grad = loss_and_grad(W, *sentences)
+@pytest.mark.parametrize("device, case, n_pos, n_neg, dim, threads, max_len, decay", [
+    *(("cpu", case, n_pos, n_neg, dim, 0, 0, 0.0) for case in CASES for n_pos in POSITIVES for n_neg in NEGATIVES
+      for dim in DIMS),
+    *(("cpu", "mixed_lengths", n_pos, 5, 8, 0, max_len, 0.0) for n_pos in POSITIVES for max_len in (1, 2, 3)),
+    *(pytest.param("cuda", *row, decay, marks=needs_cuda) for decay in (0.0, 0.3) for row in [
+        ("distinct", 2, 2, 8, 4, 0), ("length1", 1, 1, 8, 4, 0), ("repeated", 2, 3, 8, 4, 0), ("shared", 2, 2, 8, 4, 0),
+        ("mixed_lengths", 1, 5, 8, 4, 0),
+        ("shared", 1, 2, 6, 8, 0),  # more threads than columns
+        ("distinct", 2, 2, 5, 1, 0),  # one thread does every column
+        ("mixed_lengths", 2, 4, 8, 4, 1), ("mixed_lengths", 2, 4, 8, 4, 3)]),
+])
+def test_example_loss_and_gradient_match_reference(device, case, n_pos, n_neg, dim, threads, max_len, decay):
+    """The data loss (without the decay term) and ``dL/dW``, with uncapped weight decay on the GPU (the CPU's, capped,
+    is its step's: below); sentences cut to ``max_len`` words."""
+    W, whole, packed = shuffled_example(case, n_pos, n_neg, dim, 0.3, max_len)
+    sentences = truncated(whole, max_len)
+    if device == "cpu":
+        loss, grad = cpu.example_loss_grad(W, *packed, n_pos, max_len)
+    else:
+        loss, grad = run_example(W, *packed, n_pos, decay=decay, max_len=max_len, threads=threads)
+    ref_loss, data = loss_and_grad(W, *sentences)
+    full = loss_and_grad(W, *sentences, weight_decay=decay)[1]
     assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
-    assert grad.shape == W.shape
-    assert_grad_close(grad, ref_grad)
+    assert_grad_close(grad, full)
     assert not grad[-2:].any()  # rows of words outside the example
-
-
-@pytest.mark.parametrize("max_len", [1, 2, 3])
-@pytest.mark.parametrize("n_pos", POSITIVES)
-def test_max_len_truncation_matches_reference_on_truncated_sentences(max_len, n_pos):
-    W, sentences, packed = shuffled_example("mixed_lengths", n_pos, 5, 8, 0.1, max_len, extra=2)
-    assert max(len(s) for s in sentences[1] + sentences[2]) > max_len  # truncation happens
-    loss, grad = cpu.example_loss_grad(W, *packed, n_pos, max_len=max_len)
-    ref_loss, ref_grad = loss_and_grad(W, *truncated(sentences, max_len))
-    assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
-    assert_grad_close(grad, ref_grad)
-    assert abs(loss_and_grad(W, *sentences)[0] - ref_loss) > 1e-4  # the untruncated example differs
-
-
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("n_pos", POSITIVES)
-def test_weight_decay_gradient_matches_reference(case, n_pos):
-    W, sentences, packed = shuffled_example(case, n_pos, 3, 8, 0.5, "decay", extra=2)
-    loss, grad = cpu.example_loss_grad(W, *packed, n_pos, weight_decay=0.3)
-    ref_loss, ref_grad = loss_and_grad(W, *sentences, weight_decay=0.3)
-    assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
-    assert_grad_close(grad, ref_grad)
-    # the decay term is really there
-    plain_loss, plain_grad = loss_and_grad(W, *sentences)
-    assert ref_loss > plain_loss + 1e-3
-    assert np.abs(plain_grad - ref_grad).max() > 1e-2 * np.abs(ref_grad).max()
+    assert not decay or np.abs(full - data).max() > 1e-2 * np.abs(full).max()  # the decay term is really there
+    assert not max_len or abs(loss_and_grad(W, *whole)[0] - ref_loss) > 1e-4  # truncation mattered
 
 
 def reference_step(W0, sentences, decay=0.0, rate=None):
@@ -83,87 +110,52 @@ def reference_step(W0, sentences, decay=0.0, rate=None):
     return loss, (1.0 if rate is None else np.asarray(rate, np.float64)[:, None]) * data + (full - data)
 
 
-def sgd_step(case, n_pos, lr, decay, hot=0, rate=None):
-    """One in-place ``cpu.sgd_step``; with ``hot`` > 0 the rows of words ``w < hot`` are buffered and
-    applied by ``flush_rows`` afterwards. ``rate(V)``: the per-word step factors (all ones when None)."""
-    seed = seed_of("sgd", case, n_pos)
-    V, target, positives, negatives = build_example(case, n_pos, 3, seed=seed)
-    W0 = np.random.default_rng(seed).standard_normal((V, 8)).astype(np.float32)
-    tokens, offsets, members = pack([target, *positives, *negatives])
-    k, W = len(members), W0.copy()
-    counts = np.zeros(V, dtype=np.int32)
-    pending = np.zeros((max(hot, 1), 8), dtype=np.float32)
-    keep = np.ones(max(hot, 1), dtype=np.float32)
-    r = np.ones(V, dtype=np.float32) if rate is None else np.asarray(rate(V), dtype=np.float32)
-    loss = cpu.sgd_step(W, tokens, offsets, members, n_pos, lr, params_record(decay=decay), r,
-                        (np.empty((2, k, 8), np.float32), np.empty((4, k)), counts), (hot, pending, keep))
+def sgd_step(device, W0, packed, n_pos, lr, decay, rate, hot=0):
+    """One in-place SGD step of the example on a copy of ``W0``: ``(loss, W)``. On the CPU with ``hot`` > 0 the
+    rows of words ``w < hot`` are buffered, then applied by ``flush_rows``."""
+    if device == "cuda":
+        return run_example(W0, *packed, n_pos, coef=-lr, decay=decay, in_place=True, rate=rate)
+    (tokens, offsets, members), (V, d) = packed, W0.shape
+    k, W, counts = len(members), W0.copy(), np.zeros(V, dtype=np.int32)
+    pending, keep = np.zeros((max(hot, 1), d), dtype=np.float32), np.ones(max(hot, 1), dtype=np.float32)
+    loss = cpu.sgd_step(W, tokens, offsets, members, n_pos, lr, params_record(decay=decay), rate,
+                        (np.empty((2, k, d), np.float32), np.empty((4, k)), counts), (hot, pending, keep))
     if hot:
         assert np.array_equal(W[:hot], W0[:hot])  # nothing written in place yet
         cpu.flush_rows(W, pending, keep, hot)
         assert not pending.any() and (keep == 1).all()
     assert not counts.any()
-    return (W0, W, loss, *reference_step(W0, (target, positives, negatives), decay, r))
+    return loss, W
 
 
-def check_sgd_step(W0, W, loss, ref_loss, ref_grad, lr):
-    assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
-    expected = W0.astype(np.float64) - lr * ref_grad
-    assert np.abs(W - W0).max() > 1e-2  # the step is large enough to see an ordering bug
-    err = np.abs(W - expected).max()
-    assert err <= 1e-4 * lr * np.abs(ref_grad).max() + 1e-6, err
-
-
+@pytest.mark.parametrize("device, hot, n_pos", [("cpu", 0, 1), ("cpu", 0, 2), ("cpu", 1, 1), ("cpu", 3, 2),
+                                                ("cpu", 1000, 2), pytest.param("cuda", 0, 2, marks=needs_cuda)])
 @pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("n_pos", POSITIVES)
 @pytest.mark.parametrize("decay", [0.0, 0.1])
-def test_example_step_in_place_is_one_sgd_step(case, n_pos, decay):
-    """``out=W, coef=-lr`` must read every mean before writing any row."""
-    check_sgd_step(*sgd_step(case, n_pos, 0.5, decay), 0.5)
+def test_example_step_in_place_is_one_sgd_step(device, hot, n_pos, case, decay):
+    """Row w moves by ``-lr`` times ``rate[w] * dL/dW[w]`` and its decay, every mean read before any row is
+    written; the CPU's buffered rows of words < hot, once flushed, take the same step."""
+    W0, sentences, packed = shuffled_example(case, n_pos, 3, 8, 1.0, "sgd")
+    rate = np.random.default_rng(len(W0)).uniform(0.01, 1.0, len(W0)).astype(np.float32)  # as frequency weights give
+    loss, W = sgd_step(device, W0, packed, n_pos, 0.5, decay, rate, hot)
+    ref_loss, ref_grad = reference_step(W0, sentences, decay, rate)
+    assert loss == pytest.approx(ref_loss, rel=1e-4, abs=1e-5)
+    assert np.abs(W - W0).max() > 1e-2  # the step is large enough to see an ordering bug
+    err = np.abs(W - (W0.astype(np.float64) - 0.5 * ref_grad)).max()
+    assert err <= 1e-4 * 0.5 * np.abs(ref_grad).max() + 1e-6, err
 
 
-def spread_rates(V):
-    """Per-word step factors from 0.01 to 1, as frequency weights give (frequent words low)."""
-    return np.random.default_rng(V).uniform(0.01, 1.0, V)
-
-
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("hot", [0, 3])
-def test_example_step_scales_each_rows_step_by_its_rate(case, hot):
-    """Row w moves by ``-lr * rate[w] * dL/dW[w]``: the per-word preconditioner."""
-    W0, W, *rest = sgd_step(case, 2, 0.5, 0.0, hot=hot, rate=spread_rates)
-    check_sgd_step(W0, W, *rest, 0.5)
-    assert np.abs(W - sgd_step(case, 2, 0.5, 0.0, hot=hot)[1]).max() > 1e-3  # the factors are really applied
-
-
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("hot", [1, 3, 1000])
-def test_buffered_hot_rows_then_flush_is_one_sgd_step(case, hot):
-    """Buffering the rows of words < hot and flushing them gives the same step."""
-    lr, decay = 0.5, 0.1
-    check_sgd_step(*sgd_step(case, 2, lr, decay, hot=hot), lr)
-
-
-# word 1 occurs 12 times: the exact step would scale its row by 1 - 12 * lr * decay = -5 (lr 0.5, decay 1)
-CAPPED = [[1, 2, 1, 1, 1], [1, 3, 1, 1], [1, 4, 1, 1], [5, 1, 6], [7, 8]]
-
-
-def check_capped_decay(W0, W, lr, decay):
-    """The kernels cap the shrink: the frequent word's row is zeroed, then takes only the data step;
-    a word seen once takes the exact step (the CUDA tests use it too)."""
-    t, p, n = CAPPED[0], CAPPED[1:3], CAPPED[3:]
-    np.testing.assert_allclose(W[1], -lr * loss_and_grad(W0, t, p, n)[1][1], rtol=1e-4, atol=1e-6)
-    full = loss_and_grad(W0, t, p, n, weight_decay=decay)[1]
-    np.testing.assert_allclose(W[7], W0[7] - lr * full[7], rtol=1e-4, atol=1e-6)
-
-
-def test_in_place_decay_of_a_frequent_word_never_flips_its_row():
+@pytest.mark.parametrize("device", DEVICES)
+def test_in_place_decay_of_a_frequent_word_never_flips_its_row(device):
+    """Word 1 occurs 12 times: the exact step would scale its row by 1 - 12 * lr * decay = -5. The shrink is
+    capped: the row is zeroed, then takes only the data step; a word seen once takes the exact step."""
+    capped = [[1, 2, 1, 1, 1], [1, 3, 1, 1], [1, 4, 1, 1], [5, 1, 6], [7, 8]]
     W0 = np.random.default_rng(3).standard_normal((9, 6)).astype(np.float32)
-    tokens, offsets, members = pack(CAPPED)
-    k, W = len(members), W0.copy()
-    cpu.sgd_step(W, tokens, offsets, members, 2, 0.5, params_record(decay=1.0), np.ones(9, np.float32),
-                 (np.empty((2, k, 6), np.float32), np.empty((4, k)), np.zeros(9, np.int32)),
-                 (0, np.zeros((1, 6), np.float32), np.ones(1, np.float32)))
-    check_capped_decay(W0, W, 0.5, 1.0)
+    _, W = sgd_step(device, W0, pack(capped), 2, 0.5, 1.0, np.ones(9, np.float32))
+    t, p, n = capped[0], capped[1:3], capped[3:]
+    np.testing.assert_allclose(W[1], -0.5 * loss_and_grad(W0, t, p, n)[1][1], rtol=1e-4, atol=1e-6)
+    full = loss_and_grad(W0, t, p, n, weight_decay=1.0)[1]
+    np.testing.assert_allclose(W[7], W0[7] - 0.5 * full[7], rtol=1e-4, atol=1e-6)
 
 
 # -- Sampling --------------------------------------------------------------------------------------

@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 from conftest import assert_clean_error
 from test_checkpoint import SignalAfter, cfg
+from test_kernels import DEVICES
 
 from scbow import progress
 from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import Interrupted, TrainingError
-from scbow.kernels.cpu import log1p_unit, sgns_window, word_part_buffers, word_part_chunk, word_part_gradient
+from scbow.kernels.cpu import log1p_unit, sgns_window, word_part_buffers, word_part_chunk, word_part_windows
 from scbow.reference import sgns_window_loss_and_grad
 from scbow.text.vocab import Vocab
 from scbow.training import trainer, wordpart
@@ -53,18 +54,23 @@ def tiny_problem(seed=0, V=40, d=8, n_tokens=60):
     return tokens, offsets, Wi, Wo, keep, table
 
 
-def test_the_word_part_gradient_is_the_reference_one():
-    """The kernel's windows (each context against the centre and the window's shared noise words) give
-    the reference's loss and gradient, on the windows and noise words the kernel drew."""
-    tokens, offsets, Wi, Wo, keep, table = tiny_problem()
-    loss, gWi, gWo, drawn = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, word_record(seed=7, stream=11))
-    assert len(drawn) > 20 and any(-1 in outs for _, outs in drawn)  # a noise word equal to the centre: skipped
-    windows = [(ins, outs[0], [o for o in outs[1:] if o >= 0]) for ins, outs in drawn]
-    ref_loss, ref_gW, ref_gO = sgns_window_loss_and_grad(Wi, Wo, windows)
-    assert loss == pytest.approx(ref_loss, rel=1e-5)
-    np.testing.assert_allclose(gWi, ref_gW, rtol=1e-4, atol=1e-6)
-    np.testing.assert_allclose(gWo, ref_gO, rtol=1e-4, atol=1e-6)
-    # the reference's own gradient: test_reference.test_sgns_window_gradient_is_the_derivative_of_its_loss
+def train_sentences(device, Wi, Wo, tokens, offsets, lo, hi, keep, table, params, done=0, threads=4, blocks=1):
+    """Sentences ``lo..hi-1`` trained from copies of ``Wi, Wo`` by one CPU thread (``word_part_chunk``) or by
+    ``blocks`` blocks of ``kernels.cuda.build_word_part``'s kernel: ``(Wi, Wo, loss, pairs)``."""
+    if device == "cpu":
+        Wi, Wo = Wi.copy(), Wo.copy()
+        return Wi, Wo, *word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, done,
+                                        word_part_buffers(params, Wi.shape[1]))
+    from numba import cuda
+
+    from scbow.kernels import cuda as KC
+
+    kern = KC.build_word_part(Wi.shape[1], threads, int(params.window), int(params.negatives))
+    Wi_d, Wo_d, stats = cuda.to_device(Wi), cuda.to_device(Wo), cuda.to_device(np.zeros((blocks, 2)))
+    kern.train[blocks, threads](Wi_d, Wo_d, cuda.to_device(tokens), cuda.to_device(offsets), lo, hi, cuda.to_device(keep),
+                                cuda.to_device(table), params, done, stats)
+    s = stats.copy_to_host()
+    return Wi_d.copy_to_host(), Wo_d.copy_to_host(), float(s[:, 0].sum()), int(s[:, 1].sum())
 
 
 def window_problem(seed=4, V=30, d=16):
@@ -102,20 +108,23 @@ def test_a_window_is_one_exact_sgd_step(k, n_out):
     assert np.abs(gWo[8]).max() > 0 and np.abs(gWi[3]).max() > 0
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("lr", [1e-4, 3e-4])
-def test_one_sentence_of_the_kernel_is_one_sgd_step(lr):
-    """A sentence trained by ``word_part_chunk`` at a small rate moves the rows by ``-lr`` times the
-    reference gradient, to first order (the windows step one after the other, so equal up to O(lr^2))."""
+def test_one_sentence_of_the_kernel_is_one_sgd_step(device, lr):
+    """A sentence trained at a small rate moves the rows by ``-lr`` times the reference gradient of the windows
+    drawn (each context against the centre and the window's shared noise words), to first order (the windows
+    step one after the other, so equal up to O(lr^2)); scored, not stepped, they have the reference's loss."""
     tokens, offsets, Wi, Wo, keep, table = tiny_problem(seed=2)
-    _, gWi, gWo, _ = word_part_gradient(Wi, Wo, tokens, offsets, 1, keep, table, word_record())
-    Wi2, Wo2 = Wi.copy(), Wo.copy()
+    scored, drawn = word_part_windows(Wi, Wo, tokens, offsets, 1, keep, table, word_record())
+    assert len(drawn) > 20 and any(-1 in outs for _, outs in drawn)  # a noise word equal to the centre: skipped
+    ref_loss, gWi, gWo = sgns_window_loss_and_grad(Wi, Wo, [(ins, outs[0], [o for o in outs[1:] if o >= 0])
+                                                            for ins, outs in drawn])
+    assert scored == pytest.approx(ref_loss, rel=1e-5)
     # total far larger than done: the rate stays lr for the sentence
-    word_part_chunk(Wi2, Wo2, tokens, offsets, 1, 2, keep, table, word_record(lr=lr), 0, word_part_buffers(word_record(), 8))
-    moved_i = (Wi2.astype(np.float64) - Wi) / -lr
-    moved_o = (Wo2.astype(np.float64) - Wo) / -lr
-    scale_i, scale_o = np.abs(gWi).max(), np.abs(gWo).max()
-    assert np.abs(moved_i - gWi).max() < 0.02 * scale_i
-    assert np.abs(moved_o - gWo).max() < 0.02 * scale_o
+    Wi2, Wo2, loss, pairs = train_sentences(device, Wi, Wo, tokens, offsets, 1, 2, keep, table, word_record(lr=lr))
+    assert pairs == sum(len(ins) for ins, _ in drawn) and loss == pytest.approx(ref_loss, rel=1e-3)  # stepped as it goes
+    for moved, g in (((Wi2.astype(np.float64) - Wi) / -lr, gWi), ((Wo2.astype(np.float64) - Wo) / -lr, gWo)):
+        assert np.abs(moved - g).max() < 0.02 * np.abs(g).max()
 
 
 def test_the_rate_falls_with_the_sentences_done():

@@ -2,8 +2,8 @@
 
 One example is a target sentence, its positives (its neighbours in the document) and its negatives.
 ``example_forward`` computes the sentence means, the cosine softmax loss and each mean's gradient
-(``scbow.reference``); ``sgd_step`` scatters it as an in-place SGD step on ``W``, ``example_gradient``
-as ``dL/dW`` into a separate array (tests). ``train_chunk`` is one thread's chunk of a batch;
+(``scbow.reference``); ``sgd_step`` scatters it as an in-place SGD step on ``W`` (``example_loss_grad``:
+as ``dL/dW``, for tests). ``train_chunk`` is one thread's chunk of a batch;
 ``train_batch_serial`` runs the chunks in turn (deterministic for a seed), the CPU backend at once on
 its threads (the chunk releases the GIL). The threads share the matrix without locks (Hogwild), each
 buffering the steps of the most frequent words (``HOT_ROWS``), whose cache lines would otherwise move
@@ -21,7 +21,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..config import EXAMPLE_FIXED, NORM_EPS
-from .sampling import centre_window, draw_noise, fill_example, keep_words, lr_at, seed_state
+from .sampling import context_span, draw_noise, fill_example, keep_words, lr_at, seed_state, window_inputs
 
 # Reassociation lets LLVM vectorise the dot products; no-NaN flags stay off so that a
 # diverging run still produces the NaN the driver checks for.
@@ -242,43 +242,6 @@ def sgd_step(W, tokens, offsets, members, n_pos, lr, params, rate, scratch, hot)
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
-def example_gradient(W, tokens, offsets, members, n_pos, max_len, decay, rate, scratch, out):
-    """Add ``dL/dW`` of one example (data loss plus uncapped weight decay ``decay * c * W[w]``) to ``out``
-    (float32 or float64 (V, d), not ``W``); returns the data loss. ``rate``, ``scratch``: as in :func:`sgd_step`.
-    """
-    buf, work, counts = scratch
-    loss = example_forward(W, tokens, offsets, members, n_pos, max_len, buf, work)
-    lens = work[3]
-    grads = buf[1]
-    d = W.shape[1]
-    if decay != 0.0:
-        count_words(tokens, offsets, members, lens, counts)
-    for m in range(members.shape[0]):
-        start = offsets[members[m]]
-        stop = start + np.int64(lens[m])
-        scale0 = np.float32(1.0 / lens[m])
-        gm = grads[m]
-        for t in range(start, stop):
-            w = tokens[t]
-            c = counts[w]
-            scale = scale0 * rate[w]
-            if c > 0:
-                counts[w] = 0
-                f = np.float32(decay * c)
-                # a copy of W[w] in a free row first, so that the loop reads and writes
-                # no overlapping arrays and vectorises
-                old = buf[0, 0]
-                for j in range(d):
-                    old[j] = W[w, j]
-                for j in range(d):
-                    out[w, j] += scale * gm[j] + f * old[j]
-            else:
-                for j in range(d):
-                    out[w, j] += scale * gm[j]
-    return loss
-
-
-@njit(cache=True, nogil=True, fastmath=FASTMATH)
 def flush_rows(W, pending, keep, hot):
     """``W[w] = keep[w] * W[w] + pending[w]`` for rows ``0..hot-1``, then ``pending`` = 0, ``keep`` = 1 (the
     buffered decays multiply and the steps add, as in place)."""
@@ -289,14 +252,6 @@ def flush_rows(W, pending, keep, hot):
             W[w, j] = W[w, j] * k + pending[w, j]
             pending[w, j] = 0.0
         keep[w] = 1.0
-
-
-@njit(cache=True, nogil=True)
-def context_span(i, n, window, state):
-    """The kept words ``lo..hi-1`` around centre ``i`` of ``n``: its random window
-    (``sampling.centre_window``) cut to the segment. Returns ``(lo, hi)``."""
-    win = centre_window(window, state)
-    return max(i - win, 0), min(i + win + 1, n)
 
 
 # ---------------------------------------------------------------------------------------
@@ -474,17 +429,6 @@ def sgns_window6(Wi, Wo, ins, k, outs, coef, out_i, out_o, scratch):
     return loss
 
 
-@njit(cache=True, nogil=True)
-def window_inputs(kept, i, lo, hi, ins):
-    """Copy the contexts ``kept[lo:hi]`` of centre ``i`` (itself left out) into ``ins``; returns how many."""
-    k = 0
-    for c in range(lo, hi):
-        if c != i:
-            ins[k] = kept[c]
-            k += 1
-    return k
-
-
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
 def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, done, buffers):
     """Skip-gram with negative sampling over sentences ``lo..hi``: one thread's share of a word-part batch.
@@ -520,22 +464,23 @@ def word_part_chunk(Wi, Wo, tokens, offsets, lo, hi, keep, table, params, done, 
     for s in range(lo, hi):
         position = done + s - lo
         seed_state(params.seed, params.stream + position, state)
-        lr = max(params.lr_min, params.lr * (1.0 - position / params.total))
         sl, sp = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window,
-                               params.negatives, np.float32(-lr), state, buffers)
+                               params.negatives, np.float32(-lr_at(params, position)), state, buffers)
         loss += sl
         pairs += sp
     return loss, pairs
 
 
 @njit(cache=True, nogil=True, fastmath=FASTMATH)
-def word_sentence(Wi, Wo, tokens, start, stop, keep, table, window, n_neg, coef, state, buffers):
+def word_sentence(Wi, Wo, tokens, start, stop, keep, table, window, n_neg, coef, state, buffers, log=None):
     """The windows of the sentence ``tokens[start:stop]``, each one step of ``coef`` times its gradient
-    (:func:`sgns_window`; a ``coef`` of 0 only scores them). Returns ``(loss, pairs)``."""
+    (:func:`sgns_window`; a ``coef`` of 0 only scores them). Returns ``(loss, pairs)``. ``log``: int32
+    (>= windows, 1 + len(ins) + len(outs)), each window's ``k``, inputs and outputs (None: not kept)."""
     kept, ins, outs, G, dOut = buffers
     scratch = (G, dOut)
     loss = 0.0
     pairs = 0
+    windows = 0
     t = start
     while t < stop:
         n, t = keep_words(tokens, t, stop, keep, state, kept)
@@ -545,6 +490,11 @@ def word_sentence(Wi, Wo, tokens, start, stop, keep, table, window, n_neg, coef,
                 continue
             k = window_inputs(kept, i, c_lo, c_hi, ins)
             draw_noise(kept[i], n_neg, table, state, outs)
+            if log is not None:
+                log[windows, 0] = k
+                log[windows, 1:1 + k] = ins[:k]
+                log[windows, 1 + ins.shape[0]:] = outs
+                windows += 1
             loss += sgns_window(Wi, Wo, ins, k, outs, coef, Wi, Wo, scratch)
             pairs += k
     return loss, pairs
@@ -579,36 +529,18 @@ def word_part_buffers(params, dw: int) -> tuple:
             np.empty((w2, 1 + n_neg), dtype=np.float32), np.empty((1 + n_neg, dw), dtype=np.float32))
 
 
-def word_part_gradient(Wi, Wo, tokens, offsets, s, keep, table, params):
-    """The word part's loss and float64 ``dL/dWi``, ``dL/dWo`` over sentence ``s`` at the rows as
-    they are, drawing exactly the windows and noise words that :func:`word_part_chunk` draws for
-    that sentence as the first of all passes (stream ``params.stream``) (for tests against ``scbow.reference``).
-
-    Returns ``(loss, gWi, gWo, windows)`` where ``windows`` lists ``(inputs, outputs)``: the
-    window's context words, then its centre and shared noise words (-1: skipped).
-    """
+def word_part_windows(Wi, Wo, tokens, offsets, s, keep, table, params):
+    """The windows that :func:`word_part_chunk` draws for sentence ``s`` as the first of all passes (stream
+    ``params.stream``), each ``(inputs, outputs)``: its context words, then its centre and shared noise words
+    (-1: skipped); and their loss at the rows as they are (for tests against ``scbow.reference``)."""
     buffers = word_part_buffers(params, Wi.shape[1])
-    kept, ins, outs = buffers[:3]
-    scratch = buffers[3:]
-    window, n_neg = int(params.window), int(params.negatives)
+    w2 = len(buffers[1])
     state = np.empty(1, dtype=np.uint64)
     seed_state(params.seed, params.stream, state)
-    gWi = np.zeros(Wi.shape, dtype=np.float64)
-    gWo = np.zeros(Wo.shape, dtype=np.float64)
-    loss = 0.0
-    drawn = []
-    t, stop = int(offsets[s]), int(offsets[s + 1])
-    while t < stop:
-        n, t = keep_words(tokens, t, stop, keep, state, kept)
-        for i in range(n):
-            c_lo, c_hi = context_span(i, n, window, state)
-            if c_hi - c_lo <= 1:
-                continue
-            k = window_inputs(kept, i, c_lo, c_hi, ins)
-            draw_noise(kept[i], n_neg, table, state, outs)
-            loss += sgns_window(Wi, Wo, ins, k, outs, 1.0, gWi, gWo, scratch)
-            drawn.append((ins[:k].tolist(), outs.tolist()))
-    return loss, gWi, gWo, drawn
+    log = np.zeros((offsets[s + 1] - offsets[s], 1 + w2 + len(buffers[2])), dtype=np.int32)
+    loss, _ = word_sentence(Wi, Wo, tokens, offsets[s], offsets[s + 1], keep, table, params.window, params.negatives,
+                            np.float32(0.0), state, buffers, log)
+    return loss, [(row[1:1 + row[0]].tolist(), row[1 + w2:].tolist()) for row in log if row[0] > 0]
 
 
 @njit(cache=True, nogil=True)
@@ -689,20 +621,14 @@ def train_batch_serial(W, corpus, order, rate, params, lo, hi, done, stats):
         train_chunk(W, corpus, order, rate, params, lo, hi, done, c, stats)
 
 
-def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0, weight_decay=0.0):
-    """Loss and dense float64 gradient of one example by ``example_gradient`` (tests against the reference)."""
+def example_loss_grad(W, tokens, offsets, members, n_pos, max_len=0):
+    """The loss and dense float64 gradient of one example: ``example_forward``'s gradient of each mean spread
+    over its sentence's words, as ``sgd_step`` scatters it (tests against the reference)."""
     members = np.ascontiguousarray(members, dtype=np.int64)
-    k = len(members)
-    grad = np.zeros(W.shape, dtype=np.float64)
-    scratch = (np.empty((2, k, W.shape[1]), dtype=np.float32), np.empty((4, k), dtype=np.float64),
-               np.zeros(W.shape[0], dtype=np.int32))
-    rate = np.ones(W.shape[0], dtype=np.float32)
-    loss = example_gradient(W, tokens, offsets, members, n_pos, max_len, weight_decay, rate, scratch, grad)
-    if weight_decay:
-        ids = []
-        for s in members:
-            stop = offsets[s + 1] if max_len <= 0 else min(offsets[s + 1], offsets[s] + max_len)
-            ids.append(tokens[offsets[s]:stop])
-        rows = W[np.concatenate(ids)].astype(np.float64)
-        loss += 0.5 * weight_decay * float((rows * rows).sum())
+    buf, work = np.empty((2, len(members), W.shape[1]), dtype=np.float32), np.empty((4, len(members)))
+    loss = example_forward(W, tokens, offsets, members, n_pos, max_len, buf, work)
+    grad = np.zeros(W.shape)
+    for m, s in enumerate(members):
+        n = int(work[3, m])
+        np.add.at(grad, tokens[offsets[s]:offsets[s] + n], buf[1, m] / n)
     return loss, grad

@@ -62,7 +62,8 @@ seed_state = sampling.seed_state
 lr_at = sampling.lr_at.py_func if SIMULATOR else sampling.lr_at
 fill_example = sampling.fill_example.py_func if SIMULATOR else sampling.fill_example
 keep_words = sampling.keep_words.py_func if SIMULATOR else sampling.keep_words
-centre_window = sampling.centre_window.py_func if SIMULATOR else sampling.centre_window
+context_span = sampling.context_span.py_func if SIMULATOR else sampling.context_span
+window_inputs = sampling.window_inputs.py_func if SIMULATOR else sampling.window_inputs
 draw_noise = sampling.draw_noise.py_func if SIMULATOR else sampling.draw_noise
 WORD_SEGMENT = sampling.WORD_SEGMENT
 
@@ -403,11 +404,11 @@ def build_word_part(dw: int, threads: int, window: int, n_neg: int) -> SimpleNam
     One block per sentence (as GPU word2vec does: BlazingText, FULL-W2V), its threads over the
     columns (thread ``t`` owns columns ``t, t + T, ...``). Thread 0 draws what
     ``kernels.cpu.word_sentence`` draws, from the same functions and random stream: the kept words
-    (``sampling.keep_words``), each centre's window (``sampling.centre_window``) and the noise words
-    shared by the window (``sampling.draw_noise``). A window is then ``kernels.cpu.sgns_window``: the
-    scores ``X = Wi[ins] . Wo[outs]^T + bias`` (each thread's partial dot products, summed over the
-    block in shared memory), ``G = sigmoid(X) - labels`` on thread 0, and the steps, each thread for
-    its own columns: it reads the window's rows in its columns first, computes every step from them,
+    (``sampling.keep_words``), each centre's window and its inputs (``sampling.context_span``,
+    ``window_inputs``) and the noise words shared by the window (``sampling.draw_noise``). A window is
+    then ``kernels.cpu.sgns_window``: the scores ``X = Wi[ins] . Wo[outs]^T + bias`` (each thread's partial
+    dot products, summed over the block in shared memory), ``G = sigmoid(X) - labels`` on thread 0, and
+    the steps, each thread for its own columns: it reads the window's rows in its columns first, computes every step from them,
     then adds them. No other thread of the block touches those columns, so within a block every
     step is computed from the rows as they were before it, as on the CPU.
 
@@ -458,7 +459,7 @@ def build_word_part(dw: int, threads: int, window: int, n_neg: int) -> SimpleNam
             if tid == 0:
                 position = done + s - lo
                 seed_state(params.seed, params.stream + position, state)
-                coef_sh[0] = np.float32(-max(params.lr_min, params.lr * (1.0 - position / params.total)))
+                coef_sh[0] = np.float32(-lr_at(params, position))
                 ints[1] = offsets[s]
             cuda.syncthreads()
             while ints[1] < stop:
@@ -472,15 +473,10 @@ def build_word_part(dw: int, threads: int, window: int, n_neg: int) -> SimpleNam
                 coef = coef_sh[0]
                 for i in range(n):
                     if tid == 0:
-                        win = centre_window(window, state)
-                        c_lo = max(i - win, 0)
-                        c_hi = min(i + win + 1, n)
+                        c_lo, c_hi = context_span(i, n, window, state)
                         k = 0
                         if c_hi - c_lo > 1:
-                            for c in range(c_lo, c_hi):
-                                if c != i:
-                                    ins[k] = kept[c]
-                                    k += 1
+                            k = window_inputs(kept, i, c_lo, c_hi, ins)
                             draw_noise(kept[i], n_neg, table, state, outs)
                         ints[2] = k
                     cuda.syncthreads()

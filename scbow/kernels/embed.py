@@ -5,7 +5,7 @@ vectors in a table beside the rows), written once and compiled twice, like the t
 serial (cached on disk; run beside the tokenizer) and parallel (``prange`` over lines; a
 ``parallel=True`` kernel cannot be cached, so it compiles in a few seconds on first use and
 pays off only where averaging, not tokenizing, is the bottleneck: many dimensions).
-``mean_lines`` averages known words only (the corpus samples of training), serially.
+``mean_lines`` averages known words only (the corpus samples of training): the serial kernel, no table.
 """
 
 from __future__ import annotations
@@ -16,45 +16,6 @@ from numba import njit, prange
 # ids of the token stream handed to the kernels
 UNKNOWN = -1  # a token that is not in the vocabulary
 LINE_END = -2  # the end of a line
-
-
-@njit(cache=True, nogil=True)
-def mean_lines(W, ids, starts, stops, fill, out, counts):
-    """Average the rows of the known words of every line.
-
-    Parameters
-    ----------
-    W : array of float32, shape (V, d)
-        Word vectors.
-    ids : array of int32, shape (n_tokens,)
-        Token stream: a vocabulary id (>= 0), else skipped (``UNKNOWN``, ``LINE_END``).
-    starts, stops : arrays of int64, shape (n_lines,)
-        Line ``i`` is ``ids[starts[i]:stops[i]]``.
-    fill : float
-        Every component of the row of a line with no known word (NaN or 0).
-    out : array of float32, shape (n_lines, d)
-        Output: per line, the mean of its known words' rows, summed in float64 (the
-        semantics of ``scbow.vectors.numeric.mean_rows``); repeated words count every time.
-    counts : array of int64, shape (n_lines,)
-        Output: the number of words averaged in each line.
-    """
-    d = W.shape[1]
-    for i in range(starts.shape[0]):
-        acc = np.zeros(d, dtype=np.float64)
-        n = 0
-        for p in range(starts[i], stops[i]):
-            w = ids[p]
-            if w >= 0:
-                n += 1
-                for k in range(d):
-                    acc[k] += W[w, k]
-        counts[i] = n
-        if n == 0:
-            for k in range(d):
-                out[i, k] = fill
-        else:
-            for k in range(d):
-                out[i, k] = acc[k] / n
 
 
 def _average_lines(W, table, table_counts, ids, starts, stops, fill, out, counts):
@@ -116,3 +77,10 @@ def _average_lines(W, table, table_counts, ids, starts, stops, fill, out, counts
 
 average_lines_serial = njit(cache=True, nogil=True)(_average_lines)
 average_lines_parallel = njit(parallel=True, nogil=True)(_average_lines)
+
+
+def mean_lines(W, ids, starts, stops, fill, out, counts):
+    """``average_lines_serial`` without a table: the mean of each line's known words' rows (ids >= 0; the
+    semantics of ``scbow.vectors.numeric.mean_rows``, summed in float64; repeated words count every time) into
+    ``out``, ``fill`` for a line with none, and the words averaged into ``counts``."""
+    average_lines_serial(W, np.zeros((0, W.shape[1])), np.zeros(0, np.int64), ids, starts, stops, fill, out, counts)

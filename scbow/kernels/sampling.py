@@ -162,3 +162,22 @@ def draw_noise(context, n_neg, table, state, row):
     for m in range(n_neg):
         r = table[next_random(state) % size]
         row[1 + m] = -1 if r == context else r
+
+
+@njit(cache=True, nogil=True)
+def context_span(i, n, window, state):
+    """The kept words ``lo..hi-1`` around centre ``i`` of ``n``: its random window
+    (:func:`centre_window`) cut to the segment. Returns ``(lo, hi)``."""
+    win = centre_window(window, state)
+    return max(i - win, 0), min(i + win + 1, n)
+
+
+@njit(cache=True, nogil=True)
+def window_inputs(kept, i, lo, hi, ins):
+    """Copy the contexts ``kept[lo:hi]`` of centre ``i`` (itself left out) into ``ins``; returns how many."""
+    k = 0
+    for c in range(lo, hi):
+        if c != i:
+            ins[k] = kept[c]
+            k += 1
+    return k

@@ -196,6 +196,18 @@ def launch(kernel, grid: int, threads: int, args: tuple, stats_d, simulator: boo
         raise
 
 
+def launches(kernel, threads: int, grid: int, lo: int, hi: int, size: int, args, stats_d, simulator: bool):
+    """``kernel`` over ``lo:hi`` in launches of at most ``size`` (:func:`launch`, each of at most ``grid`` blocks),
+    ``args(a, b, offset)`` giving a launch's arguments for ``a:b``, ``offset = a - lo``: ``(loss sum, count)``."""
+    loss, count = 0.0, 0
+    for a in range(lo, hi, size):
+        b = min(a + size, hi)
+        stats = launch(kernel, min(b - a, grid), threads, args(a, b, a - lo), stats_d, simulator)
+        loss += float(stats[:, 0].sum())
+        count += int(stats[:, 1].sum())
+    return loss, count
+
+
 class CudaBackend:
     """Runs batches with the numba.cuda kernels on a device copy of the matrix. ``memory_limit`` (bytes for
     the corpus, else ``$SCBOW_CUDA_MEMORY``), ``block_threads`` and ``grid`` override the choices (tests)."""
@@ -298,16 +310,9 @@ class CudaBackend:
 
     def _launch(self, lo: int, hi: int, done: int) -> tuple[float, int]:
         """Targets ``lo:hi`` of the resident chunk, in launches of at most ``self.launch`` examples."""
-        loss_sum, count = 0.0, 0
-        for a in range(lo, hi, self.launch):
-            b = min(a + self.launch, hi)
-            grid = min(b - a, self.grid)
-            args = (self.W_d, self.Wi_d, self.arrays_d, self.order_d, self.rate_d, self.params, a, b, done + (a - lo),
-                    self.stats_d)
-            stats = launch(self.kernels.train, grid, self.threads, args, self.stats_d, self.simulator)
-            loss_sum += float(stats[:, 0].sum())
-            count += int(stats[:, 1].sum())
-        return loss_sum, count
+        return launches(self.kernels.train, self.threads, self.grid, lo, hi, self.launch, lambda a, b, offset: (
+            self.W_d, self.Wi_d, self.arrays_d, self.order_d, self.rate_d, self.params, a, b, done + offset,
+            self.stats_d), self.stats_d, self.simulator)
 
     def vectors(self) -> np.ndarray:
         """A host copy of the current matrix (after :meth:`close`, the final one)."""
@@ -351,15 +356,9 @@ class CudaWordPart(WordPart):
     def run(self, done: int) -> tuple[int, float, int]:
         (lo, hi), = self.batch(done)
         tokens_d, offsets_d, keep_d, table_d = self.arrays_d
-        loss, pairs = 0.0, 0
-        for a in range(lo, hi, self.launch):
-            b = min(a + self.launch, hi)
-            grid = min(b - a, self.grid)
-            args = (self.Wi_d, self.Wo_d, tokens_d, offsets_d, a, b, keep_d, table_d, self.params, done + (a - lo),
-                    self.stats_d)
-            stats = launch(self.kernel.train, grid, self.threads_per_block, args, self.stats_d, self.simulator)
-            loss += float(stats[:, 0].sum())
-            pairs += int(stats[:, 1].sum())
+        loss, pairs = launches(self.kernel.train, self.threads_per_block, self.grid, lo, hi, self.launch,
+                               lambda a, b, offset: (self.Wi_d, self.Wo_d, tokens_d, offsets_d, a, b, keep_d, table_d,
+                                                     self.params, done + offset, self.stats_d), self.stats_d, self.simulator)
         self.on_host = False
         return hi - lo, loss, pairs
 
