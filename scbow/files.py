@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import ModelError
+from .progress import listed
 
 
 def resolved(path: Path) -> str:
@@ -167,8 +168,7 @@ def foreign(directory: os.PathLike, own_names) -> str | None:
     other = sorted(set(os.listdir(directory)) - set(own_names))
     if not other:
         return None
-    more = f" and {len(other) - 1:,} more" if len(other) > 1 else ""
-    return f"holds {other[0]!r}{more}, which scbow-numba did not write"
+    return f"holds {listed(map(repr, other), 1)}, which scbow-numba did not write"
 
 
 @contextmanager

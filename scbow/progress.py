@@ -69,6 +69,12 @@ def plural(n: int, word: str, many: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (many or word + 's')}"
 
 
+def listed(names, shown: int = 3, sep: str = ", ") -> str:
+    """The first ``shown`` of ``names`` joined by ``sep``, then `` and N more`` for the rest."""
+    names = [str(n) for n in names]
+    return sep.join(names[:shown]) + (f" and {len(names) - shown:,} more" if len(names) > shown else "")
+
+
 def terminal_width(stream, default: int = 80) -> int:
     try:
         return os.get_terminal_size(stream.fileno()).columns or default

@@ -43,7 +43,7 @@ from typing import Callable, Iterable, Iterator
 from ..errors import CorpusError
 from ..files import atomic_file
 from ..outputs import check_output_file, refuse_overwrite
-from ..progress import megabytes, plural
+from ..progress import listed, megabytes, plural
 from ..reading import json_kind
 from .reader import COMPRESSED_SUFFIXES, DEFAULT_ENCODING, TextFile, check_text, expand, invalid_utf8_warning, open_text
 
@@ -123,9 +123,7 @@ class PrepareStats:
             skipped.append(plural(self.bad_records, "unreadable JSON Lines line"))
         skipped = f", skipped {' and '.join(skipped)}" if skipped else ""
         if self.files_without_text:
-            more = len(self.files_without_text) - 3
-            skipped += (f"; no sentence in {', '.join(self.files_without_text[:3])}"
-                        + (f" and {plural(more, 'other file')}" if more > 0 else ""))
+            skipped += f"; no sentence in {listed(self.files_without_text)}"
         return (f"prepared {plural(self.files, 'file')}, {megabytes(self.input_bytes)} in {self.seconds:.1f} s "
                 f"({megabytes(rate)}/s, {self.segmenter}): {plural(self.documents, 'document')}, "
                 f"{plural(self.sentences, 'sentence')}, {plural(self.words, 'word')}{skipped}; "

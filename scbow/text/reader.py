@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..errors import CorpusError
 from ..outputs import file_identity, kind_of
+from ..progress import listed
 from ..reading import short_message
 
 # each compressed format: its name, its first bytes, the suffix of a name that promises it, its opener
@@ -275,12 +276,6 @@ def text_stream(raw, encoding: str = DEFAULT_ENCODING, name: str | None = None, 
     return fh
 
 
-def read_all_bytes(path: os.PathLike, name: str | None = None) -> bytes:
-    """The whole (decompressed) content of a file; CorpusError as :func:`open_bytes`."""
-    with open_bytes(path, name) as fh:
-        return fh.read()
-
-
 def read_small_text(path: os.PathLike, error, what: str, encoding: str = DEFAULT_ENCODING) -> list[str]:
     """The lines of a small text file (STS pairs, word pairs), read whole as :func:`open_text` reads; a
     directory (``what``: what the file should be), damage or bad bytes raised as ``error`` naming it."""
@@ -306,9 +301,8 @@ def each_once(files: list[Path]) -> list[Path]:
         else:
             first[key] = f
     if repeats:
-        named = "; ".join(f"{f} named twice" if str(f) == str(same) else f"{f} is {same}" for f, same in repeats[:3])
-        more = f" (and {len(repeats) - 3:,} more)" if len(repeats) > 3 else ""
-        print(f"note: each file is read once: {named}{more}", file=sys.stderr, flush=True)
+        named = listed((f"{f} named twice" if str(f) == str(same) else f"{f} is {same}" for f, same in repeats), sep="; ")
+        print(f"note: each file is read once: {named}", file=sys.stderr, flush=True)
     return list(first.values())
 
 

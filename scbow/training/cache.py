@@ -21,7 +21,7 @@ from pathlib import Path
 from ..errors import CorpusError
 from ..files import new_temporary, remove_leftovers, writer_alive
 from ..outputs import register_kind
-from ..progress import megabytes, plural
+from ..progress import listed, megabytes, plural
 from ..reading import read_json
 from ..text.reader import DEFAULT_ENCODING
 from ..text.tokenize import TOKENIZER_VERSION
@@ -165,11 +165,9 @@ def clear_cache(root: os.PathLike | None = None) -> tuple[int, int]:
     foreign: list[Path] = []
     entries = cache_entries(root, foreign)
     if foreign:
-        names = ", ".join(p.name + ("/" if p.is_dir() else "") for p in foreign[:3])
-        more = f" and {len(foreign) - 3:,} more" if len(foreign) > 3 else ""
-        raise CorpusError(f"{root}: holds {len(foreign):,} item{'s' if len(foreign) != 1 else ''} scbow-numba "
-                          f"did not write ({names}{more}); not a corpus cache, so nothing was removed "
-                          "(give the cache's own folder to --cache-dir)")
+        names = listed(p.name + ("/" if p.is_dir() else "") for p in foreign)
+        raise CorpusError(f"{root}: holds {plural(len(foreign), 'item')} scbow-numba did not write ({names}); not a "
+                          "corpus cache, so nothing was removed (give the cache's own folder to --cache-dir)")
     removed = freed = 0
     for e in entries:
         try:

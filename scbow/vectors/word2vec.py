@@ -16,7 +16,7 @@ from ..errors import CorpusError, ModelError
 from ..files import atomic_file
 from ..outputs import check_output_file
 from ..reading import os_error_text
-from ..text.reader import open_bytes, read_all_bytes
+from ..text.reader import open_bytes
 from ..text.vocab import Vocab
 
 BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark, as editors on Windows write it
@@ -36,7 +36,8 @@ def read_word2vec(path: Path) -> tuple[Vocab, np.ndarray, str]:
             first = fh.readline(FIRST_LINE_LIMIT)
         if first.endswith(b"\n") or len(first) < FIRST_LINE_LIMIT:  # the whole line (a longer one: read on)
             _first_line(path, first.removeprefix(BOM).rstrip(b"\n"))
-        data = read_all_bytes(path).removeprefix(BOM)
+        with open_bytes(path) as fh:
+            data = fh.read().removeprefix(BOM)
     except CorpusError as exc:  # names the file: missing, unreadable, damaged compressed data
         raise ModelError(f"cannot read vectors: {exc}") from None
     header, _, body = data.partition(b"\n")
