@@ -6,19 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
-import signal
 import stat
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import numpy as np
 import pytest
-from conftest import TRAIN, assert_clean_error, make_runner, train_args
+from conftest import TRAIN, assert_clean_error, train_args
 
 from scbow import files, outputs
 from scbow.cli import main
@@ -273,42 +269,6 @@ def test_train_prepare_and_export_write_through_a_link(tmp_path, runner, small_c
     for out in exports:
         assert_clean_error(export(far / out), "-o", "is a symbolic link to", "whose folder does not exist", exit_code=1)
     assert not (tmp_path / "nowhere").exists()
-
-
-# -- the leak: a save killed at any point leaves nothing the next run keeps ---------------
-
-SAVER = """
-import sys
-import numpy as np
-from scbow.text.vocab import Vocab
-from scbow.vectors.model import Model
-from scbow.vectors.modeldir import save_model
-words = [f"w{i}" for i in range(20000)]
-model = Model(Vocab(words, np.arange(len(words), 0, -1)), np.ones((len(words), 64), np.float32), {"dim": 64}, {})
-print("ready", flush=True)
-while True:
-    save_model(model, sys.argv[1])
-"""
-
-
-def test_saves_killed_at_random_points_leave_nothing_after_the_next_run(tmp_path, small_corpus_file):
-    out = tmp_path / "m"
-    rng = random.Random(7)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    left = 0
-    for _ in range(6):
-        proc = subprocess.Popen([sys.executable, "-c", SAVER, str(out)], stdout=subprocess.PIPE, env=env)
-        assert proc.stdout.readline().strip() == b"ready"
-        time.sleep(rng.uniform(0.0, 0.3))  # a save takes some milliseconds: somewhere in one
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        left += bool(temporaries(tmp_path, "m"))  # a temporary, or the old model set aside
-    assert left  # (each kill lands where a save has one about 4 times in 5)
-    result = make_runner().invoke(main, train_args(small_corpus_file, out))
-    assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["m", "small.txt"]
-    assert json.loads((out / "config.json").read_text())["model_id"]
-    assert np.load(out / "vectors.npy").shape[1] == 16
 
 
 # -- every command's outputs go through these rules (one CLI test each) ------------------

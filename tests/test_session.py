@@ -278,8 +278,11 @@ while True:
 
 
 def test_sigkill_at_random_moments_of_repeated_saves(tmp_path):
+    """Each kill leaves one whole model, old or new, and what a kill in a save leaves beside it (a temporary,
+    or the old model set aside) is removed by the next save."""
     rng = np.random.default_rng(0)
     path = tmp_path / "m"
+    left = 0
     for attempt in range(6):
         proc = subprocess.Popen([sys.executable, "-c", SAVE_LOOP, str(path)], stdout=subprocess.PIPE, text=True)
         assert proc.stdout.readline().strip() == "READY"
@@ -290,6 +293,10 @@ def test_sigkill_at_random_moments_of_repeated_saves(tmp_path):
         v = model.config["v"]
         assert v in (1, 2) and np.all(model.vectors == v) and len(model) == 20000
         assert sorted(os.listdir(path)) == ["config.json", "vectors.npy", "vocab.txt"]
+        left += len(os.listdir(tmp_path)) > 1
+    assert left  # (each kill lands where a save has one about 4 times in 5)
+    save_model(model, path)
+    assert os.listdir(tmp_path) == ["m"]
 
 
 # ---------------------------------------------------------------- NaN or inf
