@@ -241,6 +241,12 @@ def seed_of(*key) -> int:
     return zlib.crc32(repr(key).encode())
 
 
+def same_bits(a, b) -> bool:
+    """The same shape and float32 values, bit for bit."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
 def assert_grad_close(grad, ref, rtol=1e-4):
     """float32 agreement: every entry within rtol of the largest reference entry."""
     scale = np.abs(ref).max()

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, TRAIN, assert_clean_error, missing_data, train_args
+from conftest import DATA_DIR, TRAIN, assert_clean_error, missing_data, same_bits, train_args
 
 import scbow
 from scbow.cli import main
@@ -37,24 +37,15 @@ from scbow.vectors.model import Model
 
 
 class SignalAfter(Hook):
-    def __init__(self, batches, signum=signal.SIGINT):
-        self.batches, self.signum, self.seen = batches, signum, 0
+    """Sends SIGINT after batch number ``when``, or after the first batch whose state satisfies ``when(state)``."""
+
+    def __init__(self, when):
+        self.when, self.seen = when, 0
 
     def after_batch(self, state, matrices):
         self.seen += 1
-        if self.seen == self.batches:
-            os.kill(os.getpid(), self.signum)
-
-
-class SignalWhen(Hook):
-    """Sends SIGINT after the first batch whose state satisfies ``when(state)``."""
-
-    def __init__(self, when):
-        self.when, self.sent = when, False
-
-    def after_batch(self, state, matrices):
-        if not self.sent and self.when(state):
-            self.sent = True
+        if self.seen == self.when if isinstance(self.when, int) else self.when is not None and self.when(state):
+            self.when = None  # once
             os.kill(os.getpid(), signal.SIGINT)
 
 
@@ -67,10 +58,6 @@ def state_of(out) -> dict:
     """The checkpoint's state, its sentence phase's counters beside its position."""
     state = json.loads((checkpoint_dir(out) / "state.json").read_text())["state"]
     return {**state, **state["phases"]["sentence"]}
-
-
-def same_bits(a, b) -> bool:
-    return np.array_equal(np.asarray(a).view(np.uint32), np.asarray(b).view(np.uint32))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -185,7 +172,7 @@ def test_a_resumed_run_checkpoints_and_ends_as_an_uninterrupted_one(tmp_path, co
     written, out = checkpoints_written, tmp_path / "b"
     with pytest.raises(Interrupted):
         train_session([corpus_file], cfg(), out, quiet=True, checkpoint_every=1000,
-                      hooks=[SignalWhen(STOPS[stop](reference))])
+                      hooks=[SignalAfter(STOPS[stop](reference))])
     at = written[-1]  # the interrupt's checkpoint; the periodic ones before it are the reference's
     assert written[:-1] == [d for d in reference.written if d < at]
     if stop.startswith("end of epoch"):
