@@ -369,11 +369,6 @@ def run(*args, env=None):
     return make_runner().invoke(main, ["evaluate", *map(str, args)], env=env)
 
 
-def one_line_error(result, *fragments):
-    """Exit 1, and the whole output is the one 'Error: ...' line."""
-    assert result.output.strip() == assert_clean_error(result, *fragments, exit_code=1)
-
-
 def test_table_of_the_default_sts_folder(files):
     result = run("-m", files["model"], env={"SCBOW_STS_DIR": str(files["sts"])})
     assert result.exit_code == 0, result.output
@@ -464,6 +459,7 @@ def test_errors(files):
         evaluate_models([files["tmp"] / "empty"], model=files["model"])
     with pytest.raises(ModelError, match="no such baseline"):
         evaluate_models([files["sts"]], model=files["model"], baseline=files["tmp"] / "nope.bin")
-    one_line_error(run("-m", files["model"], env={"SCBOW_STS_DIR": str(files["tmp"] / "nowhere")}), "SCBOW_STS_DIR")
+    result = run("-m", files["model"], env={"SCBOW_STS_DIR": str(files["tmp"] / "nowhere")})
+    assert result.output.strip() == assert_clean_error(result, "SCBOW_STS_DIR", exit_code=1)  # the whole output
     with pytest.raises(ModelError, match="not a vectors file"):
         evaluate_models([files["sts"]], model=files["model"], baseline=files["tmp"] / "gold.tsv")
