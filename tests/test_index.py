@@ -147,12 +147,8 @@ def test_line_lookup_round_trip_and_ef(setup, built, built_xz):
     assert a.ef == info["params"]["ef_search"]
     a.ef = 200
     assert a.ef == 200
-    with pytest.raises(ValueError):
-        a.ef = 0
     assert json.loads((out / "index.json").read_text())["dim"] == 16
     assert info["library"] == "faiss-cpu" and info["model"] == str(setup["model_dir"].resolve())
-    one_id, one_score = a.search(q[0], 3)  # a single vector
-    assert one_id.shape == (1, 3) and one_score.shape == (1, 3)
     with pytest.raises(ModelError, match="no such index"):
         open_index(setup["base"] / "nope")
     with pytest.raises(ModelError, match="is a model directory, not a sentence index"):
@@ -181,7 +177,8 @@ def test_small_index_pads_with_minus_one(setup, tmp_path, faiss):
     emb = tmp_path / "e.npy"
     np.save(emb, np.array([[1, 0, 0], [np.nan] * 3, [0, 1, 0]], dtype=np.float32))
     build_index(emb, text, tmp_path / "idx")
-    ids, scores = open_index(tmp_path / "idx").search(np.array([1, 0.1, 0], dtype=np.float32), 5)
+    ids, scores = open_index(tmp_path / "idx").search(np.array([1, 0.1, 0], dtype=np.float32), 5)  # a single vector
+    assert ids.shape == scores.shape == (1, 5)
     assert ids[0, :2].tolist() == [0, 2] and ids[0, 2:].tolist() == [-1, -1, -1]
     assert np.isneginf(scores[0, 2:]).all()
     zero_ids, _ = open_index(tmp_path / "idx").search(np.zeros(3, np.float32), 2)
@@ -686,7 +683,6 @@ def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
     assert_clean_error(_query(setup, built[0], model=w2v), "a word2vec/GloVe file?", "cannot be proven",
                        f"-m {setup['model_dir'].resolve()}")
     assert_clean_error(_query(setup, built[0], model=other), "another model", f"-m {setup['model_dir'].resolve()}")
-    assert_clean_error(_query(setup, built[0], model=tmp_path / "gone"), "no such model")
     with pytest.raises(ModelError, match="is a sentence index, not a model"):
         search_command(built[0], "the king", built[0])
     # no -m: the default model is the one asked; none there, or another one, is refused
@@ -789,11 +785,9 @@ def test_a_build_removes_the_leftovers_of_dead_builds_beside_it(setup, tmp_path,
     dead = tmp_path / f".idx.tmp-{dead_pid()}-0123abcd"  # a killed build: the files it had written
     dead.mkdir()
     (dead / "offsets.npy").write_bytes(b"x" * 100)
-    other = tmp_path / f".idxx.tmp-{dead_pid()}-0123abcd"  # another output's (a live writer's: test_files)
-    other.mkdir()
-    notes = []
+    notes = []  # (another output's, or a live writer's: test_files)
     build_index(setup["emb"], setup["text"], tmp_path / "idx", M=8, ef_construction=20, note=notes.append)
-    assert not dead.exists() and other.is_dir()
+    assert not dead.exists()
     assert any("removed 1 unfinished build" in n for n in notes)
     assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == ["ids.npy", "index.json", "offsets.npy",
                                                                    "vectors.faiss"]
