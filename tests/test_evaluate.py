@@ -293,6 +293,10 @@ def test_weighted_overlap_control_weighs_each_token_by_sif_and_evaluate_names_it
     assert list(plain["comparisons"]) == ["plain overlap"]
     assert plain["sets"][0]["comparisons"]["plain overlap"]["pearson"] == pytest.approx(
         score_set(OverlapControl(300).embed, s).pearson)
+    for shown, name in ((report, "weighted overlap"), (plain, "plain overlap")):  # named beside the model
+        table = format_table(shown)
+        top = next(line for line in table.splitlines() if line.split()[:1] == ["model"])  # the systems' row
+        assert f"{name}: untrained control" in table and name in top
 
 
 # --- report -----------------------------------------------------------------------------
@@ -435,18 +439,6 @@ def test_baseline_word2vec_and_the_overlap_control_alone(files, monkeypatch):
     monkeypatch.setenv("SCBOW_MODEL", files["baseline"])
     out = evaluate_models([files["sts"]], control="plain-overlap", resamples=100)
     assert out["sources"] == {"model": files["baseline"], "plain overlap": ANY}
-
-
-@pytest.mark.parametrize("control, name", [("overlap", "weighted overlap"), ("plain-overlap", "plain overlap")])
-def test_control_beside_model(files, control, name):
-    out = evaluate_models([files["sts"]], model=files["model"], control=control, resamples=100)
-    assert out["system"] == "model" and list(out["comparisons"]) == [name]
-    c = out["sets"][0]["comparisons"][name]
-    assert (c["scored"], c["common"]) == (6, 5)
-    assert ("SIF" in out["sources"][name]) == (control == "overlap")
-    table = format_table(out)
-    top = next(line for line in table.splitlines() if line.split()[:1] == ["model"])  # the systems' row
-    assert f"{name}: untrained control" in table and name in top
 
 
 def test_errors(files):
