@@ -346,10 +346,6 @@ def test_outputs_with_no_name_of_their_own(tmp_path, runner, healthy, monkeypatc
     result = runner.invoke(main, train_args(corpus, ".", "--no-cache"))
     assert result.exit_code == 0, result.output
     assert (empty / "vectors.npy").is_file() and not list(tmp_path.glob("*.checkpoint"))
-    (tmp_path / "num.txt").write_text("12345\n")
-    os.link(tmp_path / "num.txt", tmp_path / "g.lock")  # a pid-like file with a second name: a user's
-    assert_clean_error(runner.invoke(main, train_args(corpus, tmp_path / "g")), "not a lock file")
-    assert (tmp_path / "num.txt").read_text() == "12345\n"
 
 
 def test_outputs_that_are_inputs_are_refused(tmp_path, runner, healthy):

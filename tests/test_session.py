@@ -356,7 +356,6 @@ def test_second_trainer_into_the_same_output_refuses(tmp_path, corpus_file):
 
 
 def test_lock_in_one_process(tmp_path):
-    # a lock file left by a dead process is taken over: test_the_lock_never_follows_a_link... and test_sigkill_...;
     # the CLI's line: test_second_trainer_into_the_same_output_refuses
     out = tmp_path / "model"
     (tmp_path / "links").mkdir()
@@ -369,24 +368,21 @@ def test_lock_in_one_process(tmp_path):
             with pytest.raises(ModelError, match=f"pid {os.getpid()}"):
                 OutputLock(name).acquire()
     assert not lock_path(out).exists() and sorted(os.listdir(tmp_path / "links")) == ["out"]
-
-
-def test_the_lock_never_follows_a_link_nor_takes_a_users_file(tmp_path, runner, healthy):
-    _, corpus = healthy
-    args = ["train", str(corpus), "--dim", "8", "--min-count", "1", "--threads", "1", "-q", "--no-cache"]
-    (tmp_path / "userfile").write_text("user data\n")
+    # never a link, a folder, a user's file, nor a pid-like file with a second name: refused, touched not
+    (tmp_path / "userfile").write_text("12345\n")
     (tmp_path / "m1.lock").symlink_to(tmp_path / "userfile")
     (tmp_path / "m2.lock").write_text("my notes\n")
     (tmp_path / "m3.lock").mkdir()
-    for out in ("m1", "m2", "m3"):
-        assert_clean_error(runner.invoke(main, [*args, "-o", str(tmp_path / out)]), f"{out}.lock", "not a lock file")
-        assert not (tmp_path / out).exists()
-    assert (tmp_path / "userfile").read_text() == "user data\n" and (tmp_path / "m1.lock").is_symlink()
+    os.link(tmp_path / "userfile", tmp_path / "m4.lock")
+    for name in ("m1", "m2", "m3", "m4"):
+        with pytest.raises(ModelError, match=f"{name}.lock: is there and is not a lock file"):
+            OutputLock(tmp_path / name).acquire()
+    assert (tmp_path / "userfile").read_text() == "12345\n" and (tmp_path / "m1.lock").is_symlink()
     assert (tmp_path / "m2.lock").read_text() == "my notes\n" and (tmp_path / "m3.lock").is_dir()
-    (tmp_path / "m4.lock").write_text("12345\n")  # a lock file left by a killed run: ours, reused and removed
-    result = runner.invoke(main, [*args, "-o", str(tmp_path / "m4")])
-    assert result.exit_code == 0, result.output
-    assert not (tmp_path / "m4.lock").exists()
+    (tmp_path / "m5.lock").write_text("12345\n")  # a lock file left by a killed run: ours, reused and removed
+    with OutputLock(tmp_path / "m5"):
+        pass
+    assert not (tmp_path / "m5.lock").exists()
 
 
 @pytest.mark.parametrize("where", ["model", "checkpoint", "cache"])
