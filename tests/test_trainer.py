@@ -435,13 +435,12 @@ def test_a_run_that_ends_with_every_vector_zero_is_refused(small_corpus_file):
 # ---------------------------------------------------------------- the command line
 
 
-@pytest.mark.parametrize("mode", ["document", "uniform"])
-def test_negatives_at_least_the_sentences_are_refused(tmp_path, runner, mode):
+def test_negatives_at_least_the_sentences_are_refused(tmp_path, runner):
+    """Whatever the --negative-mode (a sampler given more negatives than candidates: test_minimal_trainable_corpus)."""
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"sentence number {i} here.\n" for i in range(10)))
-    for negatives, ok in ((9, False), (10, False), (100_000, False), (8, True)):
-        result = runner.invoke(main, train_args(corpus, tmp_path / "m", "--negatives", str(negatives),
-                                                "--negative-mode", mode))
+    for negatives, ok in ((9, False), (100_000, False), (8, True)):
+        result = runner.invoke(main, train_args(corpus, tmp_path / "m", "--negatives", str(negatives)))
         if ok:
             assert result.exit_code == 0, result.output
         else:
@@ -477,13 +476,12 @@ def test_a_failed_run_leaves_no_directory_behind(tmp_path, corpus_file, runner, 
 
 
 def test_bad_bytes_and_an_enormous_line_are_read_and_trained_on(tmp_path, runner, make_text):
-    """Invalid UTF-8 is refused, or with --encoding utf-8:replace read as U+FFFD with a warning, and said in
-    the model's corpus info; a 1.6 MB line is one sentence of 400,000 tokens: it is read, averaged and trained on."""
+    """With --encoding utf-8:replace invalid UTF-8 is read as U+FFFD with a warning (refused without: test_corpus),
+    said in the model's corpus info; a 1.6 MB line is one sentence of 400,000 tokens: read, averaged, trained on."""
     text = make_text(n_docs=2, sents_per_doc=60, seed=2).encode()
     huge = (" ".join(["the cat sat on the mat"] * 66_667) + ".\n").encode()
     path, out = tmp_path / "c.txt", tmp_path / "model"
     path.write_bytes(text + b"\nThe cat \xff\xfe sat.\nA dog \xc3\x28 ran.\n" + huge + text)
-    assert_clean_error(runner.invoke(main, train_args(path, out)), "c.txt: not valid utf-8 text")
     result = runner.invoke(main, train_args(path, out, "--encoding", "utf-8:replace"))
     assert result.exit_code == 0, result.output
     warning = [line for line in result.stderr.splitlines() if line.startswith("warning:") and "U+FFFD" in line]
