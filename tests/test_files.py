@@ -353,12 +353,10 @@ def test_outputs_that_are_inputs_are_refused(tmp_path, runner, healthy):
     text = tmp_path / "in.txt"
     text.write_text("the cat sat\nthe dog ran\n")
     os.link(text, tmp_path / "hard.txt")
-    (tmp_path / "sym.txt").symlink_to(text)
     (tmp_path / "model-link").symlink_to(model)
     cases = [
         (["embed", "-m", model, text, "-o", text], "INPUT"),
-        (["embed", "-m", model, text, "-o", tmp_path / "hard.txt"], "INPUT"),
-        (["embed", "-m", model, text, "-o", tmp_path / "sym.txt"], "INPUT"),
+        (["embed", "-m", model, text, "-o", tmp_path / "hard.txt"], "INPUT"),  # by inode: a link to it too
         (["embed", "-m", model, text, "-o", tmp_path / "o.npy", "--missing", text], "INPUT"),
         (["embed", "-m", model, text, "-o", model / "vectors.npy"], "vectors.npy of the model"),
         (["embed", "-m", model, text, "-o", tmp_path / "o.npy", "--missing", model / "vocab.txt"], "vocab.txt"),
