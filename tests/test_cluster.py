@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import assert_clean_error, same_bits
+from test_files import dead_pid
 
 pytest.importorskip("dask.distributed")
 
@@ -493,26 +493,16 @@ def test_an_output_in_a_model_directory_is_refused_every_time(inputs, model_dir,
 
 
 def killed_while_writing(directory: Path, *names: str) -> list[Path]:
-    """Open files.atomic_file for each of ``names`` in ``directory``, then die by SIGKILL: the
-    temporaries a killed run really leaves. Returns them."""
-    code = ("import contextlib, os, signal, sys\nfrom pathlib import Path\nfrom scbow.files import atomic_file\n"
-            "with contextlib.ExitStack() as stack:\n"
-            "    for name in sys.argv[2:]:\n"
-            "        stack.enter_context(atomic_file(Path(sys.argv[1]) / name)).write_bytes(b'part of a shard')\n"
-            "    os.kill(os.getpid(), signal.SIGKILL)\n")
-    before = set(directory.iterdir())
-    done = subprocess.run([sys.executable, "-c", code, str(directory), *names],
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
-    assert done.returncode == -signal.SIGKILL
-    left = sorted(set(directory.iterdir()) - before)
-    assert len(left) == len(names)
+    """The temporaries a run killed while writing ``names`` into ``directory`` leaves (those of a real kill, made
+    by the same files.new_temporary: test_session test_sigkill_at_random_moments_of_repeated_saves)."""
+    left = [directory / f".{name}.tmp-{dead_pid()}-0123abcd" for name in names]
+    for path in left:
+        path.write_bytes(b"part of a shard")
     return left
 
 
 def test_a_killed_runs_temporaries_are_removed_and_nothing_else(client, inputs, model_dir, tmp_path):
     """Only the temporaries of the directory's own files (each other look-alike, a live writer's: test_files)."""
-    from test_files import dead_pid
-
     out = tmp_path / "shards"
     first = embed_on_cluster(model_dir, inputs[:2], out, client=client, block_bytes=8192)
     (out / "shard-000001.json").unlink()  # the run was killed while writing shard 1, and while a worker was
