@@ -370,19 +370,3 @@ def good_model(tmp_path_factory):
     model = Model(Vocab(words, np.arange(len(words), 0, -1)), rng.standard_normal((len(words), 8)).astype(np.float32),
                   {"dim": 8}, {})
     return save_model(model, tmp_path_factory.mktemp("good") / "model")
-
-
-@pytest.fixture
-def checkpoints_written(monkeypatch):
-    """The example counts (``state.done``) of the checkpoints a run writes, in order."""
-    from scbow.training.checkpoint import CheckpointWriter
-
-    written = []
-    original = CheckpointWriter.write
-
-    def spy(self, state, *args, **kwargs):
-        written.append(state.done)
-        return original(self, state, *args, **kwargs)
-
-    monkeypatch.setattr(CheckpointWriter, "write", spy)
-    return written

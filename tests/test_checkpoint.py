@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from conftest import DATA_DIR, TRAIN, assert_clean_error, missing_data, same_bits, train_args
+from test_curve import write_sts
 
 import scbow
 from scbow.cli import main
@@ -69,27 +70,36 @@ def batches_of_256(tmp_path_factory):
         yield mp
 
 
-@pytest.fixture(scope="module")
-def reference(corpus_file, tmp_path_factory, batches_of_256):
-    """``cfg()`` run to its end once, with a checkpoint every 1,000 examples and a learning curve: the result,
-    its saved model, the example counts after every batch and those of its checkpoints, the curve's dev set."""
-    base, boundaries, written = tmp_path_factory.mktemp("reference"), [], []
-    words, rng = "the a man dog cat walked sat ran house road".split(), np.random.default_rng(0)
-    dev = base / "dev.tsv"
-    dev.write_text("".join(f"{rng.uniform(0, 5):.2f}\t{' '.join(rng.choice(words, 5))}.\t"
-                           f"{' '.join(rng.choice(words, 5))}.\n" for _ in range(40)))
-    write = CheckpointWriter.write
+def spy_checkpoints(mp) -> list:
+    """The example counts (``state.done``) of the checkpoints written from now on, in order (patched with ``mp``)."""
+    written, write = [], CheckpointWriter.write
 
     def spy(self, state, *args, **kwargs):
         written.append(state.done)
         return write(self, state, *args, **kwargs)
+
+    mp.setattr(CheckpointWriter, "write", spy)
+    return written
+
+
+@pytest.fixture
+def checkpoints_written(monkeypatch):
+    return spy_checkpoints(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def reference(corpus_file, tmp_path_factory, batches_of_256):
+    """``cfg()`` run to its end once, with a checkpoint every 1,000 examples and a learning curve: the result,
+    its saved model, the example counts after every batch and those of its checkpoints, the curve's dev set."""
+    base, boundaries = tmp_path_factory.mktemp("reference"), []
+    dev = write_sts(base / "dev.tsv", 40, seed=0)
 
     class Record(Hook):
         def after_batch(self, state, matrices):
             boundaries.append(state.done)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(CheckpointWriter, "write", spy)
+        written = spy_checkpoints(mp)
         result = train_session([corpus_file], cfg(), base / "a", quiet=True, checkpoint_every=1000,
                                hooks=[Record()], eval_every=512, eval_dev=dev)
     assert not checkpoint_dir(base / "a").exists()

@@ -148,11 +148,9 @@ def test_a_directory_is_swapped_in_one_step_so_a_kill_never_leaves_neither(tmp_p
 
 def test_each_kind_of_output_is_told_by_its_own_module(tmp_path, good_model):
     assert kind_of(good_model) == "a model directory"
-    ckpt = tmp_path / "ckpt"
-    ckpt.mkdir()
-    for name in ("vectors.npy", "vocab.txt", "config.json", "state.json"):
-        (ckpt / name).write_text("x")
-    assert kind_of(ckpt) == "a training checkpoint"
+    from test_checkpoint import fake_checkpoint
+
+    assert kind_of(ckpt := fake_checkpoint(tmp_path / "ckpt")) == "a training checkpoint"
     bare = tmp_path / "bare-ckpt"  # a checkpoint's matrix and state alone
     bare.mkdir()
     for name in ("vectors.npy", "state.json"):
