@@ -449,11 +449,9 @@ def test_negatives_at_least_the_sentences_are_refused(tmp_path, runner):
 
 
 @pytest.mark.parametrize("content", [
-    b"The cat sat on the mat.\n",
     b"One cat.\nTwo cats.\nThree cats.\n",  # too few sentences
     b"One cat.\n\nTwo cats.\n\nThree cats.\n\nFour cats.\n\nFive cats.\n",  # no sentence has a neighbour
-    b"the cat sat on the mat and " * 200_000,  # one huge line
-], ids=["one-sentence", "three-sentences", "short-docs", "one-huge-line"])
+], ids=["three-sentences", "short-docs"])
 def test_corpus_without_training_examples_fails_cleanly(tmp_path, runner, content):
     path = tmp_path / "c.txt"
     path.write_bytes(content)
