@@ -265,13 +265,11 @@ BAD_INPUT = {  # kind: (the embeddings and the text, of setup, built and tmp_pat
     "an-empty-directory": (lambda s, b, t: ((t / "empty").mkdir() or t / "empty", None), ModelError, "manifest.json"),
     "no-row-embedded": (lambda s, b, t: (_saved(t / "allnan.npy", np.full((3, 4), np.nan, np.float32)),
                                          _written(t / "three.txt", b"a\nb\nc\n")), CorpusError, "nothing to index"),
-    "text-missing": (lambda s, b, t: (s["emb"], t / "nope.txt"), CorpusError, "no such file"),
-    "text-a-directory": (lambda s, b, t: (s["emb"], t), CorpusError, "is a directory"),
     "text-short": (lambda s, b, t: (s["emb"], _written(t / "short.txt", b"a\nb\n")), CorpusError,
                    "2 lines but the embeddings have 3,000 rows"),
     "embeddings-a-fifo": (lambda s, b, t: (_fifo(t / "p.npy"), s["text"]), ModelError, "p.npy: not a regular file"),
+    # the text is read through the one reader: a FIFO here, each other kind it refuses: test_reader
     "text-a-fifo": (lambda s, b, t: (s["emb"], _fifo(t / "p.txt")), CorpusError, "p.txt: not a regular file"),
-    # read through the one reader (each kind of damage: test_reader)
     "text-damaged": (lambda s, b, t: (s["emb"], damaged(t, "gzip-truncated")[0]), CorpusError, "damaged or truncated gzip"),
 }
 
