@@ -241,6 +241,12 @@ def seed_of(*key) -> int:
     return zlib.crc32(repr(key).encode())
 
 
+def same_bits(a, b) -> bool:
+    """The same shape and float32 values, bit for bit."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
 def assert_grad_close(grad, ref, rtol=1e-4):
     """float32 agreement: every entry within rtol of the largest reference entry."""
     scale = np.abs(ref).max()
@@ -364,19 +370,3 @@ def good_model(tmp_path_factory):
     model = Model(Vocab(words, np.arange(len(words), 0, -1)), rng.standard_normal((len(words), 8)).astype(np.float32),
                   {"dim": 8}, {})
     return save_model(model, tmp_path_factory.mktemp("good") / "model")
-
-
-@pytest.fixture
-def checkpoints_written(monkeypatch):
-    """The example counts (``state.done``) of the checkpoints a run writes, in order."""
-    from scbow.training.checkpoint import CheckpointWriter
-
-    written = []
-    original = CheckpointWriter.write
-
-    def spy(self, state, *args, **kwargs):
-        written.append(state.done)
-        return original(self, state, *args, **kwargs)
-
-    monkeypatch.setattr(CheckpointWriter, "write", spy)
-    return written

@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DATA_DIR, TRAIN, assert_clean_error, missing_data, train_args
+from conftest import DATA_DIR, TRAIN, assert_clean_error, missing_data, same_bits, train_args
+from test_curve import write_sts
 
 import scbow
 from scbow.cli import main
@@ -37,24 +38,15 @@ from scbow.vectors.model import Model
 
 
 class SignalAfter(Hook):
-    def __init__(self, batches, signum=signal.SIGINT):
-        self.batches, self.signum, self.seen = batches, signum, 0
+    """Sends SIGINT after batch number ``when``, or after the first batch whose state satisfies ``when(state)``."""
+
+    def __init__(self, when):
+        self.when, self.seen = when, 0
 
     def after_batch(self, state, matrices):
         self.seen += 1
-        if self.seen == self.batches:
-            os.kill(os.getpid(), self.signum)
-
-
-class SignalWhen(Hook):
-    """Sends SIGINT after the first batch whose state satisfies ``when(state)``."""
-
-    def __init__(self, when):
-        self.when, self.sent = when, False
-
-    def after_batch(self, state, matrices):
-        if not self.sent and self.when(state):
-            self.sent = True
+        if self.seen == self.when if isinstance(self.when, int) else self.when is not None and self.when(state):
+            self.when = None  # once
             os.kill(os.getpid(), signal.SIGINT)
 
 
@@ -69,10 +61,6 @@ def state_of(out) -> dict:
     return {**state, **state["phases"]["sentence"]}
 
 
-def same_bits(a, b) -> bool:
-    return np.array_equal(np.asarray(a).view(np.uint32), np.asarray(b).view(np.uint32))
-
-
 @pytest.fixture(scope="module", autouse=True)
 def batches_of_256(tmp_path_factory):
     """Batches of 256 examples (conftest's small_batches) for the whole module, its fixtures' runs included."""
@@ -82,27 +70,36 @@ def batches_of_256(tmp_path_factory):
         yield mp
 
 
-@pytest.fixture(scope="module")
-def reference(corpus_file, tmp_path_factory, batches_of_256):
-    """``cfg()`` run to its end once, with a checkpoint every 1,000 examples and a learning curve: the result,
-    its saved model, the example counts after every batch and those of its checkpoints, the curve's dev set."""
-    base, boundaries, written = tmp_path_factory.mktemp("reference"), [], []
-    words, rng = "the a man dog cat walked sat ran house road".split(), np.random.default_rng(0)
-    dev = base / "dev.tsv"
-    dev.write_text("".join(f"{rng.uniform(0, 5):.2f}\t{' '.join(rng.choice(words, 5))}.\t"
-                           f"{' '.join(rng.choice(words, 5))}.\n" for _ in range(40)))
-    write = CheckpointWriter.write
+def spy_checkpoints(mp) -> list:
+    """The example counts (``state.done``) of the checkpoints written from now on, in order (patched with ``mp``)."""
+    written, write = [], CheckpointWriter.write
 
     def spy(self, state, *args, **kwargs):
         written.append(state.done)
         return write(self, state, *args, **kwargs)
+
+    mp.setattr(CheckpointWriter, "write", spy)
+    return written
+
+
+@pytest.fixture
+def checkpoints_written(monkeypatch):
+    return spy_checkpoints(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def reference(corpus_file, tmp_path_factory, batches_of_256):
+    """``cfg()`` run to its end once, with a checkpoint every 1,000 examples and a learning curve: the result,
+    its saved model, the example counts after every batch and those of its checkpoints, the curve's dev set."""
+    base, boundaries = tmp_path_factory.mktemp("reference"), []
+    dev = write_sts(base / "dev.tsv", 40, seed=0)
 
     class Record(Hook):
         def after_batch(self, state, matrices):
             boundaries.append(state.done)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(CheckpointWriter, "write", spy)
+        written = spy_checkpoints(mp)
         result = train_session([corpus_file], cfg(), base / "a", quiet=True, checkpoint_every=1000,
                                hooks=[Record()], eval_every=512, eval_dev=dev)
     assert not checkpoint_dir(base / "a").exists()
@@ -185,7 +182,7 @@ def test_a_resumed_run_checkpoints_and_ends_as_an_uninterrupted_one(tmp_path, co
     written, out = checkpoints_written, tmp_path / "b"
     with pytest.raises(Interrupted):
         train_session([corpus_file], cfg(), out, quiet=True, checkpoint_every=1000,
-                      hooks=[SignalWhen(STOPS[stop](reference))])
+                      hooks=[SignalAfter(STOPS[stop](reference))])
     at = written[-1]  # the interrupt's checkpoint; the periodic ones before it are the reference's
     assert written[:-1] == [d for d in reference.written if d < at]
     if stop.startswith("end of epoch"):
@@ -302,9 +299,9 @@ def test_resume_without_a_checkpoint(tmp_path, runner, corpus_file):
     assert not (tmp_path / "m").exists()
 
 
-DAMAGE = {  # how -> what the error names
-    "state-not-json": "damaged checkpoint (not valid JSON: Expecting value", "state-missing": "(no state.json)",
-    "state-newer": "newer than this scbow-numba's", "state-older": "older than this scbow-numba's",
+DAMAGE = {  # how -> what the error names (a state.json that is no JSON: test_reading)
+    "state-missing": "(no state.json)", "state-newer": "newer than this scbow-numba's",
+    "state-older": "older than this scbow-numba's",
     "state-inconsistent": "inconsistent training state",
     **dict.fromkeys(("state-negative-seconds", "state-negative-loss", "state-done-past-total"),
                     "inconsistent training state"),
@@ -318,9 +315,7 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, pl
     ck = checkpoint_dir(out)
     state = ck / "state.json"
     meta = json.loads(state.read_text())
-    if how == "state-not-json":
-        state.write_text(state.read_text()[:40])
-    elif how == "state-missing":
+    if how == "state-missing":
         state.unlink()
     elif how in ("state-newer", "state-older"):  # a checkpoint of format 1 (before phases) is refused too
         meta["checkpoint_version"] += 1 if how == "state-newer" else -1
@@ -337,7 +332,7 @@ def test_damaged_checkpoint_is_refused_cleanly(tmp_path, runner, corpus_file, pl
         W = np.load(ck / "vectors.npy")
         W[3, 2] = np.nan
         np.save(ck / "vectors.npy", W)
-    if how.startswith("state-") and how not in ("state-not-json", "state-missing"):
+    if how.startswith("state-") and how != "state-missing":
         state.write_text(json.dumps(meta))
     result = runner.invoke(main, train_args(corpus_file, out, "--dim", "8", "--seed", "1", "--resume"))
     line = assert_clean_error(result)

@@ -140,21 +140,6 @@ def test_common_components_match_the_trainer(small_corpus_file, tmp_path):
     assert not np.allclose(mean, mean2)
 
 
-def test_hook_through_the_python_api(small_corpus_file, tmp_path, monkeypatch):
-    monkeypatch.setattr(trainer_mod, "BATCH", BATCH)
-    config = TrainConfig(dim=8, epochs=1, min_count=1, threads=1, common_components=0, word_passes=0)
-    dev = read_sts(write_sts(tmp_path / "dev.tsv", 20, seed=4))
-    hook = CurveHook(dev, every=1000, common_components=0, seed=config.seed)
-    corpus = load_corpus([small_corpus_file], 1, 0, cache_dir=tmp_path / "c")
-    result = trainer_mod.train(corpus, config, quiet=True, hooks=[hook])
-    hook.attach(result.model)
-    curve = result.model.info["curve"]
-    assert [p["examples"] for p in curve["points"]] == [0, result.examples]
-    assert curve["post_processing"]["common_components"] == 0
-    with pytest.raises(ValueError):
-        CurveHook(dev, every=0, common_components=0, seed=1)
-
-
 def test_bad_eval_options(setup, monkeypatch):
     out = setup["tmp"] / "model"
     args = ["train", str(setup["corpus"]), "-o", str(out), *TRAIN, "--eval-every", "100"]
@@ -197,38 +182,6 @@ def png_size(path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG file"
     assert data[12:16] == b"IHDR"
     return struct.unpack(">II", data[16:24])
-
-
-def test_plot_writes_png_with_the_legend_below_the_curves(curved_model, tmp_path, monkeypatch):
-    """The legend sits below the axes: inside, it covered the end of the dashed 'as trained' curve."""
-    pytest.importorskip("matplotlib")
-    from scbow.use import plot as plot_mod
-
-    png = tmp_path / "curve.png"
-    result = make_runner().invoke(main, ["plot", str(curved_model), "-o", str(png)])
-    assert result.exit_code == 0, result.output
-    width, height = png_size(png)
-    assert width > 100 and height > 100
-    # a curve.json file on its own works too
-    result = make_runner().invoke(main, ["plot", str(curved_model / "curve.json"), "-o", str(tmp_path / "f.png"),
-                                         "--title", "x"])
-    assert result.exit_code == 0, result.output
-    png_size(tmp_path / "f.png")
-    assert not list(tmp_path.glob(".*.tmp-*"))
-    figures = []
-    close = plot_mod.plt.close
-    monkeypatch.setattr(plot_mod.plt, "close", lambda fig=None: figures.append(fig))
-    try:
-        plot_mod.plot_curve(json.loads((curved_model / "curve.json").read_text()), tmp_path / "c.png")
-        fig = figures[-1]
-        ax = fig.axes[0]
-        renderer = fig.canvas.get_renderer()
-        legend, axes = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
-        assert legend.y1 <= axes.y0  # wholly below the plotting area
-        assert 0 <= legend.y0 and 0 <= legend.x0 and legend.x1 <= fig.bbox.x1  # and inside the picture
-    finally:
-        for fig in figures:
-            close(fig)
 
 
 def test_plot_errors(curved_model, healthy, tmp_path, monkeypatch, runner):
@@ -300,13 +253,17 @@ def test_intermediate_points_score_the_post_processed_vectors_of_that_moment(set
     corpus = load_corpus([setup["corpus"]], 1, cache_dir=tmp_path / "c")
     dev = read_sts(setup["dev"])
     hook = CurveHook(dev, every=EVERY, common_components=2, seed=config.seed, sample=60)
+    with pytest.raises(ValueError):
+        CurveHook(dev, every=0, common_components=2, seed=1)
     copies = {}
 
     class Recorder(Hook):
         def after_batch(self, state, matrices):
             copies[state.done] = np.array(matrices["sentence"], copy=True)
 
-    trainer_mod.train(corpus, config, quiet=True, hooks=[hook, Recorder()])
+    result = trainer_mod.train(corpus, config, quiet=True, hooks=[hook, Recorder()])
+    hook.attach(result.model)  # the Python API's way to the curve
+    assert result.model.info["curve"]["post_processing"]["common_components"] == 2
     inner = [p for p in hook.points if 0 < p["examples"] < 2 * corpus.n_sentences and not p["epoch_end"]]
     assert len(inner) >= 2
     post = CommonComponents(corpus, 2, config.seed, 60)
@@ -321,19 +278,25 @@ def test_intermediate_points_score_the_post_processed_vectors_of_that_moment(set
         assert abs(expected - score_set(raw, dev).pearson) > 1e-4  # the post-processing changes the score
 
 
-def test_plot_draws_titles_and_names_as_they_read(curved_model, tmp_path, monkeypatch, runner):
-    """A $ is a dollar sign, not matplotlib's TeX (which mangled 'cost $5 and $' and failed on '$\\frac{$');
-    a title that is not text (bytes of another encoding in argv) is one Error line."""
+def test_plot_writes_png_and_draws_text_as_it_reads(curved_model, tmp_path, monkeypatch, runner):
+    """The legend sits below the axes: inside, it covered the end of the dashed 'as trained' curve. A $ is a
+    dollar sign, not matplotlib's TeX (which mangled 'cost $5 and $' and failed on '$\\frac{$'); a title that
+    is not text (bytes of another encoding in argv) is one Error line."""
     pytest.importorskip("matplotlib")
     from scbow.use import plot as plot_mod
 
+    result = runner.invoke(main, ["plot", str(curved_model), "-o", str(tmp_path / "m.png")])
+    assert result.exit_code == 0, result.output
+    width, height = png_size(tmp_path / "m.png")
+    assert width > 100 and height > 100
     curve = json.loads((curved_model / "curve.json").read_text())
     curve["dev"]["name"] = "dev $\\frac{$ \ud800"  # a damaged curve.json: TeX and a lone surrogate
     (tmp_path / "curve.json").write_text(json.dumps(curve))
-    for title in ("cost $5 and $", "price $\\frac{$"):
+    for title in ("cost $5 and $", "price $\\frac{$"):  # a curve.json file on its own works too
         result = runner.invoke(main, ["plot", str(tmp_path / "curve.json"), "-o", str(tmp_path / "c.png"), "--title", title])
         assert result.exit_code == 0, result.output
         png_size(tmp_path / "c.png")
+    assert not list(tmp_path.glob(".*.tmp-*"))
     result = runner.invoke(main, ["plot", str(curved_model), "-o", str(tmp_path / "s.png"), "--title", "bad \udcff"])
     assert_clean_error(result, "--title: not UTF-8 text")
     assert not (tmp_path / "s.png").exists()
@@ -342,7 +305,12 @@ def test_plot_draws_titles_and_names_as_they_read(curved_model, tmp_path, monkey
     monkeypatch.setattr(plot_mod.plt, "close", lambda fig=None: figures.append(fig))
     try:
         plot_mod.plot_curve(curve, tmp_path / "d.png", title="cost $5 and $")
-        ax = figures[-1].axes[0]
+        fig = figures[-1]
+        ax = fig.axes[0]
+        renderer = fig.canvas.get_renderer()
+        legend, axes = ax.get_legend().get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert legend.y1 <= axes.y0  # wholly below the plotting area
+        assert 0 <= legend.y0 and 0 <= legend.x0 and legend.x1 <= fig.bbox.x1  # and inside the picture
         assert ax.get_title() == "cost $5 and $" and not ax.title.get_parse_math()
         names = [text.get_text() for text in ax.get_legend().get_texts()]
         assert names[0] == "dev $\\frac{$ ? (as saved)" and not any(t.get_parse_math() for t in ax.get_legend().get_texts())

@@ -14,6 +14,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import assert_clean_error, make_runner
+from test_reader import damaged
 
 import scbow
 from scbow.cli import main
@@ -146,12 +147,8 @@ def test_line_lookup_round_trip_and_ef(setup, built, built_xz):
     assert a.ef == info["params"]["ef_search"]
     a.ef = 200
     assert a.ef == 200
-    with pytest.raises(ValueError):
-        a.ef = 0
     assert json.loads((out / "index.json").read_text())["dim"] == 16
     assert info["library"] == "faiss-cpu" and info["model"] == str(setup["model_dir"].resolve())
-    one_id, one_score = a.search(q[0], 3)  # a single vector
-    assert one_id.shape == (1, 3) and one_score.shape == (1, 3)
     with pytest.raises(ModelError, match="no such index"):
         open_index(setup["base"] / "nope")
     with pytest.raises(ModelError, match="is a model directory, not a sentence index"):
@@ -180,7 +177,8 @@ def test_small_index_pads_with_minus_one(setup, tmp_path, faiss):
     emb = tmp_path / "e.npy"
     np.save(emb, np.array([[1, 0, 0], [np.nan] * 3, [0, 1, 0]], dtype=np.float32))
     build_index(emb, text, tmp_path / "idx")
-    ids, scores = open_index(tmp_path / "idx").search(np.array([1, 0.1, 0], dtype=np.float32), 5)
+    ids, scores = open_index(tmp_path / "idx").search(np.array([1, 0.1, 0], dtype=np.float32), 5)  # a single vector
+    assert ids.shape == scores.shape == (1, 5)
     assert ids[0, :2].tolist() == [0, 2] and ids[0, 2:].tolist() == [-1, -1, -1]
     assert np.isneginf(scores[0, 2:]).all()
     zero_ids, _ = open_index(tmp_path / "idx").search(np.zeros(3, np.float32), 2)
@@ -249,9 +247,9 @@ def _written(path, data: bytes):
     return path
 
 
-def _endless(path, fifo: bool):
-    """``path`` made a FIFO or a link to /dev/zero: reading it would block or never end (each kind: test_reader)."""
-    os.mkfifo(path) if fifo else path.symlink_to("/dev/zero")
+def _fifo(path):
+    """``path`` made a FIFO: reading it would block (a link to a device, each other kind: test_reader)."""
+    os.mkfifo(path)
     return path
 
 
@@ -267,14 +265,12 @@ BAD_INPUT = {  # kind: (the embeddings and the text, of setup, built and tmp_pat
     "an-empty-directory": (lambda s, b, t: ((t / "empty").mkdir() or t / "empty", None), ModelError, "manifest.json"),
     "no-row-embedded": (lambda s, b, t: (_saved(t / "allnan.npy", np.full((3, 4), np.nan, np.float32)),
                                          _written(t / "three.txt", b"a\nb\nc\n")), CorpusError, "nothing to index"),
-    "text-missing": (lambda s, b, t: (s["emb"], t / "nope.txt"), CorpusError, "no such file"),
-    "text-a-directory": (lambda s, b, t: (s["emb"], t), CorpusError, "is a directory"),
     "text-short": (lambda s, b, t: (s["emb"], _written(t / "short.txt", b"a\nb\n")), CorpusError,
                    "2 lines but the embeddings have 3,000 rows"),
-    "embeddings-a-fifo": (lambda s, b, t: (_endless(t / "p.npy", True), s["text"]), ModelError, "p.npy: not a regular file"),
-    "embeddings-dev-zero": (lambda s, b, t: (_endless(t / "z.npy", False), s["text"]), ModelError, "z.npy: not a regular"),
-    "text-a-fifo": (lambda s, b, t: (s["emb"], _endless(t / "p.txt", True)), CorpusError, "p.txt: not a regular file"),
-    "text-dev-zero": (lambda s, b, t: (s["emb"], _endless(t / "z.txt", False)), CorpusError, "z.txt: not a regular file"),
+    "embeddings-a-fifo": (lambda s, b, t: (_fifo(t / "p.npy"), s["text"]), ModelError, "p.npy: not a regular file"),
+    # the text is read through the one reader: a FIFO here, each other kind it refuses: test_reader
+    "text-a-fifo": (lambda s, b, t: (s["emb"], _fifo(t / "p.txt")), CorpusError, "p.txt: not a regular file"),
+    "text-damaged": (lambda s, b, t: (s["emb"], damaged(t, "gzip-truncated")[0]), CorpusError, "damaged or truncated gzip"),
 }
 
 
@@ -302,7 +298,7 @@ def _index_plus(what):
     return make
 
 
-NOT_OURS = {
+NOT_OURS = {  # a name no build writes, once (a folder, a hidden file, a FIFO by another name are such names too)
     "project-with-index-json": _user_project,
     "non-json-index-json": lambda d, b: (d.mkdir(), (d / "index.json").write_text("{ not json"),
                                          (d / "notes.txt").write_text("mine")),
@@ -313,14 +309,10 @@ NOT_OURS = {
     "our-names-no-index-json": lambda d, b: (d.mkdir(), (d / "vectors.faiss").write_text("mine")),
     "index-plus-a-file": _index_plus(lambda d: (d / "notes.txt").write_text("mine")),
     "index-plus-a-folder": _index_plus(lambda d: ((d / "sh").mkdir(), (d / "sh" / "shard-000000.npy").write_text("x"))),
-    "index-plus-an-empty-folder": _index_plus(lambda d: (d / "sh").mkdir()),
-    "index-plus-a-hidden-file": _index_plus(lambda d: (d / ".git").write_text("mine")),
     "index-file-is-a-link": _index_plus(lambda d: ((d / "ids.npy").unlink(),
                                                     (d / "ids.npy").symlink_to(d.parent / "precious.txt"))),
     "index-plus-a-link-to-a-folder": _index_plus(lambda d: (d / "text-000.txt").symlink_to(d.parent)),
     "index-plus-a-copy-it-does-not-name": _index_plus(lambda d: (d / "text-007.txt").write_text("mine")),
-    "index-plus-a-fifo": _index_plus(lambda d: os.mkfifo(d / "ids.npy.fifo")),
-    "index-with-a-foreign-marker": _index_plus(lambda d: (d / ".scbow-index-build").write_text('{"format": "x"}')),
 }
 
 
@@ -332,7 +324,7 @@ def test_an_output_that_is_not_provably_an_index_is_never_replaced(setup, built,
 
     def snapshot():
         return sorted((str(p.relative_to(out)), p.is_symlink() or p.is_dir() or p.read_bytes())
-                      for p in out.rglob("*") if not p.is_fifo())
+                      for p in out.rglob("*"))
 
     before = snapshot()
     with pytest.raises(ModelError, match=r"proj: not empty and not a sentence index; refusing to replace it"):
@@ -411,11 +403,7 @@ def test_index_command_summary_and_progress(setup, tmp_path, capsys, monkeypatch
     line = index_command(setup["emb"], tmp_path / "idx", setup["text"], 8, 40, False)
     assert line.startswith("indexed ") and "sentences x 16 dims" in line and str(tmp_path / "idx") in line
     assert "rows with no embedding left out" in line
-    err = capsys.readouterr().err
-    assert "index: reading the lines of" in err
-    # no -m and no default model: built, with one line saying that no model is recorded (with -q too:
-    # test_index_without_m_records_the_default_model)
-    assert err.count("no model recorded") == 1 and "give -m MODEL" in err
+    assert "index: reading the lines of" in capsys.readouterr().err  # (no -m: test_index_without_m_records...)
     index_command(setup["emb"], tmp_path / "idx", setup["text"], 8, 40, True, model=setup["model_dir"])
     assert capsys.readouterr().err == ""
     assert build.ADD_ROWS <= 4096  # a report every few seconds at the slowest rate seen (635 rows/s on 69K rows)
@@ -481,13 +469,11 @@ def _first_file(info):
 BAD_INFO = {
     "dim-string": lambda i: i.update(dim="16"),
     "dim-zero": lambda i: i.update(dim=0),
-    "count-negative": lambda i: i.update(count=-1),
     "count-bool": lambda i: i.update(count=True),
     "rows-below-count": lambda i: i.update(rows=i["count"] - 1),
     "rows-float": lambda i: i.update(rows=float(i["rows"])),
     "index-bytes-null": lambda i: i.update(index_bytes=None),
     "params-list": lambda i: i.update(params=[1]),
-    "ef-search-zero": lambda i: i["params"].update(ef_search=0),
     "ef-search-string": lambda i: i["params"].update(ef_search="many"),
     "model-number": lambda i: i.update(model=5),
     "model-id-list": lambda i: i.update(model_id=["x"]),
@@ -496,7 +482,6 @@ BAD_INFO = {
     "file-not-object": lambda i: i.update(files=["a.txt"]),
     "file-name-number": lambda i: _first_file(i).update(file=3),
     "file-bytes-string": lambda i: _first_file(i).update(bytes="many"),
-    "file-bytes-missing": lambda i: _first_file(i).pop("bytes"),
     "file-mtime-null": lambda i: _first_file(i).update(mtime_ns=None),
     "file-first-row": lambda i: _first_file(i).update(first_row=1),
     "file-rows-more": lambda i: _first_file(i).update(rows=_first_file(i)["rows"] + 1),
@@ -514,17 +499,13 @@ def test_damaged_index_json_fields(tmp_path, built, kind):
         open_index(idx)
 
 
-# ids.npy: out-of-range values (refused when a search finds them), wrong dtype or shape (on open)
+# ids.npy: out-of-range values (refused when a search finds them), wrong dtype or shape (on open; one
+# check of both, for ids.npy and offsets.npy alike); offsets.npy: each conjunct of a line's range once
 BAD_IDS = {
     "all-negative": lambda ids, rows: np.full_like(ids, -5),
-    "all-minus-one": lambda ids, rows: np.full_like(ids, -1),
     "all-past-the-end": lambda ids, rows: np.full_like(ids, rows),
-    "all-huge": lambda ids, rows: np.full_like(ids, 2**62),
     "float64": lambda ids, rows: ids.astype(np.float64),
-    "int32": lambda ids, rows: ids.astype(np.int32),
     "uint64": lambda ids, rows: ids.astype(np.uint64),
-    "two-dims": lambda ids, rows: ids[:, None],
-    "one-short": lambda ids, rows: ids[:-1],
     "scalar": lambda ids, rows: np.int64(3),
     "objects": lambda ids, rows: np.array([None, 1], dtype=object),
 }
@@ -579,20 +560,14 @@ def test_a_damaged_graph_is_refused_at_query_time(setup, tmp_path, built, faiss,
     q = rng.normal(size=(20, index.dim)).astype(np.float32)
     with pytest.raises(ModelError, match=rf"vectors\.faiss: damaged sentence index \(.*({why})"):
         index.search(q, 10)
-    result = _query(setup, idx)  # the command's one line (each damaged part: the test below)
-    assert_clean_error(result, "vectors.faiss: damaged sentence index")
-    assert result.stdout == ""
 
 
 BAD_OFFSETS = {
     "negative": lambda o, n: np.full_like(o, -3),
     "past-the-end": lambda o, n: o + n,
     "decreasing": lambda o, n: o[::-1].copy(),
-    "all-zero": lambda o, n: np.zeros_like(o),
     "first-not-zero": lambda o, n: np.concatenate([[1], o[1:]]),
     "float": lambda o, n: o.astype(np.float64),
-    "short": lambda o, n: o[:10],
-    "two-dims": lambda o, n: o.reshape(-1, 2) if len(o) % 2 == 0 else o[:, None],
 }
 
 
@@ -626,7 +601,7 @@ def _truncate(path):
     return len(data) // 2
 
 
-def _fifo(name):
+def _fifo_for(name):
     return lambda idx, setup: ((idx / name).unlink(), os.mkfifo(idx / name))
 
 
@@ -635,7 +610,7 @@ PART_DAMAGE = {  # kind: (the file named, the damage)
     **{f"offsets-{k}": ("offsets.npy", _npy("offsets.npy", f)) for k, f in BAD_OFFSETS.items()},
     **{f"copy-{k}": ("text-000.txt", _copy_damage(f)) for k, f in DAMAGED_COPY.items()},
     "copy-missing": ("text-000.txt", lambda idx, setup: (idx / "text-000.txt").unlink()),
-    **{f"not-regular-{n}": (n, _fifo(n)) for n in ("ids.npy", "offsets.npy", "vectors.faiss", "text-000.txt")},
+    **{f"not-regular-{n}": (n, _fifo_for(n)) for n in ("ids.npy", "offsets.npy", "vectors.faiss", "text-000.txt")},
     "json-not-json": ("index.json", lambda idx, setup: (idx / "index.json").write_text("{ not json")),
     "json-format-only": ("index.json", lambda idx, setup: (idx / "index.json").write_text(
         json.dumps({"format": "scbow-numba sentence index", "format_version": 1}))),
@@ -688,8 +663,6 @@ def test_only_the_recorded_model_answers(setup, built, tmp_path, monkeypatch):
     assert_clean_error(_query(setup, built[0], model=w2v), "a word2vec/GloVe file?", "cannot be proven",
                        f"-m {setup['model_dir'].resolve()}")
     assert_clean_error(_query(setup, built[0], model=other), "another model", f"-m {setup['model_dir'].resolve()}")
-    assert_clean_error(_query(setup, built[0], model=tmp_path / "gone"), "no such model")
-    assert_clean_error(_query(setup, built[0], model=built[0]), "is a sentence index, not a model")
     with pytest.raises(ModelError, match="is a sentence index, not a model"):
         search_command(built[0], "the king", built[0])
     # no -m: the default model is the one asked; none there, or another one, is refused
@@ -774,20 +747,6 @@ def test_index_without_m_records_the_default_model(setup, tmp_path, monkeypatch,
         assert _query(setup, idx, model=other).exit_code == 0  # no model recorded: any model of its dims
 
 
-# -- the generic output rules of scbow.files (tested in test_files, test_reader): one smoke check each
-
-
-def test_damaged_compressed_text_is_one_line(setup, tmp_path, faiss):
-    """Index reads its text through the one reader (each kind of damage: test_reader)."""
-    from test_reader import damaged
-
-    path, fmt = damaged(tmp_path, "gzip-truncated")
-    idx = tmp_path / "idx"
-    result = _cli("index", setup["emb"], "--text", path, "-m", setup["model_dir"], "-o", idx, "-q")
-    assert_clean_error(result, str(path), f"damaged or truncated {fmt} file")
-    assert not idx.exists() and not list(tmp_path.glob(".idx.*"))
-
-
 @pytest.mark.parametrize("where", ["model", "model-link/sub"])
 def test_no_index_inside_a_model(setup, tmp_path, where, faiss):
     model = shutil.copytree(setup["model_dir"], tmp_path / "model")
@@ -806,11 +765,9 @@ def test_a_build_removes_the_leftovers_of_dead_builds_beside_it(setup, tmp_path,
     dead = tmp_path / f".idx.tmp-{dead_pid()}-0123abcd"  # a killed build: the files it had written
     dead.mkdir()
     (dead / "offsets.npy").write_bytes(b"x" * 100)
-    other = tmp_path / f".idxx.tmp-{dead_pid()}-0123abcd"  # another output's (a live writer's: test_files)
-    other.mkdir()
-    notes = []
+    notes = []  # (another output's, or a live writer's: test_files)
     build_index(setup["emb"], setup["text"], tmp_path / "idx", M=8, ef_construction=20, note=notes.append)
-    assert not dead.exists() and other.is_dir()
+    assert not dead.exists()
     assert any("removed 1 unfinished build" in n for n in notes)
     assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == ["ids.npy", "index.json", "offsets.npy",
                                                                    "vectors.faiss"]

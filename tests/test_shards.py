@@ -118,29 +118,21 @@ SHARD_DAMAGE = {
     "longer": (lambda d: (d / "shard-000001.npy").write_bytes((d / "shard-000001.npy").read_bytes() + b"\0" * 8),
                "longer than its rows"),
     "narrow": (lambda d: _save(d / "shard-000001.npy", _rows(d)[:, :3]), "rows of 3 values, the manifest says 16"),
-    "wide": (lambda d: _save(d / "shard-000001.npy", np.hstack([_rows(d)] * 2)), "rows of 32 values"),
     "float64": (lambda d: _save(d / "shard-000001.npy", _rows(d).astype(np.float64)), "float64"),
-    "float16": (lambda d: _save(d / "shard-000001.npy", _rows(d).astype(np.float16)), "float16"),
     "one-dim": (lambda d: _save(d / "shard-000001.npy", _rows(d).ravel()), "shape"),
-    "objects": (lambda d: _save(d / "shard-000001.npy", np.array([{"a": 1}], dtype=object)), "object"),
     "short": (lambda d: _save(d / "shard-000001.npy", _rows(d)[:-1]), "the manifest says"),
     "not-npy": (lambda d: (d / "shard-000001.npy").write_bytes(b"just some text\n"), "not a .npy array"),
-    "empty": (lambda d: (d / "shard-000001.npy").write_bytes(b""), "not a .npy array"),
     "missing": (lambda d: (d / "shard-000001.npy").unlink(), "missing"),
     "a-directory": (lambda d: ((d / "shard-000001.npy").unlink(), (d / "shard-000001.npy").mkdir()),
                     "is a directory"),
-    # a FIFO would block the open for ever: refused before it is opened, itself or behind a link
+    # a FIFO would block the open for ever: refused before it is opened (behind a link too: test_reader)
     "fifo": (lambda d: _fifo(d / "shard-000001.npy"), "not a regular file"),
-    "symlink-to-fifo": (lambda d: _fifo(d / "shard-000001.npy", d / "pipe"), "not a regular file"),
 }
 
 
-def _fifo(path: Path, behind: Path | None = None) -> None:
-    """``path`` replaced by a FIFO (or by a symlink to one at ``behind``)."""
+def _fifo(path: Path) -> None:
     path.unlink()
-    os.mkfifo(behind or path)
-    if behind is not None:
-        path.symlink_to(behind)
+    os.mkfifo(path)
 
 
 def _list(d: Path) -> Path:
@@ -153,7 +145,6 @@ LIST_DAMAGE = {  # a shard's list of missing lines
     "list-out-of-order": (lambda d: _list(d).write_text("2\n1\n"), "damaged list"),
     "list-gone": (lambda d: _list(d).unlink(), "missing"),
     "list-fifo": (lambda d: _fifo(_list(d)), "not a regular file"),
-    "list-symlink-to-fifo": (lambda d: _fifo(_list(d), d / "pipe"), "not a regular file"),
 }
 
 
@@ -212,7 +203,6 @@ MANIFEST_DAMAGE = {
     "rows-wrong": (_edit(rows=lambda r: r + 1), "manifest.json", '"rows"'),
     "rows-gone": (_edit(rows=...), "manifest.json", '"rows"'),
     "shards-gone": (_edit(shards=...), "manifest.json", '"shards" is not a list'),
-    "shards-dict": (_edit(shards={}), "manifest.json", '"shards" is not a list'),
     "shard-a-number": (_edit(**{"shards.1": 5}), "manifest.json", "shard 2 of"),
     "shard-rows-gone": (_edit(**{"shards.1.rows": ...}), "manifest.json", '"rows"'),
     "shard-rows-negative": (_edit(**{"shards.1.rows": -1}), "manifest.json", '"rows"'),
@@ -224,14 +214,11 @@ MANIFEST_DAMAGE = {
     "first-line-zero": (_edit(**{"shards.0.first_line": 0}), "manifest.json", '"first_line"'),
     "file-number": (_edit(**{"shards.0.file": 5}), "manifest.json", '"file"'),
     "file-unknown": (_edit(**{"shards.0.file": "/elsewhere/other.txt"}), "manifest.json", "not among"),
-    "files-string": (_edit(files="a.txt"), "manifest.json", '"files"'),
     # without its files the manifest could not tell a changed text: it is required
     "files-gone": (_edit(files=...), "manifest.json", '"files" is missing'),
     "files-empty": (_edit(files={}), "manifest.json", "not among the manifest's files"),
     # a line number must follow the rows of the shards of its text before it
     "first-line-huge": (_edit(**{"shards.1.first_line": 10**30}), "manifest.json", '"first_line" is 10000'),
-    "first-line-off-by-one": (_edit(**{"shards.1.first_line": lambda n: n + 1}), "manifest.json", '"first_line"'),
-    "first-line-restarts": (_edit(**{"shards.2.first_line": 1}), "manifest.json", '"first_line" is 1,'),
     "first-line-not-first": (_edit(**{"shards.0.first_line": 5}), "manifest.json", "the 0 lines"),
     "shards-apart": (lambda d: _swap_texts(d), "manifest.json", "are not listed together"),
     "files-entry": (lambda d: _edit(files=lambda f: {**f, _first_file(d): {"bytes": "1", "mtime_ns": 0}})(d),
@@ -244,8 +231,6 @@ MANIFEST_DAMAGE = {
     "nested": (lambda d: (d / "manifest.json").write_text("[" * 100000 + "]" * 100000), "manifest.json", "nested"),
     "gone": (lambda d: (d / "manifest.json").unlink(), "manifest.json", "missing"),
     "manifest-fifo": (lambda d: _fifo(d / "manifest.json"), "manifest.json", "not a regular file"),
-    "manifest-symlink-to-fifo": (lambda d: _fifo(d / "manifest.json", d / "pipe"), "manifest.json",
-                                 "not a regular file"),
     # the model is recorded with its id, or a model retrained since could not be told
     "model-id-gone": (_edit(model_id=...), "manifest.json", '"model_id"'),
 }

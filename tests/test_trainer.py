@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import re
 
@@ -17,7 +16,6 @@ import scbow.kernels
 from scbow import kernels as cpu  # the CPU kernels' constants live in the package, compiled by nothing
 from scbow.cli import main
 from scbow.config import ConfigError, TrainConfig
-from scbow.text.vocab import Vocab
 from scbow.training import start as start_mod
 from scbow.training.backends import cpu as cpu_backend
 from scbow.training.backends.cpu import CpuBackend, compiled_already
@@ -30,8 +28,6 @@ from scbow.training.session import lock_path
 from scbow.training.trainer import BATCH, BATCH_COST, TrainingError, batch_size, train
 from scbow.training.wordpart import WordPart
 from scbow.vectors.formats import load_model
-from scbow.vectors.model import Model
-from scbow.vectors.modeldir import save_model
 
 # the submodule, not the top-level function scbow.train
 train_mod = importlib.import_module("scbow.training.trainer")
@@ -78,17 +74,10 @@ def neighbour_margin(W, c, seed=0):
 
 
 def test_loss_falls_and_neighbours_come_closer(corpus, monkeypatch):
+    """One loss per batch (each batch's run position: test_the_kernel_sees_the_run_position_across_epochs)."""
     monkeypatch.setattr(train_mod, "BATCH", 2048)  # several loss readings per epoch
-    seen = []
-
-    class Seen(Hook):
-        def after_batch(self, state, matrices):
-            seen.append(state.done)
-
-    result = train(corpus, config(epochs=4), quiet=True, hooks=[Seen()])
-    n_targets = len(start_mod.trainable_targets(corpus))
-    assert len(result.losses) == len(seen) == 4 * -(-n_targets // 2048) >= 20
-    assert result.examples == seen[-1] == 4 * n_targets and seen == sorted(seen)
+    result = train(corpus, config(epochs=4), quiet=True)
+    assert len(result.losses) == 4 * -(-len(start_mod.trainable_targets(corpus)) // 2048) >= 20
     losses = np.array(result.losses)
     assert np.isfinite(losses).all()
     first, last = losses[:3].mean(), losses[-3:].mean()
@@ -187,16 +176,13 @@ def test_a_matrix_that_ends_not_finite_is_never_a_model(corpus, monkeypatch):
 
 @pytest.mark.parametrize("field, value, words", [
     *[(f, v, f) for f, v in [
-        ("dim", 0), ("dim", 2.5), ("dim", True), ("dim", -3), ("negatives", 0), ("negatives", 2.0), ("negatives", -2),
-        ("min_count", 0), ("min_count", -1), ("epochs", 0), ("epochs", 10 ** 20), ("epochs", -1), ("max_vocab", -1),
-        ("max_length", -1), ("threads", -1), ("threads", -4), ("lr", 0.0), ("lr", -1.0), ("lr", float("nan")),
-        ("lr", float("inf")), ("lr", float("-inf")), ("lr", -1e-9), ("init_std", 0.0), ("init_std", 1e300),
-        ("min_lr_fraction", 1.5), ("min_lr_fraction", float("nan")), ("weight_decay", -0.1),
-        ("weight_decay", float("nan")), ("negative_mode", "random"), ("device", "tpu"), ("seed", 1.5),
-        ("seed", -1), ("seed", 2**63), ("word_passes", -1), ("word_dim", 0), ("word_mix", 0.0),
-        ("word_mix", float("nan")), ("init_std", 1e-300), ("weight_decay", 1e300), ("count_power", 1e300),
-        ("unknown_scale", float("inf")), ("unknown_scale", 0.0), ("frequency_weight", -1.0),
-        ("frequency_weight", 1e-12), ("frequency_weight", 1e-320),  # a weight that underflows float32
+        ("dim", 0), ("dim", 2.5), ("dim", True), ("negatives", 0), ("negatives", 2.0), ("min_count", 0), ("epochs", 0),
+        ("max_vocab", -1), ("max_length", -1), ("threads", -1), ("lr", 0.0), ("lr", float("nan")), ("lr", float("inf")),
+        ("lr", -1e-9), ("init_std", 0.0), ("init_std", 1e300), ("min_lr_fraction", 1.5), ("min_lr_fraction", float("nan")),
+        ("weight_decay", -0.1), ("weight_decay", float("nan")), ("negative_mode", "random"), ("device", "tpu"),
+        ("seed", 1.5), ("seed", -1), ("seed", 2**63), ("word_passes", -1), ("word_dim", 0), ("word_mix", float("nan")),
+        ("weight_decay", 1e300), ("count_power", 1e300), ("unknown_scale", float("inf")), ("unknown_scale", 0.0),
+        ("frequency_weight", -1.0), ("frequency_weight", 1e-12), ("frequency_weight", 1e-320),  # underflows float32
         *((f, v) for f in ("dim", "negatives", "min_count", "max_vocab", "epochs", "max_length", "threads", "seed",
                            "common_components", "count_floor") for v in (10**20, -10**20))]],
     ("word_mix", 1e-300, "word_mix must be a number >= 1e-06"),  # its word part underflowed to zeros
@@ -215,17 +201,6 @@ def test_config_round_trip():
     assert cfg.replace(dim=13).dim == 13
     with pytest.raises(ConfigError):
         cfg.replace(dim=-1)
-
-
-def test_a_model_saved_with_the_word_terms_settings_still_loads(tmp_path):
-    """Models saved before the in-objective skip-gram term went record its four settings (off) in
-    config.json; they load, the settings ignored."""
-    save_model(Model(Vocab(["a", "b"], np.array([3, 2])), np.eye(2, 4, dtype=np.float32), config(dim=4).to_dict()),
-               tmp_path / "m")
-    record = json.loads((tmp_path / "m" / "config.json").read_text(encoding="utf-8"))
-    record["config"].update(word_window=0, word_weight=0.3, word_negatives=5, word_sample=1e-3)
-    (tmp_path / "m" / "config.json").write_text(json.dumps(record), encoding="utf-8")
-    assert TrainConfig.from_dict(load_model(tmp_path / "m").config) == config(dim=4)
 
 
 def test_kernel_params_take_each_field_from_its_own_setting():
@@ -414,9 +389,11 @@ def test_a_run_is_judged_against_its_own_start(corpus, gutenberg_slice, settings
         corpus = read_corpus([gutenberg_slice(20000)], 2, settings["max_vocab"], use_cache=False, quiet=True)
     warned = []
     cfg = config(**{"lr": 0.1, **settings})
-    if kind == "collapsed":
-        with pytest.raises(TrainingError, match="collapsed into a few directions.*smaller --lr"):
-            train(corpus, cfg, quiet=True, warn=warned.append)
+    if kind == "collapsed":  # refused as soon as the sentence part is trained: the word part never runs
+        with pytest.MonkeyPatch.context() as mp, pytest.raises(
+                TrainingError, match=r"collapsed into a few directions.*learning rate \(1e\+06\).*smaller --lr"):
+            mp.setattr(WordPart, "run", lambda *a, **k: pytest.fail("the word part ran"))
+            train(corpus, cfg.replace(word_passes=1), quiet=True, warn=warned.append)
         return
     check = train(corpus, cfg, quiet=True, warn=warned.append).model.info["training"]["collapse_check"]
     assert check["verdict"] == kind and check["gap_ratio"] > 0.45 and check["kept_ratio"] > 0.15 and not warned
@@ -455,30 +432,15 @@ def test_a_run_that_ends_with_every_vector_zero_is_refused(small_corpus_file):
         train(corpus, config, quiet=True, init=np.ones((len(corpus.vocab), 8), dtype=np.float32))
 
 
-def test_a_collapsed_run_is_refused_not_saved(tmp_path, runner, gutenberg_slice):
-    """Refused as soon as the sentence part is trained: no time spent on the word part (whose learning
-    rate is word2vec's, not --lr). (--dim 50 at --lr 0.1 is not refused: test_a_run_is_judged_against_its_own_start.)"""
-    def never(*args, **kwargs):
-        raise AssertionError("the word part ran")
-
-    args = ["train", str(gutenberg_slice(20000)), "--dim", "50", "--threads", "1", "-q", "--no-cache"]
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(WordPart, "run", never)
-        result = runner.invoke(main, [*args, "-o", str(tmp_path / "hot"), "--lr", "1e6"])
-    assert_clean_error(result, "collapsed into a few directions", "learning rate (1e+06)", "smaller --lr")
-    assert not (tmp_path / "hot").exists()
-
-
 # ---------------------------------------------------------------- the command line
 
 
-@pytest.mark.parametrize("mode", ["document", "uniform"])
-def test_negatives_at_least_the_sentences_are_refused(tmp_path, runner, mode):
+def test_negatives_at_least_the_sentences_are_refused(tmp_path, runner):
+    """Whatever the --negative-mode (a sampler given more negatives than candidates: test_minimal_trainable_corpus)."""
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"sentence number {i} here.\n" for i in range(10)))
-    for negatives, ok in ((9, False), (10, False), (100_000, False), (8, True)):
-        result = runner.invoke(main, train_args(corpus, tmp_path / "m", "--negatives", str(negatives),
-                                                "--negative-mode", mode))
+    for negatives, ok in ((9, False), (100_000, False), (8, True)):
+        result = runner.invoke(main, train_args(corpus, tmp_path / "m", "--negatives", str(negatives)))
         if ok:
             assert result.exit_code == 0, result.output
         else:
@@ -487,11 +449,9 @@ def test_negatives_at_least_the_sentences_are_refused(tmp_path, runner, mode):
 
 
 @pytest.mark.parametrize("content", [
-    b"The cat sat on the mat.\n",
     b"One cat.\nTwo cats.\nThree cats.\n",  # too few sentences
     b"One cat.\n\nTwo cats.\n\nThree cats.\n\nFour cats.\n\nFive cats.\n",  # no sentence has a neighbour
-    b"the cat sat on the mat and " * 200_000,  # one huge line
-], ids=["one-sentence", "three-sentences", "short-docs", "one-huge-line"])
+], ids=["three-sentences", "short-docs"])
 def test_corpus_without_training_examples_fails_cleanly(tmp_path, runner, content):
     path = tmp_path / "c.txt"
     path.write_bytes(content)
@@ -514,13 +474,12 @@ def test_a_failed_run_leaves_no_directory_behind(tmp_path, corpus_file, runner, 
 
 
 def test_bad_bytes_and_an_enormous_line_are_read_and_trained_on(tmp_path, runner, make_text):
-    """Invalid UTF-8 is refused, or with --encoding utf-8:replace read as U+FFFD with a warning, and said in
-    the model's corpus info; a 1.6 MB line is one sentence of 400,000 tokens: it is read, averaged and trained on."""
+    """With --encoding utf-8:replace invalid UTF-8 is read as U+FFFD with a warning (refused without: test_corpus),
+    said in the model's corpus info; a 1.6 MB line is one sentence of 400,000 tokens: read, averaged, trained on."""
     text = make_text(n_docs=2, sents_per_doc=60, seed=2).encode()
     huge = (" ".join(["the cat sat on the mat"] * 66_667) + ".\n").encode()
     path, out = tmp_path / "c.txt", tmp_path / "model"
     path.write_bytes(text + b"\nThe cat \xff\xfe sat.\nA dog \xc3\x28 ran.\n" + huge + text)
-    assert_clean_error(runner.invoke(main, train_args(path, out)), "c.txt: not valid utf-8 text")
     result = runner.invoke(main, train_args(path, out, "--encoding", "utf-8:replace"))
     assert result.exit_code == 0, result.output
     warning = [line for line in result.stderr.splitlines() if line.startswith("warning:") and "U+FFFD" in line]
