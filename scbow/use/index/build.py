@@ -14,7 +14,7 @@ from ...errors import CorpusError, ModelError
 from ...files import atomic_dir, output_path, remove_leftovers
 from ...outputs import refuse_other_kind
 from ...reading import short_message
-from ...text.reader import DEFAULT_ENCODING, check_text, open_bytes, open_text
+from ...text.reader import DEFAULT_ENCODING, check_regular, check_text, open_bytes, open_text
 from ...vectors.numeric import scaled_rows
 from ..shards import MANIFEST, open_shards
 from . import store
@@ -105,9 +105,8 @@ def open_embeddings(embeddings, text=None) -> tuple[object, list, dict | None]:
         if text is not None:
             raise ModelError("the text of shards is named by their manifest; give no text file with a shard directory")
         return shards, shards.texts(), shards.manifest
-    what = store.not_regular(path)
-    if what is not None:
-        raise ModelError(f"{path}: {what}; give the .npy file or the shard directory written by 'scbow-numba embed'")
+    check_regular(path, error=ModelError, why="a pipe or a device: give the .npy file or the shard directory written by "
+                  "'scbow-numba embed'")
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
@@ -208,9 +207,8 @@ def build_index(embeddings, lines_source, out_dir, metric: str = "cosine", M: in
     check_output(out_dir)
     store.faiss_path(out_dir.absolute())  # a name faiss cannot open is refused before the build, not after
     for name, _, _ in texts:  # before the notes about the model: what cannot be read is said first
-        what = store.not_regular(Path(name))
-        if what is not None:
-            raise CorpusError(f"{name}: {what}, expected the text file the embeddings came from")
+        check_regular(name, expected="the text file the embeddings came from",
+                      missing="no such file, expected the text file the embeddings came from")
     n_rows, dim = int(rows.shape[0]), int(rows.shape[1])
     model_dir, found_id = model_to_record(rows, manifest, model, dim, default_model, note)
     removed = remove_leftovers(out_dir)

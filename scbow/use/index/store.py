@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import numpy as np
 from ...errors import CorpusError, ModelError
 from ...outputs import register_kind
 from ...reading import path_text, read_json, read_range, short_message
-from ...text.reader import DEFAULT_ENCODING, text_codec
+from ...text.reader import DEFAULT_ENCODING, check_regular, text_codec
 from ...vectors.modeldir import output_kind as model_kind
 from ...vectors.numeric import scaled_rows
 from ..shards import is_count
@@ -55,19 +54,6 @@ def omp_threads(faiss, n: int):
         yield
     finally:
         faiss.omp_set_num_threads(before)
-
-
-def not_regular(path: Path) -> str | None:
-    """Why ``path`` is not a regular file (after links; a FIFO or a device would block or never end), or None."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return "no such file"
-    except OSError as exc:
-        return f"cannot read: {exc.strerror or exc}"
-    if stat.S_ISDIR(mode):
-        return "is a directory"
-    return None if stat.S_ISREG(mode) else "not a regular file (a pipe, a device or a socket)"
 
 
 @register_kind
@@ -301,11 +287,12 @@ class Index:
 
 def _regular(path: Path, size: int | None = None) -> None:
     """``damaged`` unless ``path`` is a regular file (of ``size`` bytes, when given)."""
-    what = not_regular(path)
-    if what is not None:
-        raise damaged(path, "missing" if what == "no such file" else what)
-    if size is not None and path.stat().st_size != size:
-        raise damaged(path, f"has {path.stat().st_size:,} bytes, {INDEX_JSON} says {size:,}")
+    try:
+        found = check_regular(path, error=ModelError, missing="missing").st_size
+    except ModelError as exc:
+        raise damaged(path, str(exc).removeprefix(f"{path}: ")) from None
+    if size is not None and found != size:
+        raise damaged(path, f"has {found:,} bytes, {INDEX_JSON} says {size:,}")
 
 
 def _int64_column(path: Path, length: int, what: str) -> np.ndarray:
