@@ -88,7 +88,7 @@ def test_the_tokenizer_is_its_rule_as_written():
 HINDI = "\u0939\u093f\u0928\u094d\u0926\u0940"  # six characters, three of them marks
 
 
-def test_a_word_keeps_its_marks(tmp_path, runner, monkeypatch):
+def test_a_word_keeps_its_marks(tmp_path, monkeypatch):
     """A corpus is encoded with its marks in its words (and says so); a model tells the word from its
     letters spaced out."""
     (tmp_path / "a.txt").write_text(f"{HINDI} \u092d\u093e\u0937\u093e.\n\u0130stanbul {HINDI}.\n", encoding="utf-8")
@@ -106,10 +106,7 @@ def test_a_word_keeps_its_marks(tmp_path, runner, monkeypatch):
     spaced = " ".join(letters)
     assert model.tokenize(HINDI) == [HINDI] and model.tokenize(spaced) == letters
     np.testing.assert_array_equal(model.encode([HINDI])[0], vectors[0])
-    model.save(tmp_path / "m")
-    result = runner.invoke(main, ["similarity", "-m", str(tmp_path / "m"), HINDI, spaced])
-    assert result.exit_code == 0, result.output
-    assert float(result.output.split()[-1]) < 0.99  # the word and its letters were one sentence: 1.0000
+    assert model.similarity([HINDI], [spaced])[0, 0] < 0.99  # the word and its letters were one sentence: 1.0
 
 
 def test_folding_keeps_line_ends_and_whitespace():
@@ -200,12 +197,7 @@ def test_directory_input_reads_its_text_files_in_order_and_names_what_it_leaves_
     err = capsys.readouterr().err
     assert "1 file left out (help.html)" in err and ".hidden" not in err
     (d / "help.html").unlink()
-    assert expand([d]) == [d / "a.txt", d / "b.txt"] and capsys.readouterr().err == ""
-    # a file reached twice (named again, or a link to it in the folder) is read once, as prepare reads it
-    (d / "c.txt").symlink_to("a.txt")
-    again = load_corpus([d, d / "b.txt"], min_count=1, use_cache=False)
-    assert decode(again) == (sents, docs) and again.n_sentences == c.n_sentences
-    assert "each file is read once" in capsys.readouterr().err
+    assert expand([d]) == [d / "a.txt", d / "b.txt"] and capsys.readouterr().err == ""  # a file reached twice: test_reader
 
 
 def test_oov_words_and_empty_sentences_and_documents_are_dropped_and_invalid_utf8_counted(tmp_path):
@@ -285,14 +277,6 @@ def test_real_corpus_slice(tmp_path, monkeypatch, gutenberg_slice):
     assert c.vocab.words[0] in {"the", ",", "."}
     sents, _ = decode(c)
     assert sents == [s for d in docs for s in d]
-
-    c5 = load_corpus([path], min_count=5, cache_dir=tmp_path / "cache")
-    check_consistent(c5)
-    assert set(c5.vocab.words) == {w for w, n in counts.items() if n >= 5}
-    kept = sum(n for n in counts.values() if n >= 5)
-    assert c5.stats["oov_rate"] == pytest.approx(1 - kept / sum(counts.values()), abs=1e-6)
-    assert 0.0 < c5.stats["oov_rate"] < 0.2
-    assert c5.n_sentences <= c.n_sentences
     new, old = _encode_both(monkeypatch, [gutenberg_slice(3000)])
     assert_same_corpus(new, old)
 

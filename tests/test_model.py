@@ -275,9 +275,6 @@ def test_repr(tmp_path):
     assert text.startswith("<scbow Model: 40 words x 8 dims, from word2vec-text file ") and str(tmp_path / "v.txt") in text
     m.save(tmp_path / "m")
     assert repr(scbow.load(tmp_path / "m")) == repr(m)
-    big = Model(Vocab([f"w{i}" for i in range(1234)], np.ones(1234)), np.ones((1234, 300), np.float32), {"epochs": 1},
-                {"corpus": {"files": ["x"]}})
-    assert repr(big) == "<scbow Model: 1,234 words x 300 dims, trained on x (1 epoch)>"
     # the raw token count (out-of-vocabulary tokens too), as train's corpus line and info show it
     corpus = {"files": ["/data/book.txt"], "raw_tokens": 12_335_808, "tokens": 12_231_071}
     m = Model(Vocab(["a", "b"], [3, 2]), np.ones((2, 4), np.float32), {"epochs": 1}, {"corpus": corpus})
