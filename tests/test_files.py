@@ -82,6 +82,14 @@ def test_a_file_is_replaced_whole_or_left_as_it_was_and_made_with_the_umasks_mod
         tmp.write_text("half")
         raise RuntimeError
     assert out.read_text() == "new" and sorted(p.name for p in tmp_path.iterdir()) == sorted(keep + ["out.txt"])
+    left = tmp_path / f".out.txt.tmp-{dead_pid()}-0123abcd"
+    left.write_text("half")
+    with atomic_file(out) as live:  # the next writer sweeps a dead writer's temporary, never a live one's
+        live.write_text("last")
+        with atomic_file(out) as tmp:
+            tmp.write_text("first")
+        assert live.exists() and not left.exists()
+    assert out.read_text() == "last"
     before = os.umask(0o027)
     try:
         with atomic_file(tmp_path / "f") as tmp:

@@ -362,9 +362,7 @@ def test_cli_prepares_reports_in_one_line_and_warns_once_of_bad_json_lines(tmp_p
     assert result.exit_code == 0, result.output
     assert documents_of(out) == [["Fine."], ["Good."]]
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 1 and "skipped 1 JSON Lines line that holds" in warnings[0]
-    assert f"{src}: line 2: not valid JSON" in warnings[0] and "--strict" in warnings[0]
-    assert "skipped 1 JSON Lines record with no text and 1 unreadable JSON Lines line; wrote" in result.stderr
+    assert len(warnings) == 1 and f"{src}: line 2: not valid JSON" in warnings[0]  # its wording: PrepareStats'
     out.unlink()
     assert_clean_error(runner.invoke(main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines",
                                                 "--strict"]), "line 2: not valid JSON", exit_code=1)
@@ -391,26 +389,6 @@ def test_a_line_longer_than_a_chunk_is_cut_only_at_whitespace(tmp_path, segmente
     (tmp_path / "a.txt").write_text(text + "\n")
     docs, _ = prepared([tmp_path / "a.txt"], tmp_path / "c.txt", segmenter=segmenter)
     assert [w for doc in docs for s in doc for w in s.split()] == text.split()  # every word whole, in order
-
-
-def test_a_dead_prepares_temporary_is_removed_and_nothing_else(tmp_path, runner):
-    """The next prepare sweeps a dead writer's temporary, never a live one's (which names count as a temporary's:
-    test_files.test_only_the_temporaries_of_dead_writers_of_that_output_are_removed)."""
-    from test_files import dead_pid
-
-    from scbow.files import atomic_file
-
-    src = tmp_path / "raw.txt"
-    src.write_text("One sentence.\n", encoding="utf-8")
-    out = tmp_path / "corpus.txt.xz"
-    left = tmp_path / f".corpus.txt.xz.tmp-{dead_pid()}-0123abcd"
-    left.write_bytes(b"half")
-    with atomic_file(out) as live:
-        live.write_text("being written")
-        result = runner.invoke(main, ["prepare", str(src), "-o", str(out), "--segmenter", "lines", "-q"])
-        assert result.exit_code == 0, result.output
-        assert live.exists() and not left.exists()  # a live writer's temporary is left alone, the dead one's gone
-    assert out.read_text() == "being written"  # the live writer finished last
 
 
 def test_the_summary_and_warnings_prepare_prints(tmp_path):
