@@ -4,7 +4,6 @@ repr. The word vectors (model.wv): tests/test_words.py."""
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
@@ -17,7 +16,6 @@ from test_words import random_model
 import scbow
 import scbow.vectors.average as average
 import scbow.vectors.numeric as model_module
-from scbow.cli import main
 from scbow.config import TrainConfig
 from scbow.errors import ConfigError
 from scbow.text.tokenize import tokenize
@@ -282,25 +280,6 @@ def test_repr(tmp_path):
     assert any("12,335,808 tokens" in line for line in describe(m, "/m"))
     old = Model(Vocab(["a", "b"], [3, 2]), np.ones((2, 4), np.float32), {}, {"corpus": {"files": ["x"], "tokens": 7}})
     assert repr(old) == "<scbow Model: 2 words x 4 dims, trained on x (7 tokens)>"  # a model without the raw count
-
-
-def test_a_model_recording_an_init_vectors_start_or_an_expansion_still_loads(tmp_path, runner):
-    """Models of versions that had train --init-vectors and the expand command record them in config.json;
-    they load, describe themselves and print their record as any model does."""
-    m = random_model(n_words=40, dim=8, seed=3, config={"dim": 8, "epochs": 1},
-                     info={"corpus": {"files": ["a.txt"]}})
-    m.save(tmp_path / "m")
-    meta = json.loads((tmp_path / "m" / "config.json").read_text())
-    meta["init_vectors"] = {"source": "w2v.bin", "rows_initialised": 30, "rows": 40, "scale": 0.5, "source_rms": 0.1}
-    meta["expansions"] = [{"source": "glove.txt", "added": 10, "r2": 0.4, "heldout_cosine": None}]
-    (tmp_path / "m" / "config.json").write_text(json.dumps(meta))
-    loaded = scbow.load(tmp_path / "m")
-    assert len(loaded) == 40 and loaded.info["expansions"][0]["added"] == 10
-    assert repr(loaded) == "<scbow Model: 40 words x 8 dims, trained on a.txt (1 epoch)>"
-    shown = runner.invoke(main, ["info", str(tmp_path / "m")])
-    assert shown.exit_code == 0 and "Traceback" not in shown.output, shown.output
-    record = json.loads(runner.invoke(main, ["info", str(tmp_path / "m"), "--json"]).stdout)
-    assert record["init_vectors"]["source"] == "w2v.bin" and record["expansions"][0]["source"] == "glove.txt"
 
 
 def test_encode_from_many_threads_while_the_caches_are_cleared(model, monkeypatch):
