@@ -249,49 +249,28 @@ def test_a_batch_is_bounded_by_its_cost_and_split_by_tokens(tmp_path, monkeypatc
     assert done == 2 * n and min(sizes) == 1 and max(sizes) == 40  # a longer line alone, short ones 40 at a time
 
 
-def test_two_threads_train_both_shares_of_a_batch(tmp_path, corpus_file):
-    """With 2 threads a batch trains each share on its own thread and stream: the pairs trained are those of
-    both shares, and the rows move by both."""
-    corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
-    config = cfg(word_passes=1, word_dim=12)
-    part, serial = wordpart.WordPart(corpus, config, 2), wordpart.WordPart(corpus, config, 2)
-    cuts = part.batch(0)
-    (a0, b0), (a1, b1) = cuts
-    assert b0 > a0 and b1 > a1
-    sentences, _, pairs = part.run(0)
-    expected = [serial._chunk(a, b, a - a0, c)[1] for c, (a, b) in enumerate(cuts)]
-    assert sentences == b1 - a0 and pairs == sum(expected) and min(expected) > 0.4 * pairs
-    # the rows moved by both shares: beyond the first share's steps by a like amount (not 0: never trained)
-    start = wordpart.WordPart(corpus, config, 2)
-    first_only = wordpart.WordPart(corpus, config, 2)
-    first_only._chunk(a0, b0, 0, 0)
-    assert np.linalg.norm(part.Wi - first_only.Wi) > 0.3 * np.linalg.norm(first_only.Wi - start.Wi)
-    for p in (start, first_only):
-        p.close()
-    part.close()
-    serial.close()
-
-
-def test_a_sentences_draws_do_not_depend_on_the_thread_that_trains_it(tmp_path, corpus_file):
-    """At a rate of zero (rows unchanged) a batch's loss is a sum over its draws: one thread and two draw the
-    same for every sentence, so they score the same loss on the same pairs."""
+def test_two_threads_train_both_shares_and_draw_as_one_thread(tmp_path, corpus_file):
+    """With 2 threads each share of a batch trains on its own thread: at a rate of zero (rows unchanged) one
+    thread and two score the same loss on the same pairs (a sentence's draws do not depend on its thread),
+    and at the run's rate the rows move by both shares."""
     corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
     config = cfg(word_passes=2, word_dim=8)
-    parts = [wordpart.WordPart(corpus, config, threads) for threads in (1, 2)]
-    start = parts[0].Wi.copy()
+    parts = one, two, trained, first_only = [wordpart.WordPart(corpus, config, t) for t in (1, 2, 2, 2)]
+    start = one.Wi.copy()
+    (a0, b0), (a1, b1) = two.batch(0)
+    assert b0 > a0 and b1 > a1
     runs = []
-    for part in parts:
+    for part in (one, two):
         part.params.lr = part.params.lr_min = 0.0
-        done, losses = 0, []
-        for _ in range(2):  # the first batch, and one of the second pass (its stream numbers are past the first's)
-            sentences, loss, pairs = part.run(done)
-            losses.append((sentences, loss, pairs))
-            done = corpus.n_sentences
-        runs.append(losses)
-    assert len(parts[1].batch(0)) == 2 and np.array_equal(parts[1].Wi, start)
+        runs.append([part.run(0), part.run(corpus.n_sentences)])  # a batch of the first pass, one of the second
+    assert np.array_equal(two.Wi, start) and runs[1][0][0] == b1 - a0
     for (n1, loss1, pairs1), (n2, loss2, pairs2) in zip(*runs):
         assert n1 == n2 and pairs1 == pairs2 > 0 and loss1 == pytest.approx(loss2, rel=1e-9)
     assert runs[0][0][1] != pytest.approx(runs[0][1][1], rel=1e-6)  # the second pass draws anew
+    # the rows moved by both shares: beyond the first share's steps by a like amount (not 0: never trained)
+    trained.run(0)
+    first_only._chunk(a0, b0, 0, 0)
+    assert np.linalg.norm(trained.Wi - first_only.Wi) > 0.3 * np.linalg.norm(first_only.Wi - start)
     for part in parts:
         part.close()
 
