@@ -11,14 +11,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import assert_clean_error
 from test_checkpoint import SignalAfter, cfg
 from test_kernels import DEVICES
 
 from scbow import progress
 from scbow.cli import main
 from scbow.config import TrainConfig
-from scbow.errors import Interrupted, TrainingError
+from scbow.errors import CheckpointError, Interrupted, TrainingError
 from scbow.kernels.cpu import log1p_unit, sgns_window, word_part_buffers, word_part_chunk, word_part_windows
 from scbow.reference import sgns_window_loss_and_grad
 from scbow.text.vocab import Vocab
@@ -422,7 +421,7 @@ def test_a_run_with_the_word_part_saves_both_parts(tmp_path, corpus_file, small_
     assert np.allclose(ratio, ratio[0], rtol=1e-4)  # the same rows, scaled to unit-length averages
 
 
-def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkeypatch, runner, word_run):
+def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkeypatch, word_run):
     """Hooks see the word part after the sentence part; a resume inside it is bit-identical and checkpoints
     where an uninterrupted run does (--checkpoint-every: examples, then sentences); a finished run removes
     the checkpoint's word_in.npy and word_out.npy too (word_run)."""
@@ -456,11 +455,10 @@ def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkey
     assert np.array_equal(whole.view(np.uint32), np.asarray(load_model(out).vectors).view(np.uint32))
     # the word matrices are tied to their state: changed ones, or another run's of the same shape, are
     # refused (they resumed with exit 0 into another model), and missing ones too
-    args = ["train", str(corpus_file), "--dim", "16", "--epochs", "2", "--min-count", "1", "--threads", "1", "--seed",
-            "3", "--word-passes", "2", "--word-dim", "12", "--word-mix", "0.5", "--resume", "-o"]
     saved = checkpoint_dir(tmp_path / "zeroed") / "word_in.npy"
     np.save(saved, np.zeros_like(np.load(saved)))
-    assert_clean_error(runner.invoke(main, args + [str(tmp_path / "zeroed")]), "not the matrix its state.json recorded")
+    with pytest.raises(CheckpointError, match="not the matrix its state.json recorded"):
+        run(tmp_path / "zeroed", resume=True)
     other = tmp_path / "other"
     with pytest.raises(Interrupted):
         train_session([corpus_file], WORD_PART.replace(seed=4), other, quiet=True, checkpoint_every=1000,
@@ -469,9 +467,11 @@ def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkey
     shutil.copytree(checkpoint_dir(tmp_path / "missing"), checkpoint_dir(borrowed))
     for name in ("word_in.npy", "word_out.npy"):
         shutil.copy(checkpoint_dir(other) / name, checkpoint_dir(borrowed) / name)
-    assert_clean_error(runner.invoke(main, args + [str(borrowed)]), "not the matrix its state.json recorded")
+    with pytest.raises(CheckpointError, match="not the matrix its state.json recorded"):
+        run(borrowed, resume=True)
     (checkpoint_dir(tmp_path / "missing") / "word_out.npy").unlink()
-    assert_clean_error(runner.invoke(main, args + [str(tmp_path / "missing")]), "word_out.npy")
+    with pytest.raises(CheckpointError, match="word_out.npy"):
+        run(tmp_path / "missing", resume=True)
 
 
 def test_a_word_part_that_diverges_names_its_last_checkpoint_in_sentences(tmp_path, corpus_file, word_batches):
