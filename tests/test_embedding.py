@@ -144,6 +144,10 @@ def test_embed_cli(tmp_path, runner, model):
     assert result.stderr == ""
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), [model.vectors[model.wv.get_index("cat")], np.zeros(model.dim)])
     assert (tmp_path / "y.txt").read_text().splitlines()[1:] == ["2"]
+    # --encoding reaches the reader (which names a wrong encoding: test_reader)
+    (cp := tmp_path / "cp.txt").write_bytes("the café sat\nthe dog ran\n".encode("cp1252"))
+    assert runner.invoke(main, [*m, str(cp), "-q", "-o", str(tmp_path / "b.npy"), "--encoding", "cp1252"]).exit_code == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "b.npy"), model.encode(["the café sat", "the dog ran"]))
     # errors (an input or a model that is not there: test_reader, test_formats)
     x = str(tmp_path / "x2.npy")
     assert_clean_error(runner.invoke(main, [*m, str(src), "-o", str(tmp_path / "no" / "x.npy")]), "no such directory")
@@ -228,16 +232,6 @@ def test_nearest_sentences_read_bytes_that_are_not_utf8_as_u_fffd_only_when_aske
     result = runner.invoke(main, [*args, "--encoding", "utf-8:replace"], input=src.read_bytes())
     assert result.exit_code == 0 and "warning: 2 lines of <stdin> are not valid" in result.stderr, result.output
     assert_clean_error(runner.invoke(main, args, input=src.read_bytes()), "<stdin>: not valid utf-8 text")
-
-
-def test_embed_reads_the_encoding_given(tmp_path, runner, model):
-    """--encoding reaches the reader (which names a wrong encoding: test_reader)."""
-    save_model(model, tmp_path / "m")
-    (src := tmp_path / "s.txt").write_bytes("the café sat\nthe dog ran\n".encode("cp1252"))
-    result = runner.invoke(main, ["embed", "-m", str(tmp_path / "m"), str(src), "-q", "-o", str(tmp_path / "b.npy"),
-                                  "--encoding", "cp1252"])
-    assert result.exit_code == 0, result.output
-    np.testing.assert_array_equal(np.load(tmp_path / "b.npy"), model.encode(["the café sat", "the dog ran"]))
 
 
 @pytest.mark.parametrize("dim", [6, 64, 300])
