@@ -243,22 +243,22 @@ def test_train_on_cuda_runs_the_trainers_batches_and_hooks_on_the_device_matrix(
 
 @needs_cuda
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the simulator's numpy scalars see the inf and NaN
-def test_cuda_divergence_is_reported_like_on_cpu(tiny_corpus_file, tmp_path, runner, monkeypatch):
-    """At --lr 1e30 both devices stop with the same one line and save nothing. (The H200 saved a model: one
+def test_cuda_divergence_is_reported_like_on_cpu(tiny_corpus_file, tmp_path, monkeypatch):
+    """At lr 1e30 both devices stop with the same error and save nothing. (The H200 saved a model: one
     launch of all 30 examples read only the start rows, as the next test shows; the simulator runs blocks one
     after the other, so the launches are checked: one example each on a corpus this small.)"""
+    from scbow.training.session import train_session
+
     launches = spy_on_launches(monkeypatch)
-    lines = {}
+    errors = {}
     for device in ("cpu", "cuda"):
-        out = tmp_path / device
-        result = runner.invoke(main, ["train", str(tiny_corpus_file), "-o", str(out), "--device", device, "--dim", "8",
-                                      "--epochs", "1", "--lr", "1e30", "--weight-decay", "0", "--min-count", "1",
-                                      "--common-components", "-1", "--word-passes", "0",
-                                      "--cache-dir", str(tmp_path / "cache")])
-        assert_clean_error(result, "the loss became nan after 30 examples", "--lr")
-        lines[device] = [line for line in result.output.splitlines() if line.startswith("Error:")]
-        assert not out.exists()
-    assert lines["cuda"] == lines["cpu"]
+        config = TrainConfig(device=device, dim=8, epochs=1, lr=1e30, weight_decay=0.0, min_count=1,
+                             common_components=-1, word_passes=0)
+        with pytest.raises(TrainingError, match="the loss became nan after 30 examples.*--lr") as info:
+            train_session([tiny_corpus_file], config, tmp_path / device, quiet=True, cache_dir=tmp_path / "cache")
+        errors[device] = str(info.value)
+        assert not (tmp_path / device).exists()
+    assert errors["cuda"] == errors["cpu"]
     assert launches and all(examples == 1 for _, examples in launches)
 
 

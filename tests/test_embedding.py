@@ -144,6 +144,10 @@ def test_embed_cli(tmp_path, runner, model):
     assert result.stderr == ""
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), [model.vectors[model.wv.get_index("cat")], np.zeros(model.dim)])
     assert (tmp_path / "y.txt").read_text().splitlines()[1:] == ["2"]
+    # --encoding reaches the reader (which names a wrong encoding: test_reader)
+    (cp := tmp_path / "cp.txt").write_bytes("the café sat\nthe dog ran\n".encode("cp1252"))
+    assert runner.invoke(main, [*m, str(cp), "-q", "-o", str(tmp_path / "b.npy"), "--encoding", "cp1252"]).exit_code == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "b.npy"), model.encode(["the café sat", "the dog ran"]))
     # errors (an input or a model that is not there: test_reader, test_formats)
     x = str(tmp_path / "x2.npy")
     assert_clean_error(runner.invoke(main, [*m, str(src), "-o", str(tmp_path / "no" / "x.npy")]), "no such directory")
@@ -209,9 +213,15 @@ def test_neighbors_cli_sentences(tmp_path, runner, model):
     assert_clean_error(runner.invoke(main, [*m, "--in", str(src)]), "--sentence")
     assert_clean_error(runner.invoke(main, [*m, "cat", "--sentence", "cat", "--in", str(src)]), "not both")
     assert_clean_error(runner.invoke(main, [*m, "--sentence", "zebra", "--in", str(src)]), "no word")
+    # --encoding reaches the reader, and stdin is named <stdin>
+    bad = b"the cat \xff sat\nthe dog ran\n\xfe big red house\n"
+    stdin = [*m, "--sentence", "the cat", "--in", "-"]
+    result = runner.invoke(main, [*stdin, "--encoding", "utf-8:replace"], input=bad)
+    assert result.exit_code == 0 and "warning: 2 lines of <stdin> are not valid" in result.stderr, result.output
+    assert_clean_error(runner.invoke(main, stdin, input=bad), "<stdin>: not valid utf-8 text")
 
 
-def test_nearest_sentences_read_bytes_that_are_not_utf8_as_u_fffd_only_when_asked(tmp_path, runner, model):
+def test_nearest_sentences_read_bytes_that_are_not_utf8_as_u_fffd_only_when_asked(tmp_path, model):
     src = tmp_path / "s.txt"
     src.write_bytes(b"the cat \xff sat\nthe dog ran\n\xfe big red house\n" + b"a small cat\n" * 3)
     said = []
@@ -223,21 +233,6 @@ def test_nearest_sentences_read_bytes_that_are_not_utf8_as_u_fffd_only_when_aske
     fixed = tmp_path / "fixed.txt"
     fixed.write_text(src.read_bytes().decode("utf-8", "replace"), encoding="utf-8")
     assert nearest_sentences(model, "the cat sat", fixed, topn=3, warn=said.append) == got  # the same results
-    save_model(model, tmp_path / "m")
-    args = ["neighbors", "-m", str(tmp_path / "m"), "--sentence", "the cat", "--in", "-"]
-    result = runner.invoke(main, [*args, "--encoding", "utf-8:replace"], input=src.read_bytes())
-    assert result.exit_code == 0 and "warning: 2 lines of <stdin> are not valid" in result.stderr, result.output
-    assert_clean_error(runner.invoke(main, args, input=src.read_bytes()), "<stdin>: not valid utf-8 text")
-
-
-def test_embed_reads_the_encoding_given(tmp_path, runner, model):
-    """--encoding reaches the reader (which names a wrong encoding: test_reader)."""
-    save_model(model, tmp_path / "m")
-    (src := tmp_path / "s.txt").write_bytes("the café sat\nthe dog ran\n".encode("cp1252"))
-    result = runner.invoke(main, ["embed", "-m", str(tmp_path / "m"), str(src), "-q", "-o", str(tmp_path / "b.npy"),
-                                  "--encoding", "cp1252"])
-    assert result.exit_code == 0, result.output
-    np.testing.assert_array_equal(np.load(tmp_path / "b.npy"), model.encode(["the café sat", "the dog ran"]))
 
 
 @pytest.mark.parametrize("dim", [6, 64, 300])

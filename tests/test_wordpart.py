@@ -11,14 +11,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import assert_clean_error
 from test_checkpoint import SignalAfter, cfg
 from test_kernels import DEVICES
 
 from scbow import progress
 from scbow.cli import main
 from scbow.config import TrainConfig
-from scbow.errors import Interrupted, TrainingError
+from scbow.errors import CheckpointError, Interrupted, TrainingError
 from scbow.kernels.cpu import log1p_unit, sgns_window, word_part_buffers, word_part_chunk, word_part_windows
 from scbow.reference import sgns_window_loss_and_grad
 from scbow.text.vocab import Vocab
@@ -249,49 +248,28 @@ def test_a_batch_is_bounded_by_its_cost_and_split_by_tokens(tmp_path, monkeypatc
     assert done == 2 * n and min(sizes) == 1 and max(sizes) == 40  # a longer line alone, short ones 40 at a time
 
 
-def test_two_threads_train_both_shares_of_a_batch(tmp_path, corpus_file):
-    """With 2 threads a batch trains each share on its own thread and stream: the pairs trained are those of
-    both shares, and the rows move by both."""
-    corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
-    config = cfg(word_passes=1, word_dim=12)
-    part, serial = wordpart.WordPart(corpus, config, 2), wordpart.WordPart(corpus, config, 2)
-    cuts = part.batch(0)
-    (a0, b0), (a1, b1) = cuts
-    assert b0 > a0 and b1 > a1
-    sentences, _, pairs = part.run(0)
-    expected = [serial._chunk(a, b, a - a0, c)[1] for c, (a, b) in enumerate(cuts)]
-    assert sentences == b1 - a0 and pairs == sum(expected) and min(expected) > 0.4 * pairs
-    # the rows moved by both shares: beyond the first share's steps by a like amount (not 0: never trained)
-    start = wordpart.WordPart(corpus, config, 2)
-    first_only = wordpart.WordPart(corpus, config, 2)
-    first_only._chunk(a0, b0, 0, 0)
-    assert np.linalg.norm(part.Wi - first_only.Wi) > 0.3 * np.linalg.norm(first_only.Wi - start.Wi)
-    for p in (start, first_only):
-        p.close()
-    part.close()
-    serial.close()
-
-
-def test_a_sentences_draws_do_not_depend_on_the_thread_that_trains_it(tmp_path, corpus_file):
-    """At a rate of zero (rows unchanged) a batch's loss is a sum over its draws: one thread and two draw the
-    same for every sentence, so they score the same loss on the same pairs."""
+def test_two_threads_train_both_shares_and_draw_as_one_thread(tmp_path, corpus_file):
+    """With 2 threads each share of a batch trains on its own thread: at a rate of zero (rows unchanged) one
+    thread and two score the same loss on the same pairs (a sentence's draws do not depend on its thread),
+    and at the run's rate the rows move by both shares."""
     corpus = read_corpus([corpus_file], min_count=1, cache_dir=tmp_path / "cache")
     config = cfg(word_passes=2, word_dim=8)
-    parts = [wordpart.WordPart(corpus, config, threads) for threads in (1, 2)]
-    start = parts[0].Wi.copy()
+    parts = one, two, trained, first_only = [wordpart.WordPart(corpus, config, t) for t in (1, 2, 2, 2)]
+    start = one.Wi.copy()
+    (a0, b0), (a1, b1) = two.batch(0)
+    assert b0 > a0 and b1 > a1
     runs = []
-    for part in parts:
+    for part in (one, two):
         part.params.lr = part.params.lr_min = 0.0
-        done, losses = 0, []
-        for _ in range(2):  # the first batch, and one of the second pass (its stream numbers are past the first's)
-            sentences, loss, pairs = part.run(done)
-            losses.append((sentences, loss, pairs))
-            done = corpus.n_sentences
-        runs.append(losses)
-    assert len(parts[1].batch(0)) == 2 and np.array_equal(parts[1].Wi, start)
+        runs.append([part.run(0), part.run(corpus.n_sentences)])  # a batch of the first pass, one of the second
+    assert np.array_equal(two.Wi, start) and runs[1][0][0] == b1 - a0
     for (n1, loss1, pairs1), (n2, loss2, pairs2) in zip(*runs):
         assert n1 == n2 and pairs1 == pairs2 > 0 and loss1 == pytest.approx(loss2, rel=1e-9)
     assert runs[0][0][1] != pytest.approx(runs[0][1][1], rel=1e-6)  # the second pass draws anew
+    # the rows moved by both shares: beyond the first share's steps by a like amount (not 0: never trained)
+    trained.run(0)
+    first_only._chunk(a0, b0, 0, 0)
+    assert np.linalg.norm(trained.Wi - first_only.Wi) > 0.3 * np.linalg.norm(first_only.Wi - start)
     for part in parts:
         part.close()
 
@@ -443,7 +421,7 @@ def test_a_run_with_the_word_part_saves_both_parts(tmp_path, corpus_file, small_
     assert np.allclose(ratio, ratio[0], rtol=1e-4)  # the same rows, scaled to unit-length averages
 
 
-def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkeypatch, runner, word_run):
+def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkeypatch, word_run):
     """Hooks see the word part after the sentence part; a resume inside it is bit-identical and checkpoints
     where an uninterrupted run does (--checkpoint-every: examples, then sentences); a finished run removes
     the checkpoint's word_in.npy and word_out.npy too (word_run)."""
@@ -477,11 +455,10 @@ def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkey
     assert np.array_equal(whole.view(np.uint32), np.asarray(load_model(out).vectors).view(np.uint32))
     # the word matrices are tied to their state: changed ones, or another run's of the same shape, are
     # refused (they resumed with exit 0 into another model), and missing ones too
-    args = ["train", str(corpus_file), "--dim", "16", "--epochs", "2", "--min-count", "1", "--threads", "1", "--seed",
-            "3", "--word-passes", "2", "--word-dim", "12", "--word-mix", "0.5", "--resume", "-o"]
     saved = checkpoint_dir(tmp_path / "zeroed") / "word_in.npy"
     np.save(saved, np.zeros_like(np.load(saved)))
-    assert_clean_error(runner.invoke(main, args + [str(tmp_path / "zeroed")]), "not the matrix its state.json recorded")
+    with pytest.raises(CheckpointError, match="not the matrix its state.json recorded"):
+        run(tmp_path / "zeroed", resume=True)
     other = tmp_path / "other"
     with pytest.raises(Interrupted):
         train_session([corpus_file], WORD_PART.replace(seed=4), other, quiet=True, checkpoint_every=1000,
@@ -490,9 +467,11 @@ def test_resume_inside_the_word_part(tmp_path, corpus_file, word_batches, monkey
     shutil.copytree(checkpoint_dir(tmp_path / "missing"), checkpoint_dir(borrowed))
     for name in ("word_in.npy", "word_out.npy"):
         shutil.copy(checkpoint_dir(other) / name, checkpoint_dir(borrowed) / name)
-    assert_clean_error(runner.invoke(main, args + [str(borrowed)]), "not the matrix its state.json recorded")
+    with pytest.raises(CheckpointError, match="not the matrix its state.json recorded"):
+        run(borrowed, resume=True)
     (checkpoint_dir(tmp_path / "missing") / "word_out.npy").unlink()
-    assert_clean_error(runner.invoke(main, args + [str(tmp_path / "missing")]), "word_out.npy")
+    with pytest.raises(CheckpointError, match="word_out.npy"):
+        run(tmp_path / "missing", resume=True)
 
 
 def test_a_word_part_that_diverges_names_its_last_checkpoint_in_sentences(tmp_path, corpus_file, word_batches):
