@@ -15,7 +15,6 @@ import pytest
 from conftest import train_args
 from numba import njit
 
-import scbow
 from scbow.cli import main
 from scbow.errors import CorpusError
 from scbow.kernels.encode import is_space
@@ -51,12 +50,6 @@ from scbow.vectors.model import Model
 )
 def test_tokenize_rules(text, tokens):
     assert tokenize(text) == tokens
-
-
-def test_tokenize_lines_keeps_the_line_ends():
-    assert scbow.tokenize is tokenize
-    assert tokenize_lines("A b.\n\nC!\n") == ["a", "b", ".", "\n", "\n", "c", "!", "\n"]
-    assert tokenize("A b.\nC!") == ["a", "b", ".", "c", "!"]
 
 
 def test_a_model_folds_what_is_typed_as_its_corpus_was():

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from conftest import CORPUS_1M, DATA_DIR, make_runner, missing_data, train_args
 
+import scbow
 from scbow.cli import main
 from scbow.text.tokenize import tokenize, tokenize_lines
 
@@ -93,6 +94,8 @@ def test_ascii_regex_as_the_general_one():
 def test_lines_keep_their_line_ends_in_every_script():
     text = "日本語です\nthe end\nภาษา"
     assert tokenize_lines(text) == ["日", "本", "語", "で", "す", "\n", "the", "end", "\n", "ภา", "ษา"]
+    assert tokenize_lines("A b.\n\nC!\n") == ["a", "b", ".", "\n", "\n", "c", "!", "\n"]
+    assert scbow.tokenize("A b.\nC!") == ["a", "b", ".", "c", "!"]  # the package's tokenize: no line ends
 
 
 def test_exported_tokenizer_splits_as_ours():
@@ -164,7 +167,6 @@ def japanese_model(tmp_path_factory):
 @pytest.mark.parametrize("fmt", ["model2vec", "sentence-transformers"])
 def test_exported_folders_encode_japanese_as_encode(japanese_model, tmp_path, fmt):
     """Cosine 1.000000 against ``Model.encode`` on every JSTS dev sentence, unknown words in pieces."""
-    import scbow
     from scbow.vectors.numeric import row_cosines
 
     model = scbow.load(japanese_model)
