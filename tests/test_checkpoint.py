@@ -223,6 +223,9 @@ def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_tex
     other.write_text(make_text(n_docs=6, sents_per_doc=400, seed=12), encoding="utf-8")
     with pytest.raises(CheckpointError, match="another corpus"):
         train_session([other], PLAIN, out, quiet=True, resume=True)
+    with pytest.raises(CheckpointError, match="no checkpoint to resume from"):  # none at all
+        train_session([corpus_file], PLAIN, tmp_path / "none", quiet=True, resume=True)
+    assert not (tmp_path / "none").exists()
     lines = corpus_file.read_text(encoding="utf-8").split("\n")  # the same sizes and words, two lines swapped
     i = next(i for i in range(1000, len(lines)) if lines[i] and lines[i + 1] and lines[i] != lines[i + 1])
     lines[i], lines[i + 1] = lines[i + 1], lines[i]
@@ -289,11 +292,6 @@ def test_a_run_into_a_link_has_the_checkpoint_of_its_target(tmp_path, corpus_fil
     assert sorted(os.listdir(tmp_path / "links")) == ["out"]
     (tmp_path / "links" / "out.checkpoint").write_text("notes")  # a user's file of that name: no checkpoint
     assert checkpoint_dir(link) == tmp_path / "m.checkpoint"
-
-
-def test_resume_without_a_checkpoint(tmp_path, runner, corpus_file):
-    assert_clean_error(runner.invoke(main, train_args(corpus_file, tmp_path / "m", "--resume")), "no checkpoint")
-    assert not (tmp_path / "m").exists()
 
 
 DAMAGE = {  # how -> what the error names (a state.json that is no JSON: test_reading)
