@@ -213,11 +213,6 @@ def test_help_fits_an_80_column_terminal_and_uses_a_wider_one(command, monkeypat
         assert max(map(len, wide.splitlines())) > 80  # wraps at the terminal, not at click's 80
 
 
-def test_export_help_says_the_folders_split_unknown_words_into_pieces():
-    text = " ".join(make_runner().invoke(main, ["export", "--help"], terminal_width=200).output.split())
-    assert "unknown words split into the model's pieces" in text
-
-
 @pytest.mark.parametrize("argv, fragment", [(["train", "--bogus"], "No such option '--bogus'"),
                                             (["nosuch"], "No such command 'nosuch'"),
                                             (["train", "x.txt", "--dim", "abc"], "'abc' is not a valid integer"),
@@ -339,6 +334,8 @@ def test_help_lists_whole_descriptions_names_the_defaults_and_groups_trains_opti
     grouped = [name for _, names in TRAIN_OPTION_GROUPS for name in names]
     assert sorted(grouped) == sorted(options) and len(set(grouped)) == len(grouped)  # each option once
     assert result.output.index("--lr FLOAT") > result.output.index("Optimisation:") > result.output.index("--dim")
+    export_help = " ".join(make_runner().invoke(main, ["export", "--help"], terminal_width=200).output.split())
+    assert "unknown words split into the model's pieces" in export_help  # what export's folders do with them
 
 
 def test_counts_of_one_are_singular_and_embed_wants_an_npy_name(tmp_path, runner, trained):
