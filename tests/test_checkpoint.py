@@ -159,12 +159,9 @@ def test_resume_is_bit_identical_and_says_where_it_resumes(tmp_path, corpus_file
     assert resumed.losses == reference.result.losses  # the same learning-rate position, batch for batch
     assert resumed.examples == reference.result.examples
     assert b.info["training"]["examples"] == reference.model.info["training"]["examples"]
-
-
-def test_periodic_checkpoints(reference):
-    # one checkpoint at the first batch boundary at or after every multiple of 1000
-    b = reference.boundaries
-    expected = sorted({next(x for x in b if x >= k) for k in range(1000, reference.result.examples + 1, 1000)})
+    # the reference's periodic checkpoints: one at the first batch boundary at or after every multiple of 1000
+    bounds = reference.boundaries
+    expected = sorted({next(x for x in bounds if x >= k) for k in range(1000, reference.result.examples + 1, 1000)})
     assert reference.written == expected and len(expected) >= 4
 
 
@@ -226,6 +223,9 @@ def test_resume_refuses_another_config_or_corpus(tmp_path, corpus_file, make_tex
     other.write_text(make_text(n_docs=6, sents_per_doc=400, seed=12), encoding="utf-8")
     with pytest.raises(CheckpointError, match="another corpus"):
         train_session([other], PLAIN, out, quiet=True, resume=True)
+    with pytest.raises(CheckpointError, match="no checkpoint to resume from"):  # none at all
+        train_session([corpus_file], PLAIN, tmp_path / "none", quiet=True, resume=True)
+    assert not (tmp_path / "none").exists()
     lines = corpus_file.read_text(encoding="utf-8").split("\n")  # the same sizes and words, two lines swapped
     i = next(i for i in range(1000, len(lines)) if lines[i] and lines[i + 1] and lines[i] != lines[i + 1])
     lines[i], lines[i + 1] = lines[i + 1], lines[i]
@@ -292,11 +292,6 @@ def test_a_run_into_a_link_has_the_checkpoint_of_its_target(tmp_path, corpus_fil
     assert sorted(os.listdir(tmp_path / "links")) == ["out"]
     (tmp_path / "links" / "out.checkpoint").write_text("notes")  # a user's file of that name: no checkpoint
     assert checkpoint_dir(link) == tmp_path / "m.checkpoint"
-
-
-def test_resume_without_a_checkpoint(tmp_path, runner, corpus_file):
-    assert_clean_error(runner.invoke(main, train_args(corpus_file, tmp_path / "m", "--resume")), "no checkpoint")
-    assert not (tmp_path / "m").exists()
 
 
 DAMAGE = {  # how -> what the error names (a state.json that is no JSON: test_reading)

@@ -62,13 +62,8 @@ def test_train_writes_a_model_by_default_where_the_other_commands_look(tmp_path,
 def test_similarity_prints_a_float_and_names_unknown_words(runner, trained):
     """A model trained now records unknown="pieces"; stderr says what became of the unknown words (each
     rule's note: test_unknown_words test_similarity_cli_notes_the_unknown_words)."""
-    def similarity(*pair):
-        result = runner.invoke(main, ["similarity", "-m", str(trained), *pair])
-        assert result.exit_code == 0, result.output
-        assert -1.0 <= float(result.stdout) <= 1.0
-        return result
-
-    result = similarity("The cat sat xyzzy.", "A dog ran!")
+    result = runner.invoke(main, ["similarity", "-m", str(trained), "The cat sat xyzzy.", "A dog ran!"])
+    assert result.exit_code == 0, result.output
     assert float(result.stdout) == pytest.approx(load_model(trained).similarity(["The cat sat xyzzy."], ["A dog ran!"])[0, 0],
                                                  abs=1e-4)
     assert "xyzzy" in result.stderr and "sentence 1" in result.stderr and "sentence 2" not in result.stderr
@@ -213,11 +208,6 @@ def test_help_fits_an_80_column_terminal_and_uses_a_wider_one(command, monkeypat
         assert max(map(len, wide.splitlines())) > 80  # wraps at the terminal, not at click's 80
 
 
-def test_export_help_says_the_folders_split_unknown_words_into_pieces():
-    text = " ".join(make_runner().invoke(main, ["export", "--help"], terminal_width=200).output.split())
-    assert "unknown words split into the model's pieces" in text
-
-
 @pytest.mark.parametrize("argv, fragment", [(["train", "--bogus"], "No such option '--bogus'"),
                                             (["nosuch"], "No such command 'nosuch'"),
                                             (["train", "x.txt", "--dim", "abc"], "'abc' is not a valid integer"),
@@ -254,21 +244,16 @@ def test_every_count_option_takes_counts_as_people_type_them(tmp_path, runner, h
 # ---------------------------------------------------------------- info
 
 
-def test_info_fits_the_terminal(runner, trained, monkeypatch):
+def test_info_describes_a_model_and_fits_the_terminal(runner, trained, tmp_path, monkeypatch):
+    """trained with --word-passes 0 (conftest's healthy): info's word-part line: see test_wordpart."""
     monkeypatch.setenv("COLUMNS", "60")
-    lines = runner.invoke(main, ["info", str(trained)]).stdout.splitlines()
+    result = runner.invoke(main, ["info", str(trained)])
+    lines = result.stdout.splitlines()
     assert len(lines) > 5 and all(len(line) <= 60 or " " not in line[12:].strip() for line in lines), lines
     assert any(line.startswith(" " * 12 + "min_count=1*") or " min_count=1*" in line for line in lines)
-
-
-def test_info_describes_a_model(runner, trained, tmp_path):
-    # trained with --word-passes 0 (conftest's healthy): info's word-part line: see test_wordpart
-    result = runner.invoke(main, ["info", str(trained)])
     assert result.exit_code == 0, result.output
-    text = result.stdout
-    model = load_model(trained)
-    assert f"{len(model):,} words x 16 dims" in text
-    assert "corpus.txt" in text and "min_count=1*" in text and "dim=16*" in text and "negatives=2," in text
+    text, model = result.stdout, load_model(trained)
+    assert "corpus.txt" in text and "dim=16*" in text and "negatives=2," in text
     assert "examples in" in text and "loss" in text
     same = runner.invoke(main, ["info", "-m", str(trained)])
     assert same.stdout == text
@@ -344,6 +329,8 @@ def test_help_lists_whole_descriptions_names_the_defaults_and_groups_trains_opti
     grouped = [name for _, names in TRAIN_OPTION_GROUPS for name in names]
     assert sorted(grouped) == sorted(options) and len(set(grouped)) == len(grouped)  # each option once
     assert result.output.index("--lr FLOAT") > result.output.index("Optimisation:") > result.output.index("--dim")
+    export_help = " ".join(make_runner().invoke(main, ["export", "--help"], terminal_width=200).output.split())
+    assert "unknown words split into the model's pieces" in export_help  # what export's folders do with them
 
 
 def test_counts_of_one_are_singular_and_embed_wants_an_npy_name(tmp_path, runner, trained):

@@ -467,7 +467,6 @@ def _first_file(info):
 
 # the fields of index.json that opening and searching use, against the shape they must have
 BAD_INFO = {
-    "dim-string": lambda i: i.update(dim="16"),
     "dim-zero": lambda i: i.update(dim=0),
     "count-bool": lambda i: i.update(count=True),
     "rows-below-count": lambda i: i.update(rows=i["count"] - 1),

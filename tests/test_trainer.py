@@ -91,12 +91,17 @@ def test_loss_falls_and_neighbours_come_closer(corpus, monkeypatch):
     assert info["first_loss"] == result.losses[0] and info["examples"] == result.examples
 
 
-def test_same_seed_is_bit_identical_and_another_seed_differs(corpus, trained):
+def test_same_seed_is_bit_identical_another_seed_differs_and_the_model_carries_its_config(corpus, trained):
     a, b, c = trained(epochs=2), train(corpus, config(epochs=2), quiet=True), trained(epochs=2, seed=4)
     va, vb, vc = (np.asarray(r.model.vectors) for r in (a, b, c))
     assert va.dtype == np.float32 and va.shape == (len(corpus.vocab), 32) and np.isfinite(va).all()
     assert np.array_equal(va.view(np.uint32), vb.view(np.uint32)) and a.losses == b.losses
     assert not np.allclose(va, vc)
+    cfg = config(negatives=3, negative_mode="uniform", max_length=20)  # the model carries its config and corpus stats
+    model = trained(negatives=3, negative_mode="uniform", max_length=20).model
+    assert model.config == cfg.to_dict() and TrainConfig.from_dict(model.config) == cfg
+    assert model.vocab.words == corpus.vocab.words and model.dim == 32 and len(model) == len(corpus.vocab)
+    assert model.info["corpus"] == dict(corpus.stats) and model.info["corpus"]["sentences"] == corpus.n_sentences
 
 
 def test_two_threads_train(corpus):
@@ -108,15 +113,6 @@ def test_two_threads_train(corpus):
     assert result.examples == 2 * len(start_mod.trainable_targets(corpus))
     assert result.losses[-1] < result.losses[0]
     assert np.abs(v - start_mod.init_vectors(len(corpus.vocab), config())).max() > 1e-3
-
-
-def test_model_carries_config_vocab_and_corpus_stats(corpus, trained):
-    cfg = config(negatives=3, negative_mode="uniform", max_length=20)
-    model = trained(negatives=3, negative_mode="uniform", max_length=20).model
-    assert model.config == cfg.to_dict() and TrainConfig.from_dict(model.config) == cfg
-    assert model.vocab.words == corpus.vocab.words
-    assert model.info["corpus"] == dict(corpus.stats) and model.info["corpus"]["sentences"] == corpus.n_sentences
-    assert model.dim == 32 and len(model) == len(corpus.vocab)
 
 
 def test_weight_decay_shrinks_frequent_words(trained):
