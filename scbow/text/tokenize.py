@@ -131,8 +131,8 @@ def tokenize(text: str) -> list[str]:
     text = fold(text).lower()
     if text.isascii():  # known at once (CPython records it): most English text pays nothing more
         return _ASCII_RE.findall(text)
-    v4 = _unit_patterns()
-    return (v4[0] if v4[2].search(text) else _patterns()[0]).findall(text)
+    units = _unit_patterns()
+    return (units[0] if units[2].search(text) else _patterns()[0]).findall(text)
 
 
 def tokenize_lines(text: str) -> list[str]:
@@ -140,5 +140,5 @@ def tokenize_lines(text: str) -> list[str]:
     text = fold(text).lower()
     if text.isascii():
         return _ASCII_OR_NEWLINE_RE.findall(text)
-    v4 = _unit_patterns()
-    return (v4[1] if v4[2].search(text) else _patterns()[1]).findall(text)
+    units = _unit_patterns()
+    return (units[1] if units[2].search(text) else _patterns()[1]).findall(text)
